@@ -1,0 +1,28 @@
+// Where a tensor lives and a kernel runs. Only the CPU executes kernels today; the other kinds
+// name the devices that targets/ will generate code for.
+#pragma once
+#include <string>
+
+namespace tessera::runtime {
+
+enum class DeviceType { CPU, OpenCL, CUDA };
+
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int id = 0;
+
+  static Device cpu() { return {DeviceType::CPU, 0}; }
+  std::string str() const;
+  bool operator==(const Device& o) const { return type == o.type && id == o.id; }
+};
+
+inline std::string Device::str() const {
+  switch (type) {
+    case DeviceType::CPU: return "cpu(" + std::to_string(id) + ")";
+    case DeviceType::OpenCL: return "opencl(" + std::to_string(id) + ")";
+    case DeviceType::CUDA: return "cuda(" + std::to_string(id) + ")";
+  }
+  return "unknown";
+}
+
+}  // namespace tessera::runtime

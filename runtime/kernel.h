@@ -1,0 +1,53 @@
+// The calling convention of compiled kernels and a checked way to call them.
+//
+// A kernel is `int32_t name(void* const* args, int32_t num_args)`: args[i] is the first element of
+// the i-th buffer, in the order the kernel was built with; shapes are static and known from the
+// signature. Buffers are 64-byte aligned and do not overlap. It returns 0 on success.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/ndarray.h"
+
+extern "C" typedef int32_t (*TesseraKernelFn)(void* const* args, int32_t num_args);
+
+namespace tessera::runtime {
+
+struct BufferSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  DataType dtype;
+};
+
+struct KernelSignature {
+  std::string name;
+  std::vector<BufferSpec> args;
+};
+
+class Kernel {
+ public:
+  Kernel() = default;
+  // `owner` keeps the code `fn` points into alive (a JIT session, a loaded library).
+  Kernel(KernelSignature signature, TesseraKernelFn fn, std::shared_ptr<const void> owner)
+      : signature_(std::move(signature)), fn_(fn), owner_(std::move(owner)) {}
+
+  const KernelSignature& signature() const { return signature_; }
+  const std::string& name() const { return signature_.name; }
+  TesseraKernelFn function() const { return fn_; }
+
+  // Checks count, shape, dtype and alignment of every argument, then runs the kernel.
+  void operator()(const std::vector<NDArray>& args) const;
+  // Throws unless `a` fits argument `index` (shape, dtype, 64-byte alignment).
+  void check_argument(size_t index, const NDArray& a) const;
+  // Runs without checks; `data` must hold one pointer per argument.
+  void call_unchecked(void* const* data) const;
+
+ private:
+  KernelSignature signature_;
+  TesseraKernelFn fn_ = nullptr;
+  std::shared_ptr<const void> owner_;
+};
+
+}  // namespace tessera::runtime

@@ -1,0 +1,137 @@
+#include "runtime/thread_pool.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tessera::runtime {
+
+namespace {
+// Set while a thread runs a pool task, so a parallel loop inside a task runs serially
+// instead of waiting for workers that are all busy.
+thread_local bool t_in_parallel_region = false;
+// Spins before sleeping: kernels launch parallel loops back to back, and waking a sleeping
+// thread costs tens of microseconds.
+constexpr int kSpinIterations = 1 << 16;
+}  // namespace
+
+int default_num_threads() {
+  if (const char* env = std::getenv("TESSERA_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw ? static_cast<int>(hw) : 1;
+}
+
+struct ThreadPool::State {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::vector<std::thread> workers;
+  bool stopping = false;
+  // One job at a time: the launching thread holds `launch_mutex` until the job finishes.
+  std::mutex launch_mutex;
+  std::atomic<uint64_t> generation{0};
+  // Atomic because a worker finishing the previous job may still read them.
+  std::atomic<const std::function<void(int)>*> job{nullptr};
+  std::atomic<int> num_tasks{0};
+  std::atomic<int> next_task{0};
+  std::atomic<int> remaining{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+
+  void run_tasks() {
+    t_in_parallel_region = true;
+    for (int t; (t = next_task.fetch_add(1)) < num_tasks.load();) {
+      try {
+        (*job.load())(t);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+      remaining.fetch_sub(1, std::memory_order_acq_rel);
+    }
+    t_in_parallel_region = false;
+  }
+
+  void worker_loop() {
+    uint64_t seen = 0;
+    while (true) {
+      int spins = 0;
+      while (generation.load(std::memory_order_acquire) == seen && spins < kSpinIterations) ++spins;
+      if (generation.load(std::memory_order_acquire) == seen) {
+        std::unique_lock<std::mutex> lock(mutex);
+        wake.wait(lock, [&] { return stopping || generation.load() != seen; });
+        if (stopping) return;
+      }
+      seen = generation.load(std::memory_order_acquire);
+      run_tasks();
+    }
+  }
+};
+
+ThreadPool::ThreadPool(int num_threads) : state_(new State), num_threads_(num_threads) {
+  for (int i = 1; i < num_threads; ++i) state_->workers.emplace_back([s = state_] { s->worker_loop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->wake.notify_all();
+  for (auto& w : state_->workers) w.join();
+  delete state_;
+}
+
+ThreadPool& ThreadPool::global() {
+  static ThreadPool pool(default_num_threads());
+  return pool;
+}
+
+void ThreadPool::parallel_for(int num_tasks, const std::function<void(int)>& fn) {
+  if (num_tasks <= 0) return;
+  if (num_tasks == 1 || num_threads_ == 1 || t_in_parallel_region) {
+    for (int t = 0; t < num_tasks; ++t) fn(t);
+    return;
+  }
+  State& s = *state_;
+  std::lock_guard<std::mutex> launch(s.launch_mutex);
+  s.error = nullptr;
+  s.num_tasks.store(0);  // closes the previous job before its fields change
+  s.job.store(&fn);
+  s.next_task.store(0);
+  s.num_tasks.store(num_tasks);
+  s.remaining.store(num_tasks);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.generation.fetch_add(1, std::memory_order_release);
+  }
+  s.wake.notify_all();
+  s.run_tasks();
+  while (s.remaining.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+  if (s.error) std::rethrow_exception(s.error);
+}
+
+}  // namespace tessera::runtime
+
+extern "C" int32_t tessera_parallel_launch(TesseraParallelTask task, void* closure, int32_t num_tasks) {
+  std::atomic<int32_t> status{0};
+  tessera::runtime::ThreadPool::global().parallel_for(num_tasks, [&](int t) {
+    int32_t rc = task(t, num_tasks, closure);
+    if (rc != 0) {
+      int32_t expected = 0;
+      status.compare_exchange_strong(expected, rc);
+    }
+  });
+  return status.load();
+}
+
+extern "C" int32_t tessera_num_threads(void) {
+  return tessera::runtime::ThreadPool::global().num_threads();
+}

@@ -1,0 +1,36 @@
+// A flat memory region after lowering: a kernel argument or a local allocation. Loads and
+// stores address it by element index; like variables, buffers are compared by identity.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "tensor_ir/expr.h"
+
+namespace tessera::tensor_ir {
+
+enum class MemoryScope : uint8_t { Global, Local };
+
+struct BufferNode : Object {
+  TESSERA_NODE(Buffer)
+  std::string name;
+  DataType dtype;
+  std::vector<Expr> shape;  // logical shape, for signatures; accesses are flat
+  MemoryScope scope;
+  TESSERA_FIELDS(name, dtype, shape, scope)
+  static Ref<BufferNode> make(std::string name, DataType dtype, std::vector<Expr> shape, MemoryScope scope);
+  BufferNode(std::string n, DataType t, std::vector<Expr> s, MemoryScope sc)
+      : Object(kKind), name(std::move(n)), dtype(t), shape(std::move(s)), scope(sc) {}
+  // Number of elements, which must be a constant.
+  int64_t num_elements() const;
+};
+
+class Buffer : public Ref<BufferNode> {
+ public:
+  using Ref<BufferNode>::Ref;
+  Buffer() = default;
+  Buffer(const Ref<BufferNode>& r) : Ref<BufferNode>(r) {}  // NOLINT
+  const std::string& name() const { return get()->name; }
+  DataType dtype() const { return get()->dtype; }
+};
+
+}  // namespace tessera::tensor_ir

@@ -1,0 +1,202 @@
+// Expression nodes of the tensor IR (Halide/TVM style). Every expression has a DataType; index
+// arithmetic is int64. `make` checks its operands and computes the result type; the operators
+// in op.h add the implicit constant conversions a person expects when writing A[i] + 1.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runtime/data_type.h"
+#include "tensor_ir/node.h"
+
+namespace tessera::tensor_ir {
+
+using runtime::DataType;
+constexpr DataType kIndexType = runtime::kInt64;
+
+struct ExprNode : Object {
+  DataType type;
+  static constexpr bool kind_matches(NodeKind k) {
+#define TESSERA_X(kind, type) k == NodeKind::kind ||
+    return TESSERA_EXPR_NODES(TESSERA_X) false;
+#undef TESSERA_X
+  }
+
+ protected:
+  ExprNode(NodeKind k, DataType t) : Object(k), type(t) {}
+};
+
+class Expr : public Ref<ExprNode> {
+ public:
+  using Ref<ExprNode>::Ref;
+  Expr() = default;
+  Expr(int64_t value);  // NOLINT: an int64 constant, so A[i + 1] reads naturally
+  Expr(int value) : Expr(static_cast<int64_t>(value)) {}  // NOLINT
+  DataType type() const { return get()->type; }
+};
+
+struct Range {
+  Expr min, extent;
+  Range() = default;
+  Range(Expr min, Expr extent) : min(std::move(min)), extent(std::move(extent)) {}
+  // [begin, end) as a Range with min = begin, extent = end - begin.
+  static Range from_min_max(Expr begin, Expr end);
+};
+
+struct IntImm : ExprNode {
+  TESSERA_NODE(IntImm)
+  int64_t value;
+  TESSERA_FIELDS(type, value)
+  static Expr make(DataType type, int64_t value);
+  IntImm(DataType t, int64_t v) : ExprNode(kKind, t), value(v) {}
+};
+
+struct FloatImm : ExprNode {
+  TESSERA_NODE(FloatImm)
+  double value;
+  TESSERA_FIELDS(type, value)
+  static Expr make(DataType type, double value);
+  FloatImm(DataType t, double v) : ExprNode(kKind, t), value(v) {}
+};
+
+// A variable; two variables are the same only if they are the same node, whatever their names.
+struct VarNode : ExprNode {
+  TESSERA_NODE(Var)
+  std::string name;
+  TESSERA_FIELDS(type, name)
+  static Expr make(DataType type, std::string name);
+  VarNode(DataType t, std::string n) : ExprNode(kKind, t), name(std::move(n)) {}
+};
+
+class Var : public Ref<VarNode> {
+ public:
+  using Ref<VarNode>::Ref;
+  Var() = default;
+  explicit Var(std::string name, DataType type = kIndexType);
+  operator Expr() const { return Expr(get()); }  // NOLINT
+  const std::string& name() const { return get()->name; }
+  DataType type() const { return get()->type; }
+};
+
+// Binary nodes share one layout; `make` of arithmetic ones requires equal types, of
+// comparisons returns bool with the operands' lane count.
+template <NodeKind K>
+struct BinaryNode : ExprNode {
+  static constexpr NodeKind kKind = K;
+  static constexpr bool kind_matches(NodeKind k) { return k == K; }
+  Expr a, b;
+  TESSERA_FIELDS(a, b)
+  static Expr make(Expr a, Expr b);
+  BinaryNode(DataType t, Expr a_, Expr b_) : ExprNode(K, t), a(std::move(a_)), b(std::move(b_)) {}
+};
+using Add = BinaryNode<NodeKind::Add>;
+using Sub = BinaryNode<NodeKind::Sub>;
+using Mul = BinaryNode<NodeKind::Mul>;
+using Div = BinaryNode<NodeKind::Div>;  // floats: true division; integers: rounds toward zero
+using Mod = BinaryNode<NodeKind::Mod>;  // integers: sign of the dividend (C's %); floats: fmod
+using FloorDiv = BinaryNode<NodeKind::FloorDiv>;  // integers: rounds toward -infinity
+using FloorMod = BinaryNode<NodeKind::FloorMod>;  // integers: sign of the divisor (Python's %)
+using Min = BinaryNode<NodeKind::Min>;
+using Max = BinaryNode<NodeKind::Max>;
+using EQ = BinaryNode<NodeKind::EQ>;
+using NE = BinaryNode<NodeKind::NE>;
+using LT = BinaryNode<NodeKind::LT>;
+using LE = BinaryNode<NodeKind::LE>;
+using GT = BinaryNode<NodeKind::GT>;
+using GE = BinaryNode<NodeKind::GE>;
+using And = BinaryNode<NodeKind::And>;
+using Or = BinaryNode<NodeKind::Or>;
+
+struct Not : ExprNode {
+  TESSERA_NODE(Not)
+  Expr a;
+  TESSERA_FIELDS(a)
+  static Expr make(Expr a);
+  Not(DataType t, Expr a_) : ExprNode(kKind, t), a(std::move(a_)) {}
+};
+
+struct Select : ExprNode {
+  TESSERA_NODE(Select)
+  Expr condition, true_value, false_value;
+  TESSERA_FIELDS(condition, true_value, false_value)
+  static Expr make(Expr condition, Expr true_value, Expr false_value);
+  Select(DataType t, Expr c, Expr tv, Expr fv)
+      : ExprNode(kKind, t), condition(std::move(c)), true_value(std::move(tv)), false_value(std::move(fv)) {}
+};
+
+struct Cast : ExprNode {
+  TESSERA_NODE(Cast)
+  Expr value;
+  TESSERA_FIELDS(type, value)
+  static Expr make(DataType type, Expr value);
+  Cast(DataType t, Expr v) : ExprNode(kKind, t), value(std::move(v)) {}
+};
+
+// Pure math and bit intrinsics. X(name, number of arguments).
+#define TESSERA_INTRINSICS(X)                                                                  \
+  X(exp, 1) X(log, 1) X(sqrt, 1) X(rsqrt, 1) X(tanh, 1) X(sigmoid, 1) X(erf, 1) X(pow, 2)      \
+  X(abs, 1) X(floor, 1) X(ceil, 1) X(round, 1) X(trunc, 1) X(sin, 1) X(cos, 1) X(tan, 1)      \
+  X(asin, 1) X(acos, 1) X(atan, 1) X(sinh, 1) X(cosh, 1) X(asinh, 1) X(acosh, 1) X(atanh, 1)   \
+  X(isnan, 1) X(isinf, 1) X(bitwise_and, 2) X(bitwise_or, 2) X(bitwise_xor, 2)                 \
+  X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2)
+
+enum class Intrinsic : uint8_t {
+#define TESSERA_X(name, arity) name,
+  TESSERA_INTRINSICS(TESSERA_X)
+#undef TESSERA_X
+};
+const char* intrinsic_name(Intrinsic op);
+int intrinsic_arity(Intrinsic op);
+// Throws tessera::Error naming `name` if it is not an intrinsic.
+Intrinsic parse_intrinsic(const std::string& name);
+
+struct Call : ExprNode {
+  TESSERA_NODE(Call)
+  Intrinsic op;
+  std::vector<Expr> args;
+  TESSERA_FIELDS(type, op, args)
+  // Float math takes and returns the argument type; isnan/isinf return bool; bit ops are integer.
+  static Expr make(DataType type, Intrinsic op, std::vector<Expr> args);
+  Call(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
+};
+
+// After lowering: a load of `buffer` at flat element `index` (a Ramp for a vector load).
+class Buffer;
+struct Load : ExprNode {
+  TESSERA_NODE(Load)
+  Ref<struct BufferNode> buffer;
+  Expr index;
+  TESSERA_FIELDS(buffer, index)
+  static Expr make(Ref<BufferNode> buffer, Expr index);
+  Load(DataType t, Ref<BufferNode> b, Expr i);
+};
+
+// The vector base, base + stride, ..., base + (lanes-1) * stride.
+struct Ramp : ExprNode {
+  TESSERA_NODE(Ramp)
+  Expr base, stride;
+  int64_t lanes;
+  TESSERA_FIELDS(base, stride, lanes)
+  static Expr make(Expr base, Expr stride, int64_t lanes);
+  Ramp(DataType t, Expr b, Expr s, int64_t l) : ExprNode(kKind, t), base(std::move(b)), stride(std::move(s)), lanes(l) {}
+};
+
+// A scalar repeated in every lane.
+struct Broadcast : ExprNode {
+  TESSERA_NODE(Broadcast)
+  Expr value;
+  int64_t lanes;
+  TESSERA_FIELDS(value, lanes)
+  static Expr make(Expr value, int64_t lanes);
+  Broadcast(DataType t, Expr v, int64_t l) : ExprNode(kKind, t), value(std::move(v)), lanes(l) {}
+};
+
+struct Let : ExprNode {
+  TESSERA_NODE(Let)
+  Var var;
+  Expr value, body;
+  TESSERA_FIELDS(var, value, body)
+  static Expr make(Var var, Expr value, Expr body);
+  Let(DataType t, Var v, Expr val, Expr b) : ExprNode(kKind, t), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+};
+
+}  // namespace tessera::tensor_ir

@@ -1,0 +1,134 @@
+// Statement nodes: the loop nests that lowering produces. Realize/ProducerStore address tensors
+// by multi-dimensional indices (straight out of the schedule); storage flattening turns them
+// into Allocate/Store on flat buffers, which is what code generators see.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor_ir/buffer.h"
+#include "tensor_ir/tensor.h"
+
+namespace tessera::tensor_ir {
+
+struct StmtNode : Object {
+  static constexpr bool kind_matches(NodeKind k) {
+#define TESSERA_X(kind, type) k == NodeKind::kind ||
+    return TESSERA_STMT_NODES(TESSERA_X) false;
+#undef TESSERA_X
+  }
+
+ protected:
+  explicit StmtNode(NodeKind k) : Object(k) {}
+};
+
+class Stmt : public Ref<StmtNode> {
+ public:
+  using Ref<StmtNode>::Ref;
+  Stmt() = default;
+};
+
+struct LetStmt : StmtNode {
+  TESSERA_NODE(LetStmt)
+  Var var;
+  Expr value;
+  Stmt body;
+  TESSERA_FIELDS(var, value, body)
+  static Stmt make(Var var, Expr value, Stmt body);
+  LetStmt(Var v, Expr val, Stmt b) : StmtNode(kKind), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+};
+
+enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled };
+const char* for_kind_name(ForKind kind);
+
+// Extra facts a schedule attaches to a loop (pragma(key, value)), kept in order.
+using Pragmas = std::vector<std::pair<std::string, int64_t>>;
+
+struct For : StmtNode {
+  TESSERA_NODE(For)
+  Var var;
+  Expr min, extent;
+  ForKind for_kind;
+  Stmt body;
+  Pragmas pragmas;
+  TESSERA_FIELDS(var, min, extent, for_kind, body, pragmas)
+  static Stmt make(Var var, Expr min, Expr extent, ForKind for_kind, Stmt body, Pragmas pragmas = {});
+  For(Var v, Expr m, Expr e, ForKind k, Stmt b, Pragmas p)
+      : StmtNode(kKind), var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k), body(std::move(b)), pragmas(std::move(p)) {}
+};
+
+struct IfThenElse : StmtNode {
+  TESSERA_NODE(IfThenElse)
+  Expr condition;
+  Stmt then_case, else_case;  // else_case may be undefined
+  TESSERA_FIELDS(condition, then_case, else_case)
+  static Stmt make(Expr condition, Stmt then_case, Stmt else_case = Stmt());
+  IfThenElse(Expr c, Stmt t, Stmt e) : StmtNode(kKind), condition(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+};
+
+struct Store : StmtNode {
+  TESSERA_NODE(Store)
+  Buffer buffer;
+  Expr value, index;
+  TESSERA_FIELDS(buffer, value, index)
+  static Stmt make(Buffer buffer, Expr value, Expr index);
+  Store(Buffer b, Expr v, Expr i) : StmtNode(kKind), buffer(std::move(b)), value(std::move(v)), index(std::move(i)) {}
+};
+
+// A local buffer live within `body`; its shape must be constant.
+struct Allocate : StmtNode {
+  TESSERA_NODE(Allocate)
+  Buffer buffer;
+  Stmt body;
+  TESSERA_FIELDS(buffer, body)
+  static Stmt make(Buffer buffer, Stmt body);
+  Allocate(Buffer b, Stmt s) : StmtNode(kKind), buffer(std::move(b)), body(std::move(s)) {}
+};
+
+// Statements run in order.
+struct Block : StmtNode {
+  TESSERA_NODE(Block)
+  std::vector<Stmt> stmts;
+  TESSERA_FIELDS(stmts)
+  // Flattens nested blocks and drops undefined statements; one statement comes back as itself.
+  static Stmt make(std::vector<Stmt> stmts);
+  explicit Block(std::vector<Stmt> s) : StmtNode(kKind), stmts(std::move(s)) {}
+};
+
+struct Evaluate : StmtNode {
+  TESSERA_NODE(Evaluate)
+  Expr value;
+  TESSERA_FIELDS(value)
+  static Stmt make(Expr value);
+  explicit Evaluate(Expr v) : StmtNode(kKind), value(std::move(v)) {}
+};
+
+// The region `bounds` of `tensor` is materialized for the duration of `body`.
+struct Realize : StmtNode {
+  TESSERA_NODE(Realize)
+  Tensor tensor;
+  std::vector<Range> bounds;
+  Stmt body;
+  TESSERA_FIELDS(tensor, bounds, body)
+  static Stmt make(Tensor tensor, std::vector<Range> bounds, Stmt body);
+  Realize(Tensor t, std::vector<Range> b, Stmt s) : StmtNode(kKind), tensor(std::move(t)), bounds(std::move(b)), body(std::move(s)) {}
+};
+
+struct ProducerStore : StmtNode {
+  TESSERA_NODE(ProducerStore)
+  Tensor tensor;
+  Expr value;
+  std::vector<Expr> indices;
+  TESSERA_FIELDS(tensor, value, indices)
+  static Stmt make(Tensor tensor, Expr value, std::vector<Expr> indices);
+  ProducerStore(Tensor t, Expr v, std::vector<Expr> i) : StmtNode(kKind), tensor(std::move(t)), value(std::move(v)), indices(std::move(i)) {}
+};
+
+// A lowered kernel: its arguments (in calling order) and its body.
+struct LoweredFunc {
+  std::string name;
+  std::vector<Buffer> args;
+  Stmt body;
+};
+
+}  // namespace tessera::tensor_ir
