@@ -206,12 +206,18 @@ Stmt Allocate::make(Buffer buffer, Stmt body) {
 Stmt Block::make(std::vector<Stmt> stmts) {
   std::vector<Stmt> flat;
   for (auto& s : stmts) {
-    if (!s) continue;
+    if (!s || is_no_op(s)) continue;
     if (const auto* b = s.as<Block>()) flat.insert(flat.end(), b->stmts.begin(), b->stmts.end());
     else flat.push_back(std::move(s));
   }
+  if (flat.empty()) return Evaluate::make(0);
   if (flat.size() == 1) return flat[0];
   return Stmt(new Block(std::move(flat)));
+}
+
+bool is_no_op(const Stmt& s) {
+  const auto* e = s.as<Evaluate>();
+  return e && (e->value.as<IntImm>() || e->value.as<FloatImm>());
 }
 
 Stmt Evaluate::make(Expr value) {

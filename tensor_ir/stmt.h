@@ -90,10 +90,14 @@ struct Block : StmtNode {
   TESSERA_NODE(Block)
   std::vector<Stmt> stmts;
   TESSERA_FIELDS(stmts)
-  // Flattens nested blocks and drops undefined statements; one statement comes back as itself.
+  // Flattens nested blocks and drops undefined and empty statements; one statement comes back
+  // as itself, none as Evaluate(0).
   static Stmt make(std::vector<Stmt> stmts);
   explicit Block(std::vector<Stmt> s) : StmtNode(kKind), stmts(std::move(s)) {}
 };
+
+// Evaluate(0) is the empty statement: passes return it for code they removed.
+bool is_no_op(const Stmt& s);
 
 struct Evaluate : StmtNode {
   TESSERA_NODE(Evaluate)

@@ -19,18 +19,21 @@ struct has_node_type<T, std::void_t<typename T::NodeType>> : std::true_type {};
 
 class Equal {
  public:
+  explicit Equal(bool map_free_vars) : map_free_vars_(map_free_vars) {}
+
   bool equal(const Object* a, const Object* b) {
-    if (a == b) return true;
-    if (!a || !b || a->kind != b->kind) return false;
+    if (!a || !b) return a == b;
+    if (a->kind != b->kind) return false;
     if (is_binder(a)) {
       auto fa = map_.find(a);
-      auto fb = reverse_.find(b);
-      if (fa != map_.end() || fb != reverse_.end())
-        return fa != map_.end() && fb != reverse_.end() && fa->second == b;
-      if (!binder_fields_equal(a, b)) return false;
-      map_[a] = b;
-      reverse_[b] = a;
-      return true;
+      if (fa != map_.end()) return fa->second == b;
+      if (reverse_.count(b)) return false;
+      if (a == b) return true;
+      return map_free_vars_ && bind(a, b);
+    }
+    if (a == b) return true;
+    if (const auto* alloc = a->as<Allocate>()) {
+      if (!bind(alloc->buffer.get(), b->as<Allocate>()->buffer.get())) return false;
     }
     return dispatch(a, [&](const auto* x) {
       using T = std::remove_cv_t<std::remove_pointer_t<decltype(x)>>;
@@ -39,6 +42,16 @@ class Equal {
   }
 
  private:
+  // Maps binder a to b, where they are defined (or first met, for free variables).
+  bool bind(const Object* a, const Object* b) {
+    auto fa = map_.find(a);
+    if (fa != map_.end()) return fa->second == b;
+    if (reverse_.count(b) || !binder_fields_equal(a, b)) return false;
+    map_[a] = b;
+    reverse_[b] = a;
+    return true;
+  }
+
   bool binder_fields_equal(const Object* a, const Object* b) {
     if (const auto* va = a->as<VarNode>()) return va->type == b->as<VarNode>()->type;
     const auto* ba = a->as<BufferNode>();
@@ -55,6 +68,8 @@ class Equal {
 
   template <typename T>
   bool field(const Ref<T>& a, const Ref<T>& b) { return equal(a.get(), b.get()); }
+  // A field of type Var is a definition (loop variable, let, axis): it binds.
+  bool field(const Var& a, const Var& b) { return bind(a.get(), b.get()); }
   bool field(const Range& a, const Range& b) { return field(a.min, b.min) && field(a.extent, b.extent); }
   bool field(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
   template <typename T>
@@ -70,7 +85,16 @@ class Equal {
     else return a == b;
   }
 
+  bool map_free_vars_;
   std::unordered_map<const Object*, const Object*> map_, reverse_;
+
+ public:
+  bool func_equal(const LoweredFunc& a, const LoweredFunc& b) {
+    if (a.name != b.name || a.args.size() != b.args.size()) return false;
+    for (size_t i = 0; i < a.args.size(); ++i)
+      if (!bind(a.args[i].get(), b.args[i].get())) return false;
+    return equal(a.body.get(), b.body.get());
+  }
 };
 
 class Hasher {
@@ -119,9 +143,10 @@ class Hasher {
 
 }  // namespace
 
-bool structural_equal(const Expr& a, const Expr& b) { return Equal().equal(a.get(), b.get()); }
-bool structural_equal(const Stmt& a, const Stmt& b) { return Equal().equal(a.get(), b.get()); }
-bool structural_equal(const Tensor& a, const Tensor& b) { return Equal().equal(a.get(), b.get()); }
+bool structural_equal(const Expr& a, const Expr& b, bool map_free_vars) { return Equal(map_free_vars).equal(a.get(), b.get()); }
+bool structural_equal(const Stmt& a, const Stmt& b, bool map_free_vars) { return Equal(map_free_vars).equal(a.get(), b.get()); }
+bool structural_equal(const Tensor& a, const Tensor& b, bool map_free_vars) { return Equal(map_free_vars).equal(a.get(), b.get()); }
+bool structural_equal(const LoweredFunc& a, const LoweredFunc& b) { return Equal(true).func_equal(a, b); }
 
 uint64_t structural_hash(const Expr& e) { Hasher h; h.node(e.get()); return h.value; }
 uint64_t structural_hash(const Stmt& s) { Hasher h; h.node(s.get()); return h.value; }

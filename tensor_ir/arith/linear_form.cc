@@ -1,0 +1,125 @@
+#include "tensor_ir/arith/linear_form.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+
+#include "tensor_ir/op.h"
+#include "tensor_ir/structural.h"
+
+namespace tessera::tensor_ir::arith {
+
+int64_t wrap_to_type(DataType type, int64_t v) {
+  if (type.is_bool()) return v != 0;
+  if (type.bits >= 64) return v;
+  uint64_t mask = (uint64_t(1) << type.bits) - 1;
+  uint64_t u = static_cast<uint64_t>(v) & mask;
+  if (type.is_int() && (u >> (type.bits - 1))) u |= ~mask;  // sign-extend
+  return static_cast<int64_t>(u);
+}
+
+void LinearForm::add_term(const Expr& term, int64_t coeff) {
+  if (coeff == 0) return;
+  for (auto it = terms.begin(); it != terms.end(); ++it) {
+    if (structural_equal(it->first, term)) {
+      it->second += coeff;
+      if (it->second == 0) terms.erase(it);
+      return;
+    }
+  }
+  terms.emplace_back(term, coeff);
+}
+
+void LinearForm::add(const LinearForm& other, int64_t scale) {
+  for (const auto& [t, c] : other.terms) add_term(t, c * scale);
+  constant += other.constant * scale;
+}
+
+void LinearForm::merge_div_mod_pairs() {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < terms.size() && !changed; ++i) {
+      const auto* div = terms[i].first.as<FloorDiv>();
+      const int64_t* c = div ? as_const_int(div->b) : nullptr;
+      if (!c || *c <= 0) continue;
+      for (size_t j = 0; j < terms.size(); ++j) {
+        const auto* mod = terms[j].first.as<FloorMod>();
+        if (!mod || !is_const_int(mod->b, *c) || !structural_equal(mod->a, div->a)) continue;
+        int64_t k = terms[j].second;
+        if (terms[i].second != k * *c) continue;
+        Expr x = div->a;
+        terms.erase(terms.begin() + std::max(i, j));
+        terms.erase(terms.begin() + std::min(i, j));
+        add(to_linear_form(x), k);
+        changed = true;
+        break;
+      }
+    }
+  }
+}
+
+Expr LinearForm::to_expr() const {
+  std::vector<size_t> order(terms.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::llabs(terms[a].second) > std::llabs(terms[b].second);
+  });
+  auto scaled = [&](const Expr& t, int64_t c) {
+    return c == 1 ? t : Mul::make(t, IntImm::make(type, wrap_to_type(type, c)));
+  };
+  Expr result;
+  std::vector<std::pair<Expr, int64_t>> negatives;
+  for (size_t i : order) {
+    const auto& [t, c] = terms[i];
+    if (c < 0) {
+      negatives.emplace_back(t, -c);
+      continue;
+    }
+    result = result ? Add::make(result, scaled(t, c)) : scaled(t, c);
+  }
+  int64_t k = wrap_to_type(type, constant);
+  if (!result) {
+    result = IntImm::make(type, k);
+  } else if (k > 0) {
+    result = Add::make(result, IntImm::make(type, k));
+  } else if (k < 0 && k != std::numeric_limits<int64_t>::min()) {
+    result = Sub::make(result, IntImm::make(type, -k));
+  } else if (k < 0) {
+    result = Add::make(result, IntImm::make(type, k));
+  }
+  for (const auto& [t, c] : negatives) result = Sub::make(result, scaled(t, c));
+  return result;
+}
+
+LinearForm to_linear_form(const Expr& e) {
+  LinearForm f;
+  f.type = e.type();
+  if (!e.type().is_integer() || e.type().is_vector()) {
+    f.add_term(e, 1);
+    return f;
+  }
+  if (const auto* c = e.as<IntImm>()) {
+    f.constant = c->value;
+  } else if (const auto* op = e.as<Add>()) {
+    f = to_linear_form(op->a);
+    f.add(to_linear_form(op->b));
+  } else if (const auto* op = e.as<Sub>()) {
+    f = to_linear_form(op->a);
+    f.add(to_linear_form(op->b), -1);
+  } else if (const auto* op = e.as<Mul>()) {
+    LinearForm a = to_linear_form(op->a), b = to_linear_form(op->b);
+    if (b.is_constant()) {
+      f.add(a, b.constant);
+    } else if (a.is_constant()) {
+      f.add(b, a.constant);
+    } else {
+      f.add_term(e, 1);
+    }
+  } else {
+    f.add_term(e, 1);
+  }
+  f.type = e.type();
+  return f;
+}
+
+}  // namespace tessera::tensor_ir::arith

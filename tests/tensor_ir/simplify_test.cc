@@ -1,0 +1,100 @@
+// The arithmetic simplifier: folding, canonical linear forms, div/mod under known bounds,
+// vector algebra and statement clean-up.
+#include <gtest/gtest.h>
+
+#include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
+
+namespace tessera::tensor_ir {
+namespace {
+
+using arith::BoundMap;
+using arith::ConstBound;
+using arith::simplify;
+
+std::string s(const Expr& e, const BoundMap& vars = {}) { return to_string(simplify(e, vars)); }
+
+TEST(Simplify, FoldsConstants) {
+  EXPECT_EQ(s(Expr(3) + 4 * Expr(5)), "23");
+  EXPECT_EQ(s(floordiv(Expr(-7), 2)), "-4");
+  EXPECT_EQ(s(floormod(Expr(-7), 2)), "1");
+  EXPECT_EQ(s(Expr(-7) / 2), "-3");
+  EXPECT_EQ(s(Expr(-7) % 2), "-1");
+  EXPECT_EQ(s(make_const(runtime::kFloat32, 1.5) * 2), "3.0f");
+  EXPECT_EQ(s(cast(runtime::kInt32, make_const(runtime::kFloat32, 2.75))), "int32(2)");
+  EXPECT_EQ(s(cast(runtime::DataType::Int(8), Expr(300))), "int8(44)");
+}
+
+TEST(Simplify, CollectsLinearTerms) {
+  Var i("i"), j("j");
+  EXPECT_EQ(s((i * 8 + 7) - i * 8), "7");
+  EXPECT_EQ(s(j + i * 48 + 3 - j), "i*48 + 3");
+  EXPECT_EQ(s((i + 1) * 4 - 4), "i*4");
+  EXPECT_EQ(s(i - j * 2), "i - j*2");
+  EXPECT_EQ(s(Expr(5) - i), "5 - i");
+}
+
+TEST(Simplify, DivModUnderKnownBounds) {
+  Var io("io"), ii("ii");
+  BoundMap b{{ii.get(), {0, 7}}, {io.get(), {0, 100}}};
+  EXPECT_EQ(s(floordiv(io * 8 + ii, 8), b), "io");
+  EXPECT_EQ(s(floormod(io * 8 + ii, 8), b), "ii");
+  EXPECT_EQ(s(floordiv(io * 16 + ii, 4), b), "io*4 + ii // 4");
+  EXPECT_EQ(s(floormod(io * 16 + ii + 16, 4), b), "ii % 4");
+  EXPECT_EQ(s(floordiv(floordiv(io, 2), 3), b), "io // 6");
+  EXPECT_EQ(s((io * 8 + ii) / 8, b), "io");  // truncation of a non-negative value floors
+  // Without bounds nothing is assumed.
+  EXPECT_EQ(s(floordiv(io * 8 + ii, 8)), "io + ii // 8");
+}
+
+TEST(Simplify, FusedIndexRecombines) {
+  Var f("f");
+  EXPECT_EQ(s(floordiv(f, 48) * 48 + floormod(f, 48)), "f");
+  EXPECT_EQ(s((floordiv(f, 48) * 48 + floormod(f, 48)) * 2), "f*2");
+}
+
+TEST(Simplify, MinMaxAndComparisons) {
+  Var i("i"), j("j");
+  BoundMap b{{i.get(), {0, 9}}, {j.get(), {0, 3}}};
+  EXPECT_EQ(s(min(i + 2, i + 5)), "i + 2");
+  EXPECT_EQ(s(max(i, Expr(20)), b), "20");
+  EXPECT_EQ(s(min(min(i, Expr(5)), Expr(3))), "min(i, 3)");
+  EXPECT_EQ(s(i * 4 + j < 40, b), "true");
+  EXPECT_EQ(s(i * 4 + j < 39, b), "i*4 + j < 39");
+  EXPECT_EQ(s(i + 1 > i), "true");
+  EXPECT_EQ(s(logical_and(i < 100, j == j), b), "true");
+  EXPECT_EQ(s(logical_not(i < j)), "i >= j");
+  EXPECT_EQ(s(select(i < 20, i, j), b), "i");
+}
+
+TEST(Simplify, VectorAlgebra) {
+  Var i("i");
+  Expr r = Ramp::make(Expr(0), Expr(1), 16);
+  EXPECT_EQ(s(Broadcast::make(i * 16, 16) + r), "ramp(i*16, 1, 16)");
+  EXPECT_EQ(s(Ramp::make(i, Expr(1), 8) * Broadcast::make(Expr(4), 8)), "ramp(i*4, 4, 8)");
+  BoundMap b{{i.get(), {0, 3}}};
+  EXPECT_EQ(s(floordiv(Ramp::make(i * 16, Expr(1), 16), Broadcast::make(Expr(16), 16)), b), "x16(i)");
+  EXPECT_EQ(s(floormod(Ramp::make(i * 16, Expr(1), 16), Broadcast::make(Expr(16), 16)), b), "ramp(0, 1, 16)");
+  EXPECT_EQ(s(Ramp::make(i, Expr(0), 4)), "x4(i)");
+}
+
+TEST(Simplify, Statements) {
+  Var i("i"), j("j");
+  Buffer buf = BufferNode::make("A", runtime::kFloat32, {Expr(64)}, MemoryScope::Global);
+  Stmt store = Store::make(buf, make_const(runtime::kFloat32, 1), i * 8 + j);
+  // A loop of extent one disappears; an always-true guard goes too.
+  Stmt inner = For::make(j, Expr(0), Expr(1), ForKind::Serial, IfThenElse::make(i * 8 + j < 64, store));
+  Stmt loop = For::make(i, Expr(0), Expr(8), ForKind::Serial, inner);
+  EXPECT_EQ(to_string(arith::simplify(loop)), "for (i, 0, 8) {\n  A[i*8] = 1.0f\n}\n");
+  Stmt empty = For::make(i, Expr(0), Expr(0), ForKind::Serial, store);
+  EXPECT_TRUE(is_no_op(arith::simplify(empty)));
+}
+
+TEST(Simplify, WrapsNarrowIntegers) {
+  Expr a = IntImm::make(runtime::DataType::Int(8), 100);
+  EXPECT_EQ(s(a + IntImm::make(runtime::DataType::Int(8), 100)), "int8(-56)");
+}
+
+}  // namespace
+}  // namespace tessera::tensor_ir
