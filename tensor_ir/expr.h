@@ -137,7 +137,7 @@ struct Cast : ExprNode {
   X(abs, 1) X(floor, 1) X(ceil, 1) X(round, 1) X(trunc, 1) X(sin, 1) X(cos, 1) X(tan, 1)      \
   X(asin, 1) X(acos, 1) X(atan, 1) X(sinh, 1) X(cosh, 1) X(asinh, 1) X(acosh, 1) X(atanh, 1)   \
   X(isnan, 1) X(isinf, 1) X(bitwise_and, 2) X(bitwise_or, 2) X(bitwise_xor, 2)                 \
-  X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2)
+  X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2) X(likely, 1)
 
 enum class Intrinsic : uint8_t {
 #define TESSERA_X(name, arity) name,
@@ -155,6 +155,8 @@ struct Call : ExprNode {
   std::vector<Expr> args;
   TESSERA_FIELDS(type, op, args)
   // Float math takes and returns the argument type; isnan/isinf return bool; bit ops are integer.
+  // likely(c) marks a bool condition that is almost always true (the guard of an uneven split):
+  // loop partitioning looks for it; lowering removes it before code generation.
   static Expr make(DataType type, Intrinsic op, std::vector<Expr> args);
   Call(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
 };

@@ -118,6 +118,9 @@ Expr Call::make(DataType type, Intrinsic op, std::vector<Expr> args) {
         fail(name, ": argument must be an integer, got ", arg.str());
       if (type != arg) fail(name, ": returns its argument type");
       break;
+    case Intrinsic::likely:
+      if (!arg.is_bool() || type != arg) fail(name, ": takes and returns bool");
+      break;
     case Intrinsic::abs:
       if (!(arg.is_float() || arg.is_int() || arg.is_uint())) fail(name, ": argument must be numeric, got ", arg.str());
       if (type != arg) fail(name, ": returns its argument type");

@@ -131,6 +131,7 @@ Expr call(Intrinsic op, std::vector<Expr> args) {
   if (args.empty() || !args[0]) fail(intrinsic_name(op), ": missing argument");
   DataType t = args[0].type();
   if (op == Intrinsic::isnan || op == Intrinsic::isinf) t = DataType::Bool(t.lanes);
+  if (op == Intrinsic::likely) t = args[0].type();
   return Call::make(t, op, std::move(args));
 }
 

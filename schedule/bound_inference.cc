@@ -1,0 +1,236 @@
+#include "schedule/bound_inference.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "runtime/error.h"
+#include "tensor_ir/arith/interval.h"
+#include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/functor.h"
+#include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
+
+namespace tessera::schedule {
+
+using namespace tensor_ir;
+namespace arith = tensor_ir::arith;
+
+namespace {
+
+// Replaces reads of inlined tensors with their definitions, indices first (a gather may read
+// one inlined tensor to index another).
+class Inliner : public IRMutator {
+ public:
+  explicit Inliner(const std::unordered_map<const Object*, const ComputeOp*>& inlined,
+                   const std::unordered_map<const Object*, Expr>& bodies)
+      : inlined_(inlined), bodies_(bodies) {}
+  using IRMutator::mutate;
+
+ protected:
+  Expr mutate_(const ProducerLoad* op) override {
+    Expr e = IRMutator::mutate_(op);
+    const auto* load = e.as<ProducerLoad>();
+    auto it = inlined_.find(load->tensor.get());
+    if (it == inlined_.end()) return e;
+    VarMap map;
+    for (size_t d = 0; d < load->indices.size(); ++d) map[it->second->axis[d].var().get()] = load->indices[d];
+    return substitute(bodies_.at(load->tensor.get()), map);
+  }
+
+ private:
+  const std::unordered_map<const Object*, const ComputeOp*>& inlined_;
+  const std::unordered_map<const Object*, Expr>& bodies_;
+};
+
+// Every read of one tensor in an expression: its index lists.
+class AccessCollector : public IRVisitor {
+ public:
+  explicit AccessCollector(const Object* tensor) : tensor_(tensor) {}
+  std::vector<std::vector<Expr>> accesses;
+
+ protected:
+  void visit_(const ProducerLoad* op) override {
+    if (op->tensor.get() == tensor_) accesses.push_back(op->indices);
+    IRVisitor::visit_(op);
+  }
+
+ private:
+  const Object* tensor_;
+};
+
+class BoundInference {
+ public:
+  explicit BoundInference(Schedule& s) : schedule_(s) {}
+
+  LoweringPlan run() {
+    compute_effective_bodies();
+    const auto& stages = schedule_.stages();
+    std::vector<StagePlan> plans(stages.size());
+    // Consumers before producers: a stage's region depends on its consumers' loops.
+    for (size_t i = stages.size(); i-- > 0;) {
+      Stage* st = stages[i].get();
+      if (!st->op().as<ComputeOp>() || st->attach_kind() == AttachKind::Inline) continue;
+      plans[i].stage = st;
+      plans[i].body = bodies_.at(st->op().get());
+      planned_[st] = &plans[i];
+      infer_stage(plans[i]);
+    }
+    LoweringPlan plan;
+    for (auto& p : plans) {
+      if (!p.stage) continue;
+      plan.index[p.stage] = plan.stages.size();
+      plan.stages.push_back(std::move(p));
+    }
+    plan.var_bounds = var_bounds_;
+    return plan;
+  }
+
+ private:
+  void compute_effective_bodies() {
+    std::unordered_map<const Object*, const ComputeOp*> inlined;
+    for (const auto& st : schedule_.stages()) {
+      const auto* c = st->op().as<ComputeOp>();
+      if (!c) continue;
+      bodies_[st->op().get()] = Inliner(inlined, bodies_).mutate(c->body);
+      if (st->attach_kind() == AttachKind::Inline) inlined[st->op().get()] = c;
+      if (st->attach_kind() == AttachKind::At && st->attach_stage()->attach_kind() == AttachKind::Inline)
+        fail("stage ", st->name(), " is computed at a loop of ", st->attach_stage()->name(), ", which is inlined and has no loops");
+    }
+  }
+
+  Expr simplify(const Expr& e) { return arith::simplify(e, var_bounds_); }
+
+  void infer_stage(StagePlan& p) {
+    Stage& st = *p.stage;
+    const auto* c = st.op().as<ComputeOp>();
+    // Context: where the stage's loops sit.
+    if (st.attach_kind() == AttachKind::At) {
+      const StagePlan* target = planned(st.attach_stage(), st);
+      const Var& at = st.attach_loop()->var;
+      auto it = std::find_if(target->context.begin(), target->context.end(), [&](const auto& e) { return e.first.same_as(at); });
+      p.context.assign(target->context.begin(), it + 1);
+      infer_region(p);
+    } else {
+      for (size_t d = 0; d < c->axis.size(); ++d) {
+        p.region.push_back(Range(Expr(0), c->shape[d]));
+        p.buffer_extent.push_back(c->dim(d));
+      }
+    }
+    // Root loop ranges: the region for data axes, the whole domain for reduction axes.
+    std::vector<Range> root_ranges = p.region;
+    for (const auto& r : c->reduce_axis()) root_ranges.push_back(r->dom);
+    const auto& roots = st.root_loops();
+    for (size_t i = 0; i < roots.size(); ++i) p.extent[roots[i].get()] = simplify(root_ranges[i].extent);
+    // Extents flow down through splits and fuses.
+    for (const auto& r : st.relations()) {
+      if (r.kind == Relation::Split) {
+        const auto& s = r.split;
+        Expr e = p.extent.at(s.parent.get());
+        Expr inner = s.factor ? Expr(s.factor) : floordiv(e + (s.nparts - 1), Expr(s.nparts));
+        Expr outer = s.factor ? floordiv(e + (s.factor - 1), Expr(s.factor)) : Expr(s.nparts);
+        p.extent[s.inner.get()] = simplify(inner);
+        p.extent[s.outer.get()] = simplify(outer);
+      } else {
+        const auto& f = r.fuse;
+        p.extent[f.fused.get()] = simplify(p.extent.at(f.outer.get()) * p.extent.at(f.inner.get()));
+      }
+    }
+    for (const auto& leaf : st.leaf_loops()) {
+      Expr ext = p.extent.at(leaf.get());
+      p.context.emplace_back(leaf->var, ext);
+      arith::ConstBound b = arith::const_bound(ext, var_bounds_);
+      var_bounds_[leaf->var.get()] = {0, b.max == arith::ConstBound::kPosInf ? b.max : b.max - 1};
+    }
+    // Values flow up: each loop's offset from the leaves, then each root's value.
+    std::unordered_map<const LoopNode*, Expr> offset;
+    for (const auto& leaf : st.leaf_loops()) offset[leaf.get()] = leaf->var;
+    const auto& rels = st.relations();
+    for (auto it = rels.rbegin(); it != rels.rend(); ++it) {
+      if (it->kind == Relation::Split) {
+        const auto& s = it->split;
+        Expr parent = simplify(offset.at(s.outer.get()) * p.extent.at(s.inner.get()) + offset.at(s.inner.get()));
+        offset[s.parent.get()] = parent;
+        Expr covered = p.extent.at(s.outer.get()) * p.extent.at(s.inner.get());
+        if (!arith::can_prove(covered <= p.extent.at(s.parent.get()), var_bounds_))
+          p.predicates.push_back(call(Intrinsic::likely, {simplify(parent < p.extent.at(s.parent.get()))}));
+      } else {
+        const auto& f = it->fuse;
+        Expr inner_ext = p.extent.at(f.inner.get());
+        offset[f.outer.get()] = simplify(floordiv(offset.at(f.fused.get()), inner_ext));
+        offset[f.inner.get()] = simplify(floormod(offset.at(f.fused.get()), inner_ext));
+      }
+    }
+    for (size_t i = 0; i < roots.size(); ++i)
+      p.root_value[roots[i]->var.get()] = simplify(root_ranges[i].min + offset.at(roots[i].get()));
+  }
+
+  const StagePlan* planned(const Stage* s, const Stage& for_stage) {
+    auto it = planned_.find(s);
+    if (it == planned_.end())
+      fail("stage ", for_stage.name(), " is computed at stage ", s->name(), ", which is not computed before it");
+    return it->second;
+  }
+
+  // The region of a compute_at stage its consumers read in one iteration of the attach loop.
+  void infer_region(StagePlan& p) {
+    Stage& st = *p.stage;
+    const Tensor& t = st.op();
+    std::vector<arith::Interval> needed(t.ndim());
+    bool any = false;
+    // In schedule order, so the inferred expressions do not depend on hash-map order.
+    for (const auto& candidate : schedule_.stages()) {
+      auto found = planned_.find(candidate.get());
+      if (found == planned_.end() || candidate.get() == &st) continue;
+      const StagePlan& consumer = *found->second;
+      AccessCollector collect(t.get());
+      collect.visit(consumer.body);
+      if (collect.accesses.empty()) continue;
+      // The consumer must run inside the loop the stage is attached at.
+      bool inside = consumer.context.size() >= p.context.size();
+      for (size_t i = 0; inside && i < p.context.size(); ++i) inside = consumer.context[i].first.same_as(p.context[i].first);
+      if (!inside)
+        fail("compute_at: stage ", consumer.stage->name(), " reads ", st.name(), " outside the loop ",
+             st.attach_loop()->name, " of ", st.attach_stage()->name(), " where ", st.name(), " is computed");
+      arith::IntervalMap ranging;
+      for (size_t i = p.context.size(); i < consumer.context.size(); ++i) {
+        const auto& [var, ext] = consumer.context[i];
+        ranging[var.get()] = {make_zero(kIndexType), simplify(ext - 1)};
+      }
+      for (const auto& idx : collect.accesses) {
+        for (size_t d = 0; d < idx.size(); ++d) {
+          Expr at = simplify(substitute(idx[d], consumer.root_value));
+          arith::Interval iv = arith::eval_interval(at, ranging);
+          if (!iv.bounded())
+            fail("bound inference: cannot bound the index ", to_string(idx[d]), " of ", st.name(), " read by ", consumer.stage->name());
+          needed[d] = any ? arith::union_of(needed[d], iv) : iv;
+        }
+        any = true;
+      }
+    }
+    if (!any) fail("compute_at: no stage inside ", st.attach_stage()->name(), " reads ", st.name());
+    for (size_t d = 0; d < t.ndim(); ++d) {
+      arith::Interval domain{make_zero(kIndexType), simplify(t->shape[d] - 1)};
+      arith::Interval clipped = arith::intersect(needed[d], domain);
+      Expr lo = simplify(clipped.min);
+      p.region.push_back(Range(lo, simplify(clipped.max - lo + 1)));
+      // The buffer must hold the unclipped region in any iteration; its extent cancels outer
+      // loop variables (io*8 + 7 - io*8 + 1 = 8), where the clipped one would not.
+      arith::ConstBound b = arith::const_bound(simplify(needed[d].max - needed[d].min + 1), var_bounds_);
+      if (b.max == arith::ConstBound::kPosInf)
+        fail("bound inference: the region of ", st.name(), " dimension ", d, " has no constant size (",
+             to_string(needed[d].min), " to ", to_string(needed[d].max), ")");
+      p.buffer_extent.push_back(std::min(b.max, t->dim(d)));
+    }
+  }
+
+  Schedule& schedule_;
+  std::unordered_map<const Object*, Expr> bodies_;
+  std::unordered_map<const Stage*, StagePlan*> planned_;
+  arith::BoundMap var_bounds_;
+};
+
+}  // namespace
+
+LoweringPlan infer_bounds(Schedule& schedule) { return BoundInference(schedule).run(); }
+
+}  // namespace tessera::schedule

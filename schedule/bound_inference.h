@@ -1,0 +1,44 @@
+// Bound inference: for every stage, the range of each of its loops. An output or root stage
+// covers its whole domain; a stage computed at a loop of another covers just the region its
+// consumers read while that loop's iteration runs (outer loops fixed, inner loops ranging),
+// clipped to its domain. Splits that do not divide get a `likely` guard.
+#pragma once
+#include <unordered_map>
+#include <vector>
+
+#include "schedule/schedule.h"
+#include "tensor_ir/arith/const_bound.h"
+#include "tensor_ir/substitute.h"
+
+namespace tessera::schedule {
+
+struct StagePlan {
+  Stage* stage = nullptr;
+  // The definition with inlined producers substituted in.
+  Expr body;
+  // Per dimension of the output: region computed (min, extent) and the constant buffer extent
+  // that holds it in any iteration of the enclosing loops.
+  std::vector<tensor_ir::Range> region;
+  std::vector<int64_t> buffer_extent;
+  // Extent of every loop of the stage (root, intermediate and leaf); leaves run from 0.
+  std::unordered_map<const LoopNode*, Expr> extent;
+  // Each root loop variable as an expression of the leaf loops (and enclosing ones).
+  tensor_ir::VarMap root_value;
+  // Guards of uneven splits, each likely(...), in terms of leaf variables.
+  std::vector<Expr> predicates;
+  // Loops around the stage's computation, outermost first: the enclosing stages' loops down to
+  // the attach point, then the stage's own leaves.
+  std::vector<std::pair<Var, Expr>> context;
+};
+
+struct LoweringPlan {
+  std::vector<StagePlan> stages;  // computed stages only (no placeholders, no inlined ones)
+  std::unordered_map<const Stage*, size_t> index;
+  tensor_ir::arith::BoundMap var_bounds;  // constant ranges of every loop variable
+
+  const StagePlan& of(const Stage* s) const { return stages.at(index.at(s)); }
+};
+
+LoweringPlan infer_bounds(Schedule& schedule);
+
+}  // namespace tessera::schedule

@@ -1,0 +1,97 @@
+#include "schedule/lower.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "runtime/error.h"
+#include "schedule/bound_inference.h"
+#include "schedule/schedule_ops.h"
+#include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/printer.h"
+#include "tensor_ir/transforms/legalize.h"
+#include "tensor_ir/transforms/loop_partition.h"
+#include "tensor_ir/transforms/storage_flatten.h"
+#include "tensor_ir/transforms/vectorize.h"
+
+namespace tessera::schedule {
+
+using namespace tensor_ir;
+
+namespace {
+
+// Writes the IR after a lowering step where TESSERA_DUMP_IR asks for it.
+class StepLog {
+ public:
+  explicit StepLog(std::string func) : func_(std::move(func)) {
+    const char* env = std::getenv("TESSERA_DUMP_IR");
+    if (env && *env) target_ = env;
+  }
+  void operator()(const std::string& step, const Stmt& s) {
+    if (target_.empty()) return;
+    std::string text = "// " + func_ + " after " + step + "\n" + to_string(s) + "\n";
+    if (target_ == "1") {
+      std::cerr << text;
+    } else {
+      std::ofstream out(target_ + "/" + func_ + "." + std::to_string(++count_) + "." + step + ".tir");
+      out << text;
+    }
+  }
+
+ private:
+  std::string func_, target_;
+  int count_ = 0;
+};
+
+void check_args(const Schedule& schedule, const std::vector<Tensor>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i]) fail("lower: argument ", i, " is undefined");
+    for (size_t j = 0; j < i; ++j)
+      if (args[j].same_as(args[i])) fail("lower: tensor ", args[i].name(), " is listed twice in the arguments");
+    for (size_t d = 0; d < args[i].ndim(); ++d) args[i]->dim(d);  // shapes must be static
+  }
+  for (const auto& out : schedule.outputs()) {
+    bool found = false;
+    for (const auto& a : args) found |= a.same_as(out);
+    if (!found) fail("lower: output ", out.name(), " must be one of the arguments");
+  }
+}
+
+}  // namespace
+
+LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, const std::string& name) {
+  // The user names tensors as created; stages may have replaced them (cache_write, rfactor).
+  std::vector<Tensor> args;
+  for (const auto& t : user_args) args.push_back(t ? schedule[t].op() : t);
+  check_args(schedule, args);
+  StepLog log(name);
+
+  LoweringPlan plan = infer_bounds(schedule);
+  Stmt body = schedule_ops(schedule, plan);
+  log("schedule_ops", body);
+
+  FlattenOptions flatten;
+  LoweredFunc func;
+  func.name = name;
+  for (size_t i = 0; i < args.size(); ++i) {
+    Buffer buffer = BufferNode::make(user_args[i].name(), args[i].dtype(), args[i]->shape, MemoryScope::Global);
+    flatten.args.emplace_back(args[i], buffer);
+    func.args.push_back(buffer);
+  }
+  for (const auto& st : schedule.stages()) flatten.storage_align[st->op().get()] = st->storage_align();
+  body = storage_flatten(body, flatten);
+  log("storage_flatten", body);
+  body = arith::simplify(body);
+  log("simplify", body);
+  body = partition_loops(body);
+  body = arith::simplify(body);
+  log("partition_loops", body);
+  body = vectorize_loops(body);
+  log("vectorize", body);
+  body = arith::simplify(legalize_for_codegen(body));
+  log("legalize", body);
+  func.body = body;
+  return func;
+}
+
+}  // namespace tessera::schedule

@@ -1,0 +1,164 @@
+// Schedules: how the loops of each operation run, kept apart from what it computes. A Schedule
+// holds one Stage per operation; primitives (split, reorder, compute_at, cache_write, ...)
+// reshape a stage's loops or move it in the loop nest of another. Every primitive checks its
+// arguments, throws an Error naming the stage and loop when they are invalid, and appends
+// itself to the schedule's Trace, from which the same schedule can be replayed.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "schedule/trace.h"
+#include "tensor_ir/ir.h"
+
+namespace tessera::schedule {
+
+using tensor_ir::Expr;
+using tensor_ir::ForKind;
+using tensor_ir::IterKind;
+using tensor_ir::IterVar;
+using tensor_ir::Pragmas;
+using tensor_ir::Tensor;
+using tensor_ir::Var;
+
+// A loop of a stage: an axis of the operation, or one made by split or fuse. Its name says its
+// role ("i", "i.outer", "i.inner.j.fused") and is unique within the stage, which is how traces
+// refer to it.
+struct LoopNode {
+  Var var;
+  std::string name;  // may differ from var's name when two axes of an operation share one
+  IterKind kind;
+  ForKind for_kind = ForKind::Serial;
+  Pragmas pragmas;
+};
+using Loop = std::shared_ptr<LoopNode>;
+
+// How leaf loops derive from root loops: parent = outer * inner_extent + inner (split) and
+// fused = outer * inner_extent + inner (fuse).
+struct SplitRelation {
+  Loop parent, outer, inner;
+  int64_t factor = 0;  // exactly one of factor / nparts is nonzero
+  int64_t nparts = 0;
+};
+struct FuseRelation {
+  Loop outer, inner, fused;
+};
+struct Relation {
+  enum Kind { Split, Fuse } kind;
+  SplitRelation split;
+  FuseRelation fuse;
+};
+
+enum class AttachKind { Root, Inline, At };
+
+class Schedule;
+
+class Stage {
+ public:
+  const std::string& name() const { return name_; }
+  // The operation this stage computes now (cache_write replaces the original's definition).
+  const Tensor& op() const { return op_; }
+  const std::vector<Loop>& root_loops() const { return root_loops_; }
+  const std::vector<Loop>& leaf_loops() const { return leaf_loops_; }
+  const std::vector<Relation>& relations() const { return relations_; }
+  AttachKind attach_kind() const { return attach_kind_; }
+  Stage* attach_stage() const { return attach_stage_; }
+  const Loop& attach_loop() const { return attach_loop_; }
+  bool is_output() const { return is_output_; }
+  const std::string& scope() const { return scope_; }
+  // Per dimension: (factor, offset) from storage_align, factor 0 when unset.
+  const std::vector<std::pair<int64_t, int64_t>>& storage_align() const { return storage_align_; }
+
+  // Finds a loop of this stage by name or by the variable of an operation axis.
+  Loop loop(const std::string& name) const;
+  Loop loop(const IterVar& axis) const;
+  Loop loop(const Var& var) const;
+
+  // --- loop primitives -------------------------------------------------------------------
+  std::pair<Loop, Loop> split(const Loop& parent, int64_t factor);
+  std::pair<Loop, Loop> split_nparts(const Loop& parent, int64_t nparts);
+  // Splits x and y and orders the result x.outer, y.outer, x.inner, y.inner.
+  std::vector<Loop> tile(const Loop& x, const Loop& y, int64_t x_factor, int64_t y_factor);
+  Loop fuse(const Loop& outer, const Loop& inner);
+  // The given loops take, in this order, the positions they occupy among the leaves.
+  void reorder(const std::vector<Loop>& order);
+  void vectorize(const Loop& loop);
+  void unroll(const Loop& loop);
+  void parallel(const Loop& loop);
+  void pragma(const Loop& loop, const std::string& key, int64_t value);
+
+  // --- where the stage is computed -------------------------------------------------------
+  void compute_at(Stage& consumer, const Loop& loop);
+  void compute_inline();
+  void compute_root();
+  // Pads the stride of dimension `dim` of this stage's buffer so that stride % factor == offset.
+  void set_storage_align(int dim, int64_t factor, int64_t offset);
+
+ private:
+  friend class Schedule;
+  Stage(Schedule* schedule, Tensor op, std::string name, bool is_output);
+  void init_loops();
+  bool has_loop_schedule() const;  // any split, fuse, reorder or loop annotation applied
+  std::string fresh_name(const std::string& base) const;
+  Loop make_loop(const std::string& name, IterKind kind);
+  size_t leaf_position(const Loop& loop, const char* primitive) const;
+  void replace_leaf(size_t position, std::vector<Loop> with);
+  void record(Instruction inst);
+
+  Schedule* schedule_;
+  Tensor op_;
+  Tensor origin_op_;  // the operation the user created this stage for
+  std::string name_;
+  bool is_output_;
+  std::vector<Loop> root_loops_, leaf_loops_;
+  std::vector<Relation> relations_;
+  AttachKind attach_kind_ = AttachKind::Root;
+  Stage* attach_stage_ = nullptr;
+  Loop attach_loop_;
+  std::string scope_ = "global";
+  std::vector<std::pair<int64_t, int64_t>> storage_align_;
+};
+
+class Schedule {
+ public:
+  // Stages for `outputs` and every operation they depend on, producers first.
+  explicit Schedule(std::vector<Tensor> outputs);
+  Schedule(const Schedule&) = delete;
+  Schedule& operator=(const Schedule&) = delete;
+
+  const std::vector<Tensor>& outputs() const { return outputs_; }
+  // Stages in dependency order (producers first), placeholders included.
+  const std::vector<std::unique_ptr<Stage>>& stages() const { return stages_; }
+  // The stage of a tensor (the user's tensor, or one a primitive returned).
+  Stage& operator[](const Tensor& t);
+  Stage& stage(const std::string& name);
+  const Trace& trace() const { return trace_; }
+
+  // --- primitives that add stages --------------------------------------------------------
+  // A stage copying `t` into a buffer of `scope`, read by `readers` instead of `t`.
+  Tensor cache_read(const Tensor& t, const std::string& scope, const std::vector<Tensor>& readers);
+  // `t` is computed into a new stage of `scope`, then copied into `t`. Must come before other
+  // primitives on t's stage.
+  Tensor cache_write(const Tensor& t, const std::string& scope);
+  // Factors reduction loop `loop` of `t` out into a new stage that computes partial results
+  // along a new axis at position `factor_axis`; t then reduces over that axis.
+  Tensor rfactor(const Tensor& t, const Loop& loop, int factor_axis = 0);
+
+  // Stages that read `stage`'s output, in dependency order.
+  std::vector<Stage*> consumers(const Stage& stage) const;
+
+ private:
+  friend class Stage;
+  Stage& add_stage(Tensor op, bool is_output, size_t position);
+  // Makes `readers` read `to` wherever they read `from`, replacing their operations.
+  void replace_reads(const std::vector<Stage*>& readers, const Tensor& from, const Tensor& to);
+  size_t position_of(const Stage& s) const;
+  std::string unique_stage_name(const std::string& base) const;
+
+  std::vector<Tensor> outputs_;
+  std::vector<std::unique_ptr<Stage>> stages_;
+  Trace trace_;
+};
+
+}  // namespace tessera::schedule

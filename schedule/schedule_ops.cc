@@ -1,0 +1,109 @@
+#include "schedule/schedule_ops.h"
+
+#include "runtime/error.h"
+#include "tensor_ir/op.h"
+
+namespace tessera::schedule {
+
+using namespace tensor_ir;
+
+namespace {
+
+class NestBuilder {
+ public:
+  NestBuilder(const Schedule& s, const LoweringPlan& plan) : schedule_(s), plan_(plan) {}
+
+  Stmt build() {
+    std::vector<Stmt> roots;
+    std::vector<const StagePlan*> realized;
+    for (const auto& p : plan_.stages) {
+      if (p.stage->attach_kind() != AttachKind::Root) continue;
+      roots.push_back(stage_nest(p));
+      if (!p.stage->is_output()) realized.push_back(&p);
+    }
+    Stmt body = Block::make(roots);
+    for (auto it = realized.rbegin(); it != realized.rend(); ++it) body = realize(**it, body);
+    return body;
+  }
+
+ private:
+  Stmt realize(const StagePlan& p, Stmt body) {
+    std::vector<Range> bounds;
+    for (size_t d = 0; d < p.region.size(); ++d) bounds.push_back(Range(p.region[d].min, Expr(p.buffer_extent[d])));
+    return Realize::make(p.stage->op(), bounds, body);
+  }
+
+  // Stages computed at `loop` of `stage`, each realized around its nest and what follows it.
+  Stmt with_attached(const Stage* stage, const Loop& loop, Stmt body) {
+    std::vector<const StagePlan*> attached;
+    for (const auto& p : plan_.stages)
+      if (p.stage->attach_kind() == AttachKind::At && p.stage->attach_stage() == stage && p.stage->attach_loop() == loop)
+        attached.push_back(&p);
+    // Producers first: the last attached stage wraps the body first.
+    for (auto it = attached.rbegin(); it != attached.rend(); ++it)
+      body = realize(**it, Block::make({stage_nest(**it), body}));
+    return body;
+  }
+
+  Stmt loop_nest(const StagePlan& p, size_t begin, size_t end, Stmt body, bool attach) {
+    const auto& leaves = p.stage->leaf_loops();
+    for (size_t i = end; i-- > begin;) {
+      const Loop& l = leaves[i];
+      if (attach) body = with_attached(p.stage, l, body);
+      body = For::make(l->var, Expr(0), p.extent.at(l.get()), l->for_kind, body, l->pragmas);
+    }
+    return body;
+  }
+
+  Stmt guarded(const std::vector<Expr>& conditions, Stmt body) {
+    for (auto it = conditions.rbegin(); it != conditions.rend(); ++it) body = IfThenElse::make(*it, body);
+    return body;
+  }
+
+  Stmt stage_nest(const StagePlan& p) {
+    const Tensor& t = p.stage->op();
+    const auto* c = t.as<ComputeOp>();
+    std::vector<Expr> index;
+    for (const auto& iv : c->axis) index.push_back(p.root_value.at(iv.var().get()));
+    const auto* reduce = p.body.as<Reduce>();
+    const auto& leaves = p.stage->leaf_loops();
+    if (!reduce) {
+      Stmt store = ProducerStore::make(t, substitute(p.body, p.root_value), index);
+      return loop_nest(p, 0, leaves.size(), guarded(p.predicates, store), true);
+    }
+    // Reduction: the init runs where the first reduction loop begins, over the data-parallel
+    // loops that come after it; the update runs in the full nest.
+    size_t first = 0;
+    while (first < leaves.size() && leaves[first]->kind != IterKind::Reduce) ++first;
+    std::vector<const VarNode*> reduce_vars;
+    for (size_t i = first; i < leaves.size(); ++i)
+      if (leaves[i]->kind == IterKind::Reduce) reduce_vars.push_back(leaves[i]->var.get());
+    std::vector<Expr> init_guards;
+    for (const auto& pred : p.predicates) {
+      bool uses_reduce = false;
+      for (const auto* v : reduce_vars) uses_reduce |= uses_var(pred, v);
+      if (!uses_reduce) init_guards.push_back(pred);
+    }
+    Stmt init = guarded(init_guards, ProducerStore::make(t, reduce_identity(reduce->combiner, reduce->type), index));
+    for (size_t i = leaves.size(); i-- > first;) {
+      const Loop& l = leaves[i];
+      if (l->kind == IterKind::DataPar) init = For::make(l->var, Expr(0), p.extent.at(l.get()), l->for_kind, init, l->pragmas);
+    }
+    Expr source = substitute(reduce->source, p.root_value);
+    Expr update_value = reduce_combine(reduce->combiner, ProducerLoad::make(t, index), source);
+    std::vector<Expr> guards = p.predicates;
+    Expr condition = substitute(reduce->condition, p.root_value);
+    if (!is_one(condition)) guards.push_back(condition);
+    Stmt update = loop_nest(p, first, leaves.size(), guarded(guards, ProducerStore::make(t, update_value, index)), true);
+    return loop_nest(p, 0, first, Block::make({init, update}), true);
+  }
+
+  const Schedule& schedule_;
+  const LoweringPlan& plan_;
+};
+
+}  // namespace
+
+Stmt schedule_ops(const Schedule& schedule, const LoweringPlan& plan) { return NestBuilder(schedule, plan).build(); }
+
+}  // namespace tessera::schedule

@@ -1,0 +1,145 @@
+#include "tensor_ir/transforms/vectorize.h"
+
+#include <optional>
+
+#include "tensor_ir/functor.h"
+#include "tensor_ir/op.h"
+#include "tensor_ir/substitute.h"
+
+namespace tessera::tensor_ir {
+
+namespace {
+
+// Thrown inside the vectorizer when a construct has no vector form; the loop stays scalar.
+struct CannotVectorize {};
+
+Expr widen(const Expr& e, int lanes) {
+  if (e.type().lanes == lanes) return e;
+  if (e.type().is_scalar()) return Broadcast::make(e, lanes);
+  throw CannotVectorize{};
+}
+
+class Vectorizer : public IRMutator {
+ public:
+  Vectorizer(const Var& var, Expr ramp) { vars_[var.get()] = ramp; }
+  using IRMutator::mutate;
+
+ protected:
+  Expr mutate_(const VarNode* op) override {
+    auto it = vars_.find(op);
+    return it == vars_.end() ? Expr(op) : it->second;
+  }
+
+  template <typename T>
+  Expr binary(const T* op) {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (a.same_as(op->a) && b.same_as(op->b)) return Expr(op);
+    int lanes = std::max<int>(a.type().lanes, b.type().lanes);
+    return T::make(widen(a, lanes), widen(b, lanes));
+  }
+#define TESSERA_BINARY(T) \
+  Expr mutate_(const T* op) override { return binary(op); }
+  TESSERA_BINARY(Add) TESSERA_BINARY(Sub) TESSERA_BINARY(Mul) TESSERA_BINARY(Div) TESSERA_BINARY(Mod)
+  TESSERA_BINARY(FloorDiv) TESSERA_BINARY(FloorMod) TESSERA_BINARY(Min) TESSERA_BINARY(Max)
+  TESSERA_BINARY(EQ) TESSERA_BINARY(NE) TESSERA_BINARY(LT) TESSERA_BINARY(LE) TESSERA_BINARY(GT)
+  TESSERA_BINARY(GE) TESSERA_BINARY(And) TESSERA_BINARY(Or)
+#undef TESSERA_BINARY
+
+  Expr mutate_(const Select* op) override {
+    Expr c = mutate(op->condition), t = mutate(op->true_value), f = mutate(op->false_value);
+    int lanes = std::max<int>({c.type().lanes, t.type().lanes, f.type().lanes});
+    if (lanes == 1) return Select::make(c, t, f);
+    return Select::make(c.type().is_scalar() ? c : widen(c, lanes), widen(t, lanes), widen(f, lanes));
+  }
+
+  Expr mutate_(const Cast* op) override {
+    Expr v = mutate(op->value);
+    return v.same_as(op->value) ? Expr(op) : Cast::make(op->type.with_lanes(v.type().lanes), v);
+  }
+
+  Expr mutate_(const Call* op) override {
+    std::vector<Expr> args;
+    int lanes = 1;
+    for (const auto& a : op->args) {
+      args.push_back(mutate(a));
+      lanes = std::max<int>(lanes, args.back().type().lanes);
+    }
+    if (lanes == 1) return IRMutator::mutate_(op);
+    for (auto& a : args) a = widen(a, lanes);
+    return Call::make(op->type.with_lanes(lanes), op->op, args);
+  }
+
+  Expr mutate_(const Let* op) override {
+    Expr value = mutate(op->value);
+    if (value.type().is_scalar()) return Let::make(op->var, value, mutate(op->body));
+    Var v(op->var.name(), value.type());
+    vars_[op->var.get()] = v;
+    return Let::make(v, value, mutate(op->body));
+  }
+
+  Expr mutate_(const Ramp*) override { throw CannotVectorize{}; }
+  Expr mutate_(const Broadcast*) override { throw CannotVectorize{}; }
+
+  Stmt mutate_(const Store* op) override {
+    Expr value = mutate(op->value), index = mutate(op->index);
+    // A scalar index with a vector value would store every lane to one place.
+    if (index.type().is_scalar() && value.type().is_vector()) throw CannotVectorize{};
+    int lanes = index.type().lanes;
+    return Store::make(op->buffer, widen(value, lanes), index);
+  }
+
+  Stmt mutate_(const LetStmt* op) override {
+    Expr value = mutate(op->value);
+    if (value.type().is_scalar()) return LetStmt::make(op->var, value, mutate(op->body));
+    Var v(op->var.name(), value.type());
+    vars_[op->var.get()] = v;
+    return LetStmt::make(v, value, mutate(op->body));
+  }
+
+  Stmt mutate_(const IfThenElse* op) override {
+    Expr c = mutate(op->condition);
+    if (c.type().is_vector()) throw CannotVectorize{};
+    return IfThenElse::make(c, mutate(op->then_case), op->else_case ? mutate(op->else_case) : Stmt());
+  }
+
+  Stmt mutate_(const For* op) override {
+    Expr min = mutate(op->min), extent = mutate(op->extent);
+    if (min.type().is_vector() || extent.type().is_vector()) throw CannotVectorize{};
+    // An inner loop keeps running as a loop, over vector bodies.
+    ForKind kind = op->for_kind == ForKind::Parallel ? ForKind::Serial : op->for_kind;
+    return For::make(op->var, min, extent, kind, mutate(op->body), op->pragmas);
+  }
+
+  Stmt mutate_(const Allocate*) override { throw CannotVectorize{}; }
+
+ private:
+  VarMap vars_;
+};
+
+class LoopVectorizer : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  Stmt mutate_(const For* op) override {
+    Stmt body = mutate(op->body);
+    if (op->for_kind != ForKind::Vectorized) {
+      return body.same_as(op->body) ? Stmt(op) : For::make(op->var, op->min, op->extent, op->for_kind, body, op->pragmas);
+    }
+    const int64_t* lanes = as_const_int(op->extent);
+    if (lanes && *lanes > 1 && *lanes <= 1024 && op->min.type().is_scalar()) {
+      try {
+        Expr ramp = Ramp::make(op->min, make_one(op->min.type()), *lanes);
+        return Vectorizer(op->var, ramp).mutate(body);
+      } catch (const CannotVectorize&) {
+      }
+    }
+    return For::make(op->var, op->min, op->extent, ForKind::Serial, body, op->pragmas);
+  }
+};
+
+}  // namespace
+
+Stmt vectorize_loops(const Stmt& s) { return LoopVectorizer().mutate(s); }
+
+}  // namespace tessera::tensor_ir
