@@ -124,13 +124,16 @@ IterVar reduce_axis(Range dom, std::string name) {
 }
 
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vector<Var>&)>& f,
-               std::string name, std::string tag) {
+               std::string name, std::string tag, std::vector<std::string> axis_names) {
   std::vector<IterVar> axis;
   std::vector<Var> vars;
   static const char* kNames[] = {"i", "j", "k", "l"};
+  if (!axis_names.empty() && axis_names.size() != shape.size())
+    fail("compute ", name, ": ", axis_names.size(), " axis names for ", shape.size(), " dimensions");
   for (size_t d = 0; d < shape.size(); ++d) {
     Expr extent = as_index(shape[d], "compute " + name + " shape");
-    Var v(shape.size() <= 4 ? kNames[d] : "i" + std::to_string(d));
+    if (const auto* c = extent.as<IntImm>(); c && c->value < 0) fail("compute ", name, ": negative dimension ", c->value);
+    Var v(!axis_names.empty() ? axis_names[d] : shape.size() <= 4 ? kNames[d] : "i" + std::to_string(d));
     vars.push_back(v);
     axis.push_back(IterVarNode::make(v, Range(Expr(0), extent), IterKind::DataPar));
   }

@@ -117,9 +117,10 @@ Expr reduce_combine(ReduceKind kind, Expr accumulated, Expr value);
 
 Tensor placeholder(std::vector<Expr> shape, DataType dtype, std::string name = "placeholder");
 IterVar reduce_axis(Range dom, std::string name = "k");
-// compute(shape, f): f receives one index variable per dimension.
+// compute(shape, f): f receives one index variable per dimension, named by `axis_names`
+// (default i, j, k, l; i0, i1, ... beyond four dimensions).
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vector<Var>&)>& f,
-               std::string name = "compute", std::string tag = "");
+               std::string name = "compute", std::string tag = "", std::vector<std::string> axis_names = {});
 Expr sum(Expr source, std::vector<IterVar> axis, Expr condition = Expr());
 Expr prod(Expr source, std::vector<IterVar> axis, Expr condition = Expr());
 Expr max_reduce(Expr source, std::vector<IterVar> axis, Expr condition = Expr());
