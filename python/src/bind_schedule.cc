@@ -38,7 +38,7 @@ void bind_schedule(py::module_& m) {
 
   py::class_<Stage>(m, "Stage")
       .def_property_readonly("name", &Stage::name)
-      .def_property_readonly("op", [](const Stage& s) { return s.op(); })
+      .def_property_readonly("op", [](const Stage& s) { return Operation{s.op()}; })
       .def_property_readonly("leaf_loops", &Stage::leaf_loops)
       .def("loop", [](const Stage& s, py::object l) { return to_loop(s, l); })
       .def("split", [](Stage& s, py::object parent, py::object factor, py::object nparts) {

@@ -15,11 +15,6 @@ using namespace tensor_ir;
 
 namespace {
 
-// `C.op` in TVM's API: the operation behind a tensor, with its axes.
-struct Operation {
-  Tensor tensor;
-};
-
 std::vector<Expr> to_exprs(const py::handle& seq) {
   std::vector<Expr> out;
   if (py::isinstance<py::tuple>(seq) || py::isinstance<py::list>(seq)) {

@@ -2,7 +2,7 @@
 #pragma once
 #include <pybind11/pybind11.h>
 
-#include "tensor_ir/expr.h"
+#include "tensor_ir/tensor.h"
 
 namespace tessera::python {
 
@@ -17,5 +17,10 @@ void bind_build(py::module_& m);
 // A Python value as an expression: Expr, IterVar, bool, int (int64) or float (float64); the
 // operators then give constants the other operand's type. Throws TypeError otherwise.
 tensor_ir::Expr to_expr(const py::handle& value);
+
+// `C.op` in TVM's API: the operation behind a tensor, with its axes.
+struct Operation {
+  tensor_ir::Tensor tensor;
+};
 
 }  // namespace tessera::python

@@ -1,0 +1,110 @@
+// Invalid schedules raise errors that name the stage and the loop; nothing crashes.
+#include <gtest/gtest.h>
+
+#include "schedule_test_util.h"
+
+namespace tessera::schedule::testing {
+namespace {
+
+// Runs f and returns the message of the Error it must throw.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+TEST(ScheduleErrors, NameTheStageAndLoop) {
+  Matmul mm = matmul(8, 8, 8);
+  Matmul other = matmul(8, 8, 8);
+  Schedule s({mm.C});
+  Stage& c = s[mm.C];
+  std::string msg = error_of([&] { c.split(c.loop("x"), 2); });
+  EXPECT_TRUE(contains(msg, "stage C has no loop 'x'")) << msg;
+  msg = error_of([&] { c.loop(other.C.as<ComputeOp>()->axis[0]); });
+  EXPECT_TRUE(contains(msg, "stage C has no axis 'i'")) << msg;
+  msg = error_of([&] { c.vectorize(c.loop("k")); });
+  EXPECT_TRUE(contains(msg, "vectorize on stage C: k is a reduction loop")) << msg;
+  msg = error_of([&] { c.parallel(c.loop("k")); });
+  EXPECT_TRUE(contains(msg, "parallel on stage C: k is a reduction loop")) << msg;
+  msg = error_of([&] { c.split(c.loop("i"), 0); });
+  EXPECT_TRUE(contains(msg, "factor must be positive")) << msg;
+  msg = error_of([&] { c.fuse(c.loop("i"), c.loop("k")); });
+  EXPECT_TRUE(contains(msg, "must come right after")) << msg;
+  auto [io, ii] = c.split(c.loop("i"), 2);
+  msg = error_of([&] { c.split(c.root_loops()[0], 2); });
+  EXPECT_TRUE(contains(msg, "loop i is not a current loop")) << msg;
+  msg = error_of([&] { c.reorder({io, io}); });
+  EXPECT_TRUE(contains(msg, "listed twice")) << msg;
+  msg = error_of([&] { s.cache_write(mm.C, "local"); });
+  EXPECT_TRUE(contains(msg, "cache_write of C must come before")) << msg;
+  msg = error_of([&] { c.compute_inline(); });
+  EXPECT_TRUE(contains(msg, "C is an output")) << msg;
+  msg = error_of([&] { s[mm.A].compute_root(); });
+  EXPECT_TRUE(contains(msg, "A is an input")) << msg;
+  msg = error_of([&] { c.set_storage_align(2, 16, 1); });
+  EXPECT_TRUE(contains(msg, "dimension 2 out of range")) << msg;
+  msg = error_of([&] { s[other.C]; });
+  EXPECT_TRUE(contains(msg, "not part of this schedule")) << msg;
+}
+
+TEST(ScheduleErrors, ComputeAtNeedsAConsumer) {
+  Tensor A = placeholder({Expr(10)}, runtime::kFloat32, "A");
+  Tensor B = compute({Expr(10)}, [&](const std::vector<Var>& i) { return A(i[0]) + 1; }, "B");
+  Tensor D = compute({Expr(10)}, [&](const std::vector<Var>& i) { return A(i[0]) * 2; }, "D");
+  Tensor C = compute({Expr(10)}, [&](const std::vector<Var>& i) { return B(i[0]) + D(i[0]); }, "C");
+  Schedule s({C});
+  std::string msg = error_of([&] { s[B].compute_at(s[D], s[D].loop("i")); });
+  EXPECT_TRUE(contains(msg, "stage D does not consume B")) << msg;
+  // A reduction cannot be inlined.
+  IterVar k = reduce_axis(Range(Expr(0), Expr(10)), "k");
+  Tensor R = compute({Expr(1)}, [&](const std::vector<Var>&) { return sum(A(k), {k}); }, "R");
+  Tensor Out = compute({Expr(1)}, [&](const std::vector<Var>& i) { return R(i[0]); }, "Out");
+  Schedule t({Out});
+  msg = error_of([&] { t[R].compute_inline(); });
+  EXPECT_TRUE(contains(msg, "R is a reduction and cannot be inlined")) << msg;
+}
+
+TEST(ScheduleErrors, ConsumerOutsideTheAttachLoop) {
+  // B is computed inside C's loop, but D (another output) reads it too.
+  Tensor A = placeholder({Expr(10)}, runtime::kFloat32, "A");
+  Tensor B = compute({Expr(10)}, [&](const std::vector<Var>& i) { return A(i[0]) + 1; }, "B");
+  Tensor C = compute({Expr(10)}, [&](const std::vector<Var>& i) { return B(i[0]) * 2; }, "C");
+  Tensor D = compute({Expr(10)}, [&](const std::vector<Var>& i) { return B(i[0]) * 3; }, "D");
+  Schedule s({C, D});
+  s[B].compute_at(s[C], s[C].loop("i"));
+  std::string msg = error_of([&] { lower(s, {A, C, D}); });
+  EXPECT_TRUE(contains(msg, "stage D reads B outside the loop i of C")) << msg;
+}
+
+TEST(ScheduleErrors, LowerChecksArguments) {
+  Matmul mm = matmul(4, 4, 4);
+  Schedule s({mm.C});
+  std::string msg = error_of([&] { lower(s, {mm.A, mm.B}); });
+  EXPECT_TRUE(contains(msg, "output C must be one of the arguments")) << msg;
+  msg = error_of([&] { lower(s, {mm.A, mm.C}); });
+  EXPECT_TRUE(contains(msg, "tensor B is used but is neither an argument")) << msg;
+}
+
+TEST(ScheduleErrors, WrongShapesAtCallTime) {
+  Matmul mm = matmul(4, 4, 4);
+  Schedule s({mm.C});
+  LoweredFunc f = lower(s, {mm.A, mm.B, mm.C}, "kernel");
+  auto module = targets::build({f}, targets::Target::parse("llvm"));
+  runtime::Kernel kernel = module->get_kernel("kernel");
+  NDArray good = NDArray::empty({4, 4}, runtime::kFloat32);
+  NDArray wrong = NDArray::empty({4, 5}, runtime::kFloat32);
+  NDArray ints = NDArray::empty({4, 4}, runtime::kInt32);
+  std::string msg = error_of([&] { kernel({good, wrong, good}); });
+  EXPECT_TRUE(contains(msg, "argument 1 ('B'): expected shape (4, 4), got (4, 5)")) << msg;
+  msg = error_of([&] { kernel({good, good, ints}); });
+  EXPECT_TRUE(contains(msg, "expected dtype float32, got int32")) << msg;
+  msg = error_of([&] { kernel({good, good}); });
+  EXPECT_TRUE(contains(msg, "takes 3 arguments, got 2")) << msg;
+}
+
+}  // namespace
+}  // namespace tessera::schedule::testing
