@@ -1,0 +1,85 @@
+"""Shared pieces of the benchmarks: timing, the environment peers need to run at their best,
+one worker process per thread count, and the RESULT lines of DESIGN.md."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BUILD = os.environ.get("TESSERA_BUILD_DIR", os.path.join(ROOT, "build"))
+
+
+def has_avx512():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "avx512f" in f.read()
+    except OSError:
+        return False
+
+
+def peer_environment(threads):
+    """Thread counts for every library, set before they load. Debian's OpenBLAS 0.3.21 does not
+    recognize this CPU and would run its slowest generic kernels without OPENBLAS_CORETYPE."""
+    env = dict(os.environ)
+    env.update({
+        "TESSERA_NUM_THREADS": str(threads),
+        "OPENBLAS_NUM_THREADS": str(threads),
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "OPENBLAS_CORETYPE": "SkylakeX" if has_avx512() else "Haswell",
+    })
+    env.pop("OMP_PROC_BIND", None)
+    env["PYTHONPATH"] = os.path.join(BUILD, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run_workers(script, thread_counts, extra_args):
+    """Runs `script --worker --threads N ...` once per thread count, streaming its output."""
+    failed = False
+    for threads in thread_counts:
+        cmd = [sys.executable, script, "--worker", "--threads", str(threads)] + extra_args
+        failed |= subprocess.call(cmd, env=peer_environment(threads)) != 0
+    return 1 if failed else 0
+
+
+def measure(fn, repeat, warmup=3):
+    """(min, median) seconds of fn() after warm-up."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times), statistics.median(times)
+
+
+def pause():
+    """Lets spinning OpenMP/BLAS workers of the previous peer go idle before the next one."""
+    time.sleep(0.5)
+
+
+def blas_library():
+    """The BLAS library numpy actually loaded (from this process's memory map)."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "blas" in line.lower()}
+    except OSError:
+        return "unknown"
+    names = sorted(os.path.basename(l) for l in libs if l.startswith("/"))
+    return ", ".join(names) or "none"
+
+
+def result_line(bench, case, threads, times, peers):
+    """The machine-readable RESULT line; speedup_vs_<peer> = peer median / Tessera median."""
+    record = {"bench": bench, "case": case, "threads": threads,
+              "tessera_ms": round(times["tessera"][1] * 1e3, 3),
+              "tessera_min_ms": round(times["tessera"][0] * 1e3, 3)}
+    for peer in peers:
+        if peer in times:
+            record[f"{peer}_ms"] = round(times[peer][1] * 1e3, 3)
+            record[f"{peer}_min_ms"] = round(times[peer][0] * 1e3, 3)
+            record[f"speedup_vs_{peer}"] = round(times[peer][1] / times["tessera"][1], 3)
+    return "RESULT " + json.dumps(record)

@@ -1,0 +1,36 @@
+# Shared set-up of demo.sh and test.sh: installs the Debian packages the build needs (only
+# those missing), then configures and builds Tessera in build/. Meant to be sourced.
+
+TESSERA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TESSERA_BUILD="${TESSERA_BUILD_DIR:-$TESSERA_ROOT/build}"
+# Debian's interpreter: it has python3-numpy and python3-pytest; the python3 first on PATH may not.
+TESSERA_PYTHON=/usr/bin/python3
+
+TESSERA_PACKAGES=(
+  build-essential cmake ccache
+  llvm-14-dev
+  nlohmann-json3-dev libgtest-dev
+  pybind11-dev python3-dev python3-numpy python3-pytest
+)
+
+ensure_packages() {
+  local missing=()
+  for p in "${TESSERA_PACKAGES[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "== installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+}
+
+build_tessera() {
+  echo "== configuring and building in $TESSERA_BUILD"
+  mkdir -p "$TESSERA_BUILD"
+  cmake -S "$TESSERA_ROOT" -B "$TESSERA_BUILD" -DPython3_EXECUTABLE="$TESSERA_PYTHON" \
+        -DCMAKE_BUILD_TYPE="${TESSERA_BUILD_TYPE:-RelWithDebInfo}" > "$TESSERA_BUILD/configure.log" 2>&1 \
+    || { cat "$TESSERA_BUILD/configure.log"; return 1; }
+  cmake --build "$TESSERA_BUILD" -j"$(nproc)"
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test: the GoogleTest suites through ctest,
+# then the Python tests with Debian's python3 and pytest.
+set -euo pipefail
+source "$(dirname "$0")/setup.sh"
+ensure_packages
+build_tessera
+
+echo "== ctest"
+ctest --test-dir "$TESSERA_BUILD" --output-on-failure -j"$(nproc)"
+echo "== pytest"
+TESSERA_BUILD_DIR="$TESSERA_BUILD" "$TESSERA_PYTHON" -m pytest -q "$TESSERA_ROOT/tests/python"
