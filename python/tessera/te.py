@@ -7,6 +7,7 @@
     io, ii = s[C].split(C.op.axis[0], 32)
     f = te.build(s, [A, B, C], target="llvm"); f(a, b, c)
 """
+import builtins
 import inspect
 
 from . import _tessera as _t
@@ -36,7 +37,7 @@ def compute(shape, fcompute, name="compute", tag=""):
     except (TypeError, ValueError):
         params = []
     names = []
-    if params and all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params):
+    if params and builtins.all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params):
         if len(params) != len(shape):
             raise ValueError(f"compute {name}: the function takes {len(params)} indices, the shape has {len(shape)} dimensions")
         names = [p.name for p in params]

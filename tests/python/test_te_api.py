@@ -1,0 +1,197 @@
+"""The tessera.te API: data types, zero-copy calls, errors with clear messages, lowering text,
+traces from Python."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tessera
+from tessera import te
+
+
+def elementwise(shape, dtype, fn, name="B"):
+    A = te.placeholder(shape, dtype, name="A")
+    B = te.compute(shape, lambda *i: fn(A[i]), name=name)
+    return A, B
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8"])
+def test_dtypes_roundtrip_arithmetic(rng, dtype):
+    A, B = elementwise((37,), dtype, lambda x: x * 3 + 1)
+    s = te.create_schedule(B)
+    xo, xi = s[B].split(B.op.axis[0], factor=16)
+    s[B].vectorize(xi)
+    f = te.build(s, [A, B])
+    a = (rng.integers(-20, 20, 37) if "int" in dtype else rng.standard_normal(37)).astype(dtype)
+    if dtype == "uint8":
+        a = rng.integers(0, 80, 37).astype(dtype)
+    b = np.zeros(37, dtype)
+    f(a, b)
+    expected = (a.astype("float32") * 3 + 1).astype(dtype) if dtype == "float16" else a * np.asarray(3, dtype) + np.asarray(1, dtype)
+    np.testing.assert_allclose(b.astype("float64"), expected.astype("float64"), rtol=1e-3 if dtype == "float16" else 1e-6)
+
+
+def test_float16_computes_in_float32(rng):
+    # 2048 + 1 is not representable in float16, but the sum is formed in float32 first.
+    A = te.placeholder((4,), "float16", name="A")
+    B = te.compute((4,), lambda i: (A[i] + 1.0) - 2048.0, name="B")
+    f = te.build(te.create_schedule(B), [A, B])
+    a = np.full(4, 2048, "float16")
+    b = np.zeros(4, "float16")
+    f(a, b)
+    np.testing.assert_array_equal(b, np.ones(4, "float16"))
+
+
+def test_bool_and_casts(rng):
+    A = te.placeholder((10,), "float32", name="A")
+    M = te.compute((10,), lambda i: A[i] > 0.0, name="M")
+    C = te.compute((10,), lambda i: te.cast(M[i], "int32") * 5 + te.cast(A[i], "int32"), name="C")
+    f = te.build(te.create_schedule([M, C]), [A, M, C])
+    a = rng.standard_normal(10).astype("float32") * 10
+    m, c = np.zeros(10, bool), np.zeros(10, "int32")
+    f(a, m, c)
+    np.testing.assert_array_equal(m, a > 0)
+    np.testing.assert_array_equal(c, (a > 0) * 5 + a.astype("int32"))
+
+
+def test_integer_division_follows_python():
+    A = te.placeholder((8,), "int32", name="A")
+    B = te.compute((8,), lambda i: A[i] // 3 + A[i] % 3 * 100 + te.truncdiv(A[i], 3) * 10000, name="B")
+    f = te.build(te.create_schedule(B), [A, B])
+    a = np.array([-7, -6, -1, 0, 1, 5, 6, 7], "int32")
+    b = np.zeros(8, "int32")
+    f(a, b)
+    np.testing.assert_array_equal(b, a // 3 + a % 3 * 100 + np.trunc(a / 3).astype("int32") * 10000)
+
+
+@pytest.mark.parametrize("name,ref", [
+    ("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("tanh", np.tanh), ("abs", np.abs),
+    ("floor", np.floor), ("ceil", np.ceil), ("round", np.round), ("sin", np.sin), ("cos", np.cos),
+    ("sigmoid", lambda x: 1 / (1 + np.exp(-x))), ("rsqrt", lambda x: 1 / np.sqrt(x)),
+])
+def test_intrinsics_vectorized(rng, name, ref):
+    A, B = elementwise((35,), "float32", getattr(te, name))
+    s = te.create_schedule(B)
+    xo, xi = s[B].split(B.op.axis[0], factor=16)
+    s[B].vectorize(xi)
+    f = te.build(s, [A, B])
+    a = rng.uniform(0.1, 5, 35).astype("float32")
+    b = np.zeros(35, "float32")
+    f(a, b)
+    np.testing.assert_allclose(b, ref(a.astype("float64")), rtol=2e-6, atol=1e-6)
+
+
+def test_zero_copy_and_unaligned_arrays(rng):
+    A, B = elementwise((1000,), "float32", lambda x: x + 1)
+    f = te.build(te.create_schedule(B), [A, B])
+    aligned = tessera.empty((1000,))
+    assert aligned.ctypes.data % 64 == 0
+    aligned[:] = rng.standard_normal(1000)
+    out = tessera.empty((1000,))
+    f(aligned, out)
+    np.testing.assert_allclose(out, aligned + 1)
+    # Misaligned and strided arrays go through an aligned copy, outputs are copied back.
+    buf = np.zeros(1001, "float32")
+    shifted_in = buf[1:]
+    shifted_in[:] = rng.standard_normal(1000)
+    strided_out = np.zeros(2000, "float32")[::2]
+    f(shifted_in, strided_out)
+    np.testing.assert_allclose(strided_out, shifted_in + 1)
+
+
+def test_call_errors_name_the_argument():
+    A, B = elementwise((4, 5), "float32", lambda x: x * 2)
+    f = te.build(te.create_schedule(B), [A, B])
+    good = np.zeros((4, 5), "float32")
+    with pytest.raises(tessera.Error, match=r"argument 0 \('A'\): expected shape \(4, 5\), got \(5, 4\)"):
+        f(np.zeros((5, 4), "float32"), good)
+    with pytest.raises(tessera.Error, match=r"argument 1 \('B'\): expected dtype float32, got float64"):
+        f(good, np.zeros((4, 5)))
+    with pytest.raises(TypeError, match="takes 2 arrays, got 1"):
+        f(good)
+    with pytest.raises(TypeError, match="expected a numpy array"):
+        f(good, [[0.0] * 5] * 4)
+    readonly = np.zeros((4, 5), "float32")
+    readonly.setflags(write=False)
+    with pytest.raises(tessera.Error, match="read-only"):
+        f(good, readonly)
+
+
+def test_schedule_errors_name_stage_and_axis():
+    A = te.placeholder((8, 8), name="A")
+    k = te.reduce_axis((0, 8), name="k")
+    S = te.compute((8,), lambda i: te.sum(A[i, k], axis=k), name="S")
+    s = te.create_schedule(S)
+    with pytest.raises(tessera.Error, match="vectorize on stage S: k is a reduction loop"):
+        s[S].vectorize(k)
+    with pytest.raises(tessera.Error, match="stage S has no loop 'nope'"):
+        s[S].split("nope", factor=2)
+    with pytest.raises(ValueError, match="exactly one of factor= and nparts="):
+        s[S].split(S.op.axis[0])
+    other = te.compute((8,), lambda i: A[i, 0], name="Other")
+    with pytest.raises(tessera.Error, match="stage S has no axis 'i'"):
+        s[S].split(other.op.axis[0], factor=2)
+    with pytest.raises(tessera.Error, match="operand types differ"):
+        te.compute((8,), lambda i: A[i, 0] + te.cast(i, "int32"), name="Bad")
+    with pytest.raises(TypeError, match="no truth value"):
+        bool(A[0, 0] > 1.0)
+
+
+def test_lower_returns_the_loop_nest():
+    A, B = elementwise((64,), "float32", lambda x: x * 2)
+    s = te.create_schedule(B)
+    xo, xi = s[B].split(B.op.axis[0], factor=16)
+    s[B].vectorize(xi)
+    s[B].parallel(xo)
+    text = te.lower(s, [A, B])
+    assert "parallel (i.outer, 0, 4)" in text
+    assert "B[ramp(i.outer*16, 1, 16)] = A[ramp(i.outer*16, 1, 16)]*x16(2.0f)" in text
+
+
+def test_trace_from_python_replays():
+    def define():
+        A = te.placeholder((50, 30), name="A")
+        B = te.compute((50, 30), lambda i, j: A[i, j] * 2.0, name="B")
+        return A, B
+
+    A, B = define()
+    s = te.create_schedule(B)
+    xo, yo, xi, yi = s[B].tile(B.op.axis[0], B.op.axis[1], 8, 16)
+    s[B].vectorize(yi)
+    trace = s.trace
+    parsed = te.Trace.from_json(trace.to_json())
+    assert parsed == trace and len(parsed) == 4
+    assert json.loads(trace.to_json())[0]["kind"] == "split"
+    A2, B2 = define()
+    s2 = te.create_schedule(B2)
+    s2.replay(parsed)
+    assert te.lower(s2, [A2, B2]) == te.lower(s, [A, B])
+    assert 's["B"].vectorize("j.inner")' in str(trace)
+
+
+def test_dump_ir_and_sources(tmp_path):
+    A, B = elementwise((32,), "float32", lambda x: x + 1)
+    s = te.create_schedule(B)
+    xo, xi = s[B].split(B.op.axis[0], factor=16)
+    s[B].vectorize(xi)
+    f = te.build(s, [A, B], name="add_one")
+    assert "<16 x float>" in f.get_source("ll")
+    assert "zmm" in f.get_source("asm") or "ymm" in f.get_source("asm")
+    assert "func add_one" in f.get_source("tir")
+    # TESSERA_DUMP_IR=<folder> writes every lowering step, in a fresh process.
+    code = ("from tessera import te\n"
+            "A = te.placeholder((8,), name='A'); B = te.compute((8,), lambda i: A[i] + 1, name='B')\n"
+            "te.lower(te.create_schedule(B), [A, B], name='k')\n")
+    env = dict(os.environ, TESSERA_DUMP_IR=str(tmp_path), PYTHONPATH=os.pathsep.join(sys.path))
+    subprocess.check_call([sys.executable, "-c", code], env=env)
+    steps = sorted(os.listdir(tmp_path))
+    assert steps[0].startswith("k.1.schedule_ops") and any("vectorize" in s for s in steps)
+
+
+def test_thread_count_from_environment():
+    env = dict(os.environ, TESSERA_NUM_THREADS="3", PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.check_output([sys.executable, "-c", "import tessera; print(tessera.num_threads())"], env=env)
+    assert out.strip() == b"3"
