@@ -33,4 +33,14 @@ class Buffer : public Ref<BufferNode> {
   DataType dtype() const { return get()->dtype; }
 };
 
+// After lowering: a load of `buffer` at flat element `index` (a Ramp for a vector load).
+struct Load : ExprNode {
+  TESSERA_NODE(Load)
+  Buffer buffer;
+  Expr index;
+  TESSERA_FIELDS(buffer, index)
+  static Expr make(Buffer buffer, Expr index);
+  Load(DataType t, Buffer b, Expr i) : ExprNode(kKind, t), buffer(std::move(b)), index(std::move(i)) {}
+};
+
 }  // namespace tessera::tensor_ir

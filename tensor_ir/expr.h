@@ -161,17 +161,6 @@ struct Call : ExprNode {
   Call(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
 };
 
-// After lowering: a load of `buffer` at flat element `index` (a Ramp for a vector load).
-class Buffer;
-struct Load : ExprNode {
-  TESSERA_NODE(Load)
-  Ref<struct BufferNode> buffer;
-  Expr index;
-  TESSERA_FIELDS(buffer, index)
-  static Expr make(Ref<BufferNode> buffer, Expr index);
-  Load(DataType t, Ref<BufferNode> b, Expr i);
-};
-
 // The vector base, base + stride, ..., base + (lanes-1) * stride.
 struct Ramp : ExprNode {
   TESSERA_NODE(Ramp)

@@ -158,13 +158,11 @@ Expr Let::make(Var var, Expr value, Expr body) {
   return Expr(new Let(t, std::move(var), std::move(value), std::move(body)));
 }
 
-Load::Load(DataType t, Ref<BufferNode> b, Expr i) : ExprNode(kKind, t), buffer(std::move(b)), index(std::move(i)) {}
-
-Expr Load::make(Ref<BufferNode> buffer, Expr index) {
+Expr Load::make(Buffer buffer, Expr index) {
   if (!buffer) fail("Load: buffer is undefined");
   require(index, "Load", "index");
-  if (!is_index_like(index.type())) fail("Load from ", buffer->name, ": index must be an integer, got ", index.type().str());
-  DataType t = buffer->dtype.with_lanes(index.type().lanes);
+  if (!is_index_like(index.type())) fail("Load from ", buffer.name(), ": index must be an integer, got ", index.type().str());
+  DataType t = buffer.dtype().with_lanes(index.type().lanes);
   return Expr(new Load(t, std::move(buffer), std::move(index)));
 }
 

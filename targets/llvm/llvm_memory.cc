@@ -1,0 +1,187 @@
+// Loads, stores and local buffers. Memory accesses are where most of a kernel's time goes, so
+// this file tries hard to give LLVM the widest accesses with the best alignment it can prove.
+#include <numeric>
+
+#include "runtime/error.h"
+#include "targets/llvm/build_llvm.h"
+#include "targets/llvm/codegen_llvm.h"
+#include "tensor_ir/op.h"
+
+namespace tessera::targets::llvm_backend {
+
+namespace {
+// Local buffers up to this size live on the stack; bigger ones on the heap. The per-function
+// total is capped too: worker threads have 8 MiB stacks and loops may hold several buffers.
+constexpr int64_t kMaxStackBuffer = 256 * 1024;
+constexpr int64_t kMaxStackPerFunction = 1024 * 1024;
+
+// Trailing zero bits of x, 64 for 0 (a multiple of everything).
+int trailing_zeros(uint64_t x) { return x == 0 ? 64 : __builtin_ctzll(x); }
+}  // namespace
+
+llvm::Value* CodeGenLLVM::buffer_pointer(const BufferNode* buffer) {
+  auto it = state_.buffers.find(buffer);
+  if (it == state_.buffers.end())
+    fail("kernel '", kernel_name_, "' accesses buffer '", buffer->name,
+         "', which is neither one of its arguments nor allocated around the access");
+  return it->second;
+}
+
+llvm::Value* CodeGenLLVM::from_memory(llvm::Value* v, DataType t) {
+  if (t.is_bool()) return builder_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  if (t.is_float() && t.bits == 16) return builder_.CreateFPExt(v, value_type(t));
+  return v;
+}
+
+llvm::Value* CodeGenLLVM::to_memory(llvm::Value* v, DataType t) {
+  llvm::Type* m = memory_type(t);
+  if (t.is_vector()) m = llvm::FixedVectorType::get(m, t.lanes);
+  if (t.is_bool()) return builder_.CreateZExt(v, m);
+  if (t.is_float() && t.bits == 16) return builder_.CreateFPTrunc(v, m);
+  return v;
+}
+
+llvm::Value* CodeGenLLVM::index_to_i64(llvm::Value* index, DataType t) {
+  if (t.bits == 64) return index;
+  llvm::Type* i64 = value_type(DataType::Int(64, t.lanes));
+  return builder_.CreateIntCast(index, i64, !t.is_uint());
+}
+
+CodeGenLLVM::ModRem CodeGenLLVM::mod_rem(const Expr& e) {
+  const ModRem unknown{1, 0};
+  auto normalize = [](ModRem m) {
+    if (m.modulus != 0) m.remainder = ((m.remainder % m.modulus) + m.modulus) % m.modulus;
+    return m;
+  };
+  if (const auto* c = e.as<IntImm>()) return {0, c->value};
+  if (const auto* v = e.as<VarNode>()) {
+    auto it = index_facts_.find(v);
+    return it == index_facts_.end() ? unknown : it->second;
+  }
+  if (const auto* c = e.as<Cast>()) {
+    DataType from = c->value.type();
+    return from.is_integer() && c->type.is_integer() && c->type.bits >= from.bits ? mod_rem(c->value) : unknown;
+  }
+  const Add* add = e.as<Add>();
+  const Sub* sub = e.as<Sub>();
+  if (add || sub) {
+    ModRem a = mod_rem(add ? add->a : sub->a), b = mod_rem(add ? add->b : sub->b);
+    int64_t r;
+    bool overflow = add ? __builtin_add_overflow(a.remainder, b.remainder, &r)
+                        : __builtin_sub_overflow(a.remainder, b.remainder, &r);
+    return overflow ? unknown : normalize({std::gcd(a.modulus, b.modulus), r});
+  }
+  if (const auto* mul = e.as<Mul>()) {
+    ModRem a = mod_rem(mul->a), b = mod_rem(mul->b);
+    // (ma*i + ra) * (mb*j + rb) is a multiple of gcd(ma*mb, ma*rb, mb*ra), plus ra*rb.
+    int64_t mm, mr, rm, rr;
+    if (__builtin_mul_overflow(a.modulus, b.modulus, &mm) || __builtin_mul_overflow(a.modulus, b.remainder, &mr) ||
+        __builtin_mul_overflow(b.modulus, a.remainder, &rm) || __builtin_mul_overflow(a.remainder, b.remainder, &rr))
+      return unknown;
+    return normalize({std::gcd(mm, std::gcd(mr, rm)), rr});
+  }
+  return unknown;
+}
+
+llvm::Align CodeGenLLVM::alignment_of(const Expr& index, DataType element) {
+  ModRem m = mod_rem(index);
+  auto bytes = static_cast<uint64_t>(element.element_bytes());
+  // The byte offset is bytes * (modulus * k + remainder); buffers start 64-byte aligned.
+  int zeros = std::min(trailing_zeros(bytes * static_cast<uint64_t>(m.modulus)),
+                       trailing_zeros(bytes * static_cast<uint64_t>(m.remainder)));
+  return llvm::Align(std::min<uint64_t>(runtime::kAllocAlignment, uint64_t{1} << std::min(zeros, 6)));
+}
+
+llvm::Value* CodeGenLLVM::emit_expr(const Load* op) {
+  const DataType element = op->buffer->dtype;
+  llvm::Type* mem = memory_type(element);
+  llvm::Value* base = buffer_pointer(op->buffer.get());
+  const auto lanes = static_cast<unsigned>(op->type.lanes);
+  const Expr& index = op->index;
+  if (lanes == 1) {
+    llvm::Value* addr = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(index), index.type()));
+    return from_memory(builder_.CreateAlignedLoad(mem, addr, alignment_of(index, element)), element);
+  }
+  if (const auto* ramp = index.as<Ramp>(); ramp && is_one(ramp->stride)) {
+    llvm::Value* addr = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(ramp->base), ramp->base.type()));
+    auto* vec = llvm::FixedVectorType::get(mem, lanes);
+    addr = builder_.CreateBitCast(addr, vec->getPointerTo());
+    return from_memory(builder_.CreateAlignedLoad(vec, addr, alignment_of(ramp->base, element)), op->type);
+  }
+  if (const auto* b = index.as<Broadcast>()) {
+    llvm::Value* addr = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(b->value), b->value.type()));
+    llvm::Value* v = from_memory(builder_.CreateAlignedLoad(mem, addr, alignment_of(b->value, element)), element);
+    return builder_.CreateVectorSplat(lanes, v);
+  }
+  llvm::Value* addrs = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(index), index.type()));
+  llvm::Value* v = builder_.CreateMaskedGather(llvm::FixedVectorType::get(mem, lanes), addrs,
+                                               llvm::Align(element.element_bytes()));
+  return from_memory(v, op->type);
+}
+
+void CodeGenLLVM::emit_stmt(const Store* op) {
+  const DataType element = op->buffer.dtype();
+  llvm::Type* mem = memory_type(element);
+  llvm::Value* base = buffer_pointer(op->buffer.get());
+  llvm::Value* value = to_memory(emit(op->value), op->value.type());
+  const Expr& index = op->index;
+  if (index.type().is_scalar()) {
+    llvm::Value* addr = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(index), index.type()));
+    builder_.CreateAlignedStore(value, addr, alignment_of(index, element));
+    return;
+  }
+  if (const auto* ramp = index.as<Ramp>(); ramp && is_one(ramp->stride)) {
+    llvm::Value* addr = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(ramp->base), ramp->base.type()));
+    addr = builder_.CreateBitCast(addr, value->getType()->getPointerTo());
+    builder_.CreateAlignedStore(value, addr, alignment_of(ramp->base, element));
+    return;
+  }
+  llvm::Value* addrs = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(index), index.type()));
+  builder_.CreateMaskedScatter(value, addrs, llvm::Align(element.element_bytes()));
+}
+
+void CodeGenLLVM::emit_stmt(const Allocate* op) {
+  const BufferNode* buffer = op->buffer.get();
+  const int64_t count = buffer->num_elements();
+  const int64_t bytes = count * buffer->dtype.element_bytes();
+  if (count < 0) fail("kernel '", kernel_name_, "': buffer '", buffer->name, "' has a negative size");
+  llvm::Type* mem = memory_type(buffer->dtype);
+  const bool on_stack = bytes <= kMaxStackBuffer && state_.stack_bytes + bytes <= kMaxStackPerFunction;
+  llvm::AllocaInst* slot = nullptr;
+  llvm::Value* heap = nullptr;
+  llvm::Value* pointer;
+  if (on_stack) {
+    slot = entry_alloca(mem, builder_.getInt64(count), buffer->name);
+    state_.stack_bytes += bytes;
+    // Lifetime markers let LLVM overlap the stack slots of buffers that are never live together.
+    builder_.CreateLifetimeStart(slot, builder_.getInt64(bytes));
+    pointer = slot;
+  } else {
+    llvm::Type* i64 = builder_.getInt64Ty();
+    llvm::FunctionCallee aligned_alloc =
+        external_function("aligned_alloc", llvm::FunctionType::get(builder_.getInt8PtrTy(), {i64, i64}, false));
+    const uint64_t size = (bytes + runtime::kAllocAlignment - 1) / runtime::kAllocAlignment * runtime::kAllocAlignment;
+    heap = builder_.CreateCall(aligned_alloc, {builder_.getInt64(runtime::kAllocAlignment), builder_.getInt64(size)},
+                               buffer->name);
+    return_if_failed(builder_.CreateSelect(builder_.CreateIsNull(heap), builder_.getInt32(kStatusOutOfMemory),
+                                           builder_.getInt32(0)));
+    state_.heap_buffers.push_back(heap);
+    pointer = builder_.CreateBitCast(heap, mem->getPointerTo());
+  }
+  auto it = state_.buffers.find(buffer);
+  llvm::Value* shadowed = it == state_.buffers.end() ? nullptr : it->second;
+  state_.buffers[buffer] = pointer;
+  emit(op->body);
+  if (shadowed) state_.buffers[buffer] = shadowed;
+  else state_.buffers.erase(buffer);
+  if (on_stack) {
+    builder_.CreateLifetimeEnd(slot, builder_.getInt64(bytes));
+  } else {
+    state_.heap_buffers.pop_back();
+    builder_.CreateCall(
+        external_function("free", llvm::FunctionType::get(builder_.getVoidTy(), {builder_.getInt8PtrTy()}, false)),
+        {heap});
+  }
+}
+
+}  // namespace tessera::targets::llvm_backend

@@ -1,0 +1,114 @@
+#include "targets/llvm/target_machine.h"
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/Triple.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/Host.h>
+#include <llvm/Support/TargetSelect.h>
+
+#include <memory>
+#include <mutex>
+
+#include "runtime/error.h"
+
+namespace tessera::targets::llvm_backend {
+
+namespace {
+
+const llvm::Target& lookup(const std::string& triple) {
+  std::string error;
+  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!t) fail("target triple '", triple, "' is not supported by this build of LLVM: ", error);
+  return *t;
+}
+
+std::string host_features() {
+  llvm::StringMap<bool> features;
+  std::string s;
+  if (!llvm::sys::getHostCPUFeatures(features)) return s;
+  for (const auto& f : features) s += (s.empty() ? "" : ",") + std::string(f.getValue() ? "+" : "-") + f.getKey().str();
+  return s;
+}
+
+// Extensions a code generator uses on its own once they are enabled (vector ISAs, bit
+// manipulation); a target enabling one the host lacks would fault with SIGILL. Features that
+// only intrinsics reach (pku, sgx, ...) are not compared, so e.g. skylake-avx512 code runs on
+// an AVX-512 AMD host.
+bool emitted_without_asking(const std::string& feature) {
+  static const char* const kPrefixes[] = {"sse", "ssse3", "avx", "fma", "f16c", "bmi", "lzcnt", "popcnt",
+                                          "movbe", "xop", "cmov", "amx", "neon", "sve", "fullfp16"};
+  for (const char* p : kPrefixes)
+    if (feature.compare(0, std::char_traits<char>::length(p), p) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+void initialize_llvm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+ResolvedTarget resolve(const Target& target) {
+  if (target.kind != "llvm") fail("target '", target.str(), "' is not an llvm target");
+  initialize_llvm();
+  ResolvedTarget r;
+  const std::string host_triple = llvm::sys::getProcessTriple();
+  r.triple = target.mtriple.empty() ? host_triple : llvm::Triple::normalize(target.mtriple);
+  const bool host_arch = llvm::Triple(r.triple).getArch() == llvm::Triple(host_triple).getArch();
+  const llvm::Target& llvm_target = lookup(r.triple);
+  // A subtarget with no CPU and no features only serves to ask which names LLVM knows.
+  std::unique_ptr<llvm::MCSubtargetInfo> names(llvm_target.createMCSubtargetInfo(r.triple, "", ""));
+  if (target.mcpu.empty()) {
+    r.cpu = host_arch ? llvm::sys::getHostCPUName().str() : "generic";
+    if (host_arch) r.features = host_features();
+  } else {
+    if (!names->isCPUStringValid(target.mcpu))
+      fail("target '", target.str(), "': LLVM does not know the CPU '", target.mcpu, "' for ", r.triple);
+    r.cpu = target.mcpu;
+  }
+  for (const std::string& f : target.mattr) {
+    // A feature LLVM does not know is neither on nor off in any subtarget.
+    std::string name = f.substr(1);
+    if (names->checkFeatures("+" + name) && names->checkFeatures("-" + name))
+      fail("target '", target.str(), "': LLVM does not know the feature '", name, "' for ", r.triple);
+    r.features += (r.features.empty() ? "" : ",") + f;
+  }
+  return r;
+}
+
+llvm::orc::JITTargetMachineBuilder machine_builder(const ResolvedTarget& t, bool pic) {
+  llvm::orc::JITTargetMachineBuilder builder{llvm::Triple(t.triple)};
+  builder.setCPU(t.cpu);
+  builder.setFeatures(t.features);
+  builder.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+  // The JIT keeps LLVM's default for it (static, large code model: JIT memory may lie anywhere);
+  // objects for shared libraries want PIC with the small code model.
+  if (pic) {
+    builder.setRelocationModel(llvm::Reloc::PIC_);
+    builder.setCodeModel(llvm::CodeModel::Small);
+  }
+  return builder;
+}
+
+void check_runs_on_host(const ResolvedTarget& t) {
+  const llvm::Triple host(llvm::sys::getProcessTriple()), triple(t.triple);
+  if (triple.getArch() != host.getArch() || triple.getOS() != host.getOS())
+    fail("cannot run code for ", t.triple, " in this process (the host is ", host.str(),
+         "); emit an object file instead");
+  llvm::StringMap<bool> host_features;
+  if (!llvm::sys::getHostCPUFeatures(host_features)) return;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(lookup(t.triple).createMCSubtargetInfo(t.triple, t.cpu, t.features));
+  for (const auto& f : host_features) {
+    const std::string name = f.getKey().str();
+    if (!f.getValue() && emitted_without_asking(name) && sti->checkFeatures("+" + name))
+      fail("cannot run code for CPU ", t.cpu, " in this process: it uses ", name,
+           ", which this host (", llvm::sys::getHostCPUName().str(), ") lacks");
+  }
+}
+
+}  // namespace tessera::targets::llvm_backend

@@ -1,0 +1,31 @@
+// What code is generated for: a target kind and its options, parsed from the strings users write
+// (`llvm -mcpu=skylake-avx512`, `cuda -arch=sm_90`). The canonical string (str()) is what tuning
+// records are keyed by, so equal targets must print equally.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace tessera::targets {
+
+struct Target {
+  std::string kind;                // "llvm", "c", "opencl" or "cuda"
+  std::string mtriple;             // llvm: empty means the host's
+  std::string mcpu;                // llvm: empty means the host's (or "generic" for a foreign triple)
+  std::vector<std::string> mattr;  // llvm: "+avx2", "-avx512f"; later entries override earlier ones
+  std::string arch;                // cuda: "sm_90"; empty means the device's
+
+  // Accepts `kind -opt=value ...`; throws tessera::Error naming an unknown kind or option, an
+  // option given twice or a malformed value.
+  static Target parse(const std::string& text);
+  // llvm with the host's triple, CPU name and CPU features spelled out.
+  static Target host();
+
+  // kind, then the options that are set, in a fixed order; parse(str()) == *this.
+  std::string str() const;
+  bool operator==(const Target& o) const {
+    return kind == o.kind && mtriple == o.mtriple && mcpu == o.mcpu && mattr == o.mattr && arch == o.arch;
+  }
+  bool operator!=(const Target& o) const { return !(*this == o); }
+};
+
+}  // namespace tessera::targets

@@ -1,0 +1,88 @@
+#include "targets/target.h"
+
+#include <gtest/gtest.h>
+
+#include "runtime/error.h"
+#include "targets/build.h"
+
+namespace tessera::targets {
+namespace {
+
+void expect_error(const std::string& text, const std::string& part) {
+  try {
+    Target::parse(text);
+    FAIL() << "parsing '" << text << "' should fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+TEST(Target, ParsesLlvmOptions) {
+  Target t = Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver3 -mattr=+avx2,-avx512f");
+  EXPECT_EQ(t.kind, "llvm");
+  EXPECT_EQ(t.mtriple, "x86_64-linux-gnu");
+  EXPECT_EQ(t.mcpu, "znver3");
+  EXPECT_EQ(t.mattr, (std::vector<std::string>{"+avx2", "-avx512f"}));
+  EXPECT_EQ(Target::parse("llvm").mcpu, "");
+  EXPECT_EQ(Target::parse("  llvm   -mcpu=skylake-avx512 ").mcpu, "skylake-avx512");
+}
+
+TEST(Target, ParsesOtherKinds) {
+  EXPECT_EQ(Target::parse("c").kind, "c");
+  EXPECT_EQ(Target::parse("opencl").kind, "opencl");
+  Target cuda = Target::parse("cuda -arch=sm_90");
+  EXPECT_EQ(cuda.kind, "cuda");
+  EXPECT_EQ(cuda.arch, "sm_90");
+}
+
+TEST(Target, StrRoundTrips) {
+  for (const char* text : {"llvm", "llvm -mcpu=skylake-avx512", "llvm -mtriple=x86_64-linux-gnu -mcpu=znver3 -mattr=+avx2,-avx512f",
+                           "c", "opencl", "cuda", "cuda -arch=sm_90"}) {
+    Target t = Target::parse(text);
+    EXPECT_EQ(t.str(), text);
+    EXPECT_EQ(Target::parse(t.str()), t);
+  }
+  // Option order does not matter; the canonical string has one.
+  EXPECT_EQ(Target::parse("llvm -mcpu=znver3 -mtriple=x86_64-linux-gnu").str(),
+            "llvm -mtriple=x86_64-linux-gnu -mcpu=znver3");
+}
+
+TEST(Target, HostIsComplete) {
+  Target host = Target::host();
+  EXPECT_EQ(host.kind, "llvm");
+  EXPECT_FALSE(host.mtriple.empty());
+  EXPECT_FALSE(host.mcpu.empty());
+  EXPECT_FALSE(host.mattr.empty());
+  EXPECT_EQ(Target::parse(host.str()), host);
+}
+
+TEST(Target, RejectsBadStrings) {
+  expect_error("", "empty");
+  expect_error("vulkan", "unknown kind 'vulkan'");
+  expect_error("llvm -mcpux=znver3", "unknown option '-mcpux'");
+  expect_error("llvm -arch=sm_90", "unknown option '-arch'");
+  expect_error("c -mcpu=znver3", "takes no options");
+  expect_error("llvm -mcpu=a -mcpu=b", "-mcpu is given twice");
+  expect_error("llvm -mcpu", "-mcpu needs a value");
+  expect_error("llvm -mcpu=", "-mcpu needs a value");
+  expect_error("llvm -mattr=avx2", "feature 'avx2' must be +name or -name");
+  expect_error("llvm -mattr=+avx2,", "feature ''");
+  expect_error("llvm mcpu=znver3", "expected an option -name=value, got 'mcpu=znver3'");
+  expect_error("llvm -mcpu=zn;ver3", "invalid value 'zn;ver3'");
+  expect_error("cuda -arch=90", "expected sm_<number>");
+}
+
+TEST(Target, BuildRejectsBackendsNotWrittenYet) {
+  for (const char* text : {"c", "opencl", "cuda -arch=sm_90"}) {
+    try {
+      build({}, Target::parse(text));
+      FAIL() << text;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("not implemented yet"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::targets
