@@ -116,6 +116,10 @@ inline const std::vector<Case>& schedule_cases() {
        s[bl].compute_at(C(s, mm), C(s, mm).loop("i"));
        s[bl].compute_root();
      }, {"allocate B.local: float32[407]"}},
+    {"compute_inline", [](Schedule& s, const Matmul& mm) {
+       Tensor bl = s.cache_read(mm.B, "local", {mm.C});
+       s[bl].compute_inline();
+     }, {"A[i*11 + k]*B[k*37 + j]"}},
     {"rfactor", [](Schedule& s, const Matmul& mm) {
        auto [ko, ki] = C(s, mm).split(C(s, mm).loop("k"), 4);
        Tensor rf = s.rfactor(mm.C, ki);

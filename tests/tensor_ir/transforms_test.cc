@@ -1,0 +1,114 @@
+// Lowering passes on hand-written statements: loop partitioning, vectorization, storage
+// flattening with storage_align, and the legalization before code generation.
+#include <gtest/gtest.h>
+
+#include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
+#include "tensor_ir/transforms/legalize.h"
+#include "tensor_ir/transforms/loop_partition.h"
+#include "tensor_ir/transforms/storage_flatten.h"
+#include "tensor_ir/transforms/vectorize.h"
+
+namespace tessera::tensor_ir {
+namespace {
+
+using runtime::kFloat32;
+
+Buffer buffer(const std::string& name, int64_t size) {
+  return BufferNode::make(name, kFloat32, {Expr(size)}, MemoryScope::Global);
+}
+
+// for io in [0, 13): for ii in [0, 8): if likely(io*8 + ii < 100): A[io*8 + ii] = 1
+Stmt guarded_loop(const Buffer& a, ForKind inner_kind) {
+  Var io("io"), ii("ii");
+  Expr idx = io * 8 + ii;
+  Stmt store = Store::make(a, make_const(kFloat32, 1), idx);
+  Stmt guarded = IfThenElse::make(call(Intrinsic::likely, {idx < 100}), store);
+  return For::make(io, Expr(0), Expr(13), ForKind::Serial, For::make(ii, Expr(0), Expr(8), inner_kind, guarded));
+}
+
+TEST(LoopPartition, SplitsOffTheTail) {
+  Buffer a = buffer("A", 100);
+  Stmt s = arith::simplify(legalize_for_codegen(arith::simplify(partition_loops(guarded_loop(a, ForKind::Serial)))));
+  EXPECT_EQ(to_string(s),
+            "for (io, 0, 12) {\n"
+            "  for (ii, 0, 8) {\n"
+            "    A[io*8 + ii] = 1.0f\n"
+            "  }\n"
+            "}\n"
+            "for (ii, 0, 4) {\n"
+            "  A[ii + 96] = 1.0f\n"
+            "}\n");
+}
+
+TEST(LoopPartition, LeavesUnmarkedConditionsAlone) {
+  Buffer a = buffer("A", 10);
+  Var i("i");
+  Stmt s = For::make(i, Expr(0), Expr(10), ForKind::Serial, IfThenElse::make(i < 5, Store::make(a, make_const(kFloat32, 1), i)));
+  EXPECT_TRUE(partition_loops(s).same_as(s));
+}
+
+TEST(Vectorize, MainBodyBecomesVectorCode) {
+  Buffer a = buffer("A", 100);
+  Stmt s = arith::simplify(partition_loops(guarded_loop(a, ForKind::Vectorized)));
+  s = arith::simplify(legalize_for_codegen(vectorize_loops(s)));
+  EXPECT_EQ(to_string(s),
+            "for (io, 0, 12) {\n"
+            "  A[ramp(io*8, 1, 8)] = x8(1.0f)\n"
+            "}\n"
+            "A[ramp(96, 1, 4)] = x4(1.0f)\n");
+}
+
+TEST(Vectorize, BranchOnTheLoopVariableStaysScalar) {
+  Buffer a = buffer("A", 8);
+  Var i("i");
+  Stmt s = For::make(i, Expr(0), Expr(8), ForKind::Vectorized, IfThenElse::make(i < 5, Store::make(a, make_const(kFloat32, 1), i)));
+  EXPECT_EQ(to_string(vectorize_loops(s)), "for (i, 0, 8) {\n  if (i < 5) {\n    A[i] = 1.0f\n  }\n}\n");
+}
+
+TEST(Vectorize, ScalarIndexWithVectorValueStaysScalar) {
+  // A[0] = A[0] + B[i] over i would race all lanes on one element.
+  Buffer a = buffer("A", 1), b = buffer("B", 8);
+  Var i("i");
+  Stmt s = For::make(i, Expr(0), Expr(8), ForKind::Vectorized,
+                     Store::make(a, Load::make(a, Expr(0)) + Load::make(b, i), Expr(0)));
+  EXPECT_EQ(vectorize_loops(s).as<For>()->for_kind, ForKind::Serial);
+}
+
+TEST(StorageFlatten, ArgumentsAreRowMajorAndRealizesAllocate) {
+  Tensor A = placeholder({Expr(4), Expr(6)}, kFloat32, "A");
+  Tensor T = compute({Expr(4), Expr(6)}, [&](const std::vector<Var>& i) { return A(i[0], i[1]); }, "T");
+  Var i("i"), j("j");
+  Stmt body = For::make(i, Expr(0), Expr(2), ForKind::Serial,
+                        For::make(j, Expr(0), Expr(3), ForKind::Serial,
+                                  ProducerStore::make(T, A(i + 2, j + 3), {i + 2, j + 3})));
+  Stmt realize = Realize::make(T, {Range(Expr(2), Expr(2)), Range(Expr(3), Expr(3))}, body);
+  FlattenOptions options;
+  options.args.emplace_back(A, buffer("A", 24));
+  options.storage_align[T.get()] = {{8, 1}, {0, 0}};
+  Stmt s = arith::simplify(storage_flatten(realize, options));
+  // T's rows are padded from 3 to 9 elements (9 % 8 == 1); its origin is (2, 3).
+  EXPECT_EQ(to_string(s),
+            "allocate T: float32[12]\n"
+            "for (i, 0, 2) {\n"
+            "  for (j, 0, 3) {\n"
+            "    T[i*9 + j] = A[i*6 + j + 15]\n"
+            "  }\n"
+            "}\n");
+  FlattenOptions no_args;
+  EXPECT_THROW(storage_flatten(body, no_args), Error);
+}
+
+TEST(Legalize, UnrolledLoopsWithSymbolicExtentRunSerially) {
+  Buffer a = buffer("A", 8);
+  Var i("i"), n("n");
+  Stmt s = For::make(i, Expr(0), n, ForKind::Unrolled, Store::make(a, make_const(kFloat32, 1), i));
+  EXPECT_EQ(legalize_for_codegen(s).as<For>()->for_kind, ForKind::Serial);
+  Stmt c = For::make(i, Expr(0), Expr(4), ForKind::Unrolled, Store::make(a, make_const(kFloat32, 1), i));
+  EXPECT_EQ(legalize_for_codegen(c).as<For>()->for_kind, ForKind::Unrolled);
+}
+
+}  // namespace
+}  // namespace tessera::tensor_ir
