@@ -19,6 +19,9 @@ bool is_index_like(DataType t) { return t.is_integer(); }
 Expr::Expr(int64_t value) : Expr(IntImm::make(kIndexType, value)) {}
 
 Range Range::from_min_max(Expr begin, Expr end) {
+  const auto* b = begin.as<IntImm>();
+  const auto* e = end.as<IntImm>();
+  if (b && e && b->type == e->type) return Range(begin, IntImm::make(b->type, e->value - b->value));
   return Range(begin, BinaryNode<NodeKind::Sub>::make(end, begin));
 }
 

@@ -27,6 +27,12 @@ std::vector<Tensor> to_tensors(const py::handle& h) {
   return h.cast<std::vector<Tensor>>();
 }
 
+// A tensor given as itself or by its stage's name, as printed traces write it.
+Tensor to_tensor(Schedule& s, const py::handle& h) {
+  if (py::isinstance<py::str>(h)) return s.stage(h.cast<std::string>()).op();
+  return h.cast<Tensor>();
+}
+
 }  // namespace
 
 void bind_schedule(py::module_& m) {
@@ -97,12 +103,15 @@ void bind_schedule(py::module_& m) {
         return out;
       }, py::return_value_policy::reference_internal)
       .def_property_readonly("outputs", &Schedule::outputs)
-      .def("cache_read", [](Schedule& s, const Tensor& t, const std::string& scope, py::object readers) {
-        return s.cache_read(t, scope, to_tensors(readers));
+      .def("cache_read", [](Schedule& s, py::object t, const std::string& scope, py::list readers) {
+        std::vector<Tensor> rs;
+        for (auto r : readers) rs.push_back(to_tensor(s, r));
+        return s.cache_read(to_tensor(s, t), scope, rs);
       })
-      .def("cache_write", &Schedule::cache_write)
-      .def("rfactor", [](Schedule& s, const Tensor& t, py::object loop, int factor_axis) {
-        return s.rfactor(t, to_loop(s[t], loop), factor_axis);
+      .def("cache_write", [](Schedule& s, py::object t, const std::string& scope) { return s.cache_write(to_tensor(s, t), scope); })
+      .def("rfactor", [](Schedule& s, py::object t, py::object loop, int factor_axis) {
+        Tensor tensor = to_tensor(s, t);
+        return s.rfactor(tensor, to_loop(s[tensor], loop), factor_axis);
       }, py::arg("tensor"), py::arg("loop"), py::arg("factor_axis") = 0)
       .def_property_readonly("trace", [](const Schedule& s) { return s.trace(); })
       .def("replay", [](Schedule& s, const Trace& t) { t.apply(s); });

@@ -172,6 +172,50 @@ def test_trace_from_python_replays():
     assert 's["B"].vectorize("j.inner")' in str(trace)
 
 
+def test_printed_trace_is_runnable_code():
+    def define():
+        A = te.placeholder((40, 24), name="A")
+        B = te.placeholder((24, 36), name="B")
+        k = te.reduce_axis((0, 24), name="k")
+        C = te.compute((40, 36), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+        return A, B, C
+
+    A, B, C = define()
+    s = te.create_schedule(C)
+    BL = s.cache_read(B, "local", [C])
+    CC = s.cache_write(C, "local")
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 16)
+    s[CC].compute_at(s[C], jo)
+    s[BL].compute_inline()
+    s[C].vectorize(ji)
+    A2, B2, C2 = define()
+    s2 = te.create_schedule(C2)
+    exec(str(s.trace), {"s": s2})
+    assert te.lower(s2, [A2, B2, C2]) == te.lower(s, [A, B, C])
+
+
+@pytest.mark.parametrize("how", ["vector_lanes", "threads"])
+def test_rfactor_reduction(rng, how):
+    n = 10007
+    X = te.placeholder((n,), name="X")
+    k = te.reduce_axis((0, n), name="k")
+    S = te.compute((1,), lambda i: te.sum(X[k] * X[k], axis=k), name="S")
+    s = te.create_schedule(S)
+    if how == "vector_lanes":  # 16 partial sums in one vector register
+        ko, ki = s[S].split(k, factor=16)
+        SF = s.rfactor(S, ki)
+        s[SF].vectorize(SF.op.axis[0])
+    else:  # one partial sum per thread
+        ko, ki = s[S].split(k, nparts=4)
+        SF = s.rfactor(S, ko)
+        s[SF].parallel(SF.op.axis[0])
+    f = te.build(s, [X, S])
+    x = rng.standard_normal(n).astype("float32")
+    out = np.zeros(1, "float32")
+    f(x, out)
+    np.testing.assert_allclose(out[0], np.dot(x.astype("float64"), x), rtol=1e-4)
+
+
 def test_dump_ir_and_sources(tmp_path):
     A, B = elementwise((32,), "float32", lambda x: x + 1)
     s = te.create_schedule(B)
