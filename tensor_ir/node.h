@@ -34,7 +34,24 @@ enum class NodeKind : uint8_t {
 
 const char* node_kind_name(NodeKind kind);
 
-class Object {
+// The reference count every node carries; each IR (tensor IR here, the graph IR in relay_ir)
+// derives its own node base with its own kind tags from it.
+class RefCounted {
+ public:
+  RefCounted(const RefCounted&) = delete;
+  RefCounted& operator=(const RefCounted&) = delete;
+
+ protected:
+  RefCounted() = default;
+  virtual ~RefCounted() = default;
+
+ private:
+  mutable std::atomic<int32_t> refs_{0};
+  template <typename>
+  friend class Ref;
+};
+
+class Object : public RefCounted {
  public:
   const NodeKind kind;
 
@@ -42,17 +59,9 @@ class Object {
   const T* as() const {
     return T::kind_matches(kind) ? static_cast<const T*>(this) : nullptr;
   }
-  Object(const Object&) = delete;
-  Object& operator=(const Object&) = delete;
 
  protected:
   explicit Object(NodeKind k) : kind(k) {}
-  virtual ~Object() = default;
-
- private:
-  mutable std::atomic<int32_t> refs_{0};
-  template <typename>
-  friend class Ref;
 };
 
 // Declares a node's kind; the default `kind_matches` is exact, base classes widen it.

@@ -1,0 +1,175 @@
+#include "driver/build.h"
+
+#include <unordered_map>
+
+#include "driver/lower_call.h"
+#include "driver/memory_plan.h"
+#include "relay_ir/functor.h"
+#include "relay_ir/op.h"
+#include "relay_ir/transforms/infer_type.h"
+#include "runtime/error.h"
+#include "targets/build.h"
+#include "tensor_ir/printer.h"
+
+namespace tessera::driver {
+
+using namespace relay_ir;
+using Info = runtime::GraphPlan::TensorInfo;
+
+namespace {
+
+// Walks the main function once, producers first, turning values into plan tensors and calls
+// into steps.
+class PlanBuilder {
+ public:
+  BuildResult run(const Module& m, const targets::Target& target) {
+    const Function& main = m.main();
+    for (size_t i = 0; i < main->params.size(); ++i) {
+      const auto& t = as_tensor(main->params[i]->checked_type, "input %" + main->params[i]->name);
+      ids_[main->params[i].get()] = {add_tensor(Info::Input, main->params[i]->name, t, static_cast<int>(i))};
+      plan_.inputs.push_back(ids_[main->params[i].get()][0]);
+    }
+    for (const Expr& e : post_order(main->body)) visit(e);
+    mark_outputs(ids_.at(main->body.get()));
+    plan_memory(plan_);
+    std::vector<tensor_ir::LoweredFunc> funcs;
+    for (auto& k : lowered_) funcs.push_back(k);
+    auto module = targets::build(funcs, target);
+    BuildResult result;
+    result.kernels = kernels_;
+    result.executor = std::make_shared<runtime::GraphExecutor>(module, std::move(plan_));
+    result.optimized = m;
+    return result;
+  }
+
+ private:
+  int add_tensor(Info::Kind kind, const std::string& name, const TensorTypeNode& t, int index) {
+    plan_.tensors.push_back({kind, name, t.shape, t.dtype, index});
+    return static_cast<int>(plan_.tensors.size()) - 1;
+  }
+
+  void visit(const Expr& e) {
+    if (ids_.count(e.get()) || e.as<OpNode>()) return;
+    std::vector<int> ids;
+    if (const auto* c = e.as<ConstantNode>()) {
+      plan_.constants.push_back(c->data);
+      const auto& t = as_tensor(e->checked_type, "constant");
+      ids.push_back(add_tensor(Info::Constant, "constant", t, static_cast<int>(plan_.constants.size()) - 1));
+    } else if (const auto* call = e.as<CallNode>()) {
+      ids = visit_call(call);
+    } else if (const auto* t = e.as<TupleNode>()) {
+      for (const auto& x : t->elements) {
+        const auto& sub = ids_.at(x.get());
+        ids.insert(ids.end(), sub.begin(), sub.end());
+      }
+    } else if (const auto* g = e.as<TupleGetItemNode>()) {
+      // Tuples flatten to consecutive tensors; find where element `index` starts.
+      const auto* tt = g->tuple->checked_type.as<TupleTypeNode>();
+      size_t begin = 0;
+      for (int64_t i = 0; i < g->index; ++i) begin += count_tensors(tt->elements[i]);
+      const auto& all = ids_.at(g->tuple.get());
+      ids.assign(all.begin() + begin, all.begin() + begin + count_tensors(tt->elements[g->index]));
+    } else if (e.as<VarNode>()) {
+      fail("internal error: variable %", e.as<VarNode>()->name, " is not a parameter of main");
+    } else {
+      fail("build: nested functions are not supported yet");
+    }
+    ids_[e.get()] = ids;
+  }
+
+  static size_t count_tensors(const Type& t) {
+    if (t.as<TensorTypeNode>()) return 1;
+    size_t n = 0;
+    for (const auto& e : t.as<TupleTypeNode>()->elements) n += count_tensors(e);
+    return n;
+  }
+
+  std::vector<int> visit_call(const CallNode* call) {
+    if (!call->op_def()) fail("build: calls of functions are not supported yet");
+    std::string key = kernel_key(call);
+    auto found = kernel_by_key_.find(key);
+    size_t kernel;
+    if (found == kernel_by_key_.end()) {
+      std::string name = "k" + std::to_string(kernels_.size()) + "_" + call->op_def()->name;
+      for (auto& ch : name)
+        if (ch == '.') ch = '_';
+      LoweredCall lowered = lower_call(call, name);
+      kernel = kernels_.size();
+      kernel_by_key_[key] = kernel;
+      std::string signature;
+      for (const auto& a : lowered.func.args) {
+        signature += (signature.empty() ? "" : ", ") + a.dtype().str() + "[";
+        for (size_t d = 0; d < a->shape.size(); ++d) signature += (d ? ", " : "") + tensor_ir::to_string(a->shape[d]);
+        signature += "]";
+      }
+      kernels_.push_back({name, call->op_def()->name, signature, tensor_ir::to_string(lowered.func), 0});
+      lowered_.push_back(lowered.func);
+    } else {
+      kernel = found->second;
+    }
+    kernels_[kernel].calls++;
+    runtime::GraphPlan::Step step{kernels_[kernel].name, {}};
+    for (const auto& a : call->args) {
+      const auto& sub = ids_.at(a.get());
+      if (sub.size() != 1) fail(call->op_def()->name, ": tuple arguments are not supported");
+      step.args.push_back(sub[0]);
+    }
+    std::vector<int> outs;
+    std::vector<Type> out_types;
+    flatten_types(call->checked_type, out_types);
+    for (size_t i = 0; i < out_types.size(); ++i) {
+      const auto& t = as_tensor(out_types[i], call->op_def()->name + " output");
+      outs.push_back(add_tensor(Info::Intermediate, call->op_def()->name + (call->origin.empty() ? "" : ":" + call->origin), t, -1));
+    }
+    step.args.insert(step.args.end(), outs.begin(), outs.end());
+    plan_.steps.push_back(step);
+    return outs;
+  }
+
+  static void flatten_types(const Type& t, std::vector<Type>& out) {
+    if (t.as<TensorTypeNode>()) {
+      out.push_back(t);
+      return;
+    }
+    for (const auto& e : t.as<TupleTypeNode>()->elements) flatten_types(e, out);
+  }
+
+  // Graph outputs computed by a step are written straight into output buffers; inputs,
+  // constants and repeated outputs are copied.
+  void mark_outputs(const std::vector<int>& ids) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      Info& t = plan_.tensors[ids[i]];
+      std::string name = "output" + std::to_string(i);
+      if (t.kind == Info::Intermediate) {
+        t.kind = Info::Output;
+        t.index = static_cast<int>(i);
+        t.name = name;
+        plan_.outputs.push_back(ids[i]);
+        continue;
+      }
+      Info copy = t;
+      copy.kind = Info::Output;
+      copy.index = static_cast<int>(i);
+      copy.name = name;
+      plan_.tensors.push_back(copy);
+      int id = static_cast<int>(plan_.tensors.size()) - 1;
+      plan_.steps.push_back({"", {ids[i], id}});
+      plan_.outputs.push_back(id);
+    }
+  }
+
+  runtime::GraphPlan plan_;
+  std::unordered_map<const ExprNode*, std::vector<int>> ids_;
+  std::unordered_map<std::string, size_t> kernel_by_key_;
+  std::vector<KernelInfo> kernels_;
+  std::vector<tensor_ir::LoweredFunc> lowered_;
+};
+
+}  // namespace
+
+BuildResult build(const Module& module, const targets::Target& target, const BuildOptions& options) {
+  Module optimized = infer_type(module);
+  return PlanBuilder().run(optimized, target);
+}
+
+}  // namespace tessera::driver

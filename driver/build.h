@@ -1,0 +1,36 @@
+// build(): a graph module becomes a runnable one. Runs the graph passes, lowers every operator
+// call to a kernel (its compute definition under a schedule: for now the default template of
+// its tag), compiles the kernels for the target, and plans memory for the executor.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "relay_ir/module.h"
+#include "runtime/graph_executor.h"
+#include "targets/target.h"
+
+namespace tessera::driver {
+
+struct BuildOptions {
+  int opt_level = 2;
+};
+
+// What was built, for `tessera inspect` and tests.
+struct KernelInfo {
+  std::string name;        // the kernel's symbol
+  std::string op;          // the operator (or fused group) it computes
+  std::string signature;   // argument types
+  std::string lowered;     // the lowered loop nest
+  int calls = 0;           // steps that call it
+};
+
+struct BuildResult {
+  std::shared_ptr<runtime::GraphExecutor> executor;
+  std::vector<KernelInfo> kernels;
+  relay_ir::Module optimized;  // the module after graph passes
+};
+
+BuildResult build(const relay_ir::Module& module, const targets::Target& target, const BuildOptions& options = {});
+
+}  // namespace tessera::driver

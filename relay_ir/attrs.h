@@ -1,0 +1,41 @@
+// Attributes of an operator call (axis=1, strides=[2, 2], mode="linear"): a small ordered
+// map of typed values. Each op declares its attributes once (name, kind, default) in its
+// OpDef; calls are checked against that schema when they are made.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace tessera::relay_ir {
+
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
+
+const char* attr_kind_name(const AttrValue& v);  // "int", "float", "string", "ints", "floats"
+std::string attr_to_string(const AttrValue& v);
+
+class Attrs {
+ public:
+  Attrs() = default;
+  Attrs(std::initializer_list<std::pair<const std::string, AttrValue>> items);
+
+  bool has(const std::string& name) const;
+  const AttrValue& get(const std::string& name) const;  // throws naming the attribute
+  int64_t get_int(const std::string& name) const;
+  double get_float(const std::string& name) const;     // ints convert
+  const std::string& get_str(const std::string& name) const;
+  const std::vector<int64_t>& get_ints(const std::string& name) const;
+  std::vector<double> get_floats(const std::string& name) const;  // ints convert
+  void set(const std::string& name, AttrValue value);
+
+  // Sorted by name, so equal attribute sets compare and print alike.
+  const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
+  bool operator==(const Attrs& o) const { return items_ == o.items_; }
+  bool operator!=(const Attrs& o) const { return !(*this == o); }
+
+ private:
+  std::vector<std::pair<std::string, AttrValue>> items_;
+};
+
+}  // namespace tessera::relay_ir

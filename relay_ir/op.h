@@ -1,0 +1,68 @@
+// Operator definitions. Each op is registered once, in its family's file under relay_ir/ops/,
+// with everything the compiler needs to know about it in one place: its attributes, how its
+// output type follows from its inputs (type relation), how it fuses (pattern), and which
+// compute definition in tensor_ir/ops/ implements it. Schedules come from schedule/templates.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "relay_ir/attrs.h"
+#include "relay_ir/type.h"
+#include "tensor_ir/tensor.h"
+
+namespace tessera::relay_ir {
+
+// How an op combines with its neighbours when fusing (TVM's pattern kinds, in order: a kind
+// fuses into kinds at or above it).
+enum class OpPattern : int {
+  Elemwise = 0,         // out[i] = f(in[i])
+  Broadcast = 1,        // elementwise with broadcasting
+  Injective = 2,        // each output element reads a few inputs (transpose, slice, concat)
+  CommReduce = 3,       // reductions
+  OutEWiseFusable = 4,  // conv, matmul: elementwise ops may fuse into their output
+  Opaque = 8,           // fuses with nothing
+};
+const char* pattern_name(OpPattern p);
+
+struct AttrSpec {
+  std::string name;
+  AttrValue default_value;  // also gives the kind
+  bool required = false;
+};
+
+// Given the argument types and the call's attributes, the result type; throws tessera::Error
+// (naming the op and what is wrong) when they do not fit.
+using TypeRelation = std::function<Type(const std::vector<Type>& args, const Attrs& attrs)>;
+// Builds the op's output tensor(s) from input tensors (placeholders shaped like the argument
+// types); `out` is the inferred result type.
+using ComputeFn = std::function<std::vector<tensor_ir::Tensor>(const std::vector<tensor_ir::Tensor>& inputs,
+                                                                const Attrs& attrs, const Type& out)>;
+
+struct OpDef {
+  std::string name;
+  std::string doc;
+  int min_args = 1, max_args = 1;  // max_args -1: any number
+  std::vector<AttrSpec> attrs;
+  TypeRelation infer_type;
+  OpPattern pattern = OpPattern::Opaque;
+  ComputeFn compute;
+};
+
+class OpRegistry {
+ public:
+  // Every op of every family, registered on first use.
+  static const OpRegistry& global();
+  const OpDef* find(const std::string& name) const;
+  const OpDef& get(const std::string& name) const;  // throws, suggesting close names
+  std::vector<std::string> names() const;
+  // Adds an op; a second op of the same name is an internal error.
+  void add(OpDef def);
+
+ private:
+  std::unordered_map<std::string, std::unique_ptr<OpDef>> ops_;
+};
+
+}  // namespace tessera::relay_ir

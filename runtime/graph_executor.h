@@ -1,0 +1,47 @@
+// Runs a compiled graph: resolves every kernel once, allocates the memory arena and the
+// outputs once, then each run() calls the steps in order. Inputs are used in place when they
+// are 64-byte aligned and copied into aligned buffers otherwise.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/graph_plan.h"
+#include "runtime/kernel.h"
+#include "runtime/module.h"
+
+namespace tessera::runtime {
+
+class GraphExecutor {
+ public:
+  GraphExecutor(std::shared_ptr<const Module> kernels, GraphPlan plan);
+
+  size_t num_inputs() const { return plan_.inputs.size(); }
+  size_t num_outputs() const { return plan_.outputs.size(); }
+  const GraphPlan::TensorInfo& input_info(size_t i) const { return plan_.tensors.at(plan_.inputs.at(i)); }
+  const GraphPlan::TensorInfo& output_info(size_t i) const { return plan_.tensors.at(plan_.outputs.at(i)); }
+  // The index of the input called `name`; throws listing the inputs if there is none.
+  size_t input_index(const std::string& name) const;
+
+  // Checks shape and dtype against the input (the message names it); keeps a reference.
+  void set_input(size_t i, const NDArray& value);
+  void run();
+  // The executor's own output buffer: valid until the next run().
+  const NDArray& output(size_t i) const { return outputs_.at(i); }
+  // set_input for each, run, and the outputs.
+  std::vector<NDArray> run(const std::vector<NDArray>& inputs);
+
+  const GraphPlan& plan() const { return plan_; }
+  const Module& kernels() const { return *module_; }
+
+ private:
+  void* data_of(int tensor) const;
+
+  std::shared_ptr<const Module> module_;
+  GraphPlan plan_;
+  std::vector<Kernel> step_kernels_;  // resolved once; empty for copies
+  NDArray arena_;
+  std::vector<NDArray> inputs_, input_copies_, outputs_;
+};
+
+}  // namespace tessera::runtime

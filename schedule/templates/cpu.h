@@ -1,0 +1,35 @@
+// Default CPU schedules for operator compute definitions, chosen by the tag of each output's
+// operation ("elemwise", "broadcast", "injective", "reduce", "matmul", "conv2d_nchw", ...).
+// A tag without a template of its own gets the generic one: injective intermediates inlined,
+// the innermost axis vectorized, the outer axes fused and spread over threads.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "schedule/schedule.h"
+
+namespace tessera::schedule {
+
+// Schedules the stages computing `output` (and its intermediates) in `s`.
+using CpuTemplate = std::function<void(Schedule& s, const Tensor& output)>;
+
+// Templates by tag; families add theirs in their own file (templates/*.cc) through
+// register_cpu_templates (cpu_templates.cc lists them).
+const std::map<std::string, CpuTemplate>& cpu_templates();
+
+// A schedule for `outputs` using the template of each output's tag.
+std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& outputs);
+
+// The generic schedule of one stage, for templates to build on: vectorizes the innermost
+// data-parallel axis (by `lanes`, or whole when shorter) and fuses and parallelizes the outer
+// ones when the stage is large enough to be worth threads.
+void schedule_generic_stage(Schedule& s, const Tensor& t);
+// Inlines every injective (non-reduction) stage feeding `output` that is not an output itself.
+void inline_injective_producers(Schedule& s, const Tensor& output);
+// Vector lanes of one AVX-512 register for elements of `dtype`.
+int vector_lanes(runtime::DataType dtype);
+
+}  // namespace tessera::schedule

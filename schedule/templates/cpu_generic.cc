@@ -1,0 +1,85 @@
+#include <unordered_set>
+
+#include "schedule/templates/cpu.h"
+#include "tensor_ir/graph.h"
+
+namespace tessera::schedule {
+
+using tensor_ir::ComputeOp;
+
+namespace {
+// Below this many output elements a parallel loop costs more than it saves.
+constexpr int64_t kMinParallelElements = 16384;
+}  // namespace
+
+int vector_lanes(runtime::DataType dtype) {
+  // float16 computes in float32 registers; bool is stored as bytes.
+  int bytes = dtype.bits == 16 && dtype.is_float() ? 4 : dtype.element_bytes();
+  return 64 / bytes;
+}
+
+void inline_injective_producers(Schedule& s, const Tensor& output) {
+  std::unordered_set<const tensor_ir::Object*> outputs;
+  for (const auto& o : s.outputs()) outputs.insert(o.get());
+  for (const Tensor& t : tensor_ir::topological_order({output})) {
+    const auto* c = t.as<ComputeOp>();
+    if (!c || outputs.count(t.get()) || !c->reduce_axis().empty()) continue;
+    s[t].compute_inline();
+  }
+}
+
+void schedule_generic_stage(Schedule& s, const Tensor& t) {
+  Stage& st = s[t];
+  const auto* c = st.op().as<ComputeOp>();
+  if (!c || c->axis.empty()) return;
+  std::vector<Loop> data, reduce;
+  for (const auto& l : st.leaf_loops()) (l->kind == tensor_ir::IterKind::Reduce ? reduce : data).push_back(l);
+  int64_t elements = 1;
+  for (size_t d = 0; d < c->axis.size(); ++d) elements *= c->dim(d);
+  // Innermost data axis: vector lanes. A reduction then runs outside it (the accumulators of
+  // one vector stay in a register across the reduction).
+  Loop last = data.back();
+  int64_t extent = c->dim(c->axis.size() - 1);
+  int lanes = vector_lanes(c->dtype);
+  std::vector<Loop> outer(data.begin(), data.end() - 1);
+  Loop vec;
+  if (extent >= lanes) {
+    auto [o, i] = st.split(last, lanes);
+    outer.push_back(o);
+    vec = i;
+  } else if (extent > 1) {
+    vec = last;
+  } else {
+    outer.push_back(last);
+  }
+  std::vector<Loop> order = outer;
+  order.insert(order.end(), reduce.begin(), reduce.end());
+  if (vec) order.push_back(vec);
+  if (order.size() > 1) st.reorder(order);
+  if (vec) st.vectorize(vec);
+  if (outer.empty()) return;
+  Loop fused = outer[0];
+  for (size_t i = 1; i < outer.size(); ++i) fused = st.fuse(fused, outer[i]);
+  if (elements >= kMinParallelElements) st.parallel(fused);
+}
+
+std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& outputs) {
+  auto s = std::make_unique<Schedule>(outputs);
+  const auto& templates = cpu_templates();
+  for (const auto& out : outputs) {
+    const auto* c = out.as<ComputeOp>();
+    auto it = c ? templates.find(c->tag) : templates.end();
+    if (it != templates.end()) {
+      it->second(*s, out);
+      continue;
+    }
+    inline_injective_producers(*s, out);
+    for (const Tensor& t : tensor_ir::topological_order({out})) {
+      const auto* tc = t.as<ComputeOp>();
+      if (tc && (*s)[t].attach_kind() == AttachKind::Root) schedule_generic_stage(*s, t);
+    }
+  }
+  return s;
+}
+
+}  // namespace tessera::schedule

@@ -1,0 +1,14 @@
+// The table of CPU templates by tag. Each family file defines an add_*_templates function.
+#include "schedule/templates/cpu.h"
+
+namespace tessera::schedule {
+
+const std::map<std::string, CpuTemplate>& cpu_templates() {
+  static const std::map<std::string, CpuTemplate> table = [] {
+    std::map<std::string, CpuTemplate> t;
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace tessera::schedule
