@@ -1,7 +1,16 @@
 """Tessera: a deep-learning compiler. `tessera.te` is the operator DSL (compute separate from
 schedule); compiled kernels run on numpy arrays."""
-from ._tessera import Error, num_threads, empty
-from . import te
+from . import _tessera as _t
+from ._tessera import Error, num_threads, empty, Module, Library
+from . import te, onnx
 
-__all__ = ["Error", "num_threads", "empty", "te"]
+__all__ = ["Error", "num_threads", "empty", "te", "onnx", "build", "Module", "Library"]
+
+
+def build(mod, target="llvm", db=None, opt_level=2):
+    """Compiles a graph module (tessera.onnx.load, tessera.relay.parse) for `target`; the result
+    runs with lib.run([inputs]) or lib.run({name: input})."""
+    if db is not None:
+        raise NotImplementedError("tuning databases come with tessera.autotune")
+    return _t.build_module(mod, target, opt_level)
 __version__ = "0.1.0"

@@ -4,7 +4,9 @@
 namespace tessera::relay_ir {
 
 void register_all_op_families(OpRegistry& r) {
-  register_elementwise_ops(r);
+  register_math_ops(r);
+  register_nn_ops(r);
+  register_transform_ops(r);
 }
 
 }  // namespace tessera::relay_ir

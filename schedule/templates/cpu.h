@@ -20,6 +20,11 @@ using CpuTemplate = std::function<void(Schedule& s, const Tensor& output)>;
 // register_cpu_templates (cpu_templates.cc lists them).
 const std::map<std::string, CpuTemplate>& cpu_templates();
 
+// The families' templates (templates/<family>.cc).
+void add_math_templates(std::map<std::string, CpuTemplate>& t);
+void add_nn_templates(std::map<std::string, CpuTemplate>& t);
+void add_transform_templates(std::map<std::string, CpuTemplate>& t);
+
 // A schedule for `outputs` using the template of each output's tag.
 std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& outputs);
 

@@ -6,6 +6,9 @@ namespace tessera::schedule {
 const std::map<std::string, CpuTemplate>& cpu_templates() {
   static const std::map<std::string, CpuTemplate> table = [] {
     std::map<std::string, CpuTemplate> t;
+    add_math_templates(t);
+    add_nn_templates(t);
+    add_transform_templates(t);
     return t;
   }();
   return table;

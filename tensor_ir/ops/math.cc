@@ -1,4 +1,4 @@
-#include "tensor_ir/ops/elementwise.h"
+#include "tensor_ir/ops/math.h"
 
 #include <algorithm>
 

@@ -1,0 +1,183 @@
+#include "frontend/onnx/importer.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <unordered_map>
+
+#include <onnx/onnx_pb.h>
+
+#include "frontend/onnx/converter.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "relay_ir/functor.h"
+#include "relay_ir/transforms/infer_type.h"
+
+namespace tessera::frontend::onnx {
+
+using relay_ir::Expr;
+
+namespace {
+
+constexpr int kMinOpset = 7;
+
+class Importer {
+ public:
+  Importer(const ::onnx::ModelProto& model, std::string base_dir, const ImportOptions& options)
+      : model_(model), graph_(model.graph()), base_dir_(std::move(base_dir)), options_(options) {}
+
+  relay_ir::Module run() {
+    read_opset();
+    check_operators();
+    for (const auto& init : graph_.initializer()) values_[init.name()] = relay_ir::constant(tensor_from_proto(init, base_dir_));
+    read_inputs();
+    for (const auto& node : graph_.node()) convert(node);
+    std::vector<Expr> outputs;
+    for (const auto& out : graph_.output()) {
+      auto it = values_.find(out.name());
+      if (it == values_.end() || !it->second) fail("ONNX graph output '", out.name(), "' is not produced by any node");
+      outputs.push_back(it->second);
+    }
+    if (outputs.empty()) fail("ONNX graph has no outputs");
+    Expr body = outputs.size() == 1 ? outputs[0] : relay_ir::tuple(outputs);
+    relay_ir::Module m(relay_ir::function(params_, body));
+    return relay_ir::infer_type(m);
+  }
+
+ private:
+  void read_opset() {
+    opset_ = -1;
+    for (const auto& o : model_.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = static_cast<int>(o.version());
+    if (opset_ < 0) fail("ONNX model imports no ai.onnx opset");
+    if (opset_ < kMinOpset) fail("ONNX model uses opset ", opset_, "; Tessera supports opsets ", kMinOpset, " and newer");
+  }
+
+  // One error for every unsupported operator, before anything is converted.
+  void check_operators() {
+    std::map<std::string, std::vector<std::string>> unsupported;  // "Op (opset N): reason" -> nodes
+    for (const auto& node : graph_.node()) {
+      const auto* entry = ConverterTable::global().find(node.domain(), node.op_type());
+      if (entry && entry->convert) continue;
+      std::string domain = node.domain().empty() ? "" : node.domain() + ".";
+      std::string key = domain + node.op_type() + " (opset " + std::to_string(opset_) + ")";
+      if (entry) key += ": " + entry->unsupported;
+      else if (!node.domain().empty() && node.domain() != "ai.onnx") key += ": operators of domain " + node.domain() + " are not supported";
+      unsupported[key].push_back(node.name().empty() ? node.output(0) : node.name());
+    }
+    if (unsupported.empty()) return;
+    std::string msg = "the ONNX model uses " + std::to_string(unsupported.size()) + " unsupported operator(s):";
+    for (const auto& [op, nodes] : unsupported) {
+      msg += "\n  " + op + " — node" + (nodes.size() > 1 ? "s " : " ");
+      for (size_t i = 0; i < nodes.size() && i < 5; ++i) msg += (i ? ", '" : "'") + nodes[i] + "'";
+      if (nodes.size() > 5) msg += " and " + std::to_string(nodes.size() - 5) + " more";
+    }
+    fail(msg);
+  }
+
+  void read_inputs() {
+    std::set<std::string> used_options;
+    for (const auto& in : graph_.input()) {
+      const std::string& name = in.name();
+      if (values_.count(name)) continue;  // an initializer listed as an input (IR version < 4)
+      if (auto b = options_.bind.find(name); b != options_.bind.end()) {
+        values_[name] = relay_ir::constant(b->second);
+        used_options.insert(name);
+        continue;
+      }
+      if (!in.type().has_tensor_type()) fail("ONNX graph input '", name, "' is not a tensor (sequences and maps are not supported)");
+      const auto& tt = in.type().tensor_type();
+      runtime::DataType dtype = dtype_from_onnx(tt.elem_type(), "graph input '" + name + "'");
+      std::vector<int64_t> shape;
+      if (auto s = options_.shapes.find(name); s != options_.shapes.end()) {
+        shape = s->second;
+        used_options.insert(name);
+        if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(shape.size()))
+          fail("graph input '", name, "' has ", tt.shape().dim_size(), " dimensions, the given shape ", runtime::shape_str(shape), " has ", shape.size());
+      } else {
+        if (!tt.has_shape()) fail("graph input '", name, "' has no shape in the model; give it with shapes={'", name, "': (...)}");
+        for (const auto& d : tt.shape().dim()) {
+          if (!d.has_dim_value())
+            fail("graph input '", name, "' has symbolic dimension '", d.dim_param(), "'; give its shape with shapes={'", name, "': (...)}");
+          shape.push_back(d.dim_value());
+        }
+      }
+      relay_ir::Var v(name, relay_ir::tensor_type(shape, dtype));
+      params_.push_back(v);
+      values_[name] = v;
+    }
+    for (const auto& [name, s] : options_.shapes)
+      if (!used_options.count(name)) fail("shapes: the model has no graph input '", name, "'");
+    for (const auto& [name, v] : options_.bind)
+      if (!used_options.count(name)) fail("bind: the model has no graph input '", name, "'");
+  }
+
+  void convert(const ::onnx::NodeProto& node) {
+    std::vector<Expr> inputs;
+    std::vector<std::string> names;
+    bool all_constant = true;
+    for (const auto& in : node.input()) {
+      names.push_back(in);
+      if (in.empty()) {
+        inputs.emplace_back();  // an omitted optional input
+        continue;
+      }
+      auto it = values_.find(in);
+      if (it == values_.end()) fail("ONNX node '", node.name(), "' (", node.op_type(), ") reads '", in, "', which no earlier node produces");
+      inputs.push_back(it->second);
+      all_constant &= it->second.as<relay_ir::ConstantNode>() != nullptr;
+    }
+    ConvertContext ctx(node, opset_, inputs, names, base_dir_);
+    std::vector<Expr> outputs = ConverterTable::global().find(node.domain(), node.op_type())->convert(ctx);
+    if (outputs.size() < static_cast<size_t>(node.output_size())) {
+      // Optional outputs a converter does not produce must not be used.
+      outputs.resize(node.output_size());
+    }
+    if (all_constant && options_.evaluate) fold(outputs);
+    for (int i = 0; i < node.output_size(); ++i)
+      if (!node.output(i).empty()) values_[node.output(i)] = outputs[i];
+  }
+
+  // Replaces outputs computed from constants only by their values.
+  void fold(std::vector<Expr>& outputs) {
+    for (auto& e : outputs) {
+      if (!e || e.as<relay_ir::ConstantNode>()) continue;
+      relay_ir::infer_type(e);
+      if (!e->checked_type.as<relay_ir::TensorTypeNode>()) continue;
+      std::vector<runtime::NDArray> values = options_.evaluate(e);
+      e = relay_ir::constant(values.at(0));
+    }
+  }
+
+  const ::onnx::ModelProto& model_;
+  const ::onnx::GraphProto& graph_;
+  std::string base_dir_;
+  const ImportOptions& options_;
+  int opset_ = 0;
+  std::unordered_map<std::string, Expr> values_;
+  std::vector<relay_ir::Var> params_;
+};
+
+}  // namespace
+
+relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& options) {
+  ::onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) fail("not a valid ONNX model (the protobuf does not parse)");
+  if (!model.has_graph()) fail("ONNX model has no graph");
+  return Importer(model, base_dir, options).run();
+}
+
+relay_ir::Module import_model(const std::string& path, const ImportOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open ONNX model '", path, "'");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  try {
+    return import_model_bytes(bytes, dir.empty() ? "." : dir, options);
+  } catch (const BindingRequired&) {
+    throw;
+  } catch (const Error& e) {
+    fail(path, ": ", e.what());
+  }
+}
+
+}  // namespace tessera::frontend::onnx

@@ -1,0 +1,45 @@
+// ONNX import: a model file becomes a graph-IR module. Tessera compiles for static shapes, so
+// symbolic input dimensions are fixed by `shapes`, and inputs that set shapes or indices
+// (Reshape's shape, Slice's starts, TopK's k, ...) can be bound to values with `bind`. Nodes
+// whose inputs are all known are folded into constants as they are imported, by an evaluator
+// the caller supplies (the frontend runs nothing itself). Models with unsupported operators
+// fail before anything is built, with one error listing every one of them.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "relay_ir/module.h"
+#include "runtime/error.h"
+
+namespace tessera::frontend::onnx {
+
+// Evaluates a closed expression (no free variables) to its value(s): one array per tensor of
+// its type, tuples flattened.
+using ConstantEvaluator = std::function<std::vector<runtime::NDArray>(const relay_ir::Expr&)>;
+
+struct ImportOptions {
+  std::map<std::string, std::vector<int64_t>> shapes;  // input name -> static shape
+  std::map<std::string, runtime::NDArray> bind;        // input name -> value, imported as a constant
+  ConstantEvaluator evaluate;                          // none: nothing is folded
+};
+
+// Thrown when values the compiler needs at compile time come from graph inputs: `inputs`
+// names them, so a caller can bind them and import again.
+class BindingRequired : public Error {
+ public:
+  BindingRequired(const std::string& message, std::vector<std::string> inputs)
+      : Error(message), inputs(std::move(inputs)) {}
+  std::vector<std::string> inputs;
+};
+
+relay_ir::Module import_model(const std::string& path, const ImportOptions& options);
+// `base_dir` is where external data files may be read from (nothing outside it).
+relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& options);
+
+// Every ONNX operator the importer converts (domain "" is ai.onnx), for documentation and the
+// conformance runner.
+std::vector<std::string> supported_operators();
+
+}  // namespace tessera::frontend::onnx

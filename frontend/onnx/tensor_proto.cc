@@ -1,0 +1,118 @@
+#include "frontend/onnx/tensor_proto.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/error.h"
+
+namespace tessera::frontend::onnx {
+
+using runtime::DataType;
+using TP = ::onnx::TensorProto;
+
+DataType dtype_from_onnx(int t, const std::string& what) {
+  switch (t) {
+    case TP::FLOAT: return runtime::kFloat32;
+    case TP::DOUBLE: return runtime::kFloat64;
+    case TP::FLOAT16: return runtime::kFloat16;
+    case TP::INT8: return DataType::Int(8);
+    case TP::INT16: return DataType::Int(16);
+    case TP::INT32: return runtime::kInt32;
+    case TP::INT64: return runtime::kInt64;
+    case TP::UINT8: return DataType::UInt(8);
+    case TP::UINT16: return DataType::UInt(16);
+    case TP::UINT32: return DataType::UInt(32);
+    case TP::UINT64: return DataType::UInt(64);
+    case TP::BOOL: return runtime::kBool;
+    case TP::STRING: fail(what, ": string tensors are not supported");
+    case TP::BFLOAT16: fail(what, ": bfloat16 tensors are not supported");
+    case TP::COMPLEX64:
+    case TP::COMPLEX128: fail(what, ": complex tensors are not supported");
+    default: fail(what, ": unknown ONNX data type ", t);
+  }
+}
+
+namespace {
+
+// Reads [offset, offset + length) of an external data file that must lie inside base_dir.
+std::string read_external(const TP& t, const std::string& base_dir) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = std::stoll(kv.value());
+    else if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  if (location.empty()) fail("tensor '", t.name(), "': external data without a location");
+  namespace fs = std::filesystem;
+  fs::path base = fs::weakly_canonical(fs::path(base_dir.empty() ? "." : base_dir));
+  fs::path file = fs::weakly_canonical(base / location);
+  auto rel = file.lexically_relative(base);
+  if (fs::path(location).is_absolute() || rel.empty() || *rel.begin() == "..")
+    fail("tensor '", t.name(), "': external data file '", location, "' is outside the model's folder ", base.string());
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail("tensor '", t.name(), "': cannot open external data file ", file.string());
+  in.seekg(0, std::ios::end);
+  int64_t size = in.tellg();
+  if (length < 0) length = size - offset;
+  if (offset < 0 || offset + length > size)
+    fail("tensor '", t.name(), "': external data range [", offset, ", ", offset + length, ") is outside ", file.string(), " (", size, " bytes)");
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  return bytes;
+}
+
+template <typename Src, typename Dst>
+void copy_converted(const google::protobuf::RepeatedField<Src>& src, void* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) static_cast<Dst*>(dst)[i] = static_cast<Dst>(src.Get(static_cast<int>(i)));
+}
+
+}  // namespace
+
+runtime::NDArray tensor_from_proto(const TP& t, const std::string& base_dir) {
+  std::string what = "tensor '" + t.name() + "'";
+  DataType dtype = dtype_from_onnx(t.data_type(), what);
+  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
+  const int64_t n = a.numel();
+  const size_t bytes = a.nbytes();
+  if (t.data_location() == TP::EXTERNAL) {
+    std::string raw = read_external(t, base_dir);
+    if (raw.size() != bytes) fail(what, ": external data has ", raw.size(), " bytes, its shape needs ", bytes);
+    std::memcpy(a.data(), raw.data(), bytes);
+    return a;
+  }
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes) fail(what, ": raw data has ", t.raw_data().size(), " bytes, its shape needs ", bytes);
+    std::memcpy(a.data(), t.raw_data().data(), bytes);
+    return a;
+  }
+  // Typed fields: int32_data also holds int8/16, uint8/16, bool and float16 bits.
+  auto need = [&](int64_t have) {
+    if (have != n) fail(what, ": has ", have, " values, its shape needs ", n);
+  };
+  switch (t.data_type()) {
+    case TP::FLOAT: need(t.float_data_size()); copy_converted<float, float>(t.float_data(), a.data(), n); break;
+    case TP::DOUBLE: need(t.double_data_size()); copy_converted<double, double>(t.double_data(), a.data(), n); break;
+    case TP::INT64: need(t.int64_data_size()); copy_converted<int64_t, int64_t>(t.int64_data(), a.data(), n); break;
+    case TP::UINT32:
+    case TP::UINT64:
+      need(t.uint64_data_size());
+      if (dtype.bits == 32) copy_converted<uint64_t, uint32_t>(t.uint64_data(), a.data(), n);
+      else copy_converted<uint64_t, uint64_t>(t.uint64_data(), a.data(), n);
+      break;
+    case TP::INT32: need(t.int32_data_size()); copy_converted<int32_t, int32_t>(t.int32_data(), a.data(), n); break;
+    case TP::INT16: need(t.int32_data_size()); copy_converted<int32_t, int16_t>(t.int32_data(), a.data(), n); break;
+    case TP::UINT16:
+    case TP::FLOAT16: need(t.int32_data_size()); copy_converted<int32_t, uint16_t>(t.int32_data(), a.data(), n); break;
+    case TP::INT8: need(t.int32_data_size()); copy_converted<int32_t, int8_t>(t.int32_data(), a.data(), n); break;
+    case TP::UINT8:
+    case TP::BOOL: need(t.int32_data_size()); copy_converted<int32_t, uint8_t>(t.int32_data(), a.data(), n); break;
+    default: fail(what, ": unsupported data type");
+  }
+  return a;
+}
+
+}  // namespace tessera::frontend::onnx

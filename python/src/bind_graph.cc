@@ -1,0 +1,164 @@
+// The graph level in Python: modules (from ONNX or text), build(), and running a compiled graph.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "driver/build.h"
+#include "driver/evaluate.h"
+#include "frontend/onnx/importer.h"
+#include "python/src/bindings.h"
+#include "relay_ir/transforms/infer_type.h"
+#include "runtime/error.h"
+
+namespace tessera::python {
+
+using runtime::NDArray;
+
+namespace {
+
+std::string numpy_dtype(runtime::DataType t) { return t.is_bool() ? "bool" : t.str(); }
+
+// A numpy array as an NDArray: a view when it is C-contiguous (the array is kept alive),
+// otherwise a contiguous copy.
+NDArray from_numpy(py::array a, const std::string& what) {
+  a = py::array::ensure(a, py::array::c_style);
+  if (!a) throw py::type_error(what + ": expected an array");
+  std::string kind = py::str(a.dtype());
+  runtime::DataType dtype;
+  try {
+    dtype = runtime::DataType::parse(kind);
+  } catch (const Error&) {
+    throw py::type_error(what + ": unsupported dtype " + kind);
+  }
+  std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+  auto owner = std::make_shared<py::object>(a);
+  // The deleter needs the GIL to drop the Python reference.
+  std::shared_ptr<void> keep(nullptr, [owner](void*) {
+    py::gil_scoped_acquire gil;
+    const_cast<std::shared_ptr<py::object>&>(owner).reset();
+  });
+  return NDArray::view(const_cast<void*>(a.data()), shape, dtype, keep);
+}
+
+py::array to_numpy(const NDArray& a) {
+  std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
+  py::array out(py::dtype(numpy_dtype(a.dtype())), shape);
+  std::memcpy(out.mutable_data(), a.data(), a.nbytes());
+  return out;
+}
+
+// A compiled model: run([x]) or run({"x": x}) returns the outputs as new numpy arrays.
+class Library {
+ public:
+  explicit Library(driver::BuildResult r) : result_(std::move(r)) {}
+
+  std::vector<py::array> run(py::object inputs) {
+    auto& ex = *result_.executor;
+    std::vector<NDArray> values(ex.num_inputs());
+    std::vector<bool> given(ex.num_inputs(), false);
+    if (py::isinstance<py::dict>(inputs)) {
+      for (auto item : inputs.cast<py::dict>()) {
+        size_t i = ex.input_index(item.first.cast<std::string>());
+        values[i] = from_numpy(py::array::ensure(item.second), "input '" + ex.input_info(i).name + "'");
+        given[i] = true;
+      }
+    } else {
+      auto list = inputs.cast<py::list>();
+      if (list.size() != ex.num_inputs())
+        fail("the model takes ", ex.num_inputs(), " inputs, got ", list.size());
+      for (size_t i = 0; i < list.size(); ++i) {
+        values[i] = from_numpy(py::array::ensure(list[i]), "input '" + ex.input_info(i).name + "'");
+        given[i] = true;
+      }
+    }
+    for (size_t i = 0; i < given.size(); ++i)
+      if (!given[i]) fail("input '", ex.input_info(i).name, "' is not given");
+    for (size_t i = 0; i < values.size(); ++i) ex.set_input(i, values[i]);
+    {
+      py::gil_scoped_release release;
+      ex.run();
+    }
+    std::vector<py::array> out;
+    for (size_t i = 0; i < ex.num_outputs(); ++i) out.push_back(to_numpy(ex.output(i)));
+    return out;
+  }
+
+  const driver::BuildResult& result() const { return result_; }
+
+ private:
+  driver::BuildResult result_;
+};
+
+}  // namespace
+
+void bind_graph(py::module_& m) {
+  static py::exception<frontend::onnx::BindingRequired> binding_required(m, "BindingRequired", m.attr("Error"));
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const frontend::onnx::BindingRequired& e) {
+      py::object exc = py::reinterpret_borrow<py::object>(binding_required.ptr())(e.what());
+      exc.attr("inputs") = py::cast(e.inputs);
+      PyErr_SetObject(binding_required.ptr(), exc.ptr());
+    }
+  });
+
+  py::class_<relay_ir::Module>(m, "Module", "A graph-IR module (from tessera.onnx.load or tessera.relay.parse).")
+      .def_property_readonly("input_names", [](const relay_ir::Module& mod) {
+        std::vector<std::string> names;
+        for (const auto& p : mod.main()->params) names.push_back(p->name);
+        return names;
+      })
+      .def_property_readonly("input_types", [](const relay_ir::Module& mod) {
+        std::vector<std::string> types;
+        for (const auto& p : mod.main()->params) types.push_back(relay_ir::to_string(p->type_annotation));
+        return types;
+      })
+      .def_property_readonly("output_type", [](const relay_ir::Module& mod) {
+        return relay_ir::to_string(relay_ir::infer_type(relay_ir::Expr(mod.main()->body)));
+      });
+
+  m.def("onnx_load", [](const std::string& path, std::map<std::string, std::vector<int64_t>> shapes, py::dict bind) {
+    frontend::onnx::ImportOptions options;
+    options.shapes = std::move(shapes);
+    for (auto item : bind) {
+      std::string name = item.first.cast<std::string>();
+      NDArray view = from_numpy(py::array::ensure(item.second), "bind '" + name + "'");
+      NDArray copy = NDArray::empty(view.shape(), view.dtype());  // constants own their data
+      std::memcpy(copy.data(), view.data(), view.nbytes());
+      options.bind[name] = copy;
+    }
+    options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
+    py::gil_scoped_release release;
+    return frontend::onnx::import_model(path, options);
+  }, py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("bind") = py::dict());
+  m.def("onnx_supported_operators", &frontend::onnx::supported_operators);
+
+  py::class_<Library>(m, "Library", "A compiled model.")
+      .def("run", &Library::run, py::arg("inputs"))
+      .def_property_readonly("input_names", [](const Library& l) {
+        std::vector<std::string> names;
+        for (size_t i = 0; i < l.result().executor->num_inputs(); ++i) names.push_back(l.result().executor->input_info(i).name);
+        return names;
+      })
+      .def_property_readonly("kernels", [](const Library& l) {
+        std::vector<py::dict> out;
+        for (const auto& k : l.result().kernels)
+          out.push_back(py::dict(py::arg("name") = k.name, py::arg("op") = k.op, py::arg("signature") = k.signature,
+                                 py::arg("calls") = k.calls, py::arg("lowered") = k.lowered));
+        return out;
+      })
+      .def_property_readonly("num_steps", [](const Library& l) { return l.result().executor->plan().steps.size(); })
+      .def_property_readonly("arena_bytes", [](const Library& l) { return l.result().executor->plan().arena_bytes; });
+
+  m.def("build_module", [](const relay_ir::Module& mod, const std::string& target, int opt_level) {
+    driver::BuildOptions options;
+    options.opt_level = opt_level;
+    auto t = targets::Target::parse(target);
+    py::gil_scoped_release release;
+    return Library(driver::build(mod, t, options));
+  }, py::arg("module"), py::arg("target") = "llvm", py::arg("opt_level") = 2);
+}
+
+}  // namespace tessera::python

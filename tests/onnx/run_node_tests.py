@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""The ONNX node conformance suite (/usr/share/libonnx-testdata/data/node) through Tessera's
+Python API. Tests run in batches in child processes with a timeout; a batch that crashes or
+hangs is rerun one test at a time. Tests outside Tessera's scope (training, string, sequence,
+optional and random-number operators) are skipped; expected failures are listed with a reason
+in expected_failures.txt. Exits nonzero when an unlisted test fails or a listed one passes.
+
+    /usr/bin/python3 tests/onnx/run_node_tests.py [-k REGEX] [-j 2] [--write-expected]
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+DATA = "/usr/share/libonnx-testdata/data/node"
+EXPECTED = os.path.join(HERE, "expected_failures.txt")
+BATCH, BATCH_TIMEOUT, SINGLE_TIMEOUT = 16, 240, 60
+
+OUT_OF_SCOPE = {
+    "sequence and optional values": {"SequenceConstruct", "SequenceAt", "SequenceEmpty", "SequenceInsert", "SequenceErase",
+                                     "SequenceLength", "SplitToSequence", "ConcatFromSequence", "SequenceMap", "Optional",
+                                     "OptionalHasElement", "OptionalGetElement"},
+    "random numbers": {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"},
+    "string tensors": {"StringNormalizer", "TfIdfVectorizer", "RegexFullMatch"},
+}
+
+
+def scope_of(test_dir):
+    """None if the test is in scope, else why not."""
+    model = onnx.load(os.path.join(test_dir, "model.onnx"), load_external_data=False)
+    if any(o.domain == "ai.onnx.preview.training" for o in model.opset_import):
+        return "training operators"
+    for node in model.graph.node:
+        for reason, ops in OUT_OF_SCOPE.items():
+            if node.op_type in ops:
+                return reason
+    for v in list(model.graph.input) + list(model.graph.output):
+        t = v.type
+        if not t.HasField("tensor_type"):
+            return "sequence and optional values"
+        if t.tensor_type.elem_type == onnx.TensorProto.STRING:
+            return "string tensors"
+    return None
+
+
+def read_expected():
+    expected = {}
+    if os.path.exists(EXPECTED):
+        for line in open(EXPECTED):
+            line = line.strip()
+            if line and not line.startswith("#"):
+                name, _, reason = line.partition(" ")
+                expected[name] = reason.strip().lstrip("#").strip()
+    return expected
+
+
+def run_batch(tests, timeout):
+    env = dict(os.environ)
+    build = env.get("TESSERA_BUILD_DIR", os.path.join(ROOT, "build"))
+    env["PYTHONPATH"] = os.path.join(build, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("TESSERA_NUM_THREADS", "1")  # the runner already runs batches in parallel
+    cmd = [sys.executable, os.path.join(HERE, "node_test_worker.py")] + [os.path.join(DATA, t) for t in tests]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+        out, crashed = proc.stdout, proc.returncode != 0
+        why = f"exit code {proc.returncode}: {proc.stderr.strip()[-300:]}"
+    except subprocess.TimeoutExpired as e:
+        out, crashed, why = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), True, f"timed out after {timeout} s"
+    results = {}
+    for line in out.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            results[r["test"]] = r
+    if crashed:
+        missing = [t for t in tests if t not in results]
+        if len(tests) == 1:
+            results[tests[0]] = {"test": tests[0], "status": "fail", "message": "crashed or hung: " + why}
+        else:
+            for t in missing:  # which one crashed? rerun them one at a time
+                results.update(run_batch([t], SINGLE_TIMEOUT))
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-k", "--filter", default="", help="only tests whose name matches this regex")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every failure message")
+    parser.add_argument("--write-expected", action="store_true", help="write the current failures as the expected list")
+    args = parser.parse_args()
+
+    start = time.time()
+    tests, skipped = [], {}
+    for name in sorted(os.listdir(DATA)):
+        if args.filter and not re.search(args.filter, name):
+            continue
+        reason = scope_of(os.path.join(DATA, name))
+        if reason:
+            skipped[name] = reason
+        else:
+            tests.append(name)
+    batches = [tests[i:i + BATCH] for i in range(0, len(tests), BATCH)]
+    results = {}
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for r in pool.map(lambda b: run_batch(b, BATCH_TIMEOUT), batches):
+            results.update(r)
+
+    expected = read_expected()
+    passed = sorted(t for t in tests if results[t]["status"] == "pass")
+    failed = sorted(t for t in tests if results[t]["status"] != "pass")
+    unexpected = [t for t in failed if t not in expected]
+    fixed = [t for t in passed if t in expected]
+    for t in failed:
+        if args.verbose or t in unexpected:
+            print(f"FAIL {t}: {results[t]['message'][:400]}")
+    for t in fixed:
+        print(f"PASSES NOW (remove from expected_failures.txt): {t}")
+    if args.write_expected:
+        with open(EXPECTED, "w") as f:
+            f.write("# ONNX node tests expected to fail, each with the reason. run_node_tests.py fails when a\n"
+                    "# test not listed here fails, or a listed one passes.\n")
+            for t in failed:
+                f.write(f"{t}  # {expected.get(t) or results[t]['message'][:160]}\n")
+    print(f"{len(passed)} passed, {len(failed)} failed ({len(unexpected)} unexpected, {len(fixed)} newly passing), "
+          f"{len(skipped)} out of scope, in {time.time() - start:.0f} s")
+    return 1 if (unexpected or fixed) and not args.write_expected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
