@@ -2,6 +2,7 @@
 
 #include <llvm/IR/MDBuilder.h>
 
+#include <algorithm>
 #include <cctype>
 #include <unordered_set>
 
@@ -9,8 +10,10 @@
 #include "targets/llvm/build_llvm.h"
 #include "targets/llvm/external_symbols.h"
 #include "targets/llvm/llvm_intrinsics.h"
+#include "tensor_ir/functor.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/printer.h"
+#include "tensor_ir/structural.h"
 
 namespace tessera::targets::llvm_backend {
 
@@ -29,6 +32,43 @@ bool is_c_identifier(const std::string& s) {
 // Signed 64-bit arithmetic never wraps in index computations; saying so lets LLVM reason about
 // strides. Narrower integers are user data, where wrapping is observable and must stay defined.
 bool no_signed_wrap(DataType t) { return t.is_int() && t.bits == 64; }
+
+// The loads in an expression, and whether it binds variables (inside a Let an index may have
+// another value than the same index outside).
+struct LoadFinder : IRVisitor {
+  explicit LoadFinder(bool unconditional) : unconditional(unconditional) {}
+  const bool unconditional;  // only loads that run whenever the expression does: none in a select's branch
+  std::vector<Expr> loads;
+  bool binds = false;
+  void visit_(const Load* op) override {
+    loads.emplace_back(op);
+    IRVisitor::visit_(op);
+  }
+  void visit_(const Let* op) override {
+    binds = true;
+    IRVisitor::visit_(op);
+  }
+  void visit_(const Select* op) override {
+    if (unconditional) visit(op->condition);
+    else IRVisitor::visit_(op);
+  }
+};
+
+// Whether a branch of `op` reads memory its condition does not. Such a read may be out of bounds
+// where the select does not pick its side (zero padding: select(inside, X[y - pad], 0)). A read
+// the condition makes itself is in bounds wherever the select runs (ReLU: select(A[i] > 0, A[i], 0)).
+bool reads_beyond_condition(const Select* op) {
+  LoadFinder condition(true), branches(false);
+  branches.visit(op->true_value);
+  branches.visit(op->false_value);
+  if (branches.loads.empty()) return false;
+  condition.visit(op->condition);
+  if (condition.binds || branches.binds) return true;
+  return std::any_of(branches.loads.begin(), branches.loads.end(), [&](const Expr& load) {
+    return std::none_of(condition.loads.begin(), condition.loads.end(),
+                        [&](const Expr& read) { return structural_equal(load, read); });
+  });
+}
 
 int64_t unroll_explicit(const Pragmas& pragmas) {
   for (const auto& [key, value] : pragmas)
@@ -316,11 +356,54 @@ llvm::Value* CodeGenLLVM::emit_expr(const And* op) { return builder_.CreateAnd(e
 llvm::Value* CodeGenLLVM::emit_expr(const Or* op) { return builder_.CreateOr(emit(op->a), emit(op->b)); }
 llvm::Value* CodeGenLLVM::emit_expr(const Not* op) { return builder_.CreateNot(emit(op->a)); }
 
+// A Select reads memory only for the side it picks: operators guard out-of-range reads with it
+// (zero padding: select(inside, X[y - pad], 0)), so evaluating both sides could fault. Vector
+// selects mask their branches' loads (load_mask_), scalar ones branch.
 llvm::Value* CodeGenLLVM::emit_expr(const Select* op) {
   llvm::Value* c = emit(op->condition);
-  llvm::Value* t = emit(op->true_value);
-  llvm::Value* f = emit(op->false_value);
+  // Sides that read nothing new are harmless to evaluate both: a blend (or vmaxps) beats masking.
+  if (!reads_beyond_condition(op))
+    return builder_.CreateSelect(c, emit(op->true_value), emit(op->false_value));
+  // A branch rather than a masked <1 x T> load: the loop vectorizer if-converts a guarded load
+  // into a masked vector load, but leaves loops calling masked-load intrinsics scalar.
+  if (op->type.is_scalar())
+    return emit_if_else(c, [&] { return emit(op->true_value); }, [&] { return emit(op->false_value); });
+  if (!c->getType()->isVectorTy()) c = builder_.CreateVectorSplat(static_cast<unsigned>(op->type.lanes), c);
+  llvm::Value* t = emit_masked(op->true_value, c);
+  llvm::Value* f = emit_masked(op->false_value, builder_.CreateNot(c));
   return builder_.CreateSelect(c, t, f);
+}
+
+llvm::Value* CodeGenLLVM::emit_masked(const Expr& e, llvm::Value* lanes) {
+  llvm::Value* outer = load_mask_;
+  // Nested selects compose: a load runs only where every enclosing select picks its side.
+  if (outer) lanes = builder_.CreateAnd(load_mask(static_cast<unsigned>(e.type().lanes)), lanes);
+  load_mask_ = lanes;
+  llvm::Value* v = emit(e);
+  load_mask_ = outer;
+  return v;
+}
+
+llvm::Value* CodeGenLLVM::emit_if_else(llvm::Value* condition, const std::function<llvm::Value*()>& then_value,
+                                       const std::function<llvm::Value*()>& else_value) {
+  llvm::Function* fn = state_.function;
+  auto* then_bb = llvm::BasicBlock::Create(ctx_, "select.true", fn);
+  auto* else_bb = llvm::BasicBlock::Create(ctx_, "select.false", fn);
+  auto* end_bb = llvm::BasicBlock::Create(ctx_, "select.end", fn);
+  builder_.CreateCondBr(condition, then_bb, else_bb);
+  builder_.SetInsertPoint(then_bb);
+  llvm::Value* t = then_value();
+  llvm::BasicBlock* then_end = builder_.GetInsertBlock();  // nested selects may have moved on
+  builder_.CreateBr(end_bb);
+  builder_.SetInsertPoint(else_bb);
+  llvm::Value* f = else_value();
+  llvm::BasicBlock* else_end = builder_.GetInsertBlock();
+  builder_.CreateBr(end_bb);
+  builder_.SetInsertPoint(end_bb);
+  llvm::PHINode* phi = builder_.CreatePHI(t->getType(), 2);
+  phi->addIncoming(t, then_end);
+  phi->addIncoming(f, else_end);
+  return phi;
 }
 
 llvm::Value* CodeGenLLVM::emit_expr(const Cast* op) { return convert(emit(op->value), op->value.type(), op->type); }

@@ -9,6 +9,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Module.h>
 
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -88,6 +89,11 @@ class CodeGenLLVM {
   llvm::Value* emit_expr(const Broadcast* op);
   llvm::Value* emit_expr(const Let* op);
   llvm::Value* compare(NodeKind kind, const Expr& a, const Expr& b);
+  // Emits `e` with loads restricted to the lanes of `lanes` (see load_mask_).
+  llvm::Value* emit_masked(const Expr& e, llvm::Value* lanes);
+  // Control flow evaluating only the side `condition` picks, joined by a phi.
+  llvm::Value* emit_if_else(llvm::Value* condition, const std::function<llvm::Value*()>& then_value,
+                            const std::function<llvm::Value*()>& else_value);
   llvm::Value* convert(llvm::Value* v, DataType from, DataType to);
 
   template <typename T>
@@ -117,6 +123,11 @@ class CodeGenLLVM {
   llvm::Value* to_memory(llvm::Value* v, DataType t);
   llvm::Value* from_memory(llvm::Value* v, DataType t);
   llvm::Value* index_to_i64(llvm::Value* index, DataType t);
+  // The address of element `index` (a vector of addresses for a vector index) of `buffer`.
+  llvm::Value* element_address(const BufferNode* buffer, const Expr& index, bool masked);
+  llvm::Value* load_scalar(const BufferNode* buffer, const Expr& index);  // behind a branch under a mask
+  // load_mask_ for a value of `lanes` lanes; null when every load may run.
+  llvm::Value* load_mask(unsigned lanes);
   // The largest alignment (bytes, at most 64) of element `index` of a 64-byte aligned buffer.
   llvm::Align alignment_of(const Expr& index, DataType element);
   ModRem mod_rem(const Expr& e);
@@ -133,6 +144,10 @@ class CodeGenLLVM {
   FunctionState state_;
   // What is known about let-bound index variables, for alignment (var identity is global).
   std::unordered_map<const VarNode*, ModRem> index_facts_;
+  // While a branch of a vector Select is emitted, the lanes (<N x i1>) that select it: loads run
+  // only there, since the others may be out of bounds (padding). Null: all lanes. Only
+  // expressions set it, so it is null wherever a statement (or an outlined function) starts.
+  llvm::Value* load_mask_ = nullptr;
 };
 
 }  // namespace tessera::targets::llvm_backend

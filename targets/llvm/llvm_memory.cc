@@ -92,52 +92,72 @@ llvm::Align CodeGenLLVM::alignment_of(const Expr& index, DataType element) {
   return llvm::Align(std::min<uint64_t>(runtime::kAllocAlignment, uint64_t{1} << std::min(zeros, 6)));
 }
 
-llvm::Value* CodeGenLLVM::emit_expr(const Load* op) {
-  const DataType element = op->buffer->dtype;
+llvm::Value* CodeGenLLVM::load_mask(unsigned lanes) {
+  if (!load_mask_) return nullptr;
+  if (llvm::cast<llvm::FixedVectorType>(load_mask_->getType())->getNumElements() == lanes) return load_mask_;
+  // A value of another width (a scalar under a Broadcast) is needed if any lane is.
+  llvm::Value* any = builder_.CreateOrReduce(load_mask_);
+  return lanes == 1 ? any : builder_.CreateVectorSplat(lanes, any);
+}
+
+llvm::Value* CodeGenLLVM::element_address(const BufferNode* buffer, const Expr& index, bool masked) {
+  llvm::Value* offset = index_to_i64(emit(index), index.type());
+  // Where the mask is off the address may lie outside the buffer (a padded border), which
+  // `inbounds` would make poison; the lanes actually read are inside it.
+  if (masked) return builder_.CreateGEP(memory_type(buffer->dtype), buffer_pointer(buffer), offset);
+  return builder_.CreateInBoundsGEP(memory_type(buffer->dtype), buffer_pointer(buffer), offset);
+}
+
+llvm::Value* CodeGenLLVM::load_scalar(const BufferNode* buffer, const Expr& index) {
+  const DataType element = buffer->dtype;
   llvm::Type* mem = memory_type(element);
-  llvm::Value* base = buffer_pointer(op->buffer.get());
+  llvm::Value* mask = load_mask(1);
+  llvm::Value* addr = element_address(buffer, index, mask != nullptr);
+  auto load = [&]() -> llvm::Value* { return builder_.CreateAlignedLoad(mem, addr, alignment_of(index, element)); };
+  llvm::Value* v = mask ? emit_if_else(mask, load, [&] { return llvm::Constant::getNullValue(mem); }) : load();
+  return from_memory(v, element);
+}
+
+// Under a vector select (load_mask_) only the selected lanes are read, by masked loads and
+// gathers (zero elsewhere, which x86 gets for free); a scalar only if some lane needs it.
+llvm::Value* CodeGenLLVM::emit_expr(const Load* op) {
+  const BufferNode* buffer = op->buffer.get();
+  const DataType element = buffer->dtype;
   const auto lanes = static_cast<unsigned>(op->type.lanes);
   const Expr& index = op->index;
-  if (lanes == 1) {
-    llvm::Value* addr = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(index), index.type()));
-    return from_memory(builder_.CreateAlignedLoad(mem, addr, alignment_of(index, element)), element);
-  }
+  if (lanes == 1) return load_scalar(buffer, index);
+  if (const auto* b = index.as<Broadcast>()) return builder_.CreateVectorSplat(lanes, load_scalar(buffer, b->value));
+  auto* vec = llvm::FixedVectorType::get(memory_type(element), lanes);
+  llvm::Value* mask = load_mask(lanes);
+  llvm::Value* zero = mask ? llvm::Constant::getNullValue(vec) : nullptr;
   if (const auto* ramp = index.as<Ramp>(); ramp && is_one(ramp->stride)) {
-    llvm::Value* addr = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(ramp->base), ramp->base.type()));
-    auto* vec = llvm::FixedVectorType::get(mem, lanes);
+    llvm::Value* addr = element_address(buffer, ramp->base, mask != nullptr);
     addr = builder_.CreateBitCast(addr, vec->getPointerTo());
-    return from_memory(builder_.CreateAlignedLoad(vec, addr, alignment_of(ramp->base, element)), op->type);
+    llvm::Align align = alignment_of(ramp->base, element);
+    if (mask) return from_memory(builder_.CreateMaskedLoad(vec, addr, align, mask, zero), op->type);
+    return from_memory(builder_.CreateAlignedLoad(vec, addr, align), op->type);
   }
-  if (const auto* b = index.as<Broadcast>()) {
-    llvm::Value* addr = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(b->value), b->value.type()));
-    llvm::Value* v = from_memory(builder_.CreateAlignedLoad(mem, addr, alignment_of(b->value, element)), element);
-    return builder_.CreateVectorSplat(lanes, v);
-  }
-  llvm::Value* addrs = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(index), index.type()));
-  llvm::Value* v = builder_.CreateMaskedGather(llvm::FixedVectorType::get(mem, lanes), addrs,
-                                               llvm::Align(element.element_bytes()));
+  llvm::Value* addrs = element_address(buffer, index, mask != nullptr);
+  llvm::Value* v = builder_.CreateMaskedGather(vec, addrs, llvm::Align(element.element_bytes()), mask, zero);
   return from_memory(v, op->type);
 }
 
 void CodeGenLLVM::emit_stmt(const Store* op) {
-  const DataType element = op->buffer.dtype();
-  llvm::Type* mem = memory_type(element);
-  llvm::Value* base = buffer_pointer(op->buffer.get());
+  const BufferNode* buffer = op->buffer.get();
+  const DataType element = buffer->dtype;
   llvm::Value* value = to_memory(emit(op->value), op->value.type());
   const Expr& index = op->index;
   if (index.type().is_scalar()) {
-    llvm::Value* addr = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(index), index.type()));
-    builder_.CreateAlignedStore(value, addr, alignment_of(index, element));
+    builder_.CreateAlignedStore(value, element_address(buffer, index, false), alignment_of(index, element));
     return;
   }
   if (const auto* ramp = index.as<Ramp>(); ramp && is_one(ramp->stride)) {
-    llvm::Value* addr = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(ramp->base), ramp->base.type()));
+    llvm::Value* addr = element_address(buffer, ramp->base, false);
     addr = builder_.CreateBitCast(addr, value->getType()->getPointerTo());
     builder_.CreateAlignedStore(value, addr, alignment_of(ramp->base, element));
     return;
   }
-  llvm::Value* addrs = builder_.CreateInBoundsGEP(mem, base, index_to_i64(emit(index), index.type()));
-  builder_.CreateMaskedScatter(value, addrs, llvm::Align(element.element_bytes()));
+  builder_.CreateMaskedScatter(value, element_address(buffer, index, false), llvm::Align(element.element_bytes()));
 }
 
 void CodeGenLLVM::emit_stmt(const Allocate* op) {
