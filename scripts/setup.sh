@@ -9,7 +9,8 @@ TESSERA_PYTHON=/usr/bin/python3
 TESSERA_PACKAGES=(
   build-essential cmake ccache
   llvm-14-dev
-  nlohmann-json3-dev libgtest-dev
+  nlohmann-json3-dev libgtest-dev libcli11-dev
+  libonnx-dev libprotobuf-dev python3-onnx libonnx-testdata
   pybind11-dev python3-dev python3-numpy python3-pytest
 )
 

@@ -1,0 +1,114 @@
+"""ONNX import: shapes and bindings, import-time folding, external data, and the errors a
+person gets for models Tessera cannot compile."""
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+
+
+def save(tmp_path, nodes, inputs, outputs, initializers=(), opset=13, name="model.onnx"):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    path = os.path.join(str(tmp_path), name)
+    onnx.save(model, path)
+    return path
+
+
+def vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def test_unsupported_operators_are_listed_together(tmp_path):
+    path = save(tmp_path, [
+        helper.make_node("Relu", ["x"], ["a"], name="r"),
+        helper.make_node("NonZero", ["a"], ["b"], name="nz1"),
+        helper.make_node("FancyOp", ["a"], ["c"], name="f1"),
+        helper.make_node("FancyOp", ["a"], ["d"], name="f2"),
+    ], [vi("x", [4])], [vi("b", [1, 4], TensorProto.INT64), vi("c", [4]), vi("d", [4])])
+    with pytest.raises(tessera.Error) as e:
+        tessera.onnx.load(path)
+    msg = str(e.value)
+    assert "2 unsupported operator(s)" in msg
+    assert "NonZero (opset 13): its output shape depends on the input values" in msg and "'nz1'" in msg
+    assert "FancyOp (opset 13)" in msg and "'f1', 'f2'" in msg
+
+
+def test_symbolic_dimensions_need_shapes(tmp_path):
+    path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], [vi("x", ["batch", 3])], [vi("y", ["batch", 3])])
+    with pytest.raises(tessera.Error, match="symbolic dimension 'batch'.*shapes="):
+        tessera.onnx.load(path)
+    mod = tessera.onnx.load(path, shapes={"x": (5, 3)})
+    assert mod.input_types == ["float32[5, 3]"]
+    x = np.linspace(-1, 1, 15, dtype="float32").reshape(5, 3)
+    np.testing.assert_array_equal(tessera.build(mod).run([x])[0], np.maximum(x, 0))
+    with pytest.raises(tessera.Error, match="no graph input 'z'"):
+        tessera.onnx.load(path, shapes={"x": (5, 3), "z": (1,)})
+    with pytest.raises(tessera.Error, match="has 2 dimensions, the given shape"):
+        tessera.onnx.load(path, shapes={"x": (5,)})
+
+
+def test_binding_an_input_makes_it_a_constant(tmp_path):
+    path = save(tmp_path, [helper.make_node("Add", ["x", "b"], ["y"])], [vi("x", [3]), vi("b", [3])], [vi("y", [3])])
+    mod = tessera.onnx.load(path, bind={"b": np.array([1, 2, 3], "float32")})
+    assert mod.input_names == ["x"]
+    np.testing.assert_array_equal(tessera.build(mod).run([np.zeros(3, "float32")])[0], [1, 2, 3])
+
+
+def test_constant_subgraphs_fold_at_import(tmp_path):
+    c = numpy_helper.from_array(np.array([1.0, -2.0], "float32"), "c")
+    path = save(tmp_path, [
+        helper.make_node("Relu", ["c"], ["rc"]),          # constant: folded
+        helper.make_node("Add", ["x", "rc"], ["y"]),
+    ], [vi("x", [2])], [vi("y", [2])], [c])
+    mod = tessera.onnx.load(path)
+    lib = tessera.build(mod)
+    assert [k["op"] for k in lib.kernels] == ["add"]
+    np.testing.assert_array_equal(lib.run([np.ones(2, "float32")])[0], [2, 1])
+
+
+def test_external_data_only_from_the_model_folder(tmp_path):
+    weights = np.arange(4, dtype="float32")
+    tensor = numpy_helper.from_array(weights, "w")
+    path = save(tmp_path, [helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [4])], [vi("y", [4])], [tensor])
+    model = onnx.load(path)
+    onnx.external_data_helper.convert_model_to_external_data(model, all_tensors_to_one_file=True, location="weights.bin", size_threshold=0)
+    onnx.save(model, path)
+    out = tessera.build(tessera.onnx.load(path)).run([np.ones(4, "float32")])[0]
+    np.testing.assert_array_equal(out, weights + 1)
+    # A location that escapes the folder is rejected before anything is read.
+    for location in ["../weights.bin", "/etc/passwd", "sub/../../weights.bin"]:
+        model.graph.initializer[0].external_data[0].value = location
+        onnx.save(model, path)
+        with pytest.raises(tessera.Error, match="outside the model's folder"):
+            tessera.onnx.load(path)
+
+
+def test_malformed_and_missing_files(tmp_path):
+    bad = os.path.join(str(tmp_path), "bad.onnx")
+    with open(bad, "wb") as f:
+        f.write(b"\x00\xff not a protobuf at all \xff" * 10)
+    with pytest.raises(tessera.Error, match="bad.onnx"):
+        tessera.onnx.load(bad)
+    with pytest.raises(tessera.Error, match="cannot open"):
+        tessera.onnx.load(os.path.join(str(tmp_path), "missing.onnx"))
+    old = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], [vi("x", [1])], [vi("y", [1])], opset=6, name="old.onnx")
+    with pytest.raises(tessera.Error, match="opset 6"):
+        tessera.onnx.load(old)
+
+
+def test_run_checks_inputs(tmp_path):
+    path = save(tmp_path, [helper.make_node("Relu", ["image"], ["y"])], [vi("image", [2, 2])], [vi("y", [2, 2])])
+    lib = tessera.build(tessera.onnx.load(path))
+    assert lib.input_names == ["image"]
+    with pytest.raises(tessera.Error, match=r"input 'image': expected shape \(2, 2\), got \(3, 2\)"):
+        lib.run([np.zeros((3, 2), "float32")])
+    with pytest.raises(tessera.Error, match="expected dtype float32, got float64"):
+        lib.run([np.zeros((2, 2))])
+    with pytest.raises(tessera.Error, match="no input 'img'"):
+        lib.run({"img": np.zeros((2, 2), "float32")})
+    with pytest.raises(tessera.Error, match="takes 1 inputs, got 2"):
+        lib.run([np.zeros((2, 2), "float32")] * 2)
