@@ -6,7 +6,7 @@
 #include "driver/memory_plan.h"
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
-#include "relay_ir/transforms/infer_type.h"
+#include "relay_ir/pass.h"
 #include "runtime/error.h"
 #include "targets/build.h"
 #include "tensor_ir/printer.h"
@@ -168,7 +168,9 @@ class PlanBuilder {
 }  // namespace
 
 BuildResult build(const Module& module, const targets::Target& target, const BuildOptions& options) {
-  Module optimized = infer_type(module);
+  PassContext ctx;
+  ctx.opt_level = options.opt_level;
+  Module optimized = run_passes(module, {infer_type_pass()}, ctx);
   return PlanBuilder().run(optimized, target);
 }
 

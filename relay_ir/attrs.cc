@@ -1,9 +1,8 @@
 #include "relay_ir/attrs.h"
 
 #include <algorithm>
-#include <iomanip>
-#include <limits>
-#include <sstream>
+#include <charconv>
+#include <cmath>
 
 #include "runtime/error.h"
 
@@ -15,11 +14,15 @@ const char* attr_kind_name(const AttrValue& v) {
 }
 
 namespace {
+// The shortest text that reads back to the same double, with a decimal point or exponent so
+// it reads back as a float, not an int.
 std::string float_str(double d) {
-  std::ostringstream os;
-  os << std::setprecision(std::numeric_limits<double>::max_digits10) << d;
-  std::string s = os.str();
-  if (s.find_first_of(".eina") == std::string::npos) s += ".0";
+  if (std::isnan(d)) return std::signbit(d) ? "-nan" : "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, d);
+  std::string s(buf, r.ptr);
+  if (s.find_first_not_of("-0123456789") == std::string::npos) s += ".0";
   return s;
 }
 std::string quote(const std::string& s) {

@@ -18,7 +18,11 @@ struct PrintOptions {
   int64_t max_constant_elements = 16;
 };
 
-// def @name(...) -> type { ... } for each function, in the module's order.
+// def @name(...) -> type { ... } for each function, in the module's order, a blank line between.
+// Within a function, %N count from 0 in producer-first order and the last line is the result,
+// written out in place; a nested fn restarts at %0 unless it uses outer %N (a closure), where
+// it continues the outer count so none is hidden. Variables sharing a name get _1, _2 suffixes.
+// `-> type` appears where the body's checked_type is known; CallNode::origin is a comment.
 std::string to_text(const Module& m, const PrintOptions& options = {});
 // Bindings, then the result; free variables carry their type where they first appear
 // (%x: float32[2]), so parse_expr reads the text back on its own.

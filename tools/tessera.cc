@@ -1,0 +1,191 @@
+// The `tessera` command-line program: compile, run and inspect ONNX models. Everything it does
+// is a library call (frontend, driver, runtime); this file only parses arguments and prints.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "driver/build.h"
+#include "driver/evaluate.h"
+#include "frontend/onnx/importer.h"
+#include "relay_ir/printer.h"
+#include "runtime/error.h"
+#include "runtime/npy.h"
+
+using namespace tessera;
+
+namespace {
+
+// "x=1,3,224,224" -> {"x", {1, 3, 224, 224}}
+std::pair<std::string, std::vector<int64_t>> parse_shape(const std::string& s) {
+  auto eq = s.find('=');
+  if (eq == std::string::npos) fail("--shape ", s, ": expected NAME=D0,D1,...");
+  std::vector<int64_t> dims;
+  std::string rest = s.substr(eq + 1);
+  for (size_t i = 0; i <= rest.size();) {
+    size_t j = rest.find(',', i);
+    if (j == std::string::npos) j = rest.size();
+    std::string d = rest.substr(i, j - i);
+    if (!d.empty()) {
+      try {
+        dims.push_back(std::stoll(d));
+      } catch (...) {
+        fail("--shape ", s, ": '", d, "' is not a number");
+      }
+    }
+    i = j + 1;
+  }
+  return {s.substr(0, eq), dims};
+}
+
+std::pair<std::string, std::string> parse_assignment(const std::string& s, const char* option) {
+  auto eq = s.find('=');
+  if (eq == std::string::npos) fail(option, " ", s, ": expected NAME=FILE.npy");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+struct ModelOptions {
+  std::string model;
+  std::string target = "llvm";
+  std::vector<std::string> shapes, binds;
+  int opt_level = 2;
+};
+
+void add_model_options(CLI::App* cmd, ModelOptions& o) {
+  cmd->add_option("model", o.model, "ONNX model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-t,--target", o.target, "target, e.g. llvm or \"llvm -mcpu=skylake-avx512\"");
+  cmd->add_option("--shape", o.shapes, "static shape of an input: NAME=D0,D1,...");
+  cmd->add_option("--bind", o.binds, "bind an input to a value: NAME=FILE.npy");
+  cmd->add_option("-O,--opt-level", o.opt_level, "graph optimization level 0-3");
+}
+
+relay_ir::Module load(const ModelOptions& o) {
+  frontend::onnx::ImportOptions options;
+  for (const auto& s : o.shapes) options.shapes.insert(parse_shape(s));
+  for (const auto& b : o.binds) {
+    auto [name, file] = parse_assignment(b, "--bind");
+    options.bind[name] = runtime::load_npy(file);
+  }
+  options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
+  return frontend::onnx::import_model(o.model, options);
+}
+
+driver::BuildResult compile(const ModelOptions& o, double* seconds) {
+  auto start = std::chrono::steady_clock::now();
+  relay_ir::Module m = load(o);
+  driver::BuildOptions options;
+  options.opt_level = o.opt_level;
+  driver::BuildResult r = driver::build(m, targets::Target::parse(o.target), options);
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+std::string describe(const runtime::GraphPlan::TensorInfo& t) { return t.name + ": " + t.dtype.str() + runtime::shape_str(t.shape); }
+
+int64_t intermediate_bytes(const runtime::GraphPlan& plan) {
+  int64_t sum = 0;
+  for (const auto& t : plan.tensors) {
+    if (t.kind != runtime::GraphPlan::TensorInfo::Intermediate) continue;
+    int64_t n = t.dtype.element_bytes();
+    for (int64_t d : t.shape) n *= d;
+    sum += n;
+  }
+  return sum;
+}
+
+int cmd_compile(const ModelOptions& o, const std::string& output) {
+  if (!output.empty()) fail("-o: writing compiled modules to a file is not implemented yet (it comes with deployment)");
+  double seconds = 0;
+  driver::BuildResult r = compile(o, &seconds);
+  const auto& plan = r.executor->plan();
+  std::printf("compiled %s for %s in %.2f s: %zu kernels, %zu steps, memory plan %.1f KiB\n", o.model.c_str(),
+              o.target.c_str(), seconds, r.kernels.size(), plan.steps.size(), plan.arena_bytes / 1024.0);
+  for (size_t i = 0; i < r.executor->num_inputs(); ++i) std::printf("  input  %s\n", describe(r.executor->input_info(i)).c_str());
+  for (size_t i = 0; i < r.executor->num_outputs(); ++i) std::printf("  output %s\n", describe(r.executor->output_info(i)).c_str());
+  return 0;
+}
+
+int cmd_run(const ModelOptions& o, const std::vector<std::string>& inputs, const std::string& output_dir, int bench) {
+  double seconds = 0;
+  driver::BuildResult r = compile(o, &seconds);
+  auto& ex = *r.executor;
+  std::vector<bool> given(ex.num_inputs(), false);
+  for (const auto& in : inputs) {
+    auto [name, file] = parse_assignment(in, "--input");
+    size_t i = ex.input_index(name);
+    ex.set_input(i, runtime::load_npy(file));
+    given[i] = true;
+  }
+  for (size_t i = 0; i < given.size(); ++i)
+    if (!given[i]) fail("input '", ex.input_info(i).name, "' is not given (--input ", ex.input_info(i).name, "=FILE.npy)");
+  ex.run();
+  for (size_t i = 0; i < ex.num_outputs(); ++i) {
+    std::printf("output %zu: %s%s\n", i, ex.output(i).dtype().str().c_str(), ex.output(i).shape_str().c_str());
+    if (!output_dir.empty()) {
+      std::filesystem::create_directories(output_dir);
+      runtime::save_npy(output_dir + "/output" + std::to_string(i) + ".npy", ex.output(i));
+    }
+  }
+  if (bench > 0) {
+    std::vector<double> ms;
+    for (int i = 0; i < bench; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      ex.run();
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("latency over %d runs: min %.3f ms, median %.3f ms, p90 %.3f ms\n", bench, ms.front(), ms[ms.size() / 2],
+                ms[std::min(ms.size() - 1, ms.size() * 9 / 10)]);
+  }
+  return 0;
+}
+
+int cmd_inspect(const ModelOptions& o) {
+  double seconds = 0;
+  driver::BuildResult r = compile(o, &seconds);
+  std::printf("%s", relay_ir::to_text(r.optimized).c_str());
+  std::printf("\n%zu kernels:\n", r.kernels.size());
+  for (const auto& k : r.kernels) std::printf("  %-28s %-22s x%-3d (%s)\n", k.name.c_str(), k.op.c_str(), k.calls, k.signature.c_str());
+  const auto& plan = r.executor->plan();
+  std::printf("memory plan: peak %.1f KiB for intermediates, %.1f KiB if each had its own buffer\n", plan.arena_bytes / 1024.0,
+              intermediate_bytes(plan) / 1024.0);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tessera: compile, run and inspect ONNX models"};
+  app.require_subcommand(1);
+
+  ModelOptions compile_opts, run_opts, inspect_opts;
+  std::string output, output_dir;
+  std::vector<std::string> inputs;
+  int bench = 0;
+
+  auto* compile_cmd = app.add_subcommand("compile", "compile a model and report what was built");
+  add_model_options(compile_cmd, compile_opts);
+  compile_cmd->add_option("-o,--output", output, "module file to write");
+  auto* run_cmd = app.add_subcommand("run", "compile and run a model on .npy inputs");
+  add_model_options(run_cmd, run_opts);
+  run_cmd->add_option("--input", inputs, "an input: NAME=FILE.npy");
+  run_cmd->add_option("--output-dir", output_dir, "write outputs as output<N>.npy here");
+  run_cmd->add_option("--bench", bench, "time this many runs and print latency statistics");
+  auto* inspect_cmd = app.add_subcommand("inspect", "print the optimized graph, its kernels and memory plan");
+  add_model_options(inspect_cmd, inspect_opts);
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*compile_cmd) return cmd_compile(compile_opts, output);
+    if (*run_cmd) return cmd_run(run_opts, inputs, output_dir, bench);
+    if (*inspect_cmd) return cmd_inspect(inspect_opts);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
