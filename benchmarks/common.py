@@ -28,6 +28,7 @@ def peer_environment(threads):
         "OPENBLAS_NUM_THREADS": str(threads),
         "OMP_NUM_THREADS": str(threads),
         "MKL_NUM_THREADS": str(threads),
+        "TVM_NUM_THREADS": str(threads),
         "OPENBLAS_CORETYPE": "SkylakeX" if has_avx512() else "Haswell",
     })
     env.pop("OMP_PROC_BIND", None)

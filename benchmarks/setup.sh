@@ -18,5 +18,6 @@ fi
 if [ ! -x "$here/.venv/bin/python" ]; then
   /usr/bin/python3 -m venv --system-site-packages "$here/.venv"
 fi
-"$here/.venv/bin/python" -m pip install -q --upgrade onnxruntime apache-tvm
+# TVM's ONNX importer needs a newer onnx than Debian's 1.12; inside the venv it shadows it.
+"$here/.venv/bin/python" -m pip install -q --upgrade onnxruntime apache-tvm onnx
 echo "peers ready: $here/.venv/bin/python"

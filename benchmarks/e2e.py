@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""End-to-end batch-1 latency of whole models: Tessera against PyTorch, ONNX Runtime and
+Apache TVM (its ONNX importer and default, untuned schedules), in the same process, at each
+thread count. Models come from scripts/make_models.py (generated on first use).
+
+    benchmarks/.venv/bin/python benchmarks/e2e.py [--models resnet18 mobilenet_v2 transformer]
+                                                  [--threads 1 2] [--repeat 20] [--peers torch ort tvm]
+
+Run benchmarks/setup.sh once for the peers; with /usr/bin/python3 only PyTorch is available.
+Prints min/median ms per library, Tessera's kernel count and memory plan, and RESULT lines."""
+import argparse
+import os
+import sys
+import time
+import warnings
+
+import common
+
+sys.path.insert(0, os.path.join(common.ROOT, "scripts"))
+MODEL_DIR = os.path.join(common.ROOT, "models")
+
+
+def tessera_runner(path, x, opt_level):
+    import tessera
+    start = time.time()
+    lib = tessera.build(tessera.onnx.load(path), opt_level=opt_level)
+    info = {"compile_s": round(time.time() - start, 2), "kernels": len(lib.kernels), "steps": lib.num_steps,
+            "arena_mib": round(lib.arena_bytes / 2 ** 20, 2)}
+    return (lambda: lib.run([x])[0]), info
+
+
+def torch_runner(name, x, threads):
+    import torch
+    import make_models
+    torch.set_num_threads(threads)
+    model, _ = make_models.build_model(name)
+    tx = torch.from_numpy(x)
+
+    def run():
+        with torch.no_grad():
+            return model(tx).numpy()
+    return run
+
+
+def ort_runner(path, x, threads):
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    return lambda: sess.run(None, {name: x})[0]
+
+
+def tvm_runner(path, x, threads):
+    import onnx
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend.onnx import from_onnx
+    mod = from_onnx(onnx.load(path), shape_dict={"input": x.shape}, keep_params_in_input=False)
+    target = tvm.target.Target({"kind": "llvm", "mcpu": "znver3", "num-cores": threads})
+    with target:
+        mod = relax.get_pipeline("zero")(mod)
+    vm = relax.VirtualMachine(relax.build(mod, target=target), tvm.cpu())
+    tx = tvm.runtime.tensor(x)
+    return lambda: vm["main"](tx).numpy()
+
+
+def worker(args):
+    import numpy as np
+    import make_models
+    warnings.filterwarnings("ignore")
+    print(f"== {args.threads} thread(s)", flush=True)
+    failed = False
+    for name in args.models:
+        path = make_models.ensure(name, MODEL_DIR)
+        x = np.load(os.path.join(MODEL_DIR, f"{name}.input.npy"))
+        ref = np.load(os.path.join(MODEL_DIR, f"{name}.output.npy"))
+        runners, infos = {}, {}
+        try:
+            runners["tessera"], infos["tessera"] = tessera_runner(path, x, args.opt_level)
+        except Exception as e:
+            print(f"  {name}: tessera failed: {str(e)[:300]}")
+            failed = True
+            continue
+        makers = {"torch": lambda: torch_runner(name, x, args.threads), "ort": lambda: ort_runner(path, x, args.threads),
+                  "tvm": lambda: tvm_runner(path, x, args.threads)}
+        for peer in args.peers:
+            try:
+                runners[peer] = makers[peer]()
+            except ImportError as e:
+                print(f"  {name}: {peer} unavailable ({e}); run benchmarks/setup.sh and use benchmarks/.venv/bin/python")
+            except Exception as e:
+                print(f"  {name}: {peer} failed: {str(e)[:200]}")
+        times = {}
+        for lib, run in runners.items():
+            out = run()
+            err = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
+            if err > 1e-3:
+                print(f"  {name}: {lib} output differs from PyTorch's by {err:.2e} (relative)")
+                failed |= lib == "tessera"
+            times[lib] = common.measure(run, args.repeat)
+            common.pause()
+        for lib, (best, median) in times.items():
+            print(f"  {name:13s} {lib:8s} min {best * 1e3:9.2f} ms  median {median * 1e3:9.2f} ms", flush=True)
+        print(f"  {name:13s} tessera: {infos['tessera']}")
+        line = common.result_line("e2e", name, args.threads, times, ["torch", "ort", "tvm"])
+        print(line[:-1] + ", " + ", ".join(f'"{k}": {v}' for k, v in infos["tessera"].items()) + "}", flush=True)
+    return 1 if failed else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=["resnet18", "mobilenet_v2", "transformer"])
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--opt-level", type=int, default=3)
+    parser.add_argument("--peers", nargs="*", default=["torch", "ort", "tvm"])
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        args.threads = args.threads[0]
+        return worker(args)
+    extra = ["--models", *args.models, "--repeat", str(args.repeat), "--opt-level", str(args.opt_level), "--peers", *args.peers]
+    return common.run_workers(os.path.abspath(__file__), args.threads, extra)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
