@@ -11,6 +11,7 @@ TESSERA_PACKAGES=(
   llvm-14-dev
   nlohmann-json3-dev libgtest-dev libcli11-dev
   libonnx-dev libprotobuf-dev python3-onnx libonnx-testdata
+  python3-torch python3-torchvision
   pybind11-dev python3-dev python3-numpy python3-pytest
 )
 
