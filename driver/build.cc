@@ -7,6 +7,8 @@
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
 #include "relay_ir/pass.h"
+#include "relay_ir/transforms/passes.h"
+#include "driver/evaluate.h"
 #include "runtime/error.h"
 #include "targets/build.h"
 #include "tensor_ir/printer.h"
@@ -85,12 +87,13 @@ class PlanBuilder {
   }
 
   std::vector<int> visit_call(const CallNode* call) {
-    if (!call->op_def()) fail("build: calls of functions are not supported yet");
+    if (!call->op_def() && !call->op.as<FunctionNode>()->attrs.has("primitive"))
+      fail("build: calls of non-primitive functions are not supported");
     std::string key = kernel_key(call);
     auto found = kernel_by_key_.find(key);
     size_t kernel;
     if (found == kernel_by_key_.end()) {
-      std::string name = "k" + std::to_string(kernels_.size()) + "_" + call->op_def()->name;
+      std::string name = "k" + std::to_string(kernels_.size()) + "_" + kernel_description(call);
       for (auto& ch : name)
         if (ch == '.') ch = '_';
       LoweredCall lowered = lower_call(call, name);
@@ -102,7 +105,7 @@ class PlanBuilder {
         for (size_t d = 0; d < a->shape.size(); ++d) signature += (d ? ", " : "") + tensor_ir::to_string(a->shape[d]);
         signature += "]";
       }
-      kernels_.push_back({name, call->op_def()->name, signature, tensor_ir::to_string(lowered.func), 0});
+      kernels_.push_back({name, kernel_description(call), signature, tensor_ir::to_string(lowered.func), 0});
       lowered_.push_back(lowered.func);
     } else {
       kernel = found->second;
@@ -111,15 +114,15 @@ class PlanBuilder {
     runtime::GraphPlan::Step step{kernels_[kernel].name, {}};
     for (const auto& a : call->args) {
       const auto& sub = ids_.at(a.get());
-      if (sub.size() != 1) fail(call->op_def()->name, ": tuple arguments are not supported");
+      if (sub.size() != 1) fail(kernel_description(call), ": tuple arguments are not supported");
       step.args.push_back(sub[0]);
     }
     std::vector<int> outs;
     std::vector<Type> out_types;
     flatten_types(call->checked_type, out_types);
     for (size_t i = 0; i < out_types.size(); ++i) {
-      const auto& t = as_tensor(out_types[i], call->op_def()->name + " output");
-      outs.push_back(add_tensor(Info::Intermediate, call->op_def()->name + (call->origin.empty() ? "" : ":" + call->origin), t, -1));
+      const auto& t = as_tensor(out_types[i], kernel_description(call) + " output");
+      outs.push_back(add_tensor(Info::Intermediate, kernel_description(call) + (call->origin.empty() ? "" : ":" + call->origin), t, -1));
     }
     step.args.insert(step.args.end(), outs.begin(), outs.end());
     plan_.steps.push_back(step);
@@ -170,7 +173,8 @@ class PlanBuilder {
 BuildResult build(const Module& module, const targets::Target& target, const BuildOptions& options) {
   PassContext ctx;
   ctx.opt_level = options.opt_level;
-  Module optimized = run_passes(module, {infer_type_pass()}, ctx);
+  ctx.evaluate = [](const Expr& e) { return evaluate(e); };
+  Module optimized = run_passes(module, standard_passes(), ctx);
   return PlanBuilder().run(optimized, target);
 }
 

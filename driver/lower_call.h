@@ -1,5 +1,6 @@
-// One operator call of the graph as one kernel: placeholders shaped like its arguments, the
-// op's compute definition, the default schedule of its tag, lowered to a LoweredFunc.
+// One call of the graph as one kernel: placeholders shaped like its arguments, the compute
+// definitions of its op (or, for a fused primitive function, of every op in it, composed), the
+// default schedule of the anchor op's tag, lowered to a LoweredFunc.
 #pragma once
 #include <string>
 
@@ -18,5 +19,7 @@ LoweredCall lower_call(const relay_ir::CallNode* call, const std::string& kernel
 
 // A key that is equal for calls that compile to the same kernel (op, attributes, types).
 std::string kernel_key(const relay_ir::CallNode* call);
+// What the kernel computes, for names and messages: "conv" or "fused_conv_add_relu".
+std::string kernel_description(const relay_ir::CallNode* call);
 
 }  // namespace tessera::driver

@@ -19,6 +19,9 @@ struct PassContext {
   std::set<std::string> disabled;  // never run (unless another pass requires them)
   Attrs options;                   // typed options passes read, e.g. "fuse.max_depth"
   std::string dump_dir;            // defaults to $TESSERA_DUMP_IR
+  // Evaluates a closed expression with compiled kernels (the driver supplies it); passes that
+  // fold constants need it. One array per tensor of the expression's type.
+  std::function<std::vector<runtime::NDArray>(const Expr&)> evaluate;
   // Filled as passes run: (name, milliseconds, changed).
   struct Record {
     std::string pass;

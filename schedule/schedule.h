@@ -70,6 +70,9 @@ class Stage {
   // Per dimension: (factor, offset) from storage_align, factor 0 when unset.
   const std::vector<std::pair<int64_t, int64_t>>& storage_align() const { return storage_align_; }
 
+  // True once any split, fuse, reorder or loop annotation has been applied.
+  bool has_loop_schedule() const;
+
   // Finds a loop of this stage by name or by the variable of an operation axis.
   Loop loop(const std::string& name) const;
   Loop loop(const IterVar& axis) const;
@@ -99,7 +102,6 @@ class Stage {
   friend class Schedule;
   Stage(Schedule* schedule, Tensor op, std::string name, bool is_output);
   void init_loops();
-  bool has_loop_schedule() const;  // any split, fuse, reorder or loop annotation applied
   std::string fresh_name(const std::string& base) const;
   Loop make_loop(const std::string& name, IterKind kind);
   size_t leaf_position(const Loop& loop, const char* primitive) const;

@@ -25,8 +25,10 @@ void add_math_templates(std::map<std::string, CpuTemplate>& t);
 void add_nn_templates(std::map<std::string, CpuTemplate>& t);
 void add_transform_templates(std::map<std::string, CpuTemplate>& t);
 
-// A schedule for `outputs` using the template of each output's tag.
-std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& outputs);
+// A schedule for `outputs` using the template of each output's tag. For a fused kernel,
+// `anchor` is the stage of its main op (a convolution under its bias and activation): its
+// template schedules it, and the stages after it get the generic schedule.
+std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& outputs, const Tensor& anchor = Tensor());
 
 // The generic schedule of one stage, for templates to build on: vectorizes the innermost
 // data-parallel axis (by `lanes`, or whole when shorter) and fuses and parallelizes the outer

@@ -1,0 +1,292 @@
+// Operator fusion by pattern kind on the post-dominator tree, as TVM's FuseOps does:
+//  phase 0: a convolution/matmul (OutEWiseFusable) absorbs the elementwise ops up to its
+//           post-dominator when every op on the way is elementwise or broadcast; an
+//           elementwise/broadcast op joins its post-dominator when every op in between is
+//           injective (so diamonds such as x -> {a, b} -> add fuse whole);
+//  phase 1: injective ops join their post-dominator over injective paths.
+// Reductions take injective producers that way; each group has one output (the post-dominator
+// it fused into) and becomes a primitive function (attrs primitive=1) called from main.
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "relay_ir/functor.h"
+#include "relay_ir/op.h"
+#include "relay_ir/transforms/infer_type.h"
+#include "relay_ir/transforms/passes.h"
+
+namespace tessera::relay_ir {
+
+namespace {
+
+constexpr size_t kMaxGroupSize = 256;
+
+OpPattern combine(OpPattern a, OpPattern b) { return std::max(a, b); }
+
+struct GraphNode {
+  Expr expr;
+  OpPattern pattern = OpPattern::Opaque;  // calls of ops; everything else is opaque
+  std::vector<std::pair<size_t, OpPattern>> consumers;  // (node, edge pattern)
+  bool is_output = false;
+  // Post-dominator tree.
+  GraphNode* pdom = nullptr;
+  int depth = 0;
+  OpPattern pdom_pattern = OpPattern::Elemwise;  // combined pattern of the paths to pdom
+  // Union-find group.
+  GraphNode* group = nullptr;
+  OpPattern group_pattern = OpPattern::Opaque;
+  size_t group_size = 1;
+  GraphNode* root() {
+    GraphNode* g = this;
+    while (g->group != g) g = g->group;
+    for (GraphNode* n = this; n->group != g;) {  // path compression
+      GraphNode* next = n->group;
+      n->group = g;
+      n = next;
+    }
+    return g;
+  }
+};
+
+class Partitioner {
+ public:
+  explicit Partitioner(const Expr& body) {
+    std::vector<Expr> order = post_order(body);
+    nodes_.resize(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      index_[order[i].get()] = i;
+      GraphNode& n = nodes_[i];
+      n.expr = order[i];
+      n.group = &n;
+      const auto* call = order[i].as<CallNode>();
+      if (call && call->op_def() && call->checked_type.as<TensorTypeNode>()) n.pattern = call->op_def()->pattern;
+      n.group_pattern = n.pattern;
+    }
+    nodes_[index_.at(body.get())].is_output = true;
+    for (size_t i = 0; i < order.size(); ++i) add_edges(i);
+    build_post_dominators();
+  }
+
+  void run() {
+    for (int phase = 0; phase < 2; ++phase)
+      for (size_t i = 0; i < nodes_.size(); ++i) try_fuse(nodes_[i], phase);
+  }
+
+  // Group roots (outputs) with the members of each, in topological order.
+  std::unordered_map<const GraphNode*, std::vector<GraphNode*>> groups() {
+    std::unordered_map<const GraphNode*, std::vector<GraphNode*>> out;
+    for (auto& n : nodes_)
+      if (n.pattern != OpPattern::Opaque || n.root() != &n) out[n.root()].push_back(&n);
+    return out;
+  }
+
+  GraphNode& node(const Expr& e) { return nodes_[index_.at(e.get())]; }
+
+ private:
+  void add_edges(size_t i) {
+    const auto* call = nodes_[i].expr.as<CallNode>();
+    if (!call) {
+      for (const auto& c : children(nodes_[i].expr)) nodes_[index_.at(c.get())].consumers.push_back({i, OpPattern::Opaque});
+      return;
+    }
+    const auto* out = call->checked_type.as<TensorTypeNode>();
+    for (const auto& a : call->args) {
+      OpPattern p = nodes_[i].pattern;
+      // A broadcasting op reads an operand of the output's own shape elementwise (conv -> add of
+      // a bias: the conv edge is elementwise, the bias edge broadcast).
+      const auto* in = a->checked_type.as<TensorTypeNode>();
+      if (p == OpPattern::Broadcast && in && out && in->shape == out->shape) p = OpPattern::Elemwise;
+      nodes_[index_.at(a.get())].consumers.push_back({i, p});
+    }
+    if (call->op.as<FunctionNode>()) nodes_[index_.at(call->op.get())].consumers.push_back({i, OpPattern::Opaque});
+  }
+
+  static GraphNode* common_ancestor(GraphNode* a, GraphNode* b, OpPattern& pattern) {
+    while (a != b) {
+      if (!a || !b) return nullptr;
+      if (a->depth < b->depth) {
+        pattern = combine(pattern, b->pdom_pattern);
+        b = b->pdom;
+      } else if (b->depth < a->depth) {
+        pattern = combine(pattern, a->pdom_pattern);
+        a = a->pdom;
+      } else {
+        pattern = combine(combine(pattern, a->pdom_pattern), b->pdom_pattern);
+        a = a->pdom;
+        b = b->pdom;
+      }
+    }
+    return a;
+  }
+
+  // Consumers come after their producers, so walking backwards every consumer is placed first.
+  void build_post_dominators() {
+    for (size_t i = nodes_.size(); i-- > 0;) {
+      GraphNode& n = nodes_[i];
+      if (n.is_output || n.consumers.empty()) continue;  // no post-dominator: a root
+      OpPattern pattern = OpPattern::Elemwise;
+      GraphNode* parent = &nodes_[n.consumers[0].first];
+      pattern = combine(pattern, n.consumers[0].second);
+      for (size_t k = 1; k < n.consumers.size() && parent; ++k) {
+        parent = common_ancestor(parent, &nodes_[n.consumers[k].first], pattern);
+        pattern = combine(pattern, n.consumers[k].second);
+      }
+      n.pdom = parent;
+      n.pdom_pattern = pattern;
+      n.depth = parent ? parent->depth + 1 : 0;
+    }
+  }
+
+  // True if every node on a path from `src` to `sink` (sink included, src not) satisfies
+  // `ok(group pattern, is_sink)`.
+  bool check_path(GraphNode* src, GraphNode* sink, const std::function<bool(OpPattern, bool)>& ok) {
+    std::unordered_set<GraphNode*> visited;
+    std::vector<GraphNode*> stack{src};
+    while (!stack.empty()) {
+      GraphNode* n = stack.back();
+      stack.pop_back();
+      for (const auto& [c, edge] : n->consumers) {
+        GraphNode* next = &nodes_[c];
+        if (!visited.insert(next).second) continue;
+        if (next == sink) {
+          if (!ok(next->root()->group_pattern, true)) return false;
+          continue;
+        }
+        if (!ok(next->root()->group_pattern, false)) return false;
+        stack.push_back(next);
+      }
+    }
+    return true;
+  }
+
+  // Merges src and every node between it and sink into sink's group.
+  void commit(GraphNode* src, GraphNode* sink) {
+    GraphNode* target = sink->root();
+    std::unordered_set<GraphNode*> visited;
+    std::vector<GraphNode*> stack{src};
+    merge(src, target);
+    while (!stack.empty()) {
+      GraphNode* n = stack.back();
+      stack.pop_back();
+      for (const auto& [c, edge] : n->consumers) {
+        GraphNode* next = &nodes_[c];
+        if (next == sink || !visited.insert(next).second) continue;
+        merge(next, target);
+        stack.push_back(next);
+      }
+    }
+  }
+
+  void merge(GraphNode* n, GraphNode* target) {
+    GraphNode* r = n->root();
+    if (r == target) return;
+    r->group = target;
+    target->group_pattern = combine(target->group_pattern, r->group_pattern);
+    target->group_size += r->group_size;
+  }
+
+  size_t size_after(GraphNode* src, GraphNode* sink) {
+    std::unordered_set<GraphNode*> roots{src->root(), sink->root()};
+    size_t total = 0;
+    for (GraphNode* r : roots) total += r->group_size;
+    return total;
+  }
+
+  void try_fuse(GraphNode& n, int phase) {
+    GraphNode* g = n.root();
+    if (g->group_pattern == OpPattern::Opaque || !n.pdom) return;
+    GraphNode* sink = n.pdom;
+    if (sink->root() == g || sink->pattern == OpPattern::Opaque) return;
+    if (size_after(&n, sink) > kMaxGroupSize) return;
+    OpPattern kind = g->group_pattern;
+    if (kind == OpPattern::OutEWiseFusable) {
+      if (phase != 0 || n.pdom_pattern != OpPattern::Elemwise) return;
+      if (check_path(&n, sink, [](OpPattern k, bool) { return k <= OpPattern::Broadcast; })) commit(&n, sink);
+    } else if (kind <= OpPattern::Broadcast) {
+      if (!(n.pdom_pattern <= OpPattern::Injective || n.pdom_pattern == OpPattern::CommReduce)) return;
+      auto ok = [](OpPattern k, bool is_sink) {
+        if (!is_sink) return k <= OpPattern::Injective;  // parallel branches may be injective
+        return k <= OpPattern::CommReduce || k == OpPattern::OutEWiseFusable;
+      };
+      if (check_path(&n, sink, ok)) commit(&n, sink);
+    } else if (kind == OpPattern::Injective) {
+      if (phase != 1) return;
+      if (check_path(&n, sink, [](OpPattern k, bool) { return k <= OpPattern::Injective; })) commit(&n, sink);
+    }
+  }
+
+  std::vector<GraphNode> nodes_;
+  std::unordered_map<const ExprNode*, size_t> index_;
+};
+
+// Replaces each multi-op group by a call of a primitive function over its external inputs.
+class GroupOutliner : public ExprMutator {
+ public:
+  explicit GroupOutliner(Partitioner& p) : partition_(p), groups_(p.groups()) {}
+
+ protected:
+  Expr rewrite(const Expr& original, const Expr& node) override {
+    const auto* call = original.as<CallNode>();
+    if (!call || !call->op_def()) return node;
+    GraphNode& gn = partition_.node(original);
+    if (gn.root() != &gn) return node;  // an inner member: used only inside its group
+    const auto& members = groups_.at(&gn);
+    if (members.size() < 2) return node;
+    std::unordered_set<const ExprNode*> inside;
+    for (const GraphNode* m : members) inside.insert(m->expr.get());
+    std::vector<Var> params;
+    std::vector<Expr> args;
+    std::unordered_map<const ExprNode*, Expr> local;
+    for (const GraphNode* m : members) {
+      const auto* mc = m->expr.as<CallNode>();
+      std::vector<Expr> margs;
+      for (const auto& a : mc->args) {
+        if (inside.count(a.get())) {
+          margs.push_back(local.at(a.get()));
+          continue;
+        }
+        auto it = local.find(a.get());
+        if (it == local.end()) {
+          Var p("p" + std::to_string(params.size()), a->checked_type);
+          params.push_back(p);
+          args.push_back(rewritten(a));
+          it = local.emplace(a.get(), Expr(p)).first;
+        }
+        margs.push_back(it->second);
+      }
+      auto* copy = new CallNode(mc->op, margs, mc->attrs);
+      copy->origin = mc->origin;
+      local[m->expr.get()] = Expr(copy);
+    }
+    Function fn = function(params, local.at(original.get()), Attrs{{"primitive", int64_t(1)}});
+    Expr result = call_function(fn, args);
+    infer_type(result);
+    return result;
+  }
+
+ private:
+  Partitioner& partition_;
+  std::unordered_map<const GraphNode*, std::vector<GraphNode*>> groups_;
+};
+
+Function fuse(const Function& f) {
+  infer_type(Expr(f));
+  Partitioner p(f->body);
+  p.run();
+  Expr body = GroupOutliner(p).mutate(f->body);
+  if (body.same_as(f->body)) return f;
+  return function(f->params, body, f->attrs);
+}
+
+}  // namespace
+
+Pass fuse_ops_pass() {
+  return {"FuseOps", 1, {"InferType"}, [](const Module& m, PassContext&) {
+    Module out;
+    for (const auto& [name, f] : m.functions()) out.add(name, fuse(f));
+    return out;
+  }};
+}
+
+}  // namespace tessera::relay_ir

@@ -1,0 +1,14 @@
+#include "relay_ir/transforms/passes.h"
+
+namespace tessera::relay_ir {
+
+std::vector<Pass> standard_passes() {
+  return {
+      infer_type_pass(),
+      fold_constant_pass(),
+      eliminate_common_subexpr_pass(),
+      fuse_ops_pass(),
+  };
+}
+
+}  // namespace tessera::relay_ir
