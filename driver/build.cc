@@ -1,6 +1,7 @@
 #include "driver/build.h"
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "driver/lower_call.h"
 #include "driver/memory_plan.h"
@@ -31,7 +32,13 @@ class PlanBuilder {
       ids_[main->params[i].get()] = {add_tensor(Info::Input, main->params[i]->name, t, static_cast<int>(i))};
       plan_.inputs.push_back(ids_[main->params[i].get()][0]);
     }
-    for (const Expr& e : post_order(main->body)) visit(e);
+    // The insides of fused functions are compiled with their calls, not walked here.
+    std::unordered_set<const ExprNode*> inner;
+    for (const Expr& e : post_order(main->body))
+      if (const auto* f = e.as<FunctionNode>())
+        for (const Expr& x : post_order(Expr(f))) inner.insert(x.get());
+    for (const Expr& e : post_order(main->body))
+      if (!inner.count(e.get())) visit(e);
     mark_outputs(ids_.at(main->body.get()));
     plan_memory(plan_);
     std::vector<tensor_ir::LoweredFunc> funcs;

@@ -22,13 +22,19 @@ TEST(Build, RunsAChainOfOps) {
   Expr bias = constant(filled({3}, -3));
   Expr y = call("relu", {call("add", {x, bias})});
   Module m(function({x}, y));
-  BuildResult r = build(m, targets::Target::parse("llvm"));
-  auto out = r.executor->run({filled({2, 3}, 0)});
-  ASSERT_EQ(out.size(), 1u);
-  // x + bias = [0-3, 1-2, 2-1, 3-3, 4-2, 5-1] -> relu
-  std::vector<float> expected{0, 0, 1, 0, 2, 4};
-  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out[0].data_as<float>()[i], expected[i]);
-  EXPECT_EQ(r.kernels.size(), 2u);
+  for (int opt_level : {0, 2}) {
+    BuildOptions options;
+    options.opt_level = opt_level;
+    BuildResult r = build(m, targets::Target::parse("llvm"), options);
+    auto out = r.executor->run({filled({2, 3}, 0)});
+    ASSERT_EQ(out.size(), 1u);
+    // x + bias = [0-3, 1-2, 2-1, 3-3, 4-2, 5-1] -> relu
+    std::vector<float> expected{0, 0, 1, 0, 2, 4};
+    for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out[0].data_as<float>()[i], expected[i]);
+    // Level 2 fuses the bias add and the relu into one kernel.
+    ASSERT_EQ(r.kernels.size(), opt_level == 0 ? 2u : 1u);
+    if (opt_level == 2) EXPECT_EQ(r.kernels[0].op, "fused_add_relu");
+  }
 }
 
 TEST(Build, IdenticalCallsShareAKernelAndTuplesFlatten) {
@@ -37,7 +43,9 @@ TEST(Build, IdenticalCallsShareAKernelAndTuplesFlatten) {
   Expr b = call("relu", {call("add", {a, a})});
   Expr c = call("relu", {call("add", {b, x})});
   Module m(function({x}, tuple({c, tuple_get(tuple({a, b}), 1), x})));
-  BuildResult r = build(m, targets::Target::parse("llvm"));
+  BuildOptions unfused;
+  unfused.opt_level = 0;
+  BuildResult r = build(m, targets::Target::parse("llvm"), unfused);
   EXPECT_EQ(r.kernels.size(), 2u);  // one relu kernel, one add kernel
   EXPECT_EQ(r.kernels[0].calls, 3);
   NDArray in = filled({4}, -1);
