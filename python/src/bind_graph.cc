@@ -8,6 +8,9 @@
 #include "driver/evaluate.h"
 #include "frontend/onnx/importer.h"
 #include "python/src/bindings.h"
+#include "relay_ir/parser.h"
+#include "relay_ir/printer.h"
+#include "relay_ir/structural.h"
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/error.h"
 
@@ -117,7 +120,16 @@ void bind_graph(py::module_& m) {
       })
       .def_property_readonly("output_type", [](const relay_ir::Module& mod) {
         return relay_ir::to_string(relay_ir::infer_type(relay_ir::Expr(mod.main()->body)));
-      });
+      })
+      .def("__str__", [](const relay_ir::Module& mod) { return relay_ir::to_text(mod); })
+      .def("text", [](const relay_ir::Module& mod, bool show_types, int64_t max_constant_elements) {
+        relay_ir::PrintOptions o;
+        o.show_types = show_types;
+        o.max_constant_elements = max_constant_elements;
+        return relay_ir::to_text(mod, o);
+      }, py::arg("show_types") = false, py::arg("max_constant_elements") = 16)
+      .def("structurally_equal", [](const relay_ir::Module& a, const relay_ir::Module& b) { return relay_ir::structural_equal(a, b); });
+  m.def("relay_parse", [](const std::string& text) { return relay_ir::parse_module(text); });
 
   m.def("onnx_load", [](const std::string& path, std::map<std::string, std::vector<int64_t>> shapes, py::dict bind) {
     frontend::onnx::ImportOptions options;

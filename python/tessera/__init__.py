@@ -2,9 +2,9 @@
 schedule); compiled kernels run on numpy arrays."""
 from . import _tessera as _t
 from ._tessera import Error, num_threads, empty, Module, Library
-from . import te, onnx
+from . import te, onnx, relay
 
-__all__ = ["Error", "num_threads", "empty", "te", "onnx", "build", "Module", "Library"]
+__all__ = ["Error", "num_threads", "empty", "te", "onnx", "relay", "build", "Module", "Library"]
 
 
 def build(mod, target="llvm", db=None, opt_level=2):
