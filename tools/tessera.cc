@@ -6,12 +6,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 
 #include "driver/build.h"
 #include "driver/evaluate.h"
 #include "frontend/onnx/importer.h"
+#include "relay_ir/dot.h"
 #include "relay_ir/printer.h"
 #include "runtime/error.h"
 #include "runtime/npy.h"
@@ -144,15 +146,21 @@ int cmd_run(const ModelOptions& o, const std::vector<std::string>& inputs, const
   return 0;
 }
 
-int cmd_inspect(const ModelOptions& o) {
+int cmd_inspect(const ModelOptions& o, const std::string& dot) {
   double seconds = 0;
   driver::BuildResult r = compile(o, &seconds);
   std::printf("%s", relay_ir::to_text(r.optimized).c_str());
+  if (!dot.empty()) {
+    std::ofstream out(dot);
+    out << relay_ir::to_dot(r.optimized);
+    if (!out) fail("cannot write ", dot);
+    std::printf("wrote the graph to %s (render: dot -Tsvg %s -o graph.svg)\n", dot.c_str(), dot.c_str());
+  }
   std::printf("\n%zu kernels:\n", r.kernels.size());
   for (const auto& k : r.kernels) std::printf("  %-28s %-22s x%-3d (%s)\n", k.name.c_str(), k.op.c_str(), k.calls, k.signature.c_str());
   const auto& plan = r.executor->plan();
-  std::printf("memory plan: peak %.1f KiB for intermediates, %.1f KiB if each had its own buffer\n", plan.arena_bytes / 1024.0,
-              intermediate_bytes(plan) / 1024.0);
+  std::printf("memory plan: peak %lld bytes for intermediates, %lld bytes if each had its own buffer\n",
+              static_cast<long long>(plan.arena_bytes), static_cast<long long>(intermediate_bytes(plan)));
   return 0;
 }
 
@@ -177,12 +185,14 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--bench", bench, "time this many runs and print latency statistics");
   auto* inspect_cmd = app.add_subcommand("inspect", "print the optimized graph, its kernels and memory plan");
   add_model_options(inspect_cmd, inspect_opts);
+  std::string dot;
+  inspect_cmd->add_option("--dot", dot, "write the optimized graph with its fused groups as Graphviz");
 
   CLI11_PARSE(app, argc, argv);
   try {
     if (*compile_cmd) return cmd_compile(compile_opts, output);
     if (*run_cmd) return cmd_run(run_opts, inputs, output_dir, bench);
-    if (*inspect_cmd) return cmd_inspect(inspect_opts);
+    if (*inspect_cmd) return cmd_inspect(inspect_opts, dot);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
     return 1;
