@@ -2,6 +2,7 @@
 
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
@@ -11,9 +12,14 @@ namespace tessera::relay_ir {
 
 namespace {
 
+// Quotes and backslashes escaped, newlines as Graphviz's \n.
 std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
+    if (c == '\n') {
+      out += "\n";
+      continue;
+    }
     if (c == '"' || c == '\\') out += '\\';
     out += c;
   }
@@ -25,10 +31,15 @@ class DotWriter {
   std::string run(const Function& main) {
     os_ << "digraph tessera {\n  rankdir=TB;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n";
     int group = 0;
+    // Nodes inside fused functions are drawn in their group's cluster, not here.
+    std::unordered_set<const ExprNode*> inner;
+    for (const Expr& e : post_order(main->body))
+      if (const auto* f = e.as<FunctionNode>())
+        for (const Expr& x : post_order(Expr(f))) inner.insert(x.get());
     for (const Expr& e : post_order(main->body)) {
-      if (e.as<FunctionNode>() || e.as<OpNode>()) continue;
+      if (inner.count(e.get()) || e.as<OpNode>()) continue;
       if (const auto* v = e.as<VarNode>()) {
-        node(e, "input " + v->name + "\\n" + to_string(v->checked_type), "shape=ellipse");
+        node(e, "input " + v->name + "\n" + to_string(v->checked_type), "shape=ellipse");
       } else if (e.as<ConstantNode>()) {
         node(e, "constant\\n" + to_string(e->checked_type), "shape=note, fontsize=10");
       } else if (const auto* c = e.as<CallNode>()) {
@@ -36,7 +47,7 @@ class DotWriter {
           fused_call(e, c, f, group++);
           continue;
         }
-        node(e, c->op_def()->name + "\\n" + to_string(e->checked_type), "");
+        node(e, c->op_def()->name + "\n" + to_string(e->checked_type), "");
         for (const auto& a : c->args) edge(a, e);
       } else {
         node(e, e.as<TupleNode>() ? "tuple" : "get " + std::to_string(e.as<TupleGetItemNode>()->index), "shape=point");
@@ -70,7 +81,7 @@ class DotWriter {
       const auto* inner = e.as<CallNode>();
       if (!inner) continue;
       os_ << "  ";
-      node(e, inner->op_def()->name + "\\n" + to_string(e->checked_type), "");
+      node(e, inner->op_def()->name + "\n" + to_string(e->checked_type), "");
     }
     os_ << "  }\n";
     for (const Expr& e : post_order(f->body)) {
