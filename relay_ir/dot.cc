@@ -17,7 +17,7 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '\n') {
-      out += "\n";
+      out += "\\n";
       continue;
     }
     if (c == '"' || c == '\\') out += '\\';
@@ -41,7 +41,7 @@ class DotWriter {
       if (const auto* v = e.as<VarNode>()) {
         node(e, "input " + v->name + "\n" + to_string(v->checked_type), "shape=ellipse");
       } else if (e.as<ConstantNode>()) {
-        node(e, "constant\\n" + to_string(e->checked_type), "shape=note, fontsize=10");
+        node(e, "constant\n" + to_string(e->checked_type), "shape=note, fontsize=10");
       } else if (const auto* c = e.as<CallNode>()) {
         if (const auto* f = c->op.as<FunctionNode>()) {
           fused_call(e, c, f, group++);
