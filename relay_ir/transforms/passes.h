@@ -9,6 +9,8 @@ namespace tessera::relay_ir {
 
 // Merges structurally identical calls and constants.
 Pass eliminate_common_subexpr_pass();
+// Drops structure around live values: projections of tuples built on the spot.
+Pass dead_code_elimination_pass();
 // Replaces calls whose arguments are all constants by their values (ctx.evaluate).
 Pass fold_constant_pass();
 // Groups operators into fused kernels (primitive functions) by pattern kind: injective chains,

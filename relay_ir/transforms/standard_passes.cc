@@ -5,6 +5,7 @@ namespace tessera::relay_ir {
 std::vector<Pass> standard_passes() {
   return {
       infer_type_pass(),
+      dead_code_elimination_pass(),
       fold_constant_pass(),
       eliminate_common_subexpr_pass(),
       fuse_ops_pass(),
