@@ -1,6 +1,7 @@
 // Graph passes on small graphs written in the text format: input and expected output.
 #include <gtest/gtest.h>
 
+#include "relay_ir/functor.h"
 #include "relay_ir/parser.h"
 #include "relay_ir/printer.h"
 #include "relay_ir/structural.h"
