@@ -62,7 +62,8 @@ void check_args(const Schedule& schedule, const std::vector<Tensor>& args) {
 LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, const std::string& name) {
   // The user names tensors as created; stages may have replaced them (cache_write, rfactor).
   std::vector<Tensor> args;
-  for (const auto& t : user_args) args.push_back(t ? schedule[t].op() : t);
+  // A placeholder the computation never reads is still an argument (an unused input).
+  for (const auto& t : user_args) args.push_back(t && !t.as<tensor_ir::PlaceholderOp>() ? schedule[t].op() : t);
   check_args(schedule, args);
   StepLog log(name);
 

@@ -1,15 +1,28 @@
 #include "tensor_ir/op.h"
 
 #include <cmath>
+#include <limits>
 
 #include "runtime/error.h"
 #include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir {
 
+namespace {
+// The int64 an integer constant holds (uint64 as its bit pattern). Doubles beyond int64, such as
+// the max_value() of 64-bit types, saturate rather than overflow the conversion.
+int64_t int_value(DataType t, double v) {
+  if (t.is_uint() && v >= 9223372036854775808.0)
+    return v >= 18446744073709551615.0 ? -1 : static_cast<int64_t>(static_cast<uint64_t>(v));
+  if (v >= 9223372036854775807.0) return std::numeric_limits<int64_t>::max();
+  if (v <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+}  // namespace
+
 Expr make_const(DataType type, double value) {
   DataType scalar = type.element();
-  Expr c = scalar.is_float() ? FloatImm::make(scalar, value) : IntImm::make(scalar, static_cast<int64_t>(value));
+  Expr c = scalar.is_float() ? FloatImm::make(scalar, value) : IntImm::make(scalar, int_value(scalar, value));
   return type.is_vector() ? Broadcast::make(c, type.lanes) : c;
 }
 Expr make_zero(DataType type) { return make_const(type, 0); }

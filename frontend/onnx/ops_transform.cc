@@ -1,8 +1,237 @@
-// Converters of ONNX shape and data-movement operators.
-#include "frontend/onnx/converter.h"
+// Converters of ONNX shape and data-movement operators. Values that set shapes (Reshape's
+// shape, Slice's starts, axes given as inputs, ...) must be constants (or bound inputs).
+#include "frontend/onnx/ops_transform.h"
+
+#include <algorithm>
+
+#include "relay_ir/ops/type_relations.h"
+#include "runtime/error.h"
 
 namespace tessera::frontend::onnx {
 
-void register_transform_converters(ConverterTable& t) {}
+using relay_ir::Attrs;
+using relay_ir::Expr;
+using Exprs = std::vector<Expr>;
+
+namespace {
+
+// Axes given as an attribute before `opset_as_input`, as input `input` from it on; empty when
+// absent.
+std::vector<int64_t> axes_of(const ConvertContext& c, int opset_as_input, size_t input) {
+  if (c.opset() < opset_as_input) return c.attr_ints("axes", {});
+  if (c.has_attr("axes")) c.error("axes is an input from opset " + std::to_string(opset_as_input) + " on, not an attribute");
+  return c.has_input(input) ? c.constant_ints(input, "axes") : std::vector<int64_t>{};
+}
+
+// ONNX Reshape's target: 0 copies the input dimension (unless allowzero), one -1 is inferred.
+std::vector<int64_t> reshape_target(const ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> shape, bool allowzero) {
+  int64_t known = 1, infer = -1;
+  bool zero = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0 && !allowzero) {
+      if (i >= in.size()) c.error("shape entry " + std::to_string(i) + " is 0 (copy the input dimension), but the input has rank " + std::to_string(in.size()));
+      shape[i] = in[i];
+    }
+    if (shape[i] == -1) {
+      if (infer >= 0) c.error("the shape " + runtime::shape_str(shape) + " has more than one -1");
+      infer = static_cast<int64_t>(i);
+    } else if (shape[i] < 0) {
+      c.error("the shape " + runtime::shape_str(shape) + " has the invalid dimension " + std::to_string(shape[i]));
+    } else {
+      zero |= shape[i] == 0;
+      known *= shape[i];
+    }
+  }
+  int64_t numel = 1;
+  for (int64_t d : in) numel *= d;
+  if (infer >= 0) {
+    if (allowzero && zero) c.error("with allowzero=1 the shape cannot hold both 0 and -1");
+    if (known == 0 || numel % known)
+      c.error("cannot infer the -1 of shape " + runtime::shape_str(shape) + " for an input of shape " + runtime::shape_str(in));
+    shape[infer] = numel / known;
+  }
+  return shape;
+}
+
+Exprs convert_reshape(ConvertContext& c) {
+  c.check_attrs({"allowzero"});
+  const auto& in = c.input_type(0).shape;
+  std::vector<int64_t> shape = reshape_target(c, in, c.constant_ints(1, "the target shape"), c.attr_int("allowzero", 0) != 0);
+  return {c.call("reshape", {c.input(0)}, {{"shape", shape}})};
+}
+
+Exprs convert_flatten(ConvertContext& c) {
+  c.check_attrs({"axis"});
+  const auto& in = c.input_type(0).shape;
+  int64_t rank = static_cast<int64_t>(in.size()), axis = c.attr_int("axis", 1);
+  if (axis < -rank || axis > rank) c.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= in[d];
+  return {c.call("reshape", {c.input(0)}, {{"shape", std::vector<int64_t>{outer, inner}}})};
+}
+
+Exprs convert_squeeze(ConvertContext& c) {
+  c.check_attrs({"axes"});
+  return {c.call("squeeze", {c.input(0)}, {{"axes", axes_of(c, 13, 1)}})};
+}
+
+Exprs convert_unsqueeze(ConvertContext& c) {
+  c.check_attrs({"axes"});
+  std::vector<int64_t> axes = axes_of(c, 13, 1);
+  if (axes.empty()) c.error("missing axes");
+  return {c.call("expand_dims", {c.input(0)}, {{"axes", axes}})};
+}
+
+Exprs convert_transpose(ConvertContext& c) {
+  c.check_attrs({"perm"});
+  return {c.call("transpose", {c.input(0)}, {{"perm", c.attr_ints("perm", {})}})};
+}
+
+Exprs convert_expand(ConvertContext& c) {
+  c.check_attrs({});
+  const auto& in = c.input_type(0).shape;
+  std::vector<int64_t> shape = c.constant_ints(1, "the target shape");
+  std::vector<int64_t> out;
+  try {
+    out = relay_ir::broadcast_shapes(in, shape);  // ONNX Expand broadcasts both ways
+  } catch (const Error& e) {
+    c.error(e.what());
+  }
+  return {c.call("broadcast_to", {c.input(0)}, {{"shape", out}})};
+}
+
+Exprs convert_tile(ConvertContext& c) {
+  c.check_attrs({});
+  return {c.call("tile", {c.input(0)}, {{"repeats", c.constant_ints(1, "repeats")}})};
+}
+
+Exprs convert_concat(ConvertContext& c) {
+  c.check_attrs({"axis"});
+  Exprs inputs;
+  for (size_t i = 0; i < c.num_inputs(); ++i) inputs.push_back(c.input(i));
+  return {c.call("concat", inputs, {{"axis", c.attr_int("axis")}})};
+}
+
+Exprs convert_split(ConvertContext& c) {
+  c.check_attrs({"axis", "split"});
+  const auto& in = c.input_type(0).shape;
+  int64_t axis = c.attr_int("axis", 0), rank = static_cast<int64_t>(in.size());
+  if (axis < -rank || axis >= rank) c.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  int64_t dim = in[axis < 0 ? axis + rank : axis], parts = c.node().output_size();
+  std::vector<int64_t> sizes;
+  if (c.opset() < 13) {
+    sizes = c.attr_ints("split", {});
+  } else {
+    if (c.has_attr("split")) c.error("split is an input from opset 13 on, not an attribute");
+    if (c.has_input(1)) sizes = c.constant_ints(1, "split sizes");
+  }
+  if (sizes.empty()) {
+    // Equal parts; when the size does not divide, every part but the last is rounded up.
+    int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::clamp<int64_t>(dim - i * chunk, 0, chunk));
+  }
+  if (static_cast<int64_t>(sizes.size()) != parts)
+    c.error(std::to_string(sizes.size()) + " split sizes for " + std::to_string(parts) + " outputs");
+  Expr s = c.call("split", {c.input(0)}, {{"axis", axis}, {"sizes", sizes}});
+  Exprs outs;
+  for (int64_t i = 0; i < parts; ++i) outs.push_back(relay_ir::tuple_get(s, i));
+  return outs;
+}
+
+Exprs convert_slice(ConvertContext& c) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (c.opset() < 10) {
+    c.check_attrs({"starts", "ends", "axes"});
+    if (!c.has_attr("starts") || !c.has_attr("ends")) c.error("missing starts or ends attribute");
+    starts = c.attr_ints("starts", {});
+    ends = c.attr_ints("ends", {});
+    axes = c.attr_ints("axes", {});
+  } else {
+    c.check_attrs({});
+    starts = c.constant_ints(1, "starts");
+    ends = c.constant_ints(2, "ends");
+    if (c.has_input(3)) axes = c.constant_ints(3, "axes");
+    if (c.has_input(4)) steps = c.constant_ints(4, "steps");
+  }
+  return {c.call("slice", {c.input(0)}, {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}})};
+}
+
+Exprs convert_pad(ConvertContext& c) {
+  std::string mode = c.attr_string("mode", "constant");
+  std::vector<int64_t> pads;
+  double value = 0;
+  if (c.opset() < 11) {
+    c.check_attrs({"mode", "pads", "value"});
+    if (!c.has_attr("pads")) c.error("missing pads attribute");
+    pads = c.attr_ints("pads", {});
+    value = c.attr_float("value", 0);
+  } else {
+    c.check_attrs({"mode"});
+    if (c.has_input(3)) c.error("the axes input (opset 18) is not supported");
+    pads = c.constant_ints(1, "pads");
+    if (c.has_input(2)) value = constant_scalar(c, 2, "constant_value");
+  }
+  return {c.call("pad", {c.input(0)}, {{"pads", pads}, {"mode", mode}, {"value", value}})};
+}
+
+Exprs convert_depth_to_space(ConvertContext& c) {
+  c.check_attrs({"blocksize", "mode"});
+  return {c.call("depth_to_space", {c.input(0)}, {{"blocksize", c.attr_int("blocksize")}, {"mode", c.attr_string("mode", "DCR")}})};
+}
+
+Exprs convert_space_to_depth(ConvertContext& c) {
+  c.check_attrs({"blocksize"});
+  return {c.call("space_to_depth", {c.input(0)}, {{"blocksize", c.attr_int("blocksize")}})};
+}
+
+Exprs convert_trilu(ConvertContext& c) {
+  c.check_attrs({"upper"});
+  int64_t k = 0;
+  if (c.has_input(1)) {
+    std::vector<int64_t> ks = c.constant_ints(1, "k");
+    if (ks.size() != 1) c.error("k must hold one value, got " + std::to_string(ks.size()));
+    k = ks[0];
+  }
+  return {c.call("trilu", {c.input(0)}, {{"upper", c.attr_int("upper", 1)}, {"k", k}})};
+}
+
+Exprs convert_one_hot(ConvertContext& c) {
+  c.check_attrs({"axis"});
+  double depth = constant_scalar(c, 1, "depth");
+  if (depth < 0 || depth != static_cast<double>(static_cast<int64_t>(depth)))
+    c.error("depth must be a non-negative integer, got " + std::to_string(depth));
+  return {c.call("one_hot", {c.input(0), c.input(2)}, {{"depth", static_cast<int64_t>(depth)}, {"axis", c.attr_int("axis", -1)}})};
+}
+
+Exprs convert_reverse_sequence(ConvertContext& c) {
+  c.check_attrs({"batch_axis", "time_axis"});
+  return {c.call("reverse_sequence", {c.input(0), c.input(1)},
+                 {{"batch_axis", c.attr_int("batch_axis", 1)}, {"time_axis", c.attr_int("time_axis", 0)}})};
+}
+
+}  // namespace
+
+void register_transform_converters(ConverterTable& t) {
+  t.add("Reshape", convert_reshape);
+  t.add("Flatten", convert_flatten);
+  t.add("Squeeze", convert_squeeze);
+  t.add("Unsqueeze", convert_unsqueeze);
+  t.add("Transpose", convert_transpose);
+  t.add("Expand", convert_expand);
+  t.add("Tile", convert_tile);
+  t.add("Concat", convert_concat);
+  t.add("Split", convert_split);
+  t.add("Slice", convert_slice);
+  t.add("Pad", convert_pad);
+  t.add("DepthToSpace", convert_depth_to_space);
+  t.add("SpaceToDepth", convert_space_to_depth);
+  t.add("Trilu", convert_trilu);
+  t.add("OneHot", convert_one_hot);
+  t.add("ReverseSequence", convert_reverse_sequence);
+  register_transform_const_converters(t);
+  register_transform_index_converters(t);
+  register_transform_resize_converters(t);
+}
 
 }  // namespace tessera::frontend::onnx

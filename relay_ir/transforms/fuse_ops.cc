@@ -231,8 +231,9 @@ class GroupOutliner : public ExprMutator {
     if (!call || !call->op_def()) return node;
     GraphNode& gn = partition_.node(original);
     if (gn.root() != &gn) return node;  // an inner member: used only inside its group
-    const auto& members = groups_.at(&gn);
-    if (members.size() < 2) return node;
+    auto group = groups_.find(&gn);  // an opaque op alone is in no group
+    if (group == groups_.end() || group->second.size() < 2) return node;
+    const auto& members = group->second;
     std::unordered_set<const ExprNode*> inside;
     for (const GraphNode* m : members) inside.insert(m->expr.get());
     std::vector<Var> params;

@@ -1,0 +1,205 @@
+// Converters of ONNX operators whose output is known at import time: Constant, Shape, Size,
+// ConstantOfShape, Range, EyeLike. They become graph constants (shapes are static).
+#include <cmath>
+#include <cstring>
+
+#include "frontend/onnx/ops_transform.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "runtime/error.h"
+
+namespace tessera::frontend::onnx {
+
+using relay_ir::Expr;
+using runtime::DataType;
+using runtime::NDArray;
+using Exprs = std::vector<Expr>;
+
+namespace {
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu, bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent == 0) {
+    float f = std::ldexp(static_cast<float>(mantissa), -24);  // subnormal (or zero)
+    return sign ? -f : f;
+  } else {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Round to nearest even, with overflow to infinity and gradual underflow.
+uint16_t float_to_half(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  uint32_t abs = bits & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0);  // inf, NaN
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds above the largest half
+  if (abs < 0x38800000u) {  // subnormal half: round abs * 2^24 to an integer
+    float scaled = std::nearbyint(std::ldexp(std::fabs(f), 24));
+    return sign | static_cast<uint16_t>(scaled);
+  }
+  uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
+  return sign | static_cast<uint16_t>((rounded - 0x38000000u) >> 13);
+}
+
+Expr constant(NDArray a) { return relay_ir::constant(std::move(a)); }
+
+NDArray int64_array(const std::vector<int64_t>& values, bool scalar = false) {
+  NDArray a = NDArray::empty(scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(values.size())}, runtime::kInt64);
+  std::copy(values.begin(), values.end(), a.data_as<int64_t>());
+  return a;
+}
+
+Exprs convert_constant(ConvertContext& c) {
+  c.check_attrs({"value", "value_float", "value_floats", "value_int", "value_ints", "sparse_value", "value_string", "value_strings"});
+  if (c.node().attribute_size() != 1) c.error("exactly one value attribute must be given");
+  if (c.has_attr("sparse_value")) c.error("sparse_value (a sparse tensor) is not supported");
+  if (c.has_attr("value_string") || c.has_attr("value_strings")) c.error("string tensors are not supported");
+  if (c.has_attr("value")) return {constant(c.attr_tensor("value"))};
+  if (c.has_attr("value_int")) return {constant(int64_array({c.attr_int("value_int")}, true))};
+  if (c.has_attr("value_ints")) return {constant(int64_array(c.attr_ints("value_ints", {})))};
+  std::vector<float> floats = c.has_attr("value_float") ? std::vector<float>{c.attr_float("value_float", 0)} : c.attr_floats("value_floats", {});
+  NDArray a = NDArray::empty(c.has_attr("value_float") ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(floats.size())},
+                             runtime::kFloat32);
+  std::copy(floats.begin(), floats.end(), a.data_as<float>());
+  return {constant(a)};
+}
+
+Exprs convert_shape(ConvertContext& c) {
+  c.check_attrs({"start", "end"});
+  const auto& shape = c.input_type(0).shape;
+  int64_t rank = static_cast<int64_t>(shape.size());
+  // Opset 15's start/end: negative ones count from the end; both are clamped to [0, rank].
+  auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  int64_t start = clamp(c.attr_int("start", 0)), end = clamp(c.attr_int("end", rank));
+  std::vector<int64_t> dims;
+  for (int64_t d = start; d < end; ++d) dims.push_back(shape[d]);
+  return {constant(int64_array(dims))};
+}
+
+Exprs convert_size(ConvertContext& c) {
+  c.check_attrs({});
+  return {constant(int64_array({c.input_type(0).numel()}, true))};
+}
+
+Exprs convert_constant_of_shape(ConvertContext& c) {
+  c.check_attrs({"value"});
+  std::vector<int64_t> shape = c.constant_ints(0, "the shape");
+  for (int64_t d : shape)
+    if (d < 0) c.error("the shape " + runtime::shape_str(shape) + " has a negative dimension");
+  NDArray value;
+  if (c.has_attr("value")) {
+    value = c.attr_tensor("value");
+    if (value.numel() != 1) c.error("value must hold one element, got " + std::to_string(value.numel()));
+  } else {
+    value = NDArray::empty({1}, runtime::kFloat32);
+  }
+  NDArray out = NDArray::empty(shape, value.dtype());
+  size_t bytes = value.dtype().element_bytes();
+  auto* dst = static_cast<char*>(out.data());
+  for (int64_t i = 0; i < out.numel(); ++i) std::memcpy(dst + i * bytes, value.data(), bytes);
+  return {constant(out)};
+}
+
+Exprs convert_range(ConvertContext& c) {
+  c.check_attrs({});
+  NDArray start = c.constant_input(0, "start"), limit = c.constant_input(1, "limit"), delta = c.constant_input(2, "delta");
+  DataType t = start.dtype();
+  if (limit.dtype() != t || delta.dtype() != t) c.error("start, limit and delta must have one dtype");
+  for (const NDArray* a : {&start, &limit, &delta})
+    if (a->numel() != 1) c.error("start, limit and delta must be scalars");
+  NDArray out;
+  if (t.is_integer()) {
+    // Exact integer arithmetic: doubles would round int64 values above 2^53.
+    auto get = [&](const NDArray& a) -> int64_t {
+      switch (t.bits) {
+        case 16: return *a.data_as<int16_t>();
+        case 32: return *a.data_as<int32_t>();
+        case 64: return *a.data_as<int64_t>();
+        default: c.error("unsupported dtype " + t.str());
+      }
+    };
+    int64_t s = get(start), l = get(limit), d = get(delta);
+    if (d == 0) c.error("delta is 0");
+    __int128 span = static_cast<__int128>(l) - s;
+    __int128 n = d > 0 ? (span > 0 ? (span + d - 1) / d : 0) : (span < 0 ? (span + d + 1) / d : 0);
+    if (n > 1000000000) c.error("the range has too many elements");
+    out = NDArray::empty({static_cast<int64_t>(n)}, t);
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      int64_t v = s + i * d;
+      std::memcpy(static_cast<char*>(out.data()) + i * (t.bits / 8), &v, t.bits / 8);  // little-endian truncation
+    }
+  } else {
+    double s = element_as_double(start, 0), l = element_as_double(limit, 0), d = element_as_double(delta, 0);
+    if (d == 0) c.error("delta is 0");
+    double n = std::max(std::ceil((l - s) / d), 0.0);
+    if (!std::isfinite(n) || n > 1e9) c.error("the range has too many elements (" + std::to_string(n) + ")");
+    out = NDArray::empty({static_cast<int64_t>(n)}, t);
+    for (int64_t i = 0; i < out.numel(); ++i) store_element(out, i, s + static_cast<double>(i) * d);
+  }
+  return {constant(out)};
+}
+
+Exprs convert_eye_like(ConvertContext& c) {
+  c.check_attrs({"dtype", "k"});
+  const auto& in = c.input_type(0);
+  if (in.shape.size() != 2) c.error("the input must be 2-D, got shape " + runtime::shape_str(in.shape));
+  DataType t = c.has_attr("dtype") ? dtype_from_onnx(static_cast<int>(c.attr_int("dtype")), c.where() + " dtype") : in.dtype;
+  int64_t k = c.attr_int("k", 0), rows = in.shape[0], cols = in.shape[1];
+  NDArray out = NDArray::empty(in.shape, t);  // zero-filled
+  for (int64_t i = 0; i < rows; ++i)
+    if (i + k >= 0 && i + k < cols) store_element(out, i * cols + i + k, 1);
+  return {constant(out)};
+}
+
+}  // namespace
+
+double element_as_double(const NDArray& a, int64_t i) {
+  DataType t = a.dtype();
+  const void* p = static_cast<const char*>(a.data()) + i * t.element_bytes();
+  auto get = [p](auto tag) { return static_cast<double>(*static_cast<const decltype(tag)*>(p)); };
+  if (t.is_bool()) return get(uint8_t{}) != 0;
+  if (t.is_float()) return t.bits == 16 ? half_to_float(*static_cast<const uint16_t*>(p)) : t.bits == 32 ? get(float{}) : get(double{});
+  switch (t.bits) {
+    case 8: return t.is_int() ? get(int8_t{}) : get(uint8_t{});
+    case 16: return t.is_int() ? get(int16_t{}) : get(uint16_t{});
+    case 32: return t.is_int() ? get(int32_t{}) : get(uint32_t{});
+    default: return t.is_int() ? get(int64_t{}) : get(uint64_t{});
+  }
+}
+
+void store_element(const NDArray& a, int64_t i, double v) {
+  DataType t = a.dtype();
+  void* p = static_cast<char*>(a.data()) + i * t.element_bytes();
+  auto put = [p](auto value) { std::memcpy(p, &value, sizeof(value)); };
+  if (t.is_bool()) return put(static_cast<uint8_t>(v != 0));
+  if (t.is_float()) return t.bits == 16 ? put(float_to_half(static_cast<float>(v))) : t.bits == 32 ? put(static_cast<float>(v)) : put(v);
+  switch (t.bits) {
+    case 8: return t.is_int() ? put(static_cast<int8_t>(v)) : put(static_cast<uint8_t>(v));
+    case 16: return t.is_int() ? put(static_cast<int16_t>(v)) : put(static_cast<uint16_t>(v));
+    case 32: return t.is_int() ? put(static_cast<int32_t>(v)) : put(static_cast<uint32_t>(v));
+    default: return t.is_int() ? put(static_cast<int64_t>(v)) : put(static_cast<uint64_t>(v));
+  }
+}
+
+double constant_scalar(const ConvertContext& c, size_t input, const std::string& what) {
+  NDArray a = c.constant_input(input, what);
+  if (a.numel() != 1) c.error(what + " must hold one value, got " + std::to_string(a.numel()));
+  return element_as_double(a, 0);
+}
+
+void register_transform_const_converters(ConverterTable& t) {
+  t.add("Constant", convert_constant);
+  t.add("Shape", convert_shape);
+  t.add("Size", convert_size);
+  t.add("ConstantOfShape", convert_constant_of_shape);
+  t.add("Range", convert_range);
+  t.add("EyeLike", convert_eye_like);
+}
+
+}  // namespace tessera::frontend::onnx

@@ -1,0 +1,114 @@
+// Converters of ONNX Resize (opsets 10, 11, 13), Upsample (7, 9) and TopK. Scales, sizes,
+// roi and k must be constants (or bound inputs): they set output shapes.
+#include <cmath>
+
+#include "frontend/onnx/ops_transform.h"
+
+namespace tessera::frontend::onnx {
+
+using relay_ir::Attrs;
+using relay_ir::Expr;
+using Exprs = std::vector<Expr>;
+
+namespace {
+
+std::vector<double> constant_floats(const ConvertContext& c, size_t input, const std::string& what) {
+  runtime::NDArray a = c.constant_input(input, what);
+  std::vector<double> out;
+  for (int64_t i = 0; i < a.numel(); ++i) out.push_back(element_as_double(a, i));
+  return out;
+}
+
+// Output sizes from scales, as ONNX's reference: floor(input size * scale).
+std::vector<int64_t> sizes_from_scales(const ConvertContext& c, const std::vector<int64_t>& in, const std::vector<double>& scales) {
+  if (scales.size() != in.size())
+    c.error(std::to_string(scales.size()) + " scales for an input of rank " + std::to_string(in.size()));
+  std::vector<int64_t> sizes;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (!(scales[d] > 0) || !std::isfinite(scales[d])) c.error("scale " + std::to_string(scales[d]) + " is not a positive number");
+    sizes.push_back(static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * scales[d])));
+  }
+  return sizes;
+}
+
+// Resize 10 and Upsample: asymmetric coordinates, nearest rounds down.
+Expr resize_v10(const ConvertContext& c, const std::vector<double>& scales) {
+  std::string mode = c.attr_string("mode", "nearest");
+  if (mode != "nearest" && mode != "linear") c.error("mode '" + mode + "' is not supported (nearest, linear)");
+  const auto& in = c.input_type(0).shape;
+  Attrs attrs{{"sizes", sizes_from_scales(c, in, scales)}, {"scales", scales}, {"mode", mode},
+              {"coordinate_transformation_mode", std::string("asymmetric")}, {"nearest_mode", std::string("floor")}};
+  return c.call("resize", {c.input(0)}, attrs);
+}
+
+Exprs convert_resize(ConvertContext& c) {
+  if (c.opset() < 11) {
+    c.check_attrs({"mode"});
+    return {resize_v10(c, constant_floats(c, 1, "scales"))};
+  }
+  c.check_attrs({"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "nearest_mode"});
+  const auto& in = c.input_type(0).shape;
+  std::string coordinates = c.attr_string("coordinate_transformation_mode", "half_pixel");
+  if (coordinates == "tf_half_pixel_for_nn" && c.opset() >= 13) c.error("tf_half_pixel_for_nn was removed in opset 13");
+  // An empty scales/sizes tensor stands for an absent one (opset 11 requires scales as input).
+  std::vector<double> scales;
+  std::vector<int64_t> sizes;
+  if (c.has_input(2)) scales = constant_floats(c, 2, "scales");
+  if (c.has_input(3)) sizes = c.constant_ints(3, "sizes");
+  if (scales.empty() == sizes.empty()) c.error("exactly one of scales and sizes must be given");
+  if (sizes.empty()) sizes = sizes_from_scales(c, in, scales);
+  else if (sizes.size() != in.size()) c.error(std::to_string(sizes.size()) + " sizes for an input of rank " + std::to_string(in.size()));
+  std::vector<double> roi;
+  if (coordinates == "tf_crop_and_resize") {
+    if (!c.has_input(1)) c.error("tf_crop_and_resize needs the roi input");
+    roi = constant_floats(c, 1, "roi");
+  }
+  Attrs attrs{{"sizes", sizes},
+              {"scales", scales},
+              {"roi", roi},
+              {"mode", c.attr_string("mode", "nearest")},
+              {"coordinate_transformation_mode", coordinates},
+              {"nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor")},
+              {"cubic_coeff_a", static_cast<double>(c.attr_float("cubic_coeff_a", -0.75f))},
+              {"exclude_outside", c.attr_int("exclude_outside", 0)},
+              {"extrapolation_value", static_cast<double>(c.attr_float("extrapolation_value", 0))}};
+  return {c.call("resize", {c.input(0)}, attrs)};
+}
+
+Exprs convert_upsample(ConvertContext& c) {
+  if (c.opset() < 9) {
+    c.check_attrs({"mode", "scales"});
+    if (!c.has_attr("scales")) c.error("missing scales attribute");
+    std::vector<double> scales;
+    for (float s : c.attr_floats("scales", {})) scales.push_back(s);
+    return {resize_v10(c, scales)};
+  }
+  c.check_attrs({"mode"});
+  return {resize_v10(c, constant_floats(c, 1, "scales"))};
+}
+
+Exprs convert_topk(ConvertContext& c) {
+  int64_t k;
+  if (c.opset() < 10) {
+    c.check_attrs({"axis", "k"});
+    k = c.attr_int("k");
+  } else {
+    c.check_attrs({"axis", "largest", "sorted"});
+    std::vector<int64_t> ks = c.constant_ints(1, "k");
+    if (ks.size() != 1) c.error("k must hold one value, got " + std::to_string(ks.size()));
+    k = ks[0];
+  }
+  // Results always come sorted, which is also a valid answer for sorted=0.
+  Expr t = c.call("topk", {c.input(0)}, {{"k", k}, {"axis", c.attr_int("axis", -1)}, {"largest", c.attr_int("largest", 1)}});
+  return {relay_ir::tuple_get(t, 0), relay_ir::tuple_get(t, 1)};
+}
+
+}  // namespace
+
+void register_transform_resize_converters(ConverterTable& t) {
+  t.add("Resize", convert_resize);
+  t.add("Upsample", convert_upsample);
+  t.add("TopK", convert_topk);
+}
+
+}  // namespace tessera::frontend::onnx

@@ -1,0 +1,44 @@
+// Compute definitions of the shape and data-movement operators (reshape, transpose, concat,
+// slice, pad, ...), usable on their own from the DSL. Each output element reads a few input
+// elements; the computes are tagged "transform" (rows: vectorized innermost axis, parallel
+// outer axes) or "transpose" (square tiles), the templates of schedule/templates/transform.cc.
+// Shapes are checked by transform_shape.h.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "tensor_ir/ops/transform_shape.h"
+#include "tensor_ir/tensor.h"
+
+namespace tessera::tensor_ir::ops {
+
+// `shape` is the full output shape (same element count, row-major order kept).
+Tensor reshape(const Tensor& x, const Shape& shape);
+// out.shape[i] = x.shape[perm[i]]; an empty perm reverses the axes.
+Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm);
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+std::vector<Tensor> split(const Tensor& x, int64_t axis, const std::vector<int64_t>& sizes);
+// Removes size-1 dimensions `axes` (all of them when empty).
+Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes);
+// Inserts size-1 dimensions at `axes` of the output (ONNX Unsqueeze).
+Tensor expand_dims(const Tensor& x, const std::vector<int64_t>& axes);
+// numpy broadcasting of x to `shape`.
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats);
+// ONNX Slice semantics (see slice_dims).
+Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+             const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
+// pads: begins of every dimension, then ends; `value` fills constant padding.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, double value);
+// DCR (depth-column-row) or CRD ordering of the channels, as ONNX DepthToSpace's `mode`.
+Tensor depth_to_space(const Tensor& x, int64_t blocksize, bool crd);
+Tensor space_to_depth(const Tensor& x, int64_t blocksize);
+// Keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes, zeros the rest.
+Tensor trilu(const Tensor& x, bool upper, int64_t k);
+// out has `depth` inserted at `axis`: values[1] where the (wrapped) index equals the position,
+// values[0] elsewhere. Indices outside [-depth, depth) select no position.
+Tensor one_hot(const Tensor& indices, const Tensor& values, int64_t depth, int64_t axis);
+// Reverses the first lengths[b] elements along time_axis of every batch entry b.
+Tensor reverse_sequence(const Tensor& x, const Tensor& lengths, int64_t batch_axis, int64_t time_axis);
+
+}  // namespace tessera::tensor_ir::ops

@@ -1,0 +1,222 @@
+#include "tensor_ir/ops/transform_index.h"
+
+#include "runtime/error.h"
+#include "runtime/ndarray.h"
+#include "tensor_ir/op.h"
+
+namespace tessera::tensor_ir::ops {
+
+namespace {
+
+Shape shape_of(const Tensor& t) {
+  Shape s;
+  for (size_t d = 0; d < t.ndim(); ++d) s.push_back(t->dim(d));
+  return s;
+}
+
+std::vector<Expr> exprs(const Shape& s) { return std::vector<Expr>(s.begin(), s.end()); }
+std::vector<Expr> vars(const std::vector<Var>& v) { return std::vector<Expr>(v.begin(), v.end()); }
+
+void check_indices(const char* op, const Tensor& indices) {
+  if (!indices.dtype().is_integer()) fail(op, ": indices must be integers, got ", indices.dtype().str());
+}
+
+Tensor copy_of(const Tensor& data, const char* name) {
+  return compute(data->shape, [&](const std::vector<Var>& o) { return data(vars(o)); }, name, "transform");
+}
+
+// `value` where `condition` holds, else the identity of the reduction: a select rather than a
+// reduction condition, so that the reduction vectorizes.
+Expr masked(ReduceKind kind, const Expr& condition, const Expr& value) {
+  return select(condition, value, reduce_identity(kind, value.type()));
+}
+
+Expr all_of(const std::vector<Expr>& conditions) {
+  Expr c;
+  for (const auto& x : conditions) c = c ? logical_and(c, x) : x;
+  return c ? c : const_true();
+}
+
+// Combines data with the reduced updates aimed at each element (add/mul), or with the one
+// update chosen by `source` (replace).
+Tensor combine(const Tensor& data, const Tensor& reduced, ScatterReduction r, const char* name) {
+  return compute(data->shape, [&](const std::vector<Var>& o) {
+    Expr d = data(vars(o)), u = reduced(vars(o));
+    return r == ScatterReduction::Add ? d + u : d * u;
+  }, name, "scatter");
+}
+
+}  // namespace
+
+Expr wrap_and_clamp_index(const Expr& index, int64_t n) {
+  Expr i = cast(kIndexType, index);
+  Expr wrapped = select(i < Expr(0), i + Expr(n), i);
+  return min(max(wrapped, Expr(0)), Expr(n - 1));
+}
+
+Tensor take(const Tensor& data, const Tensor& indices, int64_t axis) {
+  check_indices("take", indices);
+  Shape ds = shape_of(data);
+  Shape out = take_shape(ds, shape_of(indices), axis);
+  int64_t a = normalize_axis(axis, static_cast<int64_t>(ds.size()));
+  size_t ni = indices.ndim();
+  return compute(exprs(out), [&](const std::vector<Var>& o) {
+    if (numel(out) == 0) return make_zero(data.dtype());
+    std::vector<Expr> idx(o.begin(), o.begin() + a);
+    idx.push_back(wrap_and_clamp_index(indices(std::vector<Expr>(o.begin() + a, o.begin() + a + ni)), ds[a]));
+    idx.insert(idx.end(), o.begin() + a + ni, o.end());
+    return data(idx);
+  }, "take", "transform");
+}
+
+Tensor gather_elements(const Tensor& data, const Tensor& indices, int64_t axis) {
+  check_indices("gather_elements", indices);
+  Shape ds = shape_of(data);
+  Shape out = gather_elements_shape(ds, shape_of(indices), axis);
+  int64_t a = normalize_axis(axis, static_cast<int64_t>(ds.size()));
+  return compute(exprs(out), [&](const std::vector<Var>& o) {
+    if (numel(out) == 0) return make_zero(data.dtype());
+    std::vector<Expr> idx = vars(o);
+    idx[a] = wrap_and_clamp_index(indices(vars(o)), ds[a]);
+    return data(idx);
+  }, "gather_elements", "transform");
+}
+
+Tensor gather_nd(const Tensor& data, const Tensor& indices, int64_t batch_dims) {
+  check_indices("gather_nd", indices);
+  Shape ds = shape_of(data), is = shape_of(indices);
+  Shape out = gather_nd_shape(ds, is, batch_dims);
+  size_t rows = is.size() - 1, depth = static_cast<size_t>(is.back()), b = static_cast<size_t>(batch_dims);
+  return compute(exprs(out), [&](const std::vector<Var>& o) {
+    if (numel(out) == 0) return make_zero(data.dtype());
+    std::vector<Expr> idx(o.begin(), o.begin() + b);
+    std::vector<Expr> at(o.begin(), o.begin() + rows);
+    at.push_back(Expr(0));
+    for (size_t j = 0; j < depth; ++j) {
+      at.back() = Expr(static_cast<int64_t>(j));
+      idx.push_back(wrap_and_clamp_index(indices(at), ds[b + j]));
+    }
+    idx.insert(idx.end(), o.begin() + rows, o.end());
+    return data(idx);
+  }, "gather_nd", "transform");
+}
+
+ScatterReduction parse_scatter_reduction(const std::string& name) {
+  if (name == "none") return ScatterReduction::None;
+  if (name == "add") return ScatterReduction::Add;
+  if (name == "mul") return ScatterReduction::Mul;
+  fail("scatter: reduction '", name, "' is not one of none, add, mul");
+}
+
+namespace {
+
+void check_scatter_types(const char* op, const Tensor& data, const Tensor& indices, const Tensor& updates, ScatterReduction r) {
+  check_indices(op, indices);
+  if (updates.dtype() != data.dtype()) fail(op, ": updates are ", updates.dtype().str(), ", data is ", data.dtype().str());
+  if (r != ScatterReduction::None && data.dtype().is_bool()) fail(op, ": reduction add/mul of bool tensors");
+}
+
+}  // namespace
+
+Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates, int64_t axis, ScatterReduction r) {
+  check_scatter_types("scatter_elements", data, indices, updates, r);
+  Shape ds = shape_of(data), is = shape_of(indices);
+  check_scatter_elements(ds, is, shape_of(updates), axis);
+  if (numel(is) == 0) return copy_of(data, "scatter_elements");
+  size_t a = static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(ds.size())));
+  // Coordinates in indices/updates of output element o with `along` on the axis; clamped where
+  // updates are smaller than data so that reads stay in bounds (`match` excludes those points).
+  auto at = [&](const std::vector<Var>& o, const Expr& along) {
+    std::vector<Expr> idx;
+    for (size_t d = 0; d < ds.size(); ++d)
+      idx.push_back(d == a ? along : is[d] == ds[d] ? Expr(o[d]) : min(Expr(o[d]), Expr(is[d] - 1)));
+    return idx;
+  };
+  auto match = [&](const std::vector<Var>& o, const Expr& k) {
+    std::vector<Expr> c{wrap_and_clamp_index(indices(at(o, k)), ds[a]) == o[a]};
+    for (size_t d = 0; d < ds.size(); ++d)
+      if (d != a && is[d] < ds[d]) c.push_back(o[d] < Expr(is[d]));
+    return all_of(c);
+  };
+  if (r == ScatterReduction::None) {
+    Tensor source = compute(exprs(ds), [&](const std::vector<Var>& o) {
+      IterVar k = reduce_axis(Range(Expr(0), Expr(is[a])), "k");
+      return max_reduce(masked(ReduceKind::Max, match(o, k), k.var()), {k});
+    }, "scatter_elements_source", "scatter");
+    return compute(exprs(ds), [&](const std::vector<Var>& o) {
+      Expr s = source(vars(o));
+      return select(s >= Expr(0), updates(at(o, max(s, Expr(0)))), data(vars(o)));
+    }, "scatter_elements", "scatter");
+  }
+  Tensor reduced = compute(exprs(ds), [&](const std::vector<Var>& o) {
+    IterVar k = reduce_axis(Range(Expr(0), Expr(is[a])), "k");
+    Expr u = updates(at(o, k));
+    return r == ScatterReduction::Add ? sum(masked(ReduceKind::Sum, match(o, k), u), {k}) : prod(masked(ReduceKind::Prod, match(o, k), u), {k});
+  }, "scatter_elements_updates", "scatter");
+  return combine(data, reduced, r, "scatter_elements");
+}
+
+Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates, ScatterReduction r) {
+  check_scatter_types("scatter_nd", data, indices, updates, r);
+  Shape ds = shape_of(data), is = shape_of(indices), us = shape_of(updates);
+  check_scatter_nd(ds, is, us);
+  if (numel(us) == 0) return copy_of(data, "scatter_nd");
+  size_t depth = static_cast<size_t>(is.back());
+  Shape rows(is.begin(), is.end() - 1);
+  // Does update row `u` aim at data element `head` (its first `depth` coordinates)?
+  auto match = [&](const std::vector<Expr>& head, const std::vector<Expr>& u) {
+    std::vector<Expr> c;
+    std::vector<Expr> at = u;
+    at.push_back(Expr(0));
+    for (size_t j = 0; j < depth; ++j) {
+      at.back() = Expr(static_cast<int64_t>(j));
+      c.push_back(wrap_and_clamp_index(indices(at), ds[j]) == head[j]);
+    }
+    return all_of(c);
+  };
+  auto row_axes = [&]() {
+    std::vector<IterVar> axes;
+    for (size_t d = 0; d < rows.size(); ++d) axes.push_back(reduce_axis(Range(Expr(0), Expr(rows[d])), "u" + std::to_string(d)));
+    return axes;
+  };
+  auto axis_exprs = [](const std::vector<IterVar>& axes) {
+    std::vector<Expr> e;
+    for (const auto& a : axes) e.push_back(a.var());
+    return e;
+  };
+  if (r == ScatterReduction::None) {
+    // The flat number of the last update row aimed at each head, or negative for none.
+    Shape heads(ds.begin(), ds.begin() + depth);
+    Tensor source = compute(exprs(heads), [&](const std::vector<Var>& h) {
+      std::vector<IterVar> axes = row_axes();
+      Expr flat = Expr(0);
+      for (size_t d = 0; d < axes.size(); ++d) flat = flat * Expr(rows[d]) + axes[d].var();
+      Expr m = match(vars(h), axis_exprs(axes));
+      return axes.empty() ? select(m, Expr(0), Expr(-1)) : max_reduce(masked(ReduceKind::Max, m, flat), axes);
+    }, "scatter_nd_source", "scatter");
+    return compute(exprs(ds), [&](const std::vector<Var>& o) {
+      Expr s = source(std::vector<Expr>(o.begin(), o.begin() + depth));
+      Expr row = max(s, Expr(0));
+      std::vector<Expr> at(rows.size());
+      for (size_t d = rows.size(); d-- > 0;) {
+        at[d] = d == 0 ? row : row % Expr(rows[d]);
+        row = row / Expr(rows[d]);
+      }
+      at.insert(at.end(), o.begin() + depth, o.end());
+      return select(s >= Expr(0), updates(at), data(vars(o)));
+    }, "scatter_nd", "scatter");
+  }
+  Tensor reduced = compute(exprs(ds), [&](const std::vector<Var>& o) {
+    std::vector<IterVar> axes = row_axes();
+    std::vector<Expr> at = axis_exprs(axes);
+    at.insert(at.end(), o.begin() + depth, o.end());
+    Expr m = match(std::vector<Expr>(o.begin(), o.begin() + depth), axis_exprs(axes));
+    Expr u = updates(at);
+    ReduceKind kind = r == ScatterReduction::Add ? ReduceKind::Sum : ReduceKind::Prod;
+    if (axes.empty()) return masked(kind, m, u);
+    return kind == ReduceKind::Sum ? sum(masked(kind, m, u), axes) : prod(masked(kind, m, u), axes);
+  }, "scatter_nd_updates", "scatter");
+  return combine(data, reduced, r, "scatter_nd");
+}
+
+}  // namespace tessera::tensor_ir::ops

@@ -1,0 +1,41 @@
+// Compute definition of resize (ONNX Resize and Upsample): nearest, n-linear and n-cubic
+// interpolation over any set of axes. Each output element maps back to a fractional input
+// coordinate per axis (the coordinate transformation), then reads its neighbours along every
+// resized axis, clamped at the edges, and weighs them. Coordinates are computed in float64 as
+// ONNX's reference does; the weighted sum runs in float32 (float64 for float64 data).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "tensor_ir/ops/transform_shape.h"
+#include "tensor_ir/tensor.h"
+
+namespace tessera::tensor_ir::ops {
+
+enum class ResizeMode { Nearest, Linear, Cubic };
+enum class ResizeCoordinates { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNn, TfCropAndResize };
+enum class ResizeNearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
+
+ResizeMode parse_resize_mode(const std::string& name);
+ResizeCoordinates parse_resize_coordinates(const std::string& name);
+ResizeNearest parse_resize_nearest(const std::string& name);
+
+struct ResizeParams {
+  Shape out_shape;
+  // Per axis: the scale the coordinate transformation divides by (output / input size when
+  // the sizes were given).
+  std::vector<double> scales;
+  std::vector<double> roi;  // tf_crop_and_resize: every axis' start, then every axis' end (fractions)
+  ResizeMode mode = ResizeMode::Nearest;
+  ResizeCoordinates coordinates = ResizeCoordinates::HalfPixel;
+  ResizeNearest nearest = ResizeNearest::RoundPreferFloor;
+  double cubic_coeff_a = -0.75;
+  bool exclude_outside = false;     // cubic: zero the weights of neighbours outside the input
+  double extrapolation_value = 0;   // tf_crop_and_resize: value where the coordinate leaves the input
+};
+
+// Checks the parameters against an input shape (ranks, positive scales, roi length).
+void check_resize(const Shape& in, const ResizeParams& p);
+Tensor resize(const Tensor& x, const ResizeParams& p);
+
+}  // namespace tessera::tensor_ir::ops

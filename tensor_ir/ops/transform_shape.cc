@@ -1,0 +1,287 @@
+#include "tensor_ir/ops/transform_shape.h"
+
+#include <algorithm>
+#include <set>
+
+#include "runtime/error.h"
+#include "runtime/ndarray.h"
+
+namespace tessera::tensor_ir::ops {
+
+using runtime::shape_str;
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const std::string& what) {
+  if (axis < -rank || axis >= rank) fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank, const std::string& what) {
+  std::vector<int64_t> out;
+  std::set<int64_t> seen;
+  for (int64_t a : axes) {
+    int64_t n = normalize_axis(a, rank, what);
+    if (!seen.insert(n).second) fail(what, " repeat axis ", n, " (given ", runtime::shape_str(axes), ")");
+    out.push_back(n);
+  }
+  return out;
+}
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Shape reshape_shape(const Shape& in, const Shape& out) {
+  for (int64_t d : out)
+    if (d < 0) fail("reshape: the target shape ", shape_str(out), " has a negative dimension (give the full static shape)");
+  if (numel(in) != numel(out))
+    fail("reshape: cannot reshape ", shape_str(in), " (", numel(in), " elements) to ", shape_str(out), " (", numel(out), " elements)");
+  return out;
+}
+
+std::vector<int64_t> transpose_perm(const std::vector<int64_t>& perm, int64_t rank) {
+  if (perm.empty()) {
+    std::vector<int64_t> reversed;
+    for (int64_t d = rank - 1; d >= 0; --d) reversed.push_back(d);
+    return reversed;
+  }
+  if (static_cast<int64_t>(perm.size()) != rank)
+    fail("transpose: perm ", shape_str(perm), " has ", perm.size(), " entries for an input of rank ", rank);
+  return normalize_axes(perm, rank, "transpose: perm");
+}
+
+Shape transpose_shape(const Shape& in, const std::vector<int64_t>& perm) {
+  Shape out;
+  for (int64_t p : transpose_perm(perm, static_cast<int64_t>(in.size()))) out.push_back(in[p]);
+  return out;
+}
+
+Shape concat_shape(const std::vector<Shape>& ins, int64_t axis) {
+  if (ins.empty()) fail("concat: no inputs");
+  int64_t rank = static_cast<int64_t>(ins[0].size());
+  if (rank == 0) fail("concat: inputs must have rank >= 1, input 0 is a scalar");
+  int64_t a = normalize_axis(axis, rank, "concat: axis");
+  Shape out = ins[0];
+  for (size_t i = 1; i < ins.size(); ++i) {
+    if (static_cast<int64_t>(ins[i].size()) != rank)
+      fail("concat: input ", i, " has shape ", shape_str(ins[i]), ", input 0 has ", shape_str(ins[0]), " (ranks differ)");
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != a && ins[i][d] != ins[0][d])
+        fail("concat: input ", i, " has shape ", shape_str(ins[i]), ", input 0 has ", shape_str(ins[0]),
+             "; they must agree in every dimension but axis ", a);
+    out[a] += ins[i][a];
+  }
+  return out;
+}
+
+std::vector<Shape> split_shapes(const Shape& in, int64_t axis, const std::vector<int64_t>& sizes) {
+  int64_t a = normalize_axis(axis, static_cast<int64_t>(in.size()), "split: axis");
+  if (sizes.empty()) fail("split: no sizes");
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0) fail("split: negative size in ", shape_str(sizes));
+    total += s;
+  }
+  if (total != in[a]) fail("split: sizes ", shape_str(sizes), " add up to ", total, ", but dimension ", a, " of ", shape_str(in), " is ", in[a]);
+  std::vector<Shape> out;
+  for (int64_t s : sizes) {
+    Shape o = in;
+    o[a] = s;
+    out.push_back(o);
+  }
+  return out;
+}
+
+std::vector<int64_t> squeeze_axes(const Shape& in, const std::vector<int64_t>& axes) {
+  int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> out;
+  if (axes.empty()) {
+    for (int64_t d = 0; d < rank; ++d)
+      if (in[d] == 1) out.push_back(d);
+    return out;
+  }
+  out = normalize_axes(axes, rank, "squeeze: axes");
+  for (int64_t a : out)
+    if (in[a] != 1) fail("squeeze: dimension ", a, " of ", shape_str(in), " is ", in[a], ", not 1");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Shape squeeze_shape(const Shape& in, const std::vector<int64_t>& axes) {
+  std::vector<int64_t> drop = squeeze_axes(in, axes);
+  Shape out;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
+    if (!std::binary_search(drop.begin(), drop.end(), d)) out.push_back(in[d]);
+  return out;
+}
+
+Shape expand_dims_shape(const Shape& in, const std::vector<int64_t>& axes) {
+  int64_t rank = static_cast<int64_t>(in.size() + axes.size());
+  std::vector<int64_t> inserted = normalize_axes(axes, rank, "expand_dims: axes");
+  Shape out;
+  size_t next = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    out.push_back(std::count(inserted.begin(), inserted.end(), d) ? 1 : in[next++]);
+  return out;
+}
+
+void check_broadcast_to(const Shape& in, const Shape& to) {
+  bool ok = in.size() <= to.size();
+  for (size_t i = 0; ok && i < in.size(); ++i) {
+    int64_t x = in[in.size() - 1 - i], y = to[to.size() - 1 - i];
+    ok = x == y || x == 1;
+  }
+  if (!ok) fail("broadcast_to: shape ", shape_str(in), " does not broadcast to ", shape_str(to));
+}
+
+Shape tile_shape(const Shape& in, const std::vector<int64_t>& repeats) {
+  if (repeats.size() != in.size())
+    fail("tile: repeats ", shape_str(repeats), " has ", repeats.size(), " entries for an input of rank ", in.size());
+  Shape out;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (repeats[d] < 0) fail("tile: negative repeat count in ", shape_str(repeats));
+    out.push_back(in[d] * repeats[d]);
+  }
+  return out;
+}
+
+std::vector<SliceDim> slice_dims(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                                 const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+  int64_t rank = static_cast<int64_t>(in.size());
+  if (starts.size() != ends.size()) fail("slice: ", starts.size(), " starts but ", ends.size(), " ends");
+  if (!axes.empty() && axes.size() != starts.size()) fail("slice: ", starts.size(), " starts but ", axes.size(), " axes");
+  if (!steps.empty() && steps.size() != starts.size()) fail("slice: ", starts.size(), " starts but ", steps.size(), " steps");
+  if (axes.empty() && static_cast<int64_t>(starts.size()) > rank)
+    fail("slice: ", starts.size(), " starts for an input of rank ", rank);
+  std::vector<int64_t> ax = axes;
+  if (ax.empty())
+    for (size_t i = 0; i < starts.size(); ++i) ax.push_back(static_cast<int64_t>(i));
+  ax = normalize_axes(ax, rank, "slice: axes");
+  std::vector<SliceDim> out(in.size());
+  for (int64_t d = 0; d < rank; ++d) out[d] = {0, 1, in[d]};
+  for (size_t i = 0; i < ax.size(); ++i) {
+    int64_t dim = in[ax[i]], step = steps.empty() ? 1 : steps[i];
+    if (step == 0) fail("slice: step 0 on axis ", ax[i]);
+    int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
+    int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
+    int64_t length;
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+      length = end > start ? (end - start - 1) / step + 1 : 0;
+    } else {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      length = dim > 0 && start > end ? (start - end - 1) / -step + 1 : 0;
+    }
+    out[ax[i]] = {length > 0 ? start : 0, step, length};
+  }
+  return out;
+}
+
+PadMode parse_pad_mode(const std::string& mode) {
+  if (mode == "constant") return PadMode::Constant;
+  if (mode == "reflect") return PadMode::Reflect;
+  if (mode == "edge") return PadMode::Edge;
+  fail("pad: mode '", mode, "' is not one of constant, reflect, edge");
+}
+
+Shape pad_shape(const Shape& in, const std::vector<int64_t>& pads, PadMode mode) {
+  size_t rank = in.size();
+  if (pads.size() != 2 * rank) fail("pad: pads ", shape_str(pads), " has ", pads.size(), " entries; an input of rank ", rank, " needs ", 2 * rank);
+  Shape out;
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t n = in[d] + pads[d] + pads[d + rank];
+    if (n < 0) fail("pad: pads ", shape_str(pads), " crop dimension ", d, " of ", shape_str(in), " below zero");
+    if (mode != PadMode::Constant && in[d] == 0 && n > 0)
+      fail("pad: ", mode == PadMode::Edge ? "edge" : "reflect", " padding of the empty dimension ", d, " of ", shape_str(in));
+    out.push_back(n);
+  }
+  return out;
+}
+
+Shape depth_to_space_shape(const Shape& in, int64_t b) {
+  if (in.size() != 4) fail("depth_to_space: the input must be 4-D (N, C, H, W), got ", shape_str(in));
+  if (b <= 0) fail("depth_to_space: blocksize ", b, " must be positive");
+  if (in[1] % (b * b)) fail("depth_to_space: channels ", in[1], " are not divisible by blocksize^2 = ", b * b);
+  return {in[0], in[1] / (b * b), in[2] * b, in[3] * b};
+}
+
+Shape space_to_depth_shape(const Shape& in, int64_t b) {
+  if (in.size() != 4) fail("space_to_depth: the input must be 4-D (N, C, H, W), got ", shape_str(in));
+  if (b <= 0) fail("space_to_depth: blocksize ", b, " must be positive");
+  if (in[2] % b || in[3] % b) fail("space_to_depth: height and width of ", shape_str(in), " are not divisible by blocksize ", b);
+  return {in[0], in[1] * b * b, in[2] / b, in[3] / b};
+}
+
+Shape take_shape(const Shape& data, const Shape& indices, int64_t axis) {
+  if (data.empty()) fail("take: data must have rank >= 1");
+  int64_t a = normalize_axis(axis, static_cast<int64_t>(data.size()), "take: axis");
+  Shape out(data.begin(), data.begin() + a);
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), data.begin() + a + 1, data.end());
+  if (data[a] == 0 && numel(out) > 0) fail("take: cannot gather from the empty axis ", a, " of ", shape_str(data));
+  return out;
+}
+
+Shape gather_elements_shape(const Shape& data, const Shape& indices, int64_t axis) {
+  if (data.empty()) fail("gather_elements: data must have rank >= 1");
+  if (indices.size() != data.size()) fail("gather_elements: indices ", shape_str(indices), " and data ", shape_str(data), " differ in rank");
+  int64_t a = normalize_axis(axis, static_cast<int64_t>(data.size()), "gather_elements: axis");
+  for (size_t d = 0; d < data.size(); ++d)
+    if (static_cast<int64_t>(d) != a && indices[d] > data[d])
+      fail("gather_elements: indices ", shape_str(indices), " exceed data ", shape_str(data), " in dimension ", d);
+  if (data[a] == 0 && numel(indices) > 0) fail("gather_elements: cannot gather from the empty axis ", a, " of ", shape_str(data));
+  return indices;
+}
+
+Shape gather_nd_shape(const Shape& data, const Shape& indices, int64_t b) {
+  if (data.empty() || indices.empty()) fail("gather_nd: data and indices must have rank >= 1");
+  int64_t r = static_cast<int64_t>(data.size()), q = static_cast<int64_t>(indices.size());
+  if (b < 0 || b >= std::min(r, q)) fail("gather_nd: batch_dims ", b, " must be in [0, ", std::min(r, q) - 1, "]");
+  int64_t depth = indices.back();
+  if (b + depth > r) fail("gather_nd: index tuples of length ", depth, " after ", b, " batch dimensions exceed data rank ", r);
+  for (int64_t d = 0; d < b; ++d)
+    if (data[d] != indices[d]) fail("gather_nd: batch dimension ", d, " differs: data ", shape_str(data), ", indices ", shape_str(indices));
+  for (int64_t d = b; d < b + depth; ++d)
+    if (data[d] == 0 && numel(indices) > 0) fail("gather_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
+  Shape out(indices.begin(), indices.end() - 1);
+  out.insert(out.end(), data.begin() + b + depth, data.end());
+  return out;
+}
+
+void check_scatter_elements(const Shape& data, const Shape& indices, const Shape& updates, int64_t axis) {
+  if (indices != updates) fail("scatter_elements: indices ", shape_str(indices), " and updates ", shape_str(updates), " differ in shape");
+  gather_elements_shape(data, indices, axis);
+}
+
+void check_scatter_nd(const Shape& data, const Shape& indices, const Shape& updates) {
+  if (data.empty() || indices.empty()) fail("scatter_nd: data and indices must have rank >= 1");
+  int64_t depth = indices.back();
+  if (depth > static_cast<int64_t>(data.size())) fail("scatter_nd: index tuples of length ", depth, " exceed data rank ", data.size());
+  Shape want(indices.begin(), indices.end() - 1);
+  want.insert(want.end(), data.begin() + depth, data.end());
+  if (updates != want) fail("scatter_nd: updates must have shape ", shape_str(want), ", got ", shape_str(updates));
+  for (int64_t d = 0; d < depth; ++d)
+    if (data[d] == 0 && numel(updates) > 0) fail("scatter_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
+}
+
+Shape one_hot_shape(const Shape& indices, int64_t depth, int64_t axis) {
+  if (depth < 0) fail("one_hot: depth ", depth, " is negative");
+  int64_t a = normalize_axis(axis, static_cast<int64_t>(indices.size()) + 1, "one_hot: axis");
+  Shape out = indices;
+  out.insert(out.begin() + a, depth);
+  return out;
+}
+
+Shape topk_shape(const Shape& in, int64_t k, int64_t axis) {
+  if (in.empty()) fail("topk: the input must have rank >= 1");
+  int64_t a = normalize_axis(axis, static_cast<int64_t>(in.size()), "topk: axis");
+  if (k < 0 || k > in[a]) fail("topk: k = ", k, " is not in [0, ", in[a], "] (dimension ", a, " of ", shape_str(in), ")");
+  Shape out = in;
+  out[a] = k;
+  return out;
+}
+
+}  // namespace tessera::tensor_ir::ops

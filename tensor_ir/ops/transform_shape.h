@@ -1,0 +1,69 @@
+// Static shape arithmetic of the transform operators (reshape, slice, pad, gather, ...), on
+// plain integer shapes. The compute definitions and the graph ops' type relations share it, so
+// an op validates its arguments and computes its output shape one way only. Every function
+// throws tessera::Error naming the offending argument.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::tensor_ir::ops {
+
+using Shape = std::vector<int64_t>;
+
+// axis in [-rank, rank) as [0, rank).
+int64_t normalize_axis(int64_t axis, int64_t rank, const std::string& what = "axis");
+// Every axis normalized; duplicates are an error.
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank, const std::string& what = "axes");
+int64_t numel(const Shape& shape);
+
+Shape reshape_shape(const Shape& in, const Shape& out);  // checks the element counts agree
+// An empty `perm` reverses the axes.
+std::vector<int64_t> transpose_perm(const std::vector<int64_t>& perm, int64_t rank);
+Shape transpose_shape(const Shape& in, const std::vector<int64_t>& perm);
+Shape concat_shape(const std::vector<Shape>& ins, int64_t axis);
+std::vector<Shape> split_shapes(const Shape& in, int64_t axis, const std::vector<int64_t>& sizes);
+// Empty `axes`: every size-1 dimension.
+std::vector<int64_t> squeeze_axes(const Shape& in, const std::vector<int64_t>& axes);
+Shape squeeze_shape(const Shape& in, const std::vector<int64_t>& axes);
+// `axes` index the output (rank in.size() + axes.size()).
+Shape expand_dims_shape(const Shape& in, const std::vector<int64_t>& axes);
+// `to` must be the numpy broadcast of `in` and `to` (so `in` stretches into it).
+void check_broadcast_to(const Shape& in, const Shape& to);
+Shape tile_shape(const Shape& in, const std::vector<int64_t>& repeats);
+
+// One output dimension of a slice: element i reads input index start + i * step.
+struct SliceDim {
+  int64_t start = 0, step = 1, length = 0;
+};
+// ONNX Slice: negative starts/ends count from the end; then starts and ends are clamped to
+// [0, dim] (positive steps) or [-1, dim - 1] for ends / [0, dim - 1] for starts (negative
+// steps). Empty `axes`: 0, 1, ...; empty `steps`: all 1.
+std::vector<SliceDim> slice_dims(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                                 const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
+
+enum class PadMode { Constant, Reflect, Edge };
+PadMode parse_pad_mode(const std::string& mode);
+// pads: every dimension's begin, then every dimension's end; negative pads crop.
+Shape pad_shape(const Shape& in, const std::vector<int64_t>& pads, PadMode mode);
+
+Shape depth_to_space_shape(const Shape& in, int64_t blocksize);
+Shape space_to_depth_shape(const Shape& in, int64_t blocksize);
+
+// ONNX Gather: data.shape[:axis] + indices.shape + data.shape[axis+1:].
+Shape take_shape(const Shape& data, const Shape& indices, int64_t axis);
+// GatherElements: the indices' shape, which must not exceed data's in any axis but `axis`.
+Shape gather_elements_shape(const Shape& data, const Shape& indices, int64_t axis);
+// GatherND: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:].
+Shape gather_nd_shape(const Shape& data, const Shape& indices, int64_t batch_dims);
+// ScatterElements: indices and updates alike, not exceeding data but along `axis`.
+void check_scatter_elements(const Shape& data, const Shape& indices, const Shape& updates, int64_t axis);
+// ScatterND: updates.shape == indices.shape[:-1] + data.shape[indices.shape[-1]:].
+void check_scatter_nd(const Shape& data, const Shape& indices, const Shape& updates);
+
+// OneHot: `depth` inserted at `axis` of the indices' shape (axis in [-rank-1, rank]).
+Shape one_hot_shape(const Shape& indices, int64_t depth, int64_t axis);
+// TopK: `k` along `axis`.
+Shape topk_shape(const Shape& in, int64_t k, int64_t axis);
+
+}  // namespace tessera::tensor_ir::ops
