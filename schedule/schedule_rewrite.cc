@@ -197,6 +197,7 @@ Tensor Schedule::rfactor(const Tensor& t, const Loop& loop, int factor_axis) {
   std::vector<Expr> idx = as_exprs(c->axis);
   idx.insert(idx.begin() + factor_axis, k.var());
   Tensor combined = ComputeOp::make(c->name, c->axis, Reduce::make(reduce->combiner, rf(idx), {k}, Expr()), c->tag);
+  replace_reads(consumers(stage), stage.op_, combined);
   for (auto& o : outputs_)
     if (o.same_as(stage.op_)) o = combined;
   std::string loop_name = loop->name;

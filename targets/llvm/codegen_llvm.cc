@@ -260,7 +260,15 @@ llvm::Value* CodeGenLLVM::emit_expr(const Mul* op) {
 
 llvm::Value* CodeGenLLVM::emit_expr(const Div* op) {
   llvm::Value *a = emit(op->a), *b = emit(op->b);
-  if (op->type.is_float()) return builder_.CreateFDiv(a, b);
+  if (op->type.is_float()) {
+    // Without arcp: x * (1 / y) differs from x / y in the last bit, which rounding, floor and
+    // quantization expose (floor(41 / 41) would be 0).
+    llvm::IRBuilderBase::FastMathFlagGuard guard(builder_);
+    llvm::FastMathFlags exact = builder_.getFastMathFlags();
+    exact.setAllowReciprocal(false);
+    builder_.setFastMathFlags(exact);
+    return builder_.CreateFDiv(a, b);
+  }
   return op->type.is_uint() ? builder_.CreateUDiv(a, b) : builder_.CreateSDiv(a, b);
 }
 

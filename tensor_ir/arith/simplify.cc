@@ -273,8 +273,10 @@ class Simplifier : public IRMutator {
     if (structural_equal(a, b)) return a;
     if (a.type().is_integer()) {
       // Decide by the sign of a - b, which the linear form often reduces to a constant.
-      ConstBound d = a.type().is_scalar() ? bound(mutate(Sub::make(a, b))) : ConstBound::everything();
-      if (a.type().is_vector()) {
+      // Not for unsigned types: their a - b wraps, and its bound, clipped to the type, loses the negative side.
+      bool by_difference = a.type().is_scalar() && a.type().is_int();
+      ConstBound d = by_difference ? bound(mutate(Sub::make(a, b))) : ConstBound::everything();
+      if (!by_difference) {
         ConstBound ba = bound(a), bb = bound(b);
         if (ba.max <= bb.min) d = {ConstBound::kNegInf, 0};
         else if (ba.min >= bb.max) d = {0, ConstBound::kPosInf};
@@ -317,7 +319,7 @@ class Simplifier : public IRMutator {
     if (a.type().is_integer() || a.type().is_bool()) {
       // The range of a - b decides most index comparisons (i*8 + j < 64 when i < 7, j < 8).
       ConstBound d;
-      if (a.type().is_scalar() && a.type().is_integer()) {
+      if (a.type().is_scalar() && a.type().is_int()) {  // unsigned a - b wraps (see min_max)
         d = bound(mutate(Sub::make(a, b)));
       } else {
         ConstBound ba = bound(a), bb = bound(b);
