@@ -89,12 +89,13 @@ class NestBuilder {
       const Loop& l = leaves[i];
       if (l->kind == IterKind::DataPar) init = For::make(l->var, Expr(0), p.extent.at(l.get()), l->for_kind, init, l->pragmas);
     }
+    // The reduction's own condition selects the identity rather than branching, so the update
+    // stays vectorizable (selects read memory only where they pick it).
     Expr source = substitute(reduce->source, p.root_value);
-    Expr update_value = reduce_combine(reduce->combiner, ProducerLoad::make(t, index), source);
-    std::vector<Expr> guards = p.predicates;
     Expr condition = substitute(reduce->condition, p.root_value);
-    if (!is_one(condition)) guards.push_back(condition);
-    Stmt update = loop_nest(p, first, leaves.size(), guarded(guards, ProducerStore::make(t, update_value, index)), true);
+    if (!is_one(condition)) source = select(condition, source, reduce_identity(reduce->combiner, reduce->type));
+    Expr update_value = reduce_combine(reduce->combiner, ProducerLoad::make(t, index), source);
+    Stmt update = loop_nest(p, first, leaves.size(), guarded(p.predicates, ProducerStore::make(t, update_value, index)), true);
     return loop_nest(p, 0, first, Block::make({init, update}), true);
   }
 

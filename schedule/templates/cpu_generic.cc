@@ -67,6 +67,8 @@ std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& output
   auto s = std::make_unique<Schedule>(outputs);
   const auto& templates = cpu_templates();
   for (const auto& out : outputs) {
+    // Outputs sharing stages (TopK's values and indices) are scheduled once.
+    if ((*s)[out].has_loop_schedule() || (*s)[out].attach_kind() != AttachKind::Root) continue;
     const Tensor& main = anchor.defined() ? anchor : out;
     const auto* c = main.as<ComputeOp>();
     auto it = c ? templates.find(c->tag) : templates.end();
