@@ -13,6 +13,9 @@ Pass eliminate_common_subexpr_pass();
 Pass dead_code_elimination_pass();
 // Replaces calls whose arguments are all constants by their values (ctx.evaluate).
 Pass fold_constant_pass();
+// Algebraic identities and redundant data movement: reshape/squeeze/expand_dims chains,
+// transpose pairs, casts to the same type, x + 0, x * 1.
+Pass simplify_expr_pass();
 // Groups operators into fused kernels (primitive functions) by pattern kind: injective chains,
 // elementwise epilogues of convolutions and matmuls, injective producers of reductions.
 Pass fuse_ops_pass();

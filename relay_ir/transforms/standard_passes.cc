@@ -7,6 +7,7 @@ std::vector<Pass> standard_passes() {
       infer_type_pass(),
       dead_code_elimination_pass(),
       fold_constant_pass(),
+      simplify_expr_pass(),
       eliminate_common_subexpr_pass(),
       fuse_ops_pass(),
   };

@@ -109,3 +109,53 @@ TEST(FuseOps, AValueUsedOutsideAGroupEndsIt) {
 
 }  // namespace
 }  // namespace tessera::relay_ir
+
+namespace tessera::relay_ir {
+namespace {
+
+TEST(SimplifyExpr, ReshapeChainsAndNoOps) {
+  std::string in = R"(def @main(%x: float32[2, 3, 4]) -> float32[6, 4] {
+  %0 = reshape(%x, shape=[24]);
+  %1 = expand_dims(%0, axes=[0]);
+  %2 = reshape(%1, shape=[6, 4]);
+  %3 = reshape(%2, shape=[6, 4]);
+  relu(%3)
+})";
+  std::string out = R"(def @main(%x: float32[2, 3, 4]) -> float32[6, 4] {
+  %0 = reshape(%x, shape=[6, 4]);
+  relu(%0)
+})";
+  EXPECT_EQ(run(simplify_expr_pass(), in), canonical(out));
+}
+
+TEST(SimplifyExpr, TransposePairsCancel) {
+  std::string in = R"(def @main(%x: float32[2, 3, 4]) -> float32[2, 3, 4] {
+  %0 = transpose(%x, perm=[0, 2, 1]);
+  %1 = transpose(%0, perm=[0, 2, 1]);
+  %2 = transpose(%1, perm=[2, 0, 1]);
+  %3 = transpose(%2, perm=[1, 2, 0]);
+  relu(%3)
+})";
+  std::string out = R"(def @main(%x: float32[2, 3, 4]) -> float32[2, 3, 4] {
+  relu(%x)
+})";
+  EXPECT_EQ(run(simplify_expr_pass(), in), canonical(out));
+}
+
+TEST(SimplifyExpr, IdentitiesKeepBroadcasts) {
+  std::string in = R"(def @main(%x: float32[2, 2], %y: float32[2]) -> (float32[2, 2], float32[2, 2]) {
+  %0 = add(%x, constant(float32[2], [0, 0]));
+  %1 = mul(%0, constant(float32[2, 2], [1, 1, 1, 1]));
+  %2 = add(%y, constant(float32[2, 2], [0, 0, 0, 0]));
+  (%1, %2)
+})";
+  // %2 broadcasts y to [2, 2], so it stays.
+  std::string out = R"(def @main(%x: float32[2, 2], %y: float32[2]) -> (float32[2, 2], float32[2, 2]) {
+  %0 = add(%y, constant(float32[2, 2], [0, 0, 0, 0]));
+  (%x, %0)
+})";
+  EXPECT_EQ(run(simplify_expr_pass(), in), canonical(out));
+}
+
+}  // namespace
+}  // namespace tessera::relay_ir

@@ -1,0 +1,127 @@
+// Algebraic simplification of the graph:
+//  - squeeze and expand_dims are reshapes; a reshape to the input's shape is nothing, and a
+//    reshape of a reshape is one reshape;
+//  - a transpose of a transpose is one transpose (nothing if the permutations cancel);
+//  - a cast to the dtype a value already has is nothing;
+//  - x + 0, x - 0, x * 1 and x / 1 (constants of zeros or ones that do not broadcast x) are x.
+#include <cstring>
+#include <numeric>
+
+#include "relay_ir/functor.h"
+#include "relay_ir/op.h"
+#include "relay_ir/transforms/infer_type.h"
+#include "relay_ir/transforms/passes.h"
+
+namespace tessera::relay_ir {
+
+namespace {
+
+const std::string& op_name(const CallNode* c) {
+  static const std::string none;
+  return c && c->op_def() ? c->op_def()->name : none;
+}
+
+const TensorTypeNode* tensor_of(const Expr& e) { return e->checked_type.as<TensorTypeNode>(); }
+
+// True if `e` is a constant whose every element equals `value`.
+bool is_constant_filled(const Expr& e, double value) {
+  const auto* c = e.as<ConstantNode>();
+  if (!c) return false;
+  const auto& a = c->data;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double v;
+    switch (a.dtype().code) {
+      case runtime::TypeCode::Float:
+        if (a.dtype().bits == 32) v = a.data_as<float>()[i];
+        else if (a.dtype().bits == 64) v = a.data_as<double>()[i];
+        else return false;
+        break;
+      case runtime::TypeCode::Int:
+        if (a.dtype().bits == 64) v = static_cast<double>(a.data_as<int64_t>()[i]);
+        else if (a.dtype().bits == 32) v = a.data_as<int32_t>()[i];
+        else return false;
+        break;
+      default: return false;
+    }
+    if (v != value) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> full_perm(const std::vector<int64_t>& perm, size_t ndim) {
+  if (!perm.empty()) return perm;
+  std::vector<int64_t> p(ndim);
+  std::iota(p.rbegin(), p.rend(), 0);  // an empty permutation reverses the axes
+  return p;
+}
+
+class Simplifier : public ExprMutator {
+ protected:
+  Expr rewrite(const Expr&, const Expr& node) override {
+    const auto* c = node.as<CallNode>();
+    if (!c || !c->op_def()) return node;
+    infer_type(node);
+    const std::string& name = op_name(c);
+    const auto* out = tensor_of(node);
+    if (!out) return node;
+    const Expr& x = c->args[0];
+    const auto* in = tensor_of(x);
+    if (name == "squeeze" || name == "expand_dims") return simplify_reshape(call("reshape", {x}, {{"shape", out->shape}}));
+    if (name == "reshape") return simplify_reshape(node);
+    if (name == "transpose") {
+      auto perm = full_perm(c->attrs.get_ints("perm"), in->ndim());
+      if (const auto* inner = x.as<CallNode>(); op_name(inner) == "transpose") {
+        auto first = full_perm(inner->attrs.get_ints("perm"), tensor_of(inner->args[0])->ndim());
+        std::vector<int64_t> combined(perm.size());
+        for (size_t i = 0; i < perm.size(); ++i) combined[i] = first[perm[i]];
+        return identity_or(inner->args[0], call("transpose", {inner->args[0]}, {{"perm", combined}}), combined);
+      }
+      return identity_or(x, node, perm);
+    }
+    if (name == "cast" && in && in->dtype == out->dtype) return x;
+    if (c->args.size() == 2 && in) {
+      const Expr& y = c->args[1];
+      const auto* yt = tensor_of(y);
+      // Only when the constant does not broadcast x to a larger shape.
+      bool x_keeps = in->shape == out->shape && in->dtype == out->dtype;
+      bool y_keeps = yt && yt->shape == out->shape && yt->dtype == out->dtype;
+      if ((name == "add" || name == "sub") && x_keeps && is_constant_filled(y, 0)) return x;
+      if (name == "add" && y_keeps && is_constant_filled(x, 0)) return y;
+      if ((name == "mul" || name == "div") && x_keeps && is_constant_filled(y, 1)) return x;
+      if (name == "mul" && y_keeps && is_constant_filled(x, 1)) return y;
+    }
+    return node;
+  }
+
+ private:
+  static Expr identity_or(const Expr& x, const Expr& transposed, const std::vector<int64_t>& perm) {
+    for (size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != static_cast<int64_t>(i)) return transposed;
+    return x;
+  }
+
+  // reshape(reshape(x)) -> reshape(x); a reshape that keeps the shape -> x.
+  static Expr simplify_reshape(Expr r) {
+    infer_type(r);
+    const auto* c = r.as<CallNode>();
+    Expr x = c->args[0];
+    if (const auto* inner = x.as<CallNode>(); op_name(inner) == "reshape") {
+      x = inner->args[0];
+      r = call("reshape", {x}, c->attrs);
+      infer_type(r);
+    }
+    return tensor_of(x)->shape == tensor_of(r)->shape ? x : r;
+  }
+};
+
+}  // namespace
+
+Pass simplify_expr_pass() {
+  return {"SimplifyExpr", 1, {"InferType"}, [](const Module& m, PassContext&) {
+    Module out;
+    for (const auto& [name, f] : m.functions()) out.add(name, Function(Simplifier().mutate(Expr(f)).as<FunctionNode>()));
+    return out;
+  }};
+}
+
+}  // namespace tessera::relay_ir
