@@ -15,6 +15,23 @@ const char* node_kind_name(NodeKind kind) {
   return "?";
 }
 
+void RefCounted::destroy(const RefCounted* node) {
+  // Set while this thread deletes nodes: children released meanwhile wait in the list.
+  thread_local std::vector<const RefCounted*>* pending = nullptr;
+  if (pending) {
+    pending->push_back(node);
+    return;
+  }
+  std::vector<const RefCounted*> list{node};
+  pending = &list;
+  while (!list.empty()) {
+    const RefCounted* next = list.back();
+    list.pop_back();
+    delete next;
+  }
+  pending = nullptr;
+}
+
 std::vector<std::string> split_field_names(const char* joined) {
   std::vector<std::string> names(1);
   for (const char* c = joined; *c; ++c) {

@@ -40,6 +40,9 @@ class RefCounted {
  public:
   RefCounted(const RefCounted&) = delete;
   RefCounted& operator=(const RefCounted&) = delete;
+  // Deletes a node whose count reached zero. Nodes it frees in turn are deleted by a loop, not
+  // by recursion, so dropping a graph of any depth cannot overflow the stack.
+  static void destroy(const RefCounted* node);
 
  protected:
   RefCounted() = default;
@@ -110,7 +113,7 @@ class Ref {
     if (p_) p_->refs_.fetch_add(1, std::memory_order_relaxed);
   }
   void release() {
-    if (p_ && p_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p_;
+    if (p_ && p_->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) RefCounted::destroy(p_);
     p_ = nullptr;
   }
   const T* p_ = nullptr;

@@ -74,3 +74,20 @@ TEST(RelayDeepGraph, TwentyThousandNodeChain) {
 
 }  // namespace
 }  // namespace tessera::relay_ir
+
+namespace tessera::relay_ir {
+namespace {
+
+TEST(RelayDeepGraph, DroppingAMillionNodeChainDoesNotRecurse) {
+  // Built and released on a thread with a 256 KiB stack: deleting node by node recursively
+  // would need hundreds of megabytes.
+  run_with_stack(1 << 18, [] {
+    Var x("x", f32({1}));
+    Expr e = x;
+    for (int i = 0; i < 1000000; ++i) e = call("relu", {e});
+    e = Expr();
+  });
+}
+
+}  // namespace
+}  // namespace tessera::relay_ir
