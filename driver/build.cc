@@ -86,6 +86,15 @@ class PlanBuilder {
     ids_[e.get()] = ids;
   }
 
+  // Every op of the call at most broadcasts: each output element reads the same element of
+  // inputs shaped like the output (memory planning may then write the output in place).
+  static bool is_elementwise(const CallNode* call) {
+    if (const OpDef* def = call->op_def()) return def->pattern <= OpPattern::Broadcast;
+    for (const Expr& e : post_order(call->op))
+      if (const auto* c = e.as<CallNode>(); c && c->op_def() && c->op_def()->pattern > OpPattern::Broadcast) return false;
+    return true;
+  }
+
   static size_t count_tensors(const Type& t) {
     if (t.as<TensorTypeNode>()) return 1;
     size_t n = 0;
@@ -96,6 +105,13 @@ class PlanBuilder {
   std::vector<int> visit_call(const CallNode* call) {
     if (!call->op_def() && !call->op.as<FunctionNode>()->attrs.has("primitive"))
       fail("build: calls of non-primitive functions are not supported");
+    if (call->op_def() && call->op_def()->is_view) {
+      // A view: the output is the input's storage under the new shape; no kernel runs.
+      const auto& t = as_tensor(call->checked_type, call->op_def()->name + " output");
+      int id = add_tensor(Info::Intermediate, call->op_def()->name, t, -1);
+      plan_.tensors[id].alias_of = ids_.at(call->args[0].get()).at(0);
+      return {id};
+    }
     std::string key = kernel_key(call);
     auto found = kernel_by_key_.find(key);
     size_t kernel;
@@ -118,7 +134,7 @@ class PlanBuilder {
       kernel = found->second;
     }
     kernels_[kernel].calls++;
-    runtime::GraphPlan::Step step{kernels_[kernel].name, {}};
+    runtime::GraphPlan::Step step{kernels_[kernel].name, {}, is_elementwise(call)};
     for (const auto& a : call->args) {
       const auto& sub = ids_.at(a.get());
       if (sub.size() != 1) fail(kernel_description(call), ": tuple arguments are not supported");
@@ -150,7 +166,7 @@ class PlanBuilder {
     for (size_t i = 0; i < ids.size(); ++i) {
       Info& t = plan_.tensors[ids[i]];
       std::string name = "output" + std::to_string(i);
-      if (t.kind == Info::Intermediate) {
+      if (t.kind == Info::Intermediate && t.alias_of < 0) {
         t.kind = Info::Output;
         t.index = static_cast<int>(i);
         t.name = name;
@@ -158,6 +174,7 @@ class PlanBuilder {
         continue;
       }
       Info copy = t;
+      copy.alias_of = -1;
       copy.kind = Info::Output;
       copy.index = static_cast<int>(i);
       copy.name = name;

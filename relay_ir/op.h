@@ -49,6 +49,8 @@ struct OpDef {
   TypeRelation infer_type;
   OpPattern pattern = OpPattern::Opaque;
   ComputeFn compute;
+  // The output is the input's bytes under another shape (reshape): run as a view, no kernel.
+  bool is_view = false;
 };
 
 class OpRegistry {

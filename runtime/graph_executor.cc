@@ -61,6 +61,7 @@ void GraphExecutor::set_input(size_t i, const NDArray& value) {
 }
 
 void* GraphExecutor::data_of(int id) const {
+  while (plan_.tensors.at(id).alias_of >= 0) id = plan_.tensors[id].alias_of;
   const auto& t = plan_.tensors.at(id);
   switch (t.kind) {
     case GraphPlan::TensorInfo::Input: return inputs_.at(t.index).data();

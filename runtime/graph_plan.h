@@ -16,10 +16,15 @@ struct GraphPlan {
     std::vector<int64_t> shape;
     DataType dtype;
     int index = -1;  // Input/Output: position; Constant: into constants; Intermediate: arena slot
+    // Another tensor whose bytes this one is (a reshape is a view, not a copy); -1: none.
+    int alias_of = -1;
   };
   struct Step {
     std::string kernel;    // empty: copy args[0] into args[1]
     std::vector<int> args;  // tensor ids, in the kernel's argument order
+    // Each output element reads only the same element of same-shaped inputs, so an output may
+    // take the storage of such an input that is dead afterwards.
+    bool elementwise = false;
   };
   std::vector<TensorInfo> tensors;
   std::vector<Step> steps;

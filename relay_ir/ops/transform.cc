@@ -99,7 +99,7 @@ void register_transform_ops(OpRegistry& r) {
   const auto injective = OpPattern::Injective;
   r.add({"reshape", "the same elements in a new shape (the full static output shape)", 1, 1, {required_ints("shape")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::reshape_shape(in, a.get_ints("shape")); }), injective,
-         single([](const Tensors& in, const Attrs& a) { return ops::reshape(in[0], a.get_ints("shape")); })});
+         single([](const Tensors& in, const Attrs& a) { return ops::reshape(in[0], a.get_ints("shape")); }), /*is_view=*/true});
   r.add({"transpose", "permutes the axes: out.shape[i] = x.shape[perm[i]]; empty perm reverses", 1, 1, {optional_ints("perm")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::transpose_shape(in, a.get_ints("perm")); }), injective,
          single([](const Tensors& in, const Attrs& a) { return ops::transpose(in[0], a.get_ints("perm")); })});
@@ -110,10 +110,10 @@ void register_transform_ops(OpRegistry& r) {
          [](const Tensors& in, const Attrs& a, const Type&) { return ops::split(in[0], a.get_int("axis"), a.get_ints("sizes")); }});
   r.add({"squeeze", "removes size-1 axes (all of them when axes is empty)", 1, 1, {optional_ints("axes")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::squeeze_shape(in, a.get_ints("axes")); }), injective,
-         single([](const Tensors& in, const Attrs& a) { return ops::squeeze(in[0], a.get_ints("axes")); })});
+         single([](const Tensors& in, const Attrs& a) { return ops::squeeze(in[0], a.get_ints("axes")); }), /*is_view=*/true});
   r.add({"expand_dims", "inserts size-1 axes at the given output positions (ONNX Unsqueeze)", 1, 1, {required_ints("axes")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::expand_dims_shape(in, a.get_ints("axes")); }), injective,
-         single([](const Tensors& in, const Attrs& a) { return ops::expand_dims(in[0], a.get_ints("axes")); })});
+         single([](const Tensors& in, const Attrs& a) { return ops::expand_dims(in[0], a.get_ints("axes")); }), /*is_view=*/true});
   r.add({"broadcast_to", "numpy broadcasting to a shape", 1, 1, {required_ints("shape")},
          unary_shape([](const auto& in, const Attrs& a) {
            ops::check_broadcast_to(in, a.get_ints("shape"));

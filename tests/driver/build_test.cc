@@ -88,3 +88,22 @@ TEST(Build, TypeErrorsNameTheNode) {
 
 }  // namespace
 }  // namespace tessera::driver
+
+namespace tessera::driver {
+namespace {
+
+TEST(Build, ReshapesAreViews) {
+  Var x("x", tensor_type({2, 6}, runtime::kFloat32));
+  Expr r = call("reshape", {call("relu", {x})}, {{"shape", std::vector<int64_t>{3, 4}}});
+  Module m(function({x}, call("relu", {call("add", {r, r})})));
+  BuildOptions unfused;
+  unfused.opt_level = 0;
+  BuildResult result = build(m, targets::Target::parse("llvm"), unfused);
+  for (const auto& k : result.kernels) EXPECT_NE(k.op, "reshape");
+  auto out = result.executor->run({filled({2, 6}, -5)});
+  ASSERT_EQ(out[0].shape(), (std::vector<int64_t>{3, 4}));
+  for (int i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(out[0].data_as<float>()[i], 2 * std::max(-5.0f + i, 0.0f));
+}
+
+}  // namespace
+}  // namespace tessera::driver

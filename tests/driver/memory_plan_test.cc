@@ -42,3 +42,39 @@ TEST(MemoryPlan, KeepsTensorsThatAreStillNeeded) {
 
 }  // namespace
 }  // namespace tessera::driver
+
+namespace tessera::driver {
+namespace {
+
+TEST(MemoryPlan, ElementwiseStepsWriteInPlace) {
+  runtime::GraphPlan plan;
+  auto add = [&](Info::Kind k) {
+    plan.tensors.push_back({k, "t", {256}, runtime::kFloat32, -1});
+    return static_cast<int>(plan.tensors.size()) - 1;
+  };
+  int in = add(Info::Input), t1 = add(Info::Intermediate), t2 = add(Info::Intermediate), t3 = add(Info::Intermediate),
+      out = add(Info::Output);
+  plan.steps = {{"k", {in, t1}, true}, {"k", {t1, t2}, true}, {"k", {t2, t3}, true}, {"k", {t3, out}, true}};
+  plan_memory(plan);
+  EXPECT_EQ(plan.arena_bytes, 1024);  // one buffer, updated in place three times
+  EXPECT_EQ(plan.tensors[t1].index, plan.tensors[t3].index);
+}
+
+TEST(MemoryPlan, ViewsKeepTheirStorageAlive) {
+  runtime::GraphPlan plan;
+  auto add = [&](Info::Kind k, std::vector<int64_t> shape) {
+    plan.tensors.push_back({k, "t", std::move(shape), runtime::kFloat32, -1});
+    return static_cast<int>(plan.tensors.size()) - 1;
+  };
+  int in = add(Info::Input, {64}), a = add(Info::Intermediate, {64}), view = add(Info::Intermediate, {8, 8}),
+      b = add(Info::Intermediate, {64}), out = add(Info::Output, {64});
+  plan.tensors[view].alias_of = a;
+  // a is last read through its view at the final step, so b must not take its slot.
+  plan.steps = {{"k", {in, a}}, {"k", {in, b}}, {"k", {view, b, out}}};
+  plan_memory(plan);
+  EXPECT_NE(plan.tensors[a].index, plan.tensors[b].index);
+  EXPECT_EQ(plan.tensors[view].index, -1);  // a view has no slot of its own
+}
+
+}  // namespace
+}  // namespace tessera::driver
