@@ -60,11 +60,15 @@ std::vector<Expr> as_exprs(const std::vector<IterVar>& axes) {
 void Schedule::replace_reads(const std::vector<Stage*>& readers, const Tensor& from, const Tensor& to) {
   for (Stage* r : readers) {
     const auto* c = r->op_.as<ComputeOp>();
-    Tensor new_op = with_body(r->op_, ReadReplacer(from, to).mutate(c->body));
+    Tensor old_op = r->op_;
+    std::vector<Stage*> next = consumers(*r);
+    Tensor new_op = with_body(old_op, ReadReplacer(from, to).mutate(c->body));
     // Outputs keep answering to the tensor the user holds through origin_op_.
     for (auto& o : outputs_)
-      if (o.same_as(r->op_)) o = new_op;
+      if (o.same_as(old_op)) o = new_op;
     r->op_ = new_op;
+    // The reader is a new operation now: its own readers must read that one.
+    if (!next.empty()) replace_reads(next, old_op, new_op);
   }
 }
 

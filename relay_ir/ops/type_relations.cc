@@ -4,12 +4,66 @@
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/ops/math_reduce.h"
 
 namespace tessera::relay_ir {
 
-Type same_as_input(const std::vector<Type>& args, const Attrs&) {
-  as_tensor(args.at(0), "input");
+namespace {
+
+enum class Kind { Any, Numeric, Float, Bool, Integer, Unsigned };
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::Any: return "any";
+    case Kind::Numeric: return "a numeric";
+    case Kind::Float: return "a float";
+    case Kind::Bool: return "a bool";
+    case Kind::Integer: return "an integer";
+    case Kind::Unsigned: return "an unsigned integer";
+  }
+  return "";
+}
+
+bool matches(DataType t, Kind k) {
+  switch (k) {
+    case Kind::Any: return true;
+    case Kind::Numeric: return !t.is_bool();
+    case Kind::Float: return t.is_float();
+    case Kind::Bool: return t.is_bool();
+    case Kind::Integer: return t.is_integer();
+    case Kind::Unsigned: return t.is_uint();
+  }
+  return false;
+}
+
+const TensorTypeNode& operand(const std::vector<Type>& args, size_t i, const char* what, Kind k) {
+  const auto& t = as_tensor(args.at(i), what);
+  if (!matches(t.dtype, k)) fail(what, " must be ", kind_name(k), " tensor, got ", t.dtype.str());
+  return t;
+}
+
+Type unary(const std::vector<Type>& args, Kind k) {
+  operand(args, 0, "input", k);
   return args[0];
+}
+
+Type binary(const std::vector<Type>& args, Kind k, bool to_bool) {
+  const auto& a = operand(args, 0, "left operand", k);
+  const auto& b = operand(args, 1, "right operand", k);
+  if (a.dtype != b.dtype) fail("operand dtypes differ: ", a.dtype.str(), " vs ", b.dtype.str());
+  return tensor_type(broadcast_shapes(a.shape, b.shape), to_bool ? runtime::kBool : a.dtype);
+}
+
+}  // namespace
+
+Type same_as_input(const std::vector<Type>& args, const Attrs&) { return unary(args, Kind::Any); }
+Type unary_float(const std::vector<Type>& args, const Attrs&) { return unary(args, Kind::Float); }
+Type unary_numeric(const std::vector<Type>& args, const Attrs&) { return unary(args, Kind::Numeric); }
+Type unary_bool(const std::vector<Type>& args, const Attrs&) { return unary(args, Kind::Bool); }
+Type unary_integer(const std::vector<Type>& args, const Attrs&) { return unary(args, Kind::Integer); }
+
+Type float_to_bool(const std::vector<Type>& args, const Attrs&) {
+  return tensor_type(operand(args, 0, "input", Kind::Float).shape, runtime::kBool);
 }
 
 std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
@@ -25,11 +79,36 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::
   return out;
 }
 
-Type broadcast_binary(const std::vector<Type>& args, const Attrs&) {
-  const auto& a = as_tensor(args.at(0), "left operand");
-  const auto& b = as_tensor(args.at(1), "right operand");
-  if (a.dtype != b.dtype) fail("operand dtypes differ: ", a.dtype.str(), " vs ", b.dtype.str());
-  return tensor_type(broadcast_shapes(a.shape, b.shape), a.dtype);
+Type broadcast_binary(const std::vector<Type>& args, const Attrs&) { return binary(args, Kind::Any, false); }
+Type broadcast_numeric(const std::vector<Type>& args, const Attrs&) { return binary(args, Kind::Numeric, false); }
+Type broadcast_bool(const std::vector<Type>& args, const Attrs&) { return binary(args, Kind::Bool, false); }
+Type broadcast_integer(const std::vector<Type>& args, const Attrs&) { return binary(args, Kind::Integer, false); }
+Type broadcast_unsigned(const std::vector<Type>& args, const Attrs&) { return binary(args, Kind::Unsigned, false); }
+Type broadcast_compare(const std::vector<Type>& args, const Attrs&) { return binary(args, Kind::Any, true); }
+
+Type where_relation(const std::vector<Type>& args, const Attrs&) {
+  const auto& c = operand(args, 0, "condition", Kind::Bool);
+  const auto& x = as_tensor(args.at(1), "x");
+  const auto& y = as_tensor(args.at(2), "y");
+  if (x.dtype != y.dtype) fail("x and y dtypes differ: ", x.dtype.str(), " vs ", y.dtype.str());
+  return tensor_type(broadcast_shapes(c.shape, broadcast_shapes(x.shape, y.shape)), x.dtype);
+}
+
+Type reduce_relation(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& x = operand(args, 0, "input", Kind::Numeric);
+  auto axes = tensor_ir::ops::reduce_axes(attrs.get_ints("axes"), x.ndim(), "axes");
+  int64_t keepdims = attrs.get_int("keepdims");
+  if (keepdims != 0 && keepdims != 1) fail("keepdims must be 0 or 1, got ", keepdims);
+  return tensor_type(tensor_ir::ops::reduce_shape(x.shape, axes, keepdims != 0), x.dtype);
+}
+
+Type arg_reduce_relation(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& x = operand(args, 0, "input", Kind::Numeric);
+  if (x.ndim() == 0) fail("the input must have at least one dimension");
+  auto axis = tensor_ir::ops::reduce_axes({attrs.get_int("axis")}, x.ndim(), "axis");
+  for (const char* flag : {"keepdims", "select_last_index"})
+    if (attrs.get_int(flag) != 0 && attrs.get_int(flag) != 1) fail(flag, " must be 0 or 1, got ", attrs.get_int(flag));
+  return tensor_type(tensor_ir::ops::reduce_shape(x.shape, axis, attrs.get_int("keepdims") != 0), runtime::kInt64);
 }
 
 }  // namespace tessera::relay_ir

@@ -1,17 +1,42 @@
-// Type relations shared by many ops.
+// Type relations shared by many ops. Each validates its arguments and throws tessera::Error
+// saying what is wrong (the caller adds the op and node).
 #pragma once
 #include <vector>
 
 #include "relay_ir/attrs.h"
 #include "relay_ir/type.h"
+#include "runtime/ndarray.h"  // shape_str, for the messages of relations
 
 namespace tessera::relay_ir {
 
 // The type of the first argument (unary elementwise ops).
 Type same_as_input(const std::vector<Type>& args, const Attrs& attrs);
-// numpy broadcasting of two tensors of one dtype.
+// Unary elementwise ops restricted to a kind of dtype: the argument's type.
+Type unary_float(const std::vector<Type>& args, const Attrs& attrs);    // float16/32/64
+Type unary_numeric(const std::vector<Type>& args, const Attrs& attrs);  // anything but bool
+Type unary_bool(const std::vector<Type>& args, const Attrs& attrs);
+Type unary_integer(const std::vector<Type>& args, const Attrs& attrs);
+// A float tensor in, a bool tensor of its shape out (isnan, isinf).
+Type float_to_bool(const std::vector<Type>& args, const Attrs& attrs);
+
+// numpy broadcasting of two tensors of one dtype (any dtype).
 Type broadcast_binary(const std::vector<Type>& args, const Attrs& attrs);
+// The same restricted to numeric, bool, integer or unsigned operands.
+Type broadcast_numeric(const std::vector<Type>& args, const Attrs& attrs);
+Type broadcast_bool(const std::vector<Type>& args, const Attrs& attrs);
+Type broadcast_integer(const std::vector<Type>& args, const Attrs& attrs);
+Type broadcast_unsigned(const std::vector<Type>& args, const Attrs& attrs);
+// Comparisons: two tensors of one dtype broadcast, bool result.
+Type broadcast_compare(const std::vector<Type>& args, const Attrs& attrs);
+// where(condition bool, x, y): all three broadcast; x and y share the result dtype.
+Type where_relation(const std::vector<Type>& args, const Attrs& attrs);
+
 // The broadcast shape of two shapes; throws naming both if they do not broadcast.
 std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+// Reductions with attrs axes (ints, empty: all) and keepdims (0/1): the input's dtype.
+Type reduce_relation(const std::vector<Type>& args, const Attrs& attrs);
+// argmax/argmin with attrs axis, keepdims: int64 result.
+Type arg_reduce_relation(const std::vector<Type>& args, const Attrs& attrs);
 
 }  // namespace tessera::relay_ir

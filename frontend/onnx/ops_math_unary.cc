@@ -1,0 +1,148 @@
+// Converters of unary math, activation, cast and pass-through ONNX operators.
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "frontend/onnx/ops_math.h"
+#include "frontend/onnx/tensor_proto.h"
+
+namespace tessera::frontend::onnx {
+
+using relay_ir::Attrs;
+using relay_ir::Expr;
+
+namespace {
+
+// ONNX op -> graph op, no attributes.
+void simple(ConverterTable& t, const std::string& onnx_op, const std::string& op) {
+  t.add(onnx_op, one([op](ConvertContext& c) {
+    c.check_attrs({});
+    return c.call(op, {c.input(0)});
+  }));
+}
+
+// ONNX op -> graph op with float attributes of the same names and ONNX's defaults.
+void with_floats(ConverterTable& t, const std::string& onnx_op, const std::string& op,
+                 std::vector<std::pair<const char*, float>> attrs) {
+  t.add(onnx_op, one([op, attrs](ConvertContext& c) {
+    Attrs a;
+    for (const auto& [name, fallback] : attrs) a.set(name, static_cast<double>(c.attr_float(name, fallback)));
+    for (const auto& attr : c.node().attribute()) {
+      bool known = false;
+      for (const auto& [name, fallback] : attrs) known |= attr.name() == name;
+      if (!known) c.error("unsupported attribute(s): " + attr.name());
+    }
+    return c.call(op, {c.input(0)}, a);
+  }));
+}
+
+Expr clip(ConvertContext& c) {
+  if (c.opset() < 11) {
+    c.check_attrs({"min", "max"});
+    return c.call("clip", {c.input(0)}, {{"a_min", static_cast<double>(c.attr_float("min", -INFINITY))},
+                                         {"a_max", static_cast<double>(c.attr_float("max", INFINITY))}});
+  }
+  c.check_attrs({});
+  const auto& x = c.input_type(0);
+  // Bounds known at compile time become attributes (one kernel, both together when possible);
+  // computed ones maximum / minimum. The lower bound applies first, as min(max(x, lo), hi).
+  std::optional<double> bound[3];
+  for (size_t i : {1, 2}) {
+    if (!c.has_input(i)) continue;
+    const auto& b = c.input_type(i);
+    std::string which = i == 1 ? "min" : "max";
+    if (b.dtype != x.dtype) c.error(which + " is " + b.dtype.str() + ", the input " + x.dtype.str());
+    if (b.numel() != 1) c.error(which + " must be a scalar, got shape " + runtime::shape_str(b.shape));
+    if (auto v = c.try_constant_input(i)) bound[i] = uniform_value(*v);
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  Expr out = c.input(0);
+  if (bound[1] && bound[2]) return c.call("clip", {out}, {{"a_min", *bound[1]}, {"a_max", *bound[2]}});
+  if (bound[1]) out = c.call("clip", {out}, {{"a_min", *bound[1]}, {"a_max", inf}});
+  else if (c.has_input(1)) out = c.call("maximum", {out, c.input(1)});
+  if (bound[2]) out = c.call("clip", {out}, {{"a_min", -inf}, {"a_max", *bound[2]}});
+  else if (c.has_input(2)) out = c.call("minimum", {out, c.input(2)});
+  return out;
+}
+
+std::vector<Expr> dropout(ConvertContext& c) {
+  c.check_attrs({"ratio", "seed", "is_test"});
+  if (c.opset() >= 12 && c.has_input(2)) {
+    runtime::NDArray mode = c.constant_input(2, "training_mode");
+    if (mode.numel() != 1 || !mode.dtype().is_bool()) c.error("training_mode must be a bool scalar");
+    // Training with ratio 0 drops nothing, which is deterministic like inference.
+    if (*mode.data_as<uint8_t>()) {
+      std::optional<double> ratio = c.has_input(1) ? uniform_value(c.constant_input(1, "ratio")) : std::nullopt;
+      if (!ratio || *ratio != 0)
+        c.error("training mode with a nonzero ratio (random dropout) is not supported; Tessera compiles inference");
+    }
+  }
+  // Inference: the input passes through and the mask (if asked for) keeps everything.
+  std::vector<Expr> out{c.input(0)};
+  if (c.node().output_size() > 1 && !c.node().output(1).empty()) {
+    const auto& x = c.input_type(0);
+    out.push_back(relay_ir::constant(filled(x.shape, c.opset() >= 10 ? runtime::kBool : x.dtype, 1)));
+  }
+  return out;
+}
+
+Expr cast(ConvertContext& c) {
+  c.check_attrs({"to", "saturate"});
+  if (c.attr_int("saturate", 1) != 1) c.error("saturate=0 is not supported");
+  runtime::DataType to = dtype_from_onnx(static_cast<int>(c.attr_int("to")), c.where() + " attribute 'to'");
+  return c.call("cast", {c.input(0)}, {{"dtype", to.str()}});
+}
+
+Expr prelu(ConvertContext& c) {
+  c.check_attrs({});
+  const auto& x = c.input_type(0);
+  const auto& s = c.input_type(1);
+  int64_t channel_axis = -1;
+  // A 1-D slope with one value per channel (axis 1) that numpy broadcasting would align with
+  // the last axis instead: the per-channel form older exporters write.
+  if (s.ndim() == 1 && x.ndim() > 2 && s.shape[0] == x.shape[1] && s.shape[0] != x.shape.back() && s.shape[0] != 1)
+    channel_axis = 1;
+  return c.call("prelu", {c.input(0), c.input(1)}, {{"channel_axis", channel_axis}});
+}
+
+}  // namespace
+
+void register_math_unary_converters(ConverterTable& t) {
+  for (const auto& [onnx_op, op] : std::vector<std::pair<const char*, const char*>>{
+           {"Abs", "abs"},         {"Neg", "neg"},         {"Reciprocal", "reciprocal"}, {"Sqrt", "sqrt"},
+           {"Exp", "exp"},         {"Log", "log"},         {"Floor", "floor"},           {"Ceil", "ceil"},
+           {"Round", "round"},     {"Sign", "sign"},       {"Erf", "erf"},               {"Sin", "sin"},
+           {"Cos", "cos"},         {"Tan", "tan"},         {"Asin", "asin"},             {"Acos", "acos"},
+           {"Atan", "atan"},       {"Sinh", "sinh"},       {"Cosh", "cosh"},             {"Asinh", "asinh"},
+           {"Acosh", "acosh"},     {"Atanh", "atanh"},     {"IsNaN", "isnan"},           {"Not", "logical_not"},
+           {"BitwiseNot", "bitwise_not"}, {"Relu", "relu"}, {"Sigmoid", "sigmoid"},      {"Tanh", "tanh"},
+           {"Softplus", "softplus"}, {"Softsign", "softsign"}, {"Mish", "mish"},         {"HardSwish", "hard_swish"}})
+    simple(t, onnx_op, op);
+  with_floats(t, "LeakyRelu", "leaky_relu", {{"alpha", 0.01f}});
+  with_floats(t, "Elu", "elu", {{"alpha", 1.0f}});
+  with_floats(t, "Selu", "selu", {{"alpha", 1.67326319217681884765625f}, {"gamma", 1.05070102214813232421875f}});
+  with_floats(t, "Celu", "celu", {{"alpha", 1.0f}});
+  with_floats(t, "HardSigmoid", "hard_sigmoid", {{"alpha", 0.2f}, {"beta", 0.5f}});
+  with_floats(t, "ThresholdedRelu", "thresholded_relu", {{"alpha", 1.0f}});
+  with_floats(t, "Shrink", "shrink", {{"bias", 0.0f}, {"lambd", 0.5f}});
+  t.add("IsInf", one([](ConvertContext& c) {
+    c.check_attrs({"detect_positive", "detect_negative"});
+    return c.call("isinf", {c.input(0)}, {{"detect_positive", c.attr_int("detect_positive", 1)},
+                                          {"detect_negative", c.attr_int("detect_negative", 1)}});
+  }));
+  t.add("PRelu", one(prelu));
+  t.add("Clip", one(clip));
+  t.add("Identity", one([](ConvertContext& c) {
+    c.check_attrs({});
+    return c.input(0);
+  }));
+  t.add("Dropout", dropout);
+  t.add("Cast", one(cast));
+  t.add("CastLike", one([](ConvertContext& c) {
+    c.check_attrs({"saturate"});
+    if (c.attr_int("saturate", 1) != 1) c.error("saturate=0 is not supported");
+    return c.call("cast", {c.input(0)}, {{"dtype", c.input_type(1).dtype.str()}});
+  }));
+}
+
+}  // namespace tessera::frontend::onnx

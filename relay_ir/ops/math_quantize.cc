@@ -1,0 +1,64 @@
+// Linear quantization.
+#include "relay_ir/ops/math_ops.h"
+#include "runtime/error.h"
+#include "runtime/ndarray.h"
+#include "tensor_ir/ops/math_quantize.h"
+
+namespace tessera::relay_ir {
+
+namespace ops = tensor_ir::ops;
+using tensor_ir::Tensor;
+
+namespace {
+
+using In = std::vector<Tensor>;
+
+// Checks scale and zero point against x: both scalars (or one element), or both 1-D along axis.
+void check_params(const TensorTypeNode& x, const TensorTypeNode& scale, const TensorTypeNode& zero_point, int64_t axis) {
+  if (!scale.dtype.is_float()) fail("the scale must be a float tensor, got ", scale.dtype.str());
+  auto per_tensor = [](const TensorTypeNode& p) { return p.ndim() == 0 || (p.ndim() == 1 && p.shape[0] == 1); };
+  if (per_tensor(scale) && per_tensor(zero_point)) return;
+  auto n = static_cast<int64_t>(x.ndim());
+  if (axis < -n || axis >= n) fail("axis ", axis, " is out of range for a ", n, "-D input");
+  int64_t extent = x.shape[axis < 0 ? axis + n : axis];
+  if (scale.ndim() != 1 || scale.shape[0] != extent || zero_point.ndim() != 1 || zero_point.shape[0] != extent)
+    fail("scale ", runtime::shape_str(scale.shape), " and zero point ", runtime::shape_str(zero_point.shape),
+         " must both be scalars or both 1-D with ", extent, " elements (input axis ", axis, ")");
+}
+
+Type quantize_relation(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& x = as_tensor(args.at(0), "input");
+  const auto& scale = as_tensor(args.at(1), "scale");
+  const auto& zp = as_tensor(args.at(2), "zero point");
+  if (!(x.dtype.is_float() || x.dtype == runtime::kInt32)) fail("the input must be float or int32, got ", x.dtype.str());
+  if (!(zp.dtype == DataType::Int(8) || zp.dtype == DataType::UInt(8)))
+    fail("the zero point must be int8 or uint8, got ", zp.dtype.str());
+  check_params(x, scale, zp, attrs.get_int("axis"));
+  return tensor_type(x.shape, zp.dtype);
+}
+
+Type dequantize_relation(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& x = as_tensor(args.at(0), "input");
+  const auto& scale = as_tensor(args.at(1), "scale");
+  const auto& zp = as_tensor(args.at(2), "zero point");
+  if (!(x.dtype == DataType::Int(8) || x.dtype == DataType::UInt(8) || x.dtype == runtime::kInt32))
+    fail("the input must be int8, uint8 or int32, got ", x.dtype.str());
+  if (zp.dtype != x.dtype) fail("the zero point is ", zp.dtype.str(), ", the input ", x.dtype.str());
+  check_params(x, scale, zp, attrs.get_int("axis"));
+  return tensor_type(x.shape, scale.dtype);
+}
+
+}  // namespace
+
+void register_math_quantize_ops(OpRegistry& r) {
+  r.add({"quantize_linear", "saturate(round_half_even(x / scale) + zero_point) in zero_point's dtype; per tensor or along axis",
+         3, 3, {{"axis", int64_t{1}}}, quantize_relation, OpPattern::Broadcast, single_output([](const In& in, const Attrs& a) {
+           return ops::quantize_linear(in[0], in[1], in[2], a.get_int("axis"));
+         })});
+  r.add({"dequantize_linear", "(x - zero_point) * scale in scale's dtype; per tensor or along axis", 3, 3,
+         {{"axis", int64_t{1}}}, dequantize_relation, OpPattern::Broadcast, single_output([](const In& in, const Attrs& a) {
+           return ops::dequantize_linear(in[0], in[1], in[2], a.get_int("axis"));
+         })});
+}
+
+}  // namespace tessera::relay_ir
