@@ -39,18 +39,24 @@ void LinearForm::merge_div_mod_pairs() {
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t i = 0; i < terms.size() && !changed; ++i) {
-      const auto* div = terms[i].first.as<FloorDiv>();
+      // (x // c)*c*k, or (x // c % m)*c*k, the outer digits of x in base c.
+      const Expr& high = terms[i].first;
+      const auto* outer_mod = high.as<FloorMod>();
+      const int64_t* m = outer_mod ? as_const_int(outer_mod->b) : nullptr;
+      const auto* div = outer_mod ? outer_mod->a.as<FloorDiv>() : high.as<FloorDiv>();
       const int64_t* c = div ? as_const_int(div->b) : nullptr;
-      if (!c || *c <= 0) continue;
+      if (!c || *c <= 0 || (outer_mod && (!m || *m <= 0))) continue;
       for (size_t j = 0; j < terms.size(); ++j) {
         const auto* mod = terms[j].first.as<FloorMod>();
         if (!mod || !is_const_int(mod->b, *c) || !structural_equal(mod->a, div->a)) continue;
         int64_t k = terms[j].second;
         if (terms[i].second != k * *c) continue;
+        // ... plus x % c, the last digit: together x, or x % (c*m) when the outer digits wrap.
         Expr x = div->a;
+        Expr merged = outer_mod ? FloorMod::make(x, IntImm::make(x.type(), *c * *m)) : x;
         terms.erase(terms.begin() + std::max(i, j));
         terms.erase(terms.begin() + std::min(i, j));
-        add(to_linear_form(x), k);
+        add(to_linear_form(merged), k);
         changed = true;
         break;
       }

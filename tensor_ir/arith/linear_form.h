@@ -19,7 +19,8 @@ struct LinearForm {
   // Adds coeff * term, merging with a structurally equal term already present.
   void add_term(const Expr& term, int64_t coeff);
   void add(const LinearForm& other, int64_t scale = 1);
-  // Replaces (x // c)*(c*k) + (x % c)*k by x*k, which fusing then splitting loops produces.
+  // Replaces (x // c)*(c*k) + (x % c)*k by x*k, and (x // c % m)*(c*k) + (x % c)*k by
+  // (x % (c*m))*k: what fusing loops and splitting them again produces.
   void merge_div_mod_pairs();
   // Terms sorted by decreasing |coefficient| (first appearance breaks ties), then the constant:
   // i*48 + j + 3.

@@ -52,6 +52,8 @@ TEST(Simplify, FusedIndexRecombines) {
   Var f("f");
   EXPECT_EQ(s(floordiv(f, 48) * 48 + floormod(f, 48)), "f");
   EXPECT_EQ(s((floordiv(f, 48) * 48 + floormod(f, 48)) * 2), "f*2");
+  // Three fused axes split again: (f // 8 % 6)*8 + f % 8 is f % 48.
+  EXPECT_EQ(s(floormod(floordiv(f, 8), 6) * 8 + floormod(f, 8)), "f % 48");
 }
 
 TEST(Simplify, MinMaxAndComparisons) {
