@@ -1,8 +1,85 @@
-// CPU templates of the nn family's compute definitions, by tag.
-#include "schedule/templates/cpu.h"
+// CPU templates of the nn family's compute definitions, by tag; each group adds its own from
+// nn_*.cc. The helpers here find a template's stages by tag and shape its outer loops.
+#include "schedule/templates/nn.h"
+
+#include <unordered_set>
+
+#include "tensor_ir/graph.h"
 
 namespace tessera::schedule {
 
-void add_nn_templates(std::map<std::string, CpuTemplate>& t) {}
+namespace nn {
+
+Tensor find_tagged(const Tensor& output, const std::string& tag) {
+  for (const Tensor& t : tensor_ir::topological_order({output})) {
+    const auto* c = t.as<tensor_ir::ComputeOp>();
+    if (c && c->tag == tag) return t;
+  }
+  return Tensor();
+}
+
+void inline_injective_except(Schedule& s, const Tensor& output, const std::vector<Tensor>& keep) {
+  std::unordered_set<const tensor_ir::Object*> kept;
+  for (const auto& k : keep) kept.insert(k.get());
+  for (const Tensor& t : tensor_ir::topological_order({output})) {
+    const auto* c = t.as<tensor_ir::ComputeOp>();
+    // Outputs by their stage: a primitive such as rfactor may have replaced their operation.
+    if (!c || kept.count(t.get()) || s[t].is_output() || !c->reduce_axis().empty()) continue;
+    s[t].compute_inline();
+  }
+}
+
+std::vector<Tensor> unscheduled_stages(Schedule& s, const Tensor& output) {
+  std::vector<Tensor> todo;
+  for (const Tensor& t : tensor_ir::topological_order({output})) {
+    const auto* c = t.as<tensor_ir::ComputeOp>();
+    Stage& st = s[t];
+    if (c && st.attach_kind() == AttachKind::Root && !st.has_loop_schedule()) todo.push_back(t);
+  }
+  return todo;
+}
+
+Loop fuse_all(Stage& st, const std::vector<Loop>& loops) {
+  if (loops.empty()) return nullptr;
+  Loop fused = loops[0];
+  for (size_t i = 1; i < loops.size(); ++i) fused = st.fuse(fused, loops[i]);
+  return fused;
+}
+
+Tensor epilogue_target(Schedule& s, const Tensor& main) {
+  if (s.outputs().size() != 1 || s.outputs()[0].same_as(main)) return main;
+  Tensor out = s.outputs()[0];
+  auto same_shape = [&](const Tensor& t) {
+    if (t.ndim() != main.ndim()) return false;
+    for (size_t d = 0; d < t.ndim(); ++d)
+      if (t->dim(d) != main->dim(d)) return false;
+    return true;
+  };
+  std::unordered_set<const tensor_ir::Object*> before;
+  for (const Tensor& t : tensor_ir::topological_order({main})) before.insert(t.get());
+  for (const Tensor& t : tensor_ir::topological_order({out})) {
+    if (before.count(t.get()) || t.as<tensor_ir::PlaceholderOp>()) continue;
+    const auto* c = t.as<tensor_ir::ComputeOp>();
+    if (!c || !c->reduce_axis().empty() || (c->tag != "elemwise" && c->tag != "broadcast") || !same_shape(t)) return main;
+  }
+  if (!main.as<tensor_ir::ComputeOp>()->reduce_axis().empty()) return main;
+  s[main].compute_inline();
+  return out;
+}
+
+int64_t num_elements(const Tensor& t) {
+  int64_t n = 1;
+  for (size_t d = 0; d < t.ndim(); ++d) n *= t->dim(d);
+  return n;
+}
+
+}  // namespace nn
+
+void add_nn_templates(std::map<std::string, CpuTemplate>& t) {
+  add_nn_matmul_templates(t);
+  add_nn_conv_templates(t);
+  add_nn_pool_templates(t);
+  add_nn_norm_templates(t);
+}
 
 }  // namespace tessera::schedule

@@ -1,0 +1,131 @@
+// Converters of ONNX Conv, ConvTranspose, ConvInteger and QLinearConv (opsets 1-17): auto_pad
+// and output_shape are resolved here into explicit pads and output padding.
+#include "frontend/onnx/ops_nn.h"
+#include "runtime/error.h"
+
+namespace tessera::frontend::onnx {
+
+using relay_ir::Attrs;
+using relay_ir::Expr;
+
+namespace {
+
+struct Window {
+  std::vector<int64_t> strides, dilations, pads, output_padding;
+  int64_t groups = 1;
+};
+
+// The spatial sizes of input 0 and of the weight's kernel (input `weight`), checking
+// kernel_shape against it.
+void spatial_sizes(const ConvertContext& c, std::vector<int64_t>& in, std::vector<int64_t>& kernel, size_t weight = 1) {
+  const auto& x = c.input_type(0);
+  const auto& w = c.input_type(weight);
+  if (x.ndim() < 3) c.error("input X must be [N, C, spatial...], got shape " + runtime::shape_str(x.shape));
+  if (w.ndim() != x.ndim()) c.error("weight W " + runtime::shape_str(w.shape) + " must have the rank of X " + runtime::shape_str(x.shape));
+  in.assign(x.shape.begin() + 2, x.shape.end());
+  kernel.assign(w.shape.begin() + 2, w.shape.end());
+  if (c.has_attr("kernel_shape") && c.attr_ints("kernel_shape", {}) != kernel)
+    c.error("kernel_shape " + runtime::shape_str(c.attr_ints("kernel_shape", {})) + " differs from the weight's kernel " +
+            runtime::shape_str(kernel));
+}
+
+Window conv_window(const ConvertContext& c, size_t weight = 1) {
+  std::vector<int64_t> in, kernel;
+  spatial_sizes(c, in, kernel, weight);
+  size_t rank = in.size();
+  Window w;
+  w.strides = nn::spatial_attr(c, "strides", rank, 1);
+  w.dilations = nn::spatial_attr(c, "dilations", rank, 1);
+  w.groups = c.attr_int("group", 1);
+  std::vector<int64_t> extent(rank);
+  for (size_t d = 0; d < rank; ++d) extent[d] = (kernel[d] - 1) * w.dilations[d] + 1;
+  w.pads = nn::window_pads(c, in, extent, w.strides);
+  return w;
+}
+
+Attrs conv_attrs(const Window& w) {
+  Attrs a{{"strides", w.strides}, {"dilations", w.dilations}, {"pads", w.pads}, {"groups", w.groups}};
+  if (!w.output_padding.empty()) a.set("output_padding", w.output_padding);
+  return a;
+}
+
+// Output size = stride * (in - 1) + output_padding + dilated kernel - pads. With output_shape
+// (or SAME auto_pad, whose output is in * stride) the pads follow from the size: the odd one at
+// the end for SAME_UPPER, at the beginning otherwise (the spec's rule); a size beyond what the
+// input reaches is zeros at the end, i.e. more output padding.
+Window conv_transpose_window(const ConvertContext& c) {
+  std::vector<int64_t> in, kernel;
+  spatial_sizes(c, in, kernel);
+  size_t rank = in.size();
+  Window w;
+  w.strides = nn::spatial_attr(c, "strides", rank, 1);
+  w.dilations = nn::spatial_attr(c, "dilations", rank, 1);
+  w.groups = c.attr_int("group", 1);
+  w.output_padding = c.attr_ints("output_padding", std::vector<int64_t>(rank, 0));
+  if (w.output_padding.size() != rank) c.error("output_padding must have one entry per spatial dimension");
+  for (size_t d = 0; d < rank; ++d)
+    if (w.output_padding[d] < 0 || w.output_padding[d] >= std::max(w.strides[d], w.dilations[d]))
+      c.error("output_padding " + std::to_string(w.output_padding[d]) + " must be in [0, max(stride, dilation))");
+  std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
+    c.error("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '" + auto_pad + "'");
+  std::vector<int64_t> out;
+  if (c.has_attr("output_shape")) {
+    out = c.attr_ints("output_shape", {});
+    if (out.size() == rank + 2) out.erase(out.begin(), out.begin() + 2);  // some exporters give N and C too
+    if (out.size() != rank) c.error("output_shape must have one entry per spatial dimension");
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t d = 0; d < rank; ++d) out.push_back(in[d] * w.strides[d]);
+  }
+  if (out.empty()) {
+    w.pads = auto_pad == "VALID" ? std::vector<int64_t>(2 * rank, 0) : c.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
+    if (w.pads.size() != 2 * rank) c.error("pads must have " + std::to_string(2 * rank) + " entries (begins, then ends)");
+    return w;
+  }
+  w.pads.assign(2 * rank, 0);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t full = w.strides[d] * (in[d] - 1) + w.output_padding[d] + (kernel[d] - 1) * w.dilations[d] + 1;
+    int64_t total = full - out[d];
+    if (total < 0) {
+      w.output_padding[d] -= total;
+      continue;
+    }
+    int64_t small = total / 2, big = total - small;
+    w.pads[d] = auto_pad == "SAME_UPPER" ? small : big;
+    w.pads[d + rank] = auto_pad == "SAME_UPPER" ? big : small;
+  }
+  return w;
+}
+
+}  // namespace
+
+void register_nn_conv_converters(ConverterTable& t) {
+  t.add("Conv", nn::one([](ConvertContext& c) {
+    c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    std::vector<Expr> args{c.input(0), c.input(1)};
+    if (c.has_input(2)) args.push_back(c.input(2));
+    return c.call("conv", args, conv_attrs(conv_window(c)));
+  }));
+  t.add("ConvTranspose", nn::one([](ConvertContext& c) {
+    c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"});
+    std::vector<Expr> args{c.input(0), c.input(1)};
+    if (c.has_input(2)) args.push_back(c.input(2));
+    return c.call("conv_transpose", args, conv_attrs(conv_transpose_window(c)));
+  }));
+  t.add("ConvInteger", nn::one([](ConvertContext& c) {
+    c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    return c.call("conv_integer",
+                  {c.input(0), c.input(1), nn::input_or_zero(c, 2, c.input_type(0).dtype), nn::input_or_zero(c, 3, c.input_type(1).dtype)},
+                  conv_attrs(conv_window(c)));
+  }));
+  // Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B.
+  t.add("QLinearConv", nn::one([](ConvertContext& c) {
+    c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    std::vector<Expr> args;
+    for (size_t i = 0; i < 8; ++i) args.push_back(c.input(i));
+    if (c.has_input(8)) args.push_back(c.input(8));
+    return c.call("qlinear_conv", args, conv_attrs(conv_window(c, 3)));
+  }));
+}
+
+}  // namespace tessera::frontend::onnx

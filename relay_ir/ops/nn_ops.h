@@ -1,0 +1,40 @@
+// The parts of the nn family's op registration (relay_ir/ops/nn*.cc), which register_nn_ops
+// (nn.cc) calls in turn, and the helpers their type relations share.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "relay_ir/op.h"
+#include "runtime/ndarray.h"
+
+namespace tessera::relay_ir {
+
+void register_nn_matmul_ops(OpRegistry& r);   // nn_matmul.cc: matmul, gemm, matmul_integer, einsum
+void register_nn_conv_ops(OpRegistry& r);     // nn_conv.cc: conv, conv_integer, conv_transpose
+void register_nn_pool_ops(OpRegistry& r);     // nn_pool.cc: pooling
+void register_nn_norm_ops(OpRegistry& r);     // nn_norm.cc: normalizations
+void register_nn_softmax_ops(OpRegistry& r);  // nn_softmax.cc: softmax, log_softmax, hardmax, nll_loss
+
+namespace nn {
+
+// Argument `i` as a tensor type, `what` naming it in messages.
+const TensorTypeNode& arg(const std::vector<Type>& args, size_t i, const std::string& what);
+// Fails unless `t` is a float type (float16/32/64).
+void require_float(const TensorTypeNode& t, const std::string& what);
+// Fails unless `t` is one of `allowed` (dtype names).
+void require_dtype(const TensorTypeNode& t, const std::string& what, std::initializer_list<const char*> allowed);
+// The tensor-IR input at `i`, or an undefined tensor when the call has fewer arguments.
+inline tensor_ir::Tensor optional_input(const std::vector<tensor_ir::Tensor>& in, size_t i) {
+  return i < in.size() ? in[i] : tensor_ir::Tensor();
+}
+
+// A ComputeFn from a function of the inputs and attributes returning one tensor.
+template <typename F>
+ComputeFn one_output(F f) {
+  return [f](const std::vector<tensor_ir::Tensor>& in, const Attrs& attrs, const Type&) {
+    return std::vector<tensor_ir::Tensor>{f(in, attrs)};
+  };
+}
+
+}  // namespace nn
+}  // namespace tessera::relay_ir

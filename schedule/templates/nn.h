@@ -1,0 +1,45 @@
+// Helpers shared by the nn family's CPU templates (schedule/templates/nn*.cc) and the
+// template registrations each file provides to add_nn_templates (nn.cc).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "schedule/templates/cpu.h"
+
+namespace tessera::schedule {
+
+void add_nn_matmul_templates(std::map<std::string, CpuTemplate>& t);   // nn_matmul.cc
+void add_nn_conv_templates(std::map<std::string, CpuTemplate>& t);     // nn_conv.cc
+void add_nn_pool_templates(std::map<std::string, CpuTemplate>& t);     // nn_pool.cc: window pooling
+void add_nn_norm_templates(std::map<std::string, CpuTemplate>& t);     // nn_rows.cc: normalizations, softmax, losses
+
+namespace nn {
+
+// Below this many multiply-adds (or elements touched) a parallel loop costs more than it saves.
+constexpr int64_t kMinParallelWork = 1 << 18;
+
+// The first operation behind `output` (itself included) whose tag is `tag`, or undefined.
+Tensor find_tagged(const Tensor& output, const std::string& tag);
+// Inlines every injective stage feeding `output` except the outputs and those in `keep`.
+void inline_injective_except(Schedule& s, const Tensor& output, const std::vector<Tensor>& keep);
+// Root compute stages behind `output` (itself included) that nothing scheduled yet, producers
+// first: what a template may still schedule when another output of the kernel came first.
+std::vector<Tensor> unscheduled_stages(Schedule& s, const Tensor& output);
+// Fuses the given adjacent loops (outermost first) into one; an empty list gives null.
+Loop fuse_all(Stage& st, const std::vector<Loop>& loops);
+// The matmul tiling (nn_matmul.cc): `out` reads the padded `product` (tag "matmul") elementwise,
+// its loops `batch`, `rows` and `cols` running over the product's batch, row and column
+// dimensions; `packed` is the product's B panel stage (tag "matmul_pack").
+void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
+                           const Loop& rows, const Loop& cols);
+// The stage a template of an op that takes an epilogue (conv, matmul) should tile: `main`, the
+// op's own output, or in a fused kernel whose output applies elementwise ops to main (bias,
+// activation, residual add), that output, with main inlined into it so the epilogue runs on the
+// tile while it is in registers.
+Tensor epilogue_target(Schedule& s, const Tensor& main);
+// The product of a compute's output dimensions.
+int64_t num_elements(const Tensor& t);
+
+}  // namespace nn
+}  // namespace tessera::schedule

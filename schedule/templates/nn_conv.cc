@@ -1,0 +1,179 @@
+// The convolution template (tag "conv_epilogue", the output of every convolution; the product's
+// tag picks the form):
+//  * blocked ("conv"): the output is tiled as `tile` positions of the last spatial dimension x
+//    ocv channels; the product is computed at the tile with the tile positions unrolled and the
+//    channel vector innermost, so its tile x ocv / 16 accumulators stay in registers over the
+//    whole reduction (input channels x kernel) while each step broadcasts one input and loads a
+//    packed weight vector. Tiles are spread over the threads.
+//  * depthwise ("depthwise_conv"): per (n, channel) plane, the padded input is computed at the
+//    plane and the product a block of rows at a time, vectorized along the rows: for each
+//    vector of columns, the block's accumulators take every kernel tap, so an input row loaded
+//    once feeds each output row of the block it touches.
+//  * pointwise (1x1, "matmul"): the matrix-product tiling over channels x flattened positions;
+//  * direct ("conv_direct"): the generic schedule of each stage.
+#include "schedule/templates/nn.h"
+#include "tensor_ir/op.h"
+#include "tensor_ir/ops/nn.h"
+
+namespace tessera::schedule {
+
+using tensor_ir::ComputeOp;
+
+namespace {
+
+int64_t reduction_volume(const Tensor& t) {
+  int64_t v = 1;
+  for (const auto& r : t.as<ComputeOp>()->reduce_axis()) v *= *tensor_ir::as_const_int(r->dom.extent);
+  return v;
+}
+
+// A copy stage (the padded input, the packed weights): rows in parallel, each vectorized along
+// the last dimension with its own tail, so every vector has a constant extent.
+void schedule_copy(Schedule& s, const Tensor& t) {
+  Stage& st = s[t];
+  const auto* c = t.as<ComputeOp>();
+  std::vector<Loop> rows;
+  for (size_t d = 0; d + 1 < c->axis.size(); ++d) rows.push_back(st.loop(c->axis[d]));
+  Loop last = st.loop(c->axis.back());
+  int lanes = vector_lanes(t.dtype());
+  if (t->dim(t.ndim() - 1) >= lanes) st.vectorize(st.split(last, lanes).second);
+  else if (t->dim(t.ndim() - 1) > 1) st.vectorize(last);
+  Loop fused = nn::fuse_all(st, rows);
+  if (fused && nn::num_elements(t) >= nn::kMinParallelWork / 8) st.parallel(fused);
+}
+
+void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product) {
+  const auto* oc = out.as<ComputeOp>();
+  const auto* pc = product.as<ComputeOp>();
+  size_t rank = oc->axis.size() - 2;
+  int64_t ocv = product->dim(product.ndim() - 1);
+  int64_t tile = tensor_ir::ops::conv_tile_width(out->dim(out.ndim() - 1), ocv / vector_lanes(product.dtype()));
+
+  Stage& y = s[out];
+  auto [mo, mi] = y.split(y.loop(oc->axis[1]), ocv);
+  auto [wo, wi] = y.split(y.loop(oc->axis.back()), tile);
+  std::vector<Loop> outer{y.loop(oc->axis[0]), mo};
+  for (size_t d = 0; d + 1 < rank; ++d) outer.push_back(y.loop(oc->axis[2 + d]));
+  outer.push_back(wo);
+  std::vector<Loop> order = outer;
+  order.push_back(mi);
+  order.push_back(wi);
+  y.reorder(order);
+  Loop fused = nn::fuse_all(y, outer);
+  if (nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork) y.parallel(fused);
+  // The epilogue stores contiguous runs of the output row (reading the tile across channels).
+  if (tile > 1) y.vectorize(wi);
+
+  Stage& r = s[product];
+  r.compute_at(y, fused);
+  std::vector<Loop> inner;
+  const auto& reduce = pc->reduce_axis();
+  for (size_t i = 0; i < reduce.size(); ++i) inner.push_back(r.loop(reduce[i]));
+  bool pointwise = reduction_volume(product) == *tensor_ir::as_const_int(reduce[0]->dom.extent);
+  Loop channel_unroll;
+  if (pointwise) {
+    // A 1x1 kernel leaves one step per input channel: unroll channels by 4 instead.
+    auto [co, ci] = r.split(inner[0], 4);
+    inner[0] = co;
+    inner.insert(inner.begin() + 1, ci);
+    channel_unroll = ci;
+  }
+  Loop w = r.loop(pc->axis[2 + rank - 1]), m = r.loop(pc->axis.back());
+  inner.push_back(w);
+  inner.push_back(m);
+  r.reorder(inner);
+  if (channel_unroll) r.unroll(channel_unroll);
+  r.unroll(w);
+  r.vectorize(m);
+}
+
+void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& padded) {
+  const auto* oc = out.as<ComputeOp>();
+  const auto* pc = product.as<ComputeOp>();
+  size_t rank = oc->axis.size() - 2;
+  int lanes = vector_lanes(product.dtype());
+  Stage& y = s[out];
+  Loop plane = y.fuse(y.loop(oc->axis[0]), y.loop(oc->axis[1]));
+  if (nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork) y.parallel(plane);
+  if (out->dim(out.ndim() - 1) >= lanes) y.vectorize(y.split(y.loop(oc->axis.back()), lanes).second);
+  // A block of rows per product stage: each input row loaded feeds every output row it touches.
+  Loop at = plane;
+  Loop rows;
+  if (rank >= 2) {
+    int64_t block = tensor_ir::ops::depthwise_row_block(out->dim(out.ndim() - 2));
+    at = y.split(y.loop(oc->axis[oc->axis.size() - 2]), block).first;
+    rows = s[product].loop(pc->axis[pc->axis.size() - 2]);
+  }
+
+  Stage& r = s[product];
+  r.compute_at(y, at);
+  Loop w = r.loop(pc->axis.back());
+  std::vector<Loop> order;
+  Loop wi = w;
+  if (product->dim(product.ndim() - 1) >= lanes) {
+    auto split = r.split(w, lanes);
+    order.push_back(split.first);
+    wi = split.second;
+  }
+  for (const auto& k : pc->reduce_axis()) order.push_back(r.loop(k));
+  if (rows) order.push_back(rows);
+  order.push_back(wi);
+  r.reorder(order);
+  if (reduction_volume(product) <= 49) {
+    for (const auto& k : pc->reduce_axis()) r.unroll(r.loop(k));
+    if (rows) r.unroll(rows);
+  }
+  r.vectorize(wi);
+
+  if (padded.defined()) {
+    Stage& p = s[padded];
+    p.compute_at(y, plane);
+    const auto* pp = padded.as<ComputeOp>();
+    Loop pl = p.loop(pp->axis.back());
+    if (padded->dim(padded.ndim() - 1) >= lanes) p.vectorize(p.split(pl, lanes).second);
+  }
+}
+
+// A pointwise convolution is a matrix product per image: rows are output channels, columns the
+// flattened spatial positions.
+void schedule_pointwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed) {
+  const auto* oc = out.as<ComputeOp>();
+  Stage& y = s[out];
+  std::vector<Loop> spatial;
+  for (size_t d = 2; d < oc->axis.size(); ++d) spatial.push_back(y.loop(oc->axis[d]));
+  nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, y.loop(oc->axis[1]), nn::fuse_all(y, spatial));
+}
+
+void schedule_conv(Schedule& s, const Tensor& main) {
+  Tensor out = nn::epilogue_target(s, main);
+  Tensor matmul = nn::find_tagged(out, "matmul");
+  if (matmul.defined()) {
+    Tensor packed = nn::find_tagged(out, "matmul_pack");
+    nn::inline_injective_except(s, out, {matmul, packed});
+    schedule_pointwise(s, out, matmul, packed);
+    return;
+  }
+  Tensor blocked = nn::find_tagged(out, "conv");
+  Tensor depthwise = nn::find_tagged(out, "depthwise_conv");
+  Tensor direct = nn::find_tagged(out, "conv_direct");
+  Tensor padded = nn::find_tagged(out, "conv_pad");
+  Tensor packed = nn::find_tagged(out, "conv_pack");
+  Tensor product = blocked.defined() ? blocked : depthwise.defined() ? depthwise : direct;
+  nn::inline_injective_except(s, out, {product, padded, packed});
+  if (padded.defined() && !depthwise.defined()) schedule_copy(s, padded);
+  if (packed.defined()) schedule_copy(s, packed);
+  if (blocked.defined()) {
+    schedule_blocked(s, out, blocked);
+  } else if (depthwise.defined()) {
+    schedule_depthwise(s, out, depthwise, padded);
+  } else {
+    schedule_generic_stage(s, product);
+    schedule_generic_stage(s, out);
+  }
+}
+
+}  // namespace
+
+void add_nn_conv_templates(std::map<std::string, CpuTemplate>& t) { t["conv_epilogue"] = schedule_conv; }
+
+}  // namespace tessera::schedule

@@ -1,0 +1,107 @@
+// The matmul template (tags "matmul", "matmul_epilogue"), the schedule of BLIS and OpenBLAS in
+// schedule primitives: the packed B panel (Bp[jo, k, ji], from the compute definition) is
+// written by a vectorized parallel loop; the result is computed tile by tile, mr x nr
+// accumulators (8 rows x two vectors: 16 of the 32 AVX-512 registers) held in registers over
+// the whole reduction (the product stage computed at the tile, rows unrolled, columns
+// vectorized, k unrolled by 4), and the epilogue (copy, cast, alpha/beta/bias) stores the tile.
+#include "schedule/templates/nn.h"
+#include "tensor_ir/ops/nn.h"
+
+namespace tessera::schedule {
+
+using tensor_ir::ComputeOp;
+
+namespace nn {
+
+// A panel packed inside the parallel loop lives on the worker's stack up to this size.
+constexpr int64_t kMaxLocalPanel = 128 * 1024;
+
+void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
+                           const Loop& rows, const Loop& cols) {
+  const auto* pc = product.as<ComputeOp>();
+  size_t nb = pc->axis.size() - 2;
+  int64_t m = product->dim(nb);  // padded to whole tiles
+  int64_t nr = packed->dim(packed.ndim() - 1), mr = tensor_ir::ops::matmul_tile_rows(m);
+  int64_t k = packed->dim(packed.ndim() - 2);
+
+  Stage& o = s[out];
+  auto tiles = o.tile(rows, cols, mr, nr);  // io, jo, ii, ji
+  Stage& p = s[product];
+  Stage& b = s[packed];
+  const auto* bc = packed.as<ComputeOp>();
+  bool parallel = num_elements(product) * k >= kMinParallelWork;
+  // Panels outermost when there are enough of them for the threads: each is packed right before
+  // its row tiles use it (so it is read from cache, not memory) and stays there across them; A
+  // is re-read once per panel, 4x less traffic than B once per row tile (nr = 4 mr).
+  int64_t panels = 1;
+  for (size_t d = 0; d + 2 < packed.ndim(); ++d) panels *= packed->dim(d);
+  bool panel_outer = panels >= 4;
+  Loop tile;
+  if (panel_outer) {
+    o.reorder({tiles[1], tiles[0]});
+    batch.push_back(tiles[1]);
+    Loop panel = fuse_all(o, batch);
+    if (parallel) o.parallel(panel);
+    tile = tiles[0];
+    if (k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel) b.compute_at(o, panel);
+  } else {
+    batch.push_back(tiles[0]);
+    batch.push_back(tiles[1]);
+    tile = fuse_all(o, batch);
+    if (parallel) o.parallel(tile);
+  }
+  o.unroll(tiles[2]);
+  o.vectorize(tiles[3]);
+
+  p.compute_at(o, tile);
+  Loop i = p.loop(pc->axis[nb]), j = p.loop(pc->axis[nb + 1]);
+  auto [ko, ki] = p.split(p.loop(pc->reduce_axis()[0]), 4);
+  p.reorder({ko, ki, i, j});
+  p.unroll(ki);
+  p.unroll(i);
+  p.vectorize(j);
+
+  b.vectorize(b.loop(bc->axis.back()));
+  if (b.attach_kind() == AttachKind::Root) {
+    std::vector<Loop> outer;
+    for (size_t d = 0; d + 2 < bc->axis.size(); ++d) outer.push_back(b.loop(bc->axis[d]));
+    Loop fused = fuse_all(b, outer);
+    if (num_elements(packed) >= kMinParallelWork / 8) b.parallel(fused);
+  }
+}
+
+}  // namespace nn
+
+namespace {
+
+void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed) {
+  const auto* oc = out.as<ComputeOp>();
+  size_t nb = oc->axis.size() - 2;
+  Stage& o = s[out];
+  std::vector<Loop> batch;
+  for (size_t d = 0; d < nb; ++d) batch.push_back(o.loop(oc->axis[d]));
+  nn::schedule_matmul_tiles(s, out, product, packed, batch, o.loop(oc->axis[nb]), o.loop(oc->axis[nb + 1]));
+}
+
+void schedule_matmul(Schedule& s, const Tensor& main) {
+  Tensor product = nn::find_tagged(main, "matmul");
+  Tensor packed = nn::find_tagged(main, "matmul_pack");
+  Tensor out = packed.defined() && !main.same_as(product) ? nn::epilogue_target(s, main) : main;
+  nn::inline_injective_except(s, out, {product, packed});
+  if (packed.defined() && !out.same_as(product)) {
+    schedule_packed(s, out, product, packed);
+    return;
+  }
+  // Few rows or narrow columns: no packing; each output vector accumulates over k in place.
+  schedule_generic_stage(s, product);
+  if (!out.same_as(product)) schedule_generic_stage(s, out);
+}
+
+}  // namespace
+
+void add_nn_matmul_templates(std::map<std::string, CpuTemplate>& t) {
+  t["matmul"] = schedule_matmul;
+  t["matmul_epilogue"] = schedule_matmul;
+}
+
+}  // namespace tessera::schedule

@@ -1,0 +1,129 @@
+// The template of row statistics ("softmax", "softmax_stat", "softmax_exp", "norm", "norm_stat",
+// "global_pool", "nll_loss"). When every statistic reduces over the trailing dimensions of the
+// output (softmax along the last axis, layer_norm, instance_norm), the kernel runs row by row in
+// parallel: each statistic of the row is computed right before the output row needs it (the
+// row stays in cache across the passes), as vector partial results (the innermost reduction
+// split by the vector width and factored out, rfactor) combined at the end; row intermediates
+// (softmax's exponentials) live in a row buffer; the output row is vectorized. Other layouts get the math family's reduction and elementwise schedules stage by
+// stage. Stages another output of the same kernel already scheduled are left alone.
+#include <unordered_set>
+
+#include "schedule/templates/math.h"
+#include "schedule/templates/nn.h"
+#include "tensor_ir/graph.h"
+#include "tensor_ir/op.h"
+
+namespace tessera::schedule {
+
+using tensor_ir::ComputeOp;
+
+namespace {
+
+// The first reduced dimension when every stage but `out` is a statistic of out's shape with the
+// dimensions from there on reduced to 1, or a row intermediate of out's own shape (softmax's
+// exponentials), and out is elementwise; else -1.
+int row_split(const std::vector<Tensor>& stages, const Tensor& out) {
+  const auto* oc = out.as<ComputeOp>();
+  if (!oc || oc->body.as<tensor_ir::Reduce>() || out.ndim() == 0) return -1;
+  int first = -1;
+  for (const Tensor& t : stages) {
+    if (t.same_as(out)) continue;
+    const auto* c = t.as<ComputeOp>();
+    if (t.ndim() != out.ndim()) return -1;
+    size_t d = 0;
+    while (d < t.ndim() && t->dim(d) == out->dim(d)) ++d;
+    if (!c->body.as<tensor_ir::Reduce>()) {
+      if (d != t.ndim()) return -1;
+      continue;
+    }
+    for (size_t e = d; e < t.ndim(); ++e)
+      if (t->dim(e) != 1) return -1;
+    if (d == t.ndim()) return -1;
+    if (first >= 0 && first != static_cast<int>(d)) return -1;
+    first = static_cast<int>(d);
+  }
+  return first;
+}
+
+void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>& stats, size_t split) {
+  const auto* oc = out.as<ComputeOp>();
+  int lanes = vector_lanes(out.dtype());
+  Stage& y = s[out];
+  // A statistic runs inside the row loop when only the output (or statistics that do) read it;
+  // one another output of the kernel reads (layer_norm's mean) stays a stage of its own.
+  std::unordered_set<const Stage*> inside{&y};
+  std::vector<Tensor> attached;
+  for (auto it = stats.rbegin(); it != stats.rend(); ++it) {
+    bool ok = true;
+    for (const Stage* reader : s.consumers(s[*it])) ok &= inside.count(reader) > 0;
+    if (!ok) continue;
+    inside.insert(&s[*it]);
+    attached.insert(attached.begin(), *it);
+  }
+  for (const Tensor& t : stats) {
+    if (inside.count(&s[t])) continue;
+    if (s[t].op().as<ComputeOp>()->body.as<tensor_ir::Reduce>()) schedule_reduction_stage(s, t);
+    else schedule_elementwise_stage(s, t);
+  }
+  // Vector partial results first: rfactor rewrites the stages that read a statistic.
+  std::vector<Tensor> partials;
+  for (const Tensor& t : attached) {
+    Stage& st = s[t];
+    if (!st.op().as<ComputeOp>()->body.as<tensor_ir::Reduce>()) {  // a row intermediate
+      const auto* c = st.op().as<ComputeOp>();
+      if (t->dim(t.ndim() - 1) >= lanes) st.vectorize(st.split(st.loop(c->axis.back()), lanes).second);
+      continue;
+    }
+    const auto& reduce = st.op().as<ComputeOp>()->reduce_axis();
+    int64_t extent = *tensor_ir::as_const_int(reduce.back()->dom.extent);
+    if (extent < lanes) continue;
+    auto inner = st.split(st.loop(reduce.back()), lanes).second;
+    Tensor rf = s.rfactor(t, inner, static_cast<int>(t.ndim()));
+    Stage& rs = s[rf];
+    const auto* rc = rs.op().as<ComputeOp>();
+    std::vector<Loop> order;
+    for (const auto& r : rc->reduce_axis()) order.push_back(rs.loop(r));
+    order.push_back(rs.loop(rc->axis.back()));
+    rs.reorder(order);
+    rs.vectorize(order.back());
+    partials.push_back(rf);
+  }
+  std::vector<Loop> rows, row;
+  for (size_t d = 0; d < oc->axis.size(); ++d) (d < split ? rows : row).push_back(y.loop(oc->axis[d]));
+  Loop last = row.back();
+  if (out->dim(out.ndim() - 1) >= lanes) y.vectorize(y.split(last, lanes).second);
+  Loop outer = nn::fuse_all(y, rows);
+  int64_t count = 1;
+  for (size_t d = 0; d < split; ++d) count *= out->dim(d);
+  int64_t work = nn::num_elements(out) * static_cast<int64_t>(stats.size() + 1);
+  if (work >= nn::kMinParallelWork / 4 && count > 1) y.parallel(outer);
+  for (const Tensor& t : partials) s[t].compute_at(y, outer);
+  for (const Tensor& t : attached) s[t].compute_at(y, outer);
+}
+
+void schedule_rows(Schedule& s, const Tensor& out) {
+  nn::inline_injective_except(s, out, {nn::find_tagged(out, "softmax_exp")});
+  std::vector<Tensor> todo = nn::unscheduled_stages(s, out);
+  int split = row_split(todo, out);
+  if (split > 0) {
+    std::vector<Tensor> stats;
+    for (const Tensor& t : todo)
+      if (!t.same_as(out)) stats.push_back(t);
+    schedule_by_rows(s, out, stats, static_cast<size_t>(split));
+    return;
+  }
+  for (const Tensor& t : todo) {
+    const auto* c = s[t].op().as<ComputeOp>();
+    if (c->axis.empty()) continue;  // a scalar result: one loop nest, nothing to spread
+    if (c->body.as<tensor_ir::Reduce>()) schedule_reduction_stage(s, t);
+    else schedule_elementwise_stage(s, t);
+  }
+}
+
+}  // namespace
+
+void add_nn_norm_templates(std::map<std::string, CpuTemplate>& t) {
+  for (const char* tag : {"global_pool", "norm", "norm_stat", "softmax", "softmax_stat", "softmax_exp", "nll_loss"}) t[tag] = schedule_rows;
+}
+
+}  // namespace tessera::schedule

@@ -1,0 +1,133 @@
+// Compute definitions of the nn family: matrix products, convolutions, pooling, normalizations,
+// softmax and losses. Each returns ordinary compute tensors (with the packing or padding stages
+// their fast schedules need already in the definition) whose `tag` names their CPU template.
+// The shape helpers are shared with the graph-level type relations so both agree exactly.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "tensor_ir/tensor.h"
+
+namespace tessera::tensor_ir::ops {
+
+// --- matrix products (nn_matmul.cc, nn_einsum.cc) -----------------------------------------
+
+// numpy matmul: a 1-D `a` is a row, a 1-D `b` a column (the added dimension is removed from the
+// result); leading batch dimensions broadcast.
+Tensor matmul(const Tensor& a, const Tensor& b);
+std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+// The register tile of a packed product: rows of the result, and columns (two vectors of the
+// accumulation type, or one when n is narrower). The packed result is padded to whole tiles.
+int64_t matmul_tile_rows(int64_t m);
+int64_t matmul_tile_cols(DataType acc, int64_t n);
+// alpha * op(a) @ op(b) + beta * c for 2-D a and b, op transposing when asked; `c` (may be
+// undefined) broadcasts to the result.
+Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a, bool trans_b, double alpha, double beta);
+// Integer matmul accumulated in int32: (a - a_zero) @ (b - b_zero). a_zero is a scalar or one
+// value per row of a; b_zero a scalar or one per column of b.
+Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero);
+// QLinearMatMul: matmul_integer, then each int32 sum requantized to y's type:
+// saturate(round_half_even(sum * a_scale * b_scale / y_scale) + y_zero). Scales are float32;
+// a_scale and a_zero may hold one value per row, b_scale and b_zero one per column.
+Tensor qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_zero, const Tensor& b, const Tensor& b_scale,
+                      const Tensor& b_zero, const Tensor& y_scale, const Tensor& y_zero);
+// Einstein summation over any operands ("ij,jk->ik", "...ii->...i", "ij->"); a letter repeated
+// within one operand takes its diagonal.
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
+// The output shape of an einsum; throws naming the equation when operands do not fit it.
+std::vector<int64_t> einsum_shape(const std::string& equation, const std::vector<std::vector<int64_t>>& operands);
+
+// --- convolution (nn_conv.cc) ------------------------------------------------------------
+
+// Spatial geometry: one entry per spatial dimension; pads hold all begins, then all ends.
+struct ConvGeometry {
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t groups = 1;
+  std::vector<int64_t> output_padding;  // conv_transpose only
+};
+// data [N, C, spatial...], weight [M, C / groups, kernel...] -> [N, M, out...].
+std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g);
+// The output positions along the last spatial dimension one register tile of a blocked
+// convolution holds, for `vectors` vectors of output channels (the product pads to whole tiles).
+int64_t conv_tile_width(int64_t width, int64_t vectors);
+// The output rows a depthwise convolution computes together (its product pads the rows to it).
+int64_t depthwise_row_block(int64_t rows);
+// `bias` [M] may be undefined.
+Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g);
+// Integer convolution accumulated in int32 over (data - data_zero) and (weight - weight_zero);
+// padding reads data_zero (so it contributes nothing). data_zero is a scalar, weight_zero a
+// scalar or one value per output channel.
+Tensor conv_integer(const Tensor& data, const Tensor& weight, const Tensor& data_zero, const Tensor& weight_zero,
+                    const ConvGeometry& g);
+// QLinearConv: conv_integer plus the int32 bias (may be undefined), requantized as
+// qlinear_matmul does; w_scale and w_zero may hold one value per output channel.
+Tensor qlinear_conv(const Tensor& data, const Tensor& data_scale, const Tensor& data_zero, const Tensor& weight,
+                    const Tensor& weight_scale, const Tensor& weight_zero, const Tensor& y_scale, const Tensor& y_zero,
+                    const Tensor& bias, const ConvGeometry& g);
+// data [N, C, spatial...], weight [C, M / groups, kernel...] -> [N, M, out...] with
+// out = stride * (in - 1) + output_padding + (kernel - 1) * dilation + 1 - pad_begin - pad_end.
+std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+                                          const ConvGeometry& g);
+Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g);
+
+// --- pooling (nn_pool.cc) ----------------------------------------------------------------
+
+struct PoolGeometry {
+  std::vector<int64_t> kernel, strides, pads, dilations;
+  bool ceil_mode = false;
+};
+// [N, C, spatial...] -> [N, C, out...]; with ceil_mode a window that would start past the input
+// and its left padding is dropped (as PyTorch and ONNX Runtime do).
+std::vector<int64_t> pool_shape(const std::vector<int64_t>& data, const PoolGeometry& g);
+Tensor max_pool(const Tensor& data, const PoolGeometry& g);
+// The flat index (into the whole input, row-major, or column-major over the spatial dimensions
+// when storage_order is 1) of the first maximum of each window, as int64.
+Tensor max_pool_indices(const Tensor& data, const Tensor& pooled, const PoolGeometry& g, int storage_order);
+// Average over the window; count_include_pad counts the padding (not what lies past it in
+// ceil mode), otherwise only elements inside the input count.
+Tensor avg_pool(const Tensor& data, const PoolGeometry& g, bool count_include_pad);
+// (sum |x|^p) ^ (1/p) over the window, padding reading zero.
+Tensor lp_pool(const Tensor& data, const PoolGeometry& g, double p);
+// Over all spatial dimensions, keeping them as size 1: kind is "avg", "max" or "lp".
+Tensor global_pool(const Tensor& data, const std::string& kind, double p = 2);
+// Inverse of max_pool: each input element goes to the output position its index names; other
+// outputs are 0. Indices must come from a max_pool of the same kernel, strides and pads (an index
+// outside its element's window is not found).
+Tensor max_unpool(const Tensor& data, const Tensor& indices, const PoolGeometry& g, const std::vector<int64_t>& output_shape);
+
+// --- normalization (nn_norm.cc) ----------------------------------------------------------
+
+// Inference: (x - mean) / sqrt(var + epsilon) * scale + bias along axis 1.
+Tensor batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var,
+                  double epsilon);
+// Per (n, c): normalizes over the spatial dimensions, then scale[c] and bias[c].
+Tensor instance_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, double epsilon);
+// Normalizes over dimensions axis.. (statistics in float32 at least), then * scale + bias
+// (broadcasting; bias may be undefined). Returns {y, mean, inv_std_dev}; the statistics have the
+// shape of x with dimensions axis.. set to 1 and dtype `stat_dtype`.
+std::vector<Tensor> layer_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, int64_t axis, double epsilon,
+                               DataType stat_dtype);
+// Local response normalization across channels:
+// x / (bias + alpha / size * sum of x^2 over the size channels around c) ^ beta.
+Tensor lrn(const Tensor& x, int64_t size, double alpha, double beta, double bias);
+// (x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9) over `axes` (ONNX MeanVarianceNormalization).
+Tensor mean_variance_normalization(const Tensor& x, const std::vector<int64_t>& axes);
+
+// --- softmax and losses (nn_softmax.cc) --------------------------------------------------
+
+// Along `axis`; with `trailing` over axis and every later dimension jointly (ONNX before 13).
+Tensor softmax(const Tensor& x, int64_t axis, bool trailing = false);
+Tensor log_softmax(const Tensor& x, int64_t axis, bool trailing = false);
+// 1 at the first maximum along the axis (or the trailing block), 0 elsewhere.
+Tensor hardmax(const Tensor& x, int64_t axis, bool trailing = false);
+// Negative log-likelihood: input [N, C, d...] (log-probabilities), target [N, d...] integers,
+// weight [C] (may be undefined). reduction "none" gives [N, d...]; "sum" and "mean" a scalar
+// (mean divides by the summed weights of the counted targets). Targets equal to ignore_index
+// count for nothing.
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, const std::string& reduction,
+                int64_t ignore_index);
+
+// A dimension index in [0, rank); throws naming `what` when out of range.
+int64_t normalize_axis(int64_t axis, size_t rank, const std::string& what);
+
+}  // namespace tessera::tensor_ir::ops

@@ -1,0 +1,454 @@
+// Convolutions of any spatial rank. All variants (float, integer with zero points, transposed)
+// go through one core with four forms:
+//  * pointwise (1x1, stride 1, unpadded, one group): the matrix product core (nn_matmul.cc);
+//  * blocked (tag "conv"): output channels in blocks of one or two vectors (ocv) are the
+//    innermost dimension of the product R[n, m / ocv, spatial.., m % ocv], and the last spatial
+//    dimension is padded to whole tiles, so the "conv" template keeps a tile of outputs x ocv
+//    channels in registers: each step broadcasts one input and multiplies a packed weight
+//    vector Wp[m / ocv, c, k.., m % ocv] (tag "conv_pack");
+//  * depthwise (one input channel per group, tag "depthwise_conv"): R[n, m, spatial..] with the
+//    last dimension padded to whole vectors, vectorized along it;
+//  * direct (other grouped shapes, tag "conv_direct"), left to the generic schedule.
+// Padding (and zero points, and the zeros a transposed convolution inserts) live in a padded
+// input stage P (tag "conv_pad") so the inner loops read it without conditions; the epilogue Y
+// (tag "conv_epilogue") drops the tile padding, adds the bias and casts.
+#include <algorithm>
+
+#include "runtime/error.h"
+#include "tensor_ir/graph.h"
+#include "tensor_ir/ops/nn.h"
+#include "tensor_ir/ops/nn_util.h"
+
+namespace tessera::tensor_ir::ops {
+
+using namespace nn_detail;
+
+namespace {
+
+struct ConvCore {
+  std::string name;
+  int64_t n = 1, c = 1, m = 1, groups = 1;
+  std::vector<int64_t> kernel, strides, dilations, out;  // per spatial dimension
+  DataType acc, out_type;
+  // The input in `acc` at padded coordinates (padding, zero points and dilation applied).
+  std::function<Expr(const Expr& n, const Expr& c, const std::vector<Expr>& pos)> source;
+  // The source is the raw input read directly (no padding, no conversion): no P stage needed.
+  Tensor raw;
+  // The input in `acc` at unpadded coordinates (zero point applied), and whether the
+  // convolution has no padding (then a pointwise one is a plain matrix product).
+  std::function<Expr(const Expr& n, const Expr& c, const std::vector<Expr>& pos)> input;
+  bool unpadded = false;
+  // Weight element (m, c within the group, kernel position) in `acc`.
+  std::function<Expr(const Expr& m, const Expr& c, const std::vector<Expr>& k)> weight;
+  Tensor bias;  // [m] or undefined
+  // The output value from the accumulated one (bias added) at output index v; default: a cast.
+  std::function<Expr(const Expr& value, const std::vector<Var>& v)> finish;
+};
+
+int lanes_of(DataType t) { return 64 / t.element_bytes(); }
+
+std::vector<std::string> spatial_names(size_t rank, const std::string& prefix) {
+  std::vector<std::string> names;
+  for (size_t d = 0; d < rank; ++d) names.push_back(prefix + std::to_string(d));
+  return names;
+}
+
+// P covering `extent` positions per spatial dimension (or the raw input when it needs no stage).
+Tensor padded_input(const ConvCore& c, const std::vector<int64_t>& extent) {
+  if (c.raw.defined()) return c.raw;
+  std::vector<Expr> shape{Expr(c.n), Expr(c.c)};
+  for (int64_t e : extent) shape.push_back(Expr(e));
+  std::vector<std::string> names{"n", "c"};
+  for (const auto& s : spatial_names(extent.size(), "p")) names.push_back(s);
+  return compute(shape, [&](const std::vector<Var>& v) {
+    return c.source(v[0], v[1], std::vector<Expr>(v.begin() + 2, v.end()));
+  }, c.name + "_pad", "conv_pad", names);
+}
+
+// Positions of P read for output positions 0..out-1 per dimension (`out` padded as the product is).
+std::vector<int64_t> needed_extent(const ConvCore& c, const std::vector<int64_t>& out) {
+  std::vector<int64_t> e;
+  for (size_t d = 0; d < out.size(); ++d) e.push_back((out[d] - 1) * c.strides[d] + (c.kernel[d] - 1) * c.dilations[d] + 1);
+  return e;
+}
+
+// The output sizes with the last one padded to `last`.
+std::vector<int64_t> with_last(std::vector<int64_t> out, int64_t last) {
+  out.back() = last;
+  return out;
+}
+
+// The index of P for output position `o` and kernel position `k` along dimension d; reads of
+// the raw input clamp the padded tail of the last dimension (its results are dropped).
+Expr input_pos(const ConvCore& c, size_t d, const Expr& o, const Expr& k) {
+  bool clamp = c.raw.defined() && d + 1 == c.out.size();
+  Expr oo = clamp ? min(o, Expr(c.out[d] - 1)) : o;
+  return oo * Expr(c.strides[d]) + k * Expr(c.dilations[d]);
+}
+
+Tensor epilogue(const ConvCore& c, const std::function<Expr(const std::vector<Var>&)>& product) {
+  std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
+  for (int64_t o : c.out) shape.push_back(Expr(o));
+  std::vector<std::string> names{"n", "m"};
+  for (const auto& s : spatial_names(c.out.size(), "o")) names.push_back(s);
+  return compute(shape, [&](const std::vector<Var>& v) {
+    Expr y = product(v);
+    if (c.bias.defined()) y = y + read_as(c.bias, {v[1]}, c.acc);
+    return c.finish ? c.finish(y, v) : cast(c.out_type, y);
+  }, c.name, "conv_epilogue", names);
+}
+
+std::vector<IterVar> kernel_axes(const ConvCore& c) {
+  std::vector<IterVar> r;
+  for (size_t d = 0; d < c.kernel.size(); ++d) r.push_back(reduce_axis(Range(Expr(0), Expr(c.kernel[d])), "r" + std::to_string(d)));
+  return r;
+}
+
+Tensor blocked(const ConvCore& c, int64_t ocv) {
+  size_t rank = c.out.size();
+  int64_t cg = c.c / c.groups, mg = c.m / c.groups;
+  int64_t tile = conv_tile_width(c.out.back(), ocv / lanes_of(c.acc));
+  int64_t last = (c.out.back() + tile - 1) / tile * tile;
+  Tensor p = padded_input(c, needed_extent(c, with_last(c.out, last)));
+  int64_t blocks = (c.m + ocv - 1) / ocv;
+  std::vector<Expr> wshape{Expr(blocks), Expr(cg)};
+  for (int64_t k : c.kernel) wshape.push_back(Expr(k));
+  wshape.push_back(Expr(ocv));
+  std::vector<std::string> wnames{"mo", "c"};
+  for (const auto& s : spatial_names(rank, "k")) wnames.push_back(s);
+  wnames.push_back("mi");
+  Tensor wp = compute(wshape, [&](const std::vector<Var>& v) {
+    Expr mm = v[0] * Expr(ocv) + v.back();
+    std::vector<Expr> k(v.begin() + 2, v.end() - 1);
+    return select(mm < Expr(c.m), c.weight(mm, v[1], k), make_zero(c.acc));  // lazy: no read past m
+  }, c.name + "_packed_weight", "conv_pack", wnames);
+  std::vector<Expr> shape{Expr(c.n), Expr(blocks)};
+  for (size_t d = 0; d < rank; ++d) shape.push_back(Expr(d + 1 == rank ? last : c.out[d]));
+  shape.push_back(Expr(ocv));
+  std::vector<std::string> names{"n", "mo"};
+  for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
+  names.push_back("mi");
+  IterVar rc = reduce_axis(Range(Expr(0), Expr(cg)), "rc");
+  std::vector<IterVar> rk = kernel_axes(c);
+  Tensor r = compute(shape, [&](const std::vector<Var>& v) {
+    // A block lies in one group (ocv divides m / groups), so its lanes share the input channel.
+    Expr ch = floordiv(v[1] * Expr(ocv), Expr(mg)) * Expr(cg) + rc;
+    std::vector<Expr> pidx{v[0], ch};
+    std::vector<Expr> widx{v[1], rc};
+    for (size_t d = 0; d < rank; ++d) {
+      pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
+      widx.push_back(rk[d]);
+    }
+    widx.push_back(v.back());
+    std::vector<IterVar> axes{rc};
+    axes.insert(axes.end(), rk.begin(), rk.end());
+    Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
+    return sum(x * wp(widx), axes);
+  }, c.name + "_blocked", "conv", names);
+  return epilogue(c, [&](const std::vector<Var>& v) {
+    std::vector<Expr> idx{v[0], floordiv(v[1], Expr(ocv))};
+    for (size_t d = 0; d < rank; ++d) idx.push_back(v[2 + d]);
+    idx.push_back(floormod(v[1], Expr(ocv)));
+    return r(idx);
+  });
+}
+
+Tensor depthwise(const ConvCore& core) {
+  size_t rank = core.out.size();
+  int64_t mult = core.m / core.groups;
+  int64_t lanes = lanes_of(core.acc);
+  // The product is padded to whole vectors along the last dimension and to whole row blocks
+  // along the one before (the template computes a block of rows per vector of outputs, so each
+  // input row loaded serves every output row of the block).
+  std::vector<int64_t> padded = core.out;
+  if (padded.back() >= lanes) padded.back() = (padded.back() + lanes - 1) / lanes * lanes;
+  if (rank >= 2) {
+    int64_t block = depthwise_row_block(padded[rank - 2]);
+    padded[rank - 2] = (padded[rank - 2] + block - 1) / block * block;
+  }
+  // The padding must come from P, never from clamped reads of the input (vectors along x).
+  ConvCore c = core;
+  if (padded != c.out) c.raw = Tensor();
+  Tensor p = padded_input(c, needed_extent(c, padded));
+  std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
+  for (int64_t o : padded) shape.push_back(Expr(o));
+  std::vector<std::string> names{"n", "m"};
+  for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
+  std::vector<IterVar> rk = kernel_axes(c);
+  Tensor r = compute(shape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> pidx{v[0], floordiv(v[1], Expr(mult))};
+    std::vector<Expr> k;
+    for (size_t d = 0; d < rank; ++d) {
+      pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
+      k.push_back(rk[d]);
+    }
+    Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
+    return sum(x * c.weight(v[1], Expr(0), k), rk);
+  }, c.name + "_depthwise", "depthwise_conv", names);
+  return epilogue(c, [&](const std::vector<Var>& v) { return r(as_exprs(v)); });
+}
+
+Tensor direct(const ConvCore& c) {
+  size_t rank = c.out.size();
+  int64_t cg = c.c / c.groups, mg = c.m / c.groups;
+  Tensor p = padded_input(c, needed_extent(c, c.out));
+  std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
+  for (int64_t o : c.out) shape.push_back(Expr(o));
+  std::vector<std::string> names{"n", "m"};
+  for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
+  IterVar rc = reduce_axis(Range(Expr(0), Expr(cg)), "rc");
+  std::vector<IterVar> rk = kernel_axes(c);
+  Tensor r = compute(shape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> pidx{v[0], floordiv(v[1], Expr(mg)) * Expr(cg) + rc};
+    std::vector<Expr> k;
+    for (size_t d = 0; d < rank; ++d) {
+      pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
+      k.push_back(rk[d]);
+    }
+    std::vector<IterVar> axes{rc};
+    axes.insert(axes.end(), rk.begin(), rk.end());
+    Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
+    return sum(x * c.weight(v[1], rc, k), axes);
+  }, c.name + "_direct", "conv_direct", names);
+  return epilogue(c, [&](const std::vector<Var>& v) { return r(as_exprs(v)); });
+}
+
+// A 1x1, stride-1, unpadded convolution is W [M, C] @ X[n] [C, spatial]: the matrix product's
+// core packs X into column panels, so its tiles read contiguous memory however far apart the
+// channel planes lie; the epilogue reads the product at the flattened spatial position.
+Tensor pointwise(const ConvCore& c) {
+  size_t rank = c.out.size();
+  int64_t positions = 1;
+  for (int64_t o : c.out) positions *= o;
+  std::vector<int64_t> out = c.out;
+  auto coords = [out](Expr p) {
+    std::vector<Expr> pos(out.size());
+    for (size_t d = out.size(); d-- > 0;) {
+      pos[d] = d == 0 ? p : floormod(p, Expr(out[d]));
+      p = floordiv(p, Expr(out[d]));
+    }
+    return pos;
+  };
+  MatmulCore mc;
+  mc.batch = {c.n};
+  mc.m = c.m, mc.n = positions, mc.k = c.c;
+  mc.acc = c.acc;
+  mc.a = [&c](const std::vector<Expr>&, const Expr& m, const Expr& k) { return c.weight(m, k, std::vector<Expr>(c.kernel.size(), Expr(0))); };
+  mc.b = [&c, coords](const std::vector<Expr>& batch, const Expr& p, const Expr& k) { return c.input(batch[0], k, coords(p)); };
+  mc.b_batch = {c.n};
+  mc.b_batch_of = [](const std::vector<Expr>& batch) { return batch; };
+  Tensor r = matmul_core(mc, c.name + "_pointwise");
+  Tensor padded = input_tensors(r)[0];
+  return epilogue(c, [&](const std::vector<Var>& v) {
+    Expr p = v[2];
+    for (size_t d = 1; d < rank; ++d) p = p * Expr(c.out[d]) + v[2 + d];
+    return padded({v[0], v[1], p});
+  });
+}
+
+Tensor conv_core(const ConvCore& c) {
+  int64_t lanes = lanes_of(c.acc);
+  int64_t cg = c.c / c.groups, mg = c.m / c.groups;
+  int64_t volume = 1, positions = 1;
+  for (size_t d = 0; d < c.kernel.size(); ++d) {
+    volume *= c.kernel[d] * c.strides[d];
+    positions *= c.out[d];
+  }
+  if (c.unpadded && c.groups == 1 && volume == 1 && c.m >= 8 && positions >= lanes) return pointwise(c);
+  if (c.groups > 1 && cg == 1) return depthwise(c);
+  if (mg % (2 * lanes) == 0) return blocked(c, 2 * lanes);
+  if (mg % lanes == 0 || (c.groups == 1 && c.m >= lanes)) return blocked(c, c.groups == 1 && c.m >= 2 * lanes ? 2 * lanes : lanes);
+  return direct(c);
+}
+
+void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g) {
+  if (g.strides.size() != rank || g.dilations.size() != rank || g.pads.size() != 2 * rank)
+    fail(op, ": strides, dilations and pads must have ", rank, ", ", rank, " and ", 2 * rank, " entries for ", rank,
+         " spatial dimensions, got ", g.strides.size(), ", ", g.dilations.size(), " and ", g.pads.size());
+  for (size_t d = 0; d < rank; ++d)
+    if (g.strides[d] < 1 || g.dilations[d] < 1) fail(op, ": strides and dilations must be positive");
+  for (int64_t p : g.pads)
+    if (p < 0) fail(op, ": pads must not be negative, got ", p);
+  if (g.groups < 1) fail(op, ": groups must be positive, got ", g.groups);
+}
+
+ConvCore forward_core(const std::string& name, const Tensor& data, const Tensor& weight, const ConvGeometry& g, DataType acc,
+                      const Tensor& data_zero, const Tensor& weight_zero) {
+  std::vector<int64_t> ds = static_shape(data), ws = static_shape(weight);
+  std::vector<int64_t> out = conv_shape(ds, ws, g);
+  ConvCore c;
+  c.name = name;
+  c.n = ds[0], c.c = ds[1], c.m = ws[0], c.groups = g.groups;
+  size_t rank = ds.size() - 2;
+  c.kernel.assign(ws.begin() + 2, ws.end());
+  c.strides = g.strides, c.dilations = g.dilations;
+  c.out.assign(out.begin() + 2, out.end());
+  c.acc = acc;
+  bool padded = std::any_of(g.pads.begin(), g.pads.end(), [](int64_t p) { return p != 0; });
+  if (!padded && acc == data.dtype() && !data_zero.defined()) c.raw = data;
+  c.source = [data, data_zero, ds, g, acc, rank](const Expr& n, const Expr& ch, const std::vector<Expr>& pos) {
+    std::vector<Expr> idx{n, ch};
+    Expr inside = const_true();
+    for (size_t d = 0; d < rank; ++d) {
+      Expr x = pos[d] - Expr(g.pads[d]);
+      inside = logical_and(inside, logical_and(x >= Expr(0), x < Expr(ds[2 + d])));
+      idx.push_back(x);
+    }
+    // The select is lazy: outside the input nothing is read (a masked load in vectors), so the
+    // index needs no clamping, which would turn contiguous loads into gathers.
+    Expr v = read_as(data, idx, acc) - zero_point(data_zero, Expr(0), acc);
+    return select(inside, v, make_zero(acc));
+  };
+  c.unpadded = !padded;
+  c.input = [data, data_zero, acc](const Expr& n, const Expr& ch, const std::vector<Expr>& pos) {
+    std::vector<Expr> idx{n, ch};
+    idx.insert(idx.end(), pos.begin(), pos.end());
+    return read_as(data, idx, acc) - zero_point(data_zero, Expr(0), acc);
+  };
+  c.weight = [weight, weight_zero, acc](const Expr& m, const Expr& ch, const std::vector<Expr>& k) {
+    std::vector<Expr> idx{m, ch};
+    idx.insert(idx.end(), k.begin(), k.end());
+    return read_as(weight, idx, acc) - zero_point(weight_zero, m, acc);
+  };
+  return c;
+}
+
+}  // namespace
+
+int64_t depthwise_row_block(int64_t rows) { return rows < 4 ? rows : 4; }
+
+int64_t conv_tile_width(int64_t width, int64_t vectors) {
+  // Rows x vectors accumulators must leave registers for the weights and a broadcast input:
+  // at most 24 of the 32. The tile that pads the width least wins; then the wider one.
+  int64_t most = std::min<int64_t>(24 / vectors, 12);
+  if (width <= most) return width;
+  int64_t best = most, waste = (width + most - 1) / most * most - width;
+  for (int64_t t = most - 1; t >= 4; --t) {
+    int64_t w = (width + t - 1) / t * t - width;
+    if (w < waste) best = t, waste = w;
+  }
+  return best;
+}
+
+std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g) {
+  if (data.size() < 3) fail("conv: data must be [N, C, spatial...], got ", runtime::shape_str(data));
+  if (weight.size() != data.size())
+    fail("conv: weight ", runtime::shape_str(weight), " must have the rank of data ", runtime::shape_str(data));
+  size_t rank = data.size() - 2;
+  check_geometry("conv", rank, g);
+  if (data[1] % g.groups != 0 || weight[0] % g.groups != 0)
+    fail("conv: channels (", data[1], " in, ", weight[0], " out) must be divisible by groups ", g.groups);
+  if (weight[1] * g.groups != data[1])
+    fail("conv: weight ", runtime::shape_str(weight), " expects ", weight[1] * g.groups, " input channels (", weight[1],
+         " per group x ", g.groups, " groups), data has ", data[1]);
+  std::vector<int64_t> out{data[0], weight[0]};
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t window = (weight[2 + d] - 1) * g.dilations[d] + 1;
+    int64_t span = data[2 + d] + g.pads[d] + g.pads[d + rank] - window;
+    if (span < 0)
+      fail("conv: the kernel (", window, " with dilation) is larger than the padded input (", data[2 + d] + g.pads[d] + g.pads[d + rank],
+           ") in spatial dimension ", d);
+    out.push_back(span / g.strides[d] + 1);
+  }
+  return out;
+}
+
+Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g) {
+  if (data.dtype() != weight.dtype()) fail("conv: data and weight dtypes differ: ", data.dtype().str(), " vs ", weight.dtype().str());
+  DataType acc = accumulation_type(data.dtype());
+  ConvCore c = forward_core("conv", data, weight, g, acc, Tensor(), Tensor());
+  c.out_type = data.dtype();
+  c.bias = bias;
+  return conv_core(c);
+}
+
+Tensor conv_integer(const Tensor& data, const Tensor& weight, const Tensor& data_zero, const Tensor& weight_zero,
+                    const ConvGeometry& g) {
+  ConvCore c = forward_core("conv_integer", data, weight, g, runtime::kInt32, data_zero, weight_zero);
+  c.raw = Tensor();  // zero points are subtracted in the padded stage
+  c.out_type = runtime::kInt32;
+  return conv_core(c);
+}
+
+Tensor qlinear_conv(const Tensor& data, const Tensor& data_scale, const Tensor& data_zero, const Tensor& weight,
+                    const Tensor& weight_scale, const Tensor& weight_zero, const Tensor& y_scale, const Tensor& y_zero,
+                    const Tensor& bias, const ConvGeometry& g) {
+  ConvCore c = forward_core("qlinear_conv", data, weight, g, runtime::kInt32, data_zero, weight_zero);
+  c.raw = Tensor();
+  c.out_type = y_zero.dtype();
+  c.bias = bias;
+  c.finish = [&](const Expr& value, const std::vector<Var>& v) {
+    Expr multiplier = zero_point(data_scale, Expr(0), runtime::kFloat32) * zero_point(weight_scale, v[1], runtime::kFloat32) /
+                      zero_point(y_scale, Expr(0), runtime::kFloat32);
+    return requantize(value, multiplier, zero_point(y_zero, Expr(0), runtime::kInt32), c.out_type);
+  };
+  return conv_core(c);
+}
+
+std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+                                          const ConvGeometry& g) {
+  if (data.size() < 3) fail("conv_transpose: data must be [N, C, spatial...], got ", runtime::shape_str(data));
+  if (weight.size() != data.size())
+    fail("conv_transpose: weight ", runtime::shape_str(weight), " must have the rank of data ", runtime::shape_str(data));
+  size_t rank = data.size() - 2;
+  check_geometry("conv_transpose", rank, g);
+  if (g.output_padding.size() != rank) fail("conv_transpose: output_padding must have ", rank, " entries");
+  if (weight[0] != data[1])
+    fail("conv_transpose: weight ", runtime::shape_str(weight), " expects ", weight[0], " input channels, data has ", data[1]);
+  if (data[1] % g.groups != 0) fail("conv_transpose: input channels ", data[1], " must be divisible by groups ", g.groups);
+  std::vector<int64_t> out{data[0], weight[1] * g.groups};
+  for (size_t d = 0; d < rank; ++d) {
+    if (g.output_padding[d] < 0) fail("conv_transpose: output_padding must not be negative");
+    int64_t o = g.strides[d] * (data[2 + d] - 1) + g.output_padding[d] + (weight[2 + d] - 1) * g.dilations[d] + 1 - g.pads[d] -
+                g.pads[d + rank];
+    if (o < 1) fail("conv_transpose: pads leave no output in spatial dimension ", d);
+    out.push_back(o);
+  }
+  return out;
+}
+
+// A transposed convolution is a stride-1 convolution of the input with zeros inserted between
+// elements (stride - 1 of them), padded by dilation * (kernel - 1) - pad, with the kernel
+// flipped and its channel axes swapped.
+Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g) {
+  if (data.dtype() != weight.dtype())
+    fail("conv_transpose: data and weight dtypes differ: ", data.dtype().str(), " vs ", weight.dtype().str());
+  std::vector<int64_t> ds = static_shape(data), ws = static_shape(weight);
+  std::vector<int64_t> out = conv_transpose_shape(ds, ws, g);
+  size_t rank = ds.size() - 2;
+  DataType acc = accumulation_type(data.dtype());
+  ConvCore c;
+  c.name = "conv_transpose";
+  c.n = ds[0], c.c = ds[1], c.m = out[1], c.groups = g.groups;
+  c.kernel.assign(ws.begin() + 2, ws.end());
+  c.strides.assign(rank, 1);
+  c.dilations = g.dilations;
+  c.out.assign(out.begin() + 2, out.end());
+  c.acc = acc;
+  c.out_type = data.dtype();
+  c.bias = bias;
+  std::vector<int64_t> front(rank);
+  for (size_t d = 0; d < rank; ++d) front[d] = (c.kernel[d] - 1) * g.dilations[d] - g.pads[d];
+  c.source = [data, ds, g, acc, rank, front](const Expr& n, const Expr& ch, const std::vector<Expr>& pos) {
+    std::vector<Expr> idx{n, ch};
+    Expr inside = const_true();
+    for (size_t d = 0; d < rank; ++d) {
+      Expr x = pos[d] - Expr(front[d]);  // position in the zero-inserted input
+      Expr s(g.strides[d]);
+      inside = logical_and(inside, logical_and(x >= Expr(0), x <= Expr((ds[2 + d] - 1) * g.strides[d])));
+      if (g.strides[d] > 1) inside = logical_and(inside, floormod(x, s) == Expr(0));
+      idx.push_back(max(min(floordiv(x, s), Expr(ds[2 + d] - 1)), Expr(0)));
+    }
+    return select(inside, read_as(data, idx, acc), make_zero(acc));
+  };
+  int64_t cg = c.c / c.groups, mg = c.m / c.groups;
+  std::vector<int64_t> kernel = c.kernel;
+  c.weight = [weight, acc, cg, mg, kernel](const Expr& m, const Expr& ch, const std::vector<Expr>& k) {
+    std::vector<Expr> idx{floordiv(m, Expr(mg)) * Expr(cg) + ch, floormod(m, Expr(mg))};
+    for (size_t d = 0; d < k.size(); ++d) idx.push_back(Expr(kernel[d] - 1) - k[d]);
+    return read_as(weight, idx, acc);
+  };
+  return conv_core(c);
+}
+
+}  // namespace tessera::tensor_ir::ops

@@ -1,0 +1,260 @@
+// Matrix products. Every variant goes through one core: the right operand is repacked into
+// column panels Bp[batch.., j / nr, k, j % nr] (zero-filled past N) so that a register tile of
+// the result reads it contiguously, then R[batch.., i, j] = sum_k A(i, k) * Bp(k, j) (tag
+// "matmul", the "matmul" CPU template's anchor). Casts, scaling and bias are an elementwise
+// epilogue (tag "matmul_epilogue") that the template computes at the tile.
+#include <algorithm>
+
+#include "runtime/error.h"
+#include "tensor_ir/graph.h"
+#include "tensor_ir/ops/nn.h"
+#include "tensor_ir/ops/nn_util.h"
+
+namespace tessera::tensor_ir::ops {
+
+using namespace nn_detail;
+
+namespace {
+
+int vector_lanes_of(DataType t) { return 64 / t.element_bytes(); }
+
+}  // namespace
+
+int64_t matmul_tile_rows(int64_t m) { return m < 8 ? m : 8; }
+int64_t matmul_tile_cols(DataType acc, int64_t n) {
+  int64_t lanes = vector_lanes_of(acc);
+  return n >= 2 * lanes ? 2 * lanes : lanes;
+}
+
+namespace nn_detail {
+
+Tensor matmul_core(const MatmulCore& c, const std::string& name) {
+  int lanes = vector_lanes_of(c.acc);
+  // Pack when a panel is at least one vector wide and there are enough rows to reuse it. The
+  // packed form also pads the result to whole tiles (rows read A clamped, columns read the
+  // zero-filled panel) so a tile's loops have constant extents; the epilogue drops the padding.
+  bool pack = c.has_i && c.has_j && c.n >= lanes && c.m >= 4;
+  if (!pack) {
+    std::vector<Expr> shape = shape_exprs(c.batch);
+    std::vector<std::string> names;
+    for (size_t d = 0; d < c.batch.size(); ++d) names.push_back("b" + std::to_string(d));
+    if (c.has_i) shape.push_back(Expr(c.m)), names.push_back("i");
+    if (c.has_j) shape.push_back(Expr(c.n)), names.push_back("j");
+    IterVar k = reduce_axis(Range(Expr(0), Expr(c.k)), "k");
+    size_t nb = c.batch.size();
+    return compute(shape, [&](const std::vector<Var>& v) {
+      std::vector<Expr> batch(v.begin(), v.begin() + nb);
+      Expr i = c.has_i ? Expr(v[nb]) : Expr(0);
+      Expr j = c.has_j ? Expr(v[nb + (c.has_i ? 1 : 0)]) : Expr(0);
+      return sum(c.a(batch, i, k) * c.b(c.b_batch_of(batch), j, k), {k});
+    }, name, "matmul", names);
+  }
+  int64_t nr = matmul_tile_cols(c.acc, c.n), mr = matmul_tile_rows(c.m);
+  std::vector<Expr> shape = shape_exprs(c.b_batch);
+  shape.push_back(Expr((c.n + nr - 1) / nr));
+  shape.push_back(Expr(c.k));
+  shape.push_back(Expr(nr));
+  std::vector<std::string> names;
+  for (size_t d = 0; d < c.b_batch.size(); ++d) names.push_back("b" + std::to_string(d));
+  names.insert(names.end(), {"jo", "k", "ji"});
+  size_t nbb = c.b_batch.size();
+  int64_t n = c.n, m = c.m;
+  Tensor bp = compute(shape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> batch(v.begin(), v.begin() + nbb);
+    Expr j = v[nbb] * Expr(nr) + v[nbb + 2];
+    // The select is lazy (past n nothing is read): no clamp, which would make the loads gathers.
+    return select(j < Expr(n), c.b(batch, j, v[nbb + 1]), make_zero(c.acc));
+  }, name + "_packed", "matmul_pack", names);
+  shape = shape_exprs(c.batch);
+  shape.push_back(Expr((m + mr - 1) / mr * mr));
+  shape.push_back(Expr((n + nr - 1) / nr * nr));
+  names.clear();
+  for (size_t d = 0; d < c.batch.size(); ++d) names.push_back("b" + std::to_string(d));
+  names.insert(names.end(), {"i", "j"});
+  IterVar k = reduce_axis(Range(Expr(0), Expr(c.k)), "k");
+  size_t nb = c.batch.size();
+  Tensor r = compute(shape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> batch(v.begin(), v.begin() + nb);
+    std::vector<Expr> idx = c.b_batch_of(batch);
+    idx.insert(idx.end(), {floordiv(v[nb + 1], Expr(nr)), k, floormod(v[nb + 1], Expr(nr))});
+    // Padding rows read row m - 1: their results are dropped, and no select sits in the loop.
+    return sum(c.a(batch, min(v[nb], Expr(m - 1)), k) * bp(idx), {k});
+  }, name, "matmul", names);
+  // The unpadded result, which callers' epilogues build on.
+  std::vector<Expr> out_shape = shape_exprs(c.batch);
+  out_shape.push_back(Expr(m));
+  out_shape.push_back(Expr(n));
+  return compute(out_shape, [&](const std::vector<Var>& v) { return r(as_exprs(v)); }, name + "_out", "matmul_epilogue", names);
+}
+
+}  // namespace nn_detail
+
+namespace {
+
+// An elementwise stage over the core's result (same axes and names); it reads the padded
+// product directly rather than the core's own unpadding stage.
+Tensor epilogue(const Tensor& r, const std::string& name, const std::function<Expr(const std::vector<Var>&, Expr)>& f) {
+  const auto* op = r.as<ComputeOp>();
+  Tensor src = op->tag == "matmul_epilogue" ? input_tensors(r)[0] : r;
+  std::vector<std::string> names;
+  for (const auto& iv : op->axis) names.push_back(iv.name());
+  return compute(r->shape, [&](const std::vector<Var>& v) { return f(v, src(as_exprs(v))); }, name, "matmul_epilogue", names);
+}
+
+// Indices into `t`'s leading `nb` (batch) dimensions for result batch indices aligned at the right.
+std::vector<Expr> broadcast_batch(const std::vector<int64_t>& t_batch, const std::vector<Expr>& out_batch) {
+  std::vector<Expr> idx;
+  size_t offset = out_batch.size() - t_batch.size();
+  for (size_t d = 0; d < t_batch.size(); ++d) idx.push_back(t_batch[d] == 1 ? Expr(0) : out_batch[offset + d]);
+  return idx;
+}
+
+}  // namespace
+
+std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.empty() || b.empty()) fail("matmul operands must have rank >= 1, got ranks ", a.size(), " and ", b.size());
+  std::vector<int64_t> as = a.size() == 1 ? std::vector<int64_t>{1, a[0]} : a;
+  std::vector<int64_t> bs = b.size() == 1 ? std::vector<int64_t>{b[0], 1} : b;
+  int64_t ka = as.back(), kb = bs[bs.size() - 2];
+  if (ka != kb)
+    fail("matmul: inner dimensions differ: ", runtime::shape_str(a), " @ ", runtime::shape_str(b), " (", ka, " vs ", kb, ")");
+  std::vector<int64_t> ba(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  size_t nb = std::max(ba.size(), bb.size());
+  std::vector<int64_t> out(nb);
+  for (size_t i = 0; i < nb; ++i) {
+    int64_t x = i < nb - ba.size() ? 1 : ba[i - (nb - ba.size())];
+    int64_t y = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
+    if (x != y && x != 1 && y != 1)
+      fail("matmul: batch dimensions of ", runtime::shape_str(a), " and ", runtime::shape_str(b), " do not broadcast");
+    out[i] = x == 1 ? y : x;
+  }
+  if (a.size() > 1) out.push_back(as[as.size() - 2]);
+  if (b.size() > 1) out.push_back(bs.back());
+  return out;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype()) fail("matmul: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
+  std::vector<int64_t> as = static_shape(a), bs = static_shape(b);
+  std::vector<int64_t> out = matmul_shape(as, bs);
+  MatmulCore c;
+  c.has_i = as.size() > 1;
+  c.has_j = bs.size() > 1;
+  c.k = as.back();
+  c.m = c.has_i ? as[as.size() - 2] : 1;
+  c.n = c.has_j ? bs.back() : 1;
+  c.batch.assign(out.begin(), out.end() - (c.has_i ? 1 : 0) - (c.has_j ? 1 : 0));
+  c.acc = accumulation_type(a.dtype());
+  std::vector<int64_t> a_batch(as.begin(), as.end() - std::min<size_t>(as.size(), 2));
+  c.b_batch.assign(bs.begin(), bs.end() - std::min<size_t>(bs.size(), 2));
+  DataType acc = c.acc;
+  c.a = [&, a_batch](const std::vector<Expr>& batch, const Expr& i, const Expr& k) {
+    std::vector<Expr> idx = broadcast_batch(a_batch, batch);
+    if (c.has_i) idx.push_back(i);
+    idx.push_back(k);
+    return read_as(a, idx, acc);
+  };
+  c.b = [&](const std::vector<Expr>& bbatch, const Expr& j, const Expr& k) {
+    std::vector<Expr> idx = bbatch;
+    idx.push_back(k);
+    if (c.has_j) idx.push_back(j);
+    return read_as(b, idx, acc);
+  };
+  std::vector<int64_t> b_batch = c.b_batch;
+  c.b_batch_of = [b_batch](const std::vector<Expr>& batch) { return broadcast_batch(b_batch, batch); };
+  Tensor r = matmul_core(c, "matmul");
+  if (acc == a.dtype()) return r;
+  DataType t = a.dtype();
+  return epilogue(r, "matmul_cast", [t](const std::vector<Var>&, Expr v) { return cast(t, v); });
+}
+
+Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, bool trans_b, double alpha, double beta) {
+  if (a.ndim() != 2 || b.ndim() != 2) fail("gemm: operands must be 2-D, got ranks ", a.ndim(), " and ", b.ndim());
+  if (a.dtype() != b.dtype()) fail("gemm: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
+  MatmulCore c;
+  c.m = a->dim(trans_a ? 1 : 0);
+  c.k = a->dim(trans_a ? 0 : 1);
+  c.n = b->dim(trans_b ? 0 : 1);
+  int64_t kb = b->dim(trans_b ? 1 : 0);
+  if (kb != c.k) fail("gemm: inner dimensions differ (", c.k, " vs ", kb, ")");
+  c.acc = accumulation_type(a.dtype());
+  DataType acc = c.acc;
+  c.a = [&](const std::vector<Expr>&, const Expr& i, const Expr& k) {
+    return read_as(a, trans_a ? std::vector<Expr>{k, i} : std::vector<Expr>{i, k}, acc);
+  };
+  c.b = [&](const std::vector<Expr>&, const Expr& j, const Expr& k) {
+    return read_as(b, trans_b ? std::vector<Expr>{j, k} : std::vector<Expr>{k, j}, acc);
+  };
+  c.b_batch_of = [](const std::vector<Expr>&) { return std::vector<Expr>{}; };
+  Tensor r = matmul_core(c, "gemm");
+  bool use_bias = bias.defined() && beta != 0;
+  if (use_bias) {
+    std::vector<int64_t> bshape = static_shape(bias);
+    if (bshape.size() > 2) fail("gemm: C must have rank <= 2, got ", runtime::shape_str(bshape));
+    for (size_t d = 0; d < bshape.size(); ++d) {
+      int64_t want = d + bshape.size() == 2 ? c.m : c.n;
+      if (bshape[d] != 1 && bshape[d] != want)
+        fail("gemm: C of shape ", runtime::shape_str(bshape), " does not broadcast to [", c.m, ", ", c.n, "]");
+    }
+  }
+  if (alpha == 1 && !use_bias && acc == a.dtype()) return r;
+  DataType t = a.dtype();
+  return epilogue(r, "gemm_out", [&](const std::vector<Var>& v, Expr x) {
+    Expr y = alpha == 1 ? x : x * make_const(acc, alpha);
+    if (use_bias) {
+      std::vector<Expr> idx;
+      size_t off = 2 - bias.ndim();
+      for (size_t d = 0; d < bias.ndim(); ++d) idx.push_back(bias->dim(d) == 1 ? Expr(0) : Expr(v[off + d]));
+      Expr cv = read_as(bias, idx, acc);
+      y = y + (beta == 1 ? cv : cv * make_const(acc, beta));
+    }
+    return cast(t, y);
+  });
+}
+
+Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero) {
+  if (a.ndim() < 1 || b.ndim() < 1) fail("matmul_integer: operands must have rank >= 1");
+  std::vector<int64_t> as = static_shape(a), bs = static_shape(b);
+  std::vector<int64_t> out = matmul_shape(as, bs);
+  MatmulCore c;
+  c.has_i = as.size() > 1;
+  c.has_j = bs.size() > 1;
+  c.k = as.back();
+  c.m = c.has_i ? as[as.size() - 2] : 1;
+  c.n = c.has_j ? bs.back() : 1;
+  c.batch.assign(out.begin(), out.end() - (c.has_i ? 1 : 0) - (c.has_j ? 1 : 0));
+  c.acc = runtime::kInt32;
+  std::vector<int64_t> a_batch(as.begin(), as.end() - std::min<size_t>(as.size(), 2));
+  c.b_batch.assign(bs.begin(), bs.end() - std::min<size_t>(bs.size(), 2));
+  c.a = [&, a_batch](const std::vector<Expr>& batch, const Expr& i, const Expr& k) {
+    std::vector<Expr> idx = broadcast_batch(a_batch, batch);
+    if (c.has_i) idx.push_back(i);
+    idx.push_back(k);
+    return read_as(a, idx, runtime::kInt32) - zero_point(a_zero, i, runtime::kInt32);
+  };
+  c.b = [&](const std::vector<Expr>& bbatch, const Expr& j, const Expr& k) {
+    std::vector<Expr> idx = bbatch;
+    idx.push_back(k);
+    if (c.has_j) idx.push_back(j);
+    return read_as(b, idx, runtime::kInt32) - zero_point(b_zero, j, runtime::kInt32);
+  };
+  std::vector<int64_t> b_batch = c.b_batch;
+  c.b_batch_of = [b_batch](const std::vector<Expr>& batch) { return broadcast_batch(b_batch, batch); };
+  return matmul_core(c, "matmul_integer");
+}
+
+Tensor qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_zero, const Tensor& b, const Tensor& b_scale,
+                      const Tensor& b_zero, const Tensor& y_scale, const Tensor& y_zero) {
+  Tensor acc = matmul_integer(a, b, a_zero, b_zero);
+  bool has_i = a.ndim() > 1, has_j = b.ndim() > 1;
+  DataType out = y_zero.dtype();
+  return epilogue(acc, "qlinear_matmul", [&](const std::vector<Var>& v, Expr x) {
+    Expr i = has_i ? Expr(v[v.size() - (has_j ? 2 : 1)]) : Expr(0);
+    Expr j = has_j ? Expr(v.back()) : Expr(0);
+    Expr multiplier = zero_point(a_scale, i, runtime::kFloat32) * zero_point(b_scale, j, runtime::kFloat32) /
+                      zero_point(y_scale, Expr(0), runtime::kFloat32);
+    return requantize(x, multiplier, zero_point(y_zero, Expr(0), runtime::kInt32), out);
+  });
+}
+
+}  // namespace tessera::tensor_ir::ops

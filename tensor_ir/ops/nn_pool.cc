@@ -1,0 +1,241 @@
+// Pooling over the spatial dimensions of [N, C, spatial...] data. Window reads outside the
+// input are selects (lazy: a masked load, never an out-of-bounds read) of the pool's neutral
+// value, so windows vectorize along the last output dimension (tag "pool", template "pool").
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runtime/error.h"
+#include "tensor_ir/ops/nn.h"
+#include "tensor_ir/ops/nn_util.h"
+
+namespace tessera::tensor_ir::ops {
+
+using namespace nn_detail;
+
+namespace {
+
+struct Window {
+  std::vector<IterVar> axes;  // one reduction axis per spatial dimension
+  std::vector<Expr> pos;      // the input position read, per spatial dimension
+  Expr inside;                // all positions inside the input
+};
+
+Window window(const Tensor& data, const PoolGeometry& g, const std::vector<Var>& out) {
+  Window w;
+  w.inside = const_true();
+  size_t rank = g.kernel.size();
+  for (size_t d = 0; d < rank; ++d) {
+    IterVar k = reduce_axis(Range(Expr(0), Expr(g.kernel[d])), "r" + std::to_string(d));
+    Expr x = out[2 + d] * Expr(g.strides[d]) + k * Expr(g.dilations[d]) - Expr(g.pads[d]);
+    w.axes.push_back(k);
+    w.pos.push_back(x);
+    w.inside = logical_and(w.inside, logical_and(x >= Expr(0), x < Expr(data->dim(2 + d))));
+  }
+  return w;
+}
+
+Expr read(const Tensor& data, const std::vector<Var>& out, const std::vector<Expr>& pos) {
+  std::vector<Expr> idx{out[0], out[1]};
+  idx.insert(idx.end(), pos.begin(), pos.end());
+  return data(idx);
+}
+
+// How many of kernel positions start + k * dilation (k < kernel) fall in [lo, hi).
+Expr count_in(const Expr& start, int64_t kernel, int64_t dilation, int64_t lo, int64_t hi) {
+  Expr first = max(floordiv(Expr(lo) - start + Expr(dilation - 1), Expr(dilation)), Expr(0));
+  Expr last = min(floordiv(Expr(hi - 1) - start, Expr(dilation)), Expr(kernel - 1));
+  return max(last - first + Expr(1), Expr(0));
+}
+
+Tensor pool_compute(const Tensor& data, const PoolGeometry& g, const std::string& name,
+                    const std::function<Expr(const std::vector<Var>&)>& body) {
+  std::vector<int64_t> out = pool_shape(static_shape(data), g);
+  return compute(shape_exprs(out), body, name, "pool", nc_axis_names(out.size()));
+}
+
+}  // namespace
+
+std::vector<int64_t> pool_shape(const std::vector<int64_t>& data, const PoolGeometry& g) {
+  if (data.size() < 3) fail("pool: data must be [N, C, spatial...], got ", runtime::shape_str(data));
+  size_t rank = data.size() - 2;
+  if (g.kernel.size() != rank || g.strides.size() != rank || g.dilations.size() != rank || g.pads.size() != 2 * rank)
+    fail("pool: kernel, strides, dilations and pads must have ", rank, ", ", rank, ", ", rank, " and ", 2 * rank,
+         " entries for data ", runtime::shape_str(data), ", got ", g.kernel.size(), ", ", g.strides.size(), ", ",
+         g.dilations.size(), " and ", g.pads.size());
+  std::vector<int64_t> out{data[0], data[1]};
+  for (size_t d = 0; d < rank; ++d) {
+    if (g.kernel[d] < 1 || g.strides[d] < 1 || g.dilations[d] < 1) fail("pool: kernel, strides and dilations must be positive");
+    if (g.pads[d] < 0 || g.pads[d + rank] < 0) fail("pool: pads must not be negative");
+    if (g.pads[d] >= (g.kernel[d] - 1) * g.dilations[d] + 1 || g.pads[d + rank] >= (g.kernel[d] - 1) * g.dilations[d] + 1)
+      fail("pool: pads (", g.pads[d], ", ", g.pads[d + rank], ") must be smaller than the window (", (g.kernel[d] - 1) * g.dilations[d] + 1,
+           ") in spatial dimension ", d);
+    int64_t span = data[2 + d] + g.pads[d] + g.pads[d + rank] - ((g.kernel[d] - 1) * g.dilations[d] + 1);
+    if (span < 0) fail("pool: the window is larger than the padded input in spatial dimension ", d);
+    int64_t o = (g.ceil_mode ? (span + g.strides[d] - 1) / g.strides[d] : span / g.strides[d]) + 1;
+    if (g.ceil_mode && (o - 1) * g.strides[d] >= data[2 + d] + g.pads[d]) --o;
+    out.push_back(o);
+  }
+  return out;
+}
+
+Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
+  return pool_compute(data, g, "max_pool", [&](const std::vector<Var>& o) {
+    Window w = window(data, g, o);
+    Expr lowest = make_const(data.dtype(), data.dtype().min_value());
+    if (data.dtype().is_float()) lowest = make_const(data.dtype(), -std::numeric_limits<double>::infinity());
+    return max_reduce(select(w.inside, read(data, o, w.pos), lowest), w.axes);
+  });
+}
+
+Tensor max_pool_indices(const Tensor& data, const Tensor& pooled, const PoolGeometry& g, int storage_order) {
+  size_t rank = g.kernel.size();
+  std::vector<int64_t> in = static_shape(data);
+  // The row-major flat index of the first maximum in scan order, then (storage_order 1) the same
+  // element's index with the spatial dimensions column-major.
+  Tensor first = pool_compute(data, g, "max_pool_argmax", [&](const std::vector<Var>& o) {
+    Window w = window(data, g, o);
+    Expr flat = cast(runtime::kInt64, o[0]) * Expr(in[1]) + o[1];
+    for (size_t d = 0; d < rank; ++d) flat = flat * Expr(in[2 + d]) + w.pos[d];
+    Expr hit = select(w.inside, read(data, o, w.pos) == pooled(as_exprs(o)), const_false());
+    return min_reduce(select(hit, flat, Expr(std::numeric_limits<int64_t>::max())), w.axes);
+  });
+  if (storage_order == 0) return first;
+  int64_t plane = 1;
+  for (size_t d = 0; d < rank; ++d) plane *= in[2 + d];
+  return compute(first->shape, [&](const std::vector<Var>& o) {
+    Expr f = first(as_exprs(o));
+    Expr offset = floormod(f, Expr(plane)), result = f - offset;
+    std::vector<Expr> coord(rank);
+    for (size_t d = rank; d-- > 0;) {
+      coord[d] = floormod(offset, Expr(in[2 + d]));
+      offset = floordiv(offset, Expr(in[2 + d]));
+    }
+    Expr col = make_zero(runtime::kInt64);
+    for (size_t d = rank; d-- > 0;) col = col * Expr(in[2 + d]) + coord[d];
+    return result + col;
+  }, "max_pool_indices", "pool_indices", nc_axis_names(rank + 2));
+}
+
+Tensor avg_pool(const Tensor& data, const PoolGeometry& g, bool count_include_pad) {
+  size_t rank = g.kernel.size();
+  DataType acc = accumulation_type(data.dtype());
+  Tensor sum_t = pool_compute(data, g, "avg_pool_sum", [&](const std::vector<Var>& o) {
+    Window w = window(data, g, o);
+    return sum(select(w.inside, cast(acc, read(data, o, w.pos)), make_zero(acc)), w.axes);
+  });
+  return compute(sum_t->shape, [&](const std::vector<Var>& o) {
+    Expr count = Expr(1);
+    for (size_t d = 0; d < rank; ++d) {
+      Expr start = o[2 + d] * Expr(g.strides[d]) - Expr(g.pads[d]);
+      int64_t lo = count_include_pad ? -g.pads[d] : 0;
+      int64_t hi = data->dim(2 + d) + (count_include_pad ? g.pads[d + rank] : 0);
+      count = count * count_in(start, g.kernel[d], g.dilations[d], lo, hi);
+    }
+    return cast(data.dtype(), sum_t(as_exprs(o)) / cast(acc, count));
+  }, "avg_pool", "pool_epilogue", nc_axis_names(rank + 2));
+}
+
+Tensor lp_pool(const Tensor& data, const PoolGeometry& g, double p) {
+  if (!(p > 0)) fail("lp_pool: p must be positive, got ", p);
+  DataType acc = accumulation_type(data.dtype());
+  Tensor total = pool_compute(data, g, "lp_pool_sum", [&](const std::vector<Var>& o) {
+    Window w = window(data, g, o);
+    Expr x = abs(cast(acc, read(data, o, w.pos)));
+    Expr term = p == 1 ? x : p == 2 ? x * x : call(Intrinsic::pow, {x, make_const(acc, p)});
+    return sum(select(w.inside, term, make_zero(acc)), w.axes);
+  });
+  return compute(total->shape, [&](const std::vector<Var>& o) {
+    Expr s = total(as_exprs(o));
+    Expr r = p == 1 ? s : p == 2 ? sqrt(s) : call(Intrinsic::pow, {s, make_const(acc, 1.0 / p)});
+    return cast(data.dtype(), r);
+  }, "lp_pool", "pool_epilogue", nc_axis_names(total.ndim()));
+}
+
+Tensor global_pool(const Tensor& data, const std::string& kind, double p) {
+  if (data.ndim() < 3) fail("global_pool: data must be [N, C, spatial...], got rank ", data.ndim());
+  size_t rank = data.ndim() - 2;
+  DataType acc = accumulation_type(data.dtype());
+  std::vector<int64_t> shape{data->dim(0), data->dim(1)};
+  std::vector<IterVar> axes;
+  int64_t count = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    shape.push_back(1);
+    axes.push_back(reduce_axis(Range(Expr(0), Expr(data->dim(2 + d))), "r" + std::to_string(d)));
+    count *= data->dim(2 + d);
+  }
+  auto at = [&](const std::vector<Var>& o) {
+    std::vector<Expr> idx{o[0], o[1]};
+    for (const auto& a : axes) idx.push_back(a);
+    return data(idx);
+  };
+  if (kind == "max") return compute(shape_exprs(shape), [&](const std::vector<Var>& o) { return max_reduce(at(o), axes); },
+                                    "global_max_pool", "global_pool", nc_axis_names(rank + 2));
+  if (kind != "avg" && kind != "lp") fail("global_pool: kind must be avg, max or lp, got '", kind, "'");
+  if (kind == "lp" && !(p > 0)) fail("global_pool: p must be positive, got ", p);
+  Tensor total = compute(shape_exprs(shape), [&](const std::vector<Var>& o) {
+    Expr x = cast(acc, at(o));
+    if (kind == "lp") x = p == 1 ? abs(x) : p == 2 ? x * x : call(Intrinsic::pow, {abs(x), make_const(acc, p)});
+    return sum(x, axes);
+  }, "global_" + kind + "_pool_sum", "global_pool", nc_axis_names(rank + 2));
+  return compute(total->shape, [&](const std::vector<Var>& o) {
+    Expr s = total(as_exprs(o));
+    Expr r = kind == "avg" ? s / make_const(acc, static_cast<double>(count))
+             : p == 1      ? s
+             : p == 2      ? sqrt(s)
+                           : call(Intrinsic::pow, {s, make_const(acc, 1.0 / p)});
+    return cast(data.dtype(), r);
+  }, "global_" + kind + "_pool", "global_pool", nc_axis_names(rank + 2));
+}
+
+Tensor max_unpool(const Tensor& data, const Tensor& indices, const PoolGeometry& g, const std::vector<int64_t>& output_shape) {
+  std::vector<int64_t> in = static_shape(data);
+  size_t rank = g.kernel.size();
+  if (in.size() != rank + 2) fail("max_unpool: data ", runtime::shape_str(in), " does not match a ", rank, "-D kernel");
+  if (static_shape(indices) != in) fail("max_unpool: indices ", runtime::shape_str(static_shape(indices)), " must have the shape of data ", runtime::shape_str(in));
+  // Indices are flat positions in the shape max_pool's input had (the default output shape);
+  // a larger output_shape keeps those coordinates and fills the rest with zeros.
+  std::vector<int64_t> full{in[0], in[1]};
+  for (size_t d = 0; d < rank; ++d) full.push_back((in[2 + d] - 1) * g.strides[d] + g.kernel[d] - g.pads[d] - g.pads[d + rank]);
+  std::vector<int64_t> out = output_shape.empty() ? full : output_shape;
+  if (out.size() != rank + 2 || out[0] != in[0] || out[1] != in[1])
+    fail("max_unpool: output_shape ", runtime::shape_str(out), " must be [", in[0], ", ", in[1], ", ", rank, " spatial sizes]");
+  std::vector<IterVar> axes;
+  for (size_t d = 0; d < rank; ++d)
+    axes.push_back(reduce_axis(Range(Expr(0), Expr((g.kernel[d] + g.strides[d] - 1) / g.strides[d])), "r" + std::to_string(d)));
+  // The input positions whose windows cover output position o: q = (o + pad) / stride - r.
+  auto candidate = [&](const std::vector<Var>& o, Expr& match, std::vector<Expr>& q) {
+    Expr flat = cast(runtime::kInt64, o[0]) * Expr(in[1]) + o[1];
+    match = const_true();
+    for (size_t d = 0; d < rank; ++d) {
+      Expr base = o[2 + d] + Expr(g.pads[d]);
+      Expr qd = floordiv(base, Expr(g.strides[d])) - axes[d];
+      q.push_back(max(min(qd, Expr(in[2 + d] - 1)), Expr(0)));
+      match = logical_and(match, logical_and(logical_and(qd >= Expr(0), qd < Expr(in[2 + d])),
+                                             logical_and(o[2 + d] < Expr(full[2 + d]), base - qd * Expr(g.strides[d]) < Expr(g.kernel[d]))));
+      flat = flat * Expr(full[2 + d]) + o[2 + d];
+    }
+    std::vector<Expr> idx{o[0], o[1]};
+    idx.insert(idx.end(), q.begin(), q.end());
+    match = logical_and(match, indices(idx) == flat);
+    q = idx;
+  };
+  Tensor found = compute(shape_exprs(out), [&](const std::vector<Var>& o) {
+    Expr match;
+    std::vector<Expr> q;
+    candidate(o, match, q);
+    return max_reduce(select(match, Expr(1), Expr(0)), axes);
+  }, "max_unpool_found", "pool", nc_axis_names(rank + 2));
+  Expr lowest = make_const(data.dtype(), data.dtype().is_float() ? -std::numeric_limits<double>::infinity() : data.dtype().min_value());
+  Tensor value = compute(shape_exprs(out), [&](const std::vector<Var>& o) {
+    Expr match;
+    std::vector<Expr> q;
+    candidate(o, match, q);
+    return max_reduce(select(match, data(q), lowest), axes);
+  }, "max_unpool_value", "pool", nc_axis_names(rank + 2));
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
+    return select(found(as_exprs(o)) > Expr(0), value(as_exprs(o)), make_zero(data.dtype()));
+  }, "max_unpool", "pool_epilogue", nc_axis_names(rank + 2));
+}
+
+}  // namespace tessera::tensor_ir::ops

@@ -1,0 +1,72 @@
+// Helpers shared by the nn family's compute definitions (not part of the public op library).
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/ndarray.h"
+#include "tensor_ir/op.h"
+#include "tensor_ir/tensor.h"
+
+namespace tessera::tensor_ir::ops::nn_detail {
+
+// The type sums are accumulated in: float16 accumulates in float32 (its arithmetic happens
+// there anyway, and rounding every partial sum to 11 bits loses too much).
+inline DataType accumulation_type(DataType t) { return t.is_float() && t.bits == 16 ? runtime::kFloat32 : t; }
+
+inline std::vector<int64_t> static_shape(const Tensor& t) {
+  std::vector<int64_t> s;
+  for (size_t d = 0; d < t.ndim(); ++d) s.push_back(t->dim(d));
+  return s;
+}
+
+inline std::vector<Expr> shape_exprs(const std::vector<int64_t>& shape) {
+  return std::vector<Expr>(shape.begin(), shape.end());
+}
+
+inline std::vector<Expr> as_exprs(const std::vector<Var>& vars) { return std::vector<Expr>(vars.begin(), vars.end()); }
+
+// Reads `t` in type `type`.
+inline Expr read_as(const Tensor& t, const std::vector<Expr>& idx, DataType type) { return cast(type, t(idx)); }
+
+// The value of a scalar or per-index zero point (one element, or one per value of `i`).
+inline Expr zero_point(const Tensor& zp, const Expr& i, DataType type) {
+  if (!zp.defined()) return make_zero(type);
+  std::vector<Expr> idx(zp.ndim(), Expr(0));
+  int64_t n = 1;
+  for (size_t d = 0; d < zp.ndim(); ++d) n *= zp->dim(d);
+  if (n > 1) idx.back() = i;
+  return cast(type, zp(idx));
+}
+
+// ONNX requantization of an int32 accumulator: saturate(round_half_even(acc * multiplier) +
+// zero), computed in float32 as ONNX Runtime does, in `out` (int8 or uint8).
+inline Expr requantize(const Expr& acc, const Expr& multiplier, const Expr& zero, DataType out) {
+  Expr scaled = call(Intrinsic::round, {cast(runtime::kFloat32, acc) * multiplier}) + cast(runtime::kFloat32, zero);
+  Expr lo = make_const(runtime::kFloat32, out.min_value()), hi = make_const(runtime::kFloat32, out.max_value());
+  return cast(out, min(max(scaled, lo), hi));
+}
+
+// The shared core of matrix products (nn_matmul.cc): R[batch.., i, j] = sum_k a(i, k) * b(j, k).
+// An operand element in the accumulation type: (batch indices of the result, row or column, k).
+using MatmulAccess = std::function<Expr(const std::vector<Expr>& batch, const Expr& index, const Expr& k)>;
+struct MatmulCore {
+  std::vector<int64_t> batch;  // of the result
+  int64_t m = 1, n = 1, k = 1;
+  bool has_i = true, has_j = true;  // whether the result keeps the row / column axis
+  DataType acc;
+  MatmulAccess a, b;  // a(batch, i, k), b(batch, j, k)
+  // B's own batch dimensions: packing runs over these, not the broadcast ones.
+  std::vector<int64_t> b_batch;
+  // B's batch indices for the result's batch indices.
+  std::function<std::vector<Expr>(const std::vector<Expr>&)> b_batch_of;
+};
+// With at least 4 rows and one vector of columns: B packed into panels (tag "matmul_pack"), the
+// product padded to whole tiles (tag "matmul") and an unpadding stage (tag "matmul_epilogue",
+// which a caller's epilogue may read through); otherwise the plain product (tag "matmul").
+Tensor matmul_core(const MatmulCore& c, const std::string& name);
+
+// A name for an axis of rank-`rank` data: n, c, then spatial d0, d1, ...
+std::vector<std::string> nc_axis_names(size_t rank);
+
+}  // namespace tessera::tensor_ir::ops::nn_detail

@@ -1,0 +1,131 @@
+"""BatchNormalization (inference), InstanceNormalization, LayerNormalization, LRN and
+MeanVarianceNormalization through the ONNX importer, against numpy: ranks 2 to 5, negative axes,
+sizes the vector width does not divide, float16/float32/float64."""
+import numpy as np
+import pytest
+
+import tessera
+from nn_testing import assert_close, run
+
+FLOATS = ["float32", "float16", "float64"]
+
+
+def tol(dtype):
+    return {"float16": 2e-2, "float32": 1e-4, "float64": 1e-9}[dtype]
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 5, 7, 9), (1, 17, 3, 2, 4), (3, 1, 20)])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_batch_norm(rng, shape, dtype):
+    c = shape[1]
+    x = rng.standard_normal(shape).astype(dtype)
+    scale, bias, mean = (rng.standard_normal(c).astype(dtype) for _ in range(3))
+    var = rng.random(c).astype(dtype) + 0.5
+    (y,) = run("BatchNormalization", [x, scale, bias, mean, var], {"epsilon": 1e-3}, opset=15)
+    b = (1, c) + (1,) * (len(shape) - 2)
+    want = (x.astype("float64") - mean.reshape(b)) / np.sqrt(var.reshape(b).astype("float64") + 1e-3) * scale.reshape(b) + bias.reshape(b)
+    assert_close(y, want, dtype, rtol=tol(dtype), atol=tol(dtype))
+
+
+@pytest.mark.parametrize("opset", [7, 9, 14])
+def test_batch_norm_old_opsets(rng, opset):
+    x = rng.standard_normal((2, 4, 3, 3)).astype("float32")
+    p = [rng.standard_normal(4).astype("float32") for _ in range(3)] + [rng.random(4).astype("float32") + 1]
+    (y,) = run("BatchNormalization", [x] + p, opset=opset)
+    b = (1, 4, 1, 1)
+    want = (x - p[2].reshape(b)) / np.sqrt(p[3].reshape(b) + 1e-5) * p[0].reshape(b) + p[1].reshape(b)
+    assert_close(y, want, "float32")
+
+
+def test_batch_norm_training_is_rejected(rng):
+    x = rng.standard_normal((2, 4, 3, 3)).astype("float32")
+    p = [np.ones(4, "float32")] * 4
+    with pytest.raises(tessera.Error, match="training_mode=1"):
+        run("BatchNormalization", [x] + p, {"training_mode": 1}, opset=15, outputs=3)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5), (2, 4, 7, 9), (1, 2, 3, 4, 5), (1, 3, 1, 1)])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_instance_norm(rng, shape, dtype):
+    c = shape[1]
+    x = rng.standard_normal(shape).astype(dtype)
+    scale, bias = rng.standard_normal(c).astype(dtype), rng.standard_normal(c).astype(dtype)
+    (y,) = run("InstanceNormalization", [x, scale, bias], {"epsilon": 1e-4}, opset=7)
+    axes = tuple(range(2, len(shape)))
+    xd = x.astype("float64")
+    b = (1, c) + (1,) * (len(shape) - 2)
+    want = (xd - xd.mean(axis=axes, keepdims=True)) / np.sqrt(xd.var(axis=axes, keepdims=True) + 1e-4) * scale.reshape(b) + bias.reshape(b)
+    assert_close(y, want, dtype, rtol=tol(dtype) * 5, atol=tol(dtype) * 5)
+
+
+@pytest.mark.parametrize("shape,axis", [((4, 37), -1), ((2, 3, 17), 1), ((2, 3, 4, 5), -2), ((3, 8), 0), ((5,), 0), ((2, 3, 33), 2)])
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_layer_norm(rng, shape, axis, with_bias, dtype):
+    x = rng.standard_normal(shape).astype(dtype)
+    norm_shape = shape[axis:] if axis >= 0 else shape[len(shape) + axis:]
+    scale = rng.standard_normal(norm_shape).astype(dtype)
+    bias = rng.standard_normal(norm_shape).astype(dtype) if with_bias else None
+    y, mean, inv = run("LayerNormalization", [x, scale, bias], {"axis": axis, "epsilon": 1e-3}, outputs=3)
+    a = axis % len(shape)
+    axes = tuple(range(a, len(shape)))
+    xd = x.astype("float64")
+    m = xd.mean(axis=axes, keepdims=True)
+    i = 1 / np.sqrt(((xd - m) ** 2).mean(axis=axes, keepdims=True) + 1e-3)
+    want = (xd - m) * i * scale + (bias if with_bias else 0)
+    assert_close(y, want, dtype, rtol=tol(dtype) * 5, atol=tol(dtype) * 5)
+    assert_close(mean, m, "float32", rtol=1e-3 if dtype == "float16" else 1e-5, atol=1e-3 if dtype == "float16" else 1e-5)
+    assert_close(inv, i, "float32", rtol=1e-3 if dtype == "float16" else 1e-5)
+
+
+def test_layer_norm_only_y(rng):
+    x = rng.standard_normal((3, 20)).astype("float32")
+    scale = rng.standard_normal(20).astype("float32")
+    (y,) = run("LayerNormalization", [x, scale], outputs=["y0", "", ""])
+    m = x.mean(axis=1, keepdims=True)
+    assert_close(y, (x - m) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5) * scale, "float32")
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_lrn(rng, size, dtype):
+    x = rng.standard_normal((2, 7, 4, 5)).astype(dtype)
+    attrs = {"size": size, "alpha": 2e-3, "beta": 0.6, "bias": 1.5}
+    (y,) = run("LRN", [x], attrs, opset=13)
+    xd = x.astype("float64")
+    sq = np.zeros_like(xd)
+    for c in range(7):
+        lo, hi = max(0, c - (size - 1) // 2), min(6, c + size // 2)
+        sq[:, c] = (xd[:, lo:hi + 1] ** 2).sum(axis=1)
+    alpha, beta = float(np.float32(2e-3)), float(np.float32(0.6))  # ONNX float attributes are float32
+    want = xd / (1.5 + alpha / size * sq) ** beta
+    assert_close(y, want, dtype, rtol=tol(dtype), atol=tol(dtype))
+
+
+@pytest.mark.parametrize("axes", [None, [0, 2, 3], [1], [-1, -2], [0, 1, 2, 3]])
+def test_mean_variance_normalization(rng, axes):
+    x = rng.standard_normal((3, 4, 5, 6)).astype("float32")
+    attrs = {} if axes is None else {"axes": axes}
+    (y,) = run("MeanVarianceNormalization", [x], attrs, opset=13)
+    ax = tuple(a % 4 for a in (axes or [0, 2, 3]))
+    xd = x.astype("float64")
+    m = xd.mean(axis=ax, keepdims=True)
+    want = (xd - m) / (np.sqrt((xd ** 2).mean(axis=ax, keepdims=True) - m ** 2) + 1e-9)
+    assert_close(y, want, "float32", rtol=1e-4, atol=1e-4)
+
+
+def test_norm_errors(rng):
+    x = rng.standard_normal((2, 3, 4)).astype("float32")
+    with pytest.raises(tessera.Error, match="scale must have shape \\[3\\]"):
+        run("InstanceNormalization", [x, np.ones(4, "float32"), np.ones(3, "float32")], opset=7)
+    with pytest.raises(tessera.Error, match="axis 3 is out of range"):
+        run("LayerNormalization", [x, np.ones(4, "float32")], {"axis": 3})
+    with pytest.raises(tessera.Error, match="x must be float"):
+        run("LRN", [x.astype("int32")], {"size": 3})
+
+
+def test_norms_empty():
+    (y,) = run("BatchNormalization", [np.zeros((0, 3, 4, 4), "float32")] + [np.ones(3, "float32")] * 4, opset=15)
+    assert y.shape == (0, 3, 4, 4)
+    y, mean, inv = run("LayerNormalization", [np.zeros((0, 7), "float32"), np.ones(7, "float32")], outputs=3)
+    assert y.shape == (0, 7) and mean.shape == (0, 1) and inv.shape == (0, 1)
