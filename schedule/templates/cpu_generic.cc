@@ -19,11 +19,10 @@ int vector_lanes(runtime::DataType dtype) {
 }
 
 void inline_injective_producers(Schedule& s, const Tensor& output) {
-  std::unordered_set<const tensor_ir::Object*> outputs;
-  for (const auto& o : s.outputs()) outputs.insert(o.get());
   for (const Tensor& t : tensor_ir::topological_order({output})) {
     const auto* c = t.as<ComputeOp>();
-    if (!c || outputs.count(t.get()) || !c->reduce_axis().empty()) continue;
+    // Asks the stage, not s.outputs(): rfactor and cache_write replace an output's operation.
+    if (!c || s[t].is_output() || !c->reduce_axis().empty()) continue;
     s[t].compute_inline();
   }
 }
