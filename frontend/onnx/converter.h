@@ -89,6 +89,7 @@ class ConverterTable {
 void register_math_converters(ConverterTable& t);
 void register_nn_converters(ConverterTable& t);
 void register_transform_converters(ConverterTable& t);
+void register_extra_converters(ConverterTable& t);
 void register_all_converters(ConverterTable& t);
 
 }  // namespace tessera::frontend::onnx

@@ -9,6 +9,7 @@ class OpRegistry;
 void register_math_ops(OpRegistry& r);       // elementwise, broadcasting, reductions (math.cc)
 void register_nn_ops(OpRegistry& r);         // matmul, convolution, pooling, normalization, softmax, losses (nn.cc)
 void register_transform_ops(OpRegistry& r);  // shape and data movement (transform.cc)
+void register_extra_ops(OpRegistry& r);      // signal processing, recurrent nets, sampling, linear algebra (extra.cc)
 void register_all_op_families(OpRegistry& r);
 
 }  // namespace tessera::relay_ir

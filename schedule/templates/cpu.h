@@ -24,6 +24,7 @@ const std::map<std::string, CpuTemplate>& cpu_templates();
 void add_math_templates(std::map<std::string, CpuTemplate>& t);
 void add_nn_templates(std::map<std::string, CpuTemplate>& t);
 void add_transform_templates(std::map<std::string, CpuTemplate>& t);
+void add_extra_templates(std::map<std::string, CpuTemplate>& t);
 
 // A schedule for `outputs` using the template of each output's tag. For a fused kernel,
 // `anchor` is the stage of its main op (a convolution under its bias and activation): its

@@ -9,6 +9,7 @@ const std::map<std::string, CpuTemplate>& cpu_templates() {
     add_math_templates(t);
     add_nn_templates(t);
     add_transform_templates(t);
+    add_extra_templates(t);
     return t;
   }();
   return table;
