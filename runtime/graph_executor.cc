@@ -1,5 +1,6 @@
 #include "runtime/graph_executor.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "runtime/error.h"
@@ -72,24 +73,42 @@ void* GraphExecutor::data_of(int id) const {
   return nullptr;
 }
 
-void GraphExecutor::run() {
+void GraphExecutor::check_inputs_set() const {
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!inputs_[i].defined() || (inputs_[i].data() == nullptr && inputs_[i].numel() > 0))
       fail("input '", input_info(i).name, "' is not set");
-  std::vector<void*> args;
-  for (size_t s = 0; s < plan_.steps.size(); ++s) {
-    const auto& step = plan_.steps[s];
-    args.clear();
-    for (int id : step.args) args.push_back(data_of(id));
-    if (step.kernel.empty()) {
-      const auto& t = plan_.tensors.at(step.args[0]);
-      int64_t n = 1;
-      for (int64_t d : t.shape) n *= d;
-      std::memmove(args[1], args[0], static_cast<size_t>(n) * t.dtype.element_bytes());
-    } else {
-      step_kernels_[s].call_unchecked(args.data());
-    }
+}
+
+void GraphExecutor::run_step(size_t s, std::vector<void*>& args) const {
+  const auto& step = plan_.steps[s];
+  args.clear();
+  for (int id : step.args) args.push_back(data_of(id));
+  if (step.kernel.empty()) {
+    const auto& t = plan_.tensors.at(step.args[0]);
+    int64_t n = 1;
+    for (int64_t d : t.shape) n *= d;
+    std::memmove(args[1], args[0], static_cast<size_t>(n) * t.dtype.element_bytes());
+  } else {
+    step_kernels_[s].call_unchecked(args.data());
   }
+}
+
+void GraphExecutor::run() {
+  check_inputs_set();
+  std::vector<void*> args;
+  for (size_t s = 0; s < plan_.steps.size(); ++s) run_step(s, args);
+}
+
+std::vector<double> GraphExecutor::run_profiled() {
+  check_inputs_set();
+  std::vector<void*> args;
+  std::vector<double> ms;
+  for (size_t s = 0; s < plan_.steps.size(); ++s) {
+    auto start = std::chrono::steady_clock::now();
+    run_step(s, args);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  return ms;
 }
 
 std::vector<NDArray> GraphExecutor::run(const std::vector<NDArray>& inputs) {

@@ -26,6 +26,8 @@ class GraphExecutor {
   // Checks shape and dtype against the input (the message names it); keeps a reference.
   void set_input(size_t i, const NDArray& value);
   void run();
+  // Runs once, timing each step: milliseconds per step, in plan order.
+  std::vector<double> run_profiled();
   // The executor's own output buffer: valid until the next run().
   const NDArray& output(size_t i) const { return outputs_.at(i); }
   // set_input for each, run, and the outputs.
@@ -36,6 +38,8 @@ class GraphExecutor {
 
  private:
   void* data_of(int tensor) const;
+  void check_inputs_set() const;
+  void run_step(size_t step, std::vector<void*>& args) const;
 
   std::shared_ptr<const Module> module_;
   GraphPlan plan_;

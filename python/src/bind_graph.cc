@@ -2,6 +2,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "driver/build.h"
@@ -57,6 +58,42 @@ class Library {
   explicit Library(driver::BuildResult r) : result_(std::move(r)) {}
 
   std::vector<py::array> run(py::object inputs) {
+    set_inputs(inputs);
+    auto& ex = *result_.executor;
+    {
+      py::gil_scoped_release release;
+      ex.run();
+    }
+    std::vector<py::array> out;
+    for (size_t i = 0; i < ex.num_outputs(); ++i) out.push_back(to_numpy(ex.output(i)));
+    return out;
+  }
+
+  // Per step, the kernel and its median time over `repeat` runs (ms), slowest first.
+  std::vector<std::pair<std::string, double>> profile(py::object inputs, int repeat) {
+    set_inputs(inputs);
+    auto& ex = *result_.executor;
+    std::vector<std::vector<double>> runs;
+    {
+      py::gil_scoped_release release;
+      for (int r = 0; r < std::max(repeat, 1); ++r) runs.push_back(ex.run_profiled());
+    }
+    std::vector<std::pair<std::string, double>> out;
+    for (size_t s = 0; s < runs[0].size(); ++s) {
+      std::vector<double> t;
+      for (const auto& run : runs) t.push_back(run[s]);
+      std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+      const auto& kernel = ex.plan().steps[s].kernel;
+      out.emplace_back(kernel.empty() ? "copy" : kernel, t[t.size() / 2]);
+    }
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    return out;
+  }
+
+  const driver::BuildResult& result() const { return result_; }
+
+ private:
+  void set_inputs(py::object inputs) {
     auto& ex = *result_.executor;
     std::vector<NDArray> values(ex.num_inputs());
     std::vector<bool> given(ex.num_inputs(), false);
@@ -78,18 +115,8 @@ class Library {
     for (size_t i = 0; i < given.size(); ++i)
       if (!given[i]) fail("input '", ex.input_info(i).name, "' is not given");
     for (size_t i = 0; i < values.size(); ++i) ex.set_input(i, values[i]);
-    {
-      py::gil_scoped_release release;
-      ex.run();
-    }
-    std::vector<py::array> out;
-    for (size_t i = 0; i < ex.num_outputs(); ++i) out.push_back(to_numpy(ex.output(i)));
-    return out;
   }
 
-  const driver::BuildResult& result() const { return result_; }
-
- private:
   driver::BuildResult result_;
 };
 
@@ -149,6 +176,8 @@ void bind_graph(py::module_& m) {
 
   py::class_<Library>(m, "Library", "A compiled model.")
       .def("run", &Library::run, py::arg("inputs"))
+      .def("profile", &Library::profile, py::arg("inputs"), py::arg("repeat") = 10,
+           "Per-step (kernel, median ms), slowest first.")
       .def_property_readonly("input_names", [](const Library& l) {
         std::vector<std::string> names;
         for (size_t i = 0; i < l.result().executor->num_inputs(); ++i) names.push_back(l.result().executor->input_info(i).name);
