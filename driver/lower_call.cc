@@ -75,7 +75,11 @@ std::string kernel_description(const CallNode* call) {
 }
 
 std::string kernel_key(const CallNode* call) {
-  if (const auto* f = call->op.as<FunctionNode>()) return to_text(Expr(f));  // includes every type
+  if (const auto* f = call->op.as<FunctionNode>()) {
+    PrintOptions o;
+    o.show_origins = false;  // where a layer came from does not change its kernel
+    return to_text(Expr(f), o);  // includes every type and attribute
+  }
   std::string key = call->op_def()->name + "(";
   for (const auto& a : call->args) key += to_string(a->checked_type) + ",";
   key += ")";

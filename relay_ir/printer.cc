@@ -249,7 +249,8 @@ class Printer {
   }
 
   void comments(const Expr& e) {
-    if (const auto* c = e.as<CallNode>(); c && !c->origin.empty()) os_ << " /* " << comment_safe(c->origin) << " */";
+    if (const auto* c = e.as<CallNode>(); c && !c->origin.empty() && options_.show_origins)
+      os_ << " /* " << comment_safe(c->origin) << " */";
     if (options_.show_types) os_ << " // " << to_string(e->checked_type);
     os_ << "\n";
   }

@@ -16,6 +16,8 @@ struct PrintOptions {
   // Constants with more elements print as constant(float32[64, 3], ...), which does not parse;
   // -1 prints every value.
   int64_t max_constant_elements = 16;
+  // Writes where each call came from (CallNode::origin) as a comment.
+  bool show_origins = true;
 };
 
 // def @name(...) -> type { ... } for each function, in the module's order, a blank line between.
