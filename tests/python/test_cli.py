@@ -41,7 +41,7 @@ def test_run_writes_outputs_and_times(model, tmp_path):
                   "--bench", 20).stdout
     assert "output 0: float32(3, 8)" in out
     assert "latency over 20 runs: min" in out and "median" in out and "p90" in out
-    np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0.npy"), np.maximum(x + np.arange(8) - 4, 0))
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0.npy"), np.maximum(x + (np.arange(8) - 4).astype("float32"), 0))
 
 
 def test_inspect_prints_graph_kernels_memory_and_dot(model, tmp_path):
