@@ -37,6 +37,9 @@ def compare(name, got, want):
     return None
 
 
+OPT_LEVELS = [int(x) for x in os.environ.get("TESSERA_OPT_LEVELS", "2").split(",")]
+
+
 def run_test(test_dir):
     model_path = os.path.join(test_dir, "model.onnx")
     model = onnx.load(model_path)
@@ -59,14 +62,15 @@ def run_test(test_dir):
                     raise
                 for n in missing:
                     bind[n] = feed[n]
-        lib = tessera.build(mod)
-        got = lib.run({n: v for n, v in feed.items() if n not in bind})
-        if len(got) != len(outputs):
-            return f"{len(got)} outputs, expected {len(outputs)}"
-        for name, g, w in zip(output_names, got, outputs):
-            problem = compare(name, g, w)
-            if problem:
-                return problem
+        # Every optimization level must reproduce the reference outputs (and so level 0's).
+        for level in OPT_LEVELS:
+            got = tessera.build(mod, opt_level=level).run({n: v for n, v in feed.items() if n not in bind})
+            if len(got) != len(outputs):
+                return f"opt level {level}: {len(got)} outputs, expected {len(outputs)}"
+            for name, g, w in zip(output_names, got, outputs):
+                problem = compare(name, g, w)
+                if problem:
+                    return f"opt level {level}: {problem}"
     return None
 
 

@@ -5,7 +5,9 @@ hangs is rerun one test at a time. Tests outside Tessera's scope (training, stri
 optional and random-number operators) are skipped; expected failures are listed with a reason
 in expected_failures.txt. Exits nonzero when an unlisted test fails or a listed one passes.
 
-    /usr/bin/python3 tests/onnx/run_node_tests.py [-k REGEX] [-j 2] [--write-expected]
+    /usr/bin/python3 tests/onnx/run_node_tests.py [-k REGEX] [-j 2] [--opt-levels 0,1,2,3] [--write-expected]
+
+Each test is built and checked at every listed graph optimization level.
 """
 import argparse
 import json
@@ -94,6 +96,7 @@ def main():
     parser.add_argument("-k", "--filter", default="", help="only tests whose name matches this regex")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("-v", "--verbose", action="store_true", help="print every failure message")
+    parser.add_argument("--opt-levels", default="0,1,2,3", help="comma-separated graph optimization levels to check")
     parser.add_argument("--write-expected", action="store_true", help="write the current failures as the expected list")
     args = parser.parse_args()
 
@@ -109,6 +112,7 @@ def main():
             tests.append(name)
     batches = [tests[i:i + BATCH] for i in range(0, len(tests), BATCH)]
     results = {}
+    os.environ["TESSERA_OPT_LEVELS"] = args.opt_levels
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         for r in pool.map(lambda b: run_batch(b, BATCH_TIMEOUT), batches):
             results.update(r)
