@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "relay_ir/attrs.h"
+#include "relay_ir/expr.h"
 #include "relay_ir/type.h"
 #include "tensor_ir/tensor.h"
 
@@ -41,6 +42,11 @@ using TypeRelation = std::function<Type(const std::vector<Type>& args, const Att
 using ComputeFn = std::function<std::vector<tensor_ir::Tensor>(const std::vector<tensor_ir::Tensor>& inputs,
                                                                 const Attrs& attrs, const Type& out)>;
 
+// Given a call of the op (typed) and the cotangent of its result (a Tuple of one cotangent per
+// output when the op returns a tuple), the cotangent of each argument, as graph expressions;
+// an undefined Expr for an argument that has none (indices, shapes, integer inputs).
+using GradientFn = std::function<std::vector<Expr>(const Expr& call, const Expr& output_grad)>;
+
 struct OpDef {
   std::string name;
   std::string doc;
@@ -51,6 +57,8 @@ struct OpDef {
   ComputeFn compute;
   // The output is the input's bytes under another shape (reshape): run as a view, no kernel.
   bool is_view = false;
+  // Reverse-mode derivative; empty for ops that are not differentiable (yet).
+  GradientFn gradient;
 };
 
 class OpRegistry {
@@ -62,6 +70,8 @@ class OpRegistry {
   std::vector<std::string> names() const;
   // Adds an op; a second op of the same name is an internal error.
   void add(OpDef def);
+  // Sets the gradient of an op registered before (families register them beside their ops).
+  void set_gradient(const std::string& name, GradientFn gradient);
 
  private:
   std::unordered_map<std::string, std::unique_ptr<OpDef>> ops_;

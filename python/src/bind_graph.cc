@@ -12,6 +12,7 @@
 #include "relay_ir/parser.h"
 #include "relay_ir/printer.h"
 #include "relay_ir/structural.h"
+#include "relay_ir/transforms/gradient.h"
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/error.h"
 
@@ -157,6 +158,9 @@ void bind_graph(py::module_& m) {
       }, py::arg("show_types") = false, py::arg("max_constant_elements") = 16)
       .def("structurally_equal", [](const relay_ir::Module& a, const relay_ir::Module& b) { return relay_ir::structural_equal(a, b); });
   m.def("relay_parse", [](const std::string& text) { return relay_ir::parse_module(text); });
+  m.def("relay_gradient", [](const relay_ir::Module& mod, const std::vector<std::string>& wrt, bool cotangents) {
+    return relay_ir::gradient(mod, wrt, cotangents);
+  }, py::arg("module"), py::arg("wrt"), py::arg("cotangents") = false);
 
   m.def("onnx_load", [](const std::string& path, std::map<std::string, std::vector<int64_t>> shapes, py::dict bind) {
     frontend::onnx::ImportOptions options;
