@@ -49,11 +49,11 @@ void register_math_gradients(OpRegistry& r) {
   }));
   // Reductions: the cotangent is broadcast back over the reduced axes (divided by their size for a mean).
   auto reduce_grad = [](bool mean) {
-    return [mean](const Expr& call, const Expr& g) {
-      const Expr& x = arg(call, 0);
+    return [mean](const Expr& node, const Expr& g) {
+      const Expr& x = arg(node, 0);
       const auto& xt = as_tensor(x->checked_type, "reduce input");
-      const auto& yt = as_tensor(call->checked_type, "reduce output");
-      const auto& attrs = as_call(call).attrs;
+      const auto& yt = as_tensor(node->checked_type, "reduce output");
+      const auto& attrs = as_call(node).attrs;
       std::vector<int64_t> axes = attrs.get_ints("axes");
       if (axes.empty())
         for (size_t d = 0; d < xt.shape.size(); ++d) axes.push_back(static_cast<int64_t>(d));
