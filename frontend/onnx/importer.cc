@@ -33,6 +33,7 @@ class Importer {
     check_operators();
     for (const auto& init : graph_.initializer()) values_[init.name()] = relay_ir::constant(tensor_from_proto(init, base_dir_));
     read_inputs();
+    lift_initializers();
     for (const auto& node : graph_.node()) convert(node);
     std::vector<Expr> outputs;
     for (const auto& out : graph_.output()) {
@@ -112,6 +113,17 @@ class Importer {
       if (!used_options.count(name)) fail("shapes: the model has no graph input '", name, "'");
     for (const auto& [name, v] : options_.bind)
       if (!used_options.count(name)) fail("bind: the model has no graph input '", name, "'");
+  }
+
+  void lift_initializers() {
+    for (const auto& name : options_.initializers_as_inputs) {
+      auto it = values_.find(name);
+      const auto* c = it == values_.end() ? nullptr : it->second.as<relay_ir::ConstantNode>();
+      if (!c) fail("initializers_as_inputs: the model has no initializer '", name, "'");
+      relay_ir::Var v(name, relay_ir::tensor_type(c->data.shape(), c->data.dtype()));
+      params_.push_back(v);
+      it->second = v;
+    }
   }
 
   void convert(const ::onnx::NodeProto& node) {

@@ -23,6 +23,9 @@ struct ImportOptions {
   std::map<std::string, std::vector<int64_t>> shapes;  // input name -> static shape
   std::map<std::string, runtime::NDArray> bind;        // input name -> value, imported as a constant
   ConstantEvaluator evaluate;                          // none: nothing is folded
+  // Initializers that become graph inputs instead of constants (the weights to train when
+  // fine-tuning), in this order after the model's own inputs.
+  std::vector<std::string> initializers_as_inputs;
 };
 
 // Thrown when values the compiler needs at compile time come from graph inputs: `inputs`

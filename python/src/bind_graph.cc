@@ -162,9 +162,11 @@ void bind_graph(py::module_& m) {
     return relay_ir::gradient(mod, wrt, cotangents);
   }, py::arg("module"), py::arg("wrt"), py::arg("cotangents") = false);
 
-  m.def("onnx_load", [](const std::string& path, std::map<std::string, std::vector<int64_t>> shapes, py::dict bind) {
+  m.def("onnx_load", [](const std::string& path, std::map<std::string, std::vector<int64_t>> shapes, py::dict bind,
+                        std::vector<std::string> trainable) {
     frontend::onnx::ImportOptions options;
     options.shapes = std::move(shapes);
+    options.initializers_as_inputs = std::move(trainable);
     for (auto item : bind) {
       std::string name = item.first.cast<std::string>();
       NDArray view = from_numpy(py::array::ensure(item.second), "bind '" + name + "'");
@@ -175,7 +177,8 @@ void bind_graph(py::module_& m) {
     options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
     py::gil_scoped_release release;
     return frontend::onnx::import_model(path, options);
-  }, py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("bind") = py::dict());
+  }, py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("bind") = py::dict(),
+     py::arg("trainable") = std::vector<std::string>{});
   m.def("onnx_supported_operators", &frontend::onnx::supported_operators);
 
   py::class_<Library>(m, "Library", "A compiled model.")

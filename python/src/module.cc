@@ -19,4 +19,5 @@ PYBIND11_MODULE(_tessera, m) {
   tessera::python::bind_schedule(m);
   tessera::python::bind_build(m);
   tessera::python::bind_graph(m);
+  tessera::python::bind_relay(m);
 }

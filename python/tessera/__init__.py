@@ -1,16 +1,19 @@
 """Tessera: a deep-learning compiler. `tessera.te` is the operator DSL (compute separate from
-schedule); compiled kernels run on numpy arrays."""
+schedule); `tessera.onnx` imports models, `tessera.relay` builds and differentiates graphs,
+`tessera.train` trains them; compiled kernels and graphs run on numpy arrays."""
 from . import _tessera as _t
 from ._tessera import Error, num_threads, empty, Module, Library
-from . import te, onnx, relay
 
-__all__ = ["Error", "num_threads", "empty", "te", "onnx", "relay", "build", "Module", "Library"]
+__all__ = ["Error", "num_threads", "empty", "te", "onnx", "relay", "train", "build", "Module", "Library"]
+__version__ = "0.1.0"
 
 
 def build(mod, target="llvm", db=None, opt_level=2):
-    """Compiles a graph module (tessera.onnx.load, tessera.relay.parse) for `target`; the result
-    runs with lib.run([inputs]) or lib.run({name: input})."""
+    """Compiles a graph module (tessera.onnx.load, tessera.relay) for `target`; the result runs
+    with lib.run([inputs]) or lib.run({name: input})."""
     if db is not None:
         raise NotImplementedError("tuning databases come with tessera.autotune")
     return _t.build_module(mod, target, opt_level)
-__version__ = "0.1.0"
+
+
+from . import te, onnx, relay, train  # noqa: E402  (train uses build)
