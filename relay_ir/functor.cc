@@ -91,3 +91,30 @@ Expr ExprMutator::mutate(const Expr& root) {
 }
 
 }  // namespace tessera::relay_ir
+
+namespace tessera::relay_ir {
+
+namespace {
+class ParamReplacer : public ExprMutator {
+ public:
+  explicit ParamReplacer(std::unordered_map<const ExprNode*, Expr> map) : map_(std::move(map)) {}
+
+ protected:
+  Expr rewrite(const Expr& original, const Expr& node) override {
+    auto it = map_.find(original.get());
+    return it == map_.end() ? node : it->second;
+  }
+
+ private:
+  std::unordered_map<const ExprNode*, Expr> map_;
+};
+}  // namespace
+
+Expr apply_function(const Function& f, const std::vector<Expr>& args) {
+  if (args.size() != f->params.size()) fail("apply: the function takes ", f->params.size(), " arguments, got ", args.size());
+  std::unordered_map<const ExprNode*, Expr> map;
+  for (size_t i = 0; i < args.size(); ++i) map[f->params[i].get()] = args[i];
+  return ParamReplacer(std::move(map)).mutate(f->body);
+}
+
+}  // namespace tessera::relay_ir

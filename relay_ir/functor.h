@@ -16,6 +16,9 @@ std::vector<Expr> children(const Expr& e);
 // Every node reachable from `root`, each once, inputs before the nodes that use them.
 std::vector<Expr> post_order(const Expr& root);
 
+// The body of `f` with its parameters replaced by `args` (f inlined at a call site).
+Expr apply_function(const Function& f, const std::vector<Expr>& args);
+
 class ExprMutator {
  public:
   virtual ~ExprMutator() = default;

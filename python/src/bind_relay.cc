@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "python/src/bindings.h"
+#include "relay_ir/functor.h"
 #include "relay_ir/op.h"
 #include "relay_ir/printer.h"
 #include "relay_ir/transforms/infer_type.h"
@@ -75,6 +76,11 @@ void bind_relay(py::module_& m) {
     return infer_type(Module(function(vars, body)));
   });
   m.def("op_names", [] { return OpRegistry::global().names(); });
+  m.def("graph_apply", [](const Module& mod, const std::vector<Expr>& args) {
+    Expr e = apply_function(mod.main(), args);
+    infer_type(e);
+    return e;
+  });
 
   m.def("training_step", [](const Module& loss, const std::vector<std::string>& wrt, const std::string& kind, double lr,
                             double momentum, double weight_decay, double beta1, double beta2, double eps) {

@@ -10,7 +10,7 @@ import numpy as np
 from . import _tessera as _t
 from ._tessera import GraphExpr, Module
 
-__all__ = ["parse", "gradient", "var", "const", "call", "tuple_", "function", "op", "Module", "GraphExpr"]
+__all__ = ["parse", "gradient", "var", "const", "call", "tuple_", "function", "apply", "op", "Module", "GraphExpr"]
 
 
 def var(name, shape, dtype="float32"):
@@ -30,6 +30,12 @@ def call(op_name, *args, **attrs):
 
 def tuple_(*elements):
     return _t.graph_tuple(list(elements))
+
+
+def apply(mod, *args):
+    """The output of module `mod`'s main function on `args` (graph values): a model used as a
+    piece of a larger graph, e.g. under a loss for training."""
+    return _t.graph_apply(mod, list(args))
 
 
 def function(params, body):
