@@ -1,0 +1,92 @@
+// The tuning database: one SQLite file (WAL mode, prepared statements, one transaction per
+// measured batch) holding the workloads Tessera has seen and the schedules measured for them.
+// A record is keyed by (workload, target) and holds the schedule's trace (never code), its
+// measured costs or its error, the search policy that found it and the versions that wrote it.
+// Lookups filter by target and version; a miss is reported, never silently filled. Several
+// processes may write one file at once; an interrupted session loses at most its batch in flight.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera::autotune {
+
+// Records written under another trace format are ignored by lookups (their traces may not replay).
+constexpr int kTraceFormatVersion = 1;
+
+struct WorkloadEntry {
+  std::string key;            // SHA-256 of the canonical compute definition with shapes and dtypes
+  std::string structure_key;  // the same with shapes erased: similar workloads share it
+  std::string description;    // e.g. "fused_conv_add_relu float32[1, 64, 56, 56], ..."
+  std::string definition;     // the canonical compute definition (graph-IR text of the kernel)
+};
+
+struct Record {
+  int64_t id = 0;             // assigned by the database
+  std::string workload;       // WorkloadEntry::key
+  std::string target;         // canonical target string
+  std::string trace;          // the schedule trace, JSON
+  std::vector<double> costs;  // measured seconds per run (empty for errors)
+  std::string error;          // empty: a valid measurement
+  std::string policy;         // "evolutionary", "random", "transfer", "import", ...
+  std::string tessera_version;
+  int trace_format = kTraceFormatVersion;
+  double created = 0;         // Unix time
+  double min_seconds() const;
+  double median_seconds() const;
+};
+
+class TuningDatabase {
+ public:
+  // $TESSERA_DB, else ~/.cache/tessera/tuning.db.
+  static std::string default_path();
+  // Opens (creating if needed) the file; throws tessera::Error naming it if it is not a Tessera
+  // tuning database (or not a database at all).
+  explicit TuningDatabase(const std::string& path);
+  ~TuningDatabase();
+  TuningDatabase(const TuningDatabase&) = delete;
+  TuningDatabase& operator=(const TuningDatabase&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  void add_workload(const WorkloadEntry& w);
+  std::optional<WorkloadEntry> workload(const std::string& key) const;
+  // Adds the records in one transaction (all or none); returns their ids.
+  std::vector<int64_t> commit(const std::vector<Record>& records);
+
+  // The fastest valid, compatible record of (workload, target), if any.
+  std::optional<Record> best(const std::string& workload, const std::string& target) const;
+  // The k fastest valid, compatible records of (workload, target).
+  std::vector<Record> top(const std::string& workload, const std::string& target, int k) const;
+  // The fastest valid records of other workloads with this structure (schedule transfer).
+  std::vector<Record> similar(const std::string& structure_key, const std::string& exclude_workload,
+                              const std::string& target, int k) const;
+  // Every record of a workload for a target, valid or not, oldest first (resuming a session).
+  std::vector<Record> all(const std::string& workload, const std::string& target) const;
+
+  struct Summary {
+    WorkloadEntry workload;
+    std::string target;
+    int64_t records = 0, errors = 0;
+    double best_seconds = 0;  // 0: no valid record
+  };
+  std::vector<Summary> summaries() const;
+
+  // JSON lines: {"workload": {...}} then {"record": {...}} per line.
+  std::string export_jsonl() const;
+  // Adds what a JSON-lines export holds; throws naming the line of a malformed entry, having
+  // added nothing. Returns the number of records added.
+  int64_t import_jsonl(const std::string& text);
+  // Keeps, per (workload, target), the `keep` fastest valid compatible records; drops the rest
+  // (errors, slower ones, incompatible versions). Returns the number removed.
+  int64_t prune(int keep);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string path_;
+};
+
+}  // namespace tessera::autotune
