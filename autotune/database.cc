@@ -174,6 +174,11 @@ TuningDatabase::TuningDatabase(const std::string& path) : impl_(std::make_unique
   }
 }
 
+std::unique_ptr<TuningDatabase> TuningDatabase::open_existing(const std::string& path) {
+  if (!std::filesystem::exists(path)) return nullptr;
+  return std::make_unique<TuningDatabase>(path);
+}
+
 TuningDatabase::~TuningDatabase() {
   if (impl_ && impl_->db) sqlite3_close(impl_->db);
 }

@@ -45,6 +45,8 @@ class TuningDatabase {
   // Opens (creating if needed) the file; throws tessera::Error naming it if it is not a Tessera
   // tuning database (or not a database at all).
   explicit TuningDatabase(const std::string& path);
+  // The database at `path` if that file exists (builds read it; they never create one).
+  static std::unique_ptr<TuningDatabase> open_existing(const std::string& path);
   ~TuningDatabase();
   TuningDatabase(const TuningDatabase&) = delete;
   TuningDatabase& operator=(const TuningDatabase&) = delete;

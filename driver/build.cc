@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "driver/lower_call.h"
+#include "relay_ir/compute_of_call.h"
 #include "driver/memory_plan.h"
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
@@ -25,6 +26,8 @@ namespace {
 // into steps.
 class PlanBuilder {
  public:
+  explicit PlanBuilder(ScheduleContext ctx) : ctx_(std::move(ctx)) {}
+
   BuildResult run(const Module& m, const targets::Target& target) {
     const Function& main = m.main();
     for (size_t i = 0; i < main->params.size(); ++i) {
@@ -116,10 +119,10 @@ class PlanBuilder {
     auto found = kernel_by_key_.find(key);
     size_t kernel;
     if (found == kernel_by_key_.end()) {
-      std::string name = "k" + std::to_string(kernels_.size()) + "_" + kernel_description(call);
+      std::string name = "k" + std::to_string(kernels_.size()) + "_" + call_description(call);
       for (auto& ch : name)
         if (ch == '.') ch = '_';
-      LoweredCall lowered = lower_call(call, name);
+      LoweredCall lowered = lower_call(call, name, ctx_);
       kernel = kernels_.size();
       kernel_by_key_[key] = kernel;
       std::string signature;
@@ -128,7 +131,8 @@ class PlanBuilder {
         for (size_t d = 0; d < a->shape.size(); ++d) signature += (d ? ", " : "") + tensor_ir::to_string(a->shape[d]);
         signature += "]";
       }
-      kernels_.push_back({name, kernel_description(call), signature, tensor_ir::to_string(lowered.func), 0});
+      kernels_.push_back({name, call_description(call), signature, tensor_ir::to_string(lowered.func), 0, lowered.workload,
+                          lowered.schedule});
       lowered_.push_back(lowered.func);
     } else {
       kernel = found->second;
@@ -137,15 +141,15 @@ class PlanBuilder {
     runtime::GraphPlan::Step step{kernels_[kernel].name, {}, is_elementwise(call)};
     for (const auto& a : call->args) {
       const auto& sub = ids_.at(a.get());
-      if (sub.size() != 1) fail(kernel_description(call), ": tuple arguments are not supported");
+      if (sub.size() != 1) fail(call_description(call), ": tuple arguments are not supported");
       step.args.push_back(sub[0]);
     }
     std::vector<int> outs;
     std::vector<Type> out_types;
     flatten_types(call->checked_type, out_types);
     for (size_t i = 0; i < out_types.size(); ++i) {
-      const auto& t = as_tensor(out_types[i], kernel_description(call) + " output");
-      outs.push_back(add_tensor(Info::Intermediate, kernel_description(call) + (call->origin.empty() ? "" : ":" + call->origin), t, -1));
+      const auto& t = as_tensor(out_types[i], call_description(call) + " output");
+      outs.push_back(add_tensor(Info::Intermediate, call_description(call) + (call->origin.empty() ? "" : ":" + call->origin), t, -1));
     }
     step.args.insert(step.args.end(), outs.begin(), outs.end());
     plan_.steps.push_back(step);
@@ -185,6 +189,7 @@ class PlanBuilder {
     }
   }
 
+  ScheduleContext ctx_;
   runtime::GraphPlan plan_;
   std::unordered_map<const ExprNode*, std::vector<int>> ids_;
   std::unordered_map<std::string, size_t> kernel_by_key_;
@@ -194,12 +199,19 @@ class PlanBuilder {
 
 }  // namespace
 
-BuildResult build(const Module& module, const targets::Target& target, const BuildOptions& options) {
+Module optimize(const Module& module, int opt_level) {
   PassContext ctx;
-  ctx.opt_level = options.opt_level;
+  ctx.opt_level = opt_level;
   ctx.evaluate = [](const Expr& e) { return evaluate(e); };
-  Module optimized = run_passes(module, standard_passes(), ctx);
-  return PlanBuilder().run(optimized, target);
+  return run_passes(module, standard_passes(), ctx);
+}
+
+BuildResult build(const Module& module, const targets::Target& target, const BuildOptions& options) {
+  Module optimized = optimize(module, options.opt_level);
+  std::unique_ptr<autotune::TuningDatabase> db;
+  if (!options.db_path.empty()) db = autotune::TuningDatabase::open_existing(options.db_path);
+  ScheduleContext ctx{db.get(), target.with_host_defaults().str()};
+  return PlanBuilder(ctx).run(optimized, target);
 }
 
 }  // namespace tessera::driver

@@ -14,6 +14,8 @@ namespace tessera::driver {
 
 struct BuildOptions {
   int opt_level = 2;
+  // The tuning database to take schedules from; empty: none (the default schedules).
+  std::string db_path;
 };
 
 // What was built, for `tessera inspect` and tests.
@@ -23,6 +25,8 @@ struct KernelInfo {
   std::string signature;   // argument types
   std::string lowered;     // the lowered loop nest
   int calls = 0;           // steps that call it
+  std::string workload;    // its workload key in the tuning database
+  std::string schedule;    // where its schedule came from: "default", "tuned (record 12)", ...
 };
 
 struct BuildResult {
@@ -32,5 +36,8 @@ struct BuildResult {
 };
 
 BuildResult build(const relay_ir::Module& module, const targets::Target& target, const BuildOptions& options = {});
+
+// The graph passes build() runs at `opt_level`, alone (what the tuner extracts tasks from).
+relay_ir::Module optimize(const relay_ir::Module& module, int opt_level);
 
 }  // namespace tessera::driver

@@ -1,25 +1,32 @@
-// One call of the graph as one kernel: placeholders shaped like its arguments, the compute
-// definitions of its op (or, for a fused primitive function, of every op in it, composed), the
-// default schedule of the anchor op's tag, lowered to a LoweredFunc.
+// One call of the graph as one kernel: its compute definition (relay_ir/compute_of_call.h)
+// under a schedule chosen in this order — the tuning database's best record for the workload
+// and target, a custom schedule registered for the workload or op, the default template of the
+// anchor op's tag — lowered to a LoweredFunc.
 #pragma once
 #include <string>
 
+#include "autotune/database.h"
 #include "relay_ir/expr.h"
 #include "tensor_ir/stmt.h"
 
 namespace tessera::driver {
 
+struct ScheduleContext {
+  const autotune::TuningDatabase* db = nullptr;  // none: no records
+  std::string target;                            // canonical target string records are keyed by
+};
+
 struct LoweredCall {
   tensor_ir::LoweredFunc func;   // arguments: the call's inputs, then its outputs
   size_t num_outputs = 0;
+  std::string workload;          // the workload key
+  std::string schedule;          // where the schedule came from: "default", "tuned (record 12)", ...
 };
 
 // `call` must be typed (InferType). Errors name the op and the call's origin.
-LoweredCall lower_call(const relay_ir::CallNode* call, const std::string& kernel_name);
+LoweredCall lower_call(const relay_ir::CallNode* call, const std::string& kernel_name, const ScheduleContext& ctx);
 
 // A key that is equal for calls that compile to the same kernel (op, attributes, types).
 std::string kernel_key(const relay_ir::CallNode* call);
-// What the kernel computes, for names and messages: "conv" or "fused_conv_add_relu".
-std::string kernel_description(const relay_ir::CallNode* call);
 
 }  // namespace tessera::driver

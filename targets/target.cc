@@ -109,6 +109,15 @@ Target Target::host() {
   return t;
 }
 
+Target Target::with_host_defaults() const {
+  Target t = *this;
+  if (t.kind == "llvm") {
+    if (t.mtriple.empty()) t.mtriple = llvm::sys::getProcessTriple();
+    if (t.mcpu.empty()) t.mcpu = llvm::sys::getHostCPUName().str();
+  }
+  return t;
+}
+
 std::string Target::str() const {
   std::string s = kind;
   if (!mtriple.empty()) s += " -mtriple=" + mtriple;

@@ -20,6 +20,10 @@ struct Target {
   // llvm with the host's triple, CPU name and CPU features spelled out.
   static Target host();
 
+  // For llvm, the host's triple and CPU name where unset (features stay as given): the target
+  // tuning records are keyed by, so records made on one CPU are not applied on another.
+  Target with_host_defaults() const;
+
   // kind, then the options that are set, in a fixed order; parse(str()) == *this.
   std::string str() const;
   bool operator==(const Target& o) const {

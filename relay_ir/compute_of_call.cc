@@ -1,0 +1,101 @@
+#include "relay_ir/compute_of_call.h"
+
+#include <unordered_map>
+
+#include "relay_ir/functor.h"
+#include "relay_ir/op.h"
+#include "runtime/error.h"
+#include "runtime/ndarray.h"
+
+namespace tessera::relay_ir {
+
+namespace {
+
+std::vector<const TensorTypeNode*> flatten(const Type& t) {
+  if (const auto* tt = t.as<TensorTypeNode>()) return {tt};
+  std::vector<const TensorTypeNode*> out;
+  for (const auto& e : t.as<TupleTypeNode>()->elements) {
+    auto sub = flatten(e);
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+// The calls of ops inside a primitive function, producers first.
+std::vector<const CallNode*> member_calls(const FunctionNode* f) {
+  std::vector<const CallNode*> calls;
+  for (const Expr& e : post_order(f->body))
+    if (const auto* c = e.as<CallNode>()) calls.push_back(c);
+  return calls;
+}
+
+// Each op's compute applied to its inputs' tensors; the anchor is the op of highest pattern.
+std::vector<tensor_ir::Tensor> compose(const FunctionNode* f, const std::vector<tensor_ir::Tensor>& inputs,
+                                       tensor_ir::Tensor* anchor) {
+  std::unordered_map<const ExprNode*, tensor_ir::Tensor> value;
+  for (size_t i = 0; i < f->params.size(); ++i) value[f->params[i].get()] = inputs[i];
+  OpPattern best = OpPattern::Elemwise;
+  for (const CallNode* c : member_calls(f)) {
+    const OpDef* def = c->op_def();
+    if (!def || !def->compute) fail(def ? def->name : "nested function", ": cannot be fused (no compute definition)");
+    std::vector<tensor_ir::Tensor> args;
+    for (const auto& a : c->args) args.push_back(value.at(a.get()));
+    auto outs = def->compute(args, c->attrs, c->checked_type);
+    if (outs.size() != 1) fail(def->name, ": operators with several outputs cannot be fused");
+    value[c] = outs[0];
+    if (!anchor->defined() || def->pattern > best) {
+      best = def->pattern;
+      *anchor = outs[0];
+    }
+  }
+  return {value.at(f->body.get())};
+}
+
+}  // namespace
+
+std::string call_description(const CallNode* call) {
+  if (call->op_def()) return call->op_def()->name;
+  std::string name = "fused";
+  for (const CallNode* c : member_calls(call->op.as<FunctionNode>())) name += "_" + c->op_def()->name;
+  return name;
+}
+
+std::string call_origin(const CallNode* call) {
+  std::string name = call_description(call);
+  std::string origin = call->origin;
+  if (const auto* f = call->op.as<FunctionNode>()) {
+    if (const auto* inner = f->body.as<CallNode>()) origin = inner->origin;
+  }
+  return origin.empty() ? name : name + " (node '" + origin + "')";
+}
+
+CallCompute compute_of_call(const CallNode* call) {
+  const OpDef* def = call->op_def();
+  const auto* fn = call->op.as<FunctionNode>();
+  if (def && !def->compute) fail(call_origin(call), ": the operator has no compute definition yet");
+  try {
+    CallCompute c;
+    for (size_t i = 0; i < call->args.size(); ++i) {
+      const auto& t = as_tensor(call->args[i]->checked_type, "argument " + std::to_string(i));
+      std::vector<tensor_ir::Expr> shape;
+      for (int64_t d : t.shape) shape.push_back(tensor_ir::Expr(d));
+      c.inputs.push_back(tensor_ir::placeholder(shape, t.dtype, "p" + std::to_string(i)));
+    }
+    c.outputs = fn ? compose(fn, c.inputs, &c.anchor) : def->compute(c.inputs, call->attrs, call->checked_type);
+    auto expected = flatten(call->checked_type);
+    if (c.outputs.size() != expected.size())
+      fail("internal error: compute made ", c.outputs.size(), " outputs, the type has ", expected.size());
+    for (size_t i = 0; i < c.outputs.size(); ++i) {
+      std::vector<int64_t> shape;
+      for (size_t d = 0; d < c.outputs[i].ndim(); ++d) shape.push_back(c.outputs[i]->dim(d));
+      if (shape != expected[i]->shape || c.outputs[i].dtype() != expected[i]->dtype)
+        fail("internal error: compute output ", i, " is ", c.outputs[i].dtype().str(), runtime::shape_str(shape),
+             ", the type relation says ", to_string(Type(expected[i])));
+    }
+    return c;
+  } catch (const Error& e) {
+    fail(call_origin(call), ": ", e.what());
+  }
+}
+
+}  // namespace tessera::relay_ir
