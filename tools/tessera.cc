@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 
+#include "autotune/database.h"
 #include "driver/build.h"
 #include "driver/evaluate.h"
 #include "frontend/onnx/importer.h"
@@ -53,6 +54,7 @@ std::pair<std::string, std::string> parse_assignment(const std::string& s, const
 struct ModelOptions {
   std::string model;
   std::string target = "llvm";
+  std::string db;  // empty: the default database, if it exists
   std::vector<std::string> shapes, binds;
   int opt_level = 2;
 };
@@ -63,6 +65,7 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
   cmd->add_option("--shape", o.shapes, "static shape of an input: NAME=D0,D1,...");
   cmd->add_option("--bind", o.binds, "bind an input to a value: NAME=FILE.npy");
   cmd->add_option("-O,--opt-level", o.opt_level, "graph optimization level 0-3");
+  cmd->add_option("--db", o.db, "tuning database to take schedules from (default: $TESSERA_DB or ~/.cache/tessera/tuning.db)");
 }
 
 relay_ir::Module load(const ModelOptions& o) {
@@ -81,6 +84,7 @@ driver::BuildResult compile(const ModelOptions& o, double* seconds) {
   relay_ir::Module m = load(o);
   driver::BuildOptions options;
   options.opt_level = o.opt_level;
+  options.db_path = o.db.empty() ? autotune::TuningDatabase::default_path() : o.db;
   driver::BuildResult r = driver::build(m, targets::Target::parse(o.target), options);
   *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
@@ -157,7 +161,8 @@ int cmd_inspect(const ModelOptions& o, const std::string& dot) {
     std::printf("wrote the graph to %s (render: dot -Tsvg %s -o graph.svg)\n", dot.c_str(), dot.c_str());
   }
   std::printf("\n%zu kernels:\n", r.kernels.size());
-  for (const auto& k : r.kernels) std::printf("  %-28s %-22s x%-3d (%s)\n", k.name.c_str(), k.op.c_str(), k.calls, k.signature.c_str());
+  for (const auto& k : r.kernels)
+    std::printf("  %-28s %-22s x%-3d %s\n      (%s)\n", k.name.c_str(), k.op.c_str(), k.calls, k.schedule.c_str(), k.signature.c_str());
   const auto& plan = r.executor->plan();
   std::printf("memory plan: peak %lld bytes for intermediates, %lld bytes if each had its own buffer\n",
               static_cast<long long>(plan.arena_bytes), static_cast<long long>(intermediate_bytes(plan)));

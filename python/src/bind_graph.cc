@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "autotune/database.h"
 #include "driver/build.h"
 #include "driver/evaluate.h"
 #include "frontend/onnx/importer.h"
@@ -194,19 +195,22 @@ void bind_graph(py::module_& m) {
         std::vector<py::dict> out;
         for (const auto& k : l.result().kernels)
           out.push_back(py::dict(py::arg("name") = k.name, py::arg("op") = k.op, py::arg("signature") = k.signature,
-                                 py::arg("calls") = k.calls, py::arg("lowered") = k.lowered));
+                                 py::arg("calls") = k.calls, py::arg("lowered") = k.lowered, py::arg("workload") = k.workload,
+                                 py::arg("schedule") = k.schedule));
         return out;
       })
       .def_property_readonly("num_steps", [](const Library& l) { return l.result().executor->plan().steps.size(); })
       .def_property_readonly("arena_bytes", [](const Library& l) { return l.result().executor->plan().arena_bytes; });
 
-  m.def("build_module", [](const relay_ir::Module& mod, const std::string& target, int opt_level) {
+  m.def("default_db_path", &autotune::TuningDatabase::default_path);
+  m.def("build_module", [](const relay_ir::Module& mod, const std::string& target, int opt_level, const std::string& db) {
     driver::BuildOptions options;
     options.opt_level = opt_level;
+    options.db_path = db;
     auto t = targets::Target::parse(target);
     py::gil_scoped_release release;
     return Library(driver::build(mod, t, options));
-  }, py::arg("module"), py::arg("target") = "llvm", py::arg("opt_level") = 2);
+  }, py::arg("module"), py::arg("target") = "llvm", py::arg("opt_level") = 2, py::arg("db") = "");
 }
 
 }  // namespace tessera::python
