@@ -7,6 +7,9 @@ import pytest
 
 _BUILD = os.environ.get("TESSERA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 sys.path.insert(0, os.path.abspath(os.path.join(_BUILD, "python")))
+# Tests build with default schedules unless they give a database: a tuning database left in
+# the home folder by someone's tuning session must not change their results.
+os.environ["TESSERA_DB"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tessera-tests-{os.getpid()}-no.db")
 
 
 @pytest.fixture

@@ -1,0 +1,143 @@
+"""Signal-processing ONNX operators (windows, MelWeightMatrix, DFT, STFT) against numpy."""
+import numpy as np
+import pytest
+
+import tessera
+from extra_testing import assert_close, run
+
+
+def window_ref(kind, size, periodic):
+    a = {"HannWindow": (0.5, 0.5, 0), "HammingWindow": (25 / 46, 21 / 46, 0), "BlackmanWindow": (0.42, 0.5, 0.08)}[kind]
+    n = np.arange(size, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = 2 * np.pi * n / (size if periodic else size - 1)
+    return a[0] - a[1] * np.cos(x) + a[2] * np.cos(2 * x)
+
+
+@pytest.mark.parametrize("kind", ["HannWindow", "HammingWindow", "BlackmanWindow"])
+@pytest.mark.parametrize("size,periodic", [(10, 1), (10, 0), (17, 1), (1, 1), (0, 0), (33, 0)])
+def test_windows(kind, size, periodic):
+    (y,) = run(kind, [np.array(size, np.int64)], {"periodic": periodic}, constants=(0,))
+    assert_close(y, window_ref(kind, size, periodic), "float32", 1e-6)
+
+
+def test_window_output_datatype_and_int32_size():
+    (y,) = run("HannWindow", [np.array(7, np.int32)], {"output_datatype": 11}, constants=(0,))
+    assert_close(y, window_ref("HannWindow", 7, 1), "float64", 1e-12)
+
+
+def test_symmetric_window_of_one_is_nan_like_the_reference():
+    (y,) = run("HammingWindow", [np.array(1, np.int64)], {"periodic": 0}, constants=(0,))
+    assert y.shape == (1,) and np.isnan(y[0])
+
+
+def test_window_size_from_a_graph_input_needs_binding():
+    with pytest.raises(tessera.onnx.BindingRequired):
+        run("HannWindow", [np.array(8, np.int64)])
+
+
+def mel_ref(bins, dft_length, sample_rate, lower, upper):
+    spectrogram_bins = dft_length // 2 + 1
+    low_mel, high_mel = 2595 * np.log10(1 + lower / 700), 2595 * np.log10(1 + upper / 700)
+    step = (high_mel - low_mel) / (bins + 2)
+    hz = 700 * (np.power(10, (np.arange(bins + 2) * step + low_mel) / 2595) - 1)
+    edge = np.floor((dft_length + 1) * hz / sample_rate).astype(int)
+    out = np.zeros((spectrogram_bins, bins))
+    for i in range(bins):
+        left, center, right = edge[i], edge[i + 1], edge[i + 2]
+        if center == left:
+            if center < spectrogram_bins:
+                out[center, i] = 1
+        else:
+            for j in range(left, min(center + 1, spectrogram_bins)):
+                out[j, i] = (j - left) / (center - left)
+        for j in range(center, min(right, spectrogram_bins)):
+            out[j, i] = (right - j) / (right - center)
+    return out
+
+
+@pytest.mark.parametrize("bins,dft_length,rate,lower,upper", [(8, 16, 8192, 0, 4096), (5, 33, 16000, 100, 7000), (13, 64, 22050, 20, 11025)])
+def test_mel_weight_matrix(bins, dft_length, rate, lower, upper):
+    inputs = [np.array(bins, np.int64), np.array(dft_length, np.int64), np.array(rate, np.int64),
+              np.array(lower, np.float32), np.array(upper, np.float32)]
+    (y,) = run("MelWeightMatrix", inputs, constants=range(5))
+    assert_close(y, mel_ref(bins, dft_length, rate, lower, upper), "float32", 1e-6)
+
+
+def to_complex(x):
+    return x[..., 0] + 1j * x[..., 1] if x.shape[-1] == 2 else x[..., 0]
+
+
+def from_complex(c):
+    return np.stack([c.real, c.imag], axis=-1)
+
+
+def dft_ref(x, axis, length, inverse, onesided):
+    c = to_complex(x.astype(np.float64))
+    y = np.fft.ifft(c, n=length, axis=axis) if inverse else np.fft.fft(c, n=length, axis=axis)
+    if onesided:
+        y = np.take(y, np.arange(length // 2 + 1), axis=axis)
+    return from_complex(y)
+
+
+@pytest.mark.parametrize("shape,axis,length,inverse,onesided", [
+    ((2, 10, 1), 1, None, 0, 0),
+    ((3, 7, 5, 2), 1, None, 0, 0),       # complex, odd length, batch of matrices
+    ((3, 7, 5, 2), 2, None, 1, 0),       # inverse along the second signal axis
+    ((3, 7, 5, 2), -2, None, 0, 0),      # negative axis counts from the back
+    ((2, 9, 1), 1, 16, 0, 0),            # zero-padded to dft_length
+    ((2, 20, 2), 1, 12, 0, 0),           # cut to dft_length
+    ((4, 17, 1), 1, None, 0, 1),         # onesided
+    ((1, 16, 3, 1), 1, 15, 0, 1),        # onesided after cutting, odd length
+    ((1, 1, 1), 1, None, 0, 0),          # a single sample
+])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dft(rng, shape, axis, length, inverse, onesided, dtype):
+    x = rng.standard_normal(shape).astype(dtype)
+    inputs = [x] if length is None else [x, np.array(length, np.int64)]
+    (y,) = run("DFT", inputs, {"axis": axis, "inverse": inverse, "onesided": onesided}, constants=(1,))
+    n = length or shape[axis]
+    assert_close(y, dft_ref(x, axis % len(shape), n, inverse, onesided), dtype, 1e-4 if dtype == "float32" else 1e-9)
+
+
+def test_dft_float16(rng):
+    x = rng.standard_normal((2, 8, 2)).astype("float16")
+    (y,) = run("DFT", [x])
+    assert_close(y, dft_ref(x, 1, 8, 0, 0), "float16", 2e-2)
+
+
+def test_dft_rejects_a_bad_last_dimension(rng):
+    with pytest.raises(tessera.Error, match="real|complex"):
+        run("DFT", [rng.standard_normal((2, 8, 3)).astype("float32")])
+
+
+def stft_ref(signal, step, window, length, onesided):
+    c = to_complex(signal.astype(np.float64))
+    frames = (c.shape[1] - length) // step + 1
+    w = np.ones(length) if window is None else window.astype(np.float64)
+    bins = length // 2 + 1 if onesided else length
+    out = np.empty((c.shape[0], frames, bins), np.complex128)
+    for f in range(frames):
+        out[:, f] = np.fft.fft(c[:, f * step:f * step + length] * w, axis=1)[:, :bins]
+    return from_complex(out)
+
+
+@pytest.mark.parametrize("batch,length,parts,step,frame,onesided,window_kind", [
+    (1, 128, 1, 8, 16, 1, None),
+    (2, 50, 1, 7, 13, 1, "runtime"),     # the step does not divide the length, odd frame
+    (3, 40, 2, 5, 10, 0, "constant"),    # complex signal, two-sided
+    (1, 17, 1, 1, 17, 1, "constant"),    # a single frame
+])
+def test_stft(rng, batch, length, parts, step, frame, onesided, window_kind):
+    signal = rng.standard_normal((batch, length, parts)).astype("float32")
+    window = None if window_kind is None else rng.uniform(0.1, 1, frame).astype("float32")
+    inputs = [signal, np.array(step, np.int64), window, np.array(frame, np.int64) if window is None else None]
+    constants = (1, 3) + ((2,) if window_kind == "constant" else ())
+    (y,) = run("STFT", inputs, {"onesided": onesided}, constants=constants)
+    assert_close(y, stft_ref(signal, step, window, frame, onesided), "float32", 1e-4)
+
+
+def test_stft_frame_longer_than_signal(rng):
+    signal = rng.standard_normal((1, 8, 1)).astype("float32")
+    with pytest.raises(tessera.Error, match="frame length"):
+        run("STFT", [signal, np.array(2, np.int64), None, np.array(9, np.int64)], constants=(1, 3))
