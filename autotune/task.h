@@ -1,0 +1,33 @@
+// Tuning tasks: the distinct kernels of a model (after its graph passes), each with its
+// workload, how often one run of the model calls it (its weight) and its arithmetic cost.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "autotune/database.h"
+#include "relay_ir/compute_of_call.h"
+#include "relay_ir/module.h"
+
+namespace tessera::autotune {
+
+struct Task {
+  WorkloadEntry workload;
+  std::string kernel;     // the kernel as graph-IR text: a module whose main calls it once
+                          // (what measurement processes rebuild it from)
+  relay_ir::CallCompute compute;
+  int weight = 1;         // calls per run of the model
+  double flops = 0;       // arithmetic operations per call (multiply-add = 2)
+};
+
+// The distinct kernels of `optimized` (a module after driver::optimize), heaviest first
+// (weight * flops). Views (reshapes) are not kernels.
+std::vector<Task> extract_tasks(const relay_ir::Module& optimized);
+
+// A task rebuilt from its graph-IR text (in a measurement process).
+Task task_from_kernel(const std::string& kernel_text);
+
+// Arithmetic operations of the computation behind `outputs`: per stage, output elements times
+// reduction iterations times the arithmetic nodes of its body.
+double estimate_flops(const std::vector<tensor_ir::Tensor>& outputs);
+
+}  // namespace tessera::autotune
