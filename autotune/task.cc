@@ -13,6 +13,7 @@
 #include "runtime/error.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/graph.h"
+#include "tensor_ir/op.h"
 
 namespace tessera::autotune {
 
