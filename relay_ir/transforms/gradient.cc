@@ -100,6 +100,7 @@ class ReverseMode {
     if (!needs_.count(e.get())) return;
     Expr g = cotangent(e);
     if (!g) return;
+    infer_type(g);  // accumulated sums are new nodes; gradient builders read their types
     if (const auto* c = e.as<CallNode>()) {
       const OpDef* def = c->op_def();
       if (!def) fail("gradient: calls of functions cannot be differentiated (differentiate before fusing)");

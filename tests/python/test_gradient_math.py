@@ -163,8 +163,10 @@ def test_cast():
     np.testing.assert_allclose(gx, 2 * x32)
 
 
-@pytest.mark.parametrize("xs,ss,attrs", [((3, 4, 5), (4, 1), ""), ((3, 4, 5), (5,), ""), ((3, 4, 5), (3, 4, 5), ""),
-                                         ((3, 4, 5), (4,), ", channel_axis=1"), ((2, 3), (3,), ", channel_axis=1"), ((6,), (6,), ", channel_axis=0")])
+@pytest.mark.parametrize("xs,ss,attrs", [
+    ((3, 4, 5), (4, 1), ""), ((3, 4, 5), (5,), ""), ((3, 4, 5), (3, 4, 5), ""),
+    ((3, 4, 5), (4,), ", channel_axis=1"), ((2, 3), (3,), ", channel_axis=1"), ((6,), (6,), ", channel_axis=0"),
+])
 def test_prelu(xs, ss, attrs):
     check_gradient(f"def @main(%x: float64[{fmt(xs)}], %s: float64[{fmt(ss)}]) {{ prelu(%x, %s{attrs}) }}",
                    [away(r(*xs), 0), r(*ss)], ["x", "s"])

@@ -1,0 +1,92 @@
+// The gradient of pad. Constant padding is undone by the opposite pad (cropping what was
+// added, zero-filling what was cropped). Reflect and edge padding read some input elements
+// several times, so their cotangents are folded back: axis by axis (padding is separable),
+// the padded axis is cut into runs that map onto the input contiguously (forwards, backwards,
+// or all onto one edge element), and each run's slice of the cotangent is added at its place.
+#include <algorithm>
+
+#include "relay_ir/ops/grad_util.h"
+#include "relay_ir/ops/transform_grad.h"
+#include "tensor_ir/ops/transform_shape.h"
+
+namespace tessera::relay_ir::transform_grad {
+
+namespace {
+
+namespace ops = tensor_ir::ops;
+using E = const Expr&;
+using Ints = std::vector<int64_t>;
+
+// The input index each output index of one axis reads (n input elements, b and e padded).
+Ints sources(int64_t n, int64_t b, int64_t e, ops::PadMode mode) {
+  Ints m;
+  for (int64_t o = 0; o < n + b + e; ++o) {
+    int64_t p = o - b;
+    if (mode == ops::PadMode::Edge || n == 1) {
+      m.push_back(std::clamp<int64_t>(p, 0, n - 1));
+    } else {  // reflection repeats with period 2 (n - 1), as the forward op
+      int64_t period = 2 * (n - 1), q = ((p % period) + period) % period;
+      m.push_back(q < n ? q : period - q);
+    }
+  }
+  return m;
+}
+
+// g's cotangent folded along axis d from the padded length to n, given each index's source.
+Expr fold_axis(E g, size_t d, int64_t n, const Ints& m) {
+  auto rank = tensor_of(g).ndim();
+  auto axis = static_cast<int64_t>(d), length = static_cast<int64_t>(m.size());
+  Expr total;
+  for (int64_t o0 = 0; o0 < length;) {
+    int64_t step = o0 + 1 < length ? m[o0 + 1] - m[o0] : 1;
+    int64_t o1 = o0 + 1;
+    while (o1 < length && m[o1] - m[o1 - 1] == step) ++o1;
+    Expr piece;
+    int64_t first;  // the input index the piece's first element goes to
+    if (step == -1) {
+      // Backwards: the slice reversed (an end of -length - 1 reaches index 0).
+      Ints end{o0 == 0 ? -length - 1 : o0 - 1};
+      piece = call("slice", {g}, {{"starts", Ints{o1 - 1}}, {"ends", end}, {"axes", Ints{axis}}, {"steps", Ints{-1}}});
+      first = m[o1 - 1];
+    } else {
+      piece = call("slice", {g}, {{"starts", Ints{o0}}, {"ends", Ints{o1}}, {"axes", Ints{axis}}});
+      if (step == 0) piece = call("reduce_sum", {piece}, {{"axes", Ints{axis}}, {"keepdims", int64_t{1}}});
+      first = m[o0];
+    }
+    int64_t width = step == 0 ? 1 : o1 - o0;
+    if (first != 0 || width != n) {
+      Ints pads(2 * rank, 0);
+      pads[d] = first;
+      pads[d + rank] = n - first - width;
+      piece = call("pad", {piece}, {{"pads", pads}, {"mode", std::string("constant")}, {"value", 0.0}});
+    }
+    total = total ? add(total, piece) : piece;
+    o0 = o1;
+  }
+  if (total) return total;
+  Ints shape = tensor_of(g).shape;  // the whole axis was cropped away: nothing flows back
+  shape[d] = n;
+  return zeros_like(tensor_type(shape, tensor_of(g).dtype));
+}
+
+}  // namespace
+
+void register_pad(OpRegistry& r) {
+  r.set_gradient("pad", [](E c, E g) {
+    const Attrs& a = as_call(c).attrs;
+    const auto& x = tensor_of(arg(c, 0));
+    Ints pads = a.get_ints("pads");
+    ops::PadMode mode = ops::parse_pad_mode(a.get_str("mode"));
+    if (mode == ops::PadMode::Constant) {
+      for (auto& p : pads) p = -p;
+      return std::vector<Expr>{call("pad", {g}, {{"pads", pads}, {"mode", std::string("constant")}, {"value", 0.0}})};
+    }
+    size_t rank = x.ndim();
+    Expr folded = g;
+    for (size_t d = 0; d < rank; ++d)
+      if (pads[d] != 0 || pads[d + rank] != 0) folded = fold_axis(folded, d, x.shape[d], sources(x.shape[d], pads[d], pads[d + rank], mode));
+    return std::vector<Expr>{folded};
+  });
+}
+
+}  // namespace tessera::relay_ir::transform_grad
