@@ -100,7 +100,9 @@ class ReverseMode {
     if (!needs_.count(e.get())) return;
     Expr g = cotangent(e);
     if (!g) return;
-    infer_type(g);  // accumulated sums are new nodes; gradient builders read their types
+    // Accumulated sums are new nodes, and gradient builders read their types. (A tuple's
+    // elements are typed where they accumulate; an integer element has no cotangent at all.)
+    if (!g.as<TupleNode>()) infer_type(g);
     if (const auto* c = e.as<CallNode>()) {
       const OpDef* def = c->op_def();
       if (!def) fail("gradient: calls of functions cannot be differentiated (differentiate before fusing)");
