@@ -18,6 +18,7 @@ fi
 if [ ! -x "$here/.venv/bin/python" ]; then
   /usr/bin/python3 -m venv --system-site-packages "$here/.venv"
 fi
-# TVM's ONNX importer needs a newer onnx than Debian's 1.12; inside the venv it shadows it.
-"$here/.venv/bin/python" -m pip install -q --upgrade onnxruntime apache-tvm onnx
+# TVM's ONNX importer needs a newer onnx than Debian's 1.12; inside the venv it shadows it. numpy
+# stays below 2: Debian's torch and Tessera's module are built against numpy 1.
+"$here/.venv/bin/python" -m pip install -q --upgrade onnxruntime apache-tvm onnx "numpy<2"
 echo "peers ready: $here/.venv/bin/python"
