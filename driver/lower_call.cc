@@ -6,6 +6,7 @@
 #include "relay_ir/op.h"
 #include "relay_ir/printer.h"
 #include "runtime/error.h"
+#include "schedule/custom.h"
 #include "schedule/lower.h"
 #include "schedule/templates/cpu.h"
 
@@ -42,6 +43,17 @@ LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, con
           // A record that no longer replays (the compute definition changed meaning) is not used.
           out.schedule = std::string("default: record ") + std::to_string(record->id) + " does not replay: " + e.what();
         }
+      }
+    }
+    if (!schedule) {
+      // A schedule registered for the workload, else for what the kernel computes.
+      const schedule::CpuTemplate* custom = schedule::find_custom_schedule(out.workload);
+      std::string key = out.workload;
+      if (!custom) custom = schedule::find_custom_schedule(key = call_description(call));
+      if (custom) {
+        schedule = std::make_unique<schedule::Schedule>(compute.outputs);
+        for (const auto& o : compute.outputs) (*custom)(*schedule, o);
+        out.schedule = "custom (" + key + ")";
       }
     }
     if (!schedule) {
