@@ -28,7 +28,7 @@ class PlanBuilder {
  public:
   explicit PlanBuilder(ScheduleContext ctx) : ctx_(std::move(ctx)) {}
 
-  BuildResult run(const Module& m, const targets::Target& target) {
+  BuildResult run(const Module& m, const targets::Target& target, bool jit) {
     const Function& main = m.main();
     for (size_t i = 0; i < main->params.size(); ++i) {
       const auto& t = as_tensor(main->params[i]->checked_type, "input %" + main->params[i]->name);
@@ -44,13 +44,13 @@ class PlanBuilder {
       if (!inner.count(e.get())) visit(e);
     mark_outputs(ids_.at(main->body.get()));
     plan_memory(plan_);
-    std::vector<tensor_ir::LoweredFunc> funcs;
-    for (auto& k : lowered_) funcs.push_back(k);
-    auto module = targets::build(funcs, target);
     BuildResult result;
     result.kernels = kernels_;
-    result.executor = std::make_shared<runtime::GraphExecutor>(module, std::move(plan_));
     result.optimized = m;
+    result.lowered = lowered_;
+    result.target = target;
+    result.plan = plan_;
+    if (jit) result.executor = std::make_shared<runtime::GraphExecutor>(targets::build(lowered_, target), std::move(plan_));
     return result;
   }
 
@@ -211,7 +211,7 @@ BuildResult build(const Module& module, const targets::Target& target, const Bui
   std::unique_ptr<autotune::TuningDatabase> db;
   if (!options.db_path.empty()) db = autotune::TuningDatabase::open_existing(options.db_path);
   ScheduleContext ctx{db.get(), target.with_host_defaults().str()};
-  return PlanBuilder(ctx).run(optimized, target);
+  return PlanBuilder(ctx).run(optimized, target, options.jit);
 }
 
 }  // namespace tessera::driver

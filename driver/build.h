@@ -9,6 +9,7 @@
 #include "relay_ir/module.h"
 #include "runtime/graph_executor.h"
 #include "targets/target.h"
+#include "tensor_ir/stmt.h"
 
 namespace tessera::driver {
 
@@ -16,6 +17,9 @@ struct BuildOptions {
   int opt_level = 2;
   // The tuning database to take schedules from; empty: none (the default schedules).
   std::string db_path;
+  // JIT-compile the kernels so the result runs in this process. Off: lower and plan only, for
+  // export (which compiles the kernels again as an object) or a target this host cannot run.
+  bool jit = true;
 };
 
 // What was built, for `tessera inspect` and tests.
@@ -30,9 +34,13 @@ struct KernelInfo {
 };
 
 struct BuildResult {
-  std::shared_ptr<runtime::GraphExecutor> executor;
+  std::shared_ptr<runtime::GraphExecutor> executor;  // null unless built with jit
   std::vector<KernelInfo> kernels;
   relay_ir::Module optimized;  // the module after graph passes
+  // What export_module needs to compile the same kernels again for a file.
+  runtime::GraphPlan plan;
+  std::vector<tensor_ir::LoweredFunc> lowered;
+  targets::Target target;
 };
 
 BuildResult build(const relay_ir::Module& module, const targets::Target& target, const BuildOptions& options = {});

@@ -45,12 +45,17 @@ size_t GraphExecutor::input_index(const std::string& name) const {
   fail("the model has no input '", name, "' (its inputs are: ", names, ")");
 }
 
-void GraphExecutor::set_input(size_t i, const NDArray& value) {
+void GraphExecutor::check_input(size_t i, const NDArray& value) const {
   if (i >= inputs_.size()) fail("input index ", i, " out of range (the model has ", inputs_.size(), " inputs)");
   const auto& info = input_info(i);
   if (value.dtype() != info.dtype) fail("input '", info.name, "': expected dtype ", info.dtype.str(), ", got ", value.dtype().str());
   if (value.shape() != info.shape)
     fail("input '", info.name, "': expected shape ", shape_str(info.shape), ", got ", value.shape_str());
+}
+
+void GraphExecutor::set_input(size_t i, const NDArray& value) {
+  check_input(i, value);
+  const auto& info = input_info(i);
   if (value.is_aligned()) {
     inputs_[i] = value;
     return;

@@ -23,7 +23,9 @@ class GraphExecutor {
   // The index of the input called `name`; throws listing the inputs if there is none.
   size_t input_index(const std::string& name) const;
 
-  // Checks shape and dtype against the input (the message names it); keeps a reference.
+  // Throws unless `value` has input i's shape and dtype (the message names the input).
+  void check_input(size_t i, const NDArray& value) const;
+  // check_input, then keeps a reference (a copy if `value` is not 64-byte aligned).
   void set_input(size_t i, const NDArray& value);
   void run();
   // Runs once, timing each step: milliseconds per step, in plan order.

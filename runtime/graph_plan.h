@@ -1,6 +1,6 @@
 // What a compiled graph runs, as plain data the runtime needs no compiler to follow: its
 // tensors (inputs, outputs, constants, intermediates in slots of one memory arena), and the
-// steps that call kernels on them. The driver makes it; the deployment format will store it.
+// steps that call kernels on them. The driver makes it; exported modules store it (module_metadata.h).
 #pragma once
 #include <string>
 #include <vector>

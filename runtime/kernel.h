@@ -15,6 +15,16 @@ extern "C" typedef int32_t (*TesseraKernelFn)(void* const* args, int32_t num_arg
 
 namespace tessera::runtime {
 
+// An exported module does not link against the runtime: each runtime function its kernels call
+// is reached through a pointer variable (`hook`) the module defines and the loader sets after
+// dlopen, so a program that links the runtime statically needs no exported symbols (-rdynamic).
+struct RuntimeHook {
+  const char* function;
+  const char* hook;
+};
+inline constexpr RuntimeHook kRuntimeHooks[] = {{"tessera_parallel_launch", "tessera_hook_parallel_launch"},
+                                                {"tessera_num_threads", "tessera_hook_num_threads"}};
+
 struct BufferSpec {
   std::string name;
   std::vector<int64_t> shape;

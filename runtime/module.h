@@ -1,5 +1,5 @@
 // A set of compiled kernels that can be called by name: JIT-compiled in this process by a
-// target, or (later) loaded from an exported shared library.
+// target, or loaded from an exported module file (module_loader.h).
 #pragma once
 #include <string>
 #include <vector>

@@ -8,6 +8,7 @@ TESSERA_PYTHON=/usr/bin/python3
 
 TESSERA_PACKAGES=(
   build-essential cmake ccache
+  gcc-aarch64-linux-gnu  # links modules cross-compiled for AArch64 (tessera compile -t "llvm -mtriple=aarch64-linux-gnu")
   llvm-14-dev
   nlohmann-json3-dev libgtest-dev libcli11-dev
   libonnx-dev libprotobuf-dev python3-onnx libonnx-testdata

@@ -1,13 +1,65 @@
 #include "targets/build.h"
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "runtime/error.h"
+#include "targets/link_shared.h"
 #include "targets/llvm/build_llvm.h"
 
 namespace tessera::targets {
 
+namespace {
+
+// A scratch folder for the object and the library; removed with everything in it.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tessera-export-XXXXXX").string();
+    if (!mkdtemp(pattern.data())) fail("cannot create a temporary folder for ", pattern);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
 std::shared_ptr<runtime::Module> build(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
   if (target.kind == "llvm") return build_llvm(funcs, target);
   fail("code generation for target '", target.str(), "' is not implemented yet (only llvm is)");
+}
+
+SharedLibrary build_shared_library(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
+  if (target.kind != "llvm") fail("exporting for target '", target.str(), "' is not implemented yet (only llvm is)");
+  const ObjectTarget o = describe_object_target(target);
+  TempDir dir;
+  const std::string object = (dir.path / "kernels.o").string(), library = (dir.path / "kernels.so").string();
+  emit_object_file(funcs, target, object);
+  link_shared_library(object, o.triple, target.mtriple, library);
+  std::ifstream in(library, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in) fail("cannot read the linked library ", library);
+  return {bytes.str(), o.target, o.arch, o.cpu_features};
+}
+
+runtime::KernelSignature kernel_signature(const tensor_ir::LoweredFunc& f) {
+  runtime::KernelSignature signature{f.name, {}};
+  for (const tensor_ir::Buffer& b : f.args) {
+    runtime::BufferSpec spec{b.name(), {}, b.dtype()};
+    for (const tensor_ir::Expr& d : b->shape) {
+      const auto* c = d.as<tensor_ir::IntImm>();
+      if (!c) fail("kernel '", f.name, "': argument '", b.name(), "' has a shape that is not constant");
+      spec.shape.push_back(c->value);
+    }
+    signature.args.push_back(std::move(spec));
+  }
+  return signature;
 }
 
 }  // namespace tessera::targets

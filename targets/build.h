@@ -3,6 +3,7 @@
 // backend's own header.
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/module.h"
@@ -14,5 +15,18 @@ namespace tessera::targets {
 // Compiles `funcs` for `target` into a module whose kernels can be called in this process.
 // Throws tessera::Error if the target has no code generator yet or cannot run here.
 std::shared_ptr<runtime::Module> build(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target);
+
+// `funcs` compiled for `target` (any CPU or triple the backend knows) and linked by the system's
+// linker into a shared library, with what the runtime checks before loading it.
+struct SharedLibrary {
+  std::string bytes;                      // the ELF shared object
+  std::string target;                     // `target` with triple and CPU resolved
+  std::string arch;                       // "x86_64", "aarch64"
+  std::vector<std::string> cpu_features;  // the extensions the code may use (runtime/cpu_features.h)
+};
+SharedLibrary build_shared_library(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target);
+
+// The calling signature of a lowered kernel (argument names, constant shapes, dtypes).
+runtime::KernelSignature kernel_signature(const tensor_ir::LoweredFunc& func);
 
 }  // namespace tessera::targets

@@ -1,5 +1,6 @@
-// The `tessera` command-line program: compile, run and inspect ONNX models. Everything it does
-// is a library call (frontend, driver, runtime); this file only parses arguments and prints.
+// The `tessera` command-line program: compile, run and inspect ONNX models, export them as
+// modules and run those. Everything it does is a library call (frontend, driver, runtime); this
+// file only parses arguments and prints.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -13,10 +14,12 @@
 #include "autotune/database.h"
 #include "driver/build.h"
 #include "driver/evaluate.h"
+#include "driver/export.h"
 #include "frontend/onnx/importer.h"
 #include "relay_ir/dot.h"
 #include "relay_ir/printer.h"
 #include "runtime/error.h"
+#include "runtime/module_loader.h"
 #include "runtime/npy.h"
 
 using namespace tessera;
@@ -60,7 +63,7 @@ struct ModelOptions {
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& o) {
-  cmd->add_option("model", o.model, "ONNX model")->required()->check(CLI::ExistingFile);
+  cmd->add_option("model", o.model, "ONNX model (run: or a module written by compile -o)")->required()->check(CLI::ExistingFile);
   cmd->add_option("-t,--target", o.target, "target, e.g. llvm or \"llvm -mcpu=skylake-avx512\"");
   cmd->add_option("--shape", o.shapes, "static shape of an input: NAME=D0,D1,...");
   cmd->add_option("--bind", o.binds, "bind an input to a value: NAME=FILE.npy");
@@ -79,14 +82,19 @@ relay_ir::Module load(const ModelOptions& o) {
   return frontend::onnx::import_model(o.model, options);
 }
 
-driver::BuildResult compile(const ModelOptions& o, double* seconds) {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+driver::BuildResult compile(const ModelOptions& o, double* seconds, bool jit = true) {
   auto start = std::chrono::steady_clock::now();
   relay_ir::Module m = load(o);
   driver::BuildOptions options;
   options.opt_level = o.opt_level;
+  options.jit = jit;
   options.db_path = o.db.empty() ? autotune::TuningDatabase::default_path() : o.db;
   driver::BuildResult r = driver::build(m, targets::Target::parse(o.target), options);
-  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  *seconds = seconds_since(start);
   return r;
 }
 
@@ -103,22 +111,49 @@ int64_t intermediate_bytes(const runtime::GraphPlan& plan) {
   return sum;
 }
 
+void print_inputs_outputs(const runtime::GraphPlan& plan) {
+  for (int id : plan.inputs) std::printf("  input  %s\n", describe(plan.tensors[id]).c_str());
+  for (int id : plan.outputs) std::printf("  output %s\n", describe(plan.tensors[id]).c_str());
+}
+
+// With -o the kernels are compiled once, for the file (no JIT), so any target can be exported.
 int cmd_compile(const ModelOptions& o, const std::string& output) {
-  if (!output.empty()) fail("-o: writing compiled modules to a file is not implemented yet (it comes with deployment)");
   double seconds = 0;
-  driver::BuildResult r = compile(o, &seconds);
-  const auto& plan = r.executor->plan();
+  driver::BuildResult r = compile(o, &seconds, /*jit=*/output.empty());
+  const auto& plan = r.plan;
   std::printf("compiled %s for %s in %.2f s: %zu kernels, %zu steps, memory plan %.1f KiB\n", o.model.c_str(),
               o.target.c_str(), seconds, r.kernels.size(), plan.steps.size(), plan.arena_bytes / 1024.0);
-  for (size_t i = 0; i < r.executor->num_inputs(); ++i) std::printf("  input  %s\n", describe(r.executor->input_info(i)).c_str());
-  for (size_t i = 0; i < r.executor->num_outputs(); ++i) std::printf("  output %s\n", describe(r.executor->output_info(i)).c_str());
+  print_inputs_outputs(plan);
+  if (!output.empty()) {
+    auto start = std::chrono::steady_clock::now();
+    driver::export_module(r, output);
+    std::printf("wrote %s (%.1f MiB) in %.2f s\n", output.c_str(), std::filesystem::file_size(output) / 1048576.0,
+                seconds_since(start));
+  }
   return 0;
 }
 
+// An exported module (a shared library: ELF) rather than an ONNX model.
+bool is_module_file(const std::string& path) {
+  char magic[4] = {};
+  std::ifstream(path, std::ios::binary).read(magic, 4);
+  return std::string(magic, 4) == "\x7f" "ELF";
+}
+
+// Runs an exported module (loaded by the runtime alone) or an ONNX model (compiled here).
 int cmd_run(const ModelOptions& o, const std::vector<std::string>& inputs, const std::string& output_dir, int bench) {
-  double seconds = 0;
-  driver::BuildResult r = compile(o, &seconds);
-  auto& ex = *r.executor;
+  std::shared_ptr<runtime::GraphExecutor> executor;
+  if (is_module_file(o.model)) {
+    if (!o.shapes.empty() || !o.binds.empty()) fail("--shape and --bind apply to ONNX models, not to the module ", o.model);
+    auto start = std::chrono::steady_clock::now();
+    runtime::LoadedModule m = runtime::load_module(o.model);
+    std::printf("loaded %s (target %s) in %.1f ms\n", o.model.c_str(), m.target.c_str(), seconds_since(start) * 1e3);
+    executor = m.executor;
+  } else {
+    double seconds = 0;
+    executor = compile(o, &seconds).executor;
+  }
+  auto& ex = *executor;
   std::vector<bool> given(ex.num_inputs(), false);
   for (const auto& in : inputs) {
     auto [name, file] = parse_assignment(in, "--input");
@@ -182,8 +217,8 @@ int main(int argc, char** argv) {
 
   auto* compile_cmd = app.add_subcommand("compile", "compile a model and report what was built");
   add_model_options(compile_cmd, compile_opts);
-  compile_cmd->add_option("-o,--output", output, "module file to write");
-  auto* run_cmd = app.add_subcommand("run", "compile and run a model on .npy inputs");
+  compile_cmd->add_option("-o,--output", output, "write the model as one shared library (model.so) the runtime loads alone");
+  auto* run_cmd = app.add_subcommand("run", "run a module (model.so) or compile and run an ONNX model, on .npy inputs");
   add_model_options(run_cmd, run_opts);
   run_cmd->add_option("--input", inputs, "an input: NAME=FILE.npy");
   run_cmd->add_option("--output-dir", output_dir, "write outputs as output<N>.npy here");

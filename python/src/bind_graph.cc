@@ -8,6 +8,7 @@
 #include "autotune/database.h"
 #include "driver/build.h"
 #include "driver/evaluate.h"
+#include "driver/export.h"
 #include "frontend/onnx/importer.h"
 #include "python/src/bindings.h"
 #include "relay_ir/parser.h"
@@ -16,6 +17,7 @@
 #include "relay_ir/transforms/gradient.h"
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/error.h"
+#include "runtime/module_loader.h"
 
 namespace tessera::python {
 
@@ -54,14 +56,18 @@ py::array to_numpy(const NDArray& a) {
   return out;
 }
 
-// A compiled model: run([x]) or run({"x": x}) returns the outputs as new numpy arrays.
+// A compiled model, built in this process or loaded from an exported file: run([x]) or
+// run({"x": x}) returns the outputs as new numpy arrays.
 class Library {
  public:
-  explicit Library(driver::BuildResult r) : result_(std::move(r)) {}
+  explicit Library(driver::BuildResult r)
+      : built_(std::make_shared<driver::BuildResult>(std::move(r))), executor_(built_->executor),
+        target_(built_->target.str()) {}
+  explicit Library(runtime::LoadedModule m) : executor_(std::move(m.executor)), target_(std::move(m.target)) {}
 
   std::vector<py::array> run(py::object inputs) {
-    set_inputs(inputs);
-    auto& ex = *result_.executor;
+    auto& ex = executor();
+    set_inputs(ex, inputs);
     {
       py::gil_scoped_release release;
       ex.run();
@@ -73,8 +79,8 @@ class Library {
 
   // Per step, the kernel and its median time over `repeat` runs (ms), slowest first.
   std::vector<std::pair<std::string, double>> profile(py::object inputs, int repeat) {
-    set_inputs(inputs);
-    auto& ex = *result_.executor;
+    auto& ex = executor();
+    set_inputs(ex, inputs);
     std::vector<std::vector<double>> runs;
     {
       py::gil_scoped_release release;
@@ -92,11 +98,28 @@ class Library {
     return out;
   }
 
-  const driver::BuildResult& result() const { return result_; }
+  void export_to(const std::string& path) const {
+    if (!built_) fail("export: this module was loaded from a file; copy that file instead");
+    py::gil_scoped_release release;
+    driver::export_module(*built_, path);
+  }
+
+  // The build in this process; throws for a loaded module, which has machine code only.
+  const driver::BuildResult& built(const char* what) const {
+    if (!built_) fail(what, ": only for modules built in this process (this one was loaded from a file)");
+    return *built_;
+  }
+  const runtime::GraphPlan& plan() const { return built_ ? built_->plan : executor_->plan(); }
+  const std::string& target() const { return target_; }
 
  private:
-  void set_inputs(py::object inputs) {
-    auto& ex = *result_.executor;
+  runtime::GraphExecutor& executor() {
+    if (!executor_)
+      fail("this module was built without JIT compilation (target '", target_, "'); export it and run it where it runs");
+    return *executor_;
+  }
+
+  static void set_inputs(runtime::GraphExecutor& ex, py::object inputs) {
     std::vector<NDArray> values(ex.num_inputs());
     std::vector<bool> given(ex.num_inputs(), false);
     if (py::isinstance<py::dict>(inputs)) {
@@ -119,8 +142,21 @@ class Library {
     for (size_t i = 0; i < values.size(); ++i) ex.set_input(i, values[i]);
   }
 
-  driver::BuildResult result_;
+  std::shared_ptr<const driver::BuildResult> built_;  // null for a loaded module
+  std::shared_ptr<runtime::GraphExecutor> executor_;  // null when built without JIT
+  std::string target_;
 };
+
+// name, shape and dtype of the plan's tensors `ids`.
+std::vector<py::dict> describe(const runtime::GraphPlan& plan, const std::vector<int>& ids) {
+  std::vector<py::dict> out;
+  for (int id : ids) {
+    const auto& t = plan.tensors.at(id);
+    out.push_back(py::dict(py::arg("name") = t.name, py::arg("shape") = py::tuple(py::cast(t.shape)),
+                           py::arg("dtype") = numpy_dtype(t.dtype)));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -186,31 +222,45 @@ void bind_graph(py::module_& m) {
       .def("run", &Library::run, py::arg("inputs"))
       .def("profile", &Library::profile, py::arg("inputs"), py::arg("repeat") = 10,
            "Per-step (kernel, median ms), slowest first.")
+      .def("export", [](const Library& l, py::object path) { l.export_to(py::str(path)); }, py::arg("path"),
+           "Writes the model as one shared library (kernels, plan, weights) that tessera.load() and the C runtime "
+           "(tessera_runtime.h) load without the compiler.")
+      .def_property_readonly("target", &Library::target)
       .def_property_readonly("input_names", [](const Library& l) {
         std::vector<std::string> names;
-        for (size_t i = 0; i < l.result().executor->num_inputs(); ++i) names.push_back(l.result().executor->input_info(i).name);
+        for (int id : l.plan().inputs) names.push_back(l.plan().tensors.at(id).name);
         return names;
       })
+      .def_property_readonly("inputs", [](const Library& l) { return describe(l.plan(), l.plan().inputs); },
+                             "[{name, shape, dtype}] of the inputs")
+      .def_property_readonly("outputs", [](const Library& l) { return describe(l.plan(), l.plan().outputs); },
+                             "[{name, shape, dtype}] of the outputs")
       .def_property_readonly("kernels", [](const Library& l) {
         std::vector<py::dict> out;
-        for (const auto& k : l.result().kernels)
+        for (const auto& k : l.built("kernels").kernels)
           out.push_back(py::dict(py::arg("name") = k.name, py::arg("op") = k.op, py::arg("signature") = k.signature,
                                  py::arg("calls") = k.calls, py::arg("lowered") = k.lowered, py::arg("workload") = k.workload,
                                  py::arg("schedule") = k.schedule));
         return out;
       })
-      .def_property_readonly("num_steps", [](const Library& l) { return l.result().executor->plan().steps.size(); })
-      .def_property_readonly("arena_bytes", [](const Library& l) { return l.result().executor->plan().arena_bytes; });
+      .def_property_readonly("num_steps", [](const Library& l) { return l.plan().steps.size(); })
+      .def_property_readonly("arena_bytes", [](const Library& l) { return l.plan().arena_bytes; });
 
   m.def("default_db_path", &autotune::TuningDatabase::default_path);
-  m.def("build_module", [](const relay_ir::Module& mod, const std::string& target, int opt_level, const std::string& db) {
+  m.def("build_module", [](const relay_ir::Module& mod, const std::string& target, int opt_level, const std::string& db,
+                           bool jit) {
     driver::BuildOptions options;
     options.opt_level = opt_level;
     options.db_path = db;
+    options.jit = jit;
     auto t = targets::Target::parse(target);
     py::gil_scoped_release release;
     return Library(driver::build(mod, t, options));
-  }, py::arg("module"), py::arg("target") = "llvm", py::arg("opt_level") = 2, py::arg("db") = "");
+  }, py::arg("module"), py::arg("target") = "llvm", py::arg("opt_level") = 2, py::arg("db") = "", py::arg("jit") = true);
+  m.def("load_module", [](const std::string& path) {
+    py::gil_scoped_release release;
+    return Library(runtime::load_module(path));
+  }, py::arg("path"));
 }
 
 }  // namespace tessera::python

@@ -28,6 +28,16 @@ std::shared_ptr<runtime::Module> build_llvm(const std::vector<tensor_ir::Lowered
 // Writes `funcs` compiled for `target` (which may be another CPU or triple) as a relocatable,
 // position-independent ELF object to `path`; its undefined symbols are libm/libc functions and
 // the runtime's tessera_parallel_launch / tessera_num_threads.
+// The runtime's functions are reached through hooks the loader sets (runtime::kRuntimeHooks).
 void emit_object_file(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target, const std::string& path);
+
+// What an object emitted for `target` runs on: the normalized triple, LLVM's architecture name
+// ("x86_64", "aarch64"), the target with triple and CPU resolved, and the instruction-set
+// extensions the code may use among those the runtime can detect (runtime/cpu_features.h).
+struct ObjectTarget {
+  std::string triple, arch, target;
+  std::vector<std::string> cpu_features;
+};
+ObjectTarget describe_object_target(const Target& target);
 
 }  // namespace tessera::targets

@@ -1,6 +1,7 @@
 // From lowered kernels to something runnable: code generation, verification, LLVM's O3 pipeline,
 // then either ORC's LLJIT (a runtime::Module of callable kernels) or an object file.
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -14,6 +15,7 @@
 #include <mutex>
 
 #include "runtime/error.h"
+#include "targets/build.h"
 #include "targets/llvm/build_llvm.h"
 #include "targets/llvm/codegen_llvm.h"
 #include "targets/llvm/external_symbols.h"
@@ -115,20 +117,6 @@ std::string emit_machine_code(const llvm::Module& m, llvm::TargetMachine& machin
   return std::string(buffer.begin(), buffer.end());
 }
 
-runtime::KernelSignature signature_of(const tensor_ir::LoweredFunc& f) {
-  runtime::KernelSignature signature{f.name, {}};
-  for (const tensor_ir::Buffer& b : f.args) {
-    runtime::BufferSpec spec{b.name(), {}, b.dtype()};
-    for (const tensor_ir::Expr& d : b->shape) {
-      const auto* c = d.as<tensor_ir::IntImm>();
-      if (!c) fail("kernel '", f.name, "': argument '", b.name(), "' has a shape that is not constant");
-      spec.shape.push_back(c->value);
-    }
-    signature.args.push_back(std::move(spec));
-  }
-  return signature;
-}
-
 // What the kernels of one build point into; they hold it, so it lives while any of them does.
 struct JitSession {
   llvm::orc::ThreadSafeContext context;  // first: destroyed last, after the modules in it
@@ -177,6 +165,27 @@ class LLVMModule final : public runtime::Module {
   mutable std::string asm_;
 };
 
+// An exported module's kernels reach the runtime through pointer variables (runtime::kRuntimeHooks)
+// that the loader fills in: each runtime function they declare becomes a local stub calling
+// through its hook, so the shared library has no undefined reference to the runtime.
+void route_runtime_calls_through_hooks(llvm::Module& m) {
+  for (const runtime::RuntimeHook& h : runtime::kRuntimeHooks) {
+    llvm::Function* f = m.getFunction(h.function);
+    if (!f || !f->isDeclaration()) continue;
+    llvm::PointerType* pointer = f->getFunctionType()->getPointerTo();
+    auto* hook = new llvm::GlobalVariable(m, pointer, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+                                          llvm::ConstantPointerNull::get(pointer), h.hook);
+    f->setLinkage(llvm::GlobalValue::InternalLinkage);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(m.getContext(), "entry", f));
+    std::vector<llvm::Value*> args;
+    for (llvm::Argument& a : f->args()) args.push_back(&a);
+    llvm::CallInst* call = b.CreateCall(f->getFunctionType(), b.CreateLoad(pointer, hook), args);
+    call->setTailCall();
+    if (f->getReturnType()->isVoidTy()) b.CreateRetVoid();
+    else b.CreateRet(call);
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<runtime::Module> build_llvm(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
@@ -219,7 +228,7 @@ std::shared_ptr<runtime::Module> build_llvm(const std::vector<tensor_ir::Lowered
       fail("cannot JIT-compile kernel '", f.name, "': ", llvm::toString(symbol.takeError()),
            jit_errors->empty() ? "" : " (" + *jit_errors + ")");
     auto fn = reinterpret_cast<TesseraKernelFn>(static_cast<uintptr_t>(symbol->getAddress()));
-    kernels.emplace_back(signature_of(f), fn, session);
+    kernels.emplace_back(kernel_signature(f), fn, session);
   }
   return std::make_shared<LLVMModule>(std::move(session), std::move(kernels), std::move(ir));
 }
@@ -229,6 +238,7 @@ void emit_object_file(const std::vector<tensor_ir::LoweredFunc>& funcs, const Ta
   llvm::LLVMContext context;
   std::unique_ptr<llvm::TargetMachine> machine = create_machine(resolved, /*pic=*/true);
   std::unique_ptr<llvm::Module> module = compile(funcs, resolved, *machine, context);
+  route_runtime_calls_through_hooks(*module);
   const std::string object = emit_machine_code(*module, *machine, llvm::CGFT_ObjectFile);
   std::ofstream out(path, std::ios::binary);
   if (!out) fail("cannot open '", path, "' to write an object file");

@@ -10,7 +10,9 @@
 #include <memory>
 #include <mutex>
 
+#include "runtime/cpu_features.h"
 #include "runtime/error.h"
+#include "targets/llvm/build_llvm.h"
 
 namespace tessera::targets::llvm_backend {
 
@@ -50,6 +52,11 @@ void initialize_llvm() {
   std::call_once(once, [] {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
+    // Cross-compilation: AArch64 objects from any host (registering the native one twice is a no-op).
+    LLVMInitializeAArch64TargetInfo();
+    LLVMInitializeAArch64Target();
+    LLVMInitializeAArch64TargetMC();
+    LLVMInitializeAArch64AsmPrinter();
   });
 }
 
@@ -112,3 +119,24 @@ void check_runs_on_host(const ResolvedTarget& t) {
 }
 
 }  // namespace tessera::targets::llvm_backend
+
+namespace tessera::targets {
+
+ObjectTarget describe_object_target(const Target& target) {
+  const llvm_backend::ResolvedTarget r = llvm_backend::resolve(target);
+  ObjectTarget o;
+  o.triple = r.triple;
+  o.arch = llvm::Triple::getArchTypeName(llvm::Triple(r.triple).getArch()).str();
+  Target resolved = target;
+  resolved.mtriple = r.triple;
+  resolved.mcpu = r.cpu;
+  o.target = resolved.str();
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(llvm_backend::lookup(r.triple).createMCSubtargetInfo(r.triple, r.cpu, r.features));
+  for (const std::string& name : runtime::detectable_cpu_features(o.arch)) {
+    const bool unknown = sti->checkFeatures("+" + name) && sti->checkFeatures("-" + name);
+    if (!unknown && sti->checkFeatures("+" + name)) o.cpu_features.push_back(name);
+  }
+  return o;
+}
+
+}  // namespace tessera::targets

@@ -1,0 +1,65 @@
+// Isolated measurement of schedule candidates: each is replayed, compiled, checked against the
+// kernel's default schedule on random inputs and timed in a worker process (tessera-measure,
+// tools/measure_worker.cc) under a timeout, so a candidate that crashes, hangs or computes a
+// wrong result becomes an error in its result and measurement goes on in a fresh worker.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autotune/task.h"
+
+namespace tessera::autotune {
+
+struct MeasureOptions {
+  int repeat = 5;              // timed runs per candidate: costs holds one per run
+  int number = 0;              // back-to-back calls per run, averaged; 0: enough for min_repeat_ms
+  double min_repeat_ms = 10;
+  double timeout_seconds = 10; // per candidate, compile + run; a worker past it is killed
+  bool flush_cache = false;    // overwrite the last-level cache before each run (not between the
+                               // calls of a run: number = 1 gives cold-cache costs)
+  bool check = true;           // compare outputs with the default schedule's
+  // Empty: $TESSERA_MEASURE_WORKER, else tessera-measure next to the running executable, else in
+  // ../bin from the folder of this library (a build tree's lib/ and bin/).
+  std::string worker_path;
+};
+
+struct MeasureResult {
+  std::vector<double> costs;   // seconds per run; empty on error
+  double compile_seconds = 0;  // replay, lowering and code generation
+  // Empty: a valid measurement. Otherwise the stage that failed: "replay: ...", "lower: ...",
+  // "compile: ...", "run: ...", "wrong result: max abs error E at element I of output O ...",
+  // "timeout after N s", "crashed: SIGSEGV" (or another signal, or "exit status N"), each with
+  // the worker's last line on stderr when it wrote one. "setup: ..." means nothing was measured
+  // and the candidate is not at fault: the kernel, the target or its default schedule failed.
+  std::string error;
+};
+
+// Keeps one worker alive across calls (it keeps the inputs and reference outputs of the last
+// task), replacing it when it crashes or hangs. Not thread-safe: one Measurer per thread.
+class Measurer {
+ public:
+  // Throws tessera::Error naming the paths it looked at if there is no worker executable.
+  explicit Measurer(MeasureOptions options = {});
+  // Lets the worker finish and exit (killing it if it does not within a second).
+  ~Measurer();
+  Measurer(const Measurer&) = delete;
+  Measurer& operator=(const Measurer&) = delete;
+
+  // One result per trace (JSON, as schedule::Trace::to_json writes), in the same order.
+  // `target` is a target string ("llvm -mcpu=...") the worker compiles for.
+  std::vector<MeasureResult> measure(const Task& task, const std::string& target, const std::vector<std::string>& traces);
+
+  // The worker executable it runs (found at construction).
+  const std::string& worker_path() const { return options_.worker_path; }
+
+ private:
+  class Worker;
+  size_t measure_from(const Task& task, const std::string& target, const std::vector<std::string>& traces,
+                      size_t first, std::vector<MeasureResult>& results);
+
+  MeasureOptions options_;
+  std::unique_ptr<Worker> worker_;
+};
+
+}  // namespace tessera::autotune

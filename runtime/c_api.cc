@@ -1,0 +1,239 @@
+// The C API (tessera_runtime.h) over load_module and GraphExecutor: exceptions become status
+// codes plus a thread-local message.
+#include <cstring>
+#include <iterator>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+
+#include "runtime/error.h"
+#include "runtime/module_loader.h"
+#include "runtime/npy.h"
+#include "runtime/tessera_runtime.h"
+
+struct TesseraModule {
+  tessera::runtime::LoadedModule loaded;
+};
+struct TesseraArray {
+  tessera::runtime::NDArray array;
+};
+
+namespace {
+
+using tessera::runtime::DataType;
+using tessera::runtime::NDArray;
+
+thread_local std::string t_last_error;
+
+// A failure of the caller's own making: a null pointer, an index out of range.
+[[noreturn]] void invalid(const std::string& message) { throw std::invalid_argument(message); }
+
+constexpr DataType kDTypes[] = {DataType::Float(16), DataType::Float(32), DataType::Float(64), DataType::Int(8),
+                                DataType::Int(16),   DataType::Int(32),   DataType::Int(64),   DataType::UInt(8),
+                                DataType::UInt(16),  DataType::UInt(32),  DataType::UInt(64),  DataType::Bool()};
+
+bool valid(TesseraDType d) { return static_cast<int>(d) >= 0 && static_cast<size_t>(d) < std::size(kDTypes); }
+
+DataType to_runtime(TesseraDType d) {
+  if (!valid(d)) invalid("invalid dtype code " + std::to_string(static_cast<int>(d)));
+  return kDTypes[d];
+}
+
+TesseraDType to_c(DataType t) {
+  for (size_t i = 0; i < std::size(kDTypes); ++i)
+    if (kDTypes[i] == t) return static_cast<TesseraDType>(i);
+  tessera::fail("dtype ", t.str(), " has no C API code");
+}
+
+template <typename T>
+T* require(T* p, const char* what) {
+  if (!p) invalid(std::string(what) + " is NULL");
+  return p;
+}
+
+NDArray view_of(const TesseraTensor* t) {
+  require(t, "the tensor");
+  if (t->ndim < 0 || (t->ndim > 0 && !t->shape)) invalid("the tensor's shape is missing");
+  std::vector<int64_t> shape(t->shape, t->shape + t->ndim);
+  NDArray a = NDArray::view(t->data, shape, to_runtime(t->dtype), nullptr);
+  if (!t->data && a.numel() > 0) invalid("the tensor's data is NULL");
+  return a;
+}
+
+size_t checked_index(int32_t index, size_t count, const char* what) {
+  if (index < 0 || static_cast<size_t>(index) >= count)
+    invalid(std::string(what) + " index " + std::to_string(index) + " is out of range (the module has " +
+            std::to_string(count) + ")");
+  return static_cast<size_t>(index);
+}
+
+void describe(const tessera::runtime::GraphPlan::TensorInfo& t, TesseraTensorInfo* info) {
+  info->name = t.name.c_str();
+  info->dtype = to_c(t.dtype);
+  info->ndim = static_cast<int32_t>(t.shape.size());
+  info->shape = t.shape.data();
+  size_t n = static_cast<size_t>(t.dtype.element_bytes());
+  for (int64_t d : t.shape) n *= static_cast<size_t>(d);
+  info->nbytes = n;
+}
+
+// The status for what `body` throws: the caller's mistakes are TESSERA_ERROR_INVALID_ARGUMENT,
+// everything else `status`.
+template <typename Body>
+TesseraStatus api(TesseraStatus status, Body&& body) {
+  t_last_error.clear();
+  try {
+    body();
+    return TESSERA_OK;
+  } catch (const std::invalid_argument& e) {
+    t_last_error = e.what();
+    return TESSERA_ERROR_INVALID_ARGUMENT;
+  } catch (const std::bad_alloc&) {
+    t_last_error = "out of memory";
+  } catch (const std::exception& e) {
+    t_last_error = e.what();
+  }
+  return status;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* tessera_last_error(void) { return t_last_error.c_str(); }
+
+const char* tessera_dtype_name(TesseraDType dtype) {
+  static const char* const names[] = {"float16", "float32", "float64", "int8",   "int16",  "int32",
+                                      "int64",   "uint8",   "uint16",  "uint32", "uint64", "bool"};
+  return valid(dtype) ? names[dtype] : "unknown";
+}
+
+size_t tessera_dtype_size(TesseraDType dtype) { return valid(dtype) ? kDTypes[dtype].element_bytes() : 0; }
+
+TesseraStatus tessera_module_load(const char* path, TesseraModule** out) {
+  return api(TESSERA_ERROR_LOAD, [&] {
+    require(out, "the output pointer");
+    *out = nullptr;
+    auto m = std::make_unique<TesseraModule>();
+    m->loaded = tessera::runtime::load_module(require(path, "the path"));
+    *out = m.release();
+  });
+}
+
+void tessera_module_free(TesseraModule* module) { delete module; }
+
+const char* tessera_module_target(const TesseraModule* module) { return module ? module->loaded.target.c_str() : ""; }
+
+TesseraStatus tessera_module_num_inputs(const TesseraModule* module, int32_t* count) {
+  return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
+    *require(count, "the count pointer") = static_cast<int32_t>(require(module, "the module")->loaded.executor->num_inputs());
+  });
+}
+
+TesseraStatus tessera_module_num_outputs(const TesseraModule* module, int32_t* count) {
+  return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
+    *require(count, "the count pointer") = static_cast<int32_t>(require(module, "the module")->loaded.executor->num_outputs());
+  });
+}
+
+TesseraStatus tessera_module_input_info(const TesseraModule* module, int32_t index, TesseraTensorInfo* info) {
+  return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
+    const auto& ex = *require(module, "the module")->loaded.executor;
+    describe(ex.input_info(checked_index(index, ex.num_inputs(), "input")), require(info, "the info pointer"));
+  });
+}
+
+TesseraStatus tessera_module_output_info(const TesseraModule* module, int32_t index, TesseraTensorInfo* info) {
+  return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
+    const auto& ex = *require(module, "the module")->loaded.executor;
+    describe(ex.output_info(checked_index(index, ex.num_outputs(), "output")), require(info, "the info pointer"));
+  });
+}
+
+TesseraStatus tessera_module_input_index(const TesseraModule* module, const char* name, int32_t* index) {
+  return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
+    const auto& ex = *require(module, "the module")->loaded.executor;
+    try {
+      *require(index, "the index pointer") = static_cast<int32_t>(ex.input_index(require(name, "the name")));
+    } catch (const tessera::Error& e) {
+      invalid(e.what());
+    }
+  });
+}
+
+TesseraStatus tessera_module_set_input(TesseraModule* module, int32_t index, const TesseraTensor* value,
+                                       TesseraInputMode mode) {
+  return api(TESSERA_ERROR_INPUT_MISMATCH, [&] {
+    auto& ex = *require(module, "the module")->loaded.executor;
+    size_t i = checked_index(index, ex.num_inputs(), "input");
+    if (mode != TESSERA_COPY && mode != TESSERA_BORROW) invalid("invalid input mode " + std::to_string(mode));
+    NDArray given = view_of(value);
+    if (mode == TESSERA_BORROW) {
+      ex.set_input(i, given);
+      return;
+    }
+    ex.check_input(i, given);
+    NDArray copy = NDArray::empty(given.shape(), given.dtype());
+    std::memcpy(copy.data(), given.data(), given.nbytes());
+    ex.set_input(i, copy);
+  });
+}
+
+TesseraStatus tessera_module_run(TesseraModule* module) {
+  return api(TESSERA_ERROR_RUN, [&] { require(module, "the module")->loaded.executor->run(); });
+}
+
+TesseraStatus tessera_module_get_output(const TesseraModule* module, int32_t index, TesseraTensor* out) {
+  return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
+    const auto& ex = *require(module, "the module")->loaded.executor;
+    size_t i = checked_index(index, ex.num_outputs(), "output");
+    const NDArray& a = ex.output(i);
+    require(out, "the output pointer");
+    out->data = a.data();
+    out->dtype = to_c(a.dtype());
+    out->ndim = a.ndim();
+    out->shape = ex.output_info(i).shape.data();
+  });
+}
+
+TesseraStatus tessera_module_copy_output(const TesseraModule* module, int32_t index, void* dst, size_t nbytes) {
+  return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
+    const auto& ex = *require(module, "the module")->loaded.executor;
+    const NDArray& a = ex.output(checked_index(index, ex.num_outputs(), "output"));
+    if (nbytes < a.nbytes())
+      invalid("output '" + ex.output_info(index).name + "' needs " + std::to_string(a.nbytes()) + " bytes, the buffer has " +
+              std::to_string(nbytes));
+    std::memcpy(require(dst, "the destination"), a.data(), a.nbytes());
+  });
+}
+
+TesseraStatus tessera_npy_load(const char* path, TesseraArray** out) {
+  return api(TESSERA_ERROR_IO, [&] {
+    require(out, "the output pointer");
+    *out = nullptr;
+    auto a = std::make_unique<TesseraArray>();
+    a->array = tessera::runtime::load_npy(require(path, "the path"));
+    to_c(a->array.dtype());  // refuses a dtype the C API has no code for
+    *out = a.release();
+  });
+}
+
+TesseraStatus tessera_npy_save(const char* path, const TesseraTensor* tensor) {
+  return api(TESSERA_ERROR_IO, [&] { tessera::runtime::save_npy(require(path, "the path"), view_of(tensor)); });
+}
+
+TesseraStatus tessera_array_view(const TesseraArray* array, TesseraTensor* out) {
+  return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
+    const NDArray& a = require(array, "the array")->array;
+    require(out, "the output pointer");
+    out->data = a.data();
+    out->dtype = to_c(a.dtype());
+    out->ndim = a.ndim();
+    out->shape = a.shape().data();
+  });
+}
+
+void tessera_array_free(TesseraArray* array) { delete array; }
+
+}  // extern "C"

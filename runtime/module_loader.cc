@@ -1,0 +1,95 @@
+#include "runtime/module_loader.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+
+#include "runtime/cpu_features.h"
+#include "runtime/error.h"
+#include "runtime/module_file.h"
+#include "runtime/thread_pool.h"
+
+namespace tessera::runtime {
+
+namespace {
+
+std::string arch_of_elf_machine(uint16_t machine) {
+  switch (machine) {
+    case 62: return "x86_64";
+    case 183: return "aarch64";
+    default: return "ELF machine " + std::to_string(machine);
+  }
+}
+
+void* runtime_function(const std::string& name) {
+  if (name == "tessera_parallel_launch") return reinterpret_cast<void*>(&tessera_parallel_launch);
+  if (name == "tessera_num_threads") return reinterpret_cast<void*>(&tessera_num_threads);
+  fail("internal error: no runtime function '", name, "' for its hook");
+}
+
+// Kernels looked up in a library opened by dlopen; the handle closes with the last of them.
+class SharedLibraryModule final : public Module {
+ public:
+  SharedLibraryModule(const std::string& path, void* handle, const std::vector<KernelSignature>& signatures)
+      : path_(path), handle_(handle, [](void* h) { dlclose(h); }) {
+    for (const auto& hook : kRuntimeHooks)
+      if (void* slot = dlsym(handle, hook.hook)) *static_cast<void**>(slot) = runtime_function(hook.function);
+    for (const KernelSignature& s : signatures) {
+      void* fn = dlsym(handle, s.name.c_str());
+      if (!fn) fail("cannot load module '", path, "': its code has no kernel '", s.name, "'");
+      kernels_.emplace_back(s, reinterpret_cast<TesseraKernelFn>(fn), handle_);
+    }
+  }
+
+  Kernel get_kernel(const std::string& name) const override {
+    for (const auto& k : kernels_)
+      if (k.name() == name) return k;
+    fail("module '", path_, "' has no kernel '", name, "'");
+  }
+  std::vector<std::string> kernel_names() const override {
+    std::vector<std::string> names;
+    for (const auto& k : kernels_) names.push_back(k.name());
+    return names;
+  }
+  std::string source(const std::string& format) const override {
+    fail("module '", path_, "' was loaded from a file: it has machine code only, no '", format, "' source");
+  }
+
+ private:
+  std::string path_;
+  std::shared_ptr<void> handle_;
+  std::vector<Kernel> kernels_;
+};
+
+}  // namespace
+
+LoadedModule load_module(const std::string& path) {
+  ModuleFile file = read_module_file(path);
+  const ModuleMetadata& m = file.metadata;
+  const std::string code_arch = arch_of_elf_machine(file.elf_machine);
+  if (code_arch != m.arch) fail("cannot load module '", path, "': corrupt: its code is for ", code_arch, ", its metadata says ", m.arch);
+  if (code_arch != host_arch())
+    fail("cannot load module '", path, "': it was compiled for ", code_arch, " (target '", m.target, "'), this host is ",
+         host_arch());
+  std::vector<std::string> missing = missing_cpu_features(m.cpu_features);
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& f : missing) list += (list.empty() ? "" : ", ") + f;
+    fail("cannot load module '", path, "': its code (target '", m.target, "') needs CPU features this host lacks: ", list);
+  }
+  // Through the descriptor that was validated, so the loader maps the bytes that were checked.
+  const std::string fd_path = "/proc/self/fd/" + std::to_string(*file.fd);
+  void* handle = dlopen(access(fd_path.c_str(), R_OK) == 0 ? fd_path.c_str() : path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) fail("cannot load module '", path, "': the dynamic loader refused its code: ", dlerror());
+  auto module = std::make_shared<SharedLibraryModule>(path, handle, m.kernels);
+  LoadedModule loaded;
+  loaded.executor = std::make_shared<GraphExecutor>(module, m.plan);
+  loaded.target = m.target;
+  loaded.arch = m.arch;
+  loaded.cpu_features = m.cpu_features;
+  loaded.format_version = file.format_version;
+  loaded.file_size = file.file_size;
+  return loaded;
+}
+
+}  // namespace tessera::runtime

@@ -1,0 +1,279 @@
+#include "runtime/module_metadata.h"
+
+#include <cstring>
+
+#include "runtime/error.h"
+
+namespace tessera::runtime {
+
+namespace {
+
+using Info = GraphPlan::TensorInfo;
+
+uint64_t align64(uint64_t n) { return (n + 63) / 64 * 64; }
+
+uint64_t bytes_of(const std::vector<int64_t>& shape, DataType dtype) {
+  uint64_t n = static_cast<uint64_t>(dtype.element_bytes());
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+class Writer {
+ public:
+  template <typename T>
+  void pod(T v) {
+    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  void u32(size_t v) { pod(static_cast<uint32_t>(v)); }
+  void str(const std::string& s) {
+    u32(s.size());
+    out_ += s;
+  }
+  void shape(const std::vector<int64_t>& s) {
+    u32(s.size());
+    for (int64_t d : s) pod(d);
+  }
+  void ints(const std::vector<int>& v) {
+    u32(v.size());
+    for (int x : v) pod(static_cast<int32_t>(x));
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+// Every read is bounds-checked; a count is checked against the bytes left before anything is
+// allocated for it, so a corrupt count cannot ask for gigabytes.
+class Reader {
+ public:
+  Reader(const char* data, size_t size) : p_(data), end_(data + size) {}
+
+  template <typename T>
+  T pod(const char* what) {
+    T v;
+    need(sizeof v, what);
+    std::memcpy(&v, p_, sizeof v);
+    p_ += sizeof v;
+    return v;
+  }
+  size_t count(const char* what, size_t min_item_bytes) {
+    uint32_t n = pod<uint32_t>(what);
+    need(static_cast<size_t>(n) * min_item_bytes, what);
+    return n;
+  }
+  std::string str(const char* what) {
+    size_t n = count(what, 1);
+    std::string s(p_, n);
+    p_ += n;
+    return s;
+  }
+  DataType dtype(const char* what) {
+    std::string name = str(what);
+    try {
+      return DataType::parse(name);
+    } catch (const Error&) {
+      bad(what, " has an unknown dtype '", name, "'");
+    }
+  }
+  std::vector<int64_t> shape(const char* what) {
+    std::vector<int64_t> s(count(what, 8));
+    for (auto& d : s) {
+      d = pod<int64_t>(what);
+      if (d < 0 || d > (int64_t(1) << 40)) bad(what, " has an invalid dimension ", d);
+    }
+    return s;
+  }
+  std::vector<int> ints(const char* what) {
+    std::vector<int> v(count(what, 4));
+    for (auto& x : v) x = pod<int32_t>(what);
+    return v;
+  }
+  bool done() const { return p_ == end_; }
+
+  template <typename... Parts>
+  [[noreturn]] static void bad(const Parts&... parts) {
+    fail("corrupt module metadata: ", parts...);
+  }
+
+ private:
+  void need(size_t n, const char* what) {
+    if (static_cast<size_t>(end_ - p_) < n) bad("it ends inside ", what);
+  }
+  const char* p_;
+  const char* end_;
+};
+
+void check_index(int v, size_t size, const std::string& what) {
+  if (v < 0 || static_cast<size_t>(v) >= size) Reader::bad(what, " ", v, " is out of range (0..", size, ")");
+}
+
+// The plan must be safe to follow: the executor indexes with these numbers without checks.
+void validate(const GraphPlan& p) {
+  const size_t n = p.tensors.size();
+  for (size_t id = 0; id < n; ++id) {
+    const Info& t = p.tensors[id];
+    const std::string what = "tensor " + std::to_string(id) + " ('" + t.name + "')";
+    if (t.alias_of >= 0) {
+      // Views point back at an earlier tensor, so alias chains end.
+      if (static_cast<size_t>(t.alias_of) >= id) Reader::bad(what, " aliases a later tensor");
+      if (bytes_of(t.shape, t.dtype) > bytes_of(p.tensors[t.alias_of].shape, p.tensors[t.alias_of].dtype))
+        Reader::bad(what, " is larger than the tensor it aliases");
+      continue;
+    }
+    switch (t.kind) {
+      case Info::Input: check_index(t.index, p.inputs.size(), what + ": input index"); break;
+      case Info::Output: check_index(t.index, p.outputs.size(), what + ": output index"); break;
+      case Info::Constant:
+        check_index(t.index, p.constants.size(), what + ": constant index");
+        if (p.constants[t.index].shape() != t.shape || p.constants[t.index].dtype() != t.dtype)
+          Reader::bad(what, " does not match its constant's shape and dtype");
+        break;
+      case Info::Intermediate:
+        check_index(t.index, p.slot_offsets.size(), what + ": arena slot");
+        if (p.slot_offsets[t.index] < 0 || p.slot_offsets[t.index] % 64 != 0 ||
+            static_cast<uint64_t>(p.slot_offsets[t.index]) + bytes_of(t.shape, t.dtype) > static_cast<uint64_t>(p.arena_bytes))
+          Reader::bad(what, " does not fit in the arena");
+        break;
+      default: Reader::bad(what, " has an unknown kind");
+    }
+  }
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    check_index(p.inputs[i], n, "input " + std::to_string(i) + ": tensor");
+    if (p.tensors[p.inputs[i]].kind != Info::Input || p.tensors[p.inputs[i]].index != static_cast<int>(i))
+      Reader::bad("input ", i, " is not an input tensor");
+  }
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    check_index(p.outputs[i], n, "output " + std::to_string(i) + ": tensor");
+    if (p.tensors[p.outputs[i]].kind != Info::Output || p.tensors[p.outputs[i]].index != static_cast<int>(i))
+      Reader::bad("output ", i, " is not an output tensor");
+  }
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    for (int a : p.steps[s].args) check_index(a, n, "step " + std::to_string(s) + ": tensor");
+    if (p.steps[s].kernel.empty() &&
+        (p.steps[s].args.size() != 2 || bytes_of(p.tensors[p.steps[s].args[0]].shape, p.tensors[p.steps[s].args[0]].dtype) !=
+                                            bytes_of(p.tensors[p.steps[s].args[1]].shape, p.tensors[p.steps[s].args[1]].dtype)))
+      Reader::bad("step ", s, " copies between tensors of different sizes");
+  }
+}
+
+}  // namespace
+
+std::vector<uint64_t> weights_layout(const GraphPlan& plan, uint64_t* total_bytes) {
+  std::vector<uint64_t> offsets;
+  uint64_t at = 0;
+  for (const NDArray& c : plan.constants) {
+    offsets.push_back(at);
+    at = align64(at + c.nbytes());
+  }
+  *total_bytes = at;
+  return offsets;
+}
+
+std::string encode_metadata(const ModuleMetadata& m) {
+  Writer w;
+  w.str(m.target);
+  w.str(m.arch);
+  w.u32(m.cpu_features.size());
+  for (const auto& f : m.cpu_features) w.str(f);
+  w.u32(m.kernels.size());
+  for (const KernelSignature& k : m.kernels) {
+    w.str(k.name);
+    w.u32(k.args.size());
+    for (const BufferSpec& a : k.args) {
+      w.str(a.name);
+      w.shape(a.shape);
+      w.str(a.dtype.str());
+    }
+  }
+  const GraphPlan& p = m.plan;
+  w.u32(p.tensors.size());
+  for (const Info& t : p.tensors) {
+    w.pod(static_cast<uint8_t>(t.kind));
+    w.str(t.name);
+    w.shape(t.shape);
+    w.str(t.dtype.str());
+    w.pod(static_cast<int32_t>(t.index));
+    w.pod(static_cast<int32_t>(t.alias_of));
+  }
+  w.u32(p.steps.size());
+  for (const GraphPlan::Step& s : p.steps) {
+    w.str(s.kernel);
+    w.ints(s.args);
+    w.pod(static_cast<uint8_t>(s.elementwise));
+  }
+  w.ints(p.inputs);
+  w.ints(p.outputs);
+  uint64_t total = 0;
+  std::vector<uint64_t> offsets = weights_layout(p, &total);
+  w.u32(p.constants.size());
+  for (size_t i = 0; i < p.constants.size(); ++i) {
+    w.shape(p.constants[i].shape());
+    w.str(p.constants[i].dtype().str());
+    w.pod(offsets[i]);
+  }
+  w.u32(p.slot_offsets.size());
+  for (int64_t o : p.slot_offsets) w.pod(o);
+  w.pod(p.arena_bytes);
+  return w.take();
+}
+
+ModuleMetadata decode_metadata(const char* data, size_t size, char* weights, size_t weights_size,
+                               std::shared_ptr<void> owner) {
+  Reader r(data, size);
+  ModuleMetadata m;
+  m.target = r.str("the target");
+  m.arch = r.str("the architecture");
+  m.cpu_features.resize(r.count("the CPU features", 4));
+  for (auto& f : m.cpu_features) f = r.str("a CPU feature");
+  m.kernels.resize(r.count("the kernels", 8));
+  for (KernelSignature& k : m.kernels) {
+    k.name = r.str("a kernel name");
+    k.args.resize(r.count("a kernel's arguments", 12));
+    for (BufferSpec& a : k.args) {
+      a.name = r.str("an argument name");
+      a.shape = r.shape("an argument shape");
+      a.dtype = r.dtype("an argument");
+    }
+  }
+  GraphPlan& p = m.plan;
+  p.tensors.resize(r.count("the tensors", 17));
+  for (Info& t : p.tensors) {
+    uint8_t kind = r.pod<uint8_t>("a tensor kind");
+    if (kind > Info::Intermediate) Reader::bad("a tensor has the unknown kind ", int(kind));
+    t.kind = static_cast<Info::Kind>(kind);
+    t.name = r.str("a tensor name");
+    t.shape = r.shape("a tensor shape");
+    t.dtype = r.dtype("a tensor");
+    t.index = r.pod<int32_t>("a tensor index");
+    t.alias_of = r.pod<int32_t>("a tensor alias");
+  }
+  p.steps.resize(r.count("the steps", 9));
+  for (GraphPlan::Step& s : p.steps) {
+    s.kernel = r.str("a step's kernel");
+    s.args = r.ints("a step's arguments");
+    s.elementwise = r.pod<uint8_t>("a step's flags") != 0;
+  }
+  p.inputs = r.ints("the inputs");
+  p.outputs = r.ints("the outputs");
+  p.constants.resize(r.count("the constants", 16));
+  for (size_t i = 0; i < p.constants.size(); ++i) {
+    std::vector<int64_t> shape = r.shape("a constant shape");
+    DataType dtype = r.dtype("a constant");
+    uint64_t offset = r.pod<uint64_t>("a constant offset");
+    uint64_t bytes = bytes_of(shape, dtype);
+    if (offset % 64 != 0 || offset > weights_size || bytes > weights_size - offset)
+      Reader::bad("constant ", i, " (", bytes, " bytes at offset ", offset, ") lies outside the weights (", weights_size,
+                  " bytes) or is not 64-byte aligned");
+    p.constants[i] = NDArray::view(weights + offset, std::move(shape), dtype, owner);
+  }
+  p.slot_offsets.resize(r.count("the arena slots", 8));
+  for (auto& o : p.slot_offsets) o = r.pod<int64_t>("an arena slot");
+  p.arena_bytes = r.pod<int64_t>("the arena size");
+  if (p.arena_bytes < 0 || p.arena_bytes > (int64_t(1) << 40)) Reader::bad("the arena size ", p.arena_bytes, " is invalid");
+  if (!r.done()) Reader::bad("it has trailing bytes");
+  validate(p);
+  return m;
+}
+
+}  // namespace tessera::runtime

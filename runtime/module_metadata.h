@@ -1,0 +1,36 @@
+// What an exported module says about itself besides its code: the target it was compiled for,
+// the CPU features that code needs, the kernels' signatures and the execution plan (whose
+// constants live in the weights section). Encoded as little-endian binary: counts and lengths
+// are u32, sizes and offsets u64, strings a u32 length then bytes, dtypes their names.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/graph_plan.h"
+#include "runtime/kernel.h"
+
+namespace tessera::runtime {
+
+struct ModuleMetadata {
+  std::string target;                     // canonical target string ("llvm -mtriple=... -mcpu=...")
+  std::string arch;                       // "x86_64", "aarch64": what the code runs on
+  std::vector<std::string> cpu_features;  // LLVM feature names the code may use ("avx2", ...)
+  std::vector<KernelSignature> kernels;
+  GraphPlan plan;
+};
+
+// Where each constant of `plan` lies in the weights section (each 64-byte aligned), and the
+// section's size.
+std::vector<uint64_t> weights_layout(const GraphPlan& plan, uint64_t* total_bytes);
+
+std::string encode_metadata(const ModuleMetadata& metadata);
+
+// Decodes and validates (every index in range, every constant inside `weights`, every
+// intermediate inside the arena); the plan's constants become views of `weights`, which `owner`
+// keeps alive. Throws tessera::Error ("corrupt module metadata: ...") on anything inconsistent.
+ModuleMetadata decode_metadata(const char* data, size_t size, char* weights, size_t weights_size,
+                               std::shared_ptr<void> owner);
+
+}  // namespace tessera::runtime

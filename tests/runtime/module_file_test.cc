@@ -1,0 +1,142 @@
+// The module file format and loader: a hand-written module round-trips, and every way a file can
+// be wrong is reported, with the code never handed to the dynamic loader.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "runtime/error.h"
+#include "runtime/module_loader.h"
+#include "tests/runtime/test_module.h"
+
+namespace tessera::runtime {
+namespace {
+
+using namespace testing;
+
+std::string load_error(const std::string& path) {
+  unsetenv("TESSERA_TEST_KERNELS_LOADED");
+  try {
+    load_module(path);
+  } catch (const Error& e) {
+    EXPECT_EQ(std::getenv("TESSERA_TEST_KERNELS_LOADED"), nullptr) << "the code was loaded: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "loading " << path << " did not fail";
+  return "";
+}
+
+// A copy of `path` with `edit` applied to its bytes.
+template <typename Edit>
+std::string edited(const std::string& path, const std::string& name, Edit edit) {
+  std::string bytes = read_file(path);
+  edit(bytes);
+  std::string out = temp_path(name);
+  write_file(out, bytes);
+  return out;
+}
+
+TEST(ModuleFile, RoundTripsAndRunsWithWeightsInPlace) {
+  std::string path = write_add4_module("ok.so");
+  LoadedModule m = load_module(path);
+  EXPECT_EQ(m.target, "test");
+  EXPECT_EQ(m.format_version, kModuleFormatVersion);
+  GraphExecutor& ex = *m.executor;
+  ASSERT_EQ(ex.num_inputs(), 1u);
+  EXPECT_EQ(ex.input_info(0).name, "x");
+  EXPECT_TRUE(ex.plan().constants[0].is_aligned());
+  NDArray x = NDArray::empty({4}, kFloat32);
+  for (int i = 0; i < 4; ++i) x.data_as<float>()[i] = float(i);
+  ex.set_input(0, x);
+  ex.run();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(ex.output(0).data_as<float>()[i], float(i) + 10.0f * (i + 1));  // hook was set
+}
+
+TEST(ModuleFile, RejectsFilesThatAreNoModule) {
+  std::string text = temp_path("text.so");
+  write_file(text, "hello");
+  EXPECT_NE(load_error(text).find("not a Tessera module"), std::string::npos);
+  EXPECT_NE(load_error(TESSERA_TEST_KERNELS).find("not a Tessera module"), std::string::npos);  // a plain .so
+  write_file(text, "");
+  EXPECT_NE(load_error(text).find("the file is empty"), std::string::npos);
+  EXPECT_NE(load_error(temp_path("missing.so")).find("cannot open module"), std::string::npos);
+}
+
+TEST(ModuleFile, RejectsTruncatedFiles) {
+  std::string path = write_add4_module("truncate.so");
+  const size_t size = read_file(path).size();
+  std::string cut = edited(path, "cut.so", [](std::string& b) { b.resize(b.size() - 100); });
+  std::string message = load_error(cut);
+  EXPECT_NE(message.find("truncated"), std::string::npos) << message;
+  EXPECT_NE(message.find("header gives " + std::to_string(size) + " bytes"), std::string::npos) << message;
+  // Cut inside the code: no header left to say what is missing.
+  std::string short_file = edited(path, "short.so", [](std::string& b) { b.resize(100); });
+  EXPECT_NE(load_error(short_file).find("not a Tessera module"), std::string::npos);
+}
+
+TEST(ModuleFile, RejectsCorruptBytesInEverySection) {
+  std::string path = write_add4_module("corrupt.so");
+  const size_t size = read_file(path).size();
+  const size_t header = (read_file(TESSERA_TEST_KERNELS).size() + 63) / 64 * 64;  // after the code, 64-aligned
+  const std::pair<size_t, const char*> cases[] = {
+      {200, "code section fails its checksum"},
+      {header + 20, "header fails its checksum"},
+      {header + 128 + 3, "metadata section fails its checksum"},  // the metadata follows the 112-byte header
+      {size - 32 - 10, "weights section fails its checksum"},
+      {size - 32 + 1, "trailer fails its checksum"}};
+  for (const auto& [offset, expected] : cases) {
+    std::string bad = edited(path, "corrupt-" + std::to_string(offset) + ".so", [&](std::string& b) { b[offset] ^= 0x5a; });
+    std::string message = load_error(bad);
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  }
+}
+
+TEST(ModuleFile, RejectsANewerFormatVersion) {
+  std::string path = write_add4_module("version.so");
+  // The trailer's u32 version sits 24 bytes before the end.
+  std::string newer = edited(path, "newer.so", [](std::string& b) { b[b.size() - 24] = char(kModuleFormatVersion + 1); });
+  std::string message = load_error(newer);
+  EXPECT_NE(message.find("newer Tessera (module format version 2"), std::string::npos) << message;
+}
+
+TEST(ModuleFile, RejectsCodeNeedingCpuFeaturesThisHostLacks) {
+  ModuleMetadata m = add4_metadata();
+  m.cpu_features = {"no-such-feature"};
+  std::string message = load_error(write_add4_module("feature.so", m));
+  EXPECT_NE(message.find("needs CPU features this host lacks: no-such-feature (unknown to this runtime)"), std::string::npos)
+      << message;
+  for (const std::string& f : detectable_cpu_features(host_arch())) {
+    if (missing_cpu_features({f}).empty()) continue;  // the host has it
+    m.cpu_features = {f};
+    message = load_error(write_add4_module("feature2.so", m));
+    EXPECT_NE(message.find(f + " (not supported by this CPU)"), std::string::npos) << message;
+    break;
+  }
+}
+
+TEST(ModuleFile, RejectsCodeForAnotherArchitectureAndInconsistentPlans) {
+  ModuleMetadata m = add4_metadata();
+  m.arch = host_arch() == "aarch64" ? "x86_64" : "aarch64";
+  EXPECT_NE(load_error(write_add4_module("arch.so", m)).find("corrupt: its code is for " + host_arch()), std::string::npos);
+  m = add4_metadata();
+  m.plan.steps[0].args = {0, 1, 7};
+  std::string message = load_error(write_add4_module("plan.so", m));
+  EXPECT_NE(message.find("corrupt module metadata: step 0: tensor 7 is out of range"), std::string::npos) << message;
+}
+
+TEST(ModuleFile, RejectsInputsOfTheWrongShapeOrDtype) {
+  LoadedModule m = load_module(write_add4_module("inputs.so"));
+  try {
+    m.executor->set_input(0, NDArray::empty({5}, kFloat32));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "input 'x': expected shape (4,), got (5,)");
+  }
+  try {
+    m.executor->set_input(0, NDArray::empty({4}, kInt32));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "input 'x': expected dtype float32, got int32");
+  }
+}
+
+}  // namespace
+}  // namespace tessera::runtime

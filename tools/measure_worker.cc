@@ -1,0 +1,313 @@
+// tessera-measure: the process in which the tuner compiles, checks and times schedule candidates
+// (autotune/measure.h starts it and reads its answers), so that a candidate that crashes or hangs
+// takes down this process, never the tuning session.
+//
+// Protocol: one JSON request per line on stdin,
+//   {"kernel": graph-IR text, "target": "llvm ...", "repeat": R, "number": N, "min_repeat_ms": M,
+//    "flush_cache": bool, "check": bool, "seed": S, "candidates": [trace JSON text, ...]}
+// answered on stdout, first by one line once the inputs (and, with check, the reference outputs
+// of the default schedule) are ready:
+//   {"ready": true, "setup_seconds": x}  or  {"ready": false, "error": "..."}
+// then, after a ready, by one line per candidate, in order, as soon as it is done:
+//   {"index": i, "costs": [R seconds, each the mean of N back-to-back calls], "compile_seconds": x,
+//    "error": ""}
+// Requests are served until stdin ends. The inputs and reference outputs of the last kernel are
+// kept, so a tuning session that sends one request per batch of a task sets up only once.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "autotune/apply_record.h"
+#include "autotune/task.h"
+#include "runtime/error.h"
+#include "schedule/lower.h"
+#include "schedule/templates/cpu.h"
+#include "targets/build.h"
+
+using namespace tessera;
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct Request {
+  std::string kernel, target;
+  int repeat = 5, number = 0;
+  double min_repeat_ms = 10;
+  bool flush_cache = false, check = true;
+  uint64_t seed = 0;
+  std::vector<std::string> candidates;
+};
+
+Request parse_request(const std::string& line) {
+  json j = json::parse(line);
+  Request r;
+  r.kernel = j.at("kernel").get<std::string>();
+  r.target = j.at("target").get<std::string>();
+  r.repeat = std::max(1, j.value("repeat", r.repeat));
+  r.number = j.value("number", r.number);
+  r.min_repeat_ms = j.value("min_repeat_ms", r.min_repeat_ms);
+  r.flush_cache = j.value("flush_cache", r.flush_cache);
+  r.check = j.value("check", r.check);
+  r.seed = j.value("seed", r.seed);
+  r.candidates = j.at("candidates").get<std::vector<std::string>>();
+  return r;
+}
+
+// Writes one answer line to the protocol descriptor. Error texts may hold any bytes (compiler
+// messages); invalid UTF-8 is replaced rather than allowed to throw.
+void answer(int fd, const json& j) {
+  std::string line = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  for (size_t done = 0; done < line.size();) {
+    ssize_t n = write(fd, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) std::exit(1);  // the measurer is gone
+    done += static_cast<size_t>(n);
+  }
+}
+
+// Random values every schedule of a kernel must compute the same results from: floats in
+// [-1, 1); integers and bools in {0, 1}, which is a valid index for any gather-like input.
+void fill_random(runtime::NDArray& a, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  const runtime::DataType t = a.dtype();
+  char* p = static_cast<char*>(a.data());
+  for (int64_t i = 0; i < a.numel(); ++i, p += t.element_bytes()) {
+    auto put = [&](auto v) { std::memcpy(p, &v, sizeof v); };
+    if (t.is_float()) {
+      double v = uniform(rng);
+      if (t.bits == 16) put(static_cast<_Float16>(v));
+      else if (t.bits == 32) put(static_cast<float>(v));
+      else put(v);
+    } else {
+      uint64_t bit = rng() & 1;  // little-endian: the low byte holds it whatever the width
+      std::memcpy(p, &bit, static_cast<size_t>(t.element_bytes()));
+    }
+  }
+}
+
+double value_at(const runtime::NDArray& a, int64_t i) {
+  const runtime::DataType t = a.dtype();
+  const char* p = static_cast<const char*>(a.data()) + i * t.element_bytes();
+  auto get = [&](auto v) { std::memcpy(&v, p, sizeof v); return static_cast<double>(v); };
+  if (t.is_float()) return t.bits == 16 ? get(_Float16{}) : t.bits == 32 ? get(float{}) : get(double{});
+  if (t.is_bool()) return get(uint8_t{});
+  switch (t.bits) {
+    case 8: return t.is_int() ? get(int8_t{}) : get(uint8_t{});
+    case 16: return t.is_int() ? get(int16_t{}) : get(uint16_t{});
+    case 32: return t.is_int() ? get(int32_t{}) : get(uint32_t{});
+    default: return t.is_int() ? get(int64_t{}) : get(uint64_t{});
+  }
+}
+
+// "" when `actual` matches `expected`: floats within atol + rtol * |expected| (NaN matches NaN),
+// everything else bit for bit. Otherwise names the worst element.
+std::string compare(const runtime::NDArray& expected, const runtime::NDArray& actual, size_t output) {
+  const runtime::DataType t = expected.dtype();
+  const size_t bytes = static_cast<size_t>(t.element_bytes());
+  // One rounding of float16 is already ~1e-3 relative, so it gets more room than float32.
+  const double rtol = t.is_float() && t.bits == 16 ? 1e-2 : 1e-3, atol = 1e-4;
+  double worst = -1;
+  int64_t worst_at = -1;
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    double e = value_at(expected, i), a = value_at(actual, i);
+    bool ok;
+    if (t.is_float()) ok = e == a || (std::isnan(e) && std::isnan(a)) || std::abs(a - e) <= atol + rtol * std::abs(e);
+    else ok = std::memcmp(static_cast<const char*>(expected.data()) + i * bytes,
+                          static_cast<const char*>(actual.data()) + i * bytes, bytes) == 0;
+    double err = std::isnan(a - e) ? INFINITY : std::abs(a - e);
+    if (!ok && err > worst) worst = err, worst_at = i;
+  }
+  if (worst_at < 0) return "";
+  std::ostringstream os;
+  os << "wrong result: max abs error " << worst << " at element " << worst_at << " of output " << output
+     << " (expected " << value_at(expected, worst_at) << ", got " << value_at(actual, worst_at) << ")";
+  return os.str();
+}
+
+// Overwrites a buffer larger than the last-level cache (32 MiB on the machines we tune on; twice
+// that, since caches do not evict strictly least-recently-used), so the next run starts cold.
+void flush_cache() {
+  static std::vector<char> buffer(64 << 20);
+  static char fill = 0;
+  std::memset(buffer.data(), ++fill, buffer.size());
+  asm volatile("" : : "r"(buffer.data()) : "memory");  // the stores must happen
+}
+
+std::vector<double> time_runs(const runtime::Kernel& kernel, const std::vector<void*>& data, const Request& r) {
+  int number = r.number;
+  if (number <= 0) {
+    // Enough back-to-back calls that a run lasts min_repeat_ms, so timer resolution and call
+    // overhead do not show in short kernels' costs.
+    auto t0 = Clock::now();
+    kernel.call_unchecked(data.data());
+    double once = std::max(seconds_since(t0), 1e-9);
+    number = static_cast<int>(std::clamp(std::ceil(r.min_repeat_ms * 1e-3 / once), 1.0, 1e6));
+  }
+  std::vector<double> costs;
+  for (int i = 0; i < r.repeat; ++i) {
+    if (r.flush_cache) flush_cache();
+    auto t0 = Clock::now();
+    for (int n = 0; n < number; ++n) kernel.call_unchecked(data.data());
+    costs.push_back(seconds_since(t0) / number);
+  }
+  return costs;
+}
+
+// What the candidates of one kernel run on: the task rebuilt from its text, random inputs, and
+// the outputs its default schedule computes from them (with check; computed on first need).
+struct Bench {
+  std::string kernel, target_text;
+  uint64_t seed = 0;
+  autotune::Task task;
+  targets::Target target;
+  std::vector<tensor_ir::Tensor> args;       // the kernel's arguments: inputs, then outputs
+  std::vector<runtime::NDArray> buffers;     // the same: random inputs, then candidates' outputs
+  std::vector<runtime::NDArray> expected;    // the default schedule's outputs; empty until checked
+  size_t num_inputs() const { return task.compute.inputs.size(); }
+};
+
+runtime::NDArray allocate(const tensor_ir::Tensor& t) {
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < t.ndim(); ++d) shape.push_back(t->dim(d));
+  return runtime::NDArray::empty(shape, t.dtype());
+}
+
+runtime::Kernel compile(schedule::Schedule& s, const Bench& b, const std::string& name, std::string& stage) {
+  stage = "lower: ";
+  tensor_ir::LoweredFunc f = schedule::lower(s, b.args, name);
+  stage = "compile: ";
+  return targets::build({f}, b.target)->get_kernel(name);
+}
+
+void setup(Bench& b, const Request& r) {
+  if (b.kernel != r.kernel || b.target_text != r.target || b.seed != r.seed) {
+    b = Bench();
+    try {
+      b.task = autotune::task_from_kernel(r.kernel);
+    } catch (const std::exception& e) {
+      fail("kernel: ", e.what());
+    }
+    try {
+      b.target = targets::Target::parse(r.target);
+    } catch (const std::exception& e) {
+      fail("target: ", e.what());
+    }
+    b.args = b.task.compute.inputs;
+    b.args.insert(b.args.end(), b.task.compute.outputs.begin(), b.task.compute.outputs.end());
+    std::mt19937_64 rng(r.seed);
+    for (const auto& t : b.args) {
+      b.buffers.push_back(allocate(t));
+      if (b.buffers.size() <= b.num_inputs()) fill_random(b.buffers.back(), rng);
+    }
+    b.kernel = r.kernel, b.target_text = r.target, b.seed = r.seed;
+  }
+  if (!r.check || !b.expected.empty()) return;
+  std::string stage = "schedule: ";
+  try {
+    auto s = schedule::default_cpu_schedule(b.task.compute.outputs, b.task.compute.anchor);
+    runtime::Kernel k = compile(*s, b, "reference", stage);
+    stage = "run: ";
+    std::vector<runtime::NDArray> args(b.buffers.begin(), b.buffers.begin() + b.num_inputs());
+    for (size_t i = b.num_inputs(); i < b.args.size(); ++i) args.push_back(allocate(b.args[i]));
+    k(args);
+    b.expected.assign(args.begin() + b.num_inputs(), args.end());
+  } catch (const std::exception& e) {
+    fail("reference (default schedule): ", stage, e.what());
+  }
+}
+
+#ifdef TESSERA_MEASURE_TEST_FAULTS
+// Test builds only (tests/autotune builds this file a second time as tessera-measure-faulty): the
+// candidate "test:segv" crashes this worker, "test:hang" hangs it, and "test:wrong" is the
+// unscheduled kernel with 1 added to element 7 of its first (float32) output, so that the
+// measurer's handling of each can be tested on a real process.
+bool take_test_fault(std::string& trace) {
+  if (trace == "test:segv") raise(SIGSEGV);
+  if (trace == "test:hang") for (;;) pause();
+  if (trace != "test:wrong") return false;
+  trace = "[]";
+  return true;
+}
+#endif
+
+json measure(Bench& b, const Request& r, std::string trace) {
+  json out = {{"costs", json::array()}, {"compile_seconds", 0.0}, {"error", ""}};
+  std::string stage = "replay: ";
+  try {
+#ifdef TESSERA_MEASURE_TEST_FAULTS
+    bool corrupt = take_test_fault(trace);
+#endif
+    auto t0 = Clock::now();
+    autotune::Record record;
+    record.trace = trace;
+    auto s = autotune::schedule_from_record(record, b.task.compute.outputs);
+    runtime::Kernel kernel = compile(*s, b, "candidate", stage);
+    out["compile_seconds"] = seconds_since(t0);
+    stage = "run: ";
+    // A pattern no kernel computes by chance, so outputs a candidate fails to write are caught.
+    for (size_t i = b.num_inputs(); i < b.buffers.size(); ++i) std::memset(b.buffers[i].data(), 0x5a, b.buffers[i].nbytes());
+    kernel(b.buffers);
+#ifdef TESSERA_MEASURE_TEST_FAULTS
+    if (corrupt) b.buffers[b.num_inputs()].data_as<float>()[7] += 1;
+#endif
+    for (size_t o = 0; r.check && o < b.expected.size(); ++o) {
+      std::string wrong = compare(b.expected[o], b.buffers[b.num_inputs() + o], o);
+      if (!wrong.empty()) {
+        out["error"] = wrong;
+        return out;
+      }
+    }
+    std::vector<void*> data;
+    for (const auto& a : b.buffers) data.push_back(a.data());
+    out["costs"] = time_runs(kernel, data, r);
+  } catch (const std::exception& e) {
+    out["costs"] = json::array();
+    out["error"] = stage + e.what();
+  }
+  return out;
+}
+
+}  // namespace
+
+int main() {
+  // Generated code and LLVM may print to stdout; answers get a descriptor of their own and stdout
+  // goes to stderr, so nothing stray can corrupt the protocol.
+  const int protocol = dup(STDOUT_FILENO);
+  dup2(STDERR_FILENO, STDOUT_FILENO);
+  Bench bench;
+  for (std::string line; std::getline(std::cin, line);) {
+    if (line.empty()) continue;
+    Request request;
+    try {
+      auto t0 = Clock::now();
+      request = parse_request(line);
+      setup(bench, request);
+      answer(protocol, {{"ready", true}, {"setup_seconds", seconds_since(t0)}});
+    } catch (const json::exception& e) {
+      answer(protocol, {{"ready", false}, {"error", std::string("request: ") + e.what()}});
+      continue;
+    } catch (const std::exception& e) {
+      bench = Bench();
+      answer(protocol, {{"ready", false}, {"error", e.what()}});
+      continue;
+    }
+    for (size_t i = 0; i < request.candidates.size(); ++i) {
+      json result = measure(bench, request, request.candidates[i]);
+      result["index"] = i;
+      answer(protocol, result);
+    }
+  }
+  return 0;
+}
