@@ -1,0 +1,353 @@
+// Converters of the ONNX recurrent operators RNN, GRU and LSTM (opsets 1-17), unrolled over the
+// static sequence length into matmul / add / activation / slice / concat ops. The input
+// projection of every step is one matmul over the whole sequence; each step then adds one
+// (GRU: two) matmul with the recurrent weights. Sequence lengths shorter than the sequence hold
+// the state and zero the output past each batch entry's end; the reverse direction of such a
+// batch reads and writes its steps through reverse_sequence.
+#include <algorithm>
+#include <cctype>
+#include <optional>
+
+#include "frontend/onnx/ops_extra.h"
+#include "relay_ir/transforms/infer_type.h"
+#include "runtime/error.h"
+
+namespace tessera::frontend::onnx {
+
+using relay_ir::Attrs;
+using relay_ir::Expr;
+using runtime::NDArray;
+using Ints = std::vector<int64_t>;
+
+namespace {
+
+enum class Cell { Rnn, Gru, Lstm };
+
+// One activation function with its alpha and beta (used by some).
+struct Activation {
+  std::string name;  // lower case
+  double alpha = 0, beta = 0;
+};
+
+struct Spec {
+  Cell cell;
+  int64_t gates, hidden, directions, steps, batch;
+  bool layout_batch_first, linear_before_reset, input_forget;
+  std::optional<double> clip;
+  std::vector<Activation> activations;  // per direction: f (RNN), f g (GRU), f g h (LSTM)
+  runtime::DataType dtype;
+};
+
+// How many of alpha and beta an activation takes, and their defaults (those of the ONNX
+// operators of the same names). Values come from activation_alpha / activation_beta in order,
+// each list consumed only by the activations that take it, as ONNX Runtime does.
+struct ActivationInfo {
+  const char* name;
+  int takes;  // 0: none, 1: alpha, 2: alpha and beta
+  double alpha, beta;
+  bool needs_values;
+};
+const ActivationInfo kActivations[] = {
+    {"relu", 0, 0, 0, false},         {"tanh", 0, 0, 0, false},      {"sigmoid", 0, 0, 0, false},
+    {"softsign", 0, 0, 0, false},     {"softplus", 0, 0, 0, false},  {"leakyrelu", 1, 0.01, 0, false},
+    {"thresholdedrelu", 1, 1, 0, false}, {"elu", 1, 1, 0, false},    {"hardsigmoid", 2, 0.2, 0.5, false},
+    {"affine", 2, 1, 0, false},       {"scaledtanh", 2, 0, 0, true},
+};
+
+std::vector<Activation> activations(const ConvertContext& c, Cell cell, int64_t directions) {
+  std::vector<std::string> defaults = cell == Cell::Rnn ? std::vector<std::string>{"tanh"}
+                                      : cell == Cell::Gru ? std::vector<std::string>{"sigmoid", "tanh"}
+                                                          : std::vector<std::string>{"sigmoid", "tanh", "tanh"};
+  std::vector<std::string> names;
+  for (const auto& a : c.node().attribute())
+    if (a.name() == "activations") names.assign(a.strings().begin(), a.strings().end());
+  size_t per = defaults.size();
+  if (names.empty()) names = defaults;
+  if (names.size() == per && directions == 2) {
+    std::vector<std::string> once = names;  // both directions use the functions given once
+    names.insert(names.end(), once.begin(), once.end());
+  }
+  if (names.size() != per * directions)
+    c.error("activations must name " + std::to_string(per) + " function(s) per direction (" + std::to_string(per * directions) +
+            " in all), got " + std::to_string(names.size()));
+  std::vector<float> alphas = c.attr_floats("activation_alpha", {}), betas = c.attr_floats("activation_beta", {});
+  size_t next_alpha = 0, next_beta = 0;
+  std::vector<Activation> out;
+  for (const std::string& given : names) {
+    std::string n = given;
+    std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    const ActivationInfo* info = nullptr;
+    for (const auto& a : kActivations)
+      if (n == a.name) info = &a;
+    if (!info)
+      c.error("activation '" + given + "' is not one of Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
+              "HardSigmoid, Elu, Softsign, Softplus");
+    Activation a{n, info->alpha, info->beta};
+    if (info->takes >= 1) {
+      if (next_alpha < alphas.size()) a.alpha = alphas[next_alpha++];
+      else if (info->needs_values) c.error("activation " + given + " needs a value in activation_alpha");
+    }
+    if (info->takes >= 2) {
+      if (next_beta < betas.size()) a.beta = betas[next_beta++];
+      else if (info->needs_values) c.error("activation " + given + " needs a value in activation_beta");
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+// The graph ops of one unrolled recurrent layer.
+class Unroller {
+ public:
+  Unroller(const ConvertContext& c, Spec spec)
+      : c_(c), s_(std::move(spec)), origin_(c.node().name().empty() ? c.node().output(0) : c.node().name()) {}
+
+  // A call typed later, all at once (finish): typing each call as it is made would walk the
+  // whole unrolled graph below it every time, quadratic in the sequence length.
+  Expr op(const std::string& name, std::vector<Expr> args, Attrs attrs = {}) const {
+    return relay_ir::call(name, std::move(args), std::move(attrs), origin_);
+  }
+  Expr finish(const Expr& e) const {
+    try {
+      relay_ir::infer_type(e);
+    } catch (const Error& err) {
+      c_.error(err.what());
+    }
+    return e;
+  }
+  Expr slice(const Expr& e, int64_t axis, int64_t begin, int64_t end) const {
+    return op("slice", {e}, {{"starts", Ints{begin}}, {"ends", Ints{end}}, {"axes", Ints{axis}}});
+  }
+  // Entry `i` of axis `axis`, that axis removed.
+  Expr pick(const Expr& e, int64_t axis, int64_t i) const { return op("squeeze", {slice(e, axis, i, i + 1)}, {{"axes", Ints{axis}}}); }
+  Expr transpose(const Expr& e, Ints perm) const { return op("transpose", {e}, {{"perm", perm}}); }
+  Expr scalar(double v) const { return relay_ir::scalar(v, s_.dtype); }
+  Expr zeros(Ints shape) const { return relay_ir::constant(NDArray::empty(shape, s_.dtype)); }
+  Expr stack(const std::vector<Expr>& parts, int64_t axis) const {
+    std::vector<Expr> expanded;
+    for (const Expr& p : parts) expanded.push_back(op("expand_dims", {p}, {{"axes", Ints{axis}}}));
+    return expanded.size() == 1 ? expanded[0] : op("concat", expanded, {{"axis", axis}});
+  }
+
+  Expr activate(const Expr& x, const Activation& a, bool clipped) const {
+    Expr v = clipped && s_.clip ? op("clip", {x}, {{"a_min", -*s_.clip}, {"a_max", *s_.clip}}) : x;
+    const std::string& n = a.name;
+    if (n == "relu" || n == "tanh" || n == "sigmoid" || n == "softsign" || n == "softplus") return op(n, {v});
+    if (n == "leakyrelu") return op("leaky_relu", {v}, {{"alpha", a.alpha}});
+    if (n == "thresholdedrelu") return op("thresholded_relu", {v}, {{"alpha", a.alpha}});
+    if (n == "elu") return op("elu", {v}, {{"alpha", a.alpha}});
+    if (n == "hardsigmoid") return op("hard_sigmoid", {v}, {{"alpha", a.alpha}, {"beta", a.beta}});
+    if (n == "affine") return op("add", {op("mul", {v, scalar(a.alpha)}), scalar(a.beta)});
+    return op("mul", {op("tanh", {op("mul", {v, scalar(a.beta)})}), scalar(a.alpha)});  // scaledtanh
+  }
+
+  // Runs direction `d` over x_steps ([batch, gates * hidden] input projections, in processing
+  // order); returns the hidden state of every step in that order and the final states.
+  struct Run {
+    std::vector<Expr> outputs;
+    Expr h, cell;
+  };
+  Run run(int64_t d, const std::vector<Expr>& x_steps, const Expr& r_t, const std::optional<Expr>& rb_h, Expr h, Expr cell,
+          const std::optional<Expr>& peephole, const std::optional<Expr>& lengths) const {
+    const auto* act = &s_.activations[d * (s_.cell == Cell::Rnn ? 1 : s_.cell == Cell::Gru ? 2 : 3)];
+    int64_t H = s_.hidden;
+    Run out;
+    for (size_t t = 0; t < x_steps.size(); ++t) {
+      Expr h_new, c_new;
+      if (s_.cell == Cell::Rnn) {
+        h_new = activate(op("add", {x_steps[t], op("matmul", {h, r_t})}), act[0], true);
+      } else if (s_.cell == Cell::Gru) {
+        Expr zr = op("add", {slice(x_steps[t], 1, 0, 2 * H), op("matmul", {h, slice(r_t, 1, 0, 2 * H)})});
+        Expr z = activate(slice(zr, 1, 0, H), act[0], true), r = activate(slice(zr, 1, H, 2 * H), act[0], true);
+        Expr r_h = slice(r_t, 1, 2 * H, 3 * H), x_h = slice(x_steps[t], 1, 2 * H, 3 * H), pre;
+        if (s_.linear_before_reset) {
+          Expr rec = op("matmul", {h, r_h});
+          if (rb_h) rec = op("add", {rec, *rb_h});
+          pre = op("add", {x_h, op("mul", {r, rec})});
+        } else {
+          pre = op("add", {x_h, op("matmul", {op("mul", {r, h}), r_h})});
+        }
+        Expr candidate = activate(pre, act[1], true);
+        // (1 - z) candidate + z h, as candidate + z (h - candidate).
+        h_new = op("add", {candidate, op("mul", {z, op("sub", {h, candidate})})});
+      } else {
+        Expr g = op("add", {x_steps[t], op("matmul", {h, r_t})});
+        Expr i = slice(g, 1, 0, H), o = slice(g, 1, H, 2 * H), f = slice(g, 1, 2 * H, 3 * H), cc = slice(g, 1, 3 * H, 4 * H);
+        if (peephole) {
+          i = op("add", {i, op("mul", {slice(*peephole, 0, 0, H), cell})});
+          f = op("add", {f, op("mul", {slice(*peephole, 0, 2 * H, 3 * H), cell})});
+        }
+        i = activate(i, act[0], true);
+        f = s_.input_forget ? op("sub", {scalar(1), i}) : activate(f, act[0], true);
+        c_new = op("add", {op("mul", {f, cell}), op("mul", {i, activate(cc, act[1], true)})});
+        if (peephole) o = op("add", {o, op("mul", {slice(*peephole, 0, H, 2 * H), c_new})});
+        h_new = op("mul", {activate(o, act[0], true), activate(c_new, act[2], false)});
+      }
+      if (lengths) {
+        // Batch entries whose sequence has ended keep their state and output zeros.
+        Expr live = op("expand_dims", {op("less", {relay_ir::scalar(static_cast<double>(t), lengths_dtype_), *lengths})},
+                       {{"axes", Ints{1}}});
+        out.outputs.push_back(op("where", {live, h_new, scalar(0)}));
+        h_new = op("where", {live, h_new, h});
+        if (c_new.defined()) c_new = op("where", {live, c_new, cell});
+      } else {
+        out.outputs.push_back(h_new);
+      }
+      h = h_new;
+      if (c_new.defined()) cell = c_new;
+    }
+    out.h = h;
+    out.cell = cell;
+    return out;
+  }
+
+  void set_lengths_dtype(runtime::DataType t) { lengths_dtype_ = t; }
+
+ private:
+  const ConvertContext& c_;
+  Spec s_;
+  std::string origin_;
+  runtime::DataType lengths_dtype_ = runtime::kInt32;
+};
+
+const relay_ir::TensorTypeNode& typed(const ConvertContext& c, size_t i, const std::string& what, const Ints& shape,
+                                      runtime::DataType dtype) {
+  const auto& t = c.input_type(i);
+  if (t.shape != shape || t.dtype != dtype)
+    c.error(what + " must be " + dtype.str() + runtime::shape_str(shape) + ", got " + t.dtype.str() + runtime::shape_str(t.shape));
+  return t;
+}
+
+std::vector<Expr> convert(ConvertContext& c, Cell cell) {
+  std::vector<const char*> known = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
+                                    "layout", "output_sequence"};
+  if (cell == Cell::Gru) known.push_back("linear_before_reset");
+  if (cell == Cell::Lstm) known.push_back("input_forget");
+  for (const auto& a : c.node().attribute())
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return a.name() == k; }))
+      c.error("unsupported attribute: " + a.name());
+  Spec s;
+  s.cell = cell;
+  s.gates = cell == Cell::Rnn ? 1 : cell == Cell::Gru ? 3 : 4;
+  std::string direction = c.attr_string("direction", "forward");
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    c.error("direction must be forward, reverse or bidirectional, got '" + direction + "'");
+  s.directions = direction == "bidirectional" ? 2 : 1;
+  s.hidden = c.attr_int("hidden_size", -1);
+  int64_t layout = c.attr_int("layout", 0);
+  if (layout != 0 && layout != 1) c.error("layout must be 0 or 1, got " + std::to_string(layout));
+  s.layout_batch_first = layout == 1;
+  s.linear_before_reset = c.attr_int("linear_before_reset", 0) != 0;
+  s.input_forget = c.attr_int("input_forget", 0) != 0;
+  if (c.has_attr("clip")) {
+    s.clip = c.attr_float("clip", 0);
+    if (!(*s.clip > 0)) c.error("clip must be positive, got " + std::to_string(*s.clip));
+  }
+  s.activations = activations(c, cell, s.directions);
+
+  const auto& x = c.input_type(0);
+  if (!x.dtype.is_float()) c.error("X must be float16, float32 or float64, got " + x.dtype.str());
+  if (x.ndim() != 3) c.error("X must be 3-D, got shape " + runtime::shape_str(x.shape));
+  s.dtype = x.dtype;
+  s.steps = x.shape[layout == 0 ? 0 : 1];
+  s.batch = x.shape[layout == 0 ? 1 : 0];
+  int64_t input_size = x.shape[2], D = s.directions, B = s.batch, S = s.steps;
+  const auto& w = c.input_type(1);
+  if (s.hidden < 0 && w.ndim() == 3) s.hidden = w.shape[1] / s.gates;  // hidden_size is optional in opset 1
+  int64_t H = s.hidden, G = s.gates;
+  if (H < 1) c.error("hidden_size must be positive, got " + std::to_string(H));
+  if (S < 1) c.error("the sequence must not be empty, got X of shape " + runtime::shape_str(x.shape));
+  typed(c, 1, "W", {D, G * H, input_size}, s.dtype);
+  typed(c, 2, "R", {D, G * H, H}, s.dtype);
+  if (c.has_input(3)) typed(c, 3, "B", {D, 2 * G * H}, s.dtype);
+  Ints state_shape = s.layout_batch_first ? Ints{B, D, H} : Ints{D, B, H};
+  if (c.has_input(5)) typed(c, 5, "initial_h", state_shape, s.dtype);
+  if (cell == Cell::Lstm && c.has_input(6)) typed(c, 6, "initial_c", state_shape, s.dtype);
+  if (cell == Cell::Lstm && c.has_input(7)) typed(c, 7, "P", {D, 3 * H}, s.dtype);
+
+  Unroller u(c, s);
+  // Sequence lengths: none, all full (ignored), or per batch entry (masking).
+  std::optional<Expr> lengths;
+  if (c.has_input(4)) {
+    const auto& l = c.input_type(4);
+    if (!l.dtype.is_integer() || l.shape != Ints{B})
+      c.error("sequence_lens must be int32[" + std::to_string(B) + "], got " + l.dtype.str() + runtime::shape_str(l.shape));
+    u.set_lengths_dtype(l.dtype);
+    bool full = false;
+    if (c.try_constant_input(4)) {
+      Ints v = c.constant_ints(4, "sequence_lens");
+      for (int64_t n : v)
+        if (n < 0 || n > S) c.error("sequence_lens holds " + std::to_string(n) + ", outside [0, " + std::to_string(S) + "]");
+      full = std::all_of(v.begin(), v.end(), [&](int64_t n) { return n == S; });
+    }
+    if (!full) lengths = c.input(4);
+  }
+
+  Expr xs = s.layout_batch_first ? u.transpose(c.input(0), {1, 0, 2}) : c.input(0);  // [S, B, I]
+  auto state = [&](size_t input, int64_t d) {
+    if (!c.has_input(input)) return u.zeros({B, H});
+    return u.pick(c.input(input), s.layout_batch_first ? 1 : 0, d);
+  };
+  std::vector<Expr> y_dirs, h_dirs, c_dirs;
+  for (int64_t d = 0; d < D; ++d) {
+    bool reverse = direction == "reverse" || d == 1;
+    Expr w_t = u.transpose(u.pick(c.input(1), 0, d), {1, 0});  // [I, G * H]
+    Expr r_t = u.transpose(u.pick(c.input(2), 0, d), {1, 0});  // [H, G * H]
+    std::optional<Expr> bias, rb_h;
+    if (c.has_input(3)) {
+      Expr b = u.pick(c.input(3), 0, d), wb = u.slice(b, 0, 0, G * H), rb = u.slice(b, 0, G * H, 2 * G * H);
+      if (cell == Cell::Gru && s.linear_before_reset) {
+        // The recurrent bias of the candidate gate is added before the reset gate multiplies.
+        rb_h = u.slice(rb, 0, 2 * H, 3 * H);
+        bias = u.op("add", {wb, u.op("concat", {u.slice(rb, 0, 0, 2 * H), u.zeros({H})}, {{"axis", int64_t{0}}})});
+      } else {
+        bias = u.op("add", {wb, rb});
+      }
+    }
+    Expr seq = xs;
+    if (reverse && lengths) seq = u.op("reverse_sequence", {xs, *lengths}, {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
+    Expr proj = u.op("matmul", {seq, w_t});  // [S, B, G * H]
+    if (bias) proj = u.op("add", {proj, *bias});
+    Expr parts = S == 1 ? Expr() : u.op("split", {proj}, {{"axis", int64_t{0}}, {"sizes", Ints(S, 1)}});
+    std::vector<Expr> steps;
+    for (int64_t t = 0; t < S; ++t) {
+      // Without lengths the reverse direction reads the steps backwards; with them the
+      // sequence was already reversed per batch entry.
+      int64_t at = reverse && !lengths ? S - 1 - t : t;
+      Expr step = S == 1 ? proj : relay_ir::tuple_get(parts, at);
+      steps.push_back(u.op("squeeze", {step}, {{"axes", Ints{0}}}));
+    }
+    std::optional<Expr> peephole;
+    if (cell == Cell::Lstm && c.has_input(7)) peephole = u.pick(c.input(7), 0, d);
+    auto r = u.run(d, steps, r_t, rb_h, state(5, d), cell == Cell::Lstm ? state(6, d) : Expr(), peephole, lengths);
+    if (reverse && !lengths) std::reverse(r.outputs.begin(), r.outputs.end());
+    Expr y = u.stack(r.outputs, 0);  // [S, B, H]
+    if (reverse && lengths) y = u.op("reverse_sequence", {y, *lengths}, {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
+    y_dirs.push_back(y);
+    h_dirs.push_back(r.h);
+    c_dirs.push_back(r.cell);
+  }
+  auto wants = [&](int i) { return c.node().output_size() > i && !c.node().output(i).empty(); };
+  std::vector<Expr> out(c.node().output_size());
+  if (wants(0)) {
+    Expr y = u.stack(y_dirs, 1);  // [S, D, B, H]
+    out[0] = u.finish(s.layout_batch_first ? u.transpose(y, {2, 0, 1, 3}) : y);
+  }
+  auto final_state = [&](const std::vector<Expr>& dirs) {
+    Expr st = u.stack(dirs, 0);  // [D, B, H]
+    return u.finish(s.layout_batch_first ? u.transpose(st, {1, 0, 2}) : st);
+  };
+  if (wants(1)) out[1] = final_state(h_dirs);
+  if (cell == Cell::Lstm && wants(2)) out[2] = final_state(c_dirs);
+  return out;
+}
+
+}  // namespace
+
+void register_extra_rnn_converters(ConverterTable& t) {
+  t.add("RNN", [](ConvertContext& c) { return convert(c, Cell::Rnn); });
+  t.add("GRU", [](ConvertContext& c) { return convert(c, Cell::Gru); });
+  t.add("LSTM", [](ConvertContext& c) { return convert(c, Cell::Lstm); });
+}
+
+}  // namespace tessera::frontend::onnx

@@ -1,0 +1,250 @@
+// Converters of ONNX signal-processing operators (opset 17). Window functions and
+// MelWeightMatrix depend only on constant inputs, so they become constants computed here.
+// DFT becomes one matrix product with a constant [samples, bins] matrix of cosines and sines (a
+// direct DFT, O(n * bins) per transform); STFT the same coefficients as the filters of a strided
+// 1-D convolution over the signal.
+#include <cmath>
+
+#include "frontend/onnx/ops_extra.h"
+#include "frontend/onnx/ops_transform.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "runtime/error.h"
+
+namespace tessera::frontend::onnx {
+
+using relay_ir::Expr;
+using runtime::DataType;
+using runtime::NDArray;
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+DataType output_datatype(const ConvertContext& c) {
+  return dtype_from_onnx(static_cast<int>(c.attr_int("output_datatype", 1)), c.where() + " output_datatype");
+}
+
+int64_t constant_integer(const ConvertContext& c, size_t input, const std::string& what) {
+  std::vector<int64_t> v = c.constant_ints(input, what);
+  if (v.size() != 1) c.error(what + " must be a scalar, got " + std::to_string(v.size()) + " values");
+  return v[0];
+}
+
+// a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N = size (periodic) or size - 1 (symmetric).
+Expr cosine_window(ConvertContext& c, double a0, double a1, double a2) {
+  c.check_attrs({"output_datatype", "periodic"});
+  int64_t size = constant_integer(c, 0, "size");
+  if (size < 0) c.error("size must not be negative, got " + std::to_string(size));
+  int64_t periodic = c.attr_int("periodic", 1);
+  if (periodic != 0 && periodic != 1) c.error("periodic must be 0 or 1, got " + std::to_string(periodic));
+  // A symmetric window of size 1 divides 0 by 0, NaN, as in ONNX's reference and ONNX Runtime.
+  double n_1 = static_cast<double>(periodic ? size : size - 1);
+  NDArray out = NDArray::empty({size}, output_datatype(c));
+  for (int64_t n = 0; n < size; ++n) {
+    double x = 2 * kPi * static_cast<double>(n) / n_1;
+    store_element(out, n, a0 - a1 * std::cos(x) + a2 * std::cos(2 * x));
+  }
+  return relay_ir::constant(out);
+}
+
+Expr mel_weight_matrix(ConvertContext& c) {
+  c.check_attrs({"output_datatype"});
+  int64_t bins = constant_integer(c, 0, "num_mel_bins"), dft_length = constant_integer(c, 1, "dft_length");
+  int64_t sample_rate = constant_integer(c, 2, "sample_rate");
+  double lower = constant_scalar(c, 3, "lower_edge_hertz"), upper = constant_scalar(c, 4, "upper_edge_hertz");
+  if (bins < 1 || dft_length < 1 || sample_rate < 1)
+    c.error("num_mel_bins, dft_length and sample_rate must be positive, got " + std::to_string(bins) + ", " +
+            std::to_string(dft_length) + ", " + std::to_string(sample_rate));
+  if (!(lower >= 0 && lower <= upper))
+    c.error("the edges must satisfy 0 <= lower_edge_hertz <= upper_edge_hertz, got " + std::to_string(lower) + " and " +
+            std::to_string(upper));
+  auto to_mel = [](double hz) { return 2595 * std::log10(1 + hz / 700); };
+  double low_mel = to_mel(lower), step = (to_mel(upper) - low_mel) / static_cast<double>(bins + 2);
+  // The spectrogram bin of each of the bins + 2 edge frequencies, spaced evenly on the mel scale.
+  std::vector<int64_t> edge(bins + 2);
+  for (int64_t i = 0; i < bins + 2; ++i) {
+    double hz = 700 * (std::pow(10.0, (low_mel + static_cast<double>(i) * step) / 2595) - 1);
+    edge[i] = static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(sample_rate)));
+  }
+  int64_t rows = dft_length / 2 + 1;
+  NDArray out = NDArray::empty({rows, bins}, output_datatype(c));
+  // Triangles rising from edge i to edge i + 1 and falling to edge i + 2; rows past the
+  // spectrogram (an upper edge above the Nyquist frequency) are left out.
+  auto put = [&](int64_t row, int64_t col, double v) {
+    if (row >= 0 && row < rows) store_element(out, row * bins + col, v);
+  };
+  for (int64_t i = 0; i < bins; ++i) {
+    int64_t left = edge[i], center = edge[i + 1], right = edge[i + 2];
+    if (center == left) {
+      put(center, i, 1);
+    } else {
+      for (int64_t j = left; j <= center; ++j) put(j, i, static_cast<double>(j - left) / static_cast<double>(center - left));
+    }
+    for (int64_t j = center; j < right; ++j) put(j, i, static_cast<double>(right - j) / static_cast<double>(right - center));
+  }
+  return relay_ir::constant(out);
+}
+
+void require_float(const ConvertContext& c, const relay_ir::TensorTypeNode& t, const std::string& what) {
+  if (!t.dtype.is_float()) c.error(what + " must be float16, float32 or float64, got " + t.dtype.str());
+}
+
+// The coefficients of a DFT of `length` points over the first `n` samples (zero-padded or cut
+// to `length`) of a signal of `parts` (1: real, 2: real and imaginary), yielding `bins` bins:
+// put(part, sample, column, value) for column k (the real part of bin k) and bins + k (its
+// imaginary part). e^(sign i theta), sign -1 forward and +1 inverse (which also scales by
+// 1 / length); `window` (or empty) weighs the samples.
+template <typename Put>
+void dft_coefficients(int64_t parts, int64_t n, int64_t length, int64_t bins, bool inverse, const std::vector<double>& window, Put put) {
+  double sign = inverse ? 1 : -1, scale = inverse ? 1.0 / static_cast<double>(length) : 1.0;
+  for (int64_t s = 0; s < std::min(n, length); ++s) {
+    double ws = (window.empty() ? 1.0 : window[s]) * scale;
+    for (int64_t k = 0; k < bins; ++k) {
+      // k * s modulo length first: the angle stays below 2 pi, where cos and sin are exact.
+      double theta = 2 * kPi * static_cast<double>((k * s) % length) / static_cast<double>(length);
+      double cs = std::cos(theta) * ws, sn = sign * std::sin(theta) * ws;
+      put(0, s, k, cs);
+      put(0, s, bins + k, sn);
+      if (parts == 2) {
+        put(1, s, k, -sn);
+        put(1, s, bins + k, cs);
+      }
+    }
+  }
+}
+
+// A direct DFT is a dense [samples, bins] matrix: refuse sizes whose matrix is unreasonable.
+void check_dft_size(const ConvertContext& c, int64_t parts, int64_t n, int64_t bins) {
+  constexpr int64_t kMaxCoefficients = int64_t{1} << 26;
+  if (parts * n * 2 * bins > kMaxCoefficients)
+    c.error("a DFT of " + std::to_string(n) + " samples into " + std::to_string(bins) + " bins needs a " +
+            std::to_string(parts * n) + " x " + std::to_string(2 * bins) +
+            " coefficient matrix (Tessera computes DFTs as matrix products); the largest supported has " +
+            std::to_string(kMaxCoefficients) + " entries");
+}
+
+// The DFT of `x` along `axis` as one matrix product. x ends in a dimension of 1 (real) or 2
+// (complex); the transform has `length` points and yields `length` bins, or length / 2 + 1 when
+// onesided. The result has the bins at `axis` and (real, imaginary) last.
+Expr dft(const ConvertContext& c, const Expr& x, int64_t axis, int64_t length, bool inverse, bool onesided) {
+  const auto& t = c.input_type(0);
+  std::vector<int64_t> shape = t.shape;
+  int64_t rank = static_cast<int64_t>(shape.size()), n = shape[axis], parts = shape.back();
+  int64_t bins = onesided ? length / 2 + 1 : length;
+  check_dft_size(c, parts, n, bins);
+  NDArray w = NDArray::empty({parts * n, 2 * bins}, t.dtype);
+  dft_coefficients(parts, n, length, bins, inverse, {},
+                   [&](int64_t part, int64_t s, int64_t col, double v) { store_element(w, (part * n + s) * 2 * bins + col, v); });
+  // [rest..., parts, n] -> [rest..., parts * n] @ w -> [rest..., 2, bins] -> bins back at axis.
+  std::vector<int64_t> perm, rest;
+  for (int64_t d = 0; d < rank - 1; ++d)
+    if (d != axis) {
+      perm.push_back(d);
+      rest.push_back(shape[d]);
+    }
+  perm.push_back(rank - 1);
+  perm.push_back(axis);
+  Expr moved = c.call("transpose", {x}, {{"perm", perm}});
+  std::vector<int64_t> flat = rest, split = rest;
+  flat.push_back(parts * n);
+  split.push_back(2);
+  split.push_back(bins);
+  Expr product = c.call("matmul", {c.call("reshape", {moved}, {{"shape", flat}}), relay_ir::constant(w)});
+  Expr unflat = c.call("reshape", {product}, {{"shape", split}});
+  std::vector<int64_t> back;
+  for (int64_t d = 0, r = 0; d < rank - 1; ++d) back.push_back(d == axis ? rank - 1 : r++);
+  back.push_back(rank - 2);
+  return c.call("transpose", {unflat}, {{"perm", back}});
+}
+
+int64_t complex_parts(const ConvertContext& c, const relay_ir::TensorTypeNode& t, const std::string& what) {
+  if (t.ndim() < 2 || (t.shape.back() != 1 && t.shape.back() != 2))
+    c.error(what + " must end in a dimension of 1 (real) or 2 (complex), got shape " + runtime::shape_str(t.shape));
+  return t.shape.back();
+}
+
+int64_t flag(const ConvertContext& c, const char* name, int64_t fallback) {
+  int64_t v = c.attr_int(name, fallback);
+  if (v != 0 && v != 1) c.error(std::string(name) + " must be 0 or 1, got " + std::to_string(v));
+  return v;
+}
+
+Expr convert_dft(ConvertContext& c) {
+  c.check_attrs({"axis", "inverse", "onesided"});
+  const auto& x = c.input_type(0);
+  require_float(c, x, "the input");
+  complex_parts(c, x, "the input");
+  int64_t rank = static_cast<int64_t>(x.ndim()), axis = c.attr_int("axis", 1);
+  if (axis < -rank || axis > rank - 2)
+    c.error("axis " + std::to_string(axis) + " is out of range for an input of rank " + std::to_string(rank) +
+            " (the last dimension holds the real and imaginary parts)");
+  if (axis < 0) axis += rank;
+  int64_t length = c.has_input(1) ? constant_integer(c, 1, "dft_length") : x.shape[axis];
+  if (length < 1) c.error("dft_length must be positive, got " + std::to_string(length));
+  return dft(c, c.input(0), axis, length, flag(c, "inverse", 0) == 1, flag(c, "onesided", 0) == 1);
+}
+
+Expr convert_stft(ConvertContext& c) {
+  c.check_attrs({"onesided"});
+  const auto& signal = c.input_type(0);
+  require_float(c, signal, "the signal");
+  if (signal.ndim() != 3) c.error("the signal must be [batch, length, 1 or 2], got shape " + runtime::shape_str(signal.shape));
+  complex_parts(c, signal, "the signal");
+  int64_t step = constant_integer(c, 1, "frame_step");
+  if (step < 1) c.error("frame_step must be positive, got " + std::to_string(step));
+  int64_t frame = -1;
+  if (c.has_input(3)) frame = constant_integer(c, 3, "frame_length");
+  std::vector<double> window;
+  Expr runtime_window;
+  if (c.has_input(2)) {
+    const auto& w = c.input_type(2);
+    if (w.ndim() != 1 || w.dtype != signal.dtype)
+      c.error("window must be 1-D of the signal's dtype " + signal.dtype.str() + ", got " + w.dtype.str() + runtime::shape_str(w.shape));
+    if (frame >= 0 && frame != w.shape[0])
+      c.error("frame_length " + std::to_string(frame) + " differs from the window's length " + std::to_string(w.shape[0]));
+    frame = w.shape[0];
+    if (auto v = c.try_constant_input(2)) {
+      for (int64_t i = 0; i < frame; ++i) window.push_back(element_as_double(*v, i));
+    } else {
+      runtime_window = c.input(2);
+    }
+  }
+  if (frame < 0) c.error("either window or frame_length must be given");
+  int64_t length = signal.shape[1];
+  if (frame < 1 || frame > length)
+    c.error("the frame length " + std::to_string(frame) + " must be in [1, " + std::to_string(length) + "] (the signal's length)");
+  int64_t parts = signal.shape[2], bins = flag(c, "onesided", 1) == 1 ? frame / 2 + 1 : frame;
+  check_dft_size(c, parts, frame, bins);
+  // Frame f's bins are a dot product of the samples from f * frame_step with the (windowed)
+  // coefficients: a 1-D convolution of stride frame_step with 2 * bins filters, which reads
+  // the frames in place.
+  NDArray w = NDArray::empty({2 * bins, parts, frame}, signal.dtype);
+  dft_coefficients(parts, frame, frame, bins, false, window,
+                   [&](int64_t part, int64_t s, int64_t col, double v) { store_element(w, (col * parts + part) * frame + s, v); });
+  Expr weight = relay_ir::constant(w);
+  if (runtime_window.defined())
+    weight = c.call("mul", {weight, c.call("reshape", {runtime_window}, {{"shape", std::vector<int64_t>{1, 1, frame}}})});
+  Expr channels_first = c.call("transpose", {c.input(0)}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  Expr conv = c.call("conv", {channels_first, weight}, {{"strides", std::vector<int64_t>{step}}});  // [batch, 2 * bins, frames]
+  int64_t frames = (length - frame) / step + 1;
+  Expr split = c.call("reshape", {conv}, {{"shape", std::vector<int64_t>{signal.shape[0], 2, bins, frames}}});
+  return c.call("transpose", {split}, {{"perm", std::vector<int64_t>{0, 3, 2, 1}}});
+}
+
+template <typename F>
+Converter one(F f) {
+  return [f](ConvertContext& c) { return std::vector<Expr>{f(c)}; };
+}
+
+}  // namespace
+
+void register_extra_signal_converters(ConverterTable& t) {
+  t.add("HannWindow", one([](ConvertContext& c) { return cosine_window(c, 0.5, 0.5, 0); }));
+  t.add("HammingWindow", one([](ConvertContext& c) { return cosine_window(c, 25.0 / 46, 21.0 / 46, 0); }));
+  t.add("BlackmanWindow", one([](ConvertContext& c) { return cosine_window(c, 0.42, 0.5, 0.08); }));
+  t.add("MelWeightMatrix", one(mel_weight_matrix));
+  t.add("DFT", one(convert_dft));
+  t.add("STFT", one(convert_stft));
+}
+
+}  // namespace tessera::frontend::onnx
