@@ -194,7 +194,9 @@ class BoundInference {
       arith::IntervalMap ranging;
       for (size_t i = p.context.size(); i < consumer.context.size(); ++i) {
         const auto& [var, ext] = consumer.context[i];
-        ranging[var.get()] = {make_zero(kIndexType), simplify(ext - 1)};
+        // The extent may depend on loops further out that range too (the clipped tail of a
+        // tile): take its largest value over them, or the region would name their variables.
+        ranging[var.get()] = {make_zero(kIndexType), arith::eval_interval(simplify(ext - 1), ranging).max};
       }
       for (const auto& idx : collect.accesses) {
         for (size_t d = 0; d < idx.size(); ++d) {

@@ -1,5 +1,6 @@
-// Converters of ONNX BatchNormalization (inference), InstanceNormalization,
-// LayerNormalization, LRN and MeanVarianceNormalization (opsets 1-17).
+// Converters of ONNX BatchNormalization (inference; training mode, opset 14's training_mode=1,
+// as batch_norm_train), InstanceNormalization, LayerNormalization, LRN and
+// MeanVarianceNormalization (opsets 1-17).
 #include "frontend/onnx/ops_nn.h"
 #include "runtime/error.h"
 
@@ -25,18 +26,25 @@ std::string float_type_name(const ConvertContext& c, int64_t onnx_type) {
 }  // namespace
 
 void register_nn_norm_converters(ConverterTable& t) {
-  t.add("BatchNormalization", nn::one([](ConvertContext& c) {
+  t.add("BatchNormalization", [](ConvertContext& c) {
     c.check_attrs({"epsilon", "momentum", "spatial", "is_test", "consumed_inputs", "training_mode"});
-    if (c.attr_int("training_mode", 0) != 0)
-      c.error("training_mode=1 (batch statistics and running-mean updates) is not supported; only inference is");
     if (c.opset() < 7 && c.has_attr("is_test") && c.attr_int("is_test", 0) == 0)
-      c.error("is_test=0 (training) is not supported; only inference is");
+      c.error("is_test=0 (training) is not supported; training mode comes with opset 14's training_mode=1");
     if (c.attr_int("spatial", 1) != 1) c.error("spatial=0 (statistics per activation) is not supported");
+    std::vector<Expr> args{c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)};
+    double epsilon = c.attr_float("epsilon", 1e-5f);
+    if (c.attr_int("training_mode", 0) != 0) {
+      // Batch statistics; the outputs are y and the updated running mean and variance.
+      Expr r = c.call("batch_norm_train", args, {{"epsilon", epsilon}, {"momentum", double(c.attr_float("momentum", 0.9f))}});
+      std::vector<Expr> outs;
+      for (int i = 0; i < c.node().output_size() && i < 3; ++i) outs.push_back(relay_ir::tuple_get(r, i));
+      return outs;
+    }
     for (int i = 1; i < c.node().output_size(); ++i)
-      if (wants_output(c, i)) c.error("the running or saved statistics outputs exist only in training mode, which is not supported");
-    return c.call("batch_norm", {c.input(0), c.input(1), c.input(2), c.input(3), c.input(4)},
-                  {{"epsilon", double(c.attr_float("epsilon", 1e-5f))}});
-  }));
+      if (wants_output(c, i))
+        c.error("the running or saved statistics outputs exist only in training mode (opset 14's training_mode=1)");
+    return std::vector<Expr>{c.call("batch_norm", args, {{"epsilon", epsilon}})};
+  });
   t.add("InstanceNormalization", nn::one([](ConvertContext& c) {
     c.check_attrs({"epsilon"});
     return c.call("instance_norm", {c.input(0), c.input(1), c.input(2)}, {{"epsilon", double(c.attr_float("epsilon", 1e-5f))}});

@@ -1,6 +1,8 @@
 // Convolutions of any spatial rank: conv, conv_integer, conv_transpose. Attributes strides,
 // dilations (one per spatial dimension; empty: all 1), pads (begins then ends; empty: none),
-// groups, and for conv_transpose output_padding (empty: none).
+// groups, and for conv_transpose output_padding (empty: none). conv's packed_channels (0: the
+// weight as it is) says its weight comes packed by conv_pack_weight, as AlterOpLayout rewrites
+// convolutions with constant weights.
 #include "relay_ir/ops/nn_ops.h"
 #include "runtime/error.h"
 #include "tensor_ir/ops/nn.h"
@@ -10,9 +12,7 @@ namespace tessera::relay_ir {
 namespace ops = tensor_ir::ops;
 using In = std::vector<tensor_ir::Tensor>;
 
-namespace {
-
-ops::ConvGeometry geometry(const Attrs& a, size_t rank, bool transposed) {
+ops::ConvGeometry nn::conv_geometry(const Attrs& a, size_t rank, bool transposed) {
   auto or_fill = [&](const char* name, size_t n, int64_t fill) {
     std::vector<int64_t> v = a.get_ints(name);
     return v.empty() ? std::vector<int64_t>(n, fill) : v;
@@ -25,6 +25,10 @@ ops::ConvGeometry geometry(const Attrs& a, size_t rank, bool transposed) {
   if (transposed) g.output_padding = or_fill("output_padding", rank, 0);
   return g;
 }
+
+namespace {
+
+using nn::conv_geometry;
 
 size_t spatial_rank(const TensorTypeNode& data) {
   if (data.ndim() < 3) fail("data must be [N, C, spatial...] with at least one spatial dimension, got ", runtime::shape_str(data.shape));
@@ -39,14 +43,42 @@ void check_bias(const std::vector<Type>& args, const TensorTypeNode& data, int64
     fail("bias must have shape [", channels, "] (one per output channel), got ", runtime::shape_str(b.shape));
 }
 
+// The shape of the weight a packed one holds: [packed_channels, C / groups, kernel...] from
+// [M / block, C / groups, kernel..., block], after checking it is conv_pack_weight's packing for
+// the blocks this convolution reads.
+std::vector<int64_t> unpacked_weight(const TensorTypeNode& d, const TensorTypeNode& w, int64_t channels, const ops::ConvGeometry& g) {
+  DataType want = ops::packed_weight_dtype(d.dtype);
+  if (w.dtype != want || w.ndim() != d.ndim() + 1)
+    fail("a packed weight (packed_channels=", channels, ") must be ", want.str(), " of rank ", d.ndim() + 1, ", got ", w.dtype.str(),
+         runtime::shape_str(w.shape));
+  std::vector<int64_t> ws{channels};
+  ws.insert(ws.end(), w.shape.begin() + 1, w.shape.end() - 1);
+  int64_t block = ops::conv_weight_block(d.shape, ws, g, d.dtype);
+  if (block == 0) fail("this convolution reads its weight unpacked (packed_channels must be 0)");
+  if (ops::conv_packed_weight_shape(ws, block) != w.shape)
+    fail("weight ", runtime::shape_str(w.shape), " is not the packing of a ", runtime::shape_str(ws), " weight in the blocks of ", block,
+         " channels this convolution reads (conv_pack_weight(block=", block, ") gives ",
+         runtime::shape_str(ops::conv_packed_weight_shape(ws, block)), ")");
+  return ws;
+}
+
 Type conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& d = nn::arg(args, 0, "data");
   const auto& w = nn::arg(args, 1, "weight");
   nn::require_float(d, "data");
-  if (w.dtype != d.dtype) fail("weight dtype ", w.dtype.str(), " differs from data's ", d.dtype.str());
-  auto out = ops::conv_shape(d.shape, w.shape, geometry(attrs, spatial_rank(d), false));
+  ops::ConvGeometry g = conv_geometry(attrs, spatial_rank(d), false);
+  int64_t channels = attrs.get_int("packed_channels");
+  if (channels < 0) fail("packed_channels must not be negative, got ", channels);
+  if (channels == 0 && w.dtype != d.dtype) fail("weight dtype ", w.dtype.str(), " differs from data's ", d.dtype.str());
+  auto out = ops::conv_shape(d.shape, channels ? unpacked_weight(d, w, channels, g) : w.shape, g);
   check_bias(args, d, out[1]);
   return tensor_type(out, d.dtype);
+}
+
+Type conv_pack_weight_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& w = nn::arg(args, 0, "weight");
+  nn::require_float(w, "weight");
+  return tensor_type(ops::conv_packed_weight_shape(w.shape, attrs.get_int("block")), ops::packed_weight_dtype(w.dtype));
 }
 
 Type conv_integer_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -54,7 +86,7 @@ Type conv_integer_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& w = nn::arg(args, 1, "weight");
   nn::require_dtype(d, "data", {"int8", "uint8"});
   nn::require_dtype(w, "weight", {"int8", "uint8"});
-  auto out = ops::conv_shape(d.shape, w.shape, geometry(attrs, spatial_rank(d), false));
+  auto out = ops::conv_shape(d.shape, w.shape, conv_geometry(attrs, spatial_rank(d), false));
   const auto& dz = nn::arg(args, 2, "data zero point");
   const auto& wz = nn::arg(args, 3, "weight zero point");
   if (dz.dtype != d.dtype || dz.numel() != 1) fail("the data zero point must be one ", d.dtype.str(), " value, got ", to_string(args[2]));
@@ -77,7 +109,7 @@ Type qlinear_conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& w = nn::arg(args, 3, "w");
   nn::require_dtype(d, "x", {"int8", "uint8"});
   nn::require_dtype(w, "w", {"int8", "uint8"});
-  auto out = ops::conv_shape(d.shape, w.shape, geometry(attrs, spatial_rank(d), false));
+  auto out = ops::conv_shape(d.shape, w.shape, conv_geometry(attrs, spatial_rank(d), false));
   check_quant_param(args, 1, "x_scale", runtime::kFloat32, 0);
   check_quant_param(args, 2, "x_zero_point", d.dtype, 0);
   check_quant_param(args, 4, "w_scale", runtime::kFloat32, out[1]);
@@ -99,7 +131,7 @@ Type conv_transpose_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& w = nn::arg(args, 1, "weight");
   nn::require_float(d, "data");
   if (w.dtype != d.dtype) fail("weight dtype ", w.dtype.str(), " differs from data's ", d.dtype.str());
-  auto out = ops::conv_transpose_shape(d.shape, w.shape, geometry(attrs, spatial_rank(d), true));
+  auto out = ops::conv_transpose_shape(d.shape, w.shape, conv_geometry(attrs, spatial_rank(d), true));
   check_bias(args, d, out[1]);
   return tensor_type(out, d.dtype);
 }
@@ -114,24 +146,30 @@ std::vector<AttrSpec> conv_attrs(bool transposed) {
 }  // namespace
 
 void register_nn_conv_ops(OpRegistry& r) {
-  r.add({"conv", "convolution of data [N, C, spatial...] with weight [M, C / groups, kernel...], optional bias [M]", 2, 3,
-         conv_attrs(false), conv_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
-           return ops::conv(in[0], in[1], nn::optional_input(in, 2), geometry(a, in[0].ndim() - 2, false));
+  std::vector<AttrSpec> packable = conv_attrs(false);
+  packable.push_back({"packed_channels", int64_t(0)});
+  r.add({"conv", "convolution of data [N, C, spatial...] with weight [M, C / groups, kernel...] (or its packing, for packed_channels=M), "
+         "optional bias [M]", 2, 3, packable, conv_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
+           return ops::conv(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, false),
+                            a.get_int("packed_channels"));
          })});
+  r.add({"conv_pack_weight", "a conv weight [M, C / groups, kernel...] as [M / block, C / groups, kernel..., block] (zeros past M), "
+         "the layout conv's blocked kernel reads", 1, 1, {{"block", int64_t(0), true}}, conv_pack_weight_rel, OpPattern::Injective,
+         nn::one_output([](const In& in, const Attrs& a) { return ops::conv_pack_weight(in[0], a.get_int("block")); })});
   r.add({"conv_integer", "int32 convolution of (data - data_zero) and (weight - weight_zero) for int8/uint8; padding reads data_zero", 4,
          4, conv_attrs(false), conv_integer_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
-           return ops::conv_integer(in[0], in[1], in[2], in[3], geometry(a, in[0].ndim() - 2, false));
+           return ops::conv_integer(in[0], in[1], in[2], in[3], conv_geometry(a, in[0].ndim() - 2, false));
          })});
   r.add({"qlinear_conv",
          "quantized convolution (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, optional int32 bias): "
          "int32 sums requantized to y_zero_point's type, rounding half to even and saturating",
          8, 9, conv_attrs(false), qlinear_conv_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
            return ops::qlinear_conv(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], nn::optional_input(in, 8),
-                                    geometry(a, in[0].ndim() - 2, false));
+                                    conv_geometry(a, in[0].ndim() - 2, false));
          })});
   r.add({"conv_transpose", "transposed convolution of data [N, C, spatial...] with weight [C, M / groups, kernel...], optional bias [M]",
          2, 3, conv_attrs(true), conv_transpose_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
-           return ops::conv_transpose(in[0], in[1], nn::optional_input(in, 2), geometry(a, in[0].ndim() - 2, true));
+           return ops::conv_transpose(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, true));
          })});
 }
 

@@ -1,4 +1,6 @@
-// Matrix products: matmul (numpy semantics), gemm, matmul_integer, einsum.
+// Matrix products: matmul (numpy semantics), gemm, matmul_integer, einsum. matmul's and gemm's
+// packed_columns (0: the operand as it is) says the right operand comes packed by
+// matmul_pack_weight, as AlterOpLayout rewrites products with a constant right operand.
 #include "relay_ir/ops/nn_ops.h"
 #include "runtime/error.h"
 #include "tensor_ir/ops/nn.h"
@@ -12,28 +14,52 @@ namespace {
 
 const std::initializer_list<const char*> kMatmulTypes = {"float16", "float32", "float64", "int32", "int64", "uint32", "uint64"};
 
-Type matmul_rel(const std::vector<Type>& args, const Attrs&) {
+// The shape of the right operand `b` stands for: itself, or with packed_columns > 0 the
+// [.., K, packed_columns] operand it is the packing of (checked).
+std::vector<int64_t> right_operand(const TensorTypeNode& a, const TensorTypeNode& b, const Attrs& attrs) {
+  int64_t columns = attrs.get_int("packed_columns");
+  if (columns < 0) fail("packed_columns must not be negative, got ", columns);
+  if (columns == 0) {
+    if (a.dtype != b.dtype) fail("operand dtypes differ: ", a.dtype.str(), " vs ", b.dtype.str());
+    return b.shape;
+  }
+  DataType want = ops::packed_weight_dtype(a.dtype);
+  if (b.dtype != want || a.ndim() < 2)
+    fail("a packed right operand (packed_columns=", columns, ") must be ", want.str(), " and the left one of rank >= 2, got ",
+         b.dtype.str(), " and rank ", a.ndim());
+  return ops::matmul_unpacked_weight_shape(b.shape, columns, a.dtype);
+}
+
+Type matmul_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& a = nn::arg(args, 0, "left operand");
   const auto& b = nn::arg(args, 1, "right operand");
   nn::require_dtype(a, "the left operand", kMatmulTypes);
-  if (a.dtype != b.dtype) fail("operand dtypes differ: ", a.dtype.str(), " vs ", b.dtype.str());
-  return tensor_type(ops::matmul_shape(a.shape, b.shape), a.dtype);
+  return tensor_type(ops::matmul_shape(a.shape, right_operand(a, b, attrs)), a.dtype);
+}
+
+Type matmul_pack_weight_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& b = nn::arg(args, 0, "operand");
+  nn::require_dtype(b, "the operand", kMatmulTypes);
+  int64_t trans = attrs.get_int("trans");
+  if (trans != 0 && trans != 1) fail("trans must be 0 or 1, got ", trans);
+  return tensor_type(ops::matmul_packed_weight_shape(b.shape, trans, b.dtype), ops::packed_weight_dtype(b.dtype));
 }
 
 Type gemm_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& a = nn::arg(args, 0, "A");
-  const auto& b = nn::arg(args, 1, "B");
+  const auto& b_type = nn::arg(args, 1, "B");
   nn::require_dtype(a, "A", kMatmulTypes);
-  if (a.dtype != b.dtype) fail("A and B dtypes differ: ", a.dtype.str(), " vs ", b.dtype.str());
-  if (a.ndim() != 2 || b.ndim() != 2)
-    fail("A and B must be 2-D, got ", runtime::shape_str(a.shape), " and ", runtime::shape_str(b.shape));
+  std::vector<int64_t> b = right_operand(a, b_type, attrs);
+  if (a.ndim() != 2 || b.size() != 2)
+    fail("A and B must be 2-D, got ", runtime::shape_str(a.shape), " and ", runtime::shape_str(b));
   for (const char* flag : {"trans_a", "trans_b"})
     if (attrs.get_int(flag) != 0 && attrs.get_int(flag) != 1) fail(flag, " must be 0 or 1, got ", attrs.get_int(flag));
   bool ta = attrs.get_int("trans_a"), tb = attrs.get_int("trans_b");
-  int64_t m = a.shape[ta ? 1 : 0], k = a.shape[ta ? 0 : 1], kb = b.shape[tb ? 1 : 0], n = b.shape[tb ? 0 : 1];
+  if (tb && attrs.get_int("packed_columns")) fail("a packed B is not transposed (trans_b must be 0; the packing transposed it)");
+  int64_t m = a.shape[ta ? 1 : 0], k = a.shape[ta ? 0 : 1], kb = b[tb ? 1 : 0], n = b[tb ? 0 : 1];
   if (k != kb)
     fail("inner dimensions differ: A ", runtime::shape_str(a.shape), (ta ? " (transposed)" : ""), " and B ",
-         runtime::shape_str(b.shape), (tb ? " (transposed)" : ""), " give ", k, " vs ", kb);
+         runtime::shape_str(b), (tb ? " (transposed)" : ""), " give ", k, " vs ", kb);
   if (args.size() > 2) {
     const auto& c = nn::arg(args, 2, "C");
     if (c.dtype != a.dtype) fail("C dtype ", c.dtype.str(), " differs from A's ", a.dtype.str());
@@ -108,14 +134,19 @@ Type einsum_rel(const std::vector<Type>& args, const Attrs& attrs) {
 }  // namespace
 
 void register_nn_matmul_ops(OpRegistry& r) {
-  r.add({"matmul", "numpy matmul: batch dimensions broadcast; a 1-D operand is a row (left) or column (right)", 2, 2, {},
-         matmul_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs&) { return ops::matmul(in[0], in[1]); })});
-  r.add({"gemm", "alpha * op(A) @ op(B) + beta * C (C optional, broadcast; op transposes when trans_a / trans_b)", 2, 3,
-         {{"trans_a", int64_t(0)}, {"trans_b", int64_t(0)}, {"alpha", 1.0}, {"beta", 1.0}}, gemm_rel,
+  r.add({"matmul", "numpy matmul: batch dimensions broadcast; a 1-D operand is a row (left) or column (right); the right one may "
+         "come packed (packed_columns=N)", 2, 2, {{"packed_columns", int64_t(0)}}, matmul_rel, OpPattern::OutEWiseFusable,
+         nn::one_output([](const In& in, const Attrs& a) { return ops::matmul(in[0], in[1], a.get_int("packed_columns")); })});
+  r.add({"gemm", "alpha * op(A) @ op(B) + beta * C (C optional, broadcast; op transposes when trans_a / trans_b; B may come packed, "
+         "packed_columns=N)", 2, 3,
+         {{"trans_a", int64_t(0)}, {"trans_b", int64_t(0)}, {"alpha", 1.0}, {"beta", 1.0}, {"packed_columns", int64_t(0)}}, gemm_rel,
          OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
            return ops::gemm(in[0], in[1], nn::optional_input(in, 2), a.get_int("trans_a"), a.get_int("trans_b"),
-                            a.get_float("alpha"), a.get_float("beta"));
+                            a.get_float("alpha"), a.get_float("beta"), a.get_int("packed_columns"));
          })});
+  r.add({"matmul_pack_weight", "a right operand [.., K, N] (or [.., N, K] with trans=1) as the panels [.., N / nr, K, nr] (zeros past N) "
+         "the matmul kernel reads", 1, 1, {{"trans", int64_t(0)}}, matmul_pack_weight_rel, OpPattern::Injective,
+         nn::one_output([](const In& in, const Attrs& a) { return ops::matmul_pack_weight(in[0], a.get_int("trans")); })});
   r.add({"matmul_integer", "int32 matmul of (A - a_zero_point) and (B - b_zero_point) for int8/uint8 operands", 4, 4, {},
          matmul_integer_rel, OpPattern::OutEWiseFusable,
          nn::one_output([](const In& in, const Attrs&) { return ops::matmul_integer(in[0], in[1], in[2], in[3]); })});

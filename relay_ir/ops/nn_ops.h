@@ -6,11 +6,12 @@
 
 #include "relay_ir/op.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/ops/nn.h"
 
 namespace tessera::relay_ir {
 
-void register_nn_matmul_ops(OpRegistry& r);   // nn_matmul.cc: matmul, gemm, matmul_integer, einsum
-void register_nn_conv_ops(OpRegistry& r);     // nn_conv.cc: conv, conv_integer, conv_transpose
+void register_nn_matmul_ops(OpRegistry& r);   // nn_matmul.cc: matmul, gemm, matmul_pack_weight, matmul_integer, einsum
+void register_nn_conv_ops(OpRegistry& r);     // nn_conv.cc: conv, conv_pack_weight, conv_integer, conv_transpose
 void register_nn_pool_ops(OpRegistry& r);     // nn_pool.cc: pooling
 void register_nn_norm_ops(OpRegistry& r);     // nn_norm.cc: normalizations
 void register_nn_softmax_ops(OpRegistry& r);  // nn_softmax.cc: softmax, log_softmax, hardmax, nll_loss
@@ -23,6 +24,9 @@ const TensorTypeNode& arg(const std::vector<Type>& args, size_t i, const std::st
 void require_float(const TensorTypeNode& t, const std::string& what);
 // Fails unless `t` is one of `allowed` (dtype names).
 void require_dtype(const TensorTypeNode& t, const std::string& what, std::initializer_list<const char*> allowed);
+// The geometry of a convolution call (conv, conv_integer, qlinear_conv, conv_transpose) with
+// `rank` spatial dimensions, its empty attributes filled with their defaults.
+tensor_ir::ops::ConvGeometry conv_geometry(const Attrs& a, size_t rank, bool transposed);
 // The tensor-IR input at `i`, or an undefined tensor when the call has fewer arguments.
 inline tensor_ir::Tensor optional_input(const std::vector<tensor_ir::Tensor>& in, size_t i) {
   return i < in.size() ? in[i] : tensor_ir::Tensor();

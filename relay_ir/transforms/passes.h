@@ -19,8 +19,25 @@ Pass simplify_expr_pass();
 // Groups operators into fused kernels (primitive functions) by pattern kind: injective chains,
 // elementwise epilogues of convolutions and matmuls, injective producers of reductions.
 Pass fuse_ops_pass();
+// Folds an inference batch_norm into the conv, gemm or matmul producing its input (weights and
+// bias rescaled per output channel, as graph ops over the constants for FoldConstant), when its
+// parameters and the product's weight are compile-time values and nothing else reads the product.
+Pass fold_batch_norm_pass();
+// CPU layouts: a conv (blocked form) or matmul/gemm whose weight is a compile-time value takes it
+// packed as its kernel reads it (conv_pack_weight, matmul_pack_weight), for FoldConstant to pack
+// once instead of the kernel on every call. Bit-identical results, except products of fewer
+// than 4 rows (the classifier of a CNN), which take the packed kernel instead of the unpacked
+// one: equal up to LLVM's reassociation of their sums (last-bit differences).
+Pass alter_op_layout_pass();
 
-// The sequence build() runs at `opt_level` (0: only what is required to compile).
+// The sequence build() runs at `opt_level` (build()'s default is 2). Each pass runs at its level
+// and above:
+//   0  InferType, DeadCodeElimination: only what compiling needs, every op its own kernel;
+//   1  + FoldBatchNorm, FoldConstant, SimplifyExpr, EliminateCommonSubexpr, FuseOps;
+//   2  the same as 1 (the default);
+//   3  + AlterOpLayout (constant weights prepacked: faster kernels, larger constants, longer
+//      compiles).
+// FoldBatchNorm and AlterOpLayout come before FoldConstant, which evaluates what they build.
 std::vector<Pass> standard_passes();
 
 }  // namespace tessera::relay_ir

@@ -6,6 +6,8 @@ std::vector<Pass> standard_passes() {
   return {
       infer_type_pass(),
       dead_code_elimination_pass(),
+      fold_batch_norm_pass(),
+      alter_op_layout_pass(),
       fold_constant_pass(),
       simplify_expr_pass(),
       eliminate_common_subexpr_pass(),

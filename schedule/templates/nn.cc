@@ -80,6 +80,7 @@ void add_nn_templates(std::map<std::string, CpuTemplate>& t) {
   add_nn_conv_templates(t);
   add_nn_pool_templates(t);
   add_nn_norm_templates(t);
+  add_nn_grad_templates(t);
 }
 
 }  // namespace tessera::schedule

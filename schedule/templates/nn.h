@@ -13,6 +13,7 @@ void add_nn_matmul_templates(std::map<std::string, CpuTemplate>& t);   // nn_mat
 void add_nn_conv_templates(std::map<std::string, CpuTemplate>& t);     // nn_conv.cc
 void add_nn_pool_templates(std::map<std::string, CpuTemplate>& t);     // nn_pool.cc: window pooling
 void add_nn_norm_templates(std::map<std::string, CpuTemplate>& t);     // nn_rows.cc: normalizations, softmax, losses
+void add_nn_grad_templates(std::map<std::string, CpuTemplate>& t);     // nn_grad.cc: gradient ops, batch_norm_train
 
 namespace nn {
 
@@ -30,7 +31,8 @@ std::vector<Tensor> unscheduled_stages(Schedule& s, const Tensor& output);
 Loop fuse_all(Stage& st, const std::vector<Loop>& loops);
 // The matmul tiling (nn_matmul.cc): `out` reads the padded `product` (tag "matmul") elementwise,
 // its loops `batch`, `rows` and `cols` running over the product's batch, row and column
-// dimensions; `packed` is the product's B panel stage (tag "matmul_pack").
+// dimensions; `packed` is the product's B panel stage (tag "matmul_pack", or an inlined
+// "matmul_prepacked" copy of panels packed ahead of time).
 void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
                            const Loop& rows, const Loop& cols);
 // The stage a template of an op that takes an epilogue (conv, matmul) should tile: `main`, the

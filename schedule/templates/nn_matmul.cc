@@ -4,6 +4,8 @@
 // accumulators (8 rows x two vectors: 16 of the 32 AVX-512 registers) held in registers over
 // the whole reduction (the product stage computed at the tile, rows unrolled, columns
 // vectorized, k unrolled by 4), and the epilogue (copy, cast, alpha/beta/bias) stores the tile.
+// Panels packed ahead of time ("matmul_prepacked", a copy of an input, inlined) are read as
+// they are.
 #include "schedule/templates/nn.h"
 #include "tensor_ir/ops/nn.h"
 
@@ -28,7 +30,7 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   auto tiles = o.tile(rows, cols, mr, nr);  // io, jo, ii, ji
   Stage& p = s[product];
   Stage& b = s[packed];
-  const auto* bc = packed.as<ComputeOp>();
+  bool copied = b.attach_kind() != AttachKind::Inline;  // not when they come packed
   bool parallel = num_elements(product) * k >= kMinParallelWork;
   // Panels outermost when there are enough of them for the threads: each is packed right before
   // its row tiles use it (so it is read from cache, not memory) and stays there across them; A
@@ -43,7 +45,7 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
     Loop panel = fuse_all(o, batch);
     if (parallel) o.parallel(panel);
     tile = tiles[0];
-    if (k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel) b.compute_at(o, panel);
+    if (copied && k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel) b.compute_at(o, panel);
   } else {
     batch.push_back(tiles[0]);
     batch.push_back(tiles[1]);
@@ -61,6 +63,8 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   p.unroll(i);
   p.vectorize(j);
 
+  if (!copied) return;
+  const auto* bc = packed.as<ComputeOp>();
   b.vectorize(b.loop(bc->axis.back()));
   if (b.attach_kind() == AttachKind::Root) {
     std::vector<Loop> outer;
@@ -86,8 +90,9 @@ void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, cons
 void schedule_matmul(Schedule& s, const Tensor& main) {
   Tensor product = nn::find_tagged(main, "matmul");
   Tensor packed = nn::find_tagged(main, "matmul_pack");
+  if (!packed.defined()) packed = nn::find_tagged(main, "matmul_prepacked");  // inlined below
   Tensor out = packed.defined() && !main.same_as(product) ? nn::epilogue_target(s, main) : main;
-  nn::inline_injective_except(s, out, {product, packed});
+  nn::inline_injective_except(s, out, {product, nn::find_tagged(main, "matmul_pack")});
   if (packed.defined() && !out.same_as(product)) {
     schedule_packed(s, out, product, packed);
     return;

@@ -1,8 +1,10 @@
-// The template of window reductions ("pool", "pool_epilogue", "pool_indices"): each window
-// reduction vectorized along the last output dimension (a vector of outputs reads a vector of
-// inputs per window position, with masked loads at the borders), its small window loops unrolled
-// inside, outer loops parallel. Stages another output of the same kernel (max_pool's indices)
-// already scheduled are left alone.
+// The template of window reductions ("pool", "pool_epilogue", "pool_indices"): rows (every
+// dimension but the last) fused and spread over the threads, each row vectorized along the last
+// output dimension (a vector of outputs reads a vector of inputs per window position, with
+// masked loads at the borders), the small window loops unrolled inside. The steps of a
+// separable max pool ("pool_partial") are computed per output row, right before the row reads
+// them from the cache. Stages another output of the same kernel (max_pool's indices) already
+// scheduled are left alone.
 #include "schedule/templates/nn.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
@@ -13,18 +15,71 @@ using tensor_ir::ComputeOp;
 
 namespace {
 
-void schedule_window_stage(Schedule& s, const Tensor& t) {
-  schedule_generic_stage(s, t);
-  const auto* c = s[t].op().as<ComputeOp>();
-  int64_t window = 1;
-  for (const auto& r : c->reduce_axis()) window *= *tensor_ir::as_const_int(r->dom.extent);
-  if (window > 16) return;
-  for (const auto& r : c->reduce_axis()) s[t].unroll(s[t].loop(r));
+int64_t reduction_volume(const ComputeOp* c) {
+  int64_t v = 1;
+  for (const auto& r : c->reduce_axis()) v *= *tensor_ir::as_const_int(r->dom.extent);
+  return v;
 }
 
+// Along the last dimension whole vectors then a tail of its own: fused into the rows, the
+// split's inner loop would have a variable extent everywhere, which does not vectorize. The
+// window loops run between the two, so a vector's accumulator stays in a register over the
+// window. The rows run in parallel when the stage and the steps computed inside it do enough
+// work (`window`: their reductions' volume). Returns the fused rows loop.
+Loop schedule_window_stage(Schedule& s, const Tensor& t, int64_t window) {
+  Stage& st = s[t];
+  const auto* c = st.op().as<ComputeOp>();
+  std::vector<Loop> rows;
+  for (size_t d = 0; d + 1 < c->axis.size(); ++d) rows.push_back(st.loop(c->axis[d]));
+  Loop last = st.loop(c->axis.back());
+  int64_t width = c->dim(c->axis.size() - 1);
+  int lanes = vector_lanes(c->dtype);
+  std::vector<Loop> order = rows;
+  Loop vec;
+  if (width >= lanes) {
+    auto [outer, inner] = st.split(last, lanes);
+    order.push_back(outer);
+    vec = inner;
+  } else if (width > 1) {
+    vec = last;
+  } else {
+    order.push_back(last);
+  }
+  for (const auto& r : c->reduce_axis()) order.push_back(st.loop(r));
+  if (vec) order.push_back(vec);
+  st.reorder(order);
+  if (vec) st.vectorize(vec);
+  if (reduction_volume(c) <= 16)
+    for (const auto& r : c->reduce_axis()) st.unroll(st.loop(r));
+  Loop fused = nn::fuse_all(st, rows);
+  if (fused && nn::num_elements(t) * window >= nn::kMinParallelWork) st.parallel(fused);
+  return fused;
+}
+
+// The output of a separable max pool may be a plain selection of its last step; it stays a
+// stage of its own (not inlined into a fused epilogue) so the steps have a row to live in.
 void schedule_pool(Schedule& s, const Tensor& out) {
-  nn::inline_injective_except(s, out, {});
-  for (const Tensor& t : nn::unscheduled_stages(s, out)) schedule_window_stage(s, t);
+  nn::inline_injective_except(s, out, {out});
+  std::vector<Tensor> steps;
+  int64_t window = 1;
+  for (const Tensor& t : nn::unscheduled_stages(s, out)) {
+    const auto* c = t.as<ComputeOp>();
+    if (c->tag == "pool_partial") steps.push_back(t);
+    if (c->tag == "pool_partial" || t.same_as(out)) window *= reduction_volume(c);
+  }
+  for (const Tensor& t : nn::unscheduled_stages(s, out)) {
+    const auto* c = t.as<ComputeOp>();
+    if (c->tag == "pool_partial") continue;
+    if (!t.same_as(out) || steps.empty()) {
+      schedule_window_stage(s, t, reduction_volume(c));
+      continue;
+    }
+    Loop rows = schedule_window_stage(s, t, window);
+    for (const Tensor& p : steps) {
+      s[p].compute_at(s[t], rows);
+      schedule_window_stage(s, p, 0);
+    }
+  }
 }
 
 }  // namespace

@@ -14,15 +14,28 @@ namespace tessera::tensor_ir::ops {
 
 // numpy matmul: a 1-D `a` is a row, a 1-D `b` a column (the added dimension is removed from the
 // result); leading batch dimensions broadcast.
-Tensor matmul(const Tensor& a, const Tensor& b);
+// With packed_columns > 0, `b` is matmul_pack_weight's packing of a [.., K, packed_columns] operand.
+Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns = 0);
 std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 // The register tile of a packed product: rows of the result, and columns (two vectors of the
 // accumulation type, or one when n is narrower). The packed result is padded to whole tiles.
 int64_t matmul_tile_rows(int64_t m);
 int64_t matmul_tile_cols(DataType acc, int64_t n);
 // alpha * op(a) @ op(b) + beta * c for 2-D a and b, op transposing when asked; `c` (may be
-// undefined) broadcasts to the result.
-Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a, bool trans_b, double alpha, double beta);
+// undefined) broadcasts to the result. With packed_columns > 0, `b` is matmul_pack_weight's
+// packing of a [K, packed_columns] operand (trans_b must then be false).
+Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a, bool trans_b, double alpha, double beta,
+            int64_t packed_columns = 0);
+// Right operands packed ahead of time (for constant ones, by the graph's AlterOpLayout): b
+// [batch.., K, N] (or [batch.., N, K] with `trans`) as the panels [batch.., N / nr, K, nr] (zeros
+// past N, in the accumulation type) the product's kernel reads. A product reads a packed operand
+// whatever its row count (packing per call pays only with 4 rows or more): packable when both
+// operands have rank >= 2 and b at least one vector of columns. The unpacked shape is that of
+// the operand a packing of `columns` columns came from; it fails for any other shape.
+bool matmul_weight_packable(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool trans, DataType dtype);
+std::vector<int64_t> matmul_packed_weight_shape(const std::vector<int64_t>& b, bool trans, DataType dtype);
+std::vector<int64_t> matmul_unpacked_weight_shape(const std::vector<int64_t>& packed, int64_t columns, DataType dtype);
+Tensor matmul_pack_weight(const Tensor& b, bool trans);
 // Integer matmul accumulated in int32: (a - a_zero) @ (b - b_zero). a_zero is a scalar or one
 // value per row of a; b_zero a scalar or one per column of b.
 Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero);
@@ -52,8 +65,17 @@ std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vec
 int64_t conv_tile_width(int64_t width, int64_t vectors);
 // The output rows a depthwise convolution computes together (its product pads the rows to it).
 int64_t depthwise_row_block(int64_t rows);
-// `bias` [M] may be undefined.
-Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g);
+// `bias` [M] may be undefined. With packed_channels > 0, `weight` is conv_pack_weight's packing
+// of a [packed_channels, C / groups, kernel...] weight, in the blocks this convolution reads.
+Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, int64_t packed_channels = 0);
+// Weights packed ahead of time (for constant weights, by the graph's AlterOpLayout): the blocked
+// form reads its weight as Wp[m / block, c, k.., m % block] (zeros past M), in the accumulation
+// type. conv_weight_block gives the block a convolution of these shapes reads, or 0 when it takes
+// another form, which reads the weight as it is.
+int64_t conv_weight_block(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
+                          DataType dtype);
+std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight, int64_t block);
+Tensor conv_pack_weight(const Tensor& weight, int64_t block);
 // Integer convolution accumulated in int32 over (data - data_zero) and (weight - weight_zero);
 // padding reads data_zero (so it contributes nothing). data_zero is a scalar, weight_zero a
 // scalar or one value per output channel.
@@ -126,6 +148,10 @@ Tensor hardmax(const Tensor& x, int64_t axis, bool trailing = false);
 // count for nothing.
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, const std::string& reduction,
                 int64_t ignore_index);
+
+// The dtype weights of `t` are packed in (conv_pack_weight, matmul_pack_weight): the type the
+// products accumulate in, float32 for float16.
+DataType packed_weight_dtype(DataType t);
 
 // A dimension index in [0, rank); throws naming `what` when out of range.
 int64_t normalize_axis(int64_t axis, size_t rank, const std::string& what);

@@ -5,7 +5,8 @@
 //    innermost dimension of the product R[n, m / ocv, spatial.., m % ocv], and the last spatial
 //    dimension is padded to whole tiles, so the "conv" template keeps a tile of outputs x ocv
 //    channels in registers: each step broadcasts one input and multiplies a packed weight
-//    vector Wp[m / ocv, c, k.., m % ocv] (tag "conv_pack");
+//    vector Wp[m / ocv, c, k.., m % ocv] (tag "conv_pack"), or reads the same layout from a
+//    weight packed ahead of time by conv_pack_weight (the graph's AlterOpLayout pass);
 //  * depthwise (one input channel per group, tag "depthwise_conv"): R[n, m, spatial..] with the
 //    last dimension padded to whole vectors, vectorized along it;
 //  * direct (other grouped shapes, tag "conv_direct"), left to the generic schedule.
@@ -40,6 +41,8 @@ struct ConvCore {
   bool unpadded = false;
   // Weight element (m, c within the group, kernel position) in `acc`.
   std::function<Expr(const Expr& m, const Expr& c, const std::vector<Expr>& k)> weight;
+  // The weight already packed as the blocked form reads it (conv_pack_weight), or undefined.
+  Tensor packed_weight;
   Tensor bias;  // [m] or undefined
   // The output value from the accumulated one (bias added) at output index v; default: a cast.
   std::function<Expr(const Expr& value, const std::vector<Var>& v)> finish;
@@ -104,6 +107,22 @@ std::vector<IterVar> kernel_axes(const ConvCore& c) {
   return r;
 }
 
+// The blocked form's weight: Wp[m / ocv, c, k.., m % ocv] (zeros past m), in `acc`.
+Tensor pack_weight(const ConvCore& c, int64_t ocv) {
+  int64_t blocks = (c.m + ocv - 1) / ocv;
+  std::vector<Expr> wshape{Expr(blocks), Expr(c.c / c.groups)};
+  for (int64_t k : c.kernel) wshape.push_back(Expr(k));
+  wshape.push_back(Expr(ocv));
+  std::vector<std::string> wnames{"mo", "c"};
+  for (const auto& s : spatial_names(c.kernel.size(), "k")) wnames.push_back(s);
+  wnames.push_back("mi");
+  return compute(wshape, [&](const std::vector<Var>& v) {
+    Expr mm = v[0] * Expr(ocv) + v.back();
+    std::vector<Expr> k(v.begin() + 2, v.end() - 1);
+    return select(mm < Expr(c.m), c.weight(mm, v[1], k), make_zero(c.acc));  // lazy: no read past m
+  }, c.name + "_packed_weight", "conv_pack", wnames);
+}
+
 Tensor blocked(const ConvCore& c, int64_t ocv) {
   size_t rank = c.out.size();
   int64_t cg = c.c / c.groups, mg = c.m / c.groups;
@@ -111,17 +130,7 @@ Tensor blocked(const ConvCore& c, int64_t ocv) {
   int64_t last = (c.out.back() + tile - 1) / tile * tile;
   Tensor p = padded_input(c, needed_extent(c, with_last(c.out, last)));
   int64_t blocks = (c.m + ocv - 1) / ocv;
-  std::vector<Expr> wshape{Expr(blocks), Expr(cg)};
-  for (int64_t k : c.kernel) wshape.push_back(Expr(k));
-  wshape.push_back(Expr(ocv));
-  std::vector<std::string> wnames{"mo", "c"};
-  for (const auto& s : spatial_names(rank, "k")) wnames.push_back(s);
-  wnames.push_back("mi");
-  Tensor wp = compute(wshape, [&](const std::vector<Var>& v) {
-    Expr mm = v[0] * Expr(ocv) + v.back();
-    std::vector<Expr> k(v.begin() + 2, v.end() - 1);
-    return select(mm < Expr(c.m), c.weight(mm, v[1], k), make_zero(c.acc));  // lazy: no read past m
-  }, c.name + "_packed_weight", "conv_pack", wnames);
+  Tensor wp = c.packed_weight.defined() ? c.packed_weight : pack_weight(c, ocv);
   std::vector<Expr> shape{Expr(c.n), Expr(blocks)};
   for (size_t d = 0; d < rank; ++d) shape.push_back(Expr(d + 1 == rank ? last : c.out[d]));
   shape.push_back(Expr(ocv));
@@ -246,7 +255,14 @@ Tensor pointwise(const ConvCore& c) {
   });
 }
 
-Tensor conv_core(const ConvCore& c) {
+// The form a convolution takes (see the top of the file), and for the blocked one its block of
+// output channels (ocv).
+struct ConvForm {
+  enum Kind { Pointwise, Depthwise, Blocked, Direct } kind;
+  int64_t block = 0;
+};
+
+ConvForm conv_form(const ConvCore& c) {
   int64_t lanes = lanes_of(c.acc);
   int64_t cg = c.c / c.groups, mg = c.m / c.groups;
   int64_t volume = 1, positions = 1;
@@ -254,11 +270,28 @@ Tensor conv_core(const ConvCore& c) {
     volume *= c.kernel[d] * c.strides[d];
     positions *= c.out[d];
   }
-  if (c.unpadded && c.groups == 1 && volume == 1 && c.m >= 8 && positions >= lanes) return pointwise(c);
-  if (c.groups > 1 && cg == 1) return depthwise(c);
-  if (mg % (2 * lanes) == 0) return blocked(c, 2 * lanes);
-  if (mg % lanes == 0 || (c.groups == 1 && c.m >= lanes)) return blocked(c, c.groups == 1 && c.m >= 2 * lanes ? 2 * lanes : lanes);
-  return direct(c);
+  if (c.unpadded && c.groups == 1 && volume == 1 && c.m >= 8 && positions >= lanes) return {ConvForm::Pointwise};
+  if (c.groups > 1 && cg == 1) return {ConvForm::Depthwise};
+  if (mg % (2 * lanes) == 0) return {ConvForm::Blocked, 2 * lanes};
+  if (mg % lanes == 0 || (c.groups == 1 && c.m >= lanes))
+    return {ConvForm::Blocked, c.groups == 1 && c.m >= 2 * lanes ? 2 * lanes : lanes};
+  return {ConvForm::Direct};
+}
+
+Tensor conv_core(const ConvCore& c) {
+  ConvForm form = conv_form(c);
+  if (c.packed_weight.defined()) {
+    int64_t given = c.packed_weight->dim(c.packed_weight.ndim() - 1);
+    if (form.kind != ConvForm::Blocked || form.block != given)
+      fail(c.name, ": the weight is packed in blocks of ", given, " channels, but this convolution ",
+           form.kind == ConvForm::Blocked ? "reads blocks of " + std::to_string(form.block) : std::string("does not read a packed weight"));
+  }
+  switch (form.kind) {
+    case ConvForm::Pointwise: return pointwise(c);
+    case ConvForm::Depthwise: return depthwise(c);
+    case ConvForm::Blocked: return blocked(c, form.block);
+    default: return direct(c);
+  }
 }
 
 void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g) {
@@ -272,20 +305,28 @@ void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g) {
   if (g.groups < 1) fail(op, ": groups must be positive, got ", g.groups);
 }
 
-ConvCore forward_core(const std::string& name, const Tensor& data, const Tensor& weight, const ConvGeometry& g, DataType acc,
-                      const Tensor& data_zero, const Tensor& weight_zero) {
-  std::vector<int64_t> ds = static_shape(data), ws = static_shape(weight);
+// The sizes of a forward convolution of data `ds` with a weight `ws` (what picks its form).
+ConvCore forward_sizes(const std::string& name, const std::vector<int64_t>& ds, const std::vector<int64_t>& ws,
+                       const ConvGeometry& g, DataType acc) {
   std::vector<int64_t> out = conv_shape(ds, ws, g);
   ConvCore c;
   c.name = name;
   c.n = ds[0], c.c = ds[1], c.m = ws[0], c.groups = g.groups;
-  size_t rank = ds.size() - 2;
   c.kernel.assign(ws.begin() + 2, ws.end());
   c.strides = g.strides, c.dilations = g.dilations;
   c.out.assign(out.begin() + 2, out.end());
   c.acc = acc;
-  bool padded = std::any_of(g.pads.begin(), g.pads.end(), [](int64_t p) { return p != 0; });
-  if (!padded && acc == data.dtype() && !data_zero.defined()) c.raw = data;
+  c.unpadded = std::all_of(g.pads.begin(), g.pads.end(), [](int64_t p) { return p == 0; });
+  return c;
+}
+
+// `ws`: the weight's shape as the convolution sees it, [M, C / groups, kernel...].
+ConvCore forward_core(const std::string& name, const Tensor& data, const Tensor& weight, const std::vector<int64_t>& ws,
+                      const ConvGeometry& g, DataType acc, const Tensor& data_zero, const Tensor& weight_zero) {
+  std::vector<int64_t> ds = static_shape(data);
+  ConvCore c = forward_sizes(name, ds, ws, g, acc);
+  size_t rank = ds.size() - 2;
+  if (c.unpadded && acc == data.dtype() && !data_zero.defined()) c.raw = data;
   c.source = [data, data_zero, ds, g, acc, rank](const Expr& n, const Expr& ch, const std::vector<Expr>& pos) {
     std::vector<Expr> idx{n, ch};
     Expr inside = const_true();
@@ -299,7 +340,6 @@ ConvCore forward_core(const std::string& name, const Tensor& data, const Tensor&
     Expr v = read_as(data, idx, acc) - zero_point(data_zero, Expr(0), acc);
     return select(inside, v, make_zero(acc));
   };
-  c.unpadded = !padded;
   c.input = [data, data_zero, acc](const Expr& n, const Expr& ch, const std::vector<Expr>& pos) {
     std::vector<Expr> idx{n, ch};
     idx.insert(idx.end(), pos.begin(), pos.end());
@@ -353,10 +393,63 @@ std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vec
   return out;
 }
 
-Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g) {
-  if (data.dtype() != weight.dtype()) fail("conv: data and weight dtypes differ: ", data.dtype().str(), " vs ", weight.dtype().str());
+std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight, int64_t block) {
+  if (weight.size() < 3 || block < 1)
+    fail("conv_pack_weight: weight must be [M, C / groups, kernel...] and block positive, got ", runtime::shape_str(weight),
+         " and ", block);
+  std::vector<int64_t> packed{(weight[0] + block - 1) / block};
+  packed.insert(packed.end(), weight.begin() + 1, weight.end());
+  packed.push_back(block);
+  return packed;
+}
+
+int64_t conv_weight_block(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
+                          DataType dtype) {
+  ConvForm form = conv_form(forward_sizes("conv", data, weight, g, accumulation_type(dtype)));
+  return form.kind == ConvForm::Blocked ? form.block : 0;
+}
+
+Tensor conv_pack_weight(const Tensor& weight, int64_t block) {
+  std::vector<int64_t> ws = static_shape(weight);
+  conv_packed_weight_shape(ws, block);  // checks the arguments
+  ConvCore c;
+  c.name = "conv";
+  c.m = ws[0], c.c = ws[1];
+  c.kernel.assign(ws.begin() + 2, ws.end());
+  c.acc = accumulation_type(weight.dtype());
+  DataType acc = c.acc;
+  c.weight = [weight, acc](const Expr& m, const Expr& ch, const std::vector<Expr>& k) {
+    std::vector<Expr> idx{m, ch};
+    idx.insert(idx.end(), k.begin(), k.end());
+    return read_as(weight, idx, acc);
+  };
+  return pack_weight(c, block);
+}
+
+Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, int64_t packed_channels) {
   DataType acc = accumulation_type(data.dtype());
-  ConvCore c = forward_core("conv", data, weight, g, acc, Tensor(), Tensor());
+  if (packed_channels == 0) {
+    if (data.dtype() != weight.dtype())
+      fail("conv: data and weight dtypes differ: ", data.dtype().str(), " vs ", weight.dtype().str());
+    ConvCore c = forward_core("conv", data, weight, static_shape(weight), g, acc, Tensor(), Tensor());
+    c.out_type = data.dtype();
+    c.bias = bias;
+    return conv_core(c);
+  }
+  // The packed [M / block, C / groups, kernel..., block] weight of a [M, C / groups, kernel...] one.
+  std::vector<int64_t> packed = static_shape(weight);
+  if (weight.dtype() != acc || packed.size() != data.ndim() + 1)
+    fail("conv: a packed weight must be ", acc.str(), " of rank ", data.ndim() + 1, ", got ", weight.dtype().str(),
+         runtime::shape_str(packed));
+  std::vector<int64_t> ws{packed_channels};
+  ws.insert(ws.end(), packed.begin() + 1, packed.end() - 1);
+  if (conv_packed_weight_shape(ws, packed.back()) != packed)
+    fail("conv: a weight packed in blocks of ", packed.back(), " for ", packed_channels, " channels has ",
+         (packed_channels + packed.back() - 1) / packed.back(), " blocks, got ", runtime::shape_str(packed));
+  ConvCore c = forward_core("conv", data, weight, ws, g, acc, Tensor(), Tensor());
+  // The blocked form reads it as it is (conv_core checks the convolution takes that form), so
+  // c.weight, which reads the unpacked layout, is never used.
+  c.packed_weight = weight;
   c.out_type = data.dtype();
   c.bias = bias;
   return conv_core(c);
@@ -364,7 +457,7 @@ Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const 
 
 Tensor conv_integer(const Tensor& data, const Tensor& weight, const Tensor& data_zero, const Tensor& weight_zero,
                     const ConvGeometry& g) {
-  ConvCore c = forward_core("conv_integer", data, weight, g, runtime::kInt32, data_zero, weight_zero);
+  ConvCore c = forward_core("conv_integer", data, weight, static_shape(weight), g, runtime::kInt32, data_zero, weight_zero);
   c.raw = Tensor();  // zero points are subtracted in the padded stage
   c.out_type = runtime::kInt32;
   return conv_core(c);
@@ -373,7 +466,7 @@ Tensor conv_integer(const Tensor& data, const Tensor& weight, const Tensor& data
 Tensor qlinear_conv(const Tensor& data, const Tensor& data_scale, const Tensor& data_zero, const Tensor& weight,
                     const Tensor& weight_scale, const Tensor& weight_zero, const Tensor& y_scale, const Tensor& y_zero,
                     const Tensor& bias, const ConvGeometry& g) {
-  ConvCore c = forward_core("qlinear_conv", data, weight, g, runtime::kInt32, data_zero, weight_zero);
+  ConvCore c = forward_core("qlinear_conv", data, weight, static_shape(weight), g, runtime::kInt32, data_zero, weight_zero);
   c.raw = Tensor();
   c.out_type = y_zero.dtype();
   c.bias = bias;

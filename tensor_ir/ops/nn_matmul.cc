@@ -2,7 +2,10 @@
 // column panels Bp[batch.., j / nr, k, j % nr] (zero-filled past N) so that a register tile of
 // the result reads it contiguously, then R[batch.., i, j] = sum_k A(i, k) * Bp(k, j) (tag
 // "matmul", the "matmul" CPU template's anchor). Casts, scaling and bias are an elementwise
-// epilogue (tag "matmul_epilogue") that the template computes at the tile.
+// epilogue (tag "matmul_epilogue") that the template computes at the tile. A constant right
+// operand may come packed ahead of time (matmul_pack_weight, by the graph's AlterOpLayout); the
+// product then reads it through a copy stage (tag "matmul_prepacked") that the template
+// inlines, which marks the panels for it.
 #include <algorithm>
 
 #include "runtime/error.h"
@@ -26,14 +29,40 @@ int64_t matmul_tile_cols(DataType acc, int64_t n) {
   return n >= 2 * lanes ? 2 * lanes : lanes;
 }
 
+namespace {
+
+std::vector<std::string> panel_axis_names(size_t batch) {
+  std::vector<std::string> names;
+  for (size_t d = 0; d < batch; ++d) names.push_back("b" + std::to_string(d));
+  names.insert(names.end(), {"jo", "k", "ji"});
+  return names;
+}
+
+// B's panels Bp[b_batch.., j / nr, k, j % nr] (zeros past n), in the accumulation type.
+Tensor pack_panels(const MatmulCore& c, const std::string& name) {
+  int64_t nr = matmul_tile_cols(c.acc, c.n), n = c.n;
+  std::vector<Expr> shape = shape_exprs(c.b_batch);
+  shape.insert(shape.end(), {Expr((c.n + nr - 1) / nr), Expr(c.k), Expr(nr)});
+  size_t nbb = c.b_batch.size();
+  return compute(shape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> batch(v.begin(), v.begin() + nbb);
+    Expr j = v[nbb] * Expr(nr) + v[nbb + 2];
+    // The select is lazy (past n nothing is read): no clamp, which would make the loads gathers.
+    return select(j < Expr(n), c.b(batch, j, v[nbb + 1]), make_zero(c.acc));
+  }, name + "_packed", "matmul_pack", panel_axis_names(nbb));
+}
+
+}  // namespace
+
 namespace nn_detail {
 
 Tensor matmul_core(const MatmulCore& c, const std::string& name) {
   int lanes = vector_lanes_of(c.acc);
-  // Pack when a panel is at least one vector wide and there are enough rows to reuse it. The
-  // packed form also pads the result to whole tiles (rows read A clamped, columns read the
-  // zero-filled panel) so a tile's loops have constant extents; the epilogue drops the padding.
-  bool pack = c.has_i && c.has_j && c.n >= lanes && c.m >= 4;
+  // Pack when a panel is at least one vector wide and there are enough rows to reuse it (or
+  // when B comes packed). The packed form also pads the result to whole tiles (rows read A
+  // clamped, columns read the zero-filled panel) so a tile's loops have constant extents; the
+  // epilogue drops the padding.
+  bool pack = c.packed_b.defined() || (c.has_i && c.has_j && c.n >= lanes && c.m >= 4);
   if (!pack) {
     std::vector<Expr> shape = shape_exprs(c.batch);
     std::vector<std::string> names;
@@ -50,25 +79,14 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
     }, name, "matmul", names);
   }
   int64_t nr = matmul_tile_cols(c.acc, c.n), mr = matmul_tile_rows(c.m);
-  std::vector<Expr> shape = shape_exprs(c.b_batch);
-  shape.push_back(Expr((c.n + nr - 1) / nr));
-  shape.push_back(Expr(c.k));
-  shape.push_back(Expr(nr));
-  std::vector<std::string> names;
-  for (size_t d = 0; d < c.b_batch.size(); ++d) names.push_back("b" + std::to_string(d));
-  names.insert(names.end(), {"jo", "k", "ji"});
-  size_t nbb = c.b_batch.size();
   int64_t n = c.n, m = c.m;
-  Tensor bp = compute(shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> batch(v.begin(), v.begin() + nbb);
-    Expr j = v[nbb] * Expr(nr) + v[nbb + 2];
-    // The select is lazy (past n nothing is read): no clamp, which would make the loads gathers.
-    return select(j < Expr(n), c.b(batch, j, v[nbb + 1]), make_zero(c.acc));
-  }, name + "_packed", "matmul_pack", names);
-  shape = shape_exprs(c.batch);
+  Tensor bp = c.packed_b.defined() ? compute(c.packed_b->shape, [&](const std::vector<Var>& v) { return c.packed_b(as_exprs(v)); },
+                                             name + "_prepacked", "matmul_prepacked", panel_axis_names(c.b_batch.size()))
+                                   : pack_panels(c, name);
+  std::vector<Expr> shape = shape_exprs(c.batch);
   shape.push_back(Expr((m + mr - 1) / mr * mr));
   shape.push_back(Expr((n + nr - 1) / nr * nr));
-  names.clear();
+  std::vector<std::string> names;
   for (size_t d = 0; d < c.batch.size(); ++d) names.push_back("b" + std::to_string(d));
   names.insert(names.end(), {"i", "j"});
   IterVar k = reduce_axis(Range(Expr(0), Expr(c.k)), "k");
@@ -133,9 +151,58 @@ std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vect
   return out;
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype()) fail("matmul: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
+std::vector<int64_t> matmul_packed_weight_shape(const std::vector<int64_t>& b, bool trans, DataType dtype) {
+  if (b.size() < 2) fail("matmul_pack_weight: the operand must have rank >= 2, got ", runtime::shape_str(b));
+  int64_t k = b[b.size() - (trans ? 1 : 2)], n = b[b.size() - (trans ? 2 : 1)];
+  int64_t nr = matmul_tile_cols(accumulation_type(dtype), n);
+  std::vector<int64_t> packed(b.begin(), b.end() - 2);
+  packed.insert(packed.end(), {(n + nr - 1) / nr, k, nr});
+  return packed;
+}
+
+std::vector<int64_t> matmul_unpacked_weight_shape(const std::vector<int64_t>& packed, int64_t columns, DataType dtype) {
+  std::vector<int64_t> b;
+  if (packed.size() >= 3 && columns > 0) {
+    b.assign(packed.begin(), packed.end() - 3);
+    b.insert(b.end(), {packed[packed.size() - 2], columns});
+  }
+  if (b.empty() || matmul_packed_weight_shape(b, false, dtype) != packed)
+    fail("matmul: ", runtime::shape_str(packed), " is not the packing (matmul_pack_weight) of a ", dtype.str(), " operand with ",
+         columns, " columns");
+  return b;
+}
+
+bool matmul_weight_packable(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool trans, DataType dtype) {
+  return a.size() >= 2 && b.size() >= 2 && b[b.size() - (trans ? 2 : 1)] >= vector_lanes_of(accumulation_type(dtype));
+}
+
+Tensor matmul_pack_weight(const Tensor& b, bool trans) {
+  std::vector<int64_t> bs = static_shape(b);
+  matmul_packed_weight_shape(bs, trans, b.dtype());  // checks the rank
+  MatmulCore c;
+  c.k = bs[bs.size() - (trans ? 1 : 2)];
+  c.n = bs[bs.size() - (trans ? 2 : 1)];
+  c.acc = accumulation_type(b.dtype());
+  c.b_batch.assign(bs.begin(), bs.end() - 2);
+  DataType acc = c.acc;
+  c.b = [&](const std::vector<Expr>& batch, const Expr& j, const Expr& k) {
+    std::vector<Expr> idx = batch;
+    idx.insert(idx.end(), {trans ? j : k, trans ? k : j});
+    return read_as(b, idx, acc);
+  };
+  return pack_panels(c, "matmul");
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns) {
   std::vector<int64_t> as = static_shape(a), bs = static_shape(b);
+  if (packed_columns > 0) {
+    bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype());
+    if (b.dtype() != accumulation_type(a.dtype()) || as.size() < 2)
+      fail("matmul: a packed right operand must be ", accumulation_type(a.dtype()).str(), " and the left one of rank >= 2, got ",
+           b.dtype().str(), " and ", runtime::shape_str(as));
+  } else if (a.dtype() != b.dtype()) {
+    fail("matmul: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
+  }
   std::vector<int64_t> out = matmul_shape(as, bs);
   MatmulCore c;
   c.has_i = as.size() > 1;
@@ -160,6 +227,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (c.has_j) idx.push_back(j);
     return read_as(b, idx, acc);
   };
+  if (packed_columns > 0) c.packed_b = b;
   std::vector<int64_t> b_batch = c.b_batch;
   c.b_batch_of = [b_batch](const std::vector<Expr>& batch) { return broadcast_batch(b_batch, batch); };
   Tensor r = matmul_core(c, "matmul");
@@ -168,14 +236,22 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return epilogue(r, "matmul_cast", [t](const std::vector<Var>&, Expr v) { return cast(t, v); });
 }
 
-Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, bool trans_b, double alpha, double beta) {
-  if (a.ndim() != 2 || b.ndim() != 2) fail("gemm: operands must be 2-D, got ranks ", a.ndim(), " and ", b.ndim());
-  if (a.dtype() != b.dtype()) fail("gemm: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
+Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, bool trans_b, double alpha, double beta,
+            int64_t packed_columns) {
+  std::vector<int64_t> bs = static_shape(b);
+  if (packed_columns > 0) {
+    bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype());
+    if (b.dtype() != accumulation_type(a.dtype()) || trans_b)
+      fail("gemm: a packed B must be ", accumulation_type(a.dtype()).str(), " and not transposed (the packing did that)");
+  } else if (a.dtype() != b.dtype()) {
+    fail("gemm: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
+  }
+  if (a.ndim() != 2 || bs.size() != 2) fail("gemm: operands must be 2-D, got ranks ", a.ndim(), " and ", bs.size());
   MatmulCore c;
   c.m = a->dim(trans_a ? 1 : 0);
   c.k = a->dim(trans_a ? 0 : 1);
-  c.n = b->dim(trans_b ? 0 : 1);
-  int64_t kb = b->dim(trans_b ? 1 : 0);
+  c.n = bs[trans_b ? 0 : 1];
+  int64_t kb = bs[trans_b ? 1 : 0];
   if (kb != c.k) fail("gemm: inner dimensions differ (", c.k, " vs ", kb, ")");
   c.acc = accumulation_type(a.dtype());
   DataType acc = c.acc;
@@ -185,6 +261,7 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
   c.b = [&](const std::vector<Expr>&, const Expr& j, const Expr& k) {
     return read_as(b, trans_b ? std::vector<Expr>{j, k} : std::vector<Expr>{k, j}, acc);
   };
+  if (packed_columns > 0) c.packed_b = b;
   c.b_batch_of = [](const std::vector<Expr>&) { return std::vector<Expr>{}; };
   Tensor r = matmul_core(c, "gemm");
   bool use_bias = bias.defined() && beta != 0;

@@ -21,10 +21,11 @@ struct Window {
   Expr inside;                // all positions inside the input
 };
 
-Window window(const Tensor& data, const PoolGeometry& g, const std::vector<Var>& out) {
+// The window over the first `dims` spatial dimensions (all of them by default).
+Window window(const Tensor& data, const PoolGeometry& g, const std::vector<Var>& out, size_t dims = SIZE_MAX) {
   Window w;
   w.inside = const_true();
-  size_t rank = g.kernel.size();
+  size_t rank = std::min(dims, g.kernel.size());
   for (size_t d = 0; d < rank; ++d) {
     IterVar k = reduce_axis(Range(Expr(0), Expr(g.kernel[d])), "r" + std::to_string(d));
     Expr x = out[2 + d] * Expr(g.strides[d]) + k * Expr(g.dilations[d]) - Expr(g.pads[d]);
@@ -79,13 +80,53 @@ std::vector<int64_t> pool_shape(const std::vector<int64_t>& data, const PoolGeom
   return out;
 }
 
+// A maximum over a window of two or more dimensions is taken in steps whose vectors are
+// contiguous loads: over the leading window dimensions for every input column the windows touch
+// (the borders a masked load each), then along the last one at every column (loads at
+// consecutive offsets), both per row (tag "pool_partial"); with a stride along the last
+// dimension, the output (tag "pool") then picks every stride-th column, one gathered load per
+// vector where reading the input directly would take one per window position.
 Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
-  return pool_compute(data, g, "max_pool", [&](const std::vector<Var>& o) {
-    Window w = window(data, g, o);
-    Expr lowest = make_const(data.dtype(), data.dtype().min_value());
-    if (data.dtype().is_float()) lowest = make_const(data.dtype(), -std::numeric_limits<double>::infinity());
-    return max_reduce(select(w.inside, read(data, o, w.pos), lowest), w.axes);
-  });
+  Expr lowest = make_const(data.dtype(), data.dtype().min_value());
+  if (data.dtype().is_float()) lowest = make_const(data.dtype(), -std::numeric_limits<double>::infinity());
+  size_t rank = g.kernel.size();
+  if (rank < 2) {
+    return pool_compute(data, g, "max_pool", [&](const std::vector<Var>& o) {
+      Window w = window(data, g, o);
+      return max_reduce(select(w.inside, read(data, o, w.pos), lowest), w.axes);
+    });
+  }
+  size_t last = rank - 1;
+  int64_t stride = g.strides[last], dilation = g.dilations[last];
+  std::vector<int64_t> out = pool_shape(static_shape(data), g);
+  std::vector<int64_t> columns = out;
+  columns.back() = (out.back() - 1) * stride + (g.kernel[last] - 1) * dilation + 1;
+  std::vector<std::string> names = nc_axis_names(out.size());
+  Tensor leading = compute(shape_exprs(columns), [&](const std::vector<Var>& o) {
+    Window w = window(data, g, o, last);
+    Expr x = o.back() - Expr(g.pads[last]);
+    w.pos.push_back(x);
+    Expr inside = logical_and(w.inside, logical_and(x >= Expr(0), x < Expr(data->dim(2 + last))));
+    return max_reduce(select(inside, read(data, o, w.pos), lowest), w.axes);
+  }, "max_pool_leading", "pool_partial", names);
+  // The window's maximum starting at each column (at every stride-th one: the output).
+  auto along_last = [&](int64_t width, const std::string& name, const std::string& tag) {
+    std::vector<int64_t> shape = out;
+    shape.back() = width;
+    IterVar k = reduce_axis(Range(Expr(0), Expr(g.kernel[last])), "r" + std::to_string(last));
+    return compute(shape_exprs(shape), [&](const std::vector<Var>& o) {
+      std::vector<Expr> idx = as_exprs(o);
+      idx.back() = o.back() + k * Expr(dilation);
+      return max_reduce(leading(idx), {k});
+    }, name, tag, names);
+  };
+  if (stride == 1) return along_last(out.back(), "max_pool", "pool");
+  Tensor window_max = along_last((out.back() - 1) * stride + 1, "max_pool_window", "pool_partial");
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
+    std::vector<Expr> idx = as_exprs(o);
+    idx.back() = o.back() * Expr(stride);
+    return window_max(idx);
+  }, "max_pool", "pool", names);
 }
 
 Tensor max_pool_indices(const Tensor& data, const Tensor& pooled, const PoolGeometry& g, int storage_order) {

@@ -1,5 +1,7 @@
 #include "tensor_ir/ops/nn_util.h"
 
+#include "tensor_ir/ops/nn.h"
+
 namespace tessera::tensor_ir::ops::nn_detail {
 
 std::vector<std::string> nc_axis_names(size_t rank) {
@@ -9,3 +11,9 @@ std::vector<std::string> nc_axis_names(size_t rank) {
 }
 
 }  // namespace tessera::tensor_ir::ops::nn_detail
+
+namespace tessera::tensor_ir::ops {
+
+DataType packed_weight_dtype(DataType t) { return nn_detail::accumulation_type(t); }
+
+}  // namespace tessera::tensor_ir::ops

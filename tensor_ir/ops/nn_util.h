@@ -60,8 +60,11 @@ struct MatmulCore {
   std::vector<int64_t> b_batch;
   // B's batch indices for the result's batch indices.
   std::function<std::vector<Expr>(const std::vector<Expr>&)> b_batch_of;
+  // B already packed into panels (matmul_pack_weight), or undefined; `b` is then not read.
+  Tensor packed_b;
 };
-// With at least 4 rows and one vector of columns: B packed into panels (tag "matmul_pack"), the
+// With at least 4 rows and one vector of columns, or B packed ahead: B packed into panels (tag
+// "matmul_pack"; "matmul_prepacked", a copy the template inlines, for packed_b), the
 // product padded to whole tiles (tag "matmul") and an unpadding stage (tag "matmul_epilogue",
 // which a caller's epilogue may read through); otherwise the plain product (tag "matmul").
 Tensor matmul_core(const MatmulCore& c, const std::string& name);

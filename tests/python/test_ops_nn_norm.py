@@ -37,11 +37,23 @@ def test_batch_norm_old_opsets(rng, opset):
     assert_close(y, want, "float32")
 
 
-def test_batch_norm_training_is_rejected(rng):
+def test_batch_norm_training_mode(rng):
+    # Batch statistics (biased variance) and ONNX's running-statistics updates.
+    x = rng.standard_normal((3, 4, 2, 5)).astype("float32")
+    p = [rng.standard_normal(4).astype("float32") for _ in range(3)] + [rng.random(4).astype("float32") + 1]
+    y, mean, var = run("BatchNormalization", [x] + p, {"training_mode": 1, "momentum": 0.8}, opset=15, outputs=3)
+    b = (1, 4, 1, 1)
+    m, v = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
+    assert_close(y, (x - m.reshape(b)) / np.sqrt(v.reshape(b) + 1e-5) * p[0].reshape(b) + p[1].reshape(b), "float32")
+    assert_close(mean, 0.8 * p[2] + 0.2 * m, "float32")
+    assert_close(var, 0.8 * p[3] + 0.2 * v, "float32")
+
+
+def test_batch_norm_training_outputs_of_old_opsets_are_rejected(rng):
     x = rng.standard_normal((2, 4, 3, 3)).astype("float32")
     p = [np.ones(4, "float32")] * 4
     with pytest.raises(tessera.Error, match="training_mode=1"):
-        run("BatchNormalization", [x] + p, {"training_mode": 1}, opset=15, outputs=3)
+        run("BatchNormalization", [x] + p, opset=9, outputs=3)
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 5), (2, 4, 7, 9), (1, 2, 3, 4, 5), (1, 3, 1, 1)])

@@ -7,6 +7,7 @@
 #include "relay_ir/structural.h"
 #include "relay_ir/transforms/infer_type.h"
 #include "relay_ir/transforms/passes.h"
+#include "runtime/error.h"
 
 namespace tessera::relay_ir {
 namespace {
@@ -155,6 +156,155 @@ TEST(SimplifyExpr, IdentitiesKeepBroadcasts) {
   (%x, %0)
 })";
   EXPECT_EQ(run(simplify_expr_pass(), in), canonical(out));
+}
+
+}  // namespace
+}  // namespace tessera::relay_ir
+
+namespace tessera::relay_ir {
+namespace {
+
+// Runs AlterOpLayout (opt level 3) after InferType; returns the printed result.
+std::string run_level3(const Pass& pass, const std::string& text) {
+  PassContext ctx;
+  ctx.opt_level = 3;
+  return to_text(run_passes(parse_module(text), {infer_type_pass(), pass}, ctx));
+}
+
+// The text of a constant of `type` (e.g. "float32[16, 1, 1, 2]") holding 1, 2, ..., n.
+std::string counting(const std::string& type, int n) {
+  std::string text = "constant(" + type + ", [";
+  for (int i = 1; i <= n; ++i) text += (i > 1 ? ", " : "") + std::to_string(i);
+  return text + "])";
+}
+
+TEST(AlterOpLayout, ConstantConvWeightComesPacked) {
+  // 16 output channels, a 1x2 kernel: the blocked form, in blocks of one vector (16 floats).
+  std::string w = counting("float32[16, 1, 1, 2]", 32);
+  std::string in = R"(def @main(%x: float32[1, 1, 4, 4]) -> float32[1, 16, 4, 3] {
+  conv(%x, )" + w + R"()
+})";
+  std::string out = R"(def @main(%x: float32[1, 1, 4, 4]) -> float32[1, 16, 4, 3] {
+  %0 = conv_pack_weight()" + w + R"(, block=16);
+  conv(%x, %0, packed_channels=16)
+})";
+  EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
+}
+
+TEST(AlterOpLayout, ProductsPackTheirConstantRightOperand) {
+  // gemm's transposed B is packed transposed; a weight computed from constants counts as one.
+  std::string b = counting("float32[16, 2]", 32);
+  std::string in = R"(def @main(%a: float32[1, 2], %c: float32[3, 2]) -> (float32[1, 16], float32[3, 16]) {
+  %0 = gemm(%a, )" + b + R"(, trans_b=1);
+  %1 = transpose()" + b + R"(, perm=[1, 0]);
+  %2 = matmul(%c, %1);
+  (%0, %2)
+})";
+  std::string out = R"(def @main(%a: float32[1, 2], %c: float32[3, 2]) -> (float32[1, 16], float32[3, 16]) {
+  %0 = matmul_pack_weight()" + b + R"(, trans=1);
+  %1 = gemm(%a, %0, packed_columns=16);
+  %2 = transpose()" + b + R"(, perm=[1, 0]);
+  %3 = matmul_pack_weight(%2);
+  %4 = matmul(%c, %3, packed_columns=16);
+  (%1, %4)
+})";
+  EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
+}
+
+TEST(AlterOpLayout, LeavesWeightsItCannotPrepack) {
+  // A weight that is an input; a depthwise convolution (it reads its weight as it is); a
+  // product narrower than a vector.
+  std::string in = R"(def @main(%x: float32[1, 2, 4, 4], %w: float32[16, 2, 1, 2], %a: float32[4, 2])
+    -> (float32[1, 16, 4, 3], float32[1, 2, 4, 3], float32[4, 3]) {
+  %0 = conv(%x, %w);
+  %1 = conv(%x, )" + counting("float32[2, 1, 1, 2]", 4) + R"(, groups=2);
+  %2 = matmul(%a, )" + counting("float32[2, 3]", 6) + R"();
+  (%0, %1, %2)
+})";
+  EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(in));
+}
+
+TEST(AlterOpLayout, PackedShapesAreChecked) {
+  // Blocks of 16 for 16 channels: one block, not two.
+  std::string text = R"(def @main(%x: float32[1, 1, 4, 4], %w: float32[2, 1, 1, 2, 16]) {
+  conv(%x, %w, packed_channels=16)
+})";
+  try {
+    infer_type(parse_module(text));
+    FAIL() << "expected a type error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not the packing of a (16, 1, 1, 2) weight"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FoldBatchNorm, IntoConvolutionWeightsAndBias) {
+  std::string params = R"(constant(float32[2], [1, 2]), constant(float32[2], [3, 4]),
+      constant(float32[2], [5, 6]), constant(float32[2], [7, 8]))";
+  std::string in = R"(def @main(%x: float32[1, 1, 3, 3]) -> float32[1, 2, 3, 3] {
+  %0 = conv(%x, constant(float32[2, 1, 1, 1], [1, 2]), constant(float32[2], [9, 10]));
+  batch_norm(%0, )" + params + R"(, epsilon=0.5)
+})";
+  // s = scale / sqrt(var + eps); W * s per output channel; (b - mean) * s + bias.
+  std::string out = R"(def @main(%x: float32[1, 1, 3, 3]) -> float32[1, 2, 3, 3] {
+  %0 = add(constant(float32[2], [7, 8]), constant(float32[], [0.5]));
+  %1 = sqrt(%0);
+  %2 = div(constant(float32[2], [1, 2]), %1);
+  %3 = reshape(%2, shape=[2, 1, 1, 1]);
+  %4 = mul(constant(float32[2, 1, 1, 1], [1, 2]), %3);
+  %5 = sub(constant(float32[2], [9, 10]), constant(float32[2], [5, 6]));
+  %6 = mul(%5, %2);
+  %7 = add(%6, constant(float32[2], [3, 4]));
+  conv(%x, %4, %7)
+})";
+  EXPECT_EQ(run(fold_batch_norm_pass(), in), canonical(out));
+}
+
+TEST(FoldBatchNorm, IntoProducts) {
+  std::string params = R"(constant(float32[3], [1, 2, 3]), constant(float32[3], [4, 5, 6]),
+      constant(float32[3], [7, 8, 9]), constant(float32[3], [1, 1, 1]))";
+  std::string b = "constant(float32[2, 3], [1, 2, 3, 4, 5, 6])";
+  std::string in = R"(def @main(%a: float32[4, 2]) -> (float32[4, 3], float32[4, 3]) {
+  %0 = gemm(%a, )" + b + R"(, constant(float32[3], [1, 1, 1]), beta=2);
+  %1 = batch_norm(%0, )" + params + R"();
+  %2 = matmul(%a, )" + b + R"();
+  %3 = batch_norm(%2, )" + params + R"();
+  (%1, %3)
+})";
+  // gemm: B's columns scaled, C' = (beta * C - mean) * s + bias with beta 1; matmul: B's
+  // columns scaled, then + (bias - mean * s). Each builds its own s (CSE merges them later).
+  std::string out = R"(def @main(%a: float32[4, 2]) -> (float32[4, 3], float32[4, 3]) {
+  %0 = add(constant(float32[3], [1, 1, 1]), constant(float32[], [1e-05]));
+  %1 = sqrt(%0);
+  %2 = div(constant(float32[3], [1, 2, 3]), %1);
+  %3 = mul()" + b + R"(, %2);
+  %4 = mul(constant(float32[3], [1, 1, 1]), constant(float32[], [2]));
+  %5 = sub(%4, constant(float32[3], [7, 8, 9]));
+  %6 = mul(%5, %2);
+  %7 = add(%6, constant(float32[3], [4, 5, 6]));
+  %8 = gemm(%a, %3, %7);
+  %9 = add(constant(float32[3], [1, 1, 1]), constant(float32[], [1e-05]));
+  %10 = sqrt(%9);
+  %11 = div(constant(float32[3], [1, 2, 3]), %10);
+  %12 = mul()" + b + R"(, %11);
+  %13 = matmul(%a, %12);
+  %14 = neg(constant(float32[3], [7, 8, 9]));
+  %15 = mul(%14, %11);
+  %16 = add(%15, constant(float32[3], [4, 5, 6]));
+  %17 = add(%13, %16);
+  (%8, %17)
+})";
+  EXPECT_EQ(run(fold_batch_norm_pass(), in), canonical(out));
+}
+
+TEST(FoldBatchNorm, KeepsAProductReadElsewhere) {
+  // The convolution's own value is an output too, so it cannot absorb the normalization.
+  std::string in = R"(def @main(%x: float32[1, 1, 3, 3]) -> (float32[1, 1, 3, 3], float32[1, 1, 3, 3]) {
+  %0 = conv(%x, constant(float32[1, 1, 1, 1], [2]));
+  %1 = batch_norm(%0, constant(float32[1], [1]), constant(float32[1], [0]), constant(float32[1], [0]),
+                  constant(float32[1], [1]));
+  (%0, %1)
+})";
+  EXPECT_EQ(run(fold_batch_norm_pass(), in), canonical(in));
 }
 
 }  // namespace

@@ -1,0 +1,72 @@
+// AlterOpLayout (CPU): a convolution or matrix product whose weight is known at compile time
+// takes it already in the layout its kernel reads (conv_pack_weight, matmul_pack_weight, with
+// packed_channels / packed_columns on the call), so FoldConstant packs it once instead of the
+// kernel repacking it on every call, which costs more than the arithmetic when the weight is
+// large and the other operand small. Only where the kernel reads a packed layout: the blocked
+// convolution form (not the pointwise, depthwise or direct ones, which read the weight as it
+// is), and products whose right operand has at least a vector of columns (packed ahead, it pays
+// at any row count). Where the kernel packed per call before (every such convolution, products
+// of 4 rows or more) it runs the same loops on the same values: results are bit-identical.
+// Products of fewer rows move from the unpacked kernel to the packed one; both sum in k order,
+// but LLVM may reassociate them differently (fast-math), so the last bit may differ.
+#include "relay_ir/functor.h"
+#include "relay_ir/op.h"
+#include "relay_ir/ops/nn_ops.h"
+#include "relay_ir/transforms/constant_values.h"
+#include "relay_ir/transforms/infer_type.h"
+#include "relay_ir/transforms/passes.h"
+
+namespace tessera::relay_ir {
+
+namespace ops = tensor_ir::ops;
+
+namespace {
+
+const TensorTypeNode& tensor(const Expr& e) { return as_tensor(e->checked_type, "operand"); }
+
+class LayoutAlterer : public ExprMutator {
+ protected:
+  Expr rewrite(const Expr&, const Expr& node) override { return constants_.record(alter(node)); }
+
+ private:
+  Expr alter(const Expr& node) {
+    const auto* c = node.as<CallNode>();
+    if (!c || !c->op_def() || c->args.size() < 2 || !constants_.contains(c->args[1])) return node;
+    const std::string& name = c->op_def()->name;
+    if (name != "conv" && name != "matmul" && name != "gemm") return node;
+    infer_type(node);
+    const auto& x = tensor(c->args[0]);
+    const auto& w = tensor(c->args[1]);
+    std::vector<Expr> args = c->args;
+    Attrs attrs = c->attrs;
+    if (name == "conv") {
+      if (attrs.get_int("packed_channels")) return node;
+      int64_t block = ops::conv_weight_block(x.shape, w.shape, nn::conv_geometry(attrs, x.ndim() - 2, false), x.dtype);
+      if (!block) return node;
+      args[1] = call("conv_pack_weight", {args[1]}, {{"block", block}});
+      attrs.set("packed_channels", w.shape[0]);
+    } else {
+      bool trans = name == "gemm" && attrs.get_int("trans_b");
+      if (attrs.get_int("packed_columns") || !ops::matmul_weight_packable(x.shape, w.shape, trans, x.dtype)) return node;
+      args[1] = call("matmul_pack_weight", {args[1]}, {{"trans", int64_t(trans)}});
+      attrs.set("packed_columns", w.shape[w.ndim() - (trans ? 2 : 1)]);
+      if (name == "gemm") attrs.set("trans_b", int64_t(0));
+    }
+    constants_.record(args[1]);
+    return call(name, args, attrs, c->origin);
+  }
+
+  ConstantValues constants_;
+};
+
+}  // namespace
+
+Pass alter_op_layout_pass() {
+  return {"AlterOpLayout", 3, {"InferType"}, [](const Module& m, PassContext&) {
+    Module out;
+    for (const auto& [name, f] : m.functions()) out.add(name, Function(LayoutAlterer().mutate(Expr(f)).as<FunctionNode>()));
+    return out;
+  }};
+}
+
+}  // namespace tessera::relay_ir

@@ -1,0 +1,202 @@
+"""Graph optimization levels (standard_passes in relay_ir/transforms/passes.h): every level 0..3
+computes what level 0 does, on small graphs of convolutions, products and batch normalizations
+(against numpy too) and on the real models; BatchNormalization folds into the preceding
+Conv/Gemm/MatMul from level 1, and level 3's prepacked weights (AlterOpLayout) change no bit."""
+import os
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+from nn_testing import conv_reference, load
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+LEVELS = [0, 1, 2, 3]
+
+
+def graph(nodes, x, inits, out_name="y"):
+    """A model of `nodes` over input "x" (the array x) and the initializers {name: array}."""
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info(out_name, TensorProto.UNDEFINED, None)],
+                          initializer=[numpy_helper.from_array(a, n) for n, a in inits.items()])
+    return load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def bn_params(rng, c):
+    p = {"scale": rng.standard_normal(c), "bias": rng.standard_normal(c), "mean": rng.standard_normal(c),
+         "var": rng.random(c) + 0.5}
+    return {k: v.astype("float32") for k, v in p.items()}
+
+
+def bn_reference(y, p, eps):
+    shape = (1, -1) + (1,) * (y.ndim - 2)
+    r = {k: v.astype("float64").reshape(shape) for k, v in p.items()}
+    return (y - r["mean"]) / np.sqrt(r["var"] + eps) * r["scale"] + r["bias"]
+
+
+def bn_node(inp, eps):
+    return helper.make_node("BatchNormalization", [inp, "scale", "bias", "mean", "var"], ["y"], epsilon=eps)
+
+
+def kernel_ops(lib):
+    return [k["op"] for k in lib.kernels]
+
+
+def run_levels(mod, x):
+    """{level: (outputs, kernel ops)} for every level."""
+    out = {}
+    for level in LEVELS:
+        lib = tessera.build(mod, opt_level=level)
+        out[level] = (lib.run([x])[0], kernel_ops(lib))
+    return out
+
+
+def check_levels(results, want, rtol=1e-4):
+    base = results[0][0]
+    np.testing.assert_allclose(base, want, rtol=rtol, atol=rtol * np.abs(want).max())
+    for level, (y, _) in results.items():
+        np.testing.assert_allclose(y, base, rtol=1e-5, atol=1e-5 * np.abs(base).max(), err_msg=f"opt level {level}")
+
+
+# --- BatchNormalization folding ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("groups,channels", [(1, 32), (1, 24), (4, 32), (8, 8)])
+def test_conv_batch_norm(rng, bias, groups, channels):
+    # Blocked (32 and 24 channels), grouped and depthwise convolutions, with and without bias.
+    c = 8
+    x = rng.standard_normal((1, c, 9, 11)).astype("float32")
+    w = rng.standard_normal((channels, c // groups, 3, 3)).astype("float32")
+    b = rng.standard_normal(channels).astype("float32")
+    p = bn_params(rng, channels)
+    inits = dict(w=w, **p, **({"b": b} if bias else {}))
+    conv = helper.make_node("Conv", ["x", "w"] + (["b"] if bias else []), ["c"], pads=[1, 1, 1, 1], group=groups)
+    results = run_levels(graph([conv, bn_node("c", 1e-3)], x, inits), x)
+    want = bn_reference(conv_reference(x, w, b if bias else None, pads=[1, 1, 1, 1], groups=groups), p, 1e-3)
+    check_levels(results, want)
+    assert "batch_norm" in results[0][1]
+    for level in (1, 2, 3):
+        assert not any("batch_norm" in op for op in results[level][1]), results[level][1]
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("with_c,beta", [(True, 1.0), (True, 0.5), (False, 1.0)])
+def test_gemm_batch_norm(rng, trans_b, with_c, beta):
+    x = rng.standard_normal((3, 20)).astype("float32")
+    w = rng.standard_normal((40, 20) if trans_b else (20, 40)).astype("float32")
+    c = rng.standard_normal(40).astype("float32")
+    p = bn_params(rng, 40)
+    inits = dict(w=w, **p, **({"c": c} if with_c else {}))
+    gemm = helper.make_node("Gemm", ["x", "w"] + (["c"] if with_c else []), ["g"], transB=trans_b, alpha=1.5, beta=beta)
+    results = run_levels(graph([gemm, bn_node("g", 1e-5)], x, inits), x)
+    y = 1.5 * x.astype("float64") @ (w.T if trans_b else w).astype("float64") + (beta * c if with_c else 0)
+    check_levels(results, bn_reference(y, p, 1e-5))
+    assert not any("batch_norm" in op for op in results[1][1])
+
+
+def test_matmul_batch_norm(rng):
+    x = rng.standard_normal((5, 24)).astype("float32")
+    w = rng.standard_normal((24, 48)).astype("float32")
+    p = bn_params(rng, 48)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), bn_node("m", 1e-5)]
+    results = run_levels(graph(nodes, x, dict(w=w, **p)), x)
+    check_levels(results, bn_reference(x.astype("float64") @ w, p, 1e-5))
+    assert not any("batch_norm" in op for op in results[1][1])
+
+
+def test_batch_norm_of_a_value_read_elsewhere_stays(rng):
+    # The convolution's output also feeds the Add, which needs it unnormalized.
+    x = rng.standard_normal((1, 4, 6, 6)).astype("float32")
+    w = rng.standard_normal((16, 4, 3, 3)).astype("float32")
+    p = bn_params(rng, 16)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), bn_node("c", 1e-5),
+             helper.make_node("Add", ["c", "y"], ["z"])]
+    results = run_levels(graph(nodes, x, dict(w=w, **p), out_name="z"), x)
+    conv = conv_reference(x, w, pads=[1, 1, 1, 1])
+    check_levels(results, conv + bn_reference(conv, p, 1e-5))
+    assert any("batch_norm" in op for op in results[2][1])
+
+
+# --- AlterOpLayout: prepacked weights --------------------------------------------------
+
+
+def exact_at_level3(mod, x):
+    """Outputs at levels 2 and 3 (which differ only by AlterOpLayout) and level 3's kernel ops."""
+    lib2, lib3 = tessera.build(mod, opt_level=2), tessera.build(mod, opt_level=3)
+    return lib2.run([x])[0], lib3.run([x])[0], kernel_ops(lib3)
+
+
+@pytest.mark.parametrize("channels,kernel,stride", [(32, 3, 1), (24, 3, 2), (20, 1, 2), (64, 5, 1)])
+def test_prepacked_conv_weights_are_exact(rng, channels, kernel, stride):
+    # Blocks of two vectors, one vector with a padded block, a strided 1x1 (blocked, not
+    # pointwise), and a wider kernel.
+    x = rng.standard_normal((2, 6, 13, 15)).astype("float32")
+    w = rng.standard_normal((channels, 6, kernel, kernel)).astype("float32")
+    b = rng.standard_normal(channels).astype("float32")
+    pad = kernel // 2
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[pad] * 4, strides=[stride] * 2)
+    mod = graph([conv, helper.make_node("Relu", ["c"], ["y"])], x, {"w": w, "b": b})
+    y2, y3, ops = exact_at_level3(mod, x)
+    np.testing.assert_array_equal(y3, y2)
+    want = np.maximum(conv_reference(x, w, b, strides=[stride] * 2, pads=[pad] * 4), 0)
+    np.testing.assert_allclose(y3, want, rtol=1e-4, atol=1e-4)
+    assert not any("pack" in op for op in ops), ops  # packed at compile time
+
+
+@pytest.mark.parametrize("rows", [1, 3, 16])
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_prepacked_gemm_weights(rng, rows, trans_b):
+    # 1000 columns pad the last panel. With 4 rows or more the kernel packed per call before, and
+    # now reads the same panels: exact. Fewer rows (the classifier of a CNN) move from the
+    # unpacked kernel to the packed one, whose sums LLVM may reassociate differently.
+    x = rng.standard_normal((rows, 64)).astype("float32")
+    w = rng.standard_normal((1000, 64) if trans_b else (64, 1000)).astype("float32")
+    c = rng.standard_normal(1000).astype("float32")
+    mod = graph([helper.make_node("Gemm", ["x", "w", "c"], ["y"], transB=trans_b)], x, {"w": w, "c": c})
+    y2, y3, _ = exact_at_level3(mod, x)
+    if rows >= 4:
+        np.testing.assert_array_equal(y3, y2)
+    np.testing.assert_allclose(y3, y2, rtol=1e-6, atol=1e-6 * np.abs(y2).max())
+    np.testing.assert_allclose(y3, x.astype("float64") @ (w.T if trans_b else w) + c, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("wshape", [(48, 40), (3, 48, 40)])
+def test_prepacked_matmul_weights_are_exact(rng, wshape):
+    # A 2-D weight under batched activations, and a batched weight.
+    x = rng.standard_normal((3, 7, 48)).astype("float32")
+    w = rng.standard_normal(wshape).astype("float32")
+    mod = graph([helper.make_node("MatMul", ["x", "w"], ["y"])], x, {"w": w})
+    y2, y3, _ = exact_at_level3(mod, x)
+    np.testing.assert_array_equal(y3, y2)
+    np.testing.assert_allclose(y3, np.matmul(x.astype("float64"), w), rtol=1e-4, atol=1e-4)
+
+
+def test_variable_weights_are_not_packed(rng):
+    x = rng.standard_normal((1, 4, 8, 8)).astype("float32")
+    w = rng.standard_normal((32, 4, 3, 3)).astype("float32")
+    text = """def @main(%x: float32[1, 4, 8, 8], %w: float32[32, 4, 3, 3]) -> float32[1, 32, 8, 8] {
+  conv(%x, %w, pads=[1, 1, 1, 1])
+}"""
+    lib = tessera.build(tessera.relay.parse(text), opt_level=3)
+    (y,) = lib.run([x, w])
+    np.testing.assert_allclose(y, conv_reference(x, w, pads=[1, 1, 1, 1]), rtol=1e-4, atol=1e-4)
+    assert [k["op"] for k in lib.kernels] == ["conv"]
+
+
+# --- real models -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "transformer"])
+def test_models_agree_across_levels(name):
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import make_models  # needs python3-torch and python3-torchvision, which scripts/test.sh installs
+    model_dir = os.path.join(ROOT, "models")
+    mod = tessera.onnx.load(make_models.ensure(name, model_dir))
+    x = np.load(os.path.join(model_dir, f"{name}.input.npy"))
+    outs = {level: tessera.build(mod, opt_level=level).run([x])[0] for level in LEVELS}
+    scale = np.abs(outs[0]).max()
+    for level in LEVELS:
+        assert np.abs(outs[level] - outs[0]).max() <= 1e-5 * scale, f"{name}: opt level {level} differs from level 0"
