@@ -243,6 +243,14 @@ std::vector<Record> TuningDatabase::similar(const std::string& structure_key, co
   return out;
 }
 
+std::optional<Record> TuningDatabase::find(const std::string& workload, const std::string& target, const std::string& trace) const {
+  Statement s = impl_->prepare("SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ? AND trace = ?"
+                               " AND error = '' AND median_seconds IS NOT NULL AND trace_format = ? ORDER BY id DESC LIMIT 1");
+  s.bind(1, workload).bind(2, target).bind(3, trace).bind(4, int64_t(kTraceFormatVersion));
+  if (!s.step()) return std::nullopt;
+  return Impl::read_record(s);
+}
+
 std::vector<Record> TuningDatabase::all(const std::string& workload, const std::string& target) const {
   Statement s = impl_->prepare("SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ? ORDER BY id");
   s.bind(1, workload).bind(2, target);

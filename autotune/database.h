@@ -65,6 +65,8 @@ class TuningDatabase {
   // The fastest valid records of other workloads with this structure (schedule transfer).
   std::vector<Record> similar(const std::string& structure_key, const std::string& exclude_workload,
                               const std::string& target, int k) const;
+  // The latest valid, compatible record of exactly this trace, if it was measured.
+  std::optional<Record> find(const std::string& workload, const std::string& target, const std::string& trace) const;
   // Every record of a workload for a target, valid or not, oldest first (resuming a session).
   std::vector<Record> all(const std::string& workload, const std::string& target) const;
 

@@ -111,7 +111,10 @@ class Measurer::Worker {
     sigfillset(&all);
     posix_spawnattr_setsigmask(&attr, &none);
     posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    // Its own process group: Ctrl-C at a terminal stops the session between batches (the tuner
+    // handles it) instead of killing the batch in flight, whose results would read as crashes.
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
     char* argv[] = {const_cast<char*>(path.c_str()), nullptr};
     // posix_spawn, never fork: the calling process may have other threads.
     int rc = posix_spawn(&pid_, path.c_str(), &files, &attr, argv, environ);

@@ -11,6 +11,7 @@
 #include "relay_ir/printer.h"
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/error.h"
+#include "schedule/templates/cpu.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
@@ -80,6 +81,12 @@ Task task_from_kernel(const std::string& text) {
   return t;
 }
 
+Task task_from_call(const CallNode* call) { return task_from_kernel(kernel_text(call)); }
+
+std::string default_trace(const Task& task) {
+  return schedule::default_cpu_schedule(task.compute.outputs, task.compute.anchor)->trace().to_json();
+}
+
 std::vector<Task> extract_tasks(const Module& optimized) {
   Function main = optimized.main();
   infer_type(Expr(main));
@@ -93,8 +100,7 @@ std::vector<Task> extract_tasks(const Module& optimized) {
     const auto* call = e.as<CallNode>();
     if (!call || inner.count(e.get())) continue;
     if (call->op_def() && call->op_def()->is_view) continue;
-    std::string text = kernel_text(call);
-    Task t = task_from_kernel(text);
+    Task t = task_from_call(call);
     auto it = by_workload.find(t.workload.key);
     if (it != by_workload.end()) {
       it->second.weight++;

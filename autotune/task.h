@@ -25,6 +25,11 @@ std::vector<Task> extract_tasks(const relay_ir::Module& optimized);
 
 // A task rebuilt from its graph-IR text (in a measurement process).
 Task task_from_kernel(const std::string& kernel_text);
+// The task of one typed call of a graph (what build() lowers as one kernel).
+Task task_from_call(const relay_ir::CallNode* call);
+
+// The default template's schedule of the task, as a trace: every measured comparison's baseline.
+std::string default_trace(const Task& task);
 
 // Arithmetic operations of the computation behind `outputs`: per stage, output elements times
 // reduction iterations times the arithmetic nodes of its body.

@@ -210,7 +210,13 @@ BuildResult build(const Module& module, const targets::Target& target, const Bui
   Module optimized = optimize(module, options.opt_level);
   std::unique_ptr<autotune::TuningDatabase> db;
   if (!options.db_path.empty()) db = autotune::TuningDatabase::open_existing(options.db_path);
-  ScheduleContext ctx{db.get(), target.with_host_defaults().str()};
+  targets::Target keyed = target.with_host_defaults(), host = targets::Target::host();
+  std::string key = keyed.str();
+  // Transferred schedules are measured, so only for code this machine runs.
+  bool runs_here = keyed.kind == "llvm" && keyed.mtriple == host.mtriple && keyed.mcpu == host.mcpu;
+  std::unique_ptr<autotune::ScheduleTransfer> transfer;
+  if (db && options.transfer && runs_here) transfer = std::make_unique<autotune::ScheduleTransfer>(*db, key);
+  ScheduleContext ctx{db.get(), key, transfer.get()};
   return PlanBuilder(ctx).run(optimized, target, options.jit);
 }
 

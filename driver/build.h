@@ -20,6 +20,10 @@ struct BuildOptions {
   // JIT-compile the kernels so the result runs in this process. Off: lower and plan only, for
   // export (which compiles the kernels again as an object) or a target this host cannot run.
   bool jit = true;
+  // A kernel with no record of its own tries the records of similar workloads (other shapes),
+  // measuring the best few against its default schedule and storing the results
+  // (autotune/transfer.h). Only for targets this host runs, with a database.
+  bool transfer = true;
 };
 
 // What was built, for `tessera inspect` and tests.

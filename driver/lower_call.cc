@@ -1,6 +1,7 @@
 #include "driver/lower_call.h"
 
 #include "autotune/apply_record.h"
+#include "autotune/task.h"
 #include "autotune/workload.h"
 #include "relay_ir/compute_of_call.h"
 #include "relay_ir/op.h"
@@ -27,39 +28,82 @@ std::string kernel_key(const CallNode* call) {
   return key;
 }
 
+namespace {
+
+// How a record is described in `inspect`.
+std::string record_label(const autotune::Record& r) {
+  std::string id = "record " + std::to_string(r.id);
+  if (r.policy == "transfer") return "transferred (" + id + ")";
+  if (r.policy == "default") return "default (measured fastest, " + id + ")";
+  return "tuned (" + id + ")";
+}
+
+// The database's best record of the workload, transferring schedules of similar workloads first
+// when it has none; `note` explains a miss.
+std::optional<autotune::Record> best_record(const CallNode* call, const std::string& workload, const ScheduleContext& ctx,
+                                            std::string& note) {
+  if (!ctx.db) {
+    note = " (no tuning database)";
+    return std::nullopt;
+  }
+  auto record = ctx.db->best(workload, ctx.target);
+  if (!record && ctx.transfer) {
+    try {
+      ctx.transfer->transfer(autotune::task_from_call(call));
+      record = ctx.db->best(workload, ctx.target);
+    } catch (const Error& e) {
+      note = std::string(" (no record; schedule transfer failed: ") + e.what() + ")";
+      return record;
+    }
+  }
+  if (!record) note = ctx.transfer ? " (no record, none to transfer)" : " (no record)";
+  return record;
+}
+
+// The schedule of a kernel and where it came from.
+std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const CallCompute& compute, const std::string& workload,
+                                                    const ScheduleContext& ctx, std::string& label) {
+  std::string note;
+  std::optional<autotune::Record> record = best_record(call, workload, ctx, note);
+  // A schedule registered for the workload, else for what the kernel computes. It yields only to
+  // a record measured faster than it (tuning measures it first).
+  std::string key = workload;
+  const schedule::CpuTemplate* custom = schedule::find_custom_schedule(key);
+  if (!custom) custom = schedule::find_custom_schedule(key = call_description(call));
+  if (custom) {
+    auto s = std::make_unique<schedule::Schedule>(compute.outputs);
+    for (const auto& o : compute.outputs) (*custom)(*s, o);
+    std::optional<autotune::Record> measured;
+    if (record) measured = ctx.db->find(workload, ctx.target, s->trace().to_json());
+    if (!record || !measured || measured->median_seconds() <= record->median_seconds()) {
+      label = "custom (" + key + ")";
+      if (record && !measured) label += "; record " + std::to_string(record->id) + " was never measured against it";
+      return s;
+    }
+  }
+  if (record) {
+    try {
+      auto s = autotune::schedule_from_record(*record, compute.outputs);
+      label = record_label(*record);
+      return s;
+    } catch (const Error& e) {
+      // A record that no longer replays (the compute definition changed meaning) is not used.
+      note = " (record " + std::to_string(record->id) + " does not replay: " + e.what() + ")";
+    }
+  }
+  label = "default" + note;
+  return schedule::default_cpu_schedule(compute.outputs, compute.anchor);
+}
+
+}  // namespace
+
 LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, const ScheduleContext& ctx) {
   CallCompute compute = compute_of_call(call);
   try {
     LoweredCall out;
     out.num_outputs = compute.outputs.size();
     out.workload = autotune::make_workload(compute.outputs, call_description(call)).key;
-    std::unique_ptr<schedule::Schedule> schedule;
-    if (ctx.db) {
-      if (auto record = ctx.db->best(out.workload, ctx.target)) {
-        try {
-          schedule = autotune::schedule_from_record(*record, compute.outputs);
-          out.schedule = "tuned (record " + std::to_string(record->id) + ")";
-        } catch (const Error& e) {
-          // A record that no longer replays (the compute definition changed meaning) is not used.
-          out.schedule = std::string("default: record ") + std::to_string(record->id) + " does not replay: " + e.what();
-        }
-      }
-    }
-    if (!schedule) {
-      // A schedule registered for the workload, else for what the kernel computes.
-      const schedule::CpuTemplate* custom = schedule::find_custom_schedule(out.workload);
-      std::string key = out.workload;
-      if (!custom) custom = schedule::find_custom_schedule(key = call_description(call));
-      if (custom) {
-        schedule = std::make_unique<schedule::Schedule>(compute.outputs);
-        for (const auto& o : compute.outputs) (*custom)(*schedule, o);
-        out.schedule = "custom (" + key + ")";
-      }
-    }
-    if (!schedule) {
-      schedule = schedule::default_cpu_schedule(compute.outputs, compute.anchor);
-      if (out.schedule.empty()) out.schedule = "default";
-    }
+    std::unique_ptr<schedule::Schedule> schedule = choose_schedule(call, compute, out.workload, ctx, out.schedule);
     std::vector<tensor_ir::Tensor> args = compute.inputs;
     args.insert(args.end(), compute.outputs.begin(), compute.outputs.end());
     out.func = schedule::lower(*schedule, args, kernel_name);

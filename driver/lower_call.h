@@ -1,26 +1,30 @@
 // One call of the graph as one kernel: its compute definition (relay_ir/compute_of_call.h)
-// under a schedule chosen in this order — the tuning database's best record for the workload
-// and target, a custom schedule registered for the workload or op, the default template of the
-// anchor op's tag — lowered to a LoweredFunc.
+// under a schedule chosen in this order — a custom schedule registered for the workload or op,
+// unless the tuning database measured it and holds a faster record; else the database's best
+// record for the workload and target (first transferred from similar workloads when it has none
+// of its own); else the default template of the anchor op's tag — lowered to a LoweredFunc.
 #pragma once
 #include <string>
 
 #include "autotune/database.h"
+#include "autotune/transfer.h"
 #include "relay_ir/expr.h"
 #include "tensor_ir/stmt.h"
 
 namespace tessera::driver {
 
 struct ScheduleContext {
-  const autotune::TuningDatabase* db = nullptr;  // none: no records
-  std::string target;                            // canonical target string records are keyed by
+  autotune::TuningDatabase* db = nullptr;         // none: no records
+  std::string target;                             // canonical target string records are keyed by
+  autotune::ScheduleTransfer* transfer = nullptr;  // none: workloads without records take the default
 };
 
 struct LoweredCall {
   tensor_ir::LoweredFunc func;   // arguments: the call's inputs, then its outputs
   size_t num_outputs = 0;
   std::string workload;          // the workload key
-  std::string schedule;          // where the schedule came from: "default", "tuned (record 12)", ...
+  std::string schedule;          // where the schedule came from: "default", "tuned (record 12)",
+                                 // "transferred (record 40)", "custom (conv)", ...
 };
 
 // `call` must be typed (InferType). Errors name the op and the call's origin.

@@ -11,6 +11,8 @@ TESSERA_PACKAGES=(
   gcc-aarch64-linux-gnu  # links modules cross-compiled for AArch64 (tessera compile -t "llvm -mtriple=aarch64-linux-gnu")
   llvm-14-dev
   nlohmann-json3-dev libgtest-dev libcli11-dev
+  libsqlite3-dev         # the tuning database
+  libxgboost-dev xgboost # the tuner's cost model (XGBoost's CMake package needs the xgboost CLI package too)
   libonnx-dev libprotobuf-dev python3-onnx libonnx-testdata
   python3-torch python3-torchvision
   pybind11-dev python3-dev python3-numpy python3-pytest

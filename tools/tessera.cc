@@ -1,8 +1,6 @@
 // The `tessera` command-line program: compile, run and inspect ONNX models, export them as
 // modules and run those. Everything it does is a library call (frontend, driver, runtime); this
 // file only parses arguments and prints.
-#include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,75 +10,21 @@
 #include <map>
 
 #include "autotune/database.h"
+#include "tools/cli_options.h"
 #include "driver/build.h"
 #include "driver/evaluate.h"
 #include "driver/export.h"
-#include "frontend/onnx/importer.h"
 #include "relay_ir/dot.h"
 #include "relay_ir/printer.h"
 #include "runtime/error.h"
 #include "runtime/module_loader.h"
 #include "runtime/npy.h"
+#include "tools/cli_tune.h"
 
 using namespace tessera;
+using namespace tessera::cli;
 
 namespace {
-
-// "x=1,3,224,224" -> {"x", {1, 3, 224, 224}}
-std::pair<std::string, std::vector<int64_t>> parse_shape(const std::string& s) {
-  auto eq = s.find('=');
-  if (eq == std::string::npos) fail("--shape ", s, ": expected NAME=D0,D1,...");
-  std::vector<int64_t> dims;
-  std::string rest = s.substr(eq + 1);
-  for (size_t i = 0; i <= rest.size();) {
-    size_t j = rest.find(',', i);
-    if (j == std::string::npos) j = rest.size();
-    std::string d = rest.substr(i, j - i);
-    if (!d.empty()) {
-      try {
-        dims.push_back(std::stoll(d));
-      } catch (...) {
-        fail("--shape ", s, ": '", d, "' is not a number");
-      }
-    }
-    i = j + 1;
-  }
-  return {s.substr(0, eq), dims};
-}
-
-std::pair<std::string, std::string> parse_assignment(const std::string& s, const char* option) {
-  auto eq = s.find('=');
-  if (eq == std::string::npos) fail(option, " ", s, ": expected NAME=FILE.npy");
-  return {s.substr(0, eq), s.substr(eq + 1)};
-}
-
-struct ModelOptions {
-  std::string model;
-  std::string target = "llvm";
-  std::string db;  // empty: the default database, if it exists
-  std::vector<std::string> shapes, binds;
-  int opt_level = 2;
-};
-
-void add_model_options(CLI::App* cmd, ModelOptions& o) {
-  cmd->add_option("model", o.model, "ONNX model (run: or a module written by compile -o)")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-t,--target", o.target, "target, e.g. llvm or \"llvm -mcpu=skylake-avx512\"");
-  cmd->add_option("--shape", o.shapes, "static shape of an input: NAME=D0,D1,...");
-  cmd->add_option("--bind", o.binds, "bind an input to a value: NAME=FILE.npy");
-  cmd->add_option("-O,--opt-level", o.opt_level, "graph optimization level 0-3");
-  cmd->add_option("--db", o.db, "tuning database to take schedules from (default: $TESSERA_DB or ~/.cache/tessera/tuning.db)");
-}
-
-relay_ir::Module load(const ModelOptions& o) {
-  frontend::onnx::ImportOptions options;
-  for (const auto& s : o.shapes) options.shapes.insert(parse_shape(s));
-  for (const auto& b : o.binds) {
-    auto [name, file] = parse_assignment(b, "--bind");
-    options.bind[name] = runtime::load_npy(file);
-  }
-  options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
-  return frontend::onnx::import_model(o.model, options);
-}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -92,7 +36,8 @@ driver::BuildResult compile(const ModelOptions& o, double* seconds, bool jit = t
   driver::BuildOptions options;
   options.opt_level = o.opt_level;
   options.jit = jit;
-  options.db_path = o.db.empty() ? autotune::TuningDatabase::default_path() : o.db;
+  options.db_path = db_path(o.db);
+  options.transfer = o.transfer;
   driver::BuildResult r = driver::build(m, targets::Target::parse(o.target), options);
   *seconds = seconds_since(start);
   return r;
@@ -207,7 +152,7 @@ int cmd_inspect(const ModelOptions& o, const std::string& dot) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tessera: compile, run and inspect ONNX models"};
+  CLI::App app{"tessera: compile, tune, run and inspect ONNX models"};
   app.require_subcommand(1);
 
   ModelOptions compile_opts, run_opts, inspect_opts;
@@ -228,8 +173,11 @@ int main(int argc, char** argv) {
   std::string dot;
   inspect_cmd->add_option("--dot", dot, "write the optimized graph with its fused groups as Graphviz");
 
+  add_tuning_commands(app);
+
   CLI11_PARSE(app, argc, argv);
   try {
+    if (int status = run_tuning_commands(); status >= 0) return status;
     if (*compile_cmd) return cmd_compile(compile_opts, output);
     if (*run_cmd) return cmd_run(run_opts, inputs, output_dir, bench);
     if (*inspect_cmd) return cmd_inspect(inspect_opts, dot);

@@ -248,15 +248,17 @@ void bind_graph(py::module_& m) {
 
   m.def("default_db_path", &autotune::TuningDatabase::default_path);
   m.def("build_module", [](const relay_ir::Module& mod, const std::string& target, int opt_level, const std::string& db,
-                           bool jit) {
+                           bool jit, bool transfer) {
     driver::BuildOptions options;
     options.opt_level = opt_level;
     options.db_path = db;
     options.jit = jit;
+    options.transfer = transfer;
     auto t = targets::Target::parse(target);
     py::gil_scoped_release release;
     return Library(driver::build(mod, t, options));
-  }, py::arg("module"), py::arg("target") = "llvm", py::arg("opt_level") = 2, py::arg("db") = "", py::arg("jit") = true);
+  }, py::arg("module"), py::arg("target") = "llvm", py::arg("opt_level") = 2, py::arg("db") = "", py::arg("jit") = true,
+     py::arg("transfer") = true);
   m.def("load_module", [](const std::string& path) {
     py::gil_scoped_release release;
     return Library(runtime::load_module(path));

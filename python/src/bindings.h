@@ -9,6 +9,7 @@ namespace tessera::python {
 namespace py = pybind11;
 
 void bind_runtime(py::module_& m);
+void bind_autotune(py::module_& m);
 void bind_expr(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_schedule(py::module_& m);

@@ -20,4 +20,5 @@ PYBIND11_MODULE(_tessera, m) {
   tessera::python::bind_build(m);
   tessera::python::bind_graph(m);
   tessera::python::bind_relay(m);
+  tessera::python::bind_autotune(m);
 }

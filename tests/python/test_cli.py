@@ -64,3 +64,43 @@ def test_errors_are_one_clear_line(model, tmp_path):
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
     proc = tessera("run", model, "--shape", "x=3,8", "--input", f"x={tmp_path / 'junk.npy'}", ok=False)
     assert "not a .npy file" in proc.stderr
+
+
+def test_tune_then_db_commands(tmp_path):
+    w = helper.make_tensor("w", TensorProto.FLOAT, [48, 40], list(np.linspace(-1, 1, 48 * 40)))
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 48])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 40])], [w])
+    model = tmp_path / "mm.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(model))
+    db = tmp_path / "t.db"
+    proc = tessera("tune", model, "--db", db, "--trials", 6, "--batch", 3, "--repeat", 2)
+    assert "matmul" in proc.stdout and "estimated latency" in proc.stdout and "report:" in proc.stdout
+    assert "[  6/6 trials" in proc.stderr  # the progress line (a line per batch when not on a terminal)
+    assert (tmp_path / "tuning_report.html").exists()
+    kernels = tessera("inspect", model, "--db", db).stdout
+    assert "tuned (record" in kernels or "default (measured fastest" in kernels
+
+    listing = tessera("db", "--db", db, "list").stdout.splitlines()
+    assert len(listing) == 2 and "matmul" in listing[1] and " 6 " in listing[1]
+    prefix = listing[1].split()[0]
+    shown = tessera("db", "--db", db, "show", prefix).stdout
+    assert shown.count(" evolutionary ") + shown.count(" default ") == 6 and "compute(" in shown
+
+    tessera("db", "--db", db, "export", tmp_path / "e.jsonl")
+    assert len((tmp_path / "e.jsonl").read_text().splitlines()) == 7  # one workload, six records
+    assert "removed 5 records" in tessera("db", "--db", db, "prune", "--keep", 1).stdout
+    out = tessera("db", "--db", tmp_path / "copy.db", "import", tmp_path / "e.jsonl").stdout
+    assert "imported 6 records" in out
+    assert " 6 " in tessera("db", "--db", tmp_path / "copy.db", "list").stdout.splitlines()[1]
+
+
+def test_db_errors_name_the_file(tmp_path):
+    proc = tessera("db", "--db", tmp_path / "none.db", "list", ok=False)
+    assert proc.returncode == 1 and "no tuning database at" in proc.stderr
+    (tmp_path / "bad.db").write_text("not a database")
+    proc = tessera("db", "--db", tmp_path / "bad.db", "list", ok=False)
+    assert "bad.db" in proc.stderr and "not a database" in proc.stderr
+    (tmp_path / "bad.jsonl").write_text('{"record": 1}\n')
+    proc = tessera("db", "--db", tmp_path / "n.db", "import", tmp_path / "bad.jsonl", ok=False)
+    assert proc.returncode == 1 and "line 1" in proc.stderr

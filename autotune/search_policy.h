@@ -1,0 +1,46 @@
+// Search policies: which schedule candidates of a task to measure next. `random` samples the
+// search space (autotune/search_space.h); `evolutionary` (Ansor's) evolves a population of random
+// samples, the best candidates measured so far and the database's records (recovered into
+// sketch + decisions) by mutation and crossover, generation after generation scored by the cost
+// model, then picks the batch epsilon-greedily: mostly the model's best not measured yet, a few
+// random ones so the model keeps learning. The tuning loop asks for a batch, measures it, and
+// reports the costs back.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autotune/cost_model.h"
+#include "autotune/task.h"
+
+namespace tessera::autotune {
+
+class SearchPolicy {
+ public:
+  virtual ~SearchPolicy() = default;
+  // Up to n schedule traces (JSON) to measure, none measured or proposed before; the first batch
+  // starts with the default template's schedule. Fewer when the space runs dry.
+  virtual std::vector<std::string> next_batch(int n) = 0;
+  // Measured seconds per trace (<= 0 or not finite: the candidate failed); trains the model.
+  virtual void update(const std::vector<std::string>& traces, const std::vector<double>& costs) = 0;
+};
+
+struct SearchOptions {
+  int population = 128;          // candidates per generation
+  int generations = 4;           // generations evolved per batch
+  double mutation_prob = 0.85;   // a child is mutated (else copied) ...
+  double crossover_prob = 0.15;  // ... after crossing over with a second parent of its sketch
+  double measured_ratio = 0.2;   // share of the first generation taken from the best measured
+  double epsilon = 0.05;         // share of a batch picked at random
+};
+
+// `kind`: "evolutionary" or "random". `model` may be shared across tasks (and null: the policy
+// keeps its own). `seed_traces`: records of this workload (the database's best first); those
+// that replay seed the population and are never proposed again. Throws tessera::Error for an
+// unknown kind or a target without a search space (only CPU targets, "llvm ...", have one).
+std::unique_ptr<SearchPolicy> make_policy(const Task& task, const std::string& target, const std::string& kind, CostModel* model,
+                                          uint64_t seed, const std::vector<std::string>& seed_traces,
+                                          const SearchOptions& options = {});
+
+}  // namespace tessera::autotune

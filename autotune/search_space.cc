@@ -1,0 +1,180 @@
+#include "autotune/search_space.h"
+
+#include "runtime/error.h"
+#include "schedule/lower.h"
+#include "schedule/templates/cpu.h"
+
+namespace tessera::autotune {
+
+namespace {
+
+// Tries before a sketch whose samples never apply is dropped from the space.
+constexpr int kLayoutTries = 32;
+// Replays a recovery may spend on one sketch (each asks the sketch for one more decision).
+constexpr int kRecoveryProbes = 4000;
+
+bool is_prefix(const schedule::Trace& part, const schedule::Trace& whole) {
+  const auto& a = part.instructions();
+  const auto& b = whole.instructions();
+  if (a.size() > b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!(a[i] == b[i])) return false;
+  return true;
+}
+
+// Depth-first over decision values: a tile factor is read from the split the trace makes next,
+// a choice tries each option; a prefix of decisions survives while the schedule it makes is a
+// prefix of the trace. Decisions a rule ignores take their first value that fits.
+class Recovery {
+ public:
+  Recovery(const SearchSpace& space, const Sketch& sketch, const schedule::Trace& target)
+      : space_(space), sketch_(sketch), target_(target) {}
+
+  std::optional<Decisions> run() { return extend({}); }
+
+ private:
+  std::optional<Decisions> extend(const Decisions& prefix) {
+    if (++probes_ > kRecoveryProbes) return std::nullopt;
+    schedule::Schedule s(space_.compute().outputs);
+    DecisionTape tape = DecisionTape::prefix(prefix);
+    std::vector<int64_t> values;
+    try {
+      apply_sketch(sketch_, s, tape);
+    } catch (const NeedDecision& need) {
+      if (!is_prefix(s.trace(), target_)) return std::nullopt;
+      values = candidates(need, s.trace().size());
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (values.empty()) return s.trace() == target_ ? std::optional<Decisions>(prefix) : std::nullopt;
+    for (int64_t v : values) {
+      Decisions next = prefix;
+      next.push_back(v);
+      if (auto found = extend(next)) return found;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<int64_t> candidates(const NeedDecision& need, size_t position) {
+    if (need.spec.kind == DecisionSpec::Kind::Choice) return need.spec.options;
+    const auto& insts = target_.instructions();
+    if (position < insts.size() && insts[position].kind == "split" && insts[position].attrs.count("factor")) {
+      int64_t f = insts[position].int_attr("factor");
+      if (f != 1) return {f, 1};
+    }
+    return {1};
+  }
+
+  const SearchSpace& space_;
+  const Sketch& sketch_;
+  const schedule::Trace& target_;
+  int probes_ = 0;
+};
+
+}  // namespace
+
+SearchSpace::SearchSpace(relay_ir::CallCompute compute) : compute_(std::move(compute)) {
+  Sketch fallback;
+  fallback.name = "default";
+  fallback.is_default = true;
+  sketches_.push_back(fallback);
+  layouts_.emplace_back();
+  try {
+    default_trace_ = schedule::default_cpu_schedule(compute_.outputs, compute_.anchor)->trace();
+  } catch (const std::exception&) {
+    // No template fits: the default is the unscheduled loop nest (an empty trace).
+  }
+  std::mt19937_64 rng(0);
+  for (auto& sketch : generate_sketches(compute_.outputs)) {
+    for (int attempt = 0; attempt < kLayoutTries; ++attempt) {
+      schedule::Schedule s(compute_.outputs);
+      DecisionTape tape = DecisionTape::sample(rng);
+      try {
+        apply_sketch(sketch, s, tape);
+      } catch (const std::exception&) {
+        continue;
+      }
+      sketches_.push_back(std::move(sketch));
+      layouts_.push_back(tape.specs());
+      break;
+    }
+  }
+}
+
+Candidate SearchSpace::sample(std::mt19937_64& rng) const {
+  if (sketches_.size() == 1) return default_candidate();
+  int sketch = 1 + static_cast<int>(std::uniform_int_distribution<size_t>(0, sketches_.size() - 2)(rng));
+  Candidate c{sketch, {}};
+  for (const auto& spec : layout(sketch)) {
+    std::vector<int64_t> v = sample_decision(spec, rng);
+    c.decisions.insert(c.decisions.end(), v.begin(), v.end());
+  }
+  return c;
+}
+
+Candidate SearchSpace::mutate(const Candidate& c, std::mt19937_64& rng) const {
+  const auto& specs = layout(c.sketch);
+  if (specs.empty()) return c;
+  Candidate out = c;
+  size_t group = std::uniform_int_distribution<size_t>(0, specs.size() - 1)(rng);
+  size_t offset = 0;
+  for (size_t g = 0; g < group; ++g) offset += specs[g].slots();
+  const auto& spec = specs[group];
+  std::vector<int64_t> current(c.decisions.begin() + offset, c.decisions.begin() + offset + spec.slots());
+  std::vector<int64_t> next = mutate_decision(spec, current, rng);
+  std::copy(next.begin(), next.end(), out.decisions.begin() + offset);
+  return out;
+}
+
+Candidate SearchSpace::crossover(const Candidate& a, const Candidate& b, std::mt19937_64& rng) const {
+  if (a.sketch != b.sketch) fail("crossover of candidates of different sketches (", a.sketch, " and ", b.sketch, ")");
+  Candidate out = a;
+  size_t offset = 0;
+  for (const auto& spec : layout(a.sketch)) {
+    if (std::uniform_int_distribution<int>(0, 1)(rng))
+      std::copy(b.decisions.begin() + offset, b.decisions.begin() + offset + spec.slots(), out.decisions.begin() + offset);
+    offset += spec.slots();
+  }
+  return out;
+}
+
+std::unique_ptr<schedule::Schedule> SearchSpace::apply(const Candidate& c) const {
+  if (c.sketch < 0 || c.sketch >= static_cast<int>(sketches_.size())) fail("schedule candidate: no sketch ", c.sketch);
+  auto s = std::make_unique<schedule::Schedule>(compute_.outputs);
+  if (sketches_[c.sketch].is_default) {
+    if (!c.decisions.empty()) fail("schedule candidate: the default schedule takes no decisions");
+    default_trace_.apply(*s);
+    return s;
+  }
+  DecisionTape tape = DecisionTape::replay(c.decisions);
+  apply_sketch(sketches_[c.sketch], *s, tape);
+  if (!tape.consumed()) fail("schedule candidate: more decisions than sketch '", sketches_[c.sketch].name, "' takes");
+  return s;
+}
+
+std::unique_ptr<schedule::Schedule> SearchSpace::replay(const std::string& trace_json) const {
+  auto s = std::make_unique<schedule::Schedule>(compute_.outputs);
+  schedule::Trace::from_json(trace_json).apply(*s);
+  return s;
+}
+
+tensor_ir::LoweredFunc SearchSpace::lower(schedule::Schedule& s, const std::string& name) const {
+  std::vector<tensor_ir::Tensor> args = compute_.inputs;
+  args.insert(args.end(), compute_.outputs.begin(), compute_.outputs.end());
+  return schedule::lower(s, args, name);
+}
+
+std::optional<Candidate> SearchSpace::recover(const std::string& trace_json) const {
+  schedule::Trace target;
+  try {
+    target = schedule::Trace::from_json(trace_json);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (target == default_trace_) return default_candidate();
+  for (size_t i = 1; i < sketches_.size(); ++i)
+    if (auto d = Recovery(*this, sketches_[i], target).run()) return Candidate{static_cast<int>(i), *d};
+  return std::nullopt;
+}
+
+}  // namespace tessera::autotune

@@ -1,0 +1,66 @@
+// The search space of one kernel, built from its compute definition alone: the sketches (the
+// default template's schedule first, then those of autotune/sketch_rules.h) and candidates =
+// (sketch, decisions). A candidate becomes a schedule by applying its sketch to a fresh schedule
+// of the kernel; that schedule's trace is what gets measured and stored, and it replays alone.
+// Decisions are recovered from a trace (a database record) by replaying the sketches against it,
+// so records of earlier sessions can be mutated like fresh samples.
+#pragma once
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "autotune/decisions.h"
+#include "autotune/sketch_rules.h"
+#include "relay_ir/compute_of_call.h"
+#include "schedule/schedule.h"
+#include "tensor_ir/stmt.h"
+
+namespace tessera::autotune {
+
+struct Candidate {
+  int sketch = 0;  // index into SearchSpace::sketches(); 0 is the default template's schedule
+  Decisions decisions;
+  bool operator==(const Candidate& o) const { return sketch == o.sketch && decisions == o.decisions; }
+};
+
+class SearchSpace {
+ public:
+  explicit SearchSpace(relay_ir::CallCompute compute);
+
+  const relay_ir::CallCompute& compute() const { return compute_; }
+  const std::vector<Sketch>& sketches() const { return sketches_; }
+  // The decision groups of a sketch, in the order its candidates' decisions hold them.
+  const std::vector<DecisionSpec>& layout(int sketch) const { return layouts_.at(sketch); }
+  // The default template's schedule as a candidate (what tuning starts from).
+  static Candidate default_candidate() { return {0, {}}; }
+
+  // A rule sketch with random decisions (which may still fail to lower: callers filter).
+  Candidate sample(std::mt19937_64& rng) const;
+  // One decision group changed (a tile factor moved between levels, another unroll budget,
+  // parallel granularity, place, vector width).
+  Candidate mutate(const Candidate& c, std::mt19937_64& rng) const;
+  // Each decision group from one parent or the other; parents must share their sketch.
+  Candidate crossover(const Candidate& a, const Candidate& b, std::mt19937_64& rng) const;
+
+  // A fresh schedule of the kernel with the candidate applied; throws tessera::Error if the
+  // decisions do not fit its sketch or a primitive rejects them.
+  std::unique_ptr<schedule::Schedule> apply(const Candidate& c) const;
+  // The candidate's trace as JSON (what the database stores).
+  std::string trace_json(const Candidate& c) const { return apply(c)->trace().to_json(); }
+  // A fresh schedule with a trace replayed on it.
+  std::unique_ptr<schedule::Schedule> replay(const std::string& trace_json) const;
+  // The kernel under `s`: arguments are the inputs, then the outputs (as the driver builds it).
+  tensor_ir::LoweredFunc lower(schedule::Schedule& s, const std::string& name = "kernel") const;
+  // The candidate whose trace is `trace_json`, if one of the sketches produces it.
+  std::optional<Candidate> recover(const std::string& trace_json) const;
+
+ private:
+  relay_ir::CallCompute compute_;
+  std::vector<Sketch> sketches_;
+  std::vector<std::vector<DecisionSpec>> layouts_;
+  schedule::Trace default_trace_;
+};
+
+}  // namespace tessera::autotune

@@ -1,0 +1,235 @@
+#include "autotune/tuner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <unordered_set>
+
+#include "autotune/cost_model.h"
+#include "autotune/database.h"
+#include "autotune/report.h"
+#include "autotune/search_policy.h"
+#include "autotune/transfer.h"
+#include "runtime/error.h"
+#include "schedule/custom.h"
+#include "targets/target.h"
+
+namespace tessera::autotune {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+class Session {
+ public:
+  Session(const std::vector<Task>& tasks, const TuneOptions& options, const std::function<void(const Progress&)>& on_progress)
+      : tasks_(tasks), options_(options), on_progress_(on_progress),
+        db_(options.db_path.empty() ? TuningDatabase::default_path() : options.db_path), measurer_(options.measure),
+        target_(targets::Target::parse(options.target).with_host_defaults().str()), model_(options.seed) {
+    std::string path = cost_model_path(db_.path());
+    if (std::filesystem::exists(path)) model_.load(path);
+  }
+
+  TuneResult run() {
+    start_ = std::chrono::steady_clock::now();
+    for (const auto& t : tasks_) {
+      db_.add_workload(t.workload);
+      TaskState s;
+      s.description = t.workload.description;
+      s.workload = t.workload.key;
+      s.weight = t.weight;
+      s.flops = t.flops;
+      // Resuming: what the database holds for this target counts, and is never measured again.
+      for (const auto& r : db_.all(t.workload.key, target_)) {
+        ++s.trials;
+        if (r.policy == "default" && r.error.empty() && !r.costs.empty()) s.default_seconds = r.median_seconds();
+      }
+      if (auto best = db_.best(t.workload.key, target_)) s.best_seconds = best->median_seconds();
+      states_.push_back(s);
+    }
+    result_.default_latency = 0;
+    for (size_t i = 0; i < tasks_.size(); ++i) measure_baselines(i);
+    for (const auto& s : states_) result_.default_latency += s.weight * s.default_seconds;
+    try {
+      while (trials_done_ < options_.trials && !out_of_time()) {
+        int next = pick_task();
+        if (next < 0) break;
+        search_batch(static_cast<size_t>(next));
+      }
+    } catch (...) {
+      finish();  // interrupted: the report still shows what was committed
+      throw;
+    }
+    finish();
+    return result_;
+  }
+
+ private:
+  void finish() {
+    result_.tasks = states_;
+    result_.estimated_latency = estimated_latency();
+    result_.wall_seconds = elapsed();
+    result_.report_path = options_.report_path.empty()
+                              ? (std::filesystem::path(db_.path()).parent_path() / "tuning_report.html").string()
+                              : options_.report_path;
+    write_report(result_, result_.report_path);
+  }
+
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  bool out_of_time() const { return options_.max_seconds > 0 && elapsed() > options_.max_seconds; }
+
+  double estimated_latency() const {
+    double total = 0;
+    for (const auto& s : states_) total += s.weight * (s.best_seconds > 0 ? s.best_seconds : s.default_seconds);
+    return total;
+  }
+
+  // The baselines, measured once per task: the default schedule, and a custom schedule
+  // registered for the workload or op (build() then uses it unless tuning beats it).
+  void measure_baselines(size_t i) {
+    const Task& t = tasks_[i];
+    if (states_[i].default_seconds <= 0) commit_batch(i, {default_trace(t)}, "default");
+    const schedule::CpuTemplate* custom = schedule::find_custom_schedule(t.workload.key);
+    if (!custom) custom = schedule::find_custom_schedule(t.workload.description);
+    if (!custom) return;
+    schedule::Schedule s(t.compute.outputs);
+    for (const auto& o : t.compute.outputs) (*custom)(s, o);
+    std::string trace = s.trace().to_json();
+    if (!db_.find(t.workload.key, target_, trace)) commit_batch(i, {trace}, "custom");
+  }
+
+  // Measures `traces` of task i, commits them in one transaction, updates its state.
+  std::vector<double> commit_batch(size_t i, const std::vector<std::string>& traces, const std::string& policy) {
+    auto results = measurer_.measure(tasks_[i], options_.target, traces);
+    std::vector<Record> records;
+    std::vector<double> costs;
+    TaskState& s = states_[i];
+    for (size_t k = 0; k < traces.size(); ++k) {
+      Record r;
+      r.workload = tasks_[i].workload.key;
+      r.target = target_;
+      r.trace = traces[k];
+      r.costs = results[k].costs;
+      r.error = results[k].error;
+      r.policy = policy;
+      records.push_back(r);
+      double c = r.error.empty() && !r.costs.empty() ? median(r.costs) : 0;
+      costs.push_back(c);
+      if (c > 0 && policy == "default") s.default_seconds = c;
+      if (c > 0 && (s.best_seconds <= 0 || c < s.best_seconds)) {
+        s.best_seconds = c;
+        since_improvement_[i] = 0;
+      } else {
+        ++since_improvement_[i];
+      }
+    }
+    db_.commit(records);
+    s.trials += static_cast<int>(traces.size());
+    trials_done_ += static_cast<int>(traces.size());
+    s.history.emplace_back(s.trials, s.best_seconds);
+    result_.latency_history.emplace_back(trials_done_, estimated_latency());
+    if (options_.early_stopping > 0 && since_improvement_[i] >= options_.early_stopping) s.stopped = true;
+    if (on_progress_) {
+      Progress p{&states_, i, trials_done_, options_.trials, estimated_latency(), elapsed()};
+      on_progress_(p);
+    }
+    return costs;
+  }
+
+  // Ansor's scheduler, simplified: the task whose next batch is expected to cut the most from
+  // the end-to-end latency: its share (weight * best time) times its recent relative improvement,
+  // with an exploration bonus for tasks tried little.
+  int pick_task() {
+    int best = -1;
+    double best_gain = -1;
+    for (size_t i = 0; i < states_.size(); ++i) {
+      const TaskState& s = states_[i];
+      if (s.stopped) continue;
+      double share = s.weight * (s.best_seconds > 0 ? s.best_seconds : s.default_seconds);
+      double improvement = 0;
+      if (s.history.size() >= 2) {
+        double before = s.history[s.history.size() - 2].second, now = s.history.back().second;
+        if (before > 0 && now > 0) improvement = (before - now) / before;
+      }
+      double exploration = 1.0 / (1.0 + s.trials / double(std::max(options_.batch, 1)));
+      double gain = share * (improvement + 0.2 * exploration);
+      if (gain > best_gain) {
+        best_gain = gain;
+        best = static_cast<int>(i);
+      }
+    }
+    return best;
+  }
+
+  SearchPolicy& policy_for(size_t i) {
+    auto it = policies_.find(i);
+    if (it != policies_.end()) return *it->second;
+    // The best records seed the population; every trace measured before (errors too) is passed
+    // so none is proposed again.
+    std::vector<std::string> seeds;
+    std::unordered_set<std::string> seen;
+    for (const auto& r : db_.top(tasks_[i].workload.key, target_, 16))
+      if (seen.insert(r.trace).second) seeds.push_back(r.trace);
+    for (const auto& r : db_.all(tasks_[i].workload.key, target_))
+      if (seen.insert(r.trace).second) seeds.push_back(r.trace);
+    auto p = make_policy(tasks_[i], options_.target, options_.policy, &model_, options_.seed + i, seeds);
+    return *policies_.emplace(i, std::move(p)).first->second;
+  }
+
+  void search_batch(size_t i) {
+    SearchPolicy& policy = policy_for(i);
+    int n = std::min(options_.batch, options_.trials - trials_done_);
+    std::vector<std::string> traces = policy.next_batch(n);
+    if (traces.empty()) {  // the space is exhausted
+      states_[i].stopped = true;
+      return;
+    }
+    std::vector<double> costs = commit_batch(i, traces, options_.policy);
+    policy.update(traces, costs);
+    // Kept beside the database for later sessions and for builds ranking transferred schedules.
+    if (model_.trained()) model_.save(cost_model_path(db_.path()));
+  }
+
+  const std::vector<Task>& tasks_;
+  TuneOptions options_;
+  std::function<void(const Progress&)> on_progress_;
+  TuningDatabase db_;
+  Measurer measurer_;
+  std::string target_;
+  CostModel model_;
+  std::map<size_t, std::unique_ptr<SearchPolicy>> policies_;
+  std::map<size_t, int> since_improvement_;
+  std::vector<TaskState> states_;
+  TuneResult result_;
+  int trials_done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+TuneResult tune(const std::vector<Task>& tasks, const TuneOptions& options, const std::function<void(const Progress&)>& on_progress) {
+  if (tasks.empty()) fail("tune: the model has no kernels to tune");
+  if (options.trials < 1) fail("tune: the number of trials must be positive");
+  if (options.batch < 1) fail("tune: the batch size must be positive");
+  // Checked before anything is measured: policies are made lazily, after the baselines.
+  make_policy(tasks.front(), options.target, options.policy, nullptr, 0, {});
+  return Session(tasks, options, on_progress).run();
+}
+
+std::string progress_line(const Progress& p) {
+  const TaskState& s = (*p.tasks)[p.current];
+  char line[256];
+  std::snprintf(line, sizeof line, "[%3d/%d trials %5.0fs] task %zu/%zu %-28.28s best %7.1f GFLOP/s | est. latency %.4g ms",
+                p.trials_done, p.trials_total, p.elapsed, p.current + 1, p.tasks->size(), s.description.c_str(), s.gflops(),
+                p.estimated_latency * 1e3);
+  return line;
+}
+
+}  // namespace tessera::autotune

@@ -1,0 +1,85 @@
+// Tuning from Python: tasks of a model, a tuning session with a progress callback (Ctrl-C
+// stops it between batches; committed batches stay), and custom schedules.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include "autotune/task.h"
+#include "autotune/tuner.h"
+#include "driver/build.h"
+#include "python/src/bindings.h"
+#include "schedule/custom.h"
+
+namespace tessera::python {
+
+namespace {
+
+py::dict task_state(const autotune::TaskState& s) {
+  py::list history;
+  for (const auto& [trials, best] : s.history) history.append(py::make_tuple(trials, best));
+  return py::dict(py::arg("description") = s.description, py::arg("workload") = s.workload, py::arg("weight") = s.weight,
+                  py::arg("flops") = s.flops, py::arg("trials") = s.trials, py::arg("default_seconds") = s.default_seconds,
+                  py::arg("best_seconds") = s.best_seconds, py::arg("gflops") = s.gflops(), py::arg("history") = history);
+}
+
+}  // namespace
+
+void bind_autotune(py::module_& m) {
+  m.def("autotune_tasks", [](const relay_ir::Module& mod, int opt_level) {
+    std::vector<autotune::Task> tasks;
+    {
+      py::gil_scoped_release release;
+      tasks = autotune::extract_tasks(driver::optimize(mod, opt_level));
+    }
+    py::list out;
+    for (const auto& t : tasks)
+      out.append(py::dict(py::arg("description") = t.workload.description, py::arg("workload") = t.workload.key,
+                          py::arg("structure") = t.workload.structure_key, py::arg("weight") = t.weight, py::arg("flops") = t.flops,
+                          py::arg("kernel") = t.kernel));
+    return out;
+  });
+
+  m.def("autotune_tune", [](const relay_ir::Module& mod, const std::string& target, const std::string& db, int trials, int batch,
+                            const std::string& policy, int early_stopping, double max_seconds, int opt_level, int seed, int repeat,
+                            bool flush_cache, py::object progress) {
+    autotune::TuneOptions o;
+    o.target = target;
+    o.db_path = db;
+    o.trials = trials;
+    o.batch = batch;
+    o.policy = policy;
+    o.early_stopping = early_stopping;
+    o.max_seconds = max_seconds;
+    o.seed = static_cast<uint64_t>(seed);
+    o.measure.repeat = repeat;
+    o.measure.flush_cache = flush_cache;
+    // Called between batches with the GIL: prints, and lets Ctrl-C (KeyboardInterrupt) stop the
+    // session by raising through the tuner.
+    auto on_progress = [&](const autotune::Progress& p) {
+      py::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+      if (!progress.is_none()) progress(autotune::progress_line(p));
+    };
+    autotune::TuneResult r;
+    {
+      py::gil_scoped_release release;
+      r = autotune::tune(autotune::extract_tasks(driver::optimize(mod, opt_level)), o, on_progress);
+    }
+    py::list tasks;
+    for (const auto& s : r.tasks) tasks.append(task_state(s));
+    return py::dict(py::arg("tasks") = tasks, py::arg("estimated_latency") = r.estimated_latency,
+                    py::arg("default_latency") = r.default_latency, py::arg("wall_seconds") = r.wall_seconds,
+                    py::arg("report_path") = r.report_path);
+  });
+
+  m.def("register_custom_schedule", [](const std::string& key, py::function fn) {
+    // Never freed: the registry outlives the interpreter, and dropping a Python object after
+    // it has finalized would crash at exit.
+    auto* held = new py::function(std::move(fn));
+    schedule::register_custom_schedule(key, [held](schedule::Schedule& s, const tensor_ir::Tensor& out) {
+      py::gil_scoped_acquire gil;  // builds run with the GIL released
+      (*held)(py::cast(&s, py::return_value_policy::reference), out);
+    });
+  });
+}
+
+}  // namespace tessera::python

@@ -1,0 +1,65 @@
+"""Autotuning: search schedules for every kernel of a model, remember the best in a tuning
+database, and build with them.
+
+    mod = tessera.onnx.load("resnet18.onnx")
+    report = tessera.autotune.tune(mod, target="llvm", db="tuning.db", trials=2000)
+    lib = tessera.build(mod, db="tuning.db")      # uses the records, no measurement
+
+tune() prints a live progress line on a terminal and writes an HTML report next to the
+database. An interrupted session (Ctrl-C, kill) keeps every batch it committed; running it
+again resumes from the database."""
+import os
+import sys
+
+from . import _tessera as _t
+
+__all__ = ["tune", "tasks", "register_schedule", "TuneReport"]
+
+
+class TuneReport:
+    """What a session did: per task its trials and best time, the end-to-end estimate."""
+
+    def __init__(self, raw):
+        self.tasks = raw["tasks"]
+        self.estimated_latency_ms = raw["estimated_latency"] * 1e3
+        self.default_latency_ms = raw["default_latency"] * 1e3
+        self.wall_seconds = raw["wall_seconds"]
+        self.report_path = raw["report_path"]
+
+    def __repr__(self):
+        return (f"TuneReport({len(self.tasks)} tasks, estimated latency {self.estimated_latency_ms:.3f} ms "
+                f"(default {self.default_latency_ms:.3f} ms), {self.wall_seconds:.0f} s, report {self.report_path})")
+
+
+def tasks(mod, opt_level=2):
+    """The kernels tuning would search: their workloads, weights and arithmetic cost."""
+    return _t.autotune_tasks(mod, opt_level)
+
+
+def tune(mod, target="llvm", db=None, trials=1000, batch=16, policy="evolutionary", early_stopping=0,
+         timeout=None, opt_level=2, seed=0, progress=None, repeat=5, flush_cache=False):
+    """Tunes every kernel of `mod` for `target` with at most `trials` measurements in all,
+    storing every measurement in `db` (a path; None: $TESSERA_DB or ~/.cache/tessera/tuning.db).
+    `policy` is "evolutionary" (cost-model guided) or "random"; `timeout` caps the wall time in
+    seconds. `progress` is None (a live line on a terminal), False, or a callable taking the line."""
+    if progress is None:
+        progress = _terminal_line if sys.stderr.isatty() else False
+    path = str(db) if db is not None else _t.default_db_path()
+    raw = _t.autotune_tune(mod, target, path, int(trials), int(batch), policy, int(early_stopping), float(timeout or 0),
+                           int(opt_level), int(seed), int(repeat), bool(flush_cache), progress or None)
+    if progress is _terminal_line:
+        sys.stderr.write("\n")
+    return TuneReport(raw)
+
+
+def register_schedule(key, schedule_fn):
+    """Uses `schedule_fn(s, output)` — a tessera.te schedule function over the kernel's compute
+    definition — for kernels whose op name or workload key is `key`, instead of the default
+    schedule. A faster record in the tuning database still wins (tuning measures the registered
+    schedule first, so it only loses to something measured faster)."""
+    _t.register_custom_schedule(str(key), schedule_fn)
+
+
+def _terminal_line(line):
+    sys.stderr.write("\r" + line[: os.get_terminal_size(sys.stderr.fileno()).columns - 1])
+    sys.stderr.flush()

@@ -1,0 +1,86 @@
+// Candidate features: fixed length, deterministic, fast, and moved by the schedule decisions the
+// cost model must tell apart.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "autotune/features.h"
+#include "search_test_util.h"
+
+namespace tessera::autotune {
+namespace {
+
+using namespace testing;
+
+float feature(const std::vector<float>& f, const std::string& name) {
+  const auto& names = feature_names();
+  auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end()) throw std::runtime_error("no feature " + name);
+  return f[static_cast<size_t>(it - names.begin())];
+}
+
+std::vector<float> features_of(const SearchSpace& space, const Candidate& c) { return extract_features(space.lower(*space.apply(c))); }
+
+TEST(Features, FixedLengthAndNamed) {
+  EXPECT_EQ(feature_names().size(), feature_count());
+  EXPECT_GE(feature_count(), 50u);
+  EXPECT_LE(feature_count(), 200u);
+  SearchSpace space(softmax_task().compute);
+  std::mt19937_64 rng(1);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(features_of(space, space.sample(rng)).size(), feature_count());
+}
+
+TEST(Features, DeterministicAcrossReplays) {
+  SearchSpace space(conv_task().compute);
+  std::mt19937_64 rng(2);
+  for (int i = 0; i < 5; ++i) {
+    Candidate c = space.sample(rng);
+    auto f = features_of(space, c);
+    EXPECT_EQ(f, features_of(space, c));
+    EXPECT_EQ(f, extract_features(space.lower(*space.replay(space.trace_json(c)))));
+  }
+}
+
+TEST(Features, FollowTheSchedule) {
+  // te gemm 64^3, plain tiling: innermost tile of j (the vectorized one) 16 vs 1; threads or not.
+  SearchSpace space(te_gemm_task(64).compute);
+  int tile = -1;
+  for (size_t i = 1; i < space.sketches().size(); ++i)
+    if (space.sketches()[i].name == "C:tile") tile = static_cast<int>(i);
+  ASSERT_GE(tile, 1);
+  // Layout: C.i (3), C.j (3), C.k (1), C.parallel, C.unroll.
+  Candidate vec{tile, {4, 2, 2, 16, 2, 1, 4, 2, 0}};
+  Candidate scalar{tile, {4, 2, 2, 1, 2, 16, 4, 0, 0}};
+  auto fv = features_of(space, vec), fs = features_of(space, scalar);
+  EXPECT_NE(fv, fs);
+  EXPECT_FLOAT_EQ(feature(fv, "s0.lanes"), std::log2(17.0f));
+  EXPECT_FLOAT_EQ(feature(fs, "s0.lanes"), 1.0f);  // log2(1 + 1)
+  EXPECT_GT(feature(fv, "parallel_fraction"), 0.99f);
+  EXPECT_EQ(feature(fs, "parallel_fraction"), 0.0f);
+  // Same arithmetic either way.
+  EXPECT_FLOAT_EQ(feature(fv, "float_ops"), feature(fs, "float_ops"));
+  // Along the vector, C and B are contiguous (A is invariant); with scalar j the innermost loop
+  // is i's tile: C and A strided, B invariant.
+  auto contiguous = [](const std::vector<float>& f) {
+    return feature(f, "s0.b0.contiguous") + feature(f, "s0.b1.contiguous") + feature(f, "s0.b2.contiguous");
+  };
+  EXPECT_EQ(contiguous(fv), 2.0f);
+  EXPECT_EQ(contiguous(fs), 0.0f);
+  // Unrolling shows.
+  Candidate unrolled = vec;
+  unrolled.decisions.back() = 64;
+  EXPECT_GT(feature(features_of(space, unrolled), "s0.unrolled"), feature(fv, "s0.unrolled"));
+}
+
+TEST(Features, TakeMicrosecondsToMilliseconds) {
+  SearchSpace space(matmul_task(256, 256, 256).compute);
+  std::mt19937_64 rng(4);
+  auto func = space.lower(*space.apply(space.sample(rng)));
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) extract_features(func);
+  double each = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 20;
+  EXPECT_LT(each, 5e-3);
+}
+
+}  // namespace
+}  // namespace tessera::autotune

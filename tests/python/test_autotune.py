@@ -1,0 +1,153 @@
+"""Tuning sessions end to end, with a handful of trials: tasks, the database they fill, builds
+that replay its records, resuming, interruption, custom schedules and schedule transfer."""
+import sqlite3
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+
+FAST = dict(repeat=2, batch=4, seed=1)
+
+
+def mlp(path, rows, inner=24, cols=40, seed=0):
+    """x[rows, inner] @ W + b -> relu -> @ W2: a fused matmul epilogue and a plain matmul."""
+    rng = np.random.default_rng(seed)
+    w = numpy_helper.from_array(rng.standard_normal((inner, cols)).astype("float32"), "w")
+    b = numpy_helper.from_array(rng.standard_normal(cols).astype("float32"), "b")
+    w2 = numpy_helper.from_array(rng.standard_normal((cols, 7)).astype("float32"), "w2")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["hb"]),
+             helper.make_node("Relu", ["hb"], ["r"]), helper.make_node("MatMul", ["r", "w2"], ["y"])]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, inner])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 7])], [w, b, w2])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return tessera.onnx.load(path)
+
+
+def records(db):
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT workload, trace, policy, error, median_seconds FROM records").fetchall()
+
+
+def labels(lib):
+    return {k["op"]: k["schedule"] for k in lib.kernels}
+
+
+def test_tasks_are_the_models_distinct_kernels(tmp_path):
+    tasks = tessera.autotune.tasks(mlp(tmp_path / "m.onnx", 9))
+    assert [t["description"] for t in tasks] == ["fused_matmul_add_relu", "matmul"]
+    assert all(len(t["workload"]) == 64 and len(t["structure"]) == 64 and t["weight"] == 1 for t in tasks)
+    assert tasks[0]["flops"] >= 2 * 9 * 24 * 40
+    # Another shape: another workload, the same structure (what schedule transfer matches on).
+    other = tessera.autotune.tasks(mlp(tmp_path / "n.onnx", 13))
+    assert other[0]["workload"] != tasks[0]["workload"] and other[0]["structure"] == tasks[0]["structure"]
+
+
+def test_tune_fills_the_database_builds_replay_it_and_a_rerun_resumes(tmp_path, rng):
+    mod = mlp(tmp_path / "m.onnx", 9)
+    db = tmp_path / "t.db"
+    lines = []
+    report = tessera.autotune.tune(mod, db=db, trials=14, progress=lines.append, **FAST)
+    assert len(report.tasks) == 2 and sum(t["trials"] for t in report.tasks) == 14
+    assert lines and "trials" in lines[-1] and "GFLOP/s" in lines[-1] and "est. latency" in lines[-1]
+    assert 0 < report.estimated_latency_ms <= report.default_latency_ms
+    html = open(report.report_path).read()
+    assert report.report_path == str(tmp_path / "tuning_report.html") and html.count("<svg") >= 3
+
+    rows = records(db)
+    assert len(rows) == 14 and sum(r[2] == "default" for r in rows) == 2
+    assert all((r[3] == "") == (r[4] is not None) for r in rows)
+
+    x = rng.standard_normal((9, 24)).astype("float32")
+    tuned = tessera.build(mod, db=db)
+    assert all(label.startswith(("tuned (record", "default (measured fastest")) for label in labels(tuned).values())
+    expected = tessera.build(mod, db=False).run([x])[0]
+    np.testing.assert_allclose(tuned.run([x])[0], expected, rtol=1e-5, atol=1e-5)
+
+    # Resuming: the stored trials count, the defaults are not measured again, no trace twice.
+    again = tessera.autotune.tune(mod, db=db, trials=8, progress=False, **FAST)
+    assert sum(t["trials"] for t in again.tasks) == 22
+    rows = records(db)
+    assert len(rows) == 22 and sum(r[2] == "default" for r in rows) == 2
+    assert len({(r[0], r[1]) for r in rows}) == 22
+
+
+def test_random_policy_and_bad_options(tmp_path):
+    mod = mlp(tmp_path / "m.onnx", 5)
+    report = tessera.autotune.tune(mod, db=tmp_path / "r.db", trials=6, policy="random", progress=False, **FAST)
+    assert sum(t["trials"] for t in report.tasks) == 6
+    assert {r[2] for r in records(tmp_path / "r.db")} <= {"default", "random"}
+    with pytest.raises(tessera.Error, match="policy"):
+        tessera.autotune.tune(mod, db=tmp_path / "r.db", trials=6, policy="annealing", progress=False, **FAST)
+    with pytest.raises(tessera.Error, match="trials"):
+        tessera.autotune.tune(mod, db=tmp_path / "r.db", trials=0, progress=False)
+
+
+def test_an_interrupted_session_keeps_its_batches_and_its_report(tmp_path):
+    mod = mlp(tmp_path / "m.onnx", 6)
+    db = tmp_path / "i.db"
+    calls = []
+
+    def stop_after_three(line):
+        calls.append(line)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        tessera.autotune.tune(mod, db=db, trials=40, progress=stop_after_three, **FAST)
+    # Two defaults and one searched batch of four were committed before the interruption.
+    assert len(records(db)) == 6
+    assert (tmp_path / "tuning_report.html").exists()
+
+
+def test_a_custom_schedule_is_used_unless_a_faster_record_exists(tmp_path, rng):
+    def x_input(shape):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+        g = helper.make_graph([helper.make_node("Tanh", ["x"], ["y"])], "g", [x], [y])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "tanh.onnx"))
+        return tessera.onnx.load(tmp_path / "tanh.onnx")
+
+    mod = x_input([37, 531])  # a workload no other test has
+    (task,) = tessera.autotune.tasks(mod)
+    used = []
+
+    def rows_in_parallel(s, out):
+        used.append(out.name)
+        s[out].parallel(out.op.axis[0])
+
+    tessera.autotune.register_schedule(task["workload"], rows_in_parallel)
+    lib = tessera.build(mod, db=False)
+    assert labels(lib)["tanh"] == f"custom ({task['workload']})" and used
+    x = rng.standard_normal((37, 531)).astype("float32")
+    np.testing.assert_allclose(lib.run([x])[0], np.tanh(x), rtol=1e-6, atol=1e-6)
+
+    # Tuning measures the custom schedule first; build() keeps it unless a record beat it.
+    db = tmp_path / "c.db"
+    tessera.autotune.tune(mod, db=db, trials=10, progress=False, **FAST)
+    rows = [r for r in records(db) if r[3] == ""]
+    custom = min(r[4] for r in rows if r[2] == "custom")
+    others = min(r[4] for r in rows if r[2] != "custom")
+    label = labels(tessera.build(mod, db=db))["tanh"]
+    assert label.startswith("custom" if custom <= others else ("tuned", "default (measured fastest"))
+
+
+def test_schedule_transfer_from_another_shape(tmp_path, rng):
+    db = tmp_path / "x.db"
+    tessera.autotune.tune(mlp(tmp_path / "a.onnx", 16), db=db, trials=12, progress=False, **FAST)
+    before = len(records(db))
+    other = mlp(tmp_path / "b.onnx", 11)
+    lib = tessera.build(other, db=db, transfer=False)
+    assert all(label.startswith("default (no record") for label in labels(lib).values())
+
+    lib = tessera.build(other, db=db)
+    got = labels(lib)
+    assert all(label.startswith(("transferred (record", "default (measured fastest")) for label in got.values()), got
+    rows = records(db)
+    assert len(rows) > before and {r[2] for r in rows[before:]} <= {"transfer", "default"}
+    x = rng.standard_normal((11, 24)).astype("float32")
+    np.testing.assert_allclose(lib.run([x])[0], tessera.build(other, db=False).run([x])[0], rtol=1e-5, atol=1e-5)
+    # The transfer was committed: the next build measures nothing and picks the same schedules.
+    assert labels(tessera.build(other, db=db)) == got and len(records(db)) == len(rows)

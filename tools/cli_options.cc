@@ -1,0 +1,66 @@
+#include "tools/cli_options.h"
+
+#include "autotune/database.h"
+#include "driver/evaluate.h"
+#include "frontend/onnx/importer.h"
+#include "runtime/error.h"
+#include "runtime/npy.h"
+
+namespace tessera::cli {
+
+namespace {
+
+// "x=1,3,224,224" -> {"x", {1, 3, 224, 224}}
+std::pair<std::string, std::vector<int64_t>> parse_shape(const std::string& s) {
+  auto eq = s.find('=');
+  if (eq == std::string::npos) fail("--shape ", s, ": expected NAME=D0,D1,...");
+  std::vector<int64_t> dims;
+  std::string rest = s.substr(eq + 1);
+  for (size_t i = 0; i <= rest.size();) {
+    size_t j = rest.find(',', i);
+    if (j == std::string::npos) j = rest.size();
+    std::string d = rest.substr(i, j - i);
+    if (!d.empty()) {
+      try {
+        dims.push_back(std::stoll(d));
+      } catch (...) {
+        fail("--shape ", s, ": '", d, "' is not a number");
+      }
+    }
+    i = j + 1;
+  }
+  return {s.substr(0, eq), dims};
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> parse_assignment(const std::string& s, const char* option) {
+  auto eq = s.find('=');
+  if (eq == std::string::npos) fail(option, " ", s, ": expected NAME=FILE.npy");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+void add_model_options(CLI::App* cmd, ModelOptions& o) {
+  cmd->add_option("model", o.model, "ONNX model (run: or a module written by compile -o)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-t,--target", o.target, "target, e.g. llvm or \"llvm -mcpu=skylake-avx512\"");
+  cmd->add_option("--shape", o.shapes, "static shape of an input: NAME=D0,D1,...");
+  cmd->add_option("--bind", o.binds, "bind an input to a value: NAME=FILE.npy");
+  cmd->add_option("-O,--opt-level", o.opt_level, "graph optimization level 0-3");
+  cmd->add_option("--db", o.db, "tuning database (default: $TESSERA_DB or ~/.cache/tessera/tuning.db)");
+  cmd->add_flag("!--no-transfer", o.transfer, "no schedule transfer from similar workloads' records");
+}
+
+relay_ir::Module load(const ModelOptions& o) {
+  frontend::onnx::ImportOptions options;
+  for (const auto& s : o.shapes) options.shapes.insert(parse_shape(s));
+  for (const auto& b : o.binds) {
+    auto [name, file] = parse_assignment(b, "--bind");
+    options.bind[name] = runtime::load_npy(file);
+  }
+  options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
+  return frontend::onnx::import_model(o.model, options);
+}
+
+std::string db_path(const std::string& db) { return db.empty() ? autotune::TuningDatabase::default_path() : db; }
+
+}  // namespace tessera::cli

@@ -1,0 +1,29 @@
+// Options the `tessera` subcommands share: how a model is named, shaped, bound and compiled.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "relay_ir/module.h"
+
+namespace tessera::cli {
+
+struct ModelOptions {
+  std::string model;
+  std::string target = "llvm";
+  std::string db;  // empty: the default database, if it exists
+  std::vector<std::string> shapes, binds;
+  int opt_level = 2;
+  bool transfer = true;  // schedule transfer for workloads without records (driver::BuildOptions)
+};
+
+void add_model_options(CLI::App* cmd, ModelOptions& o);
+// The ONNX model with its --shape and --bind applied.
+relay_ir::Module load(const ModelOptions& o);
+// "x=in.npy" -> {"x", "in.npy"}; throws naming `option` when there is no '='.
+std::pair<std::string, std::string> parse_assignment(const std::string& s, const char* option);
+// --db, else $TESSERA_DB, else ~/.cache/tessera/tuning.db.
+std::string db_path(const std::string& db);
+
+}  // namespace tessera::cli
