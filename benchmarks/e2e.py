@@ -5,6 +5,7 @@ thread count. Models come from scripts/make_models.py (generated on first use).
 
     benchmarks/.venv/bin/python benchmarks/e2e.py [--models resnet18 mobilenet_v2 transformer]
                                                   [--threads 1 2] [--repeat 20] [--peers torch ort tvm]
+                                                  [--opt-level 3] [--db tuning.db]
 
 Run benchmarks/setup.sh once for the peers; with /usr/bin/python3 only PyTorch is available.
 Prints min/median ms per library, Tessera's kernel count and memory plan, and RESULT lines."""
@@ -20,12 +21,16 @@ sys.path.insert(0, os.path.join(common.ROOT, "scripts"))
 MODEL_DIR = os.path.join(common.ROOT, "models")
 
 
-def tessera_runner(path, x, opt_level):
+def tessera_runner(path, x, opt_level, db=None):
+    """Default schedules, or with `db` those of a tuning database (and schedule transfer)."""
     import tessera
     start = time.time()
-    lib = tessera.build(tessera.onnx.load(path), opt_level=opt_level)
+    lib = tessera.build(tessera.onnx.load(path), opt_level=opt_level, db=db or False)
     info = {"compile_s": round(time.time() - start, 2), "kernels": len(lib.kernels), "steps": lib.num_steps,
             "arena_mib": round(lib.arena_bytes / 2 ** 20, 2)}
+    if db:  # where the kernels' schedules came from: tuned, transferred, default, custom
+        origins = [k["schedule"].split(" ")[0] for k in lib.kernels]
+        info.update({f"{o}_kernels": origins.count(o) for o in sorted(set(origins))})
     return (lambda: lib.run([x])[0]), info
 
 
@@ -79,7 +84,7 @@ def worker(args):
         ref = np.load(os.path.join(MODEL_DIR, f"{name}.output.npy"))
         runners, infos = {}, {}
         try:
-            runners["tessera"], infos["tessera"] = tessera_runner(path, x, args.opt_level)
+            runners["tessera"], infos["tessera"] = tessera_runner(path, x, args.opt_level, args.db)
         except Exception as e:
             print(f"  {name}: tessera failed: {str(e)[:300]}")
             failed = True
@@ -117,12 +122,15 @@ def main():
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--opt-level", type=int, default=3)
     parser.add_argument("--peers", nargs="*", default=["torch", "ort", "tvm"])
+    parser.add_argument("--db", help="tuning database to build with (benchmarks/tune.py model fills one); default: none")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         args.threads = args.threads[0]
         return worker(args)
     extra = ["--models", *args.models, "--repeat", str(args.repeat), "--opt-level", str(args.opt_level), "--peers", *args.peers]
+    if args.db:
+        extra += ["--db", os.path.abspath(args.db)]
     return common.run_workers(os.path.abspath(__file__), args.threads, extra)
 
 

@@ -15,6 +15,7 @@ TESSERA_PACKAGES=(
   libxgboost-dev xgboost # the tuner's cost model (XGBoost's CMake package needs the xgboost CLI package too)
   libonnx-dev libprotobuf-dev python3-onnx libonnx-testdata
   python3-torch python3-torchvision
+  python3-sklearn        # examples/train_digits.py: the digits dataset
   pybind11-dev python3-dev python3-numpy python3-pytest
 )
 

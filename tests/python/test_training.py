@@ -98,3 +98,16 @@ def test_fine_tune_last_layer_of_an_onnx_model(tmp_path):
     # The fine-tuned weights drop into the imported model as its input.
     out = tessera.build(mod).run({"x": xv, "w2": trainer.params["w2"]})[0]
     np.testing.assert_allclose(np.mean((out - tv) ** 2), losses[-1], rtol=0.2)
+
+
+def test_train_digits_example_reaches_95_percent():
+    """examples/train_digits.py, shortened: a CNN trained on scikit-learn's digits."""
+    import json
+    import subprocess
+    import sys
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "train_digits.py")
+    proc = subprocess.run([sys.executable, example, "--epochs", "5"], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.splitlines()[-1].removeprefix("RESULT "))
+    assert result["test_accuracy"] >= 0.95 and result["tessera_epoch_ms"] > 0 and result["torch_epoch_ms"] > 0
