@@ -71,35 +71,6 @@ Expr constant_of(const std::vector<int64_t>& shape, DataType dtype, const std::v
   return constant(a);
 }
 
-tensor_ir::ops::ConvGeometry conv_geometry(const Attrs& a, size_t rank, bool transposed) {
-  auto or_fill = [&](const char* name, size_t n, int64_t fill) {
-    std::vector<int64_t> v = a.get_ints(name);
-    return v.empty() ? std::vector<int64_t>(n, fill) : v;
-  };
-  tensor_ir::ops::ConvGeometry g;
-  g.strides = or_fill("strides", rank, 1);
-  g.dilations = or_fill("dilations", rank, 1);
-  g.pads = or_fill("pads", 2 * rank, 0);
-  g.groups = a.get_int("groups");
-  if (transposed) g.output_padding = or_fill("output_padding", rank, 0);
-  return g;
-}
-
-tensor_ir::ops::PoolGeometry pool_geometry(const Attrs& a) {
-  tensor_ir::ops::PoolGeometry g;
-  g.kernel = a.get_ints("kernel");
-  size_t rank = g.kernel.size();
-  auto or_fill = [&](const char* name, size_t n, int64_t fill) {
-    std::vector<int64_t> v = a.get_ints(name);
-    return v.empty() ? std::vector<int64_t>(n, fill) : v;
-  };
-  g.strides = or_fill("strides", rank, 1);
-  g.dilations = or_fill("dilations", rank, 1);
-  g.pads = or_fill("pads", 2 * rank, 0);
-  g.ceil_mode = a.has("ceil_mode") && a.get_int("ceil_mode") == 1;
-  return g;
-}
-
 Attrs window_attrs(const tensor_ir::ops::PoolGeometry& g) {
   return {{"kernel", g.kernel}, {"strides", g.strides}, {"pads", g.pads}, {"dilations", g.dilations}, {"ceil_mode", int64_t(g.ceil_mode)}};
 }

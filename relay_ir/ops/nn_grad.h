@@ -7,6 +7,7 @@
 
 #include "relay_ir/op.h"
 #include "relay_ir/ops/grad_util.h"
+#include "relay_ir/ops/nn_ops.h"
 #include "tensor_ir/ops/nn.h"
 
 namespace tessera::relay_ir::nn_grad {
@@ -44,9 +45,8 @@ std::vector<int64_t> all_but_channels(size_t rank);
 // A constant of `shape` and `dtype` (a float type) holding `values`.
 Expr constant_of(const std::vector<int64_t>& shape, DataType dtype, const std::vector<double>& values);
 
-// Geometries from a call's attributes (empty lists filled with their defaults).
-tensor_ir::ops::ConvGeometry conv_geometry(const Attrs& a, size_t rank, bool transposed);
-tensor_ir::ops::PoolGeometry pool_geometry(const Attrs& a);
+using nn::conv_geometry;
+using nn::pool_geometry;
 // The window attributes of a pooling call (kernel, strides, pads, dilations, ceil_mode).
 Attrs window_attrs(const tensor_ir::ops::PoolGeometry& g);
 // strides, pads, dilations and groups of a convolution.

@@ -27,6 +27,9 @@ void require_dtype(const TensorTypeNode& t, const std::string& what, std::initia
 // The geometry of a convolution call (conv, conv_integer, qlinear_conv, conv_transpose) with
 // `rank` spatial dimensions, its empty attributes filled with their defaults.
 tensor_ir::ops::ConvGeometry conv_geometry(const Attrs& a, size_t rank, bool transposed);
+// The window geometry of a pooling call (kernel, strides, dilations, pads, ceil_mode), its empty
+// attributes filled with their defaults.
+tensor_ir::ops::PoolGeometry pool_geometry(const Attrs& a);
 // The tensor-IR input at `i`, or an undefined tensor when the call has fewer arguments.
 inline tensor_ir::Tensor optional_input(const std::vector<tensor_ir::Tensor>& in, size_t i) {
   return i < in.size() ? in[i] : tensor_ir::Tensor();

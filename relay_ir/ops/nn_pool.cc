@@ -10,9 +10,7 @@ namespace tessera::relay_ir {
 namespace ops = tensor_ir::ops;
 using In = std::vector<tensor_ir::Tensor>;
 
-namespace {
-
-ops::PoolGeometry geometry(const Attrs& a) {
+ops::PoolGeometry nn::pool_geometry(const Attrs& a) {
   ops::PoolGeometry g;
   g.kernel = a.get_ints("kernel");
   size_t rank = g.kernel.size();
@@ -30,6 +28,8 @@ ops::PoolGeometry geometry(const Attrs& a) {
   }
   return g;
 }
+
+namespace {
 
 std::vector<AttrSpec> window_attrs() {
   return {{"kernel", std::vector<int64_t>{}, true}, {"strides", std::vector<int64_t>{}}, {"pads", std::vector<int64_t>{}},
@@ -49,7 +49,7 @@ const TensorTypeNode& pool_data(const std::vector<Type>& args, bool any_numeric)
 
 Type pool_rel(const std::vector<Type>& args, const Attrs& attrs, bool any_numeric) {
   const auto& d = pool_data(args, any_numeric);
-  return tensor_type(ops::pool_shape(d.shape, geometry(attrs)), d.dtype);
+  return tensor_type(ops::pool_shape(d.shape, nn::pool_geometry(attrs)), d.dtype);
 }
 
 Type max_pool_rel(const std::vector<Type>& args, const Attrs& attrs) { return pool_rel(args, attrs, true); }
@@ -59,7 +59,7 @@ Type max_pool_with_indices_rel(const std::vector<Type>& args, const Attrs& attrs
   int64_t order = attrs.get_int("storage_order");
   if (order != 0 && order != 1) fail("storage_order must be 0 (row major) or 1 (column major), got ", order);
   const auto& d = pool_data(args, true);
-  auto shape = ops::pool_shape(d.shape, geometry(attrs));
+  auto shape = ops::pool_shape(d.shape, nn::pool_geometry(attrs));
   return tuple_type({tensor_type(shape, d.dtype), tensor_type(shape, runtime::kInt64)});
 }
 
@@ -82,7 +82,7 @@ Type max_unpool_rel(const std::vector<Type>& args, const Attrs& attrs) {
   if (idx.dtype != runtime::kInt64) fail("indices must be int64, got ", idx.dtype.str());
   if (idx.shape != d.shape)
     fail("indices ", runtime::shape_str(idx.shape), " must have the shape of data ", runtime::shape_str(d.shape));
-  ops::PoolGeometry g = geometry(attrs);
+  ops::PoolGeometry g = nn::pool_geometry(attrs);
   size_t rank = d.ndim() - 2;
   if (g.kernel.size() != rank || g.strides.size() != rank || g.pads.size() != 2 * rank)
     fail("kernel, strides and pads must have ", rank, ", ", rank, " and ", 2 * rank, " entries for data ", runtime::shape_str(d.shape));
@@ -104,25 +104,25 @@ Type max_unpool_rel(const std::vector<Type>& args, const Attrs& attrs) {
 
 void register_nn_pool_ops(OpRegistry& r) {
   r.add({"max_pool", "maximum over each window (padding never wins)", 1, 1, window_attrs(), max_pool_rel, OpPattern::OutEWiseFusable,
-         nn::one_output([](const In& in, const Attrs& a) { return ops::max_pool(in[0], geometry(a)); })});
+         nn::one_output([](const In& in, const Attrs& a) { return ops::max_pool(in[0], nn::pool_geometry(a)); })});
   auto with_indices = window_attrs();
   with_indices.push_back({"storage_order", int64_t(0)});
   r.add({"max_pool_with_indices",
          "(maximum, int64 flat index of its first occurrence in the input; spatial dims column-major if storage_order=1)", 1, 1,
          with_indices, max_pool_with_indices_rel, OpPattern::Opaque, [](const In& in, const Attrs& a, const Type&) {
-           tensor_ir::Tensor y = ops::max_pool(in[0], geometry(a));
-           return std::vector<tensor_ir::Tensor>{y, ops::max_pool_indices(in[0], y, geometry(a), static_cast<int>(a.get_int("storage_order")))};
+           tensor_ir::Tensor y = ops::max_pool(in[0], nn::pool_geometry(a));
+           return std::vector<tensor_ir::Tensor>{y, ops::max_pool_indices(in[0], y, nn::pool_geometry(a), static_cast<int>(a.get_int("storage_order")))};
          }});
   auto avg = window_attrs();
   avg.push_back({"count_include_pad", int64_t(0)});
   r.add({"avg_pool", "mean over each window; padding counts only with count_include_pad", 1, 1, avg, float_pool_rel,
          OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
-           return ops::avg_pool(in[0], geometry(a), a.get_int("count_include_pad") != 0);
+           return ops::avg_pool(in[0], nn::pool_geometry(a), a.get_int("count_include_pad") != 0);
          })});
   auto lp = window_attrs();
   lp.push_back({"p", 2.0});
   r.add({"lp_pool", "(sum |x|^p over each window)^(1/p)", 1, 1, lp, lp_pool_rel, OpPattern::OutEWiseFusable,
-         nn::one_output([](const In& in, const Attrs& a) { return ops::lp_pool(in[0], geometry(a), a.get_float("p")); })});
+         nn::one_output([](const In& in, const Attrs& a) { return ops::lp_pool(in[0], nn::pool_geometry(a), a.get_float("p")); })});
   r.add({"global_avg_pool", "mean over all spatial dimensions (kept as size 1)", 1, 1, {},
          [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, false); }, OpPattern::OutEWiseFusable,
          nn::one_output([](const In& in, const Attrs&) { return ops::global_pool(in[0], "avg"); })});
@@ -136,7 +136,7 @@ void register_nn_pool_ops(OpRegistry& r) {
   unpool.push_back({"output_shape", std::vector<int64_t>{}});
   r.add({"max_unpool", "inverse of max_pool: data goes to the positions its indices name, zeros elsewhere", 2, 2, unpool,
          max_unpool_rel, OpPattern::Opaque, nn::one_output([](const In& in, const Attrs& a) {
-           return ops::max_unpool(in[0], in[1], geometry(a), a.get_ints("output_shape"));
+           return ops::max_unpool(in[0], in[1], nn::pool_geometry(a), a.get_ints("output_shape"));
          })});
 }
 

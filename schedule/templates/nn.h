@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "schedule/templates/cpu.h"
+#include "tensor_ir/op.h"
 
 namespace tessera::schedule {
 
@@ -42,6 +43,13 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
 Tensor epilogue_target(Schedule& s, const Tensor& main);
 // The product of a compute's output dimensions.
 int64_t num_elements(const Tensor& t);
+// The product of a compute's reduction extents (1 without reductions).
+int64_t reduction_volume(const tensor_ir::ComputeOp* c);
+// Rows of vectors (nn_pool.cc): every dimension but the last fused into rows, in parallel when
+// the stage does enough work (`work_per_element` times its elements); the last split into whole
+// vectors then a tail; the reduction loops (unrolled when small) between the two, so a vector's
+// accumulator stays in a register. Returns the fused rows loop.
+Loop schedule_rows_of_vectors(Schedule& s, const Tensor& t, int64_t work_per_element);
 
 }  // namespace nn
 }  // namespace tessera::schedule

@@ -22,43 +22,6 @@ using tensor_ir::ComputeOp;
 
 namespace {
 
-int64_t reduction_volume(const ComputeOp* c) {
-  int64_t v = 1;
-  for (const auto& r : c->reduce_axis()) v *= *tensor_ir::as_const_int(r->dom.extent);
-  return v;
-}
-
-// Every dimension but the last fused into rows (in parallel when there is enough work), the
-// last split into vectors with the reduction loops (unrolled when small) between the two.
-void schedule_rows_of_vectors(Schedule& s, const Tensor& t, int64_t work_per_element) {
-  Stage& st = s[t];
-  const auto* c = st.op().as<ComputeOp>();
-  std::vector<Loop> rows;
-  for (size_t d = 0; d + 1 < c->axis.size(); ++d) rows.push_back(st.loop(c->axis[d]));
-  Loop last = st.loop(c->axis.back());
-  int64_t width = c->dim(c->axis.size() - 1);
-  int lanes = vector_lanes(c->dtype);
-  std::vector<Loop> order = rows;
-  Loop vec;
-  if (width >= lanes) {
-    auto [outer, inner] = st.split(last, lanes);
-    order.push_back(outer);
-    vec = inner;
-  } else if (width > 1) {
-    vec = last;
-  } else {
-    order.push_back(last);
-  }
-  for (const auto& r : c->reduce_axis()) order.push_back(st.loop(r));
-  if (vec) order.push_back(vec);
-  st.reorder(order);
-  if (vec) st.vectorize(vec);
-  if (reduction_volume(c) <= 16)
-    for (const auto& r : c->reduce_axis()) st.unroll(st.loop(r));
-  Loop fused = nn::fuse_all(st, rows);
-  if (fused && nn::num_elements(t) * work_per_element >= nn::kMinParallelWork) st.parallel(fused);
-}
-
 void schedule_conv_weight_grad(Schedule& s, const Tensor& out) {
   Tensor lanes_sum = nn::find_tagged(out, "conv_weight_grad_lanes");  // float16: a cast follows
   Tensor w = lanes_sum.defined() ? lanes_sum : out;
@@ -72,7 +35,7 @@ void schedule_conv_weight_grad(Schedule& s, const Tensor& out) {
   keep.push_back(product);
   keep.push_back(w);
   nn::inline_injective_except(s, out, keep);
-  for (const Tensor& t : copies) schedule_rows_of_vectors(s, t, 1);
+  for (const Tensor& t : copies) nn::schedule_rows_of_vectors(s, t, 1);
   if (!w.same_as(out)) schedule_elementwise_stage(s, out);
 
   // The product's dimensions: [mo, co, k_0 .. k_{rank-2}, ko, TM, TC, TK, lanes].
@@ -92,7 +55,7 @@ void schedule_conv_weight_grad(Schedule& s, const Tensor& out) {
   for (const Loop& l : {mi, ci, ki}) order.push_back(l);
   y.reorder(order);
   Loop tiles = nn::fuse_all(y, outer);
-  if (nn::num_elements(product) * reduction_volume(pc) >= nn::kMinParallelWork) y.parallel(tiles);
+  if (nn::num_elements(product) * nn::reduction_volume(pc) >= nn::kMinParallelWork) y.parallel(tiles);
 
   Stage& r = s[product];
   r.compute_at(y, tiles);
@@ -106,7 +69,7 @@ void schedule_conv_weight_grad(Schedule& s, const Tensor& out) {
 
 void schedule_pool_grad(Schedule& s, const Tensor& out) {
   nn::inline_injective_except(s, out, {nn::find_tagged(out, "pool_grad_pad")});
-  for (const Tensor& t : nn::unscheduled_stages(s, out)) schedule_rows_of_vectors(s, t, reduction_volume(s[t].op().as<ComputeOp>()));
+  for (const Tensor& t : nn::unscheduled_stages(s, out)) nn::schedule_rows_of_vectors(s, t, nn::reduction_volume(s[t].op().as<ComputeOp>()));
 }
 
 void schedule_batch_norm_train(Schedule& s, const Tensor& out) {

@@ -15,18 +15,48 @@ using tensor_ir::ComputeOp;
 
 namespace {
 
+
+// The output of a separable max pool may be a plain selection of its last step; it stays a
+// stage of its own (not inlined into a fused epilogue) so the steps have a row to live in.
+void schedule_pool(Schedule& s, const Tensor& out) {
+  nn::inline_injective_except(s, out, {out});
+  std::vector<Tensor> steps;
+  int64_t window = 1;
+  for (const Tensor& t : nn::unscheduled_stages(s, out)) {
+    const auto* c = t.as<ComputeOp>();
+    if (c->tag == "pool_partial") steps.push_back(t);
+    if (c->tag == "pool_partial" || t.same_as(out)) window *= nn::reduction_volume(c);
+  }
+  for (const Tensor& t : nn::unscheduled_stages(s, out)) {
+    const auto* c = t.as<ComputeOp>();
+    if (c->tag == "pool_partial") continue;
+    if (!t.same_as(out) || steps.empty()) {
+      nn::schedule_rows_of_vectors(s, t, nn::reduction_volume(c));
+      continue;
+    }
+    Loop rows = nn::schedule_rows_of_vectors(s, t, window);
+    for (const Tensor& p : steps) {
+      s[p].compute_at(s[t], rows);
+      nn::schedule_rows_of_vectors(s, p, 0);
+    }
+  }
+}
+
+}  // namespace
+
+void add_nn_pool_templates(std::map<std::string, CpuTemplate>& t) {
+  for (const char* tag : {"pool", "pool_epilogue", "pool_indices"}) t[tag] = schedule_pool;
+}
+
+namespace nn {
+
 int64_t reduction_volume(const ComputeOp* c) {
   int64_t v = 1;
   for (const auto& r : c->reduce_axis()) v *= *tensor_ir::as_const_int(r->dom.extent);
   return v;
 }
 
-// Along the last dimension whole vectors then a tail of its own: fused into the rows, the
-// split's inner loop would have a variable extent everywhere, which does not vectorize. The
-// window loops run between the two, so a vector's accumulator stays in a register over the
-// window. The rows run in parallel when the stage and the steps computed inside it do enough
-// work (`window`: their reductions' volume). Returns the fused rows loop.
-Loop schedule_window_stage(Schedule& s, const Tensor& t, int64_t window) {
+Loop schedule_rows_of_vectors(Schedule& s, const Tensor& t, int64_t work_per_element) {
   Stage& st = s[t];
   const auto* c = st.op().as<ComputeOp>();
   std::vector<Loop> rows;
@@ -51,41 +81,10 @@ Loop schedule_window_stage(Schedule& s, const Tensor& t, int64_t window) {
   if (vec) st.vectorize(vec);
   if (reduction_volume(c) <= 16)
     for (const auto& r : c->reduce_axis()) st.unroll(st.loop(r));
-  Loop fused = nn::fuse_all(st, rows);
-  if (fused && nn::num_elements(t) * window >= nn::kMinParallelWork) st.parallel(fused);
+  Loop fused = fuse_all(st, rows);
+  if (fused && num_elements(t) * work_per_element >= nn::kMinParallelWork) st.parallel(fused);
   return fused;
 }
 
-// The output of a separable max pool may be a plain selection of its last step; it stays a
-// stage of its own (not inlined into a fused epilogue) so the steps have a row to live in.
-void schedule_pool(Schedule& s, const Tensor& out) {
-  nn::inline_injective_except(s, out, {out});
-  std::vector<Tensor> steps;
-  int64_t window = 1;
-  for (const Tensor& t : nn::unscheduled_stages(s, out)) {
-    const auto* c = t.as<ComputeOp>();
-    if (c->tag == "pool_partial") steps.push_back(t);
-    if (c->tag == "pool_partial" || t.same_as(out)) window *= reduction_volume(c);
-  }
-  for (const Tensor& t : nn::unscheduled_stages(s, out)) {
-    const auto* c = t.as<ComputeOp>();
-    if (c->tag == "pool_partial") continue;
-    if (!t.same_as(out) || steps.empty()) {
-      schedule_window_stage(s, t, reduction_volume(c));
-      continue;
-    }
-    Loop rows = schedule_window_stage(s, t, window);
-    for (const Tensor& p : steps) {
-      s[p].compute_at(s[t], rows);
-      schedule_window_stage(s, p, 0);
-    }
-  }
-}
-
-}  // namespace
-
-void add_nn_pool_templates(std::map<std::string, CpuTemplate>& t) {
-  for (const char* tag : {"pool", "pool_epilogue", "pool_indices"}) t[tag] = schedule_pool;
-}
-
+}  // namespace nn
 }  // namespace tessera::schedule
