@@ -48,6 +48,8 @@ class ArithmeticCounter : public tensor_ir::IRVisitor {
   TESSERA_COUNT(Add) TESSERA_COUNT(Sub) TESSERA_COUNT(Mul) TESSERA_COUNT(Div) TESSERA_COUNT(Min) TESSERA_COUNT(Max)
   TESSERA_COUNT(Call)
 #undef TESSERA_COUNT
+  // Index arithmetic (clamps, offsets) is addressing, not work.
+  void visit_(const tensor_ir::ProducerLoad*) override {}
 };
 
 }  // namespace

@@ -65,7 +65,7 @@ def fresh_db(name, fresh):
     return path
 
 
-def tune(mod, db, trials, timeout, seed=0, policy="evolutionary"):
+def tune(mod, db, trials, timeout, seed=0, policy="evolutionary", opt_level=2):
     """A tuning session printing a progress line every few batches; returns (report, seconds)."""
     import tessera
     every = [0]
@@ -75,7 +75,8 @@ def tune(mod, db, trials, timeout, seed=0, policy="evolutionary"):
         if every[0] % 10 == 1:
             print("   ", line, flush=True)
     start = time.time()
-    report = tessera.autotune.tune(mod, db=db, trials=trials, timeout=timeout, seed=seed, policy=policy, progress=progress)
+    report = tessera.autotune.tune(mod, db=db, trials=trials, timeout=timeout, seed=seed, policy=policy, progress=progress,
+                                   opt_level=opt_level)
     return report, time.time() - start
 
 
@@ -159,7 +160,7 @@ def bench_model(args):
     path = model_path(args.model)
     mod = tessera.onnx.load(path)
     print(f"== tuning {args.model}: {args.trials} trials, {args.threads} threads, database {db}", flush=True)
-    report, seconds = tune(mod, db, args.trials, args.timeout)
+    report, seconds = tune(mod, db, args.trials, args.timeout, opt_level=args.opt_level)
     print(f"  {report}\n  tuning wall time {seconds:.0f} s")
     start = time.time()
     subprocess.run([os.path.join(common.BUILD, "bin", "tessera"), "compile", path, "--db", db, "-O", str(args.opt_level)],
