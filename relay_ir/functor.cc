@@ -23,7 +23,9 @@ std::vector<Expr> children(const Expr& e) {
   return {};
 }
 
-std::vector<Expr> post_order(const Expr& root) {
+std::vector<Expr> post_order(const Expr& root) { return post_order(root, children); }
+
+std::vector<Expr> post_order(const Expr& root, const std::function<std::vector<Expr>(const Expr&)>& inputs_of) {
   std::vector<Expr> order;
   std::unordered_set<const ExprNode*> done;
   std::vector<std::pair<Expr, bool>> stack{{root, false}};
@@ -37,7 +39,7 @@ std::vector<Expr> post_order(const Expr& root) {
       continue;
     }
     stack.push_back({e, true});
-    auto kids = children(e);
+    auto kids = inputs_of(e);
     for (auto it = kids.rbegin(); it != kids.rend(); ++it)
       if (!done.count(it->get())) stack.push_back({*it, false});
   }

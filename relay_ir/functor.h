@@ -15,6 +15,8 @@ namespace tessera::relay_ir {
 std::vector<Expr> children(const Expr& e);
 // Every node reachable from `root`, each once, inputs before the nodes that use them.
 std::vector<Expr> post_order(const Expr& root);
+// The same walk over the inputs `inputs_of` lists (in the order they should come out).
+std::vector<Expr> post_order(const Expr& root, const std::function<std::vector<Expr>(const Expr&)>& inputs_of);
 
 // The body of `f` with its parameters replaced by `args` (f inlined at a call site).
 Expr apply_function(const Function& f, const std::vector<Expr>& args);

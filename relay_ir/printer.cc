@@ -95,25 +95,11 @@ std::string comment_safe(std::string s) {
 // arguments come before the function it calls: a fused function then prints next to its call,
 // not ahead of everything that computes its arguments.
 std::vector<Expr> print_order(const Expr& root) {
-  std::vector<Expr> order;
-  std::unordered_set<const ExprNode*> done;
-  std::vector<std::pair<Expr, bool>> stack{{root, false}};
-  while (!stack.empty()) {
-    auto [e, expanded] = stack.back();
-    stack.pop_back();
-    if (done.count(e.get())) continue;
-    if (expanded) {
-      done.insert(e.get());
-      order.push_back(e);
-      continue;
-    }
-    stack.push_back({e, true});
+  return post_order(root, [](const Expr& e) {
     std::vector<Expr> kids = children(e);
     if (const auto* c = e.as<CallNode>(); c && c->op.as<FunctionNode>()) std::rotate(kids.begin(), kids.begin() + 1, kids.end());
-    for (auto it = kids.rbegin(); it != kids.rend(); ++it)
-      if (!done.count(it->get())) stack.push_back({*it, false});
-  }
-  return order;
+    return kids;
+  });
 }
 
 bool always_bound(const Expr& e) {

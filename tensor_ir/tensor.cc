@@ -32,6 +32,12 @@ int64_t OperationNode::dim(size_t i) const {
   return c->value;
 }
 
+std::vector<int64_t> OperationNode::dims() const {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < shape.size(); ++i) out.push_back(dim(i));
+  return out;
+}
+
 Expr Tensor::operator()(std::vector<Expr> indices) const {
   return ProducerLoad::make(*this, std::move(indices));
 }

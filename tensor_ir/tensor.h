@@ -43,6 +43,8 @@ struct OperationNode : Object {
   }
   // The extent of dimension `i` as a constant; throws if the shape is not static.
   int64_t dim(size_t i) const;
+  // Every extent as a constant; throws if the shape is not static.
+  std::vector<int64_t> dims() const;
 
  protected:
   OperationNode(NodeKind k, std::string n, std::vector<Expr> s, DataType t)

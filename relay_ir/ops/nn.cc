@@ -27,6 +27,14 @@ void require_dtype(const TensorTypeNode& t, const std::string& what, std::initia
   fail(what, " must be one of ", list, ", got ", t.dtype.str());
 }
 
+void check_quant_param(const std::vector<Type>& args, size_t i, const char* name, DataType dtype, int64_t per_index) {
+  const auto& p = arg(args, i, name);
+  if (p.dtype != dtype) fail(name, " must be ", dtype.str(), ", got ", p.dtype.str());
+  if (p.ndim() > 1 || (p.numel() != 1 && (per_index == 0 || p.numel() != per_index)))
+    fail(name, " must be one value", per_index ? " or " + std::to_string(per_index) + " values" : std::string(), ", got shape ",
+         runtime::shape_str(p.shape));
+}
+
 }  // namespace nn
 
 void register_nn_ops(OpRegistry& r) {

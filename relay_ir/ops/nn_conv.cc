@@ -95,29 +95,20 @@ Type conv_integer_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(out, runtime::kInt32);
 }
 
-// One float32 scale or zero point of `dtype`: a single value, or (when per_index > 0) one per index.
-void check_quant_param(const std::vector<Type>& args, size_t i, const char* name, DataType dtype, int64_t per_index) {
-  const auto& p = nn::arg(args, i, name);
-  if (p.dtype != dtype) fail(name, " must be ", dtype.str(), ", got ", p.dtype.str());
-  if (p.ndim() > 1 || (p.numel() != 1 && (per_index == 0 || p.numel() != per_index)))
-    fail(name, " must be one value", per_index ? " or " + std::to_string(per_index) + " values" : std::string(), ", got shape ",
-         runtime::shape_str(p.shape));
-}
-
 Type qlinear_conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& d = nn::arg(args, 0, "x");
   const auto& w = nn::arg(args, 3, "w");
   nn::require_dtype(d, "x", {"int8", "uint8"});
   nn::require_dtype(w, "w", {"int8", "uint8"});
   auto out = ops::conv_shape(d.shape, w.shape, conv_geometry(attrs, spatial_rank(d), false));
-  check_quant_param(args, 1, "x_scale", runtime::kFloat32, 0);
-  check_quant_param(args, 2, "x_zero_point", d.dtype, 0);
-  check_quant_param(args, 4, "w_scale", runtime::kFloat32, out[1]);
-  check_quant_param(args, 5, "w_zero_point", w.dtype, out[1]);
-  check_quant_param(args, 6, "y_scale", runtime::kFloat32, 0);
+  nn::check_quant_param(args, 1, "x_scale", runtime::kFloat32, 0);
+  nn::check_quant_param(args, 2, "x_zero_point", d.dtype, 0);
+  nn::check_quant_param(args, 4, "w_scale", runtime::kFloat32, out[1]);
+  nn::check_quant_param(args, 5, "w_zero_point", w.dtype, out[1]);
+  nn::check_quant_param(args, 6, "y_scale", runtime::kFloat32, 0);
   const auto& yz = nn::arg(args, 7, "y_zero_point");
   nn::require_dtype(yz, "y_zero_point", {"int8", "uint8"});
-  check_quant_param(args, 7, "y_zero_point", yz.dtype, 0);
+  nn::check_quant_param(args, 7, "y_zero_point", yz.dtype, 0);
   if (args.size() > 8) {
     const auto& b = nn::arg(args, 8, "bias");
     if (b.dtype != runtime::kInt32 || b.shape != std::vector<int64_t>{out[1]})

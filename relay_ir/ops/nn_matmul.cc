@@ -93,15 +93,6 @@ Type matmul_integer_rel(const std::vector<Type>& args, const Attrs&) {
   return tensor_type(out, runtime::kInt32);
 }
 
-// One float32 scale or zero point of `dtype`: a single value, or (when per_index > 0) one per index.
-void check_quant_param(const std::vector<Type>& args, size_t i, const char* name, DataType dtype, int64_t per_index) {
-  const auto& p = nn::arg(args, i, name);
-  if (p.dtype != dtype) fail(name, " must be ", dtype.str(), ", got ", p.dtype.str());
-  if (p.ndim() > 1 || (p.numel() != 1 && (per_index == 0 || p.numel() != per_index)))
-    fail(name, " must be one value", per_index ? " or " + std::to_string(per_index) + " values" : std::string(), ", got shape ",
-         runtime::shape_str(p.shape));
-}
-
 Type qlinear_matmul_rel(const std::vector<Type>& args, const Attrs&) {
   const auto& a = nn::arg(args, 0, "a");
   const auto& b = nn::arg(args, 3, "b");
@@ -109,14 +100,14 @@ Type qlinear_matmul_rel(const std::vector<Type>& args, const Attrs&) {
   nn::require_dtype(b, "b", {"int8", "uint8"});
   std::vector<int64_t> out = ops::matmul_shape(a.shape, b.shape);
   int64_t m = a.ndim() > 1 ? a.shape[a.ndim() - 2] : 1, n = b.ndim() > 1 ? b.shape.back() : 1;
-  check_quant_param(args, 1, "a_scale", runtime::kFloat32, m);
-  check_quant_param(args, 2, "a_zero_point", a.dtype, m);
-  check_quant_param(args, 4, "b_scale", runtime::kFloat32, n);
-  check_quant_param(args, 5, "b_zero_point", b.dtype, n);
-  check_quant_param(args, 6, "y_scale", runtime::kFloat32, 0);
+  nn::check_quant_param(args, 1, "a_scale", runtime::kFloat32, m);
+  nn::check_quant_param(args, 2, "a_zero_point", a.dtype, m);
+  nn::check_quant_param(args, 4, "b_scale", runtime::kFloat32, n);
+  nn::check_quant_param(args, 5, "b_zero_point", b.dtype, n);
+  nn::check_quant_param(args, 6, "y_scale", runtime::kFloat32, 0);
   const auto& yz = nn::arg(args, 7, "y_zero_point");
   nn::require_dtype(yz, "y_zero_point", {"int8", "uint8"});
-  check_quant_param(args, 7, "y_zero_point", yz.dtype, 0);
+  nn::check_quant_param(args, 7, "y_zero_point", yz.dtype, 0);
   return tensor_type(out, yz.dtype);
 }
 

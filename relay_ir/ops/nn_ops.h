@@ -24,6 +24,9 @@ const TensorTypeNode& arg(const std::vector<Type>& args, size_t i, const std::st
 void require_float(const TensorTypeNode& t, const std::string& what);
 // Fails unless `t` is one of `allowed` (dtype names).
 void require_dtype(const TensorTypeNode& t, const std::string& what, std::initializer_list<const char*> allowed);
+// Argument `i`, a quantization scale or zero point named `name`, must be of `dtype` and hold one
+// value, or (when per_index > 0) one per index.
+void check_quant_param(const std::vector<Type>& args, size_t i, const char* name, DataType dtype, int64_t per_index);
 // The geometry of a convolution call (conv, conv_integer, qlinear_conv, conv_transpose) with
 // `rank` spatial dimensions, its empty attributes filled with their defaults.
 tensor_ir::ops::ConvGeometry conv_geometry(const Attrs& a, size_t rank, bool transposed);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "relay_ir/op.h"
+#include "tensor_ir/ops/transform_resize.h"
 
 namespace tessera::relay_ir::transform {
 
@@ -16,6 +17,10 @@ void register_resize_ops(OpRegistry& r);  // resize, topk (transform_resize.cc)
 const TensorTypeNode& arg(const std::vector<Type>& args, size_t i, const char* what);
 // Fails unless the argument's dtype is an integer type.
 void require_integer(const TensorTypeNode& t, const char* what);
+
+// The parameters of a resize call on data of shape `in`, as its compute reads them (scales from
+// sizes when only sizes are given), checked.
+tensor_ir::ops::ResizeParams resize_params(const std::vector<int64_t>& in, const Attrs& a);
 
 // A compute of an op with one output.
 ComputeFn single(std::function<tensor_ir::Tensor(const std::vector<tensor_ir::Tensor>&, const Attrs&)> f);

@@ -6,6 +6,7 @@
 // (tensor_ir/ops/transform_resize.cc), in float64 as it is.
 #include <cmath>
 
+#include "relay_ir/ops/transform_common.h"
 #include "relay_ir/ops/transform_grad.h"
 #include "runtime/error.h"
 #include "tensor_ir/ops/transform_resize.h"
@@ -16,24 +17,6 @@ namespace {
 
 namespace ops = tensor_ir::ops;
 using E = const Expr&;
-
-// The resize call's parameters, as the op's compute reads them (transform_resize.cc).
-ops::ResizeParams params_of(const Attrs& a, const ops::Shape& in) {
-  ops::ResizeParams p;
-  p.out_shape = a.get_ints("sizes");
-  p.scales = a.get_floats("scales");
-  if (p.scales.empty())
-    for (size_t d = 0; d < in.size(); ++d)
-      p.scales.push_back(in[d] == 0 ? 1.0 : static_cast<double>(p.out_shape[d]) / static_cast<double>(in[d]));
-  p.roi = a.get_floats("roi");
-  p.mode = ops::parse_resize_mode(a.get_str("mode"));
-  p.coordinates = ops::parse_resize_coordinates(a.get_str("coordinate_transformation_mode"));
-  p.nearest = ops::parse_resize_nearest(a.get_str("nearest_mode"));
-  p.cubic_coeff_a = a.get_float("cubic_coeff_a");
-  p.exclude_outside = a.get_int("exclude_outside") != 0;
-  ops::check_resize(in, p);
-  return p;
-}
 
 bool is_identity(const ops::ResizeParams& p, size_t d, int64_t in) {
   if (p.scales[d] != 1 || p.out_shape[d] != in) return false;
@@ -126,7 +109,7 @@ AxisMap axis_map(const ops::ResizeParams& p, size_t d, int64_t in) {
 void register_resize(OpRegistry& r) {
   r.set_gradient("resize", [](E c, E g) {
     const auto& x = tensor_of(arg(c, 0));
-    ops::ResizeParams p = params_of(as_call(c).attrs, x.shape);
+    ops::ResizeParams p = transform::resize_params(x.shape, as_call(c).attrs);
     Expr grad = g;
     for (size_t d = 0; d < x.ndim(); ++d)
       if (!is_identity(p, d, x.shape[d])) grad = transposed_gather(grad, axis_map(p, d, x.shape[d]), static_cast<int64_t>(d), x.shape[d]);

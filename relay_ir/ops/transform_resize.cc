@@ -6,12 +6,9 @@
 
 namespace tessera::relay_ir::transform {
 
-namespace {
-
 namespace ops = tensor_ir::ops;
-using Tensors = std::vector<tensor_ir::Tensor>;
 
-ops::ResizeParams resize_params(const ops::Shape& in, const Attrs& a) {
+ops::ResizeParams resize_params(const std::vector<int64_t>& in, const Attrs& a) {
   ops::ResizeParams p;
   p.out_shape = a.get_ints("sizes");
   p.scales = a.get_floats("scales");
@@ -28,6 +25,10 @@ ops::ResizeParams resize_params(const ops::Shape& in, const Attrs& a) {
   ops::check_resize(in, p);
   return p;
 }
+
+namespace {
+
+using Tensors = std::vector<tensor_ir::Tensor>;
 
 Type resize_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& x = arg(args, 0, "input");

@@ -27,12 +27,6 @@ GridSamplePadding parse_grid_sample_padding(const std::string& name) {
 
 namespace {
 
-std::vector<int64_t> dims(const Tensor& t) {
-  std::vector<int64_t> s;
-  for (size_t d = 0; d < t.ndim(); ++d) s.push_back(t->dim(d));
-  return s;
-}
-
 // body(v) with v bound to `value`: a value used several times is computed once.
 Expr bind(const Expr& value, const std::function<Expr(Expr)>& body) {
   Var v("v", value.type());
@@ -105,7 +99,7 @@ Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, Gri
   DataType dt = x.dtype();
   if (!dt.is_float()) fail("grid_sample: X must be float16, float32 or float64, got ", dt.str());
   if (grid.dtype() != dt) fail("grid_sample: grid is ", grid.dtype().str(), ", X ", dt.str());
-  auto xs = dims(x), gs = dims(grid);
+  auto xs = x->dims(), gs = grid->dims();
   if (xs.size() != 4) fail("grid_sample: X must be [N, C, H, W], got ", runtime::shape_str(xs));
   if (gs.size() != 4 || gs[0] != xs[0] || gs[3] != 2)
     fail("grid_sample: grid must be [N, H_out, W_out, 2] with N = ", xs[0], ", got ", runtime::shape_str(gs));
@@ -190,7 +184,7 @@ RoiAxis roi_axis(const Tensor& rois, const Expr& r, int coord, const Expr& bin_i
 Tensor roi_align(const Tensor& x, const Tensor& rois, const Tensor& batch_indices, const RoiAlignParams& p) {
   DataType dt = x.dtype();
   if (!dt.is_float()) fail("roi_align: X must be float16, float32 or float64, got ", dt.str());
-  auto xs = dims(x), rs = dims(rois), bs = dims(batch_indices);
+  auto xs = x->dims(), rs = rois->dims(), bs = batch_indices->dims();
   if (xs.size() != 4) fail("roi_align: X must be [N, C, H, W], got ", runtime::shape_str(xs));
   if (rois.dtype() != dt || rs.size() != 2 || rs[1] != 4)
     fail("roi_align: rois must be ", dt.str(), "[num_rois, 4], got ", rois.dtype().str(), runtime::shape_str(rs));

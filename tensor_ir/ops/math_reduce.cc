@@ -35,12 +35,6 @@ std::vector<int64_t> reduce_shape(const std::vector<int64_t>& shape, const std::
 
 namespace {
 
-std::vector<int64_t> shape_of(const Tensor& x) {
-  std::vector<int64_t> s;
-  for (size_t d = 0; d < x.ndim(); ++d) s.push_back(x->dim(d));
-  return s;
-}
-
 std::vector<Expr> to_exprs(const std::vector<int64_t>& v) { return std::vector<Expr>(v.begin(), v.end()); }
 
 // float16 accumulates in float32: a float16 running sum loses digits after a few thousand terms.
@@ -60,7 +54,7 @@ Tensor reduce_stage(const Tensor& x, ReduceKind kind, std::vector<int64_t> axes,
   axes = reduce_axes(axes, x.ndim(), name);
   if (axes.empty())
     for (size_t d = 0; d < x.ndim(); ++d) axes.push_back(static_cast<int64_t>(d));
-  std::vector<int64_t> shape = reduce_shape(shape_of(x), axes, keepdims);
+  std::vector<int64_t> shape = reduce_shape(x->dims(), axes, keepdims);
   if (axes.empty()) return epilogue(x, [&](Expr v) { return pre(ti::cast(acc, v)); }, name);
   std::vector<IterVar> raxis;
   for (int64_t a : axes) raxis.push_back(reduce_axis(Range(Expr(0), Expr(x->dim(a))), "r" + std::to_string(a)));
@@ -203,7 +197,7 @@ Tensor arg_reduce(const Tensor& x, int64_t axis, bool keepdims, bool last, bool 
   // Two passes: the extreme value, then the first (last) index holding it.
   Tensor m = reduce_stage(x, is_max ? ReduceKind::Max : ReduceKind::Min, {axis}, true, acc, identity, name + "_value");
   int64_t n = x->dim(axis);
-  std::vector<int64_t> shape = reduce_shape(shape_of(x), {axis}, keepdims);
+  std::vector<int64_t> shape = reduce_shape(x->dims(), {axis}, keepdims);
   IterVar k = reduce_axis(Range(Expr(0), Expr(n)), "r");
   return compute(to_exprs(shape), [&](const std::vector<Var>& out) {
     std::vector<Expr> xi, mi;

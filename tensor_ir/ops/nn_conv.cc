@@ -323,7 +323,7 @@ ConvCore forward_sizes(const std::string& name, const std::vector<int64_t>& ds, 
 // `ws`: the weight's shape as the convolution sees it, [M, C / groups, kernel...].
 ConvCore forward_core(const std::string& name, const Tensor& data, const Tensor& weight, const std::vector<int64_t>& ws,
                       const ConvGeometry& g, DataType acc, const Tensor& data_zero, const Tensor& weight_zero) {
-  std::vector<int64_t> ds = static_shape(data);
+  std::vector<int64_t> ds = data->dims();
   ConvCore c = forward_sizes(name, ds, ws, g, acc);
   size_t rank = ds.size() - 2;
   if (c.unpadded && acc == data.dtype() && !data_zero.defined()) c.raw = data;
@@ -410,7 +410,7 @@ int64_t conv_weight_block(const std::vector<int64_t>& data, const std::vector<in
 }
 
 Tensor conv_pack_weight(const Tensor& weight, int64_t block) {
-  std::vector<int64_t> ws = static_shape(weight);
+  std::vector<int64_t> ws = weight->dims();
   conv_packed_weight_shape(ws, block);  // checks the arguments
   ConvCore c;
   c.name = "conv";
@@ -431,13 +431,13 @@ Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const 
   if (packed_channels == 0) {
     if (data.dtype() != weight.dtype())
       fail("conv: data and weight dtypes differ: ", data.dtype().str(), " vs ", weight.dtype().str());
-    ConvCore c = forward_core("conv", data, weight, static_shape(weight), g, acc, Tensor(), Tensor());
+    ConvCore c = forward_core("conv", data, weight, weight->dims(), g, acc, Tensor(), Tensor());
     c.out_type = data.dtype();
     c.bias = bias;
     return conv_core(c);
   }
   // The packed [M / block, C / groups, kernel..., block] weight of a [M, C / groups, kernel...] one.
-  std::vector<int64_t> packed = static_shape(weight);
+  std::vector<int64_t> packed = weight->dims();
   if (weight.dtype() != acc || packed.size() != data.ndim() + 1)
     fail("conv: a packed weight must be ", acc.str(), " of rank ", data.ndim() + 1, ", got ", weight.dtype().str(),
          runtime::shape_str(packed));
@@ -457,7 +457,7 @@ Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const 
 
 Tensor conv_integer(const Tensor& data, const Tensor& weight, const Tensor& data_zero, const Tensor& weight_zero,
                     const ConvGeometry& g) {
-  ConvCore c = forward_core("conv_integer", data, weight, static_shape(weight), g, runtime::kInt32, data_zero, weight_zero);
+  ConvCore c = forward_core("conv_integer", data, weight, weight->dims(), g, runtime::kInt32, data_zero, weight_zero);
   c.raw = Tensor();  // zero points are subtracted in the padded stage
   c.out_type = runtime::kInt32;
   return conv_core(c);
@@ -466,7 +466,7 @@ Tensor conv_integer(const Tensor& data, const Tensor& weight, const Tensor& data
 Tensor qlinear_conv(const Tensor& data, const Tensor& data_scale, const Tensor& data_zero, const Tensor& weight,
                     const Tensor& weight_scale, const Tensor& weight_zero, const Tensor& y_scale, const Tensor& y_zero,
                     const Tensor& bias, const ConvGeometry& g) {
-  ConvCore c = forward_core("qlinear_conv", data, weight, static_shape(weight), g, runtime::kInt32, data_zero, weight_zero);
+  ConvCore c = forward_core("qlinear_conv", data, weight, weight->dims(), g, runtime::kInt32, data_zero, weight_zero);
   c.raw = Tensor();
   c.out_type = y_zero.dtype();
   c.bias = bias;
@@ -506,7 +506,7 @@ std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, cons
 Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g) {
   if (data.dtype() != weight.dtype())
     fail("conv_transpose: data and weight dtypes differ: ", data.dtype().str(), " vs ", weight.dtype().str());
-  std::vector<int64_t> ds = static_shape(data), ws = static_shape(weight);
+  std::vector<int64_t> ds = data->dims(), ws = weight->dims();
   std::vector<int64_t> out = conv_transpose_shape(ds, ws, g);
   size_t rank = ds.size() - 2;
   DataType acc = accumulation_type(data.dtype());

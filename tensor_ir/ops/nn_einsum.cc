@@ -129,7 +129,7 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
   for (const auto& t : operands) {
     if (t.dtype() != operands[0].dtype())
       fail("einsum '", equation, "': operand dtypes differ: ", operands[0].dtype().str(), " vs ", t.dtype().str());
-    shapes.push_back(static_shape(t));
+    shapes.push_back(t->dims());
   }
   Parsed p = parse(equation, shapes);
   DataType out_type = operands[0].dtype();

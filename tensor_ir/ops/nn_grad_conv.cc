@@ -85,7 +85,7 @@ std::vector<int64_t> conv_weight_grad_shape(const std::vector<int64_t>& x, const
 
 Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int64_t>& kernel, const ConvGeometry& g) {
   if (x.dtype() != dy.dtype()) fail("conv_weight_grad: x and dy dtypes differ: ", x.dtype().str(), " vs ", dy.dtype().str());
-  std::vector<int64_t> xs = static_shape(x), ys = static_shape(dy);
+  std::vector<int64_t> xs = x->dims(), ys = dy->dims();
   std::vector<int64_t> ws = conv_weight_grad_shape(xs, ys, kernel, g);
   size_t rank = kernel.size();
   DataType acc = accumulation_type(x.dtype());

@@ -113,9 +113,9 @@ void check_pooled(const std::string& op, const char* what, const std::vector<int
 }  // namespace
 
 Tensor max_pool_grad(const Tensor& x, const Tensor& y, const Tensor& dy, const PoolGeometry& g) {
-  std::vector<int64_t> in = static_shape(x), out = pool_shape(in, g);
-  check_pooled("max_pool_grad", "y", static_shape(y), out);
-  check_pooled("max_pool_grad", "dy", static_shape(dy), out);
+  std::vector<int64_t> in = x->dims(), out = pool_shape(in, g);
+  check_pooled("max_pool_grad", "y", y->dims(), out);
+  check_pooled("max_pool_grad", "dy", dy->dims(), out);
   size_t rank = g.kernel.size(), last = rank - 1;
   // The padded input: every window position in range, the last dimension split by phase.
   int64_t s = g.strides[last];
@@ -162,7 +162,7 @@ Tensor max_pool_grad(const Tensor& x, const Tensor& y, const Tensor& dy, const P
 
 Tensor window_sum_grad(const Tensor& v, const std::vector<int64_t>& input_shape, const PoolGeometry& g) {
   std::vector<int64_t> out = pool_shape(input_shape, g);
-  check_pooled("window_sum_grad", "v", static_shape(v), out);
+  check_pooled("window_sum_grad", "v", v->dims(), out);
   return gather_windows(input_shape, out, g, v.dtype(), [&](const std::vector<Expr>& w, const Expr&) { return v(w); },
                         "window_sum_grad");
 }

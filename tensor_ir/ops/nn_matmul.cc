@@ -177,7 +177,7 @@ bool matmul_weight_packable(const std::vector<int64_t>& a, const std::vector<int
 }
 
 Tensor matmul_pack_weight(const Tensor& b, bool trans) {
-  std::vector<int64_t> bs = static_shape(b);
+  std::vector<int64_t> bs = b->dims();
   matmul_packed_weight_shape(bs, trans, b.dtype());  // checks the rank
   MatmulCore c;
   c.k = bs[bs.size() - (trans ? 1 : 2)];
@@ -193,16 +193,16 @@ Tensor matmul_pack_weight(const Tensor& b, bool trans) {
   return pack_panels(c, "matmul");
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns) {
-  std::vector<int64_t> as = static_shape(a), bs = static_shape(b);
-  if (packed_columns > 0) {
-    bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype());
-    if (b.dtype() != accumulation_type(a.dtype()) || as.size() < 2)
-      fail("matmul: a packed right operand must be ", accumulation_type(a.dtype()).str(), " and the left one of rank >= 2, got ",
-           b.dtype().str(), " and ", runtime::shape_str(as));
-  } else if (a.dtype() != b.dtype()) {
-    fail("matmul: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
-  }
+namespace {
+
+// An operand element in the accumulation type, from its full index and the row (A) or column (B)
+// it belongs to (for per-row or per-column zero points).
+using ReadOperand = std::function<Expr(const std::vector<Expr>& idx, const Expr& row_or_col)>;
+
+// The core of ONNX MatMul semantics: batch dimensions broadcast like numpy's, a rank-1 A is a row
+// and a rank-1 B a column (dropped from the result).
+MatmulCore broadcast_matmul(const std::vector<int64_t>& as, const std::vector<int64_t>& bs, DataType acc, ReadOperand read_a,
+                            ReadOperand read_b) {
   std::vector<int64_t> out = matmul_shape(as, bs);
   MatmulCore c;
   c.has_i = as.size() > 1;
@@ -211,25 +211,44 @@ Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns) {
   c.m = c.has_i ? as[as.size() - 2] : 1;
   c.n = c.has_j ? bs.back() : 1;
   c.batch.assign(out.begin(), out.end() - (c.has_i ? 1 : 0) - (c.has_j ? 1 : 0));
-  c.acc = accumulation_type(a.dtype());
+  c.acc = acc;
   std::vector<int64_t> a_batch(as.begin(), as.end() - std::min<size_t>(as.size(), 2));
   c.b_batch.assign(bs.begin(), bs.end() - std::min<size_t>(bs.size(), 2));
-  DataType acc = c.acc;
-  c.a = [&, a_batch](const std::vector<Expr>& batch, const Expr& i, const Expr& k) {
+  bool has_i = c.has_i, has_j = c.has_j;
+  c.a = [=](const std::vector<Expr>& batch, const Expr& i, const Expr& k) {
     std::vector<Expr> idx = broadcast_batch(a_batch, batch);
-    if (c.has_i) idx.push_back(i);
+    if (has_i) idx.push_back(i);
     idx.push_back(k);
-    return read_as(a, idx, acc);
+    return read_a(idx, i);
   };
-  c.b = [&](const std::vector<Expr>& bbatch, const Expr& j, const Expr& k) {
+  c.b = [=](const std::vector<Expr>& bbatch, const Expr& j, const Expr& k) {
     std::vector<Expr> idx = bbatch;
     idx.push_back(k);
-    if (c.has_j) idx.push_back(j);
-    return read_as(b, idx, acc);
+    if (has_j) idx.push_back(j);
+    return read_b(idx, j);
   };
-  if (packed_columns > 0) c.packed_b = b;
   std::vector<int64_t> b_batch = c.b_batch;
   c.b_batch_of = [b_batch](const std::vector<Expr>& batch) { return broadcast_batch(b_batch, batch); };
+  return c;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns) {
+  std::vector<int64_t> as = a->dims(), bs = b->dims();
+  if (packed_columns > 0) {
+    bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype());
+    if (b.dtype() != accumulation_type(a.dtype()) || as.size() < 2)
+      fail("matmul: a packed right operand must be ", accumulation_type(a.dtype()).str(), " and the left one of rank >= 2, got ",
+           b.dtype().str(), " and ", runtime::shape_str(as));
+  } else if (a.dtype() != b.dtype()) {
+    fail("matmul: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
+  }
+  DataType acc = accumulation_type(a.dtype());
+  MatmulCore c = broadcast_matmul(
+      as, bs, acc, [a, acc](const std::vector<Expr>& idx, const Expr&) { return read_as(a, idx, acc); },
+      [b, acc](const std::vector<Expr>& idx, const Expr&) { return read_as(b, idx, acc); });
+  if (packed_columns > 0) c.packed_b = b;
   Tensor r = matmul_core(c, "matmul");
   if (acc == a.dtype()) return r;
   DataType t = a.dtype();
@@ -238,7 +257,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns) {
 
 Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, bool trans_b, double alpha, double beta,
             int64_t packed_columns) {
-  std::vector<int64_t> bs = static_shape(b);
+  std::vector<int64_t> bs = b->dims();
   if (packed_columns > 0) {
     bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype());
     if (b.dtype() != accumulation_type(a.dtype()) || trans_b)
@@ -266,7 +285,7 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
   Tensor r = matmul_core(c, "gemm");
   bool use_bias = bias.defined() && beta != 0;
   if (use_bias) {
-    std::vector<int64_t> bshape = static_shape(bias);
+    std::vector<int64_t> bshape = bias->dims();
     if (bshape.size() > 2) fail("gemm: C must have rank <= 2, got ", runtime::shape_str(bshape));
     for (size_t d = 0; d < bshape.size(); ++d) {
       int64_t want = d + bshape.size() == 2 ? c.m : c.n;
@@ -291,32 +310,12 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
 
 Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero) {
   if (a.ndim() < 1 || b.ndim() < 1) fail("matmul_integer: operands must have rank >= 1");
-  std::vector<int64_t> as = static_shape(a), bs = static_shape(b);
-  std::vector<int64_t> out = matmul_shape(as, bs);
-  MatmulCore c;
-  c.has_i = as.size() > 1;
-  c.has_j = bs.size() > 1;
-  c.k = as.back();
-  c.m = c.has_i ? as[as.size() - 2] : 1;
-  c.n = c.has_j ? bs.back() : 1;
-  c.batch.assign(out.begin(), out.end() - (c.has_i ? 1 : 0) - (c.has_j ? 1 : 0));
-  c.acc = runtime::kInt32;
-  std::vector<int64_t> a_batch(as.begin(), as.end() - std::min<size_t>(as.size(), 2));
-  c.b_batch.assign(bs.begin(), bs.end() - std::min<size_t>(bs.size(), 2));
-  c.a = [&, a_batch](const std::vector<Expr>& batch, const Expr& i, const Expr& k) {
-    std::vector<Expr> idx = broadcast_batch(a_batch, batch);
-    if (c.has_i) idx.push_back(i);
-    idx.push_back(k);
-    return read_as(a, idx, runtime::kInt32) - zero_point(a_zero, i, runtime::kInt32);
-  };
-  c.b = [&](const std::vector<Expr>& bbatch, const Expr& j, const Expr& k) {
-    std::vector<Expr> idx = bbatch;
-    idx.push_back(k);
-    if (c.has_j) idx.push_back(j);
-    return read_as(b, idx, runtime::kInt32) - zero_point(b_zero, j, runtime::kInt32);
-  };
-  std::vector<int64_t> b_batch = c.b_batch;
-  c.b_batch_of = [b_batch](const std::vector<Expr>& batch) { return broadcast_batch(b_batch, batch); };
+  std::vector<int64_t> as = a->dims(), bs = b->dims();
+  DataType acc = runtime::kInt32;
+  MatmulCore c = broadcast_matmul(
+      as, bs, acc,
+      [a, a_zero, acc](const std::vector<Expr>& idx, const Expr& i) { return read_as(a, idx, acc) - zero_point(a_zero, i, acc); },
+      [b, b_zero, acc](const std::vector<Expr>& idx, const Expr& j) { return read_as(b, idx, acc) - zero_point(b_zero, j, acc); });
   return matmul_core(c, "matmul_integer");
 }
 

@@ -16,24 +16,7 @@ namespace {
 // sum over `axes` of f(x at the index), keeping the reduced dimensions as size 1.
 Tensor keepdims_sum(const Tensor& x, const std::vector<int64_t>& axes, const std::string& name,
                     const std::function<Expr(const std::vector<Expr>& idx, const std::vector<Var>& out)>& f) {
-  std::vector<int64_t> shape = static_shape(x);
-  std::vector<IterVar> r;
-  for (int64_t a : axes) {
-    r.push_back(reduce_axis(Range(Expr(0), Expr(shape[a])), "r" + std::to_string(a)));
-    shape[a] = 1;
-  }
-  return compute(shape_exprs(shape), [&](const std::vector<Var>& v) {
-    std::vector<Expr> idx = as_exprs(v);
-    for (size_t i = 0; i < axes.size(); ++i) idx[axes[i]] = r[i];
-    return sum(f(idx, v), r);
-  }, name, "norm_stat");
-}
-
-// The index of a keepdims statistic for an element of x.
-std::vector<Expr> stat_index(const std::vector<Var>& v, const std::vector<int64_t>& axes) {
-  std::vector<Expr> idx = as_exprs(v);
-  for (int64_t a : axes) idx[a] = Expr(0);
-  return idx;
+  return keepdims_reduce(x, axes, ReduceKind::Sum, name, "norm_stat", f);
 }
 
 // mean over `axes` (keepdims) in `acc`.
@@ -79,7 +62,7 @@ Tensor instance_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, d
   Tensor mean = mean_of(x, axes, acc, "instance_norm_mean");
   Tensor var = variance_of(x, mean, axes, acc, "instance_norm_var");
   return compute(x->shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> s = stat_index(v, axes);
+    std::vector<Expr> s = keepdims_index(v, axes);
     Expr y = (read_as(x, as_exprs(v), acc) - mean(s)) / sqrt(var(s) + make_const(acc, epsilon));
     return cast(x.dtype(), y * channel(scale, v, acc) + channel(bias, v, acc));
   }, "instance_norm", "norm");
@@ -104,7 +87,7 @@ std::vector<Tensor> layer_norm(const Tensor& x, const Tensor& scale, const Tenso
     return read_as(t, idx, acc);
   };
   Tensor y = compute(x->shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> s = stat_index(v, axes);
+    std::vector<Expr> s = keepdims_index(v, axes);
     Expr n = (read_as(x, as_exprs(v), acc) - mean(s)) * inv(s) * bcast(scale, v);
     if (bias.defined()) n = n + bcast(bias, v);
     return cast(x.dtype(), n);
@@ -149,7 +132,7 @@ Tensor mean_variance_normalization(const Tensor& x, const std::vector<int64_t>& 
     return e * e;
   });
   return compute(x->shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> s = stat_index(v, axes);
+    std::vector<Expr> s = keepdims_index(v, axes);
     Expr m = mean(s);
     Expr stddev = sqrt(sq(s) / make_const(acc, static_cast<double>(count)) - m * m);
     return cast(x.dtype(), (read_as(x, as_exprs(v), acc) - m) / (stddev + make_const(acc, 1e-9)));

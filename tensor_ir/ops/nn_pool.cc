@@ -51,7 +51,7 @@ Expr count_in(const Expr& start, int64_t kernel, int64_t dilation, int64_t lo, i
 
 Tensor pool_compute(const Tensor& data, const PoolGeometry& g, const std::string& name,
                     const std::function<Expr(const std::vector<Var>&)>& body) {
-  std::vector<int64_t> out = pool_shape(static_shape(data), g);
+  std::vector<int64_t> out = pool_shape(data->dims(), g);
   return compute(shape_exprs(out), body, name, "pool", nc_axis_names(out.size()));
 }
 
@@ -98,7 +98,7 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
   }
   size_t last = rank - 1;
   int64_t stride = g.strides[last], dilation = g.dilations[last];
-  std::vector<int64_t> out = pool_shape(static_shape(data), g);
+  std::vector<int64_t> out = pool_shape(data->dims(), g);
   std::vector<int64_t> columns = out;
   columns.back() = (out.back() - 1) * stride + (g.kernel[last] - 1) * dilation + 1;
   std::vector<std::string> names = nc_axis_names(out.size());
@@ -131,7 +131,7 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
 
 Tensor max_pool_indices(const Tensor& data, const Tensor& pooled, const PoolGeometry& g, int storage_order) {
   size_t rank = g.kernel.size();
-  std::vector<int64_t> in = static_shape(data);
+  std::vector<int64_t> in = data->dims();
   // The row-major flat index of the first maximum in scan order, then (storage_order 1) the same
   // element's index with the spatial dimensions column-major.
   Tensor first = pool_compute(data, g, "max_pool_argmax", [&](const std::vector<Var>& o) {
@@ -230,10 +230,10 @@ Tensor global_pool(const Tensor& data, const std::string& kind, double p) {
 }
 
 Tensor max_unpool(const Tensor& data, const Tensor& indices, const PoolGeometry& g, const std::vector<int64_t>& output_shape) {
-  std::vector<int64_t> in = static_shape(data);
+  std::vector<int64_t> in = data->dims();
   size_t rank = g.kernel.size();
   if (in.size() != rank + 2) fail("max_unpool: data ", runtime::shape_str(in), " does not match a ", rank, "-D kernel");
-  if (static_shape(indices) != in) fail("max_unpool: indices ", runtime::shape_str(static_shape(indices)), " must have the shape of data ", runtime::shape_str(in));
+  if (indices->dims() != in) fail("max_unpool: indices ", runtime::shape_str(indices->dims()), " must have the shape of data ", runtime::shape_str(in));
   // Indices are flat positions in the shape max_pool's input had (the default output shape);
   // a larger output_shape keeps those coordinates and fills the rest with zeros.
   std::vector<int64_t> full{in[0], in[1]};

@@ -26,23 +26,7 @@ std::vector<int64_t> softmax_axes(const Tensor& x, int64_t axis, bool trailing, 
 // combine over `axes` of f(index), keeping them as size-1 dimensions.
 Tensor row_reduce(const Tensor& x, const std::vector<int64_t>& axes, ReduceKind kind, const std::string& name,
                   const std::function<Expr(const std::vector<Expr>&, const std::vector<Var>&)>& f) {
-  std::vector<int64_t> shape = static_shape(x);
-  std::vector<IterVar> r;
-  for (int64_t a : axes) {
-    r.push_back(reduce_axis(Range(Expr(0), Expr(shape[a])), "r" + std::to_string(a)));
-    shape[a] = 1;
-  }
-  return compute(shape_exprs(shape), [&](const std::vector<Var>& v) {
-    std::vector<Expr> idx = as_exprs(v);
-    for (size_t i = 0; i < axes.size(); ++i) idx[axes[i]] = r[i];
-    return Reduce::make(kind, f(idx, v), r, const_true());
-  }, name, "softmax_stat");
-}
-
-std::vector<Expr> row_index(const std::vector<Var>& v, const std::vector<int64_t>& axes) {
-  std::vector<Expr> idx = as_exprs(v);
-  for (int64_t a : axes) idx[a] = Expr(0);
-  return idx;
+  return keepdims_reduce(x, axes, kind, name, "softmax_stat", f);
 }
 
 Tensor row_max(const Tensor& x, const std::vector<int64_t>& axes, DataType acc, const std::string& name) {
@@ -70,12 +54,12 @@ Tensor softmax(const Tensor& x, int64_t axis, bool trailing) {
   // The exponentials are a stage of their own (tag "softmax_exp"): computed once, read by the
   // sum and by the output, which scales by the sum's reciprocal.
   Tensor e = compute(x->shape, [&](const std::vector<Var>& v) {
-    return exp(read_as(x, as_exprs(v), acc) - m(row_index(v, axes)));
+    return exp(read_as(x, as_exprs(v), acc) - m(keepdims_index(v, axes)));
   }, "softmax_exp", "softmax_exp");
   Tensor s = row_reduce(e, axes, ReduceKind::Sum, "softmax_sum",
                         [&](const std::vector<Expr>& idx, const std::vector<Var>&) { return e(idx); });
   return compute(x->shape, [&](const std::vector<Var>& v) {
-    return cast(x.dtype(), e(as_exprs(v)) * (make_one(acc) / s(row_index(v, axes))));
+    return cast(x.dtype(), e(as_exprs(v)) * (make_one(acc) / s(keepdims_index(v, axes))));
   }, "softmax", "softmax");
 }
 
@@ -86,7 +70,7 @@ Tensor log_softmax(const Tensor& x, int64_t axis, bool trailing) {
   Tensor m = row_max(x, axes, acc, "log_softmax_max");
   Tensor s = row_exp_sum(x, m, axes, acc, "log_softmax_sum");
   return compute(x->shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> r = row_index(v, axes);
+    std::vector<Expr> r = keepdims_index(v, axes);
     return cast(x.dtype(), read_as(x, as_exprs(v), acc) - m(r) - log(s(r)));
   }, "log_softmax", "softmax");
 }
@@ -107,7 +91,7 @@ Tensor hardmax(const Tensor& x, int64_t axis, bool trailing) {
   });
   return compute(x->shape, [&](const std::vector<Var>& v) {
     std::vector<Expr> idx = as_exprs(v);
-    return select(position(idx) == first(row_index(v, axes)), make_one(x.dtype()), make_zero(x.dtype()));
+    return select(position(idx) == first(keepdims_index(v, axes)), make_one(x.dtype()), make_zero(x.dtype()));
   }, "hardmax", "softmax");
 }
 
@@ -131,7 +115,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
     // Where the weight is 0 (ignored) the loss is 0 even if the input is inf.
     return select(w == make_zero(acc), make_zero(acc), -read_as(input, idx, acc) * w);
   };
-  std::vector<int64_t> tshape = static_shape(target);
+  std::vector<int64_t> tshape = target->dims();
   if (reduction == "none")
     return compute(target->shape, [&](const std::vector<Var>& v) { return cast(input.dtype(), loss_at(as_exprs(v))); }, "nll_loss",
                    "nll_loss");

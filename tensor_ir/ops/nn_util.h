@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/ndarray.h"
+#include "tensor_ir/ops/index_util.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/tensor.h"
 
@@ -13,18 +14,6 @@ namespace tessera::tensor_ir::ops::nn_detail {
 // The type sums are accumulated in: float16 accumulates in float32 (its arithmetic happens
 // there anyway, and rounding every partial sum to 11 bits loses too much).
 inline DataType accumulation_type(DataType t) { return t.is_float() && t.bits == 16 ? runtime::kFloat32 : t; }
-
-inline std::vector<int64_t> static_shape(const Tensor& t) {
-  std::vector<int64_t> s;
-  for (size_t d = 0; d < t.ndim(); ++d) s.push_back(t->dim(d));
-  return s;
-}
-
-inline std::vector<Expr> shape_exprs(const std::vector<int64_t>& shape) {
-  return std::vector<Expr>(shape.begin(), shape.end());
-}
-
-inline std::vector<Expr> as_exprs(const std::vector<Var>& vars) { return std::vector<Expr>(vars.begin(), vars.end()); }
 
 // Reads `t` in type `type`.
 inline Expr read_as(const Tensor& t, const std::vector<Expr>& idx, DataType type) { return cast(type, t(idx)); }
@@ -68,6 +57,14 @@ struct MatmulCore {
 // product padded to whole tiles (tag "matmul") and an unpadding stage (tag "matmul_epilogue",
 // which a caller's epilogue may read through); otherwise the plain product (tag "matmul").
 Tensor matmul_core(const MatmulCore& c, const std::string& name);
+
+// The reduction `kind` over `axes` of f(x's index with those axes running, the output's
+// variables), keeping them as size-1 dimensions; a stage tagged `tag` (normalization and softmax
+// statistics).
+Tensor keepdims_reduce(const Tensor& x, const std::vector<int64_t>& axes, ReduceKind kind, const std::string& name,
+                       const std::string& tag, const std::function<Expr(const std::vector<Expr>&, const std::vector<Var>&)>& f);
+// The index of a keepdims statistic for an element of x at `v`: `axes` pinned to 0.
+std::vector<Expr> keepdims_index(const std::vector<Var>& v, const std::vector<int64_t>& axes);
 
 // A name for an axis of rank-`rank` data: n, c, then spatial d0, d1, ...
 std::vector<std::string> nc_axis_names(size_t rank);

@@ -5,20 +5,11 @@
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/ops/index_util.h"
 
 namespace tessera::tensor_ir::ops {
 
 namespace {
-
-Shape shape_of(const Tensor& t) {
-  Shape s;
-  for (size_t d = 0; d < t.ndim(); ++d) s.push_back(t->dim(d));
-  return s;
-}
-
-std::vector<Expr> exprs(const Shape& s) { return std::vector<Expr>(s.begin(), s.end()); }
-
-std::vector<Expr> vars(const std::vector<Var>& v) { return std::vector<Expr>(v.begin(), v.end()); }
 
 // The input indices of a reshape. Dimensions are matched in groups with equal products
 // (e.g. [6, 4] -> [2, 3, 4] is {6}->{2, 3} and {4}->{4}), so a dimension that reshape leaves
@@ -55,19 +46,19 @@ std::vector<Expr> reshape_indices(const Shape& in, const Shape& out, const std::
 }  // namespace
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
-  Shape in = shape_of(x);
+  Shape in = x->dims();
   reshape_shape(in, shape);
   bool empty = numel(shape) == 0;
-  return compute(exprs(shape), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(shape), [&](const std::vector<Var>& o) {
     // An empty tensor has no element to read; any body will do.
     return empty ? make_zero(x.dtype()) : x(reshape_indices(in, shape, o));
   }, "reshape", "transform");
 }
 
 Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm) {
-  Shape in = shape_of(x);
+  Shape in = x->dims();
   std::vector<int64_t> p = transpose_perm(perm, static_cast<int64_t>(in.size()));
-  return compute(exprs(transpose_shape(in, p)), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(transpose_shape(in, p)), [&](const std::vector<Var>& o) {
     std::vector<Expr> idx(in.size());
     for (size_t d = 0; d < p.size(); ++d) idx[p[d]] = o[d];
     return x(idx);
@@ -78,11 +69,11 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   std::vector<Shape> shapes;
   for (const auto& x : xs) {
     if (x.dtype() != xs[0].dtype()) fail("concat: input ", shapes.size(), " is ", x.dtype().str(), ", input 0 is ", xs[0].dtype().str());
-    shapes.push_back(shape_of(x));
+    shapes.push_back(x->dims());
   }
   Shape out = concat_shape(shapes, axis);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(out.size()));
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
     // Nested selects from the last input outwards; Select reads lazily, so an input is only
     // read inside its own range.
     Expr body;
@@ -90,7 +81,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
     for (size_t i = xs.size(); i-- > 0;) {
       int64_t size = shapes[i][a], begin = end - size;
       if (size == 0) continue;
-      std::vector<Expr> idx = vars(o);
+      std::vector<Expr> idx = as_exprs(o);
       idx[a] = begin == 0 ? Expr(o[a]) : o[a] - Expr(begin);
       Expr read = xs[i](idx);
       body = body ? select(o[a] < Expr(end), read, body) : read;
@@ -101,13 +92,13 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t axis, const std::vector<int64_t>& sizes) {
-  std::vector<Shape> shapes = split_shapes(shape_of(x), axis, sizes);
+  std::vector<Shape> shapes = split_shapes(x->dims(), axis, sizes);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(x.ndim()));
   std::vector<Tensor> outs;
   int64_t begin = 0;
   for (size_t k = 0; k < shapes.size(); ++k) {
-    outs.push_back(compute(exprs(shapes[k]), [&](const std::vector<Var>& o) {
-      std::vector<Expr> idx = vars(o);
+    outs.push_back(compute(shape_exprs(shapes[k]), [&](const std::vector<Var>& o) {
+      std::vector<Expr> idx = as_exprs(o);
       if (begin) idx[a] = o[a] + Expr(begin);
       return x(idx);
     }, "split" + std::to_string(k), "transform"));
@@ -117,9 +108,9 @@ std::vector<Tensor> split(const Tensor& x, int64_t axis, const std::vector<int64
 }
 
 Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
-  Shape in = shape_of(x);
+  Shape in = x->dims();
   std::vector<int64_t> drop = squeeze_axes(in, axes);
-  return compute(exprs(squeeze_shape(in, axes)), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(squeeze_shape(in, axes)), [&](const std::vector<Var>& o) {
     std::vector<Expr> idx;
     size_t next = 0;
     for (size_t d = 0; d < in.size(); ++d)
@@ -129,9 +120,9 @@ Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
 }
 
 Tensor expand_dims(const Tensor& x, const std::vector<int64_t>& axes) {
-  Shape out = expand_dims_shape(shape_of(x), axes);
+  Shape out = expand_dims_shape(x->dims(), axes);
   std::vector<int64_t> inserted = normalize_axes(axes, static_cast<int64_t>(out.size()));
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
     std::vector<Expr> idx;
     for (size_t d = 0; d < out.size(); ++d)
       if (!std::count(inserted.begin(), inserted.end(), static_cast<int64_t>(d))) idx.push_back(o[d]);
@@ -140,9 +131,9 @@ Tensor expand_dims(const Tensor& x, const std::vector<int64_t>& axes) {
 }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
-  Shape in = shape_of(x);
+  Shape in = x->dims();
   check_broadcast_to(in, shape);
-  return compute(exprs(shape), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(shape), [&](const std::vector<Var>& o) {
     std::vector<Expr> idx;
     size_t offset = shape.size() - in.size();
     for (size_t d = 0; d < in.size(); ++d) idx.push_back(in[d] == 1 ? Expr(0) : Expr(o[offset + d]));
@@ -151,8 +142,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
 }
 
 Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats) {
-  Shape in = shape_of(x);
-  return compute(exprs(tile_shape(in, repeats)), [&](const std::vector<Var>& o) {
+  Shape in = x->dims();
+  return compute(shape_exprs(tile_shape(in, repeats)), [&](const std::vector<Var>& o) {
     std::vector<Expr> idx;
     for (size_t d = 0; d < in.size(); ++d)
       idx.push_back(in[d] == 1 ? Expr(0) : repeats[d] == 1 ? Expr(o[d]) : o[d] % Expr(in[d]));
@@ -162,10 +153,10 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats) {
 
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
-  std::vector<SliceDim> dims = slice_dims(shape_of(x), starts, ends, axes, steps);
+  std::vector<SliceDim> dims = slice_dims(x->dims(), starts, ends, axes, steps);
   Shape out;
   for (const auto& d : dims) out.push_back(d.length);
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
     std::vector<Expr> idx;
     for (size_t d = 0; d < dims.size(); ++d) {
       Expr i = dims[d].step == 1 ? Expr(o[d]) : o[d] * Expr(dims[d].step);
@@ -176,11 +167,11 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
 }
 
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, double value) {
-  Shape in = shape_of(x);
+  Shape in = x->dims();
   Shape out = pad_shape(in, pads, mode);
   size_t rank = in.size();
   bool empty = numel(in) == 0;
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
     Expr fill = x.dtype().is_bool() ? make_const(x.dtype(), value != 0) : make_const(x.dtype(), value);
     if (empty) return fill;
     std::vector<Expr> idx;
@@ -211,9 +202,9 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, doub
 }
 
 Tensor depth_to_space(const Tensor& x, int64_t b, bool crd) {
-  Shape out = depth_to_space_shape(shape_of(x), b);
+  Shape out = depth_to_space_shape(x->dims(), b);
   int64_t channels = out[1];
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
     Expr by = o[2] % Expr(b), bx = o[3] % Expr(b);
     Expr ch = crd ? o[1] * Expr(b * b) + by * Expr(b) + bx : (by * Expr(b) + bx) * Expr(channels) + o[1];
     return x(o[0], ch, o[2] / Expr(b), o[3] / Expr(b));
@@ -221,9 +212,9 @@ Tensor depth_to_space(const Tensor& x, int64_t b, bool crd) {
 }
 
 Tensor space_to_depth(const Tensor& x, int64_t b) {
-  Shape out = space_to_depth_shape(shape_of(x), b);
+  Shape out = space_to_depth_shape(x->dims(), b);
   int64_t channels = x->dim(1);
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
     // Output channels are ordered (block row, block column, input channel).
     Expr c = o[1] % Expr(channels), bx = (o[1] / Expr(channels)) % Expr(b), by = o[1] / Expr(channels * b);
     return x(o[0], c, o[2] * Expr(b) + by, o[3] * Expr(b) + bx);
@@ -231,21 +222,21 @@ Tensor space_to_depth(const Tensor& x, int64_t b) {
 }
 
 Tensor trilu(const Tensor& x, bool upper, int64_t k) {
-  if (x.ndim() < 2) fail("trilu: the input must have rank >= 2, got ", runtime::shape_str(shape_of(x)));
+  if (x.ndim() < 2) fail("trilu: the input must have rank >= 2, got ", runtime::shape_str(x->dims()));
   return compute(x->shape, [&](const std::vector<Var>& o) {
     Expr diff = o[o.size() - 1] - o[o.size() - 2];
     Expr keep = upper ? diff >= Expr(k) : diff <= Expr(k);
-    return select(keep, x(vars(o)), make_zero(x.dtype()));
+    return select(keep, x(as_exprs(o)), make_zero(x.dtype()));
   }, upper ? "triu" : "tril", "transform");
 }
 
 Tensor one_hot(const Tensor& indices, const Tensor& values, int64_t depth, int64_t axis) {
   if (values.ndim() != 1 || values->dim(0) != 2)
-    fail("one_hot: values must be [off_value, on_value] (shape [2]), got shape ", runtime::shape_str(shape_of(values)));
-  Shape out = one_hot_shape(shape_of(indices), depth, axis);
+    fail("one_hot: values must be [off_value, on_value] (shape [2]), got shape ", runtime::shape_str(values->dims()));
+  Shape out = one_hot_shape(indices->dims(), depth, axis);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(out.size()));
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
-    std::vector<Expr> idx = vars(o);
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
+    std::vector<Expr> idx = as_exprs(o);
     idx.erase(idx.begin() + a);
     Expr i = cast(kIndexType, indices(idx));
     Expr wrapped = select(i < Expr(0), i + Expr(depth), i);
@@ -254,18 +245,18 @@ Tensor one_hot(const Tensor& indices, const Tensor& values, int64_t depth, int64
 }
 
 Tensor reverse_sequence(const Tensor& x, const Tensor& lengths, int64_t batch_axis, int64_t time_axis) {
-  Shape in = shape_of(x);
+  Shape in = x->dims();
   int64_t rank = static_cast<int64_t>(in.size());
   if (rank < 2) fail("reverse_sequence: the input must have rank >= 2, got ", runtime::shape_str(in));
   int64_t ba = normalize_axis(batch_axis, rank, "reverse_sequence: batch_axis");
   int64_t ta = normalize_axis(time_axis, rank, "reverse_sequence: time_axis");
   if (ba == ta) fail("reverse_sequence: batch_axis and time_axis are both ", ba);
   if (lengths.ndim() != 1 || lengths->dim(0) != in[ba])
-    fail("reverse_sequence: sequence lengths must have shape [", in[ba], "], got ", runtime::shape_str(shape_of(lengths)));
+    fail("reverse_sequence: sequence lengths must have shape [", in[ba], "], got ", runtime::shape_str(lengths->dims()));
   return compute(x->shape, [&](const std::vector<Var>& o) {
     // Lengths outside [0, T] are clamped so nothing is read out of bounds.
     Expr len = min(max(cast(kIndexType, lengths(o[ba])), Expr(0)), Expr(in[ta]));
-    std::vector<Expr> idx = vars(o);
+    std::vector<Expr> idx = as_exprs(o);
     idx[ta] = select(o[ta] < len, len - Expr(1) - o[ta], Expr(o[ta]));
     return x(idx);
   }, "reverse_sequence", "transform");

@@ -5,6 +5,7 @@
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/ops/index_util.h"
 #include "tensor_ir/ops/transform_index.h"
 
 namespace tessera::tensor_ir::ops {
@@ -13,17 +14,8 @@ namespace {
 
 using runtime::shape_str;
 
-Shape shape_of(const Tensor& t) {
-  Shape s;
-  for (size_t d = 0; d < t.ndim(); ++d) s.push_back(t->dim(d));
-  return s;
-}
-
-std::vector<Expr> exprs(const Shape& s) { return std::vector<Expr>(s.begin(), s.end()); }
-std::vector<Expr> vars(const std::vector<Var>& v) { return std::vector<Expr>(v.begin(), v.end()); }
-
 Tensor zeros(const Shape& shape, DataType dtype, const char* name) {
-  return compute(exprs(shape), [&](const std::vector<Var>&) { return make_zero(dtype); }, name, "transform");
+  return compute(shape_exprs(shape), [&](const std::vector<Var>&) { return make_zero(dtype); }, name, "transform");
 }
 
 }  // namespace
@@ -31,11 +23,11 @@ Tensor zeros(const Shape& shape, DataType dtype, const char* name) {
 Tensor unslice(const Tensor& x, const Shape& shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
   std::vector<SliceDim> dims = slice_dims(shape, starts, ends, axes, steps);
-  Shape xs = shape_of(x), expected;
+  Shape xs = x->dims(), expected;
   for (const auto& d : dims) expected.push_back(d.length);
   if (xs != expected) fail("unslice: the input is ", shape_str(xs), ", but the slice of ", shape_str(shape), " is ", shape_str(expected));
   if (numel(xs) == 0) return zeros(shape, x.dtype(), "unslice");
-  return compute(exprs(shape), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(shape), [&](const std::vector<Var>& o) {
     std::vector<Expr> idx;
     Expr inside;
     for (size_t d = 0; d < dims.size(); ++d) {
@@ -73,11 +65,11 @@ Shape take_grad_shape(const Shape& x, const Shape& indices, int64_t axis, int64_
 
 Tensor take_grad(const Tensor& x, const Tensor& indices, int64_t axis, int64_t size) {
   if (!indices.dtype().is_integer()) fail("take_grad: indices must be integers, got ", indices.dtype().str());
-  Shape is = shape_of(indices);
-  Shape out = take_grad_shape(shape_of(x), is, axis, size);
+  Shape is = indices->dims();
+  Shape out = take_grad_shape(x->dims(), is, axis, size);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(out.size()));
   if (numel(is) == 0 || numel(out) == 0) return zeros(out, x.dtype(), "take_grad");
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
     std::vector<IterVar> ks;
     std::vector<Expr> at;
     for (size_t d = 0; d < is.size(); ++d) {
@@ -97,17 +89,17 @@ Tensor take_grad(const Tensor& x, const Tensor& indices, int64_t axis, int64_t s
 Tensor weighted_gather(const Tensor& x, const Tensor& index, const Tensor& weight, int64_t axis) {
   if (!index.dtype().is_integer()) fail("weighted_gather: the index table must be integers, got ", index.dtype().str());
   if (weight.dtype() != x.dtype()) fail("weighted_gather: the weights are ", weight.dtype().str(), ", the input ", x.dtype().str());
-  Shape xs = shape_of(x), table = shape_of(index);
-  if (table.size() != 2 || shape_of(weight) != table)
-    fail("weighted_gather: index and weight must be [n, K] tables of one shape, got ", shape_str(table), " and ", shape_str(shape_of(weight)));
+  Shape xs = x->dims(), table = index->dims();
+  if (table.size() != 2 || weight->dims() != table)
+    fail("weighted_gather: index and weight must be [n, K] tables of one shape, got ", shape_str(table), " and ", shape_str(weight->dims()));
   int64_t a = normalize_axis(axis, static_cast<int64_t>(xs.size()), "weighted_gather: axis");
   int64_t length = xs[a], taps = table[1];
   Shape out = xs;
   out[a] = table[0];
   if (numel(out) == 0 || taps == 0 || length == 0) return zeros(out, x.dtype(), "weighted_gather");
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
     IterVar k = reduce_axis(Range(Expr(0), Expr(taps)), "k");
-    std::vector<Expr> idx = vars(o);
+    std::vector<Expr> idx = as_exprs(o);
     idx[a] = wrap_and_clamp_index(index(o[a], k.var()), length);
     return sum(weight(o[a], k.var()) * x(idx), {k});
   }, "weighted_gather", "scatter");

@@ -3,26 +3,18 @@
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/ops/index_util.h"
 
 namespace tessera::tensor_ir::ops {
 
 namespace {
-
-Shape shape_of(const Tensor& t) {
-  Shape s;
-  for (size_t d = 0; d < t.ndim(); ++d) s.push_back(t->dim(d));
-  return s;
-}
-
-std::vector<Expr> exprs(const Shape& s) { return std::vector<Expr>(s.begin(), s.end()); }
-std::vector<Expr> vars(const std::vector<Var>& v) { return std::vector<Expr>(v.begin(), v.end()); }
 
 void check_indices(const char* op, const Tensor& indices) {
   if (!indices.dtype().is_integer()) fail(op, ": indices must be integers, got ", indices.dtype().str());
 }
 
 Tensor copy_of(const Tensor& data, const char* name) {
-  return compute(data->shape, [&](const std::vector<Var>& o) { return data(vars(o)); }, name, "transform");
+  return compute(data->shape, [&](const std::vector<Var>& o) { return data(as_exprs(o)); }, name, "transform");
 }
 
 // `value` where `condition` holds, else the identity of the reduction: a select rather than a
@@ -41,7 +33,7 @@ Expr all_of(const std::vector<Expr>& conditions) {
 // update chosen by `source` (replace).
 Tensor combine(const Tensor& data, const Tensor& reduced, ScatterReduction r, const char* name) {
   return compute(data->shape, [&](const std::vector<Var>& o) {
-    Expr d = data(vars(o)), u = reduced(vars(o));
+    Expr d = data(as_exprs(o)), u = reduced(as_exprs(o));
     return r == ScatterReduction::Add ? d + u : d * u;
   }, name, "scatter");
 }
@@ -56,11 +48,11 @@ Expr wrap_and_clamp_index(const Expr& index, int64_t n) {
 
 Tensor take(const Tensor& data, const Tensor& indices, int64_t axis) {
   check_indices("take", indices);
-  Shape ds = shape_of(data);
-  Shape out = take_shape(ds, shape_of(indices), axis);
+  Shape ds = data->dims();
+  Shape out = take_shape(ds, indices->dims(), axis);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(ds.size()));
   size_t ni = indices.ndim();
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
     if (numel(out) == 0) return make_zero(data.dtype());
     std::vector<Expr> idx(o.begin(), o.begin() + a);
     idx.push_back(wrap_and_clamp_index(indices(std::vector<Expr>(o.begin() + a, o.begin() + a + ni)), ds[a]));
@@ -71,23 +63,23 @@ Tensor take(const Tensor& data, const Tensor& indices, int64_t axis) {
 
 Tensor gather_elements(const Tensor& data, const Tensor& indices, int64_t axis) {
   check_indices("gather_elements", indices);
-  Shape ds = shape_of(data);
-  Shape out = gather_elements_shape(ds, shape_of(indices), axis);
+  Shape ds = data->dims();
+  Shape out = gather_elements_shape(ds, indices->dims(), axis);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(ds.size()));
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
     if (numel(out) == 0) return make_zero(data.dtype());
-    std::vector<Expr> idx = vars(o);
-    idx[a] = wrap_and_clamp_index(indices(vars(o)), ds[a]);
+    std::vector<Expr> idx = as_exprs(o);
+    idx[a] = wrap_and_clamp_index(indices(as_exprs(o)), ds[a]);
     return data(idx);
   }, "gather_elements", "transform");
 }
 
 Tensor gather_nd(const Tensor& data, const Tensor& indices, int64_t batch_dims) {
   check_indices("gather_nd", indices);
-  Shape ds = shape_of(data), is = shape_of(indices);
+  Shape ds = data->dims(), is = indices->dims();
   Shape out = gather_nd_shape(ds, is, batch_dims);
   size_t rows = is.size() - 1, depth = static_cast<size_t>(is.back()), b = static_cast<size_t>(batch_dims);
-  return compute(exprs(out), [&](const std::vector<Var>& o) {
+  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
     if (numel(out) == 0) return make_zero(data.dtype());
     std::vector<Expr> idx(o.begin(), o.begin() + b);
     std::vector<Expr> at(o.begin(), o.begin() + rows);
@@ -120,8 +112,8 @@ void check_scatter_types(const char* op, const Tensor& data, const Tensor& indic
 
 Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates, int64_t axis, ScatterReduction r) {
   check_scatter_types("scatter_elements", data, indices, updates, r);
-  Shape ds = shape_of(data), is = shape_of(indices);
-  check_scatter_elements(ds, is, shape_of(updates), axis);
+  Shape ds = data->dims(), is = indices->dims();
+  check_scatter_elements(ds, is, updates->dims(), axis);
   if (numel(is) == 0) return copy_of(data, "scatter_elements");
   size_t a = static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(ds.size())));
   // Coordinates in indices/updates of output element o with `along` on the axis; clamped where
@@ -139,16 +131,16 @@ Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor&
     return all_of(c);
   };
   if (r == ScatterReduction::None) {
-    Tensor source = compute(exprs(ds), [&](const std::vector<Var>& o) {
+    Tensor source = compute(shape_exprs(ds), [&](const std::vector<Var>& o) {
       IterVar k = reduce_axis(Range(Expr(0), Expr(is[a])), "k");
       return max_reduce(masked(ReduceKind::Max, match(o, k), k.var()), {k});
     }, "scatter_elements_source", "scatter");
-    return compute(exprs(ds), [&](const std::vector<Var>& o) {
-      Expr s = source(vars(o));
-      return select(s >= Expr(0), updates(at(o, max(s, Expr(0)))), data(vars(o)));
+    return compute(shape_exprs(ds), [&](const std::vector<Var>& o) {
+      Expr s = source(as_exprs(o));
+      return select(s >= Expr(0), updates(at(o, max(s, Expr(0)))), data(as_exprs(o)));
     }, "scatter_elements", "scatter");
   }
-  Tensor reduced = compute(exprs(ds), [&](const std::vector<Var>& o) {
+  Tensor reduced = compute(shape_exprs(ds), [&](const std::vector<Var>& o) {
     IterVar k = reduce_axis(Range(Expr(0), Expr(is[a])), "k");
     Expr u = updates(at(o, k));
     return r == ScatterReduction::Add ? sum(masked(ReduceKind::Sum, match(o, k), u), {k}) : prod(masked(ReduceKind::Prod, match(o, k), u), {k});
@@ -158,7 +150,7 @@ Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor&
 
 Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updates, ScatterReduction r) {
   check_scatter_types("scatter_nd", data, indices, updates, r);
-  Shape ds = shape_of(data), is = shape_of(indices), us = shape_of(updates);
+  Shape ds = data->dims(), is = indices->dims(), us = updates->dims();
   check_scatter_nd(ds, is, us);
   if (numel(us) == 0) return copy_of(data, "scatter_nd");
   size_t depth = static_cast<size_t>(is.back());
@@ -187,14 +179,14 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
   if (r == ScatterReduction::None) {
     // The flat number of the last update row aimed at each head, or negative for none.
     Shape heads(ds.begin(), ds.begin() + depth);
-    Tensor source = compute(exprs(heads), [&](const std::vector<Var>& h) {
+    Tensor source = compute(shape_exprs(heads), [&](const std::vector<Var>& h) {
       std::vector<IterVar> axes = row_axes();
       Expr flat = Expr(0);
       for (size_t d = 0; d < axes.size(); ++d) flat = flat * Expr(rows[d]) + axes[d].var();
-      Expr m = match(vars(h), axis_exprs(axes));
+      Expr m = match(as_exprs(h), axis_exprs(axes));
       return axes.empty() ? select(m, Expr(0), Expr(-1)) : max_reduce(masked(ReduceKind::Max, m, flat), axes);
     }, "scatter_nd_source", "scatter");
-    return compute(exprs(ds), [&](const std::vector<Var>& o) {
+    return compute(shape_exprs(ds), [&](const std::vector<Var>& o) {
       Expr s = source(std::vector<Expr>(o.begin(), o.begin() + depth));
       Expr row = max(s, Expr(0));
       std::vector<Expr> at(rows.size());
@@ -203,10 +195,10 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
         row = row / Expr(rows[d]);
       }
       at.insert(at.end(), o.begin() + depth, o.end());
-      return select(s >= Expr(0), updates(at), data(vars(o)));
+      return select(s >= Expr(0), updates(at), data(as_exprs(o)));
     }, "scatter_nd", "scatter");
   }
-  Tensor reduced = compute(exprs(ds), [&](const std::vector<Var>& o) {
+  Tensor reduced = compute(shape_exprs(ds), [&](const std::vector<Var>& o) {
     std::vector<IterVar> axes = row_axes();
     std::vector<Expr> at = axis_exprs(axes);
     at.insert(at.end(), o.begin() + depth, o.end());
