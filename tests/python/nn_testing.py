@@ -29,7 +29,7 @@ def model(op, inputs, attrs=None, opset=17, outputs=1, constants=()):
         if a is None:
             continue
         if i in constants:
-            inits.append(numpy_helper.from_array(a, n))
+            inits.append(numpy_helper.from_array(np.asarray(a), n))
         else:
             graph_inputs.append(helper.make_tensor_value_info(n, ONNX_TYPES[str(a.dtype)], a.shape))
     outs = [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in out_names if o]
