@@ -76,9 +76,7 @@ class Session {
     result_.tasks = states_;
     result_.estimated_latency = estimated_latency();
     result_.wall_seconds = elapsed();
-    result_.report_path = options_.report_path.empty()
-                              ? (std::filesystem::path(db_.path()).parent_path() / "tuning_report.html").string()
-                              : options_.report_path;
+    result_.report_path = options_.report_path.empty() ? default_report_path(db_.path()) : options_.report_path;
     write_report(result_, result_.report_path);
   }
 
@@ -96,12 +94,9 @@ class Session {
   void measure_baselines(size_t i) {
     const Task& t = tasks_[i];
     if (states_[i].default_seconds <= 0) commit_batch(i, {default_trace(t)}, "default");
-    const schedule::CpuTemplate* custom = schedule::find_custom_schedule(t.workload.key);
-    if (!custom) custom = schedule::find_custom_schedule(t.workload.description);
+    auto custom = schedule::apply_custom_schedule(t.compute.outputs, t.workload.key, t.workload.description);
     if (!custom) return;
-    schedule::Schedule s(t.compute.outputs);
-    for (const auto& o : t.compute.outputs) (*custom)(s, o);
-    std::string trace = s.trace().to_json();
+    std::string trace = custom->trace().to_json();
     if (!db_.find(t.workload.key, target_, trace)) commit_batch(i, {trace}, "custom");
   }
 
@@ -221,6 +216,10 @@ TuneResult tune(const std::vector<Task>& tasks, const TuneOptions& options, cons
   // Checked before anything is measured: policies are made lazily, after the baselines.
   make_policy(tasks.front(), options.target, options.policy, nullptr, 0, {});
   return Session(tasks, options, on_progress).run();
+}
+
+std::string default_report_path(const std::string& db_path) {
+  return (std::filesystem::path(db_path).parent_path() / "tuning_report.html").string();
 }
 
 std::string progress_line(const Progress& p) {

@@ -22,7 +22,7 @@ struct TuneOptions {
   double max_seconds = 0;          // wall-clock limit of the session (0: none)
   uint64_t seed = 0;
   MeasureOptions measure;
-  std::string report_path;         // the HTML report; empty: tuning_report.html next to the database
+  std::string report_path;         // the HTML report; empty: default_report_path(db_path)
 };
 
 struct TaskState {
@@ -57,6 +57,9 @@ struct TuneResult {
 // the session, e.g. on Ctrl-C; what was committed stays).
 TuneResult tune(const std::vector<Task>& tasks, const TuneOptions& options,
                 const std::function<void(const Progress&)>& on_progress = nullptr);
+
+// tuning_report.html in the database's folder.
+std::string default_report_path(const std::string& db_path);
 
 // One line for a terminal: task, trials, best GFLOP/s, estimated end-to-end latency.
 std::string progress_line(const Progress& p);

@@ -39,15 +39,15 @@ std::string record_label(const autotune::Record& r) {
 }
 
 // The database's best record of the workload, transferring schedules of similar workloads first
-// when it has none; `note` explains a miss.
+// when it has none and `transfer` allows; `note` explains a miss.
 std::optional<autotune::Record> best_record(const CallNode* call, const std::string& workload, const ScheduleContext& ctx,
-                                            std::string& note) {
+                                            bool transfer, std::string& note) {
   if (!ctx.db) {
     note = " (no tuning database)";
     return std::nullopt;
   }
   auto record = ctx.db->best(workload, ctx.target);
-  if (!record && ctx.transfer) {
+  if (!record && transfer) {
     try {
       ctx.transfer->transfer(autotune::task_from_call(call));
       record = ctx.db->best(workload, ctx.target);
@@ -56,29 +56,27 @@ std::optional<autotune::Record> best_record(const CallNode* call, const std::str
       return record;
     }
   }
-  if (!record) note = ctx.transfer ? " (no record, none to transfer)" : " (no record)";
+  if (!record) note = transfer ? " (no record, none to transfer)" : " (no record)";
   return record;
 }
 
 // The schedule of a kernel and where it came from.
 std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const CallCompute& compute, const std::string& workload,
                                                     const ScheduleContext& ctx, std::string& label) {
-  std::string note;
-  std::optional<autotune::Record> record = best_record(call, workload, ctx, note);
   // A schedule registered for the workload, else for what the kernel computes. It yields only to
-  // a record measured faster than it (tuning measures it first).
-  std::string key = workload;
-  const schedule::CpuTemplate* custom = schedule::find_custom_schedule(key);
-  if (!custom) custom = schedule::find_custom_schedule(key = call_description(call));
+  // a record measured faster than it (tuning measures it first), which a transfer never is: with
+  // one, nothing is transferred.
+  std::string key;
+  std::unique_ptr<schedule::Schedule> custom = schedule::apply_custom_schedule(compute.outputs, workload, call_description(call), &key);
+  std::string note;
+  std::optional<autotune::Record> record = best_record(call, workload, ctx, ctx.transfer && !custom, note);
   if (custom) {
-    auto s = std::make_unique<schedule::Schedule>(compute.outputs);
-    for (const auto& o : compute.outputs) (*custom)(*s, o);
     std::optional<autotune::Record> measured;
-    if (record) measured = ctx.db->find(workload, ctx.target, s->trace().to_json());
+    if (record) measured = ctx.db->find(workload, ctx.target, custom->trace().to_json());
     if (!record || !measured || measured->median_seconds() <= record->median_seconds()) {
       label = "custom (" + key + ")";
       if (record && !measured) label += "; record " + std::to_string(record->id) + " was never measured against it";
-      return s;
+      return custom;
     }
   }
   if (record) {

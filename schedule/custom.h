@@ -1,8 +1,10 @@
 // Schedules people register for an op or a workload (a C++ or Python function over the compute
 // definition, like a CPU template). build() uses one, when registered, instead of the default
-// template; a tuning record of the workload still wins.
+// template, unless the tuning database holds a record of the workload measured faster.
 #pragma once
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "schedule/templates/cpu.h"
 
@@ -13,5 +15,10 @@ namespace tessera::schedule {
 void register_custom_schedule(const std::string& key, CpuTemplate schedule);
 // The schedule registered under `key`, or null.
 const CpuTemplate* find_custom_schedule(const std::string& key);
+// The kernel computing `outputs` scheduled by the custom schedule registered for its workload
+// key, else for its description (op name or fused kernel); null when neither has one. `key`
+// receives the key it was registered under.
+std::unique_ptr<Schedule> apply_custom_schedule(const std::vector<tensor_ir::Tensor>& outputs, const std::string& workload,
+                                                const std::string& description, std::string* key = nullptr);
 
 }  // namespace tessera::schedule

@@ -48,10 +48,7 @@ int cmd_tune(TuneArgs& a) {
   a.options.target = a.model.target;
   a.options.db_path = db_path(a.model.db);
   a.options.max_seconds = a.timeout;
-  if (a.options.report_path.empty())
-    a.options.report_path = (std::filesystem::path(a.options.db_path).parent_path() / "tuning_report.html").string();
-  std::filesystem::path dir = std::filesystem::path(a.options.db_path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir);
+  if (a.options.report_path.empty()) a.options.report_path = autotune::default_report_path(a.options.db_path);
 
   auto tasks = autotune::extract_tasks(driver::optimize(load(a.model), a.model.opt_level));
   std::fprintf(stderr, "tuning %zu tasks of %s for %s, %d trials, database %s\n", tasks.size(), a.model.model.c_str(),
@@ -154,9 +151,7 @@ int cmd_db_import(const DbArgs& a) {
   std::stringstream text;
   text << in.rdbuf();
   std::string path = db_path(a.db);
-  std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  if (!dir.empty()) std::filesystem::create_directories(dir);
-  autotune::TuningDatabase db(path);
+  autotune::TuningDatabase db(path);  // created, with its folder, if need be
   std::printf("imported %lld records from %s into %s\n", static_cast<long long>(db.import_jsonl(text.str())), a.file.c_str(),
               path.c_str());
   return 0;
