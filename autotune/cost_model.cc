@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iterator>
 #include <limits>
+#include <sstream>
 
 #include "runtime/error.h"
 
@@ -46,6 +50,9 @@ class Matrix {
 
 bool failed(double cost) { return !(cost > 0) || !std::isfinite(cost); }
 
+constexpr const char* kDataHeader = "tessera-cost-model-data";
+constexpr int kDataVersion = 1;
+
 }  // namespace
 
 CostModel::CostModel(uint64_t seed) : rng_(seed) {}
@@ -62,6 +69,15 @@ size_t CostModel::num_measurements() const {
 
 void CostModel::update(const std::string& task, const std::vector<std::vector<float>>& features, const std::vector<double>& costs) {
   if (features.size() != costs.size()) fail("cost model: ", features.size(), " feature rows for ", costs.size(), " costs");
+  size_t width = features.empty() ? 0 : features[0].size();
+  for (const auto& [t, old] : data_) {
+    if (old.features.empty() || old.features[0].size() == width || width == 0) continue;
+    // Saved by a Tessera extracting other features: neither the rows nor the trees fit any more.
+    data_.clear();
+    if (booster_) XGBoosterFree(booster_);
+    booster_ = nullptr;
+    break;
+  }
   TaskData& d = data_[task];
   d.features.insert(d.features.end(), features.begin(), features.end());
   d.costs.insert(d.costs.end(), costs.begin(), costs.end());
@@ -129,9 +145,62 @@ void CostModel::save(const std::string& path) const {
   std::ofstream out(path, std::ios::binary);
   out.write(buf, static_cast<std::streamsize>(len));
   if (!out) fail("cost model: cannot write ", path);
+  save_data(path + ".data");
+}
+
+// One measurement per line: the task, its cost in seconds (0: failed), its features.
+void CostModel::save_data(const std::string& path) const {
+  size_t width = 0;
+  for (const auto& [task, d] : data_)
+    if (!d.features.empty()) width = d.features[0].size();
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << kDataHeader << ' ' << kDataVersion << ' ' << width << '\n';
+    for (const auto& [task, d] : data_)
+      for (size_t i = 0; i < d.costs.size(); ++i) {
+        out << task << ' ' << std::setprecision(17) << (failed(d.costs[i]) ? 0.0 : d.costs[i]) << std::setprecision(9);
+        for (float f : d.features[i]) out << ' ' << f;
+        out << '\n';
+      }
+    if (!out) fail("cost model: cannot write ", tmp);
+  }
+  // Renamed into place, so a session killed while saving leaves the previous data whole.
+  std::filesystem::rename(tmp, path);
+}
+
+std::map<std::string, CostModel::TaskData> CostModel::read_data(const std::string& path) {
+  std::map<std::string, TaskData> data;
+  std::ifstream in(path);
+  if (!in) return data;  // a model saved before measurements were kept with it
+  std::string line, header;
+  int version = 0;
+  size_t width = 0;
+  std::getline(in, line);
+  std::istringstream(line) >> header >> version >> width;
+  if (header != kDataHeader || version != kDataVersion)
+    fail("cost model: ", path, " is not cost-model training data (version ", kDataVersion, ")");
+  for (size_t number = 2; std::getline(in, line); ++number) {
+    // strtod, unlike operator>>, reads back the "inf" and "nan" that operator<< writes.
+    std::istringstream fields(line);
+    std::string task, token;
+    std::vector<double> values;
+    bool ok = static_cast<bool>(fields >> task);
+    while (ok && fields >> token) {
+      char* end = nullptr;
+      values.push_back(std::strtod(token.c_str(), &end));
+      ok = *end == '\0';
+    }
+    if (!ok || values.size() != width + 1)
+      fail("cost model: ", path, " line ", number, " is not a task, a cost and ", width, " features");
+    data[task].costs.push_back(values[0]);
+    data[task].features.emplace_back(values.begin() + 1, values.end());
+  }
+  return data;
 }
 
 void CostModel::load(const std::string& path) {
+  std::map<std::string, TaskData> data = read_data(path + ".data");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cost model: cannot read ", path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -144,6 +213,7 @@ void CostModel::load(const std::string& path) {
   }
   if (booster_) XGBoosterFree(booster_);
   booster_ = b;
+  data_ = std::move(data);
 }
 
 }  // namespace tessera::autotune

@@ -3,8 +3,10 @@
 // measurements are normalized by its own best (min_cost / cost, so 1 is the task's fastest and
 // failures are 0), which lets one model learn from every kernel it has seen; the search only
 // needs it to rank candidates of one task. Until it has seen enough measurements it predicts
-// random scores (the cold start). It saves to and loads from a file, so a later session (or a
-// build ranking transferred schedules) starts from what earlier ones learned.
+// random scores (the cold start). It saves to and loads from a file, the trees and the
+// measurements they were trained on (PATH and PATH.data), so a later session (or a build ranking
+// transferred schedules) starts from what earlier ones learned and its retraining adds to it
+// rather than replacing it.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -29,7 +31,9 @@ class CostModel {
   bool trained() const { return booster_ != nullptr; }
   size_t num_measurements() const;
 
-  // The trained trees (XGBoost's JSON); throws tessera::Error naming the file on failure.
+  // The trained trees (XGBoost's JSON) at `path` and the measurements at `path`.data; throws
+  // tessera::Error naming the file on failure. Measurements of another feature length (saved by
+  // a Tessera extracting other features) are dropped at the next update, with the old trees.
   void save(const std::string& path) const;
   void load(const std::string& path);
 
@@ -39,6 +43,8 @@ class CostModel {
     std::vector<double> costs;
   };
   void train();
+  void save_data(const std::string& path) const;
+  static std::map<std::string, TaskData> read_data(const std::string& path);
 
   std::map<std::string, TaskData> data_;
   void* booster_ = nullptr;  // BoosterHandle

@@ -23,7 +23,8 @@ struct TransferOptions {
   MeasureOptions measure;
 };
 
-// The cost model file a tuning session keeps beside `db_path` ("tuning.db" -> "tuning.costmodel.json").
+// The cost model file a tuning session keeps beside `db_path` ("tuning.db" -> "tuning.costmodel.json",
+// its training data in "tuning.costmodel.json.data").
 std::string cost_model_path(const std::string& db_path);
 
 class ScheduleTransfer {

@@ -59,7 +59,7 @@ def conv_model(name, channels, out_channels, size, kernel):
 def fresh_db(name, fresh):
     """benchmarks/results/NAME.db, deleted first (with its WAL files and cost model) if `fresh`."""
     path = os.path.join(RESULTS, f"{name}.db")
-    for p in (path, path + "-wal", path + "-shm", path[:-3] + ".costmodel.json"):
+    for p in (path, path + "-wal", path + "-shm", path[:-3] + ".costmodel.json", path[:-3] + ".costmodel.json.data"):
         if fresh and os.path.exists(p):
             os.remove(p)
     return path

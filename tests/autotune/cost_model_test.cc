@@ -1,5 +1,5 @@
 // The XGBoost cost model: learns a synthetic relation well enough to rank held-out candidates,
-// normalizes per task, starts random, and survives a save/load round trip.
+// normalizes per task, starts random, and survives a save/load round trip with its training data.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,11 +86,30 @@ TEST(CostModel, SaveAndLoadKeepPredictions) {
   loaded.load(path);
   auto test = rows(20, rng);
   EXPECT_EQ(model.predict(test), loaded.predict(test));
+  // The measurements come back with the trees, failures included: retraining adds to them.
+  EXPECT_EQ(loaded.num_measurements(), 64u);
+  loaded.update("u", rows(4, rng), {1e-3, INFINITY, 2e-3, 1e-3});
+  EXPECT_EQ(loaded.num_measurements(), 68u);
   // Another feature length is refused with a message, not a crash.
   EXPECT_THROW(loaded.predict({std::vector<float>(kWidth + 1, 0.0f)}), Error);
+  std::ofstream(path + ".data") << "tessera-cost-model-data 1 40\nt 0.001 1 2\n";
+  EXPECT_THROW(loaded.load(path), Error);
+  EXPECT_EQ(loaded.num_measurements(), 68u);  // a failed load changes nothing
   std::ofstream(path) << "not a model";
+  std::filesystem::remove(path + ".data");
   EXPECT_THROW(loaded.load(path), Error);
   std::filesystem::remove(path);
+}
+
+TEST(CostModel, MeasurementsOfAnotherFeatureLengthAreDroppedWithTheirTrees) {
+  std::mt19937_64 rng(4);
+  CostModel model(4);
+  auto old_rows = rows(32, rng);
+  model.update("t", old_rows, std::vector<double>(32, 1e-3));
+  ASSERT_TRUE(model.trained());
+  model.update("t", {std::vector<float>(kWidth + 2, 1.0f)}, {1e-3});
+  EXPECT_EQ(model.num_measurements(), 1u);
+  EXPECT_FALSE(model.trained());
 }
 
 }  // namespace
