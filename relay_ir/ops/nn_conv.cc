@@ -1,8 +1,8 @@
 // Convolutions of any spatial rank: conv, conv_integer, conv_transpose. Attributes strides,
 // dilations (one per spatial dimension; empty: all 1), pads (begins then ends; empty: none),
 // groups, and for conv_transpose output_padding (empty: none). conv's packed_channels (0: the
-// weight as it is) says its weight comes packed by conv_pack_weight, as AlterOpLayout rewrites
-// convolutions with constant weights.
+// weight as it is) says its weight comes packed by conv_pack_weight or conv_winograd_weight, as
+// AlterOpLayout rewrites convolutions with constant weights.
 #include "relay_ir/ops/nn_ops.h"
 #include "runtime/error.h"
 #include "tensor_ir/ops/nn.h"
@@ -43,23 +43,12 @@ void check_bias(const std::vector<Type>& args, const TensorTypeNode& data, int64
     fail("bias must have shape [", channels, "] (one per output channel), got ", runtime::shape_str(b.shape));
 }
 
-// The shape of the weight a packed one holds: [packed_channels, C / groups, kernel...] from
-// [M / block, C / groups, kernel..., block], after checking it is conv_pack_weight's packing for
-// the blocks this convolution reads.
+// The shape of the weight a packed one holds ([packed_channels, C / groups, kernel...]), after
+// checking it is the packing this convolution reads (conv_pack_weight or conv_winograd_weight).
 std::vector<int64_t> unpacked_weight(const TensorTypeNode& d, const TensorTypeNode& w, int64_t channels, const ops::ConvGeometry& g) {
   DataType want = ops::packed_weight_dtype(d.dtype);
-  if (w.dtype != want || w.ndim() != d.ndim() + 1)
-    fail("a packed weight (packed_channels=", channels, ") must be ", want.str(), " of rank ", d.ndim() + 1, ", got ", w.dtype.str(),
-         runtime::shape_str(w.shape));
-  std::vector<int64_t> ws{channels};
-  ws.insert(ws.end(), w.shape.begin() + 1, w.shape.end() - 1);
-  int64_t block = ops::conv_weight_block(d.shape, ws, g, d.dtype);
-  if (block == 0) fail("this convolution reads its weight unpacked (packed_channels must be 0)");
-  if (ops::conv_packed_weight_shape(ws, block) != w.shape)
-    fail("weight ", runtime::shape_str(w.shape), " is not the packing of a ", runtime::shape_str(ws), " weight in the blocks of ", block,
-         " channels this convolution reads (conv_pack_weight(block=", block, ") gives ",
-         runtime::shape_str(ops::conv_packed_weight_shape(ws, block)), ")");
-  return ws;
+  if (w.dtype != want) fail("a packed weight (packed_channels=", channels, ") must be ", want.str(), ", got ", w.dtype.str());
+  return ops::conv_unpacked_weight_shape(d.shape, w.shape, channels, g, d.dtype);
 }
 
 Type conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -79,6 +68,12 @@ Type conv_pack_weight_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& w = nn::arg(args, 0, "weight");
   nn::require_float(w, "weight");
   return tensor_type(ops::conv_packed_weight_shape(w.shape, attrs.get_int("block")), ops::packed_weight_dtype(w.dtype));
+}
+
+Type conv_winograd_weight_rel(const std::vector<Type>& args, const Attrs&) {
+  const auto& w = nn::arg(args, 0, "weight");
+  nn::require_float(w, "weight");
+  return tensor_type(ops::conv_winograd_weight_shape(w.shape), ops::packed_weight_dtype(w.dtype));
 }
 
 Type conv_integer_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -147,6 +142,9 @@ void register_nn_conv_ops(OpRegistry& r) {
   r.add({"conv_pack_weight", "a conv weight [M, C / groups, kernel...] as [M / block, C / groups, kernel..., block] (zeros past M), "
          "the layout conv's blocked kernel reads", 1, 1, {{"block", int64_t(0), true}}, conv_pack_weight_rel, OpPattern::Injective,
          nn::one_output([](const In& in, const Attrs& a) { return ops::conv_pack_weight(in[0], a.get_int("block")); })});
+  r.add({"conv_winograd_weight", "a 3x3 conv weight [M, C, 3, 3] transformed for Winograd's F(4x4, 3x3) (U = G g G^T) as the "
+         "matrix-product panels [36, M / nr, C, nr] its products read", 1, 1, {}, conv_winograd_weight_rel, OpPattern::Opaque,
+         nn::one_output([](const In& in, const Attrs&) { return ops::conv_winograd_weight(in[0]); })});
   r.add({"conv_integer", "int32 convolution of (data - data_zero) and (weight - weight_zero) for int8/uint8; padding reads data_zero", 4,
          4, conv_attrs(false), conv_integer_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
            return ops::conv_integer(in[0], in[1], in[2], in[3], conv_geometry(a, in[0].ndim() - 2, false));

@@ -1,14 +1,17 @@
 // AlterOpLayout (CPU): a convolution or matrix product whose weight is known at compile time
-// takes it already in the layout its kernel reads (conv_pack_weight, matmul_pack_weight, with
-// packed_channels / packed_columns on the call), so FoldConstant packs it once instead of the
-// kernel repacking it on every call, which costs more than the arithmetic when the weight is
-// large and the other operand small. Only where the kernel reads a packed layout: the blocked
-// convolution form (not the pointwise, depthwise or direct ones, which read the weight as it
-// is), and products whose right operand has at least a vector of columns (packed ahead, it pays
-// at any row count). Where the kernel packed per call before (every such convolution, products
-// of 4 rows or more) it runs the same loops on the same values: results are bit-identical.
-// Products of fewer rows move from the unpacked kernel to the packed one; both sum in k order,
-// but LLVM may reassociate them differently (fast-math), so the last bit may differ.
+// takes it already in the layout its kernel reads (conv_pack_weight, conv_winograd_weight,
+// matmul_pack_weight, with packed_channels / packed_columns on the call), so FoldConstant packs
+// it once instead of the kernel repacking it on every call, which costs more than the arithmetic
+// when the weight is large and the other operand small. Only where the kernel reads a packed
+// layout: the blocked and Winograd convolution forms (not the pointwise, depthwise or direct
+// ones, which read the weight as it is), and products whose right operand has at least a vector
+// of columns (packed ahead, it pays at any row count). Where the kernel packed per call before
+// (blocked convolutions, products of 4 rows or more) it runs the same loops on the same values:
+// results are bit-identical. Products of fewer rows move from the unpacked kernel to the packed
+// one; both sum in k order, but LLVM may reassociate them differently (fast-math), so the last
+// bit may differ. A 3x3 stride-1 convolution with enough output tiles moves to the Winograd form,
+// which only a precomputed weight transform makes pay (ops/nn_conv_winograd.cc): it rounds
+// differently from the direct sum, by about 1e-6 relative to the output's scale.
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
 #include "relay_ir/ops/nn_ops.h"
@@ -41,9 +44,10 @@ class LayoutAlterer : public ExprMutator {
     Attrs attrs = c->attrs;
     if (name == "conv") {
       if (attrs.get_int("packed_channels")) return node;
-      int64_t block = ops::conv_weight_block(x.shape, w.shape, nn::conv_geometry(attrs, x.ndim() - 2, false), x.dtype);
-      if (!block) return node;
-      args[1] = call("conv_pack_weight", {args[1]}, {{"block", block}});
+      auto packing = ops::conv_weight_packing(x.shape, w.shape, nn::conv_geometry(attrs, x.ndim() - 2, false), x.dtype);
+      if (packing.kind == ops::ConvWeightPacking::Unpacked) return node;
+      args[1] = packing.kind == ops::ConvWeightPacking::Winograd ? call("conv_winograd_weight", {args[1]})
+                                                                 : call("conv_pack_weight", {args[1]}, {{"block", packing.block}});
       attrs.set("packed_channels", w.shape[0]);
     } else {
       bool trans = name == "gemm" && attrs.get_int("trans_b");

@@ -10,6 +10,11 @@
 //    vector of columns, the block's accumulators take every kernel tap, so an input row loaded
 //    once feeds each output row of the block it touches.
 //  * pointwise (1x1, "matmul"): the matrix-product tiling over channels x flattened positions;
+//  * Winograd ("winograd_output"): each stage at the root, over the threads: the padded input
+//    copied with channels innermost; the input transform per tile, a vector of channels at a
+//    time with the 36 positions unrolled (so each one's expression is selected at compile time);
+//    the 36 products by the matrix-product tiling; the output transform like the input one; the
+//    epilogue by the generic schedule;
 //  * direct ("conv_direct"): the generic schedule of each stage.
 #include "schedule/templates/nn.h"
 #include "tensor_ir/op.h"
@@ -144,8 +149,70 @@ void schedule_pointwise(Schedule& s, const Tensor& out, const Tensor& product, c
   nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, y.loop(oc->axis[1]), nn::fuse_all(y, spatial));
 }
 
+// A transform stage [tiles, positions.., channels]: tiles over the threads, then each vector of
+// channels with the positions unrolled inside it.
+void schedule_transform(Schedule& s, const Tensor& t, size_t tile_axis, const std::vector<size_t>& position_axes) {
+  Stage& st = s[t];
+  const auto* c = t.as<ComputeOp>();
+  Loop tiles = st.loop(c->axis[tile_axis]);
+  Loop channels = st.loop(c->axis.back());
+  int lanes = vector_lanes(t.dtype());
+  std::vector<Loop> order{tiles};
+  Loop vector = channels;
+  if (t->dim(t.ndim() - 1) > lanes) {
+    auto [co, ci] = st.split(channels, lanes);
+    order.push_back(co);
+    vector = ci;
+  }
+  for (size_t a : position_axes) order.push_back(st.loop(c->axis[a]));
+  order.push_back(vector);
+  st.reorder(order);
+  for (size_t a : position_axes) st.unroll(st.loop(c->axis[a]));
+  st.vectorize(vector);
+  if (nn::num_elements(t) * 16 >= nn::kMinParallelWork) st.parallel(tiles);
+}
+
+// The epilogue [n, m, y, x] reads the output tiles [tiles, i, j, m] across channels: a vector
+// along x gathers one element from each of 16 cache lines of channels, so the loops take 16
+// channels per vector (unrolled) and those lines serve all 16 from L1.
+void schedule_unblocking(Schedule& s, const Tensor& out) {
+  Stage& y = s[out];
+  const auto* c = out.as<ComputeOp>();
+  int lanes = vector_lanes(out.dtype());
+  auto [mo, mi] = y.split(y.loop(c->axis[1]), lanes);
+  auto [xo, xi] = y.split(y.loop(c->axis[3]), lanes);
+  y.reorder({y.loop(c->axis[0]), mo, y.loop(c->axis[2]), xo, mi, xi});
+  Loop rows = nn::fuse_all(y, {y.loop(c->axis[0]), mo, y.loop(c->axis[2])});
+  if (nn::num_elements(out) >= nn::kMinParallelWork / 8) y.parallel(rows);
+  y.unroll(mi);
+  y.vectorize(xi);
+}
+
+void schedule_winograd(Schedule& s, const Tensor& out, const Tensor& output_transform) {
+  Tensor products = nn::find_tagged(out, "matmul_epilogue");
+  Tensor product = nn::find_tagged(out, "matmul");
+  Tensor input_transform = nn::find_tagged(out, "winograd_input");
+  Tensor padded = nn::find_tagged(out, "winograd_pad");
+  // The transformed weight comes packed ahead of time, through a copy ("matmul_prepacked")
+  // inlined here.
+  Tensor panels = nn::find_tagged(out, "matmul_prepacked");
+  nn::inline_injective_except(s, out, {output_transform, products, product, input_transform, padded});
+  schedule_copy(s, padded);
+  schedule_transform(s, input_transform, 1, {0});
+  const auto* pc = products.as<ComputeOp>();
+  Stage& p = s[products];
+  nn::schedule_matmul_tiles(s, products, product, panels, {p.loop(pc->axis[0])}, p.loop(pc->axis[1]), p.loop(pc->axis[2]));
+  schedule_transform(s, output_transform, 0, {1, 2});
+  schedule_unblocking(s, out);
+}
+
 void schedule_conv(Schedule& s, const Tensor& main) {
   Tensor out = nn::epilogue_target(s, main);
+  Tensor winograd = nn::find_tagged(out, "winograd_output");
+  if (winograd.defined()) {
+    schedule_winograd(s, out, winograd);
+    return;
+  }
   Tensor matmul = nn::find_tagged(out, "matmul");
   if (matmul.defined()) {
     Tensor packed = nn::find_tagged(out, "matmul_pack");

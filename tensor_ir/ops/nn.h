@@ -65,17 +65,28 @@ std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vec
 int64_t conv_tile_width(int64_t width, int64_t vectors);
 // The output rows a depthwise convolution computes together (its product pads the rows to it).
 int64_t depthwise_row_block(int64_t rows);
-// `bias` [M] may be undefined. With packed_channels > 0, `weight` is conv_pack_weight's packing
-// of a [packed_channels, C / groups, kernel...] weight, in the blocks this convolution reads.
+// `bias` [M] may be undefined. With packed_channels > 0, `weight` is a [packed_channels, C /
+// groups, kernel...] weight packed ahead of time as this convolution reads it (see below).
 Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, int64_t packed_channels = 0);
-// Weights packed ahead of time (for constant weights, by the graph's AlterOpLayout): the blocked
-// form reads its weight as Wp[m / block, c, k.., m % block] (zeros past M), in the accumulation
-// type. conv_weight_block gives the block a convolution of these shapes reads, or 0 when it takes
-// another form, which reads the weight as it is.
-int64_t conv_weight_block(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
-                          DataType dtype);
+// Weights packed ahead of time (for constant weights, by the graph's AlterOpLayout), in the
+// accumulation type. The blocked form reads Wp[m / block, c, k.., m % block] (zeros past M,
+// conv_pack_weight); the Winograd form (3x3, stride 1) its transformed weight U = G g G^T as the
+// matrix-product panels [36, M / nr, C, nr] (conv_winograd_weight). conv_weight_packing tells
+// which a convolution of these shapes reads; the other forms read the weight as it is.
+struct ConvWeightPacking {
+  enum Kind { Unpacked, Blocked, Winograd } kind = Unpacked;
+  int64_t block = 0;  // Blocked: output channels per block
+};
+ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
+                                      DataType dtype);
 std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight, int64_t block);
 Tensor conv_pack_weight(const Tensor& weight, int64_t block);
+std::vector<int64_t> conv_winograd_weight_shape(const std::vector<int64_t>& weight);
+Tensor conv_winograd_weight(const Tensor& weight);
+// The [channels, C / groups, kernel...] weight a packed one came from, for a convolution of
+// `data` that reads that packing; throws naming the packing it reads otherwise.
+std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& packed,
+                                                int64_t channels, const ConvGeometry& g, DataType dtype);
 // Integer convolution accumulated in int32 over (data - data_zero) and (weight - weight_zero);
 // padding reads data_zero (so it contributes nothing). data_zero is a scalar, weight_zero a
 // scalar or one value per output channel.

@@ -9,6 +9,7 @@
 //    weight packed ahead of time by conv_pack_weight (the graph's AlterOpLayout pass);
 //  * depthwise (one input channel per group, tag "depthwise_conv"): R[n, m, spatial..] with the
 //    last dimension padded to whole vectors, vectorized along it;
+//  * Winograd (3x3, stride 1, float32, enough 4x4 output tiles; nn_conv_winograd.cc);
 //  * direct (other grouped shapes, tag "conv_direct"), left to the generic schedule.
 // Padding (and zero points, and the zeros a transposed convolution inserts) live in a padded
 // input stage P (tag "conv_pad") so the inner loops read it without conditions; the epilogue Y
@@ -18,35 +19,30 @@
 #include "runtime/error.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/ops/nn.h"
+#include "tensor_ir/ops/nn_conv_core.h"
 #include "tensor_ir/ops/nn_util.h"
 
 namespace tessera::tensor_ir::ops {
 
 using namespace nn_detail;
 
-namespace {
+namespace nn_detail {
 
-struct ConvCore {
-  std::string name;
-  int64_t n = 1, c = 1, m = 1, groups = 1;
-  std::vector<int64_t> kernel, strides, dilations, out;  // per spatial dimension
-  DataType acc, out_type;
-  // The input in `acc` at padded coordinates (padding, zero points and dilation applied).
-  std::function<Expr(const Expr& n, const Expr& c, const std::vector<Expr>& pos)> source;
-  // The source is the raw input read directly (no padding, no conversion): no P stage needed.
-  Tensor raw;
-  // The input in `acc` at unpadded coordinates (zero point applied), and whether the
-  // convolution has no padding (then a pointwise one is a plain matrix product).
-  std::function<Expr(const Expr& n, const Expr& c, const std::vector<Expr>& pos)> input;
-  bool unpadded = false;
-  // Weight element (m, c within the group, kernel position) in `acc`.
-  std::function<Expr(const Expr& m, const Expr& c, const std::vector<Expr>& k)> weight;
-  // The weight already packed as the blocked form reads it (conv_pack_weight), or undefined.
-  Tensor packed_weight;
-  Tensor bias;  // [m] or undefined
-  // The output value from the accumulated one (bias added) at output index v; default: a cast.
-  std::function<Expr(const Expr& value, const std::vector<Var>& v)> finish;
-};
+Tensor epilogue(const ConvCore& c, const std::function<Expr(const std::vector<Var>&)>& product) {
+  std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
+  for (int64_t o : c.out) shape.push_back(Expr(o));
+  std::vector<std::string> names{"n", "m"};
+  for (size_t d = 0; d < c.out.size(); ++d) names.push_back("o" + std::to_string(d));
+  return compute(shape, [&](const std::vector<Var>& v) {
+    Expr y = product(v);
+    if (c.bias.defined()) y = y + read_as(c.bias, {v[1]}, c.acc);
+    return c.finish ? c.finish(y, v) : cast(c.out_type, y);
+  }, c.name, "conv_epilogue", names);
+}
+
+}  // namespace nn_detail
+
+namespace {
 
 int lanes_of(DataType t) { return 64 / t.element_bytes(); }
 
@@ -87,18 +83,6 @@ Expr input_pos(const ConvCore& c, size_t d, const Expr& o, const Expr& k) {
   bool clamp = c.raw.defined() && d + 1 == c.out.size();
   Expr oo = clamp ? min(o, Expr(c.out[d] - 1)) : o;
   return oo * Expr(c.strides[d]) + k * Expr(c.dilations[d]);
-}
-
-Tensor epilogue(const ConvCore& c, const std::function<Expr(const std::vector<Var>&)>& product) {
-  std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
-  for (int64_t o : c.out) shape.push_back(Expr(o));
-  std::vector<std::string> names{"n", "m"};
-  for (const auto& s : spatial_names(c.out.size(), "o")) names.push_back(s);
-  return compute(shape, [&](const std::vector<Var>& v) {
-    Expr y = product(v);
-    if (c.bias.defined()) y = y + read_as(c.bias, {v[1]}, c.acc);
-    return c.finish ? c.finish(y, v) : cast(c.out_type, y);
-  }, c.name, "conv_epilogue", names);
 }
 
 std::vector<IterVar> kernel_axes(const ConvCore& c) {
@@ -258,7 +242,7 @@ Tensor pointwise(const ConvCore& c) {
 // The form a convolution takes (see the top of the file), and for the blocked one its block of
 // output channels (ocv).
 struct ConvForm {
-  enum Kind { Pointwise, Depthwise, Blocked, Direct } kind;
+  enum Kind { Pointwise, Depthwise, Winograd, Blocked, Direct } kind;
   int64_t block = 0;
 };
 
@@ -272,23 +256,27 @@ ConvForm conv_form(const ConvCore& c) {
   }
   if (c.unpadded && c.groups == 1 && volume == 1 && c.m >= 8 && positions >= lanes) return {ConvForm::Pointwise};
   if (c.groups > 1 && cg == 1) return {ConvForm::Depthwise};
+  if (winograd_applies(c)) return {ConvForm::Winograd};
   if (mg % (2 * lanes) == 0) return {ConvForm::Blocked, 2 * lanes};
   if (mg % lanes == 0 || (c.groups == 1 && c.m >= lanes))
     return {ConvForm::Blocked, c.groups == 1 && c.m >= 2 * lanes ? 2 * lanes : lanes};
   return {ConvForm::Direct};
 }
 
+// The shape of the weight a convolution of form `form` reads packed ahead of time (empty: it
+// reads the weight as it is).
+std::vector<int64_t> packed_shape(const ConvCore& c, const ConvForm& form, const std::vector<int64_t>& weight) {
+  if (form.kind == ConvForm::Winograd) return winograd_weight_shape(c);
+  if (form.kind == ConvForm::Blocked) return conv_packed_weight_shape(weight, form.block);
+  return {};
+}
+
 Tensor conv_core(const ConvCore& c) {
   ConvForm form = conv_form(c);
-  if (c.packed_weight.defined()) {
-    int64_t given = c.packed_weight->dim(c.packed_weight.ndim() - 1);
-    if (form.kind != ConvForm::Blocked || form.block != given)
-      fail(c.name, ": the weight is packed in blocks of ", given, " channels, but this convolution ",
-           form.kind == ConvForm::Blocked ? "reads blocks of " + std::to_string(form.block) : std::string("does not read a packed weight"));
-  }
   switch (form.kind) {
     case ConvForm::Pointwise: return pointwise(c);
     case ConvForm::Depthwise: return depthwise(c);
+    case ConvForm::Winograd: return winograd(c);
     case ConvForm::Blocked: return blocked(c, form.block);
     default: return direct(c);
   }
@@ -403,10 +391,44 @@ std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight
   return packed;
 }
 
-int64_t conv_weight_block(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
-                          DataType dtype) {
-  ConvForm form = conv_form(forward_sizes("conv", data, weight, g, accumulation_type(dtype)));
-  return form.kind == ConvForm::Blocked ? form.block : 0;
+ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
+                                      DataType dtype) {
+  ConvCore c = forward_sizes("conv", data, weight, g, accumulation_type(dtype));
+  c.prepacked = true;
+  ConvForm form = conv_form(c);
+  if (form.kind == ConvForm::Winograd) return {ConvWeightPacking::Winograd};
+  if (form.kind == ConvForm::Blocked) return {ConvWeightPacking::Blocked, form.block};
+  return {};
+}
+
+std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& packed,
+                                                int64_t channels, const ConvGeometry& g, DataType dtype) {
+  // The two packings tell their source's shape differently: blocks keep [C / groups, kernel..]
+  // between the block count and the block; Winograd panels [36, blocks, C, columns] are 3x3 only.
+  std::vector<int64_t> blocked{channels}, winograd{channels, packed.size() == 4 ? packed[2] : 0, 3, 3};
+  if (packed.size() == data.size() + 1) blocked.insert(blocked.end(), packed.begin() + 1, packed.end() - 1);
+  for (const auto& ws : {blocked, winograd}) {
+    if (ws.size() != data.size() || ws[1] < 1) continue;
+    try {
+      ConvCore c = forward_sizes("conv", data, ws, g, accumulation_type(dtype));
+      c.prepacked = true;
+      std::vector<int64_t> want = packed_shape(c, conv_form(c), ws);
+      if (want == packed) return ws;
+    } catch (const Error&) {
+      // Not a weight this data can be convolved with: the other reading may still be.
+    }
+  }
+  std::vector<int64_t> ws = blocked.size() == data.size() ? blocked : winograd;
+  ConvWeightPacking how = conv_weight_packing(data, ws, g, dtype);
+  std::string reads = how.kind == ConvWeightPacking::Winograd
+                          ? "conv_winograd_weight of a " + runtime::shape_str(winograd) + " weight gives " +
+                                runtime::shape_str(conv_winograd_weight_shape(winograd))
+                      : how.kind == ConvWeightPacking::Blocked
+                          ? "conv_pack_weight(block=" + std::to_string(how.block) + ") of a " + runtime::shape_str(ws) + " weight gives " +
+                                runtime::shape_str(conv_packed_weight_shape(ws, how.block))
+                          : "it reads its weight unpacked: packed_channels must be 0";
+  fail("conv: weight ", runtime::shape_str(packed), " is not the packing of a weight with ", channels,
+       " output channels that this convolution of data ", runtime::shape_str(data), " reads (", reads, ")");
 }
 
 Tensor conv_pack_weight(const Tensor& weight, int64_t block) {
@@ -426,6 +448,29 @@ Tensor conv_pack_weight(const Tensor& weight, int64_t block) {
   return pack_weight(c, block);
 }
 
+Tensor conv_winograd_weight(const Tensor& weight) {
+  std::vector<int64_t> ws = weight->dims();
+  if (ws.size() != 4 || ws[2] != 3 || ws[3] != 3 || accumulation_type(weight.dtype()) != runtime::kFloat32)
+    fail("conv_winograd_weight: the weight must be float [M, C, 3, 3], got ", weight.dtype().str(), runtime::shape_str(ws));
+  ConvCore c;
+  c.name = "conv";
+  c.m = ws[0], c.c = ws[1];
+  c.acc = runtime::kFloat32;
+  c.weight = [weight](const Expr& m, const Expr& ch, const std::vector<Expr>& k) {
+    return read_as(weight, {m, ch, k[0], k[1]}, runtime::kFloat32);
+  };
+  return winograd_weight(c);
+}
+
+std::vector<int64_t> conv_winograd_weight_shape(const std::vector<int64_t>& weight) {
+  if (weight.size() != 4 || weight[2] != 3 || weight[3] != 3)
+    fail("conv_winograd_weight: the weight must be [M, C, 3, 3], got ", runtime::shape_str(weight));
+  ConvCore c;
+  c.m = weight[0], c.c = weight[1];
+  c.acc = runtime::kFloat32;
+  return winograd_weight_shape(c);
+}
+
 Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, int64_t packed_channels) {
   DataType acc = accumulation_type(data.dtype());
   if (packed_channels == 0) {
@@ -436,20 +481,13 @@ Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const 
     c.bias = bias;
     return conv_core(c);
   }
-  // The packed [M / block, C / groups, kernel..., block] weight of a [M, C / groups, kernel...] one.
-  std::vector<int64_t> packed = weight->dims();
-  if (weight.dtype() != acc || packed.size() != data.ndim() + 1)
-    fail("conv: a packed weight must be ", acc.str(), " of rank ", data.ndim() + 1, ", got ", weight.dtype().str(),
-         runtime::shape_str(packed));
-  std::vector<int64_t> ws{packed_channels};
-  ws.insert(ws.end(), packed.begin() + 1, packed.end() - 1);
-  if (conv_packed_weight_shape(ws, packed.back()) != packed)
-    fail("conv: a weight packed in blocks of ", packed.back(), " for ", packed_channels, " channels has ",
-         (packed_channels + packed.back() - 1) / packed.back(), " blocks, got ", runtime::shape_str(packed));
+  // A weight packed ahead of time in the layout this convolution's form reads.
+  if (weight.dtype() != acc) fail("conv: a packed weight must be ", acc.str(), ", got ", weight.dtype().str());
+  std::vector<int64_t> ws = conv_unpacked_weight_shape(data->dims(), weight->dims(), packed_channels, g, data.dtype());
   ConvCore c = forward_core("conv", data, weight, ws, g, acc, Tensor(), Tensor());
-  // The blocked form reads it as it is (conv_core checks the convolution takes that form), so
-  // c.weight, which reads the unpacked layout, is never used.
+  // The packed forms read it as it is, so c.weight, which reads the unpacked layout, is never used.
   c.packed_weight = weight;
+  c.prepacked = true;
   c.out_type = data.dtype();
   c.bias = bias;
   return conv_core(c);

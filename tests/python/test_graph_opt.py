@@ -186,6 +186,40 @@ def test_variable_weights_are_not_packed(rng):
     assert [k["op"] for k in lib.kernels] == ["conv"]
 
 
+@pytest.mark.parametrize("n,c,m,size,pads", [
+    (1, 8, 16, (12, 12), (1, 1, 1, 1)),  # exactly 3x3 tiles, one vector of output channels
+    (2, 13, 40, (13, 15), (1, 1, 1, 1)),  # tiles past both edges, channels filling no vector, a partial panel
+    (1, 16, 33, (14, 17), (0, 2, 1, 0)),  # asymmetric pads
+    (1, 64, 64, (28, 28), (1, 1, 1, 1)),  # a ResNet layer
+])
+def test_winograd_convolutions(rng, n, c, m, size, pads):
+    # Level 3 takes 3x3 stride-1 convolutions with constant weights to Winograd's F(4x4, 3x3),
+    # its transformed weight ([36, panels, C, columns]) folded at compile time; level 2 keeps the
+    # direct form. F(4x4, 3x3) rounds differently from a direct sum, by about 1e-6 relative.
+    x = rng.standard_normal((n, c) + size).astype("float32")
+    w = rng.standard_normal((m, c, 3, 3)).astype("float32")
+    b = rng.standard_normal(m).astype("float32")
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=list(pads))
+    mod = graph([conv, helper.make_node("Relu", ["c"], ["y"])], x, {"w": w, "b": b})
+    lib2, lib3 = tessera.build(mod, opt_level=2), tessera.build(mod, opt_level=3)
+    assert "float32[36, " in lib3.kernels[0]["signature"] and "winograd" not in lib2.kernels[0]["lowered"]
+    want = np.maximum(conv_reference(x, w, b, pads=list(pads)), 0)
+    for lib in (lib2, lib3):
+        np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("size,stride,c", [((7, 7), 1, 64), ((28, 28), 2, 64), ((28, 28), 1, 4)])
+def test_winograd_needs_enough_tiles_stride_one_and_channels(rng, size, stride, c):
+    # A 7x7 output makes 4 tiles (too few to pay for the transforms); strided and narrow
+    # convolutions stay direct.
+    x = rng.standard_normal((1, c) + size).astype("float32")
+    w = rng.standard_normal((32, c, 3, 3)).astype("float32")
+    mod = graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1] * 4, strides=[stride] * 2)], x, {"w": w})
+    lib = tessera.build(mod, opt_level=3)
+    assert "winograd" not in lib.kernels[0]["lowered"]
+    np.testing.assert_allclose(lib.run([x])[0], conv_reference(x, w, pads=[1] * 4, strides=[stride] * 2), rtol=1e-4, atol=1e-4)
+
+
 # --- real models -------------------------------------------------------------------------
 
 

@@ -191,6 +191,32 @@ TEST(AlterOpLayout, ConstantConvWeightComesPacked) {
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
 }
 
+TEST(AlterOpLayout, ThreeByThreeConvWeightComesWinogradTransformed) {
+  // Stride 1, 8 input and 16 output channels, 12x12 outputs (9 tiles of 4x4): F(4x4, 3x3), its
+  // transformed weight in 36 x one panel of 16 columns.
+  std::string w = counting("float32[16, 8, 3, 3]", 16 * 8 * 9);
+  std::string in = R"(def @main(%x: float32[1, 8, 12, 12]) -> float32[1, 16, 12, 12] {
+  conv(%x, )" + w + R"(, pads=[1, 1, 1, 1])
+})";
+  std::string out = R"(def @main(%x: float32[1, 8, 12, 12]) -> float32[1, 16, 12, 12] {
+  %0 = conv_winograd_weight()" + w + R"();
+  conv(%x, %0, packed_channels=16, pads=[1, 1, 1, 1])
+})";
+  EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
+  Module m = infer_type(parse_module(out));
+  EXPECT_EQ(to_string(m.main()->body.as<CallNode>()->args[1]->checked_type), "float32[36, 1, 8, 16]");
+  // The same weight for 8x8 outputs (4 tiles): the blocked form, which refuses Winograd panels.
+  std::string small = R"(def @main(%x: float32[1, 8, 8, 8], %w: float32[36, 1, 8, 16]) {
+  conv(%x, %w, packed_channels=16, pads=[1, 1, 1, 1])
+})";
+  try {
+    infer_type(parse_module(small));
+    FAIL() << "expected a type error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reads (conv_pack_weight(block=16)"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AlterOpLayout, ProductsPackTheirConstantRightOperand) {
   // gemm's transposed B is packed transposed; a weight computed from constants counts as one.
   std::string b = counting("float32[16, 2]", 32);
@@ -233,7 +259,7 @@ TEST(AlterOpLayout, PackedShapesAreChecked) {
     infer_type(parse_module(text));
     FAIL() << "expected a type error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("is not the packing of a (16, 1, 1, 2) weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("conv_pack_weight(block=16) of a (16, 1, 1, 2) weight gives (1, 1, 1, 2, 16)"), std::string::npos) << e.what();
   }
 }
 

@@ -1,0 +1,49 @@
+// The shared core of convolutions (nn_conv.cc, nn_conv_winograd.cc): sizes, how to read the
+// input and weight, and the epilogue every form ends in (not part of the public op library).
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tensor_ir/tensor.h"
+
+namespace tessera::tensor_ir::ops::nn_detail {
+
+struct ConvCore {
+  std::string name;
+  int64_t n = 1, c = 1, m = 1, groups = 1;
+  std::vector<int64_t> kernel, strides, dilations, out;  // per spatial dimension
+  DataType acc, out_type;
+  // The input in `acc` at padded coordinates (padding, zero points and dilation applied).
+  std::function<Expr(const Expr& n, const Expr& c, const std::vector<Expr>& pos)> source;
+  // The source is the raw input read directly (no padding, no conversion): no P stage needed.
+  Tensor raw;
+  // The input in `acc` at unpadded coordinates (zero point applied), and whether the
+  // convolution has no padding (then a pointwise one is a plain matrix product).
+  std::function<Expr(const Expr& n, const Expr& c, const std::vector<Expr>& pos)> input;
+  bool unpadded = false;
+  // Weight element (m, c within the group, kernel position) in `acc`.
+  std::function<Expr(const Expr& m, const Expr& c, const std::vector<Expr>& k)> weight;
+  // The weight already packed as the blocked or Winograd form reads it, or undefined.
+  Tensor packed_weight;
+  // Whether the weight comes, or may come, packed ahead of time: the Winograd form needs its
+  // transform precomputed (done per call, it would cost more than the multiplications saved).
+  bool prepacked = false;
+  Tensor bias;  // [m] or undefined
+  // The output value from the accumulated one (bias added) at output index v; default: a cast.
+  std::function<Expr(const Expr& value, const std::vector<Var>& v)> finish;
+};
+
+// Y[n, m, out..] (tag "conv_epilogue"): the accumulated value `product(v)` with the bias added,
+// finished (or cast to the output type).
+Tensor epilogue(const ConvCore& c, const std::function<Expr(const std::vector<Var>&)>& product);
+
+// The Winograd form (nn_conv_winograd.cc): whether it applies to the convolution (shapes and
+// a prepacked weight), its weight packed ahead of time (the panels winograd_weight_shape gives,
+// which winograd reads from c.packed_weight), the computation.
+bool winograd_applies(const ConvCore& c);
+std::vector<int64_t> winograd_weight_shape(const ConvCore& c);
+Tensor winograd_weight(const ConvCore& c);
+Tensor winograd(const ConvCore& c);
+
+}  // namespace tessera::tensor_ir::ops::nn_detail
