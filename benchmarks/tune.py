@@ -5,6 +5,8 @@
     benchmarks/.venv/bin/python benchmarks/tune.py policies [--trials 64]
     benchmarks/.venv/bin/python benchmarks/tune.py model --model resnet18 [--trials 2000]
     benchmarks/.venv/bin/python benchmarks/tune.py transfer --db results/resnet18.db --model resnet34
+    benchmarks/.venv/bin/python benchmarks/tune.py batch --model mobilenet_v2 --db results/mobilenet_v2.db --batch 4
+    benchmarks/.venv/bin/python benchmarks/tune.py convs [--trials 16] [--layers s1_3x3 ...]
 
 gemm      tunes C = A @ B (fp32) and times the tuned kernel against numpy (OpenBLAS) and PyTorch.
 policies  the cost-model-guided search against random search, same trial budget, on three tasks
@@ -14,6 +16,10 @@ model     tunes a model (scripts/make_models.py), then times a second `tessera c
           PyTorch.
 transfer  builds a model with a database tuned for another (schedule transfer, zero new trials)
           and runs e2e.py with it.
+batch     a model at another batch size: with the database tuned at batch 1 (transfer, zero new
+          trials), untuned, and tuned at that batch size with --trials.
+convs     each distinct ResNet-50 convolution (batch 1) as a one-kernel model, tuned with --trials,
+          against PyTorch's conv2d in the same process.
 Databases go to benchmarks/results/ (rerunning resumes a session; --fresh starts over). All
 tuning and timing runs at --threads (default 2) threads."""
 import argparse
@@ -45,15 +51,17 @@ def gemm_model(n):
     return onnx_model(path, [helper.make_node("MatMul", ["a", "b"], ["c"])], [("a", [n, n]), ("b", [n, n])], ("c", [n, n]))
 
 
-def conv_model(name, channels, out_channels, size, kernel):
-    """A ResNet-50 convolution (batch 1, no bias) as a one-kernel model."""
+def conv_model(name, channels, out_channels, size, kernel, stride=1):
+    """A ResNet-50 convolution (batch 1, no bias) as a one-kernel model; returns (path, weight)."""
     import numpy as np
     from onnx import helper, numpy_helper
     w = np.random.default_rng(0).standard_normal((out_channels, channels, kernel, kernel)).astype("float32") * 0.05
     path = os.path.join(RESULTS, f"{name}.onnx")
-    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[kernel // 2] * 4)
-    return onnx_model(path, [node], [("x", [1, channels, size, size])], ("y", [1, out_channels, size, size]),
-                      [numpy_helper.from_array(w, "w")])
+    out = (size + 2 * (kernel // 2) - kernel) // stride + 1
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[kernel // 2] * 4, strides=[stride] * 2)
+    onnx_model(path, [node], [("x", [1, channels, size, size])], ("y", [1, out_channels, out, out]),
+               [numpy_helper.from_array(w, "w")])
+    return path, w
 
 
 def fresh_db(name, fresh):
@@ -126,8 +134,8 @@ def bench_gemm(args):
 
 def bench_policies(args):
     import tessera
-    tasks = {"gemm512": gemm_model(512), "r50_conv3x3": conv_model("r50_conv3x3", 64, 64, 56, 3),
-             "r50_conv1x1": conv_model("r50_conv1x1", 256, 64, 56, 1)}
+    tasks = {"gemm512": gemm_model(512), "r50_conv3x3": conv_model("r50_conv3x3", 64, 64, 56, 3)[0],
+             "r50_conv1x1": conv_model("r50_conv1x1", 256, 64, 56, 1)[0]}
     print(f"== evolutionary (cost model) vs random search, {args.trials} trials per task, {args.threads} threads")
     for name, path in tasks.items():
         mod = tessera.onnx.load(path)
@@ -184,12 +192,84 @@ def bench_transfer(args):
     return status | run_e2e(args.model, None, args)
 
 
+def bench_batch(args):
+    """The model at --batch: transferred from the batch-1 database (a copy: the records the build
+    commits stay out of it), untuned, and tuned at that batch size."""
+    import numpy as np
+    import tessera
+    path = model_path(args.model)
+    mod = tessera.onnx.load(path, shapes={"input": (args.batch, 3, 224, 224)})
+    x = np.random.default_rng(0).standard_normal((args.batch, 3, 224, 224)).astype("float32")
+    copy = os.path.join(RESULTS, f"transfer_to_{args.model}_b{args.batch}.db")
+    shutil.copyfile(args.db, copy)
+    for suffix in ("-wal", "-shm"):
+        if os.path.exists(copy + suffix):
+            os.remove(copy + suffix)
+    libs = {}
+    start = time.time()
+    libs["tessera"] = tessera.build(mod, db=copy, opt_level=args.opt_level)
+    origins = [k["schedule"].split(" ")[0] for k in libs["tessera"].kernels]
+    print(f"== {args.model} batch {args.batch}, built with {args.db} (batch 1) in {time.time() - start:.0f} s: "
+          + ", ".join(f"{origins.count(o)} {o}" for o in sorted(set(origins))), flush=True)
+    libs["untuned"] = tessera.build(mod, db=False, opt_level=args.opt_level)
+    db = fresh_db(f"{args.model}_b{args.batch}", args.fresh)
+    print(f"== tuning {args.model} at batch {args.batch}: {args.trials} trials into {db}", flush=True)
+    report, seconds = tune(mod, db, args.trials, args.timeout, opt_level=args.opt_level)
+    print(f"  tuning wall time {seconds:.0f} s")
+    libs["tuned"] = tessera.build(mod, db=db, opt_level=args.opt_level)
+    ref = libs["untuned"].run([x])[0]
+    times = {}
+    for name, lib in libs.items():
+        err = float(np.abs(lib.run([x])[0] - ref).max() / np.abs(ref).max())
+        assert err < 1e-3, f"{name}: relative error {err}"
+        times[name] = common.measure(lambda: lib.run([x]), args.repeat)
+        common.pause()
+    for name, (best, median) in times.items():
+        print(f"  {name:9s} min {best * 1e3:8.2f} ms  median {median * 1e3:8.2f} ms", flush=True)
+    print(common.result_line("transfer_batch", f"{args.model}_b{args.batch}", args.threads, times, ["untuned", "tuned"]), flush=True)
+    return 0
+
+
+def bench_convs(args):
+    """One database for every layer (--fresh empties it first); each layer tuned alone."""
+    import numpy as np
+    import tessera
+    import torch
+    torch.set_num_threads(args.threads)
+    db = fresh_db("r50_convs", args.fresh)
+    layers = [l for l in common.RESNET50_CONVS if not args.layers or l[0] in args.layers]
+    print(f"== ResNet-50 convolutions, {args.trials} trials each, {args.threads} threads, database {db}", flush=True)
+    for name, cin, cout, size, kernel, stride in layers:
+        path, w = conv_model(f"r50_{name}", cin, cout, size, kernel, stride)
+        mod = tessera.onnx.load(path)
+        _, seconds = tune(mod, db, args.trials, args.timeout, opt_level=args.opt_level)
+        lib = tessera.build(mod, db=db, opt_level=args.opt_level)
+        x = np.random.default_rng(1).standard_normal((1, cin, size, size)).astype("float32")
+        tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+        conv = lambda: torch.nn.functional.conv2d(tx, tw, stride=stride, padding=kernel // 2)
+        ref = conv().numpy()
+        err = float(np.abs(lib.run([x])[0] - ref).max() / np.abs(ref).max())
+        assert err < 1e-4, f"{name}: relative error {err}"
+        times = {"tessera": kernel_times(lib, [x], args.repeat)}
+        common.pause()
+        times["torch"] = common.measure(conv, args.repeat)
+        flops = 2 * cin * cout * kernel * kernel * ref.shape[2] * ref.shape[3]
+        print(f"  {name:11s} {cin:4d}->{cout:4d} {kernel}x{kernel}/{stride} at {size:3d}: tessera {times['tessera'][1] * 1e3:7.3f} ms "
+              f"({flops / times['tessera'][1] / 1e9:6.1f} GFLOP/s, {lib.kernels[0]['schedule']}), torch {times['torch'][1] * 1e3:7.3f} ms; "
+              f"tuned in {seconds:.0f} s", flush=True)
+        line = common.result_line("tune_conv", f"r50_{name}", args.threads, times, ["torch"])
+        print(line[:-1] + f', "tuning_s": {seconds:.0f}}}', flush=True)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("what", choices=["gemm", "policies", "model", "transfer"])
+    parser.add_argument("what", choices=["gemm", "policies", "model", "transfer", "batch", "convs"])
     parser.add_argument("--size", type=int, default=1024)
     parser.add_argument("--model", default="resnet18")
-    parser.add_argument("--db", help="transfer: the database tuned for another model")
+    parser.add_argument("--db", help="transfer, batch: the database tuned for another model or batch size")
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--layers", nargs="*", help="convs: only these layers (names in common.RESNET50_CONVS)")
     parser.add_argument("--trials", type=int)
     parser.add_argument("--timeout", type=float, default=0, help="seconds per tuning session (0: none)")
     parser.add_argument("--threads", type=int, default=2)
@@ -199,12 +279,14 @@ def main():
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.trials is None:
-        args.trials = {"gemm": 1000, "policies": 64, "model": 2000, "transfer": 0}[args.what]
+        args.trials = {"gemm": 1000, "policies": 64, "model": 2000, "transfer": 0, "batch": 600, "convs": 16}[args.what]
     if not args.worker:  # rerun with every library's thread count set before it loads
         cmd = [sys.executable, os.path.abspath(__file__), "--worker"] + sys.argv[1:]
         return subprocess.call(cmd, env=common.peer_environment(args.threads))
     os.makedirs(RESULTS, exist_ok=True)
-    return {"gemm": bench_gemm, "policies": bench_policies, "model": bench_model, "transfer": bench_transfer}[args.what](args)
+    benches = {"gemm": bench_gemm, "policies": bench_policies, "model": bench_model, "transfer": bench_transfer, "batch": bench_batch,
+               "convs": bench_convs}
+    return benches[args.what](args)
 
 
 if __name__ == "__main__":
