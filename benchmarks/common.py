@@ -45,6 +45,9 @@ def peer_environment(threads):
         "MKL_NUM_THREADS": str(threads),
         "TVM_NUM_THREADS": str(threads),
         "OPENBLAS_CORETYPE": "SkylakeX" if has_avx512() else "Haswell",
+        # tvm_ffi otherwise tries (and here fails) to compile a PyTorch extension at every import,
+        # a C++ build that takes both cores for tens of seconds.
+        "TVM_FFI_DISABLE_TORCH_C_DLPACK": "1",
     })
     env.pop("OMP_PROC_BIND", None)
     env["PYTHONPATH"] = os.path.join(BUILD, "python") + os.pathsep + env.get("PYTHONPATH", "")

@@ -161,8 +161,21 @@ Tensor depthwise(const ConvCore& core) {
   }
   // The padding must come from P, never from clamped reads of the input (vectors along x).
   ConvCore c = core;
-  if (padded != c.out) c.raw = Tensor();
-  Tensor p = padded_input(c, needed_extent(c, padded));
+  int64_t stride = c.strides.back();
+  if (padded != c.out || stride > 1) c.raw = Tensor();
+  // With a stride along x, a vector of outputs reads every stride-th column: P holds the columns
+  // phase by phase (P[.., phase * Q + q] is column q * stride + phase), so each kernel tap reads
+  // a contiguous run of one phase instead of gathering (the copy into P gathers once instead).
+  std::vector<int64_t> extent = needed_extent(c, padded);
+  int64_t per_phase = (extent.back() + stride - 1) / stride;
+  ConvCore phased = c;
+  phased.source = [&c, stride, per_phase](const Expr& n, const Expr& ch, const std::vector<Expr>& pos) {
+    std::vector<Expr> at = pos;
+    at.back() = floormod(pos.back(), Expr(per_phase)) * Expr(stride) + floordiv(pos.back(), Expr(per_phase));
+    return c.source(n, ch, at);
+  };
+  if (stride > 1) extent.back() = stride * per_phase;
+  Tensor p = padded_input(stride > 1 ? phased : c, extent);
   std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
   for (int64_t o : padded) shape.push_back(Expr(o));
   std::vector<std::string> names{"n", "m"};
@@ -174,6 +187,10 @@ Tensor depthwise(const ConvCore& core) {
     for (size_t d = 0; d < rank; ++d) {
       pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
       k.push_back(rk[d]);
+    }
+    if (stride > 1) {
+      Expr tap = rk.back() * Expr(c.dilations.back());  // column v * stride + tap
+      pidx.back() = floormod(tap, Expr(stride)) * Expr(per_phase) + v.back() + floordiv(tap, Expr(stride));
     }
     Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
     return sum(x * c.weight(v[1], Expr(0), k), rk);
