@@ -11,18 +11,36 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BUILD = os.environ.get("TESSERA_BUILD_DIR", os.path.join(ROOT, "build"))
 
 
-# The distinct convolutions of ResNet-50 v1.5 (torchvision: the stride on the 3x3), batch 1:
-# (name, in channels, out channels, input size, kernel, stride); pads are kernel // 2.
+# The distinct convolutions of ResNet-50 at batch 1 (torchvision's v1.5: a bottleneck's stride is on
+# its 3x3): (name, in_channels, out_channels, input_size, kernel, stride), padding kernel // 2.
+# sN_reduce_in / sN_reduce are a stage's 1x1 reduce in its first / later blocks, sN_3x3_s2 the first
+# block's strided 3x3, sN_expand the 1x1 expand, sN_down the first block's 1x1 stride-2 downsample
+# (stage 1's downsample, 64 -> 256 at 56 with stride 1, has s1_expand's shape). The same 23 shapes
+# as the Conv nodes of models/resnet50.onnx.
 RESNET50_CONVS = [
     ("conv1", 3, 64, 224, 7, 2),
-    ("s1_reduce", 64, 64, 56, 1, 1), ("s1_3x3", 64, 64, 56, 3, 1), ("s1_expand", 64, 256, 56, 1, 1),
-    ("s1_reduce2", 256, 64, 56, 1, 1),
-    ("s2_reduce", 256, 128, 56, 1, 1), ("s2_3x3s2", 128, 128, 56, 3, 2), ("s2_expand", 128, 512, 28, 1, 1),
-    ("s2_down", 256, 512, 56, 1, 2), ("s2_reduce2", 512, 128, 28, 1, 1), ("s2_3x3", 128, 128, 28, 3, 1),
-    ("s3_reduce", 512, 256, 28, 1, 1), ("s3_3x3s2", 256, 256, 28, 3, 2), ("s3_expand", 256, 1024, 14, 1, 1),
-    ("s3_down", 512, 1024, 28, 1, 2), ("s3_reduce2", 1024, 256, 14, 1, 1), ("s3_3x3", 256, 256, 14, 3, 1),
-    ("s4_reduce", 1024, 512, 14, 1, 1), ("s4_3x3s2", 512, 512, 14, 3, 2), ("s4_expand", 512, 2048, 7, 1, 1),
-    ("s4_down", 1024, 2048, 14, 1, 2), ("s4_reduce2", 2048, 512, 7, 1, 1), ("s4_3x3", 512, 512, 7, 3, 1),
+    ("s1_reduce_in", 64, 64, 56, 1, 1),
+    ("s1_3x3", 64, 64, 56, 3, 1),
+    ("s1_expand", 64, 256, 56, 1, 1),
+    ("s1_reduce", 256, 64, 56, 1, 1),
+    ("s2_reduce_in", 256, 128, 56, 1, 1),
+    ("s2_3x3_s2", 128, 128, 56, 3, 2),
+    ("s2_expand", 128, 512, 28, 1, 1),
+    ("s2_down", 256, 512, 56, 1, 2),
+    ("s2_reduce", 512, 128, 28, 1, 1),
+    ("s2_3x3", 128, 128, 28, 3, 1),
+    ("s3_reduce_in", 512, 256, 28, 1, 1),
+    ("s3_3x3_s2", 256, 256, 28, 3, 2),
+    ("s3_expand", 256, 1024, 14, 1, 1),
+    ("s3_down", 512, 1024, 28, 1, 2),
+    ("s3_reduce", 1024, 256, 14, 1, 1),
+    ("s3_3x3", 256, 256, 14, 3, 1),
+    ("s4_reduce_in", 1024, 512, 14, 1, 1),
+    ("s4_3x3_s2", 512, 512, 14, 3, 2),
+    ("s4_expand", 512, 2048, 7, 1, 1),
+    ("s4_down", 1024, 2048, 14, 1, 2),
+    ("s4_reduce", 2048, 512, 7, 1, 1),
+    ("s4_3x3", 512, 512, 7, 3, 1),
 ]
 
 
