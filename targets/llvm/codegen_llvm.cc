@@ -369,6 +369,9 @@ llvm::Value* CodeGenLLVM::emit_expr(const Not* op) { return builder_.CreateNot(e
 // selects mask their branches' loads (load_mask_), scalar ones branch.
 llvm::Value* CodeGenLLVM::emit_expr(const Select* op) {
   llvm::Value* c = emit(op->condition);
+  // A condition known here (a loop unrolled over a Winograd transform's positions) picks its
+  // side now: the other, which LLVM would only delete, is never emitted.
+  if (auto* known = llvm::dyn_cast<llvm::ConstantInt>(c)) return emit(known->isOne() ? op->true_value : op->false_value);
   // Sides that read nothing new are harmless to evaluate both: a blend (or vmaxps) beats masking.
   if (!reads_beyond_condition(op))
     return builder_.CreateSelect(c, emit(op->true_value), emit(op->false_value));
