@@ -1,8 +1,40 @@
 #include "runtime/kernel.h"
 
+#include <malloc.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
 #include "runtime/error.h"
 
 namespace tessera::runtime {
+
+namespace {
+
+// Kernels allocate their large intermediates at every call (aligned_alloc, freed on return: a
+// Winograd convolution's transformed tiles are megabytes). With glibc's defaults a freed block
+// over 128 KiB goes back to the OS (munmap, or trimming the heap's top), and the next call
+// faults every page of it in again, zeroed: ~0.25 ms per MiB, more than some kernels' arithmetic,
+// and it varies with what ran in between. So blocks up to 32 MiB (glibc's largest threshold) come
+// from the heap and freed memory stays in the process for the next call. TESSERA_MALLOC_DEFAULTS=1
+// leaves an embedding application's malloc settings alone.
+void keep_freed_kernel_memory() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* keep = std::getenv("TESSERA_MALLOC_DEFAULTS");
+    if (keep && std::strcmp(keep, "1") == 0) return;
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  });
+}
+
+}  // namespace
+
+Kernel::Kernel(KernelSignature signature, TesseraKernelFn fn, std::shared_ptr<const void> owner)
+    : signature_(std::move(signature)), fn_(fn), owner_(std::move(owner)) {
+  keep_freed_kernel_memory();
+}
 
 void Kernel::check_argument(size_t index, const NDArray& a) const {
   const BufferSpec& spec = signature_.args.at(index);

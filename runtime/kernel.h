@@ -40,8 +40,8 @@ class Kernel {
  public:
   Kernel() = default;
   // `owner` keeps the code `fn` points into alive (a JIT session, a loaded library).
-  Kernel(KernelSignature signature, TesseraKernelFn fn, std::shared_ptr<const void> owner)
-      : signature_(std::move(signature)), fn_(fn), owner_(std::move(owner)) {}
+  // The first kernel made sets the process's malloc policy for kernels (kernel.cc).
+  Kernel(KernelSignature signature, TesseraKernelFn fn, std::shared_ptr<const void> owner);
 
   const KernelSignature& signature() const { return signature_; }
   const std::string& name() const { return signature_.name; }
