@@ -4,6 +4,8 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -29,17 +31,14 @@ int default_num_threads() {
   return hw ? static_cast<int>(hw) : 1;
 }
 
-struct ThreadPool::State {
-  std::mutex mutex;
-  std::condition_variable wake;
-  std::vector<std::thread> workers;
-  bool stopping = false;
-  // One job at a time: the launching thread holds `launch_mutex` until the job finishes.
-  std::mutex launch_mutex;
-  std::atomic<uint64_t> generation{0};
-  // Atomic because a worker finishing the previous job may still read them.
-  std::atomic<const std::function<void(int)>*> job{nullptr};
-  std::atomic<int> num_tasks{0};
+// One parallel loop. Each launch gets its own: a worker still finishing the previous loop can
+// only claim indices of that loop (all taken, so it stops), never one of the next. With shared
+// counters reset per launch, such a worker could take index 0 of the new loop between the
+// reset of the counter and the store of its size, see a size of 0 and leave, and the task it
+// had claimed was never run: the launching thread waited forever.
+struct Job {
+  const std::function<void(int)>* fn = nullptr;
+  int num_tasks = 0;
   std::atomic<int> next_task{0};
   std::atomic<int> remaining{0};
   std::exception_ptr error;
@@ -47,9 +46,9 @@ struct ThreadPool::State {
 
   void run_tasks() {
     t_in_parallel_region = true;
-    for (int t; (t = next_task.fetch_add(1)) < num_tasks.load();) {
+    for (int t; (t = next_task.fetch_add(1)) < num_tasks;) {
       try {
-        (*job.load())(t);
+        (*fn)(t);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();
@@ -58,6 +57,17 @@ struct ThreadPool::State {
     }
     t_in_parallel_region = false;
   }
+};
+
+struct ThreadPool::State {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::vector<std::thread> workers;
+  bool stopping = false;
+  // One job at a time: the launching thread holds `launch_mutex` until the job finishes.
+  std::mutex launch_mutex;
+  std::atomic<uint64_t> generation{0};
+  std::shared_ptr<Job> job;  // the latest; read and written with std::atomic_load / atomic_store
 
   void worker_loop() {
     uint64_t seen = 0;
@@ -70,7 +80,7 @@ struct ThreadPool::State {
         if (stopping) return;
       }
       seen = generation.load(std::memory_order_acquire);
-      run_tasks();
+      std::atomic_load(&job)->run_tasks();
     }
   }
 };
@@ -102,20 +112,19 @@ void ThreadPool::parallel_for(int num_tasks, const std::function<void(int)>& fn)
   }
   State& s = *state_;
   std::lock_guard<std::mutex> launch(s.launch_mutex);
-  s.error = nullptr;
-  s.num_tasks.store(0);  // closes the previous job before its fields change
-  s.job.store(&fn);
-  s.next_task.store(0);
-  s.num_tasks.store(num_tasks);
-  s.remaining.store(num_tasks);
+  auto job = std::make_shared<Job>();
+  job->fn = &fn;
+  job->num_tasks = num_tasks;
+  job->remaining.store(num_tasks);
+  std::atomic_store(&s.job, job);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.generation.fetch_add(1, std::memory_order_release);
   }
   s.wake.notify_all();
-  s.run_tasks();
-  while (s.remaining.load(std::memory_order_acquire) > 0) std::this_thread::yield();
-  if (s.error) std::rethrow_exception(s.error);
+  job->run_tasks();
+  while (job->remaining.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+  if (job->error) std::rethrow_exception(job->error);
 }
 
 }  // namespace tessera::runtime
