@@ -35,6 +35,11 @@ std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& output
 // data-parallel axis (by `lanes`, or whole when shorter) and fuses and parallelizes the outer
 // ones when the stage is large enough to be worth threads.
 void schedule_generic_stage(Schedule& s, const Tensor& t);
+// The innermost data-parallel loop `last` (of `extent`) for vectors of `lanes`: split into whole
+// vectors and a guarded tail (the outer part appended to `outer`), vectorized whole when
+// shorter, or left scalar at extent 1 (appended to `outer`). Returns the loop to vectorize, or
+// null when there is none.
+Loop split_into_vectors(Stage& st, const Loop& last, int64_t extent, int lanes, std::vector<Loop>& outer);
 // Inlines every injective (non-reduction) stage feeding `output` that is not an output itself.
 void inline_injective_producers(Schedule& s, const Tensor& output);
 // Vector lanes of one AVX-512 register for elements of `dtype`.

@@ -27,6 +27,17 @@ void inline_injective_producers(Schedule& s, const Tensor& output) {
   }
 }
 
+Loop split_into_vectors(Stage& st, const Loop& last, int64_t extent, int lanes, std::vector<Loop>& outer) {
+  if (extent >= lanes) {
+    auto [o, i] = st.split(last, lanes);
+    outer.push_back(o);
+    return i;
+  }
+  if (extent > 1) return last;
+  outer.push_back(last);
+  return Loop();
+}
+
 void schedule_generic_stage(Schedule& s, const Tensor& t) {
   Stage& st = s[t];
   const auto* c = st.op().as<ComputeOp>();
@@ -37,20 +48,8 @@ void schedule_generic_stage(Schedule& s, const Tensor& t) {
   for (size_t d = 0; d < c->axis.size(); ++d) elements *= c->dim(d);
   // Innermost data axis: vector lanes. A reduction then runs outside it (the accumulators of
   // one vector stay in a register across the reduction).
-  Loop last = data.back();
-  int64_t extent = c->dim(c->axis.size() - 1);
-  int lanes = vector_lanes(c->dtype);
   std::vector<Loop> outer(data.begin(), data.end() - 1);
-  Loop vec;
-  if (extent >= lanes) {
-    auto [o, i] = st.split(last, lanes);
-    outer.push_back(o);
-    vec = i;
-  } else if (extent > 1) {
-    vec = last;
-  } else {
-    outer.push_back(last);
-  }
+  Loop vec = split_into_vectors(st, data.back(), c->dim(c->axis.size() - 1), vector_lanes(c->dtype), outer);
   std::vector<Loop> order = outer;
   order.insert(order.end(), reduce.begin(), reduce.end());
   if (vec) order.push_back(vec);

@@ -61,20 +61,8 @@ Loop schedule_rows_of_vectors(Schedule& s, const Tensor& t, int64_t work_per_ele
   const auto* c = st.op().as<ComputeOp>();
   std::vector<Loop> rows;
   for (size_t d = 0; d + 1 < c->axis.size(); ++d) rows.push_back(st.loop(c->axis[d]));
-  Loop last = st.loop(c->axis.back());
-  int64_t width = c->dim(c->axis.size() - 1);
-  int lanes = vector_lanes(c->dtype);
   std::vector<Loop> order = rows;
-  Loop vec;
-  if (width >= lanes) {
-    auto [outer, inner] = st.split(last, lanes);
-    order.push_back(outer);
-    vec = inner;
-  } else if (width > 1) {
-    vec = last;
-  } else {
-    order.push_back(last);
-  }
+  Loop vec = split_into_vectors(st, st.loop(c->axis.back()), c->dim(c->axis.size() - 1), vector_lanes(c->dtype), order);
   for (const auto& r : c->reduce_axis()) order.push_back(st.loop(r));
   if (vec) order.push_back(vec);
   st.reorder(order);
