@@ -3,11 +3,12 @@
 // matmul_pack_weight, with packed_channels / packed_columns on the call), so FoldConstant packs
 // it once instead of the kernel repacking it on every call, which costs more than the arithmetic
 // when the weight is large and the other operand small. Only where the kernel reads a packed
-// layout: the blocked and Winograd convolution forms (not the pointwise, depthwise or direct
+// layout: the blocked, pointwise and Winograd convolution forms (not the depthwise or direct
 // ones, which read the weight as it is), and products whose right operand has at least a vector
 // of columns (packed ahead, it pays at any row count). Where the kernel packed per call before
-// (blocked convolutions, products of 4 rows or more) it runs the same loops on the same values:
-// results are bit-identical. Products of fewer rows move from the unpacked kernel to the packed
+// (blocked convolutions, products of 4 rows or more) it runs the same loops on the same values,
+// and a pointwise convolution reads the same values from other addresses: results are
+// bit-identical. Products of fewer rows move from the unpacked kernel to the packed
 // one; both sum in k order, but LLVM may reassociate them differently (fast-math), so the last
 // bit may differ. A 3x3 stride-1 convolution with enough output tiles moves to the Winograd form,
 // which only a precomputed weight transform makes pay (ops/nn_conv_winograd.cc): it rounds

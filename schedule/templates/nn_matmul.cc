@@ -53,7 +53,17 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
     if (parallel) o.parallel(tile);
   }
   o.unroll(tiles[2]);
-  o.vectorize(tiles[3]);
+  // Columns that do not fill the last tile: vectors of the register width, so the tile's whole
+  // vectors stay vectorized and only the remainder runs scalar.
+  int lanes = vector_lanes(out.dtype());
+  int64_t columns = 1;  // the output's dimensions after the rows (fused into `cols`)
+  for (size_t d = nb + 1; d < out.ndim(); ++d) columns *= out->dim(d);
+  if (columns % nr != 0 && nr > lanes) {
+    auto [vectors, lane] = o.split(tiles[3], lanes);
+    o.vectorize(lane);
+  } else {
+    o.vectorize(tiles[3]);
+  }
 
   p.compute_at(o, tile);
   Loop i = p.loop(pc->axis[nb]), j = p.loop(pc->axis[nb + 1]);

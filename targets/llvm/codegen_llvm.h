@@ -126,6 +126,8 @@ class CodeGenLLVM {
   // The address of element `index` (a vector of addresses for a vector index) of `buffer`.
   llvm::Value* element_address(const BufferNode* buffer, const Expr& index, bool masked);
   llvm::Value* load_scalar(const BufferNode* buffer, const Expr& index);  // behind a branch under a mask
+  llvm::Value* load_strided(const BufferNode* buffer, const Expr& base, unsigned stride, llvm::FixedVectorType* vec,
+                            llvm::Value* mask);
   // load_mask_ for a value of `lanes` lanes; null when every load may run.
   llvm::Value* load_mask(unsigned lanes);
   // The largest alignment (bytes, at most 64) of element `index` of a 64-byte aligned buffer.

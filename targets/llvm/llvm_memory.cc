@@ -14,6 +14,8 @@ namespace {
 // total is capped too: worker threads have 8 MiB stacks and loops may hold several buffers.
 constexpr int64_t kMaxStackBuffer = 256 * 1024;
 constexpr int64_t kMaxStackPerFunction = 1024 * 1024;
+// Vector loads of every 2nd..4th element are a wide load and a shuffle; wider strides a gather.
+constexpr int64_t kMaxShuffledStride = 4;
 
 // Trailing zero bits of x, 64 for 0 (a multiple of everything).
 int trailing_zeros(uint64_t x) { return x == 0 ? 64 : __builtin_ctzll(x); }
@@ -118,6 +120,30 @@ llvm::Value* CodeGenLLVM::load_scalar(const BufferNode* buffer, const Expr& inde
   return from_memory(v, element);
 }
 
+// Every stride-th element from `base` (a Ramp of small constant stride): one masked load of
+// the stride * lanes elements that span them, reading only the wanted ones (so nothing past
+// the last is touched), and a shuffle gathering them; far cheaper than a gather on x86.
+llvm::Value* CodeGenLLVM::load_strided(const BufferNode* buffer, const Expr& base, unsigned stride,
+                                       llvm::FixedVectorType* vec, llvm::Value* mask) {
+  const unsigned lanes = vec->getNumElements();
+  auto* wide = llvm::FixedVectorType::get(vec->getElementType(), lanes * stride);
+  std::vector<llvm::Constant*> wanted;
+  std::vector<int> pick;
+  for (unsigned j = 0; j < lanes * stride; ++j) wanted.push_back(builder_.getInt1(j % stride == 0));
+  for (unsigned i = 0; i < lanes; ++i) pick.push_back(static_cast<int>(i * stride));
+  llvm::Value* wide_mask = llvm::ConstantVector::get(wanted);
+  if (mask) {  // lane i's condition at wide lane i * stride
+    std::vector<int> spread;
+    for (unsigned j = 0; j < lanes * stride; ++j) spread.push_back(static_cast<int>(j / stride));
+    wide_mask = builder_.CreateAnd(wide_mask, builder_.CreateShuffleVector(mask, spread));
+  }
+  llvm::Value* addr = element_address(buffer, base, true);
+  addr = builder_.CreateBitCast(addr, wide->getPointerTo());
+  llvm::Value* v = builder_.CreateMaskedLoad(wide, addr, alignment_of(base, buffer->dtype), wide_mask,
+                                             llvm::Constant::getNullValue(wide));
+  return builder_.CreateShuffleVector(v, pick);
+}
+
 // Under a vector select (load_mask_) only the selected lanes are read, by masked loads and
 // gathers (zero elsewhere, which x86 gets for free); a scalar only if some lane needs it.
 llvm::Value* CodeGenLLVM::emit_expr(const Load* op) {
@@ -136,6 +162,11 @@ llvm::Value* CodeGenLLVM::emit_expr(const Load* op) {
     llvm::Align align = alignment_of(ramp->base, element);
     if (mask) return from_memory(builder_.CreateMaskedLoad(vec, addr, align, mask, zero), op->type);
     return from_memory(builder_.CreateAlignedLoad(vec, addr, align), op->type);
+  }
+  if (const auto* ramp = index.as<Ramp>()) {
+    const int64_t* stride = as_const_int(ramp->stride);
+    if (stride && *stride >= 2 && *stride <= kMaxShuffledStride)
+      return from_memory(load_strided(buffer, ramp->base, static_cast<unsigned>(*stride), vec, mask), op->type);
   }
   llvm::Value* addrs = element_address(buffer, index, mask != nullptr);
   llvm::Value* v = builder_.CreateMaskedGather(vec, addrs, llvm::Align(element.element_bytes()), mask, zero);

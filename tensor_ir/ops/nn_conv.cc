@@ -1,6 +1,7 @@
 // Convolutions of any spatial rank. All variants (float, integer with zero points, transposed)
 // go through one core with four forms:
-//  * pointwise (1x1, stride 1, unpadded, one group): the matrix product core (nn_matmul.cc);
+//  * pointwise (1x1, stride 1, unpadded, one group): the matrix product core (nn_matmul.cc),
+//    the weight its rows (read as it is, or in tiles of rows from conv_pack_weight);
 //  * blocked (tag "conv"): output channels in blocks of one or two vectors (ocv) are the
 //    innermost dimension of the product R[n, m / ocv, spatial.., m % ocv], and the last spatial
 //    dimension is padded to whole tiles, so the "conv" template keeps a tile of outputs x ocv
@@ -8,7 +9,8 @@
 //    vector Wp[m / ocv, c, k.., m % ocv] (tag "conv_pack"), or reads the same layout from a
 //    weight packed ahead of time by conv_pack_weight (the graph's AlterOpLayout pass);
 //  * depthwise (one input channel per group, tag "depthwise_conv"): R[n, m, spatial..] with the
-//    last dimension padded to whole vectors, vectorized along it;
+//    last dimension padded to whole vectors, vectorized along it (with a stride, each vector
+//    reads every stride-th element: a wide load and a shuffle in codegen);
 //  * Winograd (3x3, stride 1, float32, enough 4x4 output tiles; nn_conv_winograd.cc);
 //  * direct (other grouped shapes, tag "conv_direct"), left to the generic schedule.
 // Padding (and zero points, and the zeros a transposed convolution inserts) live in a padded
@@ -161,21 +163,10 @@ Tensor depthwise(const ConvCore& core) {
   }
   // The padding must come from P, never from clamped reads of the input (vectors along x).
   ConvCore c = core;
-  int64_t stride = c.strides.back();
-  if (padded != c.out || stride > 1) c.raw = Tensor();
-  // With a stride along x, a vector of outputs reads every stride-th column: P holds the columns
-  // phase by phase (P[.., phase * Q + q] is column q * stride + phase), so each kernel tap reads
-  // a contiguous run of one phase instead of gathering (the copy into P gathers once instead).
-  std::vector<int64_t> extent = needed_extent(c, padded);
-  int64_t per_phase = (extent.back() + stride - 1) / stride;
-  ConvCore phased = c;
-  phased.source = [&c, stride, per_phase](const Expr& n, const Expr& ch, const std::vector<Expr>& pos) {
-    std::vector<Expr> at = pos;
-    at.back() = floormod(pos.back(), Expr(per_phase)) * Expr(stride) + floordiv(pos.back(), Expr(per_phase));
-    return c.source(n, ch, at);
-  };
-  if (stride > 1) extent.back() = stride * per_phase;
-  Tensor p = padded_input(stride > 1 ? phased : c, extent);
+  if (padded != c.out) c.raw = Tensor();
+  // With a stride along x, a vector of outputs reads every stride-th column of P: codegen makes
+  // that a wide load and a shuffle.
+  Tensor p = padded_input(c, needed_extent(c, padded));
   std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
   for (int64_t o : padded) shape.push_back(Expr(o));
   std::vector<std::string> names{"n", "m"};
@@ -187,10 +178,6 @@ Tensor depthwise(const ConvCore& core) {
     for (size_t d = 0; d < rank; ++d) {
       pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
       k.push_back(rk[d]);
-    }
-    if (stride > 1) {
-      Expr tap = rk.back() * Expr(c.dilations.back());  // column v * stride + tap
-      pidx.back() = floormod(tap, Expr(stride)) * Expr(per_phase) + v.back() + floordiv(tap, Expr(stride));
     }
     Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
     return sum(x * c.weight(v[1], Expr(0), k), rk);
@@ -243,7 +230,16 @@ Tensor pointwise(const ConvCore& c) {
   mc.batch = {c.n};
   mc.m = c.m, mc.n = positions, mc.k = c.c;
   mc.acc = c.acc;
-  mc.a = [&c](const std::vector<Expr>&, const Expr& m, const Expr& k) { return c.weight(m, k, std::vector<Expr>(c.kernel.size(), Expr(0))); };
+  mc.a = [&c](const std::vector<Expr>&, const Expr& m, const Expr& k) {
+    std::vector<Expr> origin(c.kernel.size(), Expr(0));
+    if (!c.prepacked) return c.weight(m, k, origin);
+    // Packed as Wp[m / mr, c, 1.., m % mr]: a row tile's weights are one contiguous stream.
+    Expr mr(matmul_tile_rows(c.m));
+    std::vector<Expr> idx{floordiv(m, mr), k};
+    idx.insert(idx.end(), origin.begin(), origin.end());
+    idx.push_back(floormod(m, mr));
+    return c.packed_weight(idx);
+  };
   mc.b = [&c, coords](const std::vector<Expr>& batch, const Expr& p, const Expr& k) { return c.input(batch[0], k, coords(p)); };
   mc.b_batch = {c.n};
   mc.b_batch_of = [](const std::vector<Expr>& batch) { return batch; };
@@ -285,6 +281,7 @@ ConvForm conv_form(const ConvCore& c) {
 std::vector<int64_t> packed_shape(const ConvCore& c, const ConvForm& form, const std::vector<int64_t>& weight) {
   if (form.kind == ConvForm::Winograd) return winograd_weight_shape(c);
   if (form.kind == ConvForm::Blocked) return conv_packed_weight_shape(weight, form.block);
+  if (form.kind == ConvForm::Pointwise) return conv_packed_weight_shape(weight, matmul_tile_rows(c.m));
   return {};
 }
 
@@ -415,6 +412,7 @@ ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const st
   ConvForm form = conv_form(c);
   if (form.kind == ConvForm::Winograd) return {ConvWeightPacking::Winograd};
   if (form.kind == ConvForm::Blocked) return {ConvWeightPacking::Blocked, form.block};
+  if (form.kind == ConvForm::Pointwise) return {ConvWeightPacking::Blocked, matmul_tile_rows(c.m)};
   return {};
 }
 

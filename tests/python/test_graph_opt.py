@@ -129,10 +129,11 @@ def exact_at_level3(mod, x):
     return lib2.run([x])[0], lib3.run([x])[0], kernel_ops(lib3)
 
 
-@pytest.mark.parametrize("channels,kernel,stride", [(32, 3, 1), (24, 3, 2), (20, 1, 2), (64, 5, 1)])
+@pytest.mark.parametrize("channels,kernel,stride", [(32, 3, 1), (24, 3, 2), (20, 1, 2), (64, 5, 1), (45, 1, 1), (8, 1, 1)])
 def test_prepacked_conv_weights_are_exact(rng, channels, kernel, stride):
     # Blocks of two vectors, one vector with a padded block, a strided 1x1 (blocked, not
-    # pointwise), and a wider kernel.
+    # pointwise), a wider kernel, and pointwise ones (in tiles of 8 rows, the last one padded;
+    # one tile) over 195 positions, which end in a partial column panel.
     x = rng.standard_normal((2, 6, 13, 15)).astype("float32")
     w = rng.standard_normal((channels, 6, kernel, kernel)).astype("float32")
     b = rng.standard_normal(channels).astype("float32")

@@ -191,6 +191,22 @@ TEST(AlterOpLayout, ConstantConvWeightComesPacked) {
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
 }
 
+TEST(AlterOpLayout, PointwiseConvWeightComesInRowTiles) {
+  // A 1x1 convolution over 16 positions is a matrix product whose rows are the 12 output
+  // channels: its weight comes in blocks of the 8 rows of a register tile (the last one padded).
+  std::string w = counting("float32[12, 2, 1, 1]", 24);
+  std::string in = R"(def @main(%x: float32[1, 2, 4, 4]) -> float32[1, 12, 4, 4] {
+  conv(%x, )" + w + R"()
+})";
+  std::string out = R"(def @main(%x: float32[1, 2, 4, 4]) -> float32[1, 12, 4, 4] {
+  %0 = conv_pack_weight()" + w + R"(, block=8);
+  conv(%x, %0, packed_channels=12)
+})";
+  EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
+  Module m = infer_type(parse_module(out));
+  EXPECT_EQ(to_string(m.main()->body.as<CallNode>()->args[1]->checked_type), "float32[2, 2, 1, 1, 8]");
+}
+
 TEST(AlterOpLayout, ThreeByThreeConvWeightComesWinogradTransformed) {
   // Stride 1, 8 input and 16 output channels, 12x12 outputs (9 tiles of 4x4): F(4x4, 3x3), its
   // transformed weight in 36 x one panel of 16 columns.

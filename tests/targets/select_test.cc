@@ -181,6 +181,34 @@ TEST(LazySelect, GathersAndTheirIndicesAreMaskedToo) {
   }
 }
 
+TEST(StridedLoads, ReadNothingPastTheirLastElement) {
+  // S[j] = X[stride * j + offset] for strides 2..4 (a wide masked load and a shuffle), the last
+  // vector's last lane reading X's last element: a plain wide load would run into the fence.
+  // Under a select (T), lanes whose condition is false read nothing either.
+  FencedArray<float> x;
+  fill(x);
+  const int64_t n = x.size();
+  for (int64_t stride : {2, 3, 4}) {
+    const int64_t m = n / stride / kLanes * kLanes, offset = n - 1 - stride * (m - 1);
+    Buffer X = make_buffer("X", kFloat32, {n}), S = make_buffer("S", kFloat32, {m}), T = make_buffer("T", kFloat32, {m});
+    Var jo("jo");
+    Expr j = ramp(jo * kLanes, kLanes);
+    Expr read = load(X, ramp(jo * (stride * kLanes) + offset, kLanes, stride));
+    Expr even = Broadcast::make(Expr(0), kLanes) == j - j / 2 * 2;
+    Stmt body = Block::make({store(S, read, j), store(T, select(even, read, f32(-1)), j)});
+    LoweredFunc f{"strided", {X, S, T}, loop(jo, m / kLanes, body)};
+    Output s(m), t(m);
+    ASSERT_NO_FATAL_FAILURE(run_fenced(f, {x.data(), s.data(), t.data()}));
+    for (int64_t k = 0; k < m; ++k) {
+      ASSERT_EQ(s[k], x[stride * k + offset]) << stride << " " << k;
+      ASSERT_EQ(t[k], k % 2 == 0 ? x[stride * k + offset] : -1.0f) << stride << " " << k;
+    }
+    std::string ir = build_llvm({f}, Target::parse("llvm"))->source("ll");
+    EXPECT_EQ(ir.find("masked.gather"), std::string::npos) << stride;
+    EXPECT_NE(ir.find("shufflevector"), std::string::npos) << stride;
+  }
+}
+
 TEST(LazySelect, StorageTypesUnderMasks) {
   // float16 and bool are stored as half and i8, loaded masked too; on plain x86-64 (no masked
   // loads) LLVM reads lane by lane. O[j] = select(inside, select(B[j - pad], H[j - pad], 0), -1).
