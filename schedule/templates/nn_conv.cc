@@ -9,7 +9,8 @@
 //    plane and the product a block of rows at a time, vectorized along the rows: for each
 //    vector of columns, the block's accumulators take every kernel tap, so an input row loaded
 //    once feeds each output row of the block it touches.
-//  * pointwise (1x1, "matmul"): the matrix-product tiling over channels x flattened positions;
+//  * pointwise (1x1, "matmul"): the matrix-product tiling over channels x flattened positions
+//    (or positions x channels);
 //  * Winograd ("winograd_output"): each stage at the root, over the threads: the padded input
 //    copied with channels innermost; the input transform per tile, a vector of channels at a
 //    time with the 36 positions unrolled (so each one's expression is selected at compile time);
@@ -140,13 +141,18 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
 }
 
 // A pointwise convolution is a matrix product per image: rows are output channels, columns the
-// flattened spatial positions.
+// flattened spatial positions; or, with positions as rows (weight panels "conv_weight_panels"),
+// the other way round, each channel's positions stored together.
 void schedule_pointwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed) {
   const auto* oc = out.as<ComputeOp>();
   Stage& y = s[out];
   std::vector<Loop> spatial;
   for (size_t d = 2; d < oc->axis.size(); ++d) spatial.push_back(y.loop(oc->axis[d]));
-  nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, y.loop(oc->axis[1]), nn::fuse_all(y, spatial));
+  Loop positions = nn::fuse_all(y, spatial), channels = y.loop(oc->axis[1]);
+  if (nn::find_tagged(out, "conv_weight_panels").defined())
+    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, positions, channels, true);
+  else
+    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, channels, positions);
 }
 
 // A transform stage [tiles, positions.., channels]: tiles over the threads, then each vector of
@@ -217,6 +223,7 @@ void schedule_conv(Schedule& s, const Tensor& main) {
   if (matmul.defined()) {
     Tensor packed = nn::find_tagged(out, "matmul_pack");
     nn::inline_injective_except(s, out, {matmul, packed});
+    if (!packed.defined()) packed = nn::find_tagged(out, "matmul_prepacked");  // inlined
     schedule_pointwise(s, out, matmul, packed);
     return;
   }

@@ -19,7 +19,7 @@ namespace nn {
 constexpr int64_t kMaxLocalPanel = 128 * 1024;
 
 void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
-                           const Loop& rows, const Loop& cols) {
+                           const Loop& rows, const Loop& cols, bool rows_contiguous) {
   const auto* pc = product.as<ComputeOp>();
   size_t nb = pc->axis.size() - 2;
   int64_t m = product->dim(nb);  // padded to whole tiles
@@ -52,16 +52,20 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
     tile = fuse_all(o, batch);
     if (parallel) o.parallel(tile);
   }
-  o.unroll(tiles[2]);
-  // Columns that do not fill the last tile: vectors of the register width, so the tile's whole
-  // vectors stay vectorized and only the remainder runs scalar.
   int lanes = vector_lanes(out.dtype());
   int64_t columns = 1;  // the output's dimensions after the rows (fused into `cols`)
   for (size_t d = nb + 1; d < out.ndim(); ++d) columns *= out->dim(d);
-  if (columns % nr != 0 && nr > lanes) {
-    auto [vectors, lane] = o.split(tiles[3], lanes);
-    o.vectorize(lane);
+  if (rows_contiguous) {  // each column's rows are a vector (read from the tile by a gather)
+    o.reorder({tiles[3], tiles[2]});
+    o.unroll(tiles[3]);
+    o.vectorize(tiles[2]);
+  } else if (columns % nr != 0 && nr > lanes) {
+    // Columns that do not fill the last tile: vectors of the register width, so the tile's
+    // whole vectors stay vectorized and only the remainder runs scalar.
+    o.unroll(tiles[2]);
+    o.vectorize(o.split(tiles[3], lanes).second);
   } else {
+    o.unroll(tiles[2]);
     o.vectorize(tiles[3]);
   }
 

@@ -70,8 +70,9 @@ int64_t depthwise_row_block(int64_t rows);
 Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, int64_t packed_channels = 0);
 // Weights packed ahead of time (for constant weights, by the graph's AlterOpLayout), in the
 // accumulation type. The blocked form reads Wp[m / block, c, k.., m % block] (zeros past M,
-// conv_pack_weight), and so does the pointwise one with a block of its register tile's rows (so
-// a tile's weights are one contiguous stream); the Winograd form (3x3, stride 1) its transformed weight U = G g G^T as the
+// conv_pack_weight), and so does the pointwise one, in blocks of its register tile's rows (so a
+// tile's weights are one contiguous stream), or of its tile's columns when few positions make
+// them the rows; the Winograd form (3x3, stride 1) its transformed weight U = G g G^T as the
 // matrix-product panels [36, M / nr, C, nr] (conv_winograd_weight). conv_weight_packing tells
 // which a convolution of these shapes reads; the other forms read the weight as it is.
 struct ConvWeightPacking {

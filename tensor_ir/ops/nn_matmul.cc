@@ -23,7 +23,8 @@ int vector_lanes_of(DataType t) { return 64 / t.element_bytes(); }
 
 }  // namespace
 
-int64_t matmul_tile_rows(int64_t m) { return m < 8 ? m : 8; }
+// 8 rows, or 7 where that divides the rows and 8 does not (49, 196: no padded rows).
+int64_t matmul_tile_rows(int64_t m) { return m % 8 != 0 && m % 7 == 0 ? 7 : std::min<int64_t>(m, 8); }
 int64_t matmul_tile_cols(DataType acc, int64_t n) {
   int64_t lanes = vector_lanes_of(acc);
   return n >= 2 * lanes ? 2 * lanes : lanes;

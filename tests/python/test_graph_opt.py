@@ -147,6 +147,25 @@ def test_prepacked_conv_weights_are_exact(rng, channels, kernel, stride):
     assert not any("pack" in op for op in ops), ops  # packed at compile time
 
 
+@pytest.mark.parametrize("n,c,m,size", [
+    (1, 160, 96, (7, 7)),  # a MobileNet layer: 49 positions, 7 row tiles of 7, 3 panels of 32
+    (2, 13, 48, (5, 7)),  # two images, a half-filled panel of channels
+    (1, 16, 64, (4, 5)),  # 20 positions: row tiles of 8, the last one padded
+])
+def test_pointwise_convolutions_with_positions_as_rows(rng, n, c, m, size):
+    # With a packed weight and few positions, a 1x1 convolution computes X^T W^T: positions are
+    # the rows of the product, the weight's channels its column panels (packed in blocks of 32).
+    x = rng.standard_normal((n, c) + size).astype("float32")
+    w = rng.standard_normal((m, c, 1, 1)).astype("float32")
+    b = rng.standard_normal(m).astype("float32")
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"])
+    mod = graph([conv, helper.make_node("Relu", ["c"], ["y"])], x, {"w": w, "b": b})
+    lib = tessera.build(mod, opt_level=3)
+    assert f"float32[{(m + 31) // 32}, {c}, 1, 1, 32]" in lib.kernels[0]["signature"], lib.kernels[0]["signature"]
+    want = np.maximum(conv_reference(x, w, b), 0)
+    np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("rows", [1, 3, 16])
 @pytest.mark.parametrize("trans_b", [0, 1])
 def test_prepacked_gemm_weights(rng, rows, trans_b):
