@@ -11,6 +11,8 @@
 //    once feeds each output row of the block it touches.
 //  * pointwise (1x1, "matmul"): the matrix-product tiling over channels x flattened positions
 //    (or positions x channels);
+//  * strip ("conv_strip"): per row of positions and block of channels, each vector of positions
+//    accumulates the block over the whole reduction (vector of inputs x broadcast weights);
 //  * Winograd ("winograd_output"): each stage at the root, over the threads: the padded input
 //    copied with channels innermost; the input transform per tile, a vector of channels at a
 //    time with the 36 positions unrolled (so each one's expression is selected at compile time);
@@ -140,6 +142,39 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
   }
 }
 
+// The strip form: each work item a row of output positions for a block of channels; per vector
+// of positions, the block's accumulators (one register each) take the whole reduction, the
+// channels unrolled inside it, and the epilogue stores them as rows.
+void schedule_strip(Schedule& s, const Tensor& out, const Tensor& product) {
+  const auto* oc = out.as<ComputeOp>();
+  const auto* pc = product.as<ComputeOp>();
+  int lanes = vector_lanes(product.dtype());
+  Stage& y = s[out];
+  auto [mo, mi] = y.split(y.loop(oc->axis[1]), tensor_ir::ops::kStripBlock);
+  auto [xo, xi] = y.split(y.loop(oc->axis.back()), lanes);
+  std::vector<Loop> rows{y.loop(oc->axis[0]), mo};
+  for (size_t d = 2; d + 1 < oc->axis.size(); ++d) rows.push_back(y.loop(oc->axis[d]));
+  std::vector<Loop> order = rows;
+  order.insert(order.end(), {xo, mi, xi});
+  y.reorder(order);
+  Loop row = nn::fuse_all(y, rows);
+  if (nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork) y.parallel(row);
+  y.unroll(mi);
+  y.vectorize(xi);
+
+  Stage& r = s[product];
+  r.compute_at(y, xo);
+  std::vector<Loop> inner;
+  for (const auto& k : pc->reduce_axis()) inner.push_back(r.loop(k));
+  Loop channels = r.loop(pc->axis[1]), positions = r.loop(pc->axis.back());
+  inner.insert(inner.end(), {channels, positions});
+  r.reorder(inner);
+  if (*tensor_ir::as_const_int(pc->reduce_axis().back()->dom.extent) <= 8)
+    r.unroll(inner[inner.size() - 3]);  // the last kernel axis (its loads only shift by a lane)
+  r.unroll(channels);
+  r.vectorize(positions);
+}
+
 // A pointwise convolution is a matrix product per image: rows are output channels, columns the
 // flattened spatial positions; or, with positions as rows (weight panels "conv_weight_panels"),
 // the other way round, each channel's positions stored together.
@@ -229,10 +264,11 @@ void schedule_conv(Schedule& s, const Tensor& main) {
   }
   Tensor blocked = nn::find_tagged(out, "conv");
   Tensor depthwise = nn::find_tagged(out, "depthwise_conv");
+  Tensor strip = nn::find_tagged(out, "conv_strip");
   Tensor direct = nn::find_tagged(out, "conv_direct");
   Tensor padded = nn::find_tagged(out, "conv_pad");
   Tensor packed = nn::find_tagged(out, "conv_pack");
-  Tensor product = blocked.defined() ? blocked : depthwise.defined() ? depthwise : direct;
+  Tensor product = blocked.defined() ? blocked : depthwise.defined() ? depthwise : strip.defined() ? strip : direct;
   nn::inline_injective_except(s, out, {product, padded, packed});
   if (padded.defined() && !depthwise.defined()) schedule_copy(s, padded);
   if (packed.defined()) schedule_copy(s, packed);
@@ -240,6 +276,8 @@ void schedule_conv(Schedule& s, const Tensor& main) {
     schedule_blocked(s, out, blocked);
   } else if (depthwise.defined()) {
     schedule_depthwise(s, out, depthwise, padded);
+  } else if (strip.defined()) {
+    schedule_strip(s, out, strip);
   } else {
     schedule_generic_stage(s, product);
     schedule_generic_stage(s, out);

@@ -65,6 +65,10 @@ std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vec
 int64_t conv_tile_width(int64_t width, int64_t vectors);
 // The output rows a depthwise convolution computes together (its product pads the rows to it).
 int64_t depthwise_row_block(int64_t rows);
+// The strip form (float convolutions of at most kMaxStripChannels input channels) computes
+// kStripBlock output channels x one vector of positions together.
+constexpr int64_t kMaxStripChannels = 4;
+constexpr int64_t kStripBlock = 16;
 // `bias` [M] may be undefined. With packed_channels > 0, `weight` is a [packed_channels, C /
 // groups, kernel...] weight packed ahead of time as this convolution reads it (see below).
 Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, int64_t packed_channels = 0);

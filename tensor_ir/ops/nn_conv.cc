@@ -12,6 +12,8 @@
 //  * depthwise (one input channel per group, tag "depthwise_conv"): R[n, m, spatial..] with the
 //    last dimension padded to whole vectors, vectorized along it (with a stride, each vector
 //    reads every stride-th element: a wide load and a shuffle in codegen);
+//  * strip (at most 4 input channels, tag "conv_strip"): R[n, m, spatial..] with vectors of
+//    positions along x and blocks of output channels (the template's register tile);
 //  * Winograd (3x3, stride 1, float32, enough 4x4 output tiles; nn_conv_winograd.cc);
 //  * direct (other grouped shapes, tag "conv_direct"), left to the generic schedule.
 // Padding (and zero points, and the zeros a transposed convolution inserts) live in a padded
@@ -147,6 +149,42 @@ Tensor blocked(const ConvCore& c, int64_t ocv) {
     idx.push_back(floormod(v[1], Expr(ocv)));
     return r(idx);
   });
+}
+
+// Few input channels (an image's 3 colours): with so short a reduction the blocked form spends
+// much of its time storing its tiles (channels in the lanes) through a transposing gather.
+// Here the lanes are positions along x: R[n, m, spatial.., x] with x padded to whole vectors
+// and m to whole blocks, each step a vector of inputs (every stride-th: a wide load and a
+// shuffle) times a block of broadcast weights read from Wp[m / block, c, k.., m % block] (the
+// blocked packing); the epilogue stores R's rows as they are.
+Tensor strip(const ConvCore& core, int64_t block) {
+  size_t rank = core.out.size();
+  int64_t lanes = lanes_of(core.acc);
+  std::vector<int64_t> padded = core.out;
+  padded.back() = (padded.back() + lanes - 1) / lanes * lanes;
+  ConvCore c = core;
+  c.raw = Tensor();  // P always: reads of the raw input would clamp the vectors' tail into gathers
+  Tensor p = padded_input(c, needed_extent(c, padded));
+  Tensor wp = c.packed_weight.defined() ? c.packed_weight : pack_weight(c, block);
+  std::vector<Expr> shape{Expr(c.n), Expr((c.m + block - 1) / block * block)};
+  for (int64_t o : padded) shape.push_back(Expr(o));
+  std::vector<std::string> names{"n", "m"};
+  for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
+  IterVar rc = reduce_axis(Range(Expr(0), Expr(c.c)), "rc");
+  std::vector<IterVar> rk = kernel_axes(c);
+  Tensor r = compute(shape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> pidx{v[0], rc};
+    std::vector<Expr> widx{floordiv(v[1], Expr(block)), rc};
+    for (size_t d = 0; d < rank; ++d) {
+      pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
+      widx.push_back(rk[d]);
+    }
+    widx.push_back(floormod(v[1], Expr(block)));
+    std::vector<IterVar> axes{rc};
+    axes.insert(axes.end(), rk.begin(), rk.end());
+    return sum(p(pidx) * wp(widx), axes);
+  }, c.name + "_strip", "conv_strip", names);
+  return epilogue(c, [&](const std::vector<Var>& v) { return r(as_exprs(v)); });
 }
 
 Tensor depthwise(const ConvCore& core) {
@@ -301,10 +339,10 @@ bool positions_as_rows(const ConvCore& c, int64_t positions) {
   return as_rows * 20 <= as_columns * 17;
 }
 
-// The form a convolution takes (see the top of the file), and for the blocked one its block of
-// output channels (ocv).
+// The form a convolution takes (see the top of the file), and for the blocked and strip ones
+// their block of output channels.
 struct ConvForm {
-  enum Kind { Pointwise, PointwiseRows, Depthwise, Winograd, Blocked, Direct } kind;
+  enum Kind { Pointwise, PointwiseRows, Depthwise, Strip, Winograd, Blocked, Direct } kind;
   int64_t block = 0;
 };
 
@@ -319,6 +357,9 @@ ConvForm conv_form(const ConvCore& c) {
   if (c.unpadded && c.groups == 1 && volume == 1 && c.m >= 8 && positions >= lanes)
     return {c.prepacked && positions_as_rows(c, positions) ? ConvForm::PointwiseRows : ConvForm::Pointwise};
   if (c.groups > 1 && cg == 1) return {ConvForm::Depthwise};
+  if (c.groups == 1 && c.c <= kMaxStripChannels && c.m >= kStripBlock / 2 && c.out.back() >= lanes &&
+      c.strides.back() <= 4 && c.acc == runtime::kFloat32)
+    return {ConvForm::Strip, kStripBlock};
   if (winograd_applies(c)) return {ConvForm::Winograd};
   if (mg % (2 * lanes) == 0) return {ConvForm::Blocked, 2 * lanes};
   if (mg % lanes == 0 || (c.groups == 1 && c.m >= lanes))
@@ -330,7 +371,7 @@ ConvForm conv_form(const ConvCore& c) {
 // reads the weight as it is).
 std::vector<int64_t> packed_shape(const ConvCore& c, const ConvForm& form, const std::vector<int64_t>& weight) {
   if (form.kind == ConvForm::Winograd) return winograd_weight_shape(c);
-  if (form.kind == ConvForm::Blocked) return conv_packed_weight_shape(weight, form.block);
+  if (form.kind == ConvForm::Blocked || form.kind == ConvForm::Strip) return conv_packed_weight_shape(weight, form.block);
   if (form.kind == ConvForm::Pointwise) return conv_packed_weight_shape(weight, matmul_tile_rows(c.m));
   if (form.kind == ConvForm::PointwiseRows) return conv_packed_weight_shape(weight, matmul_tile_cols(c.acc, c.m));
   return {};
@@ -342,6 +383,7 @@ Tensor conv_core(const ConvCore& c) {
     case ConvForm::Pointwise: return pointwise(c);
     case ConvForm::PointwiseRows: return pointwise_rows(c);
     case ConvForm::Depthwise: return depthwise(c);
+    case ConvForm::Strip: return strip(c, form.block);
     case ConvForm::Winograd: return winograd(c);
     case ConvForm::Blocked: return blocked(c, form.block);
     default: return direct(c);
@@ -463,7 +505,7 @@ ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const st
   c.prepacked = true;
   ConvForm form = conv_form(c);
   if (form.kind == ConvForm::Winograd) return {ConvWeightPacking::Winograd};
-  if (form.kind == ConvForm::Blocked) return {ConvWeightPacking::Blocked, form.block};
+  if (form.kind == ConvForm::Blocked || form.kind == ConvForm::Strip) return {ConvWeightPacking::Blocked, form.block};
   if (form.kind == ConvForm::Pointwise) return {ConvWeightPacking::Blocked, matmul_tile_rows(c.m)};
   if (form.kind == ConvForm::PointwiseRows) return {ConvWeightPacking::Blocked, matmul_tile_cols(c.acc, c.m)};
   return {};

@@ -166,6 +166,25 @@ def test_pointwise_convolutions_with_positions_as_rows(rng, n, c, m, size):
     np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("m,kernel,stride", [(32, 3, 2), (64, 7, 2), (24, 3, 1)])
+def test_stem_convolutions_vectorize_positions(rng, m, kernel, stride):
+    # A first layer (3 input channels) keeps positions in the lanes and blocks of 16 output
+    # channels, its weight packed in those blocks at level 3: the same loops as level 2's per-call
+    # packing, so the same values.
+    x = rng.standard_normal((1, 3, 45, 38)).astype("float32")
+    w = rng.standard_normal((m, 3, kernel, kernel)).astype("float32")
+    b = rng.standard_normal(m).astype("float32")
+    pad = kernel // 2
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[pad] * 4, strides=[stride] * 2)
+    mod = graph([conv, helper.make_node("Relu", ["c"], ["y"])], x, {"w": w, "b": b})
+    y2, y3, _ = exact_at_level3(mod, x)
+    np.testing.assert_array_equal(y3, y2)
+    want = np.maximum(conv_reference(x, w, b, strides=[stride] * 2, pads=[pad] * 4), 0)
+    np.testing.assert_allclose(y3, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    signature = tessera.build(mod, opt_level=3).kernels[0]["signature"]
+    assert f"float32[{(m + 15) // 16}, 3, {kernel}, {kernel}, 16]" in signature, signature
+
+
 @pytest.mark.parametrize("rows", [1, 3, 16])
 @pytest.mark.parametrize("trans_b", [0, 1])
 def test_prepacked_gemm_weights(rng, rows, trans_b):
