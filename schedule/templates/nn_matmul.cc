@@ -92,13 +92,20 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
 
 namespace {
 
+// The output's last dimension is the product's columns and the one before its rows, or, when
+// the left operand's batch dimensions were folded into the rows (a weight without batch
+// dimensions), all the dimensions after the product's batch ones but the last.
 void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed) {
   const auto* oc = out.as<ComputeOp>();
-  size_t nb = oc->axis.size() - 2;
+  size_t nb = product.as<ComputeOp>()->axis.size() - 2, last = oc->axis.size() - 1;
+  int64_t rows = 1;
+  for (size_t d = nb; d < last; ++d) rows *= out->dim(d);
+  int64_t padded = product->dim(nb), mr = tensor_ir::ops::matmul_tile_rows(padded);
+  if (last < nb + 1 || (rows + mr - 1) / mr * mr != padded) nb = last - 1;  // an epilogue broadcasting the product
   Stage& o = s[out];
-  std::vector<Loop> batch;
-  for (size_t d = 0; d < nb; ++d) batch.push_back(o.loop(oc->axis[d]));
-  nn::schedule_matmul_tiles(s, out, product, packed, batch, o.loop(oc->axis[nb]), o.loop(oc->axis[nb + 1]));
+  std::vector<Loop> batch, row_dims;
+  for (size_t d = 0; d < last; ++d) (d < nb ? batch : row_dims).push_back(o.loop(oc->axis[d]));
+  nn::schedule_matmul_tiles(s, out, product, packed, batch, nn::fuse_all(o, row_dims), o.loop(oc->axis[last]));
 }
 
 void schedule_matmul(Schedule& s, const Tensor& main) {
@@ -106,7 +113,8 @@ void schedule_matmul(Schedule& s, const Tensor& main) {
   Tensor packed = nn::find_tagged(main, "matmul_pack");
   if (!packed.defined()) packed = nn::find_tagged(main, "matmul_prepacked");  // inlined below
   Tensor out = packed.defined() && !main.same_as(product) ? nn::epilogue_target(s, main) : main;
-  nn::inline_injective_except(s, out, {product, nn::find_tagged(main, "matmul_pack")});
+  // `out` stays even when it is not the kernel's output (an epilogue the tiles cannot take).
+  nn::inline_injective_except(s, out, {out, product, nn::find_tagged(main, "matmul_pack")});
   if (packed.defined() && !out.same_as(product)) {
     schedule_packed(s, out, product, packed);
     return;

@@ -233,6 +233,47 @@ MatmulCore broadcast_matmul(const std::vector<int64_t>& as, const std::vector<in
   return c;
 }
 
+// A right operand without batch dimensions makes the left one's batch dimensions more rows:
+// [b.., m, k] @ [k, n] is one product of b.. x m rows (whole register tiles), not b.. products
+// of m rows each (a sequence-first [128, 1, 256] activation made 128 one-row products). The
+// result stage (tag "matmul_epilogue") reads the product's row b.. x m + i for [b.., i, j].
+Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<int64_t>& as, int64_t n, int64_t packed_columns) {
+  std::vector<int64_t> lead(as.begin(), as.end() - 1);  // b.., m
+  MatmulCore c;
+  c.m = 1;
+  for (int64_t d : lead) c.m *= d;
+  c.n = n, c.k = as.back();
+  c.acc = accumulation_type(a.dtype());
+  DataType acc = c.acc;
+  c.a = [a, lead, acc](const std::vector<Expr>&, const Expr& i, const Expr& k) {
+    std::vector<Expr> idx(lead.size());
+    Expr rest = i;
+    for (size_t d = lead.size(); d-- > 0;) {
+      idx[d] = d == 0 ? rest : floormod(rest, Expr(lead[d]));
+      rest = floordiv(rest, Expr(lead[d]));
+    }
+    idx.push_back(k);
+    return read_as(a, idx, acc);
+  };
+  c.b = [b, acc](const std::vector<Expr>&, const Expr& j, const Expr& k) { return read_as(b, {k, j}, acc); };
+  c.b_batch_of = [](const std::vector<Expr>&) { return std::vector<Expr>{}; };
+  if (packed_columns > 0) c.packed_b = b;
+  Tensor r = matmul_core(c, "matmul");
+  Tensor src = r.as<ComputeOp>()->tag == "matmul_epilogue" ? input_tensors(r)[0] : r;  // the padded product
+  std::vector<int64_t> out = lead;
+  out.push_back(n);
+  std::vector<std::string> names;
+  for (size_t d = 0; d + 2 < out.size(); ++d) names.push_back("b" + std::to_string(d));
+  names.insert(names.end(), {"i", "j"});
+  DataType t = a.dtype();
+  return compute(shape_exprs(out), [&](const std::vector<Var>& v) {
+    Expr row = v[0];
+    for (size_t d = 1; d < lead.size(); ++d) row = row * Expr(lead[d]) + v[d];
+    Expr y = src({row, v.back()});
+    return acc == t ? y : cast(t, y);
+  }, "matmul_out", "matmul_epilogue", names);
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns) {
@@ -245,6 +286,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns) {
   } else if (a.dtype() != b.dtype()) {
     fail("matmul: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
   }
+  bool empty = std::find(as.begin(), as.end(), 0) != as.end();
+  if (as.size() >= 3 && bs.size() == 2 && !empty) return matmul_folding_batch(a, b, as, bs.back(), packed_columns);
   DataType acc = accumulation_type(a.dtype());
   MatmulCore c = broadcast_matmul(
       as, bs, acc, [a, acc](const std::vector<Expr>& idx, const Expr&) { return read_as(a, idx, acc); },

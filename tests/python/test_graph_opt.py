@@ -185,6 +185,34 @@ def test_stem_convolutions_vectorize_positions(rng, m, kernel, stride):
     assert f"float32[{(m + 15) // 16}, 3, {kernel}, {kernel}, 16]" in signature, signature
 
 
+@pytest.mark.parametrize("y_shape", [(32,), (5, 2, 4, 32)])
+def test_batch_folding_matmul_with_epilogue(rng, y_shape):
+    # [2, 4, 16] @ W is one product of 8 rows; an Add of its shape fuses (the tiles span the
+    # folded rows), one broadcasting it to [5, 2, 4, 32] runs after it.
+    x = rng.standard_normal((2, 4, 16)).astype("float32")
+    w = rng.standard_normal((16, 32)).astype("float32")
+    y = rng.standard_normal(y_shape).astype("float32")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "y"], ["z"])]
+    results = run_levels(graph(nodes, x, {"w": w, "y": y}, out_name="z"), x)
+    check_levels(results, x.astype("float64") @ w + y)
+    assert results[2][1] == (["fused_matmul_add"] if len(y_shape) == 1 else ["matmul", "add"]), results[2][1]
+
+
+def test_matmul_epilogue_of_another_shape_keeps_the_product_stage(rng):
+    # add(a, b) has the bias's shape, not the product's: the tiles store the product (15 folded
+    # rows) and the epilogue runs after them, in the same kernel.
+    text = """def @main(%x: float32[5, 3, 4], %w: float32[4, 17], %a: float32[17], %b: float32[17]) -> float32[5, 3, 17] {
+  %0 = matmul(%x, %w);
+  %1 = add(%a, %b);
+  add(%0, %1)
+}"""
+    x, w = rng.standard_normal((5, 3, 4)).astype("float32"), rng.standard_normal((4, 17)).astype("float32")
+    a, b = rng.standard_normal(17).astype("float32"), rng.standard_normal(17).astype("float32")
+    lib = tessera.build(tessera.relay.parse(text))
+    assert kernel_ops(lib) == ["fused_matmul_add_add"]
+    np.testing.assert_allclose(lib.run([x, w, a, b])[0], x.astype("float64") @ w + a + b, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("rows", [1, 3, 16])
 @pytest.mark.parametrize("trans_b", [0, 1])
 def test_prepacked_gemm_weights(rng, rows, trans_b):

@@ -20,6 +20,9 @@ def rand(rng, shape, dtype):
     ((3, 1, 9, 20), (4, 20, 50)), ((2, 3, 17, 5), (5, 100)), ((6, 8), (2, 1, 8, 35)),
     ((20,), (20, 40)), ((9, 20), (20,)), ((20,), (20,)), ((4, 20), (3, 1, 20, 1)),
     ((1, 1), (1, 1)), ((130, 0), (0, 33)), ((0, 5), (5, 40)), ((5, 7), (7, 0)),
+    # A 2-D right operand: the left one's batch dimensions become rows (105 and 2 of them), or
+    # none when a batch dimension is empty.
+    ((128, 1, 64), (64, 48)), ((3, 5, 7, 40), (40, 33)), ((2, 1, 64), (64, 16)), ((0, 3, 8), (8, 20)),
 ])
 def test_matmul_shapes(rng, sa, sb):
     a, b = rand(rng, sa, "float32"), rand(rng, sb, "float32")
