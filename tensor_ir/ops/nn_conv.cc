@@ -2,7 +2,8 @@
 // go through one core with four forms:
 //  * pointwise (1x1, stride 1, unpadded, one group): the matrix product core (nn_matmul.cc),
 //    the weight its rows (read as it is, or in tiles of rows from conv_pack_weight), or, packed
-//    and with few positions (7x7), its columns, the positions then being the rows;
+//    and where positions pad badly as columns (7x7, 14x14 with long reductions), its columns,
+//    the positions then being the rows;
 //  * blocked (tag "conv"): output channels in blocks of one or two vectors (ocv) are the
 //    innermost dimension of the product R[n, m / ocv, spatial.., m % ocv], and the last spatial
 //    dimension is padded to whole tiles, so the "conv" template keeps a tile of outputs x ocv
@@ -329,14 +330,15 @@ Tensor pointwise_rows(const ConvCore& c) {
   return epilogue(c, [&](const std::vector<Var>& v) { return padded({v[0], flat_position(c, v), v[1]}); });
 }
 
-// Whether a pointwise convolution with its weight packed ahead pads less with positions as rows,
-// by 15% of the work at least: its epilogue gathers each channel's positions from the tile,
-// which costs about what 12.5% less padding saves at 14x14 positions (196 for 224).
+// Whether a pointwise convolution with its weight packed ahead costs less with positions as rows:
+// it pads them less, but its epilogue gathers each channel's positions from the tile, which
+// costs about 14 multiply-adds per output (measured: at 14x14 positions and 96 input channels,
+// 196 rows instead of 224 columns save about what the gathers cost).
 bool positions_as_rows(const ConvCore& c, int64_t positions) {
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
   int64_t as_columns = round_up(c.m, matmul_tile_rows(c.m)) * round_up(positions, matmul_tile_cols(c.acc, positions));
   int64_t as_rows = round_up(positions, matmul_tile_rows(positions)) * round_up(c.m, matmul_tile_cols(c.acc, c.m));
-  return as_rows * 20 <= as_columns * 17;
+  return as_rows * (c.c + 14) < as_columns * c.c;
 }
 
 // The form a convolution takes (see the top of the file), and for the blocked and strip ones

@@ -149,12 +149,14 @@ def test_prepacked_conv_weights_are_exact(rng, channels, kernel, stride):
 
 @pytest.mark.parametrize("n,c,m,size", [
     (1, 160, 96, (7, 7)),  # a MobileNet layer: 49 positions, 7 row tiles of 7, 3 panels of 32
-    (2, 13, 48, (5, 7)),  # two images, a half-filled panel of channels
-    (1, 16, 64, (4, 5)),  # 20 positions: row tiles of 8, the last one padded
+    (2, 64, 48, (5, 7)),  # two images, a half-filled panel of channels
+    (1, 128, 64, (4, 5)),  # 20 positions: row tiles of 8, the last one padded
+    (1, 1024, 512, (14, 14)),  # a ResNet-50 layer: 196 positions, long enough a reduction to pay
 ])
 def test_pointwise_convolutions_with_positions_as_rows(rng, n, c, m, size):
-    # With a packed weight and few positions, a 1x1 convolution computes X^T W^T: positions are
-    # the rows of the product, the weight's channels its column panels (packed in blocks of 32).
+    # With a packed weight and positions that pad badly as columns, a 1x1 convolution computes
+    # X^T W^T: positions are the rows of the product, the weight's channels its column panels
+    # (packed in blocks of 32). 14x14 positions take it only with a long reduction.
     x = rng.standard_normal((n, c) + size).astype("float32")
     w = rng.standard_normal((m, c, 1, 1)).astype("float32")
     b = rng.standard_normal(m).astype("float32")
