@@ -250,21 +250,9 @@ Tensor direct(const ConvCore& c) {
   return epilogue(c, [&](const std::vector<Var>& v) { return r(as_exprs(v)); });
 }
 
-// The flattened spatial position p of output coordinates v[2..] (what pointwise products index).
+// The flattened spatial position of output coordinates v[2..] (what pointwise products index).
 Expr flat_position(const ConvCore& c, const std::vector<Var>& v) {
-  Expr p = v[2];
-  for (size_t d = 1; d < c.out.size(); ++d) p = p * Expr(c.out[d]) + v[2 + d];
-  return p;
-}
-
-// Coordinates of flattened spatial position p.
-std::vector<Expr> position_coords(const std::vector<int64_t>& out, Expr p) {
-  std::vector<Expr> pos(out.size());
-  for (size_t d = out.size(); d-- > 0;) {
-    pos[d] = d == 0 ? p : floormod(p, Expr(out[d]));
-    p = floordiv(p, Expr(out[d]));
-  }
-  return pos;
+  return flat_index(std::vector<Expr>(v.begin() + 2, v.end()), c.out);
 }
 
 // A 1x1, stride-1, unpadded convolution is W [M, C] @ X[n] [C, spatial]: the matrix product's
@@ -275,7 +263,7 @@ Tensor pointwise(const ConvCore& c) {
   int64_t positions = 1;
   for (int64_t o : c.out) positions *= o;
   std::vector<int64_t> out = c.out;
-  auto coords = [out](const Expr& p) { return position_coords(out, p); };
+  auto coords = [out](const Expr& p) { return unflat_index(p, out); };
   MatmulCore mc;
   mc.batch = {c.n};
   mc.m = c.m, mc.n = positions, mc.k = c.c;
@@ -321,7 +309,7 @@ Tensor pointwise_rows(const ConvCore& c) {
   mc.m = positions, mc.n = c.m, mc.k = c.c;
   mc.acc = c.acc;
   mc.a = [&c, out](const std::vector<Expr>& batch, const Expr& p, const Expr& k) {
-    return c.input(batch[0], k, position_coords(out, p));
+    return c.input(batch[0], k, unflat_index(p, out));
   };
   mc.b_batch_of = [](const std::vector<Expr>&) { return std::vector<Expr>{}; };
   mc.packed_b = panels;

@@ -246,12 +246,7 @@ Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<
   c.acc = accumulation_type(a.dtype());
   DataType acc = c.acc;
   c.a = [a, lead, acc](const std::vector<Expr>&, const Expr& i, const Expr& k) {
-    std::vector<Expr> idx(lead.size());
-    Expr rest = i;
-    for (size_t d = lead.size(); d-- > 0;) {
-      idx[d] = d == 0 ? rest : floormod(rest, Expr(lead[d]));
-      rest = floordiv(rest, Expr(lead[d]));
-    }
+    std::vector<Expr> idx = unflat_index(i, lead);
     idx.push_back(k);
     return read_as(a, idx, acc);
   };
@@ -267,9 +262,7 @@ Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<
   names.insert(names.end(), {"i", "j"});
   DataType t = a.dtype();
   return compute(shape_exprs(out), [&](const std::vector<Var>& v) {
-    Expr row = v[0];
-    for (size_t d = 1; d < lead.size(); ++d) row = row * Expr(lead[d]) + v[d];
-    Expr y = src({row, v.back()});
+    Expr y = src({flat_index(std::vector<Expr>(v.begin(), v.end() - 1), lead), v.back()});
     return acc == t ? y : cast(t, y);
   }, "matmul_out", "matmul_epilogue", names);
 }
