@@ -123,6 +123,17 @@ def test_batch_norm_of_a_value_read_elsewhere_stays(rng):
 # --- AlterOpLayout: prepacked weights --------------------------------------------------
 
 
+def conv_relu(rng, x, m, kernel, stride=1):
+    """A model of x through Conv (random constant weight and bias, padding that keeps the size at
+    stride 1) and Relu, and numpy's result for it."""
+    w = rng.standard_normal((m, x.shape[1], kernel, kernel)).astype("float32")
+    b = rng.standard_normal(m).astype("float32")
+    pad = kernel // 2
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[pad] * 4, strides=[stride] * 2)
+    mod = graph([conv, helper.make_node("Relu", ["c"], ["y"])], x, {"w": w, "b": b})
+    return mod, np.maximum(conv_reference(x, w, b, strides=[stride] * 2, pads=[pad] * 4), 0)
+
+
 def exact_at_level3(mod, x):
     """Outputs at levels 2 and 3 (which differ only by AlterOpLayout) and level 3's kernel ops."""
     lib2, lib3 = tessera.build(mod, opt_level=2), tessera.build(mod, opt_level=3)
@@ -135,14 +146,9 @@ def test_prepacked_conv_weights_are_exact(rng, channels, kernel, stride):
     # pointwise), a wider kernel, and pointwise ones (in tiles of 8 rows, the last one padded;
     # one tile) over 195 positions, which end in a partial column panel.
     x = rng.standard_normal((2, 6, 13, 15)).astype("float32")
-    w = rng.standard_normal((channels, 6, kernel, kernel)).astype("float32")
-    b = rng.standard_normal(channels).astype("float32")
-    pad = kernel // 2
-    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[pad] * 4, strides=[stride] * 2)
-    mod = graph([conv, helper.make_node("Relu", ["c"], ["y"])], x, {"w": w, "b": b})
+    mod, want = conv_relu(rng, x, channels, kernel, stride)
     y2, y3, ops = exact_at_level3(mod, x)
     np.testing.assert_array_equal(y3, y2)
-    want = np.maximum(conv_reference(x, w, b, strides=[stride] * 2, pads=[pad] * 4), 0)
     np.testing.assert_allclose(y3, want, rtol=1e-4, atol=1e-4)
     assert not any("pack" in op for op in ops), ops  # packed at compile time
 
@@ -158,13 +164,9 @@ def test_pointwise_convolutions_with_positions_as_rows(rng, n, c, m, size):
     # X^T W^T: positions are the rows of the product, the weight's channels its column panels
     # (packed in blocks of 32). 14x14 positions take it only with a long reduction.
     x = rng.standard_normal((n, c) + size).astype("float32")
-    w = rng.standard_normal((m, c, 1, 1)).astype("float32")
-    b = rng.standard_normal(m).astype("float32")
-    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"])
-    mod = graph([conv, helper.make_node("Relu", ["c"], ["y"])], x, {"w": w, "b": b})
+    mod, want = conv_relu(rng, x, m, 1)
     lib = tessera.build(mod, opt_level=3)
     assert f"float32[{(m + 31) // 32}, {c}, 1, 1, 32]" in lib.kernels[0]["signature"], lib.kernels[0]["signature"]
-    want = np.maximum(conv_reference(x, w, b), 0)
     np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
@@ -174,14 +176,9 @@ def test_stem_convolutions_vectorize_positions(rng, m, kernel, stride):
     # channels, its weight packed in those blocks at level 3: the same loops as level 2's per-call
     # packing, so the same values.
     x = rng.standard_normal((1, 3, 45, 38)).astype("float32")
-    w = rng.standard_normal((m, 3, kernel, kernel)).astype("float32")
-    b = rng.standard_normal(m).astype("float32")
-    pad = kernel // 2
-    conv = helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[pad] * 4, strides=[stride] * 2)
-    mod = graph([conv, helper.make_node("Relu", ["c"], ["y"])], x, {"w": w, "b": b})
+    mod, want = conv_relu(rng, x, m, kernel, stride)
     y2, y3, _ = exact_at_level3(mod, x)
     np.testing.assert_array_equal(y3, y2)
-    want = np.maximum(conv_reference(x, w, b, strides=[stride] * 2, pads=[pad] * 4), 0)
     np.testing.assert_allclose(y3, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
     signature = tessera.build(mod, opt_level=3).kernels[0]["signature"]
     assert f"float32[{(m + 15) // 16}, 3, {kernel}, {kernel}, 16]" in signature, signature
