@@ -53,17 +53,17 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
     if (parallel) o.parallel(tile);
   }
   int lanes = vector_lanes(out.dtype());
-  int64_t columns = 1;  // the output's dimensions after the rows (fused into `cols`)
-  for (size_t d = nb + 1; d < out.ndim(); ++d) columns *= out->dim(d);
   if (rows_contiguous) {  // each column's rows are a vector (read from the tile by a gather)
     o.reorder({tiles[3], tiles[2]});
     o.unroll(tiles[3]);
     o.vectorize(tiles[2]);
-  } else if (columns % nr != 0 && nr > lanes) {
-    // Columns that do not fill the last tile: vectors of the register width, so the tile's
-    // whole vectors stay vectorized and only the remainder runs scalar.
+  } else if (nr > lanes) {
+    // Vectors of the register width: where the columns do not fill the last tile, its whole
+    // vectors stay vectorized and only the remainder runs scalar.
     o.unroll(tiles[2]);
-    o.vectorize(o.split(tiles[3], lanes).second);
+    auto [vectors, vector] = o.split(tiles[3], lanes);
+    o.unroll(vectors);
+    o.vectorize(vector);
   } else {
     o.unroll(tiles[2]);
     o.vectorize(tiles[3]);

@@ -259,7 +259,6 @@ Expr flat_position(const ConvCore& c, const std::vector<Var>& v) {
 // core packs X into column panels, so its tiles read contiguous memory however far apart the
 // channel planes lie; the epilogue reads the product at the flattened spatial position.
 Tensor pointwise(const ConvCore& c) {
-  size_t rank = c.out.size();
   int64_t positions = 1;
   for (int64_t o : c.out) positions *= o;
   std::vector<int64_t> out = c.out;
