@@ -70,6 +70,26 @@ Tensor padded_input(const ConvCore& c, const std::vector<int64_t>& extent) {
   }, c.name + "_pad", "conv_pad", names);
 }
 
+// P with the last dimension split by phase: P[n, c, p.., phase, q] is position q * stride + phase
+// of the padded input, so a vector of positions along x, every stride-th column, is a
+// contiguous run of one phase for every kernel tap; the copy into P reads the strided columns
+// once. `extent`: the positions needed per dimension.
+Tensor phase_split_input(const ConvCore& c, const std::vector<int64_t>& extent) {
+  int64_t stride = c.strides.back(), per_phase = (extent.back() + stride - 1) / stride;
+  size_t rank = extent.size();
+  std::vector<Expr> shape{Expr(c.n), Expr(c.c)};
+  for (size_t d = 0; d + 1 < rank; ++d) shape.push_back(Expr(extent[d]));
+  shape.insert(shape.end(), {Expr(stride), Expr(per_phase)});
+  std::vector<std::string> names{"n", "c"};
+  for (const auto& s : spatial_names(rank - 1, "p")) names.push_back(s);
+  names.insert(names.end(), {"phase", "q"});
+  return compute(shape, [&](const std::vector<Var>& v) {
+    std::vector<Expr> pos(v.begin() + 2, v.begin() + 1 + rank);
+    pos.push_back(v.back() * Expr(stride) + v[1 + rank]);
+    return c.source(v[0], v[1], pos);
+  }, c.name + "_pad", "conv_pad", names);
+}
+
 // Positions of P read for output positions 0..out-1 per dimension (`out` padded as the product is).
 std::vector<int64_t> needed_extent(const ConvCore& c, const std::vector<int64_t>& out) {
   std::vector<int64_t> e;
@@ -155,9 +175,10 @@ Tensor blocked(const ConvCore& c, int64_t ocv) {
 // Few input channels (an image's 3 colours): with so short a reduction the blocked form spends
 // much of its time storing its tiles (channels in the lanes) through a transposing gather.
 // Here the lanes are positions along x: R[n, m, spatial.., x] with x padded to whole vectors
-// and m to whole blocks, each step a vector of inputs (every stride-th: a wide load and a
-// shuffle) times a block of broadcast weights read from Wp[m / block, c, k.., m % block] (the
-// blocked packing); the epilogue stores R's rows as they are.
+// and m to whole blocks, each step a vector of inputs (with a stride along x, from P split by
+// phase: a strided load's shuffle per step cost the 7x7 stem 15%) times a block of broadcast
+// weights read from Wp[m / block, c, k.., m % block] (the blocked packing); the epilogue stores
+// R's rows as they are.
 Tensor strip(const ConvCore& core, int64_t block) {
   size_t rank = core.out.size();
   int64_t lanes = lanes_of(core.acc);
@@ -165,7 +186,8 @@ Tensor strip(const ConvCore& core, int64_t block) {
   padded.back() = (padded.back() + lanes - 1) / lanes * lanes;
   ConvCore c = core;
   c.raw = Tensor();  // P always: reads of the raw input would clamp the vectors' tail into gathers
-  Tensor p = padded_input(c, needed_extent(c, padded));
+  int64_t stride = c.strides.back();
+  Tensor p = stride > 1 ? phase_split_input(c, needed_extent(c, padded)) : padded_input(c, needed_extent(c, padded));
   Tensor wp = c.packed_weight.defined() ? c.packed_weight : pack_weight(c, block);
   std::vector<Expr> shape{Expr(c.n), Expr((c.m + block - 1) / block * block)};
   for (int64_t o : padded) shape.push_back(Expr(o));
@@ -177,8 +199,14 @@ Tensor strip(const ConvCore& core, int64_t block) {
     std::vector<Expr> pidx{v[0], rc};
     std::vector<Expr> widx{floordiv(v[1], Expr(block)), rc};
     for (size_t d = 0; d < rank; ++d) {
-      pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
       widx.push_back(rk[d]);
+      if (d + 1 < rank || stride == 1) {
+        pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
+        continue;
+      }
+      Expr tap = rk[d] * Expr(c.dilations[d]);  // column x * stride + tap: phase tap % stride
+      pidx.push_back(floormod(tap, Expr(stride)));
+      pidx.push_back(v[2 + d] + floordiv(tap, Expr(stride)));
     }
     widx.push_back(floormod(v[1], Expr(block)));
     std::vector<IterVar> axes{rc};

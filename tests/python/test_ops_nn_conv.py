@@ -50,10 +50,13 @@ CONV_CASES = [
     (1, 3, (6, 7, 8), 2, (2, 3, 1), (1, 1, 1), (0, 1, 0, 0, 1, 0), (1, 1, 1), 1),
     (1, 1, (1, 1), 1, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
     # At most 4 input channels (the strip form): a partial block of output channels and a
-    # partial vector of positions, a dilated stride-3 kernel, a half block, and 1-D.
+    # partial vector of positions, a dilated stride-3 kernel, a half block, and 1-D; with a
+    # stride along x the input is split by phase (stride 4: taps in every phase, a phase
+    # shorter than the others, asymmetric pads).
     (2, 3, (23, 37), 20, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 1),
     (1, 4, (9, 60), 8, (7, 5), (1, 3), (3, 2, 3, 2), (1, 2), 1),
     (1, 2, (50,), 16, (3,), (2,), (1, 1), (1,), 1),
+    (1, 3, (11, 70), 16, (3, 6), (2, 4), (1, 1, 2, 3), (1, 1), 1),
 ]
 
 
