@@ -11,8 +11,8 @@
 //    vector Wp[m / ocv, c, k.., m % ocv] (tag "conv_pack"), or reads the same layout from a
 //    weight packed ahead of time by conv_pack_weight (the graph's AlterOpLayout pass);
 //  * depthwise (one input channel per group, tag "depthwise_conv"): R[n, m, spatial..] with the
-//    last dimension padded to whole vectors, vectorized along it (with a stride, each vector
-//    reads every stride-th element: a wide load and a shuffle in codegen);
+//    last dimension padded to whole vectors, vectorized along it (with a stride, from P split
+//    by phase, so each vector reads a contiguous run);
 //  * strip (at most 4 input channels, tag "conv_strip"): R[n, m, spatial..] with vectors of
 //    positions along x and blocks of output channels (the template's register tile);
 //  * Winograd (3x3, stride 1, float32, enough 4x4 output tiles; nn_conv_winograd.cc);
@@ -111,6 +111,19 @@ Expr input_pos(const ConvCore& c, size_t d, const Expr& o, const Expr& k) {
   return oo * Expr(c.strides[d]) + k * Expr(c.dilations[d]);
 }
 
+// Appends the indices of P for output position `o` and kernel position `k` along dimension d:
+// two (phase, q) along the last dimension of a P split by phase (phase_split_input).
+void push_input_pos(std::vector<Expr>& idx, const ConvCore& c, size_t d, const Expr& o, const Expr& k, bool phased) {
+  int64_t stride = c.strides[d];
+  if (!phased || d + 1 < c.out.size()) {
+    idx.push_back(input_pos(c, d, o, k));
+    return;
+  }
+  Expr tap = k * Expr(c.dilations[d]);  // column o * stride + tap: phase tap % stride
+  idx.push_back(floormod(tap, Expr(stride)));
+  idx.push_back(o + floordiv(tap, Expr(stride)));
+}
+
 std::vector<IterVar> kernel_axes(const ConvCore& c) {
   std::vector<IterVar> r;
   for (size_t d = 0; d < c.kernel.size(); ++d) r.push_back(reduce_axis(Range(Expr(0), Expr(c.kernel[d])), "r" + std::to_string(d)));
@@ -199,14 +212,8 @@ Tensor strip(const ConvCore& core, int64_t block) {
     std::vector<Expr> pidx{v[0], rc};
     std::vector<Expr> widx{floordiv(v[1], Expr(block)), rc};
     for (size_t d = 0; d < rank; ++d) {
+      push_input_pos(pidx, c, d, v[2 + d], rk[d], stride > 1);
       widx.push_back(rk[d]);
-      if (d + 1 < rank || stride == 1) {
-        pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
-        continue;
-      }
-      Expr tap = rk[d] * Expr(c.dilations[d]);  // column x * stride + tap: phase tap % stride
-      pidx.push_back(floormod(tap, Expr(stride)));
-      pidx.push_back(v[2 + d] + floordiv(tap, Expr(stride)));
     }
     widx.push_back(floormod(v[1], Expr(block)));
     std::vector<IterVar> axes{rc};
@@ -230,11 +237,13 @@ Tensor depthwise(const ConvCore& core) {
     padded[rank - 2] = (padded[rank - 2] + block - 1) / block * block;
   }
   // The padding must come from P, never from clamped reads of the input (vectors along x).
+  // With a stride along x, a vector of outputs reads every stride-th column: P is split by phase
+  // so that it reads a contiguous run (measured: faster from 14 columns on, slower at 7, where
+  // the copy into P costs more than the shuffles it saves).
   ConvCore c = core;
-  if (padded != c.out) c.raw = Tensor();
-  // With a stride along x, a vector of outputs reads every stride-th column of P: codegen makes
-  // that a wide load and a shuffle.
-  Tensor p = padded_input(c, needed_extent(c, padded));
+  bool phased = c.strides.back() > 1 && 2 * padded.back() > lanes;
+  if (padded != c.out || phased) c.raw = Tensor();
+  Tensor p = phased ? phase_split_input(c, needed_extent(c, padded)) : padded_input(c, needed_extent(c, padded));
   std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
   for (int64_t o : padded) shape.push_back(Expr(o));
   std::vector<std::string> names{"n", "m"};
@@ -244,7 +253,7 @@ Tensor depthwise(const ConvCore& core) {
     std::vector<Expr> pidx{v[0], floordiv(v[1], Expr(mult))};
     std::vector<Expr> k;
     for (size_t d = 0; d < rank; ++d) {
-      pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
+      push_input_pos(pidx, c, d, v[2 + d], rk[d], phased);
       k.push_back(rk[d]);
     }
     Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
