@@ -59,33 +59,29 @@ std::vector<std::string> spatial_names(size_t rank, const std::string& prefix) {
 }
 
 // P covering `extent` positions per spatial dimension (or the raw input when it needs no stage).
-Tensor padded_input(const ConvCore& c, const std::vector<int64_t>& extent) {
+// `phased` splits the last dimension by phase: P[n, c, p.., phase, q] is position
+// q * stride + phase, so a vector of positions along x, every stride-th column, is a contiguous
+// run of one phase for every kernel tap (push_input_pos); the copy into P reads the strided
+// columns once.
+Tensor padded_input(const ConvCore& c, std::vector<int64_t> extent, bool phased = false) {
   if (c.raw.defined()) return c.raw;
+  size_t rank = extent.size();
+  int64_t stride = c.strides.back();
+  if (phased) {
+    extent.back() = (extent.back() + stride - 1) / stride;
+    extent.insert(extent.end() - 1, stride);
+  }
   std::vector<Expr> shape{Expr(c.n), Expr(c.c)};
   for (int64_t e : extent) shape.push_back(Expr(e));
   std::vector<std::string> names{"n", "c"};
-  for (const auto& s : spatial_names(extent.size(), "p")) names.push_back(s);
+  for (const auto& s : spatial_names(rank, "p")) names.push_back(s);
+  if (phased) {
+    names.back() = "phase";
+    names.push_back("q");
+  }
   return compute(shape, [&](const std::vector<Var>& v) {
-    return c.source(v[0], v[1], std::vector<Expr>(v.begin() + 2, v.end()));
-  }, c.name + "_pad", "conv_pad", names);
-}
-
-// P with the last dimension split by phase: P[n, c, p.., phase, q] is position q * stride + phase
-// of the padded input, so a vector of positions along x, every stride-th column, is a
-// contiguous run of one phase for every kernel tap; the copy into P reads the strided columns
-// once. `extent`: the positions needed per dimension.
-Tensor phase_split_input(const ConvCore& c, const std::vector<int64_t>& extent) {
-  int64_t stride = c.strides.back(), per_phase = (extent.back() + stride - 1) / stride;
-  size_t rank = extent.size();
-  std::vector<Expr> shape{Expr(c.n), Expr(c.c)};
-  for (size_t d = 0; d + 1 < rank; ++d) shape.push_back(Expr(extent[d]));
-  shape.insert(shape.end(), {Expr(stride), Expr(per_phase)});
-  std::vector<std::string> names{"n", "c"};
-  for (const auto& s : spatial_names(rank - 1, "p")) names.push_back(s);
-  names.insert(names.end(), {"phase", "q"});
-  return compute(shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> pos(v.begin() + 2, v.begin() + 1 + rank);
-    pos.push_back(v.back() * Expr(stride) + v[1 + rank]);
+    std::vector<Expr> pos(v.begin() + 2, v.begin() + 2 + rank);
+    if (phased) pos.back() = v.back() * Expr(stride) + v[1 + rank];
     return c.source(v[0], v[1], pos);
   }, c.name + "_pad", "conv_pad", names);
 }
@@ -112,7 +108,7 @@ Expr input_pos(const ConvCore& c, size_t d, const Expr& o, const Expr& k) {
 }
 
 // Appends the indices of P for output position `o` and kernel position `k` along dimension d:
-// two (phase, q) along the last dimension of a P split by phase (phase_split_input).
+// two (phase, q) along the last dimension of a P split by phase.
 void push_input_pos(std::vector<Expr>& idx, const ConvCore& c, size_t d, const Expr& o, const Expr& k, bool phased) {
   int64_t stride = c.strides[d];
   if (!phased || d + 1 < c.out.size()) {
@@ -199,8 +195,8 @@ Tensor strip(const ConvCore& core, int64_t block) {
   padded.back() = (padded.back() + lanes - 1) / lanes * lanes;
   ConvCore c = core;
   c.raw = Tensor();  // P always: reads of the raw input would clamp the vectors' tail into gathers
-  int64_t stride = c.strides.back();
-  Tensor p = stride > 1 ? phase_split_input(c, needed_extent(c, padded)) : padded_input(c, needed_extent(c, padded));
+  bool phased = c.strides.back() > 1;
+  Tensor p = padded_input(c, needed_extent(c, padded), phased);
   Tensor wp = c.packed_weight.defined() ? c.packed_weight : pack_weight(c, block);
   std::vector<Expr> shape{Expr(c.n), Expr((c.m + block - 1) / block * block)};
   for (int64_t o : padded) shape.push_back(Expr(o));
@@ -212,7 +208,7 @@ Tensor strip(const ConvCore& core, int64_t block) {
     std::vector<Expr> pidx{v[0], rc};
     std::vector<Expr> widx{floordiv(v[1], Expr(block)), rc};
     for (size_t d = 0; d < rank; ++d) {
-      push_input_pos(pidx, c, d, v[2 + d], rk[d], stride > 1);
+      push_input_pos(pidx, c, d, v[2 + d], rk[d], phased);
       widx.push_back(rk[d]);
     }
     widx.push_back(floormod(v[1], Expr(block)));
@@ -243,7 +239,7 @@ Tensor depthwise(const ConvCore& core) {
   ConvCore c = core;
   bool phased = c.strides.back() > 1 && 2 * padded.back() > lanes;
   if (padded != c.out || phased) c.raw = Tensor();
-  Tensor p = phased ? phase_split_input(c, needed_extent(c, padded)) : padded_input(c, needed_extent(c, padded));
+  Tensor p = padded_input(c, needed_extent(c, padded), phased);
   std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
   for (int64_t o : padded) shape.push_back(Expr(o));
   std::vector<std::string> names{"n", "m"};
