@@ -103,7 +103,10 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
   Stage& y = s[out];
   Loop plane = y.fuse(y.loop(oc->axis[0]), y.loop(oc->axis[1]));
   if (nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork) y.parallel(plane);
-  if (out->dim(out.ndim() - 1) >= lanes) y.vectorize(y.split(y.loop(oc->axis.back()), lanes).second);
+  // Rows narrower than a vector are one vector each (planes of 7x7 and 14x14 positions).
+  Loop x = y.loop(oc->axis.back());
+  if (out->dim(out.ndim() - 1) >= lanes) y.vectorize(y.split(x, lanes).second);
+  else if (out->dim(out.ndim() - 1) > 1) y.vectorize(x);
   // A block of rows per product stage: each input row loaded feeds every output row it touches.
   Loop at = plane;
   Loop rows;
@@ -138,7 +141,12 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
     p.compute_at(y, plane);
     const auto* pp = padded.as<ComputeOp>();
     Loop pl = p.loop(pp->axis.back());
+    // A row narrower than a vector is one vector, unless it is split by phase (a phase axis
+    // before it): its loads then read every stride-th element, and at such widths those
+    // strided masked loads cost several times the scalar copy.
+    bool phased = padded.ndim() > out.ndim();
     if (padded->dim(padded.ndim() - 1) >= lanes) p.vectorize(p.split(pl, lanes).second);
+    else if (padded->dim(padded.ndim() - 1) > 1 && !phased) p.vectorize(pl);
   }
 }
 

@@ -47,6 +47,10 @@ CONV_CASES = [
     # partial vector; a dilated stride 3 with a channel multiplier and asymmetric pads).
     (1, 8, (9, 37), 8, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 8),
     (1, 4, (7, 50), 8, (3, 3), (1, 3), (1, 0, 1, 2), (1, 2), 4),
+    # Depthwise over planes narrower than a vector: each row (of the padded input too) is one
+    # narrow vector; MobileNet's 7x7 layers, and two images with asymmetric pads.
+    (1, 16, (7, 7), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 16),
+    (2, 5, (6, 11), 5, (3, 3), (1, 1), (0, 2, 1, 1), (1, 1), 5),
     (1, 8, (10, 10), 12, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 4),
     (1, 4, (20,), 32, (3,), (2,), (1, 1), (1,), 1),
     (1, 4, (20,), 4, (3,), (1,), (1, 1), (2,), 4),
