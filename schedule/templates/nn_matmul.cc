@@ -42,10 +42,19 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   if (panel_outer) {
     o.reorder({tiles[1], tiles[0]});
     batch.push_back(tiles[1]);
-    Loop panel = fuse_all(o, batch);
-    if (parallel) o.parallel(panel);
-    tile = tiles[0];
-    if (copied && k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel) b.compute_at(o, panel);
+    if (copied) {
+      Loop panel = fuse_all(o, batch);
+      if (parallel) o.parallel(panel);
+      tile = tiles[0];
+      if (k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel) b.compute_at(o, panel);
+    } else {
+      // Panels packed ahead of time: the threads share out (panel, row tile) pairs, each a run
+      // of consecutive ones, so 3 or 5 panels do not leave a thread idle for a third or a
+      // fifth of the time.
+      batch.push_back(tiles[0]);
+      tile = fuse_all(o, batch);
+      if (parallel) o.parallel(tile);
+    }
   } else {
     batch.push_back(tiles[0]);
     batch.push_back(tiles[1]);
