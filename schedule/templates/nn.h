@@ -32,11 +32,12 @@ std::vector<Tensor> unscheduled_stages(Schedule& s, const Tensor& output);
 Loop fuse_all(Stage& st, const std::vector<Loop>& loops);
 // The matmul tiling (nn_matmul.cc): `out` reads the padded `product` (tag "matmul") elementwise,
 // its loops `batch`, `rows` and `cols` running over the product's batch, row and column
-// dimensions; `packed` is the product's B panel stage (tag "matmul_pack", or an inlined
-// "matmul_prepacked" copy of panels packed ahead of time). With `rows_contiguous`, consecutive
-// rows of `out` are adjacent in memory (not columns), so the tile is stored a column at a time.
+// dimensions, `columns` the extent of `cols` (the product pads it to whole panels); `packed` is
+// the product's B panel stage (tag "matmul_pack", or an inlined "matmul_prepacked" copy of
+// panels packed ahead of time). With `rows_contiguous`, consecutive rows of `out` are adjacent
+// in memory (not columns), so the tile is stored a column at a time.
 void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
-                           const Loop& rows, const Loop& cols, bool rows_contiguous = false);
+                           const Loop& rows, const Loop& cols, int64_t columns, bool rows_contiguous = false);
 // The stage a template of an op that takes an epilogue (conv, matmul) should tile: `main`, the
 // op's own output, or in a fused kernel whose output applies elementwise ops to main (bias,
 // activation, residual add), that output, with main inlined into it so the epilogue runs on the

@@ -190,12 +190,16 @@ void schedule_pointwise(Schedule& s, const Tensor& out, const Tensor& product, c
   const auto* oc = out.as<ComputeOp>();
   Stage& y = s[out];
   std::vector<Loop> spatial;
-  for (size_t d = 2; d < oc->axis.size(); ++d) spatial.push_back(y.loop(oc->axis[d]));
+  int64_t num_positions = 1;
+  for (size_t d = 2; d < oc->axis.size(); ++d) {
+    spatial.push_back(y.loop(oc->axis[d]));
+    num_positions *= out->dim(d);
+  }
   Loop positions = nn::fuse_all(y, spatial), channels = y.loop(oc->axis[1]);
   if (nn::find_tagged(out, "conv_weight_panels").defined())
-    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, positions, channels, true);
+    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, positions, channels, out->dim(1), true);
   else
-    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, channels, positions);
+    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, channels, positions, num_positions);
 }
 
 // A transform stage [tiles, positions.., channels]: tiles over the threads, then each vector of
@@ -250,7 +254,8 @@ void schedule_winograd(Schedule& s, const Tensor& out, const Tensor& output_tran
   schedule_transform(s, input_transform, 1, {0});
   const auto* pc = products.as<ComputeOp>();
   Stage& p = s[products];
-  nn::schedule_matmul_tiles(s, products, product, panels, {p.loop(pc->axis[0])}, p.loop(pc->axis[1]), p.loop(pc->axis[2]));
+  nn::schedule_matmul_tiles(s, products, product, panels, {p.loop(pc->axis[0])}, p.loop(pc->axis[1]), p.loop(pc->axis[2]),
+                            products->dim(2));
   schedule_transform(s, output_transform, 0, {1, 2});
   schedule_unblocking(s, out);
 }

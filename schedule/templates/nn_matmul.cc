@@ -18,8 +18,19 @@ namespace nn {
 // A panel packed inside the parallel loop lives on the worker's stack up to this size.
 constexpr int64_t kMaxLocalPanel = 128 * 1024;
 
+// Fewer panels than this leave each thread so few that one partial panel unbalances them.
+constexpr int64_t kFewPanels = 16;
+
+// How many runs of row tiles to share out: the largest divisor of `row_tiles` up to 8, so every
+// run is whole; 1 when that is under 4 (too few to balance anything).
+int64_t row_chunks(int64_t row_tiles) {
+  for (int64_t c = 8; c >= 4; --c)
+    if (row_tiles % c == 0) return c;
+  return 1;
+}
+
 void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
-                           const Loop& rows, const Loop& cols, bool rows_contiguous) {
+                           const Loop& rows, const Loop& cols, int64_t columns, bool rows_contiguous) {
   const auto* pc = product.as<ComputeOp>();
   size_t nb = pc->axis.size() - 2;
   int64_t m = product->dim(nb);  // padded to whole tiles
@@ -42,7 +53,20 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   if (panel_outer) {
     o.reorder({tiles[1], tiles[0]});
     batch.push_back(tiles[1]);
-    if (copied) {
+    int64_t chunks = row_chunks(m / mr);
+    if (copied && panels < kFewPanels && columns % nr != 0 && chunks > 1) {
+      // Few panels, packed as they go, the last one partial: the loop partitioner runs that one
+      // apart, on one thread while the others wait. Instead each thread takes a run of row
+      // tiles through every panel (packing its own copy of each), the partial one included.
+      batch.pop_back();
+      auto [chunk, rest] = o.split_nparts(tiles[0], chunks);
+      o.reorder({chunk, tiles[1], rest});
+      batch.push_back(chunk);
+      Loop outer = fuse_all(o, batch);
+      if (parallel) o.parallel(outer);
+      tile = rest;
+      if (k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel) b.compute_at(o, tiles[1]);
+    } else if (copied) {
       Loop panel = fuse_all(o, batch);
       if (parallel) o.parallel(panel);
       tile = tiles[0];
@@ -114,7 +138,8 @@ void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, cons
   Stage& o = s[out];
   std::vector<Loop> batch, row_dims;
   for (size_t d = 0; d < last; ++d) (d < nb ? batch : row_dims).push_back(o.loop(oc->axis[d]));
-  nn::schedule_matmul_tiles(s, out, product, packed, batch, nn::fuse_all(o, row_dims), o.loop(oc->axis[last]));
+  nn::schedule_matmul_tiles(s, out, product, packed, batch, nn::fuse_all(o, row_dims), o.loop(oc->axis[last]),
+                            out->dim(last));
 }
 
 void schedule_matmul(Schedule& s, const Tensor& main) {
