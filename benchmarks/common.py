@@ -44,6 +44,11 @@ RESNET50_CONVS = [
 ]
 
 
+def conv_output_size(size, kernel, stride):
+    """The output size of a RESNET50_CONVS layer (padding kernel // 2)."""
+    return (size + 2 * (kernel // 2) - kernel) // stride + 1
+
+
 def has_avx512():
     try:
         with open("/proc/cpuinfo") as f:
@@ -109,14 +114,17 @@ def blas_library():
     return ", ".join(names) or "none"
 
 
-def result_line(bench, case, threads, times, peers):
-    """The machine-readable RESULT line; speedup_vs_<peer> = peer median / Tessera median."""
+def result_line(bench, case, threads, times, peers, subject="tessera", extra=None):
+    """The machine-readable RESULT line: <lib>_ms (median) and <lib>_min_ms for `subject` and each
+    peer timed, speedup_vs_<peer> = peer median / subject median, then `extra` (tuning seconds,
+    trials...)."""
     record = {"bench": bench, "case": case, "threads": threads,
-              "tessera_ms": round(times["tessera"][1] * 1e3, 3),
-              "tessera_min_ms": round(times["tessera"][0] * 1e3, 3)}
+              f"{subject}_ms": round(times[subject][1] * 1e3, 3),
+              f"{subject}_min_ms": round(times[subject][0] * 1e3, 3)}
     for peer in peers:
         if peer in times:
             record[f"{peer}_ms"] = round(times[peer][1] * 1e3, 3)
             record[f"{peer}_min_ms"] = round(times[peer][0] * 1e3, 3)
-            record[f"speedup_vs_{peer}"] = round(times[peer][1] / times["tessera"][1], 3)
+            record[f"speedup_vs_{peer}"] = round(times[peer][1] / times[subject][1], 3)
+    record.update(extra or {})
     return "RESULT " + json.dumps(record)

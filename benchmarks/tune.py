@@ -57,7 +57,7 @@ def conv_model(name, channels, out_channels, size, kernel, stride=1):
     from onnx import helper, numpy_helper
     w = np.random.default_rng(0).standard_normal((out_channels, channels, kernel, kernel)).astype("float32") * 0.05
     path = os.path.join(RESULTS, f"{name}.onnx")
-    out = (size + 2 * (kernel // 2) - kernel) // stride + 1
+    out = common.conv_output_size(size, kernel, stride)
     node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[kernel // 2] * 4, strides=[stride] * 2)
     onnx_model(path, [node], [("x", [1, channels, size, size])], ("y", [1, out_channels, out, out]),
                [numpy_helper.from_array(w, "w")])

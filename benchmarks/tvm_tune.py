@@ -28,7 +28,6 @@ MetaSchedule's one runner process; at most two builder processes. The work direc
 of MetaSchedule's database and logs first: every run tunes from scratch."""
 import argparse
 import atexit
-import json
 import logging
 import os
 import shutil
@@ -45,10 +44,6 @@ MODEL_DIR = os.path.join(common.ROOT, "models")
 sys.path.insert(0, os.path.join(common.ROOT, "scripts"))
 
 RESNET50_CONVS = common.RESNET50_CONVS
-
-
-def conv_output_size(size, kernel, stride):
-    return (size + 2 * (kernel // 2) - kernel) // stride + 1
 
 
 def tvm_target(threads):
@@ -160,20 +155,6 @@ def rel_error(out, ref):
     return float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
 
 
-def result_line(bench, case, threads, times, extra):
-    """The RESULT line: <lib>_ms (median) and <lib>_min_ms per library, speedup_vs_<peer> = peer
-    median / TVM median, then `extra` (tuning seconds, trials...)."""
-    record = {"bench": bench, "case": case, "threads": threads}
-    for lib, (best, median) in times.items():
-        record[f"{lib}_ms"] = round(median * 1e3, 3)
-        record[f"{lib}_min_ms"] = round(best * 1e3, 3)
-    for lib in times:
-        if lib != "tvm":
-            record[f"speedup_vs_{lib}"] = round(times[lib][1] / times["tvm"][1], 3)
-    record.update(extra)
-    return "RESULT " + json.dumps(record)
-
-
 def print_times(name, times, flops=None):
     for lib, (best, median) in times.items():
         rate = f"  {flops / median / 1e9:7.1f} GFLOP/s" if flops else ""
@@ -209,8 +190,8 @@ def bench_gemm(args, target):
     out = np.empty_like(ref)
     times["numpy"] = common.measure(lambda: np.matmul(a, b, out=out), args.repeat)
     print_times(f"gemm{n}", times, 2 * n ** 3)
-    print(result_line("tvm_tune_gemm", f"{n}x{n}x{n}", args.threads, times,
-                      {"tune_s": round(seconds, 1), "trials": args.trials, "measured": count}), flush=True)
+    print(common.result_line("tvm_tune_gemm", f"{n}x{n}x{n}", args.threads, times, ["numpy"], "tvm",
+                             {"tune_s": round(seconds, 1), "trials": args.trials, "measured": count}), flush=True)
     return 0
 
 
@@ -236,7 +217,7 @@ def bench_convs(args, target):
     rng = np.random.default_rng(0)
     failed = False
     for name, cin, cout, size, kernel, stride in layers:
-        out_size = conv_output_size(size, kernel, stride)
+        out_size = common.conv_output_size(size, kernel, stride)
         flops = 2 * cout * out_size ** 2 * cin * kernel ** 2
         case = f"{name}_{cin}x{size}x{size}_{cout}_k{kernel}s{stride}"
         try:
@@ -268,8 +249,8 @@ def bench_convs(args, target):
         times["torch"] = common.measure(torch_conv, args.repeat)
         common.pause()
         print_times(name, times, flops)
-        print(result_line("tvm_tune_conv", case, args.threads, times,
-                          {"tune_s": round(seconds, 1), "trials": args.trials, "measured": count}), flush=True)
+        print(common.result_line("tvm_tune_conv", case, args.threads, times, ["torch"], "tvm",
+                                 {"tune_s": round(seconds, 1), "trials": args.trials, "measured": count}), flush=True)
     return 1 if failed else 0
 
 
@@ -333,9 +314,9 @@ def bench_model(args, target):
     common.pause()
     times["ort"] = common.measure(run_ort, args.repeat)
     print_times(args.model, times)
-    print(result_line("tvm_tune_model", args.model, args.threads, times,
-                      {"tune_s": round(seconds, 1), "trials": args.trials, "measured": count, "tasks": len(tasks),
-                       "tuned_tasks": tuned_tasks}), flush=True)
+    print(common.result_line("tvm_tune_model", args.model, args.threads, times, ["ort"], "tvm",
+                             {"tune_s": round(seconds, 1), "trials": args.trials, "measured": count, "tasks": len(tasks),
+                              "tuned_tasks": tuned_tasks}), flush=True)
     return 0
 
 

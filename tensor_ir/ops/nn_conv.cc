@@ -283,6 +283,13 @@ Tensor direct(const ConvCore& c) {
   return epilogue(c, [&](const std::vector<Var>& v) { return r(as_exprs(v)); });
 }
 
+// How many output positions one image and channel has (the product of the spatial extents).
+int64_t output_positions(const ConvCore& c) {
+  int64_t positions = 1;
+  for (int64_t o : c.out) positions *= o;
+  return positions;
+}
+
 // The flattened spatial position of output coordinates v[2..] (what pointwise products index).
 Expr flat_position(const ConvCore& c, const std::vector<Var>& v) {
   return flat_index(std::vector<Expr>(v.begin() + 2, v.end()), c.out);
@@ -292,8 +299,7 @@ Expr flat_position(const ConvCore& c, const std::vector<Var>& v) {
 // core packs X into column panels, so its tiles read contiguous memory however far apart the
 // channel planes lie; the epilogue reads the product at the flattened spatial position.
 Tensor pointwise(const ConvCore& c) {
-  int64_t positions = 1;
-  for (int64_t o : c.out) positions *= o;
+  int64_t positions = output_positions(c);
   std::vector<int64_t> out = c.out;
   auto coords = [out](const Expr& p) { return unflat_index(p, out); };
   MatmulCore mc;
@@ -324,8 +330,7 @@ Tensor pointwise(const ConvCore& c) {
 // (conv_pack_weight with a block of nr, read as Bp[m / nr, c, m % nr]); the epilogue stores
 // each output channel's run of positions.
 Tensor pointwise_rows(const ConvCore& c) {
-  int64_t positions = 1;
-  for (int64_t o : c.out) positions *= o;
+  int64_t positions = output_positions(c);
   std::vector<int64_t> out = c.out;
   int64_t nr = matmul_tile_cols(c.acc, c.m);
   Tensor w = c.packed_weight;
@@ -371,11 +376,8 @@ struct ConvForm {
 ConvForm conv_form(const ConvCore& c) {
   int64_t lanes = lanes_of(c.acc);
   int64_t cg = c.c / c.groups, mg = c.m / c.groups;
-  int64_t volume = 1, positions = 1;
-  for (size_t d = 0; d < c.kernel.size(); ++d) {
-    volume *= c.kernel[d] * c.strides[d];
-    positions *= c.out[d];
-  }
+  int64_t volume = 1, positions = output_positions(c);
+  for (size_t d = 0; d < c.kernel.size(); ++d) volume *= c.kernel[d] * c.strides[d];
   if (c.unpadded && c.groups == 1 && volume == 1 && c.m >= 8 && positions >= lanes)
     return {c.prepacked && positions_as_rows(c, positions) ? ConvForm::PointwiseRows : ConvForm::Pointwise};
   if (c.groups > 1 && cg == 1) return {ConvForm::Depthwise};

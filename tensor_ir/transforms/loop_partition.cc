@@ -13,11 +13,6 @@ namespace tessera::tensor_ir {
 
 namespace {
 
-bool is_likely(const Expr& e) {
-  const auto* c = e.as<Call>();
-  return c && c->op == Intrinsic::likely;
-}
-
 // The likely(...) guards in a statement and the loops nested inside it.
 class GuardCollector : public IRVisitor {
  public:
