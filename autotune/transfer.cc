@@ -59,6 +59,14 @@ int ScheduleTransfer::transfer(const Task& task) {
     batch.push_back(traces[i]);
     policies.push_back("transfer");
   }
+  // The default is timed again after the candidates, and keeps its better run: a stretch of
+  // seconds in which the machine runs at half speed (seen here) must not make the default look
+  // slower than candidates timed after it. Noise while a candidate runs only keeps the default.
+  bool timed_twice = batch.size() > 1;
+  if (timed_twice) {
+    batch.push_back(batch[0]);
+    policies.push_back(policies[0]);
+  }
   if (!measurer_) measurer_ = std::make_unique<Measurer>(options_.measure);
   std::vector<MeasureResult> results = measurer_->measure(task, target_, batch);
   std::vector<Record> records;
@@ -72,9 +80,15 @@ int ScheduleTransfer::transfer(const Task& task) {
     r.policy = policies[i];
     records.push_back(std::move(r));
   }
+  if (timed_twice) {
+    Record again = std::move(records.back());
+    records.pop_back();
+    if (again.error.empty() && (!records[0].error.empty() || again.median_seconds() < records[0].median_seconds()))
+      records[0] = std::move(again);
+  }
   db_.add_workload(task.workload);
   db_.commit(records);
-  return static_cast<int>(batch.size()) - 1;
+  return static_cast<int>(records.size()) - 1;
 }
 
 }  // namespace tessera::autotune

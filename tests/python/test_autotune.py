@@ -1,5 +1,7 @@
 """Tuning sessions end to end, with a handful of trials: tasks, the database they fill, builds
 that replay its records, resuming, interruption, custom schedules and schedule transfer."""
+import json
+import os
 import sqlite3
 
 import numpy as np
@@ -147,7 +149,26 @@ def test_schedule_transfer_from_another_shape(tmp_path, rng):
     assert all(label.startswith(("transferred (record", "default (measured fastest")) for label in got.values()), got
     rows = records(db)
     assert len(rows) > before and {r[2] for r in rows[before:]} <= {"transfer", "default"}
+    # The default is timed before and after the candidates (see below) but committed once.
+    new_defaults = [r[0] for r in rows[before:] if r[2] == "default"]
+    assert new_defaults and len(new_defaults) == len(set(new_defaults))
     x = rng.standard_normal((11, 24)).astype("float32")
     np.testing.assert_allclose(lib.run([x])[0], tessera.build(other, db=False).run([x])[0], rtol=1e-5, atol=1e-5)
     # The transfer was committed: the next build measures nothing and picks the same schedules.
     assert labels(tessera.build(other, db=db)) == got and len(records(db)) == len(rows)
+
+
+def test_schedule_transfer_times_the_default_before_and_after_the_candidates(tmp_path, monkeypatch):
+    """So that a stretch of seconds at half speed cannot make the default look slower than the
+    candidates timed after it. The requests to the worker are logged by a wrapper around it."""
+    db = tmp_path / "x.db"
+    tessera.autotune.tune(mlp(tmp_path / "a.onnx", 16), db=db, trials=12, progress=False, **FAST)
+    build = os.environ.get("TESSERA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+    log, wrapper = tmp_path / "requests.jsonl", tmp_path / "worker.sh"
+    wrapper.write_text(f"#!/bin/sh\ntee -a '{log}' | '{os.path.abspath(os.path.join(build, 'bin', 'tessera-measure'))}'\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("TESSERA_MEASURE_WORKER", str(wrapper))
+    tessera.build(mlp(tmp_path / "b.onnx", 11), db=db)
+    batches = [json.loads(line)["candidates"] for line in log.read_text().splitlines()]
+    # A batch of the default alone is a workload whose borrowed traces all replay as its default.
+    assert any(len(b) >= 3 for b in batches) and all(b[0] == b[-1] for b in batches), batches
