@@ -13,5 +13,11 @@ os.environ["TESSERA_DB"] = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tess
 
 
 @pytest.fixture
+def build_dir():
+    """The build tree the tests run against (its bin/ holds tessera and tessera-measure)."""
+    return os.path.abspath(_BUILD)
+
+
+@pytest.fixture
 def rng():
     return np.random.default_rng(0)

@@ -158,14 +158,13 @@ def test_schedule_transfer_from_another_shape(tmp_path, rng):
     assert labels(tessera.build(other, db=db)) == got and len(records(db)) == len(rows)
 
 
-def test_schedule_transfer_times_the_default_before_and_after_the_candidates(tmp_path, monkeypatch):
+def test_schedule_transfer_times_the_default_before_and_after_the_candidates(tmp_path, monkeypatch, build_dir):
     """So that a stretch of seconds at half speed cannot make the default look slower than the
     candidates timed after it. The requests to the worker are logged by a wrapper around it."""
     db = tmp_path / "x.db"
     tessera.autotune.tune(mlp(tmp_path / "a.onnx", 16), db=db, trials=12, progress=False, **FAST)
-    build = os.environ.get("TESSERA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
     log, wrapper = tmp_path / "requests.jsonl", tmp_path / "worker.sh"
-    wrapper.write_text(f"#!/bin/sh\ntee -a '{log}' | '{os.path.abspath(os.path.join(build, 'bin', 'tessera-measure'))}'\n")
+    wrapper.write_text(f"#!/bin/sh\ntee -a '{log}' | '{os.path.join(build_dir, 'bin', 'tessera-measure')}'\n")
     wrapper.chmod(0o755)
     monkeypatch.setenv("TESSERA_MEASURE_WORKER", str(wrapper))
     tessera.build(mlp(tmp_path / "b.onnx", 11), db=db)
