@@ -1,6 +1,7 @@
 #include "targets/target.h"
 
 #include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/Triple.h>
 #include <llvm/Support/Host.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "runtime/error.h"
+#include "targets/llvm/target_machine.h"
 
 namespace tessera::targets {
 
@@ -111,10 +113,22 @@ Target Target::host() {
 
 Target Target::with_host_defaults() const {
   Target t = *this;
-  if (t.kind == "llvm") {
-    if (t.mtriple.empty()) t.mtriple = llvm::sys::getProcessTriple();
-    if (t.mcpu.empty()) t.mcpu = llvm::sys::getHostCPUName().str();
+  if (t.kind != "llvm") return t;
+  const std::string process = llvm::sys::getProcessTriple();
+  if (t.mtriple.empty()) t.mtriple = process;
+  // A foreign architecture's CPU stays unset: code for it is generic.
+  if (!t.mcpu.empty() || llvm::Triple(llvm::Triple::normalize(t.mtriple)).getArch() != llvm::Triple(process).getArch())
+    return t;
+  t.mcpu = llvm::sys::getHostCPUName().str();
+  // Code for an unset CPU uses every feature of the host, which the name alone may not imply;
+  // the features given stay last, so they still win.
+  std::vector<std::string> mattr;
+  for (const std::string& f : llvm_backend::host_features_beyond_cpu_name()) {
+    auto same_feature = [&](const std::string& g) { return g.substr(1) == f.substr(1); };
+    if (std::none_of(t.mattr.begin(), t.mattr.end(), same_feature)) mattr.push_back(f);
   }
+  mattr.insert(mattr.end(), t.mattr.begin(), t.mattr.end());
+  t.mattr = std::move(mattr);
   return t;
 }
 

@@ -20,8 +20,10 @@ struct Target {
   // llvm with the host's triple, CPU name and CPU features spelled out.
   static Target host();
 
-  // For llvm, the host's triple and CPU name where unset (features stay as given): the target
-  // tuning records are keyed by, so records made on one CPU are not applied on another.
+  // For llvm, the host's triple where unset and, for the host's architecture with no CPU given,
+  // its CPU name and the features it has beyond those the name implies (before the features
+  // given): the code an unset CPU gets, spelled out. Tuning records are keyed by it, so records
+  // made on one CPU, or with another vector width, are not applied on another.
   Target with_host_defaults() const;
 
   // kind, then the options that are set, in a fixed order; parse(str()) == *this.

@@ -7,6 +7,7 @@
 #include <llvm/Support/Host.h>
 #include <llvm/Support/TargetSelect.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
@@ -58,6 +59,22 @@ void initialize_llvm() {
     LLVMInitializeAArch64TargetMC();
     LLVMInitializeAArch64AsmPrinter();
   });
+}
+
+std::vector<std::string> host_features_beyond_cpu_name() {
+  initialize_llvm();
+  const std::string triple = llvm::sys::getProcessTriple();
+  std::unique_ptr<llvm::MCSubtargetInfo> named(
+      lookup(triple).createMCSubtargetInfo(triple, llvm::sys::getHostCPUName(), ""));
+  llvm::StringMap<bool> host;
+  std::vector<std::string> out;
+  if (!llvm::sys::getHostCPUFeatures(host)) return out;
+  for (const auto& f : host) {
+    const std::string on = "+" + f.getKey().str();
+    if (named->checkFeatures(on) != f.getValue()) out.push_back((f.getValue() ? "+" : "-") + f.getKey().str());
+  }
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
+  return out;
 }
 
 ResolvedTarget resolve(const Target& target) {

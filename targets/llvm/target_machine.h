@@ -4,6 +4,7 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 
 #include <string>
+#include <vector>
 
 #include "targets/target.h"
 
@@ -18,6 +19,11 @@ struct ResolvedTarget {
 
 // Registers LLVM's native target once per process.
 void initialize_llvm();
+
+// The host's CPU features that differ from what LLVM's model of the host CPU name enables ("+f"
+// or "-f", sorted by name). Empty when the name says it all; not when LLVM predates the CPU
+// (LLVM 14 calls a Zen 4 "znver3", which has no AVX-512).
+std::vector<std::string> host_features_beyond_cpu_name();
 
 // Fills in the host's triple, CPU and features where `target` leaves them empty and checks that
 // LLVM knows the triple, the CPU and every feature (throws tessera::Error naming the bad one).

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "kernel_builder.h"
 #include "runtime/error.h"
@@ -119,6 +120,21 @@ TEST(Module, EmitsElfObjectsForTheHostAndOtherCpus) {
   emit_object_file({scale_kernel()}, Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver3"), dir + "/znver3.o");
   expect_elf_object(dir + "/znver3.o");
   expect_error([&] { emit_object_file({scale_kernel()}, Target::parse("llvm"), dir + "/no/such/dir/x.o"); }, "no/such/dir/x.o");
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Tuning records are keyed by the spelled-out target, so it must stand for the very code an
+// unset CPU gets (16-lane vectors here: AVX-512 on a Zen 4, which LLVM 14 names znver3).
+TEST(Module, HostDefaultsCompileAsTheUnsetCpu) {
+  const std::string dir = ::testing::TempDir();
+  Target spelled = Target::parse("llvm").with_host_defaults();
+  emit_object_file({scale_kernel()}, Target::parse("llvm"), dir + "/unset.o");
+  emit_object_file({scale_kernel()}, spelled, dir + "/spelled.o");
+  EXPECT_EQ(read_bytes(dir + "/unset.o"), read_bytes(dir + "/spelled.o")) << spelled.str();
 }
 
 TEST(Module, RefusesToRunCodeTheHostCannot) {

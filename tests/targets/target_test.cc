@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "runtime/error.h"
 #include "targets/build.h"
 
@@ -54,6 +56,24 @@ TEST(Target, HostIsComplete) {
   EXPECT_FALSE(host.mcpu.empty());
   EXPECT_FALSE(host.mattr.empty());
   EXPECT_EQ(Target::parse(host.str()), host);
+}
+
+TEST(Target, HostDefaultsNameTheHostsCpuAndFeatures) {
+  Target host = Target::host(), spelled = Target::parse("llvm").with_host_defaults();
+  EXPECT_EQ(spelled.mtriple, host.mtriple);
+  EXPECT_EQ(spelled.mcpu, host.mcpu);
+  for (const std::string& f : spelled.mattr)
+    EXPECT_NE(std::find(host.mattr.begin(), host.mattr.end(), f), host.mattr.end()) << f << " is not the host's";
+  // A feature given stays, last, and is not also listed from the host.
+  Target without = Target::parse("llvm -mattr=-avx2").with_host_defaults();
+  ASSERT_FALSE(without.mattr.empty());
+  EXPECT_EQ(without.mattr.back(), "-avx2");
+  EXPECT_EQ(std::count_if(without.mattr.begin(), without.mattr.end(), [](const std::string& f) { return f.substr(1) == "avx2"; }), 1);
+  // A CPU given, or another architecture, gets no host features.
+  EXPECT_TRUE(Target::parse("llvm -mcpu=znver3").with_host_defaults().mattr.empty());
+  Target arm = Target::parse("llvm -mtriple=aarch64-linux-gnu").with_host_defaults();
+  EXPECT_TRUE(arm.mcpu.empty());
+  EXPECT_TRUE(arm.mattr.empty());
 }
 
 TEST(Target, RejectsBadStrings) {
