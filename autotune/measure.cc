@@ -239,6 +239,18 @@ Measurer::Measurer(MeasureOptions options) : options_(std::move(options)) {
 
 Measurer::~Measurer() = default;
 
+double MeasureResult::median_seconds() const {
+  if (!valid()) return 0;
+  std::vector<double> c = costs;
+  std::nth_element(c.begin(), c.begin() + c.size() / 2, c.end());
+  return c[c.size() / 2];
+}
+
+const MeasureResult& faster(const MeasureResult& a, const MeasureResult& b) {
+  if (!a.valid() || !b.valid()) return a.valid() ? a : b;
+  return b.median_seconds() < a.median_seconds() ? b : a;
+}
+
 std::vector<MeasureResult> Measurer::measure(const Task& task, const std::string& target, const std::vector<std::string>& traces) {
   std::vector<MeasureResult> results(traces.size());
   try {

@@ -33,7 +33,13 @@ struct MeasureResult {
   // the worker's last line on stderr when it wrote one. "setup: ..." means nothing was measured
   // and the candidate is not at fault: the kernel, the target or its default schedule failed.
   std::string error;
+  bool valid() const { return error.empty() && !costs.empty(); }
+  double median_seconds() const;  // 0 when not valid
 };
+
+// Of two measurements of one schedule, the one to keep: the valid one, else the one with the
+// lower median. Noise here (seconds in which one core is taken) only ever slows a run down.
+const MeasureResult& faster(const MeasureResult& a, const MeasureResult& b);
 
 // Keeps one worker alive across calls (it keeps the inputs and reference outputs of the last
 // task), replacing it when it crashes or hangs. Not thread-safe: one Measurer per thread.

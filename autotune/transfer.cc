@@ -69,8 +69,12 @@ int ScheduleTransfer::transfer(const Task& task) {
   }
   if (!measurer_) measurer_ = std::make_unique<Measurer>(options_.measure);
   std::vector<MeasureResult> results = measurer_->measure(task, target_, batch);
+  if (timed_twice) {
+    results.front() = faster(results.front(), results.back());
+    results.pop_back();
+  }
   std::vector<Record> records;
-  for (size_t i = 0; i < batch.size(); ++i) {
+  for (size_t i = 0; i < results.size(); ++i) {
     Record r;
     r.workload = task.workload.key;
     r.target = target_;
@@ -79,12 +83,6 @@ int ScheduleTransfer::transfer(const Task& task) {
     r.error = results[i].error;
     r.policy = policies[i];
     records.push_back(std::move(r));
-  }
-  if (timed_twice) {
-    Record again = std::move(records.back());
-    records.pop_back();
-    if (again.error.empty() && (!records[0].error.empty() || again.median_seconds() < records[0].median_seconds()))
-      records[0] = std::move(again);
   }
   db_.add_workload(task.workload);
   db_.commit(records);

@@ -58,8 +58,12 @@ def test_tune_fills_the_database_builds_replay_it_and_a_rerun_resumes(tmp_path, 
     html = open(report.report_path).read()
     assert report.report_path == str(tmp_path / "tuning_report.html") and html.count("<svg") >= 3
 
+    # One record per trial, and two more per task whose best candidate was timed again beside
+    # the default at the end (its default then has two records).
     rows = records(db)
-    assert len(rows) == 14 and sum(r[2] == "default" for r in rows) == 2
+    retimed = [w for w in {r[0] for r in rows} if sum(r[0] == w and r[2] == "default" for r in rows) == 2]
+    assert len({(r[0], r[1]) for r in rows}) == 14 and len(rows) == 14 + 2 * len(retimed)
+    assert sum(r[2] == "default" for r in rows) == 2 + len(retimed)
     assert all((r[3] == "") == (r[4] is not None) for r in rows)
 
     x = rng.standard_normal((9, 24)).astype("float32")
@@ -68,12 +72,10 @@ def test_tune_fills_the_database_builds_replay_it_and_a_rerun_resumes(tmp_path, 
     expected = tessera.build(mod, db=False).run([x])[0]
     np.testing.assert_allclose(tuned.run([x])[0], expected, rtol=1e-5, atol=1e-5)
 
-    # Resuming: the stored trials count, the defaults are not measured again, no trace twice.
+    # Resuming: the stored trials count and no trace is searched twice.
     again = tessera.autotune.tune(mod, db=db, trials=8, progress=False, **FAST)
     assert sum(t["trials"] for t in again.tasks) == 22
-    rows = records(db)
-    assert len(rows) == 22 and sum(r[2] == "default" for r in rows) == 2
-    assert len({(r[0], r[1]) for r in rows}) == 22
+    assert len({(r[0], r[1]) for r in records(db)}) == 22
 
 
 def test_random_policy_and_bad_options(tmp_path):
@@ -156,6 +158,52 @@ def test_schedule_transfer_from_another_shape(tmp_path, rng):
     np.testing.assert_allclose(lib.run([x])[0], tessera.build(other, db=False).run([x])[0], rtol=1e-5, atol=1e-5)
     # The transfer was committed: the next build measures nothing and picks the same schedules.
     assert labels(tessera.build(other, db=db)) == got and len(records(db)) == len(rows)
+
+
+def test_tuning_times_the_default_again_beside_the_best_candidate(tmp_path, monkeypatch, build_dir):
+    """A stretch at half speed while the default is first timed must not hand its place to a
+    candidate: the session ends by timing the two again, side by side. A proxy around the worker
+    logs the requests and makes each kernel's first timing, the default's, ten times slower."""
+    log, proxy = tmp_path / "requests.jsonl", tmp_path / "worker.py"
+    proxy.write_text(f"""#!/usr/bin/python3
+import json, subprocess, sys
+worker = subprocess.Popen(["{os.path.join(build_dir, 'bin', 'tessera-measure')}"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+seen = set()
+for line in sys.stdin:
+    with open("{log}", "a") as f:
+        f.write(line)
+    request = json.loads(line)
+    worker.stdin.write(line)
+    worker.stdin.flush()
+    slowed = request["kernel"] not in seen
+    seen.add(request["kernel"])
+    ready = worker.stdout.readline()
+    print(ready, end="", flush=True)
+    for _ in request["candidates"] if json.loads(ready)["ready"] else []:
+        answer = json.loads(worker.stdout.readline())
+        answer["costs"] = [c * (10 if slowed else 1) for c in answer["costs"]]
+        print(json.dumps(answer), flush=True)
+""")
+    proxy.chmod(0o755)
+    monkeypatch.setenv("TESSERA_MEASURE_WORKER", str(proxy))
+    db = tmp_path / "x.db"
+    tessera.autotune.tune(mlp(tmp_path / "a.onnx", 16), db=db, trials=12, progress=False, **FAST)
+    by_kernel = {}
+    for line in log.read_text().splitlines():
+        request = json.loads(line)
+        by_kernel.setdefault(request["kernel"], []).append(request["candidates"])
+    searched = [batches for batches in by_kernel.values() if len(batches) > 1]
+    assert searched
+    for batches in searched:
+        default, best = batches[0][0], batches[-1][1]
+        assert batches[-1] == [default, best, default, best] and best != default
+        assert any(best in b for b in batches[1:-1])
+    # The database ranks the default by its second timing, not by its slowed first.
+    for workload in {w for w, *_ in records(db)}:
+        default_times = [t for w, _, policy, _, t in records(db) if w == workload and policy == "default"]
+        if len(default_times) > 1:
+            assert min(default_times) < default_times[0] / 3
 
 
 def test_schedule_transfer_times_the_default_before_and_after_the_candidates(tmp_path, monkeypatch, build_dir):
