@@ -38,9 +38,10 @@ def model(op, inputs, attrs=None, opset=17, outputs=1, constants=()):
 
 
 def load(m):
-    path = os.path.join(tempfile.mkdtemp(prefix="tessera_nn_"), "model.onnx")
-    onnx.save(m, path)
-    return tessera.onnx.load(path)
+    with tempfile.TemporaryDirectory(prefix="tessera_nn_") as folder:
+        path = os.path.join(folder, "model.onnx")
+        onnx.save(m, path)
+        return tessera.onnx.load(path)
 
 
 def run(op, inputs, attrs=None, opset=17, outputs=1, constants=()):
