@@ -49,6 +49,11 @@ CONV_CASES = [
     # partial vector; a dilated stride 3 with a channel multiplier and asymmetric pads).
     (1, 8, (9, 37), 8, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 8),
     (1, 4, (7, 50), 8, (3, 3), (1, 3), (1, 0, 1, 2), (1, 2), 4),
+    # ... and with phases narrower than a vector (one masked load of every stride-th element
+    # per phase row): MobileNet's 28->14 and 14->7 layers, and stride 3 with asymmetric pads.
+    (1, 6, (28, 28), 6, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 6),
+    (2, 5, (14, 14), 5, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 5),
+    (1, 3, (13, 17), 3, (3, 3), (3, 3), (0, 1, 2, 1), (1, 1), 3),
     # Depthwise over planes narrower than a vector: each row (of the padded input too) is one
     # narrow vector; MobileNet's 7x7 layers, and two images with asymmetric pads.
     (1, 16, (7, 7), 16, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 16),
