@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <memory>
 
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
@@ -28,10 +29,13 @@ void* runtime_function(const std::string& name) {
 }
 
 // Kernels looked up in a library opened by dlopen; the handle closes with the last of them.
+// The library's descriptor stays open until then: the loader knows it by the name
+// /proc/self/fd/N, so a module opened later through a reused N would be handed its code.
 class SharedLibraryModule final : public Module {
  public:
-  SharedLibraryModule(const std::string& path, void* handle, const std::vector<KernelSignature>& signatures)
-      : path_(path), handle_(handle, [](void* h) { dlclose(h); }) {
+  SharedLibraryModule(const std::string& path, void* handle, std::shared_ptr<int> fd,
+                      const std::vector<KernelSignature>& signatures)
+      : path_(path), handle_(handle, [fd](void* h) { dlclose(h); }) {
     for (const auto& hook : kRuntimeHooks)
       if (void* slot = dlsym(handle, hook.hook)) *static_cast<void**>(slot) = runtime_function(hook.function);
     for (const KernelSignature& s : signatures) {
@@ -81,7 +85,7 @@ LoadedModule load_module(const std::string& path) {
   const std::string fd_path = "/proc/self/fd/" + std::to_string(*file.fd);
   void* handle = dlopen(access(fd_path.c_str(), R_OK) == 0 ? fd_path.c_str() : path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) fail("cannot load module '", path, "': the dynamic loader refused its code: ", dlerror());
-  auto module = std::make_shared<SharedLibraryModule>(path, handle, m.kernels);
+  auto module = std::make_shared<SharedLibraryModule>(path, handle, file.fd, m.kernels);
   LoadedModule loaded;
   loaded.executor = std::make_shared<GraphExecutor>(module, m.plan);
   loaded.target = m.target;

@@ -94,6 +94,23 @@ def test_exported_module_matches_the_in_process_one(cnn):
         np.testing.assert_array_equal(g, e)
 
 
+def test_modules_loaded_side_by_side_each_run_their_own_code(tmp_path):
+    """Two modules whose kernels have the same name (k0_leaky_relu) but different code: the
+    second one loaded must not be handed the first one's."""
+    x = -np.arange(4, dtype=np.float32)
+    modules = []
+    for alpha in (0.1, 0.5):
+        g = helper.make_graph([helper.make_node("LeakyRelu", ["x"], ["y"], alpha=alpha)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+        path = tmp_path / f"leaky_{alpha}.onnx"
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+        tessera.build(tessera.onnx.load(str(path))).export(str(tmp_path / f"leaky_{alpha}.so"))
+        modules.append(tessera.load(str(tmp_path / f"leaky_{alpha}.so")))
+    for alpha, module in zip((0.1, 0.5), modules):
+        np.testing.assert_allclose(module.run([x])[0], alpha * x, rtol=1e-6)
+
+
 def test_resnet18_exported_matches_in_process(resnet18):
     start = time.perf_counter()
     lib2 = tessera.load(resnet18["so"])
