@@ -98,6 +98,25 @@ def measure(fn, repeat, warmup=3):
     return min(times), statistics.median(times)
 
 
+def measure_rounds(runs, repeat, rounds=5):
+    """{name: (min, median) seconds} of each fn in `runs` (name -> fn), which take turns in
+    `rounds` rounds of repeat / rounds timed calls each: a stretch of seconds in which this
+    machine runs at half speed (one core taken) then falls on every library alike, instead of
+    on whichever was being timed."""
+    times = {name: [] for name in runs}
+    per_round = max(1, -(-repeat // rounds))
+    for _ in range(rounds):
+        for name, fn in runs.items():
+            for _ in range(2):
+                fn()
+            for _ in range(per_round):
+                start = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - start)
+            pause()
+    return {name: (min(t), statistics.median(t)) for name, t in times.items()}
+
+
 def pause():
     """Lets spinning OpenMP/BLAS workers of the previous peer go idle before the next one."""
     time.sleep(0.5)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end batch-1 latency of whole models: Tessera against PyTorch, ONNX Runtime and
 Apache TVM (its ONNX importer and default, untuned schedules), in the same process, at each
-thread count. Models come from scripts/make_models.py (generated on first use).
+thread count, the libraries taking turns in rounds (common.measure_rounds). Models come from scripts/make_models.py (generated on first use).
 
     benchmarks/.venv/bin/python benchmarks/e2e.py [--models resnet18 mobilenet_v2 transformer]
                                                   [--threads 1 2] [--repeat 20] [--peers torch ort tvm]
@@ -98,15 +98,13 @@ def worker(args):
                 print(f"  {name}: {peer} unavailable ({e}); run benchmarks/setup.sh and use benchmarks/.venv/bin/python")
             except Exception as e:
                 print(f"  {name}: {peer} failed: {str(e)[:200]}")
-        times = {}
         for lib, run in runners.items():
             out = run()
             err = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
             if err > 1e-3:
                 print(f"  {name}: {lib} output differs from PyTorch's by {err:.2e} (relative)")
                 failed |= lib == "tessera"
-            times[lib] = common.measure(run, args.repeat)
-            common.pause()
+        times = common.measure_rounds(runners, args.repeat)
         for lib, (best, median) in times.items():
             print(f"  {name:13s} {lib:8s} min {best * 1e3:9.2f} ms  median {median * 1e3:9.2f} ms", flush=True)
         print(f"  {name:13s} tessera: {infos['tessera']}")

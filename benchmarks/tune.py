@@ -218,12 +218,10 @@ def bench_batch(args):
     print(f"  tuning wall time {seconds:.0f} s")
     libs["tuned"] = tessera.build(mod, db=db, opt_level=args.opt_level)
     ref = libs["untuned"].run([x])[0]
-    times = {}
     for name, lib in libs.items():
         err = float(np.abs(lib.run([x])[0] - ref).max() / np.abs(ref).max())
         assert err < 1e-3, f"{name}: relative error {err}"
-        times[name] = common.measure(lambda: lib.run([x]), args.repeat)
-        common.pause()
+    times = common.measure_rounds({name: (lambda lib=lib: lib.run([x])) for name, lib in libs.items()}, args.repeat)
     for name, (best, median) in times.items():
         print(f"  {name:9s} min {best * 1e3:8.2f} ms  median {median * 1e3:8.2f} ms", flush=True)
     print(common.result_line("transfer_batch", f"{args.model}_b{args.batch}", args.threads, times, ["untuned", "tuned"]), flush=True)
