@@ -57,6 +57,21 @@ def has_avx512():
         return False
 
 
+def tvm_target(threads):
+    """The one place the LLVM target is chosen: Zen 4 (AVX-512) on an AMD CPU with AVX-512 where
+    TVM's LLVM knows znver4, else Skylake-AVX512 on any AVX-512 CPU, else the host's own CPU."""
+    import tvm
+    from tvm.target import codegen
+    triple = codegen.llvm_get_system_triple()
+    if has_avx512() and codegen.llvm_get_system_x86_vendor() == "amd" and codegen.llvm_is_valid_cpu("znver4", triple):
+        mcpu = "znver4"
+    elif has_avx512():
+        mcpu = "skylake-avx512"
+    else:
+        mcpu = codegen.llvm_get_system_cpu()
+    return tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": threads})
+
+
 def peer_environment(threads):
     """Thread counts for every library, set before they load. Debian's OpenBLAS 0.3.21 does not
     recognize this CPU and would run its slowest generic kernels without OPENBLAS_CORETYPE."""

@@ -64,7 +64,7 @@ def tvm_runner(path, x, threads):
     from tvm import relax
     from tvm.relax.frontend.onnx import from_onnx
     mod = from_onnx(onnx.load(path), shape_dict={"input": x.shape}, keep_params_in_input=False)
-    target = tvm.target.Target({"kind": "llvm", "mcpu": "znver3", "num-cores": threads})
+    target = common.tvm_target(threads)
     with target:
         mod = relax.get_pipeline("zero")(mod)
     vm = relax.VirtualMachine(relax.build(mod, target=target), tvm.cpu())

@@ -46,21 +46,6 @@ sys.path.insert(0, os.path.join(common.ROOT, "scripts"))
 RESNET50_CONVS = common.RESNET50_CONVS
 
 
-def tvm_target(threads):
-    """The one place the LLVM target is chosen: Zen 4 (AVX-512) on an AMD CPU with AVX-512 where
-    TVM's LLVM knows znver4, else Skylake-AVX512 on any AVX-512 CPU, else the host's own CPU."""
-    import tvm
-    from tvm.target import codegen
-    triple = codegen.llvm_get_system_triple()
-    if common.has_avx512() and codegen.llvm_get_system_x86_vendor() == "amd" and codegen.llvm_is_valid_cpu("znver4", triple):
-        mcpu = "znver4"
-    elif common.has_avx512():
-        mcpu = "skylake-avx512"
-    else:
-        mcpu = codegen.llvm_get_system_cpu()
-    return tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": threads})
-
-
 def builder_runner():
     """At most two builder processes; MetaSchedule's one runner process, which inherits
     TVM_NUM_THREADS and so runs every candidate at --threads threads."""
@@ -342,7 +327,7 @@ def main():
     os.makedirs(RESULTS, exist_ok=True)
     import_tvm()
     keep_torch_out_of_workers()
-    target = tvm_target(args.threads)
+    target = common.tvm_target(args.threads)
     return {"gemm": bench_gemm, "convs": bench_convs, "model": bench_model}[args.what](args, target)
 
 
