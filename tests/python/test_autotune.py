@@ -211,6 +211,10 @@ def test_schedule_transfer_times_the_default_before_and_after_the_candidates(tmp
     candidates timed after it. The requests to the worker are logged by a wrapper around it."""
     db = tmp_path / "x.db"
     tessera.autotune.tune(mlp(tmp_path / "a.onnx", 16), db=db, trials=12, progress=False, **FAST)
+    # Each workload's best record a candidate, so there is something to borrow: the session's
+    # closing re-timing often leaves the default the best, and the order of requests is the point.
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE records SET median_seconds = median_seconds / 100 WHERE policy != 'default' AND error = ''")
     log, wrapper = tmp_path / "requests.jsonl", tmp_path / "worker.sh"
     wrapper.write_text(f"#!/bin/sh\ntee -a '{log}' | '{os.path.join(build_dir, 'bin', 'tessera-measure')}'\n")
     wrapper.chmod(0o755)
