@@ -51,12 +51,13 @@ double now() {
 
 double Record::min_seconds() const { return costs.empty() ? 0 : *std::min_element(costs.begin(), costs.end()); }
 
-double Record::median_seconds() const {
+double median_of(std::vector<double> costs) {
   if (costs.empty()) return 0;
-  std::vector<double> c = costs;
-  std::nth_element(c.begin(), c.begin() + c.size() / 2, c.end());
-  return c[c.size() / 2];
+  std::nth_element(costs.begin(), costs.begin() + costs.size() / 2, costs.end());
+  return costs[costs.size() / 2];
 }
+
+double Record::median_seconds() const { return median_of(costs); }
 
 // One prepared statement: binds, steps, reads columns, resets on destruction.
 class Statement {

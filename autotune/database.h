@@ -23,6 +23,9 @@ struct WorkloadEntry {
   std::string definition;     // the canonical compute definition (graph-IR text of the kernel)
 };
 
+// The median of measured times (the upper one of an even count); 0 for none.
+double median_of(std::vector<double> costs);
+
 struct Record {
   int64_t id = 0;             // assigned by the database
   std::string workload;       // WorkloadEntry::key

@@ -239,11 +239,18 @@ Measurer::Measurer(MeasureOptions options) : options_(std::move(options)) {
 
 Measurer::~Measurer() = default;
 
-double MeasureResult::median_seconds() const {
-  if (!valid()) return 0;
-  std::vector<double> c = costs;
-  std::nth_element(c.begin(), c.begin() + c.size() / 2, c.end());
-  return c[c.size() / 2];
+double MeasureResult::median_seconds() const { return valid() ? median_of(costs) : 0; }
+
+Record make_record(const Task& task, const std::string& target, const std::string& trace, const MeasureResult& m,
+                   const std::string& policy) {
+  Record r;
+  r.workload = task.workload.key;
+  r.target = target;
+  r.trace = trace;
+  r.costs = m.costs;
+  r.error = m.error;
+  r.policy = policy;
+  return r;
 }
 
 const MeasureResult& faster(const MeasureResult& a, const MeasureResult& b) {

@@ -41,6 +41,10 @@ struct MeasureResult {
 // lower median. Noise here (seconds in which one core is taken) only ever slows a run down.
 const MeasureResult& faster(const MeasureResult& a, const MeasureResult& b);
 
+// The record of measurement `m` of `trace` for `task` on `target`, as `policy` proposed it.
+Record make_record(const Task& task, const std::string& target, const std::string& trace, const MeasureResult& m,
+                   const std::string& policy);
+
 // Keeps one worker alive across calls (it keeps the inputs and reference outputs of the last
 // task), replacing it when it crashes or hangs. Not thread-safe: one Measurer per thread.
 class Measurer {

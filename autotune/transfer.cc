@@ -74,16 +74,7 @@ int ScheduleTransfer::transfer(const Task& task) {
     results.pop_back();
   }
   std::vector<Record> records;
-  for (size_t i = 0; i < results.size(); ++i) {
-    Record r;
-    r.workload = task.workload.key;
-    r.target = target_;
-    r.trace = batch[i];
-    r.costs = results[i].costs;
-    r.error = results[i].error;
-    r.policy = policies[i];
-    records.push_back(std::move(r));
-  }
+  for (size_t i = 0; i < results.size(); ++i) records.push_back(make_record(task, target_, batch[i], results[i], policies[i]));
   db_.add_workload(task.workload);
   db_.commit(records);
   return static_cast<int>(records.size()) - 1;

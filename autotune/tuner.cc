@@ -103,17 +103,6 @@ class Session {
     if (!db_.find(t.workload.key, target_, trace)) commit_batch(i, {trace}, "custom");
   }
 
-  Record make_record(size_t i, const std::string& trace, const MeasureResult& m, const std::string& policy) const {
-    Record r;
-    r.workload = tasks_[i].workload.key;
-    r.target = target_;
-    r.trace = trace;
-    r.costs = m.costs;
-    r.error = m.error;
-    r.policy = policy;
-    return r;
-  }
-
   // Measures `traces` of task i, commits them in one transaction, updates its state.
   std::vector<double> commit_batch(size_t i, const std::vector<std::string>& traces, const std::string& policy) {
     auto results = measurer_.measure(tasks_[i], target_, traces);
@@ -121,7 +110,7 @@ class Session {
     std::vector<double> costs;
     TaskState& s = states_[i];
     for (size_t k = 0; k < traces.size(); ++k) {
-      records.push_back(make_record(i, traces[k], results[k], policy));
+      records.push_back(make_record(tasks_[i], target_, traces[k], results[k], policy));
       double c = results[k].median_seconds();
       costs.push_back(c);
       if (c > 0 && policy == "default") s.default_seconds = c;
@@ -151,13 +140,14 @@ class Session {
   // (default, best, default, best) and each commits its better run: build() takes the
   // database's fastest record, and the default's slowed first timing no longer hides it.
   void confirm_best(size_t i) {
+    if (!policies_.count(i)) return;
     const Task& t = tasks_[i];
     std::optional<Record> best = db_.best(t.workload.key, target_);
     const std::string baseline = default_trace(t);
-    if (!policies_.count(i) || !best || best->trace == baseline) return;
+    if (!best || best->trace == baseline) return;
     auto m = measurer_.measure(t, target_, {baseline, best->trace, baseline, best->trace});
     const MeasureResult &d = faster(m[0], m[2]), &b = faster(m[1], m[3]);
-    db_.commit({make_record(i, baseline, d, "default"), make_record(i, best->trace, b, best->policy)});
+    db_.commit({make_record(t, target_, baseline, d, "default"), make_record(t, target_, best->trace, b, best->policy)});
     TaskState& s = states_[i];
     if (d.valid()) s.default_seconds = faster_of(s.default_seconds, d.median_seconds());
     for (const MeasureResult* r : {&d, &b})

@@ -101,8 +101,8 @@ def run_workers(script, thread_counts, extra_args):
     return 1 if failed else 0
 
 
-def measure(fn, repeat, warmup=3):
-    """(min, median) seconds of fn() after warm-up."""
+def timed_calls(fn, repeat, warmup):
+    """Seconds of each of `repeat` calls of fn() after `warmup` untimed ones."""
     for _ in range(warmup):
         fn()
     times = []
@@ -110,6 +110,12 @@ def measure(fn, repeat, warmup=3):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
+    return times
+
+
+def measure(fn, repeat, warmup=3):
+    """(min, median) seconds of fn() after warm-up."""
+    times = timed_calls(fn, repeat, warmup)
     return min(times), statistics.median(times)
 
 
@@ -122,12 +128,7 @@ def measure_rounds(runs, repeat, rounds=5):
     per_round = max(1, -(-repeat // rounds))
     for _ in range(rounds):
         for name, fn in runs.items():
-            for _ in range(2):
-                fn()
-            for _ in range(per_round):
-                start = time.perf_counter()
-                fn()
-                times[name].append(time.perf_counter() - start)
+            times[name] += timed_calls(fn, per_round, warmup=2)
             pause()
     return {name: (min(t), statistics.median(t)) for name, t in times.items()}
 

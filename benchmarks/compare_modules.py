@@ -15,7 +15,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import common
 
@@ -44,13 +43,7 @@ def main():
     kernels = [collections.defaultdict(list) for _ in modules]
     for _ in range(args.rounds):
         for m, module in enumerate(modules):
-            for _ in range(3):
-                module.run(inputs)
-            times = []
-            for _ in range(args.runs):
-                start = time.perf_counter()
-                module.run(inputs)
-                times.append(time.perf_counter() - start)
+            times = common.timed_calls(lambda: module.run(inputs), args.runs, warmup=3)
             end_to_end[m].append(statistics.median(times))
             for name, ms in module.profile(inputs, repeat=5):
                 kernels[m][name].append(ms)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """End-to-end batch-1 latency of whole models: Tessera against PyTorch, ONNX Runtime and
 Apache TVM (its ONNX importer and default, untuned schedules), in the same process, at each
-thread count, the libraries taking turns in rounds (common.measure_rounds). Models come from scripts/make_models.py (generated on first use).
+thread count, the libraries taking turns in rounds (common.measure_rounds). Models come from
+scripts/make_models.py (generated on first use).
 
     benchmarks/.venv/bin/python benchmarks/e2e.py [--models resnet18 mobilenet_v2 transformer]
                                                   [--threads 1 2] [--repeat 20] [--peers torch ort tvm]

@@ -7,7 +7,6 @@
 #include <llvm/Support/Host.h>
 #include <llvm/Support/TargetSelect.h>
 
-#include <algorithm>
 #include <memory>
 #include <mutex>
 
@@ -63,17 +62,11 @@ void initialize_llvm() {
 
 std::vector<std::string> host_features_beyond_cpu_name() {
   initialize_llvm();
-  const std::string triple = llvm::sys::getProcessTriple();
-  std::unique_ptr<llvm::MCSubtargetInfo> named(
-      lookup(triple).createMCSubtargetInfo(triple, llvm::sys::getHostCPUName(), ""));
-  llvm::StringMap<bool> host;
+  const Target host = Target::host();
+  std::unique_ptr<llvm::MCSubtargetInfo> named(lookup(host.mtriple).createMCSubtargetInfo(host.mtriple, host.mcpu, ""));
   std::vector<std::string> out;
-  if (!llvm::sys::getHostCPUFeatures(host)) return out;
-  for (const auto& f : host) {
-    const std::string on = "+" + f.getKey().str();
-    if (named->checkFeatures(on) != f.getValue()) out.push_back((f.getValue() ? "+" : "-") + f.getKey().str());
-  }
-  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
+  for (const std::string& f : host.mattr)
+    if (named->checkFeatures("+" + f.substr(1)) != (f[0] == '+')) out.push_back(f);
   return out;
 }
 
