@@ -20,6 +20,7 @@ namespace {
 // Random samples tried per candidate wanted before a batch comes back short.
 constexpr int kSampleTriesPerCandidate = 8;
 
+
 // A candidate that applied and lowered: its trace and features.
 struct Evaluated {
   Candidate candidate;
@@ -40,6 +41,7 @@ class PolicyBase : public SearchPolicy {
       taken_.insert(t);
       if (auto c = space_.recover(t)) seeds_.push_back(*c);
     }
+    template_sweep_ = space_.template_candidates(kMaxTemplateSweep);
   }
 
   std::vector<std::string> next_batch(int n) override {
@@ -48,6 +50,8 @@ class PolicyBase : public SearchPolicy {
       default_offered_ = true;
       if (auto e = evaluate(SearchSpace::default_candidate()); e && !taken_.count(e->trace)) batch.push_back(e->trace);
     }
+    for (; next_template_ < template_sweep_.size() && static_cast<int>(batch.size()) < n; ++next_template_)
+      if (const Evaluated* e = evaluate(template_sweep_[next_template_]); e && fresh(e->trace, batch)) batch.push_back(e->trace);
     fill(batch, n);
     for (const auto& t : batch) taken_.insert(t);
     return batch;
@@ -135,6 +139,8 @@ class PolicyBase : public SearchPolicy {
   std::unordered_map<std::string, Evaluated> by_trace_;
   std::unordered_map<std::string, const Evaluated*> by_decisions_;
   bool default_offered_ = false;
+  std::vector<Candidate> template_sweep_;  // the knob space, offered after the default
+  size_t next_template_ = 0;
 };
 
 class RandomSearch : public PolicyBase {

@@ -1,5 +1,7 @@
 #include "autotune/search_space.h"
 
+#include <algorithm>
+
 #include "runtime/error.h"
 #include "schedule/lower.h"
 #include "schedule/templates/cpu.h"
@@ -12,6 +14,30 @@ namespace {
 constexpr int kLayoutTries = 32;
 // Replays a recovery may spend on one sketch (each asks the sketch for one more decision).
 constexpr int kRecoveryProbes = 4000;
+
+// The templates' knobs answered from a decision tape, each knob one choice.
+class TapeKnobs : public schedule::TemplateKnobs {
+ public:
+  explicit TapeKnobs(DecisionTape& tape) : tape_(tape) {}
+
+ protected:
+  int64_t pick(const std::string& name, const std::vector<int64_t>& options) override {
+    DecisionSpec spec;
+    spec.kind = DecisionSpec::Kind::Choice;
+    spec.name = name;
+    spec.options = options;
+    return tape_.choose(spec);
+  }
+
+ private:
+  DecisionTape& tape_;
+};
+
+bool offers_choice(const std::vector<DecisionSpec>& specs) {
+  for (const auto& spec : specs)
+    if (spec.kind != DecisionSpec::Kind::Choice || spec.options.size() > 1) return true;
+  return false;
+}
 
 bool is_prefix(const schedule::Trace& part, const schedule::Trace& whole) {
   const auto& a = part.instructions();
@@ -39,7 +65,7 @@ class Recovery {
     DecisionTape tape = DecisionTape::prefix(prefix);
     std::vector<int64_t> values;
     try {
-      apply_sketch(sketch_, s, tape);
+      space_.apply_sketch_to(sketch_, s, tape);
     } catch (const NeedDecision& need) {
       if (!is_prefix(s.trace(), target_)) return std::nullopt;
       values = candidates(need, s.trace().size());
@@ -84,16 +110,23 @@ SearchSpace::SearchSpace(relay_ir::CallCompute compute) : compute_(std::move(com
   } catch (const std::exception&) {
     // No template fits: the default is the unscheduled loop nest (an empty trace).
   }
+  Sketch knobs;
+  knobs.name = "template_knobs";
+  knobs.is_template = true;
+  std::vector<Sketch> sketches{knobs};
+  for (auto& sketch : generate_sketches(compute_.outputs)) sketches.push_back(std::move(sketch));
   std::mt19937_64 rng(0);
-  for (auto& sketch : generate_sketches(compute_.outputs)) {
+  for (auto& sketch : sketches) {
     for (int attempt = 0; attempt < kLayoutTries; ++attempt) {
       schedule::Schedule s(compute_.outputs);
       DecisionTape tape = DecisionTape::sample(rng);
       try {
-        apply_sketch(sketch, s, tape);
+        apply_sketch_to(sketch, s, tape);
       } catch (const std::exception&) {
         continue;
       }
+      if (sketch.is_template && !offers_choice(tape.specs())) break;  // the default's schedule alone
+      if (sketch.is_template) template_sketch_ = static_cast<int>(sketches_.size());
       sketches_.push_back(std::move(sketch));
       layouts_.push_back(tape.specs());
       break;
@@ -110,6 +143,33 @@ Candidate SearchSpace::sample(std::mt19937_64& rng) const {
     c.decisions.insert(c.decisions.end(), v.begin(), v.end());
   }
   return c;
+}
+
+std::vector<Candidate> SearchSpace::template_candidates(size_t limit) const {
+  if (template_sketch_ < 0) return {};
+  const auto& specs = layout(template_sketch_);
+  size_t total = 1;
+  for (const auto& spec : specs) {
+    total *= spec.options.size();
+    if (total > limit + 1) return {};
+  }
+  // Each candidate as option indices, counted like a mixed-radix number; 0 is the template's own.
+  std::vector<std::pair<int, Candidate>> by_changes;
+  for (size_t n = 1; n < total; ++n) {
+    Candidate c{template_sketch_, {}};
+    int changed = 0;
+    for (size_t i = 0, rest = n; i < specs.size(); ++i) {
+      size_t k = rest % specs[i].options.size();
+      rest /= specs[i].options.size();
+      changed += k != 0;
+      c.decisions.push_back(specs[i].options[k]);
+    }
+    by_changes.emplace_back(changed, std::move(c));
+  }
+  std::stable_sort(by_changes.begin(), by_changes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Candidate> out;
+  for (auto& [changed, c] : by_changes) out.push_back(std::move(c));
+  return out;
 }
 
 Candidate SearchSpace::mutate(const Candidate& c, std::mt19937_64& rng) const {
@@ -147,7 +207,7 @@ std::unique_ptr<schedule::Schedule> SearchSpace::apply(const Candidate& c) const
     return s;
   }
   DecisionTape tape = DecisionTape::replay(c.decisions);
-  apply_sketch(sketches_[c.sketch], *s, tape);
+  apply_sketch_to(sketches_[c.sketch], *s, tape);
   if (!tape.consumed()) fail("schedule candidate: more decisions than sketch '", sketches_[c.sketch].name, "' takes");
   return s;
 }
@@ -156,6 +216,12 @@ std::unique_ptr<schedule::Schedule> SearchSpace::replay(const std::string& trace
   auto s = std::make_unique<schedule::Schedule>(compute_.outputs);
   schedule::Trace::from_json(trace_json).apply(*s);
   return s;
+}
+
+void SearchSpace::apply_sketch_to(const Sketch& sketch, schedule::Schedule& s, DecisionTape& tape) const {
+  if (!sketch.is_template) return apply_sketch(sketch, s, tape);
+  TapeKnobs knobs(tape);
+  schedule::apply_cpu_templates(s, compute_.outputs, compute_.anchor, knobs);
 }
 
 tensor_ir::LoweredFunc SearchSpace::lower(schedule::Schedule& s, const std::string& name) const {

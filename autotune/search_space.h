@@ -1,7 +1,8 @@
 // The search space of one kernel, built from its compute definition alone: the sketches (the
-// default template's schedule first, then those of autotune/sketch_rules.h) and candidates =
-// (sketch, decisions). A candidate becomes a schedule by applying its sketch to a fresh schedule
-// of the kernel; that schedule's trace is what gets measured and stored, and it replays alone.
+// default template's schedule first; the templates' knobs, when the kernel's templates have any;
+// then those of autotune/sketch_rules.h) and candidates = (sketch, decisions). A candidate
+// becomes a schedule by applying its sketch to a fresh schedule of the kernel; that schedule's
+// trace is what gets measured and stored, and it replays alone.
 // Decisions are recovered from a trace (a database record) by replaying the sketches against it,
 // so records of earlier sessions can be mutated like fresh samples.
 #pragma once
@@ -36,7 +37,11 @@ class SearchSpace {
   // The default template's schedule as a candidate (what tuning starts from).
   static Candidate default_candidate() { return {0, {}}; }
 
-  // A rule sketch with random decisions (which may still fail to lower: callers filter).
+  // Every candidate of the templates' knobs but the default's own, those changing fewer knobs
+  // first; none when the kernel has no knobs or more than `limit` such candidates.
+  std::vector<Candidate> template_candidates(size_t limit) const;
+  // A sketch other than the default with random decisions (which may still fail to lower:
+  // callers filter).
   Candidate sample(std::mt19937_64& rng) const;
   // One decision group changed (a tile factor moved between levels, another unroll budget,
   // parallel granularity, place, vector width).
@@ -55,12 +60,16 @@ class SearchSpace {
   tensor_ir::LoweredFunc lower(schedule::Schedule& s, const std::string& name = "kernel") const;
   // The candidate whose trace is `trace_json`, if one of the sketches produces it.
   std::optional<Candidate> recover(const std::string& trace_json) const;
+  // Applies a sketch other than the default to `s`, a fresh schedule of the kernel, its
+  // decisions from `tape`.
+  void apply_sketch_to(const Sketch& sketch, schedule::Schedule& s, DecisionTape& tape) const;
 
  private:
   relay_ir::CallCompute compute_;
   std::vector<Sketch> sketches_;
   std::vector<std::vector<DecisionSpec>> layouts_;
   schedule::Trace default_trace_;
+  int template_sketch_ = -1;  // the knobs' sketch, if any
 };
 
 }  // namespace tessera::autotune

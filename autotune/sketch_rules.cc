@@ -287,7 +287,7 @@ std::vector<Sketch> generate_sketches(const std::vector<Tensor>& outputs) {
     combos = std::move(next);
   }
   std::vector<Sketch> sketches;
-  for (auto& stages : combos) sketches.push_back({sketch_name(stages), false, std::move(stages)});
+  for (auto& stages : combos) sketches.push_back({sketch_name(stages), false, false, std::move(stages)});
   return sketches;
 }
 

@@ -57,11 +57,14 @@ struct StageSketch {
 struct Sketch {
   std::string name;         // a readable summary: "matmul_out:tile_fused(matmul)"
   bool is_default = false;  // the default template's schedule (no decisions)
+  // The default templates with their knobs (schedule/templates/knobs.h) as decisions: the
+  // hand-written search space beside the rule-generated ones.
+  bool is_template = false;
   std::vector<StageSketch> stages;  // consumers before producers: the order rules apply in
 };
 
 // The rule-generated sketches of the kernel computing `outputs` (the search space adds the
-// default template's schedule as a sketch of its own).
+// default template's schedule and the templates' knobs as sketches of their own).
 std::vector<Sketch> generate_sketches(const std::vector<tensor_ir::Tensor>& outputs);
 
 // Applies a rule sketch to `s` (a fresh schedule of the kernel), its parameters from `tape`.

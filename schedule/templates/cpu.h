@@ -10,26 +10,34 @@
 #include <vector>
 
 #include "schedule/schedule.h"
+#include "schedule/templates/knobs.h"
 
 namespace tessera::schedule {
 
 // Schedules the stages computing `output` (and its intermediates) in `s`.
 using CpuTemplate = std::function<void(Schedule& s, const Tensor& output)>;
+// A built-in template: the same, its rule-of-thumb choices asked of `knobs` (knobs.h).
+using TunableTemplate = std::function<void(Schedule& s, const Tensor& output, TemplateKnobs& knobs)>;
+// A template that has no knobs.
+TunableTemplate without_knobs(CpuTemplate schedule);
 
 // Templates by tag; families add theirs in their own file (templates/*.cc) through
 // register_cpu_templates (cpu_templates.cc lists them).
-const std::map<std::string, CpuTemplate>& cpu_templates();
+const std::map<std::string, TunableTemplate>& cpu_templates();
 
 // The families' templates (templates/<family>.cc).
-void add_math_templates(std::map<std::string, CpuTemplate>& t);
-void add_nn_templates(std::map<std::string, CpuTemplate>& t);
-void add_transform_templates(std::map<std::string, CpuTemplate>& t);
-void add_extra_templates(std::map<std::string, CpuTemplate>& t);
+void add_math_templates(std::map<std::string, TunableTemplate>& t);
+void add_nn_templates(std::map<std::string, TunableTemplate>& t);
+void add_transform_templates(std::map<std::string, TunableTemplate>& t);
+void add_extra_templates(std::map<std::string, TunableTemplate>& t);
 
 // A schedule for `outputs` using the template of each output's tag. For a fused kernel,
 // `anchor` is the stage of its main op (a convolution under its bias and activation): its
 // template schedules it, and the stages after it get the generic schedule.
 std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& outputs, const Tensor& anchor = Tensor());
+// The same in `s`, a fresh schedule of the kernel computing `outputs`, with the templates' knobs
+// answered by `knobs`.
+void apply_cpu_templates(Schedule& s, const std::vector<Tensor>& outputs, const Tensor& anchor, TemplateKnobs& knobs);
 
 // The generic schedule of one stage, for templates to build on: vectorizes the innermost
 // data-parallel axis (by `lanes`, or whole when shorter) and fuses and parallelizes the outer

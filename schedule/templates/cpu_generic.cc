@@ -61,35 +61,44 @@ void schedule_generic_stage(Schedule& s, const Tensor& t) {
   if (elements >= kMinParallelElements) st.parallel(fused);
 }
 
+TunableTemplate without_knobs(CpuTemplate schedule) {
+  return [schedule = std::move(schedule)](Schedule& s, const Tensor& output, TemplateKnobs&) { schedule(s, output); };
+}
+
 std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& outputs, const Tensor& anchor) {
   auto s = std::make_unique<Schedule>(outputs);
+  DefaultKnobs knobs;
+  apply_cpu_templates(*s, outputs, anchor, knobs);
+  return s;
+}
+
+void apply_cpu_templates(Schedule& s, const std::vector<Tensor>& outputs, const Tensor& anchor, TemplateKnobs& knobs) {
   const auto& templates = cpu_templates();
   for (const auto& out : outputs) {
     // Outputs sharing stages (TopK's values and indices) are scheduled once.
-    if ((*s)[out].has_loop_schedule() || (*s)[out].attach_kind() != AttachKind::Root) continue;
+    if (s[out].has_loop_schedule() || s[out].attach_kind() != AttachKind::Root) continue;
     const Tensor& main = anchor.defined() ? anchor : out;
     const auto* c = main.as<ComputeOp>();
     auto it = c ? templates.find(c->tag) : templates.end();
     if (it != templates.end()) {
-      it->second(*s, main);
+      it->second(s, main, knobs);
       if (main.same_as(out)) continue;
       // The epilogue after the anchor: its injective stages inline into the output.
       std::unordered_set<const tensor_ir::Object*> before;
       for (const Tensor& t : tensor_ir::topological_order({main})) before.insert(t.get());
       for (const Tensor& t : tensor_ir::topological_order({out})) {
         const auto* tc = t.as<ComputeOp>();
-        if (tc && !before.count(t.get()) && !t.same_as(out) && tc->reduce_axis().empty()) (*s)[t].compute_inline();
+        if (tc && !before.count(t.get()) && !t.same_as(out) && tc->reduce_axis().empty()) s[t].compute_inline();
       }
     } else {
-      inline_injective_producers(*s, out);
+      inline_injective_producers(s, out);
     }
     for (const Tensor& t : tensor_ir::topological_order({out})) {
       const auto* tc = t.as<ComputeOp>();
-      Stage& st = (*s)[t];
-      if (tc && st.attach_kind() == AttachKind::Root && !st.has_loop_schedule()) schedule_generic_stage(*s, t);
+      Stage& st = s[t];
+      if (tc && st.attach_kind() == AttachKind::Root && !st.has_loop_schedule()) schedule_generic_stage(s, t);
     }
   }
-  return s;
 }
 
 }  // namespace tessera::schedule

@@ -3,9 +3,9 @@
 
 namespace tessera::schedule {
 
-const std::map<std::string, CpuTemplate>& cpu_templates() {
-  static const std::map<std::string, CpuTemplate> table = [] {
-    std::map<std::string, CpuTemplate> t;
+const std::map<std::string, TunableTemplate>& cpu_templates() {
+  static const std::map<std::string, TunableTemplate> table = [] {
+    std::map<std::string, TunableTemplate> t;
     add_math_templates(t);
     add_nn_templates(t);
     add_transform_templates(t);

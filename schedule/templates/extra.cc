@@ -46,9 +46,9 @@ void schedule_roi_align(Schedule& s, const Tensor& output) {
 
 }  // namespace
 
-void add_extra_templates(std::map<std::string, CpuTemplate>& t) {
-  t["det"] = schedule_det;
-  t["roi_align"] = schedule_roi_align;
+void add_extra_templates(std::map<std::string, TunableTemplate>& t) {
+  t["det"] = without_knobs(schedule_det);
+  t["roi_align"] = without_knobs(schedule_roi_align);
 }
 
 }  // namespace tessera::schedule

@@ -179,8 +179,8 @@ void schedule_math_group(Schedule& s, const Tensor& output) {
 
 }  // namespace
 
-void add_math_templates(std::map<std::string, CpuTemplate>& t) {
-  for (const char* tag : {"elemwise", "broadcast", "reduce"}) t[tag] = schedule_math_group;
+void add_math_templates(std::map<std::string, TunableTemplate>& t) {
+  for (const char* tag : {"elemwise", "broadcast", "reduce"}) t[tag] = without_knobs(schedule_math_group);
 }
 
 }  // namespace tessera::schedule

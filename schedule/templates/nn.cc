@@ -75,7 +75,7 @@ int64_t num_elements(const Tensor& t) {
 
 }  // namespace nn
 
-void add_nn_templates(std::map<std::string, CpuTemplate>& t) {
+void add_nn_templates(std::map<std::string, TunableTemplate>& t) {
   add_nn_matmul_templates(t);
   add_nn_conv_templates(t);
   add_nn_pool_templates(t);

@@ -10,11 +10,11 @@
 
 namespace tessera::schedule {
 
-void add_nn_matmul_templates(std::map<std::string, CpuTemplate>& t);   // nn_matmul.cc
-void add_nn_conv_templates(std::map<std::string, CpuTemplate>& t);     // nn_conv.cc
-void add_nn_pool_templates(std::map<std::string, CpuTemplate>& t);     // nn_pool.cc: window pooling
-void add_nn_norm_templates(std::map<std::string, CpuTemplate>& t);     // nn_rows.cc: normalizations, softmax, losses
-void add_nn_grad_templates(std::map<std::string, CpuTemplate>& t);     // nn_grad.cc: gradient ops, batch_norm_train
+void add_nn_matmul_templates(std::map<std::string, TunableTemplate>& t);   // nn_matmul.cc
+void add_nn_conv_templates(std::map<std::string, TunableTemplate>& t);     // nn_conv.cc
+void add_nn_pool_templates(std::map<std::string, TunableTemplate>& t);     // nn_pool.cc: window pooling
+void add_nn_norm_templates(std::map<std::string, TunableTemplate>& t);     // nn_rows.cc: normalizations, softmax, losses
+void add_nn_grad_templates(std::map<std::string, TunableTemplate>& t);     // nn_grad.cc: gradient ops, batch_norm_train
 
 namespace nn {
 
@@ -35,9 +35,11 @@ Loop fuse_all(Stage& st, const std::vector<Loop>& loops);
 // dimensions, `columns` the extent of `cols` (the product pads it to whole panels); `packed` is
 // the product's B panel stage (tag "matmul_pack", or an inlined "matmul_prepacked" copy of
 // panels packed ahead of time). With `rows_contiguous`, consecutive rows of `out` are adjacent
-// in memory (not columns), so the tile is stored a column at a time.
+// in memory (not columns), so the tile is stored a column at a time. Knobs: threads, whether
+// panels are the outer loop, the unroll of the reduction.
 void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
-                           const Loop& rows, const Loop& cols, int64_t columns, bool rows_contiguous = false);
+                           const Loop& rows, const Loop& cols, int64_t columns, TemplateKnobs& knobs,
+                           bool rows_contiguous = false);
 // The stage a template of an op that takes an epilogue (conv, matmul) should tile: `main`, the
 // op's own output, or in a fused kernel whose output applies elementwise ops to main (bias,
 // activation, residual add), that output, with main inlined into it so the epilogue runs on the

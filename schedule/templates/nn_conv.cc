@@ -50,7 +50,7 @@ void schedule_copy(Schedule& s, const Tensor& t) {
   if (fused && nn::num_elements(t) >= nn::kMinParallelWork / 8) st.parallel(fused);
 }
 
-void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product) {
+void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, TemplateKnobs& knobs) {
   const auto* oc = out.as<ComputeOp>();
   const auto* pc = product.as<ComputeOp>();
   size_t rank = oc->axis.size() - 2;
@@ -68,7 +68,8 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product) {
   order.push_back(wi);
   y.reorder(order);
   Loop fused = nn::fuse_all(y, outer);
-  if (nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork) y.parallel(fused);
+  if (knobs.choose_flag("conv.parallel", nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork))
+    y.parallel(fused);
   // The epilogue stores contiguous runs of the output row (reading the tile across channels).
   if (tile > 1) y.vectorize(wi);
 
@@ -81,7 +82,7 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product) {
   Loop channel_unroll;
   if (pointwise) {
     // A 1x1 kernel leaves one step per input channel: unroll channels by 4 instead.
-    auto [co, ci] = r.split(inner[0], 4);
+    auto [co, ci] = r.split(inner[0], knobs.choose("conv.channel_unroll", {4, 2, 8}));
     inner[0] = co;
     inner.insert(inner.begin() + 1, ci);
     channel_unroll = ci;
@@ -95,7 +96,10 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product) {
   r.vectorize(m);
 }
 
-void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& padded) {
+// Knobs: the block of rows (a divisor of the one the product is padded to), whether the padded
+// input is copied per block of rows instead of per plane (its rows past L1 otherwise: measured
+// faster for MobileNet's 112->56 and 28->14 stride-2 layers, slower for the others), threads.
+void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& padded, TemplateKnobs& knobs) {
   const auto* oc = out.as<ComputeOp>();
   const auto* pc = product.as<ComputeOp>();
   size_t rank = oc->axis.size() - 2;
@@ -104,7 +108,8 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
   Loop plane = y.fuse(y.loop(oc->axis[0]), y.loop(oc->axis[1]));
   // A multiply-add here costs several of a dense product's (each input loaded feeds a few), so
   // an eighth of the work pays for the threads: MobileNet's 576 planes of 7x7 took 41 us on one.
-  if (nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork / 8) y.parallel(plane);
+  if (knobs.choose_flag("depthwise.parallel", nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork / 8))
+    y.parallel(plane);
   // Rows narrower than a vector are one vector each (planes of 7x7 and 14x14 positions).
   Loop x = y.loop(oc->axis.back());
   if (out->dim(out.ndim() - 1) >= lanes) y.vectorize(y.split(x, lanes).second);
@@ -112,10 +117,15 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
   // A block of rows per product stage: each input row loaded feeds every output row it touches.
   Loop at = plane;
   Loop rows;
+  bool pad_per_block = false;
   if (rank >= 2) {
-    int64_t block = tensor_ir::ops::depthwise_row_block(out->dim(out.ndim() - 2));
-    at = y.split(y.loop(oc->axis[oc->axis.size() - 2]), block).first;
+    int64_t most = tensor_ir::ops::depthwise_row_block(out->dim(out.ndim() - 2));
+    std::vector<int64_t> blocks;
+    for (int64_t b : {most, int64_t{2}, int64_t{1}})
+      if (most % b == 0) blocks.push_back(b);
+    at = y.split(y.loop(oc->axis[oc->axis.size() - 2]), knobs.choose("depthwise.rows", blocks)).first;
     rows = s[product].loop(pc->axis[pc->axis.size() - 2]);
+    if (padded.defined()) pad_per_block = knobs.choose_flag("depthwise.pad_per_block", false);
   }
 
   Stage& r = s[product];
@@ -140,7 +150,7 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
 
   if (padded.defined()) {
     Stage& p = s[padded];
-    p.compute_at(y, plane);
+    p.compute_at(y, pad_per_block ? at : plane);
     const auto* pp = padded.as<ComputeOp>();
     Loop pl = p.loop(pp->axis.back());
     // A row narrower than a vector is one vector (split by phase, one load of every stride-th
@@ -153,7 +163,7 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
 // The strip form: each work item a row of output positions for a block of channels; per vector
 // of positions, the block's accumulators (one register each) take the whole reduction, the
 // channels unrolled inside it, and the epilogue stores them as rows.
-void schedule_strip(Schedule& s, const Tensor& out, const Tensor& product) {
+void schedule_strip(Schedule& s, const Tensor& out, const Tensor& product, TemplateKnobs& knobs) {
   const auto* oc = out.as<ComputeOp>();
   const auto* pc = product.as<ComputeOp>();
   int lanes = vector_lanes(product.dtype());
@@ -166,7 +176,8 @@ void schedule_strip(Schedule& s, const Tensor& out, const Tensor& product) {
   order.insert(order.end(), {xo, mi, xi});
   y.reorder(order);
   Loop row = nn::fuse_all(y, rows);
-  if (nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork) y.parallel(row);
+  if (knobs.choose_flag("conv.parallel", nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork))
+    y.parallel(row);
   y.unroll(mi);
   y.vectorize(xi);
 
@@ -186,7 +197,7 @@ void schedule_strip(Schedule& s, const Tensor& out, const Tensor& product) {
 // A pointwise convolution is a matrix product per image: rows are output channels, columns the
 // flattened spatial positions; or, with positions as rows (weight panels "conv_weight_panels"),
 // the other way round, each channel's positions stored together.
-void schedule_pointwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed) {
+void schedule_pointwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, TemplateKnobs& knobs) {
   const auto* oc = out.as<ComputeOp>();
   Stage& y = s[out];
   std::vector<Loop> spatial;
@@ -197,9 +208,9 @@ void schedule_pointwise(Schedule& s, const Tensor& out, const Tensor& product, c
   }
   Loop positions = nn::fuse_all(y, spatial), channels = y.loop(oc->axis[1]);
   if (nn::find_tagged(out, "conv_weight_panels").defined())
-    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, positions, channels, out->dim(1), true);
+    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, positions, channels, out->dim(1), knobs, true);
   else
-    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, channels, positions, num_positions);
+    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, channels, positions, num_positions, knobs);
 }
 
 // A transform stage [tiles, positions.., channels]: tiles over the threads, then each vector of
@@ -241,7 +252,7 @@ void schedule_unblocking(Schedule& s, const Tensor& out) {
   y.vectorize(xi);
 }
 
-void schedule_winograd(Schedule& s, const Tensor& out, const Tensor& output_transform) {
+void schedule_winograd(Schedule& s, const Tensor& out, const Tensor& output_transform, TemplateKnobs& knobs) {
   Tensor products = nn::find_tagged(out, "matmul_epilogue");
   Tensor product = nn::find_tagged(out, "matmul");
   Tensor input_transform = nn::find_tagged(out, "winograd_input");
@@ -255,16 +266,16 @@ void schedule_winograd(Schedule& s, const Tensor& out, const Tensor& output_tran
   const auto* pc = products.as<ComputeOp>();
   Stage& p = s[products];
   nn::schedule_matmul_tiles(s, products, product, panels, {p.loop(pc->axis[0])}, p.loop(pc->axis[1]), p.loop(pc->axis[2]),
-                            products->dim(2));
+                            products->dim(2), knobs);
   schedule_transform(s, output_transform, 0, {1, 2});
   schedule_unblocking(s, out);
 }
 
-void schedule_conv(Schedule& s, const Tensor& main) {
+void schedule_conv(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
   Tensor out = nn::epilogue_target(s, main);
   Tensor winograd = nn::find_tagged(out, "winograd_output");
   if (winograd.defined()) {
-    schedule_winograd(s, out, winograd);
+    schedule_winograd(s, out, winograd, knobs);
     return;
   }
   Tensor matmul = nn::find_tagged(out, "matmul");
@@ -272,7 +283,7 @@ void schedule_conv(Schedule& s, const Tensor& main) {
     Tensor packed = nn::find_tagged(out, "matmul_pack");
     nn::inline_injective_except(s, out, {matmul, packed});
     if (!packed.defined()) packed = nn::find_tagged(out, "matmul_prepacked");  // inlined
-    schedule_pointwise(s, out, matmul, packed);
+    schedule_pointwise(s, out, matmul, packed, knobs);
     return;
   }
   Tensor blocked = nn::find_tagged(out, "conv");
@@ -286,11 +297,11 @@ void schedule_conv(Schedule& s, const Tensor& main) {
   if (padded.defined() && !depthwise.defined()) schedule_copy(s, padded);
   if (packed.defined()) schedule_copy(s, packed);
   if (blocked.defined()) {
-    schedule_blocked(s, out, blocked);
+    schedule_blocked(s, out, blocked, knobs);
   } else if (depthwise.defined()) {
-    schedule_depthwise(s, out, depthwise, padded);
+    schedule_depthwise(s, out, depthwise, padded, knobs);
   } else if (strip.defined()) {
-    schedule_strip(s, out, strip);
+    schedule_strip(s, out, strip, knobs);
   } else {
     schedule_generic_stage(s, product);
     schedule_generic_stage(s, out);
@@ -299,6 +310,6 @@ void schedule_conv(Schedule& s, const Tensor& main) {
 
 }  // namespace
 
-void add_nn_conv_templates(std::map<std::string, CpuTemplate>& t) { t["conv_epilogue"] = schedule_conv; }
+void add_nn_conv_templates(std::map<std::string, TunableTemplate>& t) { t["conv_epilogue"] = schedule_conv; }
 
 }  // namespace tessera::schedule

@@ -85,10 +85,10 @@ void schedule_batch_norm_train(Schedule& s, const Tensor& out) {
 
 }  // namespace
 
-void add_nn_grad_templates(std::map<std::string, CpuTemplate>& t) {
-  t["conv_weight_grad"] = schedule_conv_weight_grad;
-  t["pool_grad"] = schedule_pool_grad;
-  t["batch_norm_train"] = schedule_batch_norm_train;
+void add_nn_grad_templates(std::map<std::string, TunableTemplate>& t) {
+  t["conv_weight_grad"] = without_knobs(schedule_conv_weight_grad);
+  t["pool_grad"] = without_knobs(schedule_pool_grad);
+  t["batch_norm_train"] = without_knobs(schedule_batch_norm_train);
 }
 
 }  // namespace tessera::schedule

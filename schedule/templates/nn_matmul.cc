@@ -30,7 +30,7 @@ int64_t row_chunks(int64_t row_tiles) {
 }
 
 void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
-                           const Loop& rows, const Loop& cols, int64_t columns, bool rows_contiguous) {
+                           const Loop& rows, const Loop& cols, int64_t columns, TemplateKnobs& knobs, bool rows_contiguous) {
   const auto* pc = product.as<ComputeOp>();
   size_t nb = pc->axis.size() - 2;
   int64_t m = product->dim(nb);  // padded to whole tiles
@@ -42,13 +42,14 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   Stage& p = s[product];
   Stage& b = s[packed];
   bool copied = b.attach_kind() != AttachKind::Inline;  // not when they come packed
-  bool parallel = num_elements(product) * k >= kMinParallelWork;
+  bool parallel = knobs.choose_flag("matmul.parallel", num_elements(product) * k >= kMinParallelWork);
   // Panels outermost when there are enough of them for the threads: each is packed right before
   // its row tiles use it (so it is read from cache, not memory) and stays there across them; A
   // is re-read once per panel, 4x less traffic than B once per row tile (nr = 4 mr).
   int64_t panels = 1;
   for (size_t d = 0; d + 2 < packed.ndim(); ++d) panels *= packed->dim(d);
-  bool panel_outer = panels >= 4;
+  bool panel_outer = knobs.choose_flag("matmul.panel_outer", panels >= 4);
+  int64_t k_unroll = knobs.choose("matmul.k_unroll", {4, 2, 8});
   Loop tile;
   if (panel_outer) {
     o.reorder({tiles[1], tiles[0]});
@@ -104,7 +105,7 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
 
   p.compute_at(o, tile);
   Loop i = p.loop(pc->axis[nb]), j = p.loop(pc->axis[nb + 1]);
-  auto [ko, ki] = p.split(p.loop(pc->reduce_axis()[0]), 4);
+  auto [ko, ki] = p.split(p.loop(pc->reduce_axis()[0]), k_unroll);
   p.reorder({ko, ki, i, j});
   p.unroll(ki);
   p.unroll(i);
@@ -128,7 +129,7 @@ namespace {
 // The output's last dimension is the product's columns and the one before its rows, or, when
 // the left operand's batch dimensions were folded into the rows (a weight without batch
 // dimensions), all the dimensions after the product's batch ones but the last.
-void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed) {
+void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, TemplateKnobs& knobs) {
   const auto* oc = out.as<ComputeOp>();
   size_t nb = product.as<ComputeOp>()->axis.size() - 2, last = oc->axis.size() - 1;
   int64_t rows = 1;
@@ -139,10 +140,10 @@ void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, cons
   std::vector<Loop> batch, row_dims;
   for (size_t d = 0; d < last; ++d) (d < nb ? batch : row_dims).push_back(o.loop(oc->axis[d]));
   nn::schedule_matmul_tiles(s, out, product, packed, batch, nn::fuse_all(o, row_dims), o.loop(oc->axis[last]),
-                            out->dim(last));
+                            out->dim(last), knobs);
 }
 
-void schedule_matmul(Schedule& s, const Tensor& main) {
+void schedule_matmul(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
   Tensor product = nn::find_tagged(main, "matmul");
   Tensor packed = nn::find_tagged(main, "matmul_pack");
   if (!packed.defined()) packed = nn::find_tagged(main, "matmul_prepacked");  // inlined below
@@ -150,7 +151,7 @@ void schedule_matmul(Schedule& s, const Tensor& main) {
   // `out` stays even when it is not the kernel's output (an epilogue the tiles cannot take).
   nn::inline_injective_except(s, out, {out, product, nn::find_tagged(main, "matmul_pack")});
   if (packed.defined() && !out.same_as(product)) {
-    schedule_packed(s, out, product, packed);
+    schedule_packed(s, out, product, packed, knobs);
     return;
   }
   // Few rows or narrow columns: no packing; each output vector accumulates over k in place.
@@ -160,7 +161,7 @@ void schedule_matmul(Schedule& s, const Tensor& main) {
 
 }  // namespace
 
-void add_nn_matmul_templates(std::map<std::string, CpuTemplate>& t) {
+void add_nn_matmul_templates(std::map<std::string, TunableTemplate>& t) {
   t["matmul"] = schedule_matmul;
   t["matmul_epilogue"] = schedule_matmul;
 }

@@ -44,8 +44,8 @@ void schedule_pool(Schedule& s, const Tensor& out) {
 
 }  // namespace
 
-void add_nn_pool_templates(std::map<std::string, CpuTemplate>& t) {
-  for (const char* tag : {"pool", "pool_epilogue", "pool_indices"}) t[tag] = schedule_pool;
+void add_nn_pool_templates(std::map<std::string, TunableTemplate>& t) {
+  for (const char* tag : {"pool", "pool_epilogue", "pool_indices"}) t[tag] = without_knobs(schedule_pool);
 }
 
 namespace nn {

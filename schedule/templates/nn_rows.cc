@@ -122,8 +122,8 @@ void schedule_rows(Schedule& s, const Tensor& out) {
 
 }  // namespace
 
-void add_nn_norm_templates(std::map<std::string, CpuTemplate>& t) {
-  for (const char* tag : {"global_pool", "norm", "norm_stat", "softmax", "softmax_stat", "softmax_exp", "nll_loss"}) t[tag] = schedule_rows;
+void add_nn_norm_templates(std::map<std::string, TunableTemplate>& t) {
+  for (const char* tag : {"global_pool", "norm", "norm_stat", "softmax", "softmax_stat", "softmax_exp", "nll_loss"}) t[tag] = without_knobs(schedule_rows);
 }
 
 }  // namespace tessera::schedule

@@ -141,9 +141,9 @@ void schedule_transpose(Schedule& s, const Tensor& output) {
 
 }  // namespace
 
-void add_transform_templates(std::map<std::string, CpuTemplate>& t) {
-  for (const char* tag : {"transform", "resize", "scatter", "topk"}) t[tag] = schedule_data_movement;
-  t["transpose"] = schedule_transpose;
+void add_transform_templates(std::map<std::string, TunableTemplate>& t) {
+  for (const char* tag : {"transform", "resize", "scatter", "topk"}) t[tag] = without_knobs(schedule_data_movement);
+  t["transpose"] = without_knobs(schedule_transpose);
 }
 
 }  // namespace tessera::schedule

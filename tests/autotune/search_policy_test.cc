@@ -61,6 +61,39 @@ TEST(SearchPolicy, BatchesAreFreshAndReplay) {
   }
 }
 
+// Both policies offer the default, then sweep the templates' knobs (one knob changed before
+// two), then search; a knob value measured before (a database record) is not offered again.
+TEST(SearchPolicy, TheDefaultThenTheTemplatesKnobsComeFirst) {
+  Task t = depthwise_task();
+  SearchSpace space(t.compute);
+  std::vector<Candidate> knobs = space.template_candidates(kMaxTemplateSweep);
+  ASSERT_EQ(knobs.size(), 2u * 3 * 2 - 1);  // threads x rows x where the padding is copied
+  for (size_t i = 1; i < knobs.size(); ++i) {
+    auto changed = [&](const Candidate& c) {
+      int n = 0;
+      for (size_t k = 0; k < c.decisions.size(); ++k) n += c.decisions[k] != space.layout(1)[k].options[0];
+      return n;
+    };
+    EXPECT_LE(changed(knobs[i - 1]), changed(knobs[i]));
+  }
+  std::string skipped = space.trace_json(knobs[2]);
+  for (const char* kind : {"random", "evolutionary"}) {
+    SearchOptions small;
+    small.population = 16;
+    small.generations = 2;
+    auto policy = make_policy(t, "llvm", kind, nullptr, 3, {skipped}, small);
+    auto batch = policy->next_batch(static_cast<int>(knobs.size()) + 4);
+    ASSERT_EQ(batch.size(), knobs.size() + 4) << kind;
+    EXPECT_EQ(batch[0], space.trace_json(SearchSpace::default_candidate())) << kind;
+    std::vector<std::string> expected;
+    for (const auto& c : knobs)
+      if (space.trace_json(c) != skipped) expected.push_back(space.trace_json(c));
+    EXPECT_EQ(std::vector<std::string>(batch.begin() + 1, batch.begin() + 1 + expected.size()), expected) << kind;
+  }
+  // A knob space larger than the sweep's limit is left to the search.
+  EXPECT_TRUE(space.template_candidates(8).empty());
+}
+
 TEST(SearchPolicy, DatabaseRecordsSeedTheSearchAndAreNotProposedAgain) {
   Task t = dense_task();
   SearchSpace space(t.compute);
@@ -100,8 +133,9 @@ TEST(SearchPolicy, EvolutionFindsCandidatesTheModelRanksAboveRandomSamples) {
   options.generations = 3;
   options.epsilon = 0;
   auto policy = make_policy(t, "llvm", "evolutionary", &model, 6, {}, options);
-  auto batch = policy->next_batch(9);
-  batch.erase(batch.begin());  // the default template's schedule comes first, whatever its score
+  // The default template's schedule and its knobs' other values come first, whatever their score.
+  policy->next_batch(1 + static_cast<int>(space.template_candidates(kMaxTemplateSweep).size()));
+  auto batch = policy->next_batch(8);
   std::vector<std::vector<float>> picked;
   for (const auto& tr : batch) picked.push_back(features_of(space, tr));
   std::vector<std::vector<float>> randoms;

@@ -48,9 +48,10 @@ TEST(SketchRules, Analyses) {
 
 TEST(SketchRules, MatmulTilesTheProductAtTheOutputsTile) {
   SearchSpace space(matmul_task(48, 64, 32).compute);
-  ASSERT_EQ(space.sketches().size(), 2u) << ::testing::PrintToString(sketch_names(space));
+  ASSERT_EQ(space.sketches().size(), 3u) << ::testing::PrintToString(sketch_names(space));
   EXPECT_TRUE(space.sketches()[0].is_default);
-  const Sketch& sk = space.sketches()[1];
+  EXPECT_TRUE(space.sketches()[1].is_template);
+  const Sketch& sk = space.sketches()[2];
   EXPECT_EQ(stage_of(sk, "matmul_out")->loops, LoopRule::TileFused);
   EXPECT_EQ(stage_of(sk, "matmul_out")->anchor, "matmul");
   EXPECT_EQ(stage_of(sk, "matmul_out")->matched, (std::vector<int>{0, 1}));
@@ -59,11 +60,11 @@ TEST(SketchRules, MatmulTilesTheProductAtTheOutputsTile) {
   // Tile sizes for both output axes (4 levels: 3 factors each), the reduction split, threads,
   // where the product goes, the packing's place, and unrolling.
   std::vector<std::string> names;
-  for (const auto& spec : space.layout(1)) names.push_back(spec.name);
+  for (const auto& spec : space.layout(2)) names.push_back(spec.name);
   EXPECT_EQ(names, (std::vector<std::string>{"matmul_out.i", "matmul_out.j", "matmul_out.parallel", "matmul.at", "matmul.k",
                                              "matmul_packed.place", "matmul_packed.vector", "matmul_packed.parallel", "matmul.unroll"}));
-  EXPECT_EQ(space.layout(1)[0].levels, 3);
-  EXPECT_EQ(space.layout(1)[1].vector_lanes, 16);
+  EXPECT_EQ(space.layout(2)[0].levels, 3);
+  EXPECT_EQ(space.layout(2)[1].vector_lanes, 16);
 }
 
 TEST(SketchRules, AnOutputAccumulatingItselfGetsACacheWriteVariant) {
@@ -74,8 +75,8 @@ TEST(SketchRules, AnOutputAccumulatingItselfGetsACacheWriteVariant) {
 
 TEST(SketchRules, ConvInlinesTheEpilogueAndSamplesThePaddingsPlace) {
   SearchSpace space(conv_task().compute);
-  ASSERT_EQ(space.sketches().size(), 2u) << ::testing::PrintToString(sketch_names(space));
-  const Sketch& sk = space.sketches()[1];
+  ASSERT_EQ(space.sketches().size(), 3u) << ::testing::PrintToString(sketch_names(space));
+  const Sketch& sk = space.sketches()[2];
   EXPECT_EQ(stage_of(sk, "relu")->loops, LoopRule::TileFused);
   EXPECT_EQ(stage_of(sk, "relu")->anchor, "conv_blocked");
   EXPECT_EQ(stage_of(sk, "add")->placement, Placement::Inline);
@@ -85,6 +86,39 @@ TEST(SketchRules, ConvInlinesTheEpilogueAndSamplesThePaddingsPlace) {
   // The output's channel axis walks the blocked product through // and %: not matched; its
   // rows and columns are.
   EXPECT_EQ(stage_of(sk, "relu")->matched, (std::vector<int>{-1, -1, 2, 3}));
+}
+
+// The templates' knobs (schedule/templates/knobs.h) as a sketch: each knob one choice, the
+// template's own first; all at their first option is the default schedule, and other answers
+// give other schedules of the same template.
+TEST(SketchRules, TemplateKnobsAreASketchWhoseFirstOptionsAreTheDefault) {
+  SearchSpace space(matmul_task(48, 64, 32).compute);
+  std::vector<std::string> names;
+  Candidate own{1, {}};
+  for (const auto& spec : space.layout(1)) {
+    names.push_back(spec.name);
+    EXPECT_EQ(spec.kind, DecisionSpec::Kind::Choice);
+    own.decisions.push_back(spec.options.at(0));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"matmul.parallel", "matmul.panel_outer", "matmul.k_unroll"}));
+  EXPECT_EQ(space.layout(1)[2].options, (std::vector<int64_t>{4, 2, 8}));
+  std::string default_trace = space.trace_json(SearchSpace::default_candidate());
+  EXPECT_EQ(space.trace_json(own), default_trace);
+  Candidate other = own;
+  other.decisions[2] = 8;  // the reduction unrolled by 8
+  std::string unrolled = space.trace_json(other);
+  EXPECT_NE(unrolled, default_trace);
+  EXPECT_EQ(space.recover(unrolled), other);
+  // A depthwise convolution's knobs: threads, the block of rows (divisors of 4), whether the
+  // padded input is copied per block of rows.
+  SearchSpace depthwise(depthwise_task().compute);
+  ASSERT_TRUE(depthwise.sketches().size() > 1 && depthwise.sketches()[1].is_template);
+  names.clear();
+  for (const auto& spec : depthwise.layout(1)) names.push_back(spec.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"depthwise.parallel", "depthwise.rows", "depthwise.pad_per_block"}));
+  EXPECT_EQ(depthwise.layout(1)[1].options, (std::vector<int64_t>{4, 2, 1}));
+  // Kernels whose templates have no knobs get no such sketch.
+  EXPECT_FALSE(has_sketch(SearchSpace(elementwise_task().compute), "template_knobs"));
 }
 
 TEST(SketchRules, ElementwiseAndFusedElementwise) {
@@ -149,6 +183,7 @@ TEST(SearchSpace, MutationAndCrossoverKeepTheLayout) {
   SearchSpace space(conv_task().compute);
   std::mt19937_64 rng(3);
   Candidate a = space.sample(rng), b = space.sample(rng);
+  while (b.sketch != a.sketch) b = space.sample(rng);  // crossover needs one sketch
   int changed = 0, valid = 0;
   for (int i = 0; i < 40; ++i) {
     Candidate m = space.mutate(i % 2 ? a : space.crossover(a, b, rng), rng);

@@ -38,6 +38,18 @@ inline Task conv_task() {
       "%p0, %p1, %p2"));
 }
 
+// MobileNet's depthwise 3x3 with stride 2, then clip (ReLU6): phase-split padded input, a block
+// of rows per product (15 rows of outputs: the product pads them to 16).
+inline Task depthwise_task() {
+  return task_from_kernel(kernel(
+      "%p0: float32[1, 24, 29, 29], %p1: float32[24, 1, 3, 3]", "float32[1, 24, 15, 15]",
+      "  %0 = fn [primitive=1] (%a: float32[1, 24, 29, 29], %w: float32[24, 1, 3, 3]) -> float32[1, 24, 15, 15] {\n"
+      "    %1 = conv(%a, %w, dilations=[], groups=24, packed_channels=0, pads=[1, 1, 1, 1], strides=[2, 2]);\n"
+      "    clip(%1, a_max=6, a_min=0)\n"
+      "  };",
+      "%p0, %p1"));
+}
+
 inline Task elementwise_task() {
   return task_from_kernel("def @main(%p0: float32[24, 100]) -> float32[24, 100] {\n  sigmoid(%p0)\n}\n");
 }
@@ -88,8 +100,8 @@ inline Task te_gemm_task(int64_t n) {
 }
 
 inline std::vector<Task> all_tasks() {
-  return {matmul_task(48, 64, 32), conv_task(), elementwise_task(), softmax_task(), reduce_task(), fused_elementwise_task(), dense_task(),
-          te_gemm_task(40)};
+  return {matmul_task(48, 64, 32), conv_task(), depthwise_task(), elementwise_task(), softmax_task(), reduce_task(),
+          fused_elementwise_task(), dense_task(), te_gemm_task(40)};
 }
 
 // Random inputs (fixed seed) and zeroed outputs shaped like the kernel's arguments.
