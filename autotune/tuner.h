@@ -1,7 +1,8 @@
-// A tuning session: trials spread over a model's tasks by expected end-to-end gain (Ansor's
-// task scheduler), each task searched by a policy guided by the cost model, every batch measured
-// in isolated workers and committed to the tuning database in one transaction. A session that
-// is interrupted resumes from the database: what was measured is never measured again.
+// A tuning session: a first batch for every task, then trials spread over the tasks by
+// expected end-to-end gain (Ansor's task scheduler), each task searched by a policy guided by
+// the cost model, every batch measured in isolated workers and committed to the tuning database
+// in one transaction. A session that is interrupted resumes from the database: what was
+// measured is never measured again.
 #pragma once
 #include <functional>
 #include <string>

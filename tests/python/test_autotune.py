@@ -47,6 +47,14 @@ def test_tasks_are_the_models_distinct_kernels(tmp_path):
     assert other[0]["workload"] != tasks[0]["workload"] and other[0]["structure"] == tasks[0]["structure"]
 
 
+def test_every_kernel_gets_a_first_batch_before_any_gets_a_second(tmp_path):
+    """Ansor's warm-up round: a kernel not searched yet has no gain to rank it by, and on its
+    share of the latency alone the small one here would get no batch until the large one had two."""
+    mod = mlp(tmp_path / "m.onnx", 200, inner=64, cols=128)
+    report = tessera.autotune.tune(mod, db=tmp_path / "t.db", trials=2 + 2 * FAST["batch"], progress=False, **FAST)
+    assert [t["trials"] for t in report.tasks] == [1 + FAST["batch"]] * 2
+
+
 def test_tune_fills_the_database_builds_replay_it_and_a_rerun_resumes(tmp_path, rng):
     mod = mlp(tmp_path / "m.onnx", 9)
     db = tmp_path / "t.db"
