@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <unistd.h>
 
 #include "autotune/cost_model.h"
 #include "runtime/error.h"
+#include "temp_dir.h"
 
 namespace tessera::autotune {
 namespace {
@@ -80,7 +80,7 @@ TEST(CostModel, SaveAndLoadKeepPredictions) {
   for (const auto& r : train) costs.push_back(synthetic_cost(r));
   EXPECT_THROW(model.save("/nonexistent/model.json"), Error);  // untrained: nothing to save
   model.update("t", train, costs);
-  auto path = (std::filesystem::temp_directory_path() / ("tessera_cost_model_" + std::to_string(getpid()) + ".json")).string();
+  auto path = (tessera::testing::test_temp_dir() / "model.json").string();
   model.save(path);
   CostModel loaded;
   loaded.load(path);

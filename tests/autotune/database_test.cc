@@ -10,14 +10,13 @@
 
 #include "autotune/database.h"
 #include "runtime/error.h"
+#include "temp_dir.h"
 
 namespace tessera::autotune {
 namespace {
 
 std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("tessera_db_test_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  auto p = dir / name;
+  auto p = tessera::testing::test_temp_dir() / name;
   std::filesystem::remove(p);
   std::filesystem::remove(p.string() + "-wal");
   std::filesystem::remove(p.string() + "-shm");

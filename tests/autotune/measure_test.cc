@@ -13,6 +13,7 @@
 #include "autotune/measure.h"
 #include "runtime/error.h"
 #include "schedule/templates/cpu.h"
+#include "temp_dir.h"
 
 namespace tessera::autotune {
 namespace {
@@ -141,8 +142,7 @@ TEST_F(MeasureTest, SetupFailuresAreEveryCandidatesError) {
 }
 
 TEST_F(MeasureTest, WorkersThatFailBeforeAnsweringFailTheSetup) {
-  auto dir = std::filesystem::temp_directory_path() / ("tessera_measure_test_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  const auto& dir = tessera::testing::test_temp_dir();
   auto script = [&](const std::string& name, const std::string& body) {
     std::string path = (dir / name).string();
     std::ofstream(path) << "#!/bin/sh\n" << body << "\n";

@@ -9,6 +9,7 @@
 
 #include "runtime/cpu_features.h"
 #include "runtime/module_file.h"
+#include "temp_dir.h"
 
 namespace tessera::runtime::testing {
 
@@ -41,11 +42,8 @@ inline ModuleMetadata add4_metadata() {
   return m;
 }
 
-// A fresh path in the test's temporary folder.
-inline std::string temp_path(const std::string& name) {
-  const char* dir = std::getenv("TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/tessera-runtime-test-" + std::to_string(getpid()) + "-" + name;
-}
+// A path in the test process's temporary folder.
+inline std::string temp_path(const std::string& name) { return (tessera::testing::test_temp_dir() / name).string(); }
 
 inline std::string write_add4_module(const std::string& name, const ModuleMetadata& m = add4_metadata()) {
   std::string path = temp_path(name);
