@@ -20,7 +20,6 @@ namespace {
 // Random samples tried per candidate wanted before a batch comes back short.
 constexpr int kSampleTriesPerCandidate = 8;
 
-
 // A candidate that applied and lowered: its trace and features.
 struct Evaluated {
   Candidate candidate;
