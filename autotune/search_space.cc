@@ -33,9 +33,10 @@ class TapeKnobs : public schedule::TemplateKnobs {
   DecisionTape& tape_;
 };
 
+// Whether some knob has more than one value (TapeKnobs asks only choices).
 bool offers_choice(const std::vector<DecisionSpec>& specs) {
   for (const auto& spec : specs)
-    if (spec.kind != DecisionSpec::Kind::Choice || spec.options.size() > 1) return true;
+    if (spec.options.size() > 1) return true;
   return false;
 }
 
