@@ -139,6 +139,8 @@ struct TuningDatabase::Impl {
 };
 
 #define TESSERA_RECORD_COLUMNS "id, workload, target, trace, costs, error, policy, tessera_version, trace_format, created"
+// Records timed alone, not by the model check (kInModelPolicy).
+#define TESSERA_TIMED_ALONE " AND policy != 'in-model'"
 
 std::string TuningDatabase::default_path() {
   if (const char* env = std::getenv("TESSERA_DB"); env && *env) return env;
@@ -217,7 +219,8 @@ std::vector<int64_t> TuningDatabase::commit(const std::vector<Record>& records) 
 
 std::vector<Record> TuningDatabase::top(const std::string& workload, const std::string& target, int k) const {
   Statement s = impl_->prepare("SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ?"
-                               " AND error = '' AND median_seconds IS NOT NULL AND trace_format = ? ORDER BY median_seconds LIMIT ?");
+                               " AND error = '' AND median_seconds IS NOT NULL AND trace_format = ?" TESSERA_TIMED_ALONE
+                               " ORDER BY median_seconds LIMIT ?");
   s.bind(1, workload).bind(2, target).bind(3, int64_t(kTraceFormatVersion)).bind(4, int64_t(k));
   std::vector<Record> out;
   while (s.step()) out.push_back(Impl::read_record(s));
@@ -235,21 +238,53 @@ std::vector<Record> TuningDatabase::similar(const std::string& structure_key, co
   // The best record of each similar workload, fastest first.
   Statement s = impl_->prepare(
       "SELECT " TESSERA_RECORD_COLUMNS " FROM records r WHERE target = ? AND error = '' AND median_seconds IS NOT NULL"
-      " AND trace_format = ? AND workload != ? AND workload IN (SELECT key FROM workloads WHERE structure_key = ?)"
+      " AND trace_format = ? AND workload != ? AND workload IN (SELECT key FROM workloads WHERE structure_key = ?)" TESSERA_TIMED_ALONE
       " AND median_seconds = (SELECT MIN(median_seconds) FROM records q WHERE q.workload = r.workload AND q.target = r.target"
-      " AND q.error = '' AND q.trace_format = r.trace_format) ORDER BY median_seconds LIMIT ?");
+      " AND q.error = '' AND q.trace_format = r.trace_format" TESSERA_TIMED_ALONE ") ORDER BY median_seconds LIMIT ?");
   s.bind(1, target).bind(2, int64_t(kTraceFormatVersion)).bind(3, exclude).bind(4, structure_key).bind(5, int64_t(k));
   std::vector<Record> out;
   while (s.step()) out.push_back(Impl::read_record(s));
   return out;
 }
 
-std::optional<Record> TuningDatabase::find(const std::string& workload, const std::string& target, const std::string& trace) const {
-  Statement s = impl_->prepare("SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ? AND trace = ?"
-                               " AND error = '' AND median_seconds IS NOT NULL AND trace_format = ? ORDER BY id DESC LIMIT 1");
+std::optional<Record> TuningDatabase::latest(const std::string& workload, const std::string& target, const std::string& trace,
+                                             bool in_model) const {
+  Statement s = impl_->prepare(in_model ? "SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ?"
+                                          " AND trace = ? AND error = '' AND median_seconds IS NOT NULL AND trace_format = ?"
+                                          " AND policy = 'in-model' ORDER BY id DESC LIMIT 1"
+                                        : "SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ?"
+                                          " AND trace = ? AND error = '' AND median_seconds IS NOT NULL AND trace_format = ?"
+                                          TESSERA_TIMED_ALONE " ORDER BY id DESC LIMIT 1");
   s.bind(1, workload).bind(2, target).bind(3, trace).bind(4, int64_t(kTraceFormatVersion));
   if (!s.step()) return std::nullopt;
   return Impl::read_record(s);
+}
+
+std::optional<Record> TuningDatabase::find(const std::string& workload, const std::string& target, const std::string& trace) const {
+  return latest(workload, target, trace, false);
+}
+
+std::optional<Record> TuningDatabase::find_in_model(const std::string& workload, const std::string& target,
+                                                    const std::string& trace) const {
+  return latest(workload, target, trace, true);
+}
+
+std::optional<Record> TuningDatabase::baseline(const std::string& workload, const std::string& target) const {
+  Statement s = impl_->prepare("SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ? AND policy = 'default'"
+                               " AND error = '' AND median_seconds IS NOT NULL AND trace_format = ? ORDER BY id DESC LIMIT 1");
+  s.bind(1, workload).bind(2, target).bind(3, int64_t(kTraceFormatVersion));
+  if (!s.step()) return std::nullopt;
+  return Impl::read_record(s);
+}
+
+std::optional<Record> TuningDatabase::chosen(const std::string& workload, const std::string& target) const {
+  std::optional<Record> fastest = best(workload, target);
+  std::optional<Record> standard = baseline(workload, target);
+  if (!fastest || !standard || standard->trace == fastest->trace) return fastest;
+  std::optional<Record> tuned = find_in_model(workload, target, fastest->trace);
+  std::optional<Record> fallback = find_in_model(workload, target, standard->trace);
+  if (tuned && fallback && fallback->median_seconds() < tuned->median_seconds()) return fallback;
+  return fastest;
 }
 
 std::vector<Record> TuningDatabase::all(const std::string& workload, const std::string& target) const {
@@ -263,7 +298,7 @@ std::vector<Record> TuningDatabase::all(const std::string& workload, const std::
 std::vector<TuningDatabase::Summary> TuningDatabase::summaries() const {
   Statement s = impl_->prepare(
       "SELECT w.key, w.structure_key, w.description, w.definition, r.target, COUNT(*), SUM(r.error != ''),"
-      " MIN(CASE WHEN r.error = '' AND r.trace_format = ? THEN r.median_seconds END)"
+      " MIN(CASE WHEN r.error = '' AND r.trace_format = ?" TESSERA_TIMED_ALONE " THEN r.median_seconds END)"
       " FROM workloads w JOIN records r ON r.workload = w.key GROUP BY w.key, r.target ORDER BY w.description");
   s.bind(1, int64_t(kTraceFormatVersion));
   std::vector<Summary> out;
@@ -339,7 +374,8 @@ int64_t TuningDatabase::prune(int keep) {
     Statement del = impl_->prepare(
         "DELETE FROM records WHERE error != '' OR median_seconds IS NULL OR trace_format != ? OR id NOT IN ("
         " SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY workload, target ORDER BY median_seconds) AS rank"
-        " FROM records WHERE error = '' AND median_seconds IS NOT NULL AND trace_format = ?) WHERE rank <= ?)");
+        " FROM records WHERE error = '' AND median_seconds IS NOT NULL AND trace_format = ?" TESSERA_TIMED_ALONE ") WHERE rank <= ?"
+        " UNION SELECT MAX(id) FROM records WHERE policy = 'in-model' GROUP BY workload, target, trace)");
     del.bind(1, int64_t(kTraceFormatVersion)).bind(2, int64_t(kTraceFormatVersion)).bind(3, int64_t(keep));
     del.step();
     Statement again = impl_->prepare("SELECT COUNT(*) FROM records");

@@ -23,6 +23,11 @@ struct WorkloadEntry {
   std::string definition;     // the canonical compute definition (graph-IR text of the kernel)
 };
 
+// The policy of the records the model check writes (driver/model_check.h): a schedule's costs
+// timed inside a built model. Those are not comparable with a kernel's timed alone, so best(),
+// top(), similar(), find() and summaries() skip such records; chosen() reads them.
+inline constexpr const char* kInModelPolicy = "in-model";
+
 // The median of measured times (the upper one of an even count); 0 for none.
 double median_of(std::vector<double> costs);
 
@@ -61,7 +66,15 @@ class TuningDatabase {
   // Adds the records in one transaction (all or none); returns their ids.
   std::vector<int64_t> commit(const std::vector<Record>& records);
 
-  // The fastest valid, compatible record of (workload, target), if any.
+  // The record builds use: the fastest one timed alone (best()), unless the model check timed it
+  // in a model against the default schedule and it lost there; then the default's in-model
+  // record. A faster schedule found later is used until a model check times it in turn.
+  std::optional<Record> chosen(const std::string& workload, const std::string& target) const;
+  // The latest valid, compatible record of the default schedule (policy "default"), if measured.
+  std::optional<Record> baseline(const std::string& workload, const std::string& target) const;
+  // The latest in-model record of exactly this trace, if a model check timed it.
+  std::optional<Record> find_in_model(const std::string& workload, const std::string& target, const std::string& trace) const;
+  // The fastest valid, compatible record of (workload, target) timed alone, if any.
   std::optional<Record> best(const std::string& workload, const std::string& target) const;
   // The k fastest valid, compatible records of (workload, target).
   std::vector<Record> top(const std::string& workload, const std::string& target, int k) const;
@@ -86,11 +99,15 @@ class TuningDatabase {
   // Adds what a JSON-lines export holds; throws naming the line of a malformed entry, having
   // added nothing. Returns the number of records added.
   int64_t import_jsonl(const std::string& text);
-  // Keeps, per (workload, target), the `keep` fastest valid compatible records; drops the rest
-  // (errors, slower ones, incompatible versions). Returns the number removed.
+  // Keeps, per (workload, target), the `keep` fastest valid compatible records timed alone and
+  // the latest in-model record of each trace; drops the rest (errors, slower ones, incompatible
+  // versions). Returns the number removed.
   int64_t prune(int keep);
 
  private:
+  // The latest valid, compatible record of this trace: in-model or timed alone.
+  std::optional<Record> latest(const std::string& workload, const std::string& target, const std::string& trace, bool in_model) const;
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::string path_;

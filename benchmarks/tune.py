@@ -169,7 +169,8 @@ def bench_model(args):
     mod = tessera.onnx.load(path)
     print(f"== tuning {args.model}: {args.trials} trials, {args.threads} threads, database {db}", flush=True)
     report, seconds = tune(mod, db, args.trials, args.timeout, opt_level=args.opt_level)
-    print(f"  {report}\n  tuning wall time {seconds:.0f} s")
+    print(f"  {report}\n  tuning wall time {seconds:.0f} s (the model check included)")
+    print(report.model_check["text"], end="")
     start = time.time()
     subprocess.run([os.path.join(common.BUILD, "bin", "tessera"), "compile", path, "--db", db, "-O", str(args.opt_level)],
                    check=True, stdout=subprocess.DEVNULL)

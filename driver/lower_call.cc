@@ -35,22 +35,23 @@ std::string record_label(const autotune::Record& r) {
   std::string id = "record " + std::to_string(r.id);
   if (r.policy == "transfer") return "transferred (" + id + ")";
   if (r.policy == "default") return "default (measured fastest, " + id + ")";
+  if (r.policy == autotune::kInModelPolicy) return "default (faster in the model than the tuned schedule, " + id + ")";
   return "tuned (" + id + ")";
 }
 
-// The database's best record of the workload, transferring schedules of similar workloads first
+// The database's chosen record of the workload, transferring schedules of similar workloads first
 // when it has none and `transfer` allows; `note` explains a miss.
-std::optional<autotune::Record> best_record(const CallNode* call, const std::string& workload, const ScheduleContext& ctx,
+std::optional<autotune::Record> chosen_record(const CallNode* call, const std::string& workload, const ScheduleContext& ctx,
                                             bool transfer, std::string& note) {
   if (!ctx.db) {
     note = " (no tuning database)";
     return std::nullopt;
   }
-  auto record = ctx.db->best(workload, ctx.target);
+  auto record = ctx.db->chosen(workload, ctx.target);
   if (!record && transfer) {
     try {
       ctx.transfer->transfer(autotune::task_from_call(call));
-      record = ctx.db->best(workload, ctx.target);
+      record = ctx.db->chosen(workload, ctx.target);
     } catch (const Error& e) {
       note = std::string(" (no record; schedule transfer failed: ") + e.what() + ")";
       return record;
@@ -69,11 +70,15 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
   std::string key;
   std::unique_ptr<schedule::Schedule> custom = schedule::apply_custom_schedule(compute.outputs, workload, call_description(call), &key);
   std::string note;
-  std::optional<autotune::Record> record = best_record(call, workload, ctx, ctx.transfer && !custom, note);
+  std::optional<autotune::Record> record = chosen_record(call, workload, ctx, ctx.transfer && !custom, note);
   if (custom) {
-    std::optional<autotune::Record> measured;
-    if (record) measured = ctx.db->find(workload, ctx.target, custom->trace().to_json());
-    if (!record || !measured || measured->median_seconds() <= record->median_seconds()) {
+    // Compared by times taken alone: the model check never times a custom schedule.
+    std::optional<autotune::Record> measured, fastest;
+    if (record) {
+      measured = ctx.db->find(workload, ctx.target, custom->trace().to_json());
+      fastest = ctx.db->best(workload, ctx.target);
+    }
+    if (!record || !measured || measured->median_seconds() <= fastest->median_seconds()) {
       label = "custom (" + key + ")";
       if (record && !measured) label += "; record " + std::to_string(record->id) + " was never measured against it";
       return custom;

@@ -1,7 +1,7 @@
 // One call of the graph as one kernel: its compute definition (relay_ir/compute_of_call.h)
 // under a schedule chosen in this order — a custom schedule registered for the workload or op,
-// unless the tuning database measured it and holds a faster record; else the database's best
-// record for the workload and target (first transferred from similar workloads when it has none
+// unless the tuning database measured it and holds a faster record; else the database's chosen
+// record for the workload and target (TuningDatabase::chosen) (first transferred from similar workloads when it has none
 // of its own); else the default template of the anchor op's tag — lowered to a LoweredFunc.
 #pragma once
 #include <string>

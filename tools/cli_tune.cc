@@ -13,7 +13,9 @@
 #include "autotune/task.h"
 #include "autotune/tuner.h"
 #include "driver/build.h"
+#include "driver/model_check.h"
 #include "runtime/error.h"
+#include "targets/target.h"
 #include "tools/cli_options.h"
 
 namespace tessera::cli {
@@ -24,6 +26,7 @@ struct TuneArgs {
   ModelOptions model;
   autotune::TuneOptions options;
   double timeout = 0;
+  bool model_check = true;
 };
 
 struct DbArgs {
@@ -81,6 +84,12 @@ int cmd_tune(TuneArgs& a) {
   }
   std::printf("estimated latency %.3f ms (default schedules %.3f ms) after %.0f s\nreport: %s\n", r.estimated_latency * 1e3,
               r.default_latency * 1e3, r.wall_seconds, r.report_path.c_str());
+  if (a.model_check) {
+    driver::BuildOptions b;
+    b.opt_level = a.model.opt_level;
+    b.db_path = a.options.db_path;
+    std::printf("%s", driver::format_model_check(driver::check_in_model(load(a.model), targets::Target::parse(a.model.target), b)).c_str());
+  }
   return 0;
 }
 
@@ -178,6 +187,8 @@ void add_tuning_commands(CLI::App& app) {
   tune_cmd->add_option("--seed", t.options.seed, "random seed of the search");
   tune_cmd->add_option("--repeat", t.options.measure.repeat, "timed runs per candidate");
   tune_cmd->add_flag("--flush-cache", t.options.measure.flush_cache, "flush the caches before each timed run");
+  tune_cmd->add_flag("!--no-model-check", t.model_check,
+                     "keep every kernel's fastest schedule timed alone, without timing it in the model against its default");
   tune_cmd->add_option("--report", t.options.report_path, "the HTML report (default: tuning_report.html beside the database)");
 
   DbArgs& d = db_args;

@@ -3,9 +3,12 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "autotune/task.h"
 #include "autotune/tuner.h"
 #include "driver/build.h"
+#include "driver/model_check.h"
 #include "python/src/bindings.h"
 #include "schedule/custom.h"
 
@@ -19,6 +22,16 @@ py::dict task_state(const autotune::TaskState& s) {
   return py::dict(py::arg("description") = s.description, py::arg("workload") = s.workload, py::arg("weight") = s.weight,
                   py::arg("flops") = s.flops, py::arg("trials") = s.trials, py::arg("default_seconds") = s.default_seconds,
                   py::arg("best_seconds") = s.best_seconds, py::arg("gflops") = s.gflops(), py::arg("history") = history);
+}
+
+py::dict model_check(const driver::ModelCheck& c) {
+  py::list kernels;
+  for (const auto& k : c.kernels)
+    kernels.append(py::dict(py::arg("kernel") = k.kernel, py::arg("op") = k.op, py::arg("workload") = k.workload,
+                            py::arg("record") = k.record, py::arg("default_seconds") = k.default_seconds,
+                            py::arg("tuned_seconds") = k.tuned_seconds, py::arg("tuned_kept") = k.tuned_kept()));
+  return py::dict(py::arg("kernels") = kernels, py::arg("default_seconds") = c.default_seconds,
+                  py::arg("tuned_seconds") = c.tuned_seconds, py::arg("text") = driver::format_model_check(c));
 }
 
 }  // namespace
@@ -40,7 +53,7 @@ void bind_autotune(py::module_& m) {
 
   m.def("autotune_tune", [](const relay_ir::Module& mod, const std::string& target, const std::string& db, int trials, int batch,
                             const std::string& policy, int early_stopping, double max_seconds, int opt_level, int seed, int repeat,
-                            bool flush_cache, py::object progress) {
+                            bool flush_cache, bool check_in_model, py::object progress) {
     autotune::TuneOptions o;
     o.target = target;
     o.db_path = db;
@@ -60,15 +73,23 @@ void bind_autotune(py::module_& m) {
       if (!progress.is_none()) progress(autotune::progress_line(p));
     };
     autotune::TuneResult r;
+    std::optional<driver::ModelCheck> check;
     {
       py::gil_scoped_release release;
       r = autotune::tune(autotune::extract_tasks(driver::optimize(mod, opt_level)), o, on_progress);
+      if (check_in_model) {
+        driver::BuildOptions b;
+        b.opt_level = opt_level;
+        b.db_path = db;
+        check = driver::check_in_model(mod, targets::Target::parse(target), b);
+      }
     }
     py::list tasks;
     for (const auto& s : r.tasks) tasks.append(task_state(s));
     return py::dict(py::arg("tasks") = tasks, py::arg("estimated_latency") = r.estimated_latency,
                     py::arg("default_latency") = r.default_latency, py::arg("wall_seconds") = r.wall_seconds,
-                    py::arg("report_path") = r.report_path);
+                    py::arg("report_path") = r.report_path,
+                    py::arg("model_check") = check ? py::object(model_check(*check)) : py::object(py::none()));
   });
 
   m.def("register_custom_schedule", [](const std::string& key, py::function fn) {

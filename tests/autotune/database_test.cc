@@ -86,6 +86,45 @@ TEST(TuningDatabase, ExportImportAndPrune) {
   EXPECT_TRUE(other.summaries().empty());
 }
 
+Record timed(const std::string& trace, const std::string& policy, double seconds) {
+  Record r = record("w", "llvm", seconds);
+  r.trace = trace;
+  r.policy = policy;
+  return r;
+}
+
+TEST(TuningDatabase, BuildsUseWhatTheModelCheckChose) {
+  TuningDatabase db(temp_path("chosen.db"));
+  db.add_workload(workload("w"));
+  db.commit({timed("[]", "default", 0.004), timed("[1]", "evolutionary", 0.003)});
+  EXPECT_EQ(db.chosen("w", "llvm")->trace, "[1]");  // nothing timed in a model: the fastest alone
+  // The model check timed both in the model, where the default ran faster. In-model times are
+  // never compared with times taken alone: the default's 1 ms there does not make it best().
+  db.commit({timed("[]", kInModelPolicy, 0.001), timed("[1]", kInModelPolicy, 0.002)});
+  EXPECT_EQ(db.best("w", "llvm")->trace, "[1]");
+  EXPECT_DOUBLE_EQ(db.best("w", "llvm")->median_seconds(), 0.0033);
+  EXPECT_DOUBLE_EQ(db.summaries()[0].best_seconds, 0.0033);
+  EXPECT_EQ(db.find("w", "llvm", "[]")->policy, "default");
+  EXPECT_TRUE(db.similar("s", "other", "llvm", 5)[0].policy != kInModelPolicy);
+  auto chosen = db.chosen("w", "llvm");
+  EXPECT_EQ(chosen->trace, "[]");
+  EXPECT_EQ(chosen->policy, kInModelPolicy);
+  // Timed alone again (a later session re-times its best): the verdict stands.
+  db.commit({timed("[1]", "evolutionary", 0.003)});
+  EXPECT_EQ(db.chosen("w", "llvm")->trace, "[]");
+  // A faster schedule found alone is used until a model check times it in turn.
+  db.commit({timed("[2]", "evolutionary", 0.002)});
+  EXPECT_EQ(db.chosen("w", "llvm")->trace, "[2]");
+  db.commit({timed("[]", kInModelPolicy, 0.0012), timed("[2]", kInModelPolicy, 0.001)});
+  EXPECT_EQ(db.chosen("w", "llvm")->trace, "[2]");
+  EXPECT_EQ(db.chosen("w", "llvm")->policy, "evolutionary");
+  // Pruning keeps the fastest records timed alone and the latest in-model record of each trace.
+  db.prune(1);
+  std::vector<std::string> kept;
+  for (const auto& r : db.all("w", "llvm")) kept.push_back(r.trace + " " + r.policy);
+  EXPECT_EQ(kept, (std::vector<std::string>{"[1] in-model", "[2] evolutionary", "[] in-model", "[2] in-model"}));
+}
+
 TEST(TuningDatabase, NotADatabaseIsAClearError) {
   std::string path = temp_path("garbage.db");
   std::ofstream(path) << std::string(4096, 'x');

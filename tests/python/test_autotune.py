@@ -77,9 +77,17 @@ def test_tune_fills_the_database_builds_replay_it_and_a_rerun_resumes(tmp_path, 
     html = open(report.report_path).read()
     assert report.report_path == str(tmp_path / "tuning_report.html") and html.count("<svg") >= 3
 
+    # The model check timed each kernel whose best is not its default inside the model, beside
+    # that default, and stored both times as in-model records.
+    check = report.model_check
+    in_model = [r for r in records(db) if r[2] == "in-model"]
+    assert len(in_model) == 2 * len(check["kernels"]) and check["default_seconds"] > 0
+    assert all(k["default_seconds"] > 0 and k["tuned_seconds"] > 0 for k in check["kernels"])
+    assert "model check" in check["text"]
+
     # One record per trial, and two more per task whose best candidate was timed again beside
     # the default at the end (its default then has two records).
-    rows = records(db)
+    rows = [r for r in records(db) if r[2] != "in-model"]
     retimed = [w for w in {r[0] for r in rows} if sum(r[0] == w and r[2] == "default" for r in rows) == 2]
     assert len({(r[0], r[1]) for r in rows}) == 14 and len(rows) == 14 + 2 * len(retimed)
     assert sum(r[2] == "default" for r in rows) == 2 + len(retimed)
@@ -87,7 +95,12 @@ def test_tune_fills_the_database_builds_replay_it_and_a_rerun_resumes(tmp_path, 
 
     x = rng.standard_normal((9, 24)).astype("float32")
     tuned = tessera.build(mod, db=db)
-    assert all(label.startswith(("tuned (record", "default (measured fastest")) for label in labels(tuned).values())
+    kept = {k["op"]: k["tuned_kept"] for k in check["kernels"]}
+    for op, label in labels(tuned).items():
+        if op in kept:
+            assert label.startswith("tuned (record" if kept[op] else "default (faster in the model"), label
+        else:
+            assert label.startswith(("tuned (record", "default (measured fastest")), label
     expected = tessera.build(mod, db=False).run([x])[0]
     np.testing.assert_allclose(tuned.run([x])[0], expected, rtol=1e-5, atol=1e-5)
 
@@ -101,7 +114,7 @@ def test_random_policy_and_bad_options(tmp_path):
     mod = mlp(tmp_path / "m.onnx", 5)
     report = tessera.autotune.tune(mod, db=tmp_path / "r.db", trials=6, policy="random", progress=False, **FAST)
     assert sum(t["trials"] for t in report.tasks) == 6
-    assert {r[2] for r in records(tmp_path / "r.db")} <= {"default", "random"}
+    assert {r[2] for r in records(tmp_path / "r.db")} <= {"default", "random", "in-model"}
     with pytest.raises(tessera.Error, match="policy"):
         tessera.autotune.tune(mod, db=tmp_path / "r.db", trials=6, policy="annealing", progress=False, **FAST)
     with pytest.raises(tessera.Error, match="trials"):
