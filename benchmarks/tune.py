@@ -21,7 +21,8 @@ batch     a model at another batch size: with the database tuned at batch 1 (tra
 convs     each distinct ResNet-50 convolution (batch 1) as a one-kernel model, tuned with --trials,
           against PyTorch's conv2d in the same process.
 Databases go to benchmarks/results/ (rerunning resumes a session; --fresh starts over). All
-tuning and timing runs at --threads (default 2) threads."""
+tuning and timing runs at --threads (default 2) threads; Tessera and its peers are timed in
+turns (common.measure_rounds), Tessera's kernels alone (no input or output copies)."""
 import argparse
 import os
 import shutil
@@ -88,14 +89,6 @@ def tune(mod, db, trials, timeout, seed=0, policy="evolutionary", opt_level=2):
     return report, time.time() - start
 
 
-def kernel_times(lib, inputs, repeat):
-    """(min, median) seconds of the model's kernels alone (lib.profile: no input/output copies)."""
-    import statistics
-    lib.profile(inputs, 3)
-    runs = [sum(ms for _, ms in lib.profile(inputs, 1)) / 1e3 for _ in range(repeat)]
-    return min(runs), statistics.median(runs)
-
-
 def bench_gemm(args):
     import numpy as np
     import tessera
@@ -113,18 +106,17 @@ def bench_gemm(args):
         assert err < 1e-4, f"{name}: relative error {err}"
     print(f"  kernel: {libs['tessera'].kernels[0]['schedule']}; tuning took {seconds:.0f} s for "
           f"{sum(t['trials'] for t in report.tasks)} trials (database included)")
-    times = {name: kernel_times(lib, [a, b], args.repeat) for name, lib in libs.items()}
-    common.pause()
+    runs = {name: common.kernels_alone(lib, [a, b]) for name, lib in libs.items()}
     out = np.empty_like(ref)
-    times["numpy"] = common.measure(lambda: np.matmul(a, b, out=out), args.repeat)
+    runs["numpy"] = lambda: np.matmul(a, b, out=out)
     try:
         import torch
         torch.set_num_threads(args.threads)
         ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-        common.pause()
-        times["torch"] = common.measure(lambda: torch.matmul(ta, tb), args.repeat)
+        runs["torch"] = lambda: torch.matmul(ta, tb)
     except ImportError:
         pass
+    times = common.measure_rounds(runs, args.repeat)
     for name, (best, median) in times.items():
         print(f"  {name:8s} min {best * 1e3:8.2f} ms  median {median * 1e3:8.2f} ms  {2 * n ** 3 / median / 1e9:7.1f} GFLOP/s")
     print(f"  tuned tessera / numpy speed ratio (median): {times['numpy'][1] / times['tessera'][1]:.2f}")
@@ -249,9 +241,7 @@ def bench_convs(args):
         ref = conv().numpy()
         err = float(np.abs(lib.run([x])[0] - ref).max() / np.abs(ref).max())
         assert err < 1e-4, f"{name}: relative error {err}"
-        times = {"tessera": kernel_times(lib, [x], args.repeat)}
-        common.pause()
-        times["torch"] = common.measure(conv, args.repeat)
+        times = common.measure_rounds({"tessera": common.kernels_alone(lib, [x]), "torch": conv}, args.repeat)
         flops = 2 * cin * cout * kernel * kernel * ref.shape[2] * ref.shape[3]
         print(f"  {name:11s} {cin:4d}->{cout:4d} {kernel}x{kernel}/{stride} at {size:3d}: tessera {times['tessera'][1] * 1e3:7.3f} ms "
               f"({flops / times['tessera'][1] / 1e9:6.1f} GFLOP/s, {lib.kernels[0]['schedule']}), torch {times['torch'][1] * 1e3:7.3f} ms; "
