@@ -5,6 +5,7 @@ and do not fill a vector, every float dtype."""
 import numpy as np
 import pytest
 
+import nn_testing
 import tessera
 from nn_testing import assert_close, conv_reference, run
 
@@ -39,6 +40,11 @@ CONV_CASES = [
     (1, 32, (9, 13), 20, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
     # 1x1 over 130 positions: 5 column panels, the last partial, shared out in runs of row tiles.
     (2, 16, (10, 13), 64, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
+    # Strided 1x1 (the matrix product's panels gather every stride-th position): odd sizes, a
+    # stride along x only, and 1-D.
+    (2, 24, (15, 13), 40, (1, 1), (2, 2), (0, 0, 0, 0), (1, 1), 1),
+    (1, 8, (9, 50), 24, (1, 1), (1, 3), (0, 0, 0, 0), (1, 1), 1),
+    (1, 16, (61,), 32, (1,), (3,), (0, 0), (1,), 1),
     (1, 8, (9, 13), 17, (3, 2), (1, 2), (0, 0, 0, 0), (1, 1), 1),
     (1, 32, (10, 10), 64, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 2),
     (1, 12, (10, 11), 12, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 12),
@@ -86,6 +92,19 @@ def test_conv(rng, case, bias):
              "kernel_shape": list(kernel)}
     (y,) = run("Conv", [x, w] + ([b] if bias else []), attrs)
     assert_close(y, conv_reference(x, w, b, list(strides), list(pads), list(dilations), groups), "float32", rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("spatial, m, packed", [((14, 14), 96, [3, 64, 1, 1, 32]), ((15, 13), 40, [5, 64, 1, 1, 8])])
+def test_strided_pointwise_conv_with_a_constant_weight(rng, spatial, m, packed):
+    """At -O 3 a weight known at build time is packed ahead: 7x7 outputs take positions as the
+    matrix product's rows (weight panels of 32 channels, as ResNet's downsampling layers), 8x7
+    take them as its columns (tiles of 8 channels)."""
+    x = rng.standard_normal((1, 64) + spatial).astype("float32")
+    w = rng.standard_normal((m, 64, 1, 1)).astype("float32")
+    b = rng.standard_normal(m).astype("float32")
+    lib = tessera.build(nn_testing.load(nn_testing.model("Conv", [x, w, b], {"strides": [2, 2]}, constants=(1, 2))), opt_level=3)
+    assert f"float32{packed}" in lib.kernels[0]["signature"]
+    assert_close(lib.run([x])[0], conv_reference(x, w, b, [2, 2], [0, 0, 0, 0], [1, 1], 1), "float32", rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float64"])
