@@ -77,12 +77,15 @@ ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target&
   for (size_t s = 0; same && s < steps_a.size(); ++s) same = steps_a[s].kernel == steps_b[s].kernel;
   if (!same) fail("model check: the builds with and without the database ", options.db_path, " differ in their steps");
 
-  // The kernels whose schedule is a record other than the default's (not one the check chose).
+  // The kernels built with a record other than the default's (not one the check chose, nor a
+  // custom schedule, which the build with no database uses too).
   std::vector<Candidate> candidates;
   for (const auto& k : b.kernels) {
     auto record = db->chosen(k.workload, key);
     auto standard = db->baseline(k.workload, key);
     if (!record || !standard || record->policy == autotune::kInModelPolicy || record->trace == standard->trace) continue;
+    std::string id = "(record " + std::to_string(record->id) + ")";
+    if (k.schedule != "tuned " + id && k.schedule != "transferred " + id) continue;
     Candidate c;
     c.check = {k.name, k.op, k.workload, record->id};
     c.default_trace = standard->trace;
