@@ -58,7 +58,7 @@ struct OpDef {
   // The output is the input's bytes under another shape (reshape): run as a view, no kernel.
   bool is_view = false;
   // Reverse-mode derivative; empty for ops that are not differentiable (yet).
-  GradientFn gradient;
+  GradientFn gradient = nullptr;
 };
 
 class OpRegistry {

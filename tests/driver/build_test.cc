@@ -33,7 +33,9 @@ TEST(Build, RunsAChainOfOps) {
     for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out[0].data_as<float>()[i], expected[i]);
     // Level 2 fuses the bias add and the relu into one kernel.
     ASSERT_EQ(r.kernels.size(), opt_level == 0 ? 2u : 1u);
-    if (opt_level == 2) EXPECT_EQ(r.kernels[0].op, "fused_add_relu");
+    if (opt_level == 2) {
+      EXPECT_EQ(r.kernels[0].op, "fused_add_relu");
+    }
   }
 }
 
