@@ -132,7 +132,7 @@ class PlanBuilder {
         signature += "]";
       }
       kernels_.push_back({name, call_description(call), signature, tensor_ir::to_string(lowered.func), 0, lowered.workload,
-                          lowered.schedule});
+                          lowered.schedule, lowered.record});
       lowered_.push_back(lowered.func);
     } else {
       kernel = found->second;

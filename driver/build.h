@@ -2,6 +2,7 @@
 // call to a kernel (its compute definition under a schedule: for now the default template of
 // its tag), compiles the kernels for the target, and plans memory for the executor.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@ struct KernelInfo {
   int calls = 0;           // steps that call it
   std::string workload;    // its workload key in the tuning database
   std::string schedule;    // where its schedule came from: "default", "tuned (record 12)", ...
+  int64_t record = 0;      // the tuning record its schedule replays; 0: none (a template or custom)
 };
 
 struct BuildResult {

@@ -61,9 +61,10 @@ std::optional<autotune::Record> chosen_record(const CallNode* call, const std::s
   return record;
 }
 
-// The schedule of a kernel and where it came from.
+// The schedule of a kernel; where it came from goes to `label` and, when it replays a record, its
+// id to `record_id`.
 std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const CallCompute& compute, const std::string& workload,
-                                                    const ScheduleContext& ctx, std::string& label) {
+                                                    const ScheduleContext& ctx, std::string& label, int64_t& record_id) {
   // A schedule registered for the workload, else for what the kernel computes. It yields only to
   // a record measured faster than it (tuning measures it first), which a transfer never is: with
   // one, nothing is transferred.
@@ -88,6 +89,7 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
     try {
       auto s = autotune::schedule_from_record(*record, compute.outputs);
       label = record_label(*record);
+      record_id = record->id;
       return s;
     } catch (const Error& e) {
       // A record that no longer replays (the compute definition changed meaning) is not used.
@@ -106,7 +108,7 @@ LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, con
     LoweredCall out;
     out.num_outputs = compute.outputs.size();
     out.workload = autotune::make_workload(compute.outputs, call_description(call)).key;
-    std::unique_ptr<schedule::Schedule> schedule = choose_schedule(call, compute, out.workload, ctx, out.schedule);
+    std::unique_ptr<schedule::Schedule> schedule = choose_schedule(call, compute, out.workload, ctx, out.schedule, out.record);
     std::vector<tensor_ir::Tensor> args = compute.inputs;
     args.insert(args.end(), compute.outputs.begin(), compute.outputs.end());
     out.func = schedule::lower(*schedule, args, kernel_name);

@@ -1,9 +1,11 @@
 // One call of the graph as one kernel: its compute definition (relay_ir/compute_of_call.h)
 // under a schedule chosen in this order — a custom schedule registered for the workload or op,
 // unless the tuning database measured it and holds a faster record; else the database's chosen
-// record for the workload and target (TuningDatabase::chosen) (first transferred from similar workloads when it has none
-// of its own); else the default template of the anchor op's tag — lowered to a LoweredFunc.
+// record for the workload and target (TuningDatabase::chosen; first transferred from similar
+// workloads when it has none of its own); else the default template of the anchor op's tag —
+// lowered to a LoweredFunc.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "autotune/database.h"
@@ -25,6 +27,7 @@ struct LoweredCall {
   std::string workload;          // the workload key
   std::string schedule;          // where the schedule came from: "default", "tuned (record 12)",
                                  // "transferred (record 40)", "custom (conv)", ...
+  int64_t record = 0;            // the tuning record whose trace the schedule replays; 0: none
 };
 
 // `call` must be typed (InferType). Errors name the op and the call's origin.

@@ -83,9 +83,9 @@ ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target&
   for (const auto& k : b.kernels) {
     auto record = db->chosen(k.workload, key);
     auto standard = db->baseline(k.workload, key);
-    if (!record || !standard || record->policy == autotune::kInModelPolicy || record->trace == standard->trace) continue;
-    std::string id = "(record " + std::to_string(record->id) + ")";
-    if (k.schedule != "tuned " + id && k.schedule != "transferred " + id) continue;
+    if (!record || record->id != k.record || !standard || record->policy == autotune::kInModelPolicy ||
+        record->trace == standard->trace)
+      continue;
     Candidate c;
     c.check = {k.name, k.op, k.workload, record->id};
     c.default_trace = standard->trace;

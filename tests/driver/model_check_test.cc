@@ -73,6 +73,7 @@ TEST(ModelCheck, AScheduleFastestAloneThatLosesInTheModelIsNotUsed) {
   EXPECT_EQ(built.kernels[0].schedule.rfind("default (faster in the model", 0), 0u) << built.kernels[0].schedule;
   auto db = autotune::TuningDatabase::open_existing(options.db_path);
   EXPECT_EQ(db->chosen(tasks[0].workload.key, key)->trace, templ);
+  EXPECT_EQ(built.kernels[0].record, db->chosen(tasks[0].workload.key, key)->id);
   EXPECT_EQ(db->best(tasks[0].workload.key, key)->trace, plain);  // times taken alone are untouched
   // Checked again, nothing is left to time: the default is what builds use.
   EXPECT_TRUE(check_in_model(m, target, options, quick).kernels.empty());
