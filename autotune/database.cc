@@ -249,12 +249,10 @@ std::vector<Record> TuningDatabase::similar(const std::string& structure_key, co
 
 std::optional<Record> TuningDatabase::latest(const std::string& workload, const std::string& target, const std::string& trace,
                                              bool in_model) const {
-  Statement s = impl_->prepare(in_model ? "SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ?"
-                                          " AND trace = ? AND error = '' AND median_seconds IS NOT NULL AND trace_format = ?"
-                                          " AND policy = 'in-model' ORDER BY id DESC LIMIT 1"
-                                        : "SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ?"
-                                          " AND trace = ? AND error = '' AND median_seconds IS NOT NULL AND trace_format = ?"
-                                          TESSERA_TIMED_ALONE " ORDER BY id DESC LIMIT 1");
+  std::string sql = "SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ? AND trace = ?"
+                    " AND error = '' AND median_seconds IS NOT NULL AND trace_format = ?";
+  sql += in_model ? " AND policy = 'in-model'" : TESSERA_TIMED_ALONE;
+  Statement s = impl_->prepare((sql + " ORDER BY id DESC LIMIT 1").c_str());
   s.bind(1, workload).bind(2, target).bind(3, trace).bind(4, int64_t(kTraceFormatVersion));
   if (!s.step()) return std::nullopt;
   return Impl::read_record(s);
