@@ -162,6 +162,63 @@ class BoundInference {
     }
     for (size_t i = 0; i < roots.size(); ++i)
       p.root_value[roots[i]->var.get()] = simplify(root_ranges[i].min + offset.at(roots[i].get()));
+    for (const auto& spec : st.prefetches()) p.prefetches.push_back(infer_prefetch(p, spec));
+  }
+
+  size_t context_position(const StagePlan& p, const Loop& loop, const char* role, const PrefetchSpec& spec) {
+    auto it = std::find_if(p.context.begin(), p.context.end(), [&](const auto& e) { return e.first.same_as(loop->var); });
+    if (it == p.context.end())
+      fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": its ", role, " loop ", loop->name,
+           " is not a loop around the stage's computation (split or fused after the prefetch?)");
+    return static_cast<size_t>(it - p.context.begin());
+  }
+
+  // The region of spec.tensor that the iteration `offset` steps further along `from` reads (the
+  // loops inside `from` ranging); and which share of it each iteration
+  // of `at` fetches: the `offset` iterations of `from` before that one, times the iterations of
+  // the loops from `from` down to `at`, each take one.
+  PrefetchRegion infer_prefetch(const StagePlan& p, const PrefetchSpec& spec) {
+    size_t at = context_position(p, spec.at, "at", spec), from = context_position(p, spec.from, "from", spec);
+    if (from > at)
+      fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": loop ", spec.from->name, " is inside ", spec.at->name);
+    AccessCollector collect(spec.tensor.get());
+    collect.visit(p.body);
+    if (collect.accesses.empty()) fail("prefetch: stage ", p.stage->name(), " does not read ", spec.tensor.name(), " itself");
+    arith::IntervalMap ranging;
+    for (size_t i = from + 1; i < p.context.size(); ++i) {
+      const auto& [var, ext] = p.context[i];
+      ranging[var.get()] = {make_zero(kIndexType), arith::eval_interval(simplify(ext - 1), ranging).max};
+    }
+    VarMap ahead{{spec.from->var.get(), spec.from->var + Expr(spec.offset)}};
+    std::vector<arith::Interval> needed(spec.tensor.ndim());
+    for (size_t a = 0; a < collect.accesses.size(); ++a) {
+      for (size_t d = 0; d < needed.size(); ++d) {
+        Expr index = simplify(substitute(substitute(collect.accesses[a][d], p.root_value), ahead));
+        arith::Interval iv = arith::eval_interval(index, ranging);
+        if (!iv.bounded())
+          fail("prefetch: cannot bound the index ", to_string(collect.accesses[a][d]), " of ", spec.tensor.name(), " read by ", p.stage->name());
+        needed[d] = a ? arith::union_of(needed[d], iv) : iv;
+      }
+    }
+    PrefetchRegion r{spec.at, spec.tensor, {}, floormod(spec.from->var, Expr(spec.offset)), spec.offset};
+    // Constant extents keep the arithmetic of the prefetch loop cheap; the region may then run
+    // past the end of the tensor (in the last iterations), which a prefetch may: it never faults.
+    for (size_t d = 0; d < needed.size(); ++d) {
+      Expr lo = simplify(needed[d].min);
+      arith::ConstBound extent = arith::const_bound(simplify(needed[d].max - lo + 1), var_bounds_);
+      if (extent.max == arith::ConstBound::kPosInf)
+        fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": the region of dimension ", d, " has no constant size");
+      r.region.push_back(Range(lo, Expr(std::min(extent.max, spec.tensor->dim(d)))));
+    }
+    for (size_t i = from + 1; i <= at; ++i) {
+      arith::ConstBound extent = arith::const_bound(p.context[i].second, var_bounds_);
+      if (extent.max == arith::ConstBound::kPosInf)
+        fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": loop ", p.context[i].first.name(), " has no constant extent");
+      r.part = r.part * Expr(extent.max) + p.context[i].first;
+      r.parts *= extent.max;
+    }
+    r.part = simplify(r.part);
+    return r;
   }
 
   const StagePlan* planned(const Stage* s, const Stage& for_stage) {

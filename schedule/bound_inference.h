@@ -12,6 +12,17 @@
 
 namespace tessera::schedule {
 
+// A prefetch of the stage (Stage::prefetch): the region of `tensor` the iteration `offset` steps
+// further along `from` reads, in terms of the loops around `from`; its cache lines are fetched in
+// `parts` equal shares, share `part` at the start of each iteration of `at`.
+struct PrefetchRegion {
+  Loop at;
+  Tensor tensor;
+  std::vector<tensor_ir::Range> region;
+  Expr part;
+  int64_t parts = 1;
+};
+
 struct StagePlan {
   Stage* stage = nullptr;
   // The definition with inlined producers substituted in.
@@ -29,6 +40,7 @@ struct StagePlan {
   // Loops around the stage's computation, outermost first: the enclosing stages' loops down to
   // the attach point, then the stage's own leaves.
   std::vector<std::pair<Var, Expr>> context;
+  std::vector<PrefetchRegion> prefetches;
 };
 
 struct LoweringPlan {

@@ -1,7 +1,6 @@
 #include "schedule/schedule.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 #include "runtime/error.h"
 #include "tensor_ir/graph.h"
@@ -10,6 +9,17 @@ namespace tessera::schedule {
 
 using tensor_ir::ComputeOp;
 using tensor_ir::PlaceholderOp;
+
+namespace {
+
+// True if computing `consumer` reads `t`, directly or through other operations.
+bool depends_on(const Tensor& consumer, const Tensor& t) {
+  for (const auto& dep : tensor_ir::topological_order({consumer}))
+    if (dep.same_as(t)) return true;
+  return false;
+}
+
+}  // namespace
 
 // --- Stage ---------------------------------------------------------------------------------
 
@@ -193,15 +203,25 @@ void Stage::pragma(const Loop& loop, const std::string& key, int64_t value) {
   record({"pragma", "", {loop->name}, {{"key", key}, {"value", value}}, {}});
 }
 
+void Stage::prefetch(const Tensor& tensor, const Loop& at, Stage& from_stage, const Loop& from, int64_t offset) {
+  if (!tensor) fail("prefetch on stage ", name_, ": undefined tensor");
+  Stage& source = (*schedule_)[tensor];
+  leaf_position(at, "prefetch");
+  from_stage.leaf_position(from, "prefetch");
+  if (at->for_kind == ForKind::Vectorized) fail("prefetch on stage ", name_, ": loop ", at->name, " is vectorized");
+  if (offset < 1) fail("prefetch on stage ", name_, ": offset must be at least 1, got ", offset);
+  if (!depends_on(op_, source.op())) fail("prefetch: stage ", name_, " does not read ", source.name_);
+  prefetches_.push_back({source.op(), at, from, offset});
+  record({"prefetch", "", {at->name}, {{"tensor", source.name_}, {"from_stage", from_stage.name_}, {"from", from->name}, {"offset", offset}}, {}});
+}
+
 void Stage::compute_at(Stage& consumer, const Loop& loop) {
   if (!op_.as<ComputeOp>()) fail("compute_at: ", name_, " is an input (placeholder) and is not computed");
   if (is_output_) fail("compute_at: ", name_, " is an output of the schedule; outputs are computed at the root");
   if (&consumer == this) fail("compute_at: stage ", name_, " cannot be computed inside itself");
   consumer.leaf_position(loop, "compute_at");
   // The consumer must read this stage, directly or through other stages.
-  std::unordered_set<const tensor_ir::Object*> deps;
-  for (const auto& t : tensor_ir::topological_order({consumer.op_})) deps.insert(t.get());
-  if (!deps.count(op_.get()))
+  if (!depends_on(consumer.op_, op_))
     fail("compute_at: stage ", consumer.name_, " does not consume ", name_, ", so ", name_, " cannot be computed at its loop ", loop->name);
   attach_kind_ = AttachKind::At;
   attach_stage_ = &consumer;

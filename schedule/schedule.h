@@ -52,6 +52,14 @@ struct Relation {
 
 enum class AttachKind { Root, Inline, At };
 
+// A prefetch (Stage::prefetch): the part of `tensor` that the iteration `offset` steps further
+// along `from` reads, fetched into cache a share per iteration of `at`.
+struct PrefetchSpec {
+  Tensor tensor;
+  Loop at, from;
+  int64_t offset = 1;
+};
+
 class Schedule;
 
 class Stage {
@@ -67,6 +75,7 @@ class Stage {
   const Loop& attach_loop() const { return attach_loop_; }
   bool is_output() const { return is_output_; }
   const std::string& scope() const { return scope_; }
+  const std::vector<PrefetchSpec>& prefetches() const { return prefetches_; }
   // Per dimension: (factor, offset) from storage_align, factor 0 when unset.
   const std::vector<std::pair<int64_t, int64_t>>& storage_align() const { return storage_align_; }
 
@@ -90,6 +99,17 @@ class Stage {
   void unroll(const Loop& loop);
   void parallel(const Loop& loop);
   void pragma(const Loop& loop, const std::string& key, int64_t value);
+  // Prefetching for data streamed from memory: the part of `tensor` that the iteration
+  // `offset` steps further along `from` reads (every loop inside `from` ranging) is fetched into
+  // cache (L2) in even shares, one at the start of each iteration of `at`, across the `offset`
+  // iterations of `from` before it. A matrix product whose weight panel serves several row
+  // tiles fetches the next panel while the current one's tiles run (from: the tile loop, offset:
+  // tiles per panel, at: the reduction loop), at the rate they compute rather than in one burst
+  // that waits on memory. `tensor` is read by this stage (directly or through inlined stages);
+  // `from` is `at` or a loop around it: this stage's own, or one of `from_stage`, a stage this
+  // one is computed in; the loops from `from` down to `at` have constant extents. Near the end of
+  // `from` the part fetched may lie past the tensor's end: prefetches never fault.
+  void prefetch(const Tensor& tensor, const Loop& at, Stage& from_stage, const Loop& from, int64_t offset);
 
   // --- where the stage is computed -------------------------------------------------------
   void compute_at(Stage& consumer, const Loop& loop);
@@ -120,6 +140,7 @@ class Stage {
   Loop attach_loop_;
   std::string scope_ = "global";
   std::vector<std::pair<int64_t, int64_t>> storage_align_;
+  std::vector<PrefetchSpec> prefetches_;
 };
 
 class Schedule {

@@ -39,7 +39,7 @@ namespace {
 
 const char* kPrimitives[] = {"split", "fuse", "reorder", "vectorize", "unroll", "parallel", "pragma",
                              "compute_at", "compute_inline", "compute_root", "storage_align",
-                             "cache_read", "cache_write", "rfactor"};
+                             "cache_read", "cache_write", "rfactor", "prefetch"};
 
 bool is_primitive(const std::string& kind) {
   for (const char* p : kPrimitives)
@@ -125,6 +125,9 @@ std::string Trace::to_code() const {
       os << stage << ".pragma(" << loops << ", " << quoted(inst.str_attr("key")) << ", " << inst.int_attr("value") << ")";
     } else if (k == "compute_at") {
       os << stage << ".compute_at(s[" << quoted(inst.str_attr("target")) << "], " << loops << ")";
+    } else if (k == "prefetch") {
+      os << stage << ".prefetch(s[" << quoted(inst.str_attr("tensor")) << "], " << loops << ", s[" << quoted(inst.str_attr("from_stage"))
+         << "], " << quoted(inst.str_attr("from")) << ", " << inst.int_attr("offset") << ")";
     } else if (k == "storage_align") {
       os << stage << ".storage_align(" << inst.int_attr("dim") << ", " << inst.int_attr("factor") << ", " << inst.int_attr("offset") << ")";
     } else if (k == "cache_read") {
@@ -177,6 +180,9 @@ void Trace::apply(Schedule& s) const {
       } else if (k == "compute_at") {
         Stage& target = s.stage(inst.str_attr("target"));
         st.compute_at(target, target.loop(inst.loops.at(0)));
+      } else if (k == "prefetch") {
+        Stage& from = s.stage(inst.str_attr("from_stage"));
+        st.prefetch(s.stage(inst.str_attr("tensor")).op(), loop(0), from, from.loop(inst.str_attr("from")), inst.int_attr("offset"));
       } else if (k == "compute_inline") {
         st.compute_inline();
       } else if (k == "compute_root") {

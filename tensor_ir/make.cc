@@ -124,6 +124,11 @@ Expr Call::make(DataType type, Intrinsic op, std::vector<Expr> args) {
     case Intrinsic::likely:
       if (!arg.is_bool() || type != arg) fail(name, ": takes and returns bool");
       break;
+    case Intrinsic::prefetch:
+      if (!(args[0].as<ProducerLoad>() || args[0].as<Load>()) || arg.lanes != 1)
+        fail(name, ": takes a scalar load of the element to fetch, got ", to_string(args[0]));
+      if (type != arg) fail(name, ": returns its argument type");
+      break;
     case Intrinsic::abs:
       if (!(arg.is_float() || arg.is_int() || arg.is_uint())) fail(name, ": argument must be numeric, got ", arg.str());
       if (type != arg) fail(name, ": returns its argument type");

@@ -74,6 +74,13 @@ void bind_schedule(py::module_& m) {
       .def("pragma", [](Stage& s, py::object l, const std::string& key, int64_t value) { s.pragma(to_loop(s, l), key, value); },
            py::arg("loop"), py::arg("key"), py::arg("value") = 1)
       .def("compute_at", [](Stage& s, Stage& target, py::object l) { s.compute_at(target, to_loop(target, l)); })
+      .def("prefetch", [](Stage& s, py::object tensor, py::object at, Stage& from_stage, py::object from, int64_t offset) {
+        Tensor t = py::isinstance<Stage>(tensor) ? tensor.cast<Stage&>().op() : tensor.cast<Tensor>();
+        s.prefetch(t, to_loop(s, at), from_stage, to_loop(from_stage, from), offset);
+      }, py::arg("tensor"), py::arg("at"), py::arg("from_stage"), py::arg("from_loop"), py::arg("offset") = 1,
+         "Fetches into cache the part of `tensor` (a tensor or its stage) that the iteration `offset` steps further along "
+         "`from_loop` (a loop of `from_stage`, at or around `at`) reads, a share at each iteration of `at` across the "
+         "`offset` iterations before it (Stage::prefetch in schedule.h).")
       .def("compute_inline", &Stage::compute_inline)
       .def("compute_root", &Stage::compute_root)
       .def("storage_align", [](Stage& s, py::object axis, int64_t factor, int64_t offset) {

@@ -39,6 +39,15 @@ std::vector<Tensor> unscheduled_stages(Schedule& s, const Tensor& output) {
   return todo;
 }
 
+Tensor stored_source(Schedule& s, Tensor t) {
+  while (s[t].attach_kind() == AttachKind::Inline) {
+    auto inputs = tensor_ir::input_tensors(t);
+    if (inputs.size() != 1) break;
+    t = inputs[0];
+  }
+  return t;
+}
+
 Loop fuse_all(Stage& st, const std::vector<Loop>& loops) {
   if (loops.empty()) return nullptr;
   Loop fused = loops[0];

@@ -28,6 +28,9 @@ void inline_injective_except(Schedule& s, const Tensor& output, const std::vecto
 // Root compute stages behind `output` (itself included) that nothing scheduled yet, producers
 // first: what a template may still schedule when another output of the kernel came first.
 std::vector<Tensor> unscheduled_stages(Schedule& s, const Tensor& output);
+// The tensor in memory that reads of `t` touch: `t`, or where it is inlined, what it copies (a
+// stage with one input), followed through such copies.
+Tensor stored_source(Schedule& s, Tensor t);
 // Fuses the given adjacent loops (outermost first) into one; an empty list gives null.
 Loop fuse_all(Stage& st, const std::vector<Loop>& loops);
 // The matmul tiling (nn_matmul.cc): `out` reads the padded `product` (tag "matmul") elementwise,

@@ -110,6 +110,12 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   p.unroll(ki);
   p.unroll(i);
   p.vectorize(j);
+  // Panels packed ahead of time are read from memory (a model's weights outgrow the caches):
+  // the tiles of one panel fetch the next panel a share per reduction step, so its first tile
+  // does not wait on memory. The tile loop runs a panel's row tiles in a row (panels outer) or
+  // one tile per panel.
+  bool prefetch = knobs.choose_flag("matmul.prefetch", true);
+  if (!copied && prefetch) p.prefetch(stored_source(s, packed), ko, o, tile, panel_outer ? m / mr : 1);
 
   if (!copied) return;
   const auto* bc = packed.as<ComputeOp>();

@@ -440,6 +440,7 @@ llvm::Value* CodeGenLLVM::convert(llvm::Value* v, DataType from, DataType to) {
 }
 
 llvm::Value* CodeGenLLVM::emit_expr(const Call* op) {
+  if (op->op == Intrinsic::prefetch) return emit_prefetch(op);
   std::vector<llvm::Value*> args;
   for (const Expr& a : op->args) args.push_back(emit(a));
   return emit_intrinsic(builder_, op->op, args, op->args[0].type());

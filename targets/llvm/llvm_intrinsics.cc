@@ -207,6 +207,8 @@ llvm::Value* emit_intrinsic(llvm::IRBuilder<>& b, tensor_ir::Intrinsic op, const
     case Intrinsic::shift_right: return type.is_uint() ? b.CreateLShr(x, args[1]) : b.CreateAShr(x, args[1]);
     case Intrinsic::likely:  // lowering drops it; if one is left, it still guides block layout
       return t->isVectorTy() ? x : b.CreateIntrinsic(llvm::Intrinsic::expect, {t}, {x, b.getTrue()});
+    case Intrinsic::prefetch:  // CodeGenLLVM emits it from the load's address, never its value
+      break;
   }
   fail("internal error: intrinsic ", tensor_ir::intrinsic_name(op), " has no LLVM lowering");
 }

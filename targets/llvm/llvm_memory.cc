@@ -9,6 +9,7 @@
 #include "targets/llvm/build_llvm.h"
 #include "targets/llvm/codegen_llvm.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::targets::llvm_backend {
 
@@ -111,6 +112,19 @@ llvm::Value* CodeGenLLVM::element_address(const BufferNode* buffer, const Expr& 
   // `inbounds` would make poison; the lanes actually read are inside it.
   if (masked) return builder_.CreateGEP(memory_type(buffer->dtype), buffer_pointer(buffer), offset);
   return builder_.CreateInBoundsGEP(memory_type(buffer->dtype), buffer_pointer(buffer), offset);
+}
+
+// llvm.prefetch of the load's element into L2 (prefetcht1 on x86): what Stage::prefetch fetches
+// is read an iteration or more later, after L1 has turned over. The address is never
+// dereferenced, so it may lie past the buffer.
+llvm::Value* CodeGenLLVM::emit_prefetch(const Call* op) {
+  const auto* load = op->args[0].as<Load>();
+  if (!load) fail("internal error: prefetch of ", tensor_ir::to_string(op->args[0]), " (a load of a flattened buffer expected)");
+  llvm::Value* addr = builder_.CreateBitCast(element_address(load->buffer.get(), load->index, true), builder_.getInt8PtrTy());
+  constexpr int kRead = 0, kL2 = 2, kData = 1;
+  builder_.CreateIntrinsic(llvm::Intrinsic::prefetch, {addr->getType()},
+                           {addr, builder_.getInt32(kRead), builder_.getInt32(kL2), builder_.getInt32(kData)});
+  return llvm::Constant::getNullValue(value_type(op->type));
 }
 
 llvm::Value* CodeGenLLVM::load_scalar(const BufferNode* buffer, const Expr& index) {

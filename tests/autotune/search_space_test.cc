@@ -100,7 +100,7 @@ TEST(SketchRules, TemplateKnobsAreASketchWhoseFirstOptionsAreTheDefault) {
     EXPECT_EQ(spec.kind, DecisionSpec::Kind::Choice);
     own.decisions.push_back(spec.options.at(0));
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"matmul.parallel", "matmul.panel_outer", "matmul.k_unroll"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"matmul.parallel", "matmul.panel_outer", "matmul.k_unroll", "matmul.prefetch"}));
   EXPECT_EQ(space.layout(1)[2].options, (std::vector<int64_t>{4, 2, 8}));
   std::string default_trace = space.trace_json(SearchSpace::default_candidate());
   EXPECT_EQ(space.trace_json(own), default_trace);

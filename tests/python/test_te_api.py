@@ -194,6 +194,38 @@ def test_printed_trace_is_runnable_code():
     assert te.lower(s2, [A2, B2, C2]) == te.lower(s, [A, B, C])
 
 
+def test_prefetch_streams_the_next_panel(rng):
+    # The product computed per tile fetches the B columns of the next tile along the row, a
+    # share per step of its reduction; the result is unchanged and the trace replays as code.
+    def define():
+        A = te.placeholder((40, 24), name="A")
+        B = te.placeholder((24, 70), name="B")
+        k = te.reduce_axis((0, 24), name="k")
+        C = te.compute((40, 70), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+        return A, B, C
+
+    A, B, C = define()
+    s = te.create_schedule(C)
+    CC = s.cache_write(C, "local")
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 16)
+    s[CC].compute_at(s[C], jo)
+    s[CC].prefetch(B, s[CC].op.reduce_axis[0], s[C], jo, 1)
+    text = te.lower(s, [A, B, C])
+    assert "prefetch(B[" in text
+    f = te.build(s, [A, B, C])
+    a, b = rng.standard_normal((40, 24), dtype=np.float32), rng.standard_normal((24, 70), dtype=np.float32)
+    c = np.empty((40, 70), np.float32)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert 's["C.local"].prefetch(s["B"], "k", s["C"], "j.outer", 1)' in str(s.trace)
+    A2, B2, C2 = define()
+    s2 = te.create_schedule(C2)
+    exec(str(s.trace), {"s": s2})
+    assert te.lower(s2, [A2, B2, C2]) == text
+    with pytest.raises(tessera.Error, match="offset must be at least 1"):
+        s[CC].prefetch(B, "k", s[C], jo, 0)
+
+
 @pytest.mark.parametrize("how", ["vector_lanes", "threads"])
 def test_rfactor_reduction(rng, how):
     n = 10007

@@ -80,6 +80,39 @@ TEST(ScheduleErrors, ConsumerOutsideTheAttachLoop) {
   EXPECT_TRUE(contains(msg, "stage D reads B outside the loop i of C")) << msg;
 }
 
+TEST(ScheduleErrors, PrefetchNeedsATensorReadAroundTheLoop) {
+  Matmul mm = matmul(8, 8, 8);
+  Matmul other = matmul(8, 8, 8);
+  Schedule s({mm.C});
+  Stage& c = s[mm.C];
+  std::string msg = error_of([&] { c.prefetch(mm.A, c.loop("k"), c, c.loop("i"), 0); });
+  EXPECT_TRUE(contains(msg, "offset must be at least 1, got 0")) << msg;
+  msg = error_of([&] { c.prefetch(other.A, c.loop("k"), c, c.loop("i"), 1); });
+  EXPECT_TRUE(contains(msg, "not part of this schedule")) << msg;
+  msg = error_of([&] { c.prefetch(mm.A, c.loop("q"), c, c.loop("i"), 1); });
+  EXPECT_TRUE(contains(msg, "stage C has no loop 'q'")) << msg;
+  // `from` must be `at` or a loop around it.
+  c.prefetch(mm.A, c.loop("i"), c, c.loop("k"), 1);
+  msg = error_of([&] { lower(s, {mm.A, mm.B, mm.C}); });
+  EXPECT_TRUE(contains(msg, "prefetch of A on stage C: loop k is inside i")) << msg;
+  // A loop split after the prefetch no longer surrounds the computation.
+  Schedule t({mm.C});
+  t[mm.C].prefetch(mm.B, t[mm.C].loop("k"), t[mm.C], t[mm.C].loop("i"), 1);
+  t[mm.C].split(t[mm.C].loop("k"), 2);
+  msg = error_of([&] { lower(t, {mm.A, mm.B, mm.C}); });
+  EXPECT_TRUE(contains(msg, "its at loop k is not a loop around the stage's computation")) << msg;
+  // The tensor must be read by the stage itself, not only by a stage computed before it.
+  Tensor A2 = compute({Expr(8), Expr(8)}, [&](const std::vector<Var>& i) { return mm.A(i[0], i[1]) * 2; }, "A2");
+  IterVar k = reduce_axis(Range(Expr(0), Expr(8)), "k");
+  Tensor D = compute({Expr(8), Expr(8)}, [&](const std::vector<Var>& i) { return sum(A2(i[0], k) * mm.B(k, i[1]), {k}); }, "D");
+  Schedule u({D});
+  u[D].prefetch(mm.A, u[D].loop("k"), u[D], u[D].loop("i"), 1);
+  msg = error_of([&] { lower(u, {mm.A, mm.B, D}); });
+  EXPECT_TRUE(contains(msg, "prefetch: stage D does not read A itself")) << msg;
+  msg = error_of([&] { Schedule v({mm.C}); v[mm.C].prefetch(A2, v[mm.C].loop("k"), v[mm.C], v[mm.C].loop("i"), 1); });
+  EXPECT_TRUE(contains(msg, "not part of this schedule")) << msg;
+}
+
 TEST(ScheduleErrors, LowerChecksArguments) {
   Matmul mm = matmul(4, 4, 4);
   Schedule s({mm.C});

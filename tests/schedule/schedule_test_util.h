@@ -125,6 +125,18 @@ inline const std::vector<Case>& schedule_cases() {
        Tensor rf = s.rfactor(mm.C, ki);
        s[rf].compute_at(C(s, mm), C(s, mm).loop("j"));
      }, {"allocate C.rf: float32[4]", "C.rf[k.inner]"}},
+    {"prefetch", [](Schedule& s, const Matmul& mm) {
+       // Rows of A the next block of 4 reads (4 x 11 floats: 3 lines), a line per step of k
+       // over the 4 x 37 x 11 steps of the block before.
+       auto [io, ii] = C(s, mm).split(C(s, mm).loop("i"), 4);
+       C(s, mm).prefetch(mm.A, C(s, mm).loop("k"), C(s, mm), io, 1);
+     }, {"prefetch(A[i.outer*44 + (i.inner*1221 + j*33 + k*3) // 1628*16 + 44])\n          C["}},
+    {"prefetch_rows_of_runs", [](Schedule& s, const Matmul& mm) {
+       // Columns of B the next block of 8 reads: 11 rows of 8 floats, a line each, one per 8
+       // of the 8 x 11 steps of the block before.
+       auto [jo, ji] = C(s, mm).split(C(s, mm).loop("j"), 8);
+       C(s, mm).prefetch(mm.B, C(s, mm).loop("k"), C(s, mm), jo, 1);
+     }, {"prefetch(B[(j.inner*121 + k*11) // 88*37 + j.outer*8 + 8])"}},
     {"storage_align", [](Schedule& s, const Matmul& mm) {
        Tensor cc = s.cache_write(mm.C, "local");
        auto [io, ii] = C(s, mm).split(C(s, mm).loop("i"), 4);

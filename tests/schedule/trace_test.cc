@@ -38,10 +38,12 @@ TEST(Trace, PrintsAsCode) {
   auto [io, ii] = s[mm.C].split(s[mm.C].loop("i"), 4);
   s[mm.C].vectorize(ii);
   s[mm.C].compute_root();
+  s[mm.C].prefetch(mm.B, s[mm.C].loop("k"), s[mm.C], io, 2);
   EXPECT_EQ(s.trace().to_code(),
             "i_outer, i_inner = s[\"C\"].split(\"i\", factor=4)\n"
             "s[\"C\"].vectorize(\"i.inner\")\n"
-            "s[\"C\"].compute_root()\n");
+            "s[\"C\"].compute_root()\n"
+            "s[\"C\"].prefetch(s[\"B\"], \"k\", s[\"C\"], \"i.outer\", 2)\n");
 }
 
 TEST(Trace, TransfersToAnotherShape) {

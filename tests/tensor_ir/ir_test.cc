@@ -37,6 +37,19 @@ TEST(IR, MismatchedTypesAreAnErrorNamingBoth) {
   EXPECT_THROW(Expr(1.5 > 0 ? 1 : 0) + make_const(kFloat32, 1.5) * Var("x"), Error);
 }
 
+TEST(IR, PrefetchTakesAScalarLoad) {
+  Tensor A = placeholder({Expr(4)}, kFloat32, "A");
+  Var i("i");
+  EXPECT_EQ(to_string(call(Intrinsic::prefetch, {A(i + 1)})), "prefetch(A[i + 1])");
+  try {
+    call(Intrinsic::prefetch, {A(i) * 2});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("prefetch: takes a scalar load of the element to fetch, got A[i]*2.0f"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(IR, ReductionMustBeTheWholeBody) {
   Tensor A = placeholder({Expr(4), Expr(5)}, kFloat32, "A");
   IterVar k = reduce_axis(Range(Expr(0), Expr(5)), "k");
