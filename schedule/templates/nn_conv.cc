@@ -104,9 +104,16 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   if (prefetch) r.prefetch(nn::stored_source(s, tensor_ir::input_tensors(product).back()), inner[0], y, fused, tiles_per_block);
 }
 
-// Knobs: the block of rows (a divisor of the one the product is padded to), whether the padded
-// input is copied per block of rows instead of per plane (its rows past L1 otherwise: measured
-// faster for MobileNet's 112->56 and 28->14 stride-2 layers, slower for the others), threads.
+// Where the padded input comes from (knob "depthwise.pad"). The copy costs as much as the
+// product for small planes and stride-2 rows (each vector a masked strided load under a
+// select): read in place (the border by masked loads), MobileNet-v2's depthwise layers were
+// faster in the model for 7 of its 10 (192 channels 28->14: 41 -> 18 us), slower for the 14x14
+// stride-1 ones (12 -> 15 us). Copied per block of rows instead of per plane keeps the copy in
+// L1 (faster for MobileNet's 112->56 and 28->14 stride-2 layers when copies were the rule).
+enum DepthwisePad : int64_t { kPadInPlace, kPadPerPlane, kPadPerBlock };
+
+// Knobs: threads, the block of rows (a divisor of the one the product is padded to), where the
+// padded input comes from; the tuner decides per layer.
 void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& padded, TemplateKnobs& knobs) {
   const auto* oc = out.as<ComputeOp>();
   const auto* pc = product.as<ComputeOp>();
@@ -125,7 +132,6 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
   // A block of rows per product stage: each input row loaded feeds every output row it touches.
   Loop at = plane;
   Loop rows;
-  bool pad_per_block = false;
   if (rank >= 2) {
     int64_t most = tensor_ir::ops::depthwise_row_block(out->dim(out.ndim() - 2));
     std::vector<int64_t> blocks;
@@ -133,7 +139,12 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
       if (most % b == 0) blocks.push_back(b);
     at = y.split(y.loop(oc->axis[oc->axis.size() - 2]), knobs.choose("depthwise.rows", blocks)).first;
     rows = s[product].loop(pc->axis[pc->axis.size() - 2]);
-    if (padded.defined()) pad_per_block = knobs.choose_flag("depthwise.pad_per_block", false);
+  }
+  int64_t pad = kPadInPlace;
+  if (padded.defined()) {
+    std::vector<int64_t> options{kPadInPlace, kPadPerPlane};
+    if (rows) options.push_back(kPadPerBlock);
+    pad = knobs.choose("depthwise.pad", options);
   }
 
   Stage& r = s[product];
@@ -156,9 +167,11 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
   }
   r.vectorize(wi);
 
-  if (padded.defined()) {
+  if (padded.defined() && pad == kPadInPlace) {
+    s[padded].compute_inline();
+  } else if (padded.defined()) {
     Stage& p = s[padded];
-    p.compute_at(y, pad_per_block ? at : plane);
+    p.compute_at(y, pad == kPadPerBlock ? at : plane);
     const auto* pp = padded.as<ComputeOp>();
     Loop pl = p.loop(pp->axis.back());
     // A row narrower than a vector is one vector (split by phase, one load of every stride-th

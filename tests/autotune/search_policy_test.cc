@@ -67,7 +67,7 @@ TEST(SearchPolicy, TheDefaultThenTheTemplatesKnobsComeFirst) {
   Task t = depthwise_task();
   SearchSpace space(t.compute);
   std::vector<Candidate> knobs = space.template_candidates(kMaxTemplateSweep);
-  ASSERT_EQ(knobs.size(), 2u * 3 * 2 - 1);  // threads x rows x where the padding is copied
+  ASSERT_EQ(knobs.size(), 2u * 3 * 3 - 1);  // threads x rows x where the padded input comes from
   for (size_t i = 1; i < knobs.size(); ++i) {
     auto changed = [&](const Candidate& c) {
       int n = 0;

@@ -109,14 +109,15 @@ TEST(SketchRules, TemplateKnobsAreASketchWhoseFirstOptionsAreTheDefault) {
   std::string unrolled = space.trace_json(other);
   EXPECT_NE(unrolled, default_trace);
   EXPECT_EQ(space.recover(unrolled), other);
-  // A depthwise convolution's knobs: threads, the block of rows (divisors of 4), whether the
-  // padded input is copied per block of rows.
+  // A depthwise convolution's knobs: threads, the block of rows (divisors of 4), where the
+  // padded input comes from (read in place, copied per plane or per block of rows).
   SearchSpace depthwise(depthwise_task().compute);
   ASSERT_TRUE(depthwise.sketches().size() > 1 && depthwise.sketches()[1].is_template);
   names.clear();
   for (const auto& spec : depthwise.layout(1)) names.push_back(spec.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"depthwise.parallel", "depthwise.rows", "depthwise.pad_per_block"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"depthwise.parallel", "depthwise.rows", "depthwise.pad"}));
   EXPECT_EQ(depthwise.layout(1)[1].options, (std::vector<int64_t>{4, 2, 1}));
+  EXPECT_EQ(depthwise.layout(1)[2].options, (std::vector<int64_t>{0, 1, 2}));
   // Kernels whose templates have no knobs get no such sketch.
   EXPECT_FALSE(has_sketch(SearchSpace(elementwise_task().compute), "template_knobs"));
 }
