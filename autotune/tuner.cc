@@ -248,7 +248,8 @@ TuneResult tune(const std::vector<Task>& tasks, const TuneOptions& options, cons
 }
 
 std::string default_report_path(const std::string& db_path) {
-  return (std::filesystem::path(db_path).parent_path() / "tuning_report.html").string();
+  std::filesystem::path db(db_path);
+  return (db.parent_path() / (db.stem().string() + ".report.html")).string();
 }
 
 std::string progress_line(const Progress& p) {

@@ -59,7 +59,7 @@ struct TuneResult {
 TuneResult tune(const std::vector<Task>& tasks, const TuneOptions& options,
                 const std::function<void(const Progress&)>& on_progress = nullptr);
 
-// tuning_report.html in the database's folder.
+// DB.report.html beside the database DB.db (each database in a folder keeps its own report).
 std::string default_report_path(const std::string& db_path);
 
 // One line for a terminal: task, trials, best GFLOP/s, estimated end-to-end latency.

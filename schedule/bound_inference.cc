@@ -174,9 +174,9 @@ class BoundInference {
   }
 
   // The region of spec.tensor that the iteration `offset` steps further along `from` reads (the
-  // loops inside `from` ranging); and which share of it each iteration
-  // of `at` fetches: the `offset` iterations of `from` before that one, times the iterations of
-  // the loops from `from` down to `at`, each take one.
+  // loops inside `from` ranging), and which share of it each iteration of `at` fetches: the
+  // `offset` iterations of `from` before that one, times the iterations of the loops from
+  // `from` down to `at`, each take one.
   PrefetchRegion infer_prefetch(const StagePlan& p, const PrefetchSpec& spec) {
     size_t at = context_position(p, spec.at, "at", spec), from = context_position(p, spec.from, "from", spec);
     if (from > at)

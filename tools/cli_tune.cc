@@ -189,7 +189,7 @@ void add_tuning_commands(CLI::App& app) {
   tune_cmd->add_flag("--flush-cache", t.options.measure.flush_cache, "flush the caches before each timed run");
   tune_cmd->add_flag("!--no-model-check", t.model_check,
                      "keep every kernel's fastest schedule timed alone, without timing it in the model against its default");
-  tune_cmd->add_option("--report", t.options.report_path, "the HTML report (default: tuning_report.html beside the database)");
+  tune_cmd->add_option("--report", t.options.report_path, "the HTML report (default: NAME.report.html beside the database NAME.db)");
 
   DbArgs& d = db_args;
   db_cmd = app.add_subcommand("db", "list, show, export, import or prune the tuning database");

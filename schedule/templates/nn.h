@@ -39,7 +39,7 @@ Loop fuse_all(Stage& st, const std::vector<Loop>& loops);
 // the product's B panel stage (tag "matmul_pack", or an inlined "matmul_prepacked" copy of
 // panels packed ahead of time). With `rows_contiguous`, consecutive rows of `out` are adjacent
 // in memory (not columns), so the tile is stored a column at a time. Knobs: threads, whether
-// panels are the outer loop, the unroll of the reduction.
+// panels are the outer loop, the unroll of the reduction, whether the next panel is prefetched.
 void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
                            const Loop& rows, const Loop& cols, int64_t columns, TemplateKnobs& knobs,
                            bool rows_contiguous = false);

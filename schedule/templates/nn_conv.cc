@@ -113,8 +113,7 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   // rows outermost, consecutive tiles are consecutive blocks.
   int64_t tiles_per_block = (out->dim(out.ndim() - 1) + tile - 1) / tile;
   for (size_t d = 0; d + 1 < rank; ++d) tiles_per_block *= out->dim(2 + d);
-  bool prefetch = knobs.choose_flag("conv.prefetch", true);
-  if (prefetch)
+  if (knobs.choose_flag("conv.prefetch", true))
     r.prefetch(nn::stored_source(s, tensor_ir::input_tensors(product).back()), inner[0], y, fused, by_rows ? 1 : tiles_per_block);
 }
 

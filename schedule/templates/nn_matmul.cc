@@ -112,8 +112,9 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   p.vectorize(j);
   // Panels packed ahead of time are read from memory (a model's weights outgrow the caches):
   // the tiles of one panel fetch the next panel a share per reduction step, so its first tile
-  // does not wait on memory. The tile loop runs a panel's row tiles in a row (panels outer) or
-  // one tile per panel.
+  // does not wait on memory. With panels outer the next panel is a panel's row tiles ahead on
+  // the tile loop, otherwise one tile. MobileNet-v2's 320 -> 1280 1x1 convolution at 7x7, one
+  // thread, caches flushed: 425 -> 290 us.
   bool prefetch = knobs.choose_flag("matmul.prefetch", true);
   if (!copied && prefetch) p.prefetch(stored_source(s, packed), ko, o, tile, panel_outer ? m / mr : 1);
 

@@ -75,7 +75,7 @@ def test_tune_fills_the_database_builds_replay_it_and_a_rerun_resumes(tmp_path, 
     assert lines and "trials" in lines[-1] and "GFLOP/s" in lines[-1] and "est. latency" in lines[-1]
     assert 0 < report.estimated_latency_ms <= report.default_latency_ms
     html = open(report.report_path).read()
-    assert report.report_path == str(tmp_path / "tuning_report.html") and html.count("<svg") >= 3
+    assert report.report_path == str(tmp_path / "t.report.html") and html.count("<svg") >= 3
 
     # The model check timed each kernel whose best is not its default inside the model, beside
     # that default, and stored both times as in-model records.
@@ -135,7 +135,7 @@ def test_an_interrupted_session_keeps_its_batches_and_its_report(tmp_path):
         tessera.autotune.tune(mod, db=db, trials=40, progress=stop_after_three, **FAST)
     # Two defaults and one searched batch of four were committed before the interruption.
     assert len(records(db)) == 6
-    assert (tmp_path / "tuning_report.html").exists()
+    assert (tmp_path / "i.report.html").exists()
 
 
 def test_a_custom_schedule_is_used_unless_a_faster_record_exists(tmp_path, rng):

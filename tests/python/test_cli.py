@@ -77,7 +77,7 @@ def test_tune_then_db_commands(tmp_path):
     proc = tessera("tune", model, "--db", db, "--trials", 6, "--batch", 3, "--repeat", 2)
     assert "matmul" in proc.stdout and "estimated latency" in proc.stdout and "report:" in proc.stdout
     assert "[  6/6 trials" in proc.stderr  # the progress line (a line per batch when not on a terminal)
-    assert (tmp_path / "tuning_report.html").exists()
+    assert (tmp_path / "t.report.html").exists()
     kernels = tessera("inspect", model, "--db", db).stdout
     assert any(label in kernels for label in ("tuned (record", "default (measured fastest", "default (faster in the model"))
 
