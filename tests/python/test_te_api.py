@@ -10,6 +10,7 @@ import pytest
 
 import tessera
 from tessera import te
+from test_te_ops import matmul_def
 
 
 def elementwise(shape, dtype, fn, name="B"):
@@ -173,14 +174,7 @@ def test_trace_from_python_replays():
 
 
 def test_printed_trace_is_runnable_code():
-    def define():
-        A = te.placeholder((40, 24), name="A")
-        B = te.placeholder((24, 36), name="B")
-        k = te.reduce_axis((0, 24), name="k")
-        C = te.compute((40, 36), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-        return A, B, C
-
-    A, B, C = define()
+    A, B, C = matmul_def(40, 36, 24)
     s = te.create_schedule(C)
     BL = s.cache_read(B, "local", [C])
     CC = s.cache_write(C, "local")
@@ -188,7 +182,7 @@ def test_printed_trace_is_runnable_code():
     s[CC].compute_at(s[C], jo)
     s[BL].compute_inline()
     s[C].vectorize(ji)
-    A2, B2, C2 = define()
+    A2, B2, C2 = matmul_def(40, 36, 24)
     s2 = te.create_schedule(C2)
     exec(str(s.trace), {"s": s2})
     assert te.lower(s2, [A2, B2, C2]) == te.lower(s, [A, B, C])
@@ -197,14 +191,7 @@ def test_printed_trace_is_runnable_code():
 def test_prefetch_streams_the_next_panel(rng):
     # The product computed per tile fetches the B columns of the next tile along the row, a
     # share per step of its reduction; the result is unchanged and the trace replays as code.
-    def define():
-        A = te.placeholder((40, 24), name="A")
-        B = te.placeholder((24, 70), name="B")
-        k = te.reduce_axis((0, 24), name="k")
-        C = te.compute((40, 70), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-        return A, B, C
-
-    A, B, C = define()
+    A, B, C = matmul_def(40, 70, 24)
     s = te.create_schedule(C)
     CC = s.cache_write(C, "local")
     io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 16)
@@ -217,13 +204,13 @@ def test_prefetch_streams_the_next_panel(rng):
     c = np.empty((40, 70), np.float32)
     f(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
-    assert 's["C.local"].prefetch(s["B"], "k", s["C"], "j.outer", 1)' in str(s.trace)
-    A2, B2, C2 = define()
+    assert 's["C.local"].prefetch(s["B"], "r", s["C"], "j.outer", 1)' in str(s.trace)
+    A2, B2, C2 = matmul_def(40, 70, 24)
     s2 = te.create_schedule(C2)
     exec(str(s.trace), {"s": s2})
     assert te.lower(s2, [A2, B2, C2]) == text
     with pytest.raises(tessera.Error, match="offset must be at least 1"):
-        s[CC].prefetch(B, "k", s[C], jo, 0)
+        s[CC].prefetch(B, "r", s[C], jo, 0)
 
 
 @pytest.mark.parametrize("how", ["vector_lanes", "threads"])
