@@ -6,6 +6,7 @@
 
 #include "autotune/features.h"
 #include "search_test_util.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::autotune {
 namespace {
@@ -70,6 +71,29 @@ TEST(Features, FollowTheSchedule) {
   Candidate unrolled = vec;
   unrolled.decisions.back() = 64;
   EXPECT_GT(feature(features_of(space, unrolled), "s0.unrolled"), feature(fv, "s0.unrolled"));
+}
+
+TEST(Features, IgnorePrefetches) {
+  // Features describe the stores and what they read; a prefetch reads nothing. The convolution
+  // template with and without its weight prefetch lowers to different code, the same features.
+  SearchSpace space(conv_task().compute);
+  int knobs = -1;
+  for (size_t i = 0; i < space.sketches().size(); ++i)
+    if (space.sketches()[i].is_template) knobs = static_cast<int>(i);
+  ASSERT_GE(knobs, 0);
+  Candidate on{knobs, {}};
+  size_t prefetch = space.layout(knobs).size();
+  for (size_t k = 0; k < space.layout(knobs).size(); ++k) {
+    on.decisions.push_back(space.layout(knobs)[k].options[0]);
+    if (space.layout(knobs)[k].name == "conv.prefetch") prefetch = k;
+  }
+  ASSERT_LT(prefetch, on.decisions.size());
+  Candidate off = on;
+  off.decisions[prefetch] = 0;
+  std::string with = tensor_ir::to_string(space.lower(*space.apply(on))), without = tensor_ir::to_string(space.lower(*space.apply(off)));
+  EXPECT_NE(with.find("prefetch("), std::string::npos);
+  EXPECT_EQ(without.find("prefetch("), std::string::npos);
+  EXPECT_EQ(features_of(space, on), features_of(space, off));
 }
 
 TEST(Features, TakeMicrosecondsToMilliseconds) {

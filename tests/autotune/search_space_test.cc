@@ -7,6 +7,7 @@
 #include "runtime/error.h"
 #include "schedule/templates/cpu.h"
 #include "search_test_util.h"
+#include "tensor_ir/printer.h"
 #include "tensor_ir/structural.h"
 
 namespace tessera::autotune {
@@ -148,6 +149,11 @@ TEST(SearchSpace, DefaultCandidateIsTheTemplatesSchedule) {
   auto expected = schedule::default_cpu_schedule(t.compute.outputs, t.compute.anchor);
   EXPECT_EQ(s->trace().to_json(), expected->trace().to_json());
   EXPECT_EQ(space.recover(s->trace().to_json()), SearchSpace::default_candidate());
+  // The blocked convolution streams the next block of packed weights (conv.prefetch), a share
+  // per input channel, and the lowered kernel issues the prefetches.
+  std::string code = s->trace().to_code(), lowered = tensor_ir::to_string(space.lower(*s));
+  EXPECT_NE(code.find(".prefetch(s[\"conv_packed_weight\"], \"rc\""), std::string::npos) << code;
+  EXPECT_NE(lowered.find("prefetch(conv_packed_weight["), std::string::npos) << lowered;
 }
 
 TEST(SearchSpace, EverySampleLowersReplaysAndIsRecovered) {
