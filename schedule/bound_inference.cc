@@ -200,7 +200,7 @@ class BoundInference {
         needed[d] = a ? arith::union_of(needed[d], iv) : iv;
       }
     }
-    PrefetchRegion r{spec.at, spec.tensor, {}, floormod(spec.from->var, Expr(spec.offset)), spec.offset};
+    PrefetchRegion r{spec.at, spec.tensor, {}, {}, floormod(spec.from->var, Expr(spec.offset)), spec.offset};
     // Constant extents keep the arithmetic of the prefetch loop cheap; the region may then run
     // past the end of the tensor (in the last iterations), which a prefetch may: it never faults.
     for (size_t d = 0; d < needed.size(); ++d) {
@@ -208,7 +208,8 @@ class BoundInference {
       arith::ConstBound extent = arith::const_bound(simplify(needed[d].max - lo + 1), var_bounds_);
       if (extent.max == arith::ConstBound::kPosInf)
         fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": the region of dimension ", d, " has no constant size");
-      r.region.push_back(Range(lo, Expr(std::min(extent.max, spec.tensor->dim(d)))));
+      r.min.push_back(lo);
+      r.extent.push_back(std::min(extent.max, spec.tensor->dim(d)));
     }
     for (size_t i = from + 1; i <= at; ++i) {
       arith::ConstBound extent = arith::const_bound(p.context[i].second, var_bounds_);

@@ -1,7 +1,6 @@
 #include "schedule/schedule_ops.h"
 
 #include "runtime/error.h"
-#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
 
 namespace tessera::schedule {
@@ -57,34 +56,29 @@ class NestBuilder {
       if (f.at != loop) continue;
       const Tensor& t = f.tensor;
       size_t k = t.ndim() - 1;
-      auto whole = [&](size_t d) { return is_zero(f.region[d].min) && is_const_int(f.region[d].extent, t->dim(d)); };
-      while (k > 0 && whole(k)) --k;
-      Expr run = f.region[k].extent;
-      for (size_t d = k + 1; d < t.ndim(); ++d) run = run * Expr(t->dim(d));
+      while (k > 0 && is_zero(f.min[k]) && f.extent[k] == t->dim(k)) --k;
+      int64_t run = f.extent[k];
+      for (size_t d = k + 1; d < t.ndim(); ++d) run *= t->dim(d);
       int64_t bytes = t.dtype().element_bytes(), per_line = std::max<int64_t>(1, kLineBytes / bytes);
-      Expr run_lines = floordiv(run * Expr(bytes) + Expr(kLineBytes - 1), Expr(kLineBytes));
-      Expr lines = run_lines;
-      for (size_t d = 0; d < k; ++d) lines = lines * f.region[d].extent;
+      int64_t run_lines = (run * bytes + kLineBytes - 1) / kLineBytes, total = run_lines;
+      for (size_t d = 0; d < k; ++d) total *= f.extent[d];
+      if (total == 0 || f.parts == 0) continue;  // an empty tensor, or loops that never run
       // The share: `count` lines from the part's first one, a constant count so the loop
       // unrolls (neighbouring shares may overlap by a line: a line already on its way costs
       // little).
-      lines = arith::simplify(lines);
-      const int64_t* total = as_const_int(lines);
-      if (!total) fail("prefetch of ", t.name(), " on stage ", p.stage->name(), ": the region has no constant size");
-      if (*total == 0 || f.parts == 0) continue;  // an empty tensor, or loops that never run
-      int64_t count = (*total + f.parts - 1) / f.parts;
+      int64_t count = (total + f.parts - 1) / f.parts;
       Var line("prefetch_line");
-      Expr g = floordiv(f.part * Expr(*total), Expr(f.parts)) + line;
+      Expr g = floordiv(f.part * Expr(total), Expr(f.parts)) + line;
       std::vector<Expr> index(t.ndim(), Expr(0));
-      Expr rest = floordiv(g, run_lines);
+      Expr rest = floordiv(g, Expr(run_lines));
       for (size_t d = k; d-- > 0;) {
-        index[d] = f.region[d].min + floormod(rest, f.region[d].extent);
-        rest = floordiv(rest, f.region[d].extent);
+        index[d] = f.min[d] + floormod(rest, Expr(f.extent[d]));
+        rest = floordiv(rest, Expr(f.extent[d]));
       }
-      index[k] = f.region[k].min;
+      index[k] = f.min[k];
       // Lines run on past the last dimension (over the whole ones after k); with no outer
       // dimensions, the last share's overlap may run past the region too.
-      index.back() = index.back() + (k == 0 ? g : floormod(g, run_lines)) * Expr(per_line);
+      index.back() = index.back() + (k == 0 ? g : floormod(g, Expr(run_lines))) * Expr(per_line);
       Stmt fetch = Evaluate::make(call(Intrinsic::prefetch, {ProducerLoad::make(t, index)}));
       fetches.push_back(For::make(line, Expr(0), Expr(count), ForKind::Unrolled, fetch, {}));
     }
