@@ -140,7 +140,7 @@ struct TuningDatabase::Impl {
 
 #define TESSERA_RECORD_COLUMNS "id, workload, target, trace, costs, error, policy, tessera_version, trace_format, created"
 // Records timed alone, not by the model check (kInModelPolicy).
-#define TESSERA_TIMED_ALONE " AND policy != 'in-model'"
+#define TESSERA_TIMED_ALONE " AND policy != '" TESSERA_IN_MODEL_POLICY "'"
 
 std::string TuningDatabase::default_path() {
   if (const char* env = std::getenv("TESSERA_DB"); env && *env) return env;
@@ -247,32 +247,30 @@ std::vector<Record> TuningDatabase::similar(const std::string& structure_key, co
   return out;
 }
 
-std::optional<Record> TuningDatabase::latest(const std::string& workload, const std::string& target, const std::string& trace,
-                                             bool in_model) const {
-  std::string sql = "SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ? AND trace = ?"
-                    " AND error = '' AND median_seconds IS NOT NULL AND trace_format = ?";
-  sql += in_model ? " AND policy = 'in-model'" : TESSERA_TIMED_ALONE;
+std::optional<Record> TuningDatabase::latest(const std::string& workload, const std::string& target, const char* condition,
+                                             const std::string& trace) const {
+  std::string sql = "SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ? AND error = ''"
+                    " AND median_seconds IS NOT NULL AND trace_format = ?";
+  sql += condition;
+  if (!trace.empty()) sql += " AND trace = ?";
   Statement s = impl_->prepare((sql + " ORDER BY id DESC LIMIT 1").c_str());
-  s.bind(1, workload).bind(2, target).bind(3, trace).bind(4, int64_t(kTraceFormatVersion));
+  s.bind(1, workload).bind(2, target).bind(3, int64_t(kTraceFormatVersion));
+  if (!trace.empty()) s.bind(4, trace);
   if (!s.step()) return std::nullopt;
   return Impl::read_record(s);
 }
 
 std::optional<Record> TuningDatabase::find(const std::string& workload, const std::string& target, const std::string& trace) const {
-  return latest(workload, target, trace, false);
+  return latest(workload, target, TESSERA_TIMED_ALONE, trace);
 }
 
 std::optional<Record> TuningDatabase::find_in_model(const std::string& workload, const std::string& target,
                                                     const std::string& trace) const {
-  return latest(workload, target, trace, true);
+  return latest(workload, target, " AND policy = '" TESSERA_IN_MODEL_POLICY "'", trace);
 }
 
 std::optional<Record> TuningDatabase::baseline(const std::string& workload, const std::string& target) const {
-  Statement s = impl_->prepare("SELECT " TESSERA_RECORD_COLUMNS " FROM records WHERE workload = ? AND target = ? AND policy = 'default'"
-                               " AND error = '' AND median_seconds IS NOT NULL AND trace_format = ? ORDER BY id DESC LIMIT 1");
-  s.bind(1, workload).bind(2, target).bind(3, int64_t(kTraceFormatVersion));
-  if (!s.step()) return std::nullopt;
-  return Impl::read_record(s);
+  return latest(workload, target, " AND policy = 'default'");
 }
 
 std::optional<Record> TuningDatabase::chosen(const std::string& workload, const std::string& target) const {
@@ -373,7 +371,7 @@ int64_t TuningDatabase::prune(int keep) {
         "DELETE FROM records WHERE error != '' OR median_seconds IS NULL OR trace_format != ? OR id NOT IN ("
         " SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY workload, target ORDER BY median_seconds) AS rank"
         " FROM records WHERE error = '' AND median_seconds IS NOT NULL AND trace_format = ?" TESSERA_TIMED_ALONE ") WHERE rank <= ?"
-        " UNION SELECT MAX(id) FROM records WHERE policy = 'in-model' GROUP BY workload, target, trace)");
+        " UNION SELECT MAX(id) FROM records WHERE policy = '" TESSERA_IN_MODEL_POLICY "' GROUP BY workload, target, trace)");
     del.bind(1, int64_t(kTraceFormatVersion)).bind(2, int64_t(kTraceFormatVersion)).bind(3, int64_t(keep));
     del.step();
     Statement again = impl_->prepare("SELECT COUNT(*) FROM records");

@@ -26,7 +26,8 @@ struct WorkloadEntry {
 // The policy of the records the model check writes (driver/model_check.h): a schedule's costs
 // timed inside a built model. Those are not comparable with a kernel's timed alone, so best(),
 // top(), similar(), find() and summaries() skip such records; chosen() reads them.
-inline constexpr const char* kInModelPolicy = "in-model";
+#define TESSERA_IN_MODEL_POLICY "in-model"  // a literal, for the SQL that names it (database.cc)
+inline constexpr const char* kInModelPolicy = TESSERA_IN_MODEL_POLICY;
 
 // The median of measured times (the upper one of an even count); 0 for none.
 double median_of(std::vector<double> costs);
@@ -105,8 +106,10 @@ class TuningDatabase {
   int64_t prune(int keep);
 
  private:
-  // The latest valid, compatible record of this trace: in-model or timed alone.
-  std::optional<Record> latest(const std::string& workload, const std::string& target, const std::string& trace, bool in_model) const;
+  // The latest valid, compatible record of (workload, target) that also meets `condition` (an
+  // SQL clause on the policy) and, unless `trace` is empty, has this trace.
+  std::optional<Record> latest(const std::string& workload, const std::string& target, const char* condition,
+                               const std::string& trace = "") const;
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
