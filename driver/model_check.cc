@@ -26,7 +26,7 @@ void set_zero_inputs(runtime::GraphExecutor& ex) {
   }
 }
 
-double median(std::vector<double> v) { return autotune::median_of(std::move(v)); }
+using autotune::median_of;
 
 // One turn of a build: the median of `runs` end-to-end runs, and per kernel the median over
 // `runs` profiled runs of its steps' summed time (seconds).
@@ -49,8 +49,8 @@ Turn take_turn(runtime::GraphExecutor& ex, int runs) {
     for (size_t s = 0; s < ms.size(); ++s) sums[ex.plan().steps[s].kernel] += ms[s] * 1e-3;
     for (const auto& [k, t] : sums) per_kernel[k].push_back(t);
   }
-  Turn turn{median(totals), {}};
-  for (auto& [k, t] : per_kernel) turn.kernels[k] = median(t);
+  Turn turn{median_of(totals), {}};
+  for (auto& [k, t] : per_kernel) turn.kernels[k] = median_of(t);
   return turn;
 }
 
@@ -62,20 +62,20 @@ struct Candidate {
 
 }  // namespace
 
-ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target& target, const BuildOptions& options,
+ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target& target, int opt_level, const std::string& db_path,
                           const ModelCheckOptions& check) {
-  auto db = autotune::TuningDatabase::open_existing(options.db_path);
-  if (!db) fail("model check: no tuning database at ", options.db_path);
+  auto db = autotune::TuningDatabase::open_existing(db_path);
+  if (!db) fail("model check: no tuning database at ", db_path);
   std::string key = target.with_host_defaults().str();
-  BuildOptions plain = options, tuned = options;
-  plain.db_path.clear();
-  plain.jit = tuned.jit = true;
+  BuildOptions plain, tuned;
+  plain.opt_level = tuned.opt_level = opt_level;
+  tuned.db_path = db_path;
   plain.transfer = tuned.transfer = false;
   BuildResult a = build(module, target, plain), b = build(module, target, tuned);
   const auto &steps_a = a.executor->plan().steps, &steps_b = b.executor->plan().steps;
   bool same = steps_a.size() == steps_b.size();
   for (size_t s = 0; same && s < steps_a.size(); ++s) same = steps_a[s].kernel == steps_b[s].kernel;
-  if (!same) fail("model check: the builds with and without the database ", options.db_path, " differ in their steps");
+  if (!same) fail("model check: the builds with and without the database ", db_path, " differ in their steps");
 
   // The kernels built with a record other than the default's (not one the check chose, nor a
   // custom schedule, which the build with no database uses too).
@@ -111,13 +111,13 @@ ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target&
       c.tuned_costs.push_back(tb.kernels.at(c.check.kernel));
     }
   }
-  result.default_seconds = median(totals_a);
-  result.tuned_seconds = median(totals_b);
+  result.default_seconds = median_of(totals_a);
+  result.tuned_seconds = median_of(totals_b);
 
   std::vector<autotune::Record> records;
   for (auto& c : candidates) {
-    c.check.default_seconds = median(c.default_costs);
-    c.check.tuned_seconds = median(c.tuned_costs);
+    c.check.default_seconds = median_of(c.default_costs);
+    c.check.tuned_seconds = median_of(c.tuned_costs);
     for (auto [trace, costs] : {std::pair{&c.default_trace, &c.default_costs}, std::pair{&c.tuned_trace, &c.tuned_costs}}) {
       autotune::Record r;
       r.workload = c.check.workload;

@@ -39,11 +39,11 @@ struct ModelCheckOptions {
   int runs = 5;     // timed runs of a build per turn
 };
 
-// Builds `module` for `target` (which must run on this machine) with the default schedules and
-// with the tuning database at options.db_path (no transfers), times the two in turns on zero
-// inputs, and commits an in-model record of each tuned kernel's schedule and of its default,
+// Builds `module` at `opt_level` for `target` (which must run on this machine) with the default
+// schedules and with the tuning database at `db_path` (no transfers), times the two in turns on
+// zero inputs, and commits an in-model record of each tuned kernel's schedule and of its default,
 // in one transaction. Throws naming the database if it does not exist.
-ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target& target, const BuildOptions& options,
+ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target& target, int opt_level, const std::string& db_path,
                           const ModelCheckOptions& check = {});
 
 // A table for a terminal: per checked kernel, its two times and which schedule builds now use.

@@ -85,10 +85,8 @@ int cmd_tune(TuneArgs& a) {
   std::printf("estimated latency %.3f ms (default schedules %.3f ms) after %.0f s\nreport: %s\n", r.estimated_latency * 1e3,
               r.default_latency * 1e3, r.wall_seconds, r.report_path.c_str());
   if (a.model_check) {
-    driver::BuildOptions b;
-    b.opt_level = a.model.opt_level;
-    b.db_path = a.options.db_path;
-    std::printf("%s", driver::format_model_check(driver::check_in_model(load(a.model), targets::Target::parse(a.model.target), b)).c_str());
+    auto check = driver::check_in_model(load(a.model), targets::Target::parse(a.model.target), a.model.opt_level, a.options.db_path);
+    std::printf("%s", driver::format_model_check(check).c_str());
   }
   return 0;
 }

@@ -77,12 +77,7 @@ void bind_autotune(py::module_& m) {
     {
       py::gil_scoped_release release;
       r = autotune::tune(autotune::extract_tasks(driver::optimize(mod, opt_level)), o, on_progress);
-      if (check_in_model) {
-        driver::BuildOptions b;
-        b.opt_level = opt_level;
-        b.db_path = db;
-        check = driver::check_in_model(mod, targets::Target::parse(target), b);
-      }
+      if (check_in_model) check = driver::check_in_model(mod, targets::Target::parse(target), opt_level, db);
     }
     py::list tasks;
     for (const auto& s : r.tasks) tasks.append(task_state(s));

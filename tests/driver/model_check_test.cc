@@ -62,7 +62,7 @@ TEST(ModelCheck, AScheduleFastestAloneThatLosesInTheModelIsNotUsed) {
 
   // The record fastest alone is plain loops: it loses in the model, and builds take the default.
   options.db_path = database("loses.db", tasks[0], key, plain);
-  ModelCheck check = check_in_model(m, target, options, quick);
+  ModelCheck check = check_in_model(m, target, options.opt_level, options.db_path, quick);
   ASSERT_EQ(check.kernels.size(), 1u);
   EXPECT_GT(check.kernels[0].tuned_seconds, 2 * check.kernels[0].default_seconds);
   EXPECT_FALSE(check.kernels[0].tuned_kept());
@@ -76,14 +76,14 @@ TEST(ModelCheck, AScheduleFastestAloneThatLosesInTheModelIsNotUsed) {
   EXPECT_EQ(built.kernels[0].record, db->chosen(tasks[0].workload.key, key)->id);
   EXPECT_EQ(db->best(tasks[0].workload.key, key)->trace, plain);  // times taken alone are untouched
   // Checked again, nothing is left to time: the default is what builds use.
-  EXPECT_TRUE(check_in_model(m, target, options, quick).kernels.empty());
+  EXPECT_TRUE(check_in_model(m, target, options.opt_level, options.db_path, quick).kernels.empty());
 }
 
 TEST(ModelCheck, NeedsADatabase) {
   BuildOptions options;
   options.db_path = (tessera::testing::test_temp_dir() / "missing.db").string();
   try {
-    check_in_model(product_model(), targets::Target::parse("llvm"), options);
+    check_in_model(product_model(), targets::Target::parse("llvm"), options.opt_level, options.db_path);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("missing.db"), std::string::npos) << e.what();
