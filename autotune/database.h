@@ -13,8 +13,10 @@
 
 namespace tessera::autotune {
 
-// Records written under another trace format are ignored by lookups (their traces may not replay).
-constexpr int kTraceFormatVersion = 1;
+// Records written under another format are ignored by lookups: their traces may not replay, or
+// their costs were measured another way. 2: costs of calls on freshly written inputs
+// (MeasureOptions::fresh_inputs), slower than format 1's on inputs left in the caches.
+constexpr int kTraceFormatVersion = 2;
 
 struct WorkloadEntry {
   std::string key;            // SHA-256 of the canonical compute definition with shapes and dtypes

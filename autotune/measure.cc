@@ -278,6 +278,7 @@ size_t Measurer::measure_from(const Task& task, const std::string& target, const
   const MeasureOptions& o = options_;
   json request = {{"kernel", task.kernel}, {"target", target}, {"repeat", o.repeat}, {"number", o.number},
                   {"min_repeat_ms", o.min_repeat_ms}, {"flush_cache", o.flush_cache}, {"check", o.check},
+                  {"written_inputs", o.fresh_inputs ? task.written_inputs : std::vector<size_t>{}},
                   {"seed", kSeed}, {"candidates", std::vector<std::string>(traces.begin() + static_cast<std::ptrdiff_t>(first), traces.end())}};
   std::ostringstream timeout;
   timeout << "timeout after " << o.timeout_seconds << " s";

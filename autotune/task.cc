@@ -85,10 +85,17 @@ Task task_from_kernel(const std::string& text) {
   t.compute = compute_of_call(call);
   t.workload = make_workload(t.compute.outputs, call_description(call));
   t.flops = estimate_flops(t.compute.outputs);
+  for (size_t i = 0; i < t.compute.inputs.size(); ++i) t.written_inputs.push_back(i);
   return t;
 }
 
-Task task_from_call(const CallNode* call) { return task_from_kernel(kernel_text(call)); }
+Task task_from_call(const CallNode* call) {
+  Task t = task_from_kernel(kernel_text(call));
+  t.written_inputs.clear();
+  for (size_t i = 0; i < call->args.size(); ++i)
+    if (!call->args[i].as<ConstantNode>()) t.written_inputs.push_back(i);
+  return t;
+}
 
 std::string default_trace(const Task& task) {
   return schedule::default_cpu_schedule(task.compute.outputs, task.compute.anchor)->trace().to_json();

@@ -17,15 +17,19 @@ struct Task {
   relay_ir::CallCompute compute;
   int weight = 1;         // calls per run of the model
   double flops = 0;       // arithmetic operations per call (multiply-add = 2)
+  // The inputs earlier kernels of the model write on every run (all but its constants, the
+  // weights): measurement rewrites them before each timed call (autotune/measure.h).
+  std::vector<size_t> written_inputs;
 };
 
 // The distinct kernels of `optimized` (a module after driver::optimize), heaviest first
 // (weight * flops). Views (reshapes) are not kernels.
 std::vector<Task> extract_tasks(const relay_ir::Module& optimized);
 
-// A task rebuilt from its graph-IR text (in a measurement process).
+// A task rebuilt from its graph-IR text (in a measurement process); every input counts as written.
 Task task_from_kernel(const std::string& kernel_text);
-// The task of one typed call of a graph (what build() lowers as one kernel).
+// The task of one typed call of a graph (what build() lowers as one kernel); its constant
+// arguments are the inputs not written.
 Task task_from_call(const relay_ir::CallNode* call);
 
 // The default template's schedule of the task, as a trace: every measured comparison's baseline.

@@ -185,6 +185,8 @@ void add_tuning_commands(CLI::App& app) {
   tune_cmd->add_option("--seed", t.options.seed, "random seed of the search");
   tune_cmd->add_option("--repeat", t.options.measure.repeat, "timed runs per candidate");
   tune_cmd->add_flag("--flush-cache", t.options.measure.flush_cache, "flush the caches before each timed run");
+  tune_cmd->add_flag("!--warm-inputs", t.options.measure.fresh_inputs,
+                     "time kernels on inputs left in the caches by the previous call, not rewritten before each call as in a model");
   tune_cmd->add_flag("!--no-model-check", t.model_check,
                      "keep every kernel's fastest schedule timed alone, without timing it in the model against its default");
   tune_cmd->add_option("--report", t.options.report_path, "the HTML report (default: NAME.report.html beside the database NAME.db)");

@@ -4,13 +4,15 @@
 //
 // Protocol: one JSON request per line on stdin,
 //   {"kernel": graph-IR text, "target": "llvm ...", "repeat": R, "number": N, "min_repeat_ms": M,
-//    "flush_cache": bool, "check": bool, "seed": S, "candidates": [trace JSON text, ...]}
+//    "flush_cache": bool, "check": bool, "seed": S, "written_inputs": [input index, ...],
+//    "candidates": [trace JSON text, ...]}
 // answered on stdout, first by one line once the inputs (and, with check, the reference outputs
 // of the default schedule) are ready:
 //   {"ready": true, "setup_seconds": x}  or  {"ready": false, "error": "..."}
 // then, after a ready, by one line per candidate, in order, as soon as it is done:
-//   {"index": i, "costs": [R seconds, each the mean of N back-to-back calls], "compile_seconds": x,
-//    "error": ""}
+//   {"index": i, "costs": [R seconds, each the mean of N calls], "compile_seconds": x, "error": ""}
+// The calls of a run follow each other back to back, or with written inputs, each after those
+// inputs were rewritten through the thread pool (not timed).
 // Requests are served until stdin ends. The inputs and reference outputs of the last kernel are
 // kept, so a tuning session that sends one request per batch of a task sets up only once.
 #include <signal.h>
@@ -28,6 +30,7 @@
 #include "autotune/apply_record.h"
 #include "autotune/task.h"
 #include "runtime/error.h"
+#include "runtime/thread_pool.h"
 #include "schedule/lower.h"
 #include "schedule/templates/cpu.h"
 #include "targets/build.h"
@@ -47,6 +50,7 @@ struct Request {
   double min_repeat_ms = 10;
   bool flush_cache = false, check = true;
   uint64_t seed = 0;
+  std::vector<size_t> written_inputs;
   std::vector<std::string> candidates;
 };
 
@@ -61,6 +65,7 @@ Request parse_request(const std::string& line) {
   r.flush_cache = j.value("flush_cache", r.flush_cache);
   r.check = j.value("check", r.check);
   r.seed = j.value("seed", r.seed);
+  r.written_inputs = j.value("written_inputs", r.written_inputs);
   r.candidates = j.at("candidates").get<std::vector<std::string>>();
   return r;
 }
@@ -151,26 +156,6 @@ void flush_cache() {
   asm volatile("" : : "r"(buffer.data()) : "memory");  // the stores must happen
 }
 
-std::vector<double> time_runs(const runtime::Kernel& kernel, const std::vector<void*>& data, const Request& r) {
-  int number = r.number;
-  if (number <= 0) {
-    // Enough back-to-back calls that a run lasts min_repeat_ms, so timer resolution and call
-    // overhead do not show in short kernels' costs.
-    auto t0 = Clock::now();
-    kernel.call_unchecked(data.data());
-    double once = std::max(seconds_since(t0), 1e-9);
-    number = static_cast<int>(std::clamp(std::ceil(r.min_repeat_ms * 1e-3 / once), 1.0, 1e6));
-  }
-  std::vector<double> costs;
-  for (int i = 0; i < r.repeat; ++i) {
-    if (r.flush_cache) flush_cache();
-    auto t0 = Clock::now();
-    for (int n = 0; n < number; ++n) kernel.call_unchecked(data.data());
-    costs.push_back(seconds_since(t0) / number);
-  }
-  return costs;
-}
-
 // What the candidates of one kernel run on: the task rebuilt from its text, random inputs, and
 // the outputs its default schedule computes from them (with check; computed on first need).
 struct Bench {
@@ -181,8 +166,60 @@ struct Bench {
   std::vector<tensor_ir::Tensor> args;       // the kernel's arguments: inputs, then outputs
   std::vector<runtime::NDArray> buffers;     // the same: random inputs, then candidates' outputs
   std::vector<runtime::NDArray> expected;    // the default schedule's outputs; empty until checked
+  std::vector<size_t> written;               // inputs rewritten before each timed call
+  std::vector<runtime::NDArray> originals;   // their values, one per entry of `written`
   size_t num_inputs() const { return task.compute.inputs.size(); }
 };
+
+// Writes the written inputs' values again, each thread a contiguous share as an elementwise
+// kernel stores its output, so the next call reads them from where the kernel before it in a
+// model leaves them: just written, spread over the cores.
+void rewrite_inputs(Bench& b) {
+  auto& pool = runtime::ThreadPool::global();
+  const int parts = pool.num_threads();
+  for (size_t w = 0; w < b.written.size(); ++w) {
+    char* to = static_cast<char*>(b.buffers[b.written[w]].data());
+    const char* from = static_cast<const char*>(b.originals[w].data());
+    const size_t bytes = b.originals[w].nbytes();
+    pool.parallel_for(parts, [&](int t) {
+      size_t begin = bytes * t / parts, end = bytes * (t + 1) / parts;
+      std::memcpy(to + begin, from + begin, end - begin);
+    });
+  }
+}
+
+std::vector<double> time_runs(const runtime::Kernel& kernel, Bench& b, const Request& r) {
+  std::vector<void*> data;
+  for (const auto& a : b.buffers) data.push_back(a.data());
+  // One call, timed (after its inputs were rewritten, if any are).
+  auto call = [&] {
+    if (!b.written.empty()) rewrite_inputs(b);
+    auto t0 = Clock::now();
+    kernel.call_unchecked(data.data());
+    return seconds_since(t0);
+  };
+  int number = r.number;
+  if (number <= 0) {
+    // Enough calls that a run lasts min_repeat_ms, so timer resolution and call overhead do not
+    // show in short kernels' costs.
+    double once = std::max(call(), 1e-9);
+    number = static_cast<int>(std::clamp(std::ceil(r.min_repeat_ms * 1e-3 / once), 1.0, 1e6));
+  }
+  std::vector<double> costs;
+  for (int i = 0; i < r.repeat; ++i) {
+    if (r.flush_cache) flush_cache();
+    double total = 0;
+    if (b.written.empty()) {
+      auto t0 = Clock::now();
+      for (int n = 0; n < number; ++n) kernel.call_unchecked(data.data());
+      total = seconds_since(t0);
+    } else {
+      for (int n = 0; n < number; ++n) total += call();
+    }
+    costs.push_back(total / number);
+  }
+  return costs;
+}
 
 runtime::NDArray allocate(const tensor_ir::Tensor& t) {
   std::vector<int64_t> shape;
@@ -218,6 +255,16 @@ void setup(Bench& b, const Request& r) {
       if (b.buffers.size() <= b.num_inputs()) fill_random(b.buffers.back(), rng);
     }
     b.kernel = r.kernel, b.target_text = r.target, b.seed = r.seed;
+  }
+  if (b.written != r.written_inputs) {
+    b.written.clear();
+    b.originals.clear();
+    for (size_t i : r.written_inputs) {
+      if (i >= b.num_inputs()) fail("written input ", i, ": the kernel has ", b.num_inputs(), " inputs");
+      b.originals.push_back(runtime::NDArray::empty(b.buffers[i].shape(), b.buffers[i].dtype()));
+      std::memcpy(b.originals.back().data(), b.buffers[i].data(), b.buffers[i].nbytes());
+    }
+    b.written = r.written_inputs;
   }
   if (!r.check || !b.expected.empty()) return;
   std::string stage = "schedule: ";
@@ -275,9 +322,7 @@ json measure(Bench& b, const Request& r, std::string trace) {
         return out;
       }
     }
-    std::vector<void*> data;
-    for (const auto& a : b.buffers) data.push_back(a.data());
-    out["costs"] = time_runs(kernel, data, r);
+    out["costs"] = time_runs(kernel, b, r);
   } catch (const std::exception& e) {
     out["costs"] = json::array();
     out["error"] = stage + e.what();

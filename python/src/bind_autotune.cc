@@ -53,7 +53,7 @@ void bind_autotune(py::module_& m) {
 
   m.def("autotune_tune", [](const relay_ir::Module& mod, const std::string& target, const std::string& db, int trials, int batch,
                             const std::string& policy, int early_stopping, double max_seconds, int opt_level, int seed, int repeat,
-                            bool flush_cache, bool check_in_model, py::object progress) {
+                            bool flush_cache, bool fresh_inputs, bool check_in_model, py::object progress) {
     autotune::TuneOptions o;
     o.target = target;
     o.db_path = db;
@@ -65,6 +65,7 @@ void bind_autotune(py::module_& m) {
     o.seed = static_cast<uint64_t>(seed);
     o.measure.repeat = repeat;
     o.measure.flush_cache = flush_cache;
+    o.measure.fresh_inputs = fresh_inputs;
     // Called between batches with the GIL: prints, and lets Ctrl-C (KeyboardInterrupt) stop the
     // session by raising through the tuner.
     auto on_progress = [&](const autotune::Progress& p) {

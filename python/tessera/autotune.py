@@ -40,18 +40,22 @@ def tasks(mod, opt_level=2):
 
 
 def tune(mod, target="llvm", db=None, trials=1000, batch=16, policy="evolutionary", early_stopping=0,
-         timeout=None, opt_level=2, seed=0, progress=None, repeat=5, flush_cache=False, model_check=True):
+         timeout=None, opt_level=2, seed=0, progress=None, repeat=5, flush_cache=False, fresh_inputs=True,
+         model_check=True):
     """Tunes every kernel of `mod` for `target` with at most `trials` measurements in all,
     storing every measurement in `db` (a path; None: $TESSERA_DB or ~/.cache/tessera/tuning.db).
     `policy` is "evolutionary" (cost-model guided) or "random"; `timeout` caps the wall time in
     seconds. `progress` is None (a live line on a terminal), False, or a callable taking the line.
+    With `fresh_inputs`, each timed call of a kernel follows a rewrite of its inputs (not its
+    weights) by the thread pool, as in a model, where the kernel before it just wrote them.
     With `model_check`, the session ends by timing each tuned kernel inside the built model
     against its default schedule; builds then use whichever ran faster there."""
     if progress is None:
         progress = _terminal_line if sys.stderr.isatty() else False
     path = str(db) if db is not None else _t.default_db_path()
     raw = _t.autotune_tune(mod, target, path, int(trials), int(batch), policy, int(early_stopping), float(timeout or 0),
-                           int(opt_level), int(seed), int(repeat), bool(flush_cache), bool(model_check), progress or None)
+                           int(opt_level), int(seed), int(repeat), bool(flush_cache), bool(fresh_inputs),
+                           bool(model_check), progress or None)
     if progress is _terminal_line:
         sys.stderr.write("\n")
     return TuneReport(raw)

@@ -81,6 +81,24 @@ TEST_F(MeasureTest, FixedNumberAndCacheFlushing) {
   expect_valid(m.measure(task, "llvm", {default_trace()})[0], 3);
 }
 
+TEST_F(MeasureTest, WrittenInputsAreRewrittenBeforeEachCallOrLeftAsTheyAre) {
+  // A task from kernel text alone counts every input as written (a model's tasks leave out their
+  // constants, tests/driver/model_check_test.cc); the rewrite keeps their values (checked).
+  EXPECT_EQ(task.written_inputs, (std::vector<size_t>{0, 1}));
+  for (bool fresh : {true, false}) {
+    MeasureOptions o = quick();
+    o.fresh_inputs = fresh;
+    Measurer m(o);
+    expect_valid(m.measure(task, "llvm", {default_trace(), tiled_trace()})[1], 3);
+    Task one = task;
+    one.written_inputs = {1};
+    expect_valid(m.measure(one, "llvm", {default_trace()})[0], 3);
+  }
+  Task wrong = task;
+  wrong.written_inputs = {5};
+  EXPECT_EQ(Measurer(quick()).measure(wrong, "llvm", {"[]"})[0].error, "setup: written input 5: the kernel has 2 inputs");
+}
+
 TEST_F(MeasureTest, TracesThatDoNotReplayAreErrors) {
   Measurer m(quick());
   auto results = m.measure(task, "llvm",

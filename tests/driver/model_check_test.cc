@@ -49,6 +49,13 @@ std::string database(const std::string& name, const autotune::Task& task, const 
   return path;
 }
 
+// Measurement rewrites the inputs earlier kernels write before each timed call, not the weights.
+TEST(ModelCheck, TasksNameTheInputsTheModelWrites) {
+  auto tasks = autotune::extract_tasks(optimize(product_model(), 2));
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].written_inputs, (std::vector<size_t>{0}));
+}
+
 TEST(ModelCheck, AScheduleFastestAloneThatLosesInTheModelIsNotUsed) {
   Module m = product_model();
   auto tasks = autotune::extract_tasks(optimize(m, 2));
