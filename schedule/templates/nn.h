@@ -38,8 +38,9 @@ Loop fuse_all(Stage& st, const std::vector<Loop>& loops);
 // dimensions, `columns` the extent of `cols` (the product pads it to whole panels); `packed` is
 // the product's B panel stage (tag "matmul_pack", or an inlined "matmul_prepacked" copy of
 // panels packed ahead of time). With `rows_contiguous`, consecutive rows of `out` are adjacent
-// in memory (not columns), so the tile is stored a column at a time. Knobs: threads, whether
-// panels are the outer loop, the unroll of the reduction, whether the next panel is prefetched.
+// in memory (not columns), so the tile is stored a column at a time. Knobs: the tile's rows,
+// threads, whether panels are the outer loop, the unroll of the reduction, whether the next
+// panel is prefetched.
 void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
                            const Loop& rows, const Loop& cols, int64_t columns, TemplateKnobs& knobs,
                            bool rows_contiguous = false);
