@@ -119,6 +119,14 @@ TEST(SketchRules, TemplateKnobsAreASketchWhoseFirstOptionsAreTheDefault) {
   EXPECT_EQ(names, (std::vector<std::string>{"depthwise.parallel", "depthwise.rows", "depthwise.pad"}));
   EXPECT_EQ(depthwise.layout(1)[1].options, (std::vector<int64_t>{4, 2, 1}));
   EXPECT_EQ(depthwise.layout(1)[2].options, (std::vector<int64_t>{0, 1, 2}));
+  // Rows of 14 at stride 1 take a copy per block of rows first.
+  Task rows_of_14 = task_from_kernel(kernel(
+      "%p0: float32[1, 8, 14, 14], %p1: float32[8, 1, 3, 3]", "float32[1, 8, 14, 14]",
+      "  %0 = fn [primitive=1] (%a: float32[1, 8, 14, 14], %w: float32[8, 1, 3, 3]) -> float32[1, 8, 14, 14] {\n"
+      "    conv(%a, %w, dilations=[], groups=8, packed_channels=0, pads=[1, 1, 1, 1], strides=[1, 1])\n"
+      "  };",
+      "%p0, %p1"));
+  EXPECT_EQ(SearchSpace(rows_of_14.compute).layout(1)[2].options, (std::vector<int64_t>{2, 0, 1}));
   // Kernels whose templates have no knobs get no such sketch.
   EXPECT_FALSE(has_sketch(SearchSpace(elementwise_task().compute), "template_knobs"));
 }
