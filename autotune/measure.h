@@ -23,6 +23,7 @@ struct MeasureOptions {
   // Timed on inputs still in the caches of the cores that read them, a schedule can win and
   // lose in the model: MobileNet-v2's 384 -> 64 1x1 convolution at 14x14, 2 threads, took 27.6
   // against 30.2 us alone with panels outermost, 49 against 41 after the kernel before it.
+  // Records do not say which way they were timed: a database should hold one kind.
   bool fresh_inputs = true;
   bool check = true;           // compare outputs with the default schedule's
   // Empty: $TESSERA_MEASURE_WORKER, else tessera-measure next to the running executable, else in

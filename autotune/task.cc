@@ -55,6 +55,19 @@ class ArithmeticCounter : public tensor_ir::IRVisitor {
   }
   // Index arithmetic (clamps, offsets) is addressing, not work.
   void visit_(const tensor_ir::ProducerLoad*) override {}
+  // A point takes one side of a select: the costlier one. Summed, the 36 branches of a Winograd
+  // transform (one per position of the tile) made its task count 2.3 times a direct
+  // convolution's work.
+  void visit_(const tensor_ir::Select* op) override {
+    ++count;
+    visit(op->condition);
+    int64_t before = count;
+    visit(op->true_value);
+    int64_t taken = count - before;
+    count = before;
+    visit(op->false_value);
+    count = before + std::max(taken, count - before);
+  }
 };
 
 }  // namespace

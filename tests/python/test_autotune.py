@@ -58,6 +58,19 @@ def test_a_pointwise_convolutions_work_is_its_multiply_adds():
         assert task["flops"] == pytest.approx(2 * 64 * 256 * 28 * 32, rel=0.03), opt_level
 
 
+def test_a_winograd_convolutions_work_is_its_own_arithmetic():
+    """A Winograd convolution's transforms pick one expression per tile position (a select of 36
+    branches): a point counts the one it takes, not all 36, which made the task 2.3 times the
+    direct convolution's work. Its own: 36 products per 4x4 tile instead of 16 x 9 (a quarter),
+    and the transforms."""
+    x, w = np.zeros((1, 64, 28, 28), "float32"), np.ones((64, 64, 3, 3), "float32")
+    mod = nn_testing.load(nn_testing.model("Conv", [x, w], {"pads": [1, 1, 1, 1]}, constants=[1]))
+    (task,) = tessera.autotune.tasks(mod, 3)
+    assert "float32[36, " in task["kernel"], task["kernel"]  # the weight transformed for Winograd
+    direct = 2 * 64 * 64 * 9 * 28 * 28
+    assert 0.3 * direct < task["flops"] < 0.6 * direct, task["flops"] / direct
+
+
 def test_every_kernel_gets_a_first_batch_before_any_gets_a_second(tmp_path):
     """Ansor's warm-up round: a kernel not searched yet has no gain to rank it by, and on its
     share of the latency alone the small one here would get no batch until the large one had two."""
