@@ -83,7 +83,7 @@ TEST_F(MeasureTest, FixedNumberAndCacheFlushing) {
 
 TEST_F(MeasureTest, WrittenInputsAreRewrittenBeforeEachCallOrLeftAsTheyAre) {
   // A task from kernel text alone counts every input as written (a model's tasks leave out their
-  // constants, tests/driver/model_check_test.cc); the rewrite keeps their values (checked).
+  // constants, tests/driver/model_check_test.cc). Rewritten or not, all or some: valid costs.
   EXPECT_EQ(task.written_inputs, (std::vector<size_t>{0, 1}));
   for (bool fresh : {true, false}) {
     MeasureOptions o = quick();
