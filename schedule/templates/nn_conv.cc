@@ -58,8 +58,8 @@ void schedule_copy(Schedule& s, const Tensor& t) {
 // instead of all the input and half the weights, so the larger of the two decides. The first
 // layers (3 input channels, kilobytes of weights) read their padded input once instead of twice:
 // MobileNet-v2's first convolution took 152 -> 97 us in the model at 2 threads.
-bool rows_outer(const Tensor& product, TemplateKnobs& knobs) {
-  auto inputs = tensor_ir::input_tensors(product);  // the input, then the weights
+// `inputs`: the product's, the input then the weights.
+bool rows_outer(const std::vector<Tensor>& inputs, TemplateKnobs& knobs) {
   return knobs.choose_flag("conv.rows_outer", nn::num_elements(inputs.front()) > nn::num_elements(inputs.back()));
 }
 
@@ -76,7 +76,8 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   std::vector<Loop> outer{y.loop(oc->axis[0])};
   for (size_t d = 0; d + 1 < rank; ++d) outer.push_back(y.loop(oc->axis[2 + d]));
   outer.push_back(wo);
-  bool by_rows = rows_outer(product, knobs);
+  auto inputs = tensor_ir::input_tensors(product);  // the input, then the weights
+  bool by_rows = rows_outer(inputs, knobs);
   outer.insert(by_rows ? outer.end() : outer.begin() + 1, mo);
   std::vector<Loop> order = outer;
   order.push_back(mi);
@@ -116,7 +117,7 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   int64_t tiles_per_block = (out->dim(out.ndim() - 1) + tile - 1) / tile;
   for (size_t d = 0; d + 1 < rank; ++d) tiles_per_block *= out->dim(2 + d);
   if (knobs.choose_flag("conv.prefetch", true))
-    r.prefetch(nn::stored_source(s, tensor_ir::input_tensors(product).back()), inner[0], y, fused, by_rows ? 1 : tiles_per_block);
+    r.prefetch(nn::stored_source(s, inputs.back()), inner[0], y, fused, by_rows ? 1 : tiles_per_block);
 }
 
 // Where the padded input comes from (knob "depthwise.pad"). The copy costs as much as the
@@ -222,7 +223,7 @@ void schedule_strip(Schedule& s, const Tensor& out, const Tensor& product, Templ
   auto [xo, xi] = y.split(y.loop(oc->axis.back()), lanes);
   std::vector<Loop> rows{y.loop(oc->axis[0])};
   for (size_t d = 2; d + 1 < oc->axis.size(); ++d) rows.push_back(y.loop(oc->axis[d]));
-  rows.insert(rows_outer(product, knobs) ? rows.end() : rows.begin() + 1, mo);
+  rows.insert(rows_outer(tensor_ir::input_tensors(product), knobs) ? rows.end() : rows.begin() + 1, mo);
   std::vector<Loop> order = rows;
   order.insert(order.end(), {xo, mi, xi});
   y.reorder(order);
