@@ -17,9 +17,15 @@ import tempfile
 import common
 
 
-def layer_key(inputs, output):
-    """(C in, C out rounded to 16, H in, H out) of a 4-D layer; the shapes themselves otherwise."""
+def layer_key(inputs, output, channels_last=False):
+    """(C in, C out rounded to 16, H in, H out) of a 4-D layer; the shapes themselves otherwise.
+    A channels-last kernel's (conv_nhwc, or a matmul over NHWC positions) output is [N, H, W, C],
+    and so is its input unless it is a stem's image ([N, C, H, W], at most 4 channels)."""
     if len(inputs) == 4 and len(output) == 4:
+        if channels_last:
+            image = inputs[1] <= 4 < inputs[3]
+            c_in, h_in = (inputs[1], inputs[2]) if image else (inputs[3], inputs[1])
+            return (-(-c_in // 16) * 16, -(-output[3] // 16) * 16, h_in, output[1])
         return (-(-inputs[1] // 16) * 16, -(-output[1] // 16) * 16, inputs[2], output[2])
     return (tuple(inputs), tuple(output))
 
@@ -43,7 +49,9 @@ def main():
     lib = tessera.build(mod, opt_level=args.opt_level, db=args.db) if args.db else tessera.build(mod, opt_level=args.opt_level)
     x = np.random.default_rng(0).uniform(-1, 1, lib.inputs[0]["shape"]).astype(lib.inputs[0]["dtype"])
     shapes = lambda s: [[int(d) for d in t.split(",")] if t else [] for t in re.findall(r"\[([\d, ]*)\]", s)]
-    kernel_key = {k["name"]: layer_key(shapes(k["signature"])[0], shapes(k["signature"])[-1]) for k in lib.kernels}
+    channels_last = lambda op: "nhwc" in op or "matmul" in op
+    kernel_key = {k["name"]: layer_key(shapes(k["signature"])[0], shapes(k["signature"])[-1], channels_last(k["op"]))
+                  for k in lib.kernels}
     names = collections.defaultdict(list)
     for k in lib.kernels:
         names[kernel_key[k["name"]]].append(f"{k['name']}x{k['calls']}")

@@ -64,6 +64,23 @@ Type conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(out, d.dtype);
 }
 
+// Whether a conv_nhwc reads its data as [N, C, H, W] (data_layout "NCHW") rather than [N, H, W, C].
+bool nchw_data(const Attrs& attrs) {
+  const std::string& layout = attrs.get_str("data_layout");
+  if (layout != "NHWC" && layout != "NCHW") fail("data_layout must be NHWC or NCHW, got ", layout);
+  return layout == "NCHW";
+}
+
+Type conv_nhwc_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& d = nn::arg(args, 0, "data");
+  const auto& w = nn::arg(args, 1, "weight");
+  nn::require_float(d, "data");
+  if (w.dtype != d.dtype) fail("weight dtype ", w.dtype.str(), " differs from data's ", d.dtype.str());
+  auto out = ops::conv_nhwc_shape(d.shape, w.shape, conv_geometry(attrs, 2, false), nchw_data(attrs));
+  check_bias(args, d, out[3]);
+  return tensor_type(out, d.dtype);
+}
+
 Type conv_pack_weight_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& w = nn::arg(args, 0, "weight");
   nn::require_float(w, "weight");
@@ -138,6 +155,13 @@ void register_nn_conv_ops(OpRegistry& r) {
          "optional bias [M]", 2, 3, packable, conv_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
            return ops::conv(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, false),
                             a.get_int("packed_channels"));
+         })});
+  std::vector<AttrSpec> channels_last = conv_attrs(false);
+  channels_last.push_back({"data_layout", std::string("NHWC")});
+  r.add({"conv_nhwc", "2-D convolution of data [N, H, W, C] (or [N, C, H, W] with data_layout=\"NCHW\") with weight [KH, KW, C / groups, M], "
+         "optional bias [M], to [N, OH, OW, M]", 2, 3, channels_last, conv_nhwc_rel, OpPattern::OutEWiseFusable,
+         nn::one_output([](const In& in, const Attrs& a) {
+           return ops::conv_nhwc(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, 2, false), nchw_data(a));
          })});
   r.add({"conv_pack_weight", "a conv weight [M, C / groups, kernel...] as [M / block, C / groups, kernel..., block] (zeros past M), "
          "the layout conv's blocked kernel reads", 1, 1, {{"block", int64_t(0), true}}, conv_pack_weight_rel, OpPattern::Injective,

@@ -29,15 +29,20 @@ Pass fold_batch_norm_pass();
 // than 4 rows (the classifier of a CNN), which take the packed kernel instead of the unpacked
 // one: equal up to LLVM's reassociation of their sums (last-bit differences).
 Pass alter_op_layout_pass();
+// CPU layouts: a depthwise-separable network (its convolutions all depthwise, 1x1 or an image's
+// stem, at least one depthwise) runs channels-last, conv_nhwc and matmul between transposes that
+// cancel inside the network, so every kernel splits its threads by rows of positions.
+Pass convert_layout_pass();
 
 // The sequence build() runs at `opt_level` (build()'s default is 2). Each pass runs at its level
 // and above:
 //   0  InferType, DeadCodeElimination: only what compiling needs, every op its own kernel;
 //   1  + FoldBatchNorm, FoldConstant, SimplifyExpr, EliminateCommonSubexpr, FuseOps;
 //   2  the same as 1 (the default);
-//   3  + AlterOpLayout (constant weights prepacked: faster kernels, larger constants, longer
-//      compiles).
-// FoldBatchNorm and AlterOpLayout come before FoldConstant, which evaluates what they build.
+//   3  + ConvertLayout (channels-last depthwise-separable networks) and AlterOpLayout (constant
+//      weights prepacked: faster kernels, larger constants, longer compiles).
+// FoldBatchNorm, ConvertLayout and AlterOpLayout come before FoldConstant, which evaluates the
+// weights they rearrange.
 std::vector<Pass> standard_passes();
 
 }  // namespace tessera::relay_ir

@@ -7,6 +7,7 @@ std::vector<Pass> standard_passes() {
       infer_type_pass(),
       dead_code_elimination_pass(),
       fold_batch_norm_pass(),
+      convert_layout_pass(),
       alter_op_layout_pass(),
       fold_constant_pass(),
       simplify_expr_pass(),

@@ -87,6 +87,7 @@ int64_t num_elements(const Tensor& t) {
 void add_nn_templates(std::map<std::string, TunableTemplate>& t) {
   add_nn_matmul_templates(t);
   add_nn_conv_templates(t);
+  add_nn_conv_nhwc_templates(t);
   add_nn_pool_templates(t);
   add_nn_norm_templates(t);
   add_nn_grad_templates(t);

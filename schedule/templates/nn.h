@@ -12,6 +12,7 @@ namespace tessera::schedule {
 
 void add_nn_matmul_templates(std::map<std::string, TunableTemplate>& t);   // nn_matmul.cc
 void add_nn_conv_templates(std::map<std::string, TunableTemplate>& t);     // nn_conv.cc
+void add_nn_conv_nhwc_templates(std::map<std::string, TunableTemplate>& t);  // nn_conv_nhwc.cc: channels-last
 void add_nn_pool_templates(std::map<std::string, TunableTemplate>& t);     // nn_pool.cc: window pooling
 void add_nn_norm_templates(std::map<std::string, TunableTemplate>& t);     // nn_rows.cc: normalizations, softmax, losses
 void add_nn_grad_templates(std::map<std::string, TunableTemplate>& t);     // nn_grad.cc: gradient ops, batch_norm_train

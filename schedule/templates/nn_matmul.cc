@@ -61,10 +61,16 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   bool parallel = knobs.choose_flag("matmul.parallel", num_elements(product) * k >= kMinParallelWork);
   // Panels outermost when there are enough of them for the threads: each is packed right before
   // its row tiles use it (so it is read from cache, not memory) and stays there across them; A
-  // is re-read once per panel, 4x less traffic than B once per row tile (nr = 4 mr).
+  // is re-read once per panel, 4x less traffic than B once per row tile (nr = 4 mr). But then
+  // the threads split the columns, and each writes a share of every row of the result: the
+  // kernel after it, splitting by rows, reads half its input from the other core's writes, which
+  // costs a third to a half more on two cores. So panels go outermost only where there are
+  // too few row tiles to share out (under 8) or B outweighs A by more than 4 times (the weights
+  // of a layer with few positions, read once per thread otherwise). MobileNet-v2 channels-last,
+  // in the model: its 14x14 1x1 layers 2-17% faster split by rows, its 7x7 ones 13-25% slower.
   int64_t panels = 1;
   for (size_t d = 0; d + 2 < packed.ndim(); ++d) panels *= packed->dim(d);
-  bool panel_outer = knobs.choose_flag("matmul.panel_outer", panels >= 4);
+  bool panel_outer = knobs.choose_flag("matmul.panel_outer", panels >= 4 && (m / mr < 8 || columns > 4 * m));
   int64_t k_unroll = knobs.choose("matmul.k_unroll", {4, 2, 8});
   Loop tile;
   if (panel_outer) {

@@ -18,7 +18,7 @@ namespace tessera::tensor_ir::ops {
 Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns = 0);
 std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 // The register tile of a packed product: rows of the result, and columns (two vectors of the
-// accumulation type, or one when n is narrower). The packed result is padded to whole tiles.
+// accumulation type, or one when n fits in one). The packed result is padded to whole tiles.
 int64_t matmul_tile_rows(int64_t m);
 int64_t matmul_tile_cols(DataType acc, int64_t n);
 // alpha * op(a) @ op(b) + beta * c for 2-D a and b, op transposing when asked; `c` (may be
@@ -108,6 +108,16 @@ Tensor qlinear_conv(const Tensor& data, const Tensor& data_scale, const Tensor& 
 std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
                                           const ConvGeometry& g);
 Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g);
+
+// --- channels-last convolution (nn_conv_nhwc.cc) -----------------------------------------
+
+// 2-D convolution of data [N, H, W, C] (with nchw_data, [N, C, H, W], read transposed) with
+// weight [KH, KW, C / groups, M] (HWIO), optional bias [M] -> [N, OH, OW, M]. The depthwise form
+// (one input channel per group) and the dense one are scheduled for the CPU; a 1x1 convolution
+// in this layout is a plain matmul, which the graph uses instead.
+std::vector<int64_t> conv_nhwc_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
+                                     bool nchw_data);
+Tensor conv_nhwc(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, bool nchw_data);
 
 // --- pooling (nn_pool.cc) ----------------------------------------------------------------
 

@@ -46,6 +46,17 @@ Tensor epilogue(const ConvCore& c, const std::function<Expr(const std::vector<Va
   }, c.name, "conv_epilogue", names);
 }
 
+void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g) {
+  if (g.strides.size() != rank || g.dilations.size() != rank || g.pads.size() != 2 * rank)
+    fail(op, ": strides, dilations and pads must have ", rank, ", ", rank, " and ", 2 * rank, " entries for ", rank,
+         " spatial dimensions, got ", g.strides.size(), ", ", g.dilations.size(), " and ", g.pads.size());
+  for (size_t d = 0; d < rank; ++d)
+    if (g.strides[d] < 1 || g.dilations[d] < 1) fail(op, ": strides and dilations must be positive");
+  for (int64_t p : g.pads)
+    if (p < 0) fail(op, ": pads must not be negative, got ", p);
+  if (g.groups < 1) fail(op, ": groups must be positive, got ", g.groups);
+}
+
 }  // namespace nn_detail
 
 namespace {
@@ -424,17 +435,6 @@ Tensor conv_core(const ConvCore& c) {
     case ConvForm::Blocked: return blocked(c, form.block);
     default: return direct(c);
   }
-}
-
-void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g) {
-  if (g.strides.size() != rank || g.dilations.size() != rank || g.pads.size() != 2 * rank)
-    fail(op, ": strides, dilations and pads must have ", rank, ", ", rank, " and ", 2 * rank, " entries for ", rank,
-         " spatial dimensions, got ", g.strides.size(), ", ", g.dilations.size(), " and ", g.pads.size());
-  for (size_t d = 0; d < rank; ++d)
-    if (g.strides[d] < 1 || g.dilations[d] < 1) fail(op, ": strides and dilations must be positive");
-  for (int64_t p : g.pads)
-    if (p < 0) fail(op, ": pads must not be negative, got ", p);
-  if (g.groups < 1) fail(op, ": groups must be positive, got ", g.groups);
 }
 
 // The sizes of a forward convolution of data `ds` with a weight `ws` (what picks its form).

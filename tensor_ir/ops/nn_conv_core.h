@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor_ir/ops/nn.h"
 #include "tensor_ir/tensor.h"
 
 namespace tessera::tensor_ir::ops::nn_detail {
@@ -33,6 +34,10 @@ struct ConvCore {
   // The output value from the accumulated one (bias added) at output index v; default: a cast.
   std::function<Expr(const Expr& value, const std::vector<Var>& v)> finish;
 };
+
+// Throws naming `op` unless the geometry has an entry per spatial dimension (two pads), positive
+// strides, dilations and groups, and no negative pads.
+void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g);
 
 // Y[n, m, out..] (tag "conv_epilogue"): the accumulated value `product(v)` with the bias added,
 // finished (or cast to the output type).

@@ -290,6 +290,84 @@ def test_winograd_needs_enough_tiles_stride_one_and_channels(rng, size, stride, 
     np.testing.assert_allclose(lib.run([x])[0], conv_reference(x, w, pads=[1] * 4, strides=[stride] * 2), rtol=1e-4, atol=1e-4)
 
 
+# --- ConvertLayout: channels-last depthwise-separable networks ---------------------------
+
+
+def conv_node(rng, inits, x, y, cin, cout, kernel=1, stride=1, groups=1):
+    """A Conv of constant weight and bias, padding that keeps the size at stride 1."""
+    name = f"w_{y}"
+    inits[name] = (rng.standard_normal((cout, cin // groups, kernel, kernel)) / np.sqrt(cin // groups * kernel * kernel)).astype("float32")
+    inits[f"b_{y}"] = rng.standard_normal(cout).astype("float32")
+    return helper.make_node("Conv", [x, name, f"b_{y}"], [y], pads=[kernel // 2] * 4, strides=[stride] * 2, group=groups)
+
+
+def clip(x, y):
+    return helper.make_node("Clip", [x, "lo", "hi"], [y])
+
+
+def mobile_block_net(rng, between_nodes=()):
+    """A MobileNet in miniature: a stem (3 colours, stride 2), a depthwise and a 1x1 layer, an
+    inverted residual block (1x1 expansion, depthwise, 1x1 projection, residual add), a strided
+    depthwise layer, the classifier. `between_nodes(inits)` may put nodes between the first
+    depthwise layer's output "d1" and the 1x1 layer, which then reads "between"."""
+    inits = {"lo": np.array(0, "float32"), "hi": np.array(6, "float32")}
+    nodes = [conv_node(rng, inits, "x", "c0", 3, 16, 3, 2), clip("c0", "a0"),
+             conv_node(rng, inits, "a0", "c1", 16, 16, 3, 1, 16), clip("c1", "d1")]
+    src = "d1"
+    if between_nodes:
+        nodes += list(between_nodes(inits))
+        src = "between"
+    nodes += [conv_node(rng, inits, src, "p1", 16, 24),
+              conv_node(rng, inits, "p1", "e2", 24, 72), clip("e2", "a2"),
+              conv_node(rng, inits, "a2", "c2", 72, 72, 3, 1, 72), clip("c2", "d2"),
+              conv_node(rng, inits, "d2", "p2", 72, 24), helper.make_node("Add", ["p1", "p2"], ["r2"]),
+              conv_node(rng, inits, "r2", "c3", 24, 24, 3, 2, 24), clip("c3", "d3"),
+              helper.make_node("GlobalAveragePool", ["d3"], ["g"]), helper.make_node("Flatten", ["g"], ["f"])]
+    inits["fc"] = rng.standard_normal((10, 24)).astype("float32")
+    nodes.append(helper.make_node("Gemm", ["f", "fc"], ["y"], transB=1))
+    return nodes, inits
+
+
+def test_depthwise_separable_network_runs_channels_last(rng):
+    # Every convolution becomes a conv_nhwc kernel (the stem reading the NCHW image as it is) or
+    # a matrix product, the clips and the residual add fuse into them, the pooling is a mean
+    # over rows and columns, and no transpose is left: the levels agree.
+    x = rng.standard_normal((2, 3, 29, 23)).astype("float32")
+    nodes, inits = mobile_block_net(rng)
+    results = run_levels(graph(nodes, x, inits), x)
+    check_levels(results, results[0][0])
+    ops = results[3][1]
+    assert ops.count("fused_conv_nhwc_clip") == 4 and ops.count("fused_matmul_add_add") == 1, ops
+    assert not any("transpose" in op or op.startswith("fused_conv_clip") for op in ops), ops
+    assert "reduce_mean" in ops and all("nhwc" not in op for op in results[2][1])
+
+
+def test_layout_sensitive_ops_and_broadcasts_keep_transposes(rng):
+    # A max pooling (which reads NCHW) and a product with a per-channel constant [C, 1, 1]
+    # between two converted layers: the transposes around them stay, the results agree.
+    def between(inits):
+        inits["scale"] = rng.standard_normal((16, 1, 1)).astype("float32")
+        return [helper.make_node("MaxPool", ["d1"], ["m"], kernel_shape=[2, 2], strides=[1, 1], pads=[0, 0, 1, 1]),
+                helper.make_node("Mul", ["m", "scale"], ["between"])]
+
+    x = rng.standard_normal((1, 3, 20, 18)).astype("float32")
+    nodes, inits = mobile_block_net(rng, between)
+    results = run_levels(graph(nodes, x, inits), x)
+    check_levels(results, results[0][0])
+    ops = results[3][1]
+    assert sum("transpose" in op for op in ops) == 2 and "fused_conv_nhwc_clip" in ops, ops
+
+
+def test_networks_with_other_convolutions_keep_nchw(rng):
+    # A dense 3x3 layer of 8 input channels beside a depthwise one: nothing changes layout.
+    x = rng.standard_normal((1, 8, 12, 12)).astype("float32")
+    inits = {}
+    nodes = [conv_node(rng, inits, "x", "d", 8, 8, 3, 1, 8), conv_node(rng, inits, "d", "y", 8, 16, 3)]
+    results = run_levels(graph(nodes, x, inits), x)
+    check_levels(results, results[0][0])
+    assert not any("nhwc" in op or "transpose" in op for op in results[3][1]), results[3][1]
+
+
 # --- real models -------------------------------------------------------------------------
 
 
