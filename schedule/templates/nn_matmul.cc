@@ -21,6 +21,10 @@ constexpr int64_t kMaxLocalPanel = 128 * 1024;
 // Fewer panels than this leave each thread so few that one partial panel unbalances them.
 constexpr int64_t kFewPanels = 16;
 
+// The largest B that row tiles outermost stream through whole, each tile reading all of it: a
+// quarter of the 2 MB L2 of the cores measured here, so it stays there beside A's tiles.
+constexpr int64_t kMaxStreamedB = 512 * 1024;
+
 // Accumulators a tile may hold in registers: of the 32, the rest hold B's vectors and A's broadcast.
 constexpr int64_t kMaxAccumulators = 28;
 
@@ -64,13 +68,16 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   // is re-read once per panel, 4x less traffic than B once per row tile (nr = 4 mr). But then
   // the threads split the columns, and each writes a share of every row of the result: the
   // kernel after it, splitting by rows, reads half its input from the other core's writes, which
-  // costs a third to a half more on two cores. So panels go outermost only where there are
-  // too few row tiles to share out (under 8) or B outweighs A by more than 4 times (the weights
-  // of a layer with few positions, read once per thread otherwise). MobileNet-v2 channels-last,
-  // in the model: its 14x14 1x1 layers 2-17% faster split by rows, its 7x7 ones 13-25% slower.
+  // costs a third to a half more on two cores. So rows go outermost where B stays in a core's
+  // cache while every row tile streams through it (kMaxStreamedB), there are enough row tiles to
+  // share out (8) and B does not outweigh A by more than 4 times (the weights of a layer with few
+  // positions, read once per thread otherwise). MobileNet-v2 channels-last, in the model: its
+  // 14x14 1x1 layers 2-17% faster split by rows, its 7x7 ones 13-25% slower; a 1024^3 product
+  // (B of 4 MB) 7.0 ms with panels outermost, 10.8 ms without.
   int64_t panels = 1;
   for (size_t d = 0; d + 2 < packed.ndim(); ++d) panels *= packed->dim(d);
-  bool panel_outer = knobs.choose_flag("matmul.panel_outer", panels >= 4 && (m / mr < 8 || columns > 4 * m));
+  bool rows_first = m / mr >= 8 && columns <= 4 * m && k * columns * packed.dtype().element_bytes() <= kMaxStreamedB;
+  bool panel_outer = knobs.choose_flag("matmul.panel_outer", panels >= 4 && !rows_first);
   int64_t k_unroll = knobs.choose("matmul.k_unroll", {4, 2, 8});
   Loop tile;
   if (panel_outer) {
