@@ -1,9 +1,10 @@
 // The matmul template (tags "matmul", "matmul_epilogue"), the schedule of BLIS and OpenBLAS in
 // schedule primitives: the packed B panel (Bp[jo, k, ji], from the compute definition) is
 // written by a vectorized parallel loop; the result is computed tile by tile, mr x nr
-// accumulators (8 rows x two vectors: 16 of the 32 AVX-512 registers) held in registers over
-// the whole reduction (the product stage computed at the tile, rows unrolled, columns
-// vectorized, k unrolled by 4), and the epilogue (copy, cast, alpha/beta/bias) stores the tile.
+// accumulators (8 rows x two vectors: 16 of the 32 AVX-512 registers; three vectors where that
+// makes whole panels) held in registers over the whole reduction (the product stage computed at
+// the tile, rows unrolled, columns vectorized, k unrolled by 4), and the epilogue (copy, cast,
+// alpha/beta/bias) stores the tile.
 // Panels packed ahead of time ("matmul_prepacked", a copy of an input, inlined) are read as
 // they are.
 #include "schedule/templates/nn.h"
@@ -135,10 +136,20 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   p.compute_at(o, tile);
   Loop i = p.loop(pc->axis[nb]), j = p.loop(pc->axis[nb + 1]);
   auto [ko, ki] = p.split(p.loop(pc->reduce_axis()[0]), k_unroll);
-  p.reorder({ko, ki, i, j});
+  // Columns in vectors of the register width: LLVM splits a vector op of 32 lanes into two
+  // cleanly, but one of 48 (three registers) spilled, 8x slower.
+  int product_lanes = vector_lanes(product.dtype());
+  if (nr > product_lanes) {
+    auto [jo, ji] = p.split(j, product_lanes);
+    p.reorder({ko, ki, i, jo, ji});
+    p.unroll(jo);
+    p.vectorize(ji);
+  } else {
+    p.reorder({ko, ki, i, j});
+    p.vectorize(j);
+  }
   p.unroll(ki);
   p.unroll(i);
-  p.vectorize(j);
   // Panels packed ahead of time are read from memory (a model's weights outgrow the caches):
   // the tiles of one panel fetch the next panel a share per reduction step, so its first tile
   // does not wait on memory. With panels outer the next panel is a panel's row tiles ahead on

@@ -18,7 +18,8 @@ namespace tessera::tensor_ir::ops {
 Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns = 0);
 std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 // The register tile of a packed product: rows of the result, and columns (two vectors of the
-// accumulation type, or one when n fits in one). The packed result is padded to whole tiles.
+// accumulation type, one when n fits in one, three when that alone makes whole panels). The
+// packed result is padded to whole tiles.
 int64_t matmul_tile_rows(int64_t m);
 int64_t matmul_tile_cols(DataType acc, int64_t n);
 // alpha * op(a) @ op(b) + beta * c for 2-D a and b, op transposing when asked; `c` (may be

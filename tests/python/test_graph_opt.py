@@ -155,7 +155,8 @@ def test_prepacked_conv_weights_are_exact(rng, channels, kernel, stride):
 
 @pytest.mark.parametrize("n,c,m,size", [
     (1, 160, 96, (7, 7)),  # a MobileNet layer: 49 positions, 7 row tiles of 7, 3 panels of 32
-    (2, 64, 48, (5, 7)),  # two images, a half-filled panel of channels
+    (2, 64, 56, (5, 7)),  # two images, a partly filled panel of channels
+    (1, 64, 144, (7, 7)),  # 144 channels: three panels of three vectors (48), none padded
     (1, 128, 64, (4, 5)),  # 20 positions: row tiles of 8, the last one padded
     (1, 1024, 512, (14, 14)),  # a ResNet-50 layer: 196 positions, long enough a reduction to pay
     (2, 192, 64, (14, 14)),  # two images of a MobileNet layer
@@ -163,12 +164,13 @@ def test_prepacked_conv_weights_are_exact(rng, channels, kernel, stride):
 def test_pointwise_convolutions_with_positions_as_rows(rng, n, c, m, size):
     # With a packed weight and positions that pad badly as columns, a 1x1 convolution computes
     # X^T W^T: positions are the rows of the product, the weight's channels its column panels
-    # (packed in blocks of 32). 14x14 positions take it only with a long reduction; their row
-    # tiles take two rows of 7, a row of the plane.
+    # (packed in blocks of 32, or 48 where only that fills whole panels). 14x14 positions take it
+    # only with a long reduction; their row tiles take two rows of 7, a row of the plane.
     x = rng.standard_normal((n, c) + size).astype("float32")
     mod, want = conv_relu(rng, x, m, 1)
     lib = tessera.build(mod, opt_level=3)
-    assert f"float32[{(m + 31) // 32}, {c}, 1, 1, 32]" in lib.kernels[0]["signature"], lib.kernels[0]["signature"]
+    block = 48 if m % 32 and m % 48 == 0 else 32
+    assert f"float32[{-(-m // block)}, {c}, 1, 1, {block}]" in lib.kernels[0]["signature"], lib.kernels[0]["signature"]
     if size == (14, 14):
         assert "unrolled (i, 0, 14)" in lib.kernels[0]["lowered"]
     np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
