@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "runtime/error.h"
+#include "runtime/thread_pool.h"
 
 namespace tessera::runtime {
 
@@ -62,7 +63,7 @@ void GraphExecutor::set_input(size_t i, const NDArray& value) {
   }
   if (!input_copies_[i].defined() || input_copies_[i].numel() != value.numel())
     input_copies_[i] = NDArray::empty(info.shape, info.dtype);
-  std::memcpy(input_copies_[i].data(), value.data(), value.nbytes());
+  parallel_copy(input_copies_[i].data(), value.data(), value.nbytes());
   inputs_[i] = input_copies_[i];
 }
 

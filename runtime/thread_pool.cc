@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -25,6 +26,8 @@ thread_local bool t_in_parallel_region = false;
 // spinning 2 ms, at 0.29 ms every time. libgomp (300000 rounds by default) and ONNX Runtime
 // spin before sleeping too.
 constexpr auto kSpinTime = std::chrono::milliseconds(2);
+// A copy smaller than this costs less than waking the pool's threads for it.
+constexpr size_t kMinParallelCopy = 64 * 1024;
 }  // namespace
 
 int default_num_threads() {
@@ -131,6 +134,19 @@ void ThreadPool::parallel_for(int num_tasks, const std::function<void(int)>& fn)
   job->run_tasks();
   while (job->remaining.load(std::memory_order_acquire) > 0) std::this_thread::yield();
   if (job->error) std::rethrow_exception(job->error);
+}
+
+void parallel_copy(void* to, const void* from, size_t bytes) {
+  if (bytes < kMinParallelCopy) {
+    std::memcpy(to, from, bytes);
+    return;
+  }
+  ThreadPool& pool = ThreadPool::global();
+  const int parts = pool.num_threads();
+  pool.parallel_for(parts, [&](int t) {
+    size_t begin = bytes * t / parts, end = bytes * (t + 1) / parts;
+    std::memcpy(static_cast<char*>(to) + begin, static_cast<const char*>(from) + begin, end - begin);
+  });
 }
 
 }  // namespace tessera::runtime

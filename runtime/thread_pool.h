@@ -2,6 +2,7 @@
 // first use, with one thread per core (or TESSERA_NUM_THREADS); the calling thread takes part,
 // so a pool of N threads starts N-1 workers. Nested parallel regions run serially.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
@@ -28,6 +29,12 @@ class ThreadPool {
 
 // Number of threads from TESSERA_NUM_THREADS, else the core count.
 int default_num_threads();
+
+// Copies `bytes` through the global pool, each thread a contiguous share, as a kernel's parallel
+// loop writes its output: the kernel that reads the copy then finds each thread's share in that
+// thread's core's cache (on two cores, data the other core just wrote costs a third to a half
+// more to read).
+void parallel_copy(void* to, const void* from, size_t bytes);
 
 }  // namespace tessera::runtime
 

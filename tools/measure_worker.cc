@@ -175,17 +175,8 @@ struct Bench {
 // kernel stores its output, so the next call reads them from where the kernel before it in a
 // model leaves them: just written, spread over the cores.
 void rewrite_inputs(Bench& b) {
-  auto& pool = runtime::ThreadPool::global();
-  const int parts = pool.num_threads();
-  for (size_t w = 0; w < b.written.size(); ++w) {
-    char* to = static_cast<char*>(b.buffers[b.written[w]].data());
-    const char* from = static_cast<const char*>(b.originals[w].data());
-    const size_t bytes = b.originals[w].nbytes();
-    pool.parallel_for(parts, [&](int t) {
-      size_t begin = bytes * t / parts, end = bytes * (t + 1) / parts;
-      std::memcpy(to + begin, from + begin, end - begin);
-    });
-  }
+  for (size_t w = 0; w < b.written.size(); ++w)
+    runtime::parallel_copy(b.buffers[b.written[w]].data(), b.originals[w].data(), b.originals[w].nbytes());
 }
 
 std::vector<double> time_runs(const runtime::Kernel& kernel, Bench& b, const Request& r) {
