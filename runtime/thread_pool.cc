@@ -26,8 +26,6 @@ thread_local bool t_in_parallel_region = false;
 // spinning 2 ms, at 0.29 ms every time. libgomp (300000 rounds by default) and ONNX Runtime
 // spin before sleeping too.
 constexpr auto kSpinTime = std::chrono::milliseconds(2);
-// A copy smaller than this costs less than waking the pool's threads for it.
-constexpr size_t kMinParallelCopy = 64 * 1024;
 }  // namespace
 
 int default_num_threads() {
@@ -137,10 +135,6 @@ void ThreadPool::parallel_for(int num_tasks, const std::function<void(int)>& fn)
 }
 
 void parallel_copy(void* to, const void* from, size_t bytes) {
-  if (bytes < kMinParallelCopy) {
-    std::memcpy(to, from, bytes);
-    return;
-  }
   ThreadPool& pool = ThreadPool::global();
   const int parts = pool.num_threads();
   pool.parallel_for(parts, [&](int t) {

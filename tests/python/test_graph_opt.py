@@ -361,15 +361,15 @@ def test_layout_sensitive_ops_and_broadcasts_keep_transposes(rng):
 
 
 def test_unaligned_inputs_are_copied_in_shares(rng):
-    # An input not 64-byte aligned is copied (over the threads, each a contiguous share, from
-    # 64 KB on) before the kernels read it: the same outputs as from an aligned array.
+    # An input not 64-byte aligned is copied (over the threads, each a contiguous share) before
+    # the kernels read it: the same outputs as from an aligned array.
     x = rng.standard_normal((1, 3, 96, 80)).astype("float32")
     nodes, inits = mobile_block_net(rng)
     lib = tessera.build(graph(nodes, x, inits), opt_level=3)
     buf = np.zeros(x.size + 1, "float32")
     shifted = buf[1:].reshape(x.shape)
     shifted[:] = x
-    assert shifted.ctypes.data % 64 != 0 and x.nbytes >= 64 * 1024
+    assert shifted.ctypes.data % 64 != 0
     np.testing.assert_array_equal(lib.run([shifted])[0], lib.run([x])[0])
 
 
