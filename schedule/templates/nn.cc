@@ -55,6 +55,16 @@ Loop fuse_all(Stage& st, const std::vector<Loop>& loops) {
   return fused;
 }
 
+void vectorize_in_registers(Stage& st, const Loop& loop, int64_t extent, int lanes) {
+  if (extent <= lanes) {
+    st.vectorize(loop);
+    return;
+  }
+  auto [vectors, vector] = st.split(loop, lanes);
+  st.unroll(vectors);
+  st.vectorize(vector);
+}
+
 Tensor epilogue_target(Schedule& s, const Tensor& main) {
   if (s.outputs().size() != 1 || s.outputs()[0].same_as(main)) return main;
   Tensor out = s.outputs()[0];

@@ -45,6 +45,11 @@ Loop fuse_all(Stage& st, const std::vector<Loop>& loops);
 void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
                            const Loop& rows, const Loop& cols, int64_t columns, TemplateKnobs& knobs,
                            bool rows_contiguous = false);
+// Vectorizes `loop` (of `extent` iterations) in vectors of the register width, `lanes`: split
+// into whole vectors, unrolled, where it is wider than one (LLVM splits a 32-lane vector op into
+// two registers cleanly, but a 48-lane one spilled, 8x slower; and where the extent is not a
+// multiple, only the remainder runs scalar); as it is otherwise.
+void vectorize_in_registers(Stage& st, const Loop& loop, int64_t extent, int lanes);
 // The stage a template of an op that takes an epilogue (conv, matmul) should tile: `main`, the
 // op's own output, or in a fused kernel whose output applies elementwise ops to main (bias,
 // activation, residual add), that output, with main inlined into it so the epilogue runs on the

@@ -58,16 +58,7 @@ void schedule_conv_nhwc(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
   if (knobs.choose_flag("conv_nhwc.parallel", work >= (depthwise.defined() ? nn::kMinParallelWork / 8 : nn::kMinParallelWork)))
     y.parallel(rows);
   y.unroll(xi);
-  auto vectorize_channels = [&](Stage& st, const Loop& m, int64_t extent) {
-    if (extent > lanes) {
-      auto [v, lane] = st.split(m, lanes);
-      st.unroll(v);
-      st.vectorize(lane);
-    } else {
-      st.vectorize(m);
-    }
-  };
-  vectorize_channels(y, mi, block);
+  nn::vectorize_in_registers(y, mi, block, lanes);
 
   Stage& r = s[product];
   r.compute_at(y, mo);
@@ -79,7 +70,7 @@ void schedule_conv_nhwc(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
   if (nn::reduction_volume(pc) <= 64)
     for (const auto& k : pc->reduce_axis()) r.unroll(r.loop(k));
   r.unroll(rx);
-  vectorize_channels(r, rm, block);
+  nn::vectorize_in_registers(r, rm, block, lanes);
 
   if (!padded.defined()) return;
   if (knobs.choose("conv_nhwc.pad", {kPadInPlace, kPadPerRow}) == kPadInPlace) {

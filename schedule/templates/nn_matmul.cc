@@ -121,33 +121,16 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
     o.reorder({tiles[3], tiles[2]});
     o.unroll(tiles[3]);
     o.vectorize(tiles[2]);
-  } else if (nr > lanes) {
-    // Vectors of the register width: where the columns do not fill the last tile, its whole
-    // vectors stay vectorized and only the remainder runs scalar.
-    o.unroll(tiles[2]);
-    auto [vectors, vector] = o.split(tiles[3], lanes);
-    o.unroll(vectors);
-    o.vectorize(vector);
   } else {
     o.unroll(tiles[2]);
-    o.vectorize(tiles[3]);
+    vectorize_in_registers(o, tiles[3], nr, lanes);
   }
 
   p.compute_at(o, tile);
   Loop i = p.loop(pc->axis[nb]), j = p.loop(pc->axis[nb + 1]);
   auto [ko, ki] = p.split(p.loop(pc->reduce_axis()[0]), k_unroll);
-  // Columns in vectors of the register width: LLVM splits a vector op of 32 lanes into two
-  // cleanly, but one of 48 (three registers) spilled, 8x slower.
-  int product_lanes = vector_lanes(product.dtype());
-  if (nr > product_lanes) {
-    auto [jo, ji] = p.split(j, product_lanes);
-    p.reorder({ko, ki, i, jo, ji});
-    p.unroll(jo);
-    p.vectorize(ji);
-  } else {
-    p.reorder({ko, ki, i, j});
-    p.vectorize(j);
-  }
+  p.reorder({ko, ki, i, j});
+  vectorize_in_registers(p, j, nr, vector_lanes(product.dtype()));
   p.unroll(ki);
   p.unroll(i);
   // Panels packed ahead of time are read from memory (a model's weights outgrow the caches):
