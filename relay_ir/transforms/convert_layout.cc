@@ -20,6 +20,9 @@
 // transposes sink through elementwise ops whose tensor operands all carry one (scalars need
 // none) and through global_avg_pool (a mean over the rows and columns), and to_nhwc(to_nchw(y))
 // is y: inside the region no transpose is left. FoldConstant then rearranges the weights once.
+#include <unordered_map>
+#include <utility>
+
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
 #include "relay_ir/ops/nn_ops.h"
@@ -72,9 +75,12 @@ ConvKind conv_kind(const CallNode& c, const ConstantValues& constants) {
   return x.shape[1] <= 4 ? ConvKind::Stem : ConvKind::Other;
 }
 
-// Whether the function's convolutions are all ones this pass converts, one of them depthwise.
-bool converts(const Expr& root) {
+// The function's convolutions by kind, when all are ones this pass converts and one of them is
+// depthwise; empty otherwise (the function keeps NCHW).
+using ConvKinds = std::unordered_map<const ExprNode*, ConvKind>;
+ConvKinds conversions(const Expr& root) {
   ConstantValues constants;
+  ConvKinds kinds;
   bool depthwise = false;
   for (const Expr& e : post_order(root)) {
     constants.record(e);
@@ -83,25 +89,31 @@ bool converts(const Expr& root) {
     const std::string& name = c->op_def()->name;
     if (name == "conv") {
       ConvKind kind = conv_kind(*c, constants);
-      if (kind == ConvKind::Other) return false;
+      if (kind == ConvKind::Other) return {};
+      kinds[e.get()] = kind;
       depthwise = depthwise || kind == ConvKind::Depthwise;
     } else if (name.find("conv") != std::string::npos && name != "conv_nhwc") {
-      return false;  // conv_transpose, integer and quantized convolutions stay NCHW
+      return {};  // conv_transpose, integer and quantized convolutions stay NCHW
     }
   }
-  return depthwise;
+  return depthwise ? kinds : ConvKinds();
 }
 
 class LayoutConverter : public ExprMutator {
+ public:
+  explicit LayoutConverter(ConvKinds kinds) : kinds_(std::move(kinds)) {}
+
  protected:
-  Expr rewrite(const Expr&, const Expr& node) override { return constants_.record(convert(node)); }
+  Expr rewrite(const Expr& original, const Expr& node) override {
+    auto kind = kinds_.find(original.get());
+    return kind != kinds_.end() ? convert_conv(*node.as<CallNode>(), kind->second) : convert(node);
+  }
 
  private:
   Expr convert(const Expr& node) {
     const auto* c = node.as<CallNode>();
     if (!c || !c->op_def()) return node;
     const OpDef& op = *c->op_def();
-    if (op.name == "conv") return convert_conv(*c);
     if (op.name == "global_avg_pool") {
       Expr y = nhwc_source(c->args[0]);
       if (!y.defined()) return node;
@@ -114,9 +126,9 @@ class LayoutConverter : public ExprMutator {
     return node;
   }
 
-  Expr convert_conv(const CallNode& c) {
-    ConvKind kind = conv_kind(c, constants_);
+  Expr convert_conv(const CallNode& c, ConvKind kind) {
     Expr w = c.args[1];
+    infer_type(w);
     const auto& ws = tensor(w).shape;
     Expr y;
     if (kind == ConvKind::Pointwise) {
@@ -158,7 +170,7 @@ class LayoutConverter : public ExprMutator {
     return any ? transpose(call(c.op_def()->name, args, c.attrs, c.origin), kToNchw) : node;
   }
 
-  ConstantValues constants_;
+  ConvKinds kinds_;
 };
 
 }  // namespace
@@ -168,7 +180,8 @@ Pass convert_layout_pass() {
     Module out;
     for (const auto& [name, f] : m.functions()) {
       Expr root(f);
-      out.add(name, converts(root) ? Function(LayoutConverter().mutate(root).as<FunctionNode>()) : f);
+      ConvKinds kinds = conversions(root);
+      out.add(name, kinds.empty() ? f : Function(LayoutConverter(std::move(kinds)).mutate(root).as<FunctionNode>()));
     }
     return out;
   }};
