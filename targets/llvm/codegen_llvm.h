@@ -129,6 +129,8 @@ class CodeGenLLVM {
   llvm::Value* load_scalar(const BufferNode* buffer, const Expr& index);  // behind a branch under a mask
   llvm::Value* load_strided(const BufferNode* buffer, const Expr& base, unsigned stride, llvm::FixedVectorType* vec,
                             llvm::Value* mask);
+  // llvm.masked.load of `vec` at `addr`, zero where `mask` is off, always of a power-of-two width.
+  llvm::Value* masked_load(llvm::FixedVectorType* vec, llvm::Value* addr, llvm::Align align, llvm::Value* mask);
   // load_mask_ for a value of `lanes` lanes; null when every load may run.
   llvm::Value* load_mask(unsigned lanes);
   // The largest alignment (bytes, at most 64) of element `index` of a 64-byte aligned buffer.

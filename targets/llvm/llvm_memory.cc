@@ -143,25 +143,44 @@ llvm::Value* CodeGenLLVM::load_scalar(const BufferNode* buffer, const Expr& inde
 llvm::Value* CodeGenLLVM::load_strided(const BufferNode* buffer, const Expr& base, unsigned stride,
                                        llvm::FixedVectorType* vec, llvm::Value* mask) {
   const unsigned lanes = vec->getNumElements();
-  // Of a power-of-two width: LLVM turns masked loads of other widths into a branch per element
-  // (MobileNet's 28x28 stride-2 depthwise copy, 15 lanes a phase, took 7 times the scalar loop).
-  const unsigned width = static_cast<unsigned>(llvm::PowerOf2Ceil(lanes * stride));
-  auto* wide = llvm::FixedVectorType::get(vec->getElementType(), width);
+  const unsigned span = lanes * stride;
+  auto* wide = llvm::FixedVectorType::get(vec->getElementType(), span);
   std::vector<llvm::Constant*> wanted;
   std::vector<int> pick;
-  for (unsigned j = 0; j < width; ++j) wanted.push_back(builder_.getInt1(j % stride == 0 && j / stride < lanes));
+  for (unsigned j = 0; j < span; ++j) wanted.push_back(builder_.getInt1(j % stride == 0));
   for (unsigned i = 0; i < lanes; ++i) pick.push_back(static_cast<int>(i * stride));
   llvm::Value* wide_mask = llvm::ConstantVector::get(wanted);
   if (mask) {  // lane i's condition at wide lane i * stride
     std::vector<int> spread;
-    for (unsigned j = 0; j < width; ++j) spread.push_back(static_cast<int>(std::min(j / stride, lanes - 1)));
+    for (unsigned j = 0; j < span; ++j) spread.push_back(static_cast<int>(j / stride));
     wide_mask = builder_.CreateAnd(wide_mask, builder_.CreateShuffleVector(mask, spread));
   }
   llvm::Value* addr = element_address(buffer, base, true);
-  addr = builder_.CreateBitCast(addr, wide->getPointerTo());
-  llvm::Value* v = builder_.CreateMaskedLoad(wide, addr, alignment_of(base, buffer->dtype), wide_mask,
-                                             llvm::Constant::getNullValue(wide));
+  llvm::Value* v = masked_load(wide, addr, alignment_of(base, buffer->dtype), wide_mask);
   return builder_.CreateShuffleVector(v, pick);
+}
+
+// Of a power-of-two width, the lanes past `vec`'s off. Two reasons: LLVM turns masked loads of
+// other widths into a branch per element (MobileNet's 28x28 stride-2 depthwise copy, 15 lanes a
+// phase, took 7 times the scalar loop); and LLVM 14's x86 back end miscompiles some of them
+// without AVX-512: a masked load of 8k+1 32-bit lanes under a mask known only at run time loads
+// its last lane whatever the mask says (AVX2 convolutions read garbage into their padding).
+llvm::Value* CodeGenLLVM::masked_load(llvm::FixedVectorType* vec, llvm::Value* addr, llvm::Align align, llvm::Value* mask) {
+  const unsigned lanes = vec->getNumElements();
+  const auto width = static_cast<unsigned>(llvm::PowerOf2Ceil(lanes));
+  auto* wide = llvm::FixedVectorType::get(vec->getElementType(), width);
+  if (width != lanes) {
+    std::vector<int> widen;
+    for (unsigned j = 0; j < width; ++j) widen.push_back(static_cast<int>(j < lanes ? j : lanes));
+    llvm::Value* off = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(lanes), builder_.getFalse());
+    mask = builder_.CreateShuffleVector(mask, off, widen);
+  }
+  addr = builder_.CreateBitCast(addr, wide->getPointerTo());
+  llvm::Value* v = builder_.CreateMaskedLoad(wide, addr, align, mask, llvm::Constant::getNullValue(wide));
+  if (width == lanes) return v;
+  std::vector<int> first;
+  for (unsigned i = 0; i < lanes; ++i) first.push_back(static_cast<int>(i));
+  return builder_.CreateShuffleVector(v, first);
 }
 
 // Under a vector select (load_mask_) only the selected lanes are read, by masked loads and
@@ -178,9 +197,9 @@ llvm::Value* CodeGenLLVM::emit_expr(const Load* op) {
   llvm::Value* zero = mask ? llvm::Constant::getNullValue(vec) : nullptr;
   if (const auto* ramp = index.as<Ramp>(); ramp && is_one(ramp->stride)) {
     llvm::Value* addr = element_address(buffer, ramp->base, mask != nullptr);
-    addr = builder_.CreateBitCast(addr, vec->getPointerTo());
     llvm::Align align = alignment_of(ramp->base, element);
-    if (mask) return from_memory(builder_.CreateMaskedLoad(vec, addr, align, mask, zero), op->type);
+    if (mask) return from_memory(masked_load(vec, addr, align, mask), op->type);
+    addr = builder_.CreateBitCast(addr, vec->getPointerTo());
     return from_memory(builder_.CreateAlignedLoad(vec, addr, align), op->type);
   }
   if (const auto* ramp = index.as<Ramp>()) {

@@ -259,5 +259,31 @@ TEST(LazySelect, SelectsReadingNothingNewStayBlends) {
   EXPECT_NE(ir.find("@llvm.masked.load.v16f32"), std::string::npos) << ir;
 }
 
+TEST(LazySelect, PaddedRowsOnEveryX86Target) {
+  // A convolution's padded input as lowering leaves it: each row of w positions is
+  // select(row is inside && 1 <= j < w - 1, X[row, j - 1], 0), one vector of w lanes whose mask
+  // is known only at run time. LLVM 14's AVX2 code for w = 9 loaded the last lane whatever the
+  // mask said, so the padding held the next row's first input (ResNet-18 8% off on haswell).
+  FencedArray<float> x;
+  fill(x);
+  for (const char* target : {"llvm", "llvm -mcpu=haswell", "llvm -mcpu=x86-64-v3", "llvm -mcpu=x86-64-v2"}) {
+    for (int64_t w : {5, 8, 9, 16, 25}) {
+      const int64_t rows = x.size() / (w - 2), m = rows * w;
+      Buffer X = make_buffer("X", kFloat32, {x.size()}), P = make_buffer("P", kFloat32, {m});
+      Var r("r");
+      Expr j = ramp(Expr(-1), w);  // the input column each lane reads
+      Expr inside = logical_and(Broadcast::make(Expr(r) % 3 != 1, w), logical_and(j >= 0, j < w - 2));
+      Stmt body = store(P, select(inside, load(X, ramp(r * (w - 2) - 1, w)), f32(0)), ramp(r * w, w));
+      Output p(m);
+      ASSERT_NO_FATAL_FAILURE(run_fenced({"rows", {X, P}, loop(r, rows, body)}, {x.data(), p.data()}, target));
+      for (int64_t k = 0; k < m; ++k) {
+        const int64_t row = k / w, col = k % w - 1;
+        const bool in = row % 3 != 1 && col >= 0 && col < w - 2;
+        ASSERT_EQ(p[k], in ? x[row * (w - 2) + col] : 0.0f) << target << ", width " << w << ", element " << k;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::targets::testing
