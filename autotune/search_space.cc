@@ -62,7 +62,7 @@ class Recovery {
  private:
   std::optional<Decisions> extend(const Decisions& prefix) {
     if (++probes_ > kRecoveryProbes) return std::nullopt;
-    schedule::Schedule s(space_.compute().outputs);
+    schedule::Schedule s(space_.compute().outputs, space_.compute().hardware);
     DecisionTape tape = DecisionTape::prefix(prefix);
     std::vector<int64_t> values;
     try {
@@ -107,7 +107,7 @@ SearchSpace::SearchSpace(relay_ir::CallCompute compute) : compute_(std::move(com
   sketches_.push_back(fallback);
   layouts_.emplace_back();
   try {
-    default_trace_ = schedule::default_cpu_schedule(compute_.outputs, compute_.anchor)->trace();
+    default_trace_ = schedule::default_cpu_schedule(compute_.outputs, compute_.anchor, compute_.hardware)->trace();
   } catch (const std::exception&) {
     // No template fits: the default is the unscheduled loop nest (an empty trace).
   }
@@ -115,11 +115,11 @@ SearchSpace::SearchSpace(relay_ir::CallCompute compute) : compute_(std::move(com
   knobs.name = "template_knobs";
   knobs.is_template = true;
   std::vector<Sketch> sketches{knobs};
-  for (auto& sketch : generate_sketches(compute_.outputs)) sketches.push_back(std::move(sketch));
+  for (auto& sketch : generate_sketches(compute_.outputs, compute_.hardware)) sketches.push_back(std::move(sketch));
   std::mt19937_64 rng(0);
   for (auto& sketch : sketches) {
     for (int attempt = 0; attempt < kLayoutTries; ++attempt) {
-      schedule::Schedule s(compute_.outputs);
+      schedule::Schedule s(compute_.outputs, compute_.hardware);
       DecisionTape tape = DecisionTape::sample(rng);
       try {
         apply_sketch_to(sketch, s, tape);
@@ -201,7 +201,7 @@ Candidate SearchSpace::crossover(const Candidate& a, const Candidate& b, std::mt
 
 std::unique_ptr<schedule::Schedule> SearchSpace::apply(const Candidate& c) const {
   if (c.sketch < 0 || c.sketch >= static_cast<int>(sketches_.size())) fail("schedule candidate: no sketch ", c.sketch);
-  auto s = std::make_unique<schedule::Schedule>(compute_.outputs);
+  auto s = std::make_unique<schedule::Schedule>(compute_.outputs, compute_.hardware);
   if (sketches_[c.sketch].is_default) {
     if (!c.decisions.empty()) fail("schedule candidate: the default schedule takes no decisions");
     default_trace_.apply(*s);
@@ -214,7 +214,7 @@ std::unique_ptr<schedule::Schedule> SearchSpace::apply(const Candidate& c) const
 }
 
 std::unique_ptr<schedule::Schedule> SearchSpace::replay(const std::string& trace_json) const {
-  auto s = std::make_unique<schedule::Schedule>(compute_.outputs);
+  auto s = std::make_unique<schedule::Schedule>(compute_.outputs, compute_.hardware);
   schedule::Trace::from_json(trace_json).apply(*s);
   return s;
 }

@@ -183,7 +183,7 @@ class Applier {
     const auto* c = x.op().as<ComputeOp>();
     std::vector<Loop> spatial = loops_of(x, IterKind::DataPar), reduce = loops_of(x, IterKind::Reduce);
     if (spatial.empty()) return {};
-    int64_t lanes = schedule::vector_lanes(c->dtype);
+    int64_t lanes = s_.hardware().lanes(c->dtype);
     int64_t extent = static_extent(c, spatial.back());
     std::vector<int64_t> widths;
     for (int64_t w = lanes; w <= 4 * lanes && w <= extent; w *= 2) widths.push_back(w);
@@ -221,7 +221,7 @@ class Applier {
     Stage& x = s_.stage(st.stage);
     const auto* c = x.op().as<ComputeOp>();
     Loop r = loops_of(x, IterKind::Reduce).back();
-    int64_t lanes = schedule::vector_lanes(c->dtype), extent = static_extent(c, r);
+    int64_t lanes = s_.hardware().lanes(c->dtype), extent = static_extent(c, r);
     std::vector<int64_t> widths;
     for (int64_t w = lanes; w <= 4 * lanes && w <= extent; w *= 2) widths.push_back(w);
     int64_t v = tape_.choose(choice_spec(x.name() + ".rfactor", widths));
@@ -242,7 +242,7 @@ class Applier {
   void tile(const StageSketch& st) {
     Stage& a = s_.stage(st.stage);
     const auto* c = a.op().as<ComputeOp>();
-    int64_t lanes = schedule::vector_lanes(c->dtype);
+    int64_t lanes = s_.hardware().lanes(c->dtype);
     std::vector<Loop> spatial = loops_of(a, IterKind::DataPar), reduce = loops_of(a, IterKind::Reduce);
     std::vector<std::vector<Loop>> s(4), r(2);
     int64_t innermost = 1;
@@ -273,7 +273,7 @@ class Applier {
     Stage& a = st.cache_write ? s_[s_.cache_write(out.op(), "local")] : s_.stage(st.anchor);
     const auto* c = out.op().as<ComputeOp>();
     const auto* ac = a.op().as<ComputeOp>();
-    int64_t lanes = schedule::vector_lanes(c->dtype);
+    int64_t lanes = s_.hardware().lanes(c->dtype);
     int anchor_last = static_cast<int>(ac->axis.size()) - 1;
     std::vector<Loop> spatial = loops_of(out, IterKind::DataPar);
     std::vector<std::vector<Loop>> s(4);
@@ -326,7 +326,7 @@ class Applier {
     auto last_inner = anchor_inner.find(anchor_last);
     Loop vec = !s3.empty() && (last_inner == anchor_inner.end() || last_inner->second > 1) ? s3.back() : Loop();
     if (vec) a.vectorize(vec);
-    defer_unroll(a, s3, r[1], s2, vec, schedule::vector_lanes(ac->dtype));
+    defer_unroll(a, s3, r[1], s2, vec, s_.hardware().lanes(ac->dtype));
   }
 
   void split_reductions(Stage& st, const ComputeOp* c, const std::vector<Loop>& reduce, std::vector<std::vector<Loop>>& r) {

@@ -145,7 +145,7 @@ struct Analysis {
   bool can_rfactor(const schedule::Stage& st) {
     const auto* c = compute_of(st);
     const int64_t* k = as_const_int(c->reduce_axis().back()->dom.extent);
-    return k && *k >= schedule::vector_lanes(c->dtype);
+    return k && *k >= s.hardware().lanes(c->dtype);
   }
 };
 
@@ -252,8 +252,8 @@ bool has_data_reuse(const Tensor& t) {
   return false;
 }
 
-std::vector<Sketch> generate_sketches(const std::vector<Tensor>& outputs) {
-  schedule::Schedule s(outputs);
+std::vector<Sketch> generate_sketches(const std::vector<Tensor>& outputs, const schedule::HardwareParams& hardware) {
+  schedule::Schedule s(outputs, hardware);
   Analysis an{s, {}};
   for (const auto& st : s.stages())
     if (!st->is_output() && strictly_inlinable(st->op())) an.strict.insert(st->op().get());

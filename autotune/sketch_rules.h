@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "autotune/decisions.h"
+#include "schedule/hardware_params.h"
 #include "tensor_ir/tensor.h"
 
 namespace tessera::schedule {
@@ -63,9 +64,9 @@ struct Sketch {
   std::vector<StageSketch> stages;  // consumers before producers: the order rules apply in
 };
 
-// The rule-generated sketches of the kernel computing `outputs` (the search space adds the
+// The rule-generated sketches of the kernel computing `outputs` for `hardware` (the search space adds the
 // default template's schedule and the templates' knobs as sketches of their own).
-std::vector<Sketch> generate_sketches(const std::vector<tensor_ir::Tensor>& outputs);
+std::vector<Sketch> generate_sketches(const std::vector<tensor_ir::Tensor>& outputs, const schedule::HardwareParams& hardware);
 
 // Applies a rule sketch to `s` (a fresh schedule of the kernel), its parameters from `tape`.
 // Throws tessera::Error when the decisions do not fit the sketch or a primitive rejects them.

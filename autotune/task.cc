@@ -89,21 +89,21 @@ double estimate_flops(const std::vector<tensor_ir::Tensor>& outputs) {
   return total;
 }
 
-Task task_from_kernel(const std::string& text) {
+Task task_from_kernel(const std::string& text, const schedule::HardwareParams& hardware) {
   Module m = infer_type(parse_module(text));
   const auto* call = m.main()->body.as<CallNode>();
   if (!call) fail("tuning task: the kernel module does not call a kernel");
   Task t;
   t.kernel = text;
-  t.compute = compute_of_call(call);
+  t.compute = compute_of_call(call, hardware);
   t.workload = make_workload(t.compute.outputs, call_description(call));
   t.flops = estimate_flops(t.compute.outputs);
   for (size_t i = 0; i < t.compute.inputs.size(); ++i) t.written_inputs.push_back(i);
   return t;
 }
 
-Task task_from_call(const CallNode* call) {
-  Task t = task_from_kernel(kernel_text(call));
+Task task_from_call(const CallNode* call, const schedule::HardwareParams& hardware) {
+  Task t = task_from_kernel(kernel_text(call), hardware);
   t.written_inputs.clear();
   for (size_t i = 0; i < call->args.size(); ++i)
     if (!call->args[i].as<ConstantNode>()) t.written_inputs.push_back(i);
@@ -111,10 +111,10 @@ Task task_from_call(const CallNode* call) {
 }
 
 std::string default_trace(const Task& task) {
-  return schedule::default_cpu_schedule(task.compute.outputs, task.compute.anchor)->trace().to_json();
+  return schedule::default_cpu_schedule(task.compute.outputs, task.compute.anchor, task.compute.hardware)->trace().to_json();
 }
 
-std::vector<Task> extract_tasks(const Module& optimized) {
+std::vector<Task> extract_tasks(const Module& optimized, const schedule::HardwareParams& hardware) {
   Function main = optimized.main();
   infer_type(Expr(main));
   std::unordered_set<const ExprNode*> inner;
@@ -127,7 +127,7 @@ std::vector<Task> extract_tasks(const Module& optimized) {
     const auto* call = e.as<CallNode>();
     if (!call || inner.count(e.get())) continue;
     if (call->op_def() && call->op_def()->is_view) continue;
-    Task t = task_from_call(call);
+    Task t = task_from_call(call, hardware);
     auto it = by_workload.find(t.workload.key);
     if (it != by_workload.end()) {
       it->second.weight++;

@@ -22,15 +22,15 @@ struct Task {
   std::vector<size_t> written_inputs;
 };
 
-// The distinct kernels of `optimized` (a module after driver::optimize), heaviest first
-// (weight * flops). Views (reshapes) are not kernels.
-std::vector<Task> extract_tasks(const relay_ir::Module& optimized);
+// The distinct kernels of `optimized` (a module after driver::optimize for the target of
+// `hardware`), heaviest first (weight * flops). Views (reshapes) are not kernels.
+std::vector<Task> extract_tasks(const relay_ir::Module& optimized, const schedule::HardwareParams& hardware);
 
 // A task rebuilt from its graph-IR text (in a measurement process); every input counts as written.
-Task task_from_kernel(const std::string& kernel_text);
+Task task_from_kernel(const std::string& kernel_text, const schedule::HardwareParams& hardware);
 // The task of one typed call of a graph (what build() lowers as one kernel); its constant
 // arguments are the inputs not written.
-Task task_from_call(const relay_ir::CallNode* call);
+Task task_from_call(const relay_ir::CallNode* call, const schedule::HardwareParams& hardware);
 
 // The default template's schedule of the task, as a trace: every measured comparison's baseline.
 std::string default_trace(const Task& task);

@@ -7,9 +7,13 @@ scripts/make_models.py (generated on first use).
     benchmarks/.venv/bin/python benchmarks/e2e.py [--models resnet18 mobilenet_v2 transformer]
                                                   [--threads 1 2] [--repeat 20] [--peers torch ort tvm]
                                                   [--opt-level 3] [--db tuning.db]
+                                                  [--targets llvm "llvm -mcpu=x86-64-v3"]
 
 Run benchmarks/setup.sh once for the peers; with /usr/bin/python3 only PyTorch is available.
-Prints min/median ms per library, Tessera's kernel count and memory plan, and RESULT lines."""
+Prints min/median ms per library, Tessera's kernel count and memory plan, and RESULT lines. With
+--targets, Tessera runs once per target in the same rounds (other x86 targets run here too:
+"llvm -mcpu=x86-64-v3" is what an AVX2 server gets); each gets its own RESULT line, its case named
+model@target for any but the first."""
 import argparse
 import os
 import sys
@@ -22,11 +26,11 @@ sys.path.insert(0, os.path.join(common.ROOT, "scripts"))
 MODEL_DIR = os.path.join(common.ROOT, "models")
 
 
-def tessera_runner(path, x, opt_level, db=None):
+def tessera_runner(path, x, opt_level, db=None, target="llvm"):
     """Default schedules, or with `db` those of a tuning database (and schedule transfer)."""
     import tessera
     start = time.time()
-    lib = tessera.build(tessera.onnx.load(path), opt_level=opt_level, db=db or False)
+    lib = tessera.build(tessera.onnx.load(path), target=target, opt_level=opt_level, db=db or False)
     info = {"compile_s": round(time.time() - start, 2), "kernels": len(lib.kernels), "steps": lib.num_steps,
             "arena_mib": round(lib.arena_bytes / 2 ** 20, 2)}
     if db:  # where the kernels' schedules came from: tuned, transferred, default, custom
@@ -84,8 +88,10 @@ def worker(args):
         x = np.load(os.path.join(MODEL_DIR, f"{name}.input.npy"))
         ref = np.load(os.path.join(MODEL_DIR, f"{name}.output.npy"))
         runners, infos = {}, {}
+        subjects = ["tessera"] + [f"tessera[{t}]" for t in args.targets[1:]]
         try:
-            runners["tessera"], infos["tessera"] = tessera_runner(path, x, args.opt_level, args.db)
+            for subject, target in zip(subjects, args.targets):
+                runners[subject], infos[subject] = tessera_runner(path, x, args.opt_level, args.db, target)
         except Exception as e:
             print(f"  {name}: tessera failed: {str(e)[:300]}")
             failed = True
@@ -104,13 +110,16 @@ def worker(args):
             err = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
             if err > 1e-3:
                 print(f"  {name}: {lib} output differs from PyTorch's by {err:.2e} (relative)")
-                failed |= lib == "tessera"
+                failed |= lib.startswith("tessera")
         times = common.measure_rounds(runners, args.repeat)
         for lib, (best, median) in times.items():
             print(f"  {name:13s} {lib:8s} min {best * 1e3:9.2f} ms  median {median * 1e3:9.2f} ms", flush=True)
-        print(f"  {name:13s} tessera: {infos['tessera']}")
-        line = common.result_line("e2e", name, args.threads, times, ["torch", "ort", "tvm"])
-        print(line[:-1] + ", " + ", ".join(f'"{k}": {v}' for k, v in infos["tessera"].items()) + "}", flush=True)
+        for subject, target in zip(subjects, args.targets):
+            print(f"  {name:13s} {subject}: {infos[subject]}")
+            timed = dict(times, tessera=times[subject])
+            case = name if subject == "tessera" else f"{name}@{target}"
+            line = common.result_line("e2e", case, args.threads, timed, ["torch", "ort", "tvm"])
+            print(line[:-1] + ", " + ", ".join(f'"{k}": {v}' for k, v in infos[subject].items()) + "}", flush=True)
     return 1 if failed else 0
 
 
@@ -120,6 +129,7 @@ def main():
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--opt-level", type=int, default=3)
+    parser.add_argument("--targets", nargs="+", default=["llvm"], help="Tessera targets, each timed in the same rounds")
     parser.add_argument("--peers", nargs="*", default=["torch", "ort", "tvm"])
     parser.add_argument("--db", help="tuning database to build with (benchmarks/tune.py model fills one); default: none")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -127,7 +137,8 @@ def main():
     if args.worker:
         args.threads = args.threads[0]
         return worker(args)
-    extra = ["--models", *args.models, "--repeat", str(args.repeat), "--opt-level", str(args.opt_level), "--peers", *args.peers]
+    extra = ["--models", *args.models, "--repeat", str(args.repeat), "--opt-level", str(args.opt_level), "--peers", *args.peers,
+             "--targets", *args.targets]
     if args.db:
         extra += ["--db", os.path.abspath(args.db)]
     return common.run_workers(os.path.abspath(__file__), args.threads, extra)

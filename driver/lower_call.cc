@@ -50,7 +50,7 @@ std::optional<autotune::Record> chosen_record(const CallNode* call, const std::s
   auto record = ctx.db->chosen(workload, ctx.target);
   if (!record && transfer) {
     try {
-      ctx.transfer->transfer(autotune::task_from_call(call));
+      ctx.transfer->transfer(autotune::task_from_call(call, ctx.hardware));
       record = ctx.db->chosen(workload, ctx.target);
     } catch (const Error& e) {
       note = std::string(" (no record; schedule transfer failed: ") + e.what() + ")";
@@ -97,13 +97,13 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
     }
   }
   label = "default" + note;
-  return schedule::default_cpu_schedule(compute.outputs, compute.anchor);
+  return schedule::default_cpu_schedule(compute.outputs, compute.anchor, compute.hardware);
 }
 
 }  // namespace
 
 LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, const ScheduleContext& ctx) {
-  CallCompute compute = compute_of_call(call);
+  CallCompute compute = compute_of_call(call, ctx.hardware);
   try {
     LoweredCall out;
     out.num_outputs = compute.outputs.size();

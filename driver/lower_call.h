@@ -19,6 +19,7 @@ struct ScheduleContext {
   autotune::TuningDatabase* db = nullptr;         // none: no records
   std::string target;                             // canonical target string records are keyed by
   autotune::ScheduleTransfer* transfer = nullptr;  // none: workloads without records take the default
+  schedule::HardwareParams hardware;              // the target's: compute definitions and default schedules are sized by it
 };
 
 struct LoweredCall {

@@ -31,7 +31,7 @@ std::vector<const CallNode*> member_calls(const FunctionNode* f) {
 
 // Each op's compute applied to its inputs' tensors; the anchor is the op of highest pattern.
 std::vector<tensor_ir::Tensor> compose(const FunctionNode* f, const std::vector<tensor_ir::Tensor>& inputs,
-                                       tensor_ir::Tensor* anchor) {
+                                       const schedule::HardwareParams& hardware, tensor_ir::Tensor* anchor) {
   std::unordered_map<const ExprNode*, tensor_ir::Tensor> value;
   for (size_t i = 0; i < f->params.size(); ++i) value[f->params[i].get()] = inputs[i];
   OpPattern best = OpPattern::Elemwise;
@@ -40,7 +40,7 @@ std::vector<tensor_ir::Tensor> compose(const FunctionNode* f, const std::vector<
     if (!def || !def->compute) fail(def ? def->name : "nested function", ": cannot be fused (no compute definition)");
     std::vector<tensor_ir::Tensor> args;
     for (const auto& a : c->args) args.push_back(value.at(a.get()));
-    auto outs = def->compute(args, c->attrs, c->checked_type);
+    auto outs = def->compute(args, with_registers(c->attrs, hardware), c->checked_type);
     if (outs.size() != 1) fail(def->name, ": operators with several outputs cannot be fused");
     value[c] = outs[0];
     if (!anchor->defined() || def->pattern > best) {
@@ -69,19 +69,40 @@ std::string call_origin(const CallNode* call) {
   return origin.empty() ? name : name + " (node '" + origin + "')";
 }
 
-CallCompute compute_of_call(const CallNode* call) {
+Attrs with_registers(const Attrs& attrs, const schedule::HardwareParams& hardware) {
+  // A layout packed ahead of time (AlterOpLayout) names the registers it was packed for: the
+  // kernel reading it must be sized the same.
+  if (attrs.has("vector_bytes") && attrs.get_int("vector_bytes") > 0) return attrs;
+  Attrs a = attrs;
+  a.set("vector_bytes", hardware.registers.vector_bytes);
+  a.set("vector_registers", hardware.registers.count);
+  return a;
+}
+
+tensor_ir::ops::Registers registers_of(const Attrs& attrs, const std::string& op) {
+  tensor_ir::ops::Registers r;
+  if (attrs.has("vector_bytes") && attrs.has("vector_registers"))
+    r = {attrs.get_int("vector_bytes"), attrs.get_int("vector_registers")};
+  if (r.vector_bytes <= 0 || r.count <= 0)
+    fail(op, ": the target's vector registers are not known (compute_of_call gives them from the target's hardware)");
+  return r;
+}
+
+CallCompute compute_of_call(const CallNode* call, const schedule::HardwareParams& hardware) {
   const OpDef* def = call->op_def();
   const auto* fn = call->op.as<FunctionNode>();
   if (def && !def->compute) fail(call_origin(call), ": the operator has no compute definition yet");
   try {
     CallCompute c;
+    c.hardware = hardware;
     for (size_t i = 0; i < call->args.size(); ++i) {
       const auto& t = as_tensor(call->args[i]->checked_type, "argument " + std::to_string(i));
       std::vector<tensor_ir::Expr> shape;
       for (int64_t d : t.shape) shape.push_back(tensor_ir::Expr(d));
       c.inputs.push_back(tensor_ir::placeholder(shape, t.dtype, "p" + std::to_string(i)));
     }
-    c.outputs = fn ? compose(fn, c.inputs, &c.anchor) : def->compute(c.inputs, call->attrs, call->checked_type);
+    c.outputs = fn ? compose(fn, c.inputs, hardware, &c.anchor)
+                   : def->compute(c.inputs, with_registers(call->attrs, hardware), call->checked_type);
     auto expected = flatten(call->checked_type);
     if (c.outputs.size() != expected.size())
       fail("internal error: compute made ", c.outputs.size(), " outputs, the type has ", expected.size());

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "relay_ir/expr.h"
+#include "schedule/hardware_params.h"
 #include "tensor_ir/tensor.h"
 
 namespace tessera::relay_ir {
@@ -14,10 +15,18 @@ struct CallCompute {
   std::vector<tensor_ir::Tensor> inputs;   // placeholders p0, p1, ... shaped like the arguments
   std::vector<tensor_ir::Tensor> outputs;  // one per tensor of the call's type
   tensor_ir::Tensor anchor;                // a fused group's main op (highest pattern); else undefined
+  schedule::HardwareParams hardware;       // what it was defined for; its schedules are made for it too
 };
 
-// `call` must be typed. Errors name the op (or fused group) and where it came from.
-CallCompute compute_of_call(const CallNode* call);
+// `call` must be typed. Its ops' computes see the registers of `hardware` (the target's) as the
+// attributes "vector_bytes" and "vector_registers" (read by with_registers), which size packed
+// layouts and tiles. Errors name the op (or fused group) and where it came from.
+CallCompute compute_of_call(const CallNode* call, const schedule::HardwareParams& hardware);
+// The attributes an op's compute sees: the call's, with the registers of `hardware` unless the
+// call names those its operands were packed for.
+Attrs with_registers(const Attrs& attrs, const schedule::HardwareParams& hardware);
+// The registers in attributes from with_registers; throws naming the op when they are missing.
+tensor_ir::ops::Registers registers_of(const Attrs& attrs, const std::string& op);
 // What the call computes: "conv" or "fused_conv_add_relu".
 std::string call_description(const CallNode* call);
 // The description plus the model node it came from, for messages.

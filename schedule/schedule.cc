@@ -259,7 +259,8 @@ void Stage::set_storage_align(int dim, int64_t factor, int64_t offset) {
 
 // --- Schedule ------------------------------------------------------------------------------
 
-Schedule::Schedule(std::vector<Tensor> outputs) : outputs_(std::move(outputs)) {
+Schedule::Schedule(std::vector<Tensor> outputs, HardwareParams hardware)
+    : outputs_(std::move(outputs)), hardware_(hardware) {
   if (outputs_.empty()) fail("create_schedule: no output tensors");
   for (const auto& t : outputs_)
     if (!t) fail("create_schedule: undefined output tensor");

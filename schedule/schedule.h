@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "schedule/hardware_params.h"
 #include "schedule/trace.h"
 #include "tensor_ir/ir.h"
 
@@ -145,8 +146,10 @@ class Stage {
 
 class Schedule {
  public:
-  // Stages for `outputs` and every operation they depend on, producers first.
-  explicit Schedule(std::vector<Tensor> outputs);
+  // Stages for `outputs` and every operation they depend on, producers first; `hardware`: the
+  // machine the kernel is built for, which the default templates (templates/cpu.h) size their
+  // vectors and tiles by (a schedule written by hand needs none).
+  explicit Schedule(std::vector<Tensor> outputs, HardwareParams hardware = {});
   Schedule(const Schedule&) = delete;
   Schedule& operator=(const Schedule&) = delete;
 
@@ -157,6 +160,7 @@ class Schedule {
   Stage& operator[](const Tensor& t);
   Stage& stage(const std::string& name);
   const Trace& trace() const { return trace_; }
+  const HardwareParams& hardware() const { return hardware_; }
 
   // --- primitives that add stages --------------------------------------------------------
   // A stage copying `t` into a buffer of `scope`, read by `readers` instead of `t`.
@@ -180,6 +184,7 @@ class Schedule {
   std::string unique_stage_name(const std::string& base) const;
 
   std::vector<Tensor> outputs_;
+  HardwareParams hardware_;
   std::vector<std::unique_ptr<Stage>> stages_;
   Trace trace_;
 };

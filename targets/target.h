@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "schedule/hardware_params.h"
+
 namespace tessera::targets {
 
 struct Target {
@@ -25,6 +27,12 @@ struct Target {
   // given): the code an unset CPU gets, spelled out. Tuning records are keyed by it, so records
   // made on one CPU, or with another vector width, are not applied on another.
   Target with_host_defaults() const;
+
+  // What default schedules and layouts size themselves by: for llvm, the widest vector registers
+  // the CPU's features enable (AVX-512: 32 of 64 bytes; AVX/AVX2: 16 of 32; SSE: 16 of 16;
+  // AArch64 NEON: 32 of 16), the host's filled in where the target leaves them. Throws for
+  // kinds without a CPU description.
+  schedule::HardwareParams hardware() const;
 
   // kind, then the options that are set, in a fixed order; parse(str()) == *this.
   std::string str() const;

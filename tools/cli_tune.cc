@@ -53,7 +53,8 @@ int cmd_tune(TuneArgs& a) {
   a.options.max_seconds = a.timeout;
   if (a.options.report_path.empty()) a.options.report_path = autotune::default_report_path(a.options.db_path);
 
-  auto tasks = autotune::extract_tasks(driver::optimize(load(a.model), a.model.opt_level));
+  targets::Target target = targets::Target::parse(a.model.target);
+  auto tasks = autotune::extract_tasks(driver::optimize(load(a.model), target, a.model.opt_level), target.hardware());
   std::fprintf(stderr, "tuning %zu tasks of %s for %s, %d trials, database %s\n", tasks.size(), a.model.model.c_str(),
                a.model.target.c_str(), a.options.trials, a.options.db_path.c_str());
   bool tty = isatty(STDERR_FILENO);
@@ -85,7 +86,7 @@ int cmd_tune(TuneArgs& a) {
   std::printf("estimated latency %.3f ms (default schedules %.3f ms) after %.0f s\nreport: %s\n", r.estimated_latency * 1e3,
               r.default_latency * 1e3, r.wall_seconds, r.report_path.c_str());
   if (a.model_check) {
-    auto check = driver::check_in_model(load(a.model), targets::Target::parse(a.model.target), a.model.opt_level, a.options.db_path);
+    auto check = driver::check_in_model(load(a.model), target, a.model.opt_level, a.options.db_path);
     std::printf("%s", driver::format_model_check(check).c_str());
   }
   return 0;

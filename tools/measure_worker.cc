@@ -228,15 +228,17 @@ runtime::Kernel compile(schedule::Schedule& s, const Bench& b, const std::string
 void setup(Bench& b, const Request& r) {
   if (b.kernel != r.kernel || b.target_text != r.target || b.seed != r.seed) {
     b = Bench();
-    try {
-      b.task = autotune::task_from_kernel(r.kernel);
-    } catch (const std::exception& e) {
-      fail("kernel: ", e.what());
-    }
+    schedule::HardwareParams hardware;
     try {
       b.target = targets::Target::parse(r.target);
+      hardware = b.target.hardware();
     } catch (const std::exception& e) {
       fail("target: ", e.what());
+    }
+    try {
+      b.task = autotune::task_from_kernel(r.kernel, hardware);
+    } catch (const std::exception& e) {
+      fail("kernel: ", e.what());
     }
     b.args = b.task.compute.inputs;
     b.args.insert(b.args.end(), b.task.compute.outputs.begin(), b.task.compute.outputs.end());
@@ -260,7 +262,7 @@ void setup(Bench& b, const Request& r) {
   if (!r.check || !b.expected.empty()) return;
   std::string stage = "schedule: ";
   try {
-    auto s = schedule::default_cpu_schedule(b.task.compute.outputs, b.task.compute.anchor);
+    auto s = schedule::default_cpu_schedule(b.task.compute.outputs, b.task.compute.anchor, b.task.compute.hardware);
     runtime::Kernel k = compile(*s, b, "reference", stage);
     stage = "run: ";
     std::vector<runtime::NDArray> args(b.buffers.begin(), b.buffers.begin() + b.num_inputs());

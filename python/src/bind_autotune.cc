@@ -37,11 +37,12 @@ py::dict model_check(const driver::ModelCheck& c) {
 }  // namespace
 
 void bind_autotune(py::module_& m) {
-  m.def("autotune_tasks", [](const relay_ir::Module& mod, int opt_level) {
+  m.def("autotune_tasks", [](const relay_ir::Module& mod, const std::string& target, int opt_level) {
     std::vector<autotune::Task> tasks;
     {
       py::gil_scoped_release release;
-      tasks = autotune::extract_tasks(driver::optimize(mod, opt_level));
+      targets::Target t = targets::Target::parse(target);
+      tasks = autotune::extract_tasks(driver::optimize(mod, t, opt_level), t.hardware());
     }
     py::list out;
     for (const auto& t : tasks)
@@ -77,8 +78,9 @@ void bind_autotune(py::module_& m) {
     std::optional<driver::ModelCheck> check;
     {
       py::gil_scoped_release release;
-      r = autotune::tune(autotune::extract_tasks(driver::optimize(mod, opt_level)), o, on_progress);
-      if (check_in_model) check = driver::check_in_model(mod, targets::Target::parse(target), opt_level, db);
+      targets::Target t = targets::Target::parse(target);
+      r = autotune::tune(autotune::extract_tasks(driver::optimize(mod, t, opt_level), t.hardware()), o, on_progress);
+      if (check_in_model) check = driver::check_in_model(mod, t, opt_level, db);
     }
     py::list tasks;
     for (const auto& s : r.tasks) tasks.append(task_state(s));

@@ -34,9 +34,9 @@ class TuneReport:
                 f"(default {self.default_latency_ms:.3f} ms), {self.wall_seconds:.0f} s, report {self.report_path})")
 
 
-def tasks(mod, opt_level=2):
-    """The kernels tuning would search: their workloads, weights and arithmetic cost."""
-    return _t.autotune_tasks(mod, opt_level)
+def tasks(mod, target="llvm", opt_level=2):
+    """The kernels tuning for `target` would search: their workloads, weights and arithmetic cost."""
+    return _t.autotune_tasks(mod, target, opt_level)
 
 
 def tune(mod, target="llvm", db=None, trials=1000, batch=16, policy="evolutionary", early_stopping=0,

@@ -45,10 +45,11 @@ void check_bias(const std::vector<Type>& args, const TensorTypeNode& data, int64
 
 // The shape of the weight a packed one holds ([packed_channels, C / groups, kernel...]), after
 // checking it is the packing this convolution reads (conv_pack_weight or conv_winograd_weight).
-std::vector<int64_t> unpacked_weight(const TensorTypeNode& d, const TensorTypeNode& w, int64_t channels, const ops::ConvGeometry& g) {
+std::vector<int64_t> unpacked_weight(const TensorTypeNode& d, const TensorTypeNode& w, int64_t channels, const ops::ConvGeometry& g,
+                                     const Attrs& attrs) {
   DataType want = ops::packed_weight_dtype(d.dtype);
   if (w.dtype != want) fail("a packed weight (packed_channels=", channels, ") must be ", want.str(), ", got ", w.dtype.str());
-  return ops::conv_unpacked_weight_shape(d.shape, w.shape, channels, g, d.dtype);
+  return ops::conv_unpacked_weight_shape(d.shape, w.shape, channels, g, d.dtype, registers_of(attrs, "a packed conv"));
 }
 
 Type conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -59,7 +60,7 @@ Type conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
   int64_t channels = attrs.get_int("packed_channels");
   if (channels < 0) fail("packed_channels must not be negative, got ", channels);
   if (channels == 0 && w.dtype != d.dtype) fail("weight dtype ", w.dtype.str(), " differs from data's ", d.dtype.str());
-  auto out = ops::conv_shape(d.shape, channels ? unpacked_weight(d, w, channels, g) : w.shape, g);
+  auto out = ops::conv_shape(d.shape, channels ? unpacked_weight(d, w, channels, g, attrs) : w.shape, g);
   check_bias(args, d, out[1]);
   return tensor_type(out, d.dtype);
 }
@@ -87,10 +88,11 @@ Type conv_pack_weight_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(ops::conv_packed_weight_shape(w.shape, attrs.get_int("block")), ops::packed_weight_dtype(w.dtype));
 }
 
-Type conv_winograd_weight_rel(const std::vector<Type>& args, const Attrs&) {
+Type conv_winograd_weight_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& w = nn::arg(args, 0, "weight");
   nn::require_float(w, "weight");
-  return tensor_type(ops::conv_winograd_weight_shape(w.shape), ops::packed_weight_dtype(w.dtype));
+  return tensor_type(ops::conv_winograd_weight_shape(w.shape, registers_of(attrs, "conv_winograd_weight")),
+                     ops::packed_weight_dtype(w.dtype));
 }
 
 Type conv_integer_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -151,10 +153,11 @@ std::vector<AttrSpec> conv_attrs(bool transposed) {
 void register_nn_conv_ops(OpRegistry& r) {
   std::vector<AttrSpec> packable = conv_attrs(false);
   packable.push_back({"packed_channels", int64_t(0)});
+  packable = nn::with_register_attrs(packable);
   r.add({"conv", "convolution of data [N, C, spatial...] with weight [M, C / groups, kernel...] (or its packing, for packed_channels=M), "
          "optional bias [M]", 2, 3, packable, conv_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
            return ops::conv(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, false),
-                            a.get_int("packed_channels"));
+                            registers_of(a, "conv"), a.get_int("packed_channels"));
          })});
   std::vector<AttrSpec> channels_last = conv_attrs(false);
   channels_last.push_back({"data_layout", std::string("NHWC")});
@@ -167,22 +170,26 @@ void register_nn_conv_ops(OpRegistry& r) {
          "the layout conv's blocked kernel reads", 1, 1, {{"block", int64_t(0), true}}, conv_pack_weight_rel, OpPattern::Injective,
          nn::one_output([](const In& in, const Attrs& a) { return ops::conv_pack_weight(in[0], a.get_int("block")); })});
   r.add({"conv_winograd_weight", "a 3x3 conv weight [M, C, 3, 3] transformed for Winograd's F(4x4, 3x3) (U = G g G^T) as the "
-         "matrix-product panels [36, M / nr, C, nr] its products read", 1, 1, {}, conv_winograd_weight_rel, OpPattern::Opaque,
-         nn::one_output([](const In& in, const Attrs&) { return ops::conv_winograd_weight(in[0]); })});
+         "matrix-product panels [36, M / nr, C, nr] its products read", 1, 1, nn::with_register_attrs({}), conv_winograd_weight_rel,
+         OpPattern::Opaque, nn::one_output([](const In& in, const Attrs& a) {
+           return ops::conv_winograd_weight(in[0], registers_of(a, "conv_winograd_weight"));
+         })});
   r.add({"conv_integer", "int32 convolution of (data - data_zero) and (weight - weight_zero) for int8/uint8; padding reads data_zero", 4,
          4, conv_attrs(false), conv_integer_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
-           return ops::conv_integer(in[0], in[1], in[2], in[3], conv_geometry(a, in[0].ndim() - 2, false));
+           return ops::conv_integer(in[0], in[1], in[2], in[3], conv_geometry(a, in[0].ndim() - 2, false),
+                                    registers_of(a, "conv_integer"));
          })});
   r.add({"qlinear_conv",
          "quantized convolution (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, optional int32 bias): "
          "int32 sums requantized to y_zero_point's type, rounding half to even and saturating",
          8, 9, conv_attrs(false), qlinear_conv_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
            return ops::qlinear_conv(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], nn::optional_input(in, 8),
-                                    conv_geometry(a, in[0].ndim() - 2, false));
+                                    conv_geometry(a, in[0].ndim() - 2, false), registers_of(a, "qlinear_conv"));
          })});
   r.add({"conv_transpose", "transposed convolution of data [N, C, spatial...] with weight [C, M / groups, kernel...], optional bias [M]",
          2, 3, conv_attrs(true), conv_transpose_rel, OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
-           return ops::conv_transpose(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, true));
+           return ops::conv_transpose(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, true),
+                                      registers_of(a, "conv_transpose"));
          })});
 }
 

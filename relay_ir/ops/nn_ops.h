@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "relay_ir/compute_of_call.h"
 #include "relay_ir/op.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/ops/nn.h"
@@ -37,6 +38,11 @@ tensor_ir::ops::PoolGeometry pool_geometry(const Attrs& a);
 inline tensor_ir::Tensor optional_input(const std::vector<tensor_ir::Tensor>& in, size_t i) {
   return i < in.size() ? in[i] : tensor_ir::Tensor();
 }
+
+// The attributes of ops whose packed operands are laid out for a target's vector registers (conv,
+// matmul, gemm and their packing ops): set by AlterOpLayout where it packs, 0 (the target's,
+// from compute_of_call) elsewhere.
+std::vector<AttrSpec> with_register_attrs(std::vector<AttrSpec> specs);
 
 // A ComputeFn from a function of the inputs and attributes returning one tensor.
 template <typename F>

@@ -12,7 +12,11 @@
 // one; both sum in k order, but LLVM may reassociate them differently (fast-math), so the last
 // bit may differ. A 3x3 stride-1 convolution with enough output tiles moves to the Winograd form,
 // which only a precomputed weight transform makes pay (ops/nn_conv_winograd.cc): it rounds
-// differently from the direct sum, by about 1e-6 relative to the output's scale.
+// differently from the direct sum, by about 1e-6 relative to the output's scale. Layouts are
+// sized for the target's vector registers (the pass context's options "vector_bytes" and
+// "vector_registers", which the driver sets from the target); the rewritten calls and packing ops
+// name them, so the kernels reading a packed weight are sized the same whatever they are built
+// for.
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
 #include "relay_ir/ops/nn_ops.h"
@@ -29,6 +33,9 @@ namespace {
 const TensorTypeNode& tensor(const Expr& e) { return as_tensor(e->checked_type, "operand"); }
 
 class LayoutAlterer : public ExprMutator {
+ public:
+  explicit LayoutAlterer(const Attrs& options) : regs_(registers_of(options, "AlterOpLayout")) {}
+
  protected:
   Expr rewrite(const Expr&, const Expr& node) override { return constants_.record(alter(node)); }
 
@@ -42,18 +49,18 @@ class LayoutAlterer : public ExprMutator {
     const auto& x = tensor(c->args[0]);
     const auto& w = tensor(c->args[1]);
     std::vector<Expr> args = c->args;
-    Attrs attrs = c->attrs;
+    Attrs attrs = with_registers(c->attrs);
     if (name == "conv") {
-      if (attrs.get_int("packed_channels")) return node;
-      auto packing = ops::conv_weight_packing(x.shape, w.shape, nn::conv_geometry(attrs, x.ndim() - 2, false), x.dtype);
+      if (c->attrs.get_int("packed_channels")) return node;
+      auto packing = ops::conv_weight_packing(x.shape, w.shape, nn::conv_geometry(attrs, x.ndim() - 2, false), x.dtype, regs_);
       if (packing.kind == ops::ConvWeightPacking::Unpacked) return node;
-      args[1] = packing.kind == ops::ConvWeightPacking::Winograd ? call("conv_winograd_weight", {args[1]})
+      args[1] = packing.kind == ops::ConvWeightPacking::Winograd ? call("conv_winograd_weight", {args[1]}, with_registers({}))
                                                                  : call("conv_pack_weight", {args[1]}, {{"block", packing.block}});
       attrs.set("packed_channels", w.shape[0]);
     } else {
       bool trans = name == "gemm" && attrs.get_int("trans_b");
-      if (attrs.get_int("packed_columns") || !ops::matmul_weight_packable(x.shape, w.shape, trans, x.dtype)) return node;
-      args[1] = call("matmul_pack_weight", {args[1]}, {{"trans", int64_t(trans)}});
+      if (c->attrs.get_int("packed_columns") || !ops::matmul_weight_packable(x.shape, w.shape, trans, x.dtype, regs_)) return node;
+      args[1] = call("matmul_pack_weight", {args[1]}, with_registers(Attrs({{"trans", int64_t(trans)}})));
       attrs.set("packed_columns", w.shape[w.ndim() - (trans ? 2 : 1)]);
       if (name == "gemm") attrs.set("trans_b", int64_t(0));
     }
@@ -61,15 +68,23 @@ class LayoutAlterer : public ExprMutator {
     return call(name, args, attrs, c->origin);
   }
 
+  Attrs with_registers(Attrs attrs) const {
+    attrs.set("vector_bytes", regs_.vector_bytes);
+    attrs.set("vector_registers", regs_.count);
+    return attrs;
+  }
+
+  tensor_ir::ops::Registers regs_;
   ConstantValues constants_;
 };
 
 }  // namespace
 
 Pass alter_op_layout_pass() {
-  return {"AlterOpLayout", 3, {"InferType"}, [](const Module& m, PassContext&) {
+  return {"AlterOpLayout", 3, {"InferType"}, [](const Module& m, PassContext& ctx) {
     Module out;
-    for (const auto& [name, f] : m.functions()) out.add(name, Function(LayoutAlterer().mutate(Expr(f)).as<FunctionNode>()));
+    for (const auto& [name, f] : m.functions())
+      out.add(name, Function(LayoutAlterer(ctx.options).mutate(Expr(f)).as<FunctionNode>()));
     return out;
   }};
 }

@@ -34,9 +34,10 @@ void add_extra_templates(std::map<std::string, TunableTemplate>& t);
 // A schedule for `outputs` using the template of each output's tag. For a fused kernel,
 // `anchor` is the stage of its main op (a convolution under its bias and activation): its
 // template schedules it, and the stages after it get the generic schedule.
-std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& outputs, const Tensor& anchor = Tensor());
-// The same in `s`, a fresh schedule of the kernel computing `outputs`, with the templates' knobs
-// answered by `knobs`.
+std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& outputs, const Tensor& anchor,
+                                               const HardwareParams& hardware);
+// The same in `s`, a fresh schedule of the kernel computing `outputs` made with the target's
+// hardware, with the templates' knobs answered by `knobs`.
 void apply_cpu_templates(Schedule& s, const std::vector<Tensor>& outputs, const Tensor& anchor, TemplateKnobs& knobs);
 
 // The generic schedule of one stage, for templates to build on: vectorizes the innermost
@@ -50,7 +51,5 @@ void schedule_generic_stage(Schedule& s, const Tensor& t);
 Loop split_into_vectors(Stage& st, const Loop& last, int64_t extent, int lanes, std::vector<Loop>& outer);
 // Inlines every injective (non-reduction) stage feeding `output` that is not an output itself.
 void inline_injective_producers(Schedule& s, const Tensor& output);
-// Vector lanes of one AVX-512 register for elements of `dtype`.
-int vector_lanes(runtime::DataType dtype);
 
 }  // namespace tessera::schedule

@@ -12,12 +12,6 @@ namespace {
 constexpr int64_t kMinParallelElements = 16384;
 }  // namespace
 
-int vector_lanes(runtime::DataType dtype) {
-  // float16 computes in float32 registers; bool is stored as bytes.
-  int bytes = dtype.bits == 16 && dtype.is_float() ? 4 : dtype.element_bytes();
-  return 64 / bytes;
-}
-
 void inline_injective_producers(Schedule& s, const Tensor& output) {
   for (const Tensor& t : tensor_ir::topological_order({output})) {
     const auto* c = t.as<ComputeOp>();
@@ -49,7 +43,7 @@ void schedule_generic_stage(Schedule& s, const Tensor& t) {
   // Innermost data axis: vector lanes. A reduction then runs outside it (the accumulators of
   // one vector stay in a register across the reduction).
   std::vector<Loop> outer(data.begin(), data.end() - 1);
-  Loop vec = split_into_vectors(st, data.back(), c->dim(c->axis.size() - 1), vector_lanes(c->dtype), outer);
+  Loop vec = split_into_vectors(st, data.back(), c->dim(c->axis.size() - 1), s.hardware().lanes(c->dtype), outer);
   std::vector<Loop> order = outer;
   order.insert(order.end(), reduce.begin(), reduce.end());
   if (vec) order.push_back(vec);
@@ -65,8 +59,9 @@ TunableTemplate without_knobs(CpuTemplate schedule) {
   return [schedule = std::move(schedule)](Schedule& s, const Tensor& output, TemplateKnobs&) { schedule(s, output); };
 }
 
-std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& outputs, const Tensor& anchor) {
-  auto s = std::make_unique<Schedule>(outputs);
+std::unique_ptr<Schedule> default_cpu_schedule(const std::vector<Tensor>& outputs, const Tensor& anchor,
+                                               const HardwareParams& hardware) {
+  auto s = std::make_unique<Schedule>(outputs, hardware);
   DefaultKnobs knobs;
   apply_cpu_templates(*s, outputs, anchor, knobs);
   return s;

@@ -29,7 +29,7 @@ void schedule_roi_align(Schedule& s, const Tensor& output) {
     std::vector<Loop> loops = st.leaf_loops();  // roi, channel, bin row, bin column, ky, kx
     Loop roi = loops[0], channel = loops[1], row = loops[2], col = loops[3];
     std::vector<Loop> order = {roi, channel, row, loops[4], loops[5]};
-    int lanes = vector_lanes(c->dtype);
+    int lanes = s.hardware().lanes(c->dtype);
     Loop vec = col;
     if (c->dim(3) > lanes) {
       auto [o, i] = st.split(col, lanes);

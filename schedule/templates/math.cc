@@ -90,8 +90,8 @@ void schedule_reduced_innermost(Schedule& s, const Tensor& t, const tensor_ir::P
   // a guard in the vector loop.
   int64_t last = extent_of(raxis.back());
   int lanes = 0;
-  for (int v : {vector_lanes(c->dtype), 8, 4})
-    if (!lanes && v <= vector_lanes(c->dtype) && last % v == 0) lanes = v;
+  for (int v : {s.hardware().lanes(c->dtype), 8, 4})
+    if (!lanes && v <= s.hardware().lanes(c->dtype) && last % v == 0) lanes = v;
   if (may_split && contiguous > 0 && lanes && last >= 2 * lanes && last <= kShortReduction) {
     Loop ri = st->split(st->loop(raxis.back()), lanes).second;
     Tensor partial = s.rfactor(t, ri, static_cast<int>(c->axis.size()));
@@ -115,7 +115,7 @@ void schedule_kept_innermost(Schedule& s, const Tensor& t, int64_t work) {
   std::vector<Loop> data, reduce;
   for (const auto& l : st.leaf_loops()) (l->kind == tensor_ir::IterKind::Reduce ? reduce : data).push_back(l);
   int64_t extent = extent_of(c->axis.back());
-  int lanes = vector_lanes(c->dtype);
+  int lanes = s.hardware().lanes(c->dtype);
   std::vector<Loop> outer(data.begin(), data.end() - 1), inner;
   if (extent >= lanes) {
     auto [vo, vi] = st.split(data.back(), lanes);

@@ -102,7 +102,7 @@ void schedule_elementwise_stage(Schedule& s, const Tensor& t) {
   Loop inner = loops[n - k];
   for (size_t d = n - k + 1; d < n; ++d) inner = st.fuse(inner, loops[d]);
   std::vector<Loop> outer(loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(n - k));
-  int lanes = vector_lanes(c->dtype);
+  int lanes = s.hardware().lanes(c->dtype);
   if (inner_extent >= lanes) {
     auto [o, i] = st.split(inner, lanes);
     st.vectorize(i);

@@ -46,7 +46,7 @@ void schedule_copy(Schedule& s, const Tensor& t) {
   std::vector<Loop> rows;
   for (size_t d = 0; d + 1 < c->axis.size(); ++d) rows.push_back(st.loop(c->axis[d]));
   Loop last = st.loop(c->axis.back());
-  int lanes = vector_lanes(t.dtype());
+  int lanes = s.hardware().lanes(t.dtype());
   if (t->dim(t.ndim() - 1) >= lanes) st.vectorize(st.split(last, lanes).second);
   else if (t->dim(t.ndim() - 1) > 1) st.vectorize(last);
   Loop fused = nn::fuse_all(st, rows);
@@ -68,7 +68,7 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   const auto* pc = product.as<ComputeOp>();
   size_t rank = oc->axis.size() - 2;
   int64_t ocv = product->dim(product.ndim() - 1);
-  int64_t tile = tensor_ir::ops::conv_tile_width(out->dim(out.ndim() - 1), ocv / vector_lanes(product.dtype()));
+  int64_t tile = tensor_ir::ops::conv_tile_width(out->dim(out.ndim() - 1), ocv / s.hardware().lanes(product.dtype()), s.hardware().registers);
 
   Stage& y = s[out];
   auto [mo, mi] = y.split(y.loop(oc->axis[1]), ocv);
@@ -146,7 +146,7 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
   const auto* oc = out.as<ComputeOp>();
   const auto* pc = product.as<ComputeOp>();
   size_t rank = oc->axis.size() - 2;
-  int lanes = vector_lanes(product.dtype());
+  int lanes = s.hardware().lanes(product.dtype());
   Stage& y = s[out];
   Loop plane = y.fuse(y.loop(oc->axis[0]), y.loop(oc->axis[1]));
   // A multiply-add here costs several of a dense product's (each input loaded feeds a few), so
@@ -217,7 +217,7 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
 void schedule_strip(Schedule& s, const Tensor& out, const Tensor& product, TemplateKnobs& knobs) {
   const auto* oc = out.as<ComputeOp>();
   const auto* pc = product.as<ComputeOp>();
-  int lanes = vector_lanes(product.dtype());
+  int lanes = s.hardware().lanes(product.dtype());
   Stage& y = s[out];
   auto [mo, mi] = y.split(y.loop(oc->axis[1]), tensor_ir::ops::kStripBlock);
   auto [xo, xi] = y.split(y.loop(oc->axis.back()), lanes);
@@ -272,7 +272,7 @@ void schedule_transform(Schedule& s, const Tensor& t, size_t tile_axis, const st
   const auto* c = t.as<ComputeOp>();
   Loop tiles = st.loop(c->axis[tile_axis]);
   Loop channels = st.loop(c->axis.back());
-  int lanes = vector_lanes(t.dtype());
+  int lanes = s.hardware().lanes(t.dtype());
   std::vector<Loop> order{tiles};
   Loop vector = channels;
   if (t->dim(t.ndim() - 1) > lanes) {
@@ -294,7 +294,7 @@ void schedule_transform(Schedule& s, const Tensor& t, size_t tile_axis, const st
 void schedule_unblocking(Schedule& s, const Tensor& out) {
   Stage& y = s[out];
   const auto* c = out.as<ComputeOp>();
-  int lanes = vector_lanes(out.dtype());
+  int lanes = s.hardware().lanes(out.dtype());
   auto [mo, mi] = y.split(y.loop(c->axis[1]), lanes);
   auto [xo, xi] = y.split(y.loop(c->axis[3]), lanes);
   y.reorder({y.loop(c->axis[0]), mo, y.loop(c->axis[2]), xo, mi, xi});

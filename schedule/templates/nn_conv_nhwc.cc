@@ -37,7 +37,7 @@ void schedule_conv_nhwc(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
   nn::inline_injective_except(s, out, {product, padded});
   const auto* oc = out.as<ComputeOp>();
   const auto* pc = product.as<ComputeOp>();
-  int lanes = vector_lanes(product.dtype());
+  int lanes = s.hardware().lanes(product.dtype());
   int64_t width = out->dim(2), channels = out->dim(3);
 
   // A depthwise tile reuses each weight vector across its positions only, so one vector of

@@ -26,9 +26,6 @@ constexpr int64_t kFewPanels = 16;
 // quarter of the 2 MB L2 of the cores measured here, so it stays there beside A's tiles.
 constexpr int64_t kMaxStreamedB = 512 * 1024;
 
-// Accumulators a tile may hold in registers: of the 32, the rest hold B's vectors and A's broadcast.
-constexpr int64_t kMaxAccumulators = 28;
-
 // The tile's rows (knob "matmul.tile_rows"): the product pads its rows to whole multiples of
 // matmul_tile_rows (8, or 7 where that pads none), and a tile may take two of them where the
 // accumulators fit. Rows of 7 (the positions of a 14x14 plane, as a 1x1 convolution with few
@@ -36,8 +33,9 @@ constexpr int64_t kMaxAccumulators = 28;
 // line of an input channel holds, then the next tile the other 9: tiles of 14 read whole rows of
 // the plane. MobileNet-v2's 14x14 projections in the model, 2 threads: 576 -> 96 97 -> 81 us,
 // 384 -> 64 50 -> 41, 384 -> 96 66 -> 57.
-int64_t tile_rows(int64_t m, int64_t mr, int64_t vectors, TemplateKnobs& knobs) {
-  if (m % (2 * mr) != 0 || 2 * mr * vectors > kMaxAccumulators) return mr;
+// `accumulators`: how many the registers hold beside B's vectors and A's broadcast (28 of 32).
+int64_t tile_rows(int64_t m, int64_t mr, int64_t vectors, int64_t accumulators, TemplateKnobs& knobs) {
+  if (m % (2 * mr) != 0 || 2 * mr * vectors > accumulators) return mr;
   return knobs.choose_flag("matmul.tile_rows", mr == 7) ? 2 * mr : mr;
 }
 
@@ -55,7 +53,8 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   size_t nb = pc->axis.size() - 2;
   int64_t m = product->dim(nb);  // padded to whole tiles
   int64_t nr = packed->dim(packed.ndim() - 1);
-  int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m), nr / vector_lanes(product.dtype()), knobs);
+  const tensor_ir::ops::Registers& regs = s.hardware().registers;
+  int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m), nr / s.hardware().lanes(product.dtype()), regs.count - 4, knobs);
   int64_t k = packed->dim(packed.ndim() - 2);
 
   Stage& o = s[out];
@@ -116,7 +115,7 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
     tile = fuse_all(o, batch);
     if (parallel) o.parallel(tile);
   }
-  int lanes = vector_lanes(out.dtype());
+  int lanes = s.hardware().lanes(out.dtype());
   if (rows_contiguous) {  // each column's rows are a vector (read from the tile by a gather)
     o.reorder({tiles[3], tiles[2]});
     o.unroll(tiles[3]);
@@ -130,7 +129,7 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   Loop i = p.loop(pc->axis[nb]), j = p.loop(pc->axis[nb + 1]);
   auto [ko, ki] = p.split(p.loop(pc->reduce_axis()[0]), k_unroll);
   p.reorder({ko, ki, i, j});
-  vectorize_in_registers(p, j, nr, vector_lanes(product.dtype()));
+  vectorize_in_registers(p, j, nr, s.hardware().lanes(product.dtype()));
   p.unroll(ki);
   p.unroll(i);
   // Panels packed ahead of time are read from memory (a model's weights outgrow the caches):

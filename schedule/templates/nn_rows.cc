@@ -47,7 +47,7 @@ int row_split(const std::vector<Tensor>& stages, const Tensor& out) {
 
 void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>& stats, size_t split) {
   const auto* oc = out.as<ComputeOp>();
-  int lanes = vector_lanes(out.dtype());
+  int lanes = s.hardware().lanes(out.dtype());
   Stage& y = s[out];
   // A statistic runs inside the row loop when only the output (or statistics that do) read it;
   // one another output of the kernel reads (layer_norm's mean) stays a stage of its own.

@@ -54,7 +54,7 @@ void schedule_rows(Schedule& s, const Tensor& t) {
   size_t rank = c->axis.size();
   if (rank == 0) return;
   Stage& st = s[t];
-  int lanes = vector_lanes(c->dtype);
+  int lanes = s.hardware().lanes(c->dtype);
   int64_t extent = c->dim(rank - 1), elements = elements_of(c);
   std::vector<Loop> outer, reduce;
   for (size_t d = 0; d + 1 < rank; ++d) outer.push_back(st.loop(c->axis[d]));
@@ -118,7 +118,7 @@ void schedule_transpose(Schedule& s, const Tensor& output) {
   if (load && !load->indices.empty())
     for (size_t d = 0; d < rank; ++d)
       if (load->indices.back().get() == c->axis[d].var().get()) q = d;
-  int lanes = vector_lanes(c->dtype);
+  int lanes = s.hardware().lanes(c->dtype);
   if (q + 1 >= rank || c->dim(q) < lanes || c->dim(rank - 1) < lanes) {
     schedule_data_movement(s, output);
     return;

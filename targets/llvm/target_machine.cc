@@ -132,6 +132,24 @@ void check_runs_on_host(const ResolvedTarget& t) {
 
 namespace tessera::targets {
 
+schedule::HardwareParams Target::hardware() const {
+  if (kind != "llvm") fail("target '", str(), "': only llvm targets describe their hardware for now");
+  const llvm_backend::ResolvedTarget r = llvm_backend::resolve(*this);
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(llvm_backend::lookup(r.triple).createMCSubtargetInfo(r.triple, r.cpu, r.features));
+  schedule::HardwareParams hw;
+  const llvm::Triple triple(r.triple);
+  if (triple.isX86()) {
+    if (sti->checkFeatures("+avx512f")) hw.registers = {64, 32};
+    else if (sti->checkFeatures("+avx")) hw.registers = {32, 16};
+    else hw.registers = {16, 16};
+  } else if (triple.isAArch64()) {
+    hw.registers = {16, 32};
+  } else {
+    fail("target '", str(), "': no vector register description for ", r.triple);
+  }
+  return hw;
+}
+
 ObjectTarget describe_object_target(const Target& target) {
   const llvm_backend::ResolvedTarget r = llvm_backend::resolve(target);
   ObjectTarget o;

@@ -10,41 +10,54 @@
 
 namespace tessera::tensor_ir::ops {
 
+// The vector registers of the CPU a product or convolution is built for, which size its packed
+// layouts, padded tiles and register tiles: the target's (schedule::HardwareParams, reaching the
+// graph's ops through their call's attributes). Compute definitions have no width of their own;
+// a layout packed for other registers than the kernel reading it is refused by shape.
+struct Registers {
+  int64_t vector_bytes = 0;  // one register: 64 AVX-512, 32 AVX2, 16 SSE and NEON
+  int64_t count = 0;         // how many: 32 AVX-512 and NEON, 16 AVX2 and SSE
+  // Lanes of one register of `acc`; throws when the registers were not given.
+  int64_t lanes(DataType acc) const;
+};
+
 // --- matrix products (nn_matmul.cc, nn_einsum.cc) -----------------------------------------
 
 // numpy matmul: a 1-D `a` is a row, a 1-D `b` a column (the added dimension is removed from the
 // result); leading batch dimensions broadcast.
 // With packed_columns > 0, `b` is matmul_pack_weight's packing of a [.., K, packed_columns] operand.
-Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns = 0);
+Tensor matmul(const Tensor& a, const Tensor& b, const Registers& regs, int64_t packed_columns = 0);
 std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 // The register tile of a packed product: rows of the result, and columns (two vectors of the
 // accumulation type, one when n fits in one, three when that alone makes whole panels). The
 // packed result is padded to whole tiles.
 int64_t matmul_tile_rows(int64_t m);
-int64_t matmul_tile_cols(DataType acc, int64_t n);
+int64_t matmul_tile_cols(DataType acc, int64_t n, const Registers& regs);
 // alpha * op(a) @ op(b) + beta * c for 2-D a and b, op transposing when asked; `c` (may be
 // undefined) broadcasts to the result. With packed_columns > 0, `b` is matmul_pack_weight's
 // packing of a [K, packed_columns] operand (trans_b must then be false).
 Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a, bool trans_b, double alpha, double beta,
-            int64_t packed_columns = 0);
+            const Registers& regs, int64_t packed_columns = 0);
 // Right operands packed ahead of time (for constant ones, by the graph's AlterOpLayout): b
 // [batch.., K, N] (or [batch.., N, K] with `trans`) as the panels [batch.., N / nr, K, nr] (zeros
 // past N, in the accumulation type) the product's kernel reads. A product reads a packed operand
 // whatever its row count (packing per call pays only with 4 rows or more): packable when both
 // operands have rank >= 2 and b at least one vector of columns. The unpacked shape is that of
 // the operand a packing of `columns` columns came from; it fails for any other shape.
-bool matmul_weight_packable(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool trans, DataType dtype);
-std::vector<int64_t> matmul_packed_weight_shape(const std::vector<int64_t>& b, bool trans, DataType dtype);
-std::vector<int64_t> matmul_unpacked_weight_shape(const std::vector<int64_t>& packed, int64_t columns, DataType dtype);
-Tensor matmul_pack_weight(const Tensor& b, bool trans);
+bool matmul_weight_packable(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool trans, DataType dtype,
+                            const Registers& regs);
+std::vector<int64_t> matmul_packed_weight_shape(const std::vector<int64_t>& b, bool trans, DataType dtype, const Registers& regs);
+std::vector<int64_t> matmul_unpacked_weight_shape(const std::vector<int64_t>& packed, int64_t columns, DataType dtype,
+                                                  const Registers& regs);
+Tensor matmul_pack_weight(const Tensor& b, bool trans, const Registers& regs);
 // Integer matmul accumulated in int32: (a - a_zero) @ (b - b_zero). a_zero is a scalar or one
 // value per row of a; b_zero a scalar or one per column of b.
-Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero);
+Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero, const Registers& regs);
 // QLinearMatMul: matmul_integer, then each int32 sum requantized to y's type:
 // saturate(round_half_even(sum * a_scale * b_scale / y_scale) + y_zero). Scales are float32;
 // a_scale and a_zero may hold one value per row, b_scale and b_zero one per column.
 Tensor qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_zero, const Tensor& b, const Tensor& b_scale,
-                      const Tensor& b_zero, const Tensor& y_scale, const Tensor& y_zero);
+                      const Tensor& b_zero, const Tensor& y_scale, const Tensor& y_zero, const Registers& regs);
 // Einstein summation over any operands ("ij,jk->ik", "...ii->...i", "ij->"); a letter repeated
 // within one operand takes its diagonal.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
@@ -63,7 +76,7 @@ struct ConvGeometry {
 std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g);
 // The output positions along the last spatial dimension one register tile of a blocked
 // convolution holds, for `vectors` vectors of output channels (the product pads to whole tiles).
-int64_t conv_tile_width(int64_t width, int64_t vectors);
+int64_t conv_tile_width(int64_t width, int64_t vectors, const Registers& regs);
 // The output rows a depthwise convolution computes together (its product pads the rows to it).
 int64_t depthwise_row_block(int64_t rows);
 // The strip form (float convolutions of at most kMaxStripChannels input channels) computes
@@ -72,7 +85,8 @@ constexpr int64_t kMaxStripChannels = 4;
 constexpr int64_t kStripBlock = 16;
 // `bias` [M] may be undefined. With packed_channels > 0, `weight` is a [packed_channels, C /
 // groups, kernel...] weight packed ahead of time as this convolution reads it (see below).
-Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, int64_t packed_channels = 0);
+Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, const Registers& regs,
+            int64_t packed_channels = 0);
 // Weights packed ahead of time (for constant weights, by the graph's AlterOpLayout), in the
 // accumulation type. The blocked form reads Wp[m / block, c, k.., m % block] (zeros past M,
 // conv_pack_weight), and so does the pointwise one, in blocks of its register tile's rows (so a
@@ -85,30 +99,30 @@ struct ConvWeightPacking {
   int64_t block = 0;  // Blocked: output channels per block
 };
 ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
-                                      DataType dtype);
+                                      DataType dtype, const Registers& regs);
 std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight, int64_t block);
 Tensor conv_pack_weight(const Tensor& weight, int64_t block);
-std::vector<int64_t> conv_winograd_weight_shape(const std::vector<int64_t>& weight);
-Tensor conv_winograd_weight(const Tensor& weight);
+std::vector<int64_t> conv_winograd_weight_shape(const std::vector<int64_t>& weight, const Registers& regs);
+Tensor conv_winograd_weight(const Tensor& weight, const Registers& regs);
 // The [channels, C / groups, kernel...] weight a packed one came from, for a convolution of
 // `data` that reads that packing; throws naming the packing it reads otherwise.
 std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& packed,
-                                                int64_t channels, const ConvGeometry& g, DataType dtype);
+                                                int64_t channels, const ConvGeometry& g, DataType dtype, const Registers& regs);
 // Integer convolution accumulated in int32 over (data - data_zero) and (weight - weight_zero);
 // padding reads data_zero (so it contributes nothing). data_zero is a scalar, weight_zero a
 // scalar or one value per output channel.
 Tensor conv_integer(const Tensor& data, const Tensor& weight, const Tensor& data_zero, const Tensor& weight_zero,
-                    const ConvGeometry& g);
+                    const ConvGeometry& g, const Registers& regs);
 // QLinearConv: conv_integer plus the int32 bias (may be undefined), requantized as
 // qlinear_matmul does; w_scale and w_zero may hold one value per output channel.
 Tensor qlinear_conv(const Tensor& data, const Tensor& data_scale, const Tensor& data_zero, const Tensor& weight,
                     const Tensor& weight_scale, const Tensor& weight_zero, const Tensor& y_scale, const Tensor& y_zero,
-                    const Tensor& bias, const ConvGeometry& g);
+                    const Tensor& bias, const ConvGeometry& g, const Registers& regs);
 // data [N, C, spatial...], weight [C, M / groups, kernel...] -> [N, M, out...] with
 // out = stride * (in - 1) + output_padding + (kernel - 1) * dilation + 1 - pad_begin - pad_end.
 std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
                                           const ConvGeometry& g);
-Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g);
+Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, const Registers& regs);
 
 // --- channels-last convolution (nn_conv_nhwc.cc) -----------------------------------------
 

@@ -61,8 +61,6 @@ void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g) {
 
 namespace {
 
-int lanes_of(DataType t) { return 64 / t.element_bytes(); }
-
 std::vector<std::string> spatial_names(size_t rank, const std::string& prefix) {
   std::vector<std::string> names;
   for (size_t d = 0; d < rank; ++d) names.push_back(prefix + std::to_string(d));
@@ -156,7 +154,7 @@ Tensor pack_weight(const ConvCore& c, int64_t ocv) {
 Tensor blocked(const ConvCore& c, int64_t ocv) {
   size_t rank = c.out.size();
   int64_t cg = c.c / c.groups, mg = c.m / c.groups;
-  int64_t tile = conv_tile_width(c.out.back(), ocv / lanes_of(c.acc));
+  int64_t tile = conv_tile_width(c.out.back(), ocv / c.registers.lanes(c.acc), c.registers);
   int64_t last = (c.out.back() + tile - 1) / tile * tile;
   Tensor p = padded_input(c, needed_extent(c, with_last(c.out, last)));
   int64_t blocks = (c.m + ocv - 1) / ocv;
@@ -201,7 +199,7 @@ Tensor blocked(const ConvCore& c, int64_t ocv) {
 // R's rows as they are.
 Tensor strip(const ConvCore& core, int64_t block) {
   size_t rank = core.out.size();
-  int64_t lanes = lanes_of(core.acc);
+  int64_t lanes = core.registers.lanes(core.acc);
   std::vector<int64_t> padded = core.out;
   padded.back() = (padded.back() + lanes - 1) / lanes * lanes;
   ConvCore c = core;
@@ -233,7 +231,7 @@ Tensor strip(const ConvCore& core, int64_t block) {
 Tensor depthwise(const ConvCore& core) {
   size_t rank = core.out.size();
   int64_t mult = core.m / core.groups;
-  int64_t lanes = lanes_of(core.acc);
+  int64_t lanes = core.registers.lanes(core.acc);
   // The product is padded to whole vectors along the last dimension and to whole row blocks
   // along the one before (the template computes a block of rows per vector of outputs, so each
   // input row loaded serves every output row of the block).
@@ -327,6 +325,7 @@ Tensor pointwise(const ConvCore& c) {
   mc.batch = {c.n};
   mc.m = c.m, mc.n = positions, mc.k = c.c;
   mc.acc = c.acc;
+  mc.registers = c.registers;
   mc.a = [&c](const std::vector<Expr>&, const Expr& m, const Expr& k) {
     std::vector<Expr> origin(c.kernel.size(), Expr(0));
     if (!c.prepacked) return c.weight(m, k, origin);
@@ -355,7 +354,7 @@ Tensor pointwise(const ConvCore& c) {
 Tensor pointwise_rows(const ConvCore& c) {
   int64_t positions = output_positions(c);
   std::vector<int64_t> out = c.out;
-  int64_t nr = matmul_tile_cols(c.acc, c.m);
+  int64_t nr = matmul_tile_cols(c.acc, c.m, c.registers);
   Tensor w = c.packed_weight;
   std::vector<Expr> panel_shape{Expr((c.m + nr - 1) / nr), Expr(c.c), Expr(nr)};
   Tensor panels = compute(panel_shape, [&](const std::vector<Var>& v) {
@@ -368,6 +367,7 @@ Tensor pointwise_rows(const ConvCore& c) {
   mc.batch = {c.n};
   mc.m = positions, mc.n = c.m, mc.k = c.c;
   mc.acc = c.acc;
+  mc.registers = c.registers;
   mc.a = [&c, out](const std::vector<Expr>& batch, const Expr& p, const Expr& k) {
     return c.input(batch[0], k, strided(c, unflat_index(p, out)));
   };
@@ -384,8 +384,8 @@ Tensor pointwise_rows(const ConvCore& c) {
 // 196 rows instead of 224 columns save about what the gathers cost).
 bool positions_as_rows(const ConvCore& c, int64_t positions) {
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
-  int64_t as_columns = round_up(c.m, matmul_tile_rows(c.m)) * round_up(positions, matmul_tile_cols(c.acc, positions));
-  int64_t as_rows = round_up(positions, matmul_tile_rows(positions)) * round_up(c.m, matmul_tile_cols(c.acc, c.m));
+  int64_t as_columns = round_up(c.m, matmul_tile_rows(c.m)) * round_up(positions, matmul_tile_cols(c.acc, positions, c.registers));
+  int64_t as_rows = round_up(positions, matmul_tile_rows(positions)) * round_up(c.m, matmul_tile_cols(c.acc, c.m, c.registers));
   return as_rows * (c.c + 14) < as_columns * c.c;
 }
 
@@ -397,7 +397,7 @@ struct ConvForm {
 };
 
 ConvForm conv_form(const ConvCore& c) {
-  int64_t lanes = lanes_of(c.acc);
+  int64_t lanes = c.registers.lanes(c.acc);
   int64_t cg = c.c / c.groups, mg = c.m / c.groups;
   int64_t volume = 1, positions = output_positions(c);
   for (int64_t k : c.kernel) volume *= k;
@@ -420,7 +420,7 @@ std::vector<int64_t> packed_shape(const ConvCore& c, const ConvForm& form, const
   if (form.kind == ConvForm::Winograd) return winograd_weight_shape(c);
   if (form.kind == ConvForm::Blocked || form.kind == ConvForm::Strip) return conv_packed_weight_shape(weight, form.block);
   if (form.kind == ConvForm::Pointwise) return conv_packed_weight_shape(weight, matmul_tile_rows(c.m));
-  if (form.kind == ConvForm::PointwiseRows) return conv_packed_weight_shape(weight, matmul_tile_cols(c.acc, c.m));
+  if (form.kind == ConvForm::PointwiseRows) return conv_packed_weight_shape(weight, matmul_tile_cols(c.acc, c.m, c.registers));
   return {};
 }
 
@@ -439,7 +439,7 @@ Tensor conv_core(const ConvCore& c) {
 
 // The sizes of a forward convolution of data `ds` with a weight `ws` (what picks its form).
 ConvCore forward_sizes(const std::string& name, const std::vector<int64_t>& ds, const std::vector<int64_t>& ws,
-                       const ConvGeometry& g, DataType acc) {
+                       const ConvGeometry& g, DataType acc, const Registers& regs) {
   std::vector<int64_t> out = conv_shape(ds, ws, g);
   ConvCore c;
   c.name = name;
@@ -448,15 +448,17 @@ ConvCore forward_sizes(const std::string& name, const std::vector<int64_t>& ds, 
   c.strides = g.strides, c.dilations = g.dilations;
   c.out.assign(out.begin() + 2, out.end());
   c.acc = acc;
+  c.registers = regs;
   c.unpadded = std::all_of(g.pads.begin(), g.pads.end(), [](int64_t p) { return p == 0; });
   return c;
 }
 
 // `ws`: the weight's shape as the convolution sees it, [M, C / groups, kernel...].
 ConvCore forward_core(const std::string& name, const Tensor& data, const Tensor& weight, const std::vector<int64_t>& ws,
-                      const ConvGeometry& g, DataType acc, const Tensor& data_zero, const Tensor& weight_zero) {
+                      const ConvGeometry& g, DataType acc, const Tensor& data_zero, const Tensor& weight_zero,
+                      const Registers& regs) {
   std::vector<int64_t> ds = data->dims();
-  ConvCore c = forward_sizes(name, ds, ws, g, acc);
+  ConvCore c = forward_sizes(name, ds, ws, g, acc, regs);
   size_t rank = ds.size() - 2;
   if (c.unpadded && acc == data.dtype() && !data_zero.defined()) c.raw = data;
   c.source = [data, data_zero, ds, g, acc, rank](const Expr& n, const Expr& ch, const std::vector<Expr>& pos) {
@@ -489,13 +491,14 @@ ConvCore forward_core(const std::string& name, const Tensor& data, const Tensor&
 
 int64_t depthwise_row_block(int64_t rows) { return rows < 4 ? rows : 4; }
 
-int64_t conv_tile_width(int64_t width, int64_t vectors) {
+int64_t conv_tile_width(int64_t width, int64_t vectors, const Registers& regs) {
   // Rows x vectors accumulators must leave registers for the weights and a broadcast input:
-  // at most 24 of the 32. The tile that pads the width least wins; then the wider one.
-  int64_t most = std::min<int64_t>(24 / vectors, 12);
+  // at most three quarters of them (24 of AVX-512's 32). The tile that pads the width least
+  // wins; then the wider one.
+  int64_t most = std::max<int64_t>(1, std::min<int64_t>(regs.count * 3 / 4 / vectors, 12));
   if (width <= most) return width;
   int64_t best = most, waste = (width + most - 1) / most * most - width;
-  for (int64_t t = most - 1; t >= 4; --t) {
+  for (int64_t t = most - 1; t >= std::min<int64_t>(4, most); --t) {
     int64_t w = (width + t - 1) / t * t - width;
     if (w < waste) best = t, waste = w;
   }
@@ -536,19 +539,19 @@ std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight
 }
 
 ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
-                                      DataType dtype) {
-  ConvCore c = forward_sizes("conv", data, weight, g, accumulation_type(dtype));
+                                      DataType dtype, const Registers& regs) {
+  ConvCore c = forward_sizes("conv", data, weight, g, accumulation_type(dtype), regs);
   c.prepacked = true;
   ConvForm form = conv_form(c);
   if (form.kind == ConvForm::Winograd) return {ConvWeightPacking::Winograd};
   if (form.kind == ConvForm::Blocked || form.kind == ConvForm::Strip) return {ConvWeightPacking::Blocked, form.block};
   if (form.kind == ConvForm::Pointwise) return {ConvWeightPacking::Blocked, matmul_tile_rows(c.m)};
-  if (form.kind == ConvForm::PointwiseRows) return {ConvWeightPacking::Blocked, matmul_tile_cols(c.acc, c.m)};
+  if (form.kind == ConvForm::PointwiseRows) return {ConvWeightPacking::Blocked, matmul_tile_cols(c.acc, c.m, c.registers)};
   return {};
 }
 
 std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& packed,
-                                                int64_t channels, const ConvGeometry& g, DataType dtype) {
+                                                int64_t channels, const ConvGeometry& g, DataType dtype, const Registers& regs) {
   // The two packings tell their source's shape differently: blocks keep [C / groups, kernel..]
   // between the block count and the block; Winograd panels [36, blocks, C, columns] are 3x3 only.
   std::vector<int64_t> blocked{channels}, winograd{channels, packed.size() == 4 ? packed[2] : 0, 3, 3};
@@ -556,7 +559,7 @@ std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data
   for (const auto& ws : {blocked, winograd}) {
     if (ws.size() != data.size() || ws[1] < 1) continue;
     try {
-      ConvCore c = forward_sizes("conv", data, ws, g, accumulation_type(dtype));
+      ConvCore c = forward_sizes("conv", data, ws, g, accumulation_type(dtype), regs);
       c.prepacked = true;
       std::vector<int64_t> want = packed_shape(c, conv_form(c), ws);
       if (want == packed) return ws;
@@ -565,16 +568,17 @@ std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data
     }
   }
   std::vector<int64_t> ws = blocked.size() == data.size() ? blocked : winograd;
-  ConvWeightPacking how = conv_weight_packing(data, ws, g, dtype);
+  ConvWeightPacking how = conv_weight_packing(data, ws, g, dtype, regs);
   std::string reads = how.kind == ConvWeightPacking::Winograd
                           ? "conv_winograd_weight of a " + runtime::shape_str(winograd) + " weight gives " +
-                                runtime::shape_str(conv_winograd_weight_shape(winograd))
+                                runtime::shape_str(conv_winograd_weight_shape(winograd, regs))
                       : how.kind == ConvWeightPacking::Blocked
                           ? "conv_pack_weight(block=" + std::to_string(how.block) + ") of a " + runtime::shape_str(ws) + " weight gives " +
                                 runtime::shape_str(conv_packed_weight_shape(ws, how.block))
                           : "it reads its weight unpacked: packed_channels must be 0";
   fail("conv: weight ", runtime::shape_str(packed), " is not the packing of a weight with ", channels,
-       " output channels that this convolution of data ", runtime::shape_str(data), " reads (", reads, ")");
+       " output channels that this convolution of data ", runtime::shape_str(data), " reads for ", regs.vector_bytes,
+       "-byte vector registers (", reads, ")");
 }
 
 Tensor conv_pack_weight(const Tensor& weight, int64_t block) {
@@ -594,7 +598,7 @@ Tensor conv_pack_weight(const Tensor& weight, int64_t block) {
   return pack_weight(c, block);
 }
 
-Tensor conv_winograd_weight(const Tensor& weight) {
+Tensor conv_winograd_weight(const Tensor& weight, const Registers& regs) {
   std::vector<int64_t> ws = weight->dims();
   if (ws.size() != 4 || ws[2] != 3 || ws[3] != 3 || accumulation_type(weight.dtype()) != runtime::kFloat32)
     fail("conv_winograd_weight: the weight must be float [M, C, 3, 3], got ", weight.dtype().str(), runtime::shape_str(ws));
@@ -602,35 +606,38 @@ Tensor conv_winograd_weight(const Tensor& weight) {
   c.name = "conv";
   c.m = ws[0], c.c = ws[1];
   c.acc = runtime::kFloat32;
+  c.registers = regs;
   c.weight = [weight](const Expr& m, const Expr& ch, const std::vector<Expr>& k) {
     return read_as(weight, {m, ch, k[0], k[1]}, runtime::kFloat32);
   };
   return winograd_weight(c);
 }
 
-std::vector<int64_t> conv_winograd_weight_shape(const std::vector<int64_t>& weight) {
+std::vector<int64_t> conv_winograd_weight_shape(const std::vector<int64_t>& weight, const Registers& regs) {
   if (weight.size() != 4 || weight[2] != 3 || weight[3] != 3)
     fail("conv_winograd_weight: the weight must be [M, C, 3, 3], got ", runtime::shape_str(weight));
   ConvCore c;
   c.m = weight[0], c.c = weight[1];
   c.acc = runtime::kFloat32;
+  c.registers = regs;
   return winograd_weight_shape(c);
 }
 
-Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, int64_t packed_channels) {
+Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, const Registers& regs,
+            int64_t packed_channels) {
   DataType acc = accumulation_type(data.dtype());
   if (packed_channels == 0) {
     if (data.dtype() != weight.dtype())
       fail("conv: data and weight dtypes differ: ", data.dtype().str(), " vs ", weight.dtype().str());
-    ConvCore c = forward_core("conv", data, weight, weight->dims(), g, acc, Tensor(), Tensor());
+    ConvCore c = forward_core("conv", data, weight, weight->dims(), g, acc, Tensor(), Tensor(), regs);
     c.out_type = data.dtype();
     c.bias = bias;
     return conv_core(c);
   }
   // A weight packed ahead of time in the layout this convolution's form reads.
   if (weight.dtype() != acc) fail("conv: a packed weight must be ", acc.str(), ", got ", weight.dtype().str());
-  std::vector<int64_t> ws = conv_unpacked_weight_shape(data->dims(), weight->dims(), packed_channels, g, data.dtype());
-  ConvCore c = forward_core("conv", data, weight, ws, g, acc, Tensor(), Tensor());
+  std::vector<int64_t> ws = conv_unpacked_weight_shape(data->dims(), weight->dims(), packed_channels, g, data.dtype(), regs);
+  ConvCore c = forward_core("conv", data, weight, ws, g, acc, Tensor(), Tensor(), regs);
   // The packed forms read it as it is, so c.weight, which reads the unpacked layout, is never used.
   c.packed_weight = weight;
   c.prepacked = true;
@@ -640,8 +647,8 @@ Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const 
 }
 
 Tensor conv_integer(const Tensor& data, const Tensor& weight, const Tensor& data_zero, const Tensor& weight_zero,
-                    const ConvGeometry& g) {
-  ConvCore c = forward_core("conv_integer", data, weight, weight->dims(), g, runtime::kInt32, data_zero, weight_zero);
+                    const ConvGeometry& g, const Registers& regs) {
+  ConvCore c = forward_core("conv_integer", data, weight, weight->dims(), g, runtime::kInt32, data_zero, weight_zero, regs);
   c.raw = Tensor();  // zero points are subtracted in the padded stage
   c.out_type = runtime::kInt32;
   return conv_core(c);
@@ -649,8 +656,8 @@ Tensor conv_integer(const Tensor& data, const Tensor& weight, const Tensor& data
 
 Tensor qlinear_conv(const Tensor& data, const Tensor& data_scale, const Tensor& data_zero, const Tensor& weight,
                     const Tensor& weight_scale, const Tensor& weight_zero, const Tensor& y_scale, const Tensor& y_zero,
-                    const Tensor& bias, const ConvGeometry& g) {
-  ConvCore c = forward_core("qlinear_conv", data, weight, weight->dims(), g, runtime::kInt32, data_zero, weight_zero);
+                    const Tensor& bias, const ConvGeometry& g, const Registers& regs) {
+  ConvCore c = forward_core("qlinear_conv", data, weight, weight->dims(), g, runtime::kInt32, data_zero, weight_zero, regs);
   c.raw = Tensor();
   c.out_type = y_zero.dtype();
   c.bias = bias;
@@ -687,7 +694,7 @@ std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, cons
 // A transposed convolution is a stride-1 convolution of the input with zeros inserted between
 // elements (stride - 1 of them), padded by dilation * (kernel - 1) - pad, with the kernel
 // flipped and its channel axes swapped.
-Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g) {
+Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, const Registers& regs) {
   if (data.dtype() != weight.dtype())
     fail("conv_transpose: data and weight dtypes differ: ", data.dtype().str(), " vs ", weight.dtype().str());
   std::vector<int64_t> ds = data->dims(), ws = weight->dims();
@@ -702,6 +709,7 @@ Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bi
   c.dilations = g.dilations;
   c.out.assign(out.begin() + 2, out.end());
   c.acc = acc;
+  c.registers = regs;
   c.out_type = data.dtype();
   c.bias = bias;
   std::vector<int64_t> front(rank);

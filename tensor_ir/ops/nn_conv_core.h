@@ -31,6 +31,7 @@ struct ConvCore {
   // transform precomputed (done per call, it would cost more than the multiplications saved).
   bool prepacked = false;
   Tensor bias;  // [m] or undefined
+  Registers registers;  // the target's, which size blocks, padded tiles and register tiles
   // The output value from the accumulated one (bias added) at output index v; default: a cast.
   std::function<Expr(const Expr& value, const std::vector<Var>& v)> finish;
 };

@@ -87,12 +87,12 @@ bool winograd_applies(const ConvCore& c) {
 }
 
 std::vector<int64_t> winograd_weight_shape(const ConvCore& c) {
-  int64_t nr = matmul_tile_cols(c.acc, c.m);
+  int64_t nr = matmul_tile_cols(c.acc, c.m, c.registers);
   return {kPositions, (c.m + nr - 1) / nr, c.c, nr};
 }
 
 Tensor winograd_weight(const ConvCore& c) {
-  int64_t nr = matmul_tile_cols(c.acc, c.m), m = c.m;
+  int64_t nr = matmul_tile_cols(c.acc, c.m, c.registers), m = c.m;
   std::vector<Expr> shape = shape_exprs(winograd_weight_shape(c));
   // The matrix-product core's panels of U [xi, c, m]: Up[xi, m / nr, c, m % nr], zeros past M.
   return compute(shape, [&](const std::vector<Var>& v) {
@@ -129,6 +129,7 @@ Tensor winograd(const ConvCore& c) {
   mc.batch = {kPositions};
   mc.m = c.n * per_image, mc.n = c.m, mc.k = c.c;
   mc.acc = c.acc;
+  mc.registers = c.registers;
   mc.a = [v](const std::vector<Expr>& batch, const Expr& b, const Expr& k) { return v({batch[0], b, k}); };
   mc.b_batch = {kPositions};
   mc.b_batch_of = [](const std::vector<Expr>& batch) { return batch; };

@@ -15,7 +15,8 @@ namespace tessera::tensor_ir::ops {
 //   x[n, group(m) * C / groups + c, o * stride + k * dilation - pad_begin] * dy[n, m, o]
 // (reads outside x are zero): the gradient of conv(x, W) with respect to W for the cotangent dy
 // [N, M, out...] of its result. `kernel`: W's spatial sizes. Result [M, C / groups, kernel...].
-Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int64_t>& kernel, const ConvGeometry& g);
+Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int64_t>& kernel, const ConvGeometry& g,
+                        const Registers& regs);
 // Checks the shapes (dy must be the convolution's output) and returns [M, C / groups, kernel...].
 std::vector<int64_t> conv_weight_grad_shape(const std::vector<int64_t>& x, const std::vector<int64_t>& dy,
                                             const std::vector<int64_t>& kernel, const ConvGeometry& g);
@@ -25,17 +26,17 @@ std::vector<int64_t> conv_weight_grad_shape(const std::vector<int64_t>& x, const
 struct ConvWeightGradTile {
   int64_t m = 1, c = 1, k = 1;
 };
-ConvWeightGradTile conv_weight_grad_tile(int64_t out_channels, int64_t group_channels, int64_t last_kernel);
+ConvWeightGradTile conv_weight_grad_tile(int64_t out_channels, int64_t group_channels, int64_t last_kernel, const Registers& regs);
 
 // --- pooling backward (nn_grad_pool.cc) ---------------------------------------------------
 
 // The gradient of y = max_pool(x) for the cotangent dy: each window's cotangent goes to the
 // first position (row-major over the window) holding its maximum, as PyTorch does; positions
 // several windows pick sum their cotangents.
-Tensor max_pool_grad(const Tensor& x, const Tensor& y, const Tensor& dy, const PoolGeometry& g);
+Tensor max_pool_grad(const Tensor& x, const Tensor& y, const Tensor& dy, const PoolGeometry& g, const Registers& regs);
 // The transpose of a sum over windows: each position of an input of `input_shape` gets the sum
 // of v over the windows (inside the input) that cover it. v has the pooled shape.
-Tensor window_sum_grad(const Tensor& v, const std::vector<int64_t>& input_shape, const PoolGeometry& g);
+Tensor window_sum_grad(const Tensor& v, const std::vector<int64_t>& input_shape, const PoolGeometry& g, const Registers& regs);
 // For each output position of a pooling over an input of `input_shape`: how many window
 // positions fall inside the input (and with count_include_pad, inside its padding too, but not
 // past it in ceil mode): avg_pool's divisor. Shape [out...] (the spatial dimensions only).

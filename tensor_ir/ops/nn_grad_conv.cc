@@ -43,8 +43,8 @@ std::vector<Expr> unflatten(const Expr& f, const std::vector<int64_t>& extent) {
 
 }  // namespace
 
-ConvWeightGradTile conv_weight_grad_tile(int64_t out_channels, int64_t group_channels, int64_t last_kernel) {
-  constexpr int64_t kAccumulators = 24;  // of 32 vector registers: the rest hold the loaded vectors
+ConvWeightGradTile conv_weight_grad_tile(int64_t out_channels, int64_t group_channels, int64_t last_kernel, const Registers& regs) {
+  const int64_t kAccumulators = regs.count * 3 / 4;  // the rest hold the loaded vectors
   ConvWeightGradTile best;
   best.k = 1;
   for (int64_t k = std::min<int64_t>(last_kernel, 8); k >= 1; --k)
@@ -83,15 +83,16 @@ std::vector<int64_t> conv_weight_grad_shape(const std::vector<int64_t>& x, const
   return w;
 }
 
-Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int64_t>& kernel, const ConvGeometry& g) {
+Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int64_t>& kernel, const ConvGeometry& g,
+                        const Registers& regs) {
   if (x.dtype() != dy.dtype()) fail("conv_weight_grad: x and dy dtypes differ: ", x.dtype().str(), " vs ", dy.dtype().str());
   std::vector<int64_t> xs = x->dims(), ys = dy->dims();
   std::vector<int64_t> ws = conv_weight_grad_shape(xs, ys, kernel, g);
   size_t rank = kernel.size();
   DataType acc = accumulation_type(x.dtype());
-  int64_t lanes = 64 / acc.element_bytes();
+  int64_t lanes = regs.lanes(acc);
   int64_t n = xs[0], c = xs[1], m = ys[1], cg = c / g.groups, mg = m / g.groups;
-  ConvWeightGradTile tile = conv_weight_grad_tile(m, cg, kernel.back());
+  ConvWeightGradTile tile = conv_weight_grad_tile(m, cg, kernel.back(), regs);
   std::vector<int64_t> kp = kernel;  // the kernel padded to whole tiles along the last dimension
   kp.back() = round_up(kp.back(), tile.k);
 

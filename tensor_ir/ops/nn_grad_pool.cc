@@ -58,7 +58,7 @@ void cover_dim(Cover& c, size_t d, const Expr& e, const Expr& phase, const std::
 using WindowValue = std::function<Expr(const std::vector<Expr>& window, const Expr& kernel_pos)>;
 
 Tensor gather_windows(const std::vector<int64_t>& in, const std::vector<int64_t>& out, const PoolGeometry& g, DataType dtype,
-                      const WindowValue& value, const std::string& name) {
+                      const WindowValue& value, const std::string& name, const Registers& regs) {
   DataType acc = accumulation_type(dtype);
   size_t rank = g.kernel.size(), last = rank - 1;
   int64_t s = g.strides[last], pad = g.pads[last];
@@ -71,7 +71,7 @@ Tensor gather_windows(const std::vector<int64_t>& in, const std::vector<int64_t>
   if (phased) shape.push_back(s), names.push_back("phase");
   // The phases' rows are padded to whole vectors: a scalar tail of this gather costs more than
   // the lanes it wastes.
-  int64_t lanes = 64 / acc.element_bytes(), rows = ceil_div(in.back() + pad, s);
+  int64_t lanes = regs.lanes(acc), rows = ceil_div(in.back() + pad, s);
   shape.push_back(phased ? (rows > lanes ? ceil_div(rows, lanes) * lanes : rows) : in.back());
   names.push_back(phased ? "j" : "w");
   bool direct = !phased && acc == dtype;
@@ -112,7 +112,7 @@ void check_pooled(const std::string& op, const char* what, const std::vector<int
 
 }  // namespace
 
-Tensor max_pool_grad(const Tensor& x, const Tensor& y, const Tensor& dy, const PoolGeometry& g) {
+Tensor max_pool_grad(const Tensor& x, const Tensor& y, const Tensor& dy, const PoolGeometry& g, const Registers& regs) {
   std::vector<int64_t> in = x->dims(), out = pool_shape(in, g);
   check_pooled("max_pool_grad", "y", y->dims(), out);
   check_pooled("max_pool_grad", "dy", dy->dims(), out);
@@ -157,14 +157,14 @@ Tensor max_pool_grad(const Tensor& x, const Tensor& y, const Tensor& dy, const P
   }, "max_pool_grad_argmax", "pool_grad_argmax", nc_axis_names(out.size()));
   return gather_windows(in, out, g, dy.dtype(), [&](const std::vector<Expr>& w, const Expr& kernel_pos) {
     return select(first(w) == cast(runtime::kInt32, kernel_pos), dy(w), make_zero(dy.dtype()));
-  }, "max_pool_grad");
+  }, "max_pool_grad", regs);
 }
 
-Tensor window_sum_grad(const Tensor& v, const std::vector<int64_t>& input_shape, const PoolGeometry& g) {
+Tensor window_sum_grad(const Tensor& v, const std::vector<int64_t>& input_shape, const PoolGeometry& g, const Registers& regs) {
   std::vector<int64_t> out = pool_shape(input_shape, g);
   check_pooled("window_sum_grad", "v", v->dims(), out);
   return gather_windows(input_shape, out, g, v.dtype(), [&](const std::vector<Expr>& w, const Expr&) { return v(w); },
-                        "window_sum_grad");
+                        "window_sum_grad", regs);
 }
 
 std::vector<double> pool_window_counts(const std::vector<int64_t>& input_shape, const PoolGeometry& g, bool count_include_pad) {

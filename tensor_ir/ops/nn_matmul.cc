@@ -17,11 +17,11 @@ namespace tessera::tensor_ir::ops {
 
 using namespace nn_detail;
 
-namespace {
-
-int vector_lanes_of(DataType t) { return 64 / t.element_bytes(); }
-
-}  // namespace
+int64_t Registers::lanes(DataType acc) const {
+  if (vector_bytes <= 0 || count <= 0)
+    fail("internal error: a product or convolution was defined without the target's vector registers");
+  return std::max<int64_t>(1, vector_bytes / acc.element_bytes());
+}
 
 // 8 rows, or 7 where that divides the rows and 8 does not (49, 196: no padded rows).
 int64_t matmul_tile_rows(int64_t m) { return m % 8 != 0 && m % 7 == 0 ? 7 : std::min<int64_t>(m, 8); }
@@ -31,8 +31,8 @@ int64_t matmul_tile_rows(int64_t m) { return m % 8 != 0 && m % 7 == 0 ? 7 : std:
 // two panels of one: tiles of 8 x 2 vectors instead of 8 x 1 and a half-empty second panel. Its
 // 56x56 1x1 layers in the model: 24 -> 144 channels 96 -> 60 us, 96 and 144 -> 24 channels
 // 80 -> 54 us and 110 -> 78 us.
-int64_t matmul_tile_cols(DataType acc, int64_t n) {
-  int64_t lanes = vector_lanes_of(acc);
+int64_t matmul_tile_cols(DataType acc, int64_t n, const Registers& regs) {
+  int64_t lanes = regs.lanes(acc);
   if (n % (2 * lanes) != 0 && n % (3 * lanes) == 0) return 3 * lanes;
   return n > lanes ? 2 * lanes : lanes;
 }
@@ -48,7 +48,7 @@ std::vector<std::string> panel_axis_names(size_t batch) {
 
 // B's panels Bp[b_batch.., j / nr, k, j % nr] (zeros past n), in the accumulation type.
 Tensor pack_panels(const MatmulCore& c, const std::string& name) {
-  int64_t nr = matmul_tile_cols(c.acc, c.n), n = c.n;
+  int64_t nr = matmul_tile_cols(c.acc, c.n, c.registers), n = c.n;
   std::vector<Expr> shape = shape_exprs(c.b_batch);
   shape.insert(shape.end(), {Expr((c.n + nr - 1) / nr), Expr(c.k), Expr(nr)});
   size_t nbb = c.b_batch.size();
@@ -65,7 +65,7 @@ Tensor pack_panels(const MatmulCore& c, const std::string& name) {
 namespace nn_detail {
 
 Tensor matmul_core(const MatmulCore& c, const std::string& name) {
-  int lanes = vector_lanes_of(c.acc);
+  int64_t lanes = c.registers.lanes(c.acc);
   // Pack when a panel is at least one vector wide and there are enough rows to reuse it (or
   // when B comes packed). The packed form also pads the result to whole tiles (rows read A
   // clamped, columns read the zero-filled panel) so a tile's loops have constant extents; the
@@ -86,7 +86,7 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
       return sum(c.a(batch, i, k) * c.b(c.b_batch_of(batch), j, k), {k});
     }, name, "matmul", names);
   }
-  int64_t nr = matmul_tile_cols(c.acc, c.n), mr = matmul_tile_rows(c.m);
+  int64_t nr = matmul_tile_cols(c.acc, c.n, c.registers), mr = matmul_tile_rows(c.m);
   int64_t n = c.n, m = c.m;
   Tensor bp = c.packed_b.defined() ? compute(c.packed_b->shape, [&](const std::vector<Var>& v) { return c.packed_b(as_exprs(v)); },
                                              name + "_prepacked", "matmul_prepacked", panel_axis_names(c.b_batch.size()))
@@ -159,35 +159,38 @@ std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vect
   return out;
 }
 
-std::vector<int64_t> matmul_packed_weight_shape(const std::vector<int64_t>& b, bool trans, DataType dtype) {
+std::vector<int64_t> matmul_packed_weight_shape(const std::vector<int64_t>& b, bool trans, DataType dtype, const Registers& regs) {
   if (b.size() < 2) fail("matmul_pack_weight: the operand must have rank >= 2, got ", runtime::shape_str(b));
   int64_t k = b[b.size() - (trans ? 1 : 2)], n = b[b.size() - (trans ? 2 : 1)];
-  int64_t nr = matmul_tile_cols(accumulation_type(dtype), n);
+  int64_t nr = matmul_tile_cols(accumulation_type(dtype), n, regs);
   std::vector<int64_t> packed(b.begin(), b.end() - 2);
   packed.insert(packed.end(), {(n + nr - 1) / nr, k, nr});
   return packed;
 }
 
-std::vector<int64_t> matmul_unpacked_weight_shape(const std::vector<int64_t>& packed, int64_t columns, DataType dtype) {
+std::vector<int64_t> matmul_unpacked_weight_shape(const std::vector<int64_t>& packed, int64_t columns, DataType dtype,
+                                                  const Registers& regs) {
   std::vector<int64_t> b;
   if (packed.size() >= 3 && columns > 0) {
     b.assign(packed.begin(), packed.end() - 3);
     b.insert(b.end(), {packed[packed.size() - 2], columns});
   }
-  if (b.empty() || matmul_packed_weight_shape(b, false, dtype) != packed)
+  if (b.empty() || matmul_packed_weight_shape(b, false, dtype, regs) != packed)
     fail("matmul: ", runtime::shape_str(packed), " is not the packing (matmul_pack_weight) of a ", dtype.str(), " operand with ",
-         columns, " columns");
+         columns, " columns for ", regs.vector_bytes, "-byte vector registers");
   return b;
 }
 
-bool matmul_weight_packable(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool trans, DataType dtype) {
-  return a.size() >= 2 && b.size() >= 2 && b[b.size() - (trans ? 2 : 1)] >= vector_lanes_of(accumulation_type(dtype));
+bool matmul_weight_packable(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool trans, DataType dtype,
+                            const Registers& regs) {
+  return a.size() >= 2 && b.size() >= 2 && b[b.size() - (trans ? 2 : 1)] >= regs.lanes(accumulation_type(dtype));
 }
 
-Tensor matmul_pack_weight(const Tensor& b, bool trans) {
+Tensor matmul_pack_weight(const Tensor& b, bool trans, const Registers& regs) {
   std::vector<int64_t> bs = b->dims();
-  matmul_packed_weight_shape(bs, trans, b.dtype());  // checks the rank
+  matmul_packed_weight_shape(bs, trans, b.dtype(), regs);  // checks the rank
   MatmulCore c;
+  c.registers = regs;
   c.k = bs[bs.size() - (trans ? 1 : 2)];
   c.n = bs[bs.size() - (trans ? 2 : 1)];
   c.acc = accumulation_type(b.dtype());
@@ -244,9 +247,11 @@ MatmulCore broadcast_matmul(const std::vector<int64_t>& as, const std::vector<in
 // [b.., m, k] @ [k, n] is one product of b.. x m rows (whole register tiles), not b.. products
 // of m rows each (a sequence-first [128, 1, 256] activation made 128 one-row products). The
 // result stage (tag "matmul_epilogue") reads the product's row b.. x m + i for [b.., i, j].
-Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<int64_t>& as, int64_t n, int64_t packed_columns) {
+Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<int64_t>& as, int64_t n, int64_t packed_columns,
+                            const Registers& regs) {
   std::vector<int64_t> lead(as.begin(), as.end() - 1);  // b.., m
   MatmulCore c;
+  c.registers = regs;
   c.m = 1;
   for (int64_t d : lead) c.m *= d;
   c.n = n, c.k = as.back();
@@ -276,10 +281,10 @@ Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns) {
+Tensor matmul(const Tensor& a, const Tensor& b, const Registers& regs, int64_t packed_columns) {
   std::vector<int64_t> as = a->dims(), bs = b->dims();
   if (packed_columns > 0) {
-    bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype());
+    bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype(), regs);
     if (b.dtype() != accumulation_type(a.dtype()) || as.size() < 2)
       fail("matmul: a packed right operand must be ", accumulation_type(a.dtype()).str(), " and the left one of rank >= 2, got ",
            b.dtype().str(), " and ", runtime::shape_str(as));
@@ -287,11 +292,12 @@ Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns) {
     fail("matmul: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
   }
   bool empty = std::find(as.begin(), as.end(), 0) != as.end();
-  if (as.size() >= 3 && bs.size() == 2 && !empty) return matmul_folding_batch(a, b, as, bs.back(), packed_columns);
+  if (as.size() >= 3 && bs.size() == 2 && !empty) return matmul_folding_batch(a, b, as, bs.back(), packed_columns, regs);
   DataType acc = accumulation_type(a.dtype());
   MatmulCore c = broadcast_matmul(
       as, bs, acc, [a, acc](const std::vector<Expr>& idx, const Expr&) { return read_as(a, idx, acc); },
       [b, acc](const std::vector<Expr>& idx, const Expr&) { return read_as(b, idx, acc); });
+  c.registers = regs;
   if (packed_columns > 0) c.packed_b = b;
   Tensor r = matmul_core(c, "matmul");
   if (acc == a.dtype()) return r;
@@ -300,10 +306,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, int64_t packed_columns) {
 }
 
 Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, bool trans_b, double alpha, double beta,
-            int64_t packed_columns) {
+            const Registers& regs, int64_t packed_columns) {
   std::vector<int64_t> bs = b->dims();
   if (packed_columns > 0) {
-    bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype());
+    bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype(), regs);
     if (b.dtype() != accumulation_type(a.dtype()) || trans_b)
       fail("gemm: a packed B must be ", accumulation_type(a.dtype()).str(), " and not transposed (the packing did that)");
   } else if (a.dtype() != b.dtype()) {
@@ -311,6 +317,7 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
   }
   if (a.ndim() != 2 || bs.size() != 2) fail("gemm: operands must be 2-D, got ranks ", a.ndim(), " and ", bs.size());
   MatmulCore c;
+  c.registers = regs;
   c.m = a->dim(trans_a ? 1 : 0);
   c.k = a->dim(trans_a ? 0 : 1);
   c.n = bs[trans_b ? 0 : 1];
@@ -352,7 +359,7 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
   });
 }
 
-Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero) {
+Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero, const Registers& regs) {
   if (a.ndim() < 1 || b.ndim() < 1) fail("matmul_integer: operands must have rank >= 1");
   std::vector<int64_t> as = a->dims(), bs = b->dims();
   DataType acc = runtime::kInt32;
@@ -360,12 +367,13 @@ Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, co
       as, bs, acc,
       [a, a_zero, acc](const std::vector<Expr>& idx, const Expr& i) { return read_as(a, idx, acc) - zero_point(a_zero, i, acc); },
       [b, b_zero, acc](const std::vector<Expr>& idx, const Expr& j) { return read_as(b, idx, acc) - zero_point(b_zero, j, acc); });
+  c.registers = regs;
   return matmul_core(c, "matmul_integer");
 }
 
 Tensor qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_zero, const Tensor& b, const Tensor& b_scale,
-                      const Tensor& b_zero, const Tensor& y_scale, const Tensor& y_zero) {
-  Tensor acc = matmul_integer(a, b, a_zero, b_zero);
+                      const Tensor& b_zero, const Tensor& y_scale, const Tensor& y_zero, const Registers& regs) {
+  Tensor acc = matmul_integer(a, b, a_zero, b_zero, regs);
   bool has_i = a.ndim() > 1, has_j = b.ndim() > 1;
   DataType out = y_zero.dtype();
   return epilogue(acc, "qlinear_matmul", [&](const std::vector<Var>& v, Expr x) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/ndarray.h"
+#include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/index_util.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/tensor.h"
@@ -51,6 +52,7 @@ struct MatmulCore {
   std::function<std::vector<Expr>(const std::vector<Expr>&)> b_batch_of;
   // B already packed into panels (matmul_pack_weight), or undefined; `b` is then not read.
   Tensor packed_b;
+  Registers registers;  // the target's, which size the panels and tiles
 };
 // With at least 4 rows and one vector of columns, or B packed ahead: B packed into panels (tag
 // "matmul_pack"; "matmul_prepacked", a copy the template inlines, for packed_b), the

@@ -13,6 +13,7 @@
 #include "autotune/measure.h"
 #include "runtime/error.h"
 #include "schedule/templates/cpu.h"
+#include "targets/target.h"
 #include "temp_dir.h"
 
 namespace tessera::autotune {
@@ -42,7 +43,7 @@ class MeasureTest : public ::testing::Test {
   }
 
   std::string default_trace() const {
-    return schedule::default_cpu_schedule(task.compute.outputs, task.compute.anchor)->trace().to_json();
+    return schedule::default_cpu_schedule(task.compute.outputs, task.compute.anchor, task.compute.hardware)->trace().to_json();
   }
   std::string tiled_trace() const {
     schedule::Schedule s(task.compute.outputs);
@@ -62,7 +63,8 @@ class MeasureTest : public ::testing::Test {
     EXPECT_GT(r.compile_seconds, 0);
   }
 
-  Task task = task_from_kernel("def @main(%p0: float32[128, 64], %p1: float32[64, 96]) {\n  matmul(%p0, %p1)\n}\n");
+  Task task = task_from_kernel("def @main(%p0: float32[128, 64], %p1: float32[64, 96]) {\n  matmul(%p0, %p1)\n}\n",
+                               targets::Target::parse("llvm").hardware());
 };
 
 TEST_F(MeasureTest, DefaultUnscheduledAndTiledCandidatesAreTimed) {

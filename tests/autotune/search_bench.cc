@@ -18,6 +18,7 @@
 #include "runtime/ndarray.h"
 #include "schedule/lower.h"
 #include "targets/build.h"
+#include "targets/target.h"
 #include "tensor_ir/op.h"
 
 using namespace tessera;
@@ -152,7 +153,8 @@ int main(int argc, char** argv) {
   std::string which = argc > 3 ? argv[3] : "both";
   double flops = 2.0 * n * n * n;
   std::string m = "float32[" + std::to_string(n) + ", " + std::to_string(n) + "]";
-  autotune::Task task = autotune::task_from_kernel("def @main(%p0: " + m + ", %p1: " + m + ") -> " + m + " {\n  matmul(%p0, %p1, packed_columns=0)\n}\n");
+  autotune::Task task = autotune::task_from_kernel("def @main(%p0: " + m + ", %p1: " + m + ") -> " + m + " {\n  matmul(%p0, %p1, packed_columns=0)\n}\n",
+                                                     targets::Target::parse("llvm").hardware());
   autotune::SearchSpace space(task.compute);
   std::vector<runtime::NDArray> args = {random_matrix(n, n, 1), random_matrix(n, n, 2), runtime::NDArray::empty({n, n}, runtime::kFloat32)};
 

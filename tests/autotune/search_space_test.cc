@@ -120,7 +120,7 @@ TEST(SketchRules, TemplateKnobsAreASketchWhoseFirstOptionsAreTheDefault) {
   EXPECT_EQ(depthwise.layout(1)[1].options, (std::vector<int64_t>{4, 2, 1}));
   EXPECT_EQ(depthwise.layout(1)[2].options, (std::vector<int64_t>{0, 1, 2}));
   // Rows of 14 at stride 1 take a copy per block of rows first.
-  Task rows_of_14 = task_from_kernel(kernel(
+  Task rows_of_14 = host_task(kernel(
       "%p0: float32[1, 8, 14, 14], %p1: float32[8, 1, 3, 3]", "float32[1, 8, 14, 14]",
       "  %0 = fn [primitive=1] (%a: float32[1, 8, 14, 14], %w: float32[8, 1, 3, 3]) -> float32[1, 8, 14, 14] {\n"
       "    conv(%a, %w, dilations=[], groups=8, packed_channels=0, pads=[1, 1, 1, 1], strides=[1, 1])\n"
@@ -154,7 +154,7 @@ TEST(SearchSpace, DefaultCandidateIsTheTemplatesSchedule) {
   Task t = conv_task();
   SearchSpace space(t.compute);
   auto s = space.apply(SearchSpace::default_candidate());
-  auto expected = schedule::default_cpu_schedule(t.compute.outputs, t.compute.anchor);
+  auto expected = schedule::default_cpu_schedule(t.compute.outputs, t.compute.anchor, t.compute.hardware);
   EXPECT_EQ(s->trace().to_json(), expected->trace().to_json());
   EXPECT_EQ(space.recover(s->trace().to_json()), SearchSpace::default_candidate());
   // The blocked convolution streams the next block of packed weights (conv.prefetch), a share

@@ -10,9 +10,15 @@
 #include "autotune/task.h"
 #include "runtime/ndarray.h"
 #include "targets/build.h"
+#include "targets/target.h"
 #include "tensor_ir/op.h"
 
 namespace tessera::autotune::testing {
+
+// This machine's registers, as the host target describes them.
+inline schedule::HardwareParams host_hardware() { return targets::Target::parse("llvm").hardware(); }
+// A task for the host target from its kernel text.
+inline Task host_task(const std::string& kernel_text) { return task_from_kernel(kernel_text, host_hardware()); }
 
 // A kernel module in the form extract_tasks gives: main calls one op or one fused function.
 inline std::string kernel(const std::string& params, const std::string& result, const std::string& body, const std::string& args) {
@@ -23,12 +29,12 @@ inline Task matmul_task(int64_t m, int64_t n, int64_t k) {
   std::string a = "float32[" + std::to_string(m) + ", " + std::to_string(k) + "]";
   std::string b = "float32[" + std::to_string(k) + ", " + std::to_string(n) + "]";
   std::string c = "float32[" + std::to_string(m) + ", " + std::to_string(n) + "]";
-  return task_from_kernel("def @main(%p0: " + a + ", %p1: " + b + ") -> " + c + " {\n  matmul(%p0, %p1, packed_columns=0)\n}\n");
+  return host_task("def @main(%p0: " + a + ", %p1: " + b + ") -> " + c + " {\n  matmul(%p0, %p1, packed_columns=0)\n}\n");
 }
 
 // conv 3x3 with padding, then bias and relu: a fused group (padding producer, epilogue consumer).
 inline Task conv_task() {
-  return task_from_kernel(kernel(
+  return host_task(kernel(
       "%p0: float32[1, 16, 14, 14], %p1: float32[32, 16, 3, 3], %p2: float32[1, 32, 1, 1]", "float32[1, 32, 14, 14]",
       "  %0 = fn [primitive=1] (%a: float32[1, 16, 14, 14], %w: float32[32, 16, 3, 3], %b: float32[1, 32, 1, 1]) -> float32[1, 32, 14, 14] {\n"
       "    %1 = conv(%a, %w, dilations=[], groups=1, packed_channels=0, pads=[1, 1, 1, 1], strides=[]);\n"
@@ -41,7 +47,7 @@ inline Task conv_task() {
 // MobileNet's depthwise 3x3 with stride 2, then clip (ReLU6): phase-split padded input, a block
 // of rows per product (15 rows of outputs: the product pads them to 16).
 inline Task depthwise_task() {
-  return task_from_kernel(kernel(
+  return host_task(kernel(
       "%p0: float32[1, 24, 29, 29], %p1: float32[24, 1, 3, 3]", "float32[1, 24, 15, 15]",
       "  %0 = fn [primitive=1] (%a: float32[1, 24, 29, 29], %w: float32[24, 1, 3, 3]) -> float32[1, 24, 15, 15] {\n"
       "    %1 = conv(%a, %w, dilations=[], groups=24, packed_channels=0, pads=[1, 1, 1, 1], strides=[2, 2]);\n"
@@ -51,20 +57,20 @@ inline Task depthwise_task() {
 }
 
 inline Task elementwise_task() {
-  return task_from_kernel("def @main(%p0: float32[24, 100]) -> float32[24, 100] {\n  sigmoid(%p0)\n}\n");
+  return host_task("def @main(%p0: float32[24, 100]) -> float32[24, 100] {\n  sigmoid(%p0)\n}\n");
 }
 
 inline Task softmax_task() {
-  return task_from_kernel("def @main(%p0: float32[12, 300]) -> float32[12, 300] {\n  softmax(%p0, axis=-1, trailing=0)\n}\n");
+  return host_task("def @main(%p0: float32[12, 300]) -> float32[12, 300] {\n  softmax(%p0, axis=-1, trailing=0)\n}\n");
 }
 
 inline Task reduce_task() {
-  return task_from_kernel("def @main(%p0: float32[4, 8, 10, 12]) -> float32[4, 8, 1, 1] {\n  reduce_sum(%p0, axes=[2, 3], keepdims=1)\n}\n");
+  return host_task("def @main(%p0: float32[4, 8, 10, 12]) -> float32[4, 8, 1, 1] {\n  reduce_sum(%p0, axes=[2, 3], keepdims=1)\n}\n");
 }
 
 // add, exp, mul fused: the add is always inlined, the exp's place is sampled.
 inline Task fused_elementwise_task() {
-  return task_from_kernel(kernel("%p0: float32[16, 200], %p1: float32[16, 200]", "float32[16, 200]",
+  return host_task(kernel("%p0: float32[16, 200], %p1: float32[16, 200]", "float32[16, 200]",
                                  "  %0 = fn [primitive=1] (%a: float32[16, 200], %b: float32[16, 200]) -> float32[16, 200] {\n"
                                  "    %1 = add(%a, %b);\n"
                                  "    %2 = exp(%1);\n"
@@ -75,7 +81,7 @@ inline Task fused_elementwise_task() {
 
 // matmul with bias and relu fused: the product is computed at the tiles of the relu.
 inline Task dense_task() {
-  return task_from_kernel(kernel("%p0: float32[24, 40], %p1: float32[40, 48], %p2: float32[48]", "float32[24, 48]",
+  return host_task(kernel("%p0: float32[24, 40], %p1: float32[40, 48], %p2: float32[48]", "float32[24, 48]",
                                  "  %0 = fn [primitive=1] (%a: float32[24, 40], %w: float32[40, 48], %b: float32[48]) -> float32[24, 48] {\n"
                                  "    %1 = matmul(%a, %w, packed_columns=0);\n"
                                  "    %2 = add(%1, %b);\n"
@@ -95,6 +101,7 @@ inline Task te_gemm_task(int64_t n) {
   Task t;
   t.compute.inputs = {a, b};
   t.compute.outputs = {c};
+  t.compute.hardware = host_hardware();
   t.workload.key = "te_gemm_" + std::to_string(n);
   return t;
 }

@@ -16,6 +16,8 @@
 namespace tessera::driver {
 namespace {
 
+targets::Target host() { return targets::Target::parse("llvm"); }
+
 using namespace relay_ir;
 
 // One 128 x 384 x 256 matrix product: the template's schedule runs it many times faster than
@@ -51,14 +53,14 @@ std::string database(const std::string& name, const autotune::Task& task, const 
 
 // Measurement rewrites the inputs earlier kernels write before each timed call, not the weights.
 TEST(ModelCheck, TasksNameTheInputsTheModelWrites) {
-  auto tasks = autotune::extract_tasks(optimize(product_model(), 2));
+  auto tasks = autotune::extract_tasks(optimize(product_model(), host(), 2), host().hardware());
   ASSERT_EQ(tasks.size(), 1u);
   EXPECT_EQ(tasks[0].written_inputs, (std::vector<size_t>{0}));
 }
 
 TEST(ModelCheck, AScheduleFastestAloneThatLosesInTheModelIsNotUsed) {
   Module m = product_model();
-  auto tasks = autotune::extract_tasks(optimize(m, 2));
+  auto tasks = autotune::extract_tasks(optimize(m, host(), 2), host().hardware());
   ASSERT_EQ(tasks.size(), 1u);
   auto target = targets::Target::parse("llvm");
   std::string key = target.with_host_defaults().str();

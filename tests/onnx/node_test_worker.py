@@ -38,6 +38,7 @@ def compare(name, got, want):
 
 
 OPT_LEVELS = [int(x) for x in os.environ.get("TESSERA_OPT_LEVELS", "2").split(",")]
+TARGET = os.environ.get("TESSERA_TARGET", "llvm")
 
 
 def run_test(test_dir):
@@ -64,7 +65,7 @@ def run_test(test_dir):
                     bind[n] = feed[n]
         # Every optimization level must reproduce the reference outputs (and so level 0's).
         for level in OPT_LEVELS:
-            got = tessera.build(mod, opt_level=level).run({n: v for n, v in feed.items() if n not in bind})
+            got = tessera.build(mod, target=TARGET, opt_level=level).run({n: v for n, v in feed.items() if n not in bind})
             if len(got) != len(outputs):
                 return f"opt level {level}: {len(got)} outputs, expected {len(outputs)}"
             for name, g, w in zip(output_names, got, outputs):

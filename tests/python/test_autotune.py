@@ -54,7 +54,7 @@ def test_a_pointwise_convolutions_work_is_its_multiply_adds():
     x, w = np.zeros((1, 256, 28, 32), "float32"), np.ones((64, 256, 1, 1), "float32")
     mod = nn_testing.load(nn_testing.model("Conv", [x, w], constants=[1]))
     for opt_level in (2, 3):
-        (task,) = tessera.autotune.tasks(mod, opt_level)
+        (task,) = tessera.autotune.tasks(mod, opt_level=opt_level)
         assert task["flops"] == pytest.approx(2 * 64 * 256 * 28 * 32, rel=0.03), opt_level
 
 
@@ -65,7 +65,7 @@ def test_a_winograd_convolutions_work_is_its_own_arithmetic():
     and the transforms."""
     x, w = np.zeros((1, 64, 28, 28), "float32"), np.ones((64, 64, 3, 3), "float32")
     mod = nn_testing.load(nn_testing.model("Conv", [x, w], {"pads": [1, 1, 1, 1]}, constants=[1]))
-    (task,) = tessera.autotune.tasks(mod, 3)
+    (task,) = tessera.autotune.tasks(mod, opt_level=3)
     assert "float32[36, " in task["kernel"], task["kernel"]  # the weight transformed for Winograd
     direct = 2 * 64 * 64 * 9 * 28 * 28
     assert 0.3 * direct < task["flops"] < 0.6 * direct, task["flops"] / direct
@@ -268,3 +268,30 @@ def test_schedule_transfer_times_the_default_before_and_after_the_candidates(tmp
     batches = [json.loads(line)["candidates"] for line in log.read_text().splitlines()]
     # A batch of the default alone is a workload whose borrowed traces all replay as its default.
     assert any(len(b) >= 3 for b in batches) and all(b[0] == b[-1] for b in batches), batches
+
+
+def test_records_of_one_target_never_reach_another(tmp_path, rng):
+    """One database tuned for two x86 targets: a build for each replays only the records made for
+    it (the layouts differ too: packed for 32-byte registers on AVX2, 16-byte on SSE4.2)."""
+    mod = mlp(tmp_path / "m.onnx", 40, inner=32, cols=64)
+    db = tmp_path / "t.db"
+    avx2, sse = "llvm -mcpu=x86-64-v3", "llvm -mcpu=x86-64-v2"
+    tessera.autotune.tune(mod, target=avx2, db=db, trials=6, progress=False, model_check=False, **FAST)
+    with sqlite3.connect(db) as c:
+        ids = {t: {r[0] for r in c.execute("SELECT id FROM records WHERE target LIKE ?", (f"%{t.split('=')[1]}%",))}
+               for t in (avx2, sse)}
+    assert ids[avx2] and not ids[sse]
+    sse_lib = tessera.build(mod, target=sse, db=db)
+    assert all(not k["schedule"].startswith("tuned") and "record" not in k["schedule"].split("(")[0] for k in sse_lib.kernels)
+    assert all(k["schedule"].startswith("default (no record") for k in sse_lib.kernels), [k["schedule"] for k in sse_lib.kernels]
+    tessera.autotune.tune(mod, target=sse, db=db, trials=6, progress=False, model_check=False, **FAST)
+    with sqlite3.connect(db) as c:
+        by_target = {t: {r[0] for r in c.execute("SELECT id FROM records WHERE target LIKE ?", (f"%{t.split('=')[1]}%",))}
+                     for t in (avx2, sse)}
+    x = rng.standard_normal((40, 32)).astype("float32")
+    want = tessera.build(mod, db=False).run([x])[0]
+    for target in (avx2, sse):
+        lib = tessera.build(mod, target=target, db=db)
+        used = {int(k["schedule"].split("record ")[1].rstrip(")")) for k in lib.kernels if "record " in k["schedule"]}
+        assert used and used <= by_target[target], (target, [k["schedule"] for k in lib.kernels])
+        np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-4, atol=1e-4)

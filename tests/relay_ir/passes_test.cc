@@ -1,6 +1,7 @@
 // Graph passes on small graphs written in the text format: input and expected output.
 #include <gtest/gtest.h>
 
+#include "relay_ir/compute_of_call.h"
 #include "relay_ir/functor.h"
 #include "relay_ir/parser.h"
 #include "relay_ir/printer.h"
@@ -164,10 +165,14 @@ TEST(SimplifyExpr, IdentitiesKeepBroadcasts) {
 namespace tessera::relay_ir {
 namespace {
 
-// Runs AlterOpLayout (opt level 3) after InferType; returns the printed result.
-std::string run_level3(const Pass& pass, const std::string& text) {
+// Runs AlterOpLayout (opt level 3) after InferType for 64-byte vector registers (AVX-512's 32
+// of them, or those given); returns the printed result.
+std::string run_level3(const Pass& pass, const std::string& text, tensor_ir::ops::Registers regs = {64, 32}) {
   PassContext ctx;
   ctx.opt_level = 3;
+  schedule::HardwareParams hw;
+  hw.registers = regs;
+  ctx.options = with_registers(ctx.options, hw);
   return to_text(run_passes(parse_module(text), {infer_type_pass(), pass}, ctx));
 }
 
@@ -186,9 +191,15 @@ TEST(AlterOpLayout, ConstantConvWeightComesPacked) {
 })";
   std::string out = R"(def @main(%x: float32[1, 1, 4, 4]) -> float32[1, 16, 4, 3] {
   %0 = conv_pack_weight()" + w + R"(, block=16);
-  conv(%x, %0, packed_channels=16)
+  conv(%x, %0, packed_channels=16, vector_bytes=64, vector_registers=32)
 })";
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
+  // For AVX2's 32-byte registers, two vectors of 8 channels, and the call says so.
+  std::string avx2 = R"(def @main(%x: float32[1, 1, 4, 4]) -> float32[1, 16, 4, 3] {
+  %0 = conv_pack_weight()" + w + R"(, block=16);
+  conv(%x, %0, packed_channels=16, vector_bytes=32, vector_registers=16)
+})";
+  EXPECT_EQ(run_level3(alter_op_layout_pass(), in, {32, 16}), canonical(avx2));
 }
 
 TEST(AlterOpLayout, PointwiseConvWeightComesInRowTiles) {
@@ -200,7 +211,7 @@ TEST(AlterOpLayout, PointwiseConvWeightComesInRowTiles) {
 })";
   std::string out = R"(def @main(%x: float32[1, 2, 4, 4]) -> float32[1, 12, 4, 4] {
   %0 = conv_pack_weight()" + w + R"(, block=8);
-  conv(%x, %0, packed_channels=12)
+  conv(%x, %0, packed_channels=12, vector_bytes=64, vector_registers=32)
 })";
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
   Module m = infer_type(parse_module(out));
@@ -215,21 +226,21 @@ TEST(AlterOpLayout, ThreeByThreeConvWeightComesWinogradTransformed) {
   conv(%x, )" + w + R"(, pads=[1, 1, 1, 1])
 })";
   std::string out = R"(def @main(%x: float32[1, 8, 12, 12]) -> float32[1, 16, 12, 12] {
-  %0 = conv_winograd_weight()" + w + R"();
-  conv(%x, %0, packed_channels=16, pads=[1, 1, 1, 1])
+  %0 = conv_winograd_weight()" + w + R"(, vector_bytes=64, vector_registers=32);
+  conv(%x, %0, packed_channels=16, pads=[1, 1, 1, 1], vector_bytes=64, vector_registers=32)
 })";
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
   Module m = infer_type(parse_module(out));
   EXPECT_EQ(to_string(m.main()->body.as<CallNode>()->args[1]->checked_type), "float32[36, 1, 8, 16]");
   // The same weight for 8x8 outputs (4 tiles): the blocked form, which refuses Winograd panels.
   std::string small = R"(def @main(%x: float32[1, 8, 8, 8], %w: float32[36, 1, 8, 16]) {
-  conv(%x, %w, packed_channels=16, pads=[1, 1, 1, 1])
+  conv(%x, %w, packed_channels=16, pads=[1, 1, 1, 1], vector_bytes=64, vector_registers=32)
 })";
   try {
     infer_type(parse_module(small));
     FAIL() << "expected a type error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("reads (conv_pack_weight(block=16)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("64-byte vector registers (conv_pack_weight(block=16)"), std::string::npos) << e.what();
   }
 }
 
@@ -243,11 +254,11 @@ TEST(AlterOpLayout, ProductsPackTheirConstantRightOperand) {
   (%0, %2)
 })";
   std::string out = R"(def @main(%a: float32[1, 2], %c: float32[3, 2]) -> (float32[1, 16], float32[3, 16]) {
-  %0 = matmul_pack_weight()" + b + R"(, trans=1);
-  %1 = gemm(%a, %0, packed_columns=16);
+  %0 = matmul_pack_weight()" + b + R"(, trans=1, vector_bytes=64, vector_registers=32);
+  %1 = gemm(%a, %0, packed_columns=16, vector_bytes=64, vector_registers=32);
   %2 = transpose()" + b + R"(, perm=[1, 0]);
-  %3 = matmul_pack_weight(%2);
-  %4 = matmul(%c, %3, packed_columns=16);
+  %3 = matmul_pack_weight(%2, vector_bytes=64, vector_registers=32);
+  %4 = matmul(%c, %3, packed_columns=16, vector_bytes=64, vector_registers=32);
   (%1, %4)
 })";
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
@@ -269,13 +280,24 @@ TEST(AlterOpLayout, LeavesWeightsItCannotPrepack) {
 TEST(AlterOpLayout, PackedShapesAreChecked) {
   // Blocks of 16 for 16 channels: one block, not two.
   std::string text = R"(def @main(%x: float32[1, 1, 4, 4], %w: float32[2, 1, 1, 2, 16]) {
-  conv(%x, %w, packed_channels=16)
+  conv(%x, %w, packed_channels=16, vector_bytes=64, vector_registers=32)
 })";
   try {
     infer_type(parse_module(text));
     FAIL() << "expected a type error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("conv_pack_weight(block=16) of a (16, 1, 1, 2) weight gives (1, 1, 1, 2, 16)"), std::string::npos) << e.what();
+  }
+  // 8 channels packed in a block of one AVX2 vector, read by a kernel sized for AVX-512 (which
+  // reads so few channels unpacked): refused.
+  std::string other = R"(def @main(%x: float32[1, 1, 4, 4], %w: float32[1, 1, 1, 2, 8]) {
+  conv(%x, %w, packed_channels=8, vector_bytes=64, vector_registers=32)
+})";
+  try {
+    infer_type(parse_module(other));
+    FAIL() << "expected a type error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("for 64-byte vector registers (it reads its weight unpacked"), std::string::npos) << e.what();
   }
 }
 
