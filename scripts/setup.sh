@@ -9,6 +9,8 @@ TESSERA_PYTHON=/usr/bin/python3
 TESSERA_PACKAGES=(
   build-essential cmake ccache
   gcc-aarch64-linux-gnu  # links modules cross-compiled for AArch64 (tessera compile -t "llvm -mtriple=aarch64-linux-gnu")
+  g++-aarch64-linux-gnu libc6-dev-arm64-cross  # scripts/run_aarch64.sh cross-builds the runtime and the C example,
+  qemu-user              # and runs AArch64 modules with them under emulation (tests/python/test_aarch64.py)
   llvm-14-dev
   nlohmann-json3-dev libgtest-dev libcli11-dev
   libsqlite3-dev         # the tuning database

@@ -1,10 +1,11 @@
 /* Classifies an image with a model compiled by Tessera, using the runtime alone (C API):
  *
- *   classify model.so input.npy
+ *   classify model.so input.npy [scores.npy]
  *
  * loads the module (validated before any of its code runs), reads the input tensor from a
  * numpy .npy file with the runtime's reader, runs the model and prints the five classes with
- * the highest scores. Build: see README.md. */
+ * the highest scores; given a third file, also writes all the scores there (for numpy), so
+ * another build of the model can be compared in full. Build: see README.md. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -16,8 +17,8 @@ static int report(const char* what) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s model.so input.npy\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: %s model.so input.npy [scores.npy]\n", argv[0]);
     return 2;
   }
   TesseraModule* model = NULL;
@@ -44,6 +45,10 @@ int main(int argc, char** argv) {
   }
   if (scores.dtype != TESSERA_FLOAT32) {
     fprintf(stderr, "classify: expected float32 scores, the model gives %s\n", tessera_dtype_name(scores.dtype));
+    goto done;
+  }
+  if (argc == 4 && tessera_npy_save(argv[3], &scores) != TESSERA_OK) {
+    report("writing the scores");
     goto done;
   }
   int64_t n = 1;
