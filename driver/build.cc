@@ -199,16 +199,17 @@ class PlanBuilder {
 
 }  // namespace
 
-Module optimize(const Module& module, const targets::Target& target, int opt_level) {
+Module optimize(const Module& module, const schedule::HardwareParams& hardware, int opt_level) {
   PassContext ctx;
   ctx.opt_level = opt_level;
-  ctx.options = with_registers(ctx.options, target.hardware());
+  ctx.options = set_registers(ctx.options, hardware.registers);
   ctx.evaluate = [](const Expr& e) { return evaluate(e); };
   return run_passes(module, standard_passes(), ctx);
 }
 
 BuildResult build(const Module& module, const targets::Target& target, const BuildOptions& options) {
-  Module optimized = optimize(module, target, options.opt_level);
+  const schedule::HardwareParams hardware = target.hardware();
+  Module optimized = optimize(module, hardware, options.opt_level);
   std::unique_ptr<autotune::TuningDatabase> db;
   if (!options.db_path.empty()) db = autotune::TuningDatabase::open_existing(options.db_path);
   targets::Target keyed = target.with_host_defaults(), host = targets::Target::host();
@@ -217,7 +218,7 @@ BuildResult build(const Module& module, const targets::Target& target, const Bui
   bool runs_here = keyed.kind == "llvm" && keyed.mtriple == host.mtriple && keyed.mcpu == host.mcpu;
   std::unique_ptr<autotune::ScheduleTransfer> transfer;
   if (db && options.transfer && runs_here) transfer = std::make_unique<autotune::ScheduleTransfer>(*db, key);
-  ScheduleContext ctx{db.get(), key, transfer.get(), target.hardware()};
+  ScheduleContext ctx{db.get(), key, transfer.get(), hardware};
   return PlanBuilder(ctx).run(optimized, target, options.jit);
 }
 

@@ -73,10 +73,13 @@ Attrs with_registers(const Attrs& attrs, const schedule::HardwareParams& hardwar
   // A layout packed ahead of time (AlterOpLayout) names the registers it was packed for: the
   // kernel reading it must be sized the same.
   if (attrs.has("vector_bytes") && attrs.get_int("vector_bytes") > 0) return attrs;
-  Attrs a = attrs;
-  a.set("vector_bytes", hardware.registers.vector_bytes);
-  a.set("vector_registers", hardware.registers.count);
-  return a;
+  return set_registers(attrs, hardware.registers);
+}
+
+Attrs set_registers(Attrs attrs, const tensor_ir::ops::Registers& regs) {
+  attrs.set("vector_bytes", regs.vector_bytes);
+  attrs.set("vector_registers", regs.count);
+  return attrs;
 }
 
 tensor_ir::ops::Registers registers_of(const Attrs& attrs, const std::string& op) {

@@ -25,6 +25,8 @@ CallCompute compute_of_call(const CallNode* call, const schedule::HardwareParams
 // The attributes an op's compute sees: the call's, with the registers of `hardware` unless the
 // call names those its operands were packed for.
 Attrs with_registers(const Attrs& attrs, const schedule::HardwareParams& hardware);
+// `attrs` naming `regs` as the registers, whatever they named before.
+Attrs set_registers(Attrs attrs, const tensor_ir::ops::Registers& regs);
 // The registers in attributes from with_registers; throws naming the op when they are missing.
 tensor_ir::ops::Registers registers_of(const Attrs& attrs, const std::string& op);
 // What the call computes: "conv" or "fused_conv_add_relu".

@@ -15,9 +15,6 @@ struct HardwareParams {
   // Lanes of one register for elements of `dtype` (float16 computes in float32 registers, bool
   // is stored as bytes); throws when the hardware is not known.
   int lanes(runtime::DataType dtype) const;
-  bool operator==(const HardwareParams& o) const {
-    return registers.vector_bytes == o.registers.vector_bytes && registers.count == o.registers.count;
-  }
 };
 
 }  // namespace tessera::schedule

@@ -54,7 +54,8 @@ int cmd_tune(TuneArgs& a) {
   if (a.options.report_path.empty()) a.options.report_path = autotune::default_report_path(a.options.db_path);
 
   targets::Target target = targets::Target::parse(a.model.target);
-  auto tasks = autotune::extract_tasks(driver::optimize(load(a.model), target, a.model.opt_level), target.hardware());
+  schedule::HardwareParams hardware = target.hardware();
+  auto tasks = autotune::extract_tasks(driver::optimize(load(a.model), hardware, a.model.opt_level), hardware);
   std::fprintf(stderr, "tuning %zu tasks of %s for %s, %d trials, database %s\n", tasks.size(), a.model.model.c_str(),
                a.model.target.c_str(), a.options.trials, a.options.db_path.c_str());
   bool tty = isatty(STDERR_FILENO);

@@ -41,8 +41,8 @@ void bind_autotune(py::module_& m) {
     std::vector<autotune::Task> tasks;
     {
       py::gil_scoped_release release;
-      targets::Target t = targets::Target::parse(target);
-      tasks = autotune::extract_tasks(driver::optimize(mod, t, opt_level), t.hardware());
+      schedule::HardwareParams hardware = targets::Target::parse(target).hardware();
+      tasks = autotune::extract_tasks(driver::optimize(mod, hardware, opt_level), hardware);
     }
     py::list out;
     for (const auto& t : tasks)
@@ -79,7 +79,8 @@ void bind_autotune(py::module_& m) {
     {
       py::gil_scoped_release release;
       targets::Target t = targets::Target::parse(target);
-      r = autotune::tune(autotune::extract_tasks(driver::optimize(mod, t, opt_level), t.hardware()), o, on_progress);
+      schedule::HardwareParams hardware = t.hardware();
+      r = autotune::tune(autotune::extract_tasks(driver::optimize(mod, hardware, opt_level), hardware), o, on_progress);
       if (check_in_model) check = driver::check_in_model(mod, t, opt_level, db);
     }
     py::list tasks;

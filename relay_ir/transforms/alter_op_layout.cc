@@ -49,29 +49,23 @@ class LayoutAlterer : public ExprMutator {
     const auto& x = tensor(c->args[0]);
     const auto& w = tensor(c->args[1]);
     std::vector<Expr> args = c->args;
-    Attrs attrs = with_registers(c->attrs);
+    Attrs attrs = set_registers(c->attrs, regs_);
     if (name == "conv") {
       if (c->attrs.get_int("packed_channels")) return node;
       auto packing = ops::conv_weight_packing(x.shape, w.shape, nn::conv_geometry(attrs, x.ndim() - 2, false), x.dtype, regs_);
       if (packing.kind == ops::ConvWeightPacking::Unpacked) return node;
-      args[1] = packing.kind == ops::ConvWeightPacking::Winograd ? call("conv_winograd_weight", {args[1]}, with_registers({}))
+      args[1] = packing.kind == ops::ConvWeightPacking::Winograd ? call("conv_winograd_weight", {args[1]}, set_registers({}, regs_))
                                                                  : call("conv_pack_weight", {args[1]}, {{"block", packing.block}});
       attrs.set("packed_channels", w.shape[0]);
     } else {
       bool trans = name == "gemm" && attrs.get_int("trans_b");
       if (c->attrs.get_int("packed_columns") || !ops::matmul_weight_packable(x.shape, w.shape, trans, x.dtype, regs_)) return node;
-      args[1] = call("matmul_pack_weight", {args[1]}, with_registers(Attrs({{"trans", int64_t(trans)}})));
+      args[1] = call("matmul_pack_weight", {args[1]}, set_registers({{"trans", int64_t(trans)}}, regs_));
       attrs.set("packed_columns", w.shape[w.ndim() - (trans ? 2 : 1)]);
       if (name == "gemm") attrs.set("trans_b", int64_t(0));
     }
     constants_.record(args[1]);
     return call(name, args, attrs, c->origin);
-  }
-
-  Attrs with_registers(Attrs attrs) const {
-    attrs.set("vector_bytes", regs_.vector_bytes);
-    attrs.set("vector_registers", regs_.count);
-    return attrs;
   }
 
   tensor_ir::ops::Registers regs_;

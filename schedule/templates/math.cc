@@ -89,9 +89,10 @@ void schedule_reduced_innermost(Schedule& s, const Tensor& t, const tensor_ir::P
   // a small reduction over the lanes follows. Lanes must divide the extent: a tail would leave
   // a guard in the vector loop.
   int64_t last = extent_of(raxis.back());
+  const int register_lanes = s.hardware().lanes(c->dtype);
   int lanes = 0;
-  for (int v : {s.hardware().lanes(c->dtype), 8, 4})
-    if (!lanes && v <= s.hardware().lanes(c->dtype) && last % v == 0) lanes = v;
+  for (int v : {register_lanes, 8, 4})
+    if (!lanes && v <= register_lanes && last % v == 0) lanes = v;
   if (may_split && contiguous > 0 && lanes && last >= 2 * lanes && last <= kShortReduction) {
     Loop ri = st->split(st->loop(raxis.back()), lanes).second;
     Tensor partial = s.rfactor(t, ri, static_cast<int>(c->axis.size()));

@@ -53,8 +53,8 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   size_t nb = pc->axis.size() - 2;
   int64_t m = product->dim(nb);  // padded to whole tiles
   int64_t nr = packed->dim(packed.ndim() - 1);
-  const tensor_ir::ops::Registers& regs = s.hardware().registers;
-  int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m), nr / s.hardware().lanes(product.dtype()), regs.count - 4, knobs);
+  int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m), nr / s.hardware().lanes(product.dtype()),
+                         s.hardware().registers.count - 4, knobs);
   int64_t k = packed->dim(packed.ndim() - 2);
 
   Stage& o = s[out];

@@ -16,7 +16,7 @@
 namespace tessera::driver {
 namespace {
 
-targets::Target host() { return targets::Target::parse("llvm"); }
+schedule::HardwareParams host_hardware() { return targets::Target::parse("llvm").hardware(); }
 
 using namespace relay_ir;
 
@@ -53,14 +53,14 @@ std::string database(const std::string& name, const autotune::Task& task, const 
 
 // Measurement rewrites the inputs earlier kernels write before each timed call, not the weights.
 TEST(ModelCheck, TasksNameTheInputsTheModelWrites) {
-  auto tasks = autotune::extract_tasks(optimize(product_model(), host(), 2), host().hardware());
+  auto tasks = autotune::extract_tasks(optimize(product_model(), host_hardware(), 2), host_hardware());
   ASSERT_EQ(tasks.size(), 1u);
   EXPECT_EQ(tasks[0].written_inputs, (std::vector<size_t>{0}));
 }
 
 TEST(ModelCheck, AScheduleFastestAloneThatLosesInTheModelIsNotUsed) {
   Module m = product_model();
-  auto tasks = autotune::extract_tasks(optimize(m, host(), 2), host().hardware());
+  auto tasks = autotune::extract_tasks(optimize(m, host_hardware(), 2), host_hardware());
   ASSERT_EQ(tasks.size(), 1u);
   auto target = targets::Target::parse("llvm");
   std::string key = target.with_host_defaults().str();

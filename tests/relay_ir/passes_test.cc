@@ -176,6 +176,16 @@ std::string run_level3(const Pass& pass, const std::string& text, tensor_ir::ops
   return to_text(run_passes(parse_module(text), {infer_type_pass(), pass}, ctx));
 }
 
+// Type inference of `text` fails with a message containing `expected`.
+void expect_type_error(const std::string& text, const std::string& expected) {
+  try {
+    infer_type(parse_module(text));
+    FAIL() << "expected a type error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+}
+
 // The text of a constant of `type` (e.g. "float32[16, 1, 1, 2]") holding 1, 2, ..., n.
 std::string counting(const std::string& type, int n) {
   std::string text = "constant(" + type + ", [";
@@ -236,12 +246,7 @@ TEST(AlterOpLayout, ThreeByThreeConvWeightComesWinogradTransformed) {
   std::string small = R"(def @main(%x: float32[1, 8, 8, 8], %w: float32[36, 1, 8, 16]) {
   conv(%x, %w, packed_channels=16, pads=[1, 1, 1, 1], vector_bytes=64, vector_registers=32)
 })";
-  try {
-    infer_type(parse_module(small));
-    FAIL() << "expected a type error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("64-byte vector registers (conv_pack_weight(block=16)"), std::string::npos) << e.what();
-  }
+  expect_type_error(small, "64-byte vector registers (conv_pack_weight(block=16)");
 }
 
 TEST(AlterOpLayout, ProductsPackTheirConstantRightOperand) {
@@ -282,23 +287,13 @@ TEST(AlterOpLayout, PackedShapesAreChecked) {
   std::string text = R"(def @main(%x: float32[1, 1, 4, 4], %w: float32[2, 1, 1, 2, 16]) {
   conv(%x, %w, packed_channels=16, vector_bytes=64, vector_registers=32)
 })";
-  try {
-    infer_type(parse_module(text));
-    FAIL() << "expected a type error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("conv_pack_weight(block=16) of a (16, 1, 1, 2) weight gives (1, 1, 1, 2, 16)"), std::string::npos) << e.what();
-  }
+  expect_type_error(text, "conv_pack_weight(block=16) of a (16, 1, 1, 2) weight gives (1, 1, 1, 2, 16)");
   // 8 channels packed in a block of one AVX2 vector, read by a kernel sized for AVX-512 (which
   // reads so few channels unpacked): refused.
   std::string other = R"(def @main(%x: float32[1, 1, 4, 4], %w: float32[1, 1, 1, 2, 8]) {
   conv(%x, %w, packed_channels=8, vector_bytes=64, vector_registers=32)
 })";
-  try {
-    infer_type(parse_module(other));
-    FAIL() << "expected a type error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("for 64-byte vector registers (it reads its weight unpacked"), std::string::npos) << e.what();
-  }
+  expect_type_error(other, "for 64-byte vector registers (it reads its weight unpacked");
 }
 
 TEST(FoldBatchNorm, IntoConvolutionWeightsAndBias) {
