@@ -104,10 +104,14 @@ llvm::orc::JITTargetMachineBuilder machine_builder(const ResolvedTarget& t, bool
   builder.setFeatures(t.features);
   builder.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
   // The JIT keeps LLVM's default for it (static, large code model: JIT memory may lie anywhere);
-  // objects for shared libraries want PIC with the small code model.
+  // objects for shared libraries want PIC. On x86-64 they keep the large code model too, so an
+  // exported module computes bit for bit what the built one does: sums may be reassociated, and
+  // the back end's reassociation (MachineCombiner) weighs instruction latencies, which differ
+  // when constants are loaded differently. AArch64 has no large PIC model.
   if (pic) {
     builder.setRelocationModel(llvm::Reloc::PIC_);
-    builder.setCodeModel(llvm::CodeModel::Small);
+    const bool x86_64 = llvm::Triple(t.triple).getArch() == llvm::Triple::x86_64;
+    builder.setCodeModel(x86_64 ? llvm::CodeModel::Large : llvm::CodeModel::Small);
   }
   return builder;
 }
