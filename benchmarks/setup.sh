@@ -19,7 +19,7 @@ if [ ! -x "$here/.venv/bin/python" ]; then
   /usr/bin/python3 -m venv --system-site-packages "$here/.venv"
 fi
 # TVM's ONNX importer needs a newer onnx than Debian's 1.12; inside the venv it shadows it. numpy
-# stays below 2: Debian's torch and Tessera's module are built against numpy 1.
+# stays below 2: Debian's torch is built against numpy 1 (Tessera reads both).
 "$here/.venv/bin/python" -m pip install -q --upgrade onnxruntime apache-tvm onnx "numpy<2"
 # apache-tvm-ffi 0.1.15 segfaults serializing any TVM object (MetaSchedule does for every
 # candidate); MetaSchedule's builder, runner and cost model need cloudpickle and xgboost.

@@ -55,8 +55,10 @@ def predict_module(shapes, n):
 
 def torch_epoch_ms(params, x_train, y_train, epochs, lr):
     import torch
+    # DLPack, not torch.from_numpy: it works whichever numpy torch was built against.
+    from torch.utils.dlpack import from_dlpack
     torch.set_num_threads(tessera.num_threads())
-    p = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    p = {k: from_dlpack(v.copy()).requires_grad_() for k, v in params.items()}
     opt = torch.optim.Adam(p.values(), lr=lr)
 
     def forward(x):
@@ -69,7 +71,7 @@ def torch_epoch_ms(params, x_train, y_train, epochs, lr):
         start = time.perf_counter()
         for i in range(0, len(x_train) - BATCH + 1, BATCH):
             opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(forward(torch.from_numpy(x_train[i:i + BATCH])), torch.from_numpy(y_train[i:i + BATCH]))
+            loss = torch.nn.functional.cross_entropy(forward(from_dlpack(x_train[i:i + BATCH])), from_dlpack(y_train[i:i + BATCH]))
             loss.backward()
             opt.step()
         times.append((time.perf_counter() - start) * 1e3)

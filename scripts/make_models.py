@@ -85,18 +85,19 @@ def example_input(name, seed=1):
 
 def export(name, out_dir):
     import torch
+    import torch_numpy
     os.makedirs(out_dir, exist_ok=True)
     model, shape = build_model(name)
     path = os.path.join(out_dir, f"{name}.onnx")
-    x = torch.from_numpy(example_input(name))
+    x = torch_numpy.tensor(example_input(name))
     # Exported with autograd on: under no_grad PyTorch takes fused fast paths for attention
     # that have no ONNX form.
     torch.onnx.export(model, x, path, opset_version=14, input_names=["input"], output_names=["output"],
                       do_constant_folding=True)
     with torch.no_grad():
-        reference = model(x).numpy()
+        reference = torch_numpy.array(model(x))
     import numpy as np
-    np.save(os.path.join(out_dir, f"{name}.input.npy"), x.numpy())
+    np.save(os.path.join(out_dir, f"{name}.input.npy"), torch_numpy.array(x))
     np.save(os.path.join(out_dir, f"{name}.output.npy"), reference)
     return path
 

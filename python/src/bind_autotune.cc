@@ -50,7 +50,7 @@ void bind_autotune(py::module_& m) {
                           py::arg("structure") = t.workload.structure_key, py::arg("weight") = t.weight, py::arg("flops") = t.flops,
                           py::arg("kernel") = t.kernel));
     return out;
-  });
+  }, py::arg("module"), py::arg("target"), py::arg("opt_level"), "The tuning tasks of `module` (backs tessera.autotune.tasks).");
 
   m.def("autotune_tune", [](const relay_ir::Module& mod, const std::string& target, const std::string& db, int trials, int batch,
                             const std::string& policy, int early_stopping, double max_seconds, int opt_level, int seed, int repeat,
@@ -89,7 +89,10 @@ void bind_autotune(py::module_& m) {
                     py::arg("default_latency") = r.default_latency, py::arg("wall_seconds") = r.wall_seconds,
                     py::arg("report_path") = r.report_path,
                     py::arg("model_check") = check ? py::object(model_check(*check)) : py::object(py::none()));
-  });
+  }, py::arg("module"), py::arg("target"), py::arg("db"), py::arg("trials"), py::arg("batch"), py::arg("policy"),
+     py::arg("early_stopping"), py::arg("max_seconds"), py::arg("opt_level"), py::arg("seed"), py::arg("repeat"),
+     py::arg("flush_cache"), py::arg("fresh_inputs"), py::arg("model_check"), py::arg("progress"),
+     "A tuning session; `progress` is None or a callable taking each progress line (backs tessera.autotune.tune).");
 
   m.def("register_custom_schedule", [](const std::string& key, py::function fn) {
     // Never freed: the registry outlives the interpreter, and dropping a Python object after
@@ -99,7 +102,9 @@ void bind_autotune(py::module_& m) {
       py::gil_scoped_acquire gil;  // builds run with the GIL released
       (*held)(py::cast(&s, py::return_value_policy::reference), out);
     });
-  });
+  }, py::arg("key"), py::arg("schedule_fn"),
+     "Registers `schedule_fn(schedule, output)` for kernels of op name or workload key `key` (backs "
+     "tessera.autotune.register_schedule).");
 }
 
 }  // namespace tessera::python

@@ -1,4 +1,4 @@
-// Compiling a schedule and calling the kernel on numpy arrays without copying them.
+// Compiling a schedule and calling the kernel on arrays (numpy, tessera.nd, DLPack) without copying them.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -12,15 +12,14 @@
 
 namespace tessera::python {
 
-using runtime::DataType;
 using runtime::NDArray;
 using tensor_ir::Tensor;
 
 namespace {
 
-// A compiled kernel callable as f(a, b, c) on numpy arrays. Arrays that are C-contiguous and
-// 64-byte aligned are passed as they are; others go through an aligned copy (copied back
-// afterwards when the kernel writes them).
+// A compiled kernel callable as f(a, b, c) on numpy arrays, tessera.nd arrays or any array with
+// __dlpack__ (PyTorch tensors, ...). Arrays that are compact and 64-byte aligned are passed as
+// they are; others go through an aligned copy, copied back afterwards when the kernel writes them.
 class Function {
  public:
   Function(std::shared_ptr<runtime::Module> module, runtime::Kernel kernel, std::vector<bool> written, std::string lowered)
@@ -34,34 +33,52 @@ class Function {
     std::vector<void*> data(args.size());
     std::vector<NDArray> temporaries;  // alive until the kernel has run
     std::vector<std::pair<py::array, NDArray>> copies;
+    // Other arrays are borrowed, not taken over, so that a strided one the kernel writes can be
+    // written back through its strides; their memory stays valid while the capsules live.
+    std::vector<BorrowedTensor> borrowed;
+    std::vector<std::pair<const runtime::DLTensor*, NDArray>> borrowed_copies;
     for (size_t i = 0; i < args.size(); ++i) {
       const auto& spec = specs[i];
-      std::string where = "kernel '" + kernel_.name() + "' argument " + std::to_string(i) + " ('" + spec.name + "')";
-      if (!py::isinstance<py::array>(args[i])) throw py::type_error(where + ": expected a numpy array");
-      py::array a = py::reinterpret_borrow<py::array>(args[i]);
-      if (!a.dtype().is(py::dtype(numpy_name(spec.dtype))))
-        fail(where, ": expected dtype ", spec.dtype.str(), ", got ", std::string(py::str(a.dtype())));
-      std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
-      if (shape != spec.shape) fail(where, ": expected shape ", runtime::shape_str(spec.shape), ", got ", runtime::shape_str(shape));
-      if (written_[i] && !a.writeable()) fail(where, ": the kernel writes this array, but it is read-only");
-      bool contiguous = a.flags() & py::array::c_style;
-      bool aligned = reinterpret_cast<uintptr_t>(a.data()) % runtime::kAllocAlignment == 0;
-      if (contiguous && aligned) {
-        data[i] = const_cast<void*>(a.data());
+      std::string where = "kernel '" + kernel_.name() + "' argument '" + spec.name + "' (#" + std::to_string(i) + ")";
+      if (py::isinstance<py::array>(args[i])) {
+        py::array a = py::reinterpret_borrow<py::array>(args[i]);
+        check_array(where, spec.shape, spec.dtype, {a.shape(), a.shape() + a.ndim()}, py::str(a.dtype()));
+        if (written_[i] && !a.writeable()) fail(where, ": the kernel writes this array, but it is read-only");
+        bool contiguous = a.flags() & py::array::c_style;
+        if (contiguous && aligned(a.data())) {
+          data[i] = const_cast<void*>(a.data());
+          continue;
+        }
+        NDArray tmp = NDArray::empty(spec.shape, spec.dtype);
+        py::array view = view_of(a, tmp);
+        view.attr("__setitem__")(py::ellipsis(), a);
+        data[i] = tmp.data();
+        temporaries.push_back(tmp);
+        if (written_[i]) copies.emplace_back(a, tmp);
         continue;
       }
-      NDArray tmp = NDArray::empty(spec.shape, spec.dtype);
-      py::array view = view_of(a, tmp);
-      view.attr("__setitem__")(py::ellipsis(), a);
-      data[i] = tmp.data();
-      temporaries.push_back(tmp);
-      if (written_[i]) copies.emplace_back(a, tmp);
+      BorrowedTensor b = borrow_dlpack(args[i], where);
+      const runtime::DLTensor& t = *b.tensor;
+      check_array(where, spec.shape, spec.dtype, {t.shape, t.shape + t.ndim}, b.dtype.str());
+      if (written_[i] && b.read_only) fail(where, ": the kernel writes this array, but it is read-only");
+      void* p = runtime::dlpack_data(t);
+      if (runtime::dlpack_is_compact(t) && aligned(p)) {
+        data[i] = p;
+      } else {
+        NDArray tmp = NDArray::empty(spec.shape, spec.dtype);
+        runtime::dlpack_copy_to_compact(t, tmp.data());
+        data[i] = tmp.data();
+        temporaries.push_back(tmp);
+        if (written_[i]) borrowed_copies.emplace_back(&t, tmp);
+      }
+      borrowed.push_back(std::move(b));
     }
     {
       py::gil_scoped_release release;
       kernel_.call_unchecked(data.data());
     }
     for (auto& [a, tmp] : copies) a.attr("__setitem__")(py::ellipsis(), view_of(a, tmp));
+    for (auto& [t, tmp] : borrowed_copies) runtime::dlpack_copy_from_compact(tmp.data(), *t);
   }
 
   std::string source(const std::string& format) const {
@@ -70,7 +87,7 @@ class Function {
   }
   const runtime::KernelSignature& signature() const { return kernel_.signature(); }
 
-  static std::string numpy_name(DataType t) { return t.is_bool() ? "bool" : t.str(); }
+  static bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % runtime::kAllocAlignment == 0; }
 
   // A numpy view of `tmp` shaped like `a` (tmp outlives every use of the view).
   static py::array view_of(const py::array& a, const NDArray& tmp) {
@@ -88,16 +105,21 @@ class Function {
 }  // namespace
 
 void bind_build(py::module_& m) {
-  py::class_<Function>(m, "Function")
+  py::class_<Function>(m, "Function",
+                       "A compiled kernel (te.build): f(a, b, ...) runs it on arrays given in the order of its arguments "
+                       "(numpy arrays, tessera.nd arrays or any array with __dlpack__, such as PyTorch tensors), with "
+                       "their dtypes and shapes; outputs are written into their arrays. Aligned compact arrays are used "
+                       "in place; others (strided, unaligned) through a copy, copied back into outputs. TypeError or "
+                       "tessera.Error names a wrong argument.")
       .def("__call__", &Function::call)
       .def("get_source", &Function::source, py::arg("format") = "tir",
            "The kernel as lowered tensor IR ('tir'), LLVM IR ('ll') or assembly ('asm').")
-      .def_property_readonly("name", [](const Function& f) { return f.signature().name; })
+      .def_property_readonly("name", [](const Function& f) { return f.signature().name; }, "The kernel's name.")
       .def_property_readonly("arg_names", [](const Function& f) {
         std::vector<std::string> names;
         for (const auto& a : f.signature().args) names.push_back(a.name);
         return names;
-      });
+      }, "The names of the arguments (the tensors given to te.build), in order.");
 
   m.def("build", [](schedule::Schedule& s, const std::vector<Tensor>& args, const std::string& target, const std::string& name) {
     tensor_ir::LoweredFunc func = schedule::lower(s, args, name);
@@ -114,7 +136,8 @@ void bind_build(py::module_& m) {
       module = targets::build({func}, targets::Target::parse(target));
     }
     return Function(module, module->get_kernel(name), written, lowered);
-  }, py::arg("schedule"), py::arg("args"), py::arg("target") = "llvm", py::arg("name") = "main");
+  }, py::arg("schedule"), py::arg("args"), py::arg("target") = "llvm", py::arg("name") = "main",
+     "Lowers and compiles `schedule` into a Function `name` over the buffers `args` for `target` (backs te.build).");
 }
 
 }  // namespace tessera::python

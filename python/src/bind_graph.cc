@@ -27,35 +27,6 @@ namespace {
 
 std::string numpy_dtype(runtime::DataType t) { return t.is_bool() ? "bool" : t.str(); }
 
-// A numpy array as an NDArray: a view when it is C-contiguous (the array is kept alive),
-// otherwise a contiguous copy.
-NDArray from_numpy(py::array a, const std::string& what) {
-  a = py::array::ensure(a, py::array::c_style);
-  if (!a) throw py::type_error(what + ": expected an array");
-  std::string kind = py::str(a.dtype());
-  runtime::DataType dtype;
-  try {
-    dtype = runtime::DataType::parse(kind);
-  } catch (const Error&) {
-    throw py::type_error(what + ": unsupported dtype " + kind);
-  }
-  std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
-  auto owner = std::make_shared<py::object>(a);
-  // The deleter needs the GIL to drop the Python reference.
-  std::shared_ptr<void> keep(nullptr, [owner](void*) {
-    py::gil_scoped_acquire gil;
-    const_cast<std::shared_ptr<py::object>&>(owner).reset();
-  });
-  return NDArray::view(const_cast<void*>(a.data()), shape, dtype, keep);
-}
-
-py::array to_numpy(const NDArray& a) {
-  std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
-  py::array out(py::dtype(numpy_dtype(a.dtype())), shape);
-  std::memcpy(out.mutable_data(), a.data(), a.nbytes());
-  return out;
-}
-
 // A compiled model, built in this process or loaded from an exported file: run([x]) or
 // run({"x": x}) returns the outputs as new numpy arrays.
 class Library {
@@ -119,27 +90,32 @@ class Library {
     return *executor_;
   }
 
-  static void set_inputs(runtime::GraphExecutor& ex, py::object inputs) {
-    std::vector<NDArray> values(ex.num_inputs());
-    std::vector<bool> given(ex.num_inputs(), false);
+  // Checks the inputs (a list in order, or a dict by name) against the model's and sets them;
+  // errors name the input by name and position, and say what was expected and what was given.
+  static void set_inputs(runtime::GraphExecutor& ex, const py::object& inputs) {
+    const size_t n = ex.num_inputs();
+    std::string names;
+    for (size_t i = 0; i < n; ++i) names += (i ? ", " : "") + ex.input_info(i).name;
+    std::vector<py::object> given(n);
     if (py::isinstance<py::dict>(inputs)) {
-      for (auto item : inputs.cast<py::dict>()) {
-        size_t i = ex.input_index(item.first.cast<std::string>());
-        values[i] = from_numpy(py::array::ensure(item.second), "input '" + ex.input_info(i).name + "'");
-        given[i] = true;
-      }
+      for (auto item : py::reinterpret_borrow<py::dict>(inputs))
+        given[ex.input_index(py::str(item.first))] = py::reinterpret_borrow<py::object>(item.second);
+    } else if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
+      auto list = py::reinterpret_borrow<py::sequence>(inputs);
+      if (list.size() != n) fail("the model takes ", n, " inputs, got ", list.size(), " (its inputs are: ", names, ")");
+      for (size_t i = 0; i < n; ++i) given[i] = list[i];
     } else {
-      auto list = inputs.cast<py::list>();
-      if (list.size() != ex.num_inputs())
-        fail("the model takes ", ex.num_inputs(), " inputs, got ", list.size());
-      for (size_t i = 0; i < list.size(); ++i) {
-        values[i] = from_numpy(py::array::ensure(list[i]), "input '" + ex.input_info(i).name + "'");
-        given[i] = true;
-      }
+      throw py::type_error(std::string("run: expected a list of inputs or a dict {name: input}, got ") +
+                           Py_TYPE(inputs.ptr())->tp_name);
     }
-    for (size_t i = 0; i < given.size(); ++i)
-      if (!given[i]) fail("input '", ex.input_info(i).name, "' is not given");
-    for (size_t i = 0; i < values.size(); ++i) ex.set_input(i, values[i]);
+    for (size_t i = 0; i < n; ++i) {
+      const auto& info = ex.input_info(i);
+      std::string what = "input '" + info.name + "' (#" + std::to_string(i) + ")";
+      if (!given[i]) fail(what, " is not given (the model's inputs are: ", names, ")");
+      NDArray value = to_ndarray(given[i], what);
+      check_array(what, info.shape, info.dtype, value.shape(), value.dtype().str());
+      ex.set_input(i, value);
+    }
   }
 
   std::shared_ptr<const driver::BuildResult> built_;  // null for a loaded module
@@ -162,6 +138,9 @@ std::vector<py::dict> describe(const runtime::GraphPlan& plan, const std::vector
 
 void bind_graph(py::module_& m) {
   static py::exception<frontend::onnx::BindingRequired> binding_required(m, "BindingRequired", m.attr("Error"));
+  binding_required.attr("__doc__") =
+      "Raised by tessera.onnx.load when inputs that set shapes or indices must be bound to values; its `inputs` "
+      "names them (pass bind={name: value}).";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -172,32 +151,39 @@ void bind_graph(py::module_& m) {
     }
   });
 
-  py::class_<relay_ir::Module>(m, "Module", "A graph-IR module (from tessera.onnx.load or tessera.relay.parse).")
+  py::class_<relay_ir::Module>(m, "Module",
+                               "A graph-IR module (from tessera.onnx.load, tessera.relay.function or tessera.relay.parse); "
+                               "str() prints its text form, which tessera.relay.parse reads back.")
       .def_property_readonly("input_names", [](const relay_ir::Module& mod) {
         std::vector<std::string> names;
         for (const auto& p : mod.main()->params) names.push_back(p->name);
         return names;
-      })
+      }, "The names of the main function's parameters, in order.")
       .def_property_readonly("input_types", [](const relay_ir::Module& mod) {
         std::vector<std::string> types;
         for (const auto& p : mod.main()->params) types.push_back(relay_ir::to_string(p->type_annotation));
         return types;
-      })
+      }, "The parameters' types as text, e.g. \"Tensor[(1, 3, 224, 224), float32]\".")
       .def_property_readonly("output_type", [](const relay_ir::Module& mod) {
         return relay_ir::to_string(relay_ir::infer_type(relay_ir::Expr(mod.main()->body)));
-      })
+      }, "The main function's result type as text (a tuple type for several outputs).")
       .def("__str__", [](const relay_ir::Module& mod) { return relay_ir::to_text(mod); })
       .def("text", [](const relay_ir::Module& mod, bool show_types, int64_t max_constant_elements) {
         relay_ir::PrintOptions o;
         o.show_types = show_types;
         o.max_constant_elements = max_constant_elements;
         return relay_ir::to_text(mod, o);
-      }, py::arg("show_types") = false, py::arg("max_constant_elements") = 16)
-      .def("structurally_equal", [](const relay_ir::Module& a, const relay_ir::Module& b) { return relay_ir::structural_equal(a, b); });
-  m.def("relay_parse", [](const std::string& text) { return relay_ir::parse_module(text); });
+      }, py::arg("show_types") = false, py::arg("max_constant_elements") = 16,
+         "The text form, with each value's type when `show_types`, and constants of more than "
+         "`max_constant_elements` elements abbreviated.")
+      .def("structurally_equal", [](const relay_ir::Module& a, const relay_ir::Module& b) { return relay_ir::structural_equal(a, b); },
+           py::arg("other"), "Whether both modules compute the same graph (variable names aside).");
+  m.def("relay_parse", [](const std::string& text) { return relay_ir::parse_module(text); }, py::arg("text"),
+        "A module from its text form (backs tessera.relay.parse).");
   m.def("relay_gradient", [](const relay_ir::Module& mod, const std::vector<std::string>& wrt, bool cotangents) {
     return relay_ir::gradient(mod, wrt, cotangents);
-  }, py::arg("module"), py::arg("wrt"), py::arg("cotangents") = false);
+  }, py::arg("module"), py::arg("wrt"), py::arg("cotangents") = false,
+     "The reverse-mode gradient module of `module` with respect to the parameters `wrt` (backs tessera.relay.gradient).");
 
   m.def("onnx_load", [](const std::string& path, std::map<std::string, std::vector<int64_t>> shapes, py::dict bind,
                         std::vector<std::string> trainable) {
@@ -206,31 +192,39 @@ void bind_graph(py::module_& m) {
     options.initializers_as_inputs = std::move(trainable);
     for (auto item : bind) {
       std::string name = item.first.cast<std::string>();
-      NDArray view = from_numpy(py::array::ensure(item.second), "bind '" + name + "'");
+      NDArray view = to_ndarray(item.second, "bind '" + name + "'");
       NDArray copy = NDArray::empty(view.shape(), view.dtype());  // constants own their data
-      std::memcpy(copy.data(), view.data(), view.nbytes());
+      if (view.nbytes()) std::memcpy(copy.data(), view.data(), view.nbytes());
       options.bind[name] = copy;
     }
     options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
     py::gil_scoped_release release;
     return frontend::onnx::import_model(path, options);
   }, py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("bind") = py::dict(),
-     py::arg("trainable") = std::vector<std::string>{});
-  m.def("onnx_supported_operators", &frontend::onnx::supported_operators);
+     py::arg("trainable") = std::vector<std::string>{}, "Imports an ONNX model (backs tessera.onnx.load).");
+  m.def("onnx_supported_operators", &frontend::onnx::supported_operators,
+        "The ONNX operator types the importer translates, sorted.");
 
-  py::class_<Library>(m, "Library", "A compiled model.")
-      .def("run", &Library::run, py::arg("inputs"))
+  py::class_<Library>(m, "Library",
+                      "A compiled model, from tessera.build or tessera.load: run() computes its outputs, export() "
+                      "writes it as a shared library. Raises tessera.Error naming a missing or mismatched input.")
+      .def("run", &Library::run, py::arg("inputs"),
+           "Runs the model: run([x, ...]) in input order, or run({name: x}). An input may be a numpy array, a "
+           "tessera.nd array or any array with __dlpack__ (a PyTorch tensor, ...), in CPU memory; it must have "
+           "the input's shape and dtype exactly (errors name the input, its position, the expected and the given). "
+           "Compact arrays 64-byte aligned are used in place; others (strided, transposed, broadcast, unaligned) "
+           "are copied once. Returns the outputs as new numpy arrays.")
       .def("profile", &Library::profile, py::arg("inputs"), py::arg("repeat") = 10,
            "Per-step (kernel, median ms), slowest first.")
       .def("export", [](const Library& l, py::object path) { l.export_to(py::str(path)); }, py::arg("path"),
            "Writes the model as one shared library (kernels, plan, weights) that tessera.load() and the C runtime "
            "(tessera_runtime.h) load without the compiler.")
-      .def_property_readonly("target", &Library::target)
+      .def_property_readonly("target", &Library::target, "The target string it was compiled for, in canonical form.")
       .def_property_readonly("input_names", [](const Library& l) {
         std::vector<std::string> names;
         for (int id : l.plan().inputs) names.push_back(l.plan().tensors.at(id).name);
         return names;
-      })
+      }, "The names of the inputs, in the order run() takes them.")
       .def_property_readonly("inputs", [](const Library& l) { return describe(l.plan(), l.plan().inputs); },
                              "[{name, shape, dtype}] of the inputs")
       .def_property_readonly("outputs", [](const Library& l) { return describe(l.plan(), l.plan().outputs); },
@@ -242,11 +236,16 @@ void bind_graph(py::module_& m) {
                                  py::arg("calls") = k.calls, py::arg("lowered") = k.lowered, py::arg("workload") = k.workload,
                                  py::arg("schedule") = k.schedule));
         return out;
-      })
-      .def_property_readonly("num_steps", [](const Library& l) { return l.plan().steps.size(); })
-      .def_property_readonly("arena_bytes", [](const Library& l) { return l.plan().arena_bytes; });
+      }, "Per kernel a dict: name, op, signature, calls, lowered (tensor IR text), workload (key) and schedule "
+         "(where it came from: default, a tuning record, ...). Only for a model built in this process.")
+      .def_property_readonly("num_steps", [](const Library& l) { return l.plan().steps.size(); },
+                             "The number of steps (kernel calls and copies) of the execution plan.")
+      .def_property_readonly("arena_bytes", [](const Library& l) { return l.plan().arena_bytes; },
+                             "The bytes of the memory arena holding the intermediate tensors.");
 
-  m.def("default_db_path", &autotune::TuningDatabase::default_path);
+  m.def("default_db_path", &autotune::TuningDatabase::default_path,
+        "The default tuning database: $TESSERA_DB, else ~/.cache/tessera/tuning.db.");
+  m.attr("default_opt_level") = driver::BuildOptions{}.opt_level;
   m.def("build_module", [](const relay_ir::Module& mod, const std::string& target, int opt_level, const std::string& db,
                            bool jit, bool transfer) {
     driver::BuildOptions options;
@@ -257,12 +256,12 @@ void bind_graph(py::module_& m) {
     auto t = targets::Target::parse(target);
     py::gil_scoped_release release;
     return Library(driver::build(mod, t, options));
-  }, py::arg("module"), py::arg("target") = "llvm", py::arg("opt_level") = 2, py::arg("db") = "", py::arg("jit") = true,
-     py::arg("transfer") = true);
+  }, py::arg("module"), py::arg("target") = "llvm", py::arg("opt_level") = driver::BuildOptions{}.opt_level, py::arg("db") = "", py::arg("jit") = true,
+     py::arg("transfer") = true, "Compiles a graph module; `db` \"\": no tuning database (backs tessera.build).");
   m.def("load_module", [](const std::string& path) {
     py::gil_scoped_release release;
     return Library(runtime::load_module(path));
-  }, py::arg("path"));
+  }, py::arg("path"), "Loads an exported module with the runtime alone (backs tessera.load).");
 }
 
 }  // namespace tessera::python

@@ -18,7 +18,8 @@ void bind_runtime(py::module_& m) {
     py::capsule keep(new std::shared_ptr<runtime::NDArray>(owner), [](void* p) { delete static_cast<std::shared_ptr<runtime::NDArray>*>(p); });
     return py::array(py::dtype(t.is_bool() ? "bool" : t.str()), shape, owner->data(), keep);
   }, py::arg("shape"), py::arg("dtype") = "float32",
-     "A zero-filled numpy array in 64-byte aligned memory, which kernels take without copying.");
+     "A zero-filled numpy array of `shape` and `dtype` (\"float32\", \"int64\", \"bool\", ...) in 64-byte aligned "
+     "memory, which kernels take without copying.");
 }
 
 }  // namespace tessera::python

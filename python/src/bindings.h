@@ -1,7 +1,9 @@
 // Shared declarations of the pybind11 module `tessera._tessera`: one bind_* function per file.
 #pragma once
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "runtime/dlpack.h"
 #include "tensor_ir/tensor.h"
 
 namespace tessera::python {
@@ -9,6 +11,7 @@ namespace tessera::python {
 namespace py = pybind11;
 
 void bind_runtime(py::module_& m);
+void bind_ndarray(py::module_& m);
 void bind_autotune(py::module_& m);
 void bind_expr(py::module_& m);
 void bind_tensor(py::module_& m);
@@ -20,6 +23,28 @@ void bind_relay(py::module_& m);
 // A Python value as an expression: Expr, IterVar, bool, int (int64) or float (float64); the
 // operators then give constants the other operand's type. Throws TypeError otherwise.
 tensor_ir::Expr to_expr(const py::handle& value);
+
+// A Python array as an NDArray: a tessera.nd array as it is; a numpy array (or what numpy makes an
+// array of) viewed when C-contiguous, else copied once; any object with __dlpack__ (or a DLPack
+// capsule) taken over, viewed when compact, else copied once. Errors start with `what`.
+runtime::NDArray to_ndarray(const py::handle& obj, const std::string& what);
+// A numpy array holding a copy of `a`.
+py::array to_numpy(const runtime::NDArray& a);
+
+// The tensor of obj.__dlpack__() (or of obj, a DLPack capsule), borrowed rather than taken over:
+// it stays valid while `capsule` lives, whose destructor lets the producer free it. For calls
+// that write into the caller's array in place, whatever its strides. Errors start with `what`.
+struct BorrowedTensor {
+  py::object capsule;
+  const runtime::DLTensor* tensor = nullptr;
+  runtime::DataType dtype;
+  bool read_only = false;
+};
+BorrowedTensor borrow_dlpack(const py::handle& obj, const std::string& what);
+
+// Throws "WHAT: expected shape (2, 3) float32, got (2, 4) float32" unless shape and dtype agree.
+void check_array(const std::string& what, const std::vector<int64_t>& shape, runtime::DataType dtype,
+                 const std::vector<int64_t>& got_shape, const std::string& got_dtype);
 
 // `C.op` in TVM's API: the operation behind a tensor, with its axes.
 struct Operation {

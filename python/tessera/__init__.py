@@ -1,14 +1,20 @@
 """Tessera: a deep-learning compiler. `tessera.te` is the operator DSL (compute separate from
 schedule); `tessera.onnx` imports models, `tessera.relay` builds and differentiates graphs,
-`tessera.train` trains them; compiled kernels and graphs run on numpy arrays."""
+`tessera.train` trains them; compiled kernels and graphs run on numpy arrays, `tessera.nd` arrays
+and any array with __dlpack__ (PyTorch tensors, ...)."""
+from __future__ import annotations
+
+import os
+
 from . import _tessera as _t
 from ._tessera import Error, num_threads, empty, Module, Library
 
-__all__ = ["Error", "num_threads", "empty", "te", "onnx", "relay", "train", "autotune", "build", "load", "Module", "Library"]
+__all__ = ["Error", "num_threads", "empty", "nd", "te", "onnx", "relay", "train", "autotune", "build", "load", "Module", "Library"]
 __version__ = "0.1.0"
 
 
-def build(mod, target="llvm", db=None, opt_level=2, jit=True, transfer=True):
+def build(mod: Module, target: str = "llvm", db: os.PathLike | str | bool | None = None, opt_level: int = _t.default_opt_level,
+          jit: bool = True, transfer: bool = True) -> Library:
     """Compiles a graph module (tessera.onnx.load, tessera.relay) for `target`; the result runs
     with lib.run([inputs]) or lib.run({name: input}) and lib.export("model.so") writes it as one
     shared library. Kernels take the best schedule recorded in the tuning database `db` (a path;
@@ -17,16 +23,22 @@ def build(mod, target="llvm", db=None, opt_level=2, jit=True, transfer=True):
     borrows those of similar workloads (same computation, other shapes), measuring the best few
     against its default schedule and storing the results (transfer=False: never). jit=False only
     plans and lowers, for export (e.g. target="llvm -mtriple=aarch64-linux-gnu", which cannot run
-    here)."""
+    here). `target` is "llvm" (this CPU) or "llvm -mcpu=NAME -mattr=+F,-G -mtriple=TRIPLE";
+    `opt_level` (0-3) selects the graph passes: 3, the default, is the fastest (packed weight
+    layouts, Winograd 3x3 convolutions); levels 1 and above fold batch norms into weights and 3
+    takes Winograd, which round differently from the model's order of operations (~1e-6 of the
+    output's scale); 0 computes the graph as written. Raises tessera.Error for an invalid target or a
+    graph that cannot be compiled."""
     path = "" if db is False else str(db) if db is not None else _t.default_db_path()
     return _t.build_module(mod, target, opt_level, path, jit, transfer)
 
 
-def load(path):
+def load(path: os.PathLike | str) -> Library:
     """Loads a module written by lib.export() or `tessera compile -o` with the runtime alone (no
     compiler): the file is validated (format, version, checksums, this CPU's features) before
-    any of its code runs. The result runs like a built one."""
+    any of its code runs. The result runs like a built one; tessera.Error says why a file
+    cannot be loaded."""
     return _t.load_module(str(path))
 
 
-from . import te, onnx, relay, train, autotune  # noqa: E402  (train uses build)
+from . import nd, te, onnx, relay, train, autotune  # noqa: E402  (train uses build)

@@ -3,25 +3,38 @@
 Tessera compiles for static shapes: `shapes` fixes symbolic input dimensions, and `bind` turns
 inputs that set shapes or indices (Reshape's shape, Slice's starts, ...) into constants. When an
 input must be bound, load raises BindingRequired whose `inputs` names them."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+
 import numpy as np
+import numpy.typing as npt
 
 from . import _tessera as _t
-from ._tessera import BindingRequired
+from ._tessera import BindingRequired, Module
 
 __all__ = ["load", "initializer_values", "BindingRequired", "supported_operators"]
 
 
-def load(path, shapes=None, bind=None, trainable=None):
-    """`trainable` names initializers (weights) to import as inputs instead of constants, after
+def load(path: os.PathLike | str, shapes: Mapping[str, Sequence[int]] | None = None,
+         bind: Mapping[str, npt.ArrayLike] | None = None, trainable: Iterable[str] | None = None) -> Module:
+    """Imports the ONNX model at `path` as a graph module (tessera.Module).
+
+    `shapes` gives input name -> full shape, fixing symbolic dimensions (others come from the
+    file). `bind` gives input name -> value for inputs that must be constants (shapes, indices).
+    `trainable` names initializers (weights) to import as inputs instead of constants, after
     the model's own inputs, so they can be differentiated and trained (fine-tuning); their
-    values come from initializer_values()."""
+    values come from initializer_values(). Raises BindingRequired when an input must be bound,
+    tessera.Error for a malformed file, an unsupported operator or inconsistent shapes."""
     shapes = {k: [int(d) for d in v] for k, v in (shapes or {}).items()}
     bind = {k: np.ascontiguousarray(v) for k, v in (bind or {}).items()}
     return _t.onnx_load(str(path), shapes, bind, list(trainable or []))
 
 
-def initializer_values(path, names):
-    """The values of the named initializers of an ONNX model, as numpy arrays."""
+def initializer_values(path: os.PathLike | str, names: Sequence[str]) -> list[np.ndarray]:
+    """The values of the named initializers of an ONNX model, as numpy arrays in the order of
+    `names`. Needs the `onnx` Python package; raises KeyError naming a missing initializer."""
     import onnx
     from onnx import numpy_helper
     model = onnx.load(str(path))
@@ -32,5 +45,6 @@ def initializer_values(path, names):
     return [found[n] for n in names]
 
 
-def supported_operators():
+def supported_operators() -> list[str]:
+    """The ONNX operator types the importer translates, sorted."""
     return _t.onnx_supported_operators()

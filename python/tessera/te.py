@@ -6,12 +6,25 @@
     s = te.create_schedule(C)
     io, ii = s[C].split(C.op.axis[0], 32)
     f = te.build(s, [A, B, C], target="llvm"); f(a, b, c)
+
+Data types are strings: "float16", "float32", "float64", "int8" ... "int64", "uint8" ... "uint64",
+"bool". Where an expression is expected, Python numbers are accepted and take the type of the
+other operand.
 """
+from __future__ import annotations
+
 import builtins
 import inspect
+from collections.abc import Callable, Sequence
 
 from . import _tessera as _t
 from ._tessera import Expr, IterVar, Tensor, Schedule, Stage, Loop, Trace, Function
+
+# What the DSL takes where it expects an expression (an axis reads as its loop variable).
+ExprLike = Expr | IterVar | int | float | bool
+# A shape: one dimension or a sequence of them (constants, or expressions of te.var()).
+ShapeLike = int | Expr | Sequence[int | Expr]
+Axes = IterVar | Sequence[IterVar]
 
 __all__ = [
     "placeholder", "compute", "reduce_axis", "sum", "prod", "max", "min", "create_schedule",
@@ -23,14 +36,20 @@ __all__ = [
 ]
 
 
-def placeholder(shape, dtype="float32", name="placeholder"):
-    """An input tensor of a static shape."""
+def placeholder(shape: ShapeLike, dtype: str = "float32", name: str = "placeholder") -> Tensor:
+    """An input tensor of `shape` and `dtype`, named `name` in lowered code and traces."""
     return _t.placeholder(_as_tuple(shape), dtype, name)
 
 
-def compute(shape, fcompute, name="compute", tag=""):
-    """A tensor whose element at index (i, j, ...) is fcompute(i, j, ...). The lambda's
-    parameter names become the names of the axes (C.op.axis)."""
+def compute(shape: ShapeLike, fcompute: Callable[..., ExprLike], name: str = "compute", tag: str = "") -> Tensor:
+    """A tensor whose element at index (i, j, ...) is fcompute(i, j, ...).
+
+    fcompute takes one index expression per dimension and returns an expression (reductions
+    such as te.sum included). Its parameter names become the names of the axes (C.op.axis);
+    with *args they are i, j, k, l (i0, i1, ... beyond four). `tag` labels the operation
+    (C.op.tag) for schedules. Raises ValueError when fcompute takes a different number of
+    indices than `shape` has dimensions.
+    """
     shape = _as_tuple(shape)
     try:
         params = list(inspect.signature(fcompute).parameters.values())
@@ -44,45 +63,59 @@ def compute(shape, fcompute, name="compute", tag=""):
     return _t.compute(shape, fcompute, name, tag, names)
 
 
-def reduce_axis(dom, name="k"):
-    """A reduction loop over [begin, end)."""
+def reduce_axis(dom: tuple[ExprLike, ExprLike] | Sequence[ExprLike], name: str = "k") -> IterVar:
+    """A reduction loop over [begin, end) given as `dom` = (begin, end), for te.sum & co."""
     return _t.reduce_axis(tuple(dom), name)
 
 
-def sum(expr, axis, where=None):
+def sum(expr: ExprLike, axis: Axes, where: ExprLike | None = None) -> Expr:
+    """The sum of `expr` over the reduction axes `axis` (te.reduce_axis), counting only the
+    iterations where the boolean expression `where` holds (all of them when None)."""
     return _t.sum(expr, axis, where)
 
 
-def prod(expr, axis, where=None):
+def prod(expr: ExprLike, axis: Axes, where: ExprLike | None = None) -> Expr:
+    """The product of `expr` over the reduction axes `axis`, where `where` holds (see sum)."""
     return _t.prod(expr, axis, where)
 
 
-def max(a, b=None, axis=None, where=None):
-    """max(a, b) elementwise, or max(expr, axis=k) as a reduction."""
+def max(a: ExprLike, b: ExprLike | Axes | None = None, axis: Axes | None = None, where: ExprLike | None = None) -> Expr:
+    """max(a, b) elementwise, or max(expr, axis=k) (also max(expr, k)) as a reduction over
+    the reduction axes `axis`, where `where` holds (see sum)."""
     if axis is not None or isinstance(b, (IterVar, list, tuple)):
         return _t.max_reduce(a, axis if axis is not None else b, where)
     return _t.max(a, b)
 
 
-def min(a, b=None, axis=None, where=None):
-    """min(a, b) elementwise, or min(expr, axis=k) as a reduction."""
+def min(a: ExprLike, b: ExprLike | Axes | None = None, axis: Axes | None = None, where: ExprLike | None = None) -> Expr:
+    """min(a, b) elementwise, or min(expr, axis=k) (also min(expr, k)) as a reduction over
+    the reduction axes `axis`, where `where` holds (see sum)."""
     if axis is not None or isinstance(b, (IterVar, list, tuple)):
         return _t.min_reduce(a, axis if axis is not None else b, where)
     return _t.min(a, b)
 
 
-def create_schedule(outputs):
-    """A schedule with default (naive, row-major, serial) loops for `outputs`."""
+def create_schedule(outputs: Tensor | Sequence[Tensor]) -> Schedule:
+    """A schedule for `outputs` (a tensor or a list) and every tensor they read, with default
+    (naive, row-major, serial) loops; s[T] is the Stage of tensor T."""
     return Schedule(outputs)
 
 
-def lower(schedule, args, name="main"):
-    """The lowered loop nest as text."""
+def lower(schedule: Schedule, args: Sequence[Tensor], name: str = "main") -> str:
+    """The lowered loop nest, as text, of a function `name` whose buffers are `args` in order
+    (the inputs and outputs it is called with). Raises tessera.Error for an invalid schedule."""
     return _t.lower(schedule, list(args), name)
 
 
-def build(schedule, args, target="llvm", name="main"):
-    """Compiles the schedule into a Function called with numpy arrays in the order of `args`."""
+def build(schedule: Schedule, args: Sequence[Tensor], target: str = "llvm", name: str = "main") -> Function:
+    """Compiles the schedule into a Function called with arrays (numpy, tessera.nd, or any with
+    __dlpack__ such as PyTorch tensors) in the order of `args`.
+
+    `target` is a target string: "llvm" (this CPU), "llvm -mcpu=NAME -mattr=+FEATURE,...";
+    the Function runs in this process, so it must describe this machine. Calls write the
+    outputs into the arrays given for them. Raises tessera.Error for an invalid schedule or
+    target.
+    """
     return _t.build(schedule, list(args), target, name)
 
 
@@ -95,25 +128,32 @@ truncdiv = _t.truncdiv
 truncmod = _t.truncmod
 
 
-def all(*conds):
+def all(*conds: ExprLike) -> Expr:
+    """The logical and of one or more boolean expressions (Python's `and` cannot be used)."""
     result = conds[0]
     for c in conds[1:]:
         result = result & c
     return result
 
 
-def any(*conds):
+def any(*conds: ExprLike) -> Expr:
+    """The logical or of one or more boolean expressions (Python's `or` cannot be used)."""
     result = conds[0]
     for c in conds[1:]:
         result = result | c
     return result
 
 
-def _intrinsic(name):
-    def f(*args):
+def _intrinsic(name: str) -> Callable[..., Expr]:
+    def f(*args: ExprLike) -> Expr:
         return _t.intrinsic(name, *args)
-    f.__name__ = name
-    f.__doc__ = f"{name}(x): elementwise intrinsic (float arguments)."
+    f.__name__ = f.__qualname__ = name
+    if name == "pow":
+        f.__doc__ = "pow(x, y): x to the power y, elementwise (float arguments)."
+    elif name in ("isnan", "isinf"):
+        f.__doc__ = f"{name}(x): whether x is {name[2:]}, elementwise (a bool expression; float argument)."
+    else:
+        f.__doc__ = f"{name}(x): the elementwise intrinsic {name} (float argument)."
     return f
 
 
@@ -124,7 +164,7 @@ for _name in ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow", "a
 del _name
 
 
-def _as_tuple(shape):
+def _as_tuple(shape: ShapeLike) -> tuple:
     if isinstance(shape, (list, tuple)):
         return tuple(shape)
     return (shape,)

@@ -8,18 +8,25 @@ and compiled together by tessera.build.
         value = trainer.step(x=xb, y=yb)
     trainer.params["w"]            # current values (numpy)
 """
+from __future__ import annotations
+
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _tessera as _t
 from . import build
+from ._tessera import Module
 
 __all__ = ["SGD", "Adam", "Trainer"]
 
 
 @dataclass
 class SGD:
+    """Stochastic gradient descent, as torch.optim.SGD: g += weight_decay * w (L2);
+    v = momentum * v + g; w -= lr * v (v = g without momentum)."""
     lr: float = 0.01
     momentum: float = 0.0
     weight_decay: float = 0.0
@@ -28,6 +35,8 @@ class SGD:
 
 @dataclass
 class Adam:
+    """Adam (Kingma & Ba), as torch.optim.Adam: learning rate `lr`, moment decay rates `beta1`
+    and `beta2`, `eps` added to the denominator, L2 `weight_decay` added to the gradient."""
     lr: float = 0.001
     beta1: float = 0.9
     beta2: float = 0.999
@@ -38,9 +47,17 @@ class Adam:
 
 
 class Trainer:
-    """Holds the parameters and optimizer state; step() runs one compiled training step."""
+    """Holds the parameters and optimizer state; step() runs one compiled training step.
 
-    def __init__(self, loss_module, params, optimizer, opt_level=2, target="llvm"):
+    `loss_module`'s main returns a scalar loss; `params` maps the names of its parameters to
+    initial values (its other inputs are the data, given to step()); `optimizer` is SGD or Adam.
+    The step is compiled once, here, with tessera.build(target=target, opt_level=opt_level).
+    Attributes: `params` (name -> current value), `state` (the optimizer's buffers, e.g.
+    "w.v"), `optimizer`.
+    """
+
+    def __init__(self, loss_module: Module, params: Mapping[str, npt.ArrayLike], optimizer: SGD | Adam,
+                 opt_level: int = _t.default_opt_level, target: str = "llvm") -> None:
         self.params = {k: np.ascontiguousarray(v) for k, v in params.items()}
         self.optimizer = optimizer
         self._wrt = list(self.params)
@@ -56,8 +73,9 @@ class Trainer:
         if optimizer.kind == "adam":
             self.state["step"] = np.zeros((), self.params[self._wrt[0]].dtype)
 
-    def step(self, **inputs):
-        """One optimizer step on a batch (the loss module's data inputs by name); returns the loss."""
+    def step(self, **inputs: npt.ArrayLike) -> float:
+        """One optimizer step on a batch (the loss module's data inputs by name); returns the loss
+        before the update. Raises TypeError when a data input is missing."""
         missing = [n for n in self._inputs if n not in inputs]
         if missing:
             raise TypeError(f"step() needs the input(s) {missing}")

@@ -1,7 +1,6 @@
 """Tuning sessions end to end, with a handful of trials: tasks, the database they fill, builds
 that replay its records, resuming, interruption, custom schedules and schedule transfer."""
 import json
-import os
 import sqlite3
 
 import numpy as np
@@ -10,6 +9,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import nn_testing
+from package_under_test import program
 import tessera
 
 FAST = dict(repeat=2, batch=4, seed=1)
@@ -205,14 +205,14 @@ def test_schedule_transfer_from_another_shape(tmp_path, rng):
     assert labels(tessera.build(other, db=db)) == got and len(records(db)) == len(rows)
 
 
-def test_tuning_times_the_default_again_beside_the_best_candidate(tmp_path, monkeypatch, build_dir):
+def test_tuning_times_the_default_again_beside_the_best_candidate(tmp_path, monkeypatch):
     """A stretch at half speed while the default is first timed must not hand its place to a
     candidate: the session ends by timing the two again, side by side. A proxy around the worker
     logs the requests and makes each kernel's first timing, the default's, ten times slower."""
     log, proxy = tmp_path / "requests.jsonl", tmp_path / "worker.py"
     proxy.write_text(f"""#!/usr/bin/python3
 import json, subprocess, sys
-worker = subprocess.Popen(["{os.path.join(build_dir, 'bin', 'tessera-measure')}"], stdin=subprocess.PIPE,
+worker = subprocess.Popen(["{program('tessera-measure')}"], stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, text=True)
 seen = set()
 for line in sys.stdin:
@@ -251,7 +251,7 @@ for line in sys.stdin:
             assert min(default_times) < default_times[0] / 3
 
 
-def test_schedule_transfer_times_the_default_before_and_after_the_candidates(tmp_path, monkeypatch, build_dir):
+def test_schedule_transfer_times_the_default_before_and_after_the_candidates(tmp_path, monkeypatch):
     """So that a stretch of seconds at half speed cannot make the default look slower than the
     candidates timed after it. The requests to the worker are logged by a wrapper around it."""
     db = tmp_path / "x.db"
@@ -261,7 +261,7 @@ def test_schedule_transfer_times_the_default_before_and_after_the_candidates(tmp
     with sqlite3.connect(db) as c:
         c.execute("UPDATE records SET median_seconds = median_seconds / 100 WHERE policy != 'default' AND error = ''")
     log, wrapper = tmp_path / "requests.jsonl", tmp_path / "worker.sh"
-    wrapper.write_text(f"#!/bin/sh\ntee -a '{log}' | '{os.path.join(build_dir, 'bin', 'tessera-measure')}'\n")
+    wrapper.write_text(f"#!/bin/sh\ntee -a '{log}' | '{program('tessera-measure')}'\n")
     wrapper.chmod(0o755)
     monkeypatch.setenv("TESSERA_MEASURE_WORKER", str(wrapper))
     tessera.build(mlp(tmp_path / "b.onnx", 11), db=db)

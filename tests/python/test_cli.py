@@ -7,8 +7,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-BUILD = os.environ.get("TESSERA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-TESSERA = os.path.abspath(os.path.join(BUILD, "bin", "tessera"))
+from package_under_test import program
+
+TESSERA = program("tessera")
 
 
 def tessera(*args, ok=True):
@@ -82,6 +83,7 @@ def test_tune_then_db_commands(tmp_path):
     assert any(label in kernels for label in ("tuned (record", "default (measured fastest", "default (faster in the model"))
 
     listing = tessera("db", "--db", db, "list").stdout.splitlines()
+    assert tessera("db", "list", "--db", db).stdout.splitlines() == listing  # --db on either side of the action
     assert len(listing) == 2 and "matmul" in listing[1]
     prefix, records = listing[1].split()[0], int(listing[1].split()[2])
     # Six trials; when the best of them is not the default, two more (the session ends by timing

@@ -14,11 +14,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import package_under_test
 import tessera
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.path.abspath(os.environ.get("TESSERA_BUILD_DIR", os.path.join(ROOT, "build")))
-TESSERA = os.path.join(BUILD, "bin", "tessera")
+ROOT = package_under_test.ROOT
+BUILD = package_under_test.BUILD
+TESSERA = package_under_test.program("tessera")
 MODEL_DIR = os.path.join(ROOT, "models")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
@@ -199,9 +200,9 @@ def test_loading_refuses_code_for_cpu_features_this_host_lacks(cnn, tmp_path):
 
 def test_inputs_of_the_wrong_shape_or_dtype_name_the_input(cnn):
     lib2 = tessera.load(cnn["so"])
-    with pytest.raises(tessera.Error, match=r"input 'x': expected shape \(2, 3, 16, 16\), got \(1, 3, 16, 16\)"):
+    with pytest.raises(tessera.Error, match=r"input 'x' \(#0\): expected shape \(2, 3, 16, 16\) float32, got \(1, 3, 16, 16\) float32"):
         lib2.run([cnn["x"][:1]])
-    with pytest.raises(tessera.Error, match="input 'x': expected dtype float32, got float64"):
+    with pytest.raises(tessera.Error, match=r"input 'x' \(#0\): expected shape \(2, 3, 16, 16\) float32, got \(2, 3, 16, 16\) float64"):
         lib2.run([cnn["x"].astype("float64")])
     with pytest.raises(tessera.Error, match="loaded from a file"):
         lib2.export(cnn["dir"] / "again.so")

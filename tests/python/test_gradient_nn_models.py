@@ -10,6 +10,7 @@ import pytest
 import tessera
 
 torch = pytest.importorskip("torch")
+import torch_numpy  # noqa: E402
 
 RTOL = 1e-5
 
@@ -67,8 +68,8 @@ def test_cnn_with_batch_norm_in_training_mode():
               "fw": net.fc.weight, "fb": net.fc.bias}
     stats = {"m1": net.bn1.running_mean, "v1": net.bn1.running_var, "m2": net.bn2.running_mean, "v2": net.bn2.running_var}
     values = {"x": x, "labels": labels}
-    values.update({k: p.detach().numpy().copy() for k, p in params.items()})
-    values.update({k: s.numpy().copy() for k, s in stats.items()})
+    values.update({k: torch_numpy.array(p) for k, p in params.items()})
+    values.update({k: torch_numpy.array(s) for k, s in stats.items()})
     bn = "epsilon=1e-05, momentum=0.9, unbiased_running_var=1"  # ONNX momentum: the weight of the old running value
     text = f"""def @main({signature(values)}) {{
       %0 = conv(%x, %w1, strides=[2, 2], pads=[1, 1, 1, 1], groups=2);
@@ -88,13 +89,13 @@ def test_cnn_with_batch_norm_in_training_mode():
     cotangents = [np.array(1, "float32")] + [np.zeros(s.shape, "float32") for s in stats.values()]
     outs, grads = run_gradient(text, values, list(params), cotangents)
 
-    loss = torch.nn.functional.cross_entropy(net(torch.tensor(x)), torch.tensor(labels))
+    loss = torch.nn.functional.cross_entropy(net(torch_numpy.tensor(x)), torch_numpy.tensor(labels))
     loss.backward()
     assert_close(outs[0], loss.item(), "loss")
     for k, want in zip(stats, stats.values()):  # the running statistics the step updated
-        assert_close(outs[1 + list(stats).index(k)], want.numpy(), k)
+        assert_close(outs[1 + list(stats).index(k)], torch_numpy.array(want), k)
     for k, p in params.items():
-        assert_close(grads[k], p.grad.numpy(), "d/d" + k)
+        assert_close(grads[k], torch_numpy.array(p.grad), "d/d" + k)
 
 
 def test_transformer_block():
@@ -112,7 +113,7 @@ def test_transformer_block():
         p["W" + name], p["b" + name] = lin(i, o)
     del p["bk"]  # a key bias shifts every score of a row alike: softmax ignores it, its gradient is rounding
     p["g2"], p["e2"] = (1 + 0.1 * torch.randn(D)).requires_grad_(), (0.1 * torch.randn(D)).requires_grad_()
-    x = torch.tensor(rng.standard_normal((B, T, D)).astype("float32"), requires_grad=True)
+    x = torch_numpy.tensor(rng.standard_normal((B, T, D)).astype("float32"), requires_grad=True)
 
     def gelu(t):
         return 0.5 * t * (1 + torch.tanh(np.sqrt(2 / np.pi) * (t + 0.044715 * t ** 3)))
@@ -131,8 +132,8 @@ def test_transformer_block():
     loss = (block(x) ** 2).mean()
     loss.backward()
 
-    values = {"x": x.detach().numpy()}
-    values.update({k: t.detach().numpy() for k, t in p.items()})
+    values = {"x": torch_numpy.array(x)}
+    values.update({k: torch_numpy.array(t) for k, t in p.items()})
     c = lambda v: f"constant(float32[], [{float(v)!r}])"
     lines = []
 
@@ -163,6 +164,6 @@ def test_transformer_block():
     wrt = list(values)
     outs, grads = run_gradient(text, values, wrt, [np.array(1, "float32")])
     assert_close(outs[0], loss.item(), "loss")
-    assert_close(grads["x"], x.grad.numpy(), "d/dx")
+    assert_close(grads["x"], torch_numpy.array(x.grad), "d/dx")
     for k, t in p.items():
-        assert_close(grads[k], t.grad.numpy(), "d/d" + k)
+        assert_close(grads[k], torch_numpy.array(t.grad), "d/d" + k)

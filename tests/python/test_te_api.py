@@ -107,9 +107,9 @@ def test_call_errors_name_the_argument():
     A, B = elementwise((4, 5), "float32", lambda x: x * 2)
     f = te.build(te.create_schedule(B), [A, B])
     good = np.zeros((4, 5), "float32")
-    with pytest.raises(tessera.Error, match=r"argument 0 \('A'\): expected shape \(4, 5\), got \(5, 4\)"):
+    with pytest.raises(tessera.Error, match=r"argument 'A' \(#0\): expected shape \(4, 5\) float32, got \(5, 4\) float32"):
         f(np.zeros((5, 4), "float32"), good)
-    with pytest.raises(tessera.Error, match=r"argument 1 \('B'\): expected dtype float32, got float64"):
+    with pytest.raises(tessera.Error, match=r"argument 'B' \(#1\): expected shape \(4, 5\) float32, got \(4, 5\) float64"):
         f(good, np.zeros((4, 5)))
     with pytest.raises(TypeError, match="takes 2 arrays, got 1"):
         f(good)

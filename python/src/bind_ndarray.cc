@@ -1,0 +1,242 @@
+// Arrays between Python and Tessera: the NDArray class of tessera.nd (buffer protocol, DLPack
+// producer) and the conversions every entry point uses to take numpy arrays, tessera.nd arrays and
+// any DLPack-capable array (PyTorch, JAX, CuPy, ...) as NDArrays, in the manner of TVM's tvm.nd.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "python/src/bindings.h"
+#include "runtime/error.h"
+
+namespace tessera::python {
+
+using runtime::DataType;
+using runtime::DLManagedTensor;
+using runtime::DLManagedTensorVersioned;
+using runtime::NDArray;
+
+namespace {
+
+// The capsule names of the Python DLPack protocol; a consumer that takes the tensor over renames
+// the capsule to the "used_" name, which tells the capsule's destructor to leave the tensor alone.
+template <typename Managed>
+constexpr const char* capsule_name() {
+  return std::is_same_v<Managed, DLManagedTensorVersioned> ? "dltensor_versioned" : "dltensor";
+}
+template <typename Managed>
+constexpr const char* used_capsule_name() {
+  return std::is_same_v<Managed, DLManagedTensorVersioned> ? "used_dltensor_versioned" : "used_dltensor";
+}
+
+// The managed tensor in capsule `c` if it is of this kind and nobody has used it yet, else null.
+template <typename Managed>
+Managed* unused_tensor(PyObject* c) {
+  if (!PyCapsule_IsValid(c, capsule_name<Managed>())) return nullptr;
+  return static_cast<Managed*>(PyCapsule_GetPointer(c, capsule_name<Managed>()));
+}
+
+template <typename Managed>
+py::object make_capsule(Managed* managed) {
+  PyCapsule_Destructor destructor = [](PyObject* c) {
+    if (Managed* m = unused_tensor<Managed>(c); m && m->deleter) m->deleter(m);
+  };
+  PyObject* c = PyCapsule_New(managed, capsule_name<Managed>(), destructor);
+  if (!c) {
+    managed->deleter(managed);
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(c);
+}
+
+// Runs f, putting `what` (the input or argument concerned) before the message of an Error.
+template <typename F>
+auto about(const std::string& what, F f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error(what + ": " + e.what());
+  }
+}
+
+std::string type_name(const py::handle& obj) { return Py_TYPE(obj.ptr())->tp_name; }
+
+// What __dlpack__ gave when it is not an unused DLPack capsule, for the error message.
+std::string describe_capsule(PyObject* c) {
+  if (!PyCapsule_CheckExact(c)) return "a " + type_name(c);
+  const char* name = PyCapsule_GetName(c);
+  return name ? "a capsule named '" + std::string(name) + "'" : "a capsule without a name";
+}
+
+NDArray copy_of(const NDArray& a) {
+  NDArray c = NDArray::empty(a.shape(), a.dtype());
+  if (a.nbytes()) std::memcpy(c.data(), a.data(), a.nbytes());
+  return c;
+}
+
+// A numpy array as an NDArray: a view when it is C-contiguous (the array is kept alive),
+// otherwise a compact copy.
+NDArray from_numpy(const py::array& a, const std::string& what) {
+  std::string kind = py::str(a.dtype());
+  DataType dtype = about(what, [&] {
+    try {
+      return DataType::parse(kind);
+    } catch (const Error&) {
+      fail("dtype ", kind, " has no Tessera counterpart (Tessera has float16/32/64, int8/16/32/64, uint8/16/32/64 and bool)");
+    }
+  });
+  std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+  if (!(a.flags() & py::array::c_style)) {
+    // Copied by numpy straight into aligned memory: a copy of numpy's own need not be 64-byte
+    // aligned, and the executor would copy that again.
+    NDArray copy = NDArray::empty(shape, dtype);
+    py::array view(a.dtype(), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()), copy.data(), py::none());
+    view.attr("__setitem__")(py::ellipsis(), a);
+    return copy;
+  }
+  auto owner = std::make_shared<py::object>(a);
+  // The deleter needs the GIL to drop the Python reference.
+  std::shared_ptr<void> keep(nullptr, [owner](void*) {
+    py::gil_scoped_acquire gil;
+    const_cast<std::shared_ptr<py::object>&>(owner).reset();
+  });
+  return NDArray::view(const_cast<void*>(a.data()), shape, dtype, keep);
+}
+
+// The capsule of obj.__dlpack__() (or obj itself, a capsule), versioned where the producer can.
+py::object dlpack_capsule(const py::handle& obj) {
+  if (PyCapsule_CheckExact(obj.ptr())) return py::reinterpret_borrow<py::object>(obj);
+  try {
+    return obj.attr("__dlpack__")(py::arg("max_version") = py::make_tuple(runtime::kDLPackMajorVersion, runtime::kDLPackMinorVersion));
+  } catch (py::error_already_set& e) {
+    // Producers older than DLPack 1.0 (numpy 1, PyTorch 1.x) take no max_version.
+    if (!e.matches(PyExc_TypeError)) throw;
+  }
+  return obj.attr("__dlpack__")();
+}
+
+// Takes the tensor of a capsule over (renaming the capsule, as the protocol asks).
+NDArray take_capsule(const py::object& capsule, const std::string& what) {
+  PyObject* c = capsule.ptr();
+  if (auto* m = unused_tensor<DLManagedTensorVersioned>(c)) {
+    PyCapsule_SetName(c, used_capsule_name<DLManagedTensorVersioned>());
+    return about(what, [&] { return runtime::from_dlpack(m); });
+  }
+  if (auto* m = unused_tensor<DLManagedTensor>(c)) {
+    PyCapsule_SetName(c, used_capsule_name<DLManagedTensor>());
+    return about(what, [&] { return runtime::from_dlpack(m); });
+  }
+  throw py::type_error(what + ": expected an unused DLPack capsule, got " + describe_capsule(c));
+}
+
+// NDArray.__dlpack__ of the Python array API standard.
+py::object export_dlpack(const NDArray& a, const py::object& stream, const py::object& max_version,
+                         const py::object& dl_device, const py::object& copy) {
+  if (!stream.is_none()) throw py::buffer_error("tessera.nd arrays are in CPU memory, which has no streams: pass stream=None");
+  if (!dl_device.is_none() && py::cast<py::tuple>(dl_device)[0].cast<int>() != runtime::kDLCPU)
+    throw py::buffer_error("tessera.nd arrays are in CPU memory; cannot export to device " + std::string(py::repr(dl_device)));
+  const bool fresh = !copy.is_none() && copy.cast<bool>();
+  const NDArray out = fresh ? copy_of(a) : a;
+  // The versioned capsule only for consumers that say they read it (the protocol's rule).
+  if (!max_version.is_none() && py::cast<py::tuple>(max_version)[0].cast<int>() >= 1)
+    return make_capsule(runtime::to_dlpack_versioned(out, fresh ? runtime::kDLPackFlagIsCopied : 0));
+  return make_capsule(runtime::to_dlpack(out));
+}
+
+// The struct format characters of the buffer protocol.
+std::string buffer_format(DataType t) {
+  const int size_index = t.bits == 8 ? 0 : t.bits == 16 ? 1 : t.bits == 32 ? 2 : 3;
+  switch (t.code) {
+    case runtime::TypeCode::Int: return std::string(1, "bhiq"[size_index]);
+    case runtime::TypeCode::UInt: return std::string(1, "BHIQ"[size_index]);
+    case runtime::TypeCode::Float: return std::string(1, " efd"[size_index]);
+    case runtime::TypeCode::Bool: return "?";
+    case runtime::TypeCode::Handle: break;
+  }
+  fail("no buffer format for ", t.str());
+}
+
+}  // namespace
+
+py::array to_numpy(const NDArray& a) {
+  std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
+  py::array out(py::dtype(a.dtype().str()), shape);
+  if (a.nbytes()) std::memcpy(out.mutable_data(), a.data(), a.nbytes());
+  return out;
+}
+
+NDArray to_ndarray(const py::handle& obj, const std::string& what) {
+  if (py::isinstance<NDArray>(obj)) return obj.cast<NDArray>();
+  if (py::isinstance<py::array>(obj)) return from_numpy(py::reinterpret_borrow<py::array>(obj), what);
+  if (py::hasattr(obj, "__dlpack__") || PyCapsule_CheckExact(obj.ptr())) return take_capsule(dlpack_capsule(obj), what);
+  py::array a = py::array::ensure(obj);  // numbers, nested lists, numpy scalars
+  if (!a) throw py::type_error(what + ": expected an array (numpy, tessera.nd or one with __dlpack__), got " + type_name(obj));
+  return from_numpy(a, what);
+}
+
+BorrowedTensor borrow_dlpack(const py::handle& obj, const std::string& what) {
+  if (!py::hasattr(obj, "__dlpack__") && !PyCapsule_CheckExact(obj.ptr()))
+    throw py::type_error(what + ": expected a numpy array, a tessera.nd array or one with __dlpack__, got " + type_name(obj));
+  BorrowedTensor b;
+  b.capsule = dlpack_capsule(obj);
+  if (auto* m = unused_tensor<DLManagedTensorVersioned>(b.capsule.ptr())) {
+    if (m->version.major != runtime::kDLPackMajorVersion)
+      fail(what, ": a DLPack ", m->version.major, ".", m->version.minor, " tensor: Tessera reads DLPack ", runtime::kDLPackMajorVersion, ".x");
+    b.tensor = &m->dl_tensor;
+    b.read_only = m->flags & runtime::kDLPackFlagReadOnly;
+  } else if (auto* m = unused_tensor<DLManagedTensor>(b.capsule.ptr())) {
+    b.tensor = &m->dl_tensor;
+  } else {
+    throw py::type_error(what + ": expected an unused DLPack capsule, got " + describe_capsule(b.capsule.ptr()));
+  }
+  b.dtype = about(what, [&] { return runtime::dlpack_data_type(*b.tensor); });
+  return b;
+}
+
+void check_array(const std::string& what, const std::vector<int64_t>& shape, DataType dtype,
+                 const std::vector<int64_t>& got_shape, const std::string& got_dtype) {
+  if (got_shape == shape && got_dtype == dtype.str()) return;
+  fail(what, ": expected shape ", runtime::shape_str(shape), " ", dtype.str(), ", got ", runtime::shape_str(got_shape), " ", got_dtype);
+}
+
+void bind_ndarray(py::module_& m) {
+  py::class_<NDArray>(m, "NDArray", py::buffer_protocol(),
+                      "A dense row-major array in CPU memory (tessera.nd.array, tessera.nd.from_dlpack, "
+                      "tessera.nd.empty). It shares its memory through DLPack (__dlpack__) and the buffer "
+                      "protocol (np.asarray); .numpy() copies.")
+      .def_property_readonly("shape", [](const NDArray& a) { return py::tuple(py::cast(a.shape())); },
+                             "The extent of each dimension, as a tuple.")
+      .def_property_readonly("dtype", [](const NDArray& a) { return a.dtype().str(); },
+                             "The element type's name (\"float32\", \"int64\", \"bool\", ...).")
+      .def_property_readonly("ndim", &NDArray::ndim, "The number of dimensions.")
+      .def("numpy", &to_numpy, "A numpy array holding a copy of the elements.")
+      .def("__dlpack__", &export_dlpack, py::kw_only(), py::arg("stream") = py::none(),
+           py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
+           "A DLPack capsule sharing this array's memory (versioned when max_version >= (1, 0); copy=True "
+           "exports a copy).")
+      .def("__dlpack_device__", [](const NDArray&) { return py::make_tuple(static_cast<int>(runtime::kDLCPU), 0); })
+      .def("__repr__", [](const NDArray& a) { return "tessera.nd.NDArray(" + a.shape_str() + ", " + a.dtype().str() + ")"; })
+      .def_buffer([](const NDArray& a) {
+        std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end()), strides(a.ndim());
+        py::ssize_t stride = a.dtype().element_bytes();
+        for (int d = a.ndim() - 1; d >= 0; --d) {
+          strides[d] = stride;
+          stride *= shape[d];
+        }
+        return py::buffer_info(a.data(), a.dtype().element_bytes(), buffer_format(a.dtype()), a.ndim(), shape, strides);
+      });
+
+  m.def("nd_from_dlpack", [](const py::object& x) {
+    if (!py::hasattr(x, "__dlpack__") && !PyCapsule_CheckExact(x.ptr()))
+      throw py::type_error("from_dlpack: expected an array with __dlpack__ (or a DLPack capsule), got " + type_name(x));
+    return take_capsule(dlpack_capsule(x), "from_dlpack");
+  }, py::arg("x"), "`x` (with __dlpack__, or a capsule) as an NDArray sharing its memory (backs tessera.nd.from_dlpack).");
+  m.def("nd_array", [](const py::object& x) { return copy_of(to_ndarray(x, "array")); }, py::arg("x"),
+        "An aligned copy of `x` (backs tessera.nd.array).");
+  m.def("nd_empty", [](const std::vector<int64_t>& shape, const std::string& dtype) {
+    return NDArray::empty(shape, DataType::parse(dtype));
+  }, py::arg("shape"), py::arg("dtype"), "A zero-filled NDArray (backs tessera.nd.empty).");
+}
+
+}  // namespace tessera::python
