@@ -6,14 +6,15 @@ scripts/make_models.py (generated on first use).
 
     benchmarks/.venv/bin/python benchmarks/e2e.py [--models resnet18 mobilenet_v2 transformer]
                                                   [--threads 1 2] [--repeat 20] [--peers torch ort tvm]
-                                                  [--opt-level 3] [--db tuning.db]
+                                                  [--opt-levels 3] [--db tuning.db]
                                                   [--targets llvm "llvm -mcpu=x86-64-v3"]
 
 Run benchmarks/setup.sh once for the peers; with /usr/bin/python3 only PyTorch is available.
 Prints min/median ms per library, Tessera's kernel count and memory plan, and RESULT lines. With
 --targets, Tessera runs once per target in the same rounds (other x86 targets run here too:
 "llvm -mcpu=x86-64-v3" is what an AVX2 server gets); each gets its own RESULT line, its case named
-model@target for any but the first."""
+model@target for any but the first. Likewise with several --opt-levels (model@-O2), e.g. to
+measure what the default level gains: --opt-levels 2 3."""
 import argparse
 import os
 import sys
@@ -88,10 +89,14 @@ def worker(args):
         x = np.load(os.path.join(MODEL_DIR, f"{name}.input.npy"))
         ref = np.load(os.path.join(MODEL_DIR, f"{name}.output.npy"))
         runners, infos = {}, {}
-        subjects = ["tessera"] + [f"tessera[{t}]" for t in args.targets[1:]]
+        # Each (target, level) is a subject of its own: "tessera" for the first, "tessera[label]" after.
+        variants = [(t, o) for t in args.targets for o in args.opt_levels]
+        labels = [" ".join(([t] if len(args.targets) > 1 else []) + ([f"-O{o}"] if len(args.opt_levels) > 1 else []))
+                  for t, o in variants]
+        subjects = ["tessera"] + [f"tessera[{label}]" for label in labels[1:]]
         try:
-            for subject, target in zip(subjects, args.targets):
-                runners[subject], infos[subject] = tessera_runner(path, x, args.opt_level, args.db, target)
+            for subject, (target, level) in zip(subjects, variants):
+                runners[subject], infos[subject] = tessera_runner(path, x, level, args.db, target)
         except Exception as e:
             print(f"  {name}: tessera failed: {str(e)[:300]}")
             failed = True
@@ -114,10 +119,10 @@ def worker(args):
         times = common.measure_rounds(runners, args.repeat)
         for lib, (best, median) in times.items():
             print(f"  {name:13s} {lib:8s} min {best * 1e3:9.2f} ms  median {median * 1e3:9.2f} ms", flush=True)
-        for subject, target in zip(subjects, args.targets):
+        for subject, label in zip(subjects, labels):
             print(f"  {name:13s} {subject}: {infos[subject]}")
             timed = dict(times, tessera=times[subject])
-            case = name if subject == "tessera" else f"{name}@{target}"
+            case = name if subject == "tessera" else f"{name}@{label}"
             line = common.result_line("e2e", case, args.threads, timed, ["torch", "ort", "tvm"])
             print(line[:-1] + ", " + ", ".join(f'"{k}": {v}' for k, v in infos[subject].items()) + "}", flush=True)
     return 1 if failed else 0
@@ -128,7 +133,7 @@ def main():
     parser.add_argument("--models", nargs="+", default=["resnet18", "mobilenet_v2", "transformer"])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--opt-level", type=int, default=3)
+    parser.add_argument("--opt-levels", type=int, nargs="+", default=[3], help="graph optimization levels, each timed")
     parser.add_argument("--targets", nargs="+", default=["llvm"], help="Tessera targets, each timed in the same rounds")
     parser.add_argument("--peers", nargs="*", default=["torch", "ort", "tvm"])
     parser.add_argument("--db", help="tuning database to build with (benchmarks/tune.py model fills one); default: none")
@@ -137,7 +142,7 @@ def main():
     if args.worker:
         args.threads = args.threads[0]
         return worker(args)
-    extra = ["--models", *args.models, "--repeat", str(args.repeat), "--opt-level", str(args.opt_level), "--peers", *args.peers,
+    extra = ["--models", *args.models, "--repeat", str(args.repeat), "--opt-levels", *map(str, args.opt_levels), "--peers", *args.peers,
              "--targets", *args.targets]
     if args.db:
         extra += ["--db", os.path.abspath(args.db)]

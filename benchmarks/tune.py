@@ -150,7 +150,7 @@ def model_path(name):
 
 def run_e2e(name, db, args):
     cmd = [sys.executable, E2E, "--models", name, "--threads", str(args.threads), "--repeat", str(args.repeat),
-           "--opt-level", str(args.opt_level), "--peers", "torch", "ort"]
+           "--opt-levels", str(args.opt_level), "--peers", "torch", "ort"]
     return subprocess.call(cmd + (["--db", db] if db else []))
 
 

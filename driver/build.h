@@ -15,7 +15,12 @@
 namespace tessera::driver {
 
 struct BuildOptions {
-  int opt_level = 2;
+  // The graph passes (relay_ir/transforms): 0 none; 1 and 2 fold constants and batch norms,
+  // eliminate common subexpressions and fuse; 3 also packs weights in their kernels' layouts,
+  // takes Winograd for 3x3 convolutions and runs depthwise networks channels-last. 3, the fastest
+  // on the benchmark models (benchmarks/e2e.py --opt-levels 2 3), is the default. Batch-norm
+  // folding and Winograd round differently from the model's own order of operations.
+  int opt_level = 3;
   // The tuning database to take schedules from; empty: none (the default schedules).
   std::string db_path;
   // JIT-compile the kernels so the result runs in this process. Off: lower and plan only, for

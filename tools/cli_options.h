@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/build.h"
 #include "relay_ir/module.h"
 
 namespace tessera::cli {
@@ -14,7 +15,7 @@ struct ModelOptions {
   std::string target = "llvm";
   std::string db;  // empty: the default database, if it exists
   std::vector<std::string> shapes, binds;
-  int opt_level = 2;
+  int opt_level = driver::BuildOptions{}.opt_level;
   bool transfer = true;  // schedule transfer for workloads without records (driver::BuildOptions)
 };
 

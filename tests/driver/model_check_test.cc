@@ -60,13 +60,13 @@ TEST(ModelCheck, TasksNameTheInputsTheModelWrites) {
 
 TEST(ModelCheck, AScheduleFastestAloneThatLosesInTheModelIsNotUsed) {
   Module m = product_model();
-  auto tasks = autotune::extract_tasks(optimize(m, host_hardware(), 2), host_hardware());
+  BuildOptions options;
+  auto tasks = autotune::extract_tasks(optimize(m, host_hardware(), options.opt_level), host_hardware());
   ASSERT_EQ(tasks.size(), 1u);
   auto target = targets::Target::parse("llvm");
   std::string key = target.with_host_defaults().str();
   std::string templ = autotune::default_trace(tasks[0]);
   std::string plain = schedule::Schedule(tasks[0].compute.outputs).trace().to_json();
-  BuildOptions options;
   ModelCheckOptions quick{3, 3};
 
   // The record fastest alone is plain loops: it loses in the model, and builds take the default.
