@@ -197,6 +197,7 @@ void add_tuning_commands(CLI::App& app) {
   db_cmd = app.add_subcommand("db", "list, show, export, import or prune the tuning database");
   db_cmd->require_subcommand(1);
   db_cmd->add_option("--db", d.db, "tuning database (default: $TESSERA_DB or ~/.cache/tessera/tuning.db)");
+  db_cmd->fallthrough();  // --db also after the action: `tessera db list --db X`
   db_list = db_cmd->add_subcommand("list", "one line per workload and target: records, errors, best time");
   db_show = db_cmd->add_subcommand("show", "a workload's definition and all its records");
   db_show->add_option("workload", d.workload, "workload key (or a unique prefix)")->required();
