@@ -49,8 +49,9 @@ ensure_venv() {
 }
 
 # One CMake tree serves everything: pip builds it in $TESSERA_BUILD with the GoogleTest suites
-# (ctest), build/python is the package for Debian's interpreter, and the wheel made from it is
-# installed into the venv. Afterwards `cmake --build build` rebuilds as usual.
+# (ctest; TESSERA_BUILD_TESTS=OFF leaves them out), build/python is the package for Debian's
+# interpreter, and the wheel made from it is installed into the venv. Afterwards
+# `cmake --build build` rebuilds as usual.
 build_tessera() {
   ensure_venv
   echo "== building in $TESSERA_BUILD; installing the package into $TESSERA_VENV"
@@ -60,7 +61,7 @@ build_tessera() {
   CMAKE_GENERATOR="${generator:-Ninja}" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
     "$TESSERA_VENV/bin/python" -m pip install -v --no-build-isolation --no-deps --disable-pip-version-check \
       -C build-dir="$TESSERA_BUILD" -C cmake.build-type="${TESSERA_BUILD_TYPE:-RelWithDebInfo}" \
-      -C cmake.define.TESSERA_BUILD_TESTS=ON "$TESSERA_ROOT"
+      -C cmake.define.TESSERA_BUILD_TESTS="${TESSERA_BUILD_TESTS:-ON}" "$TESSERA_ROOT"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

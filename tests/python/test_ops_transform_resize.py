@@ -29,7 +29,9 @@ def resize(tmp_path, x, attrs, scales=None, sizes=None, roi=None, opset=13):
 def reference(x, mode, scales=None, sizes=None, nearest="round_prefer_floor", a=-0.75, **kw):
     coeffs = {"nearest": lambda r: nearest_coeffs(r, mode=nearest), "linear": linear_coeffs,
               "cubic": lambda r: cubic_coeffs(r, A=a)}[mode]
-    s = None if scales is None else np.array(scales, np.float32)
+    # The model's float32 scales, as Python floats: the reference then computes in float64 under
+    # numpy 1 and 2 alike (given numpy scalars, numpy 2's promotion rules move its rounding).
+    s = None if scales is None else [float(v) for v in np.array(scales, np.float32)]
     return interpolate_nd(x, coeffs, scale_factors=s, output_size=sizes, **kw)
 
 

@@ -5,8 +5,6 @@ import os
 import numpy as np
 import onnx
 import pytest
-import torch
-import torch_numpy
 from onnx import TensorProto, helper, numpy_helper
 
 import tessera
@@ -27,6 +25,8 @@ def mlp_loss_module(batch, sizes):
 
 @pytest.mark.parametrize("optimizer", ["sgd", "sgd_momentum", "adam"])
 def test_mlp_matches_pytorch(optimizer):
+    torch = pytest.importorskip("torch")
+    import torch_numpy
     rng = np.random.default_rng(0)
     sizes, batch = (7, 13, 3), 9
     params = {"w1": rng.standard_normal((7, 13)).astype("float32") * 0.3, "b1": np.zeros(13, "float32"),
@@ -103,6 +103,8 @@ def test_fine_tune_last_layer_of_an_onnx_model(tmp_path):
 
 def test_train_digits_example_reaches_95_percent():
     """examples/train_digits.py, shortened: a CNN trained on scikit-learn's digits."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("torch")
     import json
     import subprocess
     import sys
