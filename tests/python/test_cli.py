@@ -1,5 +1,4 @@
 """The tessera command-line program: compile, run and inspect an ONNX model, and its errors."""
-import os
 import subprocess
 
 import numpy as np

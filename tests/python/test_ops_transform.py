@@ -8,6 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import tessera
+from math_onnx import onnx_type
 
 ALL_DTYPES = ["float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"]
 
@@ -29,7 +30,7 @@ def run_node(tmp_path, op, inputs, attrs=None, consts=None, outputs=1, opset=17,
     node = helper.make_node(op, order, out_names, **(attrs or {}))
     graph = helper.make_graph(
         [node], "g",
-        [helper.make_tensor_value_info(n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], a.shape) for n, a in inputs.items()],
+        [helper.make_tensor_value_info(n, onnx_type(a.dtype), a.shape) for n, a in inputs.items()],
         [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in out_names],
         [numpy_helper.from_array(a, n) for n, a in consts.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])

@@ -27,8 +27,9 @@ def resize(tmp_path, x, attrs, scales=None, sizes=None, roi=None, opset=13):
 
 
 def reference(x, mode, scales=None, sizes=None, nearest="round_prefer_floor", a=-0.75, **kw):
-    coeffs = {"nearest": lambda r: nearest_coeffs(r, mode=nearest), "linear": linear_coeffs,
-              "cubic": lambda r: cubic_coeffs(r, A=a)}[mode]
+    # Newer onnx releases also pass the scale (for antialiasing, not used here).
+    coeffs = {"nearest": lambda r, *_: nearest_coeffs(r, mode=nearest), "linear": lambda r, *_: linear_coeffs(r),
+              "cubic": lambda r, *_: cubic_coeffs(r, A=a)}[mode]
     # The model's float32 scales, as Python floats: the reference then computes in float64 under
     # numpy 1 and 2 alike (given numpy scalars, numpy 2's promotion rules move its rounding).
     s = None if scales is None else [float(v) for v in np.array(scales, np.float32)]

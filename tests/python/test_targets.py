@@ -31,7 +31,6 @@ def test_model_on_every_target(name, target):
 
 
 def conv_model(c, m, size, kernel, stride, rng):
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
     w = (rng.standard_normal((m, c, kernel, kernel)) * (2.0 / (c * kernel * kernel)) ** 0.5).astype("float32")
     b = rng.standard_normal(m).astype("float32") * 0.1
@@ -46,7 +45,7 @@ def conv_model(c, m, size, kernel, stride, rng):
 @pytest.mark.parametrize("target", TARGETS)
 def test_resnet50_layer_shapes_on_every_target(target, tmp_path):
     import onnx
-    import torch
+    torch = pytest.importorskip("torch")
     import torch_numpy
     from common import RESNET50_CONVS
     rng = np.random.default_rng(0)
