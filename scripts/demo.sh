@@ -15,7 +15,7 @@ mkdir -p "$DEMO"
 # pip's verbose build would bury the demo; its log is kept for when the build fails.
 BIN="$(realpath -m --relative-to=. "$TESSERA_VENV/bin")"  # build/venv/bin
 echo "== building Tessera and installing it into $(dirname "$BIN") (pip install .; log: $DEMO/build.log)"
-echo "   a first build takes 10-15 minutes on 2 cores; later ones only recompile what changed"
+echo "   a first build takes minutes (about 7 on 2 cores); later ones only recompile what changed"
 # The GoogleTest suites are left out: scripts/test.sh adds them to the same tree.
 TESSERA_BUILD_TESTS=OFF build_tessera > "$DEMO/build.log" 2>&1 || { tail -n 30 "$DEMO/build.log"; echo "demo.sh: error: the build failed; see $DEMO/build.log" >&2; exit 1; }
 # The installed package, as a Python user has it: the venv's interpreter and console script.
