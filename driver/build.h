@@ -1,6 +1,8 @@
 // build(): a graph module becomes a runnable one. Runs the graph passes, lowers every operator
-// call to a kernel (its compute definition under a schedule: for now the default template of
-// its tag), compiles the kernels for the target, and plans memory for the executor.
+// call to a kernel (its compute definition under a schedule: a custom one registered for its
+// op, the best record of the tuning database, one transferred from a similar workload, or the
+// default template of its tag; KernelInfo::schedule says which), compiles the kernels for the
+// target, and plans memory for the executor.
 #pragma once
 #include <cstdint>
 #include <memory>

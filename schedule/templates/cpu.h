@@ -1,5 +1,5 @@
 // Default CPU schedules for operator compute definitions, chosen by the tag of each output's
-// operation ("elemwise", "broadcast", "injective", "reduce", "matmul", "conv2d_nchw", ...).
+// operation ("elemwise", "broadcast", "injective", "reduce", "matmul", "conv", ...).
 // A tag without a template of its own gets the generic one: injective intermediates inlined,
 // the innermost axis vectorized, the outer axes fused and spread over threads.
 #pragma once
@@ -21,8 +21,8 @@ using TunableTemplate = std::function<void(Schedule& s, const Tensor& output, Te
 // A template that has no knobs.
 TunableTemplate without_knobs(CpuTemplate schedule);
 
-// Templates by tag; families add theirs in their own file (templates/*.cc) through
-// register_cpu_templates (cpu_templates.cc lists them).
+// Templates by tag: each family adds its own in its file through the add_*_templates function
+// below; cpu_templates.cc calls them once.
 const std::map<std::string, TunableTemplate>& cpu_templates();
 
 // The families' templates (templates/<family>.cc).
