@@ -41,6 +41,13 @@ using TypeRelation = std::function<Type(const std::vector<Type>& args, const Att
 // types); `out` is the inferred result type.
 using ComputeFn = std::function<std::vector<tensor_ir::Tensor>(const std::vector<tensor_ir::Tensor>& inputs,
                                                                 const Attrs& attrs, const Type& out)>;
+// The ComputeFn of an op with one output, from a function of the inputs and attributes.
+template <typename F>
+ComputeFn single_output(F f) {
+  return [f](const std::vector<tensor_ir::Tensor>& in, const Attrs& attrs, const Type&) {
+    return std::vector<tensor_ir::Tensor>{f(in, attrs)};
+  };
+}
 
 // Given a call of the op (typed) and the cotangent of its result (a Tuple of one cotangent per
 // output when the op returns a tuple), the cotangent of each argument, as graph expressions;

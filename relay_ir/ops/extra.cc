@@ -87,17 +87,12 @@ Type det_rel(const std::vector<Type>& args, const Attrs&) {
   return tensor_type(std::vector<int64_t>(x.shape.begin(), x.shape.end() - 2), x.dtype);
 }
 
-template <typename F>
-ComputeFn one(F f) {
-  return [f](const In& in, const Attrs& attrs, const Type&) { return In{f(in, attrs)}; };
-}
-
 }  // namespace
 
 void register_extra_ops(OpRegistry& r) {
   r.add({"grid_sample", "grid_sample(X, grid): X [N, C, H, W] sampled at grid [N, Ho, Wo, 2] of (x, y) in [-1, 1] (ONNX GridSample)",
          2, 2, {{"mode", std::string("bilinear")}, {"padding_mode", std::string("zeros")}, {"align_corners", int64_t{0}}},
-         grid_sample_rel, OpPattern::Injective, one([](const In& in, const Attrs& a) {
+         grid_sample_rel, OpPattern::Injective, single_output([](const In& in, const Attrs& a) {
            return ops::grid_sample(in[0], in[1], ops::parse_grid_sample_mode(a.get_str("mode")),
                                    ops::parse_grid_sample_padding(a.get_str("padding_mode")), a.get_int("align_corners") != 0);
          })});
@@ -107,9 +102,9 @@ void register_extra_ops(OpRegistry& r) {
          {{"mode", std::string("avg")}, {"output_height", int64_t{1}}, {"output_width", int64_t{1}}, {"sampling_ratio", int64_t{0}},
           {"spatial_scale", 1.0}, {"coordinate_transformation_mode", std::string("half_pixel")}},
          roi_align_rel, OpPattern::Opaque,
-         one([](const In& in, const Attrs& a) { return ops::roi_align(in[0], in[1], in[2], roi_params(a)); })});
+         single_output([](const In& in, const Attrs& a) { return ops::roi_align(in[0], in[1], in[2], roi_params(a)); })});
   r.add({"det", "determinants of the square matrices in the last two axes (LU with partial pivoting)", 1, 1, {}, det_rel,
-         OpPattern::Opaque, one([](const In& in, const Attrs&) { return ops::det(in[0]); })});
+         OpPattern::Opaque, single_output([](const In& in, const Attrs&) { return ops::det(in[0]); })});
 }
 
 }  // namespace tessera::relay_ir

@@ -11,12 +11,4 @@ void register_math_activation_ops(OpRegistry& r);  // math_activation.cc
 void register_math_reduce_ops(OpRegistry& r);      // math_reduce.cc
 void register_math_quantize_ops(OpRegistry& r);    // math_quantize.cc
 
-// A ComputeFn from a function of the inputs and attributes returning one tensor.
-template <typename F>
-ComputeFn single_output(F f) {
-  return [f](const std::vector<tensor_ir::Tensor>& in, const Attrs& attrs, const Type&) {
-    return std::vector<tensor_ir::Tensor>{f(in, attrs)};
-  };
-}
-
 }  // namespace tessera::relay_ir

@@ -75,14 +75,14 @@ void register_ops(OpRegistry& r) {
          2, 2,
          {{"kernel", std::vector<int64_t>{}, true}, {"strides", std::vector<int64_t>{}}, {"pads", std::vector<int64_t>{}},
           {"dilations", std::vector<int64_t>{}}, {"groups", int64_t(1)}},
-         conv_weight_grad_rel, OpPattern::Opaque, nn::one_output([](const In& in, const Attrs& a) {
+         conv_weight_grad_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::conv_weight_grad(in[0], in[1], a.get_ints("kernel"), conv_geometry(a, in[0].ndim() - 2, false),
                                         registers_of(a, "conv_weight_grad"));
          })});
   r.add({"max_pool_grad",
          "the gradient of y = max_pool(x) for the cotangent dy: each window's goes to its first maximum (row-major), as PyTorch", 3, 3,
          window(), max_pool_grad_rel, OpPattern::Opaque,
-         nn::one_output([](const In& in, const Attrs& a) {
+         single_output([](const In& in, const Attrs& a) {
            return ops::max_pool_grad(in[0], in[1], in[2], pool_geometry(a), registers_of(a, "max_pool_grad"));
          })});
   auto sum_attrs = window();
@@ -90,7 +90,7 @@ void register_ops(OpRegistry& r) {
   r.add({"window_sum_grad",
          "the transpose of a sum over pooling windows: each position of an input_shape input gets the sum of v over the windows "
          "covering it",
-         1, 1, sum_attrs, window_sum_grad_rel, OpPattern::Opaque, nn::one_output([](const In& in, const Attrs& a) {
+         1, 1, sum_attrs, window_sum_grad_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::window_sum_grad(in[0], a.get_ints("input_shape"), pool_geometry(a), registers_of(a, "window_sum_grad"));
          })});
 }

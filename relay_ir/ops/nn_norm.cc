@@ -84,11 +84,11 @@ Type mvn_rel(const std::vector<Type>& args, const Attrs& attrs) {
 
 void register_nn_norm_ops(OpRegistry& r) {
   r.add({"batch_norm", "inference batch normalization: (x - mean) / sqrt(var + epsilon) * scale + bias along axis 1", 5, 5,
-         {{"epsilon", 1e-5}}, batch_norm_rel, OpPattern::Broadcast, nn::one_output([](const In& in, const Attrs& a) {
+         {{"epsilon", 1e-5}}, batch_norm_rel, OpPattern::Broadcast, single_output([](const In& in, const Attrs& a) {
            return ops::batch_norm(in[0], in[1], in[2], in[3], in[4], a.get_float("epsilon"));
          })});
   r.add({"instance_norm", "normalizes each (n, c) over the spatial dimensions, then * scale[c] + bias[c]", 3, 3, {{"epsilon", 1e-5}},
-         instance_norm_rel, OpPattern::Opaque, nn::one_output([](const In& in, const Attrs& a) {
+         instance_norm_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::instance_norm(in[0], in[1], in[2], a.get_float("epsilon"));
          })});
   r.add({"layer_norm", "normalizes over dimensions axis.. then * scale + bias; returns (y, mean, inv_std_dev)", 2, 3,
@@ -99,11 +99,11 @@ void register_nn_norm_ops(OpRegistry& r) {
          }});
   r.add({"lrn", "local response normalization across channels", 1, 1,
          {{"size", int64_t(0), true}, {"alpha", 1e-4}, {"beta", 0.75}, {"bias", 1.0}}, lrn_rel, OpPattern::Opaque,
-         nn::one_output([](const In& in, const Attrs& a) {
+         single_output([](const In& in, const Attrs& a) {
            return ops::lrn(in[0], a.get_int("size"), a.get_float("alpha"), a.get_float("beta"), a.get_float("bias"));
          })});
   r.add({"mean_variance_normalization", "(x - mean) / (std + 1e-9) over axes", 1, 1, {{"axes", std::vector<int64_t>{0, 2, 3}}},
-         mvn_rel, OpPattern::Opaque, nn::one_output([](const In& in, const Attrs& a) {
+         mvn_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::mean_variance_normalization(in[0], a.get_ints("axes"));
          })});
 }

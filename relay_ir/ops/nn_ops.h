@@ -44,13 +44,5 @@ inline tensor_ir::Tensor optional_input(const std::vector<tensor_ir::Tensor>& in
 // from compute_of_call) elsewhere.
 std::vector<AttrSpec> with_register_attrs(std::vector<AttrSpec> specs);
 
-// A ComputeFn from a function of the inputs and attributes returning one tensor.
-template <typename F>
-ComputeFn one_output(F f) {
-  return [f](const std::vector<tensor_ir::Tensor>& in, const Attrs& attrs, const Type&) {
-    return std::vector<tensor_ir::Tensor>{f(in, attrs)};
-  };
-}
-
 }  // namespace nn
 }  // namespace tessera::relay_ir

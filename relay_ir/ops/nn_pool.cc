@@ -104,7 +104,7 @@ Type max_unpool_rel(const std::vector<Type>& args, const Attrs& attrs) {
 
 void register_nn_pool_ops(OpRegistry& r) {
   r.add({"max_pool", "maximum over each window (padding never wins)", 1, 1, window_attrs(), max_pool_rel, OpPattern::OutEWiseFusable,
-         nn::one_output([](const In& in, const Attrs& a) { return ops::max_pool(in[0], nn::pool_geometry(a)); })});
+         single_output([](const In& in, const Attrs& a) { return ops::max_pool(in[0], nn::pool_geometry(a)); })});
   auto with_indices = window_attrs();
   with_indices.push_back({"storage_order", int64_t(0)});
   r.add({"max_pool_with_indices",
@@ -116,26 +116,26 @@ void register_nn_pool_ops(OpRegistry& r) {
   auto avg = window_attrs();
   avg.push_back({"count_include_pad", int64_t(0)});
   r.add({"avg_pool", "mean over each window; padding counts only with count_include_pad", 1, 1, avg, float_pool_rel,
-         OpPattern::OutEWiseFusable, nn::one_output([](const In& in, const Attrs& a) {
+         OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
            return ops::avg_pool(in[0], nn::pool_geometry(a), a.get_int("count_include_pad") != 0);
          })});
   auto lp = window_attrs();
   lp.push_back({"p", 2.0});
   r.add({"lp_pool", "(sum |x|^p over each window)^(1/p)", 1, 1, lp, lp_pool_rel, OpPattern::OutEWiseFusable,
-         nn::one_output([](const In& in, const Attrs& a) { return ops::lp_pool(in[0], nn::pool_geometry(a), a.get_float("p")); })});
+         single_output([](const In& in, const Attrs& a) { return ops::lp_pool(in[0], nn::pool_geometry(a), a.get_float("p")); })});
   r.add({"global_avg_pool", "mean over all spatial dimensions (kept as size 1)", 1, 1, {},
          [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, false); }, OpPattern::OutEWiseFusable,
-         nn::one_output([](const In& in, const Attrs&) { return ops::global_pool(in[0], "avg"); })});
+         single_output([](const In& in, const Attrs&) { return ops::global_pool(in[0], "avg"); })});
   r.add({"global_max_pool", "maximum over all spatial dimensions (kept as size 1)", 1, 1, {},
          [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, true); }, OpPattern::OutEWiseFusable,
-         nn::one_output([](const In& in, const Attrs&) { return ops::global_pool(in[0], "max"); })});
+         single_output([](const In& in, const Attrs&) { return ops::global_pool(in[0], "max"); })});
   r.add({"global_lp_pool", "(sum |x|^p over all spatial dimensions)^(1/p)", 1, 1, {{"p", 2.0}},
          [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, false); }, OpPattern::OutEWiseFusable,
-         nn::one_output([](const In& in, const Attrs& a) { return ops::global_pool(in[0], "lp", a.get_float("p")); })});
+         single_output([](const In& in, const Attrs& a) { return ops::global_pool(in[0], "lp", a.get_float("p")); })});
   auto unpool = window_attrs();
   unpool.push_back({"output_shape", std::vector<int64_t>{}});
   r.add({"max_unpool", "inverse of max_pool: data goes to the positions its indices name, zeros elsewhere", 2, 2, unpool,
-         max_unpool_rel, OpPattern::Opaque, nn::one_output([](const In& in, const Attrs& a) {
+         max_unpool_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::max_unpool(in[0], in[1], nn::pool_geometry(a), a.get_ints("output_shape"));
          })});
 }

@@ -17,12 +17,6 @@ void require_integer(const TensorTypeNode& t, const char* what) {
   if (!t.dtype.is_integer()) fail(what, " must be an integer tensor, got ", t.dtype.str());
 }
 
-ComputeFn single(std::function<tensor_ir::Tensor(const std::vector<tensor_ir::Tensor>&, const Attrs&)> f) {
-  return [f](const std::vector<tensor_ir::Tensor>& in, const Attrs& attrs, const Type&) {
-    return std::vector<tensor_ir::Tensor>{f(in, attrs)};
-  };
-}
-
 }  // namespace transform
 
 namespace {
@@ -99,39 +93,39 @@ void register_transform_ops(OpRegistry& r) {
   const auto injective = OpPattern::Injective;
   r.add({"reshape", "the same elements in a new shape (the full static output shape)", 1, 1, {required_ints("shape")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::reshape_shape(in, a.get_ints("shape")); }), injective,
-         single([](const Tensors& in, const Attrs& a) { return ops::reshape(in[0], a.get_ints("shape")); }), /*is_view=*/true});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::reshape(in[0], a.get_ints("shape")); }), /*is_view=*/true});
   r.add({"transpose", "permutes the axes: out.shape[i] = x.shape[perm[i]]; empty perm reverses", 1, 1, {optional_ints("perm")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::transpose_shape(in, a.get_ints("perm")); }), injective,
-         single([](const Tensors& in, const Attrs& a) { return ops::transpose(in[0], a.get_ints("perm")); })});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::transpose(in[0], a.get_ints("perm")); })});
   r.add({"concat", "joins tensors along an axis", 1, -1, {{"axis", int64_t{0}}}, concat_rel, injective,
-         single([](const Tensors& in, const Attrs& a) { return ops::concat(in, a.get_int("axis")); })});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::concat(in, a.get_int("axis")); })});
   r.add({"split", "splits along an axis into parts of the given sizes (a tuple)", 1, 1, {{"axis", int64_t{0}}, required_ints("sizes")},
          split_rel, injective,
          [](const Tensors& in, const Attrs& a, const Type&) { return ops::split(in[0], a.get_int("axis"), a.get_ints("sizes")); }});
   r.add({"squeeze", "removes size-1 axes (all of them when axes is empty)", 1, 1, {optional_ints("axes")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::squeeze_shape(in, a.get_ints("axes")); }), injective,
-         single([](const Tensors& in, const Attrs& a) { return ops::squeeze(in[0], a.get_ints("axes")); }), /*is_view=*/true});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::squeeze(in[0], a.get_ints("axes")); }), /*is_view=*/true});
   r.add({"expand_dims", "inserts size-1 axes at the given output positions (ONNX Unsqueeze)", 1, 1, {required_ints("axes")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::expand_dims_shape(in, a.get_ints("axes")); }), injective,
-         single([](const Tensors& in, const Attrs& a) { return ops::expand_dims(in[0], a.get_ints("axes")); }), /*is_view=*/true});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::expand_dims(in[0], a.get_ints("axes")); }), /*is_view=*/true});
   r.add({"broadcast_to", "numpy broadcasting to a shape", 1, 1, {required_ints("shape")},
          unary_shape([](const auto& in, const Attrs& a) {
            ops::check_broadcast_to(in, a.get_ints("shape"));
            return a.get_ints("shape");
          }),
-         OpPattern::Broadcast, single([](const Tensors& in, const Attrs& a) { return ops::broadcast_to(in[0], a.get_ints("shape")); })});
+         OpPattern::Broadcast, single_output([](const Tensors& in, const Attrs& a) { return ops::broadcast_to(in[0], a.get_ints("shape")); })});
   r.add({"tile", "repeats the tensor along every axis", 1, 1, {required_ints("repeats")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::tile_shape(in, a.get_ints("repeats")); }), injective,
-         single([](const Tensors& in, const Attrs& a) { return ops::tile(in[0], a.get_ints("repeats")); })});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::tile(in[0], a.get_ints("repeats")); })});
   r.add({"slice", "ONNX Slice: starts/ends clamped, negative ones from the end, any nonzero steps", 1, 1,
          {required_ints("starts"), required_ints("ends"), optional_ints("axes"), optional_ints("steps")}, unary_shape(slice_shape), injective,
-         single([](const Tensors& in, const Attrs& a) {
+         single_output([](const Tensors& in, const Attrs& a) {
            return ops::slice(in[0], a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));
          })});
   r.add({"pad", "pads (begins of every axis, then ends; negative crops) with a constant, the reflection or the edge", 1, 1,
          {required_ints("pads"), {"mode", std::string("constant")}, {"value", 0.0}},
          unary_shape([](const auto& in, const Attrs& a) { return ops::pad_shape(in, a.get_ints("pads"), ops::parse_pad_mode(a.get_str("mode"))); }),
-         injective, single([](const Tensors& in, const Attrs& a) {
+         injective, single_output([](const Tensors& in, const Attrs& a) {
            return ops::pad(in[0], a.get_ints("pads"), ops::parse_pad_mode(a.get_str("mode")), a.get_float("value"));
          })});
   r.add({"depth_to_space", "moves channel blocks into spatial blocks (NCHW; mode DCR or CRD)", 1, 1,
@@ -140,25 +134,25 @@ void register_transform_ops(OpRegistry& r) {
            parse_depth_to_space_mode(a.get_str("mode"));
            return ops::depth_to_space_shape(in, a.get_int("blocksize"));
          }),
-         injective, single([](const Tensors& in, const Attrs& a) {
+         injective, single_output([](const Tensors& in, const Attrs& a) {
            return ops::depth_to_space(in[0], a.get_int("blocksize"), parse_depth_to_space_mode(a.get_str("mode")));
          })});
   r.add({"space_to_depth", "moves spatial blocks into channels (NCHW)", 1, 1, {{"blocksize", int64_t{0}, true}},
          unary_shape([](const auto& in, const Attrs& a) { return ops::space_to_depth_shape(in, a.get_int("blocksize")); }), injective,
-         single([](const Tensors& in, const Attrs& a) { return ops::space_to_depth(in[0], a.get_int("blocksize")); })});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::space_to_depth(in[0], a.get_int("blocksize")); })});
   r.add({"trilu", "keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes", 1, 1,
          {{"upper", int64_t{1}}, {"k", int64_t{0}}},
          unary_shape([](const auto& in, const Attrs&) {
            if (in.size() < 2) fail("the input must have rank >= 2, got ", runtime::shape_str(in));
            return in;
          }),
-         injective, single([](const Tensors& in, const Attrs& a) { return ops::trilu(in[0], a.get_int("upper") != 0, a.get_int("k")); })});
+         injective, single_output([](const Tensors& in, const Attrs& a) { return ops::trilu(in[0], a.get_int("upper") != 0, a.get_int("k")); })});
   r.add({"one_hot", "one_hot(indices, values=[off, on]): a new axis of length depth", 2, 2,
          {{"depth", int64_t{0}, true}, {"axis", int64_t{-1}}}, one_hot_rel, injective,
-         single([](const Tensors& in, const Attrs& a) { return ops::one_hot(in[0], in[1], a.get_int("depth"), a.get_int("axis")); })});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::one_hot(in[0], in[1], a.get_int("depth"), a.get_int("axis")); })});
   r.add({"reverse_sequence", "reverse_sequence(x, lengths): reverses the first lengths[b] steps of each batch entry", 2, 2,
          {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}}, reverse_sequence_rel, injective,
-         single([](const Tensors& in, const Attrs& a) {
+         single_output([](const Tensors& in, const Attrs& a) {
            return ops::reverse_sequence(in[0], in[1], a.get_int("batch_axis"), a.get_int("time_axis"));
          })});
   transform::register_index_ops(r);

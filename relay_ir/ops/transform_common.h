@@ -22,9 +22,6 @@ void require_integer(const TensorTypeNode& t, const char* what);
 // sizes when only sizes are given), checked.
 tensor_ir::ops::ResizeParams resize_params(const std::vector<int64_t>& in, const Attrs& a);
 
-// A compute of an op with one output.
-ComputeFn single(std::function<tensor_ir::Tensor(const std::vector<tensor_ir::Tensor>&, const Attrs&)> f);
-
 inline AttrSpec required_ints(const std::string& name) { return {name, std::vector<int64_t>{}, true}; }
 inline AttrSpec optional_ints(const std::string& name) { return {name, std::vector<int64_t>{}, false}; }
 

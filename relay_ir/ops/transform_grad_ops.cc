@@ -138,16 +138,16 @@ Expr transposed_gather(const Expr& g, const AxisMap& map, int64_t axis, int64_t 
 void register_ops(OpRegistry& r) {
   r.add({"unslice", "zeros of `shape` holding x where slice(starts, ends, axes, steps) reads (slice's transpose)", 1, 1,
          {required_ints("shape"), required_ints("starts"), required_ints("ends"), optional_ints("axes"), optional_ints("steps")},
-         unslice_rel, OpPattern::Injective, transform::single([](const Tensors& in, const Attrs& a) {
+         unslice_rel, OpPattern::Injective, single_output([](const Tensors& in, const Attrs& a) {
            return ops::unslice(in[0], a.get_ints("shape"), a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));
          }), false, unslice_gradient});
   r.add({"take_grad", "take_grad(x, indices): x summed into zeros along axis (length size) at the indices (take's transpose)", 2, 2,
          {{"axis", int64_t{0}}, {"size", int64_t{0}, true}}, take_grad_rel, OpPattern::Opaque,
-         transform::single([](const Tensors& in, const Attrs& a) { return ops::take_grad(in[0], in[1], a.get_int("axis"), a.get_int("size")); }),
+         single_output([](const Tensors& in, const Attrs& a) { return ops::take_grad(in[0], in[1], a.get_int("axis"), a.get_int("size")); }),
          false, take_grad_gradient});
   r.add({"weighted_gather", "weighted_gather(x, index, weight): out[.., i, ..] = sum_k weight[i, k] x[.., index[i, k], ..] along axis", 3, 3,
          {{"axis", int64_t{0}}}, weighted_gather_rel, OpPattern::Opaque,
-         transform::single([](const Tensors& in, const Attrs& a) { return ops::weighted_gather(in[0], in[1], in[2], a.get_int("axis")); }),
+         single_output([](const Tensors& in, const Attrs& a) { return ops::weighted_gather(in[0], in[1], in[2], a.get_int("axis")); }),
          false, weighted_gather_gradient});
 }
 

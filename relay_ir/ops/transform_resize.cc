@@ -53,7 +53,7 @@ void register_resize_ops(OpRegistry& r) {
          {required_ints("sizes"), {"scales", std::vector<double>{}}, {"roi", std::vector<double>{}}, {"mode", std::string("nearest")},
           {"coordinate_transformation_mode", std::string("half_pixel")}, {"nearest_mode", std::string("round_prefer_floor")},
           {"cubic_coeff_a", -0.75}, {"exclude_outside", int64_t{0}}, {"extrapolation_value", 0.0}},
-         resize_rel, OpPattern::Injective, single([](const Tensors& in, const Attrs& a) {
+         resize_rel, OpPattern::Injective, single_output([](const Tensors& in, const Attrs& a) {
            ops::Shape shape;
            for (size_t d = 0; d < in[0].ndim(); ++d) shape.push_back(in[0]->dim(d));
            return ops::resize(in[0], resize_params(shape, a));
