@@ -84,12 +84,7 @@ Managed* export_array(const NDArray& a) {
   e->array = a;
   e->shape = a.shape();
   // Explicit strides: current DLPack no longer lets an exporter leave them NULL.
-  e->strides.resize(a.ndim());
-  int64_t stride = 1;
-  for (int d = a.ndim() - 1; d >= 0; --d) {
-    e->strides[d] = stride;
-    stride *= a.shape()[d];
-  }
+  e->strides = row_major_strides(a.shape());
   DLTensor& t = e->managed.dl_tensor;
   t.data = a.numel() == 0 ? nullptr : a.data();  // the spec's convention for empty tensors
   t.device = {kDLCPU, 0};
@@ -153,6 +148,16 @@ DLDataType to_dlpack(DataType t) {
     case TypeCode::Handle: break;
   }
   fail("DLPack export: ", t.str(), " is not an array element type");
+}
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= shape[d];
+  }
+  return strides;
 }
 
 bool dlpack_is_compact(const DLTensor& t) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/ndarray.h"
 
@@ -92,6 +93,8 @@ DataType dlpack_data_type(const DLTensor& t);
 DLDataType to_dlpack(DataType t);
 
 inline void* dlpack_data(const DLTensor& t) { return static_cast<char*>(t.data) + t.byte_offset; }
+// The strides, in elements, of a dense row-major array of `shape` (NDArray's layout).
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape);
 // True when the elements lie densely in row-major order, the only layout NDArray has.
 bool dlpack_is_compact(const DLTensor& t);
 // Copies the elements of `t`, whatever its strides, into / out of dense row-major memory.

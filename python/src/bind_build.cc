@@ -49,9 +49,7 @@ class Function {
           data[i] = const_cast<void*>(a.data());
           continue;
         }
-        NDArray tmp = NDArray::empty(spec.shape, spec.dtype);
-        py::array view = view_of(a, tmp);
-        view.attr("__setitem__")(py::ellipsis(), a);
+        NDArray tmp = aligned_copy(a, spec.dtype);
         data[i] = tmp.data();
         temporaries.push_back(tmp);
         if (written_[i]) copies.emplace_back(a, tmp);
@@ -77,7 +75,7 @@ class Function {
       py::gil_scoped_release release;
       kernel_.call_unchecked(data.data());
     }
-    for (auto& [a, tmp] : copies) a.attr("__setitem__")(py::ellipsis(), view_of(a, tmp));
+    for (auto& [a, tmp] : copies) a.attr("__setitem__")(py::ellipsis(), numpy_view(a, tmp));
     for (auto& [t, tmp] : borrowed_copies) runtime::dlpack_copy_from_compact(tmp.data(), *t);
   }
 
@@ -88,12 +86,6 @@ class Function {
   const runtime::KernelSignature& signature() const { return kernel_.signature(); }
 
   static bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % runtime::kAllocAlignment == 0; }
-
-  // A numpy view of `tmp` shaped like `a` (tmp outlives every use of the view).
-  static py::array view_of(const py::array& a, const NDArray& tmp) {
-    std::vector<py::ssize_t> shape(a.shape(), a.shape() + a.ndim());
-    return py::array(a.dtype(), shape, tmp.data(), py::none());
-  }
 
  private:
   std::shared_ptr<runtime::Module> module_;

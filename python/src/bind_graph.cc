@@ -25,8 +25,6 @@ using runtime::NDArray;
 
 namespace {
 
-std::string numpy_dtype(runtime::DataType t) { return t.is_bool() ? "bool" : t.str(); }
-
 // A compiled model, built in this process or loaded from an exported file: run([x]) or
 // run({"x": x}) returns the outputs as new numpy arrays.
 class Library {
@@ -94,15 +92,19 @@ class Library {
   // errors name the input by name and position, and say what was expected and what was given.
   static void set_inputs(runtime::GraphExecutor& ex, const py::object& inputs) {
     const size_t n = ex.num_inputs();
-    std::string names;
-    for (size_t i = 0; i < n; ++i) names += (i ? ", " : "") + ex.input_info(i).name;
+    // For error messages only: run() is called in loops.
+    auto names = [&] {
+      std::string s;
+      for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + ex.input_info(i).name;
+      return s;
+    };
     std::vector<py::object> given(n);
     if (py::isinstance<py::dict>(inputs)) {
       for (auto item : py::reinterpret_borrow<py::dict>(inputs))
         given[ex.input_index(py::str(item.first))] = py::reinterpret_borrow<py::object>(item.second);
     } else if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
       auto list = py::reinterpret_borrow<py::sequence>(inputs);
-      if (list.size() != n) fail("the model takes ", n, " inputs, got ", list.size(), " (its inputs are: ", names, ")");
+      if (list.size() != n) fail("the model takes ", n, " inputs, got ", list.size(), " (its inputs are: ", names(), ")");
       for (size_t i = 0; i < n; ++i) given[i] = list[i];
     } else {
       throw py::type_error(std::string("run: expected a list of inputs or a dict {name: input}, got ") +
@@ -111,7 +113,7 @@ class Library {
     for (size_t i = 0; i < n; ++i) {
       const auto& info = ex.input_info(i);
       std::string what = "input '" + info.name + "' (#" + std::to_string(i) + ")";
-      if (!given[i]) fail(what, " is not given (the model's inputs are: ", names, ")");
+      if (!given[i]) fail(what, " is not given (the model's inputs are: ", names(), ")");
       NDArray value = to_ndarray(given[i], what);
       check_array(what, info.shape, info.dtype, value.shape(), value.dtype().str());
       ex.set_input(i, value);
@@ -129,7 +131,7 @@ std::vector<py::dict> describe(const runtime::GraphPlan& plan, const std::vector
   for (int id : ids) {
     const auto& t = plan.tensors.at(id);
     out.push_back(py::dict(py::arg("name") = t.name, py::arg("shape") = py::tuple(py::cast(t.shape)),
-                           py::arg("dtype") = numpy_dtype(t.dtype)));
+                           py::arg("dtype") = t.dtype.str()));
   }
   return out;
 }

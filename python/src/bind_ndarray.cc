@@ -86,15 +86,10 @@ NDArray from_numpy(const py::array& a, const std::string& what) {
       fail("dtype ", kind, " has no Tessera counterpart (Tessera has float16/32/64, int8/16/32/64, uint8/16/32/64 and bool)");
     }
   });
+  // Copied by numpy straight into aligned memory: a copy of numpy's own need not be 64-byte
+  // aligned, and the executor would copy that again.
+  if (!(a.flags() & py::array::c_style)) return aligned_copy(a, dtype);
   std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
-  if (!(a.flags() & py::array::c_style)) {
-    // Copied by numpy straight into aligned memory: a copy of numpy's own need not be 64-byte
-    // aligned, and the executor would copy that again.
-    NDArray copy = NDArray::empty(shape, dtype);
-    py::array view(a.dtype(), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()), copy.data(), py::none());
-    view.attr("__setitem__")(py::ellipsis(), a);
-    return copy;
-  }
   auto owner = std::make_shared<py::object>(a);
   // The deleter needs the GIL to drop the Python reference.
   std::shared_ptr<void> keep(nullptr, [owner](void*) {
@@ -159,6 +154,16 @@ std::string buffer_format(DataType t) {
 
 }  // namespace
 
+py::array numpy_view(const py::array& like, const NDArray& a) {
+  return py::array(like.dtype(), std::vector<py::ssize_t>(like.shape(), like.shape() + like.ndim()), a.data(), py::none());
+}
+
+NDArray aligned_copy(const py::array& a, DataType dtype) {
+  NDArray copy = NDArray::empty({a.shape(), a.shape() + a.ndim()}, dtype);
+  numpy_view(a, copy).attr("__setitem__")(py::ellipsis(), a);
+  return copy;
+}
+
 py::array to_numpy(const NDArray& a) {
   std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
   py::array out(py::dtype(a.dtype().str()), shape);
@@ -218,13 +223,10 @@ void bind_ndarray(py::module_& m) {
       .def("__dlpack_device__", [](const NDArray&) { return py::make_tuple(static_cast<int>(runtime::kDLCPU), 0); })
       .def("__repr__", [](const NDArray& a) { return "tessera.nd.NDArray(" + a.shape_str() + ", " + a.dtype().str() + ")"; })
       .def_buffer([](const NDArray& a) {
-        std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end()), strides(a.ndim());
-        py::ssize_t stride = a.dtype().element_bytes();
-        for (int d = a.ndim() - 1; d >= 0; --d) {
-          strides[d] = stride;
-          stride *= shape[d];
-        }
-        return py::buffer_info(a.data(), a.dtype().element_bytes(), buffer_format(a.dtype()), a.ndim(), shape, strides);
+        const py::ssize_t bytes = a.dtype().element_bytes();
+        std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end()), strides;
+        for (int64_t s : runtime::row_major_strides(a.shape())) strides.push_back(s * bytes);
+        return py::buffer_info(a.data(), bytes, buffer_format(a.dtype()), a.ndim(), shape, strides);
       });
 
   m.def("nd_from_dlpack", [](const py::object& x) {

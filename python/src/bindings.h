@@ -30,6 +30,10 @@ tensor_ir::Expr to_expr(const py::handle& value);
 runtime::NDArray to_ndarray(const py::handle& obj, const std::string& what);
 // A numpy array holding a copy of `a`.
 py::array to_numpy(const runtime::NDArray& a);
+// A numpy view of `a`'s memory shaped and typed like `like` (`a` must outlive the view).
+py::array numpy_view(const py::array& like, const runtime::NDArray& a);
+// `a`'s elements copied, whatever its strides, into a new compact 64-byte aligned array of `dtype`.
+runtime::NDArray aligned_copy(const py::array& a, runtime::DataType dtype);
 
 // The tensor of obj.__dlpack__() (or of obj, a DLPack capsule), borrowed rather than taken over:
 // it stays valid while `capsule` lives, whose destructor lets the producer free it. For calls
