@@ -15,8 +15,8 @@ namespace {
 // Kernels allocate their large intermediates at every call (aligned_alloc, freed on return: a
 // Winograd convolution's transformed tiles are megabytes). With glibc's defaults a freed block
 // over 128 KiB goes back to the OS (munmap, or trimming the heap's top), and the next call
-// faults every page of it in again, zeroed: ~0.25 ms per MiB, more than some kernels' arithmetic,
-// and it varies with what ran in between. So blocks up to 32 MiB (glibc's largest threshold) come
+// faults every page of it in again, zeroed: more than some kernels' arithmetic costs, and it
+// varies with what ran in between (benchmarks/NOTES.md, "Freed kernel memory"). So blocks up to 32 MiB (glibc's largest threshold) come
 // from the heap and freed memory stays in the process for the next call. TESSERA_MALLOC_DEFAULTS=1
 // leaves an embedding application's malloc settings alone.
 void keep_freed_kernel_memory() {

@@ -21,9 +21,8 @@ namespace {
 thread_local bool t_in_parallel_region = false;
 // How long a worker spins before sleeping. Kernels launch parallel loops back to back, and a
 // sleeping worker wakes late: by then the launching thread has often taken its task too, and the
-// loop ran on one core. With 65536 spins (about 25 us) a 1x1 convolution of ResNet-50 (0.29 ms on
-// two threads) ran at 0.65-0.69 ms most of the time on a 2-vCPU VM, timed back to back in C++;
-// spinning 2 ms, at 0.29 ms every time. libgomp (300000 rounds by default) and ONNX Runtime
+// loop ran on one core: a short spin made kernels launched back to back run at about half speed
+// most of the time (benchmarks/NOTES.md, "Thread pool spin time"). libgomp and ONNX Runtime
 // spin before sleeping too.
 constexpr auto kSpinTime = std::chrono::milliseconds(2);
 }  // namespace

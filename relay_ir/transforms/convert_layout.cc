@@ -4,8 +4,8 @@
 // kernels of such a network cannot agree on who writes what: a depthwise layer splits the
 // threads by channels, the 1x1 layer after it by positions, which in NCHW are interleaved runs
 // of every channel's plane. Channels-last, every kernel splits by rows of positions, and each
-// thread's rows are one contiguous block in every tensor (a chain of MobileNet-v2's 14x14 1x1
-// layers: 240 us in NCHW, 155 us as channels-last products, the same as each layer alone).
+// thread's rows are one contiguous block in every tensor, and a chain of layers runs as fast as
+// its layers alone (benchmarks/NOTES.md, "Channels-last MobileNets").
 //
 // Which functions: those whose convolutions are all float 2-D ones with a compile-time weight
 // that are depthwise (one input channel per group), pointwise (1x1, stride 1, unpadded, one

@@ -47,7 +47,7 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
                            bool rows_contiguous = false);
 // Vectorizes `loop` (of `extent` iterations) in vectors of the register width, `lanes`: split
 // into whole vectors, unrolled, where it is wider than one (LLVM splits a 32-lane vector op into
-// two registers cleanly, but a 48-lane one spilled, 8x slower; and where the extent is not a
+// two registers cleanly, but a 48-lane one spilled; and where the extent is not a
 // multiple, only the remainder runs scalar); as it is otherwise.
 void vectorize_in_registers(Stage& st, const Loop& loop, int64_t extent, int lanes);
 // The stage a template of an op that takes an epilogue (conv, matmul) should tile: `main`, the

@@ -56,8 +56,7 @@ void schedule_copy(Schedule& s, const Tensor& t) {
 // Whether the threads share out a convolution's output rows rather than its blocks of output
 // channels (knob "conv.rows_outer"): each thread then reads half the input and all the weights
 // instead of all the input and half the weights, so the larger of the two decides. The first
-// layers (3 input channels, kilobytes of weights) read their padded input once instead of twice:
-// MobileNet-v2's first convolution took 152 -> 97 us in the model at 2 threads.
+// layers (3 input channels, kilobytes of weights) read their padded input once instead of twice.
 // `inputs`: the product's, the input then the weights.
 bool rows_outer(const std::vector<Tensor>& inputs, TemplateKnobs& knobs) {
   return knobs.choose_flag("conv.rows_outer", nn::num_elements(inputs.front()) > nn::num_elements(inputs.back()));
@@ -122,16 +121,14 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
 
 // Where the padded input comes from (knob "depthwise.pad"). The copy costs as much as the
 // product for small planes and stride-2 rows (each vector a masked strided load under a
-// select): read in place (the border by masked loads), MobileNet-v2's depthwise layers were
-// faster in the model for 7 of its 10 (192 channels 28->14: 41 -> 18 us), slower for the 14x14
-// stride-1 ones (12 -> 15 us). Copied per block of rows instead of per plane keeps the copy in
-// L1 (faster for MobileNet's 112->56 and 28->14 stride-2 layers when copies were the rule).
+// select); read in place (the border by masked loads), most of MobileNet-v2's depthwise layers
+// were faster, but not its 14x14 stride-1 ones. Copied per block of rows instead of per plane keeps
+// the copy in L1 (benchmarks/NOTES.md, "Depthwise convolutions").
 enum DepthwisePad : int64_t { kPadInPlace, kPadPerPlane, kPadPerBlock };
 
 // The default place of the padded input: copied per block where rows of 9 to 15 outputs (one
 // vector each, mostly used) are read at stride 1 (each row of the copy then three plain loads),
-// in place elsewhere. MobileNet-v2's 14x14 layers in the model, 2 threads: 384 channels 16.5 ->
-// 10.2 us, 576 24.5 -> 14.6; its 7x7 ones were slower copied (9.9 -> 12.2).
+// in place elsewhere (the 7x7 planes were slower copied).
 int64_t default_pad(const Tensor& product, const Tensor& padded, int lanes) {
   const auto* pc = product.as<ComputeOp>();
   int64_t width = product->dim(product.ndim() - 1);
@@ -150,7 +147,7 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
   Stage& y = s[out];
   Loop plane = y.fuse(y.loop(oc->axis[0]), y.loop(oc->axis[1]));
   // A multiply-add here costs several of a dense product's (each input loaded feeds a few), so
-  // an eighth of the work pays for the threads: MobileNet's 576 planes of 7x7 took 41 us on one.
+  // an eighth of the work pays for the threads.
   if (knobs.choose_flag("depthwise.parallel", nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork / 8))
     y.parallel(plane);
   // Rows narrower than a vector are one vector each (planes of 7x7 and 14x14 positions).

@@ -2,7 +2,7 @@
 // "conv_nhwc_epilogue"): rows of output positions over the threads, each thread a run of
 // consecutive rows, so it writes one contiguous block of the output (and, in a network whose
 // kernels all split this way, reads what its own core wrote: data written by the other core
-// costs a third to a half more to read on two cores, measured on MobileNet-v2's 14x14 layers).
+// costs more to read: benchmarks/NOTES.md, "Channels-last MobileNets").
 // Inside a row, a register tile of `tile` positions along x by one or two vectors of channels
 // accumulates over the whole kernel window (unrolled), then the epilogue stores it.
 #include <algorithm>

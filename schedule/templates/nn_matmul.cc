@@ -23,7 +23,7 @@ constexpr int64_t kMaxLocalPanel = 128 * 1024;
 constexpr int64_t kFewPanels = 16;
 
 // The largest B that row tiles outermost stream through whole, each tile reading all of it: a
-// quarter of the 2 MB L2 of the cores measured here, so it stays there beside A's tiles.
+// quarter of a 2 MB L2, so it stays there beside A's tiles.
 constexpr int64_t kMaxStreamedB = 512 * 1024;
 
 // The tile's rows (knob "matmul.tile_rows"): the product pads its rows to whole multiples of
@@ -31,8 +31,7 @@ constexpr int64_t kMaxStreamedB = 512 * 1024;
 // accumulators fit. Rows of 7 (the positions of a 14x14 plane, as a 1x1 convolution with few
 // positions has them) leave half the registers idle and read 7 of the 16 positions each cache
 // line of an input channel holds, then the next tile the other 9: tiles of 14 read whole rows of
-// the plane. MobileNet-v2's 14x14 projections in the model, 2 threads: 576 -> 96 97 -> 81 us,
-// 384 -> 64 50 -> 41, 384 -> 96 66 -> 57.
+// the plane (benchmarks/NOTES.md, "Matrix-product templates").
 // `accumulators`: how many the registers hold beside B's vectors and A's broadcast (28 of 32).
 int64_t tile_rows(int64_t m, int64_t mr, int64_t vectors, int64_t accumulators, TemplateKnobs& knobs) {
   if (m % (2 * mr) != 0 || 2 * mr * vectors > accumulators) return mr;
@@ -71,9 +70,8 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   // costs a third to a half more on two cores. So rows go outermost where B stays in a core's
   // cache while every row tile streams through it (kMaxStreamedB), there are enough row tiles to
   // share out (8) and B does not outweigh A by more than 4 times (the weights of a layer with few
-  // positions, read once per thread otherwise). MobileNet-v2 channels-last, in the model: its
-  // 14x14 1x1 layers 2-17% faster split by rows, its 7x7 ones 13-25% slower; a 1024^3 product
-  // (B of 4 MB) 7.0 ms with panels outermost, 10.8 ms without.
+  // positions, read once per thread otherwise). Neither order wins everywhere, so it is a knob
+  // (benchmarks/NOTES.md, "Matrix-product templates").
   int64_t panels = 1;
   for (size_t d = 0; d + 2 < packed.ndim(); ++d) panels *= packed->dim(d);
   bool rows_first = m / mr >= 8 && columns <= 4 * m && k * columns * packed.dtype().element_bytes() <= kMaxStreamedB;
@@ -135,8 +133,7 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   // Panels packed ahead of time are read from memory (a model's weights outgrow the caches):
   // the tiles of one panel fetch the next panel a share per reduction step, so its first tile
   // does not wait on memory. With panels outer the next panel is a panel's row tiles ahead on
-  // the tile loop, otherwise one tile. MobileNet-v2's 320 -> 1280 1x1 convolution at 7x7, one
-  // thread, caches flushed: 425 -> 290 us.
+  // the tile loop, otherwise one tile.
   bool prefetch = knobs.choose_flag("matmul.prefetch", true);
   if (!copied && prefetch) p.prefetch(stored_source(s, packed), ko, o, tile, panel_outer ? m / mr : 1);
 

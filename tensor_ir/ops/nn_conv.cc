@@ -243,8 +243,8 @@ Tensor depthwise(const ConvCore& core) {
   }
   // The padding must come from P, never from clamped reads of the input (vectors along x).
   // With a stride along x, a vector of outputs reads every stride-th column: P is split by phase
-  // so that it reads a contiguous run (measured: faster from 14 columns on, slower at 7, where
-  // the copy into P costs more than the shuffles it saves).
+  // so that it reads a contiguous run (narrow rows excepted, where the copy into P costs more
+  // than the shuffles it saves).
   ConvCore c = core;
   bool phased = c.strides.back() > 1 && 2 * padded.back() > lanes;
   if (padded != c.out || phased) c.raw = Tensor();
@@ -306,8 +306,7 @@ Expr flat_position(const ConvCore& c, const std::vector<Var>& v) {
 
 // The input position a 1x1 convolution reads for output coordinates `o`: with a stride, every
 // stride-th one (the packed panels gather them, so the product's tiles still read contiguous
-// memory; measured on ResNet-50's 256->512 downsampling layer, 1.63 ms as a blocked
-// convolution, 0.59 ms this way).
+// memory, where a blocked convolution would read strided: benchmarks/NOTES.md, "Strided 1x1").
 std::vector<Expr> strided(const ConvCore& c, std::vector<Expr> o) {
   for (size_t d = 0; d < o.size(); ++d)
     if (c.strides[d] != 1) o[d] = o[d] * Expr(c.strides[d]);
@@ -380,8 +379,8 @@ Tensor pointwise_rows(const ConvCore& c) {
 
 // Whether a pointwise convolution with its weight packed ahead costs less with positions as rows:
 // it pads them less, but its epilogue gathers each channel's positions from the tile, which
-// costs about 14 multiply-adds per output (measured: at 14x14 positions and 96 input channels,
-// 196 rows instead of 224 columns save about what the gathers cost).
+// costs about 14 multiply-adds per output (at 14x14 positions and 96 input channels, 196 rows
+// instead of 224 columns save about what the gathers cost).
 bool positions_as_rows(const ConvCore& c, int64_t positions) {
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
   int64_t as_columns = round_up(c.m, matmul_tile_rows(c.m)) * round_up(positions, matmul_tile_cols(c.acc, positions, c.registers));

@@ -28,9 +28,8 @@ int64_t matmul_tile_rows(int64_t m) { return m % 8 != 0 && m % 7 == 0 ? 7 : std:
 // Two vectors, or one where n fits in one; three where that fills whole panels and two does not
 // (144 columns: 3 panels of 48 instead of 5 of 32, the last half zeros). Between one and two
 // vectors (MobileNet-v2's 24 channels), one panel of two (the second vector partly zeros) beats
-// two panels of one: tiles of 8 x 2 vectors instead of 8 x 1 and a half-empty second panel. Its
-// 56x56 1x1 layers in the model: 24 -> 144 channels 96 -> 60 us, 96 and 144 -> 24 channels
-// 80 -> 54 us and 110 -> 78 us.
+// two panels of one: tiles of 8 x 2 vectors instead of 8 x 1 and a half-empty second panel
+// (benchmarks/NOTES.md, "Matrix-product templates").
 int64_t matmul_tile_cols(DataType acc, int64_t n, const Registers& regs) {
   int64_t lanes = regs.lanes(acc);
   if (n % (2 * lanes) != 0 && n % (3 * lanes) == 0) return 3 * lanes;
