@@ -244,6 +244,11 @@ class EvolutionarySearch : public PolicyBase {
 
 }  // namespace
 
+const std::vector<std::string>& search_policy_names() {
+  static const std::vector<std::string> names = {"evolutionary", "random"};
+  return names;
+}
+
 std::unique_ptr<SearchPolicy> make_policy(const Task& task, const std::string& target, const std::string& kind, CostModel* model,
                                           uint64_t seed, const std::vector<std::string>& seed_traces, const SearchOptions& options) {
   if (targets::Target::parse(target).kind != "llvm")

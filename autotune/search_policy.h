@@ -45,6 +45,9 @@ struct SearchOptions {
   double epsilon = 0.05;         // share of a batch picked at random
 };
 
+// The kinds make_policy makes: "evolutionary", "random".
+const std::vector<std::string>& search_policy_names();
+
 // `kind`: "evolutionary" or "random". `model` may be shared across tasks (and null: the policy
 // keeps its own). `seed_traces`: records of this workload (the database's best first); those
 // that replay seed the population and are never proposed again. Throws tessera::Error for an

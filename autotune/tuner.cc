@@ -95,7 +95,7 @@ class Session {
   }
 
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-  bool out_of_time() const { return options_.max_seconds > 0 && elapsed() > options_.max_seconds; }
+  bool out_of_time() const { return options_.max_seconds && elapsed() > *options_.max_seconds; }
 
   double estimated_latency() const {
     double total = 0;
@@ -238,10 +238,31 @@ class Session {
 
 }  // namespace
 
+void validate(const TuneOptions& options) {
+  try {
+    targets::Target::parse(options.target);
+  } catch (const Error& e) {
+    fail("tune: target: ", e.what());
+  }
+  const auto& policies = search_policy_names();
+  if (std::find(policies.begin(), policies.end(), options.policy) == policies.end()) {
+    std::string names;
+    for (const auto& p : policies) names += (names.empty() ? "" : " or ") + p;
+    fail("tune: policy '", options.policy, "' is unknown (expected ", names, ")");
+  }
+  // Spelled with the CLI's name too where Python's differs, so each reader finds the option.
+  if (options.trials < 1) fail("tune: trials must be at least 1 (got ", options.trials, ")");
+  if (options.batch < 1) fail("tune: batch must be at least 1 (got ", options.batch, ")");
+  if (options.early_stopping < 0)
+    fail("tune: early_stopping (--early-stopping) must be 0 (never) or more (got ", options.early_stopping, ")");
+  if (options.max_seconds && !(*options.max_seconds > 0))
+    fail("tune: timeout must be more than 0 seconds (got ", *options.max_seconds, "); leave it out for no limit");
+  if (options.measure.repeat < 1) fail("tune: repeat must be at least 1 (got ", options.measure.repeat, ")");
+}
+
 TuneResult tune(const std::vector<Task>& tasks, const TuneOptions& options, const std::function<void(const Progress&)>& on_progress) {
   if (tasks.empty()) fail("tune: the model has no kernels to tune");
-  if (options.trials < 1) fail("tune: the number of trials must be positive");
-  if (options.batch < 1) fail("tune: the batch size must be positive");
+  validate(options);
   // Checked before anything is measured: policies are made lazily, after the baselines.
   make_policy(tasks.front(), options.target, options.policy, nullptr, 0, {});
   return Session(tasks, options, on_progress).run();

@@ -5,6 +5,7 @@
 // measured is never measured again.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ struct TuneOptions {
   int batch = 16;                  // candidates per measured batch
   std::string policy = "evolutionary";  // or "random"
   int early_stopping = 0;          // a task stops after this many trials without improvement (0: never)
-  double max_seconds = 0;          // wall-clock limit of the session (0: none)
+  std::optional<double> max_seconds;  // wall-clock limit of the session in seconds (none: no limit)
   uint64_t seed = 0;
   MeasureOptions measure;
   std::string report_path;         // the HTML report; empty: default_report_path(db_path)
@@ -54,8 +55,12 @@ struct TuneResult {
   std::string report_path;
 };
 
-// Tunes `tasks` (from extract_tasks). `on_progress` runs after every batch (it may throw to stop
-// the session, e.g. on Ctrl-C; what was committed stays).
+// Throws tessera::Error naming the first invalid option (as `tessera tune` and Python spell it:
+// trials, --early-stopping, ...) and what it must be: the one check of the CLI and Python.
+void validate(const TuneOptions& options);
+
+// Tunes `tasks` (from extract_tasks) after validating `options`. `on_progress` runs after every
+// batch (it may throw to stop the session, e.g. on Ctrl-C; what was committed stays).
 TuneResult tune(const std::vector<Task>& tasks, const TuneOptions& options,
                 const std::function<void(const Progress&)>& on_progress = nullptr);
 

@@ -84,8 +84,9 @@ def tune(mod, db, trials, timeout, seed=0, policy="evolutionary", opt_level=2):
         if every[0] % 10 == 1:
             print("   ", line, flush=True)
     start = time.time()
-    report = tessera.autotune.tune(mod, db=db, trials=trials, timeout=timeout, seed=seed, policy=policy, progress=progress,
-                                   opt_level=opt_level)
+    # --timeout 0 means no limit here; tune() takes None for that.
+    report = tessera.autotune.tune(mod, db=db, trials=trials, timeout=timeout or None, seed=seed, policy=policy,
+                                   progress=progress, opt_level=opt_level)
     return report, time.time() - start
 
 

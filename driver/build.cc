@@ -207,7 +207,13 @@ Module optimize(const Module& module, const schedule::HardwareParams& hardware, 
   return run_passes(module, standard_passes(), ctx);
 }
 
+void validate(const BuildOptions& options) {
+  if (options.opt_level < 0 || options.opt_level > 3)
+    fail("opt_level (-O) must be 0, 1, 2 or 3 (got ", options.opt_level, ")");
+}
+
 BuildResult build(const Module& module, const targets::Target& target, const BuildOptions& options) {
+  validate(options);
   const schedule::HardwareParams hardware = target.hardware();
   Module optimized = optimize(module, hardware, options.opt_level);
   std::unique_ptr<autotune::TuningDatabase> db;

@@ -34,6 +34,9 @@ struct BuildOptions {
   bool transfer = true;
 };
 
+// Throws tessera::Error naming the first invalid option (opt_level outside 0-3).
+void validate(const BuildOptions& options);
+
 // What was built, for `tessera inspect` and tests.
 struct KernelInfo {
   std::string name;        // the kernel's symbol

@@ -1,5 +1,6 @@
 #include "tools/cli_tune.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -10,12 +11,9 @@
 #include <sstream>
 
 #include "autotune/database.h"
-#include "autotune/task.h"
 #include "autotune/tuner.h"
-#include "driver/build.h"
-#include "driver/model_check.h"
+#include "driver/tune_model.h"
 #include "runtime/error.h"
-#include "targets/target.h"
 #include "tools/cli_options.h"
 
 namespace tessera::cli {
@@ -24,9 +22,8 @@ namespace {
 
 struct TuneArgs {
   ModelOptions model;
-  autotune::TuneOptions options;
-  double timeout = 0;
-  bool model_check = true;
+  driver::TuneModelOptions options;
+  double timeout = 0;  // --timeout, when given
 };
 
 struct DbArgs {
@@ -36,6 +33,7 @@ struct DbArgs {
 
 TuneArgs tune_args;
 DbArgs db_args;
+CLI::Option* timeout_option;
 CLI::App *tune_cmd, *db_cmd, *db_list, *db_show, *db_export, *db_import, *db_prune;
 
 // Ctrl-C stops the session after the batch in flight (committed, so a later session resumes
@@ -47,49 +45,46 @@ void on_sigint(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
-int cmd_tune(TuneArgs& a) {
-  a.options.target = a.model.target;
-  a.options.db_path = db_path(a.model.db);
-  a.options.max_seconds = a.timeout;
-  if (a.options.report_path.empty()) a.options.report_path = autotune::default_report_path(a.options.db_path);
+// Columns of the terminal stderr writes to; 0 where it is not a terminal.
+int terminal_columns() {
+  if (!isatty(STDERR_FILENO)) return 0;
+  winsize w{};
+  return ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0 ? w.ws_col : 80;
+}
 
-  targets::Target target = targets::Target::parse(a.model.target);
-  schedule::HardwareParams hardware = target.hardware();
-  auto tasks = autotune::extract_tasks(driver::optimize(load(a.model), hardware, a.model.opt_level), hardware);
-  std::fprintf(stderr, "tuning %zu tasks of %s for %s, %d trials, database %s\n", tasks.size(), a.model.model.c_str(),
-               a.model.target.c_str(), a.options.trials, a.options.db_path.c_str());
-  bool tty = isatty(STDERR_FILENO);
+int cmd_tune(TuneArgs& a) {
+  autotune::TuneOptions& o = a.options.tune;
+  o.target = a.model.target;
+  o.db_path = db_path(a.model.db);
+  if (timeout_option->count()) o.max_seconds = a.timeout;
+  if (o.report_path.empty()) o.report_path = autotune::default_report_path(o.db_path);
+  a.options.opt_level = a.model.opt_level;
+  driver::validate(a.options);  // before the model is loaded: a wrong option is quicker to hear about
+
+  relay_ir::Module module = load(a.model);
+  int columns = terminal_columns();
+  bool opened = false;
   auto progress = [&](const autotune::Progress& p) {
-    std::string line = autotune::progress_line(p);
-    if (tty)
-      std::fprintf(stderr, "\r%s\x1b[K", line.c_str());
-    else
-      std::fprintf(stderr, "%s\n", line.c_str());
+    if (!opened) {
+      std::fprintf(stderr, "tuning %zu tasks of %s for %s, %d trials, database %s\n", p.tasks->size(), a.model.model.c_str(),
+                   o.target.c_str(), o.trials, o.db_path.c_str());
+      opened = true;
+    }
+    std::fputs(driver::progress_text(autotune::progress_line(p), columns).c_str(), stderr);
     if (interrupted) throw Interrupted{};
   };
   std::signal(SIGINT, on_sigint);
-  autotune::TuneResult r;
+  driver::TuneReport report;
   try {
-    r = autotune::tune(tasks, a.options, progress);
+    report = driver::tune_model(module, a.options, progress);
   } catch (const Interrupted&) {
-    std::fprintf(stderr, "\ninterrupted: every measured batch is in %s; run again to resume. Report: %s\n",
-                 a.options.db_path.c_str(), a.options.report_path.c_str());
+    std::fprintf(stderr, "\ninterrupted: every measured batch is in %s; run again to resume. Report: %s\n", o.db_path.c_str(),
+                 o.report_path.c_str());
     return 130;
   }
   std::signal(SIGINT, SIG_DFL);
-  if (tty) std::fprintf(stderr, "\n");
-  std::printf("%-40s %6s %7s %11s %11s %8s %9s\n", "task", "weight", "trials", "default ms", "best ms", "speedup", "GFLOP/s");
-  for (const auto& s : r.tasks) {
-    double best = s.best_seconds > 0 ? s.best_seconds : s.default_seconds;
-    std::printf("%-40.40s %6d %7d %11.4f %11.4f %7.2fx %9.1f\n", s.description.c_str(), s.weight, s.trials, s.default_seconds * 1e3,
-                best * 1e3, best > 0 ? s.default_seconds / best : 0.0, s.gflops());
-  }
-  std::printf("estimated latency %.3f ms (default schedules %.3f ms) after %.0f s\nreport: %s\n", r.estimated_latency * 1e3,
-              r.default_latency * 1e3, r.wall_seconds, r.report_path.c_str());
-  if (a.model_check) {
-    auto check = driver::check_in_model(load(a.model), target, a.model.opt_level, a.options.db_path);
-    std::printf("%s", driver::format_model_check(check).c_str());
-  }
+  if (columns > 0) std::fprintf(stderr, "\n");
+  std::printf("%s", driver::format_tune_report(report).c_str());
   return 0;
 }
 
@@ -179,19 +174,20 @@ void add_tuning_commands(CLI::App& app) {
   TuneArgs& t = tune_args;
   tune_cmd = app.add_subcommand("tune", "search schedules for every kernel of a model and store them in the tuning database");
   add_model_options(tune_cmd, t.model);
-  tune_cmd->add_option("--trials", t.options.trials, "measurements in all, across the model's kernels");
-  tune_cmd->add_option("--batch", t.options.batch, "candidates measured per batch (one transaction each)");
-  tune_cmd->add_option("--policy", t.options.policy, "search policy: evolutionary (cost-model guided) or random");
-  tune_cmd->add_option("--early-stopping", t.options.early_stopping, "stop a kernel after this many trials without improvement");
-  tune_cmd->add_option("--timeout", t.timeout, "stop the session after this many seconds");
-  tune_cmd->add_option("--seed", t.options.seed, "random seed of the search");
-  tune_cmd->add_option("--repeat", t.options.measure.repeat, "timed runs per candidate");
-  tune_cmd->add_flag("--flush-cache", t.options.measure.flush_cache, "flush the caches before each timed run");
-  tune_cmd->add_flag("!--warm-inputs", t.options.measure.fresh_inputs,
+  autotune::TuneOptions& o = t.options.tune;
+  tune_cmd->add_option("--trials", o.trials, "measurements in all, across the model's kernels");
+  tune_cmd->add_option("--batch", o.batch, "candidates measured per batch (one transaction each)");
+  tune_cmd->add_option("--policy", o.policy, "search policy: evolutionary (cost-model guided) or random");
+  tune_cmd->add_option("--early-stopping", o.early_stopping, "stop a kernel after this many trials without improvement");
+  timeout_option = tune_cmd->add_option("--timeout", t.timeout, "stop the session after this many seconds (default: no limit)");
+  tune_cmd->add_option("--seed", o.seed, "random seed of the search");
+  tune_cmd->add_option("--repeat", o.measure.repeat, "timed runs per candidate");
+  tune_cmd->add_flag("--flush-cache", o.measure.flush_cache, "flush the caches before each timed run");
+  tune_cmd->add_flag("!--warm-inputs", o.measure.fresh_inputs,
                      "time kernels on inputs left in the caches by the previous call, not rewritten before each call as in a model");
-  tune_cmd->add_flag("!--no-model-check", t.model_check,
+  tune_cmd->add_flag("!--no-model-check", t.options.model_check,
                      "keep every kernel's fastest schedule timed alone, without timing it in the model against its default");
-  tune_cmd->add_option("--report", t.options.report_path, "the HTML report (default: NAME.report.html beside the database NAME.db)");
+  tune_cmd->add_option("--report", o.report_path, "the HTML report (default: NAME.report.html beside the database NAME.db)");
 
   DbArgs& d = db_args;
   db_cmd = app.add_subcommand("db", "list, show, export, import or prune the tuning database");

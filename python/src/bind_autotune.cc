@@ -1,14 +1,12 @@
-// Tuning from Python: tasks of a model, a tuning session with a progress callback (Ctrl-C
-// stops it between batches; committed batches stay), and custom schedules.
+// Tuning from Python: tasks of a model, a tuning session (driver::tune_model) with a progress
+// callback (Ctrl-C stops it between batches; committed batches stay), and custom schedules.
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
-
-#include <optional>
 
 #include "autotune/task.h"
 #include "autotune/tuner.h"
 #include "driver/build.h"
-#include "driver/model_check.h"
+#include "driver/tune_model.h"
 #include "python/src/bindings.h"
 #include "schedule/custom.h"
 
@@ -52,47 +50,32 @@ void bind_autotune(py::module_& m) {
     return out;
   }, py::arg("module"), py::arg("target"), py::arg("opt_level"), "The tuning tasks of `module` (backs tessera.autotune.tasks).");
 
-  m.def("autotune_tune", [](const relay_ir::Module& mod, const std::string& target, const std::string& db, int trials, int batch,
-                            const std::string& policy, int early_stopping, double max_seconds, int opt_level, int seed, int repeat,
-                            bool flush_cache, bool fresh_inputs, bool check_in_model, py::object progress) {
-    autotune::TuneOptions o;
-    o.target = target;
-    o.db_path = db;
-    o.trials = trials;
-    o.batch = batch;
-    o.policy = policy;
-    o.early_stopping = early_stopping;
-    o.max_seconds = max_seconds;
-    o.seed = static_cast<uint64_t>(seed);
-    o.measure.repeat = repeat;
-    o.measure.flush_cache = flush_cache;
-    o.measure.fresh_inputs = fresh_inputs;
-    // Called between batches with the GIL: prints, and lets Ctrl-C (KeyboardInterrupt) stop the
-    // session by raising through the tuner.
+  m.def("autotune_tune", [](const relay_ir::Module& mod, const driver::TuneModelOptions& options, py::object progress) {
+    // Called between batches with the GIL: passes the line on, and lets Ctrl-C (KeyboardInterrupt)
+    // stop the session by raising through the tuner.
     auto on_progress = [&](const autotune::Progress& p) {
       py::gil_scoped_acquire gil;
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
       if (!progress.is_none()) progress(autotune::progress_line(p));
     };
-    autotune::TuneResult r;
-    std::optional<driver::ModelCheck> check;
+    driver::TuneReport r;
     {
       py::gil_scoped_release release;
-      targets::Target t = targets::Target::parse(target);
-      schedule::HardwareParams hardware = t.hardware();
-      r = autotune::tune(autotune::extract_tasks(driver::optimize(mod, hardware, opt_level), hardware), o, on_progress);
-      if (check_in_model) check = driver::check_in_model(mod, t, opt_level, db);
+      r = driver::tune_model(mod, options, on_progress);
     }
     py::list tasks;
-    for (const auto& s : r.tasks) tasks.append(task_state(s));
-    return py::dict(py::arg("tasks") = tasks, py::arg("estimated_latency") = r.estimated_latency,
-                    py::arg("default_latency") = r.default_latency, py::arg("wall_seconds") = r.wall_seconds,
-                    py::arg("report_path") = r.report_path,
-                    py::arg("model_check") = check ? py::object(model_check(*check)) : py::object(py::none()));
-  }, py::arg("module"), py::arg("target"), py::arg("db"), py::arg("trials"), py::arg("batch"), py::arg("policy"),
-     py::arg("early_stopping"), py::arg("max_seconds"), py::arg("opt_level"), py::arg("seed"), py::arg("repeat"),
-     py::arg("flush_cache"), py::arg("fresh_inputs"), py::arg("model_check"), py::arg("progress"),
-     "A tuning session; `progress` is None or a callable taking each progress line (backs tessera.autotune.tune).");
+    for (const auto& s : r.session.tasks) tasks.append(task_state(s));
+    return py::dict(py::arg("tasks") = tasks, py::arg("estimated_latency") = r.session.estimated_latency,
+                    py::arg("default_latency") = r.session.default_latency, py::arg("wall_seconds") = r.session.wall_seconds,
+                    py::arg("report_path") = r.session.report_path,
+                    py::arg("model_check") = r.model_check ? py::object(model_check(*r.model_check)) : py::object(py::none()),
+                    py::arg("summary") = driver::format_tune_report(r));
+  }, py::arg("module"), py::arg("options"), py::arg("progress"),
+     "A tuning session (driver::tune_model); `progress` is None or a callable taking each progress line (backs "
+     "tessera.autotune.tune).");
+  m.def("progress_text", &driver::progress_text, py::arg("line"), py::arg("columns"),
+        "What to write to stderr after a batch: `line` redrawn in place on a terminal `columns` wide, or a line of its "
+        "own where `columns` is 0 (as `tessera tune` writes it).");
 
   m.def("register_custom_schedule", [](const std::string& key, py::function fn) {
     // Never freed: the registry outlives the interpreter, and dropping a Python object after

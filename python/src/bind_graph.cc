@@ -247,19 +247,12 @@ void bind_graph(py::module_& m) {
 
   m.def("default_db_path", &autotune::TuningDatabase::default_path,
         "The default tuning database: $TESSERA_DB, else ~/.cache/tessera/tuning.db.");
-  m.attr("default_opt_level") = driver::BuildOptions{}.opt_level;
-  m.def("build_module", [](const relay_ir::Module& mod, const std::string& target, int opt_level, const std::string& db,
-                           bool jit, bool transfer) {
-    driver::BuildOptions options;
-    options.opt_level = opt_level;
-    options.db_path = db;
-    options.jit = jit;
-    options.transfer = transfer;
+  m.def("build_module", [](const relay_ir::Module& mod, const std::string& target, const driver::BuildOptions& options) {
     auto t = targets::Target::parse(target);
     py::gil_scoped_release release;
     return Library(driver::build(mod, t, options));
-  }, py::arg("module"), py::arg("target") = "llvm", py::arg("opt_level") = driver::BuildOptions{}.opt_level, py::arg("db") = "", py::arg("jit") = true,
-     py::arg("transfer") = true, "Compiles a graph module; `db` \"\": no tuning database (backs tessera.build).");
+  }, py::arg("module"), py::arg("target"), py::arg("options"),
+     "Compiles a graph module for `target` with `options` (a BuildOptions) (backs tessera.build).");
   m.def("load_module", [](const std::string& path) {
     py::gil_scoped_release release;
     return Library(runtime::load_module(path));

@@ -13,6 +13,7 @@ namespace py = pybind11;
 void bind_runtime(py::module_& m);
 void bind_ndarray(py::module_& m);
 void bind_autotune(py::module_& m);
+void bind_options(py::module_& m);  // before bind_graph and bind_autotune, whose functions take them
 void bind_expr(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_schedule(py::module_& m);

@@ -49,6 +49,7 @@ PYBIND11_MODULE(_tessera, m) {
   tessera::python::bind_tensor(m);
   tessera::python::bind_schedule(m);
   tessera::python::bind_build(m);
+  tessera::python::bind_options(m);
   tessera::python::bind_graph(m);
   tessera::python::bind_relay(m);
   tessera::python::bind_autotune(m);

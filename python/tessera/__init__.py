@@ -7,14 +7,18 @@ from __future__ import annotations
 import os
 
 from . import _tessera as _t
-from ._tessera import Error, num_threads, empty, Module, Library
+from ._tessera import Error, num_threads, empty, Module, Library, BuildOptions
 
-__all__ = ["Error", "num_threads", "empty", "nd", "te", "onnx", "relay", "train", "autotune", "build", "load", "Module", "Library"]
+__all__ = ["Error", "num_threads", "empty", "nd", "te", "onnx", "relay", "train", "autotune", "build", "load", "Module", "Library",
+           "BuildOptions"]
 __version__ = "0.1.0"
 
+_BUILD_DEFAULTS = BuildOptions()  # the C++ driver's defaults, the one place they are written
 
-def build(mod: Module, target: str = "llvm", db: os.PathLike | str | bool | None = None, opt_level: int = _t.default_opt_level,
-          jit: bool = True, transfer: bool = True) -> Library:
+
+def build(mod: Module, target: str = "llvm", db: os.PathLike | str | bool | None = None,
+          opt_level: int = _BUILD_DEFAULTS.opt_level, jit: bool = _BUILD_DEFAULTS.jit,
+          transfer: bool = _BUILD_DEFAULTS.transfer) -> Library:
     """Compiles a graph module (tessera.onnx.load, tessera.relay) for `target`; the result runs
     with lib.run([inputs]) or lib.run({name: input}) and lib.export("model.so") writes it as one
     shared library. Kernels take the best schedule recorded in the tuning database `db` (a path;
@@ -27,10 +31,11 @@ def build(mod: Module, target: str = "llvm", db: os.PathLike | str | bool | None
     `opt_level` (0-3) selects the graph passes: 3, the default, is the fastest (packed weight
     layouts, Winograd 3x3 convolutions); levels 1 and above fold batch norms into weights and 3
     takes Winograd, which round differently from the model's order of operations (~1e-6 of the
-    output's scale); 0 computes the graph as written. Raises tessera.Error for an invalid target or a
-    graph that cannot be compiled."""
+    output's scale); 0 computes the graph as written. Raises tessera.Error for an invalid target or
+    option, or a graph that cannot be compiled. The options are those of tessera.BuildOptions."""
     path = "" if db is False else str(db) if db is not None else _t.default_db_path()
-    return _t.build_module(mod, target, opt_level, path, jit, transfer)
+    options = BuildOptions(opt_level=opt_level, db=path, jit=jit, transfer=transfer)
+    return _t.build_module(mod, target, options)
 
 
 def load(path: os.PathLike | str) -> Library:

@@ -16,9 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from . import _tessera as _t
-from ._tessera import Module, Schedule, Tensor
+from ._tessera import Module, Schedule, Tensor, TuneOptions
 
-__all__ = ["tune", "tasks", "register_schedule", "TuneReport"]
+__all__ = ["tune", "tasks", "register_schedule", "TuneReport", "TuneOptions"]
+
+_DEFAULTS = TuneOptions()  # the C++ tuner's defaults, the one place they are written
 
 
 class TuneReport:
@@ -28,12 +30,15 @@ class TuneReport:
     default_seconds, best_seconds, gflops, history of (trials, best seconds)),
     `estimated_latency_ms` (the sum over tasks of weight * best time, default time where
     untuned) and `default_latency_ms` (the same with default schedules), `wall_seconds`,
-    `report_path` (the HTML report) and `model_check` (a dict whose `kernels` give each tuned
+    `report_path` (the HTML report), `model_check` (a dict whose `kernels` give each tuned
     kernel's time in the model against its default's and whether builds keep the tuned one;
-    None when the check did not run).
+    None when the check did not run), `summary` (the table `tessera tune` prints: per task its
+    trials, default and best times, then the estimated latency, the report and the model check)
+    and `options` (the TuneOptions the session ran with).
     """
 
-    def __init__(self, raw: dict[str, Any]) -> None:
+    def __init__(self, raw: dict[str, Any], options: TuneOptions) -> None:
+        self.options = options
         self.tasks = raw["tasks"]
         self.estimated_latency_ms = raw["estimated_latency"] * 1e3
         self.default_latency_ms = raw["default_latency"] * 1e3
@@ -42,43 +47,48 @@ class TuneReport:
         # The model check (model_check=True): per tuned kernel its time in the model against its
         # default's, and which one builds now use; None when it did not run.
         self.model_check = raw["model_check"]
+        self.summary = raw["summary"]
 
     def __repr__(self) -> str:
         return (f"TuneReport({len(self.tasks)} tasks, estimated latency {self.estimated_latency_ms:.3f} ms "
                 f"(default {self.default_latency_ms:.3f} ms), {self.wall_seconds:.0f} s, report {self.report_path})")
 
 
-def tasks(mod: Module, target: str = "llvm", opt_level: int = _t.default_opt_level) -> list[dict[str, Any]]:
+def tasks(mod: Module, target: str = _DEFAULTS.target, opt_level: int = _DEFAULTS.opt_level) -> list[dict[str, Any]]:
     """The kernels tuning for `target` would search, as dicts: description, workload (key),
     structure (shape-erased key), weight (calls in the model), flops, kernel (name)."""
     return _t.autotune_tasks(mod, target, opt_level)
 
 
-def tune(mod: Module, target: str = "llvm", db: os.PathLike | str | None = None, trials: int = 1000, batch: int = 16,
-         policy: str = "evolutionary", early_stopping: int = 0, timeout: float | None = None, opt_level: int = _t.default_opt_level,
-         seed: int = 0, progress: Callable[[str], Any] | bool | None = None, repeat: int = 5,
-         flush_cache: bool = False, fresh_inputs: bool = True, model_check: bool = True) -> TuneReport:
+def tune(mod: Module, target: str = _DEFAULTS.target, db: os.PathLike | str | None = None, trials: int = _DEFAULTS.trials,
+         batch: int = _DEFAULTS.batch, policy: str = _DEFAULTS.policy, early_stopping: int = _DEFAULTS.early_stopping,
+         timeout: float | None = _DEFAULTS.timeout, opt_level: int = _DEFAULTS.opt_level, seed: int = _DEFAULTS.seed,
+         progress: Callable[[str], Any] | bool | None = None, repeat: int = _DEFAULTS.repeat,
+         flush_cache: bool = _DEFAULTS.flush_cache, fresh_inputs: bool = _DEFAULTS.fresh_inputs,
+         model_check: bool = _DEFAULTS.model_check) -> TuneReport:
     """Tunes every kernel of `mod` for `target` with at most `trials` measurements in all,
     storing every measurement in `db` (a path; None: $TESSERA_DB or ~/.cache/tessera/tuning.db).
     `policy` is "evolutionary" (cost-model guided) or "random"; `timeout` caps the wall time in
-    seconds. `progress` is None (a live line on a terminal), False, or a callable taking the line.
-    With `fresh_inputs`, each timed call of a kernel follows a rewrite of its inputs (not its
-    weights) by the thread pool, as in a model, where the kernel before it just wrote them.
-    With `model_check`, the session ends by timing each tuned kernel inside the built model
-    against its default schedule; builds then use whichever ran faster there.
+    seconds (None: no limit). `progress` is None (a live line on a terminal), False, or a callable
+    taking the line. With `fresh_inputs`, each timed call of a kernel follows a rewrite of its
+    inputs (not its weights) by the thread pool, as in a model, where the kernel before it just
+    wrote them. With `model_check`, the session ends by timing each tuned kernel inside the built
+    model against its default schedule; builds then use whichever ran faster there.
     `batch`: candidates measured per round; `early_stopping`: stop a task after this many trials
     without improvement (0: never); `repeat`: timed runs per candidate; `flush_cache`: flush the
-    caches before each timed run; `seed`: the search's random seed. Ctrl-C stops the session
-    between batches (KeyboardInterrupt), keeping what was committed."""
+    caches before each timed run; `seed`: the search's random seed. The options are those of
+    TuneOptions and `tessera tune`, checked alike: tessera.Error names an invalid one. Ctrl-C stops
+    the session between batches (KeyboardInterrupt), keeping what was committed."""
+    options = TuneOptions(target=target, db=str(db) if db is not None else _t.default_db_path(), trials=trials, batch=batch,
+                          policy=policy, early_stopping=early_stopping, timeout=timeout, opt_level=opt_level, seed=seed,
+                          repeat=repeat, flush_cache=flush_cache, fresh_inputs=fresh_inputs, model_check=model_check)
+    on_terminal = progress is None and sys.stderr.isatty()
     if progress is None:
-        progress = _terminal_line if sys.stderr.isatty() else False
-    path = str(db) if db is not None else _t.default_db_path()
-    raw = _t.autotune_tune(mod, target, path, int(trials), int(batch), policy, int(early_stopping), float(timeout or 0),
-                           int(opt_level), int(seed), int(repeat), bool(flush_cache), bool(fresh_inputs),
-                           bool(model_check), progress or None)
-    if progress is _terminal_line:
+        progress = _terminal_line if on_terminal else False
+    raw = _t.autotune_tune(mod, options, progress or None)
+    if on_terminal:
         sys.stderr.write("\n")
-    return TuneReport(raw)
+    return TuneReport(raw, options)
 
 
 def register_schedule(key: str, schedule_fn: Callable[[Schedule, Tensor], Any]) -> None:
@@ -90,5 +100,6 @@ def register_schedule(key: str, schedule_fn: Callable[[Schedule, Tensor], Any]) 
 
 
 def _terminal_line(line: str) -> None:
-    sys.stderr.write("\r" + line[: os.get_terminal_size(sys.stderr.fileno()).columns - 1])
+    """Writes `line` over the last one, as `tessera tune` does on a terminal."""
+    sys.stderr.write(_t.progress_text(line, os.get_terminal_size(sys.stderr.fileno()).columns))
     sys.stderr.flush()

@@ -57,7 +57,7 @@ class Trainer:
     """
 
     def __init__(self, loss_module: Module, params: Mapping[str, npt.ArrayLike], optimizer: SGD | Adam,
-                 opt_level: int = _t.default_opt_level, target: str = "llvm") -> None:
+                 opt_level: int = _t.BuildOptions().opt_level, target: str = "llvm") -> None:
         self.params = {k: np.ascontiguousarray(v) for k, v in params.items()}
         self.optimizer = optimizer
         self._wrt = list(self.params)
