@@ -43,12 +43,6 @@ const OpDef& OpRegistry::get(const std::string& name) const {
   fail("unknown operator '", name, "'", similar.empty() ? "" : " (did you mean: " + similar + "?)");
 }
 
-void OpRegistry::set_gradient(const std::string& name, GradientFn gradient) {
-  auto it = ops_.find(name);
-  if (it == ops_.end()) fail("internal error: gradient for unregistered operator ", name);
-  it->second->gradient = std::move(gradient);
-}
-
 std::vector<std::string> OpRegistry::names() const {
   std::vector<std::string> out;
   for (const auto& [n, d] : ops_) out.push_back(n);

@@ -1,7 +1,8 @@
 // Operator definitions. Each op is registered once, in its family's file under relay_ir/ops/,
 // with everything the compiler needs to know about it in one place: its attributes, how its
-// output type follows from its inputs (type relation), how it fuses (pattern), and which
-// compute definition in tensor_ir/ops/ implements it. Schedules come from schedule/templates.
+// output type follows from its inputs (type relation), how it fuses (pattern), which compute
+// definition in tensor_ir/ops/ implements it and its gradient. Schedules come from
+// schedule/templates (relay_ir/ops/families.h says what adding an op touches).
 #pragma once
 #include <functional>
 #include <memory>
@@ -62,10 +63,10 @@ struct OpDef {
   TypeRelation infer_type;
   OpPattern pattern = OpPattern::Opaque;
   ComputeFn compute;
-  // The output is the input's bytes under another shape (reshape): run as a view, no kernel.
-  bool is_view = false;
   // Reverse-mode derivative; empty for ops that are not differentiable (yet).
   GradientFn gradient = nullptr;
+  // The output is the input's bytes under another shape (reshape): run as a view, no kernel.
+  bool is_view = false;
 };
 
 class OpRegistry {
@@ -77,8 +78,6 @@ class OpRegistry {
   std::vector<std::string> names() const;
   // Adds an op; a second op of the same name is an internal error.
   void add(OpDef def);
-  // Sets the gradient of an op registered before (families register them beside their ops).
-  void set_gradient(const std::string& name, GradientFn gradient);
 
  private:
   std::unordered_map<std::string, std::unique_ptr<OpDef>> ops_;

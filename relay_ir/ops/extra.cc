@@ -2,6 +2,7 @@
 // recurrent ONNX operators are compositions of other ops; see frontend/onnx/ops_extra_*.cc.)
 #include "relay_ir/op.h"
 #include "relay_ir/ops/families.h"
+#include "relay_ir/ops/type_relations.h"
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/ops/extra.h"
@@ -14,15 +15,6 @@ using runtime::shape_str;
 
 namespace {
 
-const TensorTypeNode& arg(const std::vector<Type>& args, size_t i, const char* what) {
-  if (i >= args.size()) fail("missing ", what, " (argument ", i, ")");
-  return as_tensor(args[i], what);
-}
-
-void require_float(const TensorTypeNode& t, const char* what) {
-  if (!t.dtype.is_float()) fail(what, " must be float16, float32 or float64, got ", t.dtype.str());
-}
-
 int64_t flag(const Attrs& a, const char* name) {
   int64_t v = a.get_int(name);
   if (v != 0 && v != 1) fail(name, " must be 0 or 1, got ", v);
@@ -30,8 +22,8 @@ int64_t flag(const Attrs& a, const char* name) {
 }
 
 Type grid_sample_rel(const std::vector<Type>& args, const Attrs& a) {
-  const auto& x = arg(args, 0, "X");
-  const auto& grid = arg(args, 1, "grid");
+  const auto& x = tensor_arg(args, 0, "X");
+  const auto& grid = tensor_arg(args, 1, "grid");
   require_float(x, "X");
   if (grid.dtype != x.dtype) fail("grid is ", grid.dtype.str(), ", X ", x.dtype.str());
   if (x.ndim() != 4) fail("X must be [N, C, H, W] (4-D), got ", shape_str(x.shape));
@@ -63,9 +55,9 @@ ops::RoiAlignParams roi_params(const Attrs& a) {
 }
 
 Type roi_align_rel(const std::vector<Type>& args, const Attrs& a) {
-  const auto& x = arg(args, 0, "X");
-  const auto& rois = arg(args, 1, "rois");
-  const auto& idx = arg(args, 2, "batch_indices");
+  const auto& x = tensor_arg(args, 0, "X");
+  const auto& rois = tensor_arg(args, 1, "rois");
+  const auto& idx = tensor_arg(args, 2, "batch_indices");
   require_float(x, "X");
   if (x.ndim() != 4) fail("X must be [N, C, H, W] (4-D), got ", shape_str(x.shape));
   if (rois.dtype != x.dtype || rois.ndim() != 2 || rois.shape[1] != 4)
@@ -77,7 +69,7 @@ Type roi_align_rel(const std::vector<Type>& args, const Attrs& a) {
 }
 
 Type det_rel(const std::vector<Type>& args, const Attrs&) {
-  const auto& x = arg(args, 0, "X");
+  const auto& x = tensor_arg(args, 0, "X");
   require_float(x, "X");
   size_t r = x.ndim();
   if (r < 2 || x.shape[r - 1] != x.shape[r - 2]) fail("X must be [..., M, M] (square matrices), got ", shape_str(x.shape));

@@ -7,6 +7,14 @@
 
 namespace tessera::relay_ir {
 
+const CallNode& as_call(const Expr& call) { return *call.as<CallNode>(); }
+const Expr& arg(const Expr& call, size_t i) { return as_call(call).args.at(i); }
+
+const TensorTypeNode& tensor_of(const Expr& e) {
+  if (!e->checked_type) infer_type(e);
+  return as_tensor(e->checked_type, "value");
+}
+
 Expr filled_like(const Type& type, double value) {
   const auto& t = as_tensor(type, "filled_like");
   runtime::NDArray a = runtime::NDArray::empty(t.shape, t.dtype);
@@ -24,6 +32,7 @@ Expr filled_like(const Type& type, double value) {
 Expr zeros_like(const Type& type) { return filled_like(type, 0); }
 Expr ones_like(const Type& type) { return filled_like(type, 1); }
 Expr scalar_of(double value, DataType dtype) { return scalar(value, dtype); }
+Expr scalar_like(double value, const Expr& like) { return scalar_of(value, tensor_of(like).dtype); }
 
 Expr collapse_sum_to(const Expr& grad, const Type& target) {
   infer_type(grad);
@@ -44,5 +53,22 @@ Expr sub(const Expr& a, const Expr& b) { return call("sub", {a, b}); }
 Expr mul(const Expr& a, const Expr& b) { return call("mul", {a, b}); }
 Expr div(const Expr& a, const Expr& b) { return call("div", {a, b}); }
 Expr neg(const Expr& a) { return call("neg", {a}); }
+Expr compare(const char* op, const Expr& a, const Expr& b) { return call(op, {a, b}); }
+Expr select(const Expr& condition, const Expr& a, const Expr& b) { return call("where", {condition, a, b}); }
+Expr as_mask(const Expr& condition, const Expr& like) { return call("cast", {condition}, {{"dtype", tensor_of(like).dtype.str()}}); }
+
+GradientFn elementwise_gradient(Derivative derivative) {
+  return [derivative](const Expr& c, const Expr& g) {
+    return std::vector<Expr>{mul(g, derivative(arg(c, 0), c, as_call(c).attrs))};
+  };
+}
+
+GradientFn broadcast_gradient(BinaryRule rule) {
+  return [rule](const Expr& c, const Expr& g) {
+    const Expr &a = arg(c, 0), &b = arg(c, 1);
+    auto [ga, gb] = rule(a, b, c, g);
+    return std::vector<Expr>{ga ? collapse_sum_to(ga, a->checked_type) : Expr(), gb ? collapse_sum_to(gb, b->checked_type) : Expr()};
+  };
+}
 
 }  // namespace tessera::relay_ir

@@ -8,9 +8,6 @@ void register_all_op_families(OpRegistry& r) {
   register_nn_ops(r);
   register_transform_ops(r);
   register_extra_ops(r);
-  register_math_gradients(r);
-  register_nn_gradients(r);
-  register_transform_gradients(r);
 }
 
 }  // namespace tessera::relay_ir

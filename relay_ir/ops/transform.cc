@@ -1,5 +1,9 @@
-// Shape and data-movement operators. Index-driven ones (take, gather, scatter) are in
-// transform_index.cc, resize and topk in transform_resize.cc.
+// Shape and data-movement operators, each with its gradient (data movement run backwards).
+// pad is in transform_pad.cc, the index-driven ones (take, gather, scatter) in
+// transform_index.cc, resize and topk in transform_resize.cc, the ops only gradients build in
+// transform_grad_ops.cc.
+#include <numeric>
+
 #include "relay_ir/op.h"
 #include "relay_ir/ops/families.h"
 #include "relay_ir/ops/transform_common.h"
@@ -11,10 +15,55 @@ namespace tessera::relay_ir {
 
 namespace transform {
 
-const TensorTypeNode& arg(const std::vector<Type>& args, size_t i, const char* what) { return as_tensor(args.at(i), what); }
-
 void require_integer(const TensorTypeNode& t, const char* what) {
   if (!t.dtype.is_integer()) fail(what, " must be an integer tensor, got ", t.dtype.str());
+}
+
+namespace {
+
+template <typename F>
+auto with_element_type(DataType t, F f) {
+  if (t.is_float() && t.bits == 64) return f(double{});
+  if (t.is_float() && t.bits == 32) return f(float{});
+  if (t.is_int() && t.bits == 64) return f(int64_t{});
+  if (t.is_int() && t.bits == 32) return f(int32_t{});
+  if (t.is_int() && t.bits == 16) return f(int16_t{});
+  if (t.is_int() && t.bits == 8) return f(int8_t{});
+  if (t.is_uint() && t.bits == 64) return f(uint64_t{});
+  if (t.is_uint() && t.bits == 32) return f(uint32_t{});
+  if (t.is_uint() && t.bits == 16) return f(uint16_t{});
+  if (t.is_uint() && t.bits == 8) return f(uint8_t{});
+  fail("gradient: arrays of ", t.str(), " are not supported here");
+}
+
+template <typename V>
+Expr constant_of(const std::vector<int64_t>& shape, DataType dtype, const std::vector<V>& values) {
+  runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
+  if (static_cast<int64_t>(values.size()) != a.numel()) fail("internal error: ", values.size(), " values for a constant of ", a.shape_str());
+  with_element_type(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    for (int64_t i = 0; i < a.numel(); ++i) a.data_as<T>()[i] = static_cast<T>(values[i]);
+    return 0;
+  });
+  return constant(a);
+}
+
+}  // namespace
+
+int64_t int_at(const runtime::NDArray& a, int64_t i) {
+  return with_element_type(a.dtype(), [&](auto zero) { return static_cast<int64_t>(a.data_as<decltype(zero)>()[i]); });
+}
+
+double float_at(const runtime::NDArray& a, int64_t i) {
+  return with_element_type(a.dtype(), [&](auto zero) { return static_cast<double>(a.data_as<decltype(zero)>()[i]); });
+}
+
+Expr int_constant(const std::vector<int64_t>& shape, DataType dtype, const std::vector<int64_t>& values) {
+  return constant_of(shape, dtype, values);
+}
+
+Expr float_constant(const std::vector<int64_t>& shape, DataType dtype, const std::vector<double>& values) {
+  return constant_of(shape, dtype, values);
 }
 
 }  // namespace transform
@@ -29,16 +78,16 @@ using Tensors = std::vector<tensor_ir::Tensor>;
 // shape and the attributes.
 TypeRelation unary_shape(std::function<ops::Shape(const ops::Shape&, const Attrs&)> shape_fn) {
   return [shape_fn](const std::vector<Type>& args, const Attrs& attrs) {
-    const auto& x = arg(args, 0, "input");
+    const auto& x = tensor_arg(args, 0, "input");
     return tensor_type(shape_fn(x.shape, attrs), x.dtype);
   };
 }
 
 Type concat_rel(const std::vector<Type>& args, const Attrs& attrs) {
   std::vector<ops::Shape> shapes;
-  const auto& first = arg(args, 0, "input 0");
+  const auto& first = tensor_arg(args, 0, "input 0");
   for (size_t i = 0; i < args.size(); ++i) {
-    const auto& t = arg(args, i, "concat input");
+    const auto& t = tensor_arg(args, i, "concat input");
     if (t.dtype != first.dtype) fail("input ", i, " is ", t.dtype.str(), ", input 0 is ", first.dtype.str());
     shapes.push_back(t.shape);
   }
@@ -46,7 +95,7 @@ Type concat_rel(const std::vector<Type>& args, const Attrs& attrs) {
 }
 
 Type split_rel(const std::vector<Type>& args, const Attrs& attrs) {
-  const auto& x = arg(args, 0, "input");
+  const auto& x = tensor_arg(args, 0, "input");
   std::vector<Type> parts;
   for (const auto& s : ops::split_shapes(x.shape, attrs.get_int("axis"), attrs.get_ints("sizes"))) parts.push_back(tensor_type(s, x.dtype));
   return tuple_type(parts);
@@ -60,16 +109,16 @@ ops::Shape slice_shape(const ops::Shape& in, const Attrs& a) {
 }
 
 Type one_hot_rel(const std::vector<Type>& args, const Attrs& attrs) {
-  const auto& indices = arg(args, 0, "indices");
-  const auto& values = arg(args, 1, "values");
+  const auto& indices = tensor_arg(args, 0, "indices");
+  const auto& values = tensor_arg(args, 1, "values");
   if (!indices.dtype.is_integer() && !indices.dtype.is_float()) fail("indices must be numeric, got ", indices.dtype.str());
   if (values.shape != ops::Shape{2}) fail("values must be [off_value, on_value] (shape [2]), got shape ", runtime::shape_str(values.shape));
   return tensor_type(ops::one_hot_shape(indices.shape, attrs.get_int("depth"), attrs.get_int("axis")), values.dtype);
 }
 
 Type reverse_sequence_rel(const std::vector<Type>& args, const Attrs& attrs) {
-  const auto& x = arg(args, 0, "input");
-  const auto& lengths = arg(args, 1, "sequence lengths");
+  const auto& x = tensor_arg(args, 0, "input");
+  const auto& lengths = tensor_arg(args, 1, "sequence lengths");
   require_integer(lengths, "sequence lengths");
   int64_t rank = static_cast<int64_t>(x.shape.size());
   if (rank < 2) fail("the input must have rank >= 2, got ", runtime::shape_str(x.shape));
@@ -89,45 +138,162 @@ bool parse_depth_to_space_mode(const std::string& mode) {
 
 }  // namespace
 
+namespace {
+using E = const Expr&;
+
+Expr reshape(E x, const std::vector<int64_t>& shape) { return call("reshape", {x}, {{"shape", shape}}); }
+
+int64_t normalized_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+
+// reshape, squeeze, expand_dims: a reshape of the cotangent back to the input's shape.
+std::vector<Expr> reshape_back(E c, E g) { return {reshape(g, tensor_of(arg(c, 0)).shape)}; }
+
+// tile: the input's shape interleaved with the repeats ([r0, n0, r1, n1, ...], axes repeated
+// once left out), summed over the repeats.
+std::vector<Expr> tile_gradient(E c, E g) {
+  const auto& x = tensor_of(arg(c, 0));
+  const auto& repeats = as_call(c).attrs.get_ints("repeats");
+  std::vector<int64_t> split, summed;
+  for (size_t d = 0; d < x.ndim(); ++d) {
+    if (repeats[d] != 1) {
+      summed.push_back(static_cast<int64_t>(split.size()));
+      split.push_back(repeats[d]);
+    }
+    split.push_back(x.shape[d]);
+  }
+  if (summed.empty()) return {g};
+  Expr sum = call("reduce_sum", {reshape(g, split)}, {{"axes", summed}, {"keepdims", int64_t{0}}});
+  return {reshape(sum, x.shape)};
+}
+
+// depth_to_space in CRD mode has no inverse op: undo its reshape-transpose-reshape.
+Expr crd_depth_to_space_gradient(E g, const std::vector<int64_t>& x_shape, int64_t b) {
+  const auto& gs = tensor_of(g).shape;  // [N, C, H b, W b]
+  Expr blocks = reshape(g, {gs[0], gs[1], x_shape[2], b, x_shape[3], b});
+  return reshape(call("transpose", {blocks}, {{"perm", std::vector<int64_t>{0, 1, 3, 5, 2, 4}}}), x_shape);
+}
+
+std::vector<Expr> transpose_gradient(const Expr& c, const Expr& g) {
+  std::vector<int64_t> perm = as_call(c).attrs.get_ints("perm");
+  size_t n = tensor_of(arg(c, 0)).ndim();
+  if (perm.empty()) {
+    perm.resize(n);
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  std::vector<int64_t> inverse(n);
+  for (size_t i = 0; i < n; ++i) inverse[normalized_axis(perm[i], n)] = static_cast<int64_t>(i);
+  return std::vector<Expr>{call("transpose", {g}, {{"perm", inverse}})};
+}
+
+std::vector<Expr> broadcast_to_gradient(const Expr& c, const Expr& g) {
+  return std::vector<Expr>{collapse_sum_to(g, arg(c, 0)->checked_type)};
+}
+
+std::vector<Expr> concat_gradient(const Expr& c, const Expr& g) {
+  const auto& args = as_call(c).args;
+  if (args.size() == 1) return std::vector<Expr>{g};
+  int64_t axis = normalized_axis(as_call(c).attrs.get_int("axis"), tensor_of(g).ndim());
+  std::vector<int64_t> sizes;
+  for (const auto& a : args) sizes.push_back(tensor_of(a).shape[axis]);
+  Expr parts = call("split", {g}, {{"axis", axis}, {"sizes", sizes}});
+  std::vector<Expr> grads;
+  for (size_t i = 0; i < args.size(); ++i) grads.push_back(tuple_get(parts, static_cast<int64_t>(i)));
+  return grads;
+}
+
+// The cotangent of a tuple arrives as a Tuple (zeros for the parts nobody used).
+std::vector<Expr> split_gradient(const Expr& c, const Expr& g) {
+  std::vector<Expr> parts;
+  if (const auto* t = g.as<TupleNode>()) parts = t->elements;
+  else
+    for (size_t i = 0; i < as_call(c).attrs.get_ints("sizes").size(); ++i) parts.push_back(tuple_get(g, static_cast<int64_t>(i)));
+  return std::vector<Expr>{call("concat", parts, {{"axis", as_call(c).attrs.get_int("axis")}})};
+}
+
+std::vector<Expr> slice_gradient(const Expr& c, const Expr& g) {
+  Attrs attrs = as_call(c).attrs;
+  attrs.set("shape", tensor_of(arg(c, 0)).shape);
+  return std::vector<Expr>{call("unslice", {g}, attrs)};
+}
+
+// space_to_depth is the inverse of depth_to_space in DCR mode.
+std::vector<Expr> depth_to_space_gradient(const Expr& c, const Expr& g) {
+  const Attrs& a = as_call(c).attrs;
+  int64_t b = a.get_int("blocksize");
+  if (a.get_str("mode") == "CRD") return std::vector<Expr>{crd_depth_to_space_gradient(g, tensor_of(arg(c, 0)).shape, b)};
+  return std::vector<Expr>{call("space_to_depth", {g}, {{"blocksize", b}})};
+}
+
+std::vector<Expr> space_to_depth_gradient(const Expr& c, const Expr& g) {
+  return std::vector<Expr>{call("depth_to_space", {g}, {{"blocksize", as_call(c).attrs.get_int("blocksize")}, {"mode", std::string("DCR")}})};
+}
+
+std::vector<Expr> trilu_gradient(const Expr& c, const Expr& g) {
+  return std::vector<Expr>{call("trilu", {g}, as_call(c).attrs)};
+}
+
+// Reversing the first lengths[b] steps is its own inverse; the lengths have no cotangent.
+std::vector<Expr> reverse_sequence_gradient(const Expr& c, const Expr& g) {
+  return std::vector<Expr>{call("reverse_sequence", {g, arg(c, 1)}, as_call(c).attrs), Expr()};
+}
+
+// one_hot(indices, [off, on]): on's cotangent sums g over the hot positions, off's the rest.
+std::vector<Expr> one_hot_gradient(const Expr& c, const Expr& g) {
+  const Expr& values = arg(c, 1);
+  DataType dt = tensor_of(values).dtype;
+  Expr hot = call("one_hot", {arg(c, 0), float_constant({2}, dt, {0.0, 1.0})}, as_call(c).attrs);
+  Attrs all{{"axes", std::vector<int64_t>{}}, {"keepdims", int64_t{0}}};
+  Expr on = call("reduce_sum", {mul(g, hot)}, all);
+  Expr off = sub(call("reduce_sum", {g}, all), on);
+  std::vector<int64_t> one{1};
+  return std::vector<Expr>{Expr(), call("concat", {call("reshape", {off}, {{"shape", one}}), call("reshape", {on}, {{"shape", one}})},
+                                        {{"axis", int64_t{0}}})};
+}
+
+}  // namespace
+
 void register_transform_ops(OpRegistry& r) {
   const auto injective = OpPattern::Injective;
   r.add({"reshape", "the same elements in a new shape (the full static output shape)", 1, 1, {required_ints("shape")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::reshape_shape(in, a.get_ints("shape")); }), injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::reshape(in[0], a.get_ints("shape")); }), /*is_view=*/true});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::reshape(in[0], a.get_ints("shape")); }),
+         reshape_back, /*is_view=*/true});
   r.add({"transpose", "permutes the axes: out.shape[i] = x.shape[perm[i]]; empty perm reverses", 1, 1, {optional_ints("perm")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::transpose_shape(in, a.get_ints("perm")); }), injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::transpose(in[0], a.get_ints("perm")); })});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::transpose(in[0], a.get_ints("perm")); }),
+         transpose_gradient});
   r.add({"concat", "joins tensors along an axis", 1, -1, {{"axis", int64_t{0}}}, concat_rel, injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::concat(in, a.get_int("axis")); })});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::concat(in, a.get_int("axis")); }),
+         concat_gradient});
   r.add({"split", "splits along an axis into parts of the given sizes (a tuple)", 1, 1, {{"axis", int64_t{0}}, required_ints("sizes")},
          split_rel, injective,
-         [](const Tensors& in, const Attrs& a, const Type&) { return ops::split(in[0], a.get_int("axis"), a.get_ints("sizes")); }});
+         [](const Tensors& in, const Attrs& a, const Type&) { return ops::split(in[0], a.get_int("axis"), a.get_ints("sizes")); },
+         split_gradient});
   r.add({"squeeze", "removes size-1 axes (all of them when axes is empty)", 1, 1, {optional_ints("axes")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::squeeze_shape(in, a.get_ints("axes")); }), injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::squeeze(in[0], a.get_ints("axes")); }), /*is_view=*/true});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::squeeze(in[0], a.get_ints("axes")); }),
+         reshape_back, /*is_view=*/true});
   r.add({"expand_dims", "inserts size-1 axes at the given output positions (ONNX Unsqueeze)", 1, 1, {required_ints("axes")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::expand_dims_shape(in, a.get_ints("axes")); }), injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::expand_dims(in[0], a.get_ints("axes")); }), /*is_view=*/true});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::expand_dims(in[0], a.get_ints("axes")); }),
+         reshape_back, /*is_view=*/true});
   r.add({"broadcast_to", "numpy broadcasting to a shape", 1, 1, {required_ints("shape")},
          unary_shape([](const auto& in, const Attrs& a) {
            ops::check_broadcast_to(in, a.get_ints("shape"));
            return a.get_ints("shape");
          }),
-         OpPattern::Broadcast, single_output([](const Tensors& in, const Attrs& a) { return ops::broadcast_to(in[0], a.get_ints("shape")); })});
+         OpPattern::Broadcast, single_output([](const Tensors& in, const Attrs& a) { return ops::broadcast_to(in[0], a.get_ints("shape")); }),
+         broadcast_to_gradient});
   r.add({"tile", "repeats the tensor along every axis", 1, 1, {required_ints("repeats")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::tile_shape(in, a.get_ints("repeats")); }), injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::tile(in[0], a.get_ints("repeats")); })});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::tile(in[0], a.get_ints("repeats")); }),
+         tile_gradient});
   r.add({"slice", "ONNX Slice: starts/ends clamped, negative ones from the end, any nonzero steps", 1, 1,
          {required_ints("starts"), required_ints("ends"), optional_ints("axes"), optional_ints("steps")}, unary_shape(slice_shape), injective,
          single_output([](const Tensors& in, const Attrs& a) {
            return ops::slice(in[0], a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));
-         })});
-  r.add({"pad", "pads (begins of every axis, then ends; negative crops) with a constant, the reflection or the edge", 1, 1,
-         {required_ints("pads"), {"mode", std::string("constant")}, {"value", 0.0}},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::pad_shape(in, a.get_ints("pads"), ops::parse_pad_mode(a.get_str("mode"))); }),
-         injective, single_output([](const Tensors& in, const Attrs& a) {
-           return ops::pad(in[0], a.get_ints("pads"), ops::parse_pad_mode(a.get_str("mode")), a.get_float("value"));
-         })});
+         }),
+         slice_gradient});
   r.add({"depth_to_space", "moves channel blocks into spatial blocks (NCHW; mode DCR or CRD)", 1, 1,
          {{"blocksize", int64_t{0}, true}, {"mode", std::string("DCR")}},
          unary_shape([](const auto& in, const Attrs& a) {
@@ -136,27 +302,34 @@ void register_transform_ops(OpRegistry& r) {
          }),
          injective, single_output([](const Tensors& in, const Attrs& a) {
            return ops::depth_to_space(in[0], a.get_int("blocksize"), parse_depth_to_space_mode(a.get_str("mode")));
-         })});
+         }),
+         depth_to_space_gradient});
   r.add({"space_to_depth", "moves spatial blocks into channels (NCHW)", 1, 1, {{"blocksize", int64_t{0}, true}},
          unary_shape([](const auto& in, const Attrs& a) { return ops::space_to_depth_shape(in, a.get_int("blocksize")); }), injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::space_to_depth(in[0], a.get_int("blocksize")); })});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::space_to_depth(in[0], a.get_int("blocksize")); }),
+         space_to_depth_gradient});
   r.add({"trilu", "keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes", 1, 1,
          {{"upper", int64_t{1}}, {"k", int64_t{0}}},
          unary_shape([](const auto& in, const Attrs&) {
            if (in.size() < 2) fail("the input must have rank >= 2, got ", runtime::shape_str(in));
            return in;
          }),
-         injective, single_output([](const Tensors& in, const Attrs& a) { return ops::trilu(in[0], a.get_int("upper") != 0, a.get_int("k")); })});
+         injective, single_output([](const Tensors& in, const Attrs& a) { return ops::trilu(in[0], a.get_int("upper") != 0, a.get_int("k")); }),
+         trilu_gradient});
   r.add({"one_hot", "one_hot(indices, values=[off, on]): a new axis of length depth", 2, 2,
          {{"depth", int64_t{0}, true}, {"axis", int64_t{-1}}}, one_hot_rel, injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::one_hot(in[0], in[1], a.get_int("depth"), a.get_int("axis")); })});
+         single_output([](const Tensors& in, const Attrs& a) { return ops::one_hot(in[0], in[1], a.get_int("depth"), a.get_int("axis")); }),
+         one_hot_gradient});
   r.add({"reverse_sequence", "reverse_sequence(x, lengths): reverses the first lengths[b] steps of each batch entry", 2, 2,
          {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}}, reverse_sequence_rel, injective,
          single_output([](const Tensors& in, const Attrs& a) {
            return ops::reverse_sequence(in[0], in[1], a.get_int("batch_axis"), a.get_int("time_axis"));
-         })});
+         }),
+         reverse_sequence_gradient});
+  transform::register_pad_ops(r);
   transform::register_index_ops(r);
   transform::register_resize_ops(r);
+  transform::register_grad_ops(r);
 }
 
 }  // namespace tessera::relay_ir

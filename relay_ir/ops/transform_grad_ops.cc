@@ -3,24 +3,20 @@
 // is one per resized axis). Each is differentiable again, so gradients of gradients work.
 #include <algorithm>
 
-#include "relay_ir/ops/grad_util.h"
 #include "relay_ir/ops/transform_common.h"
-#include "relay_ir/ops/transform_grad.h"
 #include "runtime/error.h"
 #include "tensor_ir/ops/transform_grad_ops.h"
 
-namespace tessera::relay_ir::transform_grad {
+namespace tessera::relay_ir::transform {
 
 namespace {
 
 namespace ops = tensor_ir::ops;
 using Tensors = std::vector<tensor_ir::Tensor>;
 using E = const Expr&;
-using transform::required_ints;
-using transform::optional_ints;
 
 Type unslice_rel(const std::vector<Type>& args, const Attrs& a) {
-  const auto& x = transform::arg(args, 0, "input");
+  const auto& x = tensor_arg(args, 0, "input");
   const auto& shape = a.get_ints("shape");
   ops::Shape expected;
   for (const auto& d : ops::slice_dims(shape, a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps")))
@@ -31,17 +27,17 @@ Type unslice_rel(const std::vector<Type>& args, const Attrs& a) {
 }
 
 Type take_grad_rel(const std::vector<Type>& args, const Attrs& a) {
-  const auto& x = transform::arg(args, 0, "input");
-  const auto& indices = transform::arg(args, 1, "indices");
-  transform::require_integer(indices, "indices");
+  const auto& x = tensor_arg(args, 0, "input");
+  const auto& indices = tensor_arg(args, 1, "indices");
+  require_integer(indices, "indices");
   return tensor_type(ops::take_grad_shape(x.shape, indices.shape, a.get_int("axis"), a.get_int("size")), x.dtype);
 }
 
 Type weighted_gather_rel(const std::vector<Type>& args, const Attrs& a) {
-  const auto& x = transform::arg(args, 0, "input");
-  const auto& index = transform::arg(args, 1, "index table");
-  const auto& weight = transform::arg(args, 2, "weight table");
-  transform::require_integer(index, "the index table");
+  const auto& x = tensor_arg(args, 0, "input");
+  const auto& index = tensor_arg(args, 1, "index table");
+  const auto& weight = tensor_arg(args, 2, "weight table");
+  require_integer(index, "the index table");
   if (!x.dtype.is_float()) fail("the input must be a float tensor, got ", x.dtype.str());
   if (weight.dtype != x.dtype) fail("the weights are ", weight.dtype.str(), ", the input ", x.dtype.str());
   if (index.ndim() != 2 || weight.shape != index.shape)
@@ -135,20 +131,20 @@ Expr transposed_gather(const Expr& g, const AxisMap& map, int64_t axis, int64_t 
               {{"axis", axis}});
 }
 
-void register_ops(OpRegistry& r) {
+void register_grad_ops(OpRegistry& r) {
   r.add({"unslice", "zeros of `shape` holding x where slice(starts, ends, axes, steps) reads (slice's transpose)", 1, 1,
          {required_ints("shape"), required_ints("starts"), required_ints("ends"), optional_ints("axes"), optional_ints("steps")},
          unslice_rel, OpPattern::Injective, single_output([](const Tensors& in, const Attrs& a) {
            return ops::unslice(in[0], a.get_ints("shape"), a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));
-         }), false, unslice_gradient});
+         }), unslice_gradient});
   r.add({"take_grad", "take_grad(x, indices): x summed into zeros along axis (length size) at the indices (take's transpose)", 2, 2,
          {{"axis", int64_t{0}}, {"size", int64_t{0}, true}}, take_grad_rel, OpPattern::Opaque,
          single_output([](const Tensors& in, const Attrs& a) { return ops::take_grad(in[0], in[1], a.get_int("axis"), a.get_int("size")); }),
-         false, take_grad_gradient});
+         take_grad_gradient});
   r.add({"weighted_gather", "weighted_gather(x, index, weight): out[.., i, ..] = sum_k weight[i, k] x[.., index[i, k], ..] along axis", 3, 3,
          {{"axis", int64_t{0}}}, weighted_gather_rel, OpPattern::Opaque,
          single_output([](const Tensors& in, const Attrs& a) { return ops::weighted_gather(in[0], in[1], in[2], a.get_int("axis")); }),
-         false, weighted_gather_gradient});
+         weighted_gather_gradient});
 }
 
-}  // namespace tessera::relay_ir::transform_grad
+}  // namespace tessera::relay_ir::transform

@@ -1,4 +1,11 @@
-// resize (ONNX Resize / Upsample) and topk (ONNX TopK).
+// resize (ONNX Resize / Upsample) and topk (ONNX TopK), with their gradients. topk's values send
+// their cotangent back to the elements they were. Interpolation is separable: each resized axis
+// maps its input to its output through a sparse matrix (the taps and weights of every output
+// index), and resize applies these one axis after the other. Its gradient applies their
+// transposes, as weighted_gather ops whose tables are computed here from the same coordinate
+// arithmetic as the forward compute (tensor_ir/ops/transform_resize.cc), in float64 as it is.
+#include <cmath>
+
 #include "relay_ir/ops/transform_common.h"
 #include "runtime/error.h"
 #include "tensor_ir/ops/transform_resize.h"
@@ -31,16 +38,126 @@ namespace {
 using Tensors = std::vector<tensor_ir::Tensor>;
 
 Type resize_rel(const std::vector<Type>& args, const Attrs& attrs) {
-  const auto& x = arg(args, 0, "input");
+  const auto& x = tensor_arg(args, 0, "input");
   if (!x.dtype.is_float() && !x.dtype.is_integer()) fail("unsupported dtype ", x.dtype.str());
   return tensor_type(resize_params(x.shape, attrs).out_shape, x.dtype);
 }
 
 Type topk_rel(const std::vector<Type>& args, const Attrs& attrs) {
-  const auto& x = arg(args, 0, "input");
+  const auto& x = tensor_arg(args, 0, "input");
   if (x.dtype.is_bool()) fail("bool inputs are not supported");
   ops::Shape out = ops::topk_shape(x.shape, attrs.get_int("k"), attrs.get_int("axis"));
   return tuple_type({tensor_type(out, x.dtype), tensor_type(out, runtime::kInt64)});
+}
+
+}  // namespace
+
+namespace {
+namespace ops = tensor_ir::ops;
+using E = const Expr&;
+
+bool is_identity(const ops::ResizeParams& p, size_t d, int64_t in) {
+  if (p.scales[d] != 1 || p.out_shape[d] != in) return false;
+  switch (p.coordinates) {
+    case ops::ResizeCoordinates::TfHalfPixelForNn: return false;
+    case ops::ResizeCoordinates::TfCropAndResize: return p.roi[d] == 0 && p.roi[d + p.scales.size()] == 1;
+    default: return true;
+  }
+}
+
+// Where output index o of axis d falls in the input.
+double input_coordinate(const ops::ResizeParams& p, size_t d, int64_t in, int64_t o) {
+  double scale = p.scales[d], out_size = scale * static_cast<double>(in), x = static_cast<double>(o);
+  switch (p.coordinates) {
+    case ops::ResizeCoordinates::HalfPixel: return (x + 0.5) / scale - 0.5;
+    case ops::ResizeCoordinates::PytorchHalfPixel: return out_size == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+    case ops::ResizeCoordinates::AlignCorners: return out_size == 1 ? 0 : x * (static_cast<double>(in - 1) / (out_size - 1));
+    case ops::ResizeCoordinates::Asymmetric: return x / scale;
+    case ops::ResizeCoordinates::TfHalfPixelForNn: return (x + 0.5) / scale;
+    case ops::ResizeCoordinates::TfCropAndResize: {
+      double start = p.roi[d], end = p.roi[d + p.scales.size()], span = static_cast<double>(in - 1);
+      double base = start * span;
+      return out_size == 1 ? (end - start) * span / 2 + base : x * ((end - start) * span / (out_size - 1)) + base;
+    }
+  }
+  return x;
+}
+
+// Appends the taps of one output index (input indices, clamped, and weights) to `map`.
+void add_taps(const ops::ResizeParams& p, double x, int64_t in, AxisMap& map) {
+  double fl = std::floor(x), r = x - fl;
+  auto f = static_cast<int64_t>(fl);
+  auto clamped = [in](int64_t i) { return std::min(std::max<int64_t>(i, 0), in - 1); };
+  auto tap = [&](int64_t i, double w) {
+    map.index.push_back(clamped(i));
+    map.weight.push_back(w);
+  };
+  if (p.mode == ops::ResizeMode::Nearest) {
+    bool up = false;
+    switch (p.nearest) {
+      case ops::ResizeNearest::RoundPreferFloor: up = r > 0.5; break;
+      case ops::ResizeNearest::RoundPreferCeil: up = r >= 0.5; break;
+      case ops::ResizeNearest::Floor: up = false; break;
+      case ops::ResizeNearest::Ceil: up = r > 0; break;
+    }
+    tap(up ? f + 1 : f, 1);
+    return;
+  }
+  if (p.mode == ops::ResizeMode::Linear) {
+    tap(f, 1 - r);
+    tap(f + 1, r);
+    return;
+  }
+  double a = p.cubic_coeff_a, s = 1 - r;
+  auto far = [a](double u) {
+    double v = u + 1;
+    return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a;
+  };
+  auto near = [a](double u) { return ((a + 2) * u - (a + 3)) * u * u + 1; };
+  double w[4] = {far(r), near(r), near(s), far(s)};
+  if (p.exclude_outside) {
+    double total = 0;
+    for (int k = -1; k <= 2; ++k) {
+      if (f + k < 0 || f + k >= in) w[k + 1] = 0;
+      total += w[k + 1];
+    }
+    for (double& v : w) v /= total;
+  }
+  for (int k = -1; k <= 2; ++k) tap(f + k, w[k + 1]);
+}
+
+// Axis d's map from the input to the output; with tf_crop_and_resize, outputs whose
+// coordinate leaves the input hold the extrapolation value and get no taps' weight.
+AxisMap axis_map(const ops::ResizeParams& p, size_t d, int64_t in) {
+  AxisMap map;
+  map.rows = p.out_shape[d];
+  map.taps = p.mode == ops::ResizeMode::Nearest ? 1 : p.mode == ops::ResizeMode::Linear ? 2 : 4;
+  for (int64_t o = 0; o < map.rows; ++o) {
+    double x = input_coordinate(p, d, in, o);
+    size_t first = map.weight.size();
+    add_taps(p, x, in, map);
+    if (p.coordinates == ops::ResizeCoordinates::TfCropAndResize && (x < 0 || x > static_cast<double>(in - 1)))
+      for (size_t k = first; k < map.weight.size(); ++k) map.weight[k] = 0;
+  }
+  return map;
+}
+
+std::vector<Expr> resize_gradient(const Expr& c, const Expr& g) {
+  const auto& x = tensor_of(arg(c, 0));
+  ops::ResizeParams p = resize_params(x.shape, as_call(c).attrs);
+  Expr grad = g;
+  for (size_t d = 0; d < x.ndim(); ++d)
+    if (!is_identity(p, d, x.shape[d])) grad = transposed_gather(grad, axis_map(p, d, x.shape[d]), static_cast<int64_t>(d), x.shape[d]);
+  return std::vector<Expr>{grad};
+}
+
+// The values' cotangent goes to the selected elements (distinct along the axis); the indices
+// output has none.
+std::vector<Expr> topk_gradient(const Expr& c, const Expr& g) {
+  const Expr& x = arg(c, 0);
+  Expr values = g.as<TupleNode>() ? g.as<TupleNode>()->elements.at(0) : tuple_get(g, 0);
+  return std::vector<Expr>{call("scatter_elements", {zeros_like(x->checked_type), tuple_get(c, 1), values},
+                                {{"axis", as_call(c).attrs.get_int("axis")}, {"reduction", std::string("add")}})};
 }
 
 }  // namespace
@@ -57,12 +174,14 @@ void register_resize_ops(OpRegistry& r) {
            ops::Shape shape;
            for (size_t d = 0; d < in[0].ndim(); ++d) shape.push_back(in[0]->dim(d));
            return ops::resize(in[0], resize_params(shape, a));
-         })});
+         }),
+         resize_gradient});
   r.add({"topk", "the k largest (smallest) elements along an axis, sorted, and their int64 indices (a tuple)", 1, 1,
          {{"k", int64_t{0}, true}, {"axis", int64_t{-1}}, {"largest", int64_t{1}}}, topk_rel, OpPattern::Opaque,
          [](const Tensors& in, const Attrs& a, const Type&) {
            return ops::topk(in[0], a.get_int("k"), a.get_int("axis"), a.get_int("largest") != 0);
-         }});
+         },
+         topk_gradient});
 }
 
 }  // namespace tessera::relay_ir::transform

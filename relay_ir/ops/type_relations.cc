@@ -8,6 +8,15 @@
 
 namespace tessera::relay_ir {
 
+const TensorTypeNode& tensor_arg(const std::vector<Type>& args, size_t i, const std::string& what) {
+  if (i >= args.size()) fail("missing ", what, " (argument ", i, ")");
+  return as_tensor(args[i], what);
+}
+
+void require_float(const TensorTypeNode& t, const std::string& what) {
+  if (!t.dtype.is_float()) fail(what, " must be float16, float32 or float64, got ", t.dtype.str());
+}
+
 namespace {
 
 enum class Kind { Any, Numeric, Float, Bool, Integer, Unsigned };

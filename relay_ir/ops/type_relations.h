@@ -1,6 +1,7 @@
 // Type relations shared by many ops. Each validates its arguments and throws tessera::Error
 // saying what is wrong (the caller adds the op and node).
 #pragma once
+#include <string>
 #include <vector>
 
 #include "relay_ir/attrs.h"
@@ -8,6 +9,11 @@
 #include "runtime/ndarray.h"  // shape_str, for the messages of relations
 
 namespace tessera::relay_ir {
+
+// Argument `i` as a tensor type, `what` naming it in messages (also when it is missing).
+const TensorTypeNode& tensor_arg(const std::vector<Type>& args, size_t i, const std::string& what);
+// Fails unless `t` is a float type (float16/32/64).
+void require_float(const TensorTypeNode& t, const std::string& what);
 
 // The type of the first argument (unary elementwise ops).
 Type same_as_input(const std::vector<Type>& args, const Attrs& attrs);

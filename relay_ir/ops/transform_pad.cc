@@ -1,15 +1,16 @@
-// The gradient of pad. Constant padding is undone by the opposite pad (cropping what was
+// pad (begins of every axis, then ends; negative crops) with a constant, the reflection or the
+// edge, and its gradient. Constant padding is undone by the opposite pad (cropping what was
 // added, zero-filling what was cropped). Reflect and edge padding read some input elements
 // several times, so their cotangents are folded back: axis by axis (padding is separable),
 // the padded axis is cut into runs that map onto the input contiguously (forwards, backwards,
 // or all onto one edge element), and each run's slice of the cotangent is added at its place.
 #include <algorithm>
 
-#include "relay_ir/ops/grad_util.h"
-#include "relay_ir/ops/transform_grad.h"
+#include "relay_ir/ops/transform_common.h"
+#include "tensor_ir/ops/transform.h"
 #include "tensor_ir/ops/transform_shape.h"
 
-namespace tessera::relay_ir::transform_grad {
+namespace tessera::relay_ir::transform {
 
 namespace {
 
@@ -69,24 +70,36 @@ Expr fold_axis(E g, size_t d, int64_t n, const Ints& m) {
   return zeros_like(tensor_type(shape, tensor_of(g).dtype));
 }
 
-}  // namespace
-
-void register_pad(OpRegistry& r) {
-  r.set_gradient("pad", [](E c, E g) {
-    const Attrs& a = as_call(c).attrs;
-    const auto& x = tensor_of(arg(c, 0));
-    Ints pads = a.get_ints("pads");
-    ops::PadMode mode = ops::parse_pad_mode(a.get_str("mode"));
-    if (mode == ops::PadMode::Constant) {
-      for (auto& p : pads) p = -p;
-      return std::vector<Expr>{call("pad", {g}, {{"pads", pads}, {"mode", std::string("constant")}, {"value", 0.0}})};
-    }
-    size_t rank = x.ndim();
-    Expr folded = g;
-    for (size_t d = 0; d < rank; ++d)
-      if (pads[d] != 0 || pads[d + rank] != 0) folded = fold_axis(folded, d, x.shape[d], sources(x.shape[d], pads[d], pads[d + rank], mode));
-    return std::vector<Expr>{folded};
-  });
+std::vector<Expr> pad_gradient(const Expr& c, const Expr& g) {
+  const Attrs& a = as_call(c).attrs;
+  const auto& x = tensor_of(arg(c, 0));
+  Ints pads = a.get_ints("pads");
+  ops::PadMode mode = ops::parse_pad_mode(a.get_str("mode"));
+  if (mode == ops::PadMode::Constant) {
+    for (auto& p : pads) p = -p;
+    return std::vector<Expr>{call("pad", {g}, {{"pads", pads}, {"mode", std::string("constant")}, {"value", 0.0}})};
+  }
+  size_t rank = x.ndim();
+  Expr folded = g;
+  for (size_t d = 0; d < rank; ++d)
+    if (pads[d] != 0 || pads[d + rank] != 0) folded = fold_axis(folded, d, x.shape[d], sources(x.shape[d], pads[d], pads[d + rank], mode));
+  return std::vector<Expr>{folded};
 }
 
-}  // namespace tessera::relay_ir::transform_grad
+Type pad_rel(const std::vector<Type>& args, const Attrs& a) {
+  const auto& x = tensor_arg(args, 0, "input");
+  return tensor_type(ops::pad_shape(x.shape, a.get_ints("pads"), ops::parse_pad_mode(a.get_str("mode"))), x.dtype);
+}
+
+}  // namespace
+
+void register_pad_ops(OpRegistry& r) {
+  r.add({"pad", "pads (begins of every axis, then ends; negative crops) with a constant, the reflection or the edge", 1, 1,
+         {required_ints("pads"), {"mode", std::string("constant")}, {"value", 0.0}},
+         pad_rel, OpPattern::Injective, single_output([](const std::vector<tensor_ir::Tensor>& in, const Attrs& a) {
+           return ops::pad(in[0], a.get_ints("pads"), ops::parse_pad_mode(a.get_str("mode")), a.get_float("value"));
+         }),
+         pad_gradient});
+}
+
+}  // namespace tessera::relay_ir::transform
