@@ -63,6 +63,11 @@ struct OpDef {
   TypeRelation infer_type;
   OpPattern pattern = OpPattern::Opaque;
   ComputeFn compute;
+  // The tag the compute gives the stage computing the (first) output: the key of the default
+  // schedule template that schedules the op (schedule/templates/). relay_ir does not see the
+  // templates; tests/driver/op_schedule_test.cc checks that every op's tag has one (or is one of
+  // the few scheduled generically on purpose) and that a call's compute carries it.
+  std::string schedule_tag;
   // Reverse-mode derivative; empty for ops that are not differentiable (yet).
   GradientFn gradient = nullptr;
   // The output is the input's bytes under another shape (reshape): run as a view, no kernel.

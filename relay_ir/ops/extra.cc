@@ -87,16 +87,16 @@ void register_extra_ops(OpRegistry& r) {
          grid_sample_rel, OpPattern::Injective, single_output([](const In& in, const Attrs& a) {
            return ops::grid_sample(in[0], in[1], ops::parse_grid_sample_mode(a.get_str("mode")),
                                    ops::parse_grid_sample_padding(a.get_str("padding_mode")), a.get_int("align_corners") != 0);
-         })});
+         }), "grid_sample"});
   r.add({"roi_align",
          "roi_align(X, rois, batch_indices): bilinear samples of each roi averaged (or maximized) per output bin (ONNX RoiAlign)",
          3, 3,
          {{"mode", std::string("avg")}, {"output_height", int64_t{1}}, {"output_width", int64_t{1}}, {"sampling_ratio", int64_t{0}},
           {"spatial_scale", 1.0}, {"coordinate_transformation_mode", std::string("half_pixel")}},
          roi_align_rel, OpPattern::Opaque,
-         single_output([](const In& in, const Attrs& a) { return ops::roi_align(in[0], in[1], in[2], roi_params(a)); })});
+         single_output([](const In& in, const Attrs& a) { return ops::roi_align(in[0], in[1], in[2], roi_params(a)); }), "roi_align"});
   r.add({"det", "determinants of the square matrices in the last two axes (LU with partial pivoting)", 1, 1, {}, det_rel,
-         OpPattern::Opaque, single_output([](const In& in, const Attrs&) { return ops::det(in[0]); })});
+         OpPattern::Opaque, single_output([](const In& in, const Attrs&) { return ops::det(in[0]); }), "det"});
 }
 
 }  // namespace tessera::relay_ir

@@ -8,7 +8,7 @@
 //     out for an op that is not differentiable);
 //   - its compute definition in tensor_ir/ops/, whose output stage's tag picks its default
 //     schedule: an existing tag reuses that tag's template, a new tag needs a template in
-//     schedule/templates/;
+//     schedule/templates/ (tests/driver/op_schedule_test.cc fails for an op whose tag has none);
 //   - its ONNX converter in frontend/onnx/, if ONNX has the op.
 #pragma once
 

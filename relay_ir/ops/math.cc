@@ -28,19 +28,19 @@ using A = const Attrs&;
 void unary(OpRegistry& r, const std::string& name, const std::string& doc, TypeRelation rel, Tensor (*f)(const Tensor&),
            GradientFn gradient = nullptr) {
   r.add({name, doc, 1, 1, {}, std::move(rel), OpPattern::Elemwise,
-         single_output([f](const In& in, const Attrs&) { return f(in[0]); }), std::move(gradient)});
+         single_output([f](const In& in, const Attrs&) { return f(in[0]); }), "elemwise", std::move(gradient)});
 }
 
 void intrinsic(OpRegistry& r, const std::string& name, const std::string& doc, Intrinsic op, GradientFn gradient) {
   r.add({name, doc, 1, 1, {}, unary_float, OpPattern::Elemwise,
          single_output([op](const In& in, const Attrs&) { return ops::unary_intrinsic(in[0], op); }),
-         std::move(gradient)});
+         "elemwise", std::move(gradient)});
 }
 
 void binary(OpRegistry& r, const std::string& name, const std::string& doc, TypeRelation rel,
             Tensor (*f)(const Tensor&, const Tensor&), GradientFn gradient = nullptr) {
   r.add({name, doc, 2, 2, {}, std::move(rel), OpPattern::Broadcast,
-         single_output([f](const In& in, const Attrs&) { return f(in[0], in[1]); }), std::move(gradient)});
+         single_output([f](const In& in, const Attrs&) { return f(in[0], in[1]); }), "broadcast", std::move(gradient)});
 }
 
 Type cast_relation(const std::vector<Type>& args, const Attrs& attrs) {
@@ -162,11 +162,11 @@ void register_math_ops(OpRegistry& r) {
          {{"detect_positive", int64_t{1}}, {"detect_negative", int64_t{1}}}, isinf_relation, OpPattern::Elemwise,
          single_output([](const In& in, const Attrs& a) {
            return ops::isinf(in[0], a.get_int("detect_positive") != 0, a.get_int("detect_negative") != 0);
-         })});
+         }), "elemwise"});
   r.add({"cast", "converts to dtype (float -> int truncates; x -> bool is x != 0)", 1, 1,
          {{"dtype", std::string("float32")}}, cast_relation, OpPattern::Elemwise,
          single_output([](const In& in, const Attrs& a) { return ops::cast(in[0], DataType::parse(a.get_str("dtype"))); }),
-         cast_gradient});
+         "elemwise", cast_gradient});
 
   binary(r, "add", "x + y with numpy broadcasting", broadcast_numeric, ops::add,
          broadcast_gradient([](E, E, E, E g) { return std::pair{g, g}; }));
@@ -201,9 +201,9 @@ void register_math_ops(OpRegistry& r) {
   r.add({"mod", "remainder with numpy broadcasting: fmod=1 C's fmod (sign of x), fmod=0 Python's % (sign of y)", 2, 2,
          {{"fmod", int64_t{0}}}, mod_relation, OpPattern::Broadcast,
          single_output([](const In& in, const Attrs& a) { return ops::mod(in[0], in[1], a.get_int("fmod") != 0); }),
-         broadcast_gradient(mod_rule)});
+         "broadcast", broadcast_gradient(mod_rule)});
   r.add({"where", "condition ? x : y, all three broadcast", 3, 3, {}, where_relation, OpPattern::Broadcast,
-         single_output([](const In& in, const Attrs&) { return ops::where(in[0], in[1], in[2]); }), where_gradient});
+         single_output([](const In& in, const Attrs&) { return ops::where(in[0], in[1], in[2]); }), "broadcast", where_gradient});
 
   register_math_activation_ops(r);
   register_math_reduce_ops(r);

@@ -44,7 +44,7 @@ template <typename F>
 void activation(OpRegistry& r, const std::string& name, const std::string& doc, std::vector<AttrSpec> attrs, F f,
                 Derivative derivative) {
   r.add({name, doc, 1, 1, std::move(attrs), unary_float, OpPattern::Elemwise, single_output(f),
-         elementwise_gradient(std::move(derivative))});
+         "elemwise", elementwise_gradient(std::move(derivative))});
 }
 
 using E = const Expr&;
@@ -155,18 +155,18 @@ void register_math_activation_ops(OpRegistry& r) {
          unary_numeric, OpPattern::Elemwise, single_output([](const In& in, const Attrs& a) {
            return ops::shrink(in[0], a.get_float("bias"), a.get_float("lambd"));
          }),
-         elementwise_gradient(shrink_derivative)});
+         "elemwise", elementwise_gradient(shrink_derivative)});
   r.add({"prelu", "x < 0 ? slope x : x; slope broadcasts to x, or is per channel along channel_axis (>= 0)", 2, 2,
          {{"channel_axis", int64_t{-1}}}, prelu_relation, OpPattern::Broadcast, single_output([](const In& in, const Attrs& a) {
            return ops::prelu(in[0], in[1], static_cast<int>(a.get_int("channel_axis")));
          }),
-         prelu_gradient});
+         "broadcast", prelu_gradient});
   const double inf = std::numeric_limits<double>::infinity();
   r.add({"clip", "min(max(x, a_min), a_max), any numeric dtype; NaN stays NaN", 1, 1, {{"a_min", -inf}, {"a_max", inf}},
          clip_relation, OpPattern::Elemwise, single_output([](const In& in, const Attrs& a) {
            return ops::clip(in[0], a.get_float("a_min"), a.get_float("a_max"));
          }),
-         elementwise_gradient(clip_derivative)});
+         "elemwise", elementwise_gradient(clip_derivative)});
 }
 
 }  // namespace tessera::relay_ir

@@ -54,11 +54,11 @@ void register_math_quantize_ops(OpRegistry& r) {
   r.add({"quantize_linear", "saturate(round_half_even(x / scale) + zero_point) in zero_point's dtype; per tensor or along axis",
          3, 3, {{"axis", int64_t{1}}}, quantize_relation, OpPattern::Broadcast, single_output([](const In& in, const Attrs& a) {
            return ops::quantize_linear(in[0], in[1], in[2], a.get_int("axis"));
-         })});
+         }), "elemwise"});
   r.add({"dequantize_linear", "(x - zero_point) * scale in scale's dtype; per tensor or along axis", 3, 3,
          {{"axis", int64_t{1}}}, dequantize_relation, OpPattern::Broadcast, single_output([](const In& in, const Attrs& a) {
            return ops::dequantize_linear(in[0], in[1], in[2], a.get_int("axis"));
-         })});
+         }), "elemwise"});
 }
 
 }  // namespace tessera::relay_ir

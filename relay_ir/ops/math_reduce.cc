@@ -89,7 +89,7 @@ void reduction(OpRegistry& r, const std::string& name, const std::string& doc, R
   r.add({name, doc + " over axes (empty: all); keepdims keeps them as size 1", 1, 1,
          {{"axes", std::vector<int64_t>{}}, {"keepdims", int64_t{1}}}, reduce_relation, OpPattern::CommReduce,
          single_output([f](const In& in, const Attrs& a) { return f(in[0], a.get_ints("axes"), a.get_int("keepdims") != 0); }),
-         reduction_gradient(std::move(gradient))});
+         "reduce", reduction_gradient(std::move(gradient))});
 }
 
 // A running sum's cotangent is the running sum of the cotangent the other way round.
@@ -142,14 +142,15 @@ void register_math_reduce_ops(OpRegistry& r) {
            OpPattern::CommReduce, single_output([is_max](const In& in, const Attrs& a) {
              auto f = is_max ? ops::argmax : ops::argmin;
              return f(in[0], a.get_int("axis"), a.get_int("keepdims") != 0, a.get_int("select_last_index") != 0);
-           })});
+           }),
+           "reduce"});
   }
   r.add({"cumsum", "running sum along axis; exclusive leaves the element out, reverse runs from the end", 1, 1,
          {{"axis", int64_t{0}}, {"exclusive", int64_t{0}}, {"reverse", int64_t{0}}}, cumsum_relation, OpPattern::Opaque,
          single_output([](const In& in, const Attrs& a) {
            return ops::cumsum(in[0], a.get_int("axis"), a.get_int("exclusive") != 0, a.get_int("reverse") != 0);
          }),
-         cumsum_gradient});
+         "reduce", cumsum_gradient});
 }
 
 }  // namespace tessera::relay_ir

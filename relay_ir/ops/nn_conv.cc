@@ -366,40 +366,40 @@ void register_nn_conv_ops(OpRegistry& r) {
            return ops::conv(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, false),
                             registers_of(a, "conv"), a.get_int("packed_channels"));
          }),
-         nn::conv_gradient});
+         "conv_epilogue", nn::conv_gradient});
   std::vector<AttrSpec> channels_last = conv_attrs(false);
   channels_last.push_back({"data_layout", std::string("NHWC")});
   r.add({"conv_nhwc", "2-D convolution of data [N, H, W, C] (or [N, C, H, W] with data_layout=\"NCHW\") with weight [KH, KW, C / groups, M], "
          "optional bias [M], to [N, OH, OW, M]", 2, 3, channels_last, conv_nhwc_rel, OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs& a) {
            return ops::conv_nhwc(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, 2, false), nchw_data(a));
-         })});
+         }), "conv_nhwc_epilogue"});
   r.add({"conv_pack_weight", "a conv weight [M, C / groups, kernel...] as [M / block, C / groups, kernel..., block] (zeros past M), "
          "the layout conv's blocked kernel reads", 1, 1, {{"block", int64_t(0), true}}, conv_pack_weight_rel, OpPattern::Injective,
-         single_output([](const In& in, const Attrs& a) { return ops::conv_pack_weight(in[0], a.get_int("block")); })});
+         single_output([](const In& in, const Attrs& a) { return ops::conv_pack_weight(in[0], a.get_int("block")); }), "conv_pack"});
   r.add({"conv_winograd_weight", "a 3x3 conv weight [M, C, 3, 3] transformed for Winograd's F(4x4, 3x3) (U = G g G^T) as the "
          "matrix-product panels [36, M / nr, C, nr] its products read", 1, 1, nn::with_register_attrs({}), conv_winograd_weight_rel,
          OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::conv_winograd_weight(in[0], registers_of(a, "conv_winograd_weight"));
-         })});
+         }), "conv_pack"});
   r.add({"conv_integer", "int32 convolution of (data - data_zero) and (weight - weight_zero) for int8/uint8; padding reads data_zero", 4,
          4, conv_attrs(false), conv_integer_rel, OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
            return ops::conv_integer(in[0], in[1], in[2], in[3], conv_geometry(a, in[0].ndim() - 2, false),
                                     registers_of(a, "conv_integer"));
-         })});
+         }), "conv_epilogue"});
   r.add({"qlinear_conv",
          "quantized convolution (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, optional int32 bias): "
          "int32 sums requantized to y_zero_point's type, rounding half to even and saturating",
          8, 9, conv_attrs(false), qlinear_conv_rel, OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
            return ops::qlinear_conv(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], nn::optional_input(in, 8),
                                     conv_geometry(a, in[0].ndim() - 2, false), registers_of(a, "qlinear_conv"));
-         })});
+         }), "conv_epilogue"});
   r.add({"conv_transpose", "transposed convolution of data [N, C, spatial...] with weight [C, M / groups, kernel...], optional bias [M]",
          2, 3, conv_attrs(true), conv_transpose_rel, OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
            return ops::conv_transpose(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, true),
                                       registers_of(a, "conv_transpose"));
          }),
-         nn::conv_transpose_gradient});
+         "conv_epilogue", nn::conv_transpose_gradient});
   r.add({"conv_weight_grad",
          "the gradient of conv(x, w) with respect to w for the cotangent dy of its result: x [N, C, spatial...] correlated with dy "
          "[N, M, out...] into [M, C / groups, kernel...]",
@@ -410,7 +410,7 @@ void register_nn_conv_ops(OpRegistry& r) {
            return ops::conv_weight_grad(in[0], in[1], a.get_ints("kernel"), conv_geometry(a, in[0].ndim() - 2, false),
                                         registers_of(a, "conv_weight_grad"));
          }),
-         nn::conv_weight_grad_gradient});
+         "conv_weight_grad", nn::conv_weight_grad_gradient});
 }
 
 }  // namespace tessera::relay_ir

@@ -337,7 +337,7 @@ void register_nn_matmul_ops(OpRegistry& r) {
          OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
            return ops::matmul(in[0], in[1], registers_of(a, "matmul"), a.get_int("packed_columns"));
          }),
-         nn::matmul_gradient});
+         "matmul", nn::matmul_gradient});
   r.add({"gemm", "alpha * op(A) @ op(B) + beta * C (C optional, broadcast; op transposes when trans_a / trans_b; B may come packed, "
          "packed_columns=N)", 2, 3,
          nn::with_register_attrs(
@@ -347,27 +347,27 @@ void register_nn_matmul_ops(OpRegistry& r) {
            return ops::gemm(in[0], in[1], nn::optional_input(in, 2), a.get_int("trans_a"), a.get_int("trans_b"),
                             a.get_float("alpha"), a.get_float("beta"), registers_of(a, "gemm"), a.get_int("packed_columns"));
          }),
-         nn::gemm_gradient});
+         "matmul", nn::gemm_gradient});
   r.add({"matmul_pack_weight", "a right operand [.., K, N] (or [.., N, K] with trans=1) as the panels [.., N / nr, K, nr] (zeros past N) "
          "the matmul kernel reads", 1, 1, nn::with_register_attrs({{"trans", int64_t(0)}}), matmul_pack_weight_rel,
          OpPattern::Injective, single_output([](const In& in, const Attrs& a) {
            return ops::matmul_pack_weight(in[0], a.get_int("trans"), registers_of(a, "matmul_pack_weight"));
-         })});
+         }), "matmul_pack"});
   r.add({"matmul_integer", "int32 matmul of (A - a_zero_point) and (B - b_zero_point) for int8/uint8 operands", 4, 4, {},
          matmul_integer_rel, OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs& a) {
            return ops::matmul_integer(in[0], in[1], in[2], in[3], registers_of(a, "matmul_integer"));
-         })});
+         }), "matmul"});
   r.add({"qlinear_matmul",
          "quantized matmul (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point): int32 sums requantized to "
          "y_zero_point's type, rounding half to even and saturating", 8, 8, {}, qlinear_matmul_rel, OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs& a) {
            return ops::qlinear_matmul(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], registers_of(a, "qlinear_matmul"));
-         })});
+         }), "matmul_epilogue"});
   r.add({"einsum", "Einstein summation (equation like 'bij,bjk->bik'; '...' broadcasts; repeated letters take diagonals)", 1, -1,
          {{"equation", std::string(), true}}, einsum_rel, OpPattern::Opaque,
          single_output([](const In& in, const Attrs& a) { return ops::einsum(a.get_str("equation"), in); }),
-         nn::einsum_gradient});
+         "reduce", nn::einsum_gradient});
 }
 
 }  // namespace tessera::relay_ir

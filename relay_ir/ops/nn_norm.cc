@@ -290,7 +290,7 @@ void register_nn_norm_ops(OpRegistry& r) {
          {{"epsilon", 1e-5}}, batch_norm_rel, OpPattern::Broadcast, single_output([](const In& in, const Attrs& a) {
            return ops::batch_norm(in[0], in[1], in[2], in[3], in[4], a.get_float("epsilon"));
          }),
-         nn::batch_norm_gradient});
+         "broadcast", nn::batch_norm_gradient});
   r.add({"batch_norm_train",
          "training batch normalization of x [N, C, ...] with the batch's statistics along axis 1 (biased variance): returns (y, "
          "momentum * mean + (1 - momentum) * batch_mean, momentum * var + (1 - momentum) * batch_var, batch_mean, "
@@ -299,31 +299,31 @@ void register_nn_norm_ops(OpRegistry& r) {
          [](const In& in, const Attrs& a, const Type&) {
            return ops::batch_norm_train(in[0], in[1], in[2], in[3], in[4], a.get_float("epsilon"), a.get_float("momentum"),
                                         a.get_int("unbiased_running_var") != 0);
-         },
+         }, "batch_norm_train",
          nn::batch_norm_train_gradient});
   r.add({"instance_norm", "normalizes each (n, c) over the spatial dimensions, then * scale[c] + bias[c]", 3, 3, {{"epsilon", 1e-5}},
          instance_norm_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::instance_norm(in[0], in[1], in[2], a.get_float("epsilon"));
          }),
-         nn::instance_norm_gradient});
+         "norm", nn::instance_norm_gradient});
   r.add({"layer_norm", "normalizes over dimensions axis.. then * scale + bias; returns (y, mean, inv_std_dev)", 2, 3,
          {{"axis", int64_t(-1)}, {"epsilon", 1e-5}, {"stat_dtype", std::string("float32")}}, layer_norm_rel, OpPattern::Opaque,
          [](const In& in, const Attrs& a, const Type&) {
            return ops::layer_norm(in[0], in[1], nn::optional_input(in, 2), a.get_int("axis"), a.get_float("epsilon"),
                                   DataType::parse(a.get_str("stat_dtype")));
-         },
+         }, "norm",
          nn::layer_norm_gradient});
   r.add({"lrn", "local response normalization across channels", 1, 1,
          {{"size", int64_t(0), true}, {"alpha", 1e-4}, {"beta", 0.75}, {"bias", 1.0}}, lrn_rel, OpPattern::Opaque,
          single_output([](const In& in, const Attrs& a) {
            return ops::lrn(in[0], a.get_int("size"), a.get_float("alpha"), a.get_float("beta"), a.get_float("bias"));
          }),
-         nn::lrn_gradient});
+         "norm", nn::lrn_gradient});
   r.add({"mean_variance_normalization", "(x - mean) / (std + 1e-9) over axes", 1, 1, {{"axes", std::vector<int64_t>{0, 2, 3}}},
          mvn_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::mean_variance_normalization(in[0], a.get_ints("axes"));
          }),
-         nn::mean_variance_normalization_gradient});
+         "norm", nn::mean_variance_normalization_gradient});
 }
 
 }  // namespace tessera::relay_ir

@@ -257,7 +257,7 @@ std::vector<Expr> window_sum_grad_gradient(const Expr& c, const Expr& g) {
 void register_nn_pool_ops(OpRegistry& r) {
   r.add({"max_pool", "maximum over each window (padding never wins)", 1, 1, window_attrs(), max_pool_rel, OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs& a) { return ops::max_pool(in[0], nn::pool_geometry(a)); }),
-         nn::max_pool_gradient});
+         "pool", nn::max_pool_gradient});
   auto with_indices = window_attrs();
   with_indices.push_back({"storage_order", int64_t(0)});
   r.add({"max_pool_with_indices",
@@ -265,7 +265,7 @@ void register_nn_pool_ops(OpRegistry& r) {
          with_indices, max_pool_with_indices_rel, OpPattern::Opaque, [](const In& in, const Attrs& a, const Type&) {
            tensor_ir::Tensor y = ops::max_pool(in[0], nn::pool_geometry(a));
            return std::vector<tensor_ir::Tensor>{y, ops::max_pool_indices(in[0], y, nn::pool_geometry(a), static_cast<int>(a.get_int("storage_order")))};
-         },
+         }, "pool",
          nn::max_pool_with_indices_gradient});
   auto avg = window_attrs();
   avg.push_back({"count_include_pad", int64_t(0)});
@@ -273,37 +273,37 @@ void register_nn_pool_ops(OpRegistry& r) {
          OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
            return ops::avg_pool(in[0], nn::pool_geometry(a), a.get_int("count_include_pad") != 0);
          }),
-         nn::avg_pool_gradient});
+         "pool_epilogue", nn::avg_pool_gradient});
   auto lp = window_attrs();
   lp.push_back({"p", 2.0});
   r.add({"lp_pool", "(sum |x|^p over each window)^(1/p)", 1, 1, lp, lp_pool_rel, OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs& a) { return ops::lp_pool(in[0], nn::pool_geometry(a), a.get_float("p")); }),
-         nn::lp_pool_gradient});
+         "pool_epilogue", nn::lp_pool_gradient});
   r.add({"global_avg_pool", "mean over all spatial dimensions (kept as size 1)", 1, 1, {},
          [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, false); }, OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs&) { return ops::global_pool(in[0], "avg"); }),
-         nn::global_avg_pool_gradient});
+         "global_pool", nn::global_avg_pool_gradient});
   r.add({"global_max_pool", "maximum over all spatial dimensions (kept as size 1)", 1, 1, {},
          [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, true); }, OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs&) { return ops::global_pool(in[0], "max"); }),
-         nn::global_max_pool_gradient});
+         "global_pool", nn::global_max_pool_gradient});
   r.add({"global_lp_pool", "(sum |x|^p over all spatial dimensions)^(1/p)", 1, 1, {{"p", 2.0}},
          [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, false); }, OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs& a) { return ops::global_pool(in[0], "lp", a.get_float("p")); }),
-         nn::global_lp_pool_gradient});
+         "global_pool", nn::global_lp_pool_gradient});
   auto unpool = window_attrs();
   unpool.push_back({"output_shape", std::vector<int64_t>{}});
   r.add({"max_unpool", "inverse of max_pool: data goes to the positions its indices name, zeros elsewhere", 2, 2, unpool,
          max_unpool_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::max_unpool(in[0], in[1], nn::pool_geometry(a), a.get_ints("output_shape"));
          }),
-         nn::max_unpool_gradient});
+         "pool_epilogue", nn::max_unpool_gradient});
   r.add({"max_pool_grad",
          "the gradient of y = max_pool(x) for the cotangent dy: each window's goes to its first maximum (row-major), as PyTorch", 3, 3,
          window_attrs(), max_pool_grad_rel, OpPattern::Opaque,
          single_output([](const In& in, const Attrs& a) {
            return ops::max_pool_grad(in[0], in[1], in[2], nn::pool_geometry(a), registers_of(a, "max_pool_grad"));
-         })});
+         }), "pool_grad"});
   auto sum_attrs = window_attrs();
   sum_attrs.push_back({"input_shape", std::vector<int64_t>{}, true});
   r.add({"window_sum_grad",
@@ -312,7 +312,7 @@ void register_nn_pool_ops(OpRegistry& r) {
          1, 1, sum_attrs, window_sum_grad_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::window_sum_grad(in[0], a.get_ints("input_shape"), nn::pool_geometry(a), registers_of(a, "window_sum_grad"));
          }),
-         nn::window_sum_grad_gradient});
+         "pool_grad", nn::window_sum_grad_gradient});
 }
 
 }  // namespace tessera::relay_ir

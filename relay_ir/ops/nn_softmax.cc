@@ -135,15 +135,15 @@ void register_nn_softmax_ops(OpRegistry& r) {
   r.add({"softmax", "exp(x - max) / sum(exp(x - max)) along axis (trailing=1: over axis and every later dimension)", 1, 1,
          axis_attrs(), [](const auto& args, const Attrs& a) { return softmax_rel(args, a, true); }, OpPattern::Opaque,
          single_output([](const In& in, const Attrs& a) { return ops::softmax(in[0], a.get_int("axis"), a.get_int("trailing")); }),
-         nn::softmax_gradient});
+         "softmax", nn::softmax_gradient});
   r.add({"log_softmax", "x - max - log(sum(exp(x - max))) along axis (trailing=1: over axis and every later dimension)", 1, 1,
          axis_attrs(), [](const auto& args, const Attrs& a) { return softmax_rel(args, a, true); }, OpPattern::Opaque,
          single_output([](const In& in, const Attrs& a) { return ops::log_softmax(in[0], a.get_int("axis"), a.get_int("trailing")); }),
-         nn::log_softmax_gradient});
+         "softmax", nn::log_softmax_gradient});
   r.add({"hardmax", "1 at the first maximum along axis (trailing=1: over axis and every later dimension), 0 elsewhere", 1, 1,
          axis_attrs(), [](const auto& args, const Attrs& a) { return softmax_rel(args, a, false); }, OpPattern::Opaque,
          single_output([](const In& in, const Attrs& a) { return ops::hardmax(in[0], a.get_int("axis"), a.get_int("trailing")); }),
-         nn::hardmax_gradient});
+         "softmax", nn::hardmax_gradient});
   r.add({"nll_loss",
          "negative log-likelihood of log-probabilities input [N, C, d...] at integer targets [N, d...], optional class weights [C]; "
          "targets equal to ignore_index (default -2^63: none) count for nothing; reduction none, sum or mean (by the summed weights)",
@@ -151,7 +151,7 @@ void register_nn_softmax_ops(OpRegistry& r) {
          OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::nll_loss(in[0], in[1], nn::optional_input(in, 2), a.get_str("reduction"), a.get_int("ignore_index"));
          }),
-         nn::nll_loss_gradient});
+         "nll_loss", nn::nll_loss_gradient});
 }
 
 }  // namespace tessera::relay_ir

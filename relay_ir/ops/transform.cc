@@ -257,43 +257,43 @@ void register_transform_ops(OpRegistry& r) {
   r.add({"reshape", "the same elements in a new shape (the full static output shape)", 1, 1, {required_ints("shape")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::reshape_shape(in, a.get_ints("shape")); }), injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::reshape(in[0], a.get_ints("shape")); }),
-         reshape_back, /*is_view=*/true});
+         "transform", reshape_back, /*is_view=*/true});
   r.add({"transpose", "permutes the axes: out.shape[i] = x.shape[perm[i]]; empty perm reverses", 1, 1, {optional_ints("perm")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::transpose_shape(in, a.get_ints("perm")); }), injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::transpose(in[0], a.get_ints("perm")); }),
-         transpose_gradient});
+         "transpose", transpose_gradient});
   r.add({"concat", "joins tensors along an axis", 1, -1, {{"axis", int64_t{0}}}, concat_rel, injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::concat(in, a.get_int("axis")); }),
-         concat_gradient});
+         "transform", concat_gradient});
   r.add({"split", "splits along an axis into parts of the given sizes (a tuple)", 1, 1, {{"axis", int64_t{0}}, required_ints("sizes")},
          split_rel, injective,
-         [](const Tensors& in, const Attrs& a, const Type&) { return ops::split(in[0], a.get_int("axis"), a.get_ints("sizes")); },
+         [](const Tensors& in, const Attrs& a, const Type&) { return ops::split(in[0], a.get_int("axis"), a.get_ints("sizes")); }, "transform",
          split_gradient});
   r.add({"squeeze", "removes size-1 axes (all of them when axes is empty)", 1, 1, {optional_ints("axes")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::squeeze_shape(in, a.get_ints("axes")); }), injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::squeeze(in[0], a.get_ints("axes")); }),
-         reshape_back, /*is_view=*/true});
+         "transform", reshape_back, /*is_view=*/true});
   r.add({"expand_dims", "inserts size-1 axes at the given output positions (ONNX Unsqueeze)", 1, 1, {required_ints("axes")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::expand_dims_shape(in, a.get_ints("axes")); }), injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::expand_dims(in[0], a.get_ints("axes")); }),
-         reshape_back, /*is_view=*/true});
+         "transform", reshape_back, /*is_view=*/true});
   r.add({"broadcast_to", "numpy broadcasting to a shape", 1, 1, {required_ints("shape")},
          unary_shape([](const auto& in, const Attrs& a) {
            ops::check_broadcast_to(in, a.get_ints("shape"));
            return a.get_ints("shape");
          }),
          OpPattern::Broadcast, single_output([](const Tensors& in, const Attrs& a) { return ops::broadcast_to(in[0], a.get_ints("shape")); }),
-         broadcast_to_gradient});
+         "transform", broadcast_to_gradient});
   r.add({"tile", "repeats the tensor along every axis", 1, 1, {required_ints("repeats")},
          unary_shape([](const auto& in, const Attrs& a) { return ops::tile_shape(in, a.get_ints("repeats")); }), injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::tile(in[0], a.get_ints("repeats")); }),
-         tile_gradient});
+         "transform", tile_gradient});
   r.add({"slice", "ONNX Slice: starts/ends clamped, negative ones from the end, any nonzero steps", 1, 1,
          {required_ints("starts"), required_ints("ends"), optional_ints("axes"), optional_ints("steps")}, unary_shape(slice_shape), injective,
          single_output([](const Tensors& in, const Attrs& a) {
            return ops::slice(in[0], a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));
          }),
-         slice_gradient});
+         "transform", slice_gradient});
   r.add({"depth_to_space", "moves channel blocks into spatial blocks (NCHW; mode DCR or CRD)", 1, 1,
          {{"blocksize", int64_t{0}, true}, {"mode", std::string("DCR")}},
          unary_shape([](const auto& in, const Attrs& a) {
@@ -303,11 +303,11 @@ void register_transform_ops(OpRegistry& r) {
          injective, single_output([](const Tensors& in, const Attrs& a) {
            return ops::depth_to_space(in[0], a.get_int("blocksize"), parse_depth_to_space_mode(a.get_str("mode")));
          }),
-         depth_to_space_gradient});
+         "transform", depth_to_space_gradient});
   r.add({"space_to_depth", "moves spatial blocks into channels (NCHW)", 1, 1, {{"blocksize", int64_t{0}, true}},
          unary_shape([](const auto& in, const Attrs& a) { return ops::space_to_depth_shape(in, a.get_int("blocksize")); }), injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::space_to_depth(in[0], a.get_int("blocksize")); }),
-         space_to_depth_gradient});
+         "transform", space_to_depth_gradient});
   r.add({"trilu", "keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes", 1, 1,
          {{"upper", int64_t{1}}, {"k", int64_t{0}}},
          unary_shape([](const auto& in, const Attrs&) {
@@ -315,17 +315,17 @@ void register_transform_ops(OpRegistry& r) {
            return in;
          }),
          injective, single_output([](const Tensors& in, const Attrs& a) { return ops::trilu(in[0], a.get_int("upper") != 0, a.get_int("k")); }),
-         trilu_gradient});
+         "transform", trilu_gradient});
   r.add({"one_hot", "one_hot(indices, values=[off, on]): a new axis of length depth", 2, 2,
          {{"depth", int64_t{0}, true}, {"axis", int64_t{-1}}}, one_hot_rel, injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::one_hot(in[0], in[1], a.get_int("depth"), a.get_int("axis")); }),
-         one_hot_gradient});
+         "transform", one_hot_gradient});
   r.add({"reverse_sequence", "reverse_sequence(x, lengths): reverses the first lengths[b] steps of each batch entry", 2, 2,
          {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}}, reverse_sequence_rel, injective,
          single_output([](const Tensors& in, const Attrs& a) {
            return ops::reverse_sequence(in[0], in[1], a.get_int("batch_axis"), a.get_int("time_axis"));
          }),
-         reverse_sequence_gradient});
+         "transform", reverse_sequence_gradient});
   transform::register_pad_ops(r);
   transform::register_index_ops(r);
   transform::register_resize_ops(r);

@@ -136,15 +136,15 @@ void register_grad_ops(OpRegistry& r) {
          {required_ints("shape"), required_ints("starts"), required_ints("ends"), optional_ints("axes"), optional_ints("steps")},
          unslice_rel, OpPattern::Injective, single_output([](const Tensors& in, const Attrs& a) {
            return ops::unslice(in[0], a.get_ints("shape"), a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));
-         }), unslice_gradient});
+         }), "transform", unslice_gradient});
   r.add({"take_grad", "take_grad(x, indices): x summed into zeros along axis (length size) at the indices (take's transpose)", 2, 2,
          {{"axis", int64_t{0}}, {"size", int64_t{0}, true}}, take_grad_rel, OpPattern::Opaque,
          single_output([](const Tensors& in, const Attrs& a) { return ops::take_grad(in[0], in[1], a.get_int("axis"), a.get_int("size")); }),
-         take_grad_gradient});
+         "scatter", take_grad_gradient});
   r.add({"weighted_gather", "weighted_gather(x, index, weight): out[.., i, ..] = sum_k weight[i, k] x[.., index[i, k], ..] along axis", 3, 3,
          {{"axis", int64_t{0}}}, weighted_gather_rel, OpPattern::Opaque,
          single_output([](const Tensors& in, const Attrs& a) { return ops::weighted_gather(in[0], in[1], in[2], a.get_int("axis")); }),
-         weighted_gather_gradient});
+         "scatter", weighted_gather_gradient});
 }
 
 }  // namespace tessera::relay_ir::transform

@@ -180,31 +180,31 @@ void register_index_ops(OpRegistry& r) {
   r.add({"take", "take(data, indices): ONNX Gather along an axis; negative indices wrap", 2, 2, {{"axis", int64_t{0}}},
          gather_rel([](const auto& d, const auto& i, const Attrs& a) { return ops::take_shape(d, i, a.get_int("axis")); }), injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::take(in[0], in[1], a.get_int("axis")); }),
-         take_gradient});
+         "transform", take_gradient});
   r.add({"gather_elements", "gather_elements(data, indices): out[i] = data[i with indices[i] on the axis]", 2, 2,
          {{"axis", int64_t{0}}},
          gather_rel([](const auto& d, const auto& i, const Attrs& a) { return ops::gather_elements_shape(d, i, a.get_int("axis")); }),
          injective, single_output([](const Tensors& in, const Attrs& a) { return ops::gather_elements(in[0], in[1], a.get_int("axis")); }),
-         gather_elements_gradient});
+         "transform", gather_elements_gradient});
   r.add({"gather_nd", "gather_nd(data, indices): slices of data at index tuples (the last axis of indices)", 2, 2,
          {{"batch_dims", int64_t{0}}},
          gather_rel([](const auto& d, const auto& i, const Attrs& a) { return ops::gather_nd_shape(d, i, a.get_int("batch_dims")); }),
          injective, single_output([](const Tensors& in, const Attrs& a) { return ops::gather_nd(in[0], in[1], a.get_int("batch_dims")); }),
-         gather_nd_gradient});
+         "transform", gather_nd_gradient});
   r.add({"scatter_elements", "scatter_elements(data, indices, updates): data with updates written along an axis (reduction none|add|mul)",
          3, 3, {{"axis", int64_t{0}}, {"reduction", std::string("none")}},
          scatter_rel([](const auto& d, const auto& i, const auto& u, const Attrs& a) { ops::check_scatter_elements(d, i, u, a.get_int("axis")); }),
          OpPattern::Opaque, single_output([](const Tensors& in, const Attrs& a) {
            return ops::scatter_elements(in[0], in[1], in[2], a.get_int("axis"), ops::parse_scatter_reduction(a.get_str("reduction")));
          }),
-         scatter_gradient(true)});
+         "scatter", scatter_gradient(true)});
   r.add({"scatter_nd", "scatter_nd(data, indices, updates): data with slices written at index tuples (reduction none|add|mul)", 3, 3,
          {{"reduction", std::string("none")}},
          scatter_rel([](const auto& d, const auto& i, const auto& u, const Attrs&) { ops::check_scatter_nd(d, i, u); }), OpPattern::Opaque,
          single_output([](const Tensors& in, const Attrs& a) {
            return ops::scatter_nd(in[0], in[1], in[2], ops::parse_scatter_reduction(a.get_str("reduction")));
          }),
-         scatter_gradient(false)});
+         "scatter", scatter_gradient(false)});
 }
 
 }  // namespace tessera::relay_ir::transform

@@ -99,7 +99,7 @@ void register_pad_ops(OpRegistry& r) {
          pad_rel, OpPattern::Injective, single_output([](const std::vector<tensor_ir::Tensor>& in, const Attrs& a) {
            return ops::pad(in[0], a.get_ints("pads"), ops::parse_pad_mode(a.get_str("mode")), a.get_float("value"));
          }),
-         pad_gradient});
+         "transform", pad_gradient});
 }
 
 }  // namespace tessera::relay_ir::transform

@@ -175,12 +175,12 @@ void register_resize_ops(OpRegistry& r) {
            for (size_t d = 0; d < in[0].ndim(); ++d) shape.push_back(in[0]->dim(d));
            return ops::resize(in[0], resize_params(shape, a));
          }),
-         resize_gradient});
+         "resize", resize_gradient});
   r.add({"topk", "the k largest (smallest) elements along an axis, sorted, and their int64 indices (a tuple)", 1, 1,
          {{"k", int64_t{0}, true}, {"axis", int64_t{-1}}, {"largest", int64_t{1}}}, topk_rel, OpPattern::Opaque,
          [](const Tensors& in, const Attrs& a, const Type&) {
            return ops::topk(in[0], a.get_int("k"), a.get_int("axis"), a.get_int("largest") != 0);
-         },
+         }, "topk",
          topk_gradient});
 }
 
