@@ -16,7 +16,7 @@ class Schedule;
 using AttrValue = std::variant<int64_t, std::string, std::vector<std::string>>;
 
 struct Instruction {
-  std::string kind;                      // the primitive: "split", "compute_at", ...
+  std::string kind;                      // the primitive (primitive.h): "split", "compute_at", ...
   std::string stage;                     // the stage it applies to
   std::vector<std::string> loops;        // the loops it takes, by name
   std::map<std::string, AttrValue> attrs;
@@ -31,11 +31,14 @@ struct Instruction {
 class Trace {
  public:
   const std::vector<Instruction>& instructions() const { return instructions_; }
-  void append(Instruction inst) { instructions_.push_back(std::move(inst)); }
+  // Throws an Error naming the primitive, stage and attribute when `inst` is not a primitive of
+  // the table (primitive.h) or does not fit its schema, so a trace holds only what replays.
+  void append(Instruction inst);
   size_t size() const { return instructions_.size(); }
 
   std::string to_json() const;
-  // Throws tessera::Error on malformed JSON or an unknown primitive.
+  // Throws tessera::Error on malformed JSON, an unknown primitive or an instruction that does not
+  // fit its primitive's schema, naming the instruction.
   static Trace from_json(const std::string& json);
   // Python-like code a person can read (and paste into tessera.te).
   std::string to_code() const;
