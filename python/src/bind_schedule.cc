@@ -4,6 +4,7 @@
 #include "python/src/bindings.h"
 #include "runtime/error.h"
 #include "schedule/lower.h"
+#include "schedule/primitive.h"
 #include "schedule/schedule.h"
 #include "tensor_ir/printer.h"
 
@@ -126,7 +127,21 @@ void bind_schedule(py::module_& m) {
                     "it as tessera.te code; len() is the number of primitives.")
       .def("to_json", &Trace::to_json, "The trace as JSON text (what tuning records store).")
       .def_static("from_json", &Trace::from_json, py::arg("json"),
-                  "A trace from its JSON text; tessera.Error for malformed JSON or an unknown primitive.")
+                  "A trace from its JSON text; tessera.Error for malformed JSON, an unknown primitive or an "
+                  "instruction whose attributes do not fit its primitive (naming the instruction).")
+      .def_static("primitives", [] {
+        py::list out;
+        for (const auto& p : primitives()) {
+          py::list params;
+          for (const auto& param : p.params)
+            params.append((param.source == Param::AllLoops ? "*" : "") + std::string(param.name));
+          out.append(py::dict(py::arg("name") = p.name,
+                              py::arg("method_of") = p.method_of == MethodOf::Stage ? "Stage" : "Schedule",
+                              py::arg("params") = params));
+        }
+        return out;
+      }, "The primitives a trace holds, as dicts: name, method_of (\"Stage\" or \"Schedule\", whose method "
+         "it is) and params (the method's parameters after self, \"*loops\" for loops given one by one).")
       .def("__len__", &Trace::size)
       .def("__eq__", [](const Trace& a, const Trace& b) { return a == b; }, py::arg("other"))
       .def("__str__", &Trace::to_code);

@@ -188,6 +188,77 @@ def test_printed_trace_is_runnable_code():
     assert te.lower(s2, [A2, B2, C2]) == te.lower(s, [A, B, C])
 
 
+def every_primitive(define):
+    """Two schedules of define()'s matmul that between them apply every primitive of the trace table
+    (rfactor comes before compute_at, so it has its own), and the tensors of each."""
+    A, B, C = define()
+    s = te.create_schedule(C)
+    BL = s.cache_read(B, "local", [C])
+    CC = s.cache_write(C, "local")
+    io, ii = s[C].split(C.op.axis[0], nparts=2)
+    jo, ji = s[C].split(C.op.axis[1], factor=8)
+    s[C].reorder(io, jo, ii, ji)
+    fused = s[C].fuse(io, jo)
+    s[C].parallel(fused)
+    s[C].unroll(ii)
+    s[C].vectorize(ji)
+    s[C].pragma(ii, "unroll_explicit", 0)
+    s[CC].compute_at(s[C], fused)
+    s[CC].storage_align(0, 16, 1)
+    s[BL].compute_inline()
+    ko, ki = s[CC].split(s[CC].op.reduce_axis[0], factor=4)
+    s[CC].prefetch(A, ko, s[C], fused, 1)
+    A2, B2, C2 = define()
+    s2 = te.create_schedule(C2)
+    ko, ki = s2[C2].split(C2.op.reduce_axis[0], factor=4)
+    RF = s2.rfactor(C2, ki, factor_axis=1)
+    s2[RF].compute_root()
+    return [(s, [A, B, C]), (s2, [A2, B2, C2])]
+
+
+def test_every_trace_primitive_prints_as_runnable_code():
+    define = lambda: matmul_def(16, 16, 16)
+    kinds = set()
+    for s, tensors in every_primitive(define):
+        kinds |= {i["kind"] for i in json.loads(s.trace.to_json())}
+        fresh = define()
+        replayed = te.create_schedule(fresh[2])
+        exec(str(s.trace), {"s": replayed})
+        assert replayed.trace == s.trace
+        assert te.lower(replayed, fresh) == te.lower(s, tensors)
+    assert kinds == {p["name"] for p in te.Trace.primitives()}
+
+
+def pybind_params(method):
+    """The parameter names after self in a pybind11 method's signature line."""
+    line = method.__doc__.splitlines()[0]
+    start = line.index("(") + 1
+    depth, end = 0, start
+    while depth or line[end] != ")":
+        depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(line[end], 0)
+        end += 1
+    parts, depth, piece = [], 0, ""
+    for ch in line[start:end]:
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == "," and not depth:
+            parts.append(piece)
+            piece = ""
+        else:
+            piece += ch
+    parts.append(piece)
+    names = [p.split(":")[0].split("=")[0].strip() for p in parts]
+    return ["*loops" if n == "*args" else n for n in names[1:]]
+
+
+def test_every_trace_primitive_is_a_method_with_the_tables_parameters():
+    # The trace prints each primitive as a call of this method with these parameters, so the
+    # binding and the table (schedule/primitive_table.cc) must agree.
+    for p in te.Trace.primitives():
+        owner = {"Stage": te.Stage, "Schedule": te.Schedule}[p["method_of"]]
+        assert hasattr(owner, p["name"]), p
+        assert pybind_params(getattr(owner, p["name"])) == p["params"], p
+
+
 def test_prefetch_streams_the_next_panel(rng):
     # The product computed per tile fetches the B columns of the next tile along the row, a
     # share per step of its reduction; the result is unchanged and the trace replays as code.
