@@ -4,9 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "autotune/database.h"
 #include "runtime/error.h"
@@ -174,6 +177,36 @@ TEST(TuningDatabase, ConcurrentWritersAndAKilledSession) {
   auto records = db.all("w", "llvm");
   EXPECT_GE(records.size(), 200u);
   EXPECT_EQ(records.size() % 2, 0u);  // whole batches only
+  EXPECT_DOUBLE_EQ(db.best("w", "llvm")->median_seconds(), 0.011);
+}
+
+TEST(TuningDatabase, ConcurrentWriterThreads) {
+  // A tuning session measures in one process while builds read: each thread its own connection.
+  // ThreadSanitizer runs this one (scripts/test.sh --sanitize=thread); the processes above it cannot see.
+  std::string path = temp_path("threads.db");
+  { TuningDatabase(path).add_workload(workload("w")); }
+  auto writer = [&](double base) {
+    TuningDatabase db(path);
+    for (int b = 0; b < 30; ++b) db.commit({record("w", "llvm", base + b * 1e-6), record("w", "llvm", base + b * 2e-6)});
+  };
+  std::atomic<bool> writing{true};
+  size_t last_seen = 0;
+  std::thread reader([&] {
+    TuningDatabase db(path);
+    while (writing.load()) {
+      size_t seen = db.all("w", "llvm").size();
+      EXPECT_EQ(seen % 2, 0u);  // whole batches only
+      last_seen = std::max(last_seen, seen);
+    }
+  });
+  std::thread a(writer, 0.01), b(writer, 0.02);
+  a.join();
+  b.join();
+  writing = false;
+  reader.join();
+  TuningDatabase db(path);
+  EXPECT_EQ(db.all("w", "llvm").size(), 120u);
+  EXPECT_LE(last_seen, 120u);
   EXPECT_DOUBLE_EQ(db.best("w", "llvm")->median_seconds(), 0.011);
 }
 
