@@ -134,6 +134,8 @@ void ThreadPool::parallel_for(int num_tasks, const std::function<void(int)>& fn)
 }
 
 void parallel_copy(void* to, const void* from, size_t bytes) {
+  // An empty array may have no storage: memcpy must not be handed its null pointer, even for 0 bytes.
+  if (bytes == 0) return;
   ThreadPool& pool = ThreadPool::global();
   const int parts = pool.num_threads();
   pool.parallel_for(parts, [&](int t) {
