@@ -83,7 +83,8 @@ TEST(ModuleFile, RejectsCorruptBytesInEverySection) {
       {size - 32 - 10, "weights section fails its checksum"},
       {size - 32 + 1, "trailer fails its checksum"}};
   for (const auto& [offset, expected] : cases) {
-    std::string bad = edited(path, "corrupt-" + std::to_string(offset) + ".so", [&](std::string& b) { b[offset] ^= 0x5a; });
+    // A copy of the binding for the lambda: C++17 cannot capture a structured binding (clang refuses).
+    std::string bad = edited(path, "corrupt-" + std::to_string(offset) + ".so", [at = offset](std::string& b) { b[at] ^= 0x5a; });
     std::string message = load_error(bad);
     EXPECT_NE(message.find(expected), std::string::npos) << message;
   }
