@@ -2,8 +2,27 @@
 # Installs what is missing, builds, and runs every test: the GoogleTest suites through ctest,
 # then the Python tests twice: with Debian's python3 and numpy 1 on the build tree's package, and
 # in build/venv, with numpy 2, on the package pip installed there.
+#   --sanitize[=address,undefined]  instead: ctest and pytest built with ASan+UBSan (build-asan)
+#   --sanitize=thread               instead: the thread pool and database concurrency tests under
+#                                   ThreadSanitizer (build-tsan)
+# (scripts/sanitizers.sh; README, "Testing": how often to run these.)
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
+
+sanitize=""
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize) sanitize=address,undefined ;;
+    --sanitize=address,undefined | --sanitize=thread) sanitize="${arg#--sanitize=}" ;;
+    *) echo "usage: $0 [--sanitize[=address,undefined|thread]]" >&2; exit 2 ;;
+  esac
+done
+if [ -n "$sanitize" ]; then
+  source "$TESSERA_ROOT/scripts/sanitizers.sh"
+  test_sanitized "$sanitize"
+  exit 0
+fi
+
 ensure_packages
 build_tessera
 
