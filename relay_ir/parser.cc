@@ -8,6 +8,7 @@
 
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/error.h"
+#include "runtime/half.h"
 
 namespace tessera::relay_ir {
 
@@ -331,7 +332,7 @@ class Parser {
         if (!f) Lexer::error(t, "only functions and operators can be called");
         auto [args, attrs] = arguments();
         if (!attrs.items().empty()) Lexer::error(t, "a call of a function takes no attributes");
-        e = checked(t, [&] { return call_function(Function(f), std::move(args)); });
+        e = checked(t, [&, args = std::move(args)]() mutable { return call_function(Function(f), std::move(args)); });
       } else {
         return e;
       }
@@ -354,7 +355,10 @@ class Parser {
         if (t.text == "constant") return constant();
         if (!at("(")) Lexer::error(cur_, "expected '(' after operator " + t.text + ", found " + describe(cur_));
         auto [args, attrs] = arguments();
-        return checked(t, [&] { return call(t.text, std::move(args), std::move(attrs)); });
+        // Moved into the lambda: C++17 cannot capture a structured binding.
+        return checked(t, [&, args = std::move(args), attrs = std::move(attrs)]() mutable {
+          return call(t.text, std::move(args), std::move(attrs));
+        });
       }
       case Tok::Punct:
         if (t.text == "(") return tuple_or_parens();
@@ -502,8 +506,8 @@ class Parser {
       float f;  // read as float, not double: rounding twice could miss the printed float
       if (!parse_number(t.text, f)) range();
       if (dtype.bits == 32) return store(p, f);
-      auto h = static_cast<_Float16>(f);
-      if (std::isinf(static_cast<float>(h)) && !std::isinf(f)) range();
+      uint16_t h = runtime::float_to_half(f);
+      if (std::isinf(runtime::half_to_float(h)) && !std::isinf(f)) range();
       return store(p, h);
     }
     if (is_float_text(t.text)) Lexer::error(t, "expected an integer for " + dtype.str() + ", found " + t.text);

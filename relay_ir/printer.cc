@@ -11,6 +11,7 @@
 
 #include "relay_ir/functor.h"
 #include "runtime/error.h"
+#include "runtime/half.h"
 
 namespace tessera::relay_ir {
 
@@ -64,7 +65,7 @@ std::string element_text(const runtime::NDArray& a, int64_t i) {
   switch (t.code) {
     case runtime::TypeCode::Float:
       // float16 prints as the float it widens to; reading that float back narrows exactly.
-      if (t.bits == 16) return shortest(static_cast<float>(load<_Float16>(p)));
+      if (t.bits == 16) return shortest(runtime::half_to_float(load<uint16_t>(p)));
       if (t.bits == 32) return shortest(load<float>(p));
       return shortest(load<double>(p));
     case runtime::TypeCode::Int:

@@ -40,7 +40,7 @@ namespace {
 
 json attrs_to_json(const std::map<std::string, AttrValue>& attrs) {
   json j = json::object();
-  for (const auto& [k, v] : attrs) std::visit([&](const auto& x) { j[k] = x; }, v);
+  for (const auto& [k, v] : attrs) std::visit([&, key = k](const auto& x) { j[key] = x; }, v);  // C++17 captures no binding
   return j;
 }
 

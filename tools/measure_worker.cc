@@ -30,6 +30,7 @@
 #include "autotune/apply_record.h"
 #include "autotune/task.h"
 #include "runtime/error.h"
+#include "runtime/half.h"
 #include "runtime/thread_pool.h"
 #include "schedule/lower.h"
 #include "schedule/templates/cpu.h"
@@ -92,7 +93,7 @@ void fill_random(runtime::NDArray& a, std::mt19937_64& rng) {
     auto put = [&](auto v) { std::memcpy(p, &v, sizeof v); };
     if (t.is_float()) {
       double v = uniform(rng);
-      if (t.bits == 16) put(static_cast<_Float16>(v));
+      if (t.bits == 16) put(runtime::float_to_half(static_cast<float>(v)));
       else if (t.bits == 32) put(static_cast<float>(v));
       else put(v);
     } else {
@@ -106,7 +107,12 @@ double value_at(const runtime::NDArray& a, int64_t i) {
   const runtime::DataType t = a.dtype();
   const char* p = static_cast<const char*>(a.data()) + i * t.element_bytes();
   auto get = [&](auto v) { std::memcpy(&v, p, sizeof v); return static_cast<double>(v); };
-  if (t.is_float()) return t.bits == 16 ? get(_Float16{}) : t.bits == 32 ? get(float{}) : get(double{});
+  if (t.is_float() && t.bits == 16) {
+    uint16_t half;
+    std::memcpy(&half, p, sizeof half);
+    return runtime::half_to_float(half);
+  }
+  if (t.is_float()) return t.bits == 32 ? get(float{}) : get(double{});
   if (t.is_bool()) return get(uint8_t{});
   switch (t.bits) {
     case 8: return t.is_int() ? get(int8_t{}) : get(uint8_t{});

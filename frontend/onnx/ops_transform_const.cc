@@ -6,6 +6,7 @@
 #include "frontend/onnx/ops_transform.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "runtime/error.h"
+#include "runtime/half.h"
 
 namespace tessera::frontend::onnx {
 
@@ -15,37 +16,6 @@ using runtime::NDArray;
 using Exprs = std::vector<Expr>;
 
 namespace {
-
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ffu, bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13);
-  } else if (exponent == 0) {
-    float f = std::ldexp(static_cast<float>(mantissa), -24);  // subnormal (or zero)
-    return sign ? -f : f;
-  } else {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-// Round to nearest even, with overflow to infinity and gradual underflow.
-uint16_t float_to_half(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  uint32_t abs = bits & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0);  // inf, NaN
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds above the largest half
-  if (abs < 0x38800000u) {  // subnormal half: round abs * 2^24 to an integer
-    float scaled = std::nearbyint(std::ldexp(std::fabs(f), 24));
-    return sign | static_cast<uint16_t>(scaled);
-  }
-  uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
-  return sign | static_cast<uint16_t>((rounded - 0x38000000u) >> 13);
-}
 
 Expr constant(NDArray a) { return relay_ir::constant(std::move(a)); }
 
@@ -164,7 +134,7 @@ double element_as_double(const NDArray& a, int64_t i) {
   const void* p = static_cast<const char*>(a.data()) + i * t.element_bytes();
   auto get = [p](auto tag) { return static_cast<double>(*static_cast<const decltype(tag)*>(p)); };
   if (t.is_bool()) return get(uint8_t{}) != 0;
-  if (t.is_float()) return t.bits == 16 ? half_to_float(*static_cast<const uint16_t*>(p)) : t.bits == 32 ? get(float{}) : get(double{});
+  if (t.is_float()) return t.bits == 16 ? runtime::half_to_float(*static_cast<const uint16_t*>(p)) : t.bits == 32 ? get(float{}) : get(double{});
   switch (t.bits) {
     case 8: return t.is_int() ? get(int8_t{}) : get(uint8_t{});
     case 16: return t.is_int() ? get(int16_t{}) : get(uint16_t{});
@@ -178,7 +148,7 @@ void store_element(const NDArray& a, int64_t i, double v) {
   void* p = static_cast<char*>(a.data()) + i * t.element_bytes();
   auto put = [p](auto value) { std::memcpy(p, &value, sizeof(value)); };
   if (t.is_bool()) return put(static_cast<uint8_t>(v != 0));
-  if (t.is_float()) return t.bits == 16 ? put(float_to_half(static_cast<float>(v))) : t.bits == 32 ? put(static_cast<float>(v)) : put(v);
+  if (t.is_float()) return t.bits == 16 ? put(runtime::float_to_half(static_cast<float>(v))) : t.bits == 32 ? put(static_cast<float>(v)) : put(v);
   switch (t.bits) {
     case 8: return t.is_int() ? put(static_cast<int8_t>(v)) : put(static_cast<uint8_t>(v));
     case 16: return t.is_int() ? put(static_cast<int16_t>(v)) : put(static_cast<uint16_t>(v));

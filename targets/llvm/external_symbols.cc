@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/thread_pool.h"
+#include "runtime/half.h"
 
 // libgcc's helpers for llvm.powi, which LLVM may form from pow(x, small integer).
 extern "C" float __powisf2(float, int);
@@ -17,20 +18,6 @@ namespace {
 template <typename F>
 void* address(F* f) {
   return reinterpret_cast<void*>(f);
-}
-
-// LLVM 14 converts between half and float through compiler-rt's helpers on CPUs without F16C;
-// libgcc does not have them under these names.
-float half_to_float(uint16_t bits) {
-  _Float16 h;
-  std::memcpy(&h, &bits, sizeof h);
-  return static_cast<float>(h);
-}
-uint16_t float_to_half(float f) {
-  auto h = static_cast<_Float16>(f);
-  uint16_t bits;
-  std::memcpy(&bits, &h, sizeof bits);
-  return bits;
 }
 }  // namespace
 
@@ -56,8 +43,10 @@ const std::vector<ExternalSymbol>& external_symbols() {
       {"sincosf", address(static_cast<void (*)(float, float*, float*)>(&::sincosf))},
       {"__powisf2", address(&__powisf2)},
       {"__powidf2", address(&__powidf2)},
-      {"__gnu_h2f_ieee", address(&half_to_float)},
-      {"__gnu_f2h_ieee", address(&float_to_half)},
+      // LLVM 14 converts between half and float through compiler-rt's helpers on CPUs without
+      // F16C; libgcc does not have them under these names.
+      {"__gnu_h2f_ieee", address(&runtime::half_to_float)},
+      {"__gnu_f2h_ieee", address(&runtime::float_to_half)},
       TESSERA_LIBM1(exp) TESSERA_LIBM1(exp2) TESSERA_LIBM1(expm1) TESSERA_LIBM1(log) TESSERA_LIBM1(log2)
       TESSERA_LIBM1(log10) TESSERA_LIBM1(log1p) TESSERA_LIBM1(sqrt) TESSERA_LIBM1(cbrt) TESSERA_LIBM1(fabs)
       TESSERA_LIBM1(floor) TESSERA_LIBM1(ceil) TESSERA_LIBM1(trunc) TESSERA_LIBM1(round) TESSERA_LIBM1(rint)

@@ -10,6 +10,7 @@
 #include "runtime/error.h"
 #include "relay_ir/transforms/infer_type.h"
 #include "graphs.h"
+#include "runtime/half.h"
 
 namespace tessera::relay_ir {
 namespace {
@@ -70,7 +71,9 @@ TEST(RelayText, ManyFeaturesRoundTrip) {
   Var single("single", tuple_type({f32({2})}));
   Var unit("unit", tuple_type({}));
   Expr shared = constant_of<float>(kFloat32, {3}, {1.5f, -2, 1e-7f});
-  Expr half = constant_of<_Float16>(runtime::kFloat16, {4}, {_Float16(0.1f), _Float16(-65504.f), _Float16(6e-8f), _Float16(1)});
+  using runtime::float_to_half;
+  Expr half = constant_of<uint16_t>(runtime::kFloat16, {4},
+                                    {float_to_half(0.1f), float_to_half(-65504.f), float_to_half(6e-8f), float_to_half(1)});
   Expr flags = constant_of<uint8_t>(runtime::kBool, {2}, {1, 0});
   Expr big = constant_of<int64_t>(runtime::kInt64, {3}, {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 0});
   Expr u64 = constant_of<uint64_t>(DataType::UInt(64), {1}, {std::numeric_limits<uint64_t>::max()});

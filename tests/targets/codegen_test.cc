@@ -7,6 +7,7 @@
 
 #include "kernel_builder.h"
 #include "runtime/error.h"
+#include "runtime/half.h"
 
 namespace tessera::targets::testing {
 namespace {
@@ -213,19 +214,19 @@ TEST(CodeGen, Float16IsComputedInFloat32) {
                            loop(io, 1, store(C, load(A, ramp(io * 16 + 16, 16)) * Broadcast::make(h3, 16),
                                              ramp(io * 16 + 16, 16))),
                            loop(i, n, store(S, cast(kFloat32, load(A, i)), i))});
-  std::vector<_Float16> av(n);
-  for (int64_t k = 0; k < n; ++k) av[k] = static_cast<_Float16>(0.25f * k - 3.0f);
+  std::vector<uint16_t> av(n);  // half bits
+  for (int64_t k = 0; k < n; ++k) av[k] = runtime::float_to_half(0.25f * k - 3.0f);
   // Plain x86-64 has no F16C: conversions then go through runtime helpers the JIT provides.
   for (const char* target : {"llvm", "llvm -mcpu=x86-64"}) {
-    auto a = array<_Float16>({n}, runtime::kFloat16, av), c = NDArray::empty({n}, runtime::kFloat16);
+    auto a = array<uint16_t>({n}, runtime::kFloat16, av), c = NDArray::empty({n}, runtime::kFloat16);
     auto s = NDArray::empty({n}, kFloat32);
     compile({"half", {A, C, S}, body}, target)({a, c, s});
-    auto cv = values<_Float16>(c);
+    auto cv = values<uint16_t>(c);
     auto sv = values<float>(s);
     for (int64_t k = 0; k < n; ++k) {
       float x = 0.25f * k - 3.0f;
       float expect = k < 16 ? x * 3 + 0.5f : x * 3;
-      EXPECT_EQ(static_cast<float>(cv[k]), static_cast<float>(static_cast<_Float16>(expect))) << target << " " << k;
+      EXPECT_EQ(runtime::half_to_float(cv[k]), runtime::half_to_float(runtime::float_to_half(expect))) << target << " " << k;
       EXPECT_EQ(sv[k], x) << target << " " << k;
     }
   }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "kernel_builder.h"
+#include "runtime/half.h"
 
 namespace tessera::targets::testing {
 namespace {
@@ -212,11 +213,11 @@ TEST(StridedLoads, ReadNothingPastTheirLastElement) {
 TEST(LazySelect, StorageTypesUnderMasks) {
   // float16 and bool are stored as half and i8, loaded masked too; on plain x86-64 (no masked
   // loads) LLVM reads lane by lane. O[j] = select(inside, select(B[j - pad], H[j - pad], 0), -1).
-  FencedArray<_Float16> h;
+  FencedArray<uint16_t> h;  // half bits
   FencedArray<uint8_t> b;
   const int64_t n = h.size(), m = n + 2 * kPad;  // B has more elements: its end is not reached
   for (int64_t k = 0; k < n; ++k) {
-    h[k] = static_cast<_Float16>(k % 50 - 20);
+    h[k] = runtime::float_to_half(k % 50 - 20);
     b[k] = k % 3 != 0;
   }
   const DataType f32x = DataType::Float(32, kLanes);
@@ -232,7 +233,7 @@ TEST(LazySelect, StorageTypesUnderMasks) {
                                        {h.data(), b.data(), o.data()}, target));
     for (int64_t k = 0; k < m; ++k) {
       const bool in = k >= kPad && k < n + kPad;
-      ASSERT_EQ(o[k], !in ? -1.0f : (b[k - kPad] ? static_cast<float>(h[k - kPad]) : 0.0f)) << target << " " << k;
+      ASSERT_EQ(o[k], !in ? -1.0f : (b[k - kPad] ? runtime::half_to_float(h[k - kPad]) : 0.0f)) << target << " " << k;
     }
   }
 }
