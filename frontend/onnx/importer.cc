@@ -30,6 +30,7 @@ class Importer {
 
   relay_ir::Module run() {
     read_opset();
+    check_nodes();
     check_operators();
     for (const auto& init : graph_.initializer()) values_[init.name()] = relay_ir::constant(tensor_from_proto(init, base_dir_));
     read_inputs();
@@ -54,6 +55,13 @@ class Importer {
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = static_cast<int>(o.version());
     if (opset_ < 0) fail("ONNX model imports no ai.onnx opset");
     if (opset_ < kMinOpset) fail("ONNX model uses opset ", opset_, "; Tessera supports opsets ", kMinOpset, " and newer");
+  }
+
+  // Every node has an output: error messages and graph origins name an unnamed node by its first.
+  void check_nodes() {
+    for (int i = 0; i < graph_.node_size(); ++i)
+      if (graph_.node(i).output_size() == 0)
+        fail("ONNX node ", i, " (", graph_.node(i).op_type(), ", '", graph_.node(i).name(), "') has no outputs");
   }
 
   // One error for every unsupported operator, before anything is converted.

@@ -37,6 +37,15 @@ def test_unsupported_operators_are_listed_together(tmp_path):
     assert "FancyOp (opset 13)" in msg and "'f1', 'f2'" in msg
 
 
+def test_a_node_without_outputs_is_refused(tmp_path):
+    # An unnamed node is named by its first output in messages; one without outputs read past
+    # the end of the list (found by tests/fuzz/onnx_import_fuzz).
+    for op in ["FancyOp", "Relu"]:
+        path = save(tmp_path, [helper.make_node(op, ["x"], [])], [vi("x", [4])], [vi("x", [4])])
+        with pytest.raises(tessera.Error, match=f"ONNX node 0 \\({op}, ''\\) has no outputs"):
+            tessera.onnx.load(path)
+
+
 def test_symbolic_dimensions_need_shapes(tmp_path):
     path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], [vi("x", ["batch", 3])], [vi("y", ["batch", 3])])
     with pytest.raises(tessera.Error, match="symbolic dimension 'batch'.*shapes="):
