@@ -212,6 +212,13 @@ void CodeGenLLVM::unbind(const Var& var, llvm::Value* previous) {
 
 // --- expressions ----------------------------------------------------------------------------
 
+// Defined before emit(), which instantiates it: clang 14 otherwise leaves the instantiations out.
+template <typename T>
+llvm::Value* CodeGenLLVM::emit_expr(const T* op) {
+  fail("internal error: ", node_kind_name(op->kind), " reached the LLVM code generator in kernel '", kernel_name_,
+       "' (lowering must remove it)");
+}
+
 llvm::Value* CodeGenLLVM::emit(const Expr& e) {
   TESSERA_CHECK(e.defined(), "undefined expression in kernel ", kernel_name_);
   return dispatch(e.get(), [this](const auto* op) -> llvm::Value* {
@@ -220,12 +227,6 @@ llvm::Value* CodeGenLLVM::emit(const Expr& e) {
     TESSERA_CHECK(false, "an expression that is not an ExprNode");
     return nullptr;
   });
-}
-
-template <typename T>
-llvm::Value* CodeGenLLVM::emit_expr(const T* op) {
-  fail("internal error: ", node_kind_name(op->kind), " reached the LLVM code generator in kernel '", kernel_name_,
-       "' (lowering must remove it)");
 }
 
 llvm::Value* CodeGenLLVM::emit_expr(const IntImm* op) {
