@@ -39,11 +39,14 @@ std::vector<int64_t> reshape_target(const ConvertContext& c, const std::vector<i
       c.error("the shape " + runtime::shape_str(shape) + " has the invalid dimension " + std::to_string(shape[i]));
     } else {
       zero |= shape[i] == 0;
-      known *= shape[i];
+      if (__builtin_mul_overflow(known, shape[i], &known))
+        c.error("the shape " + runtime::shape_str(shape) + " has more elements than 64 bits count");
     }
   }
   int64_t numel = 1;
-  for (int64_t d : in) numel *= d;
+  for (int64_t d : in)
+    if (__builtin_mul_overflow(numel, d, &numel))
+      c.error("the input shape " + runtime::shape_str(in) + " has more elements than 64 bits count");
   if (infer >= 0) {
     if (allowzero && zero) c.error("with allowzero=1 the shape cannot hold both 0 and -1");
     if (known == 0 || numel % known)

@@ -46,6 +46,14 @@ def test_a_node_without_outputs_is_refused(tmp_path):
             tessera.onnx.load(path)
 
 
+def test_a_reshape_target_too_large_to_count_is_refused(tmp_path):
+    # Its product overflowed int64 (found by tests/fuzz/onnx_import_fuzz).
+    shape = numpy_helper.from_array(np.array([2**62, 4, -1], np.int64), "shape")
+    path = save(tmp_path, [helper.make_node("Reshape", ["x", "shape"], ["y"])], [vi("x", [4])], [vi("y", [1, 4, 1])], [shape])
+    with pytest.raises(tessera.Error, match="has more elements than 64 bits count"):
+        tessera.onnx.load(path)
+
+
 def test_symbolic_dimensions_need_shapes(tmp_path):
     path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], [vi("x", ["batch", 3])], [vi("y", ["batch", 3])])
     with pytest.raises(tessera.Error, match="symbolic dimension 'batch'.*shapes="):
