@@ -57,10 +57,12 @@ test_sanitized() {
   ctest --test-dir "$tree" --output-on-failure -j"$(nproc)"
   # CPython keeps its objects to the end by design, so leak checking is off for the interpreter.
   # Left out: the tests of what a shipped runtime links and of C programs built against it with
-  # cc; an instrumented runtime needs the ASan runtime, by design.
+  # cc; an instrumented runtime needs the ASan runtime, by design. --capture=sys: a sanitizer's
+  # report is written to file descriptor 2 just before it aborts the interpreter, and pytest's
+  # default capture of that descriptor would take it down with the process.
   echo "== pytest under -fsanitize=$sanitizers: Debian's python3, $tree/python"
   LD_PRELOAD="$(asan_runtime)" ASAN_OPTIONS="detect_leaks=0" TESSERA_BUILD_DIR="$tree" \
-    "$TESSERA_PYTHON" -m pytest -q "$TESSERA_ROOT/tests/python" -k "not test_runtime_libraries_need_only_the_c_and_cpp_runtimes \
+    "$TESSERA_PYTHON" -m pytest -q --capture=sys "$TESSERA_ROOT/tests/python" -k "not test_runtime_libraries_need_only_the_c_and_cpp_runtimes \
       and not test_install_gives_headers_libraries_cli_and_cmake_package and not test_examples_classify_with_the_installed_runtime_alone \
       and not test_aarch64_module_under_qemu_matches_the_host_module"
 }
