@@ -1,7 +1,8 @@
 // The tuning database: one SQLite file (WAL mode, prepared statements, one transaction per
 // measured batch) holding the workloads Tessera has seen and the schedules measured for them.
 // A record is keyed by (workload, target) and holds the schedule's trace (never code), its
-// measured costs or its error, the search policy that found it and the versions that wrote it.
+// measured costs or its error, its kind, the search policy and decisions that found it and the
+// versions that wrote it. A file of an older schema is migrated when opened.
 // Lookups filter by target and version; a miss is reported, never silently filled. Several
 // processes may write one file at once; an interrupted session loses at most its batch in flight.
 #pragma once
@@ -10,6 +11,9 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "autotune/decisions.h"
+#include "autotune/record_kind.h"
 
 namespace tessera::autotune {
 
@@ -25,12 +29,6 @@ struct WorkloadEntry {
   std::string definition;     // the canonical compute definition (graph-IR text of the kernel)
 };
 
-// The policy of the records the model check writes (driver/model_check.h): a schedule's costs
-// timed inside a built model. Those are not comparable with a kernel's timed alone, so best(),
-// top(), similar(), find() and summaries() skip such records; chosen() reads them.
-#define TESSERA_IN_MODEL_POLICY "in-model"  // a literal, for the SQL that names it (database.cc)
-inline constexpr const char* kInModelPolicy = TESSERA_IN_MODEL_POLICY;
-
 // The median of measured times (the upper one of an even count); 0 for none.
 double median_of(std::vector<double> costs);
 
@@ -41,20 +39,29 @@ struct Record {
   std::string trace;          // the schedule trace, JSON
   std::vector<double> costs;  // measured seconds per run (empty for errors)
   std::string error;          // empty: a valid measurement
-  std::string policy;         // "evolutionary", "random", "transfer", "import", ...
+  RecordKind kind = RecordKind::Tuned;
+  std::string policy;         // Tuned: the search that proposed it ("evolutionary", "random", "import")
+  // The sketch and decisions a search sampled the trace from: absent for schedules no search
+  // sampled (the other kinds) and for records written before they were stored.
+  std::optional<SketchDecisions> decisions;
   std::string tessera_version;
   int trace_format = kTraceFormatVersion;
   double created = 0;         // Unix time
   double min_seconds() const;
   double median_seconds() const;
+  // How the record was found, as `tessera db show` lists it: the policy of a tuned record, else
+  // its kind.
+  std::string found_by() const;
 };
 
 class TuningDatabase {
  public:
   // $TESSERA_DB, else ~/.cache/tessera/tuning.db.
   static std::string default_path();
-  // Opens (creating if needed) the file; throws tessera::Error naming it if it is not a Tessera
-  // tuning database (or not a database at all).
+  // Opens (creating if needed) the file, migrating an older schema in one transaction; throws
+  // tessera::Error naming it if it is not a Tessera tuning database (or not a database at all),
+  // if its schema is newer than this Tessera's, or if its migration fails (the file unchanged).
+  // Reading a malformed row throws naming the file and the record.
   explicit TuningDatabase(const std::string& path);
   // The database at `path` if that file exists (builds read it; they never create one).
   static std::unique_ptr<TuningDatabase> open_existing(const std::string& path);
@@ -69,11 +76,14 @@ class TuningDatabase {
   // Adds the records in one transaction (all or none); returns their ids.
   std::vector<int64_t> commit(const std::vector<Record>& records);
 
+  // Lookups of the fastest records (best(), top(), similar(), find(), summaries()) skip in-model
+  // records, whose times are not comparable with a kernel's timed alone; chosen() reads them.
+
   // The record builds use: the fastest one timed alone (best()), unless the model check timed it
   // in a model against the default schedule and it lost there; then the default's in-model
   // record. A faster schedule found later is used until a model check times it in turn.
   std::optional<Record> chosen(const std::string& workload, const std::string& target) const;
-  // The latest valid, compatible record of the default schedule (policy "default"), if measured.
+  // The latest valid, compatible record of the default schedule (RecordKind::Default), if measured.
   std::optional<Record> baseline(const std::string& workload, const std::string& target) const;
   // The latest in-model record of exactly this trace, if a model check timed it.
   std::optional<Record> find_in_model(const std::string& workload, const std::string& target, const std::string& trace) const;
@@ -108,9 +118,9 @@ class TuningDatabase {
   int64_t prune(int keep);
 
  private:
-  // The latest valid, compatible record of (workload, target) that also meets `condition` (an
-  // SQL clause on the policy) and, unless `trace` is empty, has this trace.
-  std::optional<Record> latest(const std::string& workload, const std::string& target, const char* condition,
+  // The latest valid, compatible record of (workload, target) whose kind is `kind` (or, when
+  // `of_kind` is false, is not) and, unless `trace` is empty, has this trace.
+  std::optional<Record> latest(const std::string& workload, const std::string& target, RecordKind kind, bool of_kind,
                                const std::string& trace = "") const;
 
   struct Impl;

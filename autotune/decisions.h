@@ -13,6 +13,15 @@ namespace tessera::autotune {
 
 using Decisions = std::vector<int64_t>;
 
+// What made a sampled schedule: its sketch, by name (indices depend on the rules of a version),
+// and the decisions applied to it. The tuning database keeps it with each record a search
+// proposed, so a later session mutates that record without searching for its decisions.
+struct SketchDecisions {
+  std::string sketch;
+  Decisions values;
+  bool operator==(const SketchDecisions& o) const { return sketch == o.sketch && values == o.values; }
+};
+
 struct DecisionSpec {
   enum class Kind { Tile, Choice };
   Kind kind = Kind::Choice;

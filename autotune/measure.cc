@@ -242,14 +242,14 @@ Measurer::~Measurer() = default;
 double MeasureResult::median_seconds() const { return valid() ? median_of(costs) : 0; }
 
 Record make_record(const Task& task, const std::string& target, const std::string& trace, const MeasureResult& m,
-                   const std::string& policy) {
+                   RecordKind kind) {
   Record r;
   r.workload = task.workload.key;
   r.target = target;
   r.trace = trace;
   r.costs = m.costs;
   r.error = m.error;
-  r.policy = policy;
+  r.kind = kind;
   return r;
 }
 

@@ -48,9 +48,10 @@ struct MeasureResult {
 // lower median. Noise here (seconds in which one core is taken) only ever slows a run down.
 const MeasureResult& faster(const MeasureResult& a, const MeasureResult& b);
 
-// The record of measurement `m` of `trace` for `task` on `target`, as `policy` proposed it.
+// The record of measurement `m` of `trace` for `task` on `target`, of `kind` (a tuned record's
+// search policy and decisions are the caller's to fill in).
 Record make_record(const Task& task, const std::string& target, const std::string& trace, const MeasureResult& m,
-                   const std::string& policy);
+                   RecordKind kind);
 
 // Keeps one worker alive across calls (it keeps the inputs and reference outputs of the last
 // task), replacing it when it crashes or hangs. Not thread-safe: one Measurer per thread.

@@ -53,11 +53,11 @@ int ScheduleTransfer::transfer(const Task& task) {
   order.resize(std::min<size_t>(order.size(), static_cast<size_t>(std::max(options_.measured, 1))));
 
   std::vector<std::string> batch{default_trace(task)};
-  std::vector<std::string> policies{"default"};
+  std::vector<RecordKind> kinds{RecordKind::Default};
   for (size_t i : order) {
     if (traces[i] == batch[0]) continue;
     batch.push_back(traces[i]);
-    policies.push_back("transfer");
+    kinds.push_back(RecordKind::Transfer);
   }
   // The default is timed again after the candidates, and keeps its better run: a stretch of
   // seconds in which the machine runs at half speed (seen here) must not make the default look
@@ -65,7 +65,7 @@ int ScheduleTransfer::transfer(const Task& task) {
   bool timed_twice = batch.size() > 1;
   if (timed_twice) {
     batch.push_back(batch[0]);
-    policies.push_back(policies[0]);
+    kinds.push_back(kinds[0]);
   }
   if (!measurer_) measurer_ = std::make_unique<Measurer>(options_.measure);
   std::vector<MeasureResult> results = measurer_->measure(task, target_, batch);
@@ -74,7 +74,7 @@ int ScheduleTransfer::transfer(const Task& task) {
     results.pop_back();
   }
   std::vector<Record> records;
-  for (size_t i = 0; i < results.size(); ++i) records.push_back(make_record(task, target_, batch[i], results[i], policies[i]));
+  for (size_t i = 0; i < results.size(); ++i) records.push_back(make_record(task, target_, batch[i], results[i], kinds[i]));
   db_.add_workload(task.workload);
   db_.commit(records);
   return static_cast<int>(records.size()) - 1;

@@ -3,8 +3,8 @@
 // on its shape; those that replay and lower are ranked by the cost model a tuning session saved
 // next to the database (or by their own measured speed when there is none), and the first few
 // are measured against the default schedule in the isolated workers (the default timed before
-// and after them, keeping its better run). Every measurement is committed (policy "transfer",
-// the baseline as "default"), so the database's best record is the winner and the next build
+// and after them, keeping its better run). Every measurement is committed (RecordKind::Transfer,
+// the baseline as RecordKind::Default), so the database's best record is the winner and the next build
 // reuses it without measuring.
 #pragma once
 #include <memory>

@@ -50,7 +50,7 @@ class Session {
       std::unordered_set<std::string> traces;
       for (const auto& r : db_.all(t.workload.key, target_)) {
         if (traces.insert(r.trace).second) ++s.trials;
-        if (r.policy == "default" && r.error.empty() && !r.costs.empty())
+        if (r.kind == RecordKind::Default && r.error.empty() && !r.costs.empty())
           s.default_seconds = faster_of(s.default_seconds, r.median_seconds());
       }
       if (auto best = db_.best(t.workload.key, target_)) s.best_seconds = best->median_seconds();
@@ -107,24 +107,25 @@ class Session {
   // registered for the workload or op (build() then uses it unless tuning beats it).
   void measure_baselines(size_t i) {
     const Task& t = tasks_[i];
-    if (states_[i].default_seconds <= 0) commit_batch(i, {default_trace(t)}, "default");
+    if (states_[i].default_seconds <= 0) commit_batch(i, {default_trace(t)}, RecordKind::Default);
     auto custom = schedule::apply_custom_schedule(t.compute.outputs, t.workload.key, t.workload.description);
     if (!custom) return;
     std::string trace = custom->trace().to_json();
-    if (!db_.find(t.workload.key, target_, trace)) commit_batch(i, {trace}, "custom");
+    if (!db_.find(t.workload.key, target_, trace)) commit_batch(i, {trace}, RecordKind::Custom);
   }
 
   // Measures `traces` of task i, commits them in one transaction, updates its state.
-  std::vector<double> commit_batch(size_t i, const std::vector<std::string>& traces, const std::string& policy) {
+  std::vector<double> commit_batch(size_t i, const std::vector<std::string>& traces, RecordKind kind) {
     auto results = measurer_.measure(tasks_[i], target_, traces);
     std::vector<Record> records;
     std::vector<double> costs;
     TaskState& s = states_[i];
     for (size_t k = 0; k < traces.size(); ++k) {
-      records.push_back(make_record(tasks_[i], target_, traces[k], results[k], policy));
+      records.push_back(make_record(tasks_[i], target_, traces[k], results[k], kind));
+      if (kind == RecordKind::Tuned) records.back().policy = options_.policy;
       double c = results[k].median_seconds();
       costs.push_back(c);
-      if (c > 0 && policy == "default") s.default_seconds = c;
+      if (c > 0 && kind == RecordKind::Default) s.default_seconds = c;
       if (c > 0 && (s.best_seconds <= 0 || c < s.best_seconds)) {
         s.best_seconds = c;
         since_improvement_[i] = 0;
@@ -158,7 +159,10 @@ class Session {
     if (!best || best->trace == baseline) return;
     auto m = measurer_.measure(t, target_, {baseline, best->trace, baseline, best->trace});
     const MeasureResult &d = faster(m[0], m[2]), &b = faster(m[1], m[3]);
-    db_.commit({make_record(t, target_, baseline, d, "default"), make_record(t, target_, best->trace, b, best->policy)});
+    Record retimed = make_record(t, target_, best->trace, b, best->kind);
+    retimed.policy = best->policy;
+    retimed.decisions = best->decisions;
+    db_.commit({make_record(t, target_, baseline, d, RecordKind::Default), retimed});
     TaskState& s = states_[i];
     if (d.valid()) s.default_seconds = faster_of(s.default_seconds, d.median_seconds());
     for (const MeasureResult* r : {&d, &b})
@@ -215,7 +219,7 @@ class Session {
       states_[i].stopped = true;
       return;
     }
-    std::vector<double> costs = commit_batch(i, traces, options_.policy);
+    std::vector<double> costs = commit_batch(i, traces, RecordKind::Tuned);
     policy.update(traces, costs);
     // Kept beside the database for later sessions and for builds ranking transferred schedules.
     if (model_.trained()) model_.save(cost_model_path(db_.path()));

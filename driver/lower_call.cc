@@ -33,9 +33,14 @@ namespace {
 // How a record is described in `inspect`.
 std::string record_label(const autotune::Record& r) {
   std::string id = "record " + std::to_string(r.id);
-  if (r.policy == "transfer") return "transferred (" + id + ")";
-  if (r.policy == "default") return "default (measured fastest, " + id + ")";
-  if (r.policy == autotune::kInModelPolicy) return "default (faster in the model than the tuned schedule, " + id + ")";
+  switch (r.kind) {
+    case autotune::RecordKind::Transfer: return "transferred (" + id + ")";
+    case autotune::RecordKind::Default: return "default (measured fastest, " + id + ")";
+    case autotune::RecordKind::InModel: return "default (faster in the model than the tuned schedule, " + id + ")";
+    case autotune::RecordKind::Tuned:
+    case autotune::RecordKind::Custom:  // no longer registered: replayed like a tuned schedule
+      break;
+  }
   return "tuned (" + id + ")";
 }
 

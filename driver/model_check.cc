@@ -83,7 +83,7 @@ ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target&
   for (const auto& k : b.kernels) {
     auto record = db->chosen(k.workload, key);
     auto standard = db->baseline(k.workload, key);
-    if (!record || record->id != k.record || !standard || record->policy == autotune::kInModelPolicy ||
+    if (!record || record->id != k.record || !standard || record->kind == autotune::RecordKind::InModel ||
         record->trace == standard->trace)
       continue;
     Candidate c;
@@ -124,7 +124,7 @@ ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target&
       r.target = key;
       r.trace = *trace;
       r.costs = *costs;
-      r.policy = autotune::kInModelPolicy;
+      r.kind = autotune::RecordKind::InModel;
       records.push_back(r);
     }
     result.kernels.push_back(c.check);

@@ -131,7 +131,7 @@ int cmd_db_show(const DbArgs& a) {
                 "error");
     for (const auto& r : db.all(key, s.target)) {
       bool ok = r.error.empty();
-      std::printf("%8lld %-13s %11s %11s %-19s %s\n", static_cast<long long>(r.id), r.policy.c_str(),
+      std::printf("%8lld %-13s %11s %11s %-19s %s\n", static_cast<long long>(r.id), r.found_by().c_str(),
                   ok ? std::to_string(r.min_seconds() * 1e3).c_str() : "-", ok ? std::to_string(r.median_seconds() * 1e3).c_str() : "-",
                   format_time(r.created).c_str(), r.error.substr(0, r.error.find('\n')).c_str());
     }

@@ -30,13 +30,13 @@ Module product_model() {
 }
 
 autotune::Record record(const autotune::Task& task, const std::string& target, const std::string& trace,
-                        const std::string& policy, double seconds) {
+                        autotune::RecordKind kind, double seconds) {
   autotune::Record r;
   r.workload = task.workload.key;
   r.target = target;
   r.trace = trace;
   r.costs = {seconds, seconds, seconds};
-  r.policy = policy;
+  r.kind = kind;
   return r;
 }
 
@@ -47,7 +47,8 @@ std::string database(const std::string& name, const autotune::Task& task, const 
   std::filesystem::remove(path);
   autotune::TuningDatabase db(path);
   db.add_workload(task.workload);
-  db.commit({record(task, target, autotune::default_trace(task), "default", 1e-3), record(task, target, tuned, "evolutionary", 1e-6)});
+  db.commit({record(task, target, autotune::default_trace(task), autotune::RecordKind::Default, 1e-3),
+             record(task, target, tuned, autotune::RecordKind::Tuned, 1e-6)});
   return path;
 }
 

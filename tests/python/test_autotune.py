@@ -31,7 +31,7 @@ def mlp(path, rows, inner=24, cols=40, seed=0):
 
 def records(db):
     with sqlite3.connect(db) as c:
-        return c.execute("SELECT workload, trace, policy, error, median_seconds FROM records").fetchall()
+        return c.execute("SELECT workload, trace, kind, error, median_seconds FROM records").fetchall()
 
 
 def labels(lib):
@@ -127,7 +127,9 @@ def test_random_policy_and_bad_options(tmp_path):
     mod = mlp(tmp_path / "m.onnx", 5)
     report = tessera.autotune.tune(mod, db=tmp_path / "r.db", trials=6, policy="random", progress=False, **FAST)
     assert sum(t["trials"] for t in report.tasks) == 6
-    assert {r[2] for r in records(tmp_path / "r.db")} <= {"default", "random", "in-model"}
+    assert {r[2] for r in records(tmp_path / "r.db")} <= {"default", "tuned", "in-model"}
+    with sqlite3.connect(tmp_path / "r.db") as c:
+        assert {p for (p,) in c.execute("SELECT policy FROM records WHERE kind = 'tuned'")} == {"random"}
     with pytest.raises(tessera.Error, match="policy"):
         tessera.autotune.tune(mod, db=tmp_path / "r.db", trials=6, policy="annealing", progress=False, **FAST)
     with pytest.raises(tessera.Error, match="trials"):
@@ -246,7 +248,7 @@ for line in sys.stdin:
         assert any(best in b for b in batches[1:-1])
     # The database ranks the default by its second timing, not by its slowed first.
     for workload in {w for w, *_ in records(db)}:
-        default_times = [t for w, _, policy, _, t in records(db) if w == workload and policy == "default"]
+        default_times = [t for w, _, kind, _, t in records(db) if w == workload and kind == "default"]
         if len(default_times) > 1:
             assert min(default_times) < default_times[0] / 3
 
@@ -259,7 +261,7 @@ def test_schedule_transfer_times_the_default_before_and_after_the_candidates(tmp
     # Each workload's best record a candidate, so there is something to borrow: the session's
     # closing re-timing often leaves the default the best, and the order of requests is the point.
     with sqlite3.connect(db) as c:
-        c.execute("UPDATE records SET median_seconds = median_seconds / 100 WHERE policy != 'default' AND error = ''")
+        c.execute("UPDATE records SET median_seconds = median_seconds / 100 WHERE kind != 'default' AND error = ''")
     log, wrapper = tmp_path / "requests.jsonl", tmp_path / "worker.sh"
     wrapper.write_text(f"#!/bin/sh\ntee -a '{log}' | '{program('tessera-measure')}'\n")
     wrapper.chmod(0o755)
