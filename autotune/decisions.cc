@@ -132,7 +132,6 @@ bool valid_decision(const DecisionSpec& spec, const std::vector<int64_t>& values
 
 DecisionTape DecisionTape::sample(std::mt19937_64& rng) { return DecisionTape(Mode::Sample, &rng, {}); }
 DecisionTape DecisionTape::replay(Decisions given) { return DecisionTape(Mode::Replay, nullptr, std::move(given)); }
-DecisionTape DecisionTape::prefix(Decisions given) { return DecisionTape(Mode::Prefix, nullptr, std::move(given)); }
 
 int64_t DecisionTape::take(const DecisionSpec& spec, int slot) {
   if (slot == 0) specs_.push_back(spec);
@@ -140,10 +139,8 @@ int64_t DecisionTape::take(const DecisionSpec& spec, int slot) {
     if (slot == 0) pending_ = sample_decision(spec, *rng_);
     return pending_.at(slot);
   }
-  if (cursor_ >= values_.size()) {
-    if (mode_ == Mode::Prefix) throw NeedDecision{spec, slot};
+  if (cursor_ >= values_.size())
     fail("schedule candidate: the sketch asks for decision '", spec.name, "' beyond the ", values_.size(), " given");
-  }
   if (slot == spec.slots() - 1) {
     // The whole group is known now: check it fits the spec.
     size_t first = cursor_ + 1 - spec.slots();

@@ -1,8 +1,8 @@
 // The sampled half of a schedule candidate: a sketch fixes which primitives apply, its decisions
 // fix their parameters (tile sizes, unroll budget, how many loops are fused for threads, where a
 // stage is computed, vector widths). Decisions are a flat vector of integers; applying a sketch
-// asks for them one slot at a time through a DecisionTape, which either samples them, replays
-// given ones, or (when recovering decisions from a trace) stops where the given ones run out.
+// asks for them one slot at a time through a DecisionTape, which either samples them or replays
+// given ones.
 #pragma once
 #include <cstdint>
 #include <random>
@@ -49,20 +49,13 @@ std::vector<int64_t> mutate_decision(const DecisionSpec& spec, const std::vector
 // Whether `values` (the spec's slots) are allowed: tile factors >= 1, choices among the options.
 bool valid_decision(const DecisionSpec& spec, const std::vector<int64_t>& values);
 
-// Thrown by a tape in prefix mode when the sketch asks for a slot beyond the given ones.
-struct NeedDecision {
-  DecisionSpec spec;
-  int slot = 0;
-};
-
 class DecisionTape {
  public:
-  enum class Mode { Sample, Replay, Prefix };
+  enum class Mode { Sample, Replay };
   // Sample: fresh random decisions; Replay: exactly `given` (an Error if they do not fit the
-  // sketch); Prefix: `given`, then NeedDecision.
+  // sketch).
   static DecisionTape sample(std::mt19937_64& rng);
   static DecisionTape replay(Decisions given);
-  static DecisionTape prefix(Decisions given);
 
   // The next slot of `spec` (slot 0 .. spec.slots() - 1, asked in order).
   int64_t take(const DecisionSpec& spec, int slot);

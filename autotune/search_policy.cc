@@ -29,16 +29,17 @@ struct Evaluated {
 
 class PolicyBase : public SearchPolicy {
  public:
-  PolicyBase(const Task& task, CostModel* model, uint64_t seed, const std::vector<std::string>& seed_traces, const SearchOptions& options)
+  PolicyBase(const Task& task, CostModel* model, uint64_t seed, const std::vector<Record>& records, const SearchOptions& options)
       : space_(task.compute), task_key_(task.workload.key.empty() ? task.workload.description : task.workload.key), model_(model),
         rng_(seed), options_(options) {
     if (!model_) {
       own_model_ = std::make_unique<CostModel>(seed);
       model_ = own_model_.get();
     }
-    for (const auto& t : seed_traces) {
-      taken_.insert(t);
-      if (auto c = space_.recover(t)) seeds_.push_back(*c);
+    for (const auto& r : records) {
+      taken_.insert(r.trace);
+      if (!r.decisions) continue;
+      if (auto c = space_.candidate(*r.decisions)) seeds_.push_back({*c, r.trace});
     }
     template_sweep_ = space_.template_candidates(kMaxTemplateSweep);
   }
@@ -69,6 +70,12 @@ class PolicyBase : public SearchPolicy {
       if (costs[i] > 0 && std::isfinite(costs[i]) && e->candidate.sketch > 0) best_.emplace(costs[i], e->candidate);
     }
     if (!rows.empty()) model_->update(task_key_, rows, measured);
+  }
+
+  std::optional<SketchDecisions> decisions_of(const std::string& trace) const override {
+    auto it = by_trace_.find(trace);
+    if (it == by_trace_.end() || it->second.candidate.sketch < 0) return std::nullopt;
+    return space_.stored(it->second.candidate);
   }
 
  protected:
@@ -102,13 +109,14 @@ class PolicyBase : public SearchPolicy {
     return result;
   }
 
+  // A trace this policy did not propose has no candidate (sketch -1): it trains the model but is
+  // not mutated.
   const Evaluated* find_or_replay(const std::string& trace) {
     auto it = by_trace_.find(trace);
     if (it != by_trace_.end()) return &it->second;
     try {
       auto s = space_.replay(trace);
-      std::optional<Candidate> c = space_.recover(trace);
-      Evaluated e{c ? *c : Candidate{-1, {}}, trace, extract_features(space_.lower(*s))};
+      Evaluated e{Candidate{-1, {}}, trace, extract_features(space_.lower(*s))};
       return &by_trace_.emplace(trace, std::move(e)).first->second;
     } catch (const std::exception&) {
       return nullptr;
@@ -133,7 +141,9 @@ class PolicyBase : public SearchPolicy {
   std::mt19937_64 rng_;
   SearchOptions options_;
   std::unordered_set<std::string> taken_;  // measured or proposed
-  std::vector<Candidate> seeds_;
+  // The database's records as candidates, with the trace each must still make to be used (the
+  // sketch rules of the version that stored it may have differed).
+  std::vector<std::pair<Candidate, std::string>> seeds_;
   std::multimap<double, Candidate> best_;  // measured candidates by cost
   std::unordered_map<std::string, Evaluated> by_trace_;
   std::unordered_map<std::string, const Evaluated*> by_decisions_;
@@ -204,7 +214,8 @@ class EvolutionarySearch : public PolicyBase {
     };
     int from_measured = static_cast<int>(options_.measured_ratio * options_.population);
     for (auto it = best_.begin(); it != best_.end() && static_cast<int>(population.size()) < from_measured; ++it) add(evaluate(it->second));
-    for (const auto& c : seeds_) add(evaluate(c));
+    for (const auto& [c, trace] : seeds_)
+      if (const Evaluated* e = evaluate(c); e && e->trace == trace) add(e);
     for (const Evaluated* e : randoms) {
       if (static_cast<int>(population.size()) >= options_.population) break;
       add(e);
@@ -250,11 +261,11 @@ const std::vector<std::string>& search_policy_names() {
 }
 
 std::unique_ptr<SearchPolicy> make_policy(const Task& task, const std::string& target, const std::string& kind, CostModel* model,
-                                          uint64_t seed, const std::vector<std::string>& seed_traces, const SearchOptions& options) {
+                                          uint64_t seed, const std::vector<Record>& records, const SearchOptions& options) {
   if (targets::Target::parse(target).kind != "llvm")
     fail("search: target '", target, "' has no search space (the sketch rules are for CPUs: llvm)");
-  if (kind == "evolutionary") return std::make_unique<EvolutionarySearch>(task, model, seed, seed_traces, options);
-  if (kind == "random") return std::make_unique<RandomSearch>(task, model, seed, seed_traces, options);
+  if (kind == "evolutionary") return std::make_unique<EvolutionarySearch>(task, model, seed, records, options);
+  if (kind == "random") return std::make_unique<RandomSearch>(task, model, seed, records, options);
   fail("search: unknown policy '", kind, "' (expected evolutionary or random)");
 }
 

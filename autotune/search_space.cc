@@ -12,8 +12,6 @@ namespace {
 
 // Tries before a sketch whose samples never apply is dropped from the space.
 constexpr int kLayoutTries = 32;
-// Replays a recovery may spend on one sketch (each asks the sketch for one more decision).
-constexpr int kRecoveryProbes = 4000;
 
 // The templates' knobs answered from a decision tape, each knob one choice.
 class TapeKnobs : public schedule::TemplateKnobs {
@@ -39,64 +37,6 @@ bool offers_choice(const std::vector<DecisionSpec>& specs) {
     if (spec.options.size() > 1) return true;
   return false;
 }
-
-bool is_prefix(const schedule::Trace& part, const schedule::Trace& whole) {
-  const auto& a = part.instructions();
-  const auto& b = whole.instructions();
-  if (a.size() > b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (!(a[i] == b[i])) return false;
-  return true;
-}
-
-// Depth-first over decision values: a tile factor is read from the split the trace makes next,
-// a choice tries each option; a prefix of decisions survives while the schedule it makes is a
-// prefix of the trace. Decisions a rule ignores take their first value that fits.
-class Recovery {
- public:
-  Recovery(const SearchSpace& space, const Sketch& sketch, const schedule::Trace& target)
-      : space_(space), sketch_(sketch), target_(target) {}
-
-  std::optional<Decisions> run() { return extend({}); }
-
- private:
-  std::optional<Decisions> extend(const Decisions& prefix) {
-    if (++probes_ > kRecoveryProbes) return std::nullopt;
-    schedule::Schedule s(space_.compute().outputs, space_.compute().hardware);
-    DecisionTape tape = DecisionTape::prefix(prefix);
-    std::vector<int64_t> values;
-    try {
-      space_.apply_sketch_to(sketch_, s, tape);
-    } catch (const NeedDecision& need) {
-      if (!is_prefix(s.trace(), target_)) return std::nullopt;
-      values = candidates(need, s.trace().size());
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
-    if (values.empty()) return s.trace() == target_ ? std::optional<Decisions>(prefix) : std::nullopt;
-    for (int64_t v : values) {
-      Decisions next = prefix;
-      next.push_back(v);
-      if (auto found = extend(next)) return found;
-    }
-    return std::nullopt;
-  }
-
-  std::vector<int64_t> candidates(const NeedDecision& need, size_t position) {
-    if (need.spec.kind == DecisionSpec::Kind::Choice) return need.spec.options;
-    const auto& insts = target_.instructions();
-    if (position < insts.size() && insts[position].kind == "split" && insts[position].attrs.count("factor")) {
-      int64_t f = insts[position].int_attr("factor");
-      if (f != 1) return {f, 1};
-    }
-    return {1};
-  }
-
-  const SearchSpace& space_;
-  const Sketch& sketch_;
-  const schedule::Trace& target_;
-  int probes_ = 0;
-};
 
 }  // namespace
 
@@ -231,16 +171,9 @@ tensor_ir::LoweredFunc SearchSpace::lower(schedule::Schedule& s, const std::stri
   return schedule::lower(s, args, name);
 }
 
-std::optional<Candidate> SearchSpace::recover(const std::string& trace_json) const {
-  schedule::Trace target;
-  try {
-    target = schedule::Trace::from_json(trace_json);
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-  if (target == default_trace_) return default_candidate();
-  for (size_t i = 1; i < sketches_.size(); ++i)
-    if (auto d = Recovery(*this, sketches_[i], target).run()) return Candidate{static_cast<int>(i), *d};
+std::optional<Candidate> SearchSpace::candidate(const SketchDecisions& stored) const {
+  for (size_t i = 0; i < sketches_.size(); ++i)
+    if (sketches_[i].name == stored.sketch) return Candidate{static_cast<int>(i), stored.values};
   return std::nullopt;
 }
 

@@ -2,9 +2,9 @@
 // default template's schedule first; the templates' knobs, when the kernel's templates have any;
 // then those of autotune/sketch_rules.h) and candidates = (sketch, decisions). A candidate
 // becomes a schedule by applying its sketch to a fresh schedule of the kernel; that schedule's
-// trace is what gets measured and stored, and it replays alone.
-// Decisions are recovered from a trace (a database record) by replaying the sketches against it,
-// so records of earlier sessions can be mutated like fresh samples.
+// trace is what gets measured and stored, and it replays alone. The database stores a measured
+// candidate's sketch (by name) and decisions beside its trace, so records of earlier sessions can
+// be mutated like fresh samples.
 #pragma once
 #include <memory>
 #include <optional>
@@ -58,13 +58,15 @@ class SearchSpace {
   std::unique_ptr<schedule::Schedule> replay(const std::string& trace_json) const;
   // The kernel under `s`: arguments are the inputs, then the outputs (as the driver builds it).
   tensor_ir::LoweredFunc lower(schedule::Schedule& s, const std::string& name = "kernel") const;
-  // The candidate whose trace is `trace_json`, if one of the sketches produces it.
-  std::optional<Candidate> recover(const std::string& trace_json) const;
+  // A candidate as the database stores it (its sketch by name), and back: the candidate, if this
+  // space has a sketch of that name (the rules of another version may not).
+  SketchDecisions stored(const Candidate& c) const { return {sketches_.at(c.sketch).name, c.decisions}; }
+  std::optional<Candidate> candidate(const SketchDecisions& stored) const;
+ private:
   // Applies a sketch other than the default to `s`, a fresh schedule of the kernel, its
   // decisions from `tape`.
   void apply_sketch_to(const Sketch& sketch, schedule::Schedule& s, DecisionTape& tape) const;
 
- private:
   relay_ir::CallCompute compute_;
   std::vector<Sketch> sketches_;
   std::vector<std::vector<DecisionSpec>> layouts_;

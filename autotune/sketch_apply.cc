@@ -1,8 +1,7 @@
 // Applying a sketch: each stage's rule becomes schedule primitives whose parameters come from the
 // decision tape. The tape is asked for the same decisions in the same order whatever their values
 // (a decision a rule does not need is asked for and ignored), so every candidate of a sketch has
-// the same decision layout and mutation and crossover work slot by slot. A tile factor is asked
-// for right before the split that uses it, which lets recovery read it back from a trace.
+// the same decision layout and mutation and crossover work slot by slot.
 #include <limits>
 #include <map>
 

@@ -114,15 +114,20 @@ class Session {
     if (!db_.find(t.workload.key, target_, trace)) commit_batch(i, {trace}, RecordKind::Custom);
   }
 
-  // Measures `traces` of task i, commits them in one transaction, updates its state.
-  std::vector<double> commit_batch(size_t i, const std::vector<std::string>& traces, RecordKind kind) {
+  // Measures `traces` of task i, commits them in one transaction, updates its state. `search`:
+  // the policy that proposed them (tuned records), which knows their decisions.
+  std::vector<double> commit_batch(size_t i, const std::vector<std::string>& traces, RecordKind kind,
+                                   const SearchPolicy* search = nullptr) {
     auto results = measurer_.measure(tasks_[i], target_, traces);
     std::vector<Record> records;
     std::vector<double> costs;
     TaskState& s = states_[i];
     for (size_t k = 0; k < traces.size(); ++k) {
       records.push_back(make_record(tasks_[i], target_, traces[k], results[k], kind));
-      if (kind == RecordKind::Tuned) records.back().policy = options_.policy;
+      if (search) {
+        records.back().policy = options_.policy;
+        records.back().decisions = search->decisions_of(traces[k]);
+      }
       double c = results[k].median_seconds();
       costs.push_back(c);
       if (c > 0 && kind == RecordKind::Default) s.default_seconds = c;
@@ -199,15 +204,15 @@ class Session {
   SearchPolicy& policy_for(size_t i) {
     auto it = policies_.find(i);
     if (it != policies_.end()) return *it->second;
-    // The best records seed the population; every trace measured before (errors too) is passed
+    // The best records seed the population; every record measured before (errors too) is passed
     // so none is proposed again.
-    std::vector<std::string> seeds;
+    std::vector<Record> records;
     std::unordered_set<std::string> seen;
     for (const auto& r : db_.top(tasks_[i].workload.key, target_, 16))
-      if (seen.insert(r.trace).second) seeds.push_back(r.trace);
+      if (seen.insert(r.trace).second) records.push_back(r);
     for (const auto& r : db_.all(tasks_[i].workload.key, target_))
-      if (seen.insert(r.trace).second) seeds.push_back(r.trace);
-    auto p = make_policy(tasks_[i], options_.target, options_.policy, &model_, options_.seed + i, seeds);
+      if (seen.insert(r.trace).second) records.push_back(r);
+    auto p = make_policy(tasks_[i], options_.target, options_.policy, &model_, options_.seed + i, records);
     return *policies_.emplace(i, std::move(p)).first->second;
   }
 
@@ -219,7 +224,7 @@ class Session {
       states_[i].stopped = true;
       return;
     }
-    std::vector<double> costs = commit_batch(i, traces, RecordKind::Tuned);
+    std::vector<double> costs = commit_batch(i, traces, RecordKind::Tuned, &policy);
     policy.update(traces, costs);
     // Kept beside the database for later sessions and for builds ranking transferred schedules.
     if (model_.trained()) model_.save(cost_model_path(db_.path()));

@@ -1,9 +1,12 @@
-// Search policies: batches of fresh, replayable traces; records of the database seed the search
-// and are not proposed again; the evolutionary search climbs the cost model (here taught a
+// Search policies: batches of fresh, replayable traces whose decisions the policy reports; records
+// of the database are not proposed again, and seed the search by their stored decisions; the
+// evolutionary search climbs the cost model (here taught a
 // synthetic cost from features, so no measurement is needed).
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <optional>
+#include <set>
 #include <unordered_set>
 
 #include "autotune/features.h"
@@ -21,6 +24,14 @@ std::vector<float> features_of(const SearchSpace& space, const std::string& trac
 }
 
 // Faster with wider vectors, threads and more arithmetic per byte: what a real machine rewards.
+// A database record of `trace`, with the sketch and decisions that made it, if given.
+Record record_of(const std::string& trace, std::optional<SketchDecisions> decisions = std::nullopt) {
+  Record r;
+  r.trace = trace;
+  r.decisions = std::move(decisions);
+  return r;
+}
+
 double synthetic_cost(const std::vector<float>& f) {
   const auto& names = feature_names();
   auto at = [&](const char* n) { return f[std::find(names.begin(), names.end(), n) - names.begin()]; };
@@ -53,6 +64,12 @@ TEST(SearchPolicy, BatchesAreFreshAndReplay) {
       for (const auto& tr : traces) {
         EXPECT_TRUE(seen.insert(tr).second) << kind << ": proposed twice";
         EXPECT_NO_THROW(space.lower(*space.replay(tr)));
+        // What the tuner stores with the record makes the trace again.
+        auto decisions = policy->decisions_of(tr);
+        ASSERT_TRUE(decisions.has_value()) << kind;
+        auto c = space.candidate(*decisions);
+        ASSERT_TRUE(c.has_value()) << kind;
+        EXPECT_EQ(space.trace_json(*c), tr) << kind;
         costs.push_back(synthetic_cost(features_of(space, tr)));
       }
       costs[1] = INFINITY;  // a failed measurement
@@ -81,7 +98,7 @@ TEST(SearchPolicy, TheDefaultThenTheTemplatesKnobsComeFirst) {
     SearchOptions small;
     small.population = 16;
     small.generations = 2;
-    auto policy = make_policy(t, "llvm", kind, nullptr, 3, {skipped}, small);
+    auto policy = make_policy(t, "llvm", kind, nullptr, 3, {record_of(skipped)}, small);
     auto batch = policy->next_batch(static_cast<int>(knobs.size()) + 4);
     ASSERT_EQ(batch.size(), knobs.size() + 4) << kind;
     EXPECT_EQ(batch[0], space.trace_json(SearchSpace::default_candidate())) << kind;
@@ -94,19 +111,61 @@ TEST(SearchPolicy, TheDefaultThenTheTemplatesKnobsComeFirst) {
   EXPECT_TRUE(space.template_candidates(8).empty());
 }
 
-TEST(SearchPolicy, DatabaseRecordsSeedTheSearchAndAreNotProposedAgain) {
+TEST(SearchPolicy, DatabaseRecordsAreNotProposedAgain) {
   Task t = dense_task();
   SearchSpace space(t.compute);
   std::mt19937_64 rng(9);
-  std::vector<std::string> records;
-  while (records.size() < 6) records.push_back(space.trace_json(space.sample(rng)));
-  records.push_back("[]");  // the unscheduled kernel replays too, though no sketch makes it
+  std::vector<Record> records;
+  while (records.size() < 6) {
+    Candidate c = space.sample(rng);
+    // Half with their decisions, half without (written before decisions were stored).
+    records.push_back(record_of(space.trace_json(c), records.size() % 2 ? std::optional(space.stored(c)) : std::nullopt));
+  }
+  records.push_back(record_of("[]"));  // the unscheduled kernel replays too, though no sketch makes it
   SearchOptions small;
   small.population = 16;
   small.generations = 2;
   auto policy = make_policy(t, "llvm", "evolutionary", nullptr, 2, records, small);
   for (int batch = 0; batch < 3; ++batch)
-    for (const auto& tr : policy->next_batch(8)) EXPECT_EQ(std::count(records.begin(), records.end(), tr), 0);
+    for (const auto& tr : policy->next_batch(8))
+      for (const auto& r : records) EXPECT_NE(tr, r.trace);
+}
+
+// A population of the seeds alone evolves within their sketch; records without decisions, or
+// whose decisions no longer make their trace, seed nothing.
+TEST(SearchPolicy, RecordsWithTheirDecisionsSeedTheSearch) {
+  Task t = softmax_task();  // four sketches besides the default, no templates' knobs
+  SearchSpace space(t.compute);
+  ASSERT_EQ(space.sketches().size(), 5u);
+  const int seeded = 3;
+  std::mt19937_64 rng(4);
+  std::vector<Candidate> samples, others;
+  while (samples.size() < 6 || others.size() < 6) {
+    Candidate c = space.sample(rng);
+    (c.sketch == seeded ? samples : others).push_back(c);
+  }
+  samples.resize(6);
+  SearchOptions seeds_only;
+  seeds_only.population = 6;
+  seeds_only.generations = 2;
+  seeds_only.epsilon = 0;
+  auto sketches_proposed = [&](const std::vector<Record>& records) {
+    auto policy = make_policy(t, "llvm", "evolutionary", nullptr, 1, records, seeds_only);
+    std::vector<std::string> batch = policy->next_batch(5);
+    EXPECT_EQ(batch.size(), 5u);
+    std::set<std::string> names;
+    for (size_t i = 1; i < batch.size(); ++i) names.insert(policy->decisions_of(batch[i])->sketch);  // [0]: the default
+    return names;
+  };
+  std::vector<Record> with, without, mismatched;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    with.push_back(record_of(space.trace_json(samples[i]), space.stored(samples[i])));
+    without.push_back(record_of(space.trace_json(samples[i])));
+    mismatched.push_back(record_of(space.trace_json(others[i]), space.stored(samples[i])));
+  }
+  EXPECT_EQ(sketches_proposed(with), std::set<std::string>{space.sketches()[seeded].name});
+  EXPECT_GT(sketches_proposed(without).size(), 1u);
+  EXPECT_GT(sketches_proposed(mismatched).size(), 1u);
 }
 
 TEST(SearchPolicy, EvolutionFindsCandidatesTheModelRanksAboveRandomSamples) {

@@ -1,6 +1,6 @@
 // The rule-generated search space: which sketches each kind of kernel gets, and that every
-// sampled candidate lowers, replays from its trace alone to the identical program, and can be
-// recovered (sketch + decisions) from that trace.
+// sampled candidate lowers, replays from its trace alone to the identical program, and comes back
+// from the sketch name and decisions the database stores with that trace.
 #include <gtest/gtest.h>
 
 #include "autotune/search_space.h"
@@ -109,7 +109,8 @@ TEST(SketchRules, TemplateKnobsAreASketchWhoseFirstOptionsAreTheDefault) {
   other.decisions[2] = 8;  // the reduction unrolled by 8
   std::string unrolled = space.trace_json(other);
   EXPECT_NE(unrolled, default_trace);
-  EXPECT_EQ(space.recover(unrolled), other);
+  EXPECT_EQ(space.stored(other), (SketchDecisions{"template_knobs", other.decisions}));
+  EXPECT_EQ(space.candidate(space.stored(other)), other);
   // A depthwise convolution's knobs: threads, the block of rows (divisors of 4), where the
   // padded input comes from (read in place, copied per plane or per block of rows).
   SearchSpace depthwise(depthwise_task().compute);
@@ -156,7 +157,8 @@ TEST(SearchSpace, DefaultCandidateIsTheTemplatesSchedule) {
   auto s = space.apply(SearchSpace::default_candidate());
   auto expected = schedule::default_cpu_schedule(t.compute.outputs, t.compute.anchor, t.compute.hardware);
   EXPECT_EQ(s->trace().to_json(), expected->trace().to_json());
-  EXPECT_EQ(space.recover(s->trace().to_json()), SearchSpace::default_candidate());
+  EXPECT_EQ(space.stored(SearchSpace::default_candidate()), (SketchDecisions{"default", {}}));
+  EXPECT_EQ(space.candidate({"default", {}}), SearchSpace::default_candidate());
   // The blocked convolution streams the next block of packed weights (conv.prefetch), a share
   // per input channel, and the lowered kernel issues the prefetches.
   std::string code = s->trace().to_code(), lowered = tensor_ir::to_string(space.lower(*s));
@@ -164,7 +166,7 @@ TEST(SearchSpace, DefaultCandidateIsTheTemplatesSchedule) {
   EXPECT_NE(lowered.find("prefetch(conv_packed_weight["), std::string::npos) << lowered;
 }
 
-TEST(SearchSpace, EverySampleLowersReplaysAndIsRecovered) {
+TEST(SearchSpace, EverySampleLowersReplaysAndComesBackFromWhatIsStored) {
   for (const Task& task : all_tasks()) {
     SearchSpace space(task.compute);
     std::mt19937_64 rng(7);
@@ -186,8 +188,9 @@ TEST(SearchSpace, EverySampleLowersReplaysAndIsRecovered) {
       std::string json = s->trace().to_json();
       auto replayed = space.replay(json);
       EXPECT_TRUE(tensor_ir::structural_equal(space.lower(*replayed), f));
-      auto back = space.recover(json);
+      auto back = space.candidate(space.stored(c));
       ASSERT_TRUE(back.has_value());
+      EXPECT_EQ(*back, c);
       EXPECT_EQ(space.trace_json(*back), json);
     }
     EXPECT_EQ(valid, n);
@@ -229,7 +232,7 @@ TEST(SearchSpace, TileMutationMovesFactorsBetweenLevels) {
   }
 }
 
-TEST(SearchSpace, BadCandidatesAndForeignTracesAreRejected) {
+TEST(SearchSpace, BadCandidatesAndUnknownSketchesAreRejected) {
   SearchSpace space(matmul_task(48, 64, 32).compute);
   std::mt19937_64 rng(5);
   Candidate c = space.sample(rng);
@@ -239,9 +242,8 @@ TEST(SearchSpace, BadCandidatesAndForeignTracesAreRejected) {
   Candidate shorter = c;
   shorter.decisions.pop_back();
   EXPECT_THROW(space.apply(shorter), Error);
-  EXPECT_FALSE(space.recover("not json").has_value());
-  // A valid schedule no sketch makes (one split, nothing else).
-  EXPECT_FALSE(space.recover(R"([{"kind":"split","stage":"matmul_out","loops":["i"],"attrs":{"factor":8},"outputs":["i.outer","i.inner"]}])"));
+  // A sketch the rules of this version do not make (stored by another).
+  EXPECT_FALSE(space.candidate({"matmul:no_such_rule", c.decisions}).has_value());
 }
 
 }  // namespace

@@ -121,6 +121,11 @@ def test_tune_fills_the_database_builds_replay_it_and_a_rerun_resumes(tmp_path, 
     again = tessera.autotune.tune(mod, db=db, trials=8, progress=False, **FAST)
     assert sum(t["trials"] for t in again.tasks) == 22
     assert len({(r[0], r[1]) for r in records(db)}) == 22
+    # Each searched record keeps the sketch and decisions that made it: a later session seeds its
+    # search with the best ones as they are, searching nothing to recover them.
+    with sqlite3.connect(db) as c:
+        searched = c.execute("SELECT sketch, decisions FROM records WHERE kind = 'tuned'").fetchall()
+    assert searched and all(sketch and isinstance(json.loads(values), list) for sketch, values in searched)
 
 
 def test_random_policy_and_bad_options(tmp_path):
