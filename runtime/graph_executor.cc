@@ -52,6 +52,8 @@ void GraphExecutor::check_input(size_t i, const NDArray& value) const {
   if (value.dtype() != info.dtype) fail("input '", info.name, "': expected dtype ", info.dtype.str(), ", got ", value.dtype().str());
   if (value.shape() != info.shape)
     fail("input '", info.name, "': expected shape ", shape_str(info.shape), ", got ", value.shape_str());
+  if (value.device().type != DeviceType::CPU)
+    fail("input '", info.name, "': the array is on ", value.device().str(), "; the graph runs on the CPU");
 }
 
 void GraphExecutor::set_input(size_t i, const NDArray& value) {

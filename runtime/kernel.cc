@@ -42,6 +42,8 @@ void Kernel::check_argument(size_t index, const NDArray& a) const {
   if (a.dtype() != spec.dtype) fail(where, ": expected dtype ", spec.dtype.str(), ", got ", a.dtype().str());
   if (a.shape() != spec.shape)
     fail(where, ": expected shape ", shape_str(spec.shape), ", got ", a.shape_str());
+  if (a.device().type != DeviceType::CPU)
+    fail(where, ": the array is on ", a.device().str(), "; the kernel runs on the CPU");
   if (!a.is_aligned() && a.numel() > 0)
     fail(where, ": data is not ", kAllocAlignment, "-byte aligned (allocate it with NDArray::empty)");
 }

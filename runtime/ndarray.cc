@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "runtime/device_api.h"
 #include "runtime/error.h"
 
 namespace tessera::runtime {
@@ -23,7 +24,6 @@ int64_t NDArray::numel() const {
 std::string NDArray::shape_str() const { return runtime::shape_str(shape_); }
 
 NDArray NDArray::empty(std::vector<int64_t> shape, DataType dtype, Device device) {
-  if (device.type != DeviceType::CPU) fail("NDArray::empty: device ", device.str(), " has no allocator yet");
   if (dtype.is_vector() || dtype.is_handle()) fail("NDArray::empty: invalid element type ", dtype.str());
   NDArray a;
   for (int64_t d : shape)
@@ -31,6 +31,15 @@ NDArray NDArray::empty(std::vector<int64_t> shape, DataType dtype, Device device
   a.shape_ = std::move(shape);
   a.dtype_ = dtype;
   a.device_ = device;
+  if (device.type != DeviceType::CPU) {
+    DeviceAPI& api = DeviceAPI::get(device);
+    void* handle = api.alloc(a.nbytes(), kAllocAlignment);
+    a.owner_ = std::shared_ptr<void>(handle, [&api](void* h) { api.free(h); });
+    a.data_ = handle;
+    api.fill_zero(handle, 0, a.nbytes());
+    return a;
+  }
+  // Host memory directly rather than through the CPU's DeviceAPI: the executor allocates often.
   // Round up so aligned_alloc's size requirement holds, and never ask for 0 bytes.
   size_t bytes = (a.nbytes() + kAllocAlignment - 1) / kAllocAlignment * kAllocAlignment;
   if (bytes == 0) bytes = kAllocAlignment;
@@ -40,6 +49,38 @@ NDArray NDArray::empty(std::vector<int64_t> shape, DataType dtype, Device device
   a.owner_ = std::shared_ptr<void>(p, std::free);
   a.data_ = p;
   return a;
+}
+
+void NDArray::not_in_host_memory() const {
+  fail("the array ", shape_str(), " ", dtype_.str(), " is on ", device_.str(),
+       ", whose memory the host cannot address: copy it to the CPU first (copy_to)");
+}
+
+NDArray NDArray::copy_to(Device device) const {
+  NDArray out = empty(shape_, dtype_, device);
+  out.copy_from(*this);
+  return out;
+}
+
+void NDArray::copy_from(const NDArray& src) const {
+  if (src.shape_ != shape_ || src.dtype_ != dtype_)
+    fail("NDArray::copy_from: expected shape ", shape_str(), " ", dtype_.str(), ", got ", src.shape_str(), " ",
+         src.dtype_.str());
+  const size_t bytes = nbytes();
+  if (bytes == 0) return;
+  const bool from_host = src.device_.type == DeviceType::CPU, to_host = device_.type == DeviceType::CPU;
+  if (from_host && to_host) {
+    std::memmove(data_, src.data_, bytes);
+  } else if (from_host) {
+    DeviceAPI::get(device_).copy_from_host(src.data_, data_, 0, bytes);
+  } else if (to_host) {
+    DeviceAPI::get(src.device_).copy_to_host(src.data_, 0, data_, bytes);
+  } else if (src.device_ == device_) {
+    DeviceAPI::get(device_).copy_within(src.data_, 0, data_, 0, bytes);
+  } else {
+    // Between two devices: through the host, which both can reach.
+    copy_from(src.copy_to(Device::cpu()));
+  }
 }
 
 NDArray NDArray::view(void* data, std::vector<int64_t> shape, DataType dtype,

@@ -1,6 +1,8 @@
-// A dense, row-major n-dimensional array. Memory Tessera allocates is 64-byte aligned (one cache
-// line, one AVX-512 vector), which generated kernels assume; arrays can also view memory owned
-// by someone else (a numpy array) without copying, kept alive through `owner`.
+// A dense, row-major n-dimensional array on a device. Memory Tessera allocates is 64-byte aligned
+// (one cache line, one AVX-512 vector), which generated kernels assume; CPU arrays can also view
+// memory owned by someone else (a numpy array) without copying, kept alive through `owner`. An
+// array on another device owns device memory through its DeviceAPI, which the host cannot address:
+// data() refuses it, device_data() gives its handle, copy_to() moves it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -16,27 +18,45 @@ constexpr size_t kAllocAlignment = 64;
 class NDArray {
  public:
   NDArray() = default;
-  // Fresh, zero-filled, 64-byte aligned storage.
+  // Fresh, zero-filled, 64-byte aligned storage on `device` (throws, naming it, if it is missing).
   static NDArray empty(std::vector<int64_t> shape, DataType dtype, Device device = Device::cpu());
   // A view of memory owned by `owner` (which must outlive nothing: the view holds it).
   static NDArray view(void* data, std::vector<int64_t> shape, DataType dtype,
                       std::shared_ptr<void> owner);
 
   bool defined() const { return data_ != nullptr || numel() == 0; }
-  void* data() const { return data_; }
+  // The elements in host memory; throws for arrays on other devices rather than hand out a device
+  // handle as a host pointer.
+  void* data() const {
+    if (device_.type != DeviceType::CPU) not_in_host_memory();
+    return data_;
+  }
   template <typename T>
-  T* data_as() const { return static_cast<T*>(data_); }
+  T* data_as() const { return static_cast<T*>(data()); }
+  // The device's handle to the elements: a host pointer on the CPU, a cl_mem on OpenCL, a
+  // CUdeviceptr on CUDA (what DeviceAPI and kernel launches take).
+  void* device_data() const { return data_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   int ndim() const { return static_cast<int>(shape_.size()); }
   DataType dtype() const { return dtype_; }
   Device device() const { return device_; }
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_.element_bytes(); }
-  bool is_aligned() const { return reinterpret_cast<uintptr_t>(data_) % kAllocAlignment == 0; }
+  // Device allocations are aligned by their DeviceAPI; a CPU array may view unaligned memory.
+  bool is_aligned() const {
+    return device_.type != DeviceType::CPU || reinterpret_cast<uintptr_t>(data_) % kAllocAlignment == 0;
+  }
+
+  // A new array on `device` holding a copy of the elements.
+  NDArray copy_to(Device device) const;
+  // Copies `src`'s elements (same shape and dtype, any device) into this array.
+  void copy_from(const NDArray& src) const;
 
   std::string shape_str() const;
 
  private:
+  [[noreturn]] void not_in_host_memory() const;
+
   std::shared_ptr<void> owner_;
   void* data_ = nullptr;
   std::vector<int64_t> shape_;

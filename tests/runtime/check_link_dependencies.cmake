@@ -1,0 +1,27 @@
+# Fails unless every NEEDED entry of LIBRARY's dynamic section (readelf -d) is one of the C and C++
+# runtimes: libc, libstdc++, libm, libgcc_s, libpthread, the dynamic loader, and libdl where
+# ALLOW_LIBDL is set (glibc before 2.34 keeps dlopen there).
+execute_process(COMMAND readelf -d ${LIBRARY} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "readelf -d ${LIBRARY} failed (${rc})")
+endif()
+string(REGEX MATCHALL "\\(NEEDED\\)[^[]*\\[[^]]+\\]" entries "${dynamic}")
+set(allowed "^(libc\\.so\\.6|libstdc\\+\\+\\.so\\.6|libm\\.so\\.6|libgcc_s\\.so\\.1|libpthread\\.so\\.0|ld-linux[-a-z0-9_.]*\\.so\\.[0-9])$")
+if(ALLOW_LIBDL)
+  set(allowed "^(libdl\\.so\\.2)$|${allowed}")
+endif()
+set(unexpected)
+foreach(entry IN LISTS entries)
+  string(REGEX REPLACE ".*\\[(.+)\\]" "\\1" name "${entry}")
+  message(STATUS "NEEDED ${name}")
+  if(NOT name MATCHES "${allowed}")
+    list(APPEND unexpected ${name})
+  endif()
+endforeach()
+if(NOT entries)
+  message(FATAL_ERROR "no NEEDED entries found in ${LIBRARY}: is it a shared library?")
+endif()
+if(unexpected)
+  message(FATAL_ERROR "${LIBRARY} needs ${unexpected}; the runtime may need only the C and C++ runtimes "
+                      "(open other libraries with dlopen, as the OpenCL and CUDA drivers are)")
+endif()
