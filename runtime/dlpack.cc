@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/device_api.h"
 #include "runtime/error.h"
 
 namespace tessera::runtime {
@@ -14,6 +15,20 @@ std::string dlpack_type_str(DLDataType t) {
   static const char* const names[] = {"int", "uint", "float", "handle", "bfloat", "complex", "bool"};
   std::string s = t.code < 7 ? names[t.code] + std::to_string(t.bits) : "type code " + std::to_string(t.code) + " of " + std::to_string(t.bits) + " bits";
   return t.lanes == 1 ? s : s + "x" + std::to_string(t.lanes);
+}
+
+// Tessera's counterpart of a DLPack element type, wherever the tensor lies.
+DataType element_type(DLDataType d) {
+  const bool byte_sized = d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
+  if (d.lanes == 1) {
+    if (d.code == kDLInt && byte_sized) return DataType::Int(d.bits);
+    if (d.code == kDLUInt && byte_sized) return DataType::UInt(d.bits);
+    if (d.code == kDLFloat && (d.bits == 16 || d.bits == 32 || d.bits == 64)) return DataType::Float(d.bits);
+    // numpy and PyTorch say bool with bits 8; TVM says uint1. Both store a byte per element.
+    if ((d.code == kDLBool && d.bits == 8) || (d.code == kDLUInt && d.bits == 1)) return DataType::Bool();
+  }
+  fail("element type ", dlpack_type_str(d),
+       " has no Tessera counterpart (Tessera has float16/32/64, int8/16/32/64, uint8/16/32/64 and bool)");
 }
 
 int64_t numel(const DLTensor& t) {
@@ -52,6 +67,21 @@ void copy_strided(const DLTensor& t, char* compact, bool into_compact) {
   }
 }
 
+// A CUDA tensor as a CUDA array sharing its memory (a copy on the device when read-only).
+NDArray take_over_cuda(const DLTensor& t, std::shared_ptr<void> owner, bool read_only) {
+  const std::string where = "the array is on " + dlpack_device_str(t.device);
+  const Device device{DeviceType::CUDA, t.device.device_id};
+  DataType dtype = element_type(t.dtype);
+  try {
+    DeviceAPI::get(device);
+  } catch (const Error& e) {
+    fail(where, ": ", e.what());
+  }
+  if (!dlpack_is_compact(t)) fail(where, " with strides: Tessera takes compact (row-major) CUDA arrays only");
+  NDArray view = NDArray::view(dlpack_data(t), {t.shape, t.shape + t.ndim}, dtype, std::move(owner), device);
+  return read_only ? view.copy_to(device) : view;
+}
+
 template <typename Managed>
 NDArray take_over(Managed* managed, bool read_only) {
   // From here on the deleter runs exactly once: when the last NDArray sharing the memory goes,
@@ -60,6 +90,9 @@ NDArray take_over(Managed* managed, bool read_only) {
     if (m->deleter) m->deleter(m);
   });
   const DLTensor& t = managed->dl_tensor;
+  if (t.device.device_type == kDLCUDA) return take_over_cuda(t, owner, read_only);
+  if (t.device.device_type != kDLCPU)
+    fail("the array is on ", dlpack_device_str(t.device), "; Tessera takes DLPack arrays in CPU or CUDA memory");
   DataType dtype = dlpack_data_type(t);
   std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
   if (dlpack_is_compact(t) && !read_only) return NDArray::view(dlpack_data(t), std::move(shape), dtype, owner);
@@ -79,15 +112,17 @@ struct Exported {
 
 template <typename Managed>
 Managed* export_array(const NDArray& a) {
-  if (a.device().type != DeviceType::CPU) fail("DLPack export: arrays on ", a.device().str(), " are not supported yet");
+  if (a.device().type == DeviceType::OpenCL)
+    fail("DLPack export: the array is on ", a.device().str(), ", whose buffers are no address a consumer could read: ",
+         "copy it to the CPU first (copy_to)");
   auto* e = new Exported<Managed>;
   e->array = a;
   e->shape = a.shape();
   // Explicit strides: current DLPack no longer lets an exporter leave them NULL.
   e->strides = row_major_strides(a.shape());
   DLTensor& t = e->managed.dl_tensor;
-  t.data = a.numel() == 0 ? nullptr : a.data();  // the spec's convention for empty tensors
-  t.device = {kDLCPU, 0};
+  t.data = a.numel() == 0 ? nullptr : a.device_data();  // the spec's convention for empty tensors
+  t.device = a.device().type == DeviceType::CUDA ? DLDevice{kDLCUDA, a.device().id} : DLDevice{kDLCPU, 0};
   t.ndim = a.ndim();
   t.dtype = to_dlpack(a.dtype());
   t.shape = e->shape.data();
@@ -126,17 +161,7 @@ std::string dlpack_device_str(DLDevice device) {
 DataType dlpack_data_type(const DLTensor& t) {
   if (t.device.device_type != kDLCPU)
     fail("the array is on ", dlpack_device_str(t.device), "; Tessera takes arrays in CPU memory only for now");
-  const DLDataType d = t.dtype;
-  const bool byte_sized = d.bits == 8 || d.bits == 16 || d.bits == 32 || d.bits == 64;
-  if (d.lanes == 1) {
-    if (d.code == kDLInt && byte_sized) return DataType::Int(d.bits);
-    if (d.code == kDLUInt && byte_sized) return DataType::UInt(d.bits);
-    if (d.code == kDLFloat && (d.bits == 16 || d.bits == 32 || d.bits == 64)) return DataType::Float(d.bits);
-    // numpy and PyTorch say bool with bits 8; TVM says uint1. Both store a byte per element.
-    if ((d.code == kDLBool && d.bits == 8) || (d.code == kDLUInt && d.bits == 1)) return DataType::Bool();
-  }
-  fail("element type ", dlpack_type_str(d),
-       " has no Tessera counterpart (Tessera has float16/32/64, int8/16/32/64, uint8/16/32/64 and bool)");
+  return element_type(t.dtype);
 }
 
 DLDataType to_dlpack(DataType t) {

@@ -88,7 +88,8 @@ struct DLManagedTensorVersioned {
 // "cpu:0", "cuda:1", as error messages name a device.
 std::string dlpack_device_str(DLDevice device);
 // Tessera's element type of tensor `t`. Throws, naming what it found, unless `t` lies in CPU
-// memory and has an element type Tessera has (bool also as TVM's one-byte uint1).
+// memory (for callers that read or write it in place) and has an element type Tessera has (bool
+// also as TVM's one-byte uint1).
 DataType dlpack_data_type(const DLTensor& t);
 DLDataType to_dlpack(DataType t);
 
@@ -104,10 +105,13 @@ void dlpack_copy_from_compact(const void* compact, const DLTensor& t);
 // Takes a producer's tensor over: an NDArray sharing its memory when that is compact (and, for
 // versioned tensors, writable, since kernels write NDArrays), the deleter running when the last
 // NDArray sharing it goes; otherwise a compact 64-byte aligned copy, the deleter running at once.
-// Throws (after running the deleter) for what dlpack_data_type refuses and unknown major versions.
+// Tensors in CUDA memory become CUDA arrays (compact ones only; read-only ones copied on the
+// device). Throws (after running the deleter) for other devices, a CUDA device that is missing,
+// element types Tessera lacks and unknown major versions.
 NDArray from_dlpack(DLManagedTensor* managed);
 NDArray from_dlpack(DLManagedTensorVersioned* managed);
 // A managed tensor sharing `a`'s memory, which stays alive until the consumer runs the deleter.
+// CPU and CUDA arrays only: an OpenCL buffer is no address a consumer could read.
 DLManagedTensor* to_dlpack(const NDArray& a);
 DLManagedTensorVersioned* to_dlpack_versioned(const NDArray& a, uint64_t flags = 0);
 

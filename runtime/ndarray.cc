@@ -83,9 +83,10 @@ void NDArray::copy_from(const NDArray& src) const {
   }
 }
 
-NDArray NDArray::view(void* data, std::vector<int64_t> shape, DataType dtype,
-                      std::shared_ptr<void> owner) {
+NDArray NDArray::view(void* data, std::vector<int64_t> shape, DataType dtype, std::shared_ptr<void> owner,
+                      Device device) {
   NDArray a;
+  a.device_ = device;
   a.shape_ = std::move(shape);
   a.dtype_ = dtype;
   a.data_ = data;

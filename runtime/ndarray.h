@@ -20,9 +20,10 @@ class NDArray {
   NDArray() = default;
   // Fresh, zero-filled, 64-byte aligned storage on `device` (throws, naming it, if it is missing).
   static NDArray empty(std::vector<int64_t> shape, DataType dtype, Device device = Device::cpu());
-  // A view of memory owned by `owner` (which must outlive nothing: the view holds it).
-  static NDArray view(void* data, std::vector<int64_t> shape, DataType dtype,
-                      std::shared_ptr<void> owner);
+  // A view of memory owned by `owner` (which must outlive nothing: the view holds it); on a device,
+  // `data` is its handle (a CUDA array's address, shared through DLPack).
+  static NDArray view(void* data, std::vector<int64_t> shape, DataType dtype, std::shared_ptr<void> owner,
+                      Device device = Device::cpu());
 
   bool defined() const { return data_ != nullptr || numel() == 0; }
   // The elements in host memory; throws for arrays on other devices rather than hand out a device
@@ -42,9 +43,9 @@ class NDArray {
   Device device() const { return device_; }
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_.element_bytes(); }
-  // Device allocations are aligned by their DeviceAPI; a CPU array may view unaligned memory.
+  // CPU and CUDA arrays may view unaligned memory; an OpenCL buffer is no address, and its own.
   bool is_aligned() const {
-    return device_.type != DeviceType::CPU || reinterpret_cast<uintptr_t>(data_) % kAllocAlignment == 0;
+    return device_.type == DeviceType::OpenCL || reinterpret_cast<uintptr_t>(data_) % kAllocAlignment == 0;
   }
 
   // A new array on `device` holding a copy of the elements.

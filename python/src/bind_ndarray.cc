@@ -4,10 +4,10 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <cstring>
 #include <type_traits>
 
 #include "python/src/bindings.h"
+#include "runtime/device_api.h"
 #include "runtime/error.h"
 
 namespace tessera::python {
@@ -69,12 +69,6 @@ std::string describe_capsule(PyObject* c) {
   return name ? "a capsule named '" + std::string(name) + "'" : "a capsule without a name";
 }
 
-NDArray copy_of(const NDArray& a) {
-  NDArray c = NDArray::empty(a.shape(), a.dtype());
-  if (a.nbytes()) std::memcpy(c.data(), a.data(), a.nbytes());
-  return c;
-}
-
 // A numpy array as an NDArray: a view when it is C-contiguous (the array is kept alive),
 // otherwise a compact copy.
 NDArray from_numpy(const py::array& a, const std::string& what) {
@@ -128,11 +122,25 @@ NDArray take_capsule(const py::object& capsule, const std::string& what) {
 // NDArray.__dlpack__ of the Python array API standard.
 py::object export_dlpack(const NDArray& a, const py::object& stream, const py::object& max_version,
                          const py::object& dl_device, const py::object& copy) {
-  if (!stream.is_none()) throw py::buffer_error("tessera.nd arrays are in CPU memory, which has no streams: pass stream=None");
-  if (!dl_device.is_none() && py::cast<py::tuple>(dl_device)[0].cast<int>() != runtime::kDLCPU)
-    throw py::buffer_error("tessera.nd arrays are in CPU memory; cannot export to device " + std::string(py::repr(dl_device)));
+  const runtime::Device device = a.device();
+  if (device.type == runtime::DeviceType::OpenCL)
+    throw py::buffer_error("the array is on " + device.str() + ", whose buffers DLPack cannot share: copy it to the "
+                           "CPU first (.numpy(), or .copy_to(\"cpu\"))");
+  const int dl_type = device.type == runtime::DeviceType::CUDA ? runtime::kDLCUDA : runtime::kDLCPU;
+  if (!dl_device.is_none()) {
+    auto wanted = py::cast<py::tuple>(dl_device);
+    if (wanted[0].cast<int>() != dl_type || (dl_type == runtime::kDLCUDA && wanted[1].cast<int>() != device.id))
+      throw py::buffer_error("the array is on " + device.str() + "; cannot export to device " + std::string(py::repr(dl_device)));
+  }
+  if (device.type == runtime::DeviceType::CPU) {
+    if (!stream.is_none()) throw py::buffer_error("tessera.nd arrays in CPU memory have no streams: pass stream=None");
+  } else if (!stream.is_none() && stream.cast<int64_t>() != -1) {
+    // Tessera queues CUDA work on the legacy default stream; a consumer's own stream need not wait
+    // for it, so the work is finished first. (None is the legacy default stream itself; -1: no wait.)
+    runtime::DeviceAPI::get(device).synchronize();
+  }
   const bool fresh = !copy.is_none() && copy.cast<bool>();
-  const NDArray out = fresh ? copy_of(a) : a;
+  const NDArray out = fresh ? a.copy_to(a.device()) : a;
   // The versioned capsule only for consumers that say they read it (the protocol's rule).
   if (!max_version.is_none() && py::cast<py::tuple>(max_version)[0].cast<int>() >= 1)
     return make_capsule(runtime::to_dlpack_versioned(out, fresh ? runtime::kDLPackFlagIsCopied : 0));
@@ -167,7 +175,8 @@ NDArray aligned_copy(const py::array& a, DataType dtype) {
 py::array to_numpy(const NDArray& a) {
   std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
   py::array out(py::dtype(a.dtype().str()), shape);
-  if (a.nbytes()) std::memcpy(out.mutable_data(), a.data(), a.nbytes());
+  // Copied straight into numpy's memory, from whichever device holds the array.
+  NDArray::view(out.mutable_data(), a.shape(), a.dtype(), nullptr).copy_from(a);
   return out;
 }
 
@@ -207,22 +216,35 @@ void check_array(const std::string& what, const std::vector<int64_t>& shape, Dat
 
 void bind_ndarray(py::module_& m) {
   py::class_<NDArray>(m, "NDArray", py::buffer_protocol(),
-                      "A dense row-major array in CPU memory (tessera.nd.array, tessera.nd.from_dlpack, "
-                      "tessera.nd.empty). It shares its memory through DLPack (__dlpack__) and the buffer "
-                      "protocol (np.asarray); .numpy() copies.")
+                      "A dense row-major array on a device (tessera.nd.array, tessera.nd.from_dlpack, "
+                      "tessera.nd.empty). CPU and CUDA arrays share their memory through DLPack (__dlpack__), CPU "
+                      "ones through the buffer protocol too (np.asarray); .numpy() copies, from any device.")
       .def_property_readonly("shape", [](const NDArray& a) { return py::tuple(py::cast(a.shape())); },
                              "The extent of each dimension, as a tuple.")
       .def_property_readonly("dtype", [](const NDArray& a) { return a.dtype().str(); },
                              "The element type's name (\"float32\", \"int64\", \"bool\", ...).")
       .def_property_readonly("ndim", &NDArray::ndim, "The number of dimensions.")
-      .def("numpy", &to_numpy, "A numpy array holding a copy of the elements.")
+      .def_property_readonly("device", &NDArray::device, "The device whose memory holds the elements.")
+      .def("numpy", &to_numpy, "A numpy array holding a copy of the elements (copied from the device).")
+      .def("copy_to", [](const NDArray& a, const py::object& device) { return a.copy_to(to_device(device)); },
+           py::arg("device"), "A new array on `device` holding a copy of the elements.")
       .def("__dlpack__", &export_dlpack, py::kw_only(), py::arg("stream") = py::none(),
            py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
            "A DLPack capsule sharing this array's memory (versioned when max_version >= (1, 0); copy=True "
-           "exports a copy).")
-      .def("__dlpack_device__", [](const NDArray&) { return py::make_tuple(static_cast<int>(runtime::kDLCPU), 0); })
-      .def("__repr__", [](const NDArray& a) { return "tessera.nd.NDArray(" + a.shape_str() + ", " + a.dtype().str() + ")"; })
+           "exports a copy). CPU and CUDA arrays; OpenCL buffers cannot be shared.")
+      .def("__dlpack_device__", [](const NDArray& a) {
+        const auto type = a.device().type == runtime::DeviceType::CUDA     ? runtime::kDLCUDA
+                          : a.device().type == runtime::DeviceType::OpenCL ? runtime::kDLOpenCL
+                                                                           : runtime::kDLCPU;
+        return py::make_tuple(static_cast<int>(type), a.device().id);
+      })
+      .def("__repr__", [](const NDArray& a) {
+        const bool cpu = a.device().type == runtime::DeviceType::CPU;
+        return "tessera.nd.NDArray(" + a.shape_str() + ", " + a.dtype().str() + (cpu ? "" : ", " + a.device().str()) + ")";
+      })
       .def_buffer([](const NDArray& a) {
+        if (a.device().type != runtime::DeviceType::CPU)
+          throw py::buffer_error("the array is on " + a.device().str() + ", which the host cannot address: use .numpy()");
         const py::ssize_t bytes = a.dtype().element_bytes();
         std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end()), strides;
         for (int64_t s : runtime::row_major_strides(a.shape())) strides.push_back(s * bytes);
@@ -234,11 +256,15 @@ void bind_ndarray(py::module_& m) {
       throw py::type_error("from_dlpack: expected an array with __dlpack__ (or a DLPack capsule), got " + type_name(x));
     return take_capsule(dlpack_capsule(x), "from_dlpack");
   }, py::arg("x"), "`x` (with __dlpack__, or a capsule) as an NDArray sharing its memory (backs tessera.nd.from_dlpack).");
-  m.def("nd_array", [](const py::object& x) { return copy_of(to_ndarray(x, "array")); }, py::arg("x"),
-        "An aligned copy of `x` (backs tessera.nd.array).");
-  m.def("nd_empty", [](const std::vector<int64_t>& shape, const std::string& dtype) {
-    return NDArray::empty(shape, DataType::parse(dtype));
-  }, py::arg("shape"), py::arg("dtype"), "A zero-filled NDArray (backs tessera.nd.empty).");
+  m.def("nd_array", [](const py::object& x, const py::object& device) {
+    const runtime::Device d = to_device(device);
+    return to_ndarray(x, "array").copy_to(d);
+  }, py::arg("x"), py::arg("device") = py::none(), "An aligned copy of `x` on `device` (backs tessera.nd.array).");
+  m.def("nd_empty", [](const std::vector<int64_t>& shape, const std::string& dtype, const py::object& device) {
+    const runtime::Device d = to_device(device);
+    return NDArray::empty(shape, DataType::parse(dtype), d);
+  }, py::arg("shape"), py::arg("dtype"), py::arg("device") = py::none(),
+     "A zero-filled NDArray on `device` (backs tessera.nd.empty).");
 }
 
 }  // namespace tessera::python

@@ -11,6 +11,7 @@ namespace tessera::python {
 namespace py = pybind11;
 
 void bind_runtime(py::module_& m);
+void bind_device(py::module_& m);
 void bind_ndarray(py::module_& m);
 void bind_autotune(py::module_& m);
 void bind_options(py::module_& m);  // before bind_graph and bind_autotune, whose functions take them
@@ -24,6 +25,10 @@ void bind_relay(py::module_& m);
 // A Python value as an expression: Expr, IterVar, bool, int (int64) or float (float64); the
 // operators then give constants the other operand's type. Throws TypeError otherwise.
 tensor_ir::Expr to_expr(const py::handle& value);
+
+// A device argument as a Device: a tessera.device, a kind's name ("opencl": its device 0) or None
+// (the CPU). Throws TypeError or ValueError otherwise.
+runtime::Device to_device(const py::handle& obj);
 
 // A Python array as an NDArray: a tessera.nd array as it is; a numpy array (or what numpy makes an
 // array of) viewed when C-contiguous, else copied once; any object with __dlpack__ (or a DLPack

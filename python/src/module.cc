@@ -44,6 +44,7 @@ PYBIND11_MODULE(_tessera, m) {
     }
   });
   tessera::python::bind_runtime(m);
+  tessera::python::bind_device(m);
   tessera::python::bind_ndarray(m);
   tessera::python::bind_expr(m);
   tessera::python::bind_tensor(m);

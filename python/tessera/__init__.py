@@ -7,13 +7,21 @@ from __future__ import annotations
 import os
 
 from . import _tessera as _t
-from ._tessera import Error, num_threads, empty, Module, Library, BuildOptions
+from ._tessera import Error, num_threads, empty, Device, Module, Library, BuildOptions
 
-__all__ = ["Error", "num_threads", "empty", "nd", "te", "onnx", "relay", "train", "autotune", "build", "load", "Module", "Library",
-           "BuildOptions"]
+__all__ = ["Error", "num_threads", "empty", "device", "Device", "nd", "te", "onnx", "relay", "train", "autotune", "build",
+           "load", "Module", "Library", "BuildOptions"]
 __version__ = "0.1.0"
 
 _BUILD_DEFAULTS = BuildOptions()  # the C++ driver's defaults, the one place they are written
+
+
+def device(kind: str, id: int = 0) -> Device:
+    """The device `id` of `kind` ("cpu", "opencl" or "cuda"), present or not: .exists says whether
+    it is there; .name, .max_threads_per_block and the other attributes ask it (tessera.Error
+    names what is missing, such as the CUDA driver). Arrays go there with
+    tessera.nd.array(x, device=tessera.device("opencl"))."""
+    return Device(kind, id)
 
 
 def build(mod: Module, target: str = "llvm", db: os.PathLike | str | bool | None = None,

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <vector>
 
+#include "runtime/device_api.h"
 #include "runtime/error.h"
 
 namespace tessera::runtime {
@@ -91,6 +92,14 @@ TEST(DLPack, RefusalsNameWhatTheyFoundAndStillRunTheDeleter) {
   Produced gpu(iota(4), {4}, {});
   gpu.managed.dl_tensor.device = {kDLCUDA, 1};
   expect_error(gpu, "on cuda:1");
+  Produced opencl(iota(4), {4}, {});
+  opencl.managed.dl_tensor.device = {kDLOpenCL, 0};
+  expect_error(opencl, "the array is on opencl:0; Tessera takes DLPack arrays in CPU or CUDA memory");
+  if (!DeviceAPI::exists({DeviceType::CUDA, 0})) {
+    Produced cuda(iota(4), {4}, {});
+    cuda.managed.dl_tensor.device = {kDLCUDA, 0};
+    expect_error(cuda, "the array is on cuda:0: ");  // followed by what is missing: the driver, the device
+  }
   Produced bf16(iota(4), {4}, {});
   bf16.managed.dl_tensor.dtype = {kDLBfloat, 16, 1};
   expect_error(bf16, "element type bfloat16 has no Tessera counterpart");
@@ -114,6 +123,28 @@ TEST(DLPack, ExportKeepsTheArrayAlive) {
   EXPECT_EQ(back.dtype(), DataType::Bool());
   // TVM's bool is uint1, a byte per element as well.
   EXPECT_EQ(dlpack_data_type(DLTensor{nullptr, {kDLCPU, 0}, 0, {kDLUInt, 1, 1}, nullptr, nullptr, 0}), DataType::Bool());
+}
+
+TEST(DLPack, OpenCLBuffersAreNotExported) {
+  NDArray a = NDArray::empty({2}, kFloat32, {DeviceType::OpenCL, 0});
+  try {
+    to_dlpack(a);
+    ADD_FAILURE() << "exported an OpenCL buffer";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "DLPack export: the array is on opencl(0), whose buffers are no address a "
+                                     "consumer could read: copy it to the CPU first (copy_to)");
+  }
+}
+
+TEST(DLPack, CUDAArraysAreSharedWhereADriverIsFound) {
+  const Device cuda{DeviceType::CUDA, 0};
+  if (!DeviceAPI::exists(cuda)) GTEST_SKIP() << "no CUDA device";
+  NDArray a = NDArray::empty({3}, kFloat32, cuda);
+  DLManagedTensorVersioned* m = to_dlpack_versioned(a);
+  EXPECT_EQ(m->dl_tensor.device.device_type, kDLCUDA);
+  NDArray b = from_dlpack(m);
+  EXPECT_EQ(b.device(), cuda);
+  EXPECT_EQ(b.device_data(), a.device_data());
 }
 
 }  // namespace
