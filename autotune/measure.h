@@ -21,8 +21,7 @@ struct MeasureOptions {
   // Rewrite the task's written inputs through the thread pool before each timed call, as the
   // kernel before it in a model does (off: they stay where the previous call read them).
   // Timed on inputs still in the caches of the cores that read them, a schedule can win and
-  // lose in the model: MobileNet-v2's 384 -> 64 1x1 convolution at 14x14, 2 threads, took 27.6
-  // against 30.2 us alone with panels outermost, 49 against 41 after the kernel before it.
+  // lose in the model (benchmarks/NOTES.md, "Timing kernels alone and in a model").
   // Records do not say which way they were timed: a database should hold one kind.
   bool fresh_inputs = true;
   bool check = true;           // compare outputs with the default schedule's

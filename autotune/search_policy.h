@@ -35,9 +35,8 @@ class SearchPolicy {
 
 // A templates' knob space up to this size is swept whole before any sampled candidate: each of
 // its candidates is a template's schedule, nearly as good as the default by construction, where
-// most rule-generated samples are several times slower (MobileNet's 112->56 depthwise layer: 16
-// evolutionary trials from 128 us to 2.2 ms against the default's 111 us, none a template's,
-// as the shared cost model had not yet measured one).
+// most rule-generated samples are several times slower until the cost model has learned the
+// workload (benchmarks/NOTES.md, "Template sweeps").
 constexpr size_t kMaxTemplateSweep = 48;
 
 struct SearchOptions {

@@ -2,10 +2,9 @@
 //
 // Timed alone, a kernel runs on inputs hot in the caches of the cores that read them, its weights
 // hot too. In a model its input was just written by the kernel before, split over the threads
-// another way, and its weights come from memory. A schedule can win alone and lose there: on
-// MobileNet-v2 (Intel, 2 threads) the fastest-alone schedules of three 1x1 convolutions, 1-8%
-// ahead of the defaults alone, ran 1.3-1.5x slower than them in the model, and the tuned model
-// was 5% slower than the untuned one. So after a session the model is built twice, with the
+// another way, and its weights come from memory. A schedule can win alone and lose there, by
+// enough to make a tuned model slower than the untuned one (benchmarks/NOTES.md, "Timing kernels
+// alone and in a model"). So after a session the model is built twice, with the
 // default schedules and with the database's, and the two run in turns; each tuned kernel's time
 // in the model and its default's are committed as in-model records, and builds use whichever
 // ran faster there (TuningDatabase::chosen).
