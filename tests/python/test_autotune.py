@@ -215,7 +215,8 @@ def test_schedule_transfer_from_another_shape(tmp_path, rng):
 def test_tuning_times_the_default_again_beside_the_best_candidate(tmp_path, monkeypatch):
     """A stretch at half speed while the default is first timed must not hand its place to a
     candidate: the session ends by timing the two again, side by side. A proxy around the worker
-    logs the requests and makes each kernel's first timing, the default's, ten times slower."""
+    logs the requests and makes each kernel's first timing, the default's, a hundred times slower
+    (the check leaves a loaded machine's noise a factor of ten)."""
     log, proxy = tmp_path / "requests.jsonl", tmp_path / "worker.py"
     proxy.write_text(f"""#!/usr/bin/python3
 import json, subprocess, sys
@@ -234,7 +235,7 @@ for line in sys.stdin:
     print(ready, end="", flush=True)
     for _ in request["candidates"] if json.loads(ready)["ready"] else []:
         answer = json.loads(worker.stdout.readline())
-        answer["costs"] = [c * (10 if slowed else 1) for c in answer["costs"]]
+        answer["costs"] = [c * (100 if slowed else 1) for c in answer["costs"]]
         print(json.dumps(answer), flush=True)
 """)
     proxy.chmod(0o755)
@@ -255,7 +256,7 @@ for line in sys.stdin:
     for workload in {w for w, *_ in records(db)}:
         default_times = [t for w, _, kind, _, t in records(db) if w == workload and kind == "default"]
         if len(default_times) > 1:
-            assert min(default_times) < default_times[0] / 3
+            assert min(default_times) < default_times[0] / 10
 
 
 def test_schedule_transfer_times_the_default_before_and_after_the_candidates(tmp_path, monkeypatch):
