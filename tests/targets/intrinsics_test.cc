@@ -26,8 +26,13 @@ struct Outputs {
 template <typename In, typename Out>
 Outputs<Out> run(Intrinsic op, DataType in_type, DataType out_type, std::vector<std::vector<In>> inputs,
                  const std::string& target = "llvm") {
-  for (auto& in : inputs)
-    while (in.size() % 16) in.push_back(in[in.size() % 16]);
+  for (auto& in : inputs) {
+    const size_t given = in.size();
+    for (size_t k = 0; in.size() % 16; ++k) {
+      In first = in[k % given];  // a copy: push_back may move the vector
+      in.push_back(first);
+    }
+  }
   const auto n = static_cast<int64_t>(inputs[0].size());
   std::vector<Buffer> args;
   std::vector<NDArray> arrays;
@@ -89,24 +94,49 @@ double rsqrt_ref(double x) { return 1 / std::sqrt(x); }
 // others come from LLVM intrinsics and libm and are as good as libm's float functions.
 const std::vector<UnaryCase>& unary_cases() {
   static const std::vector<UnaryCase> cases = {
-      {Intrinsic::exp, [](double x) { return std::exp(x); }, -87, 88.5,
-       {kInf, -kInf, kNaN, 88.72, 88.8, -87.5, -100, -103.9, -104, -200, 100, 1000, -0.0, 1e-10}, 2e-6},
-      {Intrinsic::log, [](double x) { return std::log(x); }, 1e-3, 1e3,
-       {0.0, -0.0, -1, kInf, -kInf, kNaN, 1e-40, 1.4e-45, 1.17549435e-38, FLT_MAX, 1, 0.70710677, 0.70710683, 1e-30, 1e30},
+      {Intrinsic::exp,
+       [](double x) { return std::exp(x); },
+       -87,
+       88.5,
+       {kInf, -kInf, kNaN, 88.72, 88.8, -87.5, -100, -103.9, -104, -200, 100, 1000, -0.0, 1e-10},
        2e-6},
-      {Intrinsic::tanh, [](double x) { return std::tanh(x); }, -10, 10,
-       {kInf, -kInf, kNaN, 20, -20, 1e-20, -1e-20, 0.625, 0.62500006, -0.625, 9, 1e-5, 0.0}, 2e-6},
+      {Intrinsic::log,
+       [](double x) { return std::log(x); },
+       1e-3,
+       1e3,
+       {0.0, -0.0, -1, kInf, -kInf, kNaN, 1e-40, 1.4e-45, 1.17549435e-38, FLT_MAX, 1, 0.70710677, 0.70710683, 1e-30,
+        1e30},
+       2e-6},
+      {Intrinsic::tanh,
+       [](double x) { return std::tanh(x); },
+       -10,
+       10,
+       {kInf, -kInf, kNaN, 20, -20, 1e-20, -1e-20, 0.625, 0.62500006, -0.625, 9, 1e-5, 0.0},
+       2e-6},
       {Intrinsic::sigmoid, sigmoid_ref, -87, 30, {kInf, -kInf, kNaN, 100, -100, 88, -88, 0.0, 17, -17}, 2e-6},
-      {Intrinsic::erf, [](double x) { return std::erf(x); }, -5, 5,
-       {kInf, -kInf, kNaN, 0.7, 0.69999999, -0.7, 4, 10, -10, 1e-20, -1e-30, 0.0, 3.9, 1e-3}, 2e-6},
+      {Intrinsic::erf,
+       [](double x) { return std::erf(x); },
+       -5,
+       5,
+       {kInf, -kInf, kNaN, 0.7, 0.69999999, -0.7, 4, 10, -10, 1e-20, -1e-30, 0.0, 3.9, 1e-3},
+       2e-6},
       {Intrinsic::sqrt, [](double x) { return std::sqrt(x); }, 0, 1e6, {kInf, kNaN, 1e-40, -1}, 1e-7},
       {Intrinsic::rsqrt, rsqrt_ref, 1e-3, 1e6, {1e-30, 1e30, kNaN, -1, 0.0, kInf, 1e-40}, 2e-6},
       {Intrinsic::abs, [](double x) { return std::fabs(x); }, -100, 100, {-0.0, kInf, -kInf, kNaN}, 0},
-      {Intrinsic::floor, [](double x) { return std::floor(x); }, -10.5, 10.5, {-2.5, -0.5, 0.5, 1e20, -1e20, kInf, kNaN}, 0},
+      {Intrinsic::floor,
+       [](double x) { return std::floor(x); },
+       -10.5,
+       10.5,
+       {-2.5, -0.5, 0.5, 1e20, -1e20, kInf, kNaN},
+       0},
       {Intrinsic::ceil, [](double x) { return std::ceil(x); }, -10.5, 10.5, {-2.5, -0.5, 0.5, 1e20, -kInf, kNaN}, 0},
       {Intrinsic::trunc, [](double x) { return std::trunc(x); }, -10.5, 10.5, {-2.5, -0.5, 0.5, 1e20, kInf, kNaN}, 0},
-      {Intrinsic::round, [](double x) { return std::nearbyint(x); }, -10.5, 10.5,
-       {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 1e20, kInf, kNaN}, 0},
+      {Intrinsic::round,
+       [](double x) { return std::nearbyint(x); },
+       -10.5,
+       10.5,
+       {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 1e20, kInf, kNaN},
+       0},
       {Intrinsic::sin, [](double x) { return std::sin(x); }, -10, 10, {kInf, kNaN, 3.14159274, 1e5}, 2e-6},
       {Intrinsic::cos, [](double x) { return std::cos(x); }, -10, 10, {kInf, kNaN, 1.57079637, 1e5}, 2e-6},
       {Intrinsic::tan, [](double x) { return std::tan(x); }, -1.5, 1.5, {kNaN, 1.57}, 2e-6},
@@ -154,9 +184,12 @@ TEST(Intrinsics, Float32ApproximationsVectorize) {
 
 TEST(Intrinsics, Float64MatchesLibm) {
   const std::vector<std::pair<Intrinsic, double (*)(double)>> cases = {
-      {Intrinsic::exp, [](double x) { return std::exp(x); }},   {Intrinsic::log, [](double x) { return std::log(x); }},
-      {Intrinsic::tanh, [](double x) { return std::tanh(x); }}, {Intrinsic::erf, [](double x) { return std::erf(x); }},
-      {Intrinsic::sigmoid, sigmoid_ref},                         {Intrinsic::atan, [](double x) { return std::atan(x); }}};
+      {Intrinsic::exp, [](double x) { return std::exp(x); }},
+      {Intrinsic::log, [](double x) { return std::log(x); }},
+      {Intrinsic::tanh, [](double x) { return std::tanh(x); }},
+      {Intrinsic::erf, [](double x) { return std::erf(x); }},
+      {Intrinsic::sigmoid, sigmoid_ref},
+      {Intrinsic::atan, [](double x) { return std::atan(x); }}};
   std::vector<double> x;
   for (int k = 0; k < 64; ++k) x.push_back(0.01 + 0.37 * k);
   x.insert(x.end(), {kInf, kNaN, 800.0});
@@ -202,8 +235,9 @@ TEST(Intrinsics, IntegerAbsAndBitOperations) {
   std::vector<int32_t> a = {0, 1, -1, 5, -6, INT_MAX, INT_MIN, 0x0f0f0f0f, -12345, 77};
   std::vector<int32_t> b = {0, 1, 2, 3, 4, 31, 1, 4, 7, 0};
   auto check = [&](Intrinsic op, auto ref) {
-    auto out = run<int32_t, int32_t>(op, i32, i32, intrinsic_arity(op) == 1 ? std::vector<std::vector<int32_t>>{a}
-                                                                              : std::vector<std::vector<int32_t>>{a, b});
+    auto out = run<int32_t, int32_t>(
+        op, i32, i32,
+        intrinsic_arity(op) == 1 ? std::vector<std::vector<int32_t>>{a} : std::vector<std::vector<int32_t>>{a, b});
     for (size_t k = 0; k < a.size(); ++k) {
       EXPECT_EQ(out.scalar[k], ref(a[k], b[k])) << intrinsic_name(op) << "(" << a[k] << ", " << b[k] << ")";
       EXPECT_EQ(out.vector[k], ref(a[k], b[k])) << intrinsic_name(op) << "(" << a[k] << ", " << b[k] << ")";
@@ -214,7 +248,8 @@ TEST(Intrinsics, IntegerAbsAndBitOperations) {
   check(Intrinsic::bitwise_or, [](int32_t x, int32_t y) { return x | y; });
   check(Intrinsic::bitwise_xor, [](int32_t x, int32_t y) { return x ^ y; });
   check(Intrinsic::bitwise_not, [](int32_t x, int32_t) { return ~x; });
-  check(Intrinsic::shift_left, [](int32_t x, int32_t y) { return static_cast<int32_t>(static_cast<uint32_t>(x) << y); });
+  check(Intrinsic::shift_left,
+        [](int32_t x, int32_t y) { return static_cast<int32_t>(static_cast<uint32_t>(x) << y); });
   check(Intrinsic::shift_right, [](int32_t x, int32_t y) { return x >> y; });  // arithmetic
 
   std::vector<uint8_t> ua = {0, 1, 128, 255, 200}, ub = {0, 1, 7, 4, 3};
