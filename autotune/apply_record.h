@@ -10,6 +10,7 @@
 namespace tessera::autotune {
 
 // Throws tessera::Error (naming the instruction) if the trace does not replay on `outputs`.
-std::unique_ptr<schedule::Schedule> schedule_from_record(const Record& record, const std::vector<tensor_ir::Tensor>& outputs);
+std::unique_ptr<schedule::Schedule> schedule_from_record(const Record& record,
+                                                         const std::vector<tensor_ir::Tensor>& outputs);
 
 }  // namespace tessera::autotune

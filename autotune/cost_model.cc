@@ -40,7 +40,8 @@ class Matrix {
       if (r.size() != cols) fail("cost model: feature rows of different lengths (", cols, " and ", r.size(), ")");
       flat.insert(flat.end(), r.begin(), r.end());
     }
-    check(XGDMatrixCreateFromMat(flat.data(), rows.size(), cols, std::numeric_limits<float>::quiet_NaN(), &handle), "creating a matrix");
+    check(XGDMatrixCreateFromMat(flat.data(), rows.size(), cols, std::numeric_limits<float>::quiet_NaN(), &handle),
+          "creating a matrix");
   }
   ~Matrix() { XGDMatrixFree(handle); }
   Matrix(const Matrix&) = delete;
@@ -67,8 +68,10 @@ size_t CostModel::num_measurements() const {
   return n;
 }
 
-void CostModel::update(const std::string& task, const std::vector<std::vector<float>>& features, const std::vector<double>& costs) {
-  if (features.size() != costs.size()) fail("cost model: ", features.size(), " feature rows for ", costs.size(), " costs");
+void CostModel::update(const std::string& task, const std::vector<std::vector<float>>& features,
+                       const std::vector<double>& costs) {
+  if (features.size() != costs.size())
+    fail("cost model: ", features.size(), " feature rows for ", costs.size(), " costs");
   size_t width = features.empty() ? 0 : features[0].size();
   for (const auto& [t, old] : data_) {
     if (old.features.empty() || old.features[0].size() == width || width == 0) continue;
@@ -104,8 +107,14 @@ void CostModel::train() {
   BoosterHandle b = nullptr;
   check(XGBoosterCreate(&m.handle, 1, &b), "creating the booster");
   const std::pair<const char*, std::string> params[] = {
-      {"objective", "reg:squarederror"}, {"tree_method", "hist"}, {"max_depth", "6"}, {"eta", "0.2"},
-      {"min_child_weight", "0"}, {"gamma", "0.0001"}, {"nthread", "1"}, {"verbosity", "0"},
+      {"objective", "reg:squarederror"},
+      {"tree_method", "hist"},
+      {"max_depth", "6"},
+      {"eta", "0.2"},
+      {"min_child_weight", "0"},
+      {"gamma", "0.0001"},
+      {"nthread", "1"},
+      {"verbosity", "0"},
       {"seed", std::to_string(std::uniform_int_distribution<int>(0, 1 << 30)(rng_))}};
   try {
     for (const auto& [k, v] : params) check(XGBoosterSetParam(b, k, v.c_str()), "setting a parameter");

@@ -25,7 +25,8 @@ class CostModel {
 
   // Adds measurements of `task` (any stable key: the workload) and retrains. `costs` are seconds;
   // <= 0 or not finite marks a candidate that failed. Rows must have equal lengths.
-  void update(const std::string& task, const std::vector<std::vector<float>>& features, const std::vector<double>& costs);
+  void update(const std::string& task, const std::vector<std::vector<float>>& features,
+              const std::vector<double>& costs);
   // Higher is better. Random while the model is untrained.
   std::vector<double> predict(const std::vector<std::vector<float>>& features);
   bool trained() const { return booster_ != nullptr; }

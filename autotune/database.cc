@@ -32,7 +32,8 @@ constexpr int kSchemaVersion = 2;
 std::string kind_column() {
   std::string names;
   for (RecordKind k : kAllRecordKinds) names += std::string(names.empty() ? "'" : ", '") + record_kind_name(k) + "'";
-  return std::string("kind TEXT NOT NULL DEFAULT '") + record_kind_name(RecordKind::Tuned) + "' CHECK(kind IN (" + names + "))";
+  return std::string("kind TEXT NOT NULL DEFAULT '") + record_kind_name(RecordKind::Tuned) + "' CHECK(kind IN (" +
+         names + "))";
 }
 constexpr const char* kSketchColumn = "sketch TEXT";        // the sketch's name; NULL: no decisions stored
 constexpr const char* kDecisionsColumn = "decisions TEXT";  // a JSON array of integers
@@ -54,18 +55,18 @@ CREATE TABLE IF NOT EXISTS records(
   tessera_version TEXT NOT NULL,
   trace_format INTEGER NOT NULL,
   created REAL NOT NULL,
-  )sql" + kind_column() + ",\n  " + kSketchColumn + ",\n  " + kDecisionsColumn + R"sql();
+  )sql" + kind_column() +
+         ",\n  " + kSketchColumn + ",\n  " + kDecisionsColumn + R"sql();
 CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload, target, median_seconds);
 CREATE INDEX IF NOT EXISTS workloads_by_structure ON workloads(structure_key);
 )sql";
 }
 
 constexpr const char* kRecordColumns =
-    "id, workload, target, trace, costs, error, kind, policy, sketch, decisions, tessera_version, trace_format, created";
+    "id, workload, target, trace, costs, error, kind, policy, sketch, decisions, tessera_version, trace_format, "
+    "created";
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 }  // namespace
 
@@ -91,7 +92,9 @@ class Statement {
     if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) check(SQLITE_ERROR);
   }
   ~Statement() { sqlite3_finalize(stmt_); }
-  Statement& bind(int i, const std::string& s) { return check_bind(sqlite3_bind_text(stmt_, i, s.c_str(), -1, SQLITE_TRANSIENT)); }
+  Statement& bind(int i, const std::string& s) {
+    return check_bind(sqlite3_bind_text(stmt_, i, s.c_str(), -1, SQLITE_TRANSIENT));
+  }
   Statement& bind(int i, double v) { return check_bind(sqlite3_bind_double(stmt_, i, v)); }
   Statement& bind(int i, int64_t v) { return check_bind(sqlite3_bind_int64(stmt_, i, v)); }
   Statement& bind(int i, RecordKind k) { return bind(i, std::string(record_kind_name(k))); }
@@ -184,7 +187,8 @@ struct TuningDatabase::Impl {
     exec(std::string("ALTER TABLE records ADD COLUMN ") + kSketchColumn);
     exec(std::string("ALTER TABLE records ADD COLUMN ") + kDecisionsColumn);
     for (RecordKind k : kAllRecordKinds)
-      if (k != RecordKind::Tuned) prepare("UPDATE records SET kind = ?1, policy = '' WHERE policy = ?1").bind(1, k).step();
+      if (k != RecordKind::Tuned)
+        prepare("UPDATE records SET kind = ?1, policy = '' WHERE policy = ?1").bind(1, k).step();
     prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").bind(1, std::to_string(kSchemaVersion)).step();
   }
 };
@@ -221,7 +225,9 @@ TuningDatabase::TuningDatabase(const std::string& path) : impl_(std::make_unique
         fail("migrating schema version 1 to ", kSchemaVersion, " failed, the file is unchanged: ", e.what());
       }
     } else if (version.empty()) {
-      impl_->prepare("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)").bind(1, std::to_string(kSchemaVersion)).step();
+      impl_->prepare("INSERT OR IGNORE INTO meta(key, value) VALUES ('schema_version', ?)")
+          .bind(1, std::to_string(kSchemaVersion))
+          .step();
     } else if (version != std::to_string(kSchemaVersion)) {
       fail("tuning database ", path, " has schema version ", version, "; this Tessera reads version ", kSchemaVersion,
            " (and migrates version 1)");
@@ -244,7 +250,11 @@ TuningDatabase::~TuningDatabase() {
 
 void TuningDatabase::add_workload(const WorkloadEntry& w) {
   impl_->prepare("INSERT OR IGNORE INTO workloads(key, structure_key, description, definition) VALUES (?, ?, ?, ?)")
-      .bind(1, w.key).bind(2, w.structure_key).bind(3, w.description).bind(4, w.definition).step();
+      .bind(1, w.key)
+      .bind(2, w.structure_key)
+      .bind(3, w.description)
+      .bind(4, w.definition)
+      .step();
 }
 
 std::optional<WorkloadEntry> TuningDatabase::workload(const std::string& key) const {
@@ -277,10 +287,15 @@ std::vector<int64_t> TuningDatabase::commit(const std::vector<Record>& records) 
 }
 
 std::vector<Record> TuningDatabase::top(const std::string& workload, const std::string& target, int k) const {
-  Statement s = impl_->prepare(std::string("SELECT ") + kRecordColumns +
-                               " FROM records WHERE workload = ? AND target = ? AND error = '' AND median_seconds IS NOT NULL"
-                               " AND trace_format = ? AND kind != ? ORDER BY median_seconds LIMIT ?");
-  s.bind(1, workload).bind(2, target).bind(3, int64_t(kTraceFormatVersion)).bind(4, RecordKind::InModel).bind(5, int64_t(k));
+  Statement s =
+      impl_->prepare(std::string("SELECT ") + kRecordColumns +
+                     " FROM records WHERE workload = ? AND target = ? AND error = '' AND median_seconds IS NOT NULL"
+                     " AND trace_format = ? AND kind != ? ORDER BY median_seconds LIMIT ?");
+  s.bind(1, workload)
+      .bind(2, target)
+      .bind(3, int64_t(kTraceFormatVersion))
+      .bind(4, RecordKind::InModel)
+      .bind(5, int64_t(k));
   std::vector<Record> out;
   while (s.step()) out.push_back(impl_->read_record(s));
   return out;
@@ -292,14 +307,16 @@ std::optional<Record> TuningDatabase::best(const std::string& workload, const st
   return r[0];
 }
 
-std::vector<Record> TuningDatabase::similar(const std::string& structure_key, const std::string& exclude, const std::string& target,
-                                            int k) const {
+std::vector<Record> TuningDatabase::similar(const std::string& structure_key, const std::string& exclude,
+                                            const std::string& target, int k) const {
   // The best record of each similar workload, fastest first.
   Statement s = impl_->prepare(
       std::string("SELECT ") + kRecordColumns +
-      " FROM records r WHERE target = ?1 AND error = '' AND median_seconds IS NOT NULL AND trace_format = ?2 AND workload != ?3"
+      " FROM records r WHERE target = ?1 AND error = '' AND median_seconds IS NOT NULL AND trace_format = ?2 AND "
+      "workload != ?3"
       " AND workload IN (SELECT key FROM workloads WHERE structure_key = ?4) AND kind != ?6"
-      " AND median_seconds = (SELECT MIN(median_seconds) FROM records q WHERE q.workload = r.workload AND q.target = r.target"
+      " AND median_seconds = (SELECT MIN(median_seconds) FROM records q WHERE q.workload = r.workload AND q.target = "
+      "r.target"
       " AND q.error = '' AND q.trace_format = r.trace_format AND q.kind != ?6) ORDER BY median_seconds LIMIT ?5");
   s.bind(1, target).bind(2, int64_t(kTraceFormatVersion)).bind(3, exclude).bind(4, structure_key).bind(5, int64_t(k));
   s.bind(6, RecordKind::InModel);
@@ -308,11 +325,12 @@ std::vector<Record> TuningDatabase::similar(const std::string& structure_key, co
   return out;
 }
 
-std::optional<Record> TuningDatabase::latest(const std::string& workload, const std::string& target, RecordKind kind, bool of_kind,
-                                             const std::string& trace) const {
+std::optional<Record> TuningDatabase::latest(const std::string& workload, const std::string& target, RecordKind kind,
+                                             bool of_kind, const std::string& trace) const {
   std::string sql = std::string("SELECT ") + kRecordColumns +
                     " FROM records WHERE workload = ? AND target = ? AND error = '' AND median_seconds IS NOT NULL"
-                    " AND trace_format = ? AND kind " + (of_kind ? "=" : "!=") + " ?";
+                    " AND trace_format = ? AND kind " +
+                    (of_kind ? "=" : "!=") + " ?";
   if (!trace.empty()) sql += " AND trace = ?";
   Statement s = impl_->prepare(sql + " ORDER BY id DESC LIMIT 1");
   s.bind(1, workload).bind(2, target).bind(3, int64_t(kTraceFormatVersion)).bind(4, kind);
@@ -321,7 +339,8 @@ std::optional<Record> TuningDatabase::latest(const std::string& workload, const 
   return impl_->read_record(s);
 }
 
-std::optional<Record> TuningDatabase::find(const std::string& workload, const std::string& target, const std::string& trace) const {
+std::optional<Record> TuningDatabase::find(const std::string& workload, const std::string& target,
+                                           const std::string& trace) const {
   return latest(workload, target, RecordKind::InModel, false, trace);
 }
 
@@ -345,7 +364,8 @@ std::optional<Record> TuningDatabase::chosen(const std::string& workload, const 
 }
 
 std::vector<Record> TuningDatabase::all(const std::string& workload, const std::string& target) const {
-  Statement s = impl_->prepare(std::string("SELECT ") + kRecordColumns + " FROM records WHERE workload = ? AND target = ? ORDER BY id");
+  Statement s = impl_->prepare(std::string("SELECT ") + kRecordColumns +
+                               " FROM records WHERE workload = ? AND target = ? ORDER BY id");
   s.bind(1, workload).bind(2, target);
   std::vector<Record> out;
   while (s.step()) out.push_back(impl_->read_record(s));
@@ -368,14 +388,26 @@ std::string TuningDatabase::export_jsonl() const {
   std::ostringstream os;
   Statement w = impl_->prepare("SELECT key, structure_key, description, definition FROM workloads ORDER BY key");
   while (w.step())
-    os << json{{"workload", {{"key", w.text(0)}, {"structure_key", w.text(1)}, {"description", w.text(2)}, {"definition", w.text(3)}}}}.dump()
+    os << json{{"workload",
+                {{"key", w.text(0)},
+                 {"structure_key", w.text(1)},
+                 {"description", w.text(2)},
+                 {"definition", w.text(3)}}}}
+              .dump()
        << "\n";
   Statement r = impl_->prepare(std::string("SELECT ") + kRecordColumns + " FROM records ORDER BY id");
   while (r.step()) {
     Record rec = impl_->read_record(r);
-    json j{{"workload", rec.workload}, {"target", rec.target}, {"trace", json::parse(rec.trace)}, {"costs", rec.costs},
-           {"error", rec.error}, {"kind", record_kind_name(rec.kind)}, {"policy", rec.policy},
-           {"tessera_version", rec.tessera_version}, {"trace_format", rec.trace_format}, {"created", rec.created}};
+    json j{{"workload", rec.workload},
+           {"target", rec.target},
+           {"trace", json::parse(rec.trace)},
+           {"costs", rec.costs},
+           {"error", rec.error},
+           {"kind", record_kind_name(rec.kind)},
+           {"policy", rec.policy},
+           {"tessera_version", rec.tessera_version},
+           {"trace_format", rec.trace_format},
+           {"created", rec.created}};
     if (rec.decisions) {
       j["sketch"] = rec.decisions->sketch;
       j["decisions"] = rec.decisions->values;
@@ -441,7 +473,8 @@ int64_t TuningDatabase::prune(int keep) {
     Statement del = impl_->prepare(
         "DELETE FROM records WHERE error != '' OR median_seconds IS NULL OR trace_format != ?1 OR id NOT IN ("
         " SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY workload, target ORDER BY median_seconds) AS rank"
-        " FROM records WHERE error = '' AND median_seconds IS NOT NULL AND trace_format = ?1 AND kind != ?3) WHERE rank <= ?2"
+        " FROM records WHERE error = '' AND median_seconds IS NOT NULL AND trace_format = ?1 AND kind != ?3) WHERE "
+        "rank <= ?2"
         " UNION SELECT MAX(id) FROM records WHERE kind = ?3 GROUP BY workload, target, trace)");
     del.bind(1, int64_t(kTraceFormatVersion)).bind(2, int64_t(keep)).bind(3, RecordKind::InModel);
     del.step();

@@ -40,13 +40,13 @@ struct Record {
   std::vector<double> costs;  // measured seconds per run (empty for errors)
   std::string error;          // empty: a valid measurement
   RecordKind kind = RecordKind::Tuned;
-  std::string policy;         // Tuned: the search that proposed it ("evolutionary", "random", "import")
+  std::string policy;  // Tuned: the search that proposed it ("evolutionary", "random", "import")
   // The sketch and decisions a search sampled the trace from: absent for schedules no search
   // sampled (the other kinds) and for records written before they were stored.
   std::optional<SketchDecisions> decisions;
   std::string tessera_version;
   int trace_format = kTraceFormatVersion;
-  double created = 0;         // Unix time
+  double created = 0;  // Unix time
   double min_seconds() const;
   double median_seconds() const;
   // How the record was found, as `tessera db show` lists it: the policy of a tuned record, else
@@ -86,7 +86,8 @@ class TuningDatabase {
   // The latest valid, compatible record of the default schedule (RecordKind::Default), if measured.
   std::optional<Record> baseline(const std::string& workload, const std::string& target) const;
   // The latest in-model record of exactly this trace, if a model check timed it.
-  std::optional<Record> find_in_model(const std::string& workload, const std::string& target, const std::string& trace) const;
+  std::optional<Record> find_in_model(const std::string& workload, const std::string& target,
+                                      const std::string& trace) const;
   // The fastest valid, compatible record of (workload, target) timed alone, if any.
   std::optional<Record> best(const std::string& workload, const std::string& target) const;
   // The k fastest valid, compatible records of (workload, target).

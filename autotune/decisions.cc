@@ -31,7 +31,9 @@ std::vector<int64_t> full_levels(const DecisionSpec& spec, const std::vector<int
   return full;
 }
 
-std::vector<int64_t> inner_slots(const std::vector<int64_t>& full) { return std::vector<int64_t>(full.rbegin(), full.rend() - 1); }
+std::vector<int64_t> inner_slots(const std::vector<int64_t>& full) {
+  return std::vector<int64_t>(full.rbegin(), full.rend() - 1);
+}
 
 // A tiling of the extent: usually a factorization (each prime factor goes to a random level),
 // sometimes powers of two that need not divide (Tessera runs the tails separately). A vectorized
@@ -45,7 +47,8 @@ std::vector<int64_t> sample_tile(const DecisionSpec& spec, std::mt19937_64& rng)
     int free_levels = n + 1;
     if (spec.vector_lanes > 0 && spec.extent >= spec.vector_lanes && uniform(rng) < 0.7) {
       int64_t inner = spec.vector_lanes << pick(3, rng);
-      while (inner > spec.vector_lanes && (inner > spec.extent || inner > kMaxInnermostFactor || (perfect && spec.extent % inner)))
+      while (inner > spec.vector_lanes &&
+             (inner > spec.extent || inner > kMaxInnermostFactor || (perfect && spec.extent % inner)))
         inner /= 2;
       if (!perfect || spec.extent % inner == 0) {
         full[n] = inner;
@@ -114,7 +117,8 @@ std::vector<int64_t> sample_decision(const DecisionSpec& spec, std::mt19937_64& 
   return {sample_choice(spec, rng)};
 }
 
-std::vector<int64_t> mutate_decision(const DecisionSpec& spec, const std::vector<int64_t>& current, std::mt19937_64& rng) {
+std::vector<int64_t> mutate_decision(const DecisionSpec& spec, const std::vector<int64_t>& current,
+                                     std::mt19937_64& rng) {
   if (spec.kind == DecisionSpec::Kind::Tile) return spec.levels == 0 ? current : mutate_tile(spec, current, rng);
   std::vector<int64_t> others;
   for (int64_t o : spec.options)
@@ -126,7 +130,8 @@ std::vector<int64_t> mutate_decision(const DecisionSpec& spec, const std::vector
 bool valid_decision(const DecisionSpec& spec, const std::vector<int64_t>& values) {
   if (static_cast<int>(values.size()) != spec.slots()) return false;
   if (spec.kind == DecisionSpec::Kind::Tile)
-    return std::all_of(values.begin(), values.end(), [&](int64_t f) { return f >= 1 && f <= std::max<int64_t>(spec.extent, 1); });
+    return std::all_of(values.begin(), values.end(),
+                       [&](int64_t f) { return f >= 1 && f <= std::max<int64_t>(spec.extent, 1); });
   return std::find(spec.options.begin(), spec.options.end(), values[0]) != spec.options.end();
 }
 
@@ -145,7 +150,8 @@ int64_t DecisionTape::take(const DecisionSpec& spec, int slot) {
     // The whole group is known now: check it fits the spec.
     size_t first = cursor_ + 1 - spec.slots();
     std::vector<int64_t> group(values_.begin() + first, values_.begin() + cursor_ + 1);
-    if (!valid_decision(spec, group)) fail("schedule candidate: decision '", spec.name, "' has a value outside its range");
+    if (!valid_decision(spec, group))
+      fail("schedule candidate: decision '", spec.name, "' has a value outside its range");
   }
   return values_[cursor_++];
 }

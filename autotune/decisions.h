@@ -45,7 +45,8 @@ std::vector<int64_t> sample_decision(const DecisionSpec& spec, std::mt19937_64& 
 // A different value of one spec's slots: a tile moves a factor between two of its levels (the
 // implied outermost one included), a choice takes another option. Returns `current` when the
 // spec has a single value.
-std::vector<int64_t> mutate_decision(const DecisionSpec& spec, const std::vector<int64_t>& current, std::mt19937_64& rng);
+std::vector<int64_t> mutate_decision(const DecisionSpec& spec, const std::vector<int64_t>& current,
+                                     std::mt19937_64& rng);
 // Whether `values` (the spec's slots) are allowed: tile factors >= 1, choices among the options.
 bool valid_decision(const DecisionSpec& spec, const std::vector<int64_t>& values);
 

@@ -18,16 +18,17 @@ using namespace tensor_ir;
 
 namespace {
 
-const std::vector<std::string> kGlobal = {"stores", "float_ops", "bytes", "alloc_bytes", "allocs", "max_alloc_bytes",
-                                          "vector_fraction", "parallel_fraction", "max_parallel", "intensity",
-                                          "parallel_loops", "loops"};
+const std::vector<std::string> kGlobal = {"stores",       "float_ops",       "bytes",           "alloc_bytes",
+                                          "allocs",       "max_alloc_bytes", "vector_fraction", "parallel_fraction",
+                                          "max_parallel", "intensity",       "parallel_loops",  "loops"};
 const std::vector<std::string> kStatement = {
-    "trip", "float_add", "float_mul", "float_div", "float_minmax", "float_cmp", "float_special", "int_ops",
-    "lanes", "unrolled", "parallel", "serial", "depth", "outer0", "outer1", "outer2", "inner0", "inner1", "inner2",
-    "inner_unrolled", "outer_parallel", "buffers", "bytes", "bytes_per_outer", "intensity", "bytes_inner2"};
-const std::vector<std::string> kBuffer = {"bytes", "bytes_per_outer", "bytes_inner2", "invariant", "contiguous", "strided",
-                                          "gather", "stride", "reuse_count", "reuse_iters", "reuse_bytes", "written",
-                                          "unique_ratio"};
+    "trip",    "float_add", "float_mul",       "float_div", "float_minmax", "float_cmp",      "float_special",
+    "int_ops", "lanes",     "unrolled",        "parallel",  "serial",       "depth",          "outer0",
+    "outer1",  "outer2",    "inner0",          "inner1",    "inner2",       "inner_unrolled", "outer_parallel",
+    "buffers", "bytes",     "bytes_per_outer", "intensity", "bytes_inner2"};
+const std::vector<std::string> kBuffer = {
+    "bytes",  "bytes_per_outer", "bytes_inner2", "invariant",   "contiguous", "strided",     "gather",
+    "stride", "reuse_count",     "reuse_iters",  "reuse_bytes", "written",    "unique_ratio"};
 constexpr int kBuffersPerStatement = 4;
 constexpr int kStatements = 2;
 
@@ -78,17 +79,39 @@ class OpCounter : public IRVisitor {
   std::vector<std::pair<const BufferNode*, Expr>> loads;
 
  protected:
-  void count(const ExprNode* op, double& float_slot) {
-    (op->type.is_float() ? float_slot : int_ops) += op->type.lanes;
+  void count(const ExprNode* op, double& float_slot) { (op->type.is_float() ? float_slot : int_ops) += op->type.lanes; }
+  void visit_(const Add* op) override {
+    count(op, add);
+    IRVisitor::visit_(op);
   }
-  void visit_(const Add* op) override { count(op, add); IRVisitor::visit_(op); }
-  void visit_(const Sub* op) override { count(op, add); IRVisitor::visit_(op); }
-  void visit_(const Mul* op) override { count(op, mul); IRVisitor::visit_(op); }
-  void visit_(const Div* op) override { count(op, div); IRVisitor::visit_(op); }
-  void visit_(const Min* op) override { count(op, minmax); IRVisitor::visit_(op); }
-  void visit_(const Max* op) override { count(op, minmax); IRVisitor::visit_(op); }
-  void visit_(const Select* op) override { cmp += op->type.lanes; IRVisitor::visit_(op); }
-  void visit_(const Call* op) override { count(op, special); IRVisitor::visit_(op); }
+  void visit_(const Sub* op) override {
+    count(op, add);
+    IRVisitor::visit_(op);
+  }
+  void visit_(const Mul* op) override {
+    count(op, mul);
+    IRVisitor::visit_(op);
+  }
+  void visit_(const Div* op) override {
+    count(op, div);
+    IRVisitor::visit_(op);
+  }
+  void visit_(const Min* op) override {
+    count(op, minmax);
+    IRVisitor::visit_(op);
+  }
+  void visit_(const Max* op) override {
+    count(op, minmax);
+    IRVisitor::visit_(op);
+  }
+  void visit_(const Select* op) override {
+    cmp += op->type.lanes;
+    IRVisitor::visit_(op);
+  }
+  void visit_(const Call* op) override {
+    count(op, special);
+    IRVisitor::visit_(op);
+  }
   void visit_(const Load* op) override {
     loads.emplace_back(op->buffer.get(), op->index);
     IRVisitor::visit_(op);
@@ -137,7 +160,8 @@ class Extractor : public IRVisitor {
     OpCounter ops;
     ops.visit(op->value);
     ops.visit(op->index);
-    st.add = ops.add, st.mul = ops.mul, st.div = ops.div, st.minmax = ops.minmax, st.cmp = ops.cmp, st.special = ops.special;
+    st.add = ops.add, st.mul = ops.mul, st.div = ops.div, st.minmax = ops.minmax, st.cmp = ops.cmp,
+    st.special = ops.special;
     st.int_ops = ops.int_ops;
     std::map<const BufferNode*, size_t> by_buffer;
     auto add_access = [&](const BufferNode* b, const Expr& index, bool written) {
@@ -318,10 +342,17 @@ std::vector<float> extract_features(const LoweredFunc& func) {
   }
   double alloc = 0, max_alloc = 0;
   for (double a : ex.allocations) alloc += a, max_alloc = std::max(max_alloc, a);
-  float global[] = {static_cast<float>(ex.statements.size()), scaled(flops), scaled(bytes), scaled(alloc),
-                    static_cast<float>(ex.allocations.size()), scaled(max_alloc),
-                    static_cast<float>(flops > 0 ? vector_flops / flops : 0), static_cast<float>(flops > 0 ? parallel_flops / flops : 0),
-                    scaled(max_parallel), scaled(flops / std::max(bytes, 1.0)), static_cast<float>(ex.parallel_loops),
+  float global[] = {static_cast<float>(ex.statements.size()),
+                    scaled(flops),
+                    scaled(bytes),
+                    scaled(alloc),
+                    static_cast<float>(ex.allocations.size()),
+                    scaled(max_alloc),
+                    static_cast<float>(flops > 0 ? vector_flops / flops : 0),
+                    static_cast<float>(flops > 0 ? parallel_flops / flops : 0),
+                    scaled(max_parallel),
+                    scaled(flops / std::max(bytes, 1.0)),
+                    static_cast<float>(ex.parallel_loops),
                     static_cast<float>(ex.loops)};
   std::copy(std::begin(global), std::end(global), out.begin());
   // The statements doing the most arithmetic (then the most iterations), first one first on ties.

@@ -40,7 +40,8 @@ bool is_executable(const std::string& path) { return access(path.c_str(), X_OK) 
 
 std::string find_worker(const std::string& configured) {
   if (!configured.empty()) {
-    if (!is_executable(configured)) fail("measurement worker ", configured, " (MeasureOptions::worker_path) is not an executable file");
+    if (!is_executable(configured))
+      fail("measurement worker ", configured, " (MeasureOptions::worker_path) is not an executable file");
     return configured;
   }
   if (const char* env = std::getenv("TESSERA_MEASURE_WORKER"); env && *env) {
@@ -54,13 +55,15 @@ std::string find_worker(const std::string& configured) {
   // From Python the executable is the interpreter; the library's own folder still leads to bin/.
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&find_worker), &info) && info.dli_fname)
-    looked.push_back((fs::absolute(info.dli_fname).parent_path() / ".." / "bin" / kWorkerName).lexically_normal().string());
+    looked.push_back(
+        (fs::absolute(info.dli_fname).parent_path() / ".." / "bin" / kWorkerName).lexically_normal().string());
   std::string list;
   for (const auto& p : looked) {
     if (is_executable(p)) return p;
     list += (list.empty() ? "" : ", ") + p;
   }
-  fail("measurement worker ", kWorkerName, " not found (looked for ", list, "); set TESSERA_MEASURE_WORKER to its path");
+  fail("measurement worker ", kWorkerName, " not found (looked for ", list,
+       "); set TESSERA_MEASURE_WORKER to its path");
 }
 
 int remaining_ms(Clock::time_point deadline) {
@@ -93,7 +96,8 @@ class Measurer::Worker {
 
   explicit Worker(const std::string& path) {
     int sock[2], err[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) != 0) fail("measurement worker: socketpair: ", std::strerror(errno));
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sock) != 0)
+      fail("measurement worker: socketpair: ", std::strerror(errno));
     if (pipe2(err, O_CLOEXEC) != 0) {
       close(sock[0]), close(sock[1]);
       fail("measurement worker: pipe: ", std::strerror(errno));
@@ -233,7 +237,8 @@ class Measurer::Worker {
 Measurer::Measurer(MeasureOptions options) : options_(std::move(options)) {
   if (options_.repeat < 1) fail("measure options: repeat must be at least 1, got ", options_.repeat);
   if (options_.number < 0) fail("measure options: number must be 0 (automatic) or more, got ", options_.number);
-  if (!(options_.timeout_seconds > 0)) fail("measure options: timeout_seconds must be positive, got ", options_.timeout_seconds);
+  if (!(options_.timeout_seconds > 0))
+    fail("measure options: timeout_seconds must be positive, got ", options_.timeout_seconds);
   options_.worker_path = find_worker(options_.worker_path);
 }
 
@@ -258,7 +263,8 @@ const MeasureResult& faster(const MeasureResult& a, const MeasureResult& b) {
   return b.median_seconds() < a.median_seconds() ? b : a;
 }
 
-std::vector<MeasureResult> Measurer::measure(const Task& task, const std::string& target, const std::vector<std::string>& traces) {
+std::vector<MeasureResult> Measurer::measure(const Task& task, const std::string& target,
+                                             const std::vector<std::string>& traces) {
   std::vector<MeasureResult> results(traces.size());
   try {
     for (size_t next = 0; next < traces.size();) next = measure_from(task, target, traces, next, results);
@@ -276,17 +282,25 @@ size_t Measurer::measure_from(const Task& task, const std::string& target, const
   if (worker_ && !worker_->running()) worker_.reset();
   if (!worker_) worker_ = std::make_unique<Worker>(options_.worker_path);
   const MeasureOptions& o = options_;
-  json request = {{"kernel", task.kernel}, {"target", target}, {"repeat", o.repeat}, {"number", o.number},
-                  {"min_repeat_ms", o.min_repeat_ms}, {"flush_cache", o.flush_cache}, {"check", o.check},
-                  {"written_inputs", o.fresh_inputs ? task.written_inputs : std::vector<size_t>{}},
-                  {"seed", kSeed}, {"candidates", std::vector<std::string>(traces.begin() + static_cast<std::ptrdiff_t>(first), traces.end())}};
+  json request = {
+      {"kernel", task.kernel},
+      {"target", target},
+      {"repeat", o.repeat},
+      {"number", o.number},
+      {"min_repeat_ms", o.min_repeat_ms},
+      {"flush_cache", o.flush_cache},
+      {"check", o.check},
+      {"written_inputs", o.fresh_inputs ? task.written_inputs : std::vector<size_t>{}},
+      {"seed", kSeed},
+      {"candidates", std::vector<std::string>(traces.begin() + static_cast<std::ptrdiff_t>(first), traces.end())}};
   std::ostringstream timeout;
   timeout << "timeout after " << o.timeout_seconds << " s";
 
   // The worker answers "ready" once it has the task, its inputs and the reference outputs; that
   // set-up gets a timeout of its own, so a slow one is not charged to the first candidate.
   std::string line, setup_error;
-  Worker::Status status = worker_->send(request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", o.timeout_seconds);
+  Worker::Status status =
+      worker_->send(request.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", o.timeout_seconds);
   if (status == Worker::Status::Ok) status = worker_->read_line(line, o.timeout_seconds);
   if (status == Worker::Status::Timeout) setup_error = timeout.str();
   if (status == Worker::Status::Exited) setup_error = worker_->exit_reason();
@@ -298,8 +312,7 @@ size_t Measurer::measure_from(const Task& task, const std::string& target, const
     if (refused) {
       json error = ready.value("error", json("not ready"));
       setup_error = error.is_string() ? error.get<std::string>() : error.dump();
-    }
-    else if (flag != true) setup_error = "the worker answered '" + line + "' instead of ready";
+    } else if (flag != true) setup_error = "the worker answered '" + line + "' instead of ready";
   }
   if (!setup_error.empty()) {
     if (!refused) {

@@ -12,19 +12,19 @@
 namespace tessera::autotune {
 
 struct MeasureOptions {
-  int repeat = 5;              // timed runs per candidate: costs holds one per run
-  int number = 0;              // back-to-back calls per run, averaged; 0: enough for min_repeat_ms
+  int repeat = 5;  // timed runs per candidate: costs holds one per run
+  int number = 0;  // back-to-back calls per run, averaged; 0: enough for min_repeat_ms
   double min_repeat_ms = 10;
-  double timeout_seconds = 10; // per candidate, compile + run; a worker past it is killed
-  bool flush_cache = false;    // overwrite the last-level cache before each run (not between the
-                               // calls of a run: number = 1 gives cold-cache costs)
+  double timeout_seconds = 10;  // per candidate, compile + run; a worker past it is killed
+  bool flush_cache = false;     // overwrite the last-level cache before each run (not between the
+                                // calls of a run: number = 1 gives cold-cache costs)
   // Rewrite the task's written inputs through the thread pool before each timed call, as the
   // kernel before it in a model does (off: they stay where the previous call read them).
   // Timed on inputs still in the caches of the cores that read them, a schedule can win and
   // lose in the model (benchmarks/NOTES.md, "Timing kernels alone and in a model").
   // Records do not say which way they were timed: a database should hold one kind.
   bool fresh_inputs = true;
-  bool check = true;           // compare outputs with the default schedule's
+  bool check = true;  // compare outputs with the default schedule's
   // Empty: $TESSERA_MEASURE_WORKER, else tessera-measure next to the running executable, else in
   // ../bin from the folder of this library (a build tree's lib/ and bin/).
   std::string worker_path;
@@ -65,15 +65,16 @@ class Measurer {
 
   // One result per trace (JSON, as schedule::Trace::to_json writes), in the same order.
   // `target` is a target string ("llvm -mcpu=...") the worker compiles for.
-  std::vector<MeasureResult> measure(const Task& task, const std::string& target, const std::vector<std::string>& traces);
+  std::vector<MeasureResult> measure(const Task& task, const std::string& target,
+                                     const std::vector<std::string>& traces);
 
   // The worker executable it runs (found at construction).
   const std::string& worker_path() const { return options_.worker_path; }
 
  private:
   class Worker;
-  size_t measure_from(const Task& task, const std::string& target, const std::vector<std::string>& traces,
-                      size_t first, std::vector<MeasureResult>& results);
+  size_t measure_from(const Task& task, const std::string& target, const std::vector<std::string>& traces, size_t first,
+                      std::vector<MeasureResult>& results);
 
   MeasureOptions options_;
   std::unique_ptr<Worker> worker_;

@@ -6,11 +6,16 @@ namespace tessera::autotune {
 
 const char* record_kind_name(RecordKind kind) {
   switch (kind) {
-    case RecordKind::Tuned: return "tuned";
-    case RecordKind::Default: return "default";
-    case RecordKind::Custom: return "custom";
-    case RecordKind::Transfer: return "transfer";
-    case RecordKind::InModel: return "in-model";
+    case RecordKind::Tuned:
+      return "tuned";
+    case RecordKind::Default:
+      return "default";
+    case RecordKind::Custom:
+      return "custom";
+    case RecordKind::Transfer:
+      return "transfer";
+    case RecordKind::InModel:
+      return "in-model";
   }
   fail("record kind ", static_cast<int>(kind), " has no name");
 }

@@ -29,9 +29,13 @@ struct Evaluated {
 
 class PolicyBase : public SearchPolicy {
  public:
-  PolicyBase(const Task& task, CostModel* model, uint64_t seed, const std::vector<Record>& records, const SearchOptions& options)
-      : space_(task.compute), task_key_(task.workload.key.empty() ? task.workload.description : task.workload.key), model_(model),
-        rng_(seed), options_(options) {
+  PolicyBase(const Task& task, CostModel* model, uint64_t seed, const std::vector<Record>& records,
+             const SearchOptions& options)
+      : space_(task.compute),
+        task_key_(task.workload.key.empty() ? task.workload.description : task.workload.key),
+        model_(model),
+        rng_(seed),
+        options_(options) {
     if (!model_) {
       own_model_ = std::make_unique<CostModel>(seed);
       model_ = own_model_.get();
@@ -51,7 +55,8 @@ class PolicyBase : public SearchPolicy {
       if (auto e = evaluate(SearchSpace::default_candidate()); e && !taken_.count(e->trace)) batch.push_back(e->trace);
     }
     for (; next_template_ < template_sweep_.size() && static_cast<int>(batch.size()) < n; ++next_template_)
-      if (const Evaluated* e = evaluate(template_sweep_[next_template_]); e && fresh(e->trace, batch)) batch.push_back(e->trace);
+      if (const Evaluated* e = evaluate(template_sweep_[next_template_]); e && fresh(e->trace, batch))
+        batch.push_back(e->trace);
     fill(batch, n);
     for (const auto& t : batch) taken_.insert(t);
     return batch;
@@ -213,7 +218,8 @@ class EvolutionarySearch : public PolicyBase {
       if (e && e->candidate.sketch > 0 && in.insert(e->trace).second) population.push_back(e);
     };
     int from_measured = static_cast<int>(options_.measured_ratio * options_.population);
-    for (auto it = best_.begin(); it != best_.end() && static_cast<int>(population.size()) < from_measured; ++it) add(evaluate(it->second));
+    for (auto it = best_.begin(); it != best_.end() && static_cast<int>(population.size()) < from_measured; ++it)
+      add(evaluate(it->second));
     for (const auto& [c, trace] : seeds_)
       if (const Evaluated* e = evaluate(c); e && e->trace == trace) add(e);
     for (const Evaluated* e : randoms) {
@@ -224,7 +230,8 @@ class EvolutionarySearch : public PolicyBase {
   }
 
   // Elites stay; the rest are children of parents picked by tournament on the model's score.
-  std::vector<const Evaluated*> next_generation(const std::vector<const Evaluated*>& population, const std::vector<double>& scores) {
+  std::vector<const Evaluated*> next_generation(const std::vector<const Evaluated*>& population,
+                                                const std::vector<double>& scores) {
     size_t size = population.size();
     std::vector<size_t> order(size);
     for (size_t i = 0; i < size; ++i) order[i] = i;
@@ -260,8 +267,9 @@ const std::vector<std::string>& search_policy_names() {
   return names;
 }
 
-std::unique_ptr<SearchPolicy> make_policy(const Task& task, const std::string& target, const std::string& kind, CostModel* model,
-                                          uint64_t seed, const std::vector<Record>& records, const SearchOptions& options) {
+std::unique_ptr<SearchPolicy> make_policy(const Task& task, const std::string& target, const std::string& kind,
+                                          CostModel* model, uint64_t seed, const std::vector<Record>& records,
+                                          const SearchOptions& options) {
   if (targets::Target::parse(target).kind != "llvm")
     fail("search: target '", target, "' has no search space (the sketch rules are for CPUs: llvm)");
   if (kind == "evolutionary") return std::make_unique<EvolutionarySearch>(task, model, seed, records, options);

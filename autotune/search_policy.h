@@ -57,7 +57,8 @@ const std::vector<std::string>& search_policy_names();
 // population (records without decisions, such as those written before they were stored, do
 // not). Throws tessera::Error for an unknown kind or a target without a search space (only CPU
 // targets, "llvm ...", have one).
-std::unique_ptr<SearchPolicy> make_policy(const Task& task, const std::string& target, const std::string& kind, CostModel* model,
-                                          uint64_t seed, const std::vector<Record>& records, const SearchOptions& options = {});
+std::unique_ptr<SearchPolicy> make_policy(const Task& task, const std::string& target, const std::string& kind,
+                                          CostModel* model, uint64_t seed, const std::vector<Record>& records,
+                                          const SearchOptions& options = {});
 
 }  // namespace tessera::autotune

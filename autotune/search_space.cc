@@ -107,7 +107,8 @@ std::vector<Candidate> SearchSpace::template_candidates(size_t limit) const {
     }
     by_changes.emplace_back(changed, std::move(c));
   }
-  std::stable_sort(by_changes.begin(), by_changes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(by_changes.begin(), by_changes.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Candidate> out;
   for (auto& [changed, c] : by_changes) out.push_back(std::move(c));
   return out;
@@ -133,7 +134,8 @@ Candidate SearchSpace::crossover(const Candidate& a, const Candidate& b, std::mt
   size_t offset = 0;
   for (const auto& spec : layout(a.sketch)) {
     if (std::uniform_int_distribution<int>(0, 1)(rng))
-      std::copy(b.decisions.begin() + offset, b.decisions.begin() + offset + spec.slots(), out.decisions.begin() + offset);
+      std::copy(b.decisions.begin() + offset, b.decisions.begin() + offset + spec.slots(),
+                out.decisions.begin() + offset);
     offset += spec.slots();
   }
   return out;

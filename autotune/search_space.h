@@ -62,6 +62,7 @@ class SearchSpace {
   // space has a sketch of that name (the rules of another version may not).
   SketchDecisions stored(const Candidate& c) const { return {sketches_.at(c.sketch).name, c.decisions}; }
   std::optional<Candidate> candidate(const SketchDecisions& stored) const;
+
  private:
   // Applies a sketch other than the default to `s`, a fresh schedule of the kernel, its
   // decisions from `tape`.

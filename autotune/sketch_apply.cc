@@ -111,10 +111,14 @@ class Applier {
         rows(x, root, x.attach_kind() != schedule::AttachKind::Inline);
         return;
       }
-      case LoopRule::Rfactor: return rfactor(st);
-      case LoopRule::Tile: return tile(st);
-      case LoopRule::TileFused: return tile_fused(st);
-      case LoopRule::None: return;
+      case LoopRule::Rfactor:
+        return rfactor(st);
+      case LoopRule::Tile:
+        return tile(st);
+      case LoopRule::TileFused:
+        return tile_fused(st);
+      case LoopRule::None:
+        return;
     }
   }
 
@@ -159,7 +163,8 @@ class Applier {
 
   bool consumers_inside(const Stage& x, const std::string& target, int level) {
     for (Stage* y : s_.consumers(x)) {
-      bool inside = y->attach_kind() == schedule::AttachKind::Inline ? consumers_inside(*y, target, level) : depth_in(*y, target) >= level;
+      bool inside = y->attach_kind() == schedule::AttachKind::Inline ? consumers_inside(*y, target, level)
+                                                                     : depth_in(*y, target) >= level;
       if (!inside) return false;
     }
     return true;
@@ -248,13 +253,16 @@ class Applier {
     for (size_t d = 0; d < spatial.size(); ++d) {
       bool last = d + 1 == spatial.size();
       std::vector<int64_t> f;
-      auto levels = split_levels(a, spatial[d], tile_spec(a.name() + "." + spatial[d]->name, static_extent(c, spatial[d]), 3, last ? lanes : 0), f);
+      auto levels = split_levels(
+          a, spatial[d],
+          tile_spec(a.name() + "." + spatial[d]->name, static_extent(c, spatial[d]), 3, last ? lanes : 0), f);
       for (int l = 0; l < 4; ++l) s[l].push_back(levels[l]);
       if (last) innermost = f[0];
     }
     split_reductions(a, c, reduce, r);
     std::vector<Loop> order;
-    for (auto* level : {&s[0], &s[1], &r[0], &s[2], &r[1], &s[3]}) order.insert(order.end(), level->begin(), level->end());
+    for (auto* level : {&s[0], &s[1], &r[0], &s[2], &r[1], &s[3]})
+      order.insert(order.end(), level->begin(), level->end());
     if (order.size() > 1) a.reorder(order);
     size_t k = static_cast<size_t>(tape_.choose(parallel_spec(a.name() + ".parallel", s[0].size())));
     fuse_prefix(a, s[0], k);
@@ -283,7 +291,9 @@ class Applier {
       int m = d < st.matched.size() ? st.matched[d] : -1;
       bool hint = last && (m < 0 || m == anchor_last);
       std::vector<int64_t> f;
-      auto levels = split_levels(out, spatial[d], tile_spec(out.name() + "." + spatial[d]->name, static_extent(c, spatial[d]), 3, hint ? lanes : 0), f);
+      auto levels = split_levels(
+          out, spatial[d],
+          tile_spec(out.name() + "." + spatial[d]->name, static_extent(c, spatial[d]), 3, hint ? lanes : 0), f);
       for (int l = 0; l < 4; ++l) s[l].push_back(levels[l]);
       if (m >= 0) anchor_inner[m] = f[0];
       if (last) innermost = f[0];
@@ -328,7 +338,8 @@ class Applier {
     defer_unroll(a, s3, r[1], s2, vec, s_.hardware().lanes(ac->dtype));
   }
 
-  void split_reductions(Stage& st, const ComputeOp* c, const std::vector<Loop>& reduce, std::vector<std::vector<Loop>>& r) {
+  void split_reductions(Stage& st, const ComputeOp* c, const std::vector<Loop>& reduce,
+                        std::vector<std::vector<Loop>>& r) {
     for (const auto& l : reduce) {
       std::vector<int64_t> f;
       auto levels = split_levels(st, l, tile_spec(st.name() + "." + l->name, static_extent(c, l), 1, 0), f);
@@ -338,8 +349,8 @@ class Applier {
   }
 
   // Unroll candidates innermost first: S3 (but the vector), R1, S2.
-  void defer_unroll(Stage& st, const std::vector<Loop>& s3, const std::vector<Loop>& r1, const std::vector<Loop>& s2, const Loop& vec,
-                    int64_t lanes) {
+  void defer_unroll(Stage& st, const std::vector<Loop>& s3, const std::vector<Loop>& r1, const std::vector<Loop>& s2,
+                    const Loop& vec, int64_t lanes) {
     Unroll u{st.name(), {}, vec, lanes};
     for (auto* group : {&s3, &r1, &s2})
       for (auto it = group->rbegin(); it != group->rend(); ++it)

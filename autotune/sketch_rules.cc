@@ -23,9 +23,19 @@ constexpr size_t kMaxSketches = 16;
 
 bool expensive(Intrinsic op) {
   switch (op) {
-    case Intrinsic::abs: case Intrinsic::floor: case Intrinsic::ceil: case Intrinsic::round: case Intrinsic::trunc:
-    case Intrinsic::isnan: case Intrinsic::isinf: case Intrinsic::bitwise_and: case Intrinsic::bitwise_or:
-    case Intrinsic::bitwise_xor: case Intrinsic::bitwise_not: case Intrinsic::shift_left: case Intrinsic::shift_right:
+    case Intrinsic::abs:
+    case Intrinsic::floor:
+    case Intrinsic::ceil:
+    case Intrinsic::round:
+    case Intrinsic::trunc:
+    case Intrinsic::isnan:
+    case Intrinsic::isinf:
+    case Intrinsic::bitwise_and:
+    case Intrinsic::bitwise_or:
+    case Intrinsic::bitwise_xor:
+    case Intrinsic::bitwise_not:
+    case Intrinsic::shift_left:
+    case Intrinsic::shift_right:
     case Intrinsic::likely:
       return false;
     default:
@@ -150,7 +160,8 @@ struct Analysis {
 };
 
 // The rule variants of one stage (each sketch picks one per stage).
-std::vector<StageSketch> variants(Analysis& an, schedule::Stage& st, const std::unordered_set<const Object*>& fused_anchors,
+std::vector<StageSketch> variants(Analysis& an, schedule::Stage& st,
+                                  const std::unordered_set<const Object*>& fused_anchors,
                                   const std::vector<std::pair<schedule::Stage*, schedule::Stage*>>& pairs) {
   const auto* c = compute_of(st);
   StageSketch base;
@@ -208,12 +219,18 @@ std::vector<StageSketch> variants(Analysis& an, schedule::Stage& st, const std::
 
 const char* rule_name(const StageSketch& st) {
   switch (st.loops) {
-    case LoopRule::Rows: return "rows";
-    case LoopRule::ReduceRows: return "reduce_rows";
-    case LoopRule::Rfactor: return "rfactor";
-    case LoopRule::Tile: return "tile";
-    case LoopRule::TileFused: return st.cache_write ? "cache_write_tile" : "tile_fused";
-    case LoopRule::None: return st.placement == Placement::Inline ? "inline" : "in_consumer";
+    case LoopRule::Rows:
+      return "rows";
+    case LoopRule::ReduceRows:
+      return "reduce_rows";
+    case LoopRule::Rfactor:
+      return "rfactor";
+    case LoopRule::Tile:
+      return "tile";
+    case LoopRule::TileFused:
+      return st.cache_write ? "cache_write_tile" : "tile_fused";
+    case LoopRule::None:
+      return st.placement == Placement::Inline ? "inline" : "in_consumer";
   }
   return "?";
 }

@@ -66,7 +66,8 @@ struct Sketch {
 
 // The rule-generated sketches of the kernel computing `outputs` for `hardware` (the search space adds the
 // default template's schedule and the templates' knobs as sketches of their own).
-std::vector<Sketch> generate_sketches(const std::vector<tensor_ir::Tensor>& outputs, const schedule::HardwareParams& hardware);
+std::vector<Sketch> generate_sketches(const std::vector<tensor_ir::Tensor>& outputs,
+                                      const schedule::HardwareParams& hardware);
 
 // Applies a rule sketch to `s` (a fresh schedule of the kernel), its parameters from `tape`.
 // Throws tessera::Error when the decisions do not fit the sketch or a primitive rejects them.

@@ -43,13 +43,17 @@ class ArithmeticCounter : public tensor_ir::IRVisitor {
   int64_t count = 0;
 
  protected:
-#define TESSERA_COUNT(T) \
-  void visit_(const tensor_ir::T* op) override { ++count; IRVisitor::visit_(op); }
-  TESSERA_COUNT(Add) TESSERA_COUNT(Mul) TESSERA_COUNT(Div) TESSERA_COUNT(Min) TESSERA_COUNT(Max) TESSERA_COUNT(Call)
+#define TESSERA_COUNT(T)                         \
+  void visit_(const tensor_ir::T* op) override { \
+    ++count;                                     \
+    IRVisitor::visit_(op);                       \
+  }
+  TESSERA_COUNT(Add)
+  TESSERA_COUNT(Mul) TESSERA_COUNT(Div) TESSERA_COUNT(Min) TESSERA_COUNT(Max) TESSERA_COUNT(Call)
 #undef TESSERA_COUNT
-  // x - 0 is how convolutions and matrix products without a zero point read their operands; it
-  // compiles to nothing (counted, it made a pointwise convolution's work 1.5 times its own).
-  void visit_(const tensor_ir::Sub* op) override {
+      // x - 0 is how convolutions and matrix products without a zero point read their operands; it
+      // compiles to nothing (counted, it made a pointwise convolution's work 1.5 times its own).
+      void visit_(const tensor_ir::Sub* op) override {
     if (!tensor_ir::is_zero(op->b)) ++count;
     IRVisitor::visit_(op);
   }
@@ -111,7 +115,9 @@ Task task_from_call(const CallNode* call, const schedule::HardwareParams& hardwa
 }
 
 std::string default_trace(const Task& task) {
-  return schedule::default_cpu_schedule(task.compute.outputs, task.compute.anchor, task.compute.hardware)->trace().to_json();
+  return schedule::default_cpu_schedule(task.compute.outputs, task.compute.anchor, task.compute.hardware)
+      ->trace()
+      .to_json();
 }
 
 std::vector<Task> extract_tasks(const Module& optimized, const schedule::HardwareParams& hardware) {
@@ -138,7 +144,8 @@ std::vector<Task> extract_tasks(const Module& optimized, const schedule::Hardwar
   }
   std::vector<Task> tasks;
   for (const auto& k : order) tasks.push_back(std::move(by_workload.at(k)));
-  std::stable_sort(tasks.begin(), tasks.end(), [](const Task& a, const Task& b) { return a.weight * a.flops > b.weight * b.flops; });
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const Task& a, const Task& b) { return a.weight * a.flops > b.weight * b.flops; });
   return tasks;
 }
 

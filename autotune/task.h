@@ -12,11 +12,11 @@ namespace tessera::autotune {
 
 struct Task {
   WorkloadEntry workload;
-  std::string kernel;     // the kernel as graph-IR text: a module whose main calls it once
-                          // (what measurement processes rebuild it from)
+  std::string kernel;  // the kernel as graph-IR text: a module whose main calls it once
+                       // (what measurement processes rebuild it from)
   relay_ir::CallCompute compute;
-  int weight = 1;         // calls per run of the model
-  double flops = 0;       // arithmetic operations per call (multiply-add = 2)
+  int weight = 1;    // calls per run of the model
+  double flops = 0;  // arithmetic operations per call (multiply-add = 2)
   // The inputs earlier kernels of the model write on every run (all but its constants, the
   // weights): measurement rewrites them before each timed call (autotune/measure.h).
   std::vector<size_t> written_inputs;

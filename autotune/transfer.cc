@@ -25,7 +25,8 @@ ScheduleTransfer::ScheduleTransfer(TuningDatabase& db, std::string target, Trans
 ScheduleTransfer::~ScheduleTransfer() = default;
 
 int ScheduleTransfer::transfer(const Task& task) {
-  std::vector<Record> similar = db_.similar(task.workload.structure_key, task.workload.key, target_, options_.candidates);
+  std::vector<Record> similar =
+      db_.similar(task.workload.structure_key, task.workload.key, target_, options_.candidates);
   if (similar.empty()) return 0;
   // The traces that replay and lower on this shape (a split factor may not fit, a fused
   // producer may be absent), with their features for the model.
@@ -74,7 +75,8 @@ int ScheduleTransfer::transfer(const Task& task) {
     results.pop_back();
   }
   std::vector<Record> records;
-  for (size_t i = 0; i < results.size(); ++i) records.push_back(make_record(task, target_, batch[i], results[i], kinds[i]));
+  for (size_t i = 0; i < results.size(); ++i)
+    records.push_back(make_record(task, target_, batch[i], results[i], kinds[i]));
   db_.add_workload(task.workload);
   db_.commit(records);
   return static_cast<int>(records.size()) - 1;

@@ -28,10 +28,15 @@ double faster_of(double seconds, double other) { return seconds <= 0 || other < 
 
 class Session {
  public:
-  Session(const std::vector<Task>& tasks, const TuneOptions& options, const std::function<void(const Progress&)>& on_progress)
-      : tasks_(tasks), options_(options), on_progress_(on_progress),
-        db_(options.db_path.empty() ? TuningDatabase::default_path() : options.db_path), measurer_(options.measure),
-        target_(targets::Target::parse(options.target).with_host_defaults().str()), model_(options.seed) {
+  Session(const std::vector<Task>& tasks, const TuneOptions& options,
+          const std::function<void(const Progress&)>& on_progress)
+      : tasks_(tasks),
+        options_(options),
+        on_progress_(on_progress),
+        db_(options.db_path.empty() ? TuningDatabase::default_path() : options.db_path),
+        measurer_(options.measure),
+        target_(targets::Target::parse(options.target).with_host_defaults().str()),
+        model_(options.seed) {
     std::string path = cost_model_path(db_.path());
     if (std::filesystem::exists(path)) model_.load(path);
   }
@@ -64,7 +69,8 @@ class Session {
       // had dozens. A first batch starts with the templates' knobs, the likeliest wins.
       std::vector<size_t> order(tasks_.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return share(states_[a]) > share(states_[b]); });
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return share(states_[a]) > share(states_[b]); });
       for (size_t i : order) {
         if (trials_done_ >= options_.trials || out_of_time()) break;
         if (!states_[i].stopped) search_batch(i);
@@ -175,7 +181,9 @@ class Session {
   }
 
   // A task's part of the end-to-end latency.
-  static double share(const TaskState& s) { return s.weight * (s.best_seconds > 0 ? s.best_seconds : s.default_seconds); }
+  static double share(const TaskState& s) {
+    return s.weight * (s.best_seconds > 0 ? s.best_seconds : s.default_seconds);
+  }
 
   // Ansor's scheduler, simplified: the task whose next batch is expected to cut the most from
   // the end-to-end latency: its share (weight * best time) times its recent relative improvement,
@@ -269,7 +277,8 @@ void validate(const TuneOptions& options) {
   if (options.measure.repeat < 1) fail("tune: repeat must be at least 1 (got ", options.measure.repeat, ")");
 }
 
-TuneResult tune(const std::vector<Task>& tasks, const TuneOptions& options, const std::function<void(const Progress&)>& on_progress) {
+TuneResult tune(const std::vector<Task>& tasks, const TuneOptions& options,
+                const std::function<void(const Progress&)>& on_progress) {
   if (tasks.empty()) fail("tune: the model has no kernels to tune");
   validate(options);
   // Checked before anything is measured: policies are made lazily, after the baselines.
@@ -285,8 +294,9 @@ std::string default_report_path(const std::string& db_path) {
 std::string progress_line(const Progress& p) {
   const TaskState& s = (*p.tasks)[p.current];
   char line[256];
-  std::snprintf(line, sizeof line, "[%3d/%d trials %5.0fs] task %zu/%zu %-28.28s best %7.1f GFLOP/s | est. latency %.4g ms",
-                p.trials_done, p.trials_total, p.elapsed, p.current + 1, p.tasks->size(), s.description.c_str(), s.gflops(),
+  std::snprintf(line, sizeof line,
+                "[%3d/%d trials %5.0fs] task %zu/%zu %-28.28s best %7.1f GFLOP/s | est. latency %.4g ms", p.trials_done,
+                p.trials_total, p.elapsed, p.current + 1, p.tasks->size(), s.description.c_str(), s.gflops(),
                 p.estimated_latency * 1e3);
   return line;
 }

@@ -16,15 +16,15 @@ namespace tessera::autotune {
 
 struct TuneOptions {
   std::string target = "llvm";
-  std::string db_path;             // empty: TuningDatabase::default_path()
-  int trials = 1000;               // measurements in all, across tasks
-  int batch = 16;                  // candidates per measured batch
+  std::string db_path;                  // empty: TuningDatabase::default_path()
+  int trials = 1000;                    // measurements in all, across tasks
+  int batch = 16;                       // candidates per measured batch
   std::string policy = "evolutionary";  // or "random"
-  int early_stopping = 0;          // a task stops after this many trials without improvement (0: never)
-  std::optional<double> max_seconds;  // wall-clock limit of the session in seconds (none: no limit)
+  int early_stopping = 0;               // a task stops after this many trials without improvement (0: never)
+  std::optional<double> max_seconds;    // wall-clock limit of the session in seconds (none: no limit)
   uint64_t seed = 0;
   MeasureOptions measure;
-  std::string report_path;         // the HTML report; empty: default_report_path(db_path)
+  std::string report_path;  // the HTML report; empty: default_report_path(db_path)
 };
 
 struct TaskState {
@@ -32,9 +32,9 @@ struct TaskState {
   std::string workload;
   int weight = 1;
   double flops = 0;
-  int trials = 0;                 // measured in this session and before (from the database)
-  double default_seconds = 0;     // the default schedule's median time
-  double best_seconds = 0;        // 0: nothing valid measured yet
+  int trials = 0;                               // measured in this session and before (from the database)
+  double default_seconds = 0;                   // the default schedule's median time
+  double best_seconds = 0;                      // 0: nothing valid measured yet
   std::vector<std::pair<int, double>> history;  // (trials so far, best seconds) after each batch
   bool stopped = false;
   double gflops() const { return best_seconds > 0 ? flops / best_seconds / 1e9 : 0; }
@@ -42,9 +42,9 @@ struct TaskState {
 
 struct Progress {
   const std::vector<TaskState>* tasks;
-  size_t current = 0;             // the task just measured
+  size_t current = 0;  // the task just measured
   int trials_done = 0, trials_total = 0;
-  double estimated_latency = 0;   // seconds: sum over tasks of weight * best (default if untuned)
+  double estimated_latency = 0;  // seconds: sum over tasks of weight * best (default if untuned)
   double elapsed = 0;
 };
 

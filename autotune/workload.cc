@@ -13,7 +13,8 @@ namespace {
 std::string erase_sizes(const std::string& text) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
-    if (std::isdigit(static_cast<unsigned char>(text[i])) && (i == 0 || !std::isalpha(static_cast<unsigned char>(text[i - 1])))) {
+    if (std::isdigit(static_cast<unsigned char>(text[i])) &&
+        (i == 0 || !std::isalpha(static_cast<unsigned char>(text[i - 1])))) {
       out += '#';
       while (i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1]))) ++i;
     } else {

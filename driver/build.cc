@@ -50,7 +50,8 @@ class PlanBuilder {
     result.lowered = lowered_;
     result.target = target;
     result.plan = plan_;
-    if (jit) result.executor = std::make_shared<runtime::GraphExecutor>(targets::build(lowered_, target), std::move(plan_));
+    if (jit)
+      result.executor = std::make_shared<runtime::GraphExecutor>(targets::build(lowered_, target), std::move(plan_));
     return result;
   }
 
@@ -94,7 +95,8 @@ class PlanBuilder {
   static bool is_elementwise(const CallNode* call) {
     if (const OpDef* def = call->op_def()) return def->pattern <= OpPattern::Broadcast;
     for (const Expr& e : post_order(call->op))
-      if (const auto* c = e.as<CallNode>(); c && c->op_def() && c->op_def()->pattern > OpPattern::Broadcast) return false;
+      if (const auto* c = e.as<CallNode>(); c && c->op_def() && c->op_def()->pattern > OpPattern::Broadcast)
+        return false;
     return true;
   }
 
@@ -131,8 +133,8 @@ class PlanBuilder {
         for (size_t d = 0; d < a->shape.size(); ++d) signature += (d ? ", " : "") + tensor_ir::to_string(a->shape[d]);
         signature += "]";
       }
-      kernels_.push_back({name, call_description(call), signature, tensor_ir::to_string(lowered.func), 0, lowered.workload,
-                          lowered.schedule, lowered.record});
+      kernels_.push_back({name, call_description(call), signature, tensor_ir::to_string(lowered.func), 0,
+                          lowered.workload, lowered.schedule, lowered.record});
       lowered_.push_back(lowered.func);
     } else {
       kernel = found->second;
@@ -149,7 +151,8 @@ class PlanBuilder {
     flatten_types(call->checked_type, out_types);
     for (size_t i = 0; i < out_types.size(); ++i) {
       const auto& t = as_tensor(out_types[i], call_description(call) + " output");
-      outs.push_back(add_tensor(Info::Intermediate, call_description(call) + (call->origin.empty() ? "" : ":" + call->origin), t, -1));
+      outs.push_back(add_tensor(Info::Intermediate,
+                                call_description(call) + (call->origin.empty() ? "" : ":" + call->origin), t, -1));
     }
     step.args.insert(step.args.end(), outs.begin(), outs.end());
     plan_.steps.push_back(step);

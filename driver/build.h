@@ -39,14 +39,14 @@ void validate(const BuildOptions& options);
 
 // What was built, for `tessera inspect` and tests.
 struct KernelInfo {
-  std::string name;        // the kernel's symbol
-  std::string op;          // the operator (or fused group) it computes
-  std::string signature;   // argument types
-  std::string lowered;     // the lowered loop nest
-  int calls = 0;           // steps that call it
-  std::string workload;    // its workload key in the tuning database
-  std::string schedule;    // where its schedule came from: "default", "tuned (record 12)", ...
-  int64_t record = 0;      // the tuning record its schedule replays; 0: none (a template or custom)
+  std::string name;       // the kernel's symbol
+  std::string op;         // the operator (or fused group) it computes
+  std::string signature;  // argument types
+  std::string lowered;    // the lowered loop nest
+  int calls = 0;          // steps that call it
+  std::string workload;   // its workload key in the tuning database
+  std::string schedule;   // where its schedule came from: "default", "tuned (record 12)", ...
+  int64_t record = 0;     // the tuning record its schedule replays; 0: none (a template or custom)
 };
 
 struct BuildResult {

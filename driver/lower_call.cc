@@ -18,7 +18,7 @@ using namespace relay_ir;
 std::string kernel_key(const CallNode* call) {
   if (const auto* f = call->op.as<FunctionNode>()) {
     PrintOptions o;
-    o.show_origins = false;  // where a layer came from does not change its kernel
+    o.show_origins = false;      // where a layer came from does not change its kernel
     return to_text(Expr(f), o);  // includes every type and attribute
   }
   std::string key = call->op_def()->name + "(";
@@ -34,9 +34,12 @@ namespace {
 std::string record_label(const autotune::Record& r) {
   std::string id = "record " + std::to_string(r.id);
   switch (r.kind) {
-    case autotune::RecordKind::Transfer: return "transferred (" + id + ")";
-    case autotune::RecordKind::Default: return "default (measured fastest, " + id + ")";
-    case autotune::RecordKind::InModel: return "default (faster in the model than the tuned schedule, " + id + ")";
+    case autotune::RecordKind::Transfer:
+      return "transferred (" + id + ")";
+    case autotune::RecordKind::Default:
+      return "default (measured fastest, " + id + ")";
+    case autotune::RecordKind::InModel:
+      return "default (faster in the model than the tuned schedule, " + id + ")";
     case autotune::RecordKind::Tuned:
     case autotune::RecordKind::Custom:  // no longer registered: replayed like a tuned schedule
       break;
@@ -46,8 +49,8 @@ std::string record_label(const autotune::Record& r) {
 
 // The database's chosen record of the workload, transferring schedules of similar workloads first
 // when it has none and `transfer` allows; `note` explains a miss.
-std::optional<autotune::Record> chosen_record(const CallNode* call, const std::string& workload, const ScheduleContext& ctx,
-                                            bool transfer, std::string& note) {
+std::optional<autotune::Record> chosen_record(const CallNode* call, const std::string& workload,
+                                              const ScheduleContext& ctx, bool transfer, std::string& note) {
   if (!ctx.db) {
     note = " (no tuning database)";
     return std::nullopt;
@@ -68,13 +71,15 @@ std::optional<autotune::Record> chosen_record(const CallNode* call, const std::s
 
 // The schedule of a kernel; where it came from goes to `label` and, when it replays a record, its
 // id to `record_id`.
-std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const CallCompute& compute, const std::string& workload,
-                                                    const ScheduleContext& ctx, std::string& label, int64_t& record_id) {
+std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const CallCompute& compute,
+                                                    const std::string& workload, const ScheduleContext& ctx,
+                                                    std::string& label, int64_t& record_id) {
   // A schedule registered for the workload, else for what the kernel computes. It yields only to
   // a record measured faster than it (tuning measures it first), which a transfer never is: with
   // one, nothing is transferred.
   std::string key;
-  std::unique_ptr<schedule::Schedule> custom = schedule::apply_custom_schedule(compute.outputs, workload, call_description(call), &key);
+  std::unique_ptr<schedule::Schedule> custom =
+      schedule::apply_custom_schedule(compute.outputs, workload, call_description(call), &key);
   std::string note;
   std::optional<autotune::Record> record = chosen_record(call, workload, ctx, ctx.transfer && !custom, note);
   if (custom) {
@@ -113,7 +118,8 @@ LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, con
     LoweredCall out;
     out.num_outputs = compute.outputs.size();
     out.workload = autotune::make_workload(compute.outputs, call_description(call)).key;
-    std::unique_ptr<schedule::Schedule> schedule = choose_schedule(call, compute, out.workload, ctx, out.schedule, out.record);
+    std::unique_ptr<schedule::Schedule> schedule =
+        choose_schedule(call, compute, out.workload, ctx, out.schedule, out.record);
     std::vector<tensor_ir::Tensor> args = compute.inputs;
     args.insert(args.end(), compute.outputs.begin(), compute.outputs.end());
     out.func = schedule::lower(*schedule, args, kernel_name);

@@ -16,19 +16,19 @@
 namespace tessera::driver {
 
 struct ScheduleContext {
-  autotune::TuningDatabase* db = nullptr;         // none: no records
-  std::string target;                             // canonical target string records are keyed by
+  autotune::TuningDatabase* db = nullptr;          // none: no records
+  std::string target;                              // canonical target string records are keyed by
   autotune::ScheduleTransfer* transfer = nullptr;  // none: workloads without records take the default
-  schedule::HardwareParams hardware;              // the target's: compute definitions and default schedules are sized by it
+  schedule::HardwareParams hardware;  // the target's: compute definitions and default schedules are sized by it
 };
 
 struct LoweredCall {
-  tensor_ir::LoweredFunc func;   // arguments: the call's inputs, then its outputs
+  tensor_ir::LoweredFunc func;  // arguments: the call's inputs, then its outputs
   size_t num_outputs = 0;
-  std::string workload;          // the workload key
-  std::string schedule;          // where the schedule came from: "default", "tuned (record 12)",
-                                 // "transferred (record 40)", "custom (conv)", ...
-  int64_t record = 0;            // the tuning record whose trace the schedule replays; 0: none
+  std::string workload;  // the workload key
+  std::string schedule;  // where the schedule came from: "default", "tuned (record 12)",
+                         // "transferred (record 40)", "custom (conv)", ...
+  int64_t record = 0;    // the tuning record whose trace the schedule replays; 0: none
 };
 
 // `call` must be typed (InferType). Errors name the op and the call's origin.

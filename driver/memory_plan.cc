@@ -22,7 +22,8 @@ int storage_of(const runtime::GraphPlan& plan, int id) {
 
 class Planner {
  public:
-  explicit Planner(runtime::GraphPlan& plan) : plan_(plan), last_use_(plan.tensors.size(), -1), slot_of_(plan.tensors.size(), -1) {
+  explicit Planner(runtime::GraphPlan& plan)
+      : plan_(plan), last_use_(plan.tensors.size(), -1), slot_of_(plan.tensors.size(), -1) {
     // A view keeps its storage alive as long as the view itself is used.
     for (int s = 0; s < static_cast<int>(plan.steps.size()); ++s)
       for (int id : plan.steps[s].args) last_use_[storage_of(plan, id)] = s;
@@ -44,7 +45,8 @@ class Planner {
       for (int id : step.args) {
         int root = storage_of(plan_, id);
         if (plan_.tensors[root].kind == Info::Intermediate && last_use_[root] == s && slot_of_[root] >= 0 &&
-            std::find(free_.begin(), free_.end(), slot_of_[root]) == free_.end() && !slot_taken_this_step(s, slot_of_[root]))
+            std::find(free_.begin(), free_.end(), slot_of_[root]) == free_.end() &&
+            !slot_taken_this_step(s, slot_of_[root]))
           free_.push_back(slot_of_[root]);
       }
     }
@@ -55,7 +57,8 @@ class Planner {
       plan_.arena_bytes += size;
     }
     for (size_t id = 0; id < plan_.tensors.size(); ++id)
-      if (plan_.tensors[id].kind == Info::Intermediate && plan_.tensors[id].alias_of < 0) plan_.tensors[id].index = slot_of_[id];
+      if (plan_.tensors[id].kind == Info::Intermediate && plan_.tensors[id].alias_of < 0)
+        plan_.tensors[id].index = slot_of_[id];
   }
 
  private:
@@ -96,7 +99,8 @@ class Planner {
         continue;
       }
       bool fits = slot_size_[*it] >= need, best_fits = slot_size_[*best] >= need;
-      if ((fits && (!best_fits || slot_size_[*it] < slot_size_[*best])) || (!fits && !best_fits && slot_size_[*it] > slot_size_[*best]))
+      if ((fits && (!best_fits || slot_size_[*it] < slot_size_[*best])) ||
+          (!fits && !best_fits && slot_size_[*it] > slot_size_[*best]))
         best = it;
     }
     if (best == free_.end()) {

@@ -62,8 +62,8 @@ struct Candidate {
 
 }  // namespace
 
-ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target& target, int opt_level, const std::string& db_path,
-                          const ModelCheckOptions& check) {
+ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target& target, int opt_level,
+                          const std::string& db_path, const ModelCheckOptions& check) {
   auto db = autotune::TuningDatabase::open_existing(db_path);
   if (!db) fail("model check: no tuning database at ", db_path);
   std::string key = target.with_host_defaults().str();
@@ -118,7 +118,8 @@ ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target&
   for (auto& c : candidates) {
     c.check.default_seconds = median_of(c.default_costs);
     c.check.tuned_seconds = median_of(c.tuned_costs);
-    for (auto [trace, costs] : {std::pair{&c.default_trace, &c.default_costs}, std::pair{&c.tuned_trace, &c.tuned_costs}}) {
+    for (auto [trace, costs] :
+         {std::pair{&c.default_trace, &c.default_costs}, std::pair{&c.tuned_trace, &c.tuned_costs}}) {
       autotune::Record r;
       r.workload = c.check.workload;
       r.target = key;
@@ -137,18 +138,22 @@ std::string format_model_check(const ModelCheck& check) {
   std::string out;
   char line[256];
   size_t n = check.kernels.size();
-  std::snprintf(line, sizeof line, "model check: %zu kernel%s with a tuned schedule, timed in the model against the default\n", n,
+  std::snprintf(line, sizeof line,
+                "model check: %zu kernel%s with a tuned schedule, timed in the model against the default\n", n,
                 n == 1 ? "" : "s");
   out += line;
   if (check.kernels.empty()) return out;
-  std::snprintf(line, sizeof line, "  %-24s %-28s %11s %11s  %s\n", "kernel", "op", "default us", "tuned us", "builds use");
+  std::snprintf(line, sizeof line, "  %-24s %-28s %11s %11s  %s\n", "kernel", "op", "default us", "tuned us",
+                "builds use");
   out += line;
   for (const auto& k : check.kernels) {
-    std::snprintf(line, sizeof line, "  %-24.24s %-28.28s %11.1f %11.1f  %s\n", k.kernel.c_str(), k.op.c_str(), k.default_seconds * 1e6,
-                  k.tuned_seconds * 1e6, k.tuned_kept() ? ("tuned (record " + std::to_string(k.record) + ")").c_str() : "default");
+    std::snprintf(line, sizeof line, "  %-24.24s %-28.28s %11.1f %11.1f  %s\n", k.kernel.c_str(), k.op.c_str(),
+                  k.default_seconds * 1e6, k.tuned_seconds * 1e6,
+                  k.tuned_kept() ? ("tuned (record " + std::to_string(k.record) + ")").c_str() : "default");
     out += line;
   }
-  std::snprintf(line, sizeof line, "  whole model: default schedules %.3f ms, database's %.3f ms (before the check's choices)\n",
+  std::snprintf(line, sizeof line,
+                "  whole model: default schedules %.3f ms, database's %.3f ms (before the check's choices)\n",
                 check.default_seconds * 1e3, check.tuned_seconds * 1e3);
   out += line;
   return out;

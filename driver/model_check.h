@@ -18,10 +18,10 @@
 namespace tessera::driver {
 
 struct KernelCheck {
-  std::string kernel;       // its name in the built model
-  std::string op;           // what it computes (fused group)
+  std::string kernel;  // its name in the built model
+  std::string op;      // what it computes (fused group)
   std::string workload;
-  int64_t record = 0;       // the tuned record timed
+  int64_t record = 0;  // the tuned record timed
   // Seconds per model run, summed over the kernel's calls: the median over rounds of each
   // round's median (what its in-model records hold).
   double default_seconds = 0, tuned_seconds = 0;
@@ -29,7 +29,7 @@ struct KernelCheck {
 };
 
 struct ModelCheck {
-  std::vector<KernelCheck> kernels;              // those with a tuned schedule, in plan order
+  std::vector<KernelCheck> kernels;               // those with a tuned schedule, in plan order
   double default_seconds = 0, tuned_seconds = 0;  // the whole model per run, as above
 };
 
@@ -42,8 +42,8 @@ struct ModelCheckOptions {
 // schedules and with the tuning database at `db_path` (no transfers), times the two in turns on
 // zero inputs, and commits an in-model record of each tuned kernel's schedule and of its default,
 // in one transaction. Throws naming the database if it does not exist.
-ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target& target, int opt_level, const std::string& db_path,
-                          const ModelCheckOptions& check = {});
+ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target& target, int opt_level,
+                          const std::string& db_path, const ModelCheckOptions& check = {});
 
 // A table for a terminal: per checked kernel, its two times and which schedule builds now use.
 std::string format_model_check(const ModelCheck& check);

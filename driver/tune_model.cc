@@ -45,14 +45,15 @@ TuneReport tune_model(const relay_ir::Module& module, const TuneModelOptions& op
 std::string format_tune_report(const TuneReport& report) {
   const autotune::TuneResult& r = report.session;
   std::string out;
-  append(out, "%-40s %6s %7s %11s %11s %8s %9s\n", "task", "weight", "trials", "default ms", "best ms", "speedup", "GFLOP/s");
+  append(out, "%-40s %6s %7s %11s %11s %8s %9s\n", "task", "weight", "trials", "default ms", "best ms", "speedup",
+         "GFLOP/s");
   for (const auto& s : r.tasks) {
     double best = s.best_seconds > 0 ? s.best_seconds : s.default_seconds;
     append(out, "%-40.40s %6d %7d %11.4f %11.4f %7.2fx %9.1f\n", s.description.c_str(), s.weight, s.trials,
            s.default_seconds * 1e3, best * 1e3, best > 0 ? s.default_seconds / best : 0.0, s.gflops());
   }
-  append(out, "estimated latency %.3f ms (default schedules %.3f ms) after %.0f s\nreport: %s\n", r.estimated_latency * 1e3,
-         r.default_latency * 1e3, r.wall_seconds, r.report_path.c_str());
+  append(out, "estimated latency %.3f ms (default schedules %.3f ms) after %.0f s\nreport: %s\n",
+         r.estimated_latency * 1e3, r.default_latency * 1e3, r.wall_seconds, r.report_path.c_str());
   if (report.model_check) out += format_model_check(*report.model_check);
   return out;
 }

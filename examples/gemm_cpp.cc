@@ -18,7 +18,8 @@ int main() {
   Tensor A = placeholder({Expr(n), Expr(k)}, runtime::kFloat32, "A");
   Tensor B = placeholder({Expr(k), Expr(m)}, runtime::kFloat32, "B");
   IterVar r = reduce_axis(Range(Expr(0), Expr(k)), "r");
-  Tensor C = compute({Expr(n), Expr(m)}, [&](const std::vector<Var>& i) { return sum(A(i[0], r) * B(r, i[1]), {r}); }, "C");
+  Tensor C = compute(
+      {Expr(n), Expr(m)}, [&](const std::vector<Var>& i) { return sum(A(i[0], r) * B(r, i[1]), {r}); }, "C");
 
   schedule::Schedule s({C});
   schedule::Stage& c = s[C];

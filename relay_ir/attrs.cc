@@ -37,9 +37,12 @@ std::string quote(const std::string& s) {
 
 std::string attr_to_string(const AttrValue& v) {
   switch (v.index()) {
-    case 0: return std::to_string(std::get<int64_t>(v));
-    case 1: return float_str(std::get<double>(v));
-    case 2: return quote(std::get<std::string>(v));
+    case 0:
+      return std::to_string(std::get<int64_t>(v));
+    case 1:
+      return float_str(std::get<double>(v));
+    case 2:
+      return quote(std::get<std::string>(v));
     case 3: {
       std::string s = "[";
       const auto& xs = std::get<std::vector<int64_t>>(v);
@@ -99,7 +102,8 @@ std::vector<double> Attrs::get_floats(const std::string& name) const {
 }
 
 void Attrs::set(const std::string& name, AttrValue value) {
-  auto it = std::lower_bound(items_.begin(), items_.end(), name, [](const auto& p, const std::string& n) { return p.first < n; });
+  auto it = std::lower_bound(items_.begin(), items_.end(), name,
+                             [](const auto& p, const std::string& n) { return p.first < n; });
   if (it != items_.end() && it->first == name) it->second = std::move(value);
   else items_.insert(it, {name, std::move(value)});
 }

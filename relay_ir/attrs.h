@@ -23,7 +23,7 @@ class Attrs {
   bool has(const std::string& name) const;
   const AttrValue& get(const std::string& name) const;  // throws naming the attribute
   int64_t get_int(const std::string& name) const;
-  double get_float(const std::string& name) const;     // ints convert
+  double get_float(const std::string& name) const;  // ints convert
   const std::string& get_str(const std::string& name) const;
   const std::vector<int64_t>& get_ints(const std::string& name) const;
   std::vector<double> get_floats(const std::string& name) const;  // ints convert

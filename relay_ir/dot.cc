@@ -74,7 +74,8 @@ class DotWriter {
 
   // A fused group: its ops inside a cluster; its parameters wired to the call's arguments.
   void fused_call(const Expr& call_expr, const CallNode* c, const FunctionNode* f, int group) {
-    os_ << "  subgraph cluster_" << group << " {\n    style=filled; color=lightgrey; label=\"kernel " << group << "\";\n";
+    os_ << "  subgraph cluster_" << group << " {\n    style=filled; color=lightgrey; label=\"kernel " << group
+        << "\";\n";
     std::unordered_map<const ExprNode*, Expr> outer;  // parameter -> argument
     for (size_t i = 0; i < f->params.size(); ++i) outer[f->params[i].get()] = c->args[i];
     for (const Expr& e : post_order(f->body)) {

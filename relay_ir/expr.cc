@@ -43,7 +43,8 @@ Expr scalar(double value, DataType dtype) {
       std::memcpy(a.data(), &v, dtype.element_bytes());  // little-endian: the low bytes
       break;
     }
-    default: fail("scalar: unsupported dtype ", dtype.str());
+    default:
+      fail("scalar: unsupported dtype ", dtype.str());
   }
   return constant(a);
 }
@@ -66,7 +67,8 @@ AttrValue coerce(const OpDef& def, const AttrSpec& spec, AttrValue v) {
   if (v.index() == spec.default_value.index()) return v;
   if (std::holds_alternative<int64_t>(v) && std::holds_alternative<double>(spec.default_value))
     return static_cast<double>(std::get<int64_t>(v));
-  if (std::holds_alternative<std::vector<int64_t>>(v) && std::holds_alternative<std::vector<double>>(spec.default_value)) {
+  if (std::holds_alternative<std::vector<int64_t>>(v) &&
+      std::holds_alternative<std::vector<double>>(spec.default_value)) {
     const auto& xs = std::get<std::vector<int64_t>>(v);
     return std::vector<double>(xs.begin(), xs.end());
   }
@@ -85,7 +87,7 @@ Expr call(const std::string& name, std::vector<Expr> args, Attrs attrs, std::str
   int n = static_cast<int>(args.size());
   if (n < def.min_args || (def.max_args >= 0 && n > def.max_args)) {
     std::string expected = def.min_args == def.max_args ? std::to_string(def.min_args)
-                           : def.max_args < 0 ? "at least " + std::to_string(def.min_args)
+                           : def.max_args < 0           ? "at least " + std::to_string(def.min_args)
                                               : std::to_string(def.min_args) + " to " + std::to_string(def.max_args);
     fail(name, ": takes ", expected, " arguments, got ", n);
   }
@@ -114,7 +116,8 @@ Expr call(const std::string& name, std::vector<Expr> args, Attrs attrs, std::str
 }
 
 Expr call_function(const Function& f, std::vector<Expr> args) {
-  if (args.size() != f->params.size()) fail("call of a function with ", f->params.size(), " parameters with ", args.size(), " arguments");
+  if (args.size() != f->params.size())
+    fail("call of a function with ", f->params.size(), " parameters with ", args.size(), " arguments");
   return Expr(new CallNode(f, std::move(args), Attrs()));
 }
 

@@ -76,7 +76,8 @@ struct CallNode : ExprNode {
   TESSERA_FIELDS(op, args, attrs)
   // Where the call came from (an ONNX node's name), for messages; not part of its identity.
   std::string origin;
-  CallNode(Expr o, std::vector<Expr> a, Attrs at) : ExprNode(kKind), op(std::move(o)), args(std::move(a)), attrs(std::move(at)) {}
+  CallNode(Expr o, std::vector<Expr> a, Attrs at)
+      : ExprNode(kKind), op(std::move(o)), args(std::move(a)), attrs(std::move(at)) {}
   const OpDef* op_def() const;  // null when the callee is a function
 };
 
@@ -101,7 +102,8 @@ struct FunctionNode : ExprNode {
   Expr body;
   Attrs attrs;  // e.g. primitive=1 on a fused group
   TESSERA_FIELDS(params, body, attrs)
-  FunctionNode(std::vector<Var> p, Expr b, Attrs a) : ExprNode(kKind), params(std::move(p)), body(std::move(b)), attrs(std::move(a)) {}
+  FunctionNode(std::vector<Var> p, Expr b, Attrs a)
+      : ExprNode(kKind), params(std::move(p)), body(std::move(b)), attrs(std::move(a)) {}
 };
 
 class Function : public Ref<FunctionNode> {
@@ -109,7 +111,7 @@ class Function : public Ref<FunctionNode> {
   using Ref<FunctionNode>::Ref;
   Function() = default;
   Function(const Ref<FunctionNode>& r) : Ref<FunctionNode>(r) {}  // NOLINT
-  operator Expr() const { return Expr(get()); }  // NOLINT
+  operator Expr() const { return Expr(get()); }                   // NOLINT
 };
 
 // --- Building expressions ----------------------------------------------------------------

@@ -113,7 +113,8 @@ class ParamReplacer : public ExprMutator {
 }  // namespace
 
 Expr apply_function(const Function& f, const std::vector<Expr>& args) {
-  if (args.size() != f->params.size()) fail("apply: the function takes ", f->params.size(), " arguments, got ", args.size());
+  if (args.size() != f->params.size())
+    fail("apply: the function takes ", f->params.size(), " arguments, got ", args.size());
   std::unordered_map<const ExprNode*, Expr> map;
   for (size_t i = 0; i < args.size(); ++i) map[f->params[i].get()] = args[i];
   return ParamReplacer(std::move(map)).mutate(f->body);

@@ -12,9 +12,10 @@ using tensor_ir::Ref;
 using tensor_ir::RefCounted;
 
 #define TESSERA_RELAY_TYPE_NODES(X) X(TensorType, TensorTypeNode) X(TupleType, TupleTypeNode) X(FuncType, FuncTypeNode)
-#define TESSERA_RELAY_EXPR_NODES(X)                                                              \
-  X(Var, VarNode) X(Constant, ConstantNode) X(Op, OpNode) X(Call, CallNode) X(Tuple, TupleNode) \
-  X(TupleGetItem, TupleGetItemNode) X(Function, FunctionNode)
+#define TESSERA_RELAY_EXPR_NODES(X)                                                                               \
+  X(Var, VarNode)                                                                                                 \
+  X(Constant, ConstantNode) X(Op, OpNode) X(Call, CallNode) X(Tuple, TupleNode) X(TupleGetItem, TupleGetItemNode) \
+      X(Function, FunctionNode)
 #define TESSERA_RELAY_NODES(X) TESSERA_RELAY_TYPE_NODES(X) TESSERA_RELAY_EXPR_NODES(X)
 
 enum class RelayKind : uint8_t {
@@ -35,8 +36,8 @@ class Node : public RefCounted {
   explicit Node(RelayKind k) : kind(k) {}
 };
 
-#define TESSERA_RELAY_NODE(Kind)                              \
-  static constexpr RelayKind kKind = RelayKind::Kind;         \
+#define TESSERA_RELAY_NODE(Kind)                      \
+  static constexpr RelayKind kKind = RelayKind::Kind; \
   static constexpr bool kind_matches(RelayKind k) { return k == kKind; }
 
 }  // namespace tessera::relay_ir

@@ -9,12 +9,18 @@ namespace tessera::relay_ir {
 
 const char* pattern_name(OpPattern p) {
   switch (p) {
-    case OpPattern::Elemwise: return "elemwise";
-    case OpPattern::Broadcast: return "broadcast";
-    case OpPattern::Injective: return "injective";
-    case OpPattern::CommReduce: return "reduce";
-    case OpPattern::OutEWiseFusable: return "out_ewise_fusable";
-    case OpPattern::Opaque: return "opaque";
+    case OpPattern::Elemwise:
+      return "elemwise";
+    case OpPattern::Broadcast:
+      return "broadcast";
+    case OpPattern::Injective:
+      return "injective";
+    case OpPattern::CommReduce:
+      return "reduce";
+    case OpPattern::OutEWiseFusable:
+      return "out_ewise_fusable";
+    case OpPattern::Opaque:
+      return "opaque";
   }
   return "?";
 }

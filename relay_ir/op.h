@@ -41,7 +41,7 @@ using TypeRelation = std::function<Type(const std::vector<Type>& args, const Att
 // Builds the op's output tensor(s) from input tensors (placeholders shaped like the argument
 // types); `out` is the inferred result type.
 using ComputeFn = std::function<std::vector<tensor_ir::Tensor>(const std::vector<tensor_ir::Tensor>& inputs,
-                                                                const Attrs& attrs, const Type& out)>;
+                                                               const Attrs& attrs, const Type& out)>;
 // The ComputeFn of an op with one output, from a function of the inputs and attributes.
 template <typename F>
 ComputeFn single_output(F f) {

@@ -29,12 +29,18 @@ struct Token {
 
 std::string describe(const Token& t) {
   switch (t.kind) {
-    case Tok::End: return "end of input";
-    case Tok::String: return "string \"" + t.text + "\"";
-    case Tok::Var: return "%" + t.text;
-    case Tok::Binding: return "%" + t.text;
-    case Tok::Global: return "@" + t.text;
-    default: return "'" + t.text + "'";
+    case Tok::End:
+      return "end of input";
+    case Tok::String:
+      return "string \"" + t.text + "\"";
+    case Tok::Var:
+      return "%" + t.text;
+    case Tok::Binding:
+      return "%" + t.text;
+    case Tok::Global:
+      return "@" + t.text;
+    default:
+      return "'" + t.text + "'";
   }
 }
 
@@ -205,7 +211,8 @@ class Parser {
     while (cur_.kind != Tok::End) {
       expect_keyword("def");
       Token name = cur_;
-      if (name.kind != Tok::Global) Lexer::error(name, "expected a function name @name after 'def', found " + describe(name));
+      if (name.kind != Tok::Global)
+        Lexer::error(name, "expected a function name @name after 'def', found " + describe(name));
       if (m.has(name.text)) Lexer::error(name, "@" + name.text + " is defined twice");
       advance();
       free_vars_.clear();
@@ -217,7 +224,8 @@ class Parser {
   Expr expr_text() {
     scopes_.emplace_back();
     Expr e = body();
-    if (cur_.kind != Tok::End) Lexer::error(cur_, "expected the end of the text after the result, found " + describe(cur_));
+    if (cur_.kind != Tok::End)
+      Lexer::error(cur_, "expected the end of the text after the result, found " + describe(cur_));
     return e;
   }
 
@@ -238,10 +246,12 @@ class Parser {
     return true;
   }
   void expect(const char* punct, const std::string& where) {
-    if (!accept(punct)) Lexer::error(cur_, "expected '" + std::string(punct) + "' " + where + ", found " + describe(cur_));
+    if (!accept(punct))
+      Lexer::error(cur_, "expected '" + std::string(punct) + "' " + where + ", found " + describe(cur_));
   }
   void expect_keyword(const char* word) {
-    if (cur_.kind != Tok::Ident || cur_.text != word) Lexer::error(cur_, "expected '" + std::string(word) + "', found " + describe(cur_));
+    if (cur_.kind != Tok::Ident || cur_.text != word)
+      Lexer::error(cur_, "expected '" + std::string(word) + "', found " + describe(cur_));
     advance();
   }
 
@@ -263,7 +273,8 @@ class Parser {
   struct Nest {
     explicit Nest(Parser& p) : p(p) {
       if (++p.depth_ > kMaxNesting)
-        Lexer::error(p.cur_, "nested more than " + std::to_string(kMaxNesting) + " levels deep; bind inner values to %N");
+        Lexer::error(p.cur_,
+                     "nested more than " + std::to_string(kMaxNesting) + " levels deep; bind inner values to %N");
     }
     ~Nest() { --p.depth_; }
     Parser& p;
@@ -323,7 +334,8 @@ class Parser {
     while (true) {
       Token t = cur_;
       if (accept(".")) {
-        if (cur_.kind != Tok::Number || is_float_text(cur_.text)) Lexer::error(cur_, "expected a tuple index after '.', found " + describe(cur_));
+        if (cur_.kind != Tok::Number || is_float_text(cur_.text))
+          Lexer::error(cur_, "expected a tuple index after '.', found " + describe(cur_));
         int64_t index = integer(cur_);
         advance();
         e = tuple_get(e, index);
@@ -342,7 +354,8 @@ class Parser {
   Expr primary() {
     Token t = cur_;
     switch (t.kind) {
-      case Tok::Var: return variable();
+      case Tok::Var:
+        return variable();
       case Tok::Binding: {
         advance();
         for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
@@ -363,7 +376,8 @@ class Parser {
       case Tok::Punct:
         if (t.text == "(") return tuple_or_parens();
         [[fallthrough]];
-      default: Lexer::error(t, "expected an expression, found " + describe(t));
+      default:
+        Lexer::error(t, "expected an expression, found " + describe(t));
     }
   }
 
@@ -381,7 +395,9 @@ class Parser {
       Var v(t.text, parse_type());
       return free_vars_.emplace(t.text, v).first->second;
     }
-    if (!found) Lexer::error(t, "undefined %" + t.text + " (a free variable is declared with its type where it first appears: %" + t.text + ": float32[...])");
+    if (!found)
+      Lexer::error(t, "undefined %" + t.text + " (a free variable is declared with its type where it first appears: %" +
+                          t.text + ": float32[...])");
     return *found;
   }
 
@@ -403,7 +419,8 @@ class Parser {
       if (is_name(cur_) && next_.kind == Tok::Punct && next_.text == "=") {
         attribute(attrs);
       } else {
-        if (!attrs.items().empty()) Lexer::error(cur_, "expected an attribute name=value: arguments come before attributes");
+        if (!attrs.items().empty())
+          Lexer::error(cur_, "expected an attribute name=value: arguments come before attributes");
         args.push_back(expr());
       }
     });
@@ -467,7 +484,8 @@ class Parser {
     expect("[", "after the element type " + t.text + " (a tensor type is written " + t.text + "[1, 3])");
     std::vector<int64_t> shape;
     sequence("]", "a dimension", false, [&] {
-      if (cur_.kind != Tok::Number || is_float_text(cur_.text)) Lexer::error(cur_, "expected a dimension, found " + describe(cur_));
+      if (cur_.kind != Tok::Number || is_float_text(cur_.text))
+        Lexer::error(cur_, "expected a dimension, found " + describe(cur_));
       shape.push_back(integer(cur_));
       advance();
     });
@@ -493,7 +511,9 @@ class Parser {
       advance();
       close = cur_;
     });
-    if (n != numel) Lexer::error(close, "a constant of type " + to_string(type) + " needs " + std::to_string(numel) + " values, got " + std::to_string(n));
+    if (n != numel)
+      Lexer::error(close, "a constant of type " + to_string(type) + " needs " + std::to_string(numel) +
+                              " values, got " + std::to_string(n));
     expect(")", "after the constant's values");
     return relay_ir::constant(data);
   }

@@ -78,8 +78,10 @@ std::string element_text(const runtime::NDArray& a, int64_t i) {
       if (t.bits == 16) return std::to_string(load<uint16_t>(p));
       if (t.bits == 32) return std::to_string(load<uint32_t>(p));
       return std::to_string(load<uint64_t>(p));
-    case runtime::TypeCode::Bool: return *p ? "1" : "0";
-    case runtime::TypeCode::Handle: break;
+    case runtime::TypeCode::Bool:
+      return *p ? "1" : "0";
+    case runtime::TypeCode::Handle:
+      break;
   }
   fail("to_text: constant of unsupported dtype ", t.str());
 }
@@ -98,7 +100,8 @@ std::string comment_safe(std::string s) {
 std::vector<Expr> print_order(const Expr& root) {
   return post_order(root, [](const Expr& e) {
     std::vector<Expr> kids = children(e);
-    if (const auto* c = e.as<CallNode>(); c && c->op.as<FunctionNode>()) std::rotate(kids.begin(), kids.begin() + 1, kids.end());
+    if (const auto* c = e.as<CallNode>(); c && c->op.as<FunctionNode>())
+      std::rotate(kids.begin(), kids.begin() + 1, kids.end());
     return kids;
   });
 }

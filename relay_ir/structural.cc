@@ -99,7 +99,9 @@ class Hasher {
  public:
   uint64_t value = 0x9e3779b97f4a7c15ull;
 
-  void mix(uint64_t x) { value = (value ^ (x + 0x9e3779b97f4a7c15ull + (value << 6) + (value >> 2))) * 0x100000001b3ull; }
+  void mix(uint64_t x) {
+    value = (value ^ (x + 0x9e3779b97f4a7c15ull + (value << 6) + (value >> 2))) * 0x100000001b3ull;
+  }
 
   // FNV-1a: std::hash of a string may differ between standard libraries.
   void bytes(const void* data, size_t n) {
@@ -151,7 +153,8 @@ class Hasher {
       else if (const auto* d = std::get_if<double>(&v)) real(*d);
       else if (const auto* s = std::get_if<std::string>(&v)) str(*s);
       else if (const auto* is = std::get_if<std::vector<int64_t>>(&v)) bytes(is->data(), is->size() * sizeof(int64_t));
-      else for (double x : std::get<std::vector<double>>(v)) real(x);
+      else
+        for (double x : std::get<std::vector<double>>(v)) real(x);
     }
   }
 

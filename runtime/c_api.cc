@@ -127,13 +127,15 @@ const char* tessera_module_target(const TesseraModule* module) { return module ?
 
 TesseraStatus tessera_module_num_inputs(const TesseraModule* module, int32_t* count) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
-    *require(count, "the count pointer") = static_cast<int32_t>(require(module, "the module")->loaded.executor->num_inputs());
+    *require(count, "the count pointer") =
+        static_cast<int32_t>(require(module, "the module")->loaded.executor->num_inputs());
   });
 }
 
 TesseraStatus tessera_module_num_outputs(const TesseraModule* module, int32_t* count) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
-    *require(count, "the count pointer") = static_cast<int32_t>(require(module, "the module")->loaded.executor->num_outputs());
+    *require(count, "the count pointer") =
+        static_cast<int32_t>(require(module, "the module")->loaded.executor->num_outputs());
   });
 }
 
@@ -202,8 +204,8 @@ TesseraStatus tessera_module_copy_output(const TesseraModule* module, int32_t in
     const auto& ex = *require(module, "the module")->loaded.executor;
     const NDArray& a = ex.output(checked_index(index, ex.num_outputs(), "output"));
     if (nbytes < a.nbytes())
-      invalid("output '" + ex.output_info(index).name + "' needs " + std::to_string(a.nbytes()) + " bytes, the buffer has " +
-              std::to_string(nbytes));
+      invalid("output '" + ex.output_info(index).name + "' needs " + std::to_string(a.nbytes()) +
+              " bytes, the buffer has " + std::to_string(nbytes));
     std::memcpy(require(dst, "the destination"), a.data(), a.nbytes());
   });
 }

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-
 #include "runtime/error.h"
 #include "runtime/load_once.h"
 
@@ -76,7 +75,8 @@ std::string cuda_error_str(CUresult code) {
   const char* text = nullptr;
   d.cuGetErrorName(code, &name);
   d.cuGetErrorString(code, &text);
-  return std::string(name ? name : "CUDA error") + " (" + std::to_string(code) + (text ? std::string(": ") + text : "") + ")";
+  return std::string(name ? name : "CUDA error") + " (" + std::to_string(code) +
+         (text ? std::string(": ") + text : "") + ")";
 }
 
 }  // namespace tessera::runtime

@@ -44,23 +44,23 @@ struct DriverLibrary {
   CUresult (*cuDeviceGet)(CUdevice* device, int ordinal);
   CUresult (*cuDeviceGetName)(char* name, int length, CUdevice device);
   CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice device);
-  CUresult (*cuDeviceTotalMem)(size_t* bytes, CUdevice device);                          // _v2
+  CUresult (*cuDeviceTotalMem)(size_t* bytes, CUdevice device);  // _v2
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* context, CUdevice device);
   CUresult (*cuCtxSetCurrent)(CUcontext context);
   CUresult (*cuCtxSynchronize)();
-  CUresult (*cuMemAlloc)(CUdeviceptr* ptr, size_t bytes);                                 // _v2
-  CUresult (*cuMemFree)(CUdeviceptr ptr);                                                 // _v2
+  CUresult (*cuMemAlloc)(CUdeviceptr* ptr, size_t bytes);  // _v2
+  CUresult (*cuMemFree)(CUdeviceptr ptr);                  // _v2
   CUresult (*cuMemsetD8Async)(CUdeviceptr ptr, unsigned char value, size_t n, CUstream stream);
-  CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void* src, size_t bytes);               // _v2
-  CUresult (*cuMemcpyDtoH)(void* dst, CUdeviceptr src, size_t bytes);                     // _v2
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr dst, const void* src, size_t bytes);                        // _v2
+  CUresult (*cuMemcpyDtoH)(void* dst, CUdeviceptr src, size_t bytes);                              // _v2
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);  // _v2
   CUresult (*cuModuleLoadDataEx)(CUmodule* module, const void* image, unsigned n_options, int* options,
                                  void** option_values);
   CUresult (*cuModuleUnload)(CUmodule module);
   CUresult (*cuModuleGetFunction)(CUfunction* function, CUmodule module, const char* name);
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
-                             unsigned block_y, unsigned block_z, unsigned shared_bytes, CUstream stream,
-                             void** params, void** extra);
+                             unsigned block_y, unsigned block_z, unsigned shared_bytes, CUstream stream, void** params,
+                             void** extra);
   CUresult (*cuEventCreate)(CUevent* event, unsigned flags);
   CUresult (*cuEventRecord)(CUevent event, CUstream stream);
   CUresult (*cuEventSynchronize)(CUevent event);

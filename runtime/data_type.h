@@ -44,9 +44,7 @@ struct DataType {
   double min_value() const;
 
   std::string str() const;
-  bool operator==(const DataType& o) const {
-    return code == o.code && bits == o.bits && lanes == o.lanes;
-  }
+  bool operator==(const DataType& o) const { return code == o.code && bits == o.bits && lanes == o.lanes; }
   bool operator!=(const DataType& o) const { return !(*this == o); }
 };
 

@@ -18,9 +18,12 @@ struct Device {
 
 inline std::string Device::str() const {
   switch (type) {
-    case DeviceType::CPU: return "cpu(" + std::to_string(id) + ")";
-    case DeviceType::OpenCL: return "opencl(" + std::to_string(id) + ")";
-    case DeviceType::CUDA: return "cuda(" + std::to_string(id) + ")";
+    case DeviceType::CPU:
+      return "cpu(" + std::to_string(id) + ")";
+    case DeviceType::OpenCL:
+      return "opencl(" + std::to_string(id) + ")";
+    case DeviceType::CUDA:
+      return "cuda(" + std::to_string(id) + ")";
   }
   return "unknown";
 }

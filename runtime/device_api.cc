@@ -34,9 +34,15 @@ DeviceAPI& DeviceAPI::get(Device device) {
   if (device.id < 0) fail(device.str(), ": device ids start at 0");
   std::unique_ptr<DeviceAPI> api;
   switch (device.type) {
-    case DeviceType::CPU: api = make_cpu_device_api(device.id); break;
-    case DeviceType::OpenCL: api = make_opencl_device_api(device.id); break;
-    case DeviceType::CUDA: api = make_cuda_device_api(device.id); break;
+    case DeviceType::CPU:
+      api = make_cpu_device_api(device.id);
+      break;
+    case DeviceType::OpenCL:
+      api = make_opencl_device_api(device.id);
+      break;
+    case DeviceType::CUDA:
+      api = make_cuda_device_api(device.id);
+      break;
   }
   TESSERA_CHECK(api, "no implementation for ", device.str());
   return *((*apis)[key] = api.release());
@@ -54,9 +60,12 @@ bool DeviceAPI::exists(Device device) {
 int DeviceAPI::count(DeviceType type) {
   try {
     switch (type) {
-      case DeviceType::CPU: return 1;
-      case DeviceType::OpenCL: return opencl_device_count();
-      case DeviceType::CUDA: return cuda_device_count();
+      case DeviceType::CPU:
+        return 1;
+      case DeviceType::OpenCL:
+        return opencl_device_count();
+      case DeviceType::CUDA:
+        return cuda_device_count();
     }
   } catch (const Error&) {
   }

@@ -29,7 +29,9 @@ CUdeviceptr ptr(const void* handle, size_t offset = 0) { return reinterpret_cast
 
 // Makes the device's context current on the calling thread (contexts are per thread).
 struct ContextScope {
-  ContextScope(CUcontext context, Device device) { check(cuda_driver().cuCtxSetCurrent(context), device, "cuCtxSetCurrent"); }
+  ContextScope(CUcontext context, Device device) {
+    check(cuda_driver().cuCtxSetCurrent(context), device, "cuCtxSetCurrent");
+  }
 };
 
 struct CUDAEvent : DeviceEvent {

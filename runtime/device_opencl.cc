@@ -26,8 +26,9 @@ OpenCLDeviceList enumerate_devices() {
   cl_uint n_platforms = 0;
   cl_int err = cl.clGetPlatformIDs(0, nullptr, &n_platforms);
   if (err == -1001 || (err == CL_SUCCESS && n_platforms == 0))  // -1001: CL_PLATFORM_NOT_FOUND_KHR
-    fail("no OpenCL platform found (libOpenCL.so.1 was loaded, but it found no driver: install one, such as "
-         "pocl-opencl-icd for the CPU)");
+    fail(
+        "no OpenCL platform found (libOpenCL.so.1 was loaded, but it found no driver: install one, such as "
+        "pocl-opencl-icd for the CPU)");
   if (err != CL_SUCCESS) fail("OpenCL: clGetPlatformIDs failed: ", opencl_error_str(err));
   std::vector<cl_platform_id> platforms(n_platforms);
   cl.clGetPlatformIDs(n_platforms, platforms.data(), nullptr);
@@ -94,7 +95,8 @@ class OpenCLFunction final : public DeviceFunction {
     const OpenCLLibrary& cl = opencl_library();
     const std::string where = "kernel '" + name_ + "'";
     if (config.dynamic_shared_bytes)
-      fail(device_.str(), ": ", where, ": OpenCL kernels take local memory as __local arguments, not as "
+      fail(device_.str(), ": ", where,
+           ": OpenCL kernels take local memory as __local arguments, not as "
            "dynamic_shared_bytes");
     size_t global[3], local[3];
     for (int d = 0; d < 3; ++d) {
@@ -131,7 +133,8 @@ class OpenCLModule final : public DeviceModule {
   std::shared_ptr<DeviceFunction> function(const std::string& name) override {
     cl_int err = CL_SUCCESS;
     cl_kernel kernel = opencl_library().clCreateKernel(program_->program, name.c_str(), &err);
-    if (err != CL_SUCCESS) fail(device_.str(), ": the program has no kernel '", name, "' (", opencl_error_str(err), ")");
+    if (err != CL_SUCCESS)
+      fail(device_.str(), ": the program has no kernel '", name, "' (", opencl_error_str(err), ")");
     return std::make_shared<OpenCLFunction>(device_, queue_, program_, kernel, name);
   }
 
@@ -146,11 +149,13 @@ class OpenCLDeviceAPI final : public DeviceAPI {
   OpenCLDeviceAPI(Device device, cl_platform_id platform, cl_device_id id)
       : DeviceAPI(device), cl_(opencl_library()), id_(id) {
     attributes_.name = device_name(id, device);
-    attributes_.max_threads_per_block = static_cast<int>(device_info<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, device));
+    attributes_.max_threads_per_block =
+        static_cast<int>(device_info<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, device));
     attributes_.max_shared_memory_per_block =
         static_cast<int64_t>(device_info<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE, device));
     attributes_.compute_units = static_cast<int>(device_info<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS, device));
-    attributes_.global_memory_bytes = static_cast<int64_t>(device_info<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE, device));
+    attributes_.global_memory_bytes =
+        static_cast<int64_t>(device_info<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE, device));
     base_alignment_ = device_info<cl_uint>(id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, device) / 8;  // given in bits
     cl_context_properties context_props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(platform), 0};
     cl_int err = CL_SUCCESS;
@@ -200,7 +205,8 @@ class OpenCLDeviceAPI final : public DeviceAPI {
   void synchronize() override { check(cl_.clFinish(queue_), device(), "clFinish"); }
 
   std::unique_ptr<DeviceModule> load_module(const std::string& code, DeviceCodeFormat format) override {
-    if (format != DeviceCodeFormat::OpenCLSource) fail(device().str(), ": OpenCL devices load OpenCL C source, not PTX");
+    if (format != DeviceCodeFormat::OpenCLSource)
+      fail(device().str(), ": OpenCL devices load OpenCL C source, not PTX");
     const char* source = code.c_str();
     const size_t length = code.size();
     cl_int err = CL_SUCCESS;
@@ -208,7 +214,8 @@ class OpenCLDeviceAPI final : public DeviceAPI {
     check(err, device(), "clCreateProgramWithSource");
     auto holder = std::make_shared<OpenCLProgram>(program);
     err = cl_.clBuildProgram(program, 1, &id_, "", nullptr, nullptr);
-    if (err != CL_SUCCESS) fail(device().str(), ": clBuildProgram failed: ", opencl_error_str(err), "\n", build_log(program));
+    if (err != CL_SUCCESS)
+      fail(device().str(), ": clBuildProgram failed: ", opencl_error_str(err), "\n", build_log(program));
     return std::make_unique<OpenCLModule>(device(), queue_, std::move(holder));
   }
 

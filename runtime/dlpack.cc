@@ -13,7 +13,8 @@ namespace {
 
 std::string dlpack_type_str(DLDataType t) {
   static const char* const names[] = {"int", "uint", "float", "handle", "bfloat", "complex", "bool"};
-  std::string s = t.code < 7 ? names[t.code] + std::to_string(t.bits) : "type code " + std::to_string(t.code) + " of " + std::to_string(t.bits) + " bits";
+  std::string s = t.code < 7 ? names[t.code] + std::to_string(t.bits)
+                             : "type code " + std::to_string(t.code) + " of " + std::to_string(t.bits) + " bits";
   return t.lanes == 1 ? s : s + "x" + std::to_string(t.lanes);
 }
 
@@ -113,8 +114,8 @@ struct Exported {
 template <typename Managed>
 Managed* export_array(const NDArray& a) {
   if (a.device().type == DeviceType::OpenCL)
-    fail("DLPack export: the array is on ", a.device().str(), ", whose buffers are no address a consumer could read: ",
-         "copy it to the CPU first (copy_to)");
+    fail("DLPack export: the array is on ", a.device().str(),
+         ", whose buffers are no address a consumer could read: ", "copy it to the CPU first (copy_to)");
   auto* e = new Exported<Managed>;
   e->array = a;
   e->shape = a.shape();
@@ -138,22 +139,53 @@ Managed* export_array(const NDArray& a) {
 std::string dlpack_device_str(DLDevice device) {
   std::string name;
   switch (device.device_type) {
-    case kDLCPU: name = "cpu"; break;
-    case kDLCUDA: name = "cuda"; break;
-    case kDLCUDAHost: name = "cuda_host"; break;
-    case kDLOpenCL: name = "opencl"; break;
-    case kDLVulkan: name = "vulkan"; break;
-    case kDLMetal: name = "metal"; break;
-    case kDLVPI: name = "vpi"; break;
-    case kDLROCM: name = "rocm"; break;
-    case kDLROCMHost: name = "rocm_host"; break;
-    case kDLExtDev: name = "ext_dev"; break;
-    case kDLCUDAManaged: name = "cuda_managed"; break;
-    case kDLOneAPI: name = "oneapi"; break;
-    case kDLWebGPU: name = "webgpu"; break;
-    case kDLHexagon: name = "hexagon"; break;
-    case kDLMAIA: name = "maia"; break;
-    default: name = "device type " + std::to_string(device.device_type);
+    case kDLCPU:
+      name = "cpu";
+      break;
+    case kDLCUDA:
+      name = "cuda";
+      break;
+    case kDLCUDAHost:
+      name = "cuda_host";
+      break;
+    case kDLOpenCL:
+      name = "opencl";
+      break;
+    case kDLVulkan:
+      name = "vulkan";
+      break;
+    case kDLMetal:
+      name = "metal";
+      break;
+    case kDLVPI:
+      name = "vpi";
+      break;
+    case kDLROCM:
+      name = "rocm";
+      break;
+    case kDLROCMHost:
+      name = "rocm_host";
+      break;
+    case kDLExtDev:
+      name = "ext_dev";
+      break;
+    case kDLCUDAManaged:
+      name = "cuda_managed";
+      break;
+    case kDLOneAPI:
+      name = "oneapi";
+      break;
+    case kDLWebGPU:
+      name = "webgpu";
+      break;
+    case kDLHexagon:
+      name = "hexagon";
+      break;
+    case kDLMAIA:
+      name = "maia";
+      break;
+    default:
+      name = "device type " + std::to_string(device.device_type);
   }
   return name + ":" + std::to_string(device.device_id);
 }
@@ -166,11 +198,16 @@ DataType dlpack_data_type(const DLTensor& t) {
 
 DLDataType to_dlpack(DataType t) {
   switch (t.code) {
-    case TypeCode::Int: return {kDLInt, t.bits, t.lanes};
-    case TypeCode::UInt: return {kDLUInt, t.bits, t.lanes};
-    case TypeCode::Float: return {kDLFloat, t.bits, t.lanes};
-    case TypeCode::Bool: return {kDLBool, 8, t.lanes};
-    case TypeCode::Handle: break;
+    case TypeCode::Int:
+      return {kDLInt, t.bits, t.lanes};
+    case TypeCode::UInt:
+      return {kDLUInt, t.bits, t.lanes};
+    case TypeCode::Float:
+      return {kDLFloat, t.bits, t.lanes};
+    case TypeCode::Bool:
+      return {kDLBool, 8, t.lanes};
+    case TypeCode::Handle:
+      break;
   }
   fail("DLPack export: ", t.str(), " is not an array element type");
 }

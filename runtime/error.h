@@ -30,10 +30,10 @@ template <typename... Parts>
 }
 
 // Internal invariant check: a failure here is a Tessera bug, not bad input.
-#define TESSERA_CHECK(cond, ...)                                                            \
-  do {                                                                                      \
-    if (!(cond)) ::tessera::fail("internal error: ", #cond, " failed at ", __FILE__, ":", \
-                                 __LINE__, ": ", ##__VA_ARGS__);                            \
+#define TESSERA_CHECK(cond, ...)                                                                               \
+  do {                                                                                                         \
+    if (!(cond))                                                                                               \
+      ::tessera::fail("internal error: ", #cond, " failed at ", __FILE__, ":", __LINE__, ": ", ##__VA_ARGS__); \
   } while (0)
 
 }  // namespace tessera

@@ -25,7 +25,8 @@ GraphExecutor::GraphExecutor(std::shared_ptr<const Module> kernels, GraphPlan pl
     }
     Kernel k = module_->get_kernel(step.kernel);
     if (k.signature().args.size() != step.args.size())
-      fail("graph plan: kernel ", step.kernel, " takes ", k.signature().args.size(), " arguments, the step gives ", step.args.size());
+      fail("graph plan: kernel ", step.kernel, " takes ", k.signature().args.size(), " arguments, the step gives ",
+           step.args.size());
     for (size_t a = 0; a < step.args.size(); ++a) {
       const auto& t = plan_.tensors.at(step.args[a]);
       const auto& spec = k.signature().args[a];
@@ -49,7 +50,8 @@ size_t GraphExecutor::input_index(const std::string& name) const {
 void GraphExecutor::check_input(size_t i, const NDArray& value) const {
   if (i >= inputs_.size()) fail("input index ", i, " out of range (the model has ", inputs_.size(), " inputs)");
   const auto& info = input_info(i);
-  if (value.dtype() != info.dtype) fail("input '", info.name, "': expected dtype ", info.dtype.str(), ", got ", value.dtype().str());
+  if (value.dtype() != info.dtype)
+    fail("input '", info.name, "': expected dtype ", info.dtype.str(), ", got ", value.dtype().str());
   if (value.shape() != info.shape)
     fail("input '", info.name, "': expected shape ", shape_str(info.shape), ", got ", value.shape_str());
   if (value.device().type != DeviceType::CPU)
@@ -73,10 +75,14 @@ void* GraphExecutor::data_of(int id) const {
   while (plan_.tensors.at(id).alias_of >= 0) id = plan_.tensors[id].alias_of;
   const auto& t = plan_.tensors.at(id);
   switch (t.kind) {
-    case GraphPlan::TensorInfo::Input: return inputs_.at(t.index).data();
-    case GraphPlan::TensorInfo::Output: return outputs_.at(t.index).data();
-    case GraphPlan::TensorInfo::Constant: return plan_.constants.at(t.index).data();
-    case GraphPlan::TensorInfo::Intermediate: return static_cast<char*>(arena_.data()) + plan_.slot_offsets.at(t.index);
+    case GraphPlan::TensorInfo::Input:
+      return inputs_.at(t.index).data();
+    case GraphPlan::TensorInfo::Output:
+      return outputs_.at(t.index).data();
+    case GraphPlan::TensorInfo::Constant:
+      return plan_.constants.at(t.index).data();
+    case GraphPlan::TensorInfo::Intermediate:
+      return static_cast<char*>(arena_.data()) + plan_.slot_offsets.at(t.index);
   }
   return nullptr;
 }

@@ -20,7 +20,7 @@ struct GraphPlan {
     int alias_of = -1;
   };
   struct Step {
-    std::string kernel;    // empty: copy args[0] into args[1]
+    std::string kernel;     // empty: copy args[0] into args[1]
     std::vector<int> args;  // tensor ids, in the kernel's argument order
     // Each output element reads only the same element of same-shaped inputs, so an output may
     // take the storage of such an input that is dead afterwards.
@@ -28,9 +28,9 @@ struct GraphPlan {
   };
   std::vector<TensorInfo> tensors;
   std::vector<Step> steps;
-  std::vector<int> inputs, outputs;     // tensor ids, in the graph's order
+  std::vector<int> inputs, outputs;  // tensor ids, in the graph's order
   std::vector<NDArray> constants;
-  std::vector<int64_t> slot_offsets;    // byte offset of each arena slot (64-byte aligned)
+  std::vector<int64_t> slot_offsets;  // byte offset of each arena slot (64-byte aligned)
   int64_t arena_bytes = 0;
 };
 

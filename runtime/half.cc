@@ -27,7 +27,7 @@ uint16_t float_to_half(float f) {
   uint32_t abs = bits & 0x7fffffffu;
   if (abs > 0x7f800000u) return sign | 0x7e00u | static_cast<uint16_t>((abs >> 13) & 0x3ffu);  // NaN
   if (abs >= 0x477ff000u) return sign | 0x7c00u;  // infinity, or rounds above the largest half
-  if (abs < 0x38800000u) {  // subnormal half: round abs * 2^24 to an integer
+  if (abs < 0x38800000u) {                        // subnormal half: round abs * 2^24 to an integer
     float scaled = std::nearbyint(std::ldexp(std::fabs(f), 24));
     return sign | static_cast<uint16_t>(scaled);
   }

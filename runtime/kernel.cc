@@ -16,8 +16,8 @@ namespace {
 // Winograd convolution's transformed tiles are megabytes). With glibc's defaults a freed block
 // over 128 KiB goes back to the OS (munmap, or trimming the heap's top), and the next call
 // faults every page of it in again, zeroed: more than some kernels' arithmetic costs, and it
-// varies with what ran in between (benchmarks/NOTES.md, "Freed kernel memory"). So blocks up to 32 MiB (glibc's largest threshold) come
-// from the heap and freed memory stays in the process for the next call. TESSERA_MALLOC_DEFAULTS=1
+// varies with what ran in between (benchmarks/NOTES.md, "Freed kernel memory"). So blocks up to 32 MiB (glibc's largest
+// threshold) come from the heap and freed memory stays in the process for the next call. TESSERA_MALLOC_DEFAULTS=1
 // leaves an embedding application's malloc settings alone.
 void keep_freed_kernel_memory() {
   static std::once_flag once;
@@ -40,8 +40,7 @@ void Kernel::check_argument(size_t index, const NDArray& a) const {
   const BufferSpec& spec = signature_.args.at(index);
   const std::string where = "kernel '" + name() + "' argument " + std::to_string(index) + " ('" + spec.name + "')";
   if (a.dtype() != spec.dtype) fail(where, ": expected dtype ", spec.dtype.str(), ", got ", a.dtype().str());
-  if (a.shape() != spec.shape)
-    fail(where, ": expected shape ", shape_str(spec.shape), ", got ", a.shape_str());
+  if (a.shape() != spec.shape) fail(where, ": expected shape ", shape_str(spec.shape), ", got ", a.shape_str());
   if (a.device().type != DeviceType::CPU)
     fail(where, ": the array is on ", a.device().str(), "; the kernel runs on the CPU");
   if (!a.is_aligned() && a.numel() > 0)

@@ -84,7 +84,12 @@ void check_section(const std::string& path, const char* what, const Section& s, 
 }
 
 uint16_t check_elf(const std::string& path, const char* code, uint64_t size) {
-  if (size < 64 || std::memcmp(code, "\x7f" "ELF", 4) != 0 || code[4] != 2 || code[5] != 1)
+  if (size < 64 ||
+      std::memcmp(code,
+                  "\x7f"
+                  "ELF",
+                  4) != 0 ||
+      code[4] != 2 || code[5] != 1)
     bad(path, "corrupt: its code is not a 64-bit little-endian ELF object");
   uint16_t type, machine;
   std::memcpy(&type, code + 16, 2);
@@ -186,14 +191,15 @@ ModuleFile read_module_file(const std::string& path) {
   if (std::memcmp(h.magic, kHeaderMagic, sizeof h.magic) != 0 || header_checksum(h) != h.checksum)
     bad(path, "corrupt: its header fails its checksum");
   if (h.version != t.version || h.header_size != sizeof h) bad(path, "corrupt: its header and trailer disagree");
-  if (h.file_size != size) bad(path, "the file was altered: its header gives ", h.file_size, " bytes, the file has ", size);
+  if (h.file_size != size)
+    bad(path, "the file was altered: its header gives ", h.file_size, " bytes, the file has ", size);
   check_section(path, "code", h.code, bytes, t.header_offset);
   check_section(path, "metadata", h.metadata, bytes, size - sizeof t);
   check_section(path, "weights", h.weights, bytes, size - sizeof t);
   f.elf_machine = check_elf(path, bytes, h.code.size);
   try {
-    f.metadata = decode_metadata(bytes + h.metadata.offset, h.metadata.size, bytes + h.weights.offset, h.weights.size,
-                                 mapping);
+    f.metadata =
+        decode_metadata(bytes + h.metadata.offset, h.metadata.size, bytes + h.weights.offset, h.weights.size, mapping);
   } catch (const Error& e) {
     bad(path, e.what());
   }

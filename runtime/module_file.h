@@ -38,8 +38,8 @@ struct ModuleFile {
   ModuleMetadata metadata;
   uint32_t format_version = 0;
   uint64_t file_size = 0;
-  uint16_t elf_machine = 0;    // e_machine of the code
-  std::shared_ptr<int> fd;     // closed when the last holder goes
+  uint16_t elf_machine = 0;  // e_machine of the code
+  std::shared_ptr<int> fd;   // closed when the last holder goes
 };
 
 // Throws tessera::Error naming `path` and the problem: not a Tessera module, truncated, a newer

@@ -16,9 +16,12 @@ namespace {
 
 std::string arch_of_elf_machine(uint16_t machine) {
   switch (machine) {
-    case 62: return "x86_64";
-    case 183: return "aarch64";
-    default: return "ELF machine " + std::to_string(machine);
+    case 62:
+      return "x86_64";
+    case 183:
+      return "aarch64";
+    default:
+      return "ELF machine " + std::to_string(machine);
   }
 }
 
@@ -71,15 +74,17 @@ LoadedModule load_module(const std::string& path) {
   ModuleFile file = read_module_file(path);
   const ModuleMetadata& m = file.metadata;
   const std::string code_arch = arch_of_elf_machine(file.elf_machine);
-  if (code_arch != m.arch) fail("cannot load module '", path, "': corrupt: its code is for ", code_arch, ", its metadata says ", m.arch);
+  if (code_arch != m.arch)
+    fail("cannot load module '", path, "': corrupt: its code is for ", code_arch, ", its metadata says ", m.arch);
   if (code_arch != host_arch())
-    fail("cannot load module '", path, "': it was compiled for ", code_arch, " (target '", m.target, "'), this host is ",
-         host_arch());
+    fail("cannot load module '", path, "': it was compiled for ", code_arch, " (target '", m.target,
+         "'), this host is ", host_arch());
   std::vector<std::string> missing = missing_cpu_features(m.cpu_features);
   if (!missing.empty()) {
     std::string list;
     for (const auto& f : missing) list += (list.empty() ? "" : ", ") + f;
-    fail("cannot load module '", path, "': its code (target '", m.target, "') needs CPU features this host lacks: ", list);
+    fail("cannot load module '", path, "': its code (target '", m.target,
+         "') needs CPU features this host lacks: ", list);
   }
   // Through the descriptor that was validated, so the loader maps the bytes that were checked.
   const std::string fd_path = "/proc/self/fd/" + std::to_string(*file.fd);

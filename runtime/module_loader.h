@@ -13,7 +13,7 @@ namespace tessera::runtime {
 
 struct LoadedModule {
   std::shared_ptr<GraphExecutor> executor;
-  std::string target;                     // what the code was compiled for
+  std::string target;  // what the code was compiled for
   std::string arch;
   std::vector<std::string> cpu_features;  // the features it needs (all present on this CPU)
   uint32_t format_version = 0;

@@ -122,8 +122,12 @@ void validate(const GraphPlan& p) {
       continue;
     }
     switch (t.kind) {
-      case Info::Input: check_index(t.index, p.inputs.size(), what + ": input index"); break;
-      case Info::Output: check_index(t.index, p.outputs.size(), what + ": output index"); break;
+      case Info::Input:
+        check_index(t.index, p.inputs.size(), what + ": input index");
+        break;
+      case Info::Output:
+        check_index(t.index, p.outputs.size(), what + ": output index");
+        break;
       case Info::Constant:
         check_index(t.index, p.constants.size(), what + ": constant index");
         if (p.constants[t.index].shape() != t.shape || p.constants[t.index].dtype() != t.dtype)
@@ -132,10 +136,12 @@ void validate(const GraphPlan& p) {
       case Info::Intermediate:
         check_index(t.index, p.slot_offsets.size(), what + ": arena slot");
         if (p.slot_offsets[t.index] < 0 || p.slot_offsets[t.index] % 64 != 0 ||
-            static_cast<uint64_t>(p.slot_offsets[t.index]) + bytes_of(t.shape, t.dtype) > static_cast<uint64_t>(p.arena_bytes))
+            static_cast<uint64_t>(p.slot_offsets[t.index]) + bytes_of(t.shape, t.dtype) >
+                static_cast<uint64_t>(p.arena_bytes))
           Reader::bad(what, " does not fit in the arena");
         break;
-      default: Reader::bad(what, " has an unknown kind");
+      default:
+        Reader::bad(what, " has an unknown kind");
     }
   }
   for (size_t i = 0; i < p.inputs.size(); ++i) {
@@ -151,8 +157,9 @@ void validate(const GraphPlan& p) {
   for (size_t s = 0; s < p.steps.size(); ++s) {
     for (int a : p.steps[s].args) check_index(a, n, "step " + std::to_string(s) + ": tensor");
     if (p.steps[s].kernel.empty() &&
-        (p.steps[s].args.size() != 2 || bytes_of(p.tensors[p.steps[s].args[0]].shape, p.tensors[p.steps[s].args[0]].dtype) !=
-                                            bytes_of(p.tensors[p.steps[s].args[1]].shape, p.tensors[p.steps[s].args[1]].dtype)))
+        (p.steps[s].args.size() != 2 ||
+         bytes_of(p.tensors[p.steps[s].args[0]].shape, p.tensors[p.steps[s].args[0]].dtype) !=
+             bytes_of(p.tensors[p.steps[s].args[1]].shape, p.tensors[p.steps[s].args[1]].dtype)))
       Reader::bad("step ", s, " copies between tensors of different sizes");
   }
 }
@@ -263,14 +270,15 @@ ModuleMetadata decode_metadata(const char* data, size_t size, char* weights, siz
     uint64_t offset = r.pod<uint64_t>("a constant offset");
     uint64_t bytes = bytes_of(shape, dtype);
     if (offset % 64 != 0 || offset > weights_size || bytes > weights_size - offset)
-      Reader::bad("constant ", i, " (", bytes, " bytes at offset ", offset, ") lies outside the weights (", weights_size,
-                  " bytes) or is not 64-byte aligned");
+      Reader::bad("constant ", i, " (", bytes, " bytes at offset ", offset, ") lies outside the weights (",
+                  weights_size, " bytes) or is not 64-byte aligned");
     p.constants[i] = NDArray::view(weights + offset, std::move(shape), dtype, owner);
   }
   p.slot_offsets.resize(r.count("the arena slots", 8));
   for (auto& o : p.slot_offsets) o = r.pod<int64_t>("an arena slot");
   p.arena_bytes = r.pod<int64_t>("the arena size");
-  if (p.arena_bytes < 0 || p.arena_bytes > (int64_t(1) << 40)) Reader::bad("the arena size ", p.arena_bytes, " is invalid");
+  if (p.arena_bytes < 0 || p.arena_bytes > (int64_t(1) << 40))
+    Reader::bad("the arena size ", p.arena_bytes, " is invalid");
   if (!r.done()) Reader::bad("it has trailing bytes");
   validate(p);
   return m;

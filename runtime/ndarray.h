@@ -33,7 +33,9 @@ class NDArray {
     return data_;
   }
   template <typename T>
-  T* data_as() const { return static_cast<T*>(data()); }
+  T* data_as() const {
+    return static_cast<T*>(data());
+  }
   // The device's handle to the elements: a host pointer on the CPU, a cl_mem on OpenCL, a
   // CUdeviceptr on CUDA (what DeviceAPI and kernel launches take).
   void* device_data() const { return data_; }

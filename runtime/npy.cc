@@ -19,13 +19,18 @@ std::string descr_of(DataType t) {
 
 DataType dtype_of(const std::string& descr, const std::string& path) {
   if (descr == "|b1") return kBool;
-  if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|')) fail(path, ": unsupported .npy dtype '", descr, "' (only little-endian)");
+  if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|'))
+    fail(path, ": unsupported .npy dtype '", descr, "' (only little-endian)");
   int bits = std::stoi(descr.substr(2)) * 8;
   switch (descr[1]) {
-    case 'f': return DataType::Float(bits);
-    case 'i': return DataType::Int(bits);
-    case 'u': return DataType::UInt(bits);
-    default: fail(path, ": unsupported .npy dtype '", descr, "'");
+    case 'f':
+      return DataType::Float(bits);
+    case 'i':
+      return DataType::Int(bits);
+    case 'u':
+      return DataType::UInt(bits);
+    default:
+      fail(path, ": unsupported .npy dtype '", descr, "'");
   }
 }
 
@@ -78,7 +83,8 @@ NDArray load_npy(const std::string& path) {
 
 void save_npy(const std::string& path, const NDArray& a) {
   std::string shape = "(";
-  for (size_t i = 0; i < a.shape().size(); ++i) shape += std::to_string(a.shape()[i]) + (a.shape().size() == 1 || i + 1 < a.shape().size() ? "," : "");
+  for (size_t i = 0; i < a.shape().size(); ++i)
+    shape += std::to_string(a.shape()[i]) + (a.shape().size() == 1 || i + 1 < a.shape().size() ? "," : "");
   shape += ")";
   std::string header = "{'descr': '" + descr_of(a.dtype()) + "', 'fortran_order': False, 'shape': " + shape + ", }";
   // The data starts 64-byte aligned; the header ends with a newline.

@@ -111,7 +111,8 @@ class Module {
     TensorInfo i = output(index);
     if (i.nbytes % sizeof(T) != 0 || tessera_dtype_size(i.dtype) != sizeof(T))
       throw Error(TESSERA_ERROR_INVALID_ARGUMENT, "output '" + i.name + "' is " + tessera_dtype_name(i.dtype) +
-                                                      ", not an array of " + std::to_string(sizeof(T)) + "-byte elements");
+                                                      ", not an array of " + std::to_string(sizeof(T)) +
+                                                      "-byte elements");
     std::vector<T> out(i.nbytes / sizeof(T));
     check(tessera_module_copy_output(module_.get(), index, out.data(), i.nbytes));
     return out;

@@ -158,6 +158,4 @@ extern "C" int32_t tessera_parallel_launch(TesseraParallelTask task, void* closu
   return status.load();
 }
 
-extern "C" int32_t tessera_num_threads(void) {
-  return tessera::runtime::ThreadPool::global().num_threads();
-}
+extern "C" int32_t tessera_num_threads(void) { return tessera::runtime::ThreadPool::global().num_threads(); }

@@ -94,7 +94,8 @@ class BoundInference {
       bodies_[st->op().get()] = Inliner(inlined, bodies_).mutate(c->body);
       if (st->attach_kind() == AttachKind::Inline) inlined[st->op().get()] = c;
       if (st->attach_kind() == AttachKind::At && st->attach_stage()->attach_kind() == AttachKind::Inline)
-        fail("stage ", st->name(), " is computed at a loop of ", st->attach_stage()->name(), ", which is inlined and has no loops");
+        fail("stage ", st->name(), " is computed at a loop of ", st->attach_stage()->name(),
+             ", which is inlined and has no loops");
     }
   }
 
@@ -107,7 +108,8 @@ class BoundInference {
     if (st.attach_kind() == AttachKind::At) {
       const StagePlan* target = planned(st.attach_stage(), st);
       const Var& at = st.attach_loop()->var;
-      auto it = std::find_if(target->context.begin(), target->context.end(), [&](const auto& e) { return e.first.same_as(at); });
+      auto it = std::find_if(target->context.begin(), target->context.end(),
+                             [&](const auto& e) { return e.first.same_as(at); });
       p.context.assign(target->context.begin(), it + 1);
       infer_region(p);
     } else {
@@ -166,7 +168,8 @@ class BoundInference {
   }
 
   size_t context_position(const StagePlan& p, const Loop& loop, const char* role, const PrefetchSpec& spec) {
-    auto it = std::find_if(p.context.begin(), p.context.end(), [&](const auto& e) { return e.first.same_as(loop->var); });
+    auto it =
+        std::find_if(p.context.begin(), p.context.end(), [&](const auto& e) { return e.first.same_as(loop->var); });
     if (it == p.context.end())
       fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": its ", role, " loop ", loop->name,
            " is not a loop around the stage's computation (split or fused after the prefetch?)");
@@ -180,10 +183,12 @@ class BoundInference {
   PrefetchRegion infer_prefetch(const StagePlan& p, const PrefetchSpec& spec) {
     size_t at = context_position(p, spec.at, "at", spec), from = context_position(p, spec.from, "from", spec);
     if (from > at)
-      fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": loop ", spec.from->name, " is inside ", spec.at->name);
+      fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": loop ", spec.from->name, " is inside ",
+           spec.at->name);
     AccessCollector collect(spec.tensor.get());
     collect.visit(p.body);
-    if (collect.accesses.empty()) fail("prefetch: stage ", p.stage->name(), " does not read ", spec.tensor.name(), " itself");
+    if (collect.accesses.empty())
+      fail("prefetch: stage ", p.stage->name(), " does not read ", spec.tensor.name(), " itself");
     arith::IntervalMap ranging;
     for (size_t i = from + 1; i < p.context.size(); ++i) {
       const auto& [var, ext] = p.context[i];
@@ -196,7 +201,8 @@ class BoundInference {
         Expr index = simplify(substitute(substitute(collect.accesses[a][d], p.root_value), ahead));
         arith::Interval iv = arith::eval_interval(index, ranging);
         if (!iv.bounded())
-          fail("prefetch: cannot bound the index ", to_string(collect.accesses[a][d]), " of ", spec.tensor.name(), " read by ", p.stage->name());
+          fail("prefetch: cannot bound the index ", to_string(collect.accesses[a][d]), " of ", spec.tensor.name(),
+               " read by ", p.stage->name());
         needed[d] = a ? arith::union_of(needed[d], iv) : iv;
       }
     }
@@ -207,14 +213,16 @@ class BoundInference {
       Expr lo = simplify(needed[d].min);
       arith::ConstBound extent = arith::const_bound(simplify(needed[d].max - lo + 1), var_bounds_);
       if (extent.max == arith::ConstBound::kPosInf)
-        fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": the region of dimension ", d, " has no constant size");
+        fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": the region of dimension ", d,
+             " has no constant size");
       r.min.push_back(lo);
       r.extent.push_back(std::min(extent.max, spec.tensor->dim(d)));
     }
     for (size_t i = from + 1; i <= at; ++i) {
       arith::ConstBound extent = arith::const_bound(p.context[i].second, var_bounds_);
       if (extent.max == arith::ConstBound::kPosInf)
-        fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": loop ", p.context[i].first.name(), " has no constant extent");
+        fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": loop ", p.context[i].first.name(),
+             " has no constant extent");
       r.part = r.part * Expr(extent.max) + p.context[i].first;
       r.parts *= extent.max;
     }
@@ -245,7 +253,8 @@ class BoundInference {
       if (collect.accesses.empty()) continue;
       // The consumer must run inside the loop the stage is attached at.
       bool inside = consumer.context.size() >= p.context.size();
-      for (size_t i = 0; inside && i < p.context.size(); ++i) inside = consumer.context[i].first.same_as(p.context[i].first);
+      for (size_t i = 0; inside && i < p.context.size(); ++i)
+        inside = consumer.context[i].first.same_as(p.context[i].first);
       if (!inside)
         fail("compute_at: stage ", consumer.stage->name(), " reads ", st.name(), " outside the loop ",
              st.attach_loop()->name, " of ", st.attach_stage()->name(), " where ", st.name(), " is computed");
@@ -261,7 +270,8 @@ class BoundInference {
           Expr at = simplify(substitute(idx[d], consumer.root_value));
           arith::Interval iv = arith::eval_interval(at, ranging);
           if (!iv.bounded())
-            fail("bound inference: cannot bound the index ", to_string(idx[d]), " of ", st.name(), " read by ", consumer.stage->name());
+            fail("bound inference: cannot bound the index ", to_string(idx[d]), " of ", st.name(), " read by ",
+                 consumer.stage->name());
           needed[d] = any ? arith::union_of(needed[d], iv) : iv;
         }
         any = true;

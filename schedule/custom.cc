@@ -27,8 +27,9 @@ const CpuTemplate* find_custom_schedule(const std::string& key) {
   return it == registry().end() ? nullptr : &it->second;
 }
 
-std::unique_ptr<Schedule> apply_custom_schedule(const std::vector<tensor_ir::Tensor>& outputs, const std::string& workload,
-                                                const std::string& description, std::string* key) {
+std::unique_ptr<Schedule> apply_custom_schedule(const std::vector<tensor_ir::Tensor>& outputs,
+                                                const std::string& workload, const std::string& description,
+                                                std::string* key) {
   const std::string* found = &workload;
   const CpuTemplate* custom = find_custom_schedule(workload);
   if (!custom) custom = find_custom_schedule(*(found = &description));

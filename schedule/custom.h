@@ -18,7 +18,8 @@ const CpuTemplate* find_custom_schedule(const std::string& key);
 // The kernel computing `outputs` scheduled by the custom schedule registered for its workload
 // key, else for its description (op name or fused kernel); null when neither has one. `key`
 // receives the key it was registered under.
-std::unique_ptr<Schedule> apply_custom_schedule(const std::vector<tensor_ir::Tensor>& outputs, const std::string& workload,
-                                                const std::string& description, std::string* key = nullptr);
+std::unique_ptr<Schedule> apply_custom_schedule(const std::vector<tensor_ir::Tensor>& outputs,
+                                                const std::string& workload, const std::string& description,
+                                                std::string* key = nullptr);
 
 }  // namespace tessera::schedule

@@ -31,9 +31,12 @@ namespace {
 
 const char* type_name(AttrType type) {
   switch (type) {
-    case AttrType::Int: return "an integer";
-    case AttrType::String: return "a string";
-    case AttrType::StringList: return "a list of strings";
+    case AttrType::Int:
+      return "an integer";
+    case AttrType::String:
+      return "a string";
+    case AttrType::StringList:
+      return "a list of strings";
   }
   return "?";
 }
@@ -83,16 +86,13 @@ void Primitive::check(const Instruction& inst) const {
     if (it == inst.attrs.end()) {
       if (!p.one_of) fail(where(), ": missing attribute '", p.attr, "' (", type_name(type), ")");
     } else if (type_of(it->second) != type) {
-      fail(where(), ": attribute '", p.attr, "' is ", type_name(type_of(it->second)), ", expected ",
-           type_name(type));
+      fail(where(), ": attribute '", p.attr, "' is ", type_name(type_of(it->second)), ", expected ", type_name(type));
     }
-    if (p.one_of && std::find(groups.begin(), groups.end(), p.one_of) == groups.end())
-      groups.push_back(p.one_of);
+    if (p.one_of && std::find(groups.begin(), groups.end(), p.one_of) == groups.end()) groups.push_back(p.one_of);
   }
   for (const auto& [key, value] : inst.attrs)
     if (std::find(known.begin(), known.end(), key) == known.end())
-      fail(where(), ": unknown attribute '", key, "' (it takes: ", known.empty() ? "none" : joined(known),
-           ")");
+      fail(where(), ": unknown attribute '", key, "' (it takes: ", known.empty() ? "none" : joined(known), ")");
   for (int group : groups) {
     std::vector<std::string> names;
     size_t given = 0;
@@ -106,8 +106,7 @@ void Primitive::check(const Instruction& inst) const {
   if (any_loops ? inst.loops.size() < loops : inst.loops.size() != loops)
     fail(where(), ": takes ", any_loops ? "at least " : "", loops, " loop(s), got ", inst.loops.size());
   if (inst.outputs.size() != outputs)
-    fail(where(), ": makes ", outputs, " loop(s) or stage(s), but the instruction names ",
-         inst.outputs.size());
+    fail(where(), ": makes ", outputs, " loop(s) or stage(s), but the instruction names ", inst.outputs.size());
 }
 
 std::string Primitive::to_code(const Instruction& inst) const {
@@ -117,12 +116,18 @@ std::string Primitive::to_code(const Instruction& inst) const {
   size_t next_loop = 0;
   for (const auto& p : params) {
     switch (p.source) {
-      case Param::OneLoop: args.push_back(quoted(inst.loops.at(next_loop++))); break;
+      case Param::OneLoop:
+        args.push_back(quoted(inst.loops.at(next_loop++)));
+        break;
       case Param::AllLoops:
         for (; next_loop < inst.loops.size(); ++next_loop) args.push_back(quoted(inst.loops[next_loop]));
         break;
-      case Param::SelfStage: args.push_back(quoted(inst.stage)); break;
-      case Param::StageAttr: args.push_back("s[" + quoted(inst.str_attr(p.attr)) + "]"); break;
+      case Param::SelfStage:
+        args.push_back(quoted(inst.stage));
+        break;
+      case Param::StageAttr:
+        args.push_back("s[" + quoted(inst.str_attr(p.attr)) + "]");
+        break;
       case Param::Attr: {
         auto it = inst.attrs.find(p.attr);
         if (it == inst.attrs.end()) break;  // an optional one not given

@@ -20,47 +20,67 @@ const std::vector<Primitive>& primitives() {
   // The Python parameters are named and ordered as in python/src/bind_schedule.cc (a test checks),
   // so the printed code runs as it is.
   static const std::vector<Primitive> table = {
-      {"split", MethodOf::Stage,
-       {loop_param("parent"), keyword_param("factor", T::Int, 1), keyword_param("nparts", T::Int, 1)}, 2,
+      {"split",
+       MethodOf::Stage,
+       {loop_param("parent"), keyword_param("factor", T::Int, 1), keyword_param("nparts", T::Int, 1)},
+       2,
        [](Schedule&, Stage& st, const Instruction& inst) -> Made {
          Loop parent = loop(st, inst, 0);
          auto [outer, inner] = inst.attrs.count("factor") ? st.split(parent, inst.int_attr("factor"))
                                                           : st.split_nparts(parent, inst.int_attr("nparts"));
          return {outer->name, inner->name};
        }},
-      {"fuse", MethodOf::Stage, {loops_param(2)}, 1,
+      {"fuse",
+       MethodOf::Stage,
+       {loops_param(2)},
+       1,
        [](Schedule&, Stage& st, const Instruction& inst) -> Made {
          return {st.fuse(loop(st, inst, 0), loop(st, inst, 1))->name};
        }},
-      {"reorder", MethodOf::Stage, {loops_param()}, 0,
+      {"reorder",
+       MethodOf::Stage,
+       {loops_param()},
+       0,
        [](Schedule&, Stage& st, const Instruction& inst) -> Made {
          std::vector<Loop> order;
          for (size_t n = 0; n < inst.loops.size(); ++n) order.push_back(loop(st, inst, n));
          st.reorder(order);
          return {};
        }},
-      {"vectorize", MethodOf::Stage, {loop_param("loop")}, 0,
+      {"vectorize",
+       MethodOf::Stage,
+       {loop_param("loop")},
+       0,
        [](Schedule&, Stage& st, const Instruction& inst) -> Made {
          st.vectorize(loop(st, inst, 0));
          return {};
        }},
-      {"unroll", MethodOf::Stage, {loop_param("loop")}, 0,
+      {"unroll",
+       MethodOf::Stage,
+       {loop_param("loop")},
+       0,
        [](Schedule&, Stage& st, const Instruction& inst) -> Made {
          st.unroll(loop(st, inst, 0));
          return {};
        }},
-      {"parallel", MethodOf::Stage, {loop_param("loop")}, 0,
+      {"parallel",
+       MethodOf::Stage,
+       {loop_param("loop")},
+       0,
        [](Schedule&, Stage& st, const Instruction& inst) -> Made {
          st.parallel(loop(st, inst, 0));
          return {};
        }},
-      {"pragma", MethodOf::Stage,
-       {loop_param("loop"), attr_param("key", T::String), attr_param("value", T::Int)}, 0,
+      {"pragma",
+       MethodOf::Stage,
+       {loop_param("loop"), attr_param("key", T::String), attr_param("value", T::Int)},
+       0,
        [](Schedule&, Stage& st, const Instruction& inst) -> Made {
          st.pragma(loop(st, inst, 0), inst.str_attr("key"), inst.int_attr("value"));
          return {};
        }},
-      {"prefetch", MethodOf::Stage,
+      {"prefetch",
+       MethodOf::Stage,
        {stage_param("tensor", "tensor"), loop_param("at"), stage_param("from_stage", "from_stage"),
         attr_param("from_loop", T::String, "from"), attr_param("offset", T::Int)},
        0,
@@ -71,42 +91,60 @@ const std::vector<Primitive>& primitives() {
          st.prefetch(tensor, loop(st, inst, 0), from_stage, from, inst.int_attr("offset"));
          return {};
        }},
-      {"compute_at", MethodOf::Stage, {stage_param("parent", "target"), loop_param("loop")}, 0,
+      {"compute_at",
+       MethodOf::Stage,
+       {stage_param("parent", "target"), loop_param("loop")},
+       0,
        [](Schedule& s, Stage& st, const Instruction& inst) -> Made {
          Stage& target = s.stage(inst.str_attr("target"));
          st.compute_at(target, loop(target, inst, 0));
          return {};
        }},
-      {"compute_inline", MethodOf::Stage, {}, 0,
+      {"compute_inline",
+       MethodOf::Stage,
+       {},
+       0,
        [](Schedule&, Stage& st, const Instruction&) -> Made {
          st.compute_inline();
          return {};
        }},
-      {"compute_root", MethodOf::Stage, {}, 0,
+      {"compute_root",
+       MethodOf::Stage,
+       {},
+       0,
        [](Schedule&, Stage& st, const Instruction&) -> Made {
          st.compute_root();
          return {};
        }},
-      {"storage_align", MethodOf::Stage,
-       {attr_param("axis", T::Int, "dim"), attr_param("factor", T::Int), attr_param("offset", T::Int)}, 0,
+      {"storage_align",
+       MethodOf::Stage,
+       {attr_param("axis", T::Int, "dim"), attr_param("factor", T::Int), attr_param("offset", T::Int)},
+       0,
        [](Schedule&, Stage& st, const Instruction& inst) -> Made {
          int dim = static_cast<int>(inst.int_attr("dim"));
          st.set_storage_align(dim, inst.int_attr("factor"), inst.int_attr("offset"));
          return {};
        }},
-      {"cache_read", MethodOf::Schedule,
-       {self_stage_param("tensor"), attr_param("scope", T::String), attr_param("readers", T::StringList)}, 1,
+      {"cache_read",
+       MethodOf::Schedule,
+       {self_stage_param("tensor"), attr_param("scope", T::String), attr_param("readers", T::StringList)},
+       1,
        [](Schedule& s, Stage& st, const Instruction& inst) -> Made {
          std::vector<Tensor> readers;
          for (const auto& r : inst.list_attr("readers")) readers.push_back(s.stage(r).op());
          return {s[s.cache_read(st.op(), inst.str_attr("scope"), readers)].name()};
        }},
-      {"cache_write", MethodOf::Schedule, {self_stage_param("tensor"), attr_param("scope", T::String)}, 1,
+      {"cache_write",
+       MethodOf::Schedule,
+       {self_stage_param("tensor"), attr_param("scope", T::String)},
+       1,
        [](Schedule& s, Stage& st, const Instruction& inst) -> Made {
          return {s[s.cache_write(st.op(), inst.str_attr("scope"))].name()};
        }},
-      {"rfactor", MethodOf::Schedule,
-       {self_stage_param("tensor"), loop_param("loop"), keyword_param("factor_axis", T::Int)}, 1,
+      {"rfactor",
+       MethodOf::Schedule,
+       {self_stage_param("tensor"), loop_param("loop"), keyword_param("factor_axis", T::Int)},
+       1,
        [](Schedule& s, Stage& st, const Instruction& inst) -> Made {
          int factor_axis = static_cast<int>(inst.int_attr("factor_axis"));
          return {s[s.rfactor(st.op(), loop(st, inst, 0), factor_axis)].name()};

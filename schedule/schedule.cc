@@ -150,7 +150,8 @@ Loop Stage::fuse(const Loop& outer, const Loop& inner) {
   if (pi != po + 1)
     fail("fuse on stage ", name_, ": ", inner->name, " must come right after ", outer->name, " in the loop order");
   if (outer->kind != inner->kind)
-    fail("fuse on stage ", name_, ": cannot fuse reduction and data-parallel loops (", outer->name, ", ", inner->name, ")");
+    fail("fuse on stage ", name_, ": cannot fuse reduction and data-parallel loops (", outer->name, ", ", inner->name,
+         ")");
   Loop fused = make_loop(outer->name + "." + inner->name + ".fused", outer->kind);
   relations_.push_back({Relation::Fuse, {}, {outer, inner, fused}});
   leaf_loops_.erase(leaf_loops_.begin() + pi);
@@ -177,7 +178,8 @@ void Stage::reorder(const std::vector<Loop>& order) {
 void Stage::vectorize(const Loop& loop) {
   leaf_position(loop, "vectorize");
   if (loop->kind == IterKind::Reduce)
-    fail("vectorize on stage ", name_, ": ", loop->name, " is a reduction loop (vectorize a data-parallel loop, or rfactor first)");
+    fail("vectorize on stage ", name_, ": ", loop->name,
+         " is a reduction loop (vectorize a data-parallel loop, or rfactor first)");
   loop->for_kind = ForKind::Vectorized;
   record({"vectorize", "", {loop->name}, {}, {}});
 }
@@ -191,7 +193,8 @@ void Stage::unroll(const Loop& loop) {
 void Stage::parallel(const Loop& loop) {
   leaf_position(loop, "parallel");
   if (loop->kind == IterKind::Reduce)
-    fail("parallel on stage ", name_, ": ", loop->name, " is a reduction loop; iterations would race on the result (rfactor it first)");
+    fail("parallel on stage ", name_, ": ", loop->name,
+         " is a reduction loop; iterations would race on the result (rfactor it first)");
   loop->for_kind = ForKind::Parallel;
   record({"parallel", "", {loop->name}, {}, {}});
 }
@@ -212,7 +215,11 @@ void Stage::prefetch(const Tensor& tensor, const Loop& at, Stage& from_stage, co
   if (offset < 1) fail("prefetch on stage ", name_, ": offset must be at least 1, got ", offset);
   if (!depends_on(op_, source.op())) fail("prefetch: stage ", name_, " does not read ", source.name_);
   prefetches_.push_back({source.op(), at, from, offset});
-  record({"prefetch", "", {at->name}, {{"tensor", source.name_}, {"from_stage", from_stage.name_}, {"from", from->name}, {"offset", offset}}, {}});
+  record({"prefetch",
+          "",
+          {at->name},
+          {{"tensor", source.name_}, {"from_stage", from_stage.name_}, {"from", from->name}, {"offset", offset}},
+          {}});
 }
 
 void Stage::compute_at(Stage& consumer, const Loop& loop) {
@@ -222,7 +229,8 @@ void Stage::compute_at(Stage& consumer, const Loop& loop) {
   consumer.leaf_position(loop, "compute_at");
   // The consumer must read this stage, directly or through other stages.
   if (!depends_on(consumer.op_, op_))
-    fail("compute_at: stage ", consumer.name_, " does not consume ", name_, ", so ", name_, " cannot be computed at its loop ", loop->name);
+    fail("compute_at: stage ", consumer.name_, " does not consume ", name_, ", so ", name_,
+         " cannot be computed at its loop ", loop->name);
   attach_kind_ = AttachKind::At;
   attach_stage_ = &consumer;
   attach_loop_ = loop;
@@ -266,7 +274,8 @@ Schedule::Schedule(std::vector<Tensor> outputs, HardwareParams hardware)
     if (!t) fail("create_schedule: undefined output tensor");
   for (const Tensor& t : tensor_ir::topological_order(outputs_)) {
     bool is_output = std::any_of(outputs_.begin(), outputs_.end(), [&](const Tensor& o) { return o.same_as(t); });
-    if (is_output && !t.as<ComputeOp>()) fail("create_schedule: output ", t.name(), " is a placeholder, not a computation");
+    if (is_output && !t.as<ComputeOp>())
+      fail("create_schedule: output ", t.name(), " is a placeholder, not a computation");
     add_stage(t, is_output, stages_.size());
   }
 }

@@ -37,7 +37,8 @@ class NestBuilder {
   Stmt with_attached(const Stage* stage, const Loop& loop, Stmt body) {
     std::vector<const StagePlan*> attached;
     for (const auto& p : plan_.stages)
-      if (p.stage->attach_kind() == AttachKind::At && p.stage->attach_stage() == stage && p.stage->attach_loop() == loop)
+      if (p.stage->attach_kind() == AttachKind::At && p.stage->attach_stage() == stage &&
+          p.stage->attach_loop() == loop)
         attached.push_back(&p);
     // Producers first: the last attached stage wraps the body first.
     for (auto it = attached.rbegin(); it != attached.rend(); ++it)
@@ -130,7 +131,8 @@ class NestBuilder {
     Stmt init = guarded(init_guards, ProducerStore::make(t, reduce_identity(reduce->combiner, reduce->type), index));
     for (size_t i = leaves.size(); i-- > first;) {
       const Loop& l = leaves[i];
-      if (l->kind == IterKind::DataPar) init = For::make(l->var, Expr(0), p.extent.at(l.get()), l->for_kind, init, l->pragmas);
+      if (l->kind == IterKind::DataPar)
+        init = For::make(l->var, Expr(0), p.extent.at(l.get()), l->for_kind, init, l->pragmas);
     }
     // The reduction's own condition selects the identity rather than branching, so the update
     // stays vectorizable (selects read memory only where they pick it).
@@ -138,7 +140,8 @@ class NestBuilder {
     Expr condition = substitute(reduce->condition, p.root_value);
     if (!is_one(condition)) source = select(condition, source, reduce_identity(reduce->combiner, reduce->type));
     Expr update_value = reduce_combine(reduce->combiner, ProducerLoad::make(t, index), source);
-    Stmt update = loop_nest(p, first, leaves.size(), guarded(p.predicates, ProducerStore::make(t, update_value, index)), true);
+    Stmt update =
+        loop_nest(p, first, leaves.size(), guarded(p.predicates, ProducerStore::make(t, update_value, index)), true);
     return loop_nest(p, 0, first, Block::make({init, update}), true);
   }
 

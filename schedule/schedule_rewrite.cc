@@ -89,7 +89,8 @@ Tensor Schedule::cache_read(const Tensor& t, const std::string& scope, const std
   std::vector<IterVar> axes;
   for (size_t d = 0; d < src.ndim(); ++d)
     axes.push_back(IterVarNode::make(Var("ax" + std::to_string(d)), Range(Expr(0), src->shape[d]), IterKind::DataPar));
-  Tensor cache = ComputeOp::make(unique_stage_name(source.name_ + "." + scope), axes, src(as_exprs(axes)), "cache_read");
+  Tensor cache =
+      ComputeOp::make(unique_stage_name(source.name_ + "." + scope), axes, src(as_exprs(axes)), "cache_read");
   replace_reads(reader_stages, src, cache);
   Stage& stage = add_stage(cache, false, position_of(source) + 1);
   stage.scope_ = scope;
@@ -124,10 +125,12 @@ Tensor Schedule::rfactor(const Tensor& t, const Loop& loop, int factor_axis) {
   const auto* reduce = c ? c->body.as<Reduce>() : nullptr;
   if (!reduce) fail("rfactor: ", stage.name_, " is not a reduction");
   stage.leaf_position(loop, "rfactor");
-  if (loop->kind != IterKind::Reduce) fail("rfactor on stage ", stage.name_, ": ", loop->name, " is not a reduction loop");
+  if (loop->kind != IterKind::Reduce)
+    fail("rfactor on stage ", stage.name_, ": ", loop->name, " is not a reduction loop");
   if (factor_axis < 0 || factor_axis > static_cast<int>(c->axis.size()))
     fail("rfactor on stage ", stage.name_, ": factor_axis ", factor_axis, " out of range");
-  if (stage.attach_kind_ != AttachKind::Root) fail("rfactor on stage ", stage.name_, ": apply it before compute_at/compute_inline");
+  if (stage.attach_kind_ != AttachKind::Root)
+    fail("rfactor on stage ", stage.name_, ": apply it before compute_at/compute_inline");
   // The stage gets a new definition, so only its reduction loops may have been scheduled.
   for (const auto& l : stage.leaf_loops_)
     if (l->kind == IterKind::DataPar && (l->for_kind != ForKind::Serial || !l->pragmas.empty()))
@@ -146,12 +149,14 @@ Tensor Schedule::rfactor(const Tensor& t, const Loop& loop, int factor_axis) {
     for (const auto& r : reduce->axis)
       if (r.var().same_as(l->var)) iv = &r;
     const int64_t* ext = as_const_int((*iv)->dom.extent);
-    if (!ext || !is_zero((*iv)->dom.min)) fail("rfactor on stage ", stage.name_, ": reduction axis ", l->name, " needs a constant domain starting at 0");
+    if (!ext || !is_zero((*iv)->dom.min))
+      fail("rfactor on stage ", stage.name_, ": reduction axis ", l->name, " needs a constant domain starting at 0");
     extent[l.get()] = *ext;
   }
   for (const auto& r : stage.relations_) {
     if (r.kind == Relation::Fuse) {
-      if (r.fuse.fused->kind == IterKind::Reduce) fail("rfactor on stage ", stage.name_, ": fused reduction loops are not supported; split only");
+      if (r.fuse.fused->kind == IterKind::Reduce)
+        fail("rfactor on stage ", stage.name_, ": fused reduction loops are not supported; split only");
       continue;
     }
     const auto& s = r.split;
@@ -165,7 +170,8 @@ Tensor Schedule::rfactor(const Tensor& t, const Loop& loop, int factor_axis) {
   VarMap map;
   std::vector<IterVar> rf_axes = fresh_axes(c->axis, map);
   Var rf_var(loop->name);
-  rf_axes.insert(rf_axes.begin() + factor_axis, IterVarNode::make(rf_var, Range(Expr(0), Expr(extent.at(loop.get()))), IterKind::DataPar));
+  rf_axes.insert(rf_axes.begin() + factor_axis,
+                 IterVarNode::make(rf_var, Range(Expr(0), Expr(extent.at(loop.get()))), IterKind::DataPar));
   std::vector<IterVar> rf_reduce;
   for (const auto& l : stage.leaf_loops_) {
     if (l->kind != IterKind::Reduce) continue;

@@ -40,7 +40,8 @@ namespace {
 
 json attrs_to_json(const std::map<std::string, AttrValue>& attrs) {
   json j = json::object();
-  for (const auto& [k, v] : attrs) std::visit([&, key = k](const auto& x) { j[key] = x; }, v);  // C++17 captures no binding
+  for (const auto& [k, v] : attrs)
+    std::visit([&, key = k](const auto& x) { j[key] = x; }, v);  // C++17 captures no binding
   return j;
 }
 
@@ -59,8 +60,7 @@ Instruction instruction_from_json(const json& j) {
       else if (v.is_string()) inst.attrs[k] = v.get<std::string>();
       else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_string(); }))
         inst.attrs[k] = v.get<std::vector<std::string>>();
-      else fail(inst.kind, " on stage ", inst.stage, ": attribute '", k, "' has an unsupported type (",
-                v.dump(), ")");
+      else fail(inst.kind, " on stage ", inst.stage, ": attribute '", k, "' has an unsupported type (", v.dump(), ")");
     }
   }
   return inst;

@@ -16,11 +16,11 @@ class Schedule;
 using AttrValue = std::variant<int64_t, std::string, std::vector<std::string>>;
 
 struct Instruction {
-  std::string kind;                      // the primitive (primitive.h): "split", "compute_at", ...
-  std::string stage;                     // the stage it applies to
-  std::vector<std::string> loops;        // the loops it takes, by name
+  std::string kind;                // the primitive (primitive.h): "split", "compute_at", ...
+  std::string stage;               // the stage it applies to
+  std::vector<std::string> loops;  // the loops it takes, by name
   std::map<std::string, AttrValue> attrs;
-  std::vector<std::string> outputs;      // names of the loops or stages it made
+  std::vector<std::string> outputs;  // names of the loops or stages it made
 
   int64_t int_attr(const std::string& key) const;
   const std::string& str_attr(const std::string& key) const;

@@ -83,7 +83,15 @@ void link_shared_library(const std::string& object, const std::string& triple, c
     std::string path = find_program(d);
     if (path.empty()) continue;
     // --no-undefined: a symbol the C library does not have fails the export, not a later load.
-    argv = {path, "-shared", "-o", output, object, "-lm", "-Wl,-Bsymbolic", "-Wl,-z,now", "-Wl,-z,noexecstack",
+    argv = {path,
+            "-shared",
+            "-o",
+            output,
+            object,
+            "-lm",
+            "-Wl,-Bsymbolic",
+            "-Wl,-z,now",
+            "-Wl,-z,noexecstack",
             "-Wl,--no-undefined"};
     break;
   }

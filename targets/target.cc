@@ -26,9 +26,8 @@ const std::vector<std::string>& options_of(const std::string& kind) {
 
 // Characters of CPU names, triples and feature names; anything else is a typo or an injection.
 bool is_name(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_' || c == '-' || c == '.';
-  });
+  return !s.empty() && std::all_of(s.begin(), s.end(),
+                                   [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-' || c == '.'; });
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {

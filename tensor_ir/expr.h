@@ -29,7 +29,7 @@ class Expr : public Ref<ExprNode> {
  public:
   using Ref<ExprNode>::Ref;
   Expr() = default;
-  Expr(int64_t value);  // NOLINT: an int64 constant, so A[i + 1] reads naturally
+  Expr(int64_t value);                                    // NOLINT: an int64 constant, so A[i + 1] reads naturally
   Expr(int value) : Expr(static_cast<int64_t>(value)) {}  // NOLINT
   DataType type() const { return get()->type; }
 };
@@ -91,8 +91,8 @@ struct BinaryNode : ExprNode {
 using Add = BinaryNode<NodeKind::Add>;
 using Sub = BinaryNode<NodeKind::Sub>;
 using Mul = BinaryNode<NodeKind::Mul>;
-using Div = BinaryNode<NodeKind::Div>;  // floats: true division; integers: rounds toward zero
-using Mod = BinaryNode<NodeKind::Mod>;  // integers: sign of the dividend (C's %); floats: fmod
+using Div = BinaryNode<NodeKind::Div>;            // floats: true division; integers: rounds toward zero
+using Mod = BinaryNode<NodeKind::Mod>;            // integers: sign of the dividend (C's %); floats: fmod
 using FloorDiv = BinaryNode<NodeKind::FloorDiv>;  // integers: rounds toward -infinity
 using FloorMod = BinaryNode<NodeKind::FloorMod>;  // integers: sign of the divisor (Python's %)
 using Min = BinaryNode<NodeKind::Min>;
@@ -132,12 +132,12 @@ struct Cast : ExprNode {
 };
 
 // Pure math and bit intrinsics, the likely hint and the prefetch. X(name, number of arguments).
-#define TESSERA_INTRINSICS(X)                                                                  \
-  X(exp, 1) X(log, 1) X(sqrt, 1) X(rsqrt, 1) X(tanh, 1) X(sigmoid, 1) X(erf, 1) X(pow, 2)      \
-  X(abs, 1) X(floor, 1) X(ceil, 1) X(round, 1) X(trunc, 1) X(sin, 1) X(cos, 1) X(tan, 1)      \
-  X(asin, 1) X(acos, 1) X(atan, 1) X(sinh, 1) X(cosh, 1) X(asinh, 1) X(acosh, 1) X(atanh, 1)   \
-  X(isnan, 1) X(isinf, 1) X(bitwise_and, 2) X(bitwise_or, 2) X(bitwise_xor, 2)                 \
-  X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2) X(likely, 1) X(prefetch, 1)
+#define TESSERA_INTRINSICS(X)                                                                                      \
+  X(exp, 1)                                                                                                        \
+  X(log, 1) X(sqrt, 1) X(rsqrt, 1) X(tanh, 1) X(sigmoid, 1) X(erf, 1) X(pow, 2) X(abs, 1) X(floor, 1) X(ceil, 1)   \
+      X(round, 1) X(trunc, 1) X(sin, 1) X(cos, 1) X(tan, 1) X(asin, 1) X(acos, 1) X(atan, 1) X(sinh, 1) X(cosh, 1) \
+          X(asinh, 1) X(acosh, 1) X(atanh, 1) X(isnan, 1) X(isinf, 1) X(bitwise_and, 2) X(bitwise_or, 2)           \
+              X(bitwise_xor, 2) X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2) X(likely, 1) X(prefetch, 1)
 
 enum class Intrinsic : uint8_t {
 #define TESSERA_X(name, arity) name,
@@ -170,7 +170,8 @@ struct Ramp : ExprNode {
   int64_t lanes;
   TESSERA_FIELDS(base, stride, lanes)
   static Expr make(Expr base, Expr stride, int64_t lanes);
-  Ramp(DataType t, Expr b, Expr s, int64_t l) : ExprNode(kKind, t), base(std::move(b)), stride(std::move(s)), lanes(l) {}
+  Ramp(DataType t, Expr b, Expr s, int64_t l)
+      : ExprNode(kKind, t), base(std::move(b)), stride(std::move(s)), lanes(l) {}
 };
 
 // A scalar repeated in every lane.
@@ -189,7 +190,8 @@ struct Let : ExprNode {
   Expr value, body;
   TESSERA_FIELDS(var, value, body)
   static Expr make(Var var, Expr value, Expr body);
-  Let(DataType t, Var v, Expr val, Expr b) : ExprNode(kKind, t), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+  Let(DataType t, Var v, Expr val, Expr b)
+      : ExprNode(kKind, t), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
 };
 
 }  // namespace tessera::tensor_ir

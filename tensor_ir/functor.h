@@ -22,11 +22,20 @@ class IRVisitor {
   void visit_children(const T* op) {
     for_each_field(op, [this](const std::string&, const auto& f) { visit_field(f); });
   }
-  void visit_field(const Expr& e) { if (e) visit(e); }
-  void visit_field(const Stmt& s) { if (s) visit(s); }
-  void visit_field(const Range& r) { visit_field(r.min); visit_field(r.extent); }
+  void visit_field(const Expr& e) {
+    if (e) visit(e);
+  }
+  void visit_field(const Stmt& s) {
+    if (s) visit(s);
+  }
+  void visit_field(const Range& r) {
+    visit_field(r.min);
+    visit_field(r.extent);
+  }
   template <typename T>
-  void visit_field(const std::vector<T>& v) { for (const auto& x : v) visit_field(x); }
+  void visit_field(const std::vector<T>& v) {
+    for (const auto& x : v) visit_field(x);
+  }
   template <typename T>
   void visit_field(const T&) {}
 };
@@ -68,7 +77,9 @@ class IRMutator {
     return out;
   }
   template <typename T>
-  T mutate_field(const T& x, bool&) { return x; }
+  T mutate_field(const T& x, bool&) {
+    return x;
+  }
 };
 
 }  // namespace tessera::tensor_ir

@@ -24,10 +24,12 @@ decltype(auto) dispatch(const Object* node, F&& f) {
 template <typename T, typename F>
 void for_each_field(const T* node, F&& f) {
   const auto& names = T::field_names();
-  std::apply([&](const auto&... field) {
-    size_t i = 0;
-    (f(names[i++], field), ...);
-  }, node->fields());
+  std::apply(
+      [&](const auto&... field) {
+        size_t i = 0;
+        (f(names[i++], field), ...);
+      },
+      node->fields());
 }
 
 }  // namespace tessera::tensor_ir

@@ -47,29 +47,30 @@ Expr BinaryNode<K>::make(Expr a, Expr b) {
   require(a, name, "a");
   require(b, name, "b");
   if (a.type() != b.type())
-    fail(name, ": operand types differ: ", to_string(a), " is ", a.type().str(), ", ", to_string(b),
-         " is ", b.type().str());
+    fail(name, ": operand types differ: ", to_string(a), " is ", a.type().str(), ", ", to_string(b), " is ",
+         b.type().str());
   DataType t = a.type();
-  constexpr bool is_compare = K == NodeKind::EQ || K == NodeKind::NE || K == NodeKind::LT ||
-                              K == NodeKind::LE || K == NodeKind::GT || K == NodeKind::GE;
+  constexpr bool is_compare = K == NodeKind::EQ || K == NodeKind::NE || K == NodeKind::LT || K == NodeKind::LE ||
+                              K == NodeKind::GT || K == NodeKind::GE;
   constexpr bool is_logic = K == NodeKind::And || K == NodeKind::Or;
   constexpr bool int_only = K == NodeKind::FloorDiv || K == NodeKind::FloorMod;
   if (t.is_handle()) fail(name, ": handles have no arithmetic");
   if (is_logic && !t.is_bool()) fail(name, ": operands must be bool, got ", t.str());
-  if (!is_logic && !is_compare && t.is_bool()) fail(name, ": arithmetic on bool operands ", to_string(a), ", ", to_string(b));
+  if (!is_logic && !is_compare && t.is_bool())
+    fail(name, ": arithmetic on bool operands ", to_string(a), ", ", to_string(b));
   if (int_only && !t.is_integer()) fail(name, ": operands must be integers, got ", t.str());
   DataType result = is_compare ? DataType::Bool(t.lanes) : t;
   return Expr(new BinaryNode<K>(result, std::move(a), std::move(b)));
 }
 #define TESSERA_INSTANTIATE(kind) template struct BinaryNode<NodeKind::kind>;
-TESSERA_INSTANTIATE(Add) TESSERA_INSTANTIATE(Sub) TESSERA_INSTANTIATE(Mul) TESSERA_INSTANTIATE(Div)
-TESSERA_INSTANTIATE(Mod) TESSERA_INSTANTIATE(FloorDiv) TESSERA_INSTANTIATE(FloorMod)
-TESSERA_INSTANTIATE(Min) TESSERA_INSTANTIATE(Max) TESSERA_INSTANTIATE(EQ) TESSERA_INSTANTIATE(NE)
-TESSERA_INSTANTIATE(LT) TESSERA_INSTANTIATE(LE) TESSERA_INSTANTIATE(GT) TESSERA_INSTANTIATE(GE)
-TESSERA_INSTANTIATE(And) TESSERA_INSTANTIATE(Or)
+TESSERA_INSTANTIATE(Add)
+TESSERA_INSTANTIATE(Sub) TESSERA_INSTANTIATE(Mul) TESSERA_INSTANTIATE(Div) TESSERA_INSTANTIATE(Mod)
+    TESSERA_INSTANTIATE(FloorDiv) TESSERA_INSTANTIATE(FloorMod) TESSERA_INSTANTIATE(Min) TESSERA_INSTANTIATE(Max)
+        TESSERA_INSTANTIATE(EQ) TESSERA_INSTANTIATE(NE) TESSERA_INSTANTIATE(LT) TESSERA_INSTANTIATE(LE)
+            TESSERA_INSTANTIATE(GT) TESSERA_INSTANTIATE(GE) TESSERA_INSTANTIATE(And) TESSERA_INSTANTIATE(Or)
 #undef TESSERA_INSTANTIATE
 
-Expr Not::make(Expr a) {
+                Expr Not::make(Expr a) {
   require(a, "Not", "a");
   if (!a.type().is_bool()) fail("Not: operand must be bool, got ", a.type().str());
   DataType t = a.type();
@@ -81,8 +82,7 @@ Expr Select::make(Expr c, Expr tv, Expr fv) {
   require(tv, "Select", "true_value");
   require(fv, "Select", "false_value");
   if (!c.type().is_bool()) fail("Select: condition must be bool, got ", c.type().str());
-  if (tv.type() != fv.type())
-    fail("Select: branch types differ: ", tv.type().str(), " vs ", fv.type().str());
+  if (tv.type() != fv.type()) fail("Select: branch types differ: ", tv.type().str(), " vs ", fv.type().str());
   if (c.type().lanes != 1 && c.type().lanes != tv.type().lanes)
     fail("Select: condition has ", c.type().lanes, " lanes, values have ", tv.type().lanes);
   DataType t = tv.type();
@@ -91,8 +91,7 @@ Expr Select::make(Expr c, Expr tv, Expr fv) {
 
 Expr Cast::make(DataType type, Expr value) {
   require(value, "Cast", "value");
-  if (type.lanes != value.type().lanes)
-    fail("Cast: cannot change lanes from ", value.type().lanes, " to ", type.lanes);
+  if (type.lanes != value.type().lanes) fail("Cast: cannot change lanes from ", value.type().lanes, " to ", type.lanes);
   if (type.is_handle() || value.type().is_handle()) fail("Cast: handles cannot be cast");
   return Expr(new Cast(type, std::move(value)));
 }
@@ -161,7 +160,8 @@ Expr Broadcast::make(Expr value, int64_t lanes) {
 Expr Let::make(Var var, Expr value, Expr body) {
   require(value, "Let", "value");
   require(body, "Let", "body");
-  if (var.type() != value.type()) fail("Let: variable ", var.name(), " is ", var.type().str(), ", value is ", value.type().str());
+  if (var.type() != value.type())
+    fail("Let: variable ", var.name(), " is ", var.type().str(), ", value is ", value.type().str());
   DataType t = body.type();
   return Expr(new Let(t, std::move(var), std::move(value), std::move(body)));
 }
@@ -169,7 +169,8 @@ Expr Let::make(Var var, Expr value, Expr body) {
 Expr Load::make(Buffer buffer, Expr index) {
   if (!buffer) fail("Load: buffer is undefined");
   require(index, "Load", "index");
-  if (!is_index_like(index.type())) fail("Load from ", buffer.name(), ": index must be an integer, got ", index.type().str());
+  if (!is_index_like(index.type()))
+    fail("Load from ", buffer.name(), ": index must be an integer, got ", index.type().str());
   DataType t = buffer.dtype().with_lanes(index.type().lanes);
   return Expr(new Load(t, std::move(buffer), std::move(index)));
 }
@@ -178,7 +179,8 @@ Expr Load::make(Buffer buffer, Expr index) {
 
 Stmt LetStmt::make(Var var, Expr value, Stmt body) {
   require(value, "LetStmt", "value");
-  if (var.type() != value.type()) fail("LetStmt: variable ", var.name(), " is ", var.type().str(), ", value is ", value.type().str());
+  if (var.type() != value.type())
+    fail("LetStmt: variable ", var.name(), " is ", var.type().str(), ", value is ", value.type().str());
   return Stmt(new LetStmt(std::move(var), std::move(value), std::move(body)));
 }
 
@@ -192,7 +194,8 @@ Stmt For::make(Var var, Expr min, Expr extent, ForKind kind, Stmt body, Pragmas 
 
 Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
   require(condition, "IfThenElse", "condition");
-  if (condition.type() != runtime::kBool) fail("IfThenElse: condition must be a scalar bool, got ", condition.type().str());
+  if (condition.type() != runtime::kBool)
+    fail("IfThenElse: condition must be a scalar bool, got ", condition.type().str());
   return Stmt(new IfThenElse(std::move(condition), std::move(then_case), std::move(else_case)));
 }
 
@@ -235,14 +238,17 @@ Stmt Evaluate::make(Expr value) {
 }
 
 Stmt Realize::make(Tensor tensor, std::vector<Range> bounds, Stmt body) {
-  if (bounds.size() != tensor.ndim()) fail("Realize ", tensor.name(), ": ", bounds.size(), " bounds for ", tensor.ndim(), " dimensions");
+  if (bounds.size() != tensor.ndim())
+    fail("Realize ", tensor.name(), ": ", bounds.size(), " bounds for ", tensor.ndim(), " dimensions");
   return Stmt(new Realize(std::move(tensor), std::move(bounds), std::move(body)));
 }
 
 Stmt ProducerStore::make(Tensor tensor, Expr value, std::vector<Expr> indices) {
   require(value, "ProducerStore", "value");
-  if (indices.size() != tensor.ndim()) fail("store to ", tensor.name(), ": ", indices.size(), " indices for ", tensor.ndim(), " dimensions");
-  if (value.type() != tensor.dtype()) fail("store to ", tensor.name(), ": value is ", value.type().str(), ", tensor holds ", tensor.dtype().str());
+  if (indices.size() != tensor.ndim())
+    fail("store to ", tensor.name(), ": ", indices.size(), " indices for ", tensor.ndim(), " dimensions");
+  if (value.type() != tensor.dtype())
+    fail("store to ", tensor.name(), ": value is ", value.type().str(), ", tensor holds ", tensor.dtype().str());
   return Stmt(new ProducerStore(std::move(tensor), std::move(value), std::move(indices)));
 }
 

@@ -73,20 +73,28 @@ Intrinsic parse_intrinsic(const std::string& name) {
 
 const char* reduce_kind_name(ReduceKind kind) {
   switch (kind) {
-    case ReduceKind::Sum: return "sum";
-    case ReduceKind::Prod: return "prod";
-    case ReduceKind::Max: return "max";
-    case ReduceKind::Min: return "min";
+    case ReduceKind::Sum:
+      return "sum";
+    case ReduceKind::Prod:
+      return "prod";
+    case ReduceKind::Max:
+      return "max";
+    case ReduceKind::Min:
+      return "min";
   }
   return "?";
 }
 
 const char* for_kind_name(ForKind kind) {
   switch (kind) {
-    case ForKind::Serial: return "for";
-    case ForKind::Parallel: return "parallel";
-    case ForKind::Vectorized: return "vectorized";
-    case ForKind::Unrolled: return "unrolled";
+    case ForKind::Serial:
+      return "for";
+    case ForKind::Parallel:
+      return "parallel";
+    case ForKind::Vectorized:
+      return "vectorized";
+    case ForKind::Unrolled:
+      return "unrolled";
   }
   return "?";
 }

@@ -12,16 +12,17 @@
 namespace tessera::tensor_ir {
 
 // X(Kind, Struct) for every node; the groups tell visitors which result type a node has.
-#define TESSERA_EXPR_NODES(X)                                                                   \
-  X(IntImm, IntImm) X(FloatImm, FloatImm) X(Var, VarNode) X(Add, Add) X(Sub, Sub) X(Mul, Mul) \
-  X(Div, Div) X(Mod, Mod) X(FloorDiv, FloorDiv) X(FloorMod, FloorMod) X(Min, Min) X(Max, Max) \
-  X(EQ, EQ) X(NE, NE) X(LT, LT) X(LE, LE) X(GT, GT) X(GE, GE) X(And, And) X(Or, Or)           \
-  X(Not, Not) X(Select, Select) X(Cast, Cast) X(Call, Call) X(ProducerLoad, ProducerLoad)     \
-  X(Reduce, Reduce) X(Load, Load) X(Ramp, Ramp) X(Broadcast, Broadcast) X(Let, Let)
-#define TESSERA_STMT_NODES(X)                                                               \
-  X(LetStmt, LetStmt) X(For, For) X(IfThenElse, IfThenElse) X(Store, Store)                 \
-  X(Allocate, Allocate) X(Block, Block) X(Evaluate, Evaluate) X(Realize, Realize)          \
-  X(ProducerStore, ProducerStore)
+#define TESSERA_EXPR_NODES(X)                                                                                     \
+  X(IntImm, IntImm)                                                                                               \
+  X(FloatImm, FloatImm) X(Var, VarNode) X(Add, Add) X(Sub, Sub) X(Mul, Mul) X(Div, Div) X(Mod, Mod)               \
+      X(FloorDiv, FloorDiv) X(FloorMod, FloorMod) X(Min, Min) X(Max, Max) X(EQ, EQ) X(NE, NE) X(LT, LT) X(LE, LE) \
+          X(GT, GT) X(GE, GE) X(And, And) X(Or, Or) X(Not, Not) X(Select, Select) X(Cast, Cast) X(Call, Call)     \
+              X(ProducerLoad, ProducerLoad) X(Reduce, Reduce) X(Load, Load) X(Ramp, Ramp) X(Broadcast, Broadcast) \
+                  X(Let, Let)
+#define TESSERA_STMT_NODES(X)                                                                                       \
+  X(LetStmt, LetStmt)                                                                                               \
+  X(For, For) X(IfThenElse, IfThenElse) X(Store, Store) X(Allocate, Allocate) X(Block, Block) X(Evaluate, Evaluate) \
+      X(Realize, Realize) X(ProducerStore, ProducerStore)
 #define TESSERA_OTHER_NODES(X) \
   X(IterVar, IterVarNode) X(PlaceholderOp, PlaceholderOp) X(ComputeOp, ComputeOp) X(Buffer, BufferNode)
 #define TESSERA_ALL_NODES(X) TESSERA_EXPR_NODES(X) TESSERA_STMT_NODES(X) TESSERA_OTHER_NODES(X)
@@ -68,17 +69,17 @@ class Object : public RefCounted {
 };
 
 // Declares a node's kind; the default `kind_matches` is exact, base classes widen it.
-#define TESSERA_NODE(Kind)                                                  \
-  static constexpr NodeKind kKind = NodeKind::Kind;                         \
+#define TESSERA_NODE(Kind)                          \
+  static constexpr NodeKind kKind = NodeKind::Kind; \
   static constexpr bool kind_matches(NodeKind k) { return k == kKind; }
 
 // Declares a node's fields once: fields() ties them for generic code (equality, hashing,
 // mutation, printing), field_names() names them. `make` takes them in the same order.
-#define TESSERA_FIELDS(...)                                                                   \
-  auto fields() const { return std::tie(__VA_ARGS__); }                                     \
-  static const std::vector<std::string>& field_names() {                                    \
+#define TESSERA_FIELDS(...)                                                                              \
+  auto fields() const { return std::tie(__VA_ARGS__); }                                                  \
+  static const std::vector<std::string>& field_names() {                                                 \
     static const std::vector<std::string> names = ::tessera::tensor_ir::split_field_names(#__VA_ARGS__); \
-    return names;                                                                            \
+    return names;                                                                                        \
   }
 std::vector<std::string> split_field_names(const char* joined);
 
@@ -92,7 +93,9 @@ class Ref {
   Ref(const Ref& o) : p_(o.p_) { retain(); }
   Ref(Ref&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
   template <typename U, typename = std::enable_if_t<std::is_base_of_v<T, U>>>
-  Ref(const Ref<U>& o) : p_(o.get()) { retain(); }  // NOLINT: upcast
+  Ref(const Ref<U>& o) : p_(o.get()) {
+    retain();
+  }  // NOLINT: upcast
   ~Ref() { release(); }
   Ref& operator=(Ref o) noexcept {
     std::swap(p_, o.p_);
@@ -106,7 +109,9 @@ class Ref {
   explicit operator bool() const { return p_ != nullptr; }
   bool same_as(const Ref& o) const { return p_ == o.p_; }
   template <typename U>
-  const U* as() const { return p_ ? p_->template as<U>() : nullptr; }
+  const U* as() const {
+    return p_ ? p_->template as<U>() : nullptr;
+  }
 
  private:
   void retain() {
@@ -126,11 +131,15 @@ decltype(auto) dispatch(const Object* node, F&& f);
 // Hashes and orders handles by identity, for maps keyed by a particular node.
 struct RefHash {
   template <typename T>
-  size_t operator()(const Ref<T>& r) const { return std::hash<const void*>()(r.get()); }
+  size_t operator()(const Ref<T>& r) const {
+    return std::hash<const void*>()(r.get());
+  }
 };
 struct RefEqual {
   template <typename T>
-  bool operator()(const Ref<T>& a, const Ref<T>& b) const { return a.same_as(b); }
+  bool operator()(const Ref<T>& a, const Ref<T>& b) const {
+    return a.same_as(b);
+  }
 };
 
 }  // namespace tessera::tensor_ir

@@ -90,14 +90,14 @@ void match_types(Expr& a, Expr& b, const char* op_name) {
     a = convert_literal(a, t);
     b = convert_literal(b, t);
   } else {
-    fail(op_name, ": operand types differ: ", to_string(a), " is ", a.type().str(), ", ", to_string(b),
-         " is ", b.type().str(), " (insert a cast)");
+    fail(op_name, ": operand types differ: ", to_string(a), " is ", a.type().str(), ", ", to_string(b), " is ",
+         b.type().str(), " (insert a cast)");
   }
 }
 
-#define TESSERA_BINARY(func, Node, name)  \
-  Expr func(Expr a, Expr b) {             \
-    match_types(a, b, name);              \
+#define TESSERA_BINARY(func, Node, name)           \
+  Expr func(Expr a, Expr b) {                      \
+    match_types(a, b, name);                       \
     return Node::make(std::move(a), std::move(b)); \
   }
 TESSERA_BINARY(operator+, Add, "+")

@@ -95,21 +95,64 @@ class Printer {
     const char* infix = nullptr;
     int prec = 0;
     switch (K) {
-      case NodeKind::Add: infix = " + "; prec = kAdd; break;
-      case NodeKind::Sub: infix = " - "; prec = kAdd; break;
-      case NodeKind::Mul: infix = "*"; prec = kMul; break;
-      case NodeKind::Div: infix = "/"; prec = kMul; break;
-      case NodeKind::FloorDiv: infix = " // "; prec = kMul; break;
-      case NodeKind::FloorMod: infix = " % "; prec = kMul; break;
-      case NodeKind::EQ: infix = " == "; prec = kCompare; break;
-      case NodeKind::NE: infix = " != "; prec = kCompare; break;
-      case NodeKind::LT: infix = " < "; prec = kCompare; break;
-      case NodeKind::LE: infix = " <= "; prec = kCompare; break;
-      case NodeKind::GT: infix = " > "; prec = kCompare; break;
-      case NodeKind::GE: infix = " >= "; prec = kCompare; break;
-      case NodeKind::And: infix = " && "; prec = kAnd; break;
-      case NodeKind::Or: infix = " || "; prec = kOr; break;
-      default: break;
+      case NodeKind::Add:
+        infix = " + ";
+        prec = kAdd;
+        break;
+      case NodeKind::Sub:
+        infix = " - ";
+        prec = kAdd;
+        break;
+      case NodeKind::Mul:
+        infix = "*";
+        prec = kMul;
+        break;
+      case NodeKind::Div:
+        infix = "/";
+        prec = kMul;
+        break;
+      case NodeKind::FloorDiv:
+        infix = " // ";
+        prec = kMul;
+        break;
+      case NodeKind::FloorMod:
+        infix = " % ";
+        prec = kMul;
+        break;
+      case NodeKind::EQ:
+        infix = " == ";
+        prec = kCompare;
+        break;
+      case NodeKind::NE:
+        infix = " != ";
+        prec = kCompare;
+        break;
+      case NodeKind::LT:
+        infix = " < ";
+        prec = kCompare;
+        break;
+      case NodeKind::LE:
+        infix = " <= ";
+        prec = kCompare;
+        break;
+      case NodeKind::GT:
+        infix = " > ";
+        prec = kCompare;
+        break;
+      case NodeKind::GE:
+        infix = " >= ";
+        prec = kCompare;
+        break;
+      case NodeKind::And:
+        infix = " && ";
+        prec = kAnd;
+        break;
+      case NodeKind::Or:
+        infix = " || ";
+        prec = kOr;
+        break;
+      default:
+        break;
     }
     if (!infix) {  // min, max, truncmod
       os << (K == NodeKind::Min ? "min(" : K == NodeKind::Max ? "max(" : "truncmod(");

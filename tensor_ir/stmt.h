@@ -54,7 +54,13 @@ struct For : StmtNode {
   TESSERA_FIELDS(var, min, extent, for_kind, body, pragmas)
   static Stmt make(Var var, Expr min, Expr extent, ForKind for_kind, Stmt body, Pragmas pragmas = {});
   For(Var v, Expr m, Expr e, ForKind k, Stmt b, Pragmas p)
-      : StmtNode(kKind), var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k), body(std::move(b)), pragmas(std::move(p)) {}
+      : StmtNode(kKind),
+        var(std::move(v)),
+        min(std::move(m)),
+        extent(std::move(e)),
+        for_kind(k),
+        body(std::move(b)),
+        pragmas(std::move(p)) {}
 };
 
 struct IfThenElse : StmtNode {
@@ -63,7 +69,8 @@ struct IfThenElse : StmtNode {
   Stmt then_case, else_case;  // else_case may be undefined
   TESSERA_FIELDS(condition, then_case, else_case)
   static Stmt make(Expr condition, Stmt then_case, Stmt else_case = Stmt());
-  IfThenElse(Expr c, Stmt t, Stmt e) : StmtNode(kKind), condition(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+  IfThenElse(Expr c, Stmt t, Stmt e)
+      : StmtNode(kKind), condition(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
 };
 
 struct Store : StmtNode {
@@ -115,7 +122,8 @@ struct Realize : StmtNode {
   Stmt body;
   TESSERA_FIELDS(tensor, bounds, body)
   static Stmt make(Tensor tensor, std::vector<Range> bounds, Stmt body);
-  Realize(Tensor t, std::vector<Range> b, Stmt s) : StmtNode(kKind), tensor(std::move(t)), bounds(std::move(b)), body(std::move(s)) {}
+  Realize(Tensor t, std::vector<Range> b, Stmt s)
+      : StmtNode(kKind), tensor(std::move(t)), bounds(std::move(b)), body(std::move(s)) {}
 };
 
 struct ProducerStore : StmtNode {
@@ -125,7 +133,8 @@ struct ProducerStore : StmtNode {
   std::vector<Expr> indices;
   TESSERA_FIELDS(tensor, value, indices)
   static Stmt make(Tensor tensor, Expr value, std::vector<Expr> indices);
-  ProducerStore(Tensor t, Expr v, std::vector<Expr> i) : StmtNode(kKind), tensor(std::move(t)), value(std::move(v)), indices(std::move(i)) {}
+  ProducerStore(Tensor t, Expr v, std::vector<Expr> i)
+      : StmtNode(kKind), tensor(std::move(t)), value(std::move(v)), indices(std::move(i)) {}
 };
 
 // A lowered kernel: its arguments (in calling order) and its body.

@@ -61,13 +61,14 @@ class Equal {
 
   template <typename... A, typename... B>
   bool fields_equal(const std::tuple<A...>& a, const std::tuple<B...>& b) {
-    return std::apply([&](const auto&... x) {
-      return std::apply([&](const auto&... y) { return (field(x, y) && ...); }, b);
-    }, a);
+    return std::apply(
+        [&](const auto&... x) { return std::apply([&](const auto&... y) { return (field(x, y) && ...); }, b); }, a);
   }
 
   template <typename T>
-  bool field(const Ref<T>& a, const Ref<T>& b) { return equal(a.get(), b.get()); }
+  bool field(const Ref<T>& a, const Ref<T>& b) {
+    return equal(a.get(), b.get());
+  }
   // A field of type Var is a definition (loop variable, let, axis): it binds.
   bool field(const Var& a, const Var& b) { return bind(a.get(), b.get()); }
   bool field(const Range& a, const Range& b) { return field(a.min, b.min) && field(a.extent, b.extent); }
@@ -114,20 +115,32 @@ class Hasher {
       field(b->shape);
       return;
     }
-    dispatch(n, [&](const auto* x) {
-      std::apply([&](const auto&... f) { (field(f), ...); }, x->fields());
-    });
+    dispatch(n, [&](const auto* x) { std::apply([&](const auto&... f) { (field(f), ...); }, x->fields()); });
   }
 
  private:
-  void mix(uint64_t x) { value = (value ^ (x + 0x9e3779b97f4a7c15ull + (value << 6) + (value >> 2))) * 0x100000001b3ull; }
+  void mix(uint64_t x) {
+    value = (value ^ (x + 0x9e3779b97f4a7c15ull + (value << 6) + (value >> 2))) * 0x100000001b3ull;
+  }
   template <typename T>
-  void field(const Ref<T>& r) { node(r.get()); }
-  void field(const Range& r) { node(r.min.get()); node(r.extent.get()); }
+  void field(const Ref<T>& r) {
+    node(r.get());
+  }
+  void field(const Range& r) {
+    node(r.min.get());
+    node(r.extent.get());
+  }
   void field(const std::string& s) { mix(std::hash<std::string>()(s)); }
   void field(const runtime::DataType& t) { mix((uint64_t(t.code) << 32) | (uint64_t(t.bits) << 16) | t.lanes); }
-  void field(double d) { uint64_t bits; std::memcpy(&bits, &d, sizeof d); mix(bits); }
-  void field(const std::pair<std::string, int64_t>& p) { field(p.first); mix(static_cast<uint64_t>(p.second)); }
+  void field(double d) {
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof d);
+    mix(bits);
+  }
+  void field(const std::pair<std::string, int64_t>& p) {
+    field(p.first);
+    mix(static_cast<uint64_t>(p.second));
+  }
   template <typename T>
   void field(const std::vector<T>& v) {
     mix(v.size());
@@ -143,13 +156,31 @@ class Hasher {
 
 }  // namespace
 
-bool structural_equal(const Expr& a, const Expr& b, bool map_free_vars) { return Equal(map_free_vars).equal(a.get(), b.get()); }
-bool structural_equal(const Stmt& a, const Stmt& b, bool map_free_vars) { return Equal(map_free_vars).equal(a.get(), b.get()); }
-bool structural_equal(const Tensor& a, const Tensor& b, bool map_free_vars) { return Equal(map_free_vars).equal(a.get(), b.get()); }
+bool structural_equal(const Expr& a, const Expr& b, bool map_free_vars) {
+  return Equal(map_free_vars).equal(a.get(), b.get());
+}
+bool structural_equal(const Stmt& a, const Stmt& b, bool map_free_vars) {
+  return Equal(map_free_vars).equal(a.get(), b.get());
+}
+bool structural_equal(const Tensor& a, const Tensor& b, bool map_free_vars) {
+  return Equal(map_free_vars).equal(a.get(), b.get());
+}
 bool structural_equal(const LoweredFunc& a, const LoweredFunc& b) { return Equal(true).func_equal(a, b); }
 
-uint64_t structural_hash(const Expr& e) { Hasher h; h.node(e.get()); return h.value; }
-uint64_t structural_hash(const Stmt& s) { Hasher h; h.node(s.get()); return h.value; }
-uint64_t structural_hash(const Tensor& t) { Hasher h; h.node(t.get()); return h.value; }
+uint64_t structural_hash(const Expr& e) {
+  Hasher h;
+  h.node(e.get());
+  return h.value;
+}
+uint64_t structural_hash(const Stmt& s) {
+  Hasher h;
+  h.node(s.get());
+  return h.value;
+}
+uint64_t structural_hash(const Tensor& t) {
+  Hasher h;
+  h.node(t.get());
+  return h.value;
+}
 
 }  // namespace tessera::tensor_ir

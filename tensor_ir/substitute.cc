@@ -49,9 +49,7 @@ Stmt substitute(const Stmt& s, const VarMap& map) {
   return Substituter(map).mutate(s);
 }
 
-Expr substitute(const Expr& e, const Var& var, const Expr& value) {
-  return substitute(e, VarMap{{var.get(), value}});
-}
+Expr substitute(const Expr& e, const Var& var, const Expr& value) { return substitute(e, VarMap{{var.get(), value}}); }
 
 bool uses_var(const Expr& e, const VarNode* var) {
   VarUseFinder f(var);

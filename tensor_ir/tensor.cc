@@ -38,15 +38,14 @@ std::vector<int64_t> OperationNode::dims() const {
   return out;
 }
 
-Expr Tensor::operator()(std::vector<Expr> indices) const {
-  return ProducerLoad::make(*this, std::move(indices));
-}
+Expr Tensor::operator()(std::vector<Expr> indices) const { return ProducerLoad::make(*this, std::move(indices)); }
 
 Tensor PlaceholderOp::make(std::string name, std::vector<Expr> shape, DataType dtype) {
   if (dtype.is_vector() || dtype.is_handle()) fail("placeholder ", name, ": invalid element type ", dtype.str());
   for (auto& d : shape) {
     d = as_index(d, "placeholder " + name + " shape");
-    if (const auto* c = d.as<IntImm>(); c && c->value < 0) fail("placeholder ", name, ": negative dimension ", c->value);
+    if (const auto* c = d.as<IntImm>(); c && c->value < 0)
+      fail("placeholder ", name, ": negative dimension ", c->value);
   }
   return Tensor(new PlaceholderOp(std::move(name), std::move(shape), dtype));
 }
@@ -99,8 +98,10 @@ Expr Reduce::make(ReduceKind combiner, Expr source, std::vector<IterVar> axis, E
 
 Expr reduce_identity(ReduceKind kind, DataType type) {
   switch (kind) {
-    case ReduceKind::Sum: return make_zero(type);
-    case ReduceKind::Prod: return make_one(type);
+    case ReduceKind::Sum:
+      return make_zero(type);
+    case ReduceKind::Prod:
+      return make_one(type);
     case ReduceKind::Max:
       return make_const(type, type.is_float() ? -std::numeric_limits<double>::infinity() : type.min_value());
     case ReduceKind::Min:
@@ -111,10 +112,14 @@ Expr reduce_identity(ReduceKind kind, DataType type) {
 
 Expr reduce_combine(ReduceKind kind, Expr accumulated, Expr value) {
   switch (kind) {
-    case ReduceKind::Sum: return accumulated + value;
-    case ReduceKind::Prod: return accumulated * value;
-    case ReduceKind::Max: return max(accumulated, value);
-    case ReduceKind::Min: return min(accumulated, value);
+    case ReduceKind::Sum:
+      return accumulated + value;
+    case ReduceKind::Prod:
+      return accumulated * value;
+    case ReduceKind::Max:
+      return max(accumulated, value);
+    case ReduceKind::Min:
+      return min(accumulated, value);
   }
   fail("unknown reduction");
 }
@@ -129,8 +134,8 @@ IterVar reduce_axis(Range dom, std::string name) {
   return IterVarNode::make(Var(std::move(name)), dom, IterKind::Reduce);
 }
 
-Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vector<Var>&)>& f,
-               std::string name, std::string tag, std::vector<std::string> axis_names) {
+Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vector<Var>&)>& f, std::string name,
+               std::string tag, std::vector<std::string> axis_names) {
   std::vector<IterVar> axis;
   std::vector<Var> vars;
   static const char* kNames[] = {"i", "j", "k", "l"};
@@ -138,7 +143,8 @@ Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vect
     fail("compute ", name, ": ", axis_names.size(), " axis names for ", shape.size(), " dimensions");
   for (size_t d = 0; d < shape.size(); ++d) {
     Expr extent = as_index(shape[d], "compute " + name + " shape");
-    if (const auto* c = extent.as<IntImm>(); c && c->value < 0) fail("compute ", name, ": negative dimension ", c->value);
+    if (const auto* c = extent.as<IntImm>(); c && c->value < 0)
+      fail("compute ", name, ": negative dimension ", c->value);
     Var v(!axis_names.empty() ? axis_names[d] : shape.size() <= 4 ? kNames[d] : "i" + std::to_string(d));
     vars.push_back(v);
     axis.push_back(IterVarNode::make(v, Range(Expr(0), extent), IterKind::DataPar));

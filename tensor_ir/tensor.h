@@ -38,9 +38,7 @@ struct OperationNode : Object {
   std::string name;
   std::vector<Expr> shape;
   DataType dtype;
-  static constexpr bool kind_matches(NodeKind k) {
-    return k == NodeKind::PlaceholderOp || k == NodeKind::ComputeOp;
-  }
+  static constexpr bool kind_matches(NodeKind k) { return k == NodeKind::PlaceholderOp || k == NodeKind::ComputeOp; }
   // The extent of dimension `i` as a constant; throws if the shape is not static.
   int64_t dim(size_t i) const;
   // Every extent as a constant; throws if the shape is not static.
@@ -59,7 +57,9 @@ class Tensor : public Ref<OperationNode> {
   Tensor(const Ref<OperationNode>& r) : Ref<OperationNode>(r) {}  // NOLINT
   Expr operator()(std::vector<Expr> indices) const;
   template <typename... I>
-  Expr operator()(I... indices) const { return (*this)(std::vector<Expr>{Expr(indices)...}); }
+  Expr operator()(I... indices) const {
+    return (*this)(std::vector<Expr>{Expr(indices)...});
+  }
   const std::string& name() const { return get()->name; }
   DataType dtype() const { return get()->dtype; }
   size_t ndim() const { return get()->shape.size(); }
@@ -82,7 +82,10 @@ struct ComputeOp : OperationNode {
   // The reduction axes of a reducing body, else empty.
   const std::vector<IterVar>& reduce_axis() const;
   ComputeOp(std::string n, std::vector<Expr> s, DataType t, std::vector<IterVar> a, Expr b, std::string g)
-      : OperationNode(kKind, std::move(n), std::move(s), t), axis(std::move(a)), body(std::move(b)), tag(std::move(g)) {}
+      : OperationNode(kKind, std::move(n), std::move(s), t),
+        axis(std::move(a)),
+        body(std::move(b)),
+        tag(std::move(g)) {}
 };
 
 // Before lowering: an element of a tensor read at multi-dimensional indices.
@@ -92,7 +95,8 @@ struct ProducerLoad : ExprNode {
   std::vector<Expr> indices;
   TESSERA_FIELDS(tensor, indices)
   static Expr make(Tensor tensor, std::vector<Expr> indices);
-  ProducerLoad(DataType t, Tensor te, std::vector<Expr> i) : ExprNode(kKind, t), tensor(std::move(te)), indices(std::move(i)) {}
+  ProducerLoad(DataType t, Tensor te, std::vector<Expr> i)
+      : ExprNode(kKind, t), tensor(std::move(te)), indices(std::move(i)) {}
 };
 
 enum class ReduceKind : uint8_t { Sum, Prod, Max, Min };

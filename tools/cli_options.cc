@@ -41,7 +41,9 @@ std::pair<std::string, std::string> parse_assignment(const std::string& s, const
 }
 
 void add_model_options(CLI::App* cmd, ModelOptions& o) {
-  cmd->add_option("model", o.model, "ONNX model (run: or a module written by compile -o)")->required()->check(CLI::ExistingFile);
+  cmd->add_option("model", o.model, "ONNX model (run: or a module written by compile -o)")
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->add_option("-t,--target", o.target, "target, e.g. llvm or \"llvm -mcpu=skylake-avx512\"");
   cmd->add_option("--shape", o.shapes, "static shape of an input: NAME=D0,D1,...");
   cmd->add_option("--bind", o.binds, "bind an input to a value: NAME=FILE.npy");

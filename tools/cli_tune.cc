@@ -66,8 +66,8 @@ int cmd_tune(TuneArgs& a) {
   bool opened = false;
   auto progress = [&](const autotune::Progress& p) {
     if (!opened) {
-      std::fprintf(stderr, "tuning %zu tasks of %s for %s, %d trials, database %s\n", p.tasks->size(), a.model.model.c_str(),
-                   o.target.c_str(), o.trials, o.db_path.c_str());
+      std::fprintf(stderr, "tuning %zu tasks of %s for %s, %d trials, database %s\n", p.tasks->size(),
+                   a.model.model.c_str(), o.target.c_str(), o.trials, o.db_path.c_str());
       opened = true;
     }
     std::fputs(driver::progress_text(autotune::progress_line(p), columns).c_str(), stderr);
@@ -78,8 +78,8 @@ int cmd_tune(TuneArgs& a) {
   try {
     report = driver::tune_model(module, a.options, progress);
   } catch (const Interrupted&) {
-    std::fprintf(stderr, "\ninterrupted: every measured batch is in %s; run again to resume. Report: %s\n", o.db_path.c_str(),
-                 o.report_path.c_str());
+    std::fprintf(stderr, "\ninterrupted: every measured batch is in %s; run again to resume. Report: %s\n",
+                 o.db_path.c_str(), o.report_path.c_str());
     return 130;
   }
   std::signal(SIGINT, SIG_DFL);
@@ -118,22 +118,24 @@ int cmd_db_show(const DbArgs& a) {
   std::string key;
   for (const auto& s : db.summaries()) {
     if (s.workload.key.compare(0, a.workload.size(), a.workload) != 0) continue;
-    if (!key.empty() && key != s.workload.key) fail("workload prefix '", a.workload, "' is ambiguous: ", key, ", ", s.workload.key);
+    if (!key.empty() && key != s.workload.key)
+      fail("workload prefix '", a.workload, "' is ambiguous: ", key, ", ", s.workload.key);
     key = s.workload.key;
   }
   auto w = key.empty() ? std::nullopt : db.workload(key);
   if (!w) fail("no workload '", a.workload, "' in ", db.path());
-  std::printf("workload  %s\nstructure %s\n%s\n\n%s\n", w->key.c_str(), w->structure_key.c_str(), w->description.c_str(),
-              w->definition.c_str());
+  std::printf("workload  %s\nstructure %s\n%s\n\n%s\n", w->key.c_str(), w->structure_key.c_str(),
+              w->description.c_str(), w->definition.c_str());
   for (const auto& s : db.summaries()) {
     if (s.workload.key != key) continue;
-    std::printf("\ntarget %s\n%8s %-13s %11s %11s %-19s %s\n", s.target.c_str(), "record", "policy", "min ms", "median ms", "created",
-                "error");
+    std::printf("\ntarget %s\n%8s %-13s %11s %11s %-19s %s\n", s.target.c_str(), "record", "policy", "min ms",
+                "median ms", "created", "error");
     for (const auto& r : db.all(key, s.target)) {
       bool ok = r.error.empty();
       std::printf("%8lld %-13s %11s %11s %-19s %s\n", static_cast<long long>(r.id), r.found_by().c_str(),
-                  ok ? std::to_string(r.min_seconds() * 1e3).c_str() : "-", ok ? std::to_string(r.median_seconds() * 1e3).c_str() : "-",
-                  format_time(r.created).c_str(), r.error.substr(0, r.error.find('\n')).c_str());
+                  ok ? std::to_string(r.min_seconds() * 1e3).c_str() : "-",
+                  ok ? std::to_string(r.median_seconds() * 1e3).c_str() : "-", format_time(r.created).c_str(),
+                  r.error.substr(0, r.error.find('\n')).c_str());
     }
   }
   return 0;
@@ -156,8 +158,8 @@ int cmd_db_import(const DbArgs& a) {
   text << in.rdbuf();
   std::string path = db_path(a.db);
   autotune::TuningDatabase db(path);  // created, with its folder, if need be
-  std::printf("imported %lld records from %s into %s\n", static_cast<long long>(db.import_jsonl(text.str())), a.file.c_str(),
-              path.c_str());
+  std::printf("imported %lld records from %s into %s\n", static_cast<long long>(db.import_jsonl(text.str())),
+              a.file.c_str(), path.c_str());
   return 0;
 }
 
@@ -172,22 +174,28 @@ int cmd_db_prune(const DbArgs& a) {
 
 void add_tuning_commands(CLI::App& app) {
   TuneArgs& t = tune_args;
-  tune_cmd = app.add_subcommand("tune", "search schedules for every kernel of a model and store them in the tuning database");
+  tune_cmd =
+      app.add_subcommand("tune", "search schedules for every kernel of a model and store them in the tuning database");
   add_model_options(tune_cmd, t.model);
   autotune::TuneOptions& o = t.options.tune;
   tune_cmd->add_option("--trials", o.trials, "measurements in all, across the model's kernels");
   tune_cmd->add_option("--batch", o.batch, "candidates measured per batch (one transaction each)");
   tune_cmd->add_option("--policy", o.policy, "search policy: evolutionary (cost-model guided) or random");
-  tune_cmd->add_option("--early-stopping", o.early_stopping, "stop a kernel after this many trials without improvement");
-  timeout_option = tune_cmd->add_option("--timeout", t.timeout, "stop the session after this many seconds (default: no limit)");
+  tune_cmd->add_option("--early-stopping", o.early_stopping,
+                       "stop a kernel after this many trials without improvement");
+  timeout_option =
+      tune_cmd->add_option("--timeout", t.timeout, "stop the session after this many seconds (default: no limit)");
   tune_cmd->add_option("--seed", o.seed, "random seed of the search");
   tune_cmd->add_option("--repeat", o.measure.repeat, "timed runs per candidate");
   tune_cmd->add_flag("--flush-cache", o.measure.flush_cache, "flush the caches before each timed run");
-  tune_cmd->add_flag("!--warm-inputs", o.measure.fresh_inputs,
-                     "time kernels on inputs left in the caches by the previous call, not rewritten before each call as in a model");
-  tune_cmd->add_flag("!--no-model-check", t.options.model_check,
-                     "keep every kernel's fastest schedule timed alone, without timing it in the model against its default");
-  tune_cmd->add_option("--report", o.report_path, "the HTML report (default: NAME.report.html beside the database NAME.db)");
+  tune_cmd->add_flag(
+      "!--warm-inputs", o.measure.fresh_inputs,
+      "time kernels on inputs left in the caches by the previous call, not rewritten before each call as in a model");
+  tune_cmd->add_flag(
+      "!--no-model-check", t.options.model_check,
+      "keep every kernel's fastest schedule timed alone, without timing it in the model against its default");
+  tune_cmd->add_option("--report", o.report_path,
+                       "the HTML report (default: NAME.report.html beside the database NAME.db)");
 
   DbArgs& d = db_args;
   db_cmd = app.add_subcommand("db", "list, show, export, import or prune the tuning database");
@@ -201,7 +209,8 @@ void add_tuning_commands(CLI::App& app) {
   db_export->add_option("file", d.file, "output file (.jsonl)")->required();
   db_import = db_cmd->add_subcommand("import", "add the workloads and records of a JSON-lines export");
   db_import->add_option("file", d.file, "a file written by db export")->required()->check(CLI::ExistingFile);
-  db_prune = db_cmd->add_subcommand("prune", "keep the fastest valid records of each workload and target, drop the rest");
+  db_prune =
+      db_cmd->add_subcommand("prune", "keep the fastest valid records of each workload and target, drop the rest");
   db_prune->add_option("--keep", d.keep, "records kept per workload and target");
 }
 

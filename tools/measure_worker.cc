@@ -106,7 +106,10 @@ void fill_random(runtime::NDArray& a, std::mt19937_64& rng) {
 double value_at(const runtime::NDArray& a, int64_t i) {
   const runtime::DataType t = a.dtype();
   const char* p = static_cast<const char*>(a.data()) + i * t.element_bytes();
-  auto get = [&](auto v) { std::memcpy(&v, p, sizeof v); return static_cast<double>(v); };
+  auto get = [&](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return static_cast<double>(v);
+  };
   if (t.is_float() && t.bits == 16) {
     uint16_t half;
     std::memcpy(&half, p, sizeof half);
@@ -115,10 +118,14 @@ double value_at(const runtime::NDArray& a, int64_t i) {
   if (t.is_float()) return t.bits == 32 ? get(float{}) : get(double{});
   if (t.is_bool()) return get(uint8_t{});
   switch (t.bits) {
-    case 8: return t.is_int() ? get(int8_t{}) : get(uint8_t{});
-    case 16: return t.is_int() ? get(int16_t{}) : get(uint16_t{});
-    case 32: return t.is_int() ? get(int32_t{}) : get(uint32_t{});
-    default: return t.is_int() ? get(int64_t{}) : get(uint64_t{});
+    case 8:
+      return t.is_int() ? get(int8_t{}) : get(uint8_t{});
+    case 16:
+      return t.is_int() ? get(int16_t{}) : get(uint16_t{});
+    case 32:
+      return t.is_int() ? get(int32_t{}) : get(uint32_t{});
+    default:
+      return t.is_int() ? get(int64_t{}) : get(uint64_t{});
   }
 }
 
@@ -141,8 +148,9 @@ std::string compare(const runtime::NDArray& expected, const runtime::NDArray& ac
     double e = value_at(expected, i), a = value_at(actual, i);
     bool ok;
     if (t.is_float()) ok = e == a || (std::isnan(e) && std::isnan(a)) || std::abs(a - e) <= atol + rtol * std::abs(e);
-    else ok = std::memcmp(static_cast<const char*>(expected.data()) + i * bytes,
-                          static_cast<const char*>(actual.data()) + i * bytes, bytes) == 0;
+    else
+      ok = std::memcmp(static_cast<const char*>(expected.data()) + i * bytes,
+                       static_cast<const char*>(actual.data()) + i * bytes, bytes) == 0;
     double err = std::isnan(a - e) ? INFINITY : std::abs(a - e);
     if (!ok && err > worst) worst = err, worst_at = i;
   }
@@ -169,11 +177,11 @@ struct Bench {
   uint64_t seed = 0;
   autotune::Task task;
   targets::Target target;
-  std::vector<tensor_ir::Tensor> args;       // the kernel's arguments: inputs, then outputs
-  std::vector<runtime::NDArray> buffers;     // the same: random inputs, then candidates' outputs
-  std::vector<runtime::NDArray> expected;    // the default schedule's outputs; empty until checked
-  std::vector<size_t> written;               // inputs rewritten before each timed call
-  std::vector<runtime::NDArray> originals;   // their values, one per entry of `written`
+  std::vector<tensor_ir::Tensor> args;      // the kernel's arguments: inputs, then outputs
+  std::vector<runtime::NDArray> buffers;    // the same: random inputs, then candidates' outputs
+  std::vector<runtime::NDArray> expected;   // the default schedule's outputs; empty until checked
+  std::vector<size_t> written;              // inputs rewritten before each timed call
+  std::vector<runtime::NDArray> originals;  // their values, one per entry of `written`
   size_t num_inputs() const { return task.compute.inputs.size(); }
 };
 
@@ -287,7 +295,8 @@ void setup(Bench& b, const Request& r) {
 // measurer's handling of each can be tested on a real process.
 bool take_test_fault(std::string& trace) {
   if (trace == "test:segv") raise(SIGSEGV);
-  if (trace == "test:hang") for (;;) pause();
+  if (trace == "test:hang")
+    for (;;) pause();
   if (trace != "test:wrong") return false;
   trace = "[]";
   return true;
@@ -309,7 +318,8 @@ json measure(Bench& b, const Request& r, std::string trace) {
     out["compile_seconds"] = seconds_since(t0);
     stage = "run: ";
     // A pattern no kernel computes by chance, so outputs a candidate fails to write are caught.
-    for (size_t i = b.num_inputs(); i < b.buffers.size(); ++i) std::memset(b.buffers[i].data(), 0x5a, b.buffers[i].nbytes());
+    for (size_t i = b.num_inputs(); i < b.buffers.size(); ++i)
+      std::memset(b.buffers[i].data(), 0x5a, b.buffers[i].nbytes());
     kernel(b.buffers);
 #ifdef TESSERA_MEASURE_TEST_FAULTS
     if (corrupt) b.buffers[b.num_inputs()].data_as<float>()[7] += 1;

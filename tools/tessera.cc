@@ -43,7 +43,9 @@ driver::BuildResult compile(const ModelOptions& o, double* seconds, bool jit = t
   return r;
 }
 
-std::string describe(const runtime::GraphPlan::TensorInfo& t) { return t.name + ": " + t.dtype.str() + runtime::shape_str(t.shape); }
+std::string describe(const runtime::GraphPlan::TensorInfo& t) {
+  return t.name + ": " + t.dtype.str() + runtime::shape_str(t.shape);
+}
 
 int64_t intermediate_bytes(const runtime::GraphPlan& plan) {
   int64_t sum = 0;
@@ -82,14 +84,17 @@ int cmd_compile(const ModelOptions& o, const std::string& output) {
 bool is_module_file(const std::string& path) {
   char magic[4] = {};
   std::ifstream(path, std::ios::binary).read(magic, 4);
-  return std::string(magic, 4) == "\x7f" "ELF";
+  return std::string(magic, 4) ==
+         "\x7f"
+         "ELF";
 }
 
 // Runs an exported module (loaded by the runtime alone) or an ONNX model (compiled here).
 int cmd_run(const ModelOptions& o, const std::vector<std::string>& inputs, const std::string& output_dir, int bench) {
   std::shared_ptr<runtime::GraphExecutor> executor;
   if (is_module_file(o.model)) {
-    if (!o.shapes.empty() || !o.binds.empty()) fail("--shape and --bind apply to ONNX models, not to the module ", o.model);
+    if (!o.shapes.empty() || !o.binds.empty())
+      fail("--shape and --bind apply to ONNX models, not to the module ", o.model);
     auto start = std::chrono::steady_clock::now();
     runtime::LoadedModule m = runtime::load_module(o.model);
     std::printf("loaded %s (target %s) in %.1f ms\n", o.model.c_str(), m.target.c_str(), seconds_since(start) * 1e3);
@@ -107,7 +112,8 @@ int cmd_run(const ModelOptions& o, const std::vector<std::string>& inputs, const
     given[i] = true;
   }
   for (size_t i = 0; i < given.size(); ++i)
-    if (!given[i]) fail("input '", ex.input_info(i).name, "' is not given (--input ", ex.input_info(i).name, "=FILE.npy)");
+    if (!given[i])
+      fail("input '", ex.input_info(i).name, "' is not given (--input ", ex.input_info(i).name, "=FILE.npy)");
   ex.run();
   for (size_t i = 0; i < ex.num_outputs(); ++i) {
     std::printf("output %zu: %s%s\n", i, ex.output(i).dtype().str().c_str(), ex.output(i).shape_str().c_str());
@@ -124,8 +130,8 @@ int cmd_run(const ModelOptions& o, const std::vector<std::string>& inputs, const
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
     std::sort(ms.begin(), ms.end());
-    std::printf("latency over %d runs: min %.3f ms, median %.3f ms, p90 %.3f ms\n", bench, ms.front(), ms[ms.size() / 2],
-                ms[std::min(ms.size() - 1, ms.size() * 9 / 10)]);
+    std::printf("latency over %d runs: min %.3f ms, median %.3f ms, p90 %.3f ms\n", bench, ms.front(),
+                ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)]);
   }
   return 0;
 }
@@ -142,7 +148,8 @@ int cmd_inspect(const ModelOptions& o, const std::string& dot) {
   }
   std::printf("\n%zu kernels:\n", r.kernels.size());
   for (const auto& k : r.kernels)
-    std::printf("  %-28s %-22s x%-3d %s\n      (%s)\n", k.name.c_str(), k.op.c_str(), k.calls, k.schedule.c_str(), k.signature.c_str());
+    std::printf("  %-28s %-22s x%-3d %s\n      (%s)\n", k.name.c_str(), k.op.c_str(), k.calls, k.schedule.c_str(),
+                k.signature.c_str());
   const auto& plan = r.executor->plan();
   std::printf("memory plan: peak %lld bytes for intermediates, %lld bytes if each had its own buffer\n",
               static_cast<long long>(plan.arena_bytes), static_cast<long long>(intermediate_bytes(plan)));
@@ -162,7 +169,8 @@ int main(int argc, char** argv) {
 
   auto* compile_cmd = app.add_subcommand("compile", "compile a model and report what was built");
   add_model_options(compile_cmd, compile_opts);
-  compile_cmd->add_option("-o,--output", output, "write the model as one shared library (model.so) the runtime loads alone");
+  compile_cmd->add_option("-o,--output", output,
+                          "write the model as one shared library (model.so) the runtime loads alone");
   auto* run_cmd = app.add_subcommand("run", "run a module (model.so) or compile and run an ONNX model, on .npy inputs");
   add_model_options(run_cmd, run_opts);
   run_cmd->add_option("--input", inputs, "an input: NAME=FILE.npy");

@@ -13,10 +13,15 @@ using relay_ir::Expr;
 
 ConvertContext::ConvertContext(const ::onnx::NodeProto& node, int opset, std::vector<Expr> inputs,
                                std::vector<std::string> input_names, std::string base_dir)
-    : node_(node), opset_(opset), inputs_(std::move(inputs)), input_names_(std::move(input_names)), base_dir_(std::move(base_dir)) {}
+    : node_(node),
+      opset_(opset),
+      inputs_(std::move(inputs)),
+      input_names_(std::move(input_names)),
+      base_dir_(std::move(base_dir)) {}
 
 std::string ConvertContext::where() const {
-  return node_.op_type() + " (node '" + (node_.name().empty() ? node_.output(0) : node_.name()) + "', opset " + std::to_string(opset_) + ")";
+  return node_.op_type() + " (node '" + (node_.name().empty() ? node_.output(0) : node_.name()) + "', opset " +
+         std::to_string(opset_) + ")";
 }
 
 void ConvertContext::error(const std::string& message) const { fail(where(), ": ", message); }
@@ -117,7 +122,8 @@ void ConvertContext::check_attrs(std::initializer_list<const char*> known) const
 
 Expr ConvertContext::call(const std::string& name, std::vector<Expr> args, relay_ir::Attrs attrs) const {
   try {
-    Expr e = relay_ir::call(name, std::move(args), std::move(attrs), node_.name().empty() ? node_.output(0) : node_.name());
+    Expr e =
+        relay_ir::call(name, std::move(args), std::move(attrs), node_.name().empty() ? node_.output(0) : node_.name());
     relay_ir::infer_type(e);
     return e;
   } catch (const BindingRequired&) {

@@ -12,13 +12,15 @@ void register_all_converters(ConverterTable& t) {
   for (const char* op : {"NonZero", "Unique", "Compress", "NonMaxSuppression"})
     t.unsupported(op, "its output shape depends on the input values; Tessera compiles for static shapes");
   for (const char* op : {"If", "Loop", "Scan"}) t.unsupported(op, "control flow (subgraphs) is not supported");
-  for (const char* op : {"SequenceConstruct", "SequenceAt", "SequenceEmpty", "SequenceInsert", "SequenceErase",
-                         "SequenceLength", "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalHasElement",
-                         "OptionalGetElement"})
+  for (const char* op :
+       {"SequenceConstruct", "SequenceAt", "SequenceEmpty", "SequenceInsert", "SequenceErase", "SequenceLength",
+        "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalHasElement", "OptionalGetElement"})
     t.unsupported(op, "sequence and optional values are not supported");
-  for (const char* op : {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"})
+  for (const char* op :
+       {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"})
     t.unsupported(op, "random-number operators are not supported");
-  for (const char* op : {"StringNormalizer", "TfIdfVectorizer", "RegexFullMatch"}) t.unsupported(op, "string tensors are not supported");
+  for (const char* op : {"StringNormalizer", "TfIdfVectorizer", "RegexFullMatch"})
+    t.unsupported(op, "string tensors are not supported");
 }
 
 }  // namespace tessera::frontend::onnx

@@ -32,7 +32,8 @@ class Importer {
     read_opset();
     check_nodes();
     check_operators();
-    for (const auto& init : graph_.initializer()) values_[init.name()] = relay_ir::constant(tensor_from_proto(init, base_dir_));
+    for (const auto& init : graph_.initializer())
+      values_[init.name()] = relay_ir::constant(tensor_from_proto(init, base_dir_));
     read_inputs();
     lift_initializers();
     for (const auto& node : graph_.node()) convert(node);
@@ -54,7 +55,8 @@ class Importer {
     for (const auto& o : model_.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = static_cast<int>(o.version());
     if (opset_ < 0) fail("ONNX model imports no ai.onnx opset");
-    if (opset_ < kMinOpset) fail("ONNX model uses opset ", opset_, "; Tessera supports opsets ", kMinOpset, " and newer");
+    if (opset_ < kMinOpset)
+      fail("ONNX model uses opset ", opset_, "; Tessera supports opsets ", kMinOpset, " and newer");
   }
 
   // Every node has an output: error messages and graph origins name an unnamed node by its first.
@@ -73,7 +75,8 @@ class Importer {
       std::string domain = node.domain().empty() ? "" : node.domain() + ".";
       std::string key = domain + node.op_type() + " (opset " + std::to_string(opset_) + ")";
       if (entry) key += ": " + entry->unsupported;
-      else if (!node.domain().empty() && node.domain() != "ai.onnx") key += ": operators of domain " + node.domain() + " are not supported";
+      else if (!node.domain().empty() && node.domain() != "ai.onnx")
+        key += ": operators of domain " + node.domain() + " are not supported";
       unsupported[key].push_back(node.name().empty() ? node.output(0) : node.name());
     }
     if (unsupported.empty()) return;
@@ -96,7 +99,8 @@ class Importer {
         used_options.insert(name);
         continue;
       }
-      if (!in.type().has_tensor_type()) fail("ONNX graph input '", name, "' is not a tensor (sequences and maps are not supported)");
+      if (!in.type().has_tensor_type())
+        fail("ONNX graph input '", name, "' is not a tensor (sequences and maps are not supported)");
       const auto& tt = in.type().tensor_type();
       runtime::DataType dtype = dtype_from_onnx(tt.elem_type(), "graph input '" + name + "'");
       std::vector<int64_t> shape;
@@ -104,12 +108,15 @@ class Importer {
         shape = s->second;
         used_options.insert(name);
         if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(shape.size()))
-          fail("graph input '", name, "' has ", tt.shape().dim_size(), " dimensions, the given shape ", runtime::shape_str(shape), " has ", shape.size());
+          fail("graph input '", name, "' has ", tt.shape().dim_size(), " dimensions, the given shape ",
+               runtime::shape_str(shape), " has ", shape.size());
       } else {
-        if (!tt.has_shape()) fail("graph input '", name, "' has no shape in the model; give it with shapes={'", name, "': (...)}");
+        if (!tt.has_shape())
+          fail("graph input '", name, "' has no shape in the model; give it with shapes={'", name, "': (...)}");
         for (const auto& d : tt.shape().dim()) {
           if (!d.has_dim_value())
-            fail("graph input '", name, "' has symbolic dimension '", d.dim_param(), "'; give its shape with shapes={'", name, "': (...)}");
+            fail("graph input '", name, "' has symbolic dimension '", d.dim_param(), "'; give its shape with shapes={'",
+                 name, "': (...)}");
           shape.push_back(d.dim_value());
         }
       }
@@ -145,7 +152,8 @@ class Importer {
         continue;
       }
       auto it = values_.find(in);
-      if (it == values_.end()) fail("ONNX node '", node.name(), "' (", node.op_type(), ") reads '", in, "', which no earlier node produces");
+      if (it == values_.end())
+        fail("ONNX node '", node.name(), "' (", node.op_type(), ") reads '", in, "', which no earlier node produces");
       inputs.push_back(it->second);
       all_constant &= it->second.as<relay_ir::ConstantNode>() != nullptr;
     }
@@ -182,7 +190,8 @@ class Importer {
 
 }  // namespace
 
-relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& options) {
+relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir,
+                                    const ImportOptions& options) {
   ::onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) fail("not a valid ONNX model (the protobuf does not parse)");
   if (!model.has_graph()) fail("ONNX model has no graph");

@@ -39,7 +39,8 @@ class BindingRequired : public Error {
 
 relay_ir::Module import_model(const std::string& path, const ImportOptions& options);
 // `base_dir` is where external data files may be read from (nothing outside it).
-relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir, const ImportOptions& options);
+relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir,
+                                    const ImportOptions& options);
 
 // Every ONNX operator the importer converts (domain "" is ai.onnx), for documentation and the
 // conformance runner.

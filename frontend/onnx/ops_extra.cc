@@ -14,16 +14,19 @@ std::vector<Expr> grid_sample(ConvertContext& c) {
   c.check_attrs({"align_corners", "mode", "padding_mode"});
   int64_t align = c.attr_int("align_corners", 0);
   if (align != 0 && align != 1) c.error("align_corners must be 0 or 1, got " + std::to_string(align));
-  Attrs a{{"mode", c.attr_string("mode", "bilinear")}, {"padding_mode", c.attr_string("padding_mode", "zeros")},
+  Attrs a{{"mode", c.attr_string("mode", "bilinear")},
+          {"padding_mode", c.attr_string("padding_mode", "zeros")},
           {"align_corners", align}};
   return {c.call("grid_sample", {c.input(0), c.input(1)}, a)};
 }
 
 std::vector<Expr> roi_align(ConvertContext& c) {
-  c.check_attrs({"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio", "spatial_scale"});
+  c.check_attrs(
+      {"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio", "spatial_scale"});
   // Opset 10 has no coordinate_transformation_mode and behaves as output_half_pixel; opset 16
   // added it with half_pixel as the default.
-  std::string coords = c.opset() < 16 ? "output_half_pixel" : c.attr_string("coordinate_transformation_mode", "half_pixel");
+  std::string coords =
+      c.opset() < 16 ? "output_half_pixel" : c.attr_string("coordinate_transformation_mode", "half_pixel");
   if (c.opset() < 16 && c.has_attr("coordinate_transformation_mode"))
     c.error("coordinate_transformation_mode needs opset 16");
   Attrs a{{"mode", c.attr_string("mode", "avg")},

@@ -48,14 +48,21 @@ struct ActivationInfo {
   bool needs_values;
 };
 const ActivationInfo kActivations[] = {
-    {"relu", 0, 0, 0, false},         {"tanh", 0, 0, 0, false},      {"sigmoid", 0, 0, 0, false},
-    {"softsign", 0, 0, 0, false},     {"softplus", 0, 0, 0, false},  {"leakyrelu", 1, 0.01, 0, false},
-    {"thresholdedrelu", 1, 1, 0, false}, {"elu", 1, 1, 0, false},    {"hardsigmoid", 2, 0.2, 0.5, false},
-    {"affine", 2, 1, 0, false},       {"scaledtanh", 2, 0, 0, true},
+    {"relu", 0, 0, 0, false},
+    {"tanh", 0, 0, 0, false},
+    {"sigmoid", 0, 0, 0, false},
+    {"softsign", 0, 0, 0, false},
+    {"softplus", 0, 0, 0, false},
+    {"leakyrelu", 1, 0.01, 0, false},
+    {"thresholdedrelu", 1, 1, 0, false},
+    {"elu", 1, 1, 0, false},
+    {"hardsigmoid", 2, 0.2, 0.5, false},
+    {"affine", 2, 1, 0, false},
+    {"scaledtanh", 2, 0, 0, true},
 };
 
 std::vector<Activation> activations(const ConvertContext& c, Cell cell, int64_t directions) {
-  std::vector<std::string> defaults = cell == Cell::Rnn ? std::vector<std::string>{"tanh"}
+  std::vector<std::string> defaults = cell == Cell::Rnn   ? std::vector<std::string>{"tanh"}
                                       : cell == Cell::Gru ? std::vector<std::string>{"sigmoid", "tanh"}
                                                           : std::vector<std::string>{"sigmoid", "tanh", "tanh"};
   std::vector<std::string> names;
@@ -68,8 +75,8 @@ std::vector<Activation> activations(const ConvertContext& c, Cell cell, int64_t 
     names.insert(names.end(), once.begin(), once.end());
   }
   if (names.size() != per * directions)
-    c.error("activations must name " + std::to_string(per) + " function(s) per direction (" + std::to_string(per * directions) +
-            " in all), got " + std::to_string(names.size()));
+    c.error("activations must name " + std::to_string(per) + " function(s) per direction (" +
+            std::to_string(per * directions) + " in all), got " + std::to_string(names.size()));
   std::vector<float> alphas = c.attr_floats("activation_alpha", {}), betas = c.attr_floats("activation_beta", {});
   size_t next_alpha = 0, next_beta = 0;
   std::vector<Activation> out;
@@ -80,7 +87,8 @@ std::vector<Activation> activations(const ConvertContext& c, Cell cell, int64_t 
     for (const auto& a : kActivations)
       if (n == a.name) info = &a;
     if (!info)
-      c.error("activation '" + given + "' is not one of Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
+      c.error("activation '" + given +
+              "' is not one of Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
               "HardSigmoid, Elu, Softsign, Softplus");
     Activation a{n, info->alpha, info->beta};
     if (info->takes >= 1) {
@@ -119,7 +127,9 @@ class Unroller {
     return op("slice", {e}, {{"starts", Ints{begin}}, {"ends", Ints{end}}, {"axes", Ints{axis}}});
   }
   // Entry `i` of axis `axis`, that axis removed.
-  Expr pick(const Expr& e, int64_t axis, int64_t i) const { return op("squeeze", {slice(e, axis, i, i + 1)}, {{"axes", Ints{axis}}}); }
+  Expr pick(const Expr& e, int64_t axis, int64_t i) const {
+    return op("squeeze", {slice(e, axis, i, i + 1)}, {{"axes", Ints{axis}}});
+  }
   Expr transpose(const Expr& e, Ints perm) const { return op("transpose", {e}, {{"perm", perm}}); }
   Expr scalar(double v) const { return relay_ir::scalar(v, s_.dtype); }
   Expr zeros(Ints shape) const { return relay_ir::constant(NDArray::empty(shape, s_.dtype)); }
@@ -147,8 +157,8 @@ class Unroller {
     std::vector<Expr> outputs;
     Expr h, cell;
   };
-  Run run(int64_t d, const std::vector<Expr>& x_steps, const Expr& r_t, const std::optional<Expr>& rb_h, Expr h, Expr cell,
-          const std::optional<Expr>& peephole, const std::optional<Expr>& lengths) const {
+  Run run(int64_t d, const std::vector<Expr>& x_steps, const Expr& r_t, const std::optional<Expr>& rb_h, Expr h,
+          Expr cell, const std::optional<Expr>& peephole, const std::optional<Expr>& lengths) const {
     const auto* act = &s_.activations[d * (s_.cell == Cell::Rnn ? 1 : s_.cell == Cell::Gru ? 2 : 3)];
     int64_t H = s_.hidden;
     Run out;
@@ -172,7 +182,8 @@ class Unroller {
         h_new = op("add", {candidate, op("mul", {z, op("sub", {h, candidate})})});
       } else {
         Expr g = op("add", {x_steps[t], op("matmul", {h, r_t})});
-        Expr i = slice(g, 1, 0, H), o = slice(g, 1, H, 2 * H), f = slice(g, 1, 2 * H, 3 * H), cc = slice(g, 1, 3 * H, 4 * H);
+        Expr i = slice(g, 1, 0, H), o = slice(g, 1, H, 2 * H), f = slice(g, 1, 2 * H, 3 * H),
+             cc = slice(g, 1, 3 * H, 4 * H);
         if (peephole) {
           i = op("add", {i, op("mul", {slice(*peephole, 0, 0, H), cell})});
           f = op("add", {f, op("mul", {slice(*peephole, 0, 2 * H, 3 * H), cell})});
@@ -185,8 +196,9 @@ class Unroller {
       }
       if (lengths) {
         // Batch entries whose sequence has ended keep their state and output zeros.
-        Expr live = op("expand_dims", {op("less", {relay_ir::scalar(static_cast<double>(t), lengths_dtype_), *lengths})},
-                       {{"axes", Ints{1}}});
+        Expr live =
+            op("expand_dims", {op("less", {relay_ir::scalar(static_cast<double>(t), lengths_dtype_), *lengths})},
+               {{"axes", Ints{1}}});
         out.outputs.push_back(op("where", {live, h_new, scalar(0)}));
         h_new = op("where", {live, h_new, h});
         if (c_new.defined()) c_new = op("where", {live, c_new, cell});
@@ -214,13 +226,14 @@ const relay_ir::TensorTypeNode& typed(const ConvertContext& c, size_t i, const s
                                       runtime::DataType dtype) {
   const auto& t = c.input_type(i);
   if (t.shape != shape || t.dtype != dtype)
-    c.error(what + " must be " + dtype.str() + runtime::shape_str(shape) + ", got " + t.dtype.str() + runtime::shape_str(t.shape));
+    c.error(what + " must be " + dtype.str() + runtime::shape_str(shape) + ", got " + t.dtype.str() +
+            runtime::shape_str(t.shape));
   return t;
 }
 
 std::vector<Expr> convert(ConvertContext& c, Cell cell) {
-  std::vector<const char*> known = {"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
-                                    "layout", "output_sequence"};
+  std::vector<const char*> known = {"activation_alpha", "activation_beta", "activations", "clip",
+                                    "direction",        "hidden_size",     "layout",      "output_sequence"};
   if (cell == Cell::Gru) known.push_back("linear_before_reset");
   if (cell == Cell::Lstm) known.push_back("input_forget");
   for (const auto& a : c.node().attribute())
@@ -271,13 +284,15 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
   if (c.has_input(4)) {
     const auto& l = c.input_type(4);
     if (!l.dtype.is_integer() || l.shape != Ints{B})
-      c.error("sequence_lens must be int32[" + std::to_string(B) + "], got " + l.dtype.str() + runtime::shape_str(l.shape));
+      c.error("sequence_lens must be int32[" + std::to_string(B) + "], got " + l.dtype.str() +
+              runtime::shape_str(l.shape));
     u.set_lengths_dtype(l.dtype);
     bool full = false;
     if (c.try_constant_input(4)) {
       Ints v = c.constant_ints(4, "sequence_lens");
       for (int64_t n : v)
-        if (n < 0 || n > S) c.error("sequence_lens holds " + std::to_string(n) + ", outside [0, " + std::to_string(S) + "]");
+        if (n < 0 || n > S)
+          c.error("sequence_lens holds " + std::to_string(n) + ", outside [0, " + std::to_string(S) + "]");
       full = std::all_of(v.begin(), v.end(), [&](int64_t n) { return n == S; });
     }
     if (!full) lengths = c.input(4);
@@ -305,7 +320,8 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
       }
     }
     Expr seq = xs;
-    if (reverse && lengths) seq = u.op("reverse_sequence", {xs, *lengths}, {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
+    if (reverse && lengths)
+      seq = u.op("reverse_sequence", {xs, *lengths}, {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
     Expr proj = u.op("matmul", {seq, w_t});  // [S, B, G * H]
     if (bias) proj = u.op("add", {proj, *bias});
     Expr parts = S == 1 ? Expr() : u.op("split", {proj}, {{"axis", int64_t{0}}, {"sizes", Ints(S, 1)}});
@@ -322,7 +338,8 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
     auto r = u.run(d, steps, r_t, rb_h, state(5, d), cell == Cell::Lstm ? state(6, d) : Expr(), peephole, lengths);
     if (reverse && !lengths) std::reverse(r.outputs.begin(), r.outputs.end());
     Expr y = u.stack(r.outputs, 0);  // [S, B, H]
-    if (reverse && lengths) y = u.op("reverse_sequence", {y, *lengths}, {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
+    if (reverse && lengths)
+      y = u.op("reverse_sequence", {y, *lengths}, {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
     y_dirs.push_back(y);
     h_dirs.push_back(r.h);
     c_dirs.push_back(r.cell);

@@ -64,7 +64,8 @@ Expr mel_weight_matrix(ConvertContext& c) {
   std::vector<int64_t> edge(bins + 2);
   for (int64_t i = 0; i < bins + 2; ++i) {
     double hz = 700 * (std::pow(10.0, (low_mel + static_cast<double>(i) * step) / 2595) - 1);
-    edge[i] = static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(sample_rate)));
+    edge[i] =
+        static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(sample_rate)));
   }
   int64_t rows = dft_length / 2 + 1;
   NDArray out = NDArray::empty({rows, bins}, output_datatype(c));
@@ -78,9 +79,11 @@ Expr mel_weight_matrix(ConvertContext& c) {
     if (center == left) {
       put(center, i, 1);
     } else {
-      for (int64_t j = left; j <= center; ++j) put(j, i, static_cast<double>(j - left) / static_cast<double>(center - left));
+      for (int64_t j = left; j <= center; ++j)
+        put(j, i, static_cast<double>(j - left) / static_cast<double>(center - left));
     }
-    for (int64_t j = center; j < right; ++j) put(j, i, static_cast<double>(right - j) / static_cast<double>(right - center));
+    for (int64_t j = center; j < right; ++j)
+      put(j, i, static_cast<double>(right - j) / static_cast<double>(right - center));
   }
   return relay_ir::constant(out);
 }
@@ -95,7 +98,8 @@ void require_float(const ConvertContext& c, const relay_ir::TensorTypeNode& t, c
 // imaginary part). e^(sign i theta), sign -1 forward and +1 inverse (which also scales by
 // 1 / length); `window` (or empty) weighs the samples.
 template <typename Put>
-void dft_coefficients(int64_t parts, int64_t n, int64_t length, int64_t bins, bool inverse, const std::vector<double>& window, Put put) {
+void dft_coefficients(int64_t parts, int64_t n, int64_t length, int64_t bins, bool inverse,
+                      const std::vector<double>& window, Put put) {
   double sign = inverse ? 1 : -1, scale = inverse ? 1.0 / static_cast<double>(length) : 1.0;
   for (int64_t s = 0; s < std::min(n, length); ++s) {
     double ws = (window.empty() ? 1.0 : window[s]) * scale;
@@ -133,8 +137,9 @@ Expr dft(const ConvertContext& c, const Expr& x, int64_t axis, int64_t length, b
   int64_t bins = onesided ? length / 2 + 1 : length;
   check_dft_size(c, parts, n, bins);
   NDArray w = NDArray::empty({parts * n, 2 * bins}, t.dtype);
-  dft_coefficients(parts, n, length, bins, inverse, {},
-                   [&](int64_t part, int64_t s, int64_t col, double v) { store_element(w, (part * n + s) * 2 * bins + col, v); });
+  dft_coefficients(parts, n, length, bins, inverse, {}, [&](int64_t part, int64_t s, int64_t col, double v) {
+    store_element(w, (part * n + s) * 2 * bins + col, v);
+  });
   // [rest..., parts, n] -> [rest..., parts * n] @ w -> [rest..., 2, bins] -> bins back at axis.
   std::vector<int64_t> perm, rest;
   for (int64_t d = 0; d < rank - 1; ++d)
@@ -188,7 +193,8 @@ Expr convert_stft(ConvertContext& c) {
   c.check_attrs({"onesided"});
   const auto& signal = c.input_type(0);
   require_float(c, signal, "the signal");
-  if (signal.ndim() != 3) c.error("the signal must be [batch, length, 1 or 2], got shape " + runtime::shape_str(signal.shape));
+  if (signal.ndim() != 3)
+    c.error("the signal must be [batch, length, 1 or 2], got shape " + runtime::shape_str(signal.shape));
   complex_parts(c, signal, "the signal");
   int64_t step = constant_integer(c, 1, "frame_step");
   if (step < 1) c.error("frame_step must be positive, got " + std::to_string(step));
@@ -199,9 +205,11 @@ Expr convert_stft(ConvertContext& c) {
   if (c.has_input(2)) {
     const auto& w = c.input_type(2);
     if (w.ndim() != 1 || w.dtype != signal.dtype)
-      c.error("window must be 1-D of the signal's dtype " + signal.dtype.str() + ", got " + w.dtype.str() + runtime::shape_str(w.shape));
+      c.error("window must be 1-D of the signal's dtype " + signal.dtype.str() + ", got " + w.dtype.str() +
+              runtime::shape_str(w.shape));
     if (frame >= 0 && frame != w.shape[0])
-      c.error("frame_length " + std::to_string(frame) + " differs from the window's length " + std::to_string(w.shape[0]));
+      c.error("frame_length " + std::to_string(frame) + " differs from the window's length " +
+              std::to_string(w.shape[0]));
     frame = w.shape[0];
     if (auto v = c.try_constant_input(2)) {
       for (int64_t i = 0; i < frame; ++i) window.push_back(element_as_double(*v, i));
@@ -212,20 +220,24 @@ Expr convert_stft(ConvertContext& c) {
   if (frame < 0) c.error("either window or frame_length must be given");
   int64_t length = signal.shape[1];
   if (frame < 1 || frame > length)
-    c.error("the frame length " + std::to_string(frame) + " must be in [1, " + std::to_string(length) + "] (the signal's length)");
+    c.error("the frame length " + std::to_string(frame) + " must be in [1, " + std::to_string(length) +
+            "] (the signal's length)");
   int64_t parts = signal.shape[2], bins = flag(c, "onesided", 1) == 1 ? frame / 2 + 1 : frame;
   check_dft_size(c, parts, frame, bins);
   // Frame f's bins are a dot product of the samples from f * frame_step with the (windowed)
   // coefficients: a 1-D convolution of stride frame_step with 2 * bins filters, which reads
   // the frames in place.
   NDArray w = NDArray::empty({2 * bins, parts, frame}, signal.dtype);
-  dft_coefficients(parts, frame, frame, bins, false, window,
-                   [&](int64_t part, int64_t s, int64_t col, double v) { store_element(w, (col * parts + part) * frame + s, v); });
+  dft_coefficients(parts, frame, frame, bins, false, window, [&](int64_t part, int64_t s, int64_t col, double v) {
+    store_element(w, (col * parts + part) * frame + s, v);
+  });
   Expr weight = relay_ir::constant(w);
   if (runtime_window.defined())
-    weight = c.call("mul", {weight, c.call("reshape", {runtime_window}, {{"shape", std::vector<int64_t>{1, 1, frame}}})});
+    weight =
+        c.call("mul", {weight, c.call("reshape", {runtime_window}, {{"shape", std::vector<int64_t>{1, 1, frame}}})});
   Expr channels_first = c.call("transpose", {c.input(0)}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
-  Expr conv = c.call("conv", {channels_first, weight}, {{"strides", std::vector<int64_t>{step}}});  // [batch, 2 * bins, frames]
+  Expr conv =
+      c.call("conv", {channels_first, weight}, {{"strides", std::vector<int64_t>{step}}});  // [batch, 2 * bins, frames]
   int64_t frames = (length - frame) / step + 1;
   Expr split = c.call("reshape", {conv}, {{"shape", std::vector<int64_t>{signal.shape[0], 2, bins, frames}}});
   return c.call("transpose", {split}, {{"perm", std::vector<int64_t>{0, 3, 2, 1}}});

@@ -49,18 +49,23 @@ std::optional<double> exact_element(const runtime::NDArray& a, int64_t i) {
       if (t.bits == 32) return a.data_as<float>()[i];
       return std::nullopt;
     case runtime::TypeCode::Int: {
-      int64_t v = t.bits == 8 ? a.data_as<int8_t>()[i] : t.bits == 16 ? a.data_as<int16_t>()[i]
-                : t.bits == 32 ? a.data_as<int32_t>()[i] : a.data_as<int64_t>()[i];
+      int64_t v = t.bits == 8    ? a.data_as<int8_t>()[i]
+                  : t.bits == 16 ? a.data_as<int16_t>()[i]
+                  : t.bits == 32 ? a.data_as<int32_t>()[i]
+                                 : a.data_as<int64_t>()[i];
       if (v <= -kExact || v >= kExact) return std::nullopt;
       return static_cast<double>(v);
     }
     case runtime::TypeCode::UInt: {
-      uint64_t v = t.bits == 8 ? a.data_as<uint8_t>()[i] : t.bits == 16 ? a.data_as<uint16_t>()[i]
-                 : t.bits == 32 ? a.data_as<uint32_t>()[i] : a.data_as<uint64_t>()[i];
+      uint64_t v = t.bits == 8    ? a.data_as<uint8_t>()[i]
+                   : t.bits == 16 ? a.data_as<uint16_t>()[i]
+                   : t.bits == 32 ? a.data_as<uint32_t>()[i]
+                                  : a.data_as<uint64_t>()[i];
       if (v >= static_cast<uint64_t>(kExact)) return std::nullopt;
       return static_cast<double>(v);
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -85,22 +90,34 @@ runtime::NDArray filled(const std::vector<int64_t>& shape, runtime::DataType dty
       else if (dtype.bits == 32) fill_as(a, static_cast<float>(value));
       else fill_as(a, value);
       break;
-    case TypeCode::Bool: fill_as(a, static_cast<uint8_t>(value != 0)); break;
+    case TypeCode::Bool:
+      fill_as(a, static_cast<uint8_t>(value != 0));
+      break;
     case TypeCode::Int:
     case TypeCode::UInt:
       switch (dtype.bits) {
-        case 8: fill_as(a, static_cast<uint8_t>(static_cast<int64_t>(value))); break;
-        case 16: fill_as(a, static_cast<uint16_t>(static_cast<int64_t>(value))); break;
-        case 32: fill_as(a, static_cast<uint32_t>(static_cast<int64_t>(value))); break;
-        default: fill_as(a, static_cast<int64_t>(value));
+        case 8:
+          fill_as(a, static_cast<uint8_t>(static_cast<int64_t>(value)));
+          break;
+        case 16:
+          fill_as(a, static_cast<uint16_t>(static_cast<int64_t>(value)));
+          break;
+        case 32:
+          fill_as(a, static_cast<uint32_t>(static_cast<int64_t>(value)));
+          break;
+        default:
+          fill_as(a, static_cast<int64_t>(value));
       }
       break;
-    case TypeCode::Handle: fail("no constants of type ", dtype.str());
+    case TypeCode::Handle:
+      fail("no constants of type ", dtype.str());
   }
   return a;
 }
 
-relay_ir::Expr scalar_constant(double value, runtime::DataType dtype) { return relay_ir::constant(filled({}, dtype, value)); }
+relay_ir::Expr scalar_constant(double value, runtime::DataType dtype) {
+  return relay_ir::constant(filled({}, dtype, value));
+}
 
 void register_math_converters(ConverterTable& t) {
   register_math_unary_converters(t);

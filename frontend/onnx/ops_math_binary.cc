@@ -10,9 +10,9 @@ namespace {
 
 void binary(ConverterTable& t, const std::string& onnx_op, const std::string& op) {
   t.add(onnx_op, one([op](ConvertContext& c) {
-    c.check_attrs({});
-    return c.call(op, {c.input(0), c.input(1)});
-  }));
+          c.check_attrs({});
+          return c.call(op, {c.input(0), c.input(1)});
+        }));
 }
 
 // ONNX Pow takes base and exponent of different dtypes; the result has the base's.
@@ -54,16 +54,16 @@ Expr bitshift(ConvertContext& c) {
 // Max, Min, Sum, Mean: a chain of broadcasting binary ops over every input.
 void variadic(ConverterTable& t, const std::string& onnx_op, const std::string& op, bool mean) {
   t.add(onnx_op, one([op, mean](ConvertContext& c) {
-    c.check_attrs({});
-    if (c.num_inputs() == 0) c.error("needs at least one input");
-    Expr out = c.input(0);
-    for (size_t i = 1; i < c.num_inputs(); ++i) out = c.call(op, {out, c.input(i)});
-    if (mean && c.num_inputs() > 1) {
-      runtime::DataType t = c.input_type(0).dtype;
-      out = c.call("div", {out, scalar_constant(static_cast<double>(c.num_inputs()), t)});
-    }
-    return out;
-  }));
+          c.check_attrs({});
+          if (c.num_inputs() == 0) c.error("needs at least one input");
+          Expr out = c.input(0);
+          for (size_t i = 1; i < c.num_inputs(); ++i) out = c.call(op, {out, c.input(i)});
+          if (mean && c.num_inputs() > 1) {
+            runtime::DataType t = c.input_type(0).dtype;
+            out = c.call("div", {out, scalar_constant(static_cast<double>(c.num_inputs()), t)});
+          }
+          return out;
+        }));
 }
 
 }  // namespace
@@ -88,9 +88,9 @@ void register_math_binary_converters(ConverterTable& t) {
   t.add("Mod", one(mod));
   t.add("BitShift", one(bitshift));
   t.add("Where", one([](ConvertContext& c) {
-    c.check_attrs({});
-    return c.call("where", {c.input(0), c.input(1), c.input(2)});
-  }));
+          c.check_attrs({});
+          return c.call("where", {c.input(0), c.input(1), c.input(2)});
+        }));
   variadic(t, "Max", "maximum", false);
   variadic(t, "Min", "minimum", false);
   variadic(t, "Sum", "add", false);

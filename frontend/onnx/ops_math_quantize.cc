@@ -32,7 +32,8 @@ Expr dequantize(ConvertContext& c) {
 // uint8 quantization with the scale and zero point that map [min(x, 0), max(x, 0)] onto [0, 255].
 std::vector<Expr> dynamic_quantize(ConvertContext& c) {
   c.check_attrs({});
-  if (c.input_type(0).dtype != runtime::kFloat32) c.error("the input must be float32, got " + c.input_type(0).dtype.str());
+  if (c.input_type(0).dtype != runtime::kFloat32)
+    c.error("the input must be float32, got " + c.input_type(0).dtype.str());
   auto f32 = [](double v) { return scalar_constant(v, runtime::kFloat32); };
   relay_ir::Attrs all{{"axes", std::vector<int64_t>{}}, {"keepdims", int64_t{0}}};
   Expr lo = c.call("minimum", {c.call("reduce_min", {c.input(0)}, all), f32(0)});

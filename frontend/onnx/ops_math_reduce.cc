@@ -9,39 +9,41 @@ namespace {
 
 void reduction(ConverterTable& t, const std::string& onnx_op, const std::string& op) {
   t.add(onnx_op, one([onnx_op, op](ConvertContext& c) {
-    // axes is an attribute until it becomes an optional input: ReduceSum at opset 13, the rest at 18.
-    bool axes_input = c.opset() >= 18 || (onnx_op == "ReduceSum" && c.opset() >= 13);
-    std::vector<int64_t> axes;
-    bool noop = false;
-    if (axes_input) {
-      c.check_attrs({"keepdims", "noop_with_empty_axes"});
-      if (c.has_input(1)) axes = c.constant_ints(1, "axes");
-      noop = c.attr_int("noop_with_empty_axes", 0) != 0;
-    } else {
-      c.check_attrs({"axes", "keepdims"});
-      axes = c.attr_ints("axes", {});
-    }
-    int64_t keepdims = c.attr_int("keepdims", 1);
-    if (keepdims != 0 && keepdims != 1) c.error("keepdims must be 0 or 1, got " + std::to_string(keepdims));
-    if (axes.empty() && noop) return c.input(0);
-    return c.call(op, {c.input(0)}, {{"axes", axes}, {"keepdims", keepdims}});
-  }));
+          // axes is an attribute until it becomes an optional input: ReduceSum at opset 13, the rest at 18.
+          bool axes_input = c.opset() >= 18 || (onnx_op == "ReduceSum" && c.opset() >= 13);
+          std::vector<int64_t> axes;
+          bool noop = false;
+          if (axes_input) {
+            c.check_attrs({"keepdims", "noop_with_empty_axes"});
+            if (c.has_input(1)) axes = c.constant_ints(1, "axes");
+            noop = c.attr_int("noop_with_empty_axes", 0) != 0;
+          } else {
+            c.check_attrs({"axes", "keepdims"});
+            axes = c.attr_ints("axes", {});
+          }
+          int64_t keepdims = c.attr_int("keepdims", 1);
+          if (keepdims != 0 && keepdims != 1) c.error("keepdims must be 0 or 1, got " + std::to_string(keepdims));
+          if (axes.empty() && noop) return c.input(0);
+          return c.call(op, {c.input(0)}, {{"axes", axes}, {"keepdims", keepdims}});
+        }));
 }
 
 void arg_reduction(ConverterTable& t, const std::string& onnx_op, const std::string& op) {
   t.add(onnx_op, one([op](ConvertContext& c) {
-    c.check_attrs({"axis", "keepdims", "select_last_index"});
-    return c.call(op, {c.input(0)}, {{"axis", c.attr_int("axis", 0)}, {"keepdims", c.attr_int("keepdims", 1)},
-                                     {"select_last_index", c.attr_int("select_last_index", 0)}});
-  }));
+          c.check_attrs({"axis", "keepdims", "select_last_index"});
+          return c.call(op, {c.input(0)},
+                        {{"axis", c.attr_int("axis", 0)},
+                         {"keepdims", c.attr_int("keepdims", 1)},
+                         {"select_last_index", c.attr_int("select_last_index", 0)}});
+        }));
 }
 
 Expr cumsum(ConvertContext& c) {
   c.check_attrs({"exclusive", "reverse"});
   std::vector<int64_t> axis = c.constant_ints(1, "axis");
   if (axis.size() != 1) c.error("axis must hold one value, got " + std::to_string(axis.size()));
-  return c.call("cumsum", {c.input(0)}, {{"axis", axis[0]}, {"exclusive", c.attr_int("exclusive", 0)},
-                                         {"reverse", c.attr_int("reverse", 0)}});
+  return c.call("cumsum", {c.input(0)},
+                {{"axis", axis[0]}, {"exclusive", c.attr_int("exclusive", 0)}, {"reverse", c.attr_int("reverse", 0)}});
 }
 
 }  // namespace

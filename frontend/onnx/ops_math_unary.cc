@@ -16,31 +16,32 @@ namespace {
 // ONNX op -> graph op, no attributes.
 void simple(ConverterTable& t, const std::string& onnx_op, const std::string& op) {
   t.add(onnx_op, one([op](ConvertContext& c) {
-    c.check_attrs({});
-    return c.call(op, {c.input(0)});
-  }));
+          c.check_attrs({});
+          return c.call(op, {c.input(0)});
+        }));
 }
 
 // ONNX op -> graph op with float attributes of the same names and ONNX's defaults.
 void with_floats(ConverterTable& t, const std::string& onnx_op, const std::string& op,
                  std::vector<std::pair<const char*, float>> attrs) {
   t.add(onnx_op, one([op, attrs](ConvertContext& c) {
-    Attrs a;
-    for (const auto& [name, fallback] : attrs) a.set(name, static_cast<double>(c.attr_float(name, fallback)));
-    for (const auto& attr : c.node().attribute()) {
-      bool known = false;
-      for (const auto& [name, fallback] : attrs) known |= attr.name() == name;
-      if (!known) c.error("unsupported attribute(s): " + attr.name());
-    }
-    return c.call(op, {c.input(0)}, a);
-  }));
+          Attrs a;
+          for (const auto& [name, fallback] : attrs) a.set(name, static_cast<double>(c.attr_float(name, fallback)));
+          for (const auto& attr : c.node().attribute()) {
+            bool known = false;
+            for (const auto& [name, fallback] : attrs) known |= attr.name() == name;
+            if (!known) c.error("unsupported attribute(s): " + attr.name());
+          }
+          return c.call(op, {c.input(0)}, a);
+        }));
 }
 
 Expr clip(ConvertContext& c) {
   if (c.opset() < 11) {
     c.check_attrs({"min", "max"});
-    return c.call("clip", {c.input(0)}, {{"a_min", static_cast<double>(c.attr_float("min", -INFINITY))},
-                                         {"a_max", static_cast<double>(c.attr_float("max", INFINITY))}});
+    return c.call("clip", {c.input(0)},
+                  {{"a_min", static_cast<double>(c.attr_float("min", -INFINITY))},
+                   {"a_max", static_cast<double>(c.attr_float("max", INFINITY))}});
   }
   c.check_attrs({});
   const auto& x = c.input_type(0);
@@ -108,15 +109,38 @@ Expr prelu(ConvertContext& c) {
 }  // namespace
 
 void register_math_unary_converters(ConverterTable& t) {
-  for (const auto& [onnx_op, op] : std::vector<std::pair<const char*, const char*>>{
-           {"Abs", "abs"},         {"Neg", "neg"},         {"Reciprocal", "reciprocal"}, {"Sqrt", "sqrt"},
-           {"Exp", "exp"},         {"Log", "log"},         {"Floor", "floor"},           {"Ceil", "ceil"},
-           {"Round", "round"},     {"Sign", "sign"},       {"Erf", "erf"},               {"Sin", "sin"},
-           {"Cos", "cos"},         {"Tan", "tan"},         {"Asin", "asin"},             {"Acos", "acos"},
-           {"Atan", "atan"},       {"Sinh", "sinh"},       {"Cosh", "cosh"},             {"Asinh", "asinh"},
-           {"Acosh", "acosh"},     {"Atanh", "atanh"},     {"IsNaN", "isnan"},           {"Not", "logical_not"},
-           {"BitwiseNot", "bitwise_not"}, {"Relu", "relu"}, {"Sigmoid", "sigmoid"},      {"Tanh", "tanh"},
-           {"Softplus", "softplus"}, {"Softsign", "softsign"}, {"Mish", "mish"},         {"HardSwish", "hard_swish"}})
+  for (const auto& [onnx_op, op] : std::vector<std::pair<const char*, const char*>>{{"Abs", "abs"},
+                                                                                    {"Neg", "neg"},
+                                                                                    {"Reciprocal", "reciprocal"},
+                                                                                    {"Sqrt", "sqrt"},
+                                                                                    {"Exp", "exp"},
+                                                                                    {"Log", "log"},
+                                                                                    {"Floor", "floor"},
+                                                                                    {"Ceil", "ceil"},
+                                                                                    {"Round", "round"},
+                                                                                    {"Sign", "sign"},
+                                                                                    {"Erf", "erf"},
+                                                                                    {"Sin", "sin"},
+                                                                                    {"Cos", "cos"},
+                                                                                    {"Tan", "tan"},
+                                                                                    {"Asin", "asin"},
+                                                                                    {"Acos", "acos"},
+                                                                                    {"Atan", "atan"},
+                                                                                    {"Sinh", "sinh"},
+                                                                                    {"Cosh", "cosh"},
+                                                                                    {"Asinh", "asinh"},
+                                                                                    {"Acosh", "acosh"},
+                                                                                    {"Atanh", "atanh"},
+                                                                                    {"IsNaN", "isnan"},
+                                                                                    {"Not", "logical_not"},
+                                                                                    {"BitwiseNot", "bitwise_not"},
+                                                                                    {"Relu", "relu"},
+                                                                                    {"Sigmoid", "sigmoid"},
+                                                                                    {"Tanh", "tanh"},
+                                                                                    {"Softplus", "softplus"},
+                                                                                    {"Softsign", "softsign"},
+                                                                                    {"Mish", "mish"},
+                                                                                    {"HardSwish", "hard_swish"}})
     simple(t, onnx_op, op);
   with_floats(t, "LeakyRelu", "leaky_relu", {{"alpha", 0.01f}});
   with_floats(t, "Elu", "elu", {{"alpha", 1.0f}});
@@ -126,23 +150,24 @@ void register_math_unary_converters(ConverterTable& t) {
   with_floats(t, "ThresholdedRelu", "thresholded_relu", {{"alpha", 1.0f}});
   with_floats(t, "Shrink", "shrink", {{"bias", 0.0f}, {"lambd", 0.5f}});
   t.add("IsInf", one([](ConvertContext& c) {
-    c.check_attrs({"detect_positive", "detect_negative"});
-    return c.call("isinf", {c.input(0)}, {{"detect_positive", c.attr_int("detect_positive", 1)},
-                                          {"detect_negative", c.attr_int("detect_negative", 1)}});
-  }));
+          c.check_attrs({"detect_positive", "detect_negative"});
+          return c.call("isinf", {c.input(0)},
+                        {{"detect_positive", c.attr_int("detect_positive", 1)},
+                         {"detect_negative", c.attr_int("detect_negative", 1)}});
+        }));
   t.add("PRelu", one(prelu));
   t.add("Clip", one(clip));
   t.add("Identity", one([](ConvertContext& c) {
-    c.check_attrs({});
-    return c.input(0);
-  }));
+          c.check_attrs({});
+          return c.input(0);
+        }));
   t.add("Dropout", dropout);
   t.add("Cast", one(cast));
   t.add("CastLike", one([](ConvertContext& c) {
-    c.check_attrs({"saturate"});
-    if (c.attr_int("saturate", 1) != 1) c.error("saturate=0 is not supported");
-    return c.call("cast", {c.input(0)}, {{"dtype", c.input_type(1).dtype.str()}});
-  }));
+          c.check_attrs({"saturate"});
+          if (c.attr_int("saturate", 1) != 1) c.error("saturate=0 is not supported");
+          return c.call("cast", {c.input(0)}, {{"dtype", c.input_type(1).dtype.str()}});
+        }));
 }
 
 }  // namespace tessera::frontend::onnx

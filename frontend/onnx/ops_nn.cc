@@ -16,20 +16,22 @@ relay_ir::Expr input_or_zero(const ConvertContext& c, size_t i, runtime::DataTyp
 std::vector<int64_t> spatial_attr(const ConvertContext& c, const char* name, size_t rank, int64_t fill) {
   std::vector<int64_t> v = c.attr_ints(name, std::vector<int64_t>(rank, fill));
   if (v.size() != rank)
-    c.error(std::string(name) + " has " + std::to_string(v.size()) + " entries for " + std::to_string(rank) + " spatial dimensions");
+    c.error(std::string(name) + " has " + std::to_string(v.size()) + " entries for " + std::to_string(rank) +
+            " spatial dimensions");
   for (int64_t x : v)
     if (x < 1) c.error(std::string(name) + " must be positive, got " + std::to_string(x));
   return v;
 }
 
-std::vector<int64_t> window_pads(const ConvertContext& c, const std::vector<int64_t>& in, const std::vector<int64_t>& window,
-                                 const std::vector<int64_t>& strides) {
+std::vector<int64_t> window_pads(const ConvertContext& c, const std::vector<int64_t>& in,
+                                 const std::vector<int64_t>& window, const std::vector<int64_t>& strides) {
   size_t rank = in.size();
   std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
     std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
     if (pads.size() != 2 * rank)
-      c.error("pads has " + std::to_string(pads.size()) + " entries, expected " + std::to_string(2 * rank) + " (begins, then ends)");
+      c.error("pads has " + std::to_string(pads.size()) + " entries, expected " + std::to_string(2 * rank) +
+              " (begins, then ends)");
     for (int64_t p : pads)
       if (p < 0) c.error("pads must not be negative, got " + std::to_string(p));
     return pads;

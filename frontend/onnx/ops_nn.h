@@ -27,8 +27,8 @@ relay_ir::Expr input_or_zero(const ConvertContext& c, size_t i, runtime::DataTyp
 
 // Explicit begin/end pads ([begins..., ends...]) for a sliding window over `in` (spatial
 // sizes) given the node's auto_pad / pads attributes; `window` is the dilated kernel extent.
-std::vector<int64_t> window_pads(const ConvertContext& c, const std::vector<int64_t>& in, const std::vector<int64_t>& window,
-                                 const std::vector<int64_t>& strides);
+std::vector<int64_t> window_pads(const ConvertContext& c, const std::vector<int64_t>& in,
+                                 const std::vector<int64_t>& window, const std::vector<int64_t>& strides);
 
 // An ints attribute of one entry per spatial dimension (default `fill`), checked for length
 // and positivity.

@@ -21,12 +21,13 @@ void spatial_sizes(const ConvertContext& c, std::vector<int64_t>& in, std::vecto
   const auto& x = c.input_type(0);
   const auto& w = c.input_type(weight);
   if (x.ndim() < 3) c.error("input X must be [N, C, spatial...], got shape " + runtime::shape_str(x.shape));
-  if (w.ndim() != x.ndim()) c.error("weight W " + runtime::shape_str(w.shape) + " must have the rank of X " + runtime::shape_str(x.shape));
+  if (w.ndim() != x.ndim())
+    c.error("weight W " + runtime::shape_str(w.shape) + " must have the rank of X " + runtime::shape_str(x.shape));
   in.assign(x.shape.begin() + 2, x.shape.end());
   kernel.assign(w.shape.begin() + 2, w.shape.end());
   if (c.has_attr("kernel_shape") && c.attr_ints("kernel_shape", {}) != kernel)
-    c.error("kernel_shape " + runtime::shape_str(c.attr_ints("kernel_shape", {})) + " differs from the weight's kernel " +
-            runtime::shape_str(kernel));
+    c.error("kernel_shape " + runtime::shape_str(c.attr_ints("kernel_shape", {})) +
+            " differs from the weight's kernel " + runtime::shape_str(kernel));
 }
 
 Window conv_window(const ConvertContext& c, size_t weight = 1) {
@@ -78,8 +79,10 @@ Window conv_transpose_window(const ConvertContext& c) {
     for (size_t d = 0; d < rank; ++d) out.push_back(in[d] * w.strides[d]);
   }
   if (out.empty()) {
-    w.pads = auto_pad == "VALID" ? std::vector<int64_t>(2 * rank, 0) : c.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
-    if (w.pads.size() != 2 * rank) c.error("pads must have " + std::to_string(2 * rank) + " entries (begins, then ends)");
+    w.pads = auto_pad == "VALID" ? std::vector<int64_t>(2 * rank, 0)
+                                 : c.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
+    if (w.pads.size() != 2 * rank)
+      c.error("pads must have " + std::to_string(2 * rank) + " entries (begins, then ends)");
     return w;
   }
   w.pads.assign(2 * rank, 0);
@@ -101,31 +104,33 @@ Window conv_transpose_window(const ConvertContext& c) {
 
 void register_nn_conv_converters(ConverterTable& t) {
   t.add("Conv", nn::one([](ConvertContext& c) {
-    c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
-    std::vector<Expr> args{c.input(0), c.input(1)};
-    if (c.has_input(2)) args.push_back(c.input(2));
-    return c.call("conv", args, conv_attrs(conv_window(c)));
-  }));
+          c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+          std::vector<Expr> args{c.input(0), c.input(1)};
+          if (c.has_input(2)) args.push_back(c.input(2));
+          return c.call("conv", args, conv_attrs(conv_window(c)));
+        }));
   t.add("ConvTranspose", nn::one([](ConvertContext& c) {
-    c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"});
-    std::vector<Expr> args{c.input(0), c.input(1)};
-    if (c.has_input(2)) args.push_back(c.input(2));
-    return c.call("conv_transpose", args, conv_attrs(conv_transpose_window(c)));
-  }));
+          c.check_attrs(
+              {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"});
+          std::vector<Expr> args{c.input(0), c.input(1)};
+          if (c.has_input(2)) args.push_back(c.input(2));
+          return c.call("conv_transpose", args, conv_attrs(conv_transpose_window(c)));
+        }));
   t.add("ConvInteger", nn::one([](ConvertContext& c) {
-    c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
-    return c.call("conv_integer",
-                  {c.input(0), c.input(1), nn::input_or_zero(c, 2, c.input_type(0).dtype), nn::input_or_zero(c, 3, c.input_type(1).dtype)},
-                  conv_attrs(conv_window(c)));
-  }));
+          c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+          return c.call("conv_integer",
+                        {c.input(0), c.input(1), nn::input_or_zero(c, 2, c.input_type(0).dtype),
+                         nn::input_or_zero(c, 3, c.input_type(1).dtype)},
+                        conv_attrs(conv_window(c)));
+        }));
   // Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B.
   t.add("QLinearConv", nn::one([](ConvertContext& c) {
-    c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
-    std::vector<Expr> args;
-    for (size_t i = 0; i < 8; ++i) args.push_back(c.input(i));
-    if (c.has_input(8)) args.push_back(c.input(8));
-    return c.call("qlinear_conv", args, conv_attrs(conv_window(c, 3)));
-  }));
+          c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+          std::vector<Expr> args;
+          for (size_t i = 0; i < 8; ++i) args.push_back(c.input(i));
+          if (c.has_input(8)) args.push_back(c.input(8));
+          return c.call("qlinear_conv", args, conv_attrs(conv_window(c, 3)));
+        }));
 }
 
 }  // namespace tessera::frontend::onnx

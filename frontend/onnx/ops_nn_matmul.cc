@@ -9,37 +9,39 @@ using relay_ir::Expr;
 
 void register_nn_matmul_converters(ConverterTable& t) {
   t.add("MatMul", nn::one([](ConvertContext& c) {
-    c.check_attrs({});
-    return c.call("matmul", {c.input(0), c.input(1)});
-  }));
+          c.check_attrs({});
+          return c.call("matmul", {c.input(0), c.input(1)});
+        }));
   // Before opset 7 Gemm had a `broadcast` flag; C broadcasting is always allowed here, so
   // either value gives the same result. C became optional in opset 11.
   t.add("Gemm", nn::one([](ConvertContext& c) {
-    c.check_attrs({"alpha", "beta", "transA", "transB", "broadcast"});
-    std::vector<Expr> args{c.input(0), c.input(1)};
-    if (c.has_input(2)) args.push_back(c.input(2));
-    else if (c.opset() < 11) c.error("input C is required before opset 11");
-    return c.call("gemm", args,
-                  {{"trans_a", c.attr_int("transA", 0)}, {"trans_b", c.attr_int("transB", 0)},
-                   {"alpha", double(c.attr_float("alpha", 1.0f))}, {"beta", double(c.attr_float("beta", 1.0f))}});
-  }));
+          c.check_attrs({"alpha", "beta", "transA", "transB", "broadcast"});
+          std::vector<Expr> args{c.input(0), c.input(1)};
+          if (c.has_input(2)) args.push_back(c.input(2));
+          else if (c.opset() < 11) c.error("input C is required before opset 11");
+          return c.call("gemm", args,
+                        {{"trans_a", c.attr_int("transA", 0)},
+                         {"trans_b", c.attr_int("transB", 0)},
+                         {"alpha", double(c.attr_float("alpha", 1.0f))},
+                         {"beta", double(c.attr_float("beta", 1.0f))}});
+        }));
   t.add("Einsum", nn::one([](ConvertContext& c) {
-    c.check_attrs({"equation"});
-    std::vector<Expr> args;
-    for (size_t i = 0; i < c.num_inputs(); ++i) args.push_back(c.input(i));
-    return c.call("einsum", args, {{"equation", c.attr_string("equation", "")}});
-  }));
+          c.check_attrs({"equation"});
+          std::vector<Expr> args;
+          for (size_t i = 0; i < c.num_inputs(); ++i) args.push_back(c.input(i));
+          return c.call("einsum", args, {{"equation", c.attr_string("equation", "")}});
+        }));
   t.add("MatMulInteger", nn::one([](ConvertContext& c) {
-    c.check_attrs({});
-    return c.call("matmul_integer", {c.input(0), c.input(1), nn::input_or_zero(c, 2, c.input_type(0).dtype),
-                                     nn::input_or_zero(c, 3, c.input_type(1).dtype)});
-  }));
+          c.check_attrs({});
+          return c.call("matmul_integer", {c.input(0), c.input(1), nn::input_or_zero(c, 2, c.input_type(0).dtype),
+                                           nn::input_or_zero(c, 3, c.input_type(1).dtype)});
+        }));
   t.add("QLinearMatMul", nn::one([](ConvertContext& c) {
-    c.check_attrs({});
-    std::vector<Expr> args;
-    for (size_t i = 0; i < 8; ++i) args.push_back(c.input(i));
-    return c.call("qlinear_matmul", args);
-  }));
+          c.check_attrs({});
+          std::vector<Expr> args;
+          for (size_t i = 0; i < 8; ++i) args.push_back(c.input(i));
+          return c.call("qlinear_matmul", args);
+        }));
 }
 
 }  // namespace tessera::frontend::onnx

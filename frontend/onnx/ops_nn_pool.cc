@@ -21,7 +21,8 @@ Attrs window_attrs(const ConvertContext& c) {
   size_t rank = pool_rank(c);
   std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {});
   if (kernel.size() != rank)
-    c.error("kernel_shape must have " + std::to_string(rank) + " entries (one per spatial dimension), got " + std::to_string(kernel.size()));
+    c.error("kernel_shape must have " + std::to_string(rank) + " entries (one per spatial dimension), got " +
+            std::to_string(kernel.size()));
   for (int64_t k : kernel)
     if (k < 1) c.error("kernel_shape must be positive, got " + std::to_string(k));
   std::vector<int64_t> strides = nn::spatial_attr(c, "strides", rank, 1);
@@ -31,8 +32,11 @@ Attrs window_attrs(const ConvertContext& c) {
   for (size_t d = 0; d < rank; ++d) extent[d] = (kernel[d] - 1) * dilations[d] + 1;
   int64_t ceil_mode = c.attr_int("ceil_mode", 0);
   if (ceil_mode != 0 && ceil_mode != 1) c.error("ceil_mode must be 0 or 1, got " + std::to_string(ceil_mode));
-  return {{"kernel", kernel}, {"strides", strides}, {"dilations", dilations},
-          {"pads", nn::window_pads(c, in, extent, strides)}, {"ceil_mode", ceil_mode}};
+  return {{"kernel", kernel},
+          {"strides", strides},
+          {"dilations", dilations},
+          {"pads", nn::window_pads(c, in, extent, strides)},
+          {"ceil_mode", ceil_mode}};
 }
 
 // LpPool's and GlobalLpPool's p: a float attribute in opset 1, an int from opset 2.
@@ -57,40 +61,41 @@ void register_nn_pool_converters(ConverterTable& t) {
     return std::vector<Expr>{relay_ir::tuple_get(both, 0), relay_ir::tuple_get(both, 1)};
   });
   t.add("AveragePool", nn::one([](ConvertContext& c) {
-    c.check_attrs({"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"});
-    Attrs a = window_attrs(c);
-    a.set("count_include_pad", c.attr_int("count_include_pad", 0));
-    return c.call("avg_pool", {c.input(0)}, a);
-  }));
+          c.check_attrs({"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"});
+          Attrs a = window_attrs(c);
+          a.set("count_include_pad", c.attr_int("count_include_pad", 0));
+          return c.call("avg_pool", {c.input(0)}, a);
+        }));
   t.add("LpPool", nn::one([](ConvertContext& c) {
-    c.check_attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"});
-    Attrs a = window_attrs(c);
-    a.set("p", lp_p(c));
-    return c.call("lp_pool", {c.input(0)}, a);
-  }));
+          c.check_attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"});
+          Attrs a = window_attrs(c);
+          a.set("p", lp_p(c));
+          return c.call("lp_pool", {c.input(0)}, a);
+        }));
   t.add("GlobalAveragePool", nn::one([](ConvertContext& c) {
-    c.check_attrs({});
-    return c.call("global_avg_pool", {c.input(0)});
-  }));
+          c.check_attrs({});
+          return c.call("global_avg_pool", {c.input(0)});
+        }));
   t.add("GlobalMaxPool", nn::one([](ConvertContext& c) {
-    c.check_attrs({});
-    return c.call("global_max_pool", {c.input(0)});
-  }));
+          c.check_attrs({});
+          return c.call("global_max_pool", {c.input(0)});
+        }));
   t.add("GlobalLpPool", nn::one([](ConvertContext& c) {
-    c.check_attrs({"p"});
-    return c.call("global_lp_pool", {c.input(0)}, {{"p", lp_p(c)}});
-  }));
+          c.check_attrs({"p"});
+          return c.call("global_lp_pool", {c.input(0)}, {{"p", lp_p(c)}});
+        }));
   t.add("MaxUnpool", nn::one([](ConvertContext& c) {
-    c.check_attrs({"kernel_shape", "pads", "strides"});
-    size_t rank = pool_rank(c);
-    std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {});
-    if (kernel.size() != rank) c.error("kernel_shape must have " + std::to_string(rank) + " entries");
-    std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
-    if (pads.size() != 2 * rank) c.error("pads must have " + std::to_string(2 * rank) + " entries (begins, then ends)");
-    Attrs a{{"kernel", kernel}, {"strides", nn::spatial_attr(c, "strides", rank, 1)}, {"pads", pads}};
-    if (c.has_input(2)) a.set("output_shape", c.constant_ints(2, "output_shape"));
-    return c.call("max_unpool", {c.input(0), c.input(1)}, a);
-  }));
+          c.check_attrs({"kernel_shape", "pads", "strides"});
+          size_t rank = pool_rank(c);
+          std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {});
+          if (kernel.size() != rank) c.error("kernel_shape must have " + std::to_string(rank) + " entries");
+          std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
+          if (pads.size() != 2 * rank)
+            c.error("pads must have " + std::to_string(2 * rank) + " entries (begins, then ends)");
+          Attrs a{{"kernel", kernel}, {"strides", nn::spatial_attr(c, "strides", rank, 1)}, {"pads", pads}};
+          if (c.has_input(2)) a.set("output_shape", c.constant_ints(2, "output_shape"));
+          return c.call("max_unpool", {c.input(0), c.input(1)}, a);
+        }));
 }
 
 }  // namespace tessera::frontend::onnx

@@ -19,17 +19,21 @@ namespace {
 // absent.
 std::vector<int64_t> axes_of(const ConvertContext& c, int opset_as_input, size_t input) {
   if (c.opset() < opset_as_input) return c.attr_ints("axes", {});
-  if (c.has_attr("axes")) c.error("axes is an input from opset " + std::to_string(opset_as_input) + " on, not an attribute");
+  if (c.has_attr("axes"))
+    c.error("axes is an input from opset " + std::to_string(opset_as_input) + " on, not an attribute");
   return c.has_input(input) ? c.constant_ints(input, "axes") : std::vector<int64_t>{};
 }
 
 // ONNX Reshape's target: 0 copies the input dimension (unless allowzero), one -1 is inferred.
-std::vector<int64_t> reshape_target(const ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> shape, bool allowzero) {
+std::vector<int64_t> reshape_target(const ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> shape,
+                                    bool allowzero) {
   int64_t known = 1, infer = -1;
   bool zero = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0 && !allowzero) {
-      if (i >= in.size()) c.error("shape entry " + std::to_string(i) + " is 0 (copy the input dimension), but the input has rank " + std::to_string(in.size()));
+      if (i >= in.size())
+        c.error("shape entry " + std::to_string(i) + " is 0 (copy the input dimension), but the input has rank " +
+                std::to_string(in.size()));
       shape[i] = in[i];
     }
     if (shape[i] == -1) {
@@ -50,7 +54,8 @@ std::vector<int64_t> reshape_target(const ConvertContext& c, const std::vector<i
   if (infer >= 0) {
     if (allowzero && zero) c.error("with allowzero=1 the shape cannot hold both 0 and -1");
     if (known == 0 || numel % known)
-      c.error("cannot infer the -1 of shape " + runtime::shape_str(shape) + " for an input of shape " + runtime::shape_str(in));
+      c.error("cannot infer the -1 of shape " + runtime::shape_str(shape) + " for an input of shape " +
+              runtime::shape_str(in));
     shape[infer] = numel / known;
   }
   return shape;
@@ -59,7 +64,8 @@ std::vector<int64_t> reshape_target(const ConvertContext& c, const std::vector<i
 Exprs convert_reshape(ConvertContext& c) {
   c.check_attrs({"allowzero"});
   const auto& in = c.input_type(0).shape;
-  std::vector<int64_t> shape = reshape_target(c, in, c.constant_ints(1, "the target shape"), c.attr_int("allowzero", 0) != 0);
+  std::vector<int64_t> shape =
+      reshape_target(c, in, c.constant_ints(1, "the target shape"), c.attr_int("allowzero", 0) != 0);
   return {c.call("reshape", {c.input(0)}, {{"shape", shape}})};
 }
 
@@ -67,7 +73,8 @@ Exprs convert_flatten(ConvertContext& c) {
   c.check_attrs({"axis"});
   const auto& in = c.input_type(0).shape;
   int64_t rank = static_cast<int64_t>(in.size()), axis = c.attr_int("axis", 1);
-  if (axis < -rank || axis > rank) c.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < -rank || axis > rank)
+    c.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   if (axis < 0) axis += rank;
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= in[d];
@@ -120,7 +127,8 @@ Exprs convert_split(ConvertContext& c) {
   c.check_attrs({"axis", "split"});
   const auto& in = c.input_type(0).shape;
   int64_t axis = c.attr_int("axis", 0), rank = static_cast<int64_t>(in.size());
-  if (axis < -rank || axis >= rank) c.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < -rank || axis >= rank)
+    c.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   int64_t dim = in[axis < 0 ? axis + rank : axis], parts = c.node().output_size();
   std::vector<int64_t> sizes;
   if (c.opset() < 13) {
@@ -180,7 +188,8 @@ Exprs convert_pad(ConvertContext& c) {
 
 Exprs convert_depth_to_space(ConvertContext& c) {
   c.check_attrs({"blocksize", "mode"});
-  return {c.call("depth_to_space", {c.input(0)}, {{"blocksize", c.attr_int("blocksize")}, {"mode", c.attr_string("mode", "DCR")}})};
+  return {c.call("depth_to_space", {c.input(0)},
+                 {{"blocksize", c.attr_int("blocksize")}, {"mode", c.attr_string("mode", "DCR")}})};
 }
 
 Exprs convert_space_to_depth(ConvertContext& c) {
@@ -204,7 +213,8 @@ Exprs convert_one_hot(ConvertContext& c) {
   double depth = constant_scalar(c, 1, "depth");
   if (depth < 0 || depth != static_cast<double>(static_cast<int64_t>(depth)))
     c.error("depth must be a non-negative integer, got " + std::to_string(depth));
-  return {c.call("one_hot", {c.input(0), c.input(2)}, {{"depth", static_cast<int64_t>(depth)}, {"axis", c.attr_int("axis", -1)}})};
+  return {c.call("one_hot", {c.input(0), c.input(2)},
+                 {{"depth", static_cast<int64_t>(depth)}, {"axis", c.attr_int("axis", -1)}})};
 }
 
 Exprs convert_reverse_sequence(ConvertContext& c) {

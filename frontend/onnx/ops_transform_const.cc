@@ -20,22 +20,26 @@ namespace {
 Expr constant(NDArray a) { return relay_ir::constant(std::move(a)); }
 
 NDArray int64_array(const std::vector<int64_t>& values, bool scalar = false) {
-  NDArray a = NDArray::empty(scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(values.size())}, runtime::kInt64);
+  NDArray a = NDArray::empty(
+      scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(values.size())}, runtime::kInt64);
   std::copy(values.begin(), values.end(), a.data_as<int64_t>());
   return a;
 }
 
 Exprs convert_constant(ConvertContext& c) {
-  c.check_attrs({"value", "value_float", "value_floats", "value_int", "value_ints", "sparse_value", "value_string", "value_strings"});
+  c.check_attrs({"value", "value_float", "value_floats", "value_int", "value_ints", "sparse_value", "value_string",
+                 "value_strings"});
   if (c.node().attribute_size() != 1) c.error("exactly one value attribute must be given");
   if (c.has_attr("sparse_value")) c.error("sparse_value (a sparse tensor) is not supported");
   if (c.has_attr("value_string") || c.has_attr("value_strings")) c.error("string tensors are not supported");
   if (c.has_attr("value")) return {constant(c.attr_tensor("value"))};
   if (c.has_attr("value_int")) return {constant(int64_array({c.attr_int("value_int")}, true))};
   if (c.has_attr("value_ints")) return {constant(int64_array(c.attr_ints("value_ints", {})))};
-  std::vector<float> floats = c.has_attr("value_float") ? std::vector<float>{c.attr_float("value_float", 0)} : c.attr_floats("value_floats", {});
-  NDArray a = NDArray::empty(c.has_attr("value_float") ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(floats.size())},
-                             runtime::kFloat32);
+  std::vector<float> floats = c.has_attr("value_float") ? std::vector<float>{c.attr_float("value_float", 0)}
+                                                        : c.attr_floats("value_floats", {});
+  NDArray a = NDArray::empty(
+      c.has_attr("value_float") ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(floats.size())},
+      runtime::kFloat32);
   std::copy(floats.begin(), floats.end(), a.data_as<float>());
   return {constant(a)};
 }
@@ -78,7 +82,8 @@ Exprs convert_constant_of_shape(ConvertContext& c) {
 
 Exprs convert_range(ConvertContext& c) {
   c.check_attrs({});
-  NDArray start = c.constant_input(0, "start"), limit = c.constant_input(1, "limit"), delta = c.constant_input(2, "delta");
+  NDArray start = c.constant_input(0, "start"), limit = c.constant_input(1, "limit"),
+          delta = c.constant_input(2, "delta");
   DataType t = start.dtype();
   if (limit.dtype() != t || delta.dtype() != t) c.error("start, limit and delta must have one dtype");
   for (const NDArray* a : {&start, &limit, &delta})
@@ -88,10 +93,14 @@ Exprs convert_range(ConvertContext& c) {
     // Exact integer arithmetic: doubles would round int64 values above 2^53.
     auto get = [&](const NDArray& a) -> int64_t {
       switch (t.bits) {
-        case 16: return *a.data_as<int16_t>();
-        case 32: return *a.data_as<int32_t>();
-        case 64: return *a.data_as<int64_t>();
-        default: c.error("unsupported dtype " + t.str());
+        case 16:
+          return *a.data_as<int16_t>();
+        case 32:
+          return *a.data_as<int32_t>();
+        case 64:
+          return *a.data_as<int64_t>();
+        default:
+          c.error("unsupported dtype " + t.str());
       }
     };
     int64_t s = get(start), l = get(limit), d = get(delta);
@@ -119,7 +128,8 @@ Exprs convert_eye_like(ConvertContext& c) {
   c.check_attrs({"dtype", "k"});
   const auto& in = c.input_type(0);
   if (in.shape.size() != 2) c.error("the input must be 2-D, got shape " + runtime::shape_str(in.shape));
-  DataType t = c.has_attr("dtype") ? dtype_from_onnx(static_cast<int>(c.attr_int("dtype")), c.where() + " dtype") : in.dtype;
+  DataType t =
+      c.has_attr("dtype") ? dtype_from_onnx(static_cast<int>(c.attr_int("dtype")), c.where() + " dtype") : in.dtype;
   int64_t k = c.attr_int("k", 0), rows = in.shape[0], cols = in.shape[1];
   NDArray out = NDArray::empty(in.shape, t);  // zero-filled
   for (int64_t i = 0; i < rows; ++i)
@@ -134,12 +144,19 @@ double element_as_double(const NDArray& a, int64_t i) {
   const void* p = static_cast<const char*>(a.data()) + i * t.element_bytes();
   auto get = [p](auto tag) { return static_cast<double>(*static_cast<const decltype(tag)*>(p)); };
   if (t.is_bool()) return get(uint8_t{}) != 0;
-  if (t.is_float()) return t.bits == 16 ? runtime::half_to_float(*static_cast<const uint16_t*>(p)) : t.bits == 32 ? get(float{}) : get(double{});
+  if (t.is_float())
+    return t.bits == 16   ? runtime::half_to_float(*static_cast<const uint16_t*>(p))
+           : t.bits == 32 ? get(float{})
+                          : get(double{});
   switch (t.bits) {
-    case 8: return t.is_int() ? get(int8_t{}) : get(uint8_t{});
-    case 16: return t.is_int() ? get(int16_t{}) : get(uint16_t{});
-    case 32: return t.is_int() ? get(int32_t{}) : get(uint32_t{});
-    default: return t.is_int() ? get(int64_t{}) : get(uint64_t{});
+    case 8:
+      return t.is_int() ? get(int8_t{}) : get(uint8_t{});
+    case 16:
+      return t.is_int() ? get(int16_t{}) : get(uint16_t{});
+    case 32:
+      return t.is_int() ? get(int32_t{}) : get(uint32_t{});
+    default:
+      return t.is_int() ? get(int64_t{}) : get(uint64_t{});
   }
 }
 
@@ -148,12 +165,19 @@ void store_element(const NDArray& a, int64_t i, double v) {
   void* p = static_cast<char*>(a.data()) + i * t.element_bytes();
   auto put = [p](auto value) { std::memcpy(p, &value, sizeof(value)); };
   if (t.is_bool()) return put(static_cast<uint8_t>(v != 0));
-  if (t.is_float()) return t.bits == 16 ? put(runtime::float_to_half(static_cast<float>(v))) : t.bits == 32 ? put(static_cast<float>(v)) : put(v);
+  if (t.is_float())
+    return t.bits == 16   ? put(runtime::float_to_half(static_cast<float>(v)))
+           : t.bits == 32 ? put(static_cast<float>(v))
+                          : put(v);
   switch (t.bits) {
-    case 8: return t.is_int() ? put(static_cast<int8_t>(v)) : put(static_cast<uint8_t>(v));
-    case 16: return t.is_int() ? put(static_cast<int16_t>(v)) : put(static_cast<uint16_t>(v));
-    case 32: return t.is_int() ? put(static_cast<int32_t>(v)) : put(static_cast<uint32_t>(v));
-    default: return t.is_int() ? put(static_cast<int64_t>(v)) : put(static_cast<uint64_t>(v));
+    case 8:
+      return t.is_int() ? put(static_cast<int8_t>(v)) : put(static_cast<uint8_t>(v));
+    case 16:
+      return t.is_int() ? put(static_cast<int16_t>(v)) : put(static_cast<uint16_t>(v));
+    case 32:
+      return t.is_int() ? put(static_cast<int32_t>(v)) : put(static_cast<uint32_t>(v));
+    default:
+      return t.is_int() ? put(static_cast<int64_t>(v)) : put(static_cast<uint64_t>(v));
   }
 }
 

@@ -20,12 +20,14 @@ std::vector<double> constant_floats(const ConvertContext& c, size_t input, const
 }
 
 // Output sizes from scales, as ONNX's reference: floor(input size * scale).
-std::vector<int64_t> sizes_from_scales(const ConvertContext& c, const std::vector<int64_t>& in, const std::vector<double>& scales) {
+std::vector<int64_t> sizes_from_scales(const ConvertContext& c, const std::vector<int64_t>& in,
+                                       const std::vector<double>& scales) {
   if (scales.size() != in.size())
     c.error(std::to_string(scales.size()) + " scales for an input of rank " + std::to_string(in.size()));
   std::vector<int64_t> sizes;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (!(scales[d] > 0) || !std::isfinite(scales[d])) c.error("scale " + std::to_string(scales[d]) + " is not a positive number");
+    if (!(scales[d] > 0) || !std::isfinite(scales[d]))
+      c.error("scale " + std::to_string(scales[d]) + " is not a positive number");
     sizes.push_back(static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * scales[d])));
   }
   return sizes;
@@ -36,8 +38,11 @@ Expr resize_v10(const ConvertContext& c, const std::vector<double>& scales) {
   std::string mode = c.attr_string("mode", "nearest");
   if (mode != "nearest" && mode != "linear") c.error("mode '" + mode + "' is not supported (nearest, linear)");
   const auto& in = c.input_type(0).shape;
-  Attrs attrs{{"sizes", sizes_from_scales(c, in, scales)}, {"scales", scales}, {"mode", mode},
-              {"coordinate_transformation_mode", std::string("asymmetric")}, {"nearest_mode", std::string("floor")}};
+  Attrs attrs{{"sizes", sizes_from_scales(c, in, scales)},
+              {"scales", scales},
+              {"mode", mode},
+              {"coordinate_transformation_mode", std::string("asymmetric")},
+              {"nearest_mode", std::string("floor")}};
   return c.call("resize", {c.input(0)}, attrs);
 }
 
@@ -46,7 +51,8 @@ Exprs convert_resize(ConvertContext& c) {
     c.check_attrs({"mode"});
     return {resize_v10(c, constant_floats(c, 1, "scales"))};
   }
-  c.check_attrs({"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value", "nearest_mode"});
+  c.check_attrs({"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                 "nearest_mode"});
   const auto& in = c.input_type(0).shape;
   std::string coordinates = c.attr_string("coordinate_transformation_mode", "half_pixel");
   if (coordinates == "tf_half_pixel_for_nn" && c.opset() >= 13) c.error("tf_half_pixel_for_nn was removed in opset 13");
@@ -57,7 +63,8 @@ Exprs convert_resize(ConvertContext& c) {
   if (c.has_input(3)) sizes = c.constant_ints(3, "sizes");
   if (scales.empty() == sizes.empty()) c.error("exactly one of scales and sizes must be given");
   if (sizes.empty()) sizes = sizes_from_scales(c, in, scales);
-  else if (sizes.size() != in.size()) c.error(std::to_string(sizes.size()) + " sizes for an input of rank " + std::to_string(in.size()));
+  else if (sizes.size() != in.size())
+    c.error(std::to_string(sizes.size()) + " sizes for an input of rank " + std::to_string(in.size()));
   std::vector<double> roi;
   if (coordinates == "tf_crop_and_resize") {
     if (!c.has_input(1)) c.error("tf_crop_and_resize needs the roi input");
@@ -99,7 +106,8 @@ Exprs convert_topk(ConvertContext& c) {
     k = ks[0];
   }
   // Results always come sorted, which is also a valid answer for sorted=0.
-  Expr t = c.call("topk", {c.input(0)}, {{"k", k}, {"axis", c.attr_int("axis", -1)}, {"largest", c.attr_int("largest", 1)}});
+  Expr t =
+      c.call("topk", {c.input(0)}, {{"k", k}, {"axis", c.attr_int("axis", -1)}, {"largest", c.attr_int("largest", 1)}});
   return {relay_ir::tuple_get(t, 0), relay_ir::tuple_get(t, 1)};
 }
 

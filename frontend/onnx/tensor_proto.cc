@@ -13,23 +13,39 @@ using TP = ::onnx::TensorProto;
 
 DataType dtype_from_onnx(int t, const std::string& what) {
   switch (t) {
-    case TP::FLOAT: return runtime::kFloat32;
-    case TP::DOUBLE: return runtime::kFloat64;
-    case TP::FLOAT16: return runtime::kFloat16;
-    case TP::INT8: return DataType::Int(8);
-    case TP::INT16: return DataType::Int(16);
-    case TP::INT32: return runtime::kInt32;
-    case TP::INT64: return runtime::kInt64;
-    case TP::UINT8: return DataType::UInt(8);
-    case TP::UINT16: return DataType::UInt(16);
-    case TP::UINT32: return DataType::UInt(32);
-    case TP::UINT64: return DataType::UInt(64);
-    case TP::BOOL: return runtime::kBool;
-    case TP::STRING: fail(what, ": string tensors are not supported");
-    case TP::BFLOAT16: fail(what, ": bfloat16 tensors are not supported");
+    case TP::FLOAT:
+      return runtime::kFloat32;
+    case TP::DOUBLE:
+      return runtime::kFloat64;
+    case TP::FLOAT16:
+      return runtime::kFloat16;
+    case TP::INT8:
+      return DataType::Int(8);
+    case TP::INT16:
+      return DataType::Int(16);
+    case TP::INT32:
+      return runtime::kInt32;
+    case TP::INT64:
+      return runtime::kInt64;
+    case TP::UINT8:
+      return DataType::UInt(8);
+    case TP::UINT16:
+      return DataType::UInt(16);
+    case TP::UINT32:
+      return DataType::UInt(32);
+    case TP::UINT64:
+      return DataType::UInt(64);
+    case TP::BOOL:
+      return runtime::kBool;
+    case TP::STRING:
+      fail(what, ": string tensors are not supported");
+    case TP::BFLOAT16:
+      fail(what, ": bfloat16 tensors are not supported");
     case TP::COMPLEX64:
-    case TP::COMPLEX128: fail(what, ": complex tensors are not supported");
-    default: fail(what, ": unknown ONNX data type ", t);
+    case TP::COMPLEX128:
+      fail(what, ": complex tensors are not supported");
+    default:
+      fail(what, ": unknown ONNX data type ", t);
   }
 }
 
@@ -57,7 +73,8 @@ std::string read_external(const TP& t, const std::string& base_dir) {
   int64_t size = in.tellg();
   if (length < 0) length = size - offset;
   if (offset < 0 || offset + length > size)
-    fail("tensor '", t.name(), "': external data range [", offset, ", ", offset + length, ") is outside ", file.string(), " (", size, " bytes)");
+    fail("tensor '", t.name(), "': external data range [", offset, ", ", offset + length, ") is outside ",
+         file.string(), " (", size, " bytes)");
   std::string bytes(static_cast<size_t>(length), '\0');
   in.seekg(offset);
   in.read(bytes.data(), length);
@@ -85,7 +102,8 @@ runtime::NDArray tensor_from_proto(const TP& t, const std::string& base_dir) {
     return a;
   }
   if (t.has_raw_data()) {
-    if (t.raw_data().size() != bytes) fail(what, ": raw data has ", t.raw_data().size(), " bytes, its shape needs ", bytes);
+    if (t.raw_data().size() != bytes)
+      fail(what, ": raw data has ", t.raw_data().size(), " bytes, its shape needs ", bytes);
     std::memcpy(a.data(), t.raw_data().data(), bytes);
     return a;
   }
@@ -94,23 +112,48 @@ runtime::NDArray tensor_from_proto(const TP& t, const std::string& base_dir) {
     if (have != n) fail(what, ": has ", have, " values, its shape needs ", n);
   };
   switch (t.data_type()) {
-    case TP::FLOAT: need(t.float_data_size()); copy_converted<float, float>(t.float_data(), a.data(), n); break;
-    case TP::DOUBLE: need(t.double_data_size()); copy_converted<double, double>(t.double_data(), a.data(), n); break;
-    case TP::INT64: need(t.int64_data_size()); copy_converted<int64_t, int64_t>(t.int64_data(), a.data(), n); break;
+    case TP::FLOAT:
+      need(t.float_data_size());
+      copy_converted<float, float>(t.float_data(), a.data(), n);
+      break;
+    case TP::DOUBLE:
+      need(t.double_data_size());
+      copy_converted<double, double>(t.double_data(), a.data(), n);
+      break;
+    case TP::INT64:
+      need(t.int64_data_size());
+      copy_converted<int64_t, int64_t>(t.int64_data(), a.data(), n);
+      break;
     case TP::UINT32:
     case TP::UINT64:
       need(t.uint64_data_size());
       if (dtype.bits == 32) copy_converted<uint64_t, uint32_t>(t.uint64_data(), a.data(), n);
       else copy_converted<uint64_t, uint64_t>(t.uint64_data(), a.data(), n);
       break;
-    case TP::INT32: need(t.int32_data_size()); copy_converted<int32_t, int32_t>(t.int32_data(), a.data(), n); break;
-    case TP::INT16: need(t.int32_data_size()); copy_converted<int32_t, int16_t>(t.int32_data(), a.data(), n); break;
+    case TP::INT32:
+      need(t.int32_data_size());
+      copy_converted<int32_t, int32_t>(t.int32_data(), a.data(), n);
+      break;
+    case TP::INT16:
+      need(t.int32_data_size());
+      copy_converted<int32_t, int16_t>(t.int32_data(), a.data(), n);
+      break;
     case TP::UINT16:
-    case TP::FLOAT16: need(t.int32_data_size()); copy_converted<int32_t, uint16_t>(t.int32_data(), a.data(), n); break;
-    case TP::INT8: need(t.int32_data_size()); copy_converted<int32_t, int8_t>(t.int32_data(), a.data(), n); break;
+    case TP::FLOAT16:
+      need(t.int32_data_size());
+      copy_converted<int32_t, uint16_t>(t.int32_data(), a.data(), n);
+      break;
+    case TP::INT8:
+      need(t.int32_data_size());
+      copy_converted<int32_t, int8_t>(t.int32_data(), a.data(), n);
+      break;
     case TP::UINT8:
-    case TP::BOOL: need(t.int32_data_size()); copy_converted<int32_t, uint8_t>(t.int32_data(), a.data(), n); break;
-    default: fail(what, ": unsupported data type");
+    case TP::BOOL:
+      need(t.int32_data_size());
+      copy_converted<int32_t, uint8_t>(t.int32_data(), a.data(), n);
+      break;
+    default:
+      fail(what, ": unsupported data type");
   }
   return a;
 }

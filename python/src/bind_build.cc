@@ -22,8 +22,12 @@ namespace {
 // they are; others go through an aligned copy, copied back afterwards when the kernel writes them.
 class Function {
  public:
-  Function(std::shared_ptr<runtime::Module> module, runtime::Kernel kernel, std::vector<bool> written, std::string lowered)
-      : module_(std::move(module)), kernel_(std::move(kernel)), written_(std::move(written)), lowered_(std::move(lowered)) {}
+  Function(std::shared_ptr<runtime::Module> module, runtime::Kernel kernel, std::vector<bool> written,
+           std::string lowered)
+      : module_(std::move(module)),
+        kernel_(std::move(kernel)),
+        written_(std::move(written)),
+        lowered_(std::move(lowered)) {}
 
   void call(const py::args& args) const {
     const auto& specs = kernel_.signature().args;
@@ -97,39 +101,47 @@ class Function {
 }  // namespace
 
 void bind_build(py::module_& m) {
-  py::class_<Function>(m, "Function",
-                       "A compiled kernel (te.build): f(a, b, ...) runs it on arrays given in the order of its arguments "
-                       "(numpy arrays, tessera.nd arrays or any array with __dlpack__, such as PyTorch tensors), with "
-                       "their dtypes and shapes; outputs are written into their arrays. Aligned compact arrays are used "
-                       "in place; others (strided, unaligned) through a copy, copied back into outputs. TypeError or "
-                       "tessera.Error names a wrong argument.")
+  py::class_<Function>(
+      m, "Function",
+      "A compiled kernel (te.build): f(a, b, ...) runs it on arrays given in the order of its arguments "
+      "(numpy arrays, tessera.nd arrays or any array with __dlpack__, such as PyTorch tensors), with "
+      "their dtypes and shapes; outputs are written into their arrays. Aligned compact arrays are used "
+      "in place; others (strided, unaligned) through a copy, copied back into outputs. TypeError or "
+      "tessera.Error names a wrong argument.")
       .def("__call__", &Function::call)
       .def("get_source", &Function::source, py::arg("format") = "tir",
            "The kernel as lowered tensor IR ('tir'), LLVM IR ('ll') or assembly ('asm').")
-      .def_property_readonly("name", [](const Function& f) { return f.signature().name; }, "The kernel's name.")
-      .def_property_readonly("arg_names", [](const Function& f) {
-        std::vector<std::string> names;
-        for (const auto& a : f.signature().args) names.push_back(a.name);
-        return names;
-      }, "The names of the arguments (the tensors given to te.build), in order.");
+      .def_property_readonly(
+          "name", [](const Function& f) { return f.signature().name; }, "The kernel's name.")
+      .def_property_readonly(
+          "arg_names",
+          [](const Function& f) {
+            std::vector<std::string> names;
+            for (const auto& a : f.signature().args) names.push_back(a.name);
+            return names;
+          },
+          "The names of the arguments (the tensors given to te.build), in order.");
 
-  m.def("build", [](schedule::Schedule& s, const std::vector<Tensor>& args, const std::string& target, const std::string& name) {
-    tensor_ir::LoweredFunc func = schedule::lower(s, args, name);
-    std::vector<bool> written;
-    for (const auto& a : args) {
-      bool is_output = false;
-      for (const auto& o : s.outputs()) is_output |= o.same_as(s[a].op());
-      written.push_back(is_output);
-    }
-    std::string lowered = tensor_ir::to_string(func);
-    std::shared_ptr<runtime::Module> module;
-    {
-      py::gil_scoped_release release;
-      module = targets::build({func}, targets::Target::parse(target));
-    }
-    return Function(module, module->get_kernel(name), written, lowered);
-  }, py::arg("schedule"), py::arg("args"), py::arg("target") = "llvm", py::arg("name") = "main",
-     "Lowers and compiles `schedule` into a Function `name` over the buffers `args` for `target` (backs te.build).");
+  m.def(
+      "build",
+      [](schedule::Schedule& s, const std::vector<Tensor>& args, const std::string& target, const std::string& name) {
+        tensor_ir::LoweredFunc func = schedule::lower(s, args, name);
+        std::vector<bool> written;
+        for (const auto& a : args) {
+          bool is_output = false;
+          for (const auto& o : s.outputs()) is_output |= o.same_as(s[a].op());
+          written.push_back(is_output);
+        }
+        std::string lowered = tensor_ir::to_string(func);
+        std::shared_ptr<runtime::Module> module;
+        {
+          py::gil_scoped_release release;
+          module = targets::build({func}, targets::Target::parse(target));
+        }
+        return Function(module, module->get_kernel(name), written, lowered);
+      },
+      py::arg("schedule"), py::arg("args"), py::arg("target") = "llvm", py::arg("name") = "main",
+      "Lowers and compiles `schedule` into a Function `name` over the buffers `args` for `target` (backs te.build).");
 }
 
 }  // namespace tessera::python

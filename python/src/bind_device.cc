@@ -16,9 +16,12 @@ namespace {
 
 const char* kind_name(DeviceType type) {
   switch (type) {
-    case DeviceType::CPU: return "cpu";
-    case DeviceType::OpenCL: return "opencl";
-    case DeviceType::CUDA: return "cuda";
+    case DeviceType::CPU:
+      return "cpu";
+    case DeviceType::OpenCL:
+      return "opencl";
+    case DeviceType::CUDA:
+      return "cuda";
   }
   return "unknown";
 }
@@ -52,33 +55,44 @@ void bind_device(py::module_& m) {
                      "tessera.Error, naming what is missing, when it is not.")
       .def(py::init(&make_device), py::arg("kind"), py::arg("id") = 0,
            "The device `id` of `kind` (\"cpu\", \"opencl\" or \"cuda\"); tessera.device(kind, id) says the same.")
-      .def_property_readonly("kind", [](const Device& d) { return kind_name(d.type); },
-                             "\"cpu\", \"opencl\" or \"cuda\".")
-      .def_property_readonly("id", [](const Device& d) { return d.id; }, "The device's number among its kind.")
-      .def_property_readonly("exists", [](const Device& d) { return DeviceAPI::exists(d); },
-                             "Whether the driver and this device are present (never raises).")
-      .def_property_readonly("name", [](const Device& d) { return attributes(d).name; },
-                             "The device's name as its driver gives it.")
-      .def_property_readonly("max_threads_per_block", [](const Device& d) { return attributes(d).max_threads_per_block; },
-                             "Threads per block (CUDA), work-items per work-group (OpenCL); 1 on the CPU.")
-      .def_property_readonly("max_shared_memory_per_block",
-                             [](const Device& d) { return attributes(d).max_shared_memory_per_block; },
-                             "Bytes of shared (CUDA) or local (OpenCL) memory a block may use.")
-      .def_property_readonly("warp_size", [](const Device& d) { return attributes(d).warp_size; },
-                             "Threads of a CUDA warp; 1 on OpenCL (a sub-group's size belongs to each kernel) and "
-                             "the CPU.")
-      .def_property_readonly("compute_units", [](const Device& d) { return attributes(d).compute_units; },
-                             "Streaming multiprocessors (CUDA), compute units (OpenCL), hardware threads (CPU).")
-      .def_property_readonly("global_memory_bytes", [](const Device& d) { return attributes(d).global_memory_bytes; },
-                             "The device's memory in bytes (0 for the CPU).")
-      .def_property_readonly("compute_capability", [](const Device& d) -> py::object {
-        const auto& a = attributes(d);
-        if (d.type != DeviceType::CUDA) return py::none();
-        return py::make_tuple(a.compute_capability_major, a.compute_capability_minor);
-      }, "A CUDA device's compute capability, (9, 0) for sm_90; None for other kinds.")
-      .def("synchronize", [](const Device& d) { DeviceAPI::get(d).synchronize(); },
-           "Waits until all work queued on the device is done.")
-      .def("__eq__", [](const Device& a, const Device& b) { return a == b; }, py::arg("other"))
+      .def_property_readonly(
+          "kind", [](const Device& d) { return kind_name(d.type); }, "\"cpu\", \"opencl\" or \"cuda\".")
+      .def_property_readonly(
+          "id", [](const Device& d) { return d.id; }, "The device's number among its kind.")
+      .def_property_readonly(
+          "exists", [](const Device& d) { return DeviceAPI::exists(d); },
+          "Whether the driver and this device are present (never raises).")
+      .def_property_readonly(
+          "name", [](const Device& d) { return attributes(d).name; }, "The device's name as its driver gives it.")
+      .def_property_readonly(
+          "max_threads_per_block", [](const Device& d) { return attributes(d).max_threads_per_block; },
+          "Threads per block (CUDA), work-items per work-group (OpenCL); 1 on the CPU.")
+      .def_property_readonly(
+          "max_shared_memory_per_block", [](const Device& d) { return attributes(d).max_shared_memory_per_block; },
+          "Bytes of shared (CUDA) or local (OpenCL) memory a block may use.")
+      .def_property_readonly(
+          "warp_size", [](const Device& d) { return attributes(d).warp_size; },
+          "Threads of a CUDA warp; 1 on OpenCL (a sub-group's size belongs to each kernel) and "
+          "the CPU.")
+      .def_property_readonly(
+          "compute_units", [](const Device& d) { return attributes(d).compute_units; },
+          "Streaming multiprocessors (CUDA), compute units (OpenCL), hardware threads (CPU).")
+      .def_property_readonly(
+          "global_memory_bytes", [](const Device& d) { return attributes(d).global_memory_bytes; },
+          "The device's memory in bytes (0 for the CPU).")
+      .def_property_readonly(
+          "compute_capability",
+          [](const Device& d) -> py::object {
+            const auto& a = attributes(d);
+            if (d.type != DeviceType::CUDA) return py::none();
+            return py::make_tuple(a.compute_capability_major, a.compute_capability_minor);
+          },
+          "A CUDA device's compute capability, (9, 0) for sm_90; None for other kinds.")
+      .def(
+          "synchronize", [](const Device& d) { DeviceAPI::get(d).synchronize(); },
+          "Waits until all work queued on the device is done.")
+      .def(
+          "__eq__", [](const Device& a, const Device& b) { return a == b; }, py::arg("other"))
       .def("__hash__", [](const Device& d) { return py::hash(py::make_tuple(static_cast<int>(d.type), d.id)); })
       .def("__repr__", [](const Device& d) {
         return "tessera.device('" + std::string(kind_name(d.type)) + "', " + std::to_string(d.id) + ")";

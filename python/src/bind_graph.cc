@@ -30,7 +30,8 @@ namespace {
 class Library {
  public:
   explicit Library(driver::BuildResult r)
-      : built_(std::make_shared<driver::BuildResult>(std::move(r))), executor_(built_->executor),
+      : built_(std::make_shared<driver::BuildResult>(std::move(r))),
+        executor_(built_->executor),
         target_(built_->target.str()) {}
   explicit Library(runtime::LoadedModule m) : executor_(std::move(m.executor)), target_(std::move(m.target)) {}
 
@@ -84,7 +85,8 @@ class Library {
  private:
   runtime::GraphExecutor& executor() {
     if (!executor_)
-      fail("this module was built without JIT compilation (target '", target_, "'); export it and run it where it runs");
+      fail("this module was built without JIT compilation (target '", target_,
+           "'); export it and run it where it runs");
     return *executor_;
   }
 
@@ -104,7 +106,8 @@ class Library {
         given[ex.input_index(py::str(item.first))] = py::reinterpret_borrow<py::object>(item.second);
     } else if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
       auto list = py::reinterpret_borrow<py::sequence>(inputs);
-      if (list.size() != n) fail("the model takes ", n, " inputs, got ", list.size(), " (its inputs are: ", names(), ")");
+      if (list.size() != n)
+        fail("the model takes ", n, " inputs, got ", list.size(), " (its inputs are: ", names(), ")");
       for (size_t i = 0; i < n; ++i) given[i] = list[i];
     } else {
       throw py::type_error(std::string("run: expected a list of inputs or a dict {name: input}, got ") +
@@ -153,57 +156,80 @@ void bind_graph(py::module_& m) {
     }
   });
 
-  py::class_<relay_ir::Module>(m, "Module",
-                               "A graph-IR module (from tessera.onnx.load, tessera.relay.function or tessera.relay.parse); "
-                               "str() prints its text form, which tessera.relay.parse reads back.")
-      .def_property_readonly("input_names", [](const relay_ir::Module& mod) {
-        std::vector<std::string> names;
-        for (const auto& p : mod.main()->params) names.push_back(p->name);
-        return names;
-      }, "The names of the main function's parameters, in order.")
-      .def_property_readonly("input_types", [](const relay_ir::Module& mod) {
-        std::vector<std::string> types;
-        for (const auto& p : mod.main()->params) types.push_back(relay_ir::to_string(p->type_annotation));
-        return types;
-      }, "The parameters' types as text, e.g. \"Tensor[(1, 3, 224, 224), float32]\".")
-      .def_property_readonly("output_type", [](const relay_ir::Module& mod) {
-        return relay_ir::to_string(relay_ir::infer_type(relay_ir::Expr(mod.main()->body)));
-      }, "The main function's result type as text (a tuple type for several outputs).")
+  py::class_<relay_ir::Module>(
+      m, "Module",
+      "A graph-IR module (from tessera.onnx.load, tessera.relay.function or tessera.relay.parse); "
+      "str() prints its text form, which tessera.relay.parse reads back.")
+      .def_property_readonly(
+          "input_names",
+          [](const relay_ir::Module& mod) {
+            std::vector<std::string> names;
+            for (const auto& p : mod.main()->params) names.push_back(p->name);
+            return names;
+          },
+          "The names of the main function's parameters, in order.")
+      .def_property_readonly(
+          "input_types",
+          [](const relay_ir::Module& mod) {
+            std::vector<std::string> types;
+            for (const auto& p : mod.main()->params) types.push_back(relay_ir::to_string(p->type_annotation));
+            return types;
+          },
+          "The parameters' types as text, e.g. \"Tensor[(1, 3, 224, 224), float32]\".")
+      .def_property_readonly(
+          "output_type",
+          [](const relay_ir::Module& mod) {
+            return relay_ir::to_string(relay_ir::infer_type(relay_ir::Expr(mod.main()->body)));
+          },
+          "The main function's result type as text (a tuple type for several outputs).")
       .def("__str__", [](const relay_ir::Module& mod) { return relay_ir::to_text(mod); })
-      .def("text", [](const relay_ir::Module& mod, bool show_types, int64_t max_constant_elements) {
-        relay_ir::PrintOptions o;
-        o.show_types = show_types;
-        o.max_constant_elements = max_constant_elements;
-        return relay_ir::to_text(mod, o);
-      }, py::arg("show_types") = false, py::arg("max_constant_elements") = 16,
-         "The text form, with each value's type when `show_types`, and constants of more than "
-         "`max_constant_elements` elements abbreviated.")
-      .def("structurally_equal", [](const relay_ir::Module& a, const relay_ir::Module& b) { return relay_ir::structural_equal(a, b); },
-           py::arg("other"), "Whether both modules compute the same graph (variable names aside).");
-  m.def("relay_parse", [](const std::string& text) { return relay_ir::parse_module(text); }, py::arg("text"),
-        "A module from its text form (backs tessera.relay.parse).");
-  m.def("relay_gradient", [](const relay_ir::Module& mod, const std::vector<std::string>& wrt, bool cotangents) {
-    return relay_ir::gradient(mod, wrt, cotangents);
-  }, py::arg("module"), py::arg("wrt"), py::arg("cotangents") = false,
-     "The reverse-mode gradient module of `module` with respect to the parameters `wrt` (backs tessera.relay.gradient).");
+      .def(
+          "text",
+          [](const relay_ir::Module& mod, bool show_types, int64_t max_constant_elements) {
+            relay_ir::PrintOptions o;
+            o.show_types = show_types;
+            o.max_constant_elements = max_constant_elements;
+            return relay_ir::to_text(mod, o);
+          },
+          py::arg("show_types") = false, py::arg("max_constant_elements") = 16,
+          "The text form, with each value's type when `show_types`, and constants of more than "
+          "`max_constant_elements` elements abbreviated.")
+      .def(
+          "structurally_equal",
+          [](const relay_ir::Module& a, const relay_ir::Module& b) { return relay_ir::structural_equal(a, b); },
+          py::arg("other"), "Whether both modules compute the same graph (variable names aside).");
+  m.def(
+      "relay_parse", [](const std::string& text) { return relay_ir::parse_module(text); }, py::arg("text"),
+      "A module from its text form (backs tessera.relay.parse).");
+  m.def(
+      "relay_gradient",
+      [](const relay_ir::Module& mod, const std::vector<std::string>& wrt, bool cotangents) {
+        return relay_ir::gradient(mod, wrt, cotangents);
+      },
+      py::arg("module"), py::arg("wrt"), py::arg("cotangents") = false,
+      "The reverse-mode gradient module of `module` with respect to the parameters `wrt` (backs "
+      "tessera.relay.gradient).");
 
-  m.def("onnx_load", [](const std::string& path, std::map<std::string, std::vector<int64_t>> shapes, py::dict bind,
-                        std::vector<std::string> trainable) {
-    frontend::onnx::ImportOptions options;
-    options.shapes = std::move(shapes);
-    options.initializers_as_inputs = std::move(trainable);
-    for (auto item : bind) {
-      std::string name = item.first.cast<std::string>();
-      NDArray view = to_ndarray(item.second, "bind '" + name + "'");
-      NDArray copy = NDArray::empty(view.shape(), view.dtype());  // constants own their data
-      if (view.nbytes()) std::memcpy(copy.data(), view.data(), view.nbytes());
-      options.bind[name] = copy;
-    }
-    options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
-    py::gil_scoped_release release;
-    return frontend::onnx::import_model(path, options);
-  }, py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("bind") = py::dict(),
-     py::arg("trainable") = std::vector<std::string>{}, "Imports an ONNX model (backs tessera.onnx.load).");
+  m.def(
+      "onnx_load",
+      [](const std::string& path, std::map<std::string, std::vector<int64_t>> shapes, py::dict bind,
+         std::vector<std::string> trainable) {
+        frontend::onnx::ImportOptions options;
+        options.shapes = std::move(shapes);
+        options.initializers_as_inputs = std::move(trainable);
+        for (auto item : bind) {
+          std::string name = item.first.cast<std::string>();
+          NDArray view = to_ndarray(item.second, "bind '" + name + "'");
+          NDArray copy = NDArray::empty(view.shape(), view.dtype());  // constants own their data
+          if (view.nbytes()) std::memcpy(copy.data(), view.data(), view.nbytes());
+          options.bind[name] = copy;
+        }
+        options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
+        py::gil_scoped_release release;
+        return frontend::onnx::import_model(path, options);
+      },
+      py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("bind") = py::dict(),
+      py::arg("trainable") = std::vector<std::string>{}, "Imports an ONNX model (backs tessera.onnx.load).");
   m.def("onnx_supported_operators", &frontend::onnx::supported_operators,
         "The ONNX operator types the importer translates, sorted.");
 
@@ -218,45 +244,62 @@ void bind_graph(py::module_& m) {
            "are copied once. Returns the outputs as new numpy arrays.")
       .def("profile", &Library::profile, py::arg("inputs"), py::arg("repeat") = 10,
            "Per-step (kernel, median ms), slowest first.")
-      .def("export", [](const Library& l, py::object path) { l.export_to(py::str(path)); }, py::arg("path"),
-           "Writes the model as one shared library (kernels, plan, weights) that tessera.load() and the C runtime "
-           "(tessera_runtime.h) load without the compiler.")
+      .def(
+          "export", [](const Library& l, py::object path) { l.export_to(py::str(path)); }, py::arg("path"),
+          "Writes the model as one shared library (kernels, plan, weights) that tessera.load() and the C runtime "
+          "(tessera_runtime.h) load without the compiler.")
       .def_property_readonly("target", &Library::target, "The target string it was compiled for, in canonical form.")
-      .def_property_readonly("input_names", [](const Library& l) {
-        std::vector<std::string> names;
-        for (int id : l.plan().inputs) names.push_back(l.plan().tensors.at(id).name);
-        return names;
-      }, "The names of the inputs, in the order run() takes them.")
-      .def_property_readonly("inputs", [](const Library& l) { return describe(l.plan(), l.plan().inputs); },
-                             "[{name, shape, dtype}] of the inputs")
-      .def_property_readonly("outputs", [](const Library& l) { return describe(l.plan(), l.plan().outputs); },
-                             "[{name, shape, dtype}] of the outputs")
-      .def_property_readonly("kernels", [](const Library& l) {
-        std::vector<py::dict> out;
-        for (const auto& k : l.built("kernels").kernels)
-          out.push_back(py::dict(py::arg("name") = k.name, py::arg("op") = k.op, py::arg("signature") = k.signature,
-                                 py::arg("calls") = k.calls, py::arg("lowered") = k.lowered, py::arg("workload") = k.workload,
-                                 py::arg("schedule") = k.schedule));
-        return out;
-      }, "Per kernel a dict: name, op, signature, calls, lowered (tensor IR text), workload (key) and schedule "
-         "(where it came from: default, a tuning record, ...). Only for a model built in this process.")
-      .def_property_readonly("num_steps", [](const Library& l) { return l.plan().steps.size(); },
-                             "The number of steps (kernel calls and copies) of the execution plan.")
-      .def_property_readonly("arena_bytes", [](const Library& l) { return l.plan().arena_bytes; },
-                             "The bytes of the memory arena holding the intermediate tensors.");
+      .def_property_readonly(
+          "input_names",
+          [](const Library& l) {
+            std::vector<std::string> names;
+            for (int id : l.plan().inputs) names.push_back(l.plan().tensors.at(id).name);
+            return names;
+          },
+          "The names of the inputs, in the order run() takes them.")
+      .def_property_readonly(
+          "inputs", [](const Library& l) { return describe(l.plan(), l.plan().inputs); },
+          "[{name, shape, dtype}] of the inputs")
+      .def_property_readonly(
+          "outputs", [](const Library& l) { return describe(l.plan(), l.plan().outputs); },
+          "[{name, shape, dtype}] of the outputs")
+      .def_property_readonly(
+          "kernels",
+          [](const Library& l) {
+            std::vector<py::dict> out;
+            for (const auto& k : l.built("kernels").kernels)
+              out.push_back(py::dict(py::arg("name") = k.name, py::arg("op") = k.op, py::arg("signature") = k.signature,
+                                     py::arg("calls") = k.calls, py::arg("lowered") = k.lowered,
+                                     py::arg("workload") = k.workload, py::arg("schedule") = k.schedule));
+            return out;
+          },
+          "Per kernel a dict: name, op, signature, calls, lowered (tensor IR text), workload (key) and schedule "
+          "(where it came from: default, a tuning record, ...). Only for a model built in this process.")
+      .def_property_readonly(
+          "num_steps", [](const Library& l) { return l.plan().steps.size(); },
+          "The number of steps (kernel calls and copies) of the execution plan.")
+      .def_property_readonly(
+          "arena_bytes", [](const Library& l) { return l.plan().arena_bytes; },
+          "The bytes of the memory arena holding the intermediate tensors.");
 
   m.def("default_db_path", &autotune::TuningDatabase::default_path,
         "The default tuning database: $TESSERA_DB, else ~/.cache/tessera/tuning.db.");
-  m.def("build_module", [](const relay_ir::Module& mod, const std::string& target, const driver::BuildOptions& options) {
-    auto t = targets::Target::parse(target);
-    py::gil_scoped_release release;
-    return Library(driver::build(mod, t, options));
-  }, py::arg("module"), py::arg("target"), py::arg("options"),
-     "Compiles a graph module for `target` with `options` (a BuildOptions) (backs tessera.build).");
-  m.def("load_module", [](const std::string& path) {
-    py::gil_scoped_release release;
-    return Library(runtime::load_module(path));
-  }, py::arg("path"), "Loads an exported module with the runtime alone (backs tessera.load).");
+  m.def(
+      "build_module",
+      [](const relay_ir::Module& mod, const std::string& target, const driver::BuildOptions& options) {
+        auto t = targets::Target::parse(target);
+        py::gil_scoped_release release;
+        return Library(driver::build(mod, t, options));
+      },
+      py::arg("module"), py::arg("target"), py::arg("options"),
+      "Compiles a graph module for `target` with `options` (a BuildOptions) (backs tessera.build).");
+  m.def(
+      "load_module",
+      [](const std::string& path) {
+        py::gil_scoped_release release;
+        return Library(runtime::load_module(path));
+      },
+      py::arg("path"), "Loads an exported module with the runtime alone (backs tessera.load).");
 }
 
 }  // namespace tessera::python

@@ -77,7 +77,8 @@ NDArray from_numpy(const py::array& a, const std::string& what) {
     try {
       return DataType::parse(kind);
     } catch (const Error&) {
-      fail("dtype ", kind, " has no Tessera counterpart (Tessera has float16/32/64, int8/16/32/64, uint8/16/32/64 and bool)");
+      fail("dtype ", kind,
+           " has no Tessera counterpart (Tessera has float16/32/64, int8/16/32/64, uint8/16/32/64 and bool)");
     }
   });
   // Copied by numpy straight into aligned memory: a copy of numpy's own need not be 64-byte
@@ -97,7 +98,8 @@ NDArray from_numpy(const py::array& a, const std::string& what) {
 py::object dlpack_capsule(const py::handle& obj) {
   if (PyCapsule_CheckExact(obj.ptr())) return py::reinterpret_borrow<py::object>(obj);
   try {
-    return obj.attr("__dlpack__")(py::arg("max_version") = py::make_tuple(runtime::kDLPackMajorVersion, runtime::kDLPackMinorVersion));
+    return obj.attr("__dlpack__")(py::arg("max_version") =
+                                      py::make_tuple(runtime::kDLPackMajorVersion, runtime::kDLPackMinorVersion));
   } catch (py::error_already_set& e) {
     // Producers older than DLPack 1.0 (numpy 1, PyTorch 1.x) take no max_version.
     if (!e.matches(PyExc_TypeError)) throw;
@@ -124,13 +126,15 @@ py::object export_dlpack(const NDArray& a, const py::object& stream, const py::o
                          const py::object& dl_device, const py::object& copy) {
   const runtime::Device device = a.device();
   if (device.type == runtime::DeviceType::OpenCL)
-    throw py::buffer_error("the array is on " + device.str() + ", whose buffers DLPack cannot share: copy it to the "
+    throw py::buffer_error("the array is on " + device.str() +
+                           ", whose buffers DLPack cannot share: copy it to the "
                            "CPU first (.numpy(), or .copy_to(\"cpu\"))");
   const int dl_type = device.type == runtime::DeviceType::CUDA ? runtime::kDLCUDA : runtime::kDLCPU;
   if (!dl_device.is_none()) {
     auto wanted = py::cast<py::tuple>(dl_device);
     if (wanted[0].cast<int>() != dl_type || (dl_type == runtime::kDLCUDA && wanted[1].cast<int>() != device.id))
-      throw py::buffer_error("the array is on " + device.str() + "; cannot export to device " + std::string(py::repr(dl_device)));
+      throw py::buffer_error("the array is on " + device.str() + "; cannot export to device " +
+                             std::string(py::repr(dl_device)));
   }
   if (device.type == runtime::DeviceType::CPU) {
     if (!stream.is_none()) throw py::buffer_error("tessera.nd arrays in CPU memory have no streams: pass stream=None");
@@ -151,11 +155,16 @@ py::object export_dlpack(const NDArray& a, const py::object& stream, const py::o
 std::string buffer_format(DataType t) {
   const int size_index = t.bits == 8 ? 0 : t.bits == 16 ? 1 : t.bits == 32 ? 2 : 3;
   switch (t.code) {
-    case runtime::TypeCode::Int: return std::string(1, "bhiq"[size_index]);
-    case runtime::TypeCode::UInt: return std::string(1, "BHIQ"[size_index]);
-    case runtime::TypeCode::Float: return std::string(1, " efd"[size_index]);
-    case runtime::TypeCode::Bool: return "?";
-    case runtime::TypeCode::Handle: break;
+    case runtime::TypeCode::Int:
+      return std::string(1, "bhiq"[size_index]);
+    case runtime::TypeCode::UInt:
+      return std::string(1, "BHIQ"[size_index]);
+    case runtime::TypeCode::Float:
+      return std::string(1, " efd"[size_index]);
+    case runtime::TypeCode::Bool:
+      return "?";
+    case runtime::TypeCode::Handle:
+      break;
   }
   fail("no buffer format for ", t.str());
 }
@@ -163,7 +172,8 @@ std::string buffer_format(DataType t) {
 }  // namespace
 
 py::array numpy_view(const py::array& like, const NDArray& a) {
-  return py::array(like.dtype(), std::vector<py::ssize_t>(like.shape(), like.shape() + like.ndim()), a.data(), py::none());
+  return py::array(like.dtype(), std::vector<py::ssize_t>(like.shape(), like.shape() + like.ndim()), a.data(),
+                   py::none());
 }
 
 NDArray aligned_copy(const py::array& a, DataType dtype) {
@@ -185,18 +195,22 @@ NDArray to_ndarray(const py::handle& obj, const std::string& what) {
   if (py::isinstance<py::array>(obj)) return from_numpy(py::reinterpret_borrow<py::array>(obj), what);
   if (py::hasattr(obj, "__dlpack__") || PyCapsule_CheckExact(obj.ptr())) return take_capsule(dlpack_capsule(obj), what);
   py::array a = py::array::ensure(obj);  // numbers, nested lists, numpy scalars
-  if (!a) throw py::type_error(what + ": expected an array (numpy, tessera.nd or one with __dlpack__), got " + type_name(obj));
+  if (!a)
+    throw py::type_error(what + ": expected an array (numpy, tessera.nd or one with __dlpack__), got " +
+                         type_name(obj));
   return from_numpy(a, what);
 }
 
 BorrowedTensor borrow_dlpack(const py::handle& obj, const std::string& what) {
   if (!py::hasattr(obj, "__dlpack__") && !PyCapsule_CheckExact(obj.ptr()))
-    throw py::type_error(what + ": expected a numpy array, a tessera.nd array or one with __dlpack__, got " + type_name(obj));
+    throw py::type_error(what + ": expected a numpy array, a tessera.nd array or one with __dlpack__, got " +
+                         type_name(obj));
   BorrowedTensor b;
   b.capsule = dlpack_capsule(obj);
   if (auto* m = unused_tensor<DLManagedTensorVersioned>(b.capsule.ptr())) {
     if (m->version.major != runtime::kDLPackMajorVersion)
-      fail(what, ": a DLPack ", m->version.major, ".", m->version.minor, " tensor: Tessera reads DLPack ", runtime::kDLPackMajorVersion, ".x");
+      fail(what, ": a DLPack ", m->version.major, ".", m->version.minor, " tensor: Tessera reads DLPack ",
+           runtime::kDLPackMajorVersion, ".x");
     b.tensor = &m->dl_tensor;
     b.read_only = m->flags & runtime::kDLPackFlagReadOnly;
   } else if (auto* m = unused_tensor<DLManagedTensor>(b.capsule.ptr())) {
@@ -211,7 +225,8 @@ BorrowedTensor borrow_dlpack(const py::handle& obj, const std::string& what) {
 void check_array(const std::string& what, const std::vector<int64_t>& shape, DataType dtype,
                  const std::vector<int64_t>& got_shape, const std::string& got_dtype) {
   if (got_shape == shape && got_dtype == dtype.str()) return;
-  fail(what, ": expected shape ", runtime::shape_str(shape), " ", dtype.str(), ", got ", runtime::shape_str(got_shape), " ", got_dtype);
+  fail(what, ": expected shape ", runtime::shape_str(shape), " ", dtype.str(), ", got ", runtime::shape_str(got_shape),
+       " ", got_dtype);
 }
 
 void bind_ndarray(py::module_& m) {
@@ -219,52 +234,70 @@ void bind_ndarray(py::module_& m) {
                       "A dense row-major array on a device (tessera.nd.array, tessera.nd.from_dlpack, "
                       "tessera.nd.empty). CPU and CUDA arrays share their memory through DLPack (__dlpack__), CPU "
                       "ones through the buffer protocol too (np.asarray); .numpy() copies, from any device.")
-      .def_property_readonly("shape", [](const NDArray& a) { return py::tuple(py::cast(a.shape())); },
-                             "The extent of each dimension, as a tuple.")
-      .def_property_readonly("dtype", [](const NDArray& a) { return a.dtype().str(); },
-                             "The element type's name (\"float32\", \"int64\", \"bool\", ...).")
+      .def_property_readonly(
+          "shape", [](const NDArray& a) { return py::tuple(py::cast(a.shape())); },
+          "The extent of each dimension, as a tuple.")
+      .def_property_readonly(
+          "dtype", [](const NDArray& a) { return a.dtype().str(); },
+          "The element type's name (\"float32\", \"int64\", \"bool\", ...).")
       .def_property_readonly("ndim", &NDArray::ndim, "The number of dimensions.")
       .def_property_readonly("device", &NDArray::device, "The device whose memory holds the elements.")
       .def("numpy", &to_numpy, "A numpy array holding a copy of the elements (copied from the device).")
-      .def("copy_to", [](const NDArray& a, const py::object& device) { return a.copy_to(to_device(device)); },
-           py::arg("device"), "A new array on `device` holding a copy of the elements.")
+      .def(
+          "copy_to", [](const NDArray& a, const py::object& device) { return a.copy_to(to_device(device)); },
+          py::arg("device"), "A new array on `device` holding a copy of the elements.")
       .def("__dlpack__", &export_dlpack, py::kw_only(), py::arg("stream") = py::none(),
            py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(), py::arg("copy") = py::none(),
            "A DLPack capsule sharing this array's memory (versioned when max_version >= (1, 0); copy=True "
            "exports a copy). CPU and CUDA arrays; OpenCL buffers cannot be shared.")
-      .def("__dlpack_device__", [](const NDArray& a) {
-        const auto type = a.device().type == runtime::DeviceType::CUDA     ? runtime::kDLCUDA
-                          : a.device().type == runtime::DeviceType::OpenCL ? runtime::kDLOpenCL
-                                                                           : runtime::kDLCPU;
-        return py::make_tuple(static_cast<int>(type), a.device().id);
-      })
-      .def("__repr__", [](const NDArray& a) {
-        const bool cpu = a.device().type == runtime::DeviceType::CPU;
-        return "tessera.nd.NDArray(" + a.shape_str() + ", " + a.dtype().str() + (cpu ? "" : ", " + a.device().str()) + ")";
-      })
+      .def("__dlpack_device__",
+           [](const NDArray& a) {
+             const auto type = a.device().type == runtime::DeviceType::CUDA     ? runtime::kDLCUDA
+                               : a.device().type == runtime::DeviceType::OpenCL ? runtime::kDLOpenCL
+                                                                                : runtime::kDLCPU;
+             return py::make_tuple(static_cast<int>(type), a.device().id);
+           })
+      .def("__repr__",
+           [](const NDArray& a) {
+             const bool cpu = a.device().type == runtime::DeviceType::CPU;
+             return "tessera.nd.NDArray(" + a.shape_str() + ", " + a.dtype().str() +
+                    (cpu ? "" : ", " + a.device().str()) + ")";
+           })
       .def_buffer([](const NDArray& a) {
         if (a.device().type != runtime::DeviceType::CPU)
-          throw py::buffer_error("the array is on " + a.device().str() + ", which the host cannot address: use .numpy()");
+          throw py::buffer_error("the array is on " + a.device().str() +
+                                 ", which the host cannot address: use .numpy()");
         const py::ssize_t bytes = a.dtype().element_bytes();
         std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end()), strides;
         for (int64_t s : runtime::row_major_strides(a.shape())) strides.push_back(s * bytes);
         return py::buffer_info(a.data(), bytes, buffer_format(a.dtype()), a.ndim(), shape, strides);
       });
 
-  m.def("nd_from_dlpack", [](const py::object& x) {
-    if (!py::hasattr(x, "__dlpack__") && !PyCapsule_CheckExact(x.ptr()))
-      throw py::type_error("from_dlpack: expected an array with __dlpack__ (or a DLPack capsule), got " + type_name(x));
-    return take_capsule(dlpack_capsule(x), "from_dlpack");
-  }, py::arg("x"), "`x` (with __dlpack__, or a capsule) as an NDArray sharing its memory (backs tessera.nd.from_dlpack).");
-  m.def("nd_array", [](const py::object& x, const py::object& device) {
-    const runtime::Device d = to_device(device);
-    return to_ndarray(x, "array").copy_to(d);
-  }, py::arg("x"), py::arg("device") = py::none(), "An aligned copy of `x` on `device` (backs tessera.nd.array).");
-  m.def("nd_empty", [](const std::vector<int64_t>& shape, const std::string& dtype, const py::object& device) {
-    const runtime::Device d = to_device(device);
-    return NDArray::empty(shape, DataType::parse(dtype), d);
-  }, py::arg("shape"), py::arg("dtype"), py::arg("device") = py::none(),
-     "A zero-filled NDArray on `device` (backs tessera.nd.empty).");
+  m.def(
+      "nd_from_dlpack",
+      [](const py::object& x) {
+        if (!py::hasattr(x, "__dlpack__") && !PyCapsule_CheckExact(x.ptr()))
+          throw py::type_error("from_dlpack: expected an array with __dlpack__ (or a DLPack capsule), got " +
+                               type_name(x));
+        return take_capsule(dlpack_capsule(x), "from_dlpack");
+      },
+      py::arg("x"),
+      "`x` (with __dlpack__, or a capsule) as an NDArray sharing its memory (backs tessera.nd.from_dlpack).");
+  m.def(
+      "nd_array",
+      [](const py::object& x, const py::object& device) {
+        const runtime::Device d = to_device(device);
+        return to_ndarray(x, "array").copy_to(d);
+      },
+      py::arg("x"), py::arg("device") = py::none(), "An aligned copy of `x` on `device` (backs tessera.nd.array).");
+  m.def(
+      "nd_empty",
+      [](const std::vector<int64_t>& shape, const std::string& dtype, const py::object& device) {
+        const runtime::Device d = to_device(device);
+        return NDArray::empty(shape, DataType::parse(dtype), d);
+      },
+      py::arg("shape"), py::arg("dtype"), py::arg("device") = py::none(),
+      "A zero-filled NDArray on `device` (backs tessera.nd.empty).");
 }
 
 }  // namespace tessera::python

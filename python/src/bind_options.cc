@@ -65,13 +65,14 @@ void bind_build_options(py::module_& m) {
 
 void bind_tune_options(py::module_& m) {
   const TuneModelOptions d;
-  py::class_<TuneModelOptions>(m, "TuneOptions",
-                               "A tuning session's options (what tessera.autotune.tune and `tessera tune` take): target, "
-                               "database, trials and search, measurement, graph level and the model check. Keyword "
-                               "arguments only; the defaults are the C++ tuner's.")
-      .def(py::init([](std::string target, std::string db, int trials, int batch, std::string policy, int early_stopping,
-                       std::optional<double> timeout, int opt_level, int64_t seed, int repeat, bool flush_cache,
-                       bool fresh_inputs, bool model_check, std::string report) {
+  py::class_<TuneModelOptions>(
+      m, "TuneOptions",
+      "A tuning session's options (what tessera.autotune.tune and `tessera tune` take): target, "
+      "database, trials and search, measurement, graph level and the model check. Keyword "
+      "arguments only; the defaults are the C++ tuner's.")
+      .def(py::init([](std::string target, std::string db, int trials, int batch, std::string policy,
+                       int early_stopping, std::optional<double> timeout, int opt_level, int64_t seed, int repeat,
+                       bool flush_cache, bool fresh_inputs, bool model_check, std::string report) {
              TuneModelOptions o;
              o.tune.target = std::move(target);
              o.tune.db_path = std::move(db);
@@ -90,12 +91,13 @@ void bind_tune_options(py::module_& m) {
              driver::validate(o);
              return o;
            }),
-           py::kw_only(), py::arg("target") = d.tune.target, py::arg("db") = d.tune.db_path, py::arg("trials") = d.tune.trials,
-           py::arg("batch") = d.tune.batch, py::arg("policy") = d.tune.policy, py::arg("early_stopping") = d.tune.early_stopping,
-           py::arg("timeout") = d.tune.max_seconds, py::arg("opt_level") = d.opt_level,
-           py::arg("seed") = static_cast<int64_t>(d.tune.seed), py::arg("repeat") = d.tune.measure.repeat,
-           py::arg("flush_cache") = d.tune.measure.flush_cache, py::arg("fresh_inputs") = d.tune.measure.fresh_inputs,
-           py::arg("model_check") = d.model_check, py::arg("report") = d.tune.report_path,
+           py::kw_only(), py::arg("target") = d.tune.target, py::arg("db") = d.tune.db_path,
+           py::arg("trials") = d.tune.trials, py::arg("batch") = d.tune.batch, py::arg("policy") = d.tune.policy,
+           py::arg("early_stopping") = d.tune.early_stopping, py::arg("timeout") = d.tune.max_seconds,
+           py::arg("opt_level") = d.opt_level, py::arg("seed") = static_cast<int64_t>(d.tune.seed),
+           py::arg("repeat") = d.tune.measure.repeat, py::arg("flush_cache") = d.tune.measure.flush_cache,
+           py::arg("fresh_inputs") = d.tune.measure.fresh_inputs, py::arg("model_check") = d.model_check,
+           py::arg("report") = d.tune.report_path,
            "Options for a tuning session; raises tessera.Error naming an invalid one (trials below 1, an unknown "
            "target or policy, a timeout not above 0, ...).")
       .def_property(
@@ -110,8 +112,8 @@ void bind_tune_options(py::module_& m) {
           "trials", [](const TuneModelOptions& o) { return o.tune.trials; },
           [](TuneModelOptions& o, int v) { o.tune.trials = v; }, "Measurements in all, across the model's kernels.")
       .def_property(
-          "batch", [](const TuneModelOptions& o) { return o.tune.batch; }, [](TuneModelOptions& o, int v) { o.tune.batch = v; },
-          "Candidates measured per batch (one transaction each).")
+          "batch", [](const TuneModelOptions& o) { return o.tune.batch; },
+          [](TuneModelOptions& o, int v) { o.tune.batch = v; }, "Candidates measured per batch (one transaction each).")
       .def_property(
           "policy", [](const TuneModelOptions& o) { return o.tune.policy; },
           [](TuneModelOptions& o, std::string v) { o.tune.policy = std::move(v); },
@@ -125,7 +127,8 @@ void bind_tune_options(py::module_& m) {
           [](TuneModelOptions& o, std::optional<double> v) { o.tune.max_seconds = v; },
           "The session's wall-clock limit in seconds; None: no limit.")
       .def_property(
-          "opt_level", [](const TuneModelOptions& o) { return o.opt_level; }, [](TuneModelOptions& o, int v) { o.opt_level = v; },
+          "opt_level", [](const TuneModelOptions& o) { return o.opt_level; },
+          [](TuneModelOptions& o, int v) { o.opt_level = v; },
           "The graph passes run before the kernels are extracted, as tessera.build runs them (0-3).")
       .def_property(
           "seed", [](const TuneModelOptions& o) { return static_cast<int64_t>(o.tune.seed); },
@@ -135,11 +138,13 @@ void bind_tune_options(py::module_& m) {
           [](TuneModelOptions& o, int v) { o.tune.measure.repeat = v; }, "Timed runs per candidate.")
       .def_property(
           "flush_cache", [](const TuneModelOptions& o) { return o.tune.measure.flush_cache; },
-          [](TuneModelOptions& o, bool v) { o.tune.measure.flush_cache = v; }, "Flush the caches before each timed run.")
+          [](TuneModelOptions& o, bool v) { o.tune.measure.flush_cache = v; },
+          "Flush the caches before each timed run.")
       .def_property(
           "fresh_inputs", [](const TuneModelOptions& o) { return o.tune.measure.fresh_inputs; },
           [](TuneModelOptions& o, bool v) { o.tune.measure.fresh_inputs = v; },
-          "Rewrite a kernel's inputs (not its weights) before each timed call, as the kernel before it does in a model.")
+          "Rewrite a kernel's inputs (not its weights) before each timed call, as the kernel before it does in a "
+          "model.")
       .def_property(
           "model_check", [](const TuneModelOptions& o) { return o.model_check; },
           [](TuneModelOptions& o, bool v) { o.model_check = v; },
@@ -150,8 +155,8 @@ void bind_tune_options(py::module_& m) {
           "The HTML report; \"\": NAME.report.html beside the database NAME.db.")
       .def("__repr__", [](const py::object& self) {
         return repr_fields("TuneOptions", self,
-                           {"target", "db", "trials", "batch", "policy", "early_stopping", "timeout", "opt_level", "seed",
-                            "repeat", "flush_cache", "fresh_inputs", "model_check", "report"});
+                           {"target", "db", "trials", "batch", "policy", "early_stopping", "timeout", "opt_level",
+                            "seed", "repeat", "flush_cache", "fresh_inputs", "model_check", "report"});
       });
 }
 

@@ -19,12 +19,14 @@ void check_numpy() {
   std::string version = py::module_::import("numpy").attr("__version__").cast<std::string>();
   int major = std::atoi(version.c_str());
   if (major >= 1 && major <= kNewestNumpyMajor) return;
-  std::string supported = kNewestNumpyMajor == 1 ? "numpy 1.x" : "numpy 1.x and " + std::to_string(kNewestNumpyMajor) + ".x";
+  std::string supported =
+      kNewestNumpyMajor == 1 ? "numpy 1.x" : "numpy 1.x and " + std::to_string(kNewestNumpyMajor) + ".x";
   throw py::import_error("tessera's extension reads " + supported + " arrays (it was built with pybind11 " +
                          std::to_string(PYBIND11_VERSION_MAJOR) + "." + std::to_string(PYBIND11_VERSION_MINOR) +
                          "), but this environment has numpy " + version +
                          ": install a supported numpy, or rebuild tessera (pip install .) with a pybind11 that "
-                         "supports numpy " + std::to_string(major));
+                         "supports numpy " +
+                         std::to_string(major));
 }
 
 }  // namespace

@@ -72,7 +72,8 @@ Type det_rel(const std::vector<Type>& args, const Attrs&) {
   const auto& x = tensor_arg(args, 0, "X");
   require_float(x, "X");
   size_t r = x.ndim();
-  if (r < 2 || x.shape[r - 1] != x.shape[r - 2]) fail("X must be [..., M, M] (square matrices), got ", shape_str(x.shape));
+  if (r < 2 || x.shape[r - 1] != x.shape[r - 2])
+    fail("X must be [..., M, M] (square matrices), got ", shape_str(x.shape));
   if (x.shape[r - 1] > ops::kMaxDetSize)
     fail("matrices of size ", x.shape[r - 1], " exceed the largest supported size ", ops::kMaxDetSize,
          " (the elimination is unrolled per row)");
@@ -82,21 +83,43 @@ Type det_rel(const std::vector<Type>& args, const Attrs&) {
 }  // namespace
 
 void register_extra_ops(OpRegistry& r) {
-  r.add({"grid_sample", "grid_sample(X, grid): X [N, C, H, W] sampled at grid [N, Ho, Wo, 2] of (x, y) in [-1, 1] (ONNX GridSample)",
-         2, 2, {{"mode", std::string("bilinear")}, {"padding_mode", std::string("zeros")}, {"align_corners", int64_t{0}}},
-         grid_sample_rel, OpPattern::Injective, single_output([](const In& in, const Attrs& a) {
+  r.add({"grid_sample",
+         "grid_sample(X, grid): X [N, C, H, W] sampled at grid [N, Ho, Wo, 2] of (x, y) in [-1, 1] (ONNX GridSample)",
+         2,
+         2,
+         {{"mode", std::string("bilinear")}, {"padding_mode", std::string("zeros")}, {"align_corners", int64_t{0}}},
+         grid_sample_rel,
+         OpPattern::Injective,
+         single_output([](const In& in, const Attrs& a) {
            return ops::grid_sample(in[0], in[1], ops::parse_grid_sample_mode(a.get_str("mode")),
-                                   ops::parse_grid_sample_padding(a.get_str("padding_mode")), a.get_int("align_corners") != 0);
-         }), "grid_sample"});
+                                   ops::parse_grid_sample_padding(a.get_str("padding_mode")),
+                                   a.get_int("align_corners") != 0);
+         }),
+         "grid_sample"});
   r.add({"roi_align",
-         "roi_align(X, rois, batch_indices): bilinear samples of each roi averaged (or maximized) per output bin (ONNX RoiAlign)",
-         3, 3,
-         {{"mode", std::string("avg")}, {"output_height", int64_t{1}}, {"output_width", int64_t{1}}, {"sampling_ratio", int64_t{0}},
-          {"spatial_scale", 1.0}, {"coordinate_transformation_mode", std::string("half_pixel")}},
-         roi_align_rel, OpPattern::Opaque,
-         single_output([](const In& in, const Attrs& a) { return ops::roi_align(in[0], in[1], in[2], roi_params(a)); }), "roi_align"});
-  r.add({"det", "determinants of the square matrices in the last two axes (LU with partial pivoting)", 1, 1, {}, det_rel,
-         OpPattern::Opaque, single_output([](const In& in, const Attrs&) { return ops::det(in[0]); }), "det"});
+         "roi_align(X, rois, batch_indices): bilinear samples of each roi averaged (or maximized) per output bin (ONNX "
+         "RoiAlign)",
+         3,
+         3,
+         {{"mode", std::string("avg")},
+          {"output_height", int64_t{1}},
+          {"output_width", int64_t{1}},
+          {"sampling_ratio", int64_t{0}},
+          {"spatial_scale", 1.0},
+          {"coordinate_transformation_mode", std::string("half_pixel")}},
+         roi_align_rel,
+         OpPattern::Opaque,
+         single_output([](const In& in, const Attrs& a) { return ops::roi_align(in[0], in[1], in[2], roi_params(a)); }),
+         "roi_align"});
+  r.add({"det",
+         "determinants of the square matrices in the last two axes (LU with partial pivoting)",
+         1,
+         1,
+         {},
+         det_rel,
+         OpPattern::Opaque,
+         single_output([](const In& in, const Attrs&) { return ops::det(in[0]); }),
+         "det"});
 }
 
 }  // namespace tessera::relay_ir

@@ -20,10 +20,16 @@ Expr filled_like(const Type& type, double value) {
   runtime::NDArray a = runtime::NDArray::empty(t.shape, t.dtype);
   for (int64_t i = 0; i < a.numel(); ++i) {
     switch (t.dtype.bits) {
-      case 64: a.data_as<double>()[i] = value; break;
-      case 32: a.data_as<float>()[i] = static_cast<float>(value); break;
-      case 16: fail("filled_like: float16 gradients are computed in float32; cast first");
-      default: fail("filled_like: ", t.dtype.str(), " is not differentiable");
+      case 64:
+        a.data_as<double>()[i] = value;
+        break;
+      case 32:
+        a.data_as<float>()[i] = static_cast<float>(value);
+        break;
+      case 16:
+        fail("filled_like: float16 gradients are computed in float32; cast first");
+      default:
+        fail("filled_like: ", t.dtype.str(), " is not differentiable");
     }
   }
   return constant(a);
@@ -55,7 +61,9 @@ Expr div(const Expr& a, const Expr& b) { return call("div", {a, b}); }
 Expr neg(const Expr& a) { return call("neg", {a}); }
 Expr compare(const char* op, const Expr& a, const Expr& b) { return call(op, {a, b}); }
 Expr select(const Expr& condition, const Expr& a, const Expr& b) { return call("where", {condition, a, b}); }
-Expr as_mask(const Expr& condition, const Expr& like) { return call("cast", {condition}, {{"dtype", tensor_of(like).dtype.str()}}); }
+Expr as_mask(const Expr& condition, const Expr& like) {
+  return call("cast", {condition}, {{"dtype", tensor_of(like).dtype.str()}});
+}
 
 GradientFn elementwise_gradient(Derivative derivative) {
   return [derivative](const Expr& c, const Expr& g) {
@@ -67,7 +75,8 @@ GradientFn broadcast_gradient(BinaryRule rule) {
   return [rule](const Expr& c, const Expr& g) {
     const Expr &a = arg(c, 0), &b = arg(c, 1);
     auto [ga, gb] = rule(a, b, c, g);
-    return std::vector<Expr>{ga ? collapse_sum_to(ga, a->checked_type) : Expr(), gb ? collapse_sum_to(gb, b->checked_type) : Expr()};
+    return std::vector<Expr>{ga ? collapse_sum_to(ga, a->checked_type) : Expr(),
+                             gb ? collapse_sum_to(gb, b->checked_type) : Expr()};
   };
 }
 

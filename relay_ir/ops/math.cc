@@ -27,20 +27,43 @@ using A = const Attrs&;
 
 void unary(OpRegistry& r, const std::string& name, const std::string& doc, TypeRelation rel, Tensor (*f)(const Tensor&),
            GradientFn gradient = nullptr) {
-  r.add({name, doc, 1, 1, {}, std::move(rel), OpPattern::Elemwise,
-         single_output([f](const In& in, const Attrs&) { return f(in[0]); }), "elemwise", std::move(gradient)});
+  r.add({name,
+         doc,
+         1,
+         1,
+         {},
+         std::move(rel),
+         OpPattern::Elemwise,
+         single_output([f](const In& in, const Attrs&) { return f(in[0]); }),
+         "elemwise",
+         std::move(gradient)});
 }
 
 void intrinsic(OpRegistry& r, const std::string& name, const std::string& doc, Intrinsic op, GradientFn gradient) {
-  r.add({name, doc, 1, 1, {}, unary_float, OpPattern::Elemwise,
+  r.add({name,
+         doc,
+         1,
+         1,
+         {},
+         unary_float,
+         OpPattern::Elemwise,
          single_output([op](const In& in, const Attrs&) { return ops::unary_intrinsic(in[0], op); }),
-         "elemwise", std::move(gradient)});
+         "elemwise",
+         std::move(gradient)});
 }
 
 void binary(OpRegistry& r, const std::string& name, const std::string& doc, TypeRelation rel,
             Tensor (*f)(const Tensor&, const Tensor&), GradientFn gradient = nullptr) {
-  r.add({name, doc, 2, 2, {}, std::move(rel), OpPattern::Broadcast,
-         single_output([f](const In& in, const Attrs&) { return f(in[0], in[1]); }), "broadcast", std::move(gradient)});
+  r.add({name,
+         doc,
+         2,
+         2,
+         {},
+         std::move(rel),
+         OpPattern::Broadcast,
+         single_output([f](const In& in, const Attrs&) { return f(in[0], in[1]); }),
+         "broadcast",
+         std::move(gradient)});
 }
 
 Type cast_relation(const std::vector<Type>& args, const Attrs& attrs) {
@@ -57,7 +80,8 @@ Type isinf_relation(const std::vector<Type>& args, const Attrs& attrs) {
 }
 
 Type mod_relation(const std::vector<Type>& args, const Attrs& attrs) {
-  if (attrs.get_int("fmod") != 0 && attrs.get_int("fmod") != 1) fail("fmod must be 0 or 1, got ", attrs.get_int("fmod"));
+  if (attrs.get_int("fmod") != 0 && attrs.get_int("fmod") != 1)
+    fail("fmod must be 0 or 1, got ", attrs.get_int("fmod"));
   return broadcast_numeric(args, attrs);
 }
 
@@ -152,30 +176,48 @@ void register_math_ops(OpRegistry& r) {
   intrinsic(r, "atan", "arctangent", Intrinsic::atan, of_x([](E x) { return div(one(x), add(one(x), square(x))); }));
   intrinsic(r, "sinh", "hyperbolic sine", Intrinsic::sinh, of_x([](E x) { return unary_call("cosh", x); }));
   intrinsic(r, "cosh", "hyperbolic cosine", Intrinsic::cosh, of_x([](E x) { return unary_call("sinh", x); }));
-  intrinsic(r, "asinh", "inverse hyperbolic sine", Intrinsic::asinh, of_x([](E x) { return rsqrt(add(square(x), one(x))); }));
+  intrinsic(r, "asinh", "inverse hyperbolic sine", Intrinsic::asinh,
+            of_x([](E x) { return rsqrt(add(square(x), one(x))); }));
   // (x - 1)(x + 1) rather than x^2 - 1: no cancellation near 1.
   intrinsic(r, "acosh", "inverse hyperbolic cosine", Intrinsic::acosh,
             of_x([](E x) { return rsqrt(mul(sub(x, one(x)), add(x, one(x)))); }));
   intrinsic(r, "atanh", "inverse hyperbolic tangent", Intrinsic::atanh,
             of_x([](E x) { return div(one(x), sub(one(x), square(x))); }));
-  r.add({"isinf", "x is infinite (bool), of the signs asked for", 1, 1,
-         {{"detect_positive", int64_t{1}}, {"detect_negative", int64_t{1}}}, isinf_relation, OpPattern::Elemwise,
+  r.add({"isinf",
+         "x is infinite (bool), of the signs asked for",
+         1,
+         1,
+         {{"detect_positive", int64_t{1}}, {"detect_negative", int64_t{1}}},
+         isinf_relation,
+         OpPattern::Elemwise,
          single_output([](const In& in, const Attrs& a) {
            return ops::isinf(in[0], a.get_int("detect_positive") != 0, a.get_int("detect_negative") != 0);
-         }), "elemwise"});
-  r.add({"cast", "converts to dtype (float -> int truncates; x -> bool is x != 0)", 1, 1,
-         {{"dtype", std::string("float32")}}, cast_relation, OpPattern::Elemwise,
-         single_output([](const In& in, const Attrs& a) { return ops::cast(in[0], DataType::parse(a.get_str("dtype"))); }),
-         "elemwise", cast_gradient});
+         }),
+         "elemwise"});
+  r.add({"cast",
+         "converts to dtype (float -> int truncates; x -> bool is x != 0)",
+         1,
+         1,
+         {{"dtype", std::string("float32")}},
+         cast_relation,
+         OpPattern::Elemwise,
+         single_output(
+             [](const In& in, const Attrs& a) { return ops::cast(in[0], DataType::parse(a.get_str("dtype"))); }),
+         "elemwise",
+         cast_gradient});
 
-  binary(r, "add", "x + y with numpy broadcasting", broadcast_numeric, ops::add,
-         broadcast_gradient([](E, E, E, E g) { return std::pair{g, g}; }));
-  binary(r, "sub", "x - y with numpy broadcasting", broadcast_numeric, ops::sub,
-         broadcast_gradient([](E, E, E, E g) { return std::pair{g, neg(g)}; }));
+  binary(r, "add", "x + y with numpy broadcasting", broadcast_numeric, ops::add, broadcast_gradient([](E, E, E, E g) {
+           return std::pair{g, g};
+         }));
+  binary(r, "sub", "x - y with numpy broadcasting", broadcast_numeric, ops::sub, broadcast_gradient([](E, E, E, E g) {
+           return std::pair{g, neg(g)};
+         }));
   binary(r, "mul", "x * y with numpy broadcasting", broadcast_numeric, ops::mul,
-         broadcast_gradient([](E a, E b, E, E g) { return std::pair{mul(g, b), mul(g, a)}; }));
-  binary(r, "div", "x / y with numpy broadcasting; integers truncate toward zero, / 0 gives 0", broadcast_numeric, ops::div,
-         broadcast_gradient([](E, E b, E y, E g) {
+         broadcast_gradient([](E a, E b, E, E g) {
+           return std::pair{mul(g, b), mul(g, a)};
+         }));
+  binary(r, "div", "x / y with numpy broadcasting; integers truncate toward zero, / 0 gives 0", broadcast_numeric,
+         ops::div, broadcast_gradient([](E, E b, E y, E g) {
            Expr ga = div(g, b);
            return std::pair{ga, neg(mul(ga, y))};  // d(a/b)/db = -(a/b)/b
          }));
@@ -198,12 +240,26 @@ void register_math_ops(OpRegistry& r) {
   binary(r, "bitwise_xor", "x ^ y (integers)", broadcast_integer, ops::bitwise_xor);
   binary(r, "left_shift", "x << y (unsigned; 0 from the bit width on)", broadcast_unsigned, ops::left_shift);
   binary(r, "right_shift", "x >> y (unsigned; 0 from the bit width on)", broadcast_unsigned, ops::right_shift);
-  r.add({"mod", "remainder with numpy broadcasting: fmod=1 C's fmod (sign of x), fmod=0 Python's % (sign of y)", 2, 2,
-         {{"fmod", int64_t{0}}}, mod_relation, OpPattern::Broadcast,
+  r.add({"mod",
+         "remainder with numpy broadcasting: fmod=1 C's fmod (sign of x), fmod=0 Python's % (sign of y)",
+         2,
+         2,
+         {{"fmod", int64_t{0}}},
+         mod_relation,
+         OpPattern::Broadcast,
          single_output([](const In& in, const Attrs& a) { return ops::mod(in[0], in[1], a.get_int("fmod") != 0); }),
-         "broadcast", broadcast_gradient(mod_rule)});
-  r.add({"where", "condition ? x : y, all three broadcast", 3, 3, {}, where_relation, OpPattern::Broadcast,
-         single_output([](const In& in, const Attrs&) { return ops::where(in[0], in[1], in[2]); }), "broadcast", where_gradient});
+         "broadcast",
+         broadcast_gradient(mod_rule)});
+  r.add({"where",
+         "condition ? x : y, all three broadcast",
+         3,
+         3,
+         {},
+         where_relation,
+         OpPattern::Broadcast,
+         single_output([](const In& in, const Attrs&) { return ops::where(in[0], in[1], in[2]); }),
+         "broadcast",
+         where_gradient});
 
   register_math_activation_ops(r);
   register_math_reduce_ops(r);

@@ -29,7 +29,8 @@ Type prelu_relation(const std::vector<Type>& args, const Attrs& attrs) {
       fail("a per-channel slope (channel_axis ", axis, ") must be 1-D with the size of that input axis; slope is ",
            runtime::shape_str(slope.shape), ", input ", runtime::shape_str(x.shape));
   } else if (broadcast_shapes(x.shape, slope.shape) != x.shape) {
-    fail("slope ", runtime::shape_str(slope.shape), " does not broadcast to the input's shape ", runtime::shape_str(x.shape));
+    fail("slope ", runtime::shape_str(slope.shape), " does not broadcast to the input's shape ",
+         runtime::shape_str(x.shape));
   }
   return args[0];
 }
@@ -43,8 +44,8 @@ Type clip_relation(const std::vector<Type>& args, const Attrs& attrs) {
 template <typename F>
 void activation(OpRegistry& r, const std::string& name, const std::string& doc, std::vector<AttrSpec> attrs, F f,
                 Derivative derivative) {
-  r.add({name, doc, 1, 1, std::move(attrs), unary_float, OpPattern::Elemwise, single_output(f),
-         "elemwise", elementwise_gradient(std::move(derivative))});
+  r.add({name, doc, 1, 1, std::move(attrs), unary_float, OpPattern::Elemwise, single_output(f), "elemwise",
+         elementwise_gradient(std::move(derivative))});
 }
 
 using E = const Expr&;
@@ -93,7 +94,9 @@ Expr mish_derivative(E x, E, A) {
 
 Expr shrink_derivative(E x, E, A a) {
   double lambd = a.get_float("lambd");
-  return as_mask(call("logical_or", {compare("less", x, scalar_like(-lambd, x)), compare("greater", x, scalar_like(lambd, x))}), x);
+  return as_mask(
+      call("logical_or", {compare("less", x, scalar_like(-lambd, x)), compare("greater", x, scalar_like(lambd, x))}),
+      x);
 }
 
 // Passes through inside the bounds, bounds included (as PyTorch's clamp).
@@ -128,45 +131,77 @@ std::vector<Expr> prelu_gradient(E c, E g) {
 }  // namespace
 
 void register_math_activation_ops(OpRegistry& r) {
-  activation(r, "leaky_relu", "x < 0 ? alpha x : x", {{"alpha", 0.01}},
-             [](const In& in, const Attrs& a) { return ops::leaky_relu(in[0], a.get_float("alpha")); },
-             [](E x, E, A a) { return select(positive(x), one(x), scalar_like(a.get_float("alpha"), x)); });
-  activation(r, "elu", "x < 0 ? alpha (e^x - 1) : x", {{"alpha", 1.0}},
-             [](const In& in, const Attrs& a) { return ops::elu(in[0], a.get_float("alpha")); }, elu_derivative);
-  activation(r, "selu", "gamma (x <= 0 ? alpha (e^x - 1) : x)", {{"alpha", 1.67326319217681884765625}, {"gamma", 1.05070102214813232421875}},
-             [](const In& in, const Attrs& a) { return ops::selu(in[0], a.get_float("alpha"), a.get_float("gamma")); },
-             selu_derivative);
-  activation(r, "celu", "max(0, x) + min(0, alpha (e^(x/alpha) - 1))", {{"alpha", 1.0}},
-             [](const In& in, const Attrs& a) { return ops::celu(in[0], a.get_float("alpha")); }, celu_derivative);
-  activation(r, "hard_sigmoid", "clamp(alpha x + beta, 0, 1)", {{"alpha", 0.2}, {"beta", 0.5}},
-             [](const In& in, const Attrs& a) { return ops::hard_sigmoid(in[0], a.get_float("alpha"), a.get_float("beta")); },
-             hard_sigmoid_derivative);
-  activation(r, "hard_swish", "x clamp(x / 6 + 1/2, 0, 1)", {}, [](const In& in, const Attrs&) { return ops::hard_swish(in[0]); },
-             hard_swish_derivative);
-  activation(r, "softplus", "log(1 + e^x)", {}, [](const In& in, const Attrs&) { return ops::softplus(in[0]); },
-             [](E x, E, A) { return unary_call("sigmoid", x); });
-  activation(r, "softsign", "x / (1 + |x|)", {}, [](const In& in, const Attrs&) { return ops::softsign(in[0]); },
-             softsign_derivative);
-  activation(r, "mish", "x tanh(softplus(x))", {}, [](const In& in, const Attrs&) { return ops::mish(in[0]); }, mish_derivative);
-  activation(r, "thresholded_relu", "x > alpha ? x : 0", {{"alpha", 1.0}},
-             [](const In& in, const Attrs& a) { return ops::thresholded_relu(in[0], a.get_float("alpha")); },
-             [](E x, E, A a) { return as_mask(compare("greater", x, scalar_like(a.get_float("alpha"), x)), x); });
-  r.add({"shrink", "x < -lambd ? x + bias : x > lambd ? x - bias : 0", 1, 1, {{"bias", 0.0}, {"lambd", 0.5}},
-         unary_numeric, OpPattern::Elemwise, single_output([](const In& in, const Attrs& a) {
+  activation(
+      r, "leaky_relu", "x < 0 ? alpha x : x", {{"alpha", 0.01}},
+      [](const In& in, const Attrs& a) { return ops::leaky_relu(in[0], a.get_float("alpha")); },
+      [](E x, E, A a) { return select(positive(x), one(x), scalar_like(a.get_float("alpha"), x)); });
+  activation(
+      r, "elu", "x < 0 ? alpha (e^x - 1) : x", {{"alpha", 1.0}},
+      [](const In& in, const Attrs& a) { return ops::elu(in[0], a.get_float("alpha")); }, elu_derivative);
+  activation(
+      r, "selu", "gamma (x <= 0 ? alpha (e^x - 1) : x)",
+      {{"alpha", 1.67326319217681884765625}, {"gamma", 1.05070102214813232421875}},
+      [](const In& in, const Attrs& a) { return ops::selu(in[0], a.get_float("alpha"), a.get_float("gamma")); },
+      selu_derivative);
+  activation(
+      r, "celu", "max(0, x) + min(0, alpha (e^(x/alpha) - 1))", {{"alpha", 1.0}},
+      [](const In& in, const Attrs& a) { return ops::celu(in[0], a.get_float("alpha")); }, celu_derivative);
+  activation(
+      r, "hard_sigmoid", "clamp(alpha x + beta, 0, 1)", {{"alpha", 0.2}, {"beta", 0.5}},
+      [](const In& in, const Attrs& a) { return ops::hard_sigmoid(in[0], a.get_float("alpha"), a.get_float("beta")); },
+      hard_sigmoid_derivative);
+  activation(
+      r, "hard_swish", "x clamp(x / 6 + 1/2, 0, 1)", {},
+      [](const In& in, const Attrs&) { return ops::hard_swish(in[0]); }, hard_swish_derivative);
+  activation(
+      r, "softplus", "log(1 + e^x)", {}, [](const In& in, const Attrs&) { return ops::softplus(in[0]); },
+      [](E x, E, A) { return unary_call("sigmoid", x); });
+  activation(
+      r, "softsign", "x / (1 + |x|)", {}, [](const In& in, const Attrs&) { return ops::softsign(in[0]); },
+      softsign_derivative);
+  activation(
+      r, "mish", "x tanh(softplus(x))", {}, [](const In& in, const Attrs&) { return ops::mish(in[0]); },
+      mish_derivative);
+  activation(
+      r, "thresholded_relu", "x > alpha ? x : 0", {{"alpha", 1.0}},
+      [](const In& in, const Attrs& a) { return ops::thresholded_relu(in[0], a.get_float("alpha")); },
+      [](E x, E, A a) { return as_mask(compare("greater", x, scalar_like(a.get_float("alpha"), x)), x); });
+  r.add({"shrink",
+         "x < -lambd ? x + bias : x > lambd ? x - bias : 0",
+         1,
+         1,
+         {{"bias", 0.0}, {"lambd", 0.5}},
+         unary_numeric,
+         OpPattern::Elemwise,
+         single_output([](const In& in, const Attrs& a) {
            return ops::shrink(in[0], a.get_float("bias"), a.get_float("lambd"));
          }),
-         "elemwise", elementwise_gradient(shrink_derivative)});
-  r.add({"prelu", "x < 0 ? slope x : x; slope broadcasts to x, or is per channel along channel_axis (>= 0)", 2, 2,
-         {{"channel_axis", int64_t{-1}}}, prelu_relation, OpPattern::Broadcast, single_output([](const In& in, const Attrs& a) {
+         "elemwise",
+         elementwise_gradient(shrink_derivative)});
+  r.add({"prelu",
+         "x < 0 ? slope x : x; slope broadcasts to x, or is per channel along channel_axis (>= 0)",
+         2,
+         2,
+         {{"channel_axis", int64_t{-1}}},
+         prelu_relation,
+         OpPattern::Broadcast,
+         single_output([](const In& in, const Attrs& a) {
            return ops::prelu(in[0], in[1], static_cast<int>(a.get_int("channel_axis")));
          }),
-         "broadcast", prelu_gradient});
+         "broadcast",
+         prelu_gradient});
   const double inf = std::numeric_limits<double>::infinity();
-  r.add({"clip", "min(max(x, a_min), a_max), any numeric dtype; NaN stays NaN", 1, 1, {{"a_min", -inf}, {"a_max", inf}},
-         clip_relation, OpPattern::Elemwise, single_output([](const In& in, const Attrs& a) {
-           return ops::clip(in[0], a.get_float("a_min"), a.get_float("a_max"));
-         }),
-         "elemwise", elementwise_gradient(clip_derivative)});
+  r.add({"clip",
+         "min(max(x, a_min), a_max), any numeric dtype; NaN stays NaN",
+         1,
+         1,
+         {{"a_min", -inf}, {"a_max", inf}},
+         clip_relation,
+         OpPattern::Elemwise,
+         single_output(
+             [](const In& in, const Attrs& a) { return ops::clip(in[0], a.get_float("a_min"), a.get_float("a_max")); }),
+         "elemwise",
+         elementwise_gradient(clip_derivative)});
 }
 
 }  // namespace tessera::relay_ir

@@ -14,7 +14,8 @@ namespace {
 using In = std::vector<Tensor>;
 
 // Checks scale and zero point against x: both scalars (or one element), or both 1-D along axis.
-void check_params(const TensorTypeNode& x, const TensorTypeNode& scale, const TensorTypeNode& zero_point, int64_t axis) {
+void check_params(const TensorTypeNode& x, const TensorTypeNode& scale, const TensorTypeNode& zero_point,
+                  int64_t axis) {
   if (!scale.dtype.is_float()) fail("the scale must be a float tensor, got ", scale.dtype.str());
   auto per_tensor = [](const TensorTypeNode& p) { return p.ndim() == 0 || (p.ndim() == 1 && p.shape[0] == 1); };
   if (per_tensor(scale) && per_tensor(zero_point)) return;
@@ -30,7 +31,8 @@ Type quantize_relation(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& x = as_tensor(args.at(0), "input");
   const auto& scale = as_tensor(args.at(1), "scale");
   const auto& zp = as_tensor(args.at(2), "zero point");
-  if (!(x.dtype.is_float() || x.dtype == runtime::kInt32)) fail("the input must be float or int32, got ", x.dtype.str());
+  if (!(x.dtype.is_float() || x.dtype == runtime::kInt32))
+    fail("the input must be float or int32, got ", x.dtype.str());
   if (!(zp.dtype == DataType::Int(8) || zp.dtype == DataType::UInt(8)))
     fail("the zero point must be int8 or uint8, got ", zp.dtype.str());
   check_params(x, scale, zp, attrs.get_int("axis"));
@@ -51,14 +53,27 @@ Type dequantize_relation(const std::vector<Type>& args, const Attrs& attrs) {
 }  // namespace
 
 void register_math_quantize_ops(OpRegistry& r) {
-  r.add({"quantize_linear", "saturate(round_half_even(x / scale) + zero_point) in zero_point's dtype; per tensor or along axis",
-         3, 3, {{"axis", int64_t{1}}}, quantize_relation, OpPattern::Broadcast, single_output([](const In& in, const Attrs& a) {
-           return ops::quantize_linear(in[0], in[1], in[2], a.get_int("axis"));
-         }), "elemwise"});
-  r.add({"dequantize_linear", "(x - zero_point) * scale in scale's dtype; per tensor or along axis", 3, 3,
-         {{"axis", int64_t{1}}}, dequantize_relation, OpPattern::Broadcast, single_output([](const In& in, const Attrs& a) {
+  r.add({"quantize_linear",
+         "saturate(round_half_even(x / scale) + zero_point) in zero_point's dtype; per tensor or along axis",
+         3,
+         3,
+         {{"axis", int64_t{1}}},
+         quantize_relation,
+         OpPattern::Broadcast,
+         single_output(
+             [](const In& in, const Attrs& a) { return ops::quantize_linear(in[0], in[1], in[2], a.get_int("axis")); }),
+         "elemwise"});
+  r.add({"dequantize_linear",
+         "(x - zero_point) * scale in scale's dtype; per tensor or along axis",
+         3,
+         3,
+         {{"axis", int64_t{1}}},
+         dequantize_relation,
+         OpPattern::Broadcast,
+         single_output([](const In& in, const Attrs& a) {
            return ops::dequantize_linear(in[0], in[1], in[2], a.get_int("axis"));
-         }), "elemwise"});
+         }),
+         "elemwise"});
 }
 
 }  // namespace tessera::relay_ir

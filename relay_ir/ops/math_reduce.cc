@@ -86,10 +86,17 @@ Expr product(const Reduction& red, E x, E, E g) {
 }
 
 void reduction(OpRegistry& r, const std::string& name, const std::string& doc, ReduceFn f, ReduceRule gradient) {
-  r.add({name, doc + " over axes (empty: all); keepdims keeps them as size 1", 1, 1,
-         {{"axes", std::vector<int64_t>{}}, {"keepdims", int64_t{1}}}, reduce_relation, OpPattern::CommReduce,
-         single_output([f](const In& in, const Attrs& a) { return f(in[0], a.get_ints("axes"), a.get_int("keepdims") != 0); }),
-         "reduce", reduction_gradient(std::move(gradient))});
+  r.add({name,
+         doc + " over axes (empty: all); keepdims keeps them as size 1",
+         1,
+         1,
+         {{"axes", std::vector<int64_t>{}}, {"keepdims", int64_t{1}}},
+         reduce_relation,
+         OpPattern::CommReduce,
+         single_output(
+             [f](const In& in, const Attrs& a) { return f(in[0], a.get_ints("axes"), a.get_int("keepdims") != 0); }),
+         "reduce",
+         reduction_gradient(std::move(gradient))});
 }
 
 // A running sum's cotangent is the running sum of the cotangent the other way round.
@@ -112,7 +119,8 @@ Type cumsum_relation(const std::vector<Type>& args, const Attrs& attrs) {
 }  // namespace
 
 void register_math_reduce_ops(OpRegistry& r) {
-  reduction(r, "reduce_sum", "sum", ops::reduce_sum, [](const Reduction& red, E, E, E g) { return to_input_shape(red, g); });
+  reduction(r, "reduce_sum", "sum", ops::reduce_sum,
+            [](const Reduction& red, E, E, E g) { return to_input_shape(red, g); });
   reduction(r, "reduce_mean", "mean", ops::reduce_mean, [](const Reduction& red, E x, E, E g) {
     int64_t count = 1;
     for (int64_t a : red.axes) count *= red.x->shape[a];
@@ -121,7 +129,8 @@ void register_math_reduce_ops(OpRegistry& r) {
   reduction(r, "reduce_max", "maximum", ops::reduce_max, extremum);
   reduction(r, "reduce_min", "minimum", ops::reduce_min, extremum);
   reduction(r, "reduce_prod", "product", ops::reduce_prod, product);
-  reduction(r, "reduce_l1", "sum of |x|", ops::reduce_l1, [](const Reduction&, E x, E, E g) { return mul(g, call("sign", {x})); });
+  reduction(r, "reduce_l1", "sum of |x|", ops::reduce_l1,
+            [](const Reduction&, E x, E, E g) { return mul(g, call("sign", {x})); });
   // x / ||x||, and 0 where the norm is 0 (x is all zeros there).
   reduction(r, "reduce_l2", "sqrt of the sum of x^2", ops::reduce_l2, [](const Reduction&, E x, E y, E g) {
     Expr norm = select(compare("equal", y, scalar_like(0, y)), scalar_like(1, y), y);
@@ -136,21 +145,32 @@ void register_math_reduce_ops(OpRegistry& r) {
             [](const Reduction&, E x, E y, E g) { return mul(g, call("exp", {sub(x, y)})); });
   for (bool is_max : {true, false}) {
     std::string name = is_max ? "argmax" : "argmin";
-    r.add({name, "int64 index of the " + std::string(is_max ? "largest" : "smallest") +
-                     " element along axis: the first, or the last with select_last_index",
-           1, 1, {{"axis", int64_t{0}}, {"keepdims", int64_t{1}}, {"select_last_index", int64_t{0}}}, arg_reduce_relation,
-           OpPattern::CommReduce, single_output([is_max](const In& in, const Attrs& a) {
+    r.add({name,
+           "int64 index of the " + std::string(is_max ? "largest" : "smallest") +
+               " element along axis: the first, or the last with select_last_index",
+           1,
+           1,
+           {{"axis", int64_t{0}}, {"keepdims", int64_t{1}}, {"select_last_index", int64_t{0}}},
+           arg_reduce_relation,
+           OpPattern::CommReduce,
+           single_output([is_max](const In& in, const Attrs& a) {
              auto f = is_max ? ops::argmax : ops::argmin;
              return f(in[0], a.get_int("axis"), a.get_int("keepdims") != 0, a.get_int("select_last_index") != 0);
            }),
            "reduce"});
   }
-  r.add({"cumsum", "running sum along axis; exclusive leaves the element out, reverse runs from the end", 1, 1,
-         {{"axis", int64_t{0}}, {"exclusive", int64_t{0}}, {"reverse", int64_t{0}}}, cumsum_relation, OpPattern::Opaque,
+  r.add({"cumsum",
+         "running sum along axis; exclusive leaves the element out, reverse runs from the end",
+         1,
+         1,
+         {{"axis", int64_t{0}}, {"exclusive", int64_t{0}}, {"reverse", int64_t{0}}},
+         cumsum_relation,
+         OpPattern::Opaque,
          single_output([](const In& in, const Attrs& a) {
            return ops::cumsum(in[0], a.get_int("axis"), a.get_int("exclusive") != 0, a.get_int("reverse") != 0);
          }),
-         "reduce", cumsum_gradient});
+         "reduce",
+         cumsum_gradient});
 }
 
 }  // namespace tessera::relay_ir

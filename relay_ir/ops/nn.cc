@@ -22,8 +22,8 @@ void check_quant_param(const std::vector<Type>& args, size_t i, const char* name
   const auto& p = tensor_arg(args, i, name);
   if (p.dtype != dtype) fail(name, " must be ", dtype.str(), ", got ", p.dtype.str());
   if (p.ndim() > 1 || (p.numel() != 1 && (per_index == 0 || p.numel() != per_index)))
-    fail(name, " must be one value", per_index ? " or " + std::to_string(per_index) + " values" : std::string(), ", got shape ",
-         runtime::shape_str(p.shape));
+    fail(name, " must be one value", per_index ? " or " + std::to_string(per_index) + " values" : std::string(),
+         ", got shape ", runtime::shape_str(p.shape));
 }
 
 Expr element(const Expr& tuple_grad, size_t i) {
@@ -72,7 +72,8 @@ std::vector<int64_t> all_but_channels(size_t rank) {
 
 Expr constant_of(const std::vector<int64_t>& shape, DataType dtype, const std::vector<double>& values) {
   runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
-  if (static_cast<size_t>(a.numel()) != values.size()) fail("internal error: constant_of got ", values.size(), " values");
+  if (static_cast<size_t>(a.numel()) != values.size())
+    fail("internal error: constant_of got ", values.size(), " values");
   for (size_t i = 0; i < values.size(); ++i) {
     if (dtype.bits == 64) a.data_as<double>()[i] = values[i];
     else if (dtype.bits == 32) a.data_as<float>()[i] = static_cast<float>(values[i]);
@@ -82,7 +83,11 @@ Expr constant_of(const std::vector<int64_t>& shape, DataType dtype, const std::v
 }
 
 Attrs window_attrs(const tensor_ir::ops::PoolGeometry& g) {
-  return {{"kernel", g.kernel}, {"strides", g.strides}, {"pads", g.pads}, {"dilations", g.dilations}, {"ceil_mode", int64_t(g.ceil_mode)}};
+  return {{"kernel", g.kernel},
+          {"strides", g.strides},
+          {"pads", g.pads},
+          {"dilations", g.dilations},
+          {"ceil_mode", int64_t(g.ceil_mode)}};
 }
 
 Attrs conv_attrs(const tensor_ir::ops::ConvGeometry& g) {

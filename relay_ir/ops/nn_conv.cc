@@ -42,7 +42,8 @@ namespace {
 using nn::conv_geometry;
 
 size_t spatial_rank(const TensorTypeNode& data) {
-  if (data.ndim() < 3) fail("data must be [N, C, spatial...] with at least one spatial dimension, got ", runtime::shape_str(data.shape));
+  if (data.ndim() < 3)
+    fail("data must be [N, C, spatial...] with at least one spatial dimension, got ", runtime::shape_str(data.shape));
   return data.ndim() - 2;
 }
 
@@ -56,10 +57,11 @@ void check_bias(const std::vector<Type>& args, const TensorTypeNode& data, int64
 
 // The shape of the weight a packed one holds ([packed_channels, C / groups, kernel...]), after
 // checking it is the packing this convolution reads (conv_pack_weight or conv_winograd_weight).
-std::vector<int64_t> unpacked_weight(const TensorTypeNode& d, const TensorTypeNode& w, int64_t channels, const ops::ConvGeometry& g,
-                                     const Attrs& attrs) {
+std::vector<int64_t> unpacked_weight(const TensorTypeNode& d, const TensorTypeNode& w, int64_t channels,
+                                     const ops::ConvGeometry& g, const Attrs& attrs) {
   DataType want = ops::packed_weight_dtype(d.dtype);
-  if (w.dtype != want) fail("a packed weight (packed_channels=", channels, ") must be ", want.str(), ", got ", w.dtype.str());
+  if (w.dtype != want)
+    fail("a packed weight (packed_channels=", channels, ") must be ", want.str(), ", got ", w.dtype.str());
   return ops::conv_unpacked_weight_shape(d.shape, w.shape, channels, g, d.dtype, registers_of(attrs, "a packed conv"));
 }
 
@@ -114,9 +116,11 @@ Type conv_integer_rel(const std::vector<Type>& args, const Attrs& attrs) {
   auto out = ops::conv_shape(d.shape, w.shape, conv_geometry(attrs, spatial_rank(d), false));
   const auto& dz = tensor_arg(args, 2, "data zero point");
   const auto& wz = tensor_arg(args, 3, "weight zero point");
-  if (dz.dtype != d.dtype || dz.numel() != 1) fail("the data zero point must be one ", d.dtype.str(), " value, got ", to_string(args[2]));
+  if (dz.dtype != d.dtype || dz.numel() != 1)
+    fail("the data zero point must be one ", d.dtype.str(), " value, got ", to_string(args[2]));
   if (wz.dtype != w.dtype || wz.ndim() > 1 || (wz.numel() != 1 && wz.numel() != out[1]))
-    fail("the weight zero point must be one ", w.dtype.str(), " value or one per output channel (", out[1], "), got ", to_string(args[3]));
+    fail("the weight zero point must be one ", w.dtype.str(), " value or one per output channel (", out[1], "), got ",
+         to_string(args[3]));
   return tensor_type(out, runtime::kInt32);
 }
 
@@ -164,8 +168,10 @@ Type conv_weight_grad_rel(const std::vector<Type>& args, const Attrs& attrs) {
 }
 
 std::vector<AttrSpec> conv_attrs(bool transposed) {
-  std::vector<AttrSpec> a{{"strides", std::vector<int64_t>{}}, {"pads", std::vector<int64_t>{}},
-                          {"dilations", std::vector<int64_t>{}}, {"groups", int64_t(1)}};
+  std::vector<AttrSpec> a{{"strides", std::vector<int64_t>{}},
+                          {"pads", std::vector<int64_t>{}},
+                          {"dilations", std::vector<int64_t>{}},
+                          {"groups", int64_t(1)}};
   if (transposed) a.push_back({"output_padding", std::vector<int64_t>{}});
   return a;
 }
@@ -178,14 +184,15 @@ namespace {
 std::vector<int64_t> spatial(const std::vector<int64_t>& shape) { return {shape.begin() + 2, shape.end()}; }
 
 // The data gradient of conv(data, w) for stride 1: a transposed convolution of `g` with `w`.
-Expr transposed_data_grad(const Expr& g, const Expr& w, const std::vector<int64_t>& data, const tensor_ir::ops::ConvGeometry& geo) {
+Expr transposed_data_grad(const Expr& g, const Expr& w, const std::vector<int64_t>& data,
+                          const tensor_ir::ops::ConvGeometry& geo) {
   const auto& gs = tensor_of(g).shape;
   const auto& ws = tensor_of(w).shape;
   size_t rank = data.size() - 2;
   std::vector<int64_t> output_padding(rank);
   for (size_t d = 0; d < rank; ++d)
-    output_padding[d] = data[2 + d] - ((gs[2 + d] - 1) * geo.strides[d] + (ws[2 + d] - 1) * geo.dilations[d] + 1 - geo.pads[d] -
-                                        geo.pads[d + rank]);
+    output_padding[d] = data[2 + d] - ((gs[2 + d] - 1) * geo.strides[d] + (ws[2 + d] - 1) * geo.dilations[d] + 1 -
+                                       geo.pads[d] - geo.pads[d + rank]);
   Attrs a = conv_attrs(geo);
   a.set("output_padding", output_padding);
   return call("conv_transpose", {g, w}, a);
@@ -217,7 +224,8 @@ PhaseTaps phase_taps(int64_t phase, int64_t kernel, int64_t stride, int64_t dila
 // (concat, reshape, transpose) and the padding cropped; a single phase with taps (a 1x1 kernel)
 // is spread out by unslice instead. The transposed convolution would multiply the zeros it
 // inserts between cotangents too: stride^rank times the work.
-Expr phased_data_grad(const Expr& g, const Expr& w, const std::vector<int64_t>& data, const tensor_ir::ops::ConvGeometry& geo) {
+Expr phased_data_grad(const Expr& g, const Expr& w, const std::vector<int64_t>& data,
+                      const tensor_ir::ops::ConvGeometry& geo) {
   const auto& gt = tensor_of(g);
   const auto& ws = tensor_of(w).shape;
   size_t rank = data.size() - 2;
@@ -281,7 +289,8 @@ Expr phased_data_grad(const Expr& g, const Expr& w, const std::vector<int64_t>& 
       ends.push_back((hi.back() - 1) * s - before + 1);
     }
     Expr rows_inside = call("slice", {parts[flat]}, {{"starts", lo}, {"ends", hi}, {"axes", axes}});
-    return call("unslice", {rows_inside}, {{"shape", data}, {"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", geo.strides}});
+    return call("unslice", {rows_inside},
+                {{"shape", data}, {"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", geo.strides}});
   }
   for (auto& part : parts) {
     if (!part) part = call("broadcast_to", {scalar_like(0, g)}, {{"shape", part_shape}});
@@ -305,12 +314,14 @@ Expr phased_data_grad(const Expr& g, const Expr& w, const std::vector<int64_t>& 
 }
 
 // The data gradient of conv(data, w) for the cotangent g of its result.
-Expr conv_data_grad(const Expr& g, const Expr& w, const std::vector<int64_t>& data, const tensor_ir::ops::ConvGeometry& geo) {
+Expr conv_data_grad(const Expr& g, const Expr& w, const std::vector<int64_t>& data,
+                    const tensor_ir::ops::ConvGeometry& geo) {
   bool strided = std::any_of(geo.strides.begin(), geo.strides.end(), [](int64_t s) { return s > 1; });
   return strided ? phased_data_grad(g, w, data, geo) : transposed_data_grad(g, w, data, geo);
 }
 
-Expr weight_grad(const Expr& x, const Expr& dy, const std::vector<int64_t>& kernel, const tensor_ir::ops::ConvGeometry& geo) {
+Expr weight_grad(const Expr& x, const Expr& dy, const std::vector<int64_t>& kernel,
+                 const tensor_ir::ops::ConvGeometry& geo) {
   Attrs a = conv_attrs(geo);
   a.set("kernel", kernel);
   return call("conv_weight_grad", {x, dy}, a);
@@ -339,8 +350,8 @@ std::vector<Expr> conv_transpose_gradient(const Expr& c, const Expr& g) {
   auto geo = conv_geometry(as_call(c).attrs, xs.size() - 2, true);
   Expr dx = call("conv", {g, w}, conv_attrs(geo));
   if (tensor_of(dx).shape != xs)
-    fail("output_padding ", runtime::shape_str(geo.output_padding), " reaches past the last stride; the gradient supports ",
-         "output_padding < strides");
+    fail("output_padding ", runtime::shape_str(geo.output_padding),
+         " reaches past the last stride; the gradient supports ", "output_padding < strides");
   std::vector<Expr> grads{dx, weight_grad(g, x, spatial(tensor_of(w).shape), geo)};
   if (as_call(c).args.size() > 2) grads.push_back(bias_grad(g));
   return grads;
@@ -361,56 +372,89 @@ void register_nn_conv_ops(OpRegistry& r) {
   std::vector<AttrSpec> packable = conv_attrs(false);
   packable.push_back({"packed_channels", int64_t(0)});
   packable = nn::with_register_attrs(packable);
-  r.add({"conv", "convolution of data [N, C, spatial...] with weight [M, C / groups, kernel...] (or its packing, for packed_channels=M), "
-         "optional bias [M]", 2, 3, packable, conv_rel, OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
+  r.add({"conv",
+         "convolution of data [N, C, spatial...] with weight [M, C / groups, kernel...] (or its packing, for "
+         "packed_channels=M), "
+         "optional bias [M]",
+         2, 3, packable, conv_rel, OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
            return ops::conv(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, false),
                             registers_of(a, "conv"), a.get_int("packed_channels"));
          }),
          "conv_epilogue", nn::conv_gradient});
   std::vector<AttrSpec> channels_last = conv_attrs(false);
   channels_last.push_back({"data_layout", std::string("NHWC")});
-  r.add({"conv_nhwc", "2-D convolution of data [N, H, W, C] (or [N, C, H, W] with data_layout=\"NCHW\") with weight [KH, KW, C / groups, M], "
-         "optional bias [M], to [N, OH, OW, M]", 2, 3, channels_last, conv_nhwc_rel, OpPattern::OutEWiseFusable,
+  r.add({"conv_nhwc",
+         "2-D convolution of data [N, H, W, C] (or [N, C, H, W] with data_layout=\"NCHW\") with weight [KH, KW, C / "
+         "groups, M], "
+         "optional bias [M], to [N, OH, OW, M]",
+         2, 3, channels_last, conv_nhwc_rel, OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs& a) {
            return ops::conv_nhwc(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, 2, false), nchw_data(a));
-         }), "conv_nhwc_epilogue"});
-  r.add({"conv_pack_weight", "a conv weight [M, C / groups, kernel...] as [M / block, C / groups, kernel..., block] (zeros past M), "
-         "the layout conv's blocked kernel reads", 1, 1, {{"block", int64_t(0), true}}, conv_pack_weight_rel, OpPattern::Injective,
-         single_output([](const In& in, const Attrs& a) { return ops::conv_pack_weight(in[0], a.get_int("block")); }), "conv_pack"});
-  r.add({"conv_winograd_weight", "a 3x3 conv weight [M, C, 3, 3] transformed for Winograd's F(4x4, 3x3) (U = G g G^T) as the "
-         "matrix-product panels [36, M / nr, C, nr] its products read", 1, 1, nn::with_register_attrs({}), conv_winograd_weight_rel,
-         OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
+         }),
+         "conv_nhwc_epilogue"});
+  r.add({"conv_pack_weight",
+         "a conv weight [M, C / groups, kernel...] as [M / block, C / groups, kernel..., block] (zeros past M), "
+         "the layout conv's blocked kernel reads",
+         1,
+         1,
+         {{"block", int64_t(0), true}},
+         conv_pack_weight_rel,
+         OpPattern::Injective,
+         single_output([](const In& in, const Attrs& a) { return ops::conv_pack_weight(in[0], a.get_int("block")); }),
+         "conv_pack"});
+  r.add({"conv_winograd_weight",
+         "a 3x3 conv weight [M, C, 3, 3] transformed for Winograd's F(4x4, 3x3) (U = G g G^T) as the "
+         "matrix-product panels [36, M / nr, C, nr] its products read",
+         1, 1, nn::with_register_attrs({}), conv_winograd_weight_rel, OpPattern::Opaque,
+         single_output([](const In& in, const Attrs& a) {
            return ops::conv_winograd_weight(in[0], registers_of(a, "conv_winograd_weight"));
-         }), "conv_pack"});
-  r.add({"conv_integer", "int32 convolution of (data - data_zero) and (weight - weight_zero) for int8/uint8; padding reads data_zero", 4,
-         4, conv_attrs(false), conv_integer_rel, OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
+         }),
+         "conv_pack"});
+  r.add({"conv_integer",
+         "int32 convolution of (data - data_zero) and (weight - weight_zero) for int8/uint8; padding reads data_zero",
+         4, 4, conv_attrs(false), conv_integer_rel, OpPattern::OutEWiseFusable,
+         single_output([](const In& in, const Attrs& a) {
            return ops::conv_integer(in[0], in[1], in[2], in[3], conv_geometry(a, in[0].ndim() - 2, false),
                                     registers_of(a, "conv_integer"));
-         }), "conv_epilogue"});
+         }),
+         "conv_epilogue"});
   r.add({"qlinear_conv",
-         "quantized convolution (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, optional int32 bias): "
+         "quantized convolution (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, optional "
+         "int32 bias): "
          "int32 sums requantized to y_zero_point's type, rounding half to even and saturating",
-         8, 9, conv_attrs(false), qlinear_conv_rel, OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
+         8, 9, conv_attrs(false), qlinear_conv_rel, OpPattern::OutEWiseFusable,
+         single_output([](const In& in, const Attrs& a) {
            return ops::qlinear_conv(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], nn::optional_input(in, 8),
                                     conv_geometry(a, in[0].ndim() - 2, false), registers_of(a, "qlinear_conv"));
-         }), "conv_epilogue"});
-  r.add({"conv_transpose", "transposed convolution of data [N, C, spatial...] with weight [C, M / groups, kernel...], optional bias [M]",
-         2, 3, conv_attrs(true), conv_transpose_rel, OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
+         }),
+         "conv_epilogue"});
+  r.add({"conv_transpose",
+         "transposed convolution of data [N, C, spatial...] with weight [C, M / groups, kernel...], optional bias [M]",
+         2, 3, conv_attrs(true), conv_transpose_rel, OpPattern::OutEWiseFusable,
+         single_output([](const In& in, const Attrs& a) {
            return ops::conv_transpose(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, true),
                                       registers_of(a, "conv_transpose"));
          }),
          "conv_epilogue", nn::conv_transpose_gradient});
   r.add({"conv_weight_grad",
-         "the gradient of conv(x, w) with respect to w for the cotangent dy of its result: x [N, C, spatial...] correlated with dy "
+         "the gradient of conv(x, w) with respect to w for the cotangent dy of its result: x [N, C, spatial...] "
+         "correlated with dy "
          "[N, M, out...] into [M, C / groups, kernel...]",
-         2, 2,
-         {{"kernel", std::vector<int64_t>{}, true}, {"strides", std::vector<int64_t>{}}, {"pads", std::vector<int64_t>{}},
-          {"dilations", std::vector<int64_t>{}}, {"groups", int64_t(1)}},
-         conv_weight_grad_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
+         2,
+         2,
+         {{"kernel", std::vector<int64_t>{}, true},
+          {"strides", std::vector<int64_t>{}},
+          {"pads", std::vector<int64_t>{}},
+          {"dilations", std::vector<int64_t>{}},
+          {"groups", int64_t(1)}},
+         conv_weight_grad_rel,
+         OpPattern::Opaque,
+         single_output([](const In& in, const Attrs& a) {
            return ops::conv_weight_grad(in[0], in[1], a.get_ints("kernel"), conv_geometry(a, in[0].ndim() - 2, false),
                                         registers_of(a, "conv_weight_grad"));
          }),
-         "conv_weight_grad", nn::conv_weight_grad_gradient});
+         "conv_weight_grad",
+         nn::conv_weight_grad_gradient});
 }
 
 }  // namespace tessera::relay_ir

@@ -21,7 +21,8 @@ using In = std::vector<tensor_ir::Tensor>;
 
 namespace {
 
-const std::initializer_list<const char*> kMatmulTypes = {"float16", "float32", "float64", "int32", "int64", "uint32", "uint64"};
+const std::initializer_list<const char*> kMatmulTypes = {"float16", "float32", "float64", "int32",
+                                                         "int64",   "uint32",  "uint64"};
 
 // The shape of the right operand `b` stands for: itself, or with packed_columns > 0 the
 // [.., K, packed_columns] operand it is the packing of (checked).
@@ -34,8 +35,8 @@ std::vector<int64_t> right_operand(const TensorTypeNode& a, const TensorTypeNode
   }
   DataType want = ops::packed_weight_dtype(a.dtype);
   if (b.dtype != want || a.ndim() < 2)
-    fail("a packed right operand (packed_columns=", columns, ") must be ", want.str(), " and the left one of rank >= 2, got ",
-         b.dtype.str(), " and rank ", a.ndim());
+    fail("a packed right operand (packed_columns=", columns, ") must be ", want.str(),
+         " and the left one of rank >= 2, got ", b.dtype.str(), " and rank ", a.ndim());
   return ops::matmul_unpacked_weight_shape(b.shape, columns, a.dtype, registers_of(attrs, "a packed matmul"));
 }
 
@@ -51,8 +52,9 @@ Type matmul_pack_weight_rel(const std::vector<Type>& args, const Attrs& attrs) {
   nn::require_dtype(b, "the operand", kMatmulTypes);
   int64_t trans = attrs.get_int("trans");
   if (trans != 0 && trans != 1) fail("trans must be 0 or 1, got ", trans);
-  return tensor_type(ops::matmul_packed_weight_shape(b.shape, trans, b.dtype, registers_of(attrs, "matmul_pack_weight")),
-                     ops::packed_weight_dtype(b.dtype));
+  return tensor_type(
+      ops::matmul_packed_weight_shape(b.shape, trans, b.dtype, registers_of(attrs, "matmul_pack_weight")),
+      ops::packed_weight_dtype(b.dtype));
 }
 
 Type gemm_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -65,7 +67,8 @@ Type gemm_rel(const std::vector<Type>& args, const Attrs& attrs) {
   for (const char* flag : {"trans_a", "trans_b"})
     if (attrs.get_int(flag) != 0 && attrs.get_int(flag) != 1) fail(flag, " must be 0 or 1, got ", attrs.get_int(flag));
   bool ta = attrs.get_int("trans_a"), tb = attrs.get_int("trans_b");
-  if (tb && attrs.get_int("packed_columns")) fail("a packed B is not transposed (trans_b must be 0; the packing transposed it)");
+  if (tb && attrs.get_int("packed_columns"))
+    fail("a packed B is not transposed (trans_b must be 0; the packing transposed it)");
   int64_t m = a.shape[ta ? 1 : 0], k = a.shape[ta ? 0 : 1], kb = b[tb ? 1 : 0], n = b[tb ? 0 : 1];
   if (k != kb)
     fail("inner dimensions differ: A ", runtime::shape_str(a.shape), (ta ? " (transposed)" : ""), " and B ",
@@ -125,7 +128,8 @@ Type einsum_rel(const std::vector<Type>& args, const Attrs& attrs) {
   std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& t = tensor_arg(args, i, "operand " + std::to_string(i));
-    if (t.dtype != tensor_arg(args, 0, "operand 0").dtype) fail("operand dtypes differ: operand ", i, " is ", t.dtype.str());
+    if (t.dtype != tensor_arg(args, 0, "operand 0").dtype)
+      fail("operand dtypes differ: operand ", i, " is ", t.dtype.str());
     if (t.dtype.is_bool()) fail("operands must be numeric, got bool");
     shapes.push_back(t.shape);
   }
@@ -191,7 +195,8 @@ Equation parse(const std::string& equation, const std::vector<std::vector<int64_
   Equation e;
   size_t broadcast = 0;
   for (size_t t = 0; t < terms.size(); ++t)
-    if (terms[t].find("...") != std::string::npos) broadcast = std::max(broadcast, shapes[t].size() - (terms[t].size() - 3));
+    if (terms[t].find("...") != std::string::npos)
+      broadcast = std::max(broadcast, shapes[t].size() - (terms[t].size() - 3));
   auto expand = [&](const std::string& term, size_t dims) {
     std::vector<int> labels;
     for (size_t p = 0; p < term.size();) {
@@ -318,7 +323,8 @@ std::vector<Expr> gemm_gradient(const Expr& c, const Expr& g) {
   Expr da = ta ? gemm(b, g, tb, true, alpha) : gemm(g, b, false, !tb, alpha);
   Expr db = tb ? gemm(g, a, true, ta, alpha) : gemm(a, g, !ta, false, alpha);
   std::vector<Expr> grads{da, db};
-  if (node.args.size() > 2) grads.push_back(collapse_sum_to(beta == 1 ? g : mul(g, scalar_like(beta, g)), node.args[2]->checked_type));
+  if (node.args.size() > 2)
+    grads.push_back(collapse_sum_to(beta == 1 ? g : mul(g, scalar_like(beta, g)), node.args[2]->checked_type));
   return grads;
 }
 
@@ -332,42 +338,73 @@ std::vector<Expr> einsum_gradient(const Expr& c, const Expr& g) {
 }  // namespace nn
 
 void register_nn_matmul_ops(OpRegistry& r) {
-  r.add({"matmul", "numpy matmul: batch dimensions broadcast; a 1-D operand is a row (left) or column (right); the right one may "
-         "come packed (packed_columns=N)", 2, 2, nn::with_register_attrs({{"packed_columns", int64_t(0)}}), matmul_rel,
-         OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
+  r.add({"matmul",
+         "numpy matmul: batch dimensions broadcast; a 1-D operand is a row (left) or column (right); the right one may "
+         "come packed (packed_columns=N)",
+         2, 2, nn::with_register_attrs({{"packed_columns", int64_t(0)}}), matmul_rel, OpPattern::OutEWiseFusable,
+         single_output([](const In& in, const Attrs& a) {
            return ops::matmul(in[0], in[1], registers_of(a, "matmul"), a.get_int("packed_columns"));
          }),
          "matmul", nn::matmul_gradient});
-  r.add({"gemm", "alpha * op(A) @ op(B) + beta * C (C optional, broadcast; op transposes when trans_a / trans_b; B may come packed, "
-         "packed_columns=N)", 2, 3,
-         nn::with_register_attrs(
-             {{"trans_a", int64_t(0)}, {"trans_b", int64_t(0)}, {"alpha", 1.0}, {"beta", 1.0}, {"packed_columns", int64_t(0)}}),
-         gemm_rel,
-         OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
+  r.add({"gemm",
+         "alpha * op(A) @ op(B) + beta * C (C optional, broadcast; op transposes when trans_a / trans_b; B may come "
+         "packed, "
+         "packed_columns=N)",
+         2, 3,
+         nn::with_register_attrs({{"trans_a", int64_t(0)},
+                                  {"trans_b", int64_t(0)},
+                                  {"alpha", 1.0},
+                                  {"beta", 1.0},
+                                  {"packed_columns", int64_t(0)}}),
+         gemm_rel, OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
            return ops::gemm(in[0], in[1], nn::optional_input(in, 2), a.get_int("trans_a"), a.get_int("trans_b"),
-                            a.get_float("alpha"), a.get_float("beta"), registers_of(a, "gemm"), a.get_int("packed_columns"));
+                            a.get_float("alpha"), a.get_float("beta"), registers_of(a, "gemm"),
+                            a.get_int("packed_columns"));
          }),
          "matmul", nn::gemm_gradient});
-  r.add({"matmul_pack_weight", "a right operand [.., K, N] (or [.., N, K] with trans=1) as the panels [.., N / nr, K, nr] (zeros past N) "
-         "the matmul kernel reads", 1, 1, nn::with_register_attrs({{"trans", int64_t(0)}}), matmul_pack_weight_rel,
-         OpPattern::Injective, single_output([](const In& in, const Attrs& a) {
+  r.add({"matmul_pack_weight",
+         "a right operand [.., K, N] (or [.., N, K] with trans=1) as the panels [.., N / nr, K, nr] (zeros past N) "
+         "the matmul kernel reads",
+         1, 1, nn::with_register_attrs({{"trans", int64_t(0)}}), matmul_pack_weight_rel, OpPattern::Injective,
+         single_output([](const In& in, const Attrs& a) {
            return ops::matmul_pack_weight(in[0], a.get_int("trans"), registers_of(a, "matmul_pack_weight"));
-         }), "matmul_pack"});
-  r.add({"matmul_integer", "int32 matmul of (A - a_zero_point) and (B - b_zero_point) for int8/uint8 operands", 4, 4, {},
-         matmul_integer_rel, OpPattern::OutEWiseFusable,
+         }),
+         "matmul_pack"});
+  r.add({"matmul_integer",
+         "int32 matmul of (A - a_zero_point) and (B - b_zero_point) for int8/uint8 operands",
+         4,
+         4,
+         {},
+         matmul_integer_rel,
+         OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs& a) {
            return ops::matmul_integer(in[0], in[1], in[2], in[3], registers_of(a, "matmul_integer"));
-         }), "matmul"});
+         }),
+         "matmul"});
   r.add({"qlinear_matmul",
-         "quantized matmul (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point): int32 sums requantized to "
-         "y_zero_point's type, rounding half to even and saturating", 8, 8, {}, qlinear_matmul_rel, OpPattern::OutEWiseFusable,
+         "quantized matmul (a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point): int32 sums "
+         "requantized to "
+         "y_zero_point's type, rounding half to even and saturating",
+         8,
+         8,
+         {},
+         qlinear_matmul_rel,
+         OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs& a) {
-           return ops::qlinear_matmul(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], registers_of(a, "qlinear_matmul"));
-         }), "matmul_epilogue"});
-  r.add({"einsum", "Einstein summation (equation like 'bij,bjk->bik'; '...' broadcasts; repeated letters take diagonals)", 1, -1,
-         {{"equation", std::string(), true}}, einsum_rel, OpPattern::Opaque,
+           return ops::qlinear_matmul(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7],
+                                      registers_of(a, "qlinear_matmul"));
+         }),
+         "matmul_epilogue"});
+  r.add({"einsum",
+         "Einstein summation (equation like 'bij,bjk->bik'; '...' broadcasts; repeated letters take diagonals)",
+         1,
+         -1,
+         {{"equation", std::string(), true}},
+         einsum_rel,
+         OpPattern::Opaque,
          single_output([](const In& in, const Attrs& a) { return ops::einsum(a.get_str("equation"), in); }),
-         "reduce", nn::einsum_gradient});
+         "reduce",
+         nn::einsum_gradient});
 }
 
 }  // namespace tessera::relay_ir

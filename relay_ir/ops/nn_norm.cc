@@ -29,7 +29,8 @@ const TensorTypeNode& float_input(const std::vector<Type>& args, size_t min_rank
 }
 
 // Arguments first..last-1 must be float vectors of one value per channel (axis 1 of x).
-void check_channel_params(const std::vector<Type>& args, const TensorTypeNode& x, size_t first, std::initializer_list<const char*> names) {
+void check_channel_params(const std::vector<Type>& args, const TensorTypeNode& x, size_t first,
+                          std::initializer_list<const char*> names) {
   size_t i = first;
   for (const char* name : names) {
     const auto& p = tensor_arg(args, i++, name);
@@ -59,7 +60,8 @@ Type layer_norm_rel(const std::vector<Type>& args, const Attrs& attrs) {
     const auto& p = tensor_arg(args, i, name);
     if (p.dtype != x.dtype) fail(name, " dtype ", p.dtype.str(), " differs from x's ", x.dtype.str());
     // numpy broadcasting onto x, without growing x
-    if (p.ndim() > x.ndim()) fail(name, " ", runtime::shape_str(p.shape), " has a higher rank than x ", runtime::shape_str(x.shape));
+    if (p.ndim() > x.ndim())
+      fail(name, " ", runtime::shape_str(p.shape), " has a higher rank than x ", runtime::shape_str(x.shape));
     for (size_t d = 0; d < p.ndim(); ++d) {
       int64_t xd = x.shape[x.ndim() - p.ndim() + d];
       if (p.shape[d] != 1 && p.shape[d] != xd)
@@ -82,7 +84,8 @@ Type batch_norm_train_rel(const std::vector<Type>& args, const Attrs& attrs) {
     const auto& p = tensor_arg(args, i, names[i - 1]);
     require_float(p, names[i - 1]);
     if (p.shape != std::vector<int64_t>{x.shape[1]})
-      fail(names[i - 1], " must have shape [", x.shape[1], "] (one value per channel), got ", runtime::shape_str(p.shape));
+      fail(names[i - 1], " must have shape [", x.shape[1], "] (one value per channel), got ",
+           runtime::shape_str(p.shape));
   }
   const auto& mean = tensor_arg(args, 3, "mean");
   if (tensor_arg(args, 4, "var").dtype != mean.dtype) fail("var dtype differs from mean's ", mean.dtype.str());
@@ -91,7 +94,8 @@ Type batch_norm_train_rel(const std::vector<Type>& args, const Attrs& attrs) {
   int64_t count = 1;
   for (size_t d = 0; d < x.ndim(); ++d)
     if (d != 1) count *= x.shape[d];
-  if (unbiased && count < 2) fail("the unbiased variance needs two values per channel, x ", runtime::shape_str(x.shape), " has ", count);
+  if (unbiased && count < 2)
+    fail("the unbiased variance needs two values per channel, x ", runtime::shape_str(x.shape), " has ", count);
   Type stat = tensor_type({x.shape[1]}, mean.dtype);
   return tuple_type({args[0], stat, stat, stat, stat});
 }
@@ -198,7 +202,8 @@ std::vector<Expr> instance_norm_gradient(const Expr& c, const Expr& g) {
   for (size_t d = 2; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
   double eps = as_call(c).attrs.get_float("epsilon");
   Expr centered = sub(x, reduce_mean(x, axes, true));
-  Expr inv = div(scalar_like(1, x), call("sqrt", {add(reduce_mean(mul(centered, centered), axes, true), scalar_like(eps, x))}));
+  Expr inv = div(scalar_like(1, x),
+                 call("sqrt", {add(reduce_mean(mul(centered, centered), axes, true), scalar_like(eps, x))}));
   Expr xhat = mul(centered, inv);
   std::vector<int64_t> outer = all_but_channels(rank);
   return std::vector<Expr>{through_statistics(mul(g, channel_view(scale, rank)), xhat, inv, axes),
@@ -229,7 +234,8 @@ std::vector<Expr> layer_norm_gradient(const Expr& c, const Expr& g) {
   Expr dx = through_statistics(mul(gy, scale), xhat, inv, axes);
   Expr gv;
   if (g_inv) gv = mul(cast_to(g_inv, xt.dtype), mul(scalar_like(-0.5, x), mul(inv, mul(inv, inv))));
-  if (Expr extra = from_statistics(x, mean, g_mean ? cast_to(g_mean, xt.dtype) : Expr(), gv, count)) accumulate(dx, extra);
+  if (Expr extra = from_statistics(x, mean, g_mean ? cast_to(g_mean, xt.dtype) : Expr(), gv, count))
+    accumulate(dx, extra);
   std::vector<Expr> grads{dx, collapse_sum_to(mul(gy, xhat), scale->checked_type)};
   if (as_call(c).args.size() > 2) grads.push_back(collapse_sum_to(gy, arg(c, 2)->checked_type));
   return grads;
@@ -265,8 +271,10 @@ std::vector<Expr> lrn_gradient(const Expr& c, const Expr& g) {
   for (size_t d = 2; d < xt.ndim(); ++d) rest *= xt.shape[d];
   std::vector<int64_t> planar{xt.shape[0], 1, xt.shape[1], rest};
   int64_t before = (size - 1) / 2;
-  Attrs window{{"kernel", std::vector<int64_t>{size, 1}}, {"strides", std::vector<int64_t>{1, 1}},
-               {"pads", std::vector<int64_t>{before, 0, size - 1 - before, 0}}, {"dilations", std::vector<int64_t>{1, 1}},
+  Attrs window{{"kernel", std::vector<int64_t>{size, 1}},
+               {"strides", std::vector<int64_t>{1, 1}},
+               {"pads", std::vector<int64_t>{before, 0, size - 1 - before, 0}},
+               {"dilations", std::vector<int64_t>{1, 1}},
                {"ceil_mode", int64_t(0)}};
   Attrs avg = window;
   avg.set("count_include_pad", int64_t(1));
@@ -286,44 +294,83 @@ std::vector<Expr> lrn_gradient(const Expr& c, const Expr& g) {
 }  // namespace nn
 
 void register_nn_norm_ops(OpRegistry& r) {
-  r.add({"batch_norm", "inference batch normalization: (x - mean) / sqrt(var + epsilon) * scale + bias along axis 1", 5, 5,
-         {{"epsilon", 1e-5}}, batch_norm_rel, OpPattern::Broadcast, single_output([](const In& in, const Attrs& a) {
+  r.add({"batch_norm",
+         "inference batch normalization: (x - mean) / sqrt(var + epsilon) * scale + bias along axis 1",
+         5,
+         5,
+         {{"epsilon", 1e-5}},
+         batch_norm_rel,
+         OpPattern::Broadcast,
+         single_output([](const In& in, const Attrs& a) {
            return ops::batch_norm(in[0], in[1], in[2], in[3], in[4], a.get_float("epsilon"));
          }),
-         "broadcast", nn::batch_norm_gradient});
+         "broadcast",
+         nn::batch_norm_gradient});
   r.add({"batch_norm_train",
-         "training batch normalization of x [N, C, ...] with the batch's statistics along axis 1 (biased variance): returns (y, "
+         "training batch normalization of x [N, C, ...] with the batch's statistics along axis 1 (biased variance): "
+         "returns (y, "
          "momentum * mean + (1 - momentum) * batch_mean, momentum * var + (1 - momentum) * batch_var, batch_mean, "
-         "1 / sqrt(batch_var + epsilon)); the running variance takes the unbiased batch variance with unbiased_running_var=1",
-         5, 5, {{"epsilon", 1e-5}, {"momentum", 0.9}, {"unbiased_running_var", int64_t(0)}}, batch_norm_train_rel, OpPattern::Opaque,
+         "1 / sqrt(batch_var + epsilon)); the running variance takes the unbiased batch variance with "
+         "unbiased_running_var=1",
+         5,
+         5,
+         {{"epsilon", 1e-5}, {"momentum", 0.9}, {"unbiased_running_var", int64_t(0)}},
+         batch_norm_train_rel,
+         OpPattern::Opaque,
          [](const In& in, const Attrs& a, const Type&) {
-           return ops::batch_norm_train(in[0], in[1], in[2], in[3], in[4], a.get_float("epsilon"), a.get_float("momentum"),
-                                        a.get_int("unbiased_running_var") != 0);
-         }, "batch_norm_train",
+           return ops::batch_norm_train(in[0], in[1], in[2], in[3], in[4], a.get_float("epsilon"),
+                                        a.get_float("momentum"), a.get_int("unbiased_running_var") != 0);
+         },
+         "batch_norm_train",
          nn::batch_norm_train_gradient});
-  r.add({"instance_norm", "normalizes each (n, c) over the spatial dimensions, then * scale[c] + bias[c]", 3, 3, {{"epsilon", 1e-5}},
-         instance_norm_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
+  r.add({"instance_norm",
+         "normalizes each (n, c) over the spatial dimensions, then * scale[c] + bias[c]",
+         3,
+         3,
+         {{"epsilon", 1e-5}},
+         instance_norm_rel,
+         OpPattern::Opaque,
+         single_output([](const In& in, const Attrs& a) {
            return ops::instance_norm(in[0], in[1], in[2], a.get_float("epsilon"));
          }),
-         "norm", nn::instance_norm_gradient});
-  r.add({"layer_norm", "normalizes over dimensions axis.. then * scale + bias; returns (y, mean, inv_std_dev)", 2, 3,
-         {{"axis", int64_t(-1)}, {"epsilon", 1e-5}, {"stat_dtype", std::string("float32")}}, layer_norm_rel, OpPattern::Opaque,
+         "norm",
+         nn::instance_norm_gradient});
+  r.add({"layer_norm",
+         "normalizes over dimensions axis.. then * scale + bias; returns (y, mean, inv_std_dev)",
+         2,
+         3,
+         {{"axis", int64_t(-1)}, {"epsilon", 1e-5}, {"stat_dtype", std::string("float32")}},
+         layer_norm_rel,
+         OpPattern::Opaque,
          [](const In& in, const Attrs& a, const Type&) {
            return ops::layer_norm(in[0], in[1], nn::optional_input(in, 2), a.get_int("axis"), a.get_float("epsilon"),
                                   DataType::parse(a.get_str("stat_dtype")));
-         }, "norm",
+         },
+         "norm",
          nn::layer_norm_gradient});
-  r.add({"lrn", "local response normalization across channels", 1, 1,
-         {{"size", int64_t(0), true}, {"alpha", 1e-4}, {"beta", 0.75}, {"bias", 1.0}}, lrn_rel, OpPattern::Opaque,
+  r.add({"lrn",
+         "local response normalization across channels",
+         1,
+         1,
+         {{"size", int64_t(0), true}, {"alpha", 1e-4}, {"beta", 0.75}, {"bias", 1.0}},
+         lrn_rel,
+         OpPattern::Opaque,
          single_output([](const In& in, const Attrs& a) {
            return ops::lrn(in[0], a.get_int("size"), a.get_float("alpha"), a.get_float("beta"), a.get_float("bias"));
          }),
-         "norm", nn::lrn_gradient});
-  r.add({"mean_variance_normalization", "(x - mean) / (std + 1e-9) over axes", 1, 1, {{"axes", std::vector<int64_t>{0, 2, 3}}},
-         mvn_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
-           return ops::mean_variance_normalization(in[0], a.get_ints("axes"));
-         }),
-         "norm", nn::mean_variance_normalization_gradient});
+         "norm",
+         nn::lrn_gradient});
+  r.add({"mean_variance_normalization",
+         "(x - mean) / (std + 1e-9) over axes",
+         1,
+         1,
+         {{"axes", std::vector<int64_t>{0, 2, 3}}},
+         mvn_rel,
+         OpPattern::Opaque,
+         single_output(
+             [](const In& in, const Attrs& a) { return ops::mean_variance_normalization(in[0], a.get_ints("axes")); }),
+         "norm",
+         nn::mean_variance_normalization_gradient});
 }
 
 }  // namespace tessera::relay_ir

@@ -39,8 +39,11 @@ ops::PoolGeometry nn::pool_geometry(const Attrs& a) {
 namespace {
 
 std::vector<AttrSpec> window_attrs() {
-  return {{"kernel", std::vector<int64_t>{}, true}, {"strides", std::vector<int64_t>{}}, {"pads", std::vector<int64_t>{}},
-          {"dilations", std::vector<int64_t>{}}, {"ceil_mode", int64_t(0)}};
+  return {{"kernel", std::vector<int64_t>{}, true},
+          {"strides", std::vector<int64_t>{}},
+          {"pads", std::vector<int64_t>{}},
+          {"dilations", std::vector<int64_t>{}},
+          {"ceil_mode", int64_t(0)}};
 }
 
 const TensorTypeNode& pool_data(const std::vector<Type>& args, bool any_numeric) {
@@ -99,7 +102,8 @@ Type max_pool_grad_rel(const std::vector<Type>& args, const Attrs& attrs) {
   for (size_t i = 1; i < 3; ++i) {
     const auto& t = tensor_arg(args, i, i == 1 ? "y" : "dy");
     if (t.dtype != x.dtype || t.shape != pooled)
-      fail(i == 1 ? "y" : "dy", " must be ", to_string(tensor_type(pooled, x.dtype)), " (the pooled x), got ", to_string(args[i]));
+      fail(i == 1 ? "y" : "dy", " must be ", to_string(tensor_type(pooled, x.dtype)), " (the pooled x), got ",
+           to_string(args[i]));
   }
   return args[0];
 }
@@ -112,8 +116,8 @@ Type window_sum_grad_rel(const std::vector<Type>& args, const Attrs& attrs) {
     fail("input_shape ", runtime::shape_str(in), " and kernel must match v ", runtime::shape_str(v.shape));
   std::vector<int64_t> pooled = ops::pool_shape(in, nn::pool_geometry(attrs));
   if (pooled != v.shape)
-    fail("v ", runtime::shape_str(v.shape), " must have the pooled shape ", runtime::shape_str(pooled), " of input_shape ",
-         runtime::shape_str(in));
+    fail("v ", runtime::shape_str(v.shape), " must have the pooled shape ", runtime::shape_str(pooled),
+         " of input_shape ", runtime::shape_str(in));
   return tensor_type(in, v.dtype);
 }
 
@@ -126,7 +130,8 @@ Type max_unpool_rel(const std::vector<Type>& args, const Attrs& attrs) {
   ops::PoolGeometry g = nn::pool_geometry(attrs);
   size_t rank = d.ndim() - 2;
   if (g.kernel.size() != rank || g.strides.size() != rank || g.pads.size() != 2 * rank)
-    fail("kernel, strides and pads must have ", rank, ", ", rank, " and ", 2 * rank, " entries for data ", runtime::shape_str(d.shape));
+    fail("kernel, strides and pads must have ", rank, ", ", rank, " and ", 2 * rank, " entries for data ",
+         runtime::shape_str(d.shape));
   std::vector<int64_t> out = attrs.get_ints("output_shape");
   std::vector<int64_t> full{d.shape[0], d.shape[1]};
   for (size_t i = 0; i < rank; ++i) {
@@ -137,7 +142,8 @@ Type max_unpool_rel(const std::vector<Type>& args, const Attrs& attrs) {
   if (out.size() != d.ndim() || out[0] != d.shape[0] || out[1] != d.shape[1])
     fail("output_shape ", runtime::shape_str(out), " must be [", d.shape[0], ", ", d.shape[1], ", spatial sizes...]");
   for (size_t i = 0; i < rank; ++i)
-    if (out[2 + i] < full[2 + i]) fail("output_shape ", runtime::shape_str(out), " is smaller than the unpooled size ", runtime::shape_str(full));
+    if (out[2 + i] < full[2 + i])
+      fail("output_shape ", runtime::shape_str(out), " is smaller than the unpooled size ", runtime::shape_str(full));
   return tensor_type(out, d.dtype);
 }
 
@@ -255,18 +261,22 @@ std::vector<Expr> window_sum_grad_gradient(const Expr& c, const Expr& g) {
 }  // namespace nn
 
 void register_nn_pool_ops(OpRegistry& r) {
-  r.add({"max_pool", "maximum over each window (padding never wins)", 1, 1, window_attrs(), max_pool_rel, OpPattern::OutEWiseFusable,
-         single_output([](const In& in, const Attrs& a) { return ops::max_pool(in[0], nn::pool_geometry(a)); }),
-         "pool", nn::max_pool_gradient});
+  r.add({"max_pool", "maximum over each window (padding never wins)", 1, 1, window_attrs(), max_pool_rel,
+         OpPattern::OutEWiseFusable,
+         single_output([](const In& in, const Attrs& a) { return ops::max_pool(in[0], nn::pool_geometry(a)); }), "pool",
+         nn::max_pool_gradient});
   auto with_indices = window_attrs();
   with_indices.push_back({"storage_order", int64_t(0)});
-  r.add({"max_pool_with_indices",
-         "(maximum, int64 flat index of its first occurrence in the input; spatial dims column-major if storage_order=1)", 1, 1,
-         with_indices, max_pool_with_indices_rel, OpPattern::Opaque, [](const In& in, const Attrs& a, const Type&) {
-           tensor_ir::Tensor y = ops::max_pool(in[0], nn::pool_geometry(a));
-           return std::vector<tensor_ir::Tensor>{y, ops::max_pool_indices(in[0], y, nn::pool_geometry(a), static_cast<int>(a.get_int("storage_order")))};
-         }, "pool",
-         nn::max_pool_with_indices_gradient});
+  r.add(
+      {"max_pool_with_indices",
+       "(maximum, int64 flat index of its first occurrence in the input; spatial dims column-major if storage_order=1)",
+       1, 1, with_indices, max_pool_with_indices_rel, OpPattern::Opaque,
+       [](const In& in, const Attrs& a, const Type&) {
+         tensor_ir::Tensor y = ops::max_pool(in[0], nn::pool_geometry(a));
+         return std::vector<tensor_ir::Tensor>{
+             y, ops::max_pool_indices(in[0], y, nn::pool_geometry(a), static_cast<int>(a.get_int("storage_order")))};
+       },
+       "pool", nn::max_pool_with_indices_gradient});
   auto avg = window_attrs();
   avg.push_back({"count_include_pad", int64_t(0)});
   r.add({"avg_pool", "mean over each window; padding counts only with count_include_pad", 1, 1, avg, float_pool_rel,
@@ -277,40 +287,62 @@ void register_nn_pool_ops(OpRegistry& r) {
   auto lp = window_attrs();
   lp.push_back({"p", 2.0});
   r.add({"lp_pool", "(sum |x|^p over each window)^(1/p)", 1, 1, lp, lp_pool_rel, OpPattern::OutEWiseFusable,
-         single_output([](const In& in, const Attrs& a) { return ops::lp_pool(in[0], nn::pool_geometry(a), a.get_float("p")); }),
+         single_output(
+             [](const In& in, const Attrs& a) { return ops::lp_pool(in[0], nn::pool_geometry(a), a.get_float("p")); }),
          "pool_epilogue", nn::lp_pool_gradient});
-  r.add({"global_avg_pool", "mean over all spatial dimensions (kept as size 1)", 1, 1, {},
-         [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, false); }, OpPattern::OutEWiseFusable,
+  r.add({"global_avg_pool",
+         "mean over all spatial dimensions (kept as size 1)",
+         1,
+         1,
+         {},
+         [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, false); },
+         OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs&) { return ops::global_pool(in[0], "avg"); }),
-         "global_pool", nn::global_avg_pool_gradient});
-  r.add({"global_max_pool", "maximum over all spatial dimensions (kept as size 1)", 1, 1, {},
-         [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, true); }, OpPattern::OutEWiseFusable,
+         "global_pool",
+         nn::global_avg_pool_gradient});
+  r.add({"global_max_pool",
+         "maximum over all spatial dimensions (kept as size 1)",
+         1,
+         1,
+         {},
+         [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, true); },
+         OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs&) { return ops::global_pool(in[0], "max"); }),
-         "global_pool", nn::global_max_pool_gradient});
-  r.add({"global_lp_pool", "(sum |x|^p over all spatial dimensions)^(1/p)", 1, 1, {{"p", 2.0}},
-         [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, false); }, OpPattern::OutEWiseFusable,
+         "global_pool",
+         nn::global_max_pool_gradient});
+  r.add({"global_lp_pool",
+         "(sum |x|^p over all spatial dimensions)^(1/p)",
+         1,
+         1,
+         {{"p", 2.0}},
+         [](const auto& args, const Attrs& a) { return global_pool_rel(args, a, false); },
+         OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs& a) { return ops::global_pool(in[0], "lp", a.get_float("p")); }),
-         "global_pool", nn::global_lp_pool_gradient});
+         "global_pool",
+         nn::global_lp_pool_gradient});
   auto unpool = window_attrs();
   unpool.push_back({"output_shape", std::vector<int64_t>{}});
-  r.add({"max_unpool", "inverse of max_pool: data goes to the positions its indices name, zeros elsewhere", 2, 2, unpool,
-         max_unpool_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
+  r.add({"max_unpool", "inverse of max_pool: data goes to the positions its indices name, zeros elsewhere", 2, 2,
+         unpool, max_unpool_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::max_unpool(in[0], in[1], nn::pool_geometry(a), a.get_ints("output_shape"));
          }),
          "pool_epilogue", nn::max_unpool_gradient});
   r.add({"max_pool_grad",
-         "the gradient of y = max_pool(x) for the cotangent dy: each window's goes to its first maximum (row-major), as PyTorch", 3, 3,
-         window_attrs(), max_pool_grad_rel, OpPattern::Opaque,
-         single_output([](const In& in, const Attrs& a) {
+         "the gradient of y = max_pool(x) for the cotangent dy: each window's goes to its first maximum (row-major), "
+         "as PyTorch",
+         3, 3, window_attrs(), max_pool_grad_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
            return ops::max_pool_grad(in[0], in[1], in[2], nn::pool_geometry(a), registers_of(a, "max_pool_grad"));
-         }), "pool_grad"});
+         }),
+         "pool_grad"});
   auto sum_attrs = window_attrs();
   sum_attrs.push_back({"input_shape", std::vector<int64_t>{}, true});
   r.add({"window_sum_grad",
-         "the transpose of a sum over pooling windows: each position of an input_shape input gets the sum of v over the windows "
+         "the transpose of a sum over pooling windows: each position of an input_shape input gets the sum of v over "
+         "the windows "
          "covering it",
          1, 1, sum_attrs, window_sum_grad_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
-           return ops::window_sum_grad(in[0], a.get_ints("input_shape"), nn::pool_geometry(a), registers_of(a, "window_sum_grad"));
+           return ops::window_sum_grad(in[0], a.get_ints("input_shape"), nn::pool_geometry(a),
+                                       registers_of(a, "window_sum_grad"));
          }),
          "pool_grad", nn::window_sum_grad_gradient});
 }

@@ -81,8 +81,11 @@ Expr class_mask(const Expr& target, int64_t classes, int64_t ignore_index, DataT
   Expr t = call("expand_dims", {target}, {{"axes", std::vector<int64_t>{1}}});
   Expr hit = call("equal", {t, constant(ids)});
   bool ignorable = tt.dtype.bits == 64 ? ignore_index != std::numeric_limits<int64_t>::min()
-                                       : ignore_index >= std::numeric_limits<int32_t>::min() && ignore_index <= std::numeric_limits<int32_t>::max();
-  if (ignorable) hit = call("logical_and", {hit, call("logical_not", {call("equal", {t, scalar(static_cast<double>(ignore_index), tt.dtype)})})});
+                                       : ignore_index >= std::numeric_limits<int32_t>::min() &&
+                                             ignore_index <= std::numeric_limits<int32_t>::max();
+  if (ignorable)
+    hit = call("logical_and",
+               {hit, call("logical_not", {call("equal", {t, scalar(static_cast<double>(ignore_index), tt.dtype)})})});
   return call("cast", {hit}, {{"dtype", dtype.str()}});
 }
 
@@ -132,26 +135,40 @@ std::vector<Expr> nll_loss_gradient(const Expr& c, const Expr& g) {
 }  // namespace nn
 
 void register_nn_softmax_ops(OpRegistry& r) {
-  r.add({"softmax", "exp(x - max) / sum(exp(x - max)) along axis (trailing=1: over axis and every later dimension)", 1, 1,
-         axis_attrs(), [](const auto& args, const Attrs& a) { return softmax_rel(args, a, true); }, OpPattern::Opaque,
-         single_output([](const In& in, const Attrs& a) { return ops::softmax(in[0], a.get_int("axis"), a.get_int("trailing")); }),
+  r.add({"softmax", "exp(x - max) / sum(exp(x - max)) along axis (trailing=1: over axis and every later dimension)", 1,
+         1, axis_attrs(), [](const auto& args, const Attrs& a) { return softmax_rel(args, a, true); },
+         OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
+           return ops::softmax(in[0], a.get_int("axis"), a.get_int("trailing"));
+         }),
          "softmax", nn::softmax_gradient});
-  r.add({"log_softmax", "x - max - log(sum(exp(x - max))) along axis (trailing=1: over axis and every later dimension)", 1, 1,
-         axis_attrs(), [](const auto& args, const Attrs& a) { return softmax_rel(args, a, true); }, OpPattern::Opaque,
-         single_output([](const In& in, const Attrs& a) { return ops::log_softmax(in[0], a.get_int("axis"), a.get_int("trailing")); }),
+  r.add({"log_softmax", "x - max - log(sum(exp(x - max))) along axis (trailing=1: over axis and every later dimension)",
+         1, 1, axis_attrs(), [](const auto& args, const Attrs& a) { return softmax_rel(args, a, true); },
+         OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
+           return ops::log_softmax(in[0], a.get_int("axis"), a.get_int("trailing"));
+         }),
          "softmax", nn::log_softmax_gradient});
-  r.add({"hardmax", "1 at the first maximum along axis (trailing=1: over axis and every later dimension), 0 elsewhere", 1, 1,
-         axis_attrs(), [](const auto& args, const Attrs& a) { return softmax_rel(args, a, false); }, OpPattern::Opaque,
-         single_output([](const In& in, const Attrs& a) { return ops::hardmax(in[0], a.get_int("axis"), a.get_int("trailing")); }),
+  r.add({"hardmax", "1 at the first maximum along axis (trailing=1: over axis and every later dimension), 0 elsewhere",
+         1, 1, axis_attrs(), [](const auto& args, const Attrs& a) { return softmax_rel(args, a, false); },
+         OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
+           return ops::hardmax(in[0], a.get_int("axis"), a.get_int("trailing"));
+         }),
          "softmax", nn::hardmax_gradient});
   r.add({"nll_loss",
-         "negative log-likelihood of log-probabilities input [N, C, d...] at integer targets [N, d...], optional class weights [C]; "
-         "targets equal to ignore_index (default -2^63: none) count for nothing; reduction none, sum or mean (by the summed weights)",
-         2, 3, {{"reduction", std::string("mean")}, {"ignore_index", std::numeric_limits<int64_t>::min()}}, nll_loss_rel,
-         OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
-           return ops::nll_loss(in[0], in[1], nn::optional_input(in, 2), a.get_str("reduction"), a.get_int("ignore_index"));
+         "negative log-likelihood of log-probabilities input [N, C, d...] at integer targets [N, d...], optional class "
+         "weights [C]; "
+         "targets equal to ignore_index (default -2^63: none) count for nothing; reduction none, sum or mean (by the "
+         "summed weights)",
+         2,
+         3,
+         {{"reduction", std::string("mean")}, {"ignore_index", std::numeric_limits<int64_t>::min()}},
+         nll_loss_rel,
+         OpPattern::Opaque,
+         single_output([](const In& in, const Attrs& a) {
+           return ops::nll_loss(in[0], in[1], nn::optional_input(in, 2), a.get_str("reduction"),
+                                a.get_int("ignore_index"));
          }),
-         "nll_loss", nn::nll_loss_gradient});
+         "nll_loss",
+         nn::nll_loss_gradient});
 }
 
 }  // namespace tessera::relay_ir

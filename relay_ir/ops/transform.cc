@@ -39,7 +39,8 @@ auto with_element_type(DataType t, F f) {
 template <typename V>
 Expr constant_of(const std::vector<int64_t>& shape, DataType dtype, const std::vector<V>& values) {
   runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
-  if (static_cast<int64_t>(values.size()) != a.numel()) fail("internal error: ", values.size(), " values for a constant of ", a.shape_str());
+  if (static_cast<int64_t>(values.size()) != a.numel())
+    fail("internal error: ", values.size(), " values for a constant of ", a.shape_str());
   with_element_type(dtype, [&](auto zero) {
     using T = decltype(zero);
     for (int64_t i = 0; i < a.numel(); ++i) a.data_as<T>()[i] = static_cast<T>(values[i]);
@@ -97,13 +98,15 @@ Type concat_rel(const std::vector<Type>& args, const Attrs& attrs) {
 Type split_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& x = tensor_arg(args, 0, "input");
   std::vector<Type> parts;
-  for (const auto& s : ops::split_shapes(x.shape, attrs.get_int("axis"), attrs.get_ints("sizes"))) parts.push_back(tensor_type(s, x.dtype));
+  for (const auto& s : ops::split_shapes(x.shape, attrs.get_int("axis"), attrs.get_ints("sizes")))
+    parts.push_back(tensor_type(s, x.dtype));
   return tuple_type(parts);
 }
 
 ops::Shape slice_shape(const ops::Shape& in, const Attrs& a) {
   ops::Shape out;
-  for (const auto& d : ops::slice_dims(in, a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps")))
+  for (const auto& d :
+       ops::slice_dims(in, a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps")))
     out.push_back(d.length);
   return out;
 }
@@ -111,8 +114,10 @@ ops::Shape slice_shape(const ops::Shape& in, const Attrs& a) {
 Type one_hot_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& indices = tensor_arg(args, 0, "indices");
   const auto& values = tensor_arg(args, 1, "values");
-  if (!indices.dtype.is_integer() && !indices.dtype.is_float()) fail("indices must be numeric, got ", indices.dtype.str());
-  if (values.shape != ops::Shape{2}) fail("values must be [off_value, on_value] (shape [2]), got shape ", runtime::shape_str(values.shape));
+  if (!indices.dtype.is_integer() && !indices.dtype.is_float())
+    fail("indices must be numeric, got ", indices.dtype.str());
+  if (values.shape != ops::Shape{2})
+    fail("values must be [off_value, on_value] (shape [2]), got shape ", runtime::shape_str(values.shape));
   return tensor_type(ops::one_hot_shape(indices.shape, attrs.get_int("depth"), attrs.get_int("axis")), values.dtype);
 }
 
@@ -206,7 +211,8 @@ std::vector<Expr> split_gradient(const Expr& c, const Expr& g) {
   std::vector<Expr> parts;
   if (const auto* t = g.as<TupleNode>()) parts = t->elements;
   else
-    for (size_t i = 0; i < as_call(c).attrs.get_ints("sizes").size(); ++i) parts.push_back(tuple_get(g, static_cast<int64_t>(i)));
+    for (size_t i = 0; i < as_call(c).attrs.get_ints("sizes").size(); ++i)
+      parts.push_back(tuple_get(g, static_cast<int64_t>(i)));
   return std::vector<Expr>{call("concat", parts, {{"axis", as_call(c).attrs.get_int("axis")}})};
 }
 
@@ -220,12 +226,14 @@ std::vector<Expr> slice_gradient(const Expr& c, const Expr& g) {
 std::vector<Expr> depth_to_space_gradient(const Expr& c, const Expr& g) {
   const Attrs& a = as_call(c).attrs;
   int64_t b = a.get_int("blocksize");
-  if (a.get_str("mode") == "CRD") return std::vector<Expr>{crd_depth_to_space_gradient(g, tensor_of(arg(c, 0)).shape, b)};
+  if (a.get_str("mode") == "CRD")
+    return std::vector<Expr>{crd_depth_to_space_gradient(g, tensor_of(arg(c, 0)).shape, b)};
   return std::vector<Expr>{call("space_to_depth", {g}, {{"blocksize", b}})};
 }
 
 std::vector<Expr> space_to_depth_gradient(const Expr& c, const Expr& g) {
-  return std::vector<Expr>{call("depth_to_space", {g}, {{"blocksize", as_call(c).attrs.get_int("blocksize")}, {"mode", std::string("DCR")}})};
+  return std::vector<Expr>{call("depth_to_space", {g},
+                                {{"blocksize", as_call(c).attrs.get_int("blocksize")}, {"mode", std::string("DCR")}})};
 }
 
 std::vector<Expr> trilu_gradient(const Expr& c, const Expr& g) {
@@ -246,86 +254,181 @@ std::vector<Expr> one_hot_gradient(const Expr& c, const Expr& g) {
   Expr on = call("reduce_sum", {mul(g, hot)}, all);
   Expr off = sub(call("reduce_sum", {g}, all), on);
   std::vector<int64_t> one{1};
-  return std::vector<Expr>{Expr(), call("concat", {call("reshape", {off}, {{"shape", one}}), call("reshape", {on}, {{"shape", one}})},
-                                        {{"axis", int64_t{0}}})};
+  return std::vector<Expr>{
+      Expr(), call("concat", {call("reshape", {off}, {{"shape", one}}), call("reshape", {on}, {{"shape", one}})},
+                   {{"axis", int64_t{0}}})};
 }
 
 }  // namespace
 
 void register_transform_ops(OpRegistry& r) {
   const auto injective = OpPattern::Injective;
-  r.add({"reshape", "the same elements in a new shape (the full static output shape)", 1, 1, {required_ints("shape")},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::reshape_shape(in, a.get_ints("shape")); }), injective,
+  r.add({"reshape",
+         "the same elements in a new shape (the full static output shape)",
+         1,
+         1,
+         {required_ints("shape")},
+         unary_shape([](const auto& in, const Attrs& a) { return ops::reshape_shape(in, a.get_ints("shape")); }),
+         injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::reshape(in[0], a.get_ints("shape")); }),
-         "transform", reshape_back, /*is_view=*/true});
-  r.add({"transpose", "permutes the axes: out.shape[i] = x.shape[perm[i]]; empty perm reverses", 1, 1, {optional_ints("perm")},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::transpose_shape(in, a.get_ints("perm")); }), injective,
+         "transform",
+         reshape_back,
+         /*is_view=*/true});
+  r.add({"transpose",
+         "permutes the axes: out.shape[i] = x.shape[perm[i]]; empty perm reverses",
+         1,
+         1,
+         {optional_ints("perm")},
+         unary_shape([](const auto& in, const Attrs& a) { return ops::transpose_shape(in, a.get_ints("perm")); }),
+         injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::transpose(in[0], a.get_ints("perm")); }),
-         "transpose", transpose_gradient});
-  r.add({"concat", "joins tensors along an axis", 1, -1, {{"axis", int64_t{0}}}, concat_rel, injective,
+         "transpose",
+         transpose_gradient});
+  r.add({"concat",
+         "joins tensors along an axis",
+         1,
+         -1,
+         {{"axis", int64_t{0}}},
+         concat_rel,
+         injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::concat(in, a.get_int("axis")); }),
-         "transform", concat_gradient});
-  r.add({"split", "splits along an axis into parts of the given sizes (a tuple)", 1, 1, {{"axis", int64_t{0}}, required_ints("sizes")},
-         split_rel, injective,
-         [](const Tensors& in, const Attrs& a, const Type&) { return ops::split(in[0], a.get_int("axis"), a.get_ints("sizes")); }, "transform",
+         "transform",
+         concat_gradient});
+  r.add({"split",
+         "splits along an axis into parts of the given sizes (a tuple)",
+         1,
+         1,
+         {{"axis", int64_t{0}}, required_ints("sizes")},
+         split_rel,
+         injective,
+         [](const Tensors& in, const Attrs& a, const Type&) {
+           return ops::split(in[0], a.get_int("axis"), a.get_ints("sizes"));
+         },
+         "transform",
          split_gradient});
-  r.add({"squeeze", "removes size-1 axes (all of them when axes is empty)", 1, 1, {optional_ints("axes")},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::squeeze_shape(in, a.get_ints("axes")); }), injective,
+  r.add({"squeeze",
+         "removes size-1 axes (all of them when axes is empty)",
+         1,
+         1,
+         {optional_ints("axes")},
+         unary_shape([](const auto& in, const Attrs& a) { return ops::squeeze_shape(in, a.get_ints("axes")); }),
+         injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::squeeze(in[0], a.get_ints("axes")); }),
-         "transform", reshape_back, /*is_view=*/true});
-  r.add({"expand_dims", "inserts size-1 axes at the given output positions (ONNX Unsqueeze)", 1, 1, {required_ints("axes")},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::expand_dims_shape(in, a.get_ints("axes")); }), injective,
+         "transform",
+         reshape_back,
+         /*is_view=*/true});
+  r.add({"expand_dims",
+         "inserts size-1 axes at the given output positions (ONNX Unsqueeze)",
+         1,
+         1,
+         {required_ints("axes")},
+         unary_shape([](const auto& in, const Attrs& a) { return ops::expand_dims_shape(in, a.get_ints("axes")); }),
+         injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::expand_dims(in[0], a.get_ints("axes")); }),
-         "transform", reshape_back, /*is_view=*/true});
-  r.add({"broadcast_to", "numpy broadcasting to a shape", 1, 1, {required_ints("shape")},
+         "transform",
+         reshape_back,
+         /*is_view=*/true});
+  r.add({"broadcast_to",
+         "numpy broadcasting to a shape",
+         1,
+         1,
+         {required_ints("shape")},
          unary_shape([](const auto& in, const Attrs& a) {
            ops::check_broadcast_to(in, a.get_ints("shape"));
            return a.get_ints("shape");
          }),
-         OpPattern::Broadcast, single_output([](const Tensors& in, const Attrs& a) { return ops::broadcast_to(in[0], a.get_ints("shape")); }),
-         "transform", broadcast_to_gradient});
-  r.add({"tile", "repeats the tensor along every axis", 1, 1, {required_ints("repeats")},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::tile_shape(in, a.get_ints("repeats")); }), injective,
+         OpPattern::Broadcast,
+         single_output([](const Tensors& in, const Attrs& a) { return ops::broadcast_to(in[0], a.get_ints("shape")); }),
+         "transform",
+         broadcast_to_gradient});
+  r.add({"tile",
+         "repeats the tensor along every axis",
+         1,
+         1,
+         {required_ints("repeats")},
+         unary_shape([](const auto& in, const Attrs& a) { return ops::tile_shape(in, a.get_ints("repeats")); }),
+         injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::tile(in[0], a.get_ints("repeats")); }),
-         "transform", tile_gradient});
-  r.add({"slice", "ONNX Slice: starts/ends clamped, negative ones from the end, any nonzero steps", 1, 1,
-         {required_ints("starts"), required_ints("ends"), optional_ints("axes"), optional_ints("steps")}, unary_shape(slice_shape), injective,
+         "transform",
+         tile_gradient});
+  r.add({"slice",
+         "ONNX Slice: starts/ends clamped, negative ones from the end, any nonzero steps",
+         1,
+         1,
+         {required_ints("starts"), required_ints("ends"), optional_ints("axes"), optional_ints("steps")},
+         unary_shape(slice_shape),
+         injective,
          single_output([](const Tensors& in, const Attrs& a) {
            return ops::slice(in[0], a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));
          }),
-         "transform", slice_gradient});
-  r.add({"depth_to_space", "moves channel blocks into spatial blocks (NCHW; mode DCR or CRD)", 1, 1,
+         "transform",
+         slice_gradient});
+  r.add({"depth_to_space",
+         "moves channel blocks into spatial blocks (NCHW; mode DCR or CRD)",
+         1,
+         1,
          {{"blocksize", int64_t{0}, true}, {"mode", std::string("DCR")}},
          unary_shape([](const auto& in, const Attrs& a) {
            parse_depth_to_space_mode(a.get_str("mode"));
            return ops::depth_to_space_shape(in, a.get_int("blocksize"));
          }),
-         injective, single_output([](const Tensors& in, const Attrs& a) {
+         injective,
+         single_output([](const Tensors& in, const Attrs& a) {
            return ops::depth_to_space(in[0], a.get_int("blocksize"), parse_depth_to_space_mode(a.get_str("mode")));
          }),
-         "transform", depth_to_space_gradient});
-  r.add({"space_to_depth", "moves spatial blocks into channels (NCHW)", 1, 1, {{"blocksize", int64_t{0}, true}},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::space_to_depth_shape(in, a.get_int("blocksize")); }), injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::space_to_depth(in[0], a.get_int("blocksize")); }),
-         "transform", space_to_depth_gradient});
-  r.add({"trilu", "keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes", 1, 1,
+         "transform",
+         depth_to_space_gradient});
+  r.add({"space_to_depth",
+         "moves spatial blocks into channels (NCHW)",
+         1,
+         1,
+         {{"blocksize", int64_t{0}, true}},
+         unary_shape(
+             [](const auto& in, const Attrs& a) { return ops::space_to_depth_shape(in, a.get_int("blocksize")); }),
+         injective,
+         single_output(
+             [](const Tensors& in, const Attrs& a) { return ops::space_to_depth(in[0], a.get_int("blocksize")); }),
+         "transform",
+         space_to_depth_gradient});
+  r.add({"trilu",
+         "keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes",
+         1,
+         1,
          {{"upper", int64_t{1}}, {"k", int64_t{0}}},
          unary_shape([](const auto& in, const Attrs&) {
            if (in.size() < 2) fail("the input must have rank >= 2, got ", runtime::shape_str(in));
            return in;
          }),
-         injective, single_output([](const Tensors& in, const Attrs& a) { return ops::trilu(in[0], a.get_int("upper") != 0, a.get_int("k")); }),
-         "transform", trilu_gradient});
-  r.add({"one_hot", "one_hot(indices, values=[off, on]): a new axis of length depth", 2, 2,
-         {{"depth", int64_t{0}, true}, {"axis", int64_t{-1}}}, one_hot_rel, injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::one_hot(in[0], in[1], a.get_int("depth"), a.get_int("axis")); }),
-         "transform", one_hot_gradient});
-  r.add({"reverse_sequence", "reverse_sequence(x, lengths): reverses the first lengths[b] steps of each batch entry", 2, 2,
-         {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}}, reverse_sequence_rel, injective,
+         injective,
+         single_output([](const Tensors& in, const Attrs& a) {
+           return ops::trilu(in[0], a.get_int("upper") != 0, a.get_int("k"));
+         }),
+         "transform",
+         trilu_gradient});
+  r.add({"one_hot",
+         "one_hot(indices, values=[off, on]): a new axis of length depth",
+         2,
+         2,
+         {{"depth", int64_t{0}, true}, {"axis", int64_t{-1}}},
+         one_hot_rel,
+         injective,
+         single_output([](const Tensors& in, const Attrs& a) {
+           return ops::one_hot(in[0], in[1], a.get_int("depth"), a.get_int("axis"));
+         }),
+         "transform",
+         one_hot_gradient});
+  r.add({"reverse_sequence",
+         "reverse_sequence(x, lengths): reverses the first lengths[b] steps of each batch entry",
+         2,
+         2,
+         {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}},
+         reverse_sequence_rel,
+         injective,
          single_output([](const Tensors& in, const Attrs& a) {
            return ops::reverse_sequence(in[0], in[1], a.get_int("batch_axis"), a.get_int("time_axis"));
          }),
-         "transform", reverse_sequence_gradient});
+         "transform",
+         reverse_sequence_gradient});
   transform::register_pad_ops(r);
   transform::register_index_ops(r);
   transform::register_resize_ops(r);

@@ -19,10 +19,12 @@ Type unslice_rel(const std::vector<Type>& args, const Attrs& a) {
   const auto& x = tensor_arg(args, 0, "input");
   const auto& shape = a.get_ints("shape");
   ops::Shape expected;
-  for (const auto& d : ops::slice_dims(shape, a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps")))
+  for (const auto& d :
+       ops::slice_dims(shape, a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps")))
     expected.push_back(d.length);
   if (x.shape != expected)
-    fail("the input is ", runtime::shape_str(x.shape), ", but the slice of ", runtime::shape_str(shape), " is ", runtime::shape_str(expected));
+    fail("the input is ", runtime::shape_str(x.shape), ", but the slice of ", runtime::shape_str(shape), " is ",
+         runtime::shape_str(expected));
   return tensor_type(shape, x.dtype);
 }
 
@@ -41,7 +43,8 @@ Type weighted_gather_rel(const std::vector<Type>& args, const Attrs& a) {
   if (!x.dtype.is_float()) fail("the input must be a float tensor, got ", x.dtype.str());
   if (weight.dtype != x.dtype) fail("the weights are ", weight.dtype.str(), ", the input ", x.dtype.str());
   if (index.ndim() != 2 || weight.shape != index.shape)
-    fail("index and weight must be [n, K] tables of one shape, got ", runtime::shape_str(index.shape), " and ", runtime::shape_str(weight.shape));
+    fail("index and weight must be [n, K] tables of one shape, got ", runtime::shape_str(index.shape), " and ",
+         runtime::shape_str(weight.shape));
   int64_t axis = ops::normalize_axis(a.get_int("axis"), static_cast<int64_t>(x.ndim()), "axis");
   std::vector<int64_t> out = x.shape;
   out[axis] = index.shape[0];
@@ -94,7 +97,10 @@ std::vector<Expr> weighted_gather_gradient(E c, E g) {
 std::vector<Expr> unslice_gradient(E c, E g) {
   const Attrs& a = as_call(c).attrs;
   return {call("slice", {g},
-               {{"starts", a.get_ints("starts")}, {"ends", a.get_ints("ends")}, {"axes", a.get_ints("axes")}, {"steps", a.get_ints("steps")}})};
+               {{"starts", a.get_ints("starts")},
+                {"ends", a.get_ints("ends")},
+                {"axes", a.get_ints("axes")},
+                {"steps", a.get_ints("steps")}})};
 }
 
 std::vector<Expr> take_grad_gradient(E c, E g) {
@@ -127,24 +133,50 @@ Expr transposed_gather(const Expr& g, const AxisMap& map, int64_t axis, int64_t 
       weight[j * width + k] = readers[j][k].second;
     }
   std::vector<int64_t> shape{length, static_cast<int64_t>(width)};
-  return call("weighted_gather", {g, int_constant(shape, runtime::kInt64, index), float_constant(shape, tensor_of(g).dtype, weight)},
+  return call("weighted_gather",
+              {g, int_constant(shape, runtime::kInt64, index), float_constant(shape, tensor_of(g).dtype, weight)},
               {{"axis", axis}});
 }
 
 void register_grad_ops(OpRegistry& r) {
-  r.add({"unslice", "zeros of `shape` holding x where slice(starts, ends, axes, steps) reads (slice's transpose)", 1, 1,
-         {required_ints("shape"), required_ints("starts"), required_ints("ends"), optional_ints("axes"), optional_ints("steps")},
-         unslice_rel, OpPattern::Injective, single_output([](const Tensors& in, const Attrs& a) {
-           return ops::unslice(in[0], a.get_ints("shape"), a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));
-         }), "transform", unslice_gradient});
-  r.add({"take_grad", "take_grad(x, indices): x summed into zeros along axis (length size) at the indices (take's transpose)", 2, 2,
-         {{"axis", int64_t{0}}, {"size", int64_t{0}, true}}, take_grad_rel, OpPattern::Opaque,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::take_grad(in[0], in[1], a.get_int("axis"), a.get_int("size")); }),
-         "scatter", take_grad_gradient});
-  r.add({"weighted_gather", "weighted_gather(x, index, weight): out[.., i, ..] = sum_k weight[i, k] x[.., index[i, k], ..] along axis", 3, 3,
-         {{"axis", int64_t{0}}}, weighted_gather_rel, OpPattern::Opaque,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::weighted_gather(in[0], in[1], in[2], a.get_int("axis")); }),
-         "scatter", weighted_gather_gradient});
+  r.add({"unslice",
+         "zeros of `shape` holding x where slice(starts, ends, axes, steps) reads (slice's transpose)",
+         1,
+         1,
+         {required_ints("shape"), required_ints("starts"), required_ints("ends"), optional_ints("axes"),
+          optional_ints("steps")},
+         unslice_rel,
+         OpPattern::Injective,
+         single_output([](const Tensors& in, const Attrs& a) {
+           return ops::unslice(in[0], a.get_ints("shape"), a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"),
+                               a.get_ints("steps"));
+         }),
+         "transform",
+         unslice_gradient});
+  r.add({"take_grad",
+         "take_grad(x, indices): x summed into zeros along axis (length size) at the indices (take's transpose)",
+         2,
+         2,
+         {{"axis", int64_t{0}}, {"size", int64_t{0}, true}},
+         take_grad_rel,
+         OpPattern::Opaque,
+         single_output([](const Tensors& in, const Attrs& a) {
+           return ops::take_grad(in[0], in[1], a.get_int("axis"), a.get_int("size"));
+         }),
+         "scatter",
+         take_grad_gradient});
+  r.add({"weighted_gather",
+         "weighted_gather(x, index, weight): out[.., i, ..] = sum_k weight[i, k] x[.., index[i, k], ..] along axis",
+         3,
+         3,
+         {{"axis", int64_t{0}}},
+         weighted_gather_rel,
+         OpPattern::Opaque,
+         single_output([](const Tensors& in, const Attrs& a) {
+           return ops::weighted_gather(in[0], in[1], in[2], a.get_int("axis"));
+         }),
+         "scatter",
+         weighted_gather_gradient});
 }
 
 }  // namespace tessera::relay_ir::transform

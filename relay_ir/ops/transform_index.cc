@@ -27,7 +27,8 @@ TypeRelation gather_rel(std::function<ops::Shape(const ops::Shape&, const ops::S
 }
 
 // (data, indices, updates) -> data's type, after `check` validates the shapes.
-TypeRelation scatter_rel(std::function<void(const ops::Shape&, const ops::Shape&, const ops::Shape&, const Attrs&)> check) {
+TypeRelation scatter_rel(
+    std::function<void(const ops::Shape&, const ops::Shape&, const ops::Shape&, const Attrs&)> check) {
   return [check](const std::vector<Type>& args, const Attrs& attrs) {
     const auto& data = tensor_arg(args, 0, "data");
     const auto& indices = tensor_arg(args, 1, "indices");
@@ -35,7 +36,8 @@ TypeRelation scatter_rel(std::function<void(const ops::Shape&, const ops::Shape&
     require_integer(indices, "indices");
     if (updates.dtype != data.dtype) fail("updates are ", updates.dtype.str(), ", data is ", data.dtype.str());
     auto reduction = ops::parse_scatter_reduction(attrs.get_str("reduction"));
-    if (reduction != ops::ScatterReduction::None && data.dtype.is_bool()) fail("reduction '", attrs.get_str("reduction"), "' of bool tensors");
+    if (reduction != ops::ScatterReduction::None && data.dtype.is_bool())
+      fail("reduction '", attrs.get_str("reduction"), "' of bool tensors");
     check(data.shape, indices.shape, updates.shape, attrs);
     return args[0];
   };
@@ -58,7 +60,9 @@ struct ScatterKind {
   bool elements;
   int64_t axis;
   Expr scatter(E data, E indices, E updates, const char* reduction) const {
-    if (elements) return call("scatter_elements", {data, indices, updates}, {{"axis", axis}, {"reduction", std::string(reduction)}});
+    if (elements)
+      return call("scatter_elements", {data, indices, updates},
+                  {{"axis", axis}, {"reduction", std::string(reduction)}});
     return call("scatter_nd", {data, indices, updates}, {{"reduction", std::string(reduction)}});
   }
   Expr gather(E data, E indices) const {
@@ -74,7 +78,8 @@ Expr update_numbers(const ScatterKind& k, const Ints& shape) {
   int64_t inner = 1;
   for (size_t d = k.elements ? static_cast<size_t>(k.axis) + 1 : shape.size(); d < shape.size(); ++d) inner *= shape[d];
   int64_t extent = k.elements ? shape[k.axis] : ops::numel(shape);
-  for (size_t i = 0; i < values.size(); ++i) values[i] = (static_cast<int64_t>(i) / inner) % std::max<int64_t>(extent, 1);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = (static_cast<int64_t>(i) / inner) % std::max<int64_t>(extent, 1);
   return int_constant(shape, runtime::kInt64, values);
 }
 
@@ -168,43 +173,78 @@ std::vector<Expr> gather_nd_gradient(const Expr& c, const Expr& g) {
   const Expr& data = arg(c, 0);
   int64_t batch_dims = as_call(c).attrs.get_int("batch_dims");
   Expr indices = batch_dims > 0 ? with_batch_coordinates(arg(c, 1), batch_dims) : arg(c, 1);
-  return std::vector<Expr>{call("scatter_nd", {zeros_like(data->checked_type), indices, g}, {{"reduction", std::string("add")}}), Expr()};
+  return std::vector<Expr>{
+      call("scatter_nd", {zeros_like(data->checked_type), indices, g}, {{"reduction", std::string("add")}}), Expr()};
 }
-
-
 
 }  // namespace
 
 void register_index_ops(OpRegistry& r) {
   const auto injective = OpPattern::Injective;
-  r.add({"take", "take(data, indices): ONNX Gather along an axis; negative indices wrap", 2, 2, {{"axis", int64_t{0}}},
-         gather_rel([](const auto& d, const auto& i, const Attrs& a) { return ops::take_shape(d, i, a.get_int("axis")); }), injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::take(in[0], in[1], a.get_int("axis")); }),
-         "transform", take_gradient});
-  r.add({"gather_elements", "gather_elements(data, indices): out[i] = data[i with indices[i] on the axis]", 2, 2,
+  r.add({"take",
+         "take(data, indices): ONNX Gather along an axis; negative indices wrap",
+         2,
+         2,
          {{"axis", int64_t{0}}},
-         gather_rel([](const auto& d, const auto& i, const Attrs& a) { return ops::gather_elements_shape(d, i, a.get_int("axis")); }),
-         injective, single_output([](const Tensors& in, const Attrs& a) { return ops::gather_elements(in[0], in[1], a.get_int("axis")); }),
-         "transform", gather_elements_gradient});
-  r.add({"gather_nd", "gather_nd(data, indices): slices of data at index tuples (the last axis of indices)", 2, 2,
-         {{"batch_dims", int64_t{0}}},
-         gather_rel([](const auto& d, const auto& i, const Attrs& a) { return ops::gather_nd_shape(d, i, a.get_int("batch_dims")); }),
-         injective, single_output([](const Tensors& in, const Attrs& a) { return ops::gather_nd(in[0], in[1], a.get_int("batch_dims")); }),
-         "transform", gather_nd_gradient});
-  r.add({"scatter_elements", "scatter_elements(data, indices, updates): data with updates written along an axis (reduction none|add|mul)",
-         3, 3, {{"axis", int64_t{0}}, {"reduction", std::string("none")}},
-         scatter_rel([](const auto& d, const auto& i, const auto& u, const Attrs& a) { ops::check_scatter_elements(d, i, u, a.get_int("axis")); }),
-         OpPattern::Opaque, single_output([](const Tensors& in, const Attrs& a) {
-           return ops::scatter_elements(in[0], in[1], in[2], a.get_int("axis"), ops::parse_scatter_reduction(a.get_str("reduction")));
+         gather_rel(
+             [](const auto& d, const auto& i, const Attrs& a) { return ops::take_shape(d, i, a.get_int("axis")); }),
+         injective,
+         single_output([](const Tensors& in, const Attrs& a) { return ops::take(in[0], in[1], a.get_int("axis")); }),
+         "transform",
+         take_gradient});
+  r.add({"gather_elements",
+         "gather_elements(data, indices): out[i] = data[i with indices[i] on the axis]",
+         2,
+         2,
+         {{"axis", int64_t{0}}},
+         gather_rel([](const auto& d, const auto& i, const Attrs& a) {
+           return ops::gather_elements_shape(d, i, a.get_int("axis"));
          }),
-         "scatter", scatter_gradient(true)});
-  r.add({"scatter_nd", "scatter_nd(data, indices, updates): data with slices written at index tuples (reduction none|add|mul)", 3, 3,
+         injective,
+         single_output(
+             [](const Tensors& in, const Attrs& a) { return ops::gather_elements(in[0], in[1], a.get_int("axis")); }),
+         "transform",
+         gather_elements_gradient});
+  r.add({"gather_nd",
+         "gather_nd(data, indices): slices of data at index tuples (the last axis of indices)",
+         2,
+         2,
+         {{"batch_dims", int64_t{0}}},
+         gather_rel([](const auto& d, const auto& i, const Attrs& a) {
+           return ops::gather_nd_shape(d, i, a.get_int("batch_dims"));
+         }),
+         injective,
+         single_output(
+             [](const Tensors& in, const Attrs& a) { return ops::gather_nd(in[0], in[1], a.get_int("batch_dims")); }),
+         "transform",
+         gather_nd_gradient});
+  r.add({"scatter_elements",
+         "scatter_elements(data, indices, updates): data with updates written along an axis (reduction none|add|mul)",
+         3,
+         3,
+         {{"axis", int64_t{0}}, {"reduction", std::string("none")}},
+         scatter_rel([](const auto& d, const auto& i, const auto& u, const Attrs& a) {
+           ops::check_scatter_elements(d, i, u, a.get_int("axis"));
+         }),
+         OpPattern::Opaque,
+         single_output([](const Tensors& in, const Attrs& a) {
+           return ops::scatter_elements(in[0], in[1], in[2], a.get_int("axis"),
+                                        ops::parse_scatter_reduction(a.get_str("reduction")));
+         }),
+         "scatter",
+         scatter_gradient(true)});
+  r.add({"scatter_nd",
+         "scatter_nd(data, indices, updates): data with slices written at index tuples (reduction none|add|mul)",
+         3,
+         3,
          {{"reduction", std::string("none")}},
-         scatter_rel([](const auto& d, const auto& i, const auto& u, const Attrs&) { ops::check_scatter_nd(d, i, u); }), OpPattern::Opaque,
+         scatter_rel([](const auto& d, const auto& i, const auto& u, const Attrs&) { ops::check_scatter_nd(d, i, u); }),
+         OpPattern::Opaque,
          single_output([](const Tensors& in, const Attrs& a) {
            return ops::scatter_nd(in[0], in[1], in[2], ops::parse_scatter_reduction(a.get_str("reduction")));
          }),
-         "scatter", scatter_gradient(false)});
+         "scatter",
+         scatter_gradient(false)});
 }
 
 }  // namespace tessera::relay_ir::transform

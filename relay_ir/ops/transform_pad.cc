@@ -82,7 +82,8 @@ std::vector<Expr> pad_gradient(const Expr& c, const Expr& g) {
   size_t rank = x.ndim();
   Expr folded = g;
   for (size_t d = 0; d < rank; ++d)
-    if (pads[d] != 0 || pads[d + rank] != 0) folded = fold_axis(folded, d, x.shape[d], sources(x.shape[d], pads[d], pads[d + rank], mode));
+    if (pads[d] != 0 || pads[d + rank] != 0)
+      folded = fold_axis(folded, d, x.shape[d], sources(x.shape[d], pads[d], pads[d + rank], mode));
   return std::vector<Expr>{folded};
 }
 
@@ -94,12 +95,18 @@ Type pad_rel(const std::vector<Type>& args, const Attrs& a) {
 }  // namespace
 
 void register_pad_ops(OpRegistry& r) {
-  r.add({"pad", "pads (begins of every axis, then ends; negative crops) with a constant, the reflection or the edge", 1, 1,
+  r.add({"pad",
+         "pads (begins of every axis, then ends; negative crops) with a constant, the reflection or the edge",
+         1,
+         1,
          {required_ints("pads"), {"mode", std::string("constant")}, {"value", 0.0}},
-         pad_rel, OpPattern::Injective, single_output([](const std::vector<tensor_ir::Tensor>& in, const Attrs& a) {
+         pad_rel,
+         OpPattern::Injective,
+         single_output([](const std::vector<tensor_ir::Tensor>& in, const Attrs& a) {
            return ops::pad(in[0], a.get_ints("pads"), ops::parse_pad_mode(a.get_str("mode")), a.get_float("value"));
          }),
-         "transform", pad_gradient});
+         "transform",
+         pad_gradient});
 }
 
 }  // namespace tessera::relay_ir::transform

@@ -59,9 +59,12 @@ using E = const Expr&;
 bool is_identity(const ops::ResizeParams& p, size_t d, int64_t in) {
   if (p.scales[d] != 1 || p.out_shape[d] != in) return false;
   switch (p.coordinates) {
-    case ops::ResizeCoordinates::TfHalfPixelForNn: return false;
-    case ops::ResizeCoordinates::TfCropAndResize: return p.roi[d] == 0 && p.roi[d + p.scales.size()] == 1;
-    default: return true;
+    case ops::ResizeCoordinates::TfHalfPixelForNn:
+      return false;
+    case ops::ResizeCoordinates::TfCropAndResize:
+      return p.roi[d] == 0 && p.roi[d + p.scales.size()] == 1;
+    default:
+      return true;
   }
 }
 
@@ -69,11 +72,16 @@ bool is_identity(const ops::ResizeParams& p, size_t d, int64_t in) {
 double input_coordinate(const ops::ResizeParams& p, size_t d, int64_t in, int64_t o) {
   double scale = p.scales[d], out_size = scale * static_cast<double>(in), x = static_cast<double>(o);
   switch (p.coordinates) {
-    case ops::ResizeCoordinates::HalfPixel: return (x + 0.5) / scale - 0.5;
-    case ops::ResizeCoordinates::PytorchHalfPixel: return out_size == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    case ops::ResizeCoordinates::AlignCorners: return out_size == 1 ? 0 : x * (static_cast<double>(in - 1) / (out_size - 1));
-    case ops::ResizeCoordinates::Asymmetric: return x / scale;
-    case ops::ResizeCoordinates::TfHalfPixelForNn: return (x + 0.5) / scale;
+    case ops::ResizeCoordinates::HalfPixel:
+      return (x + 0.5) / scale - 0.5;
+    case ops::ResizeCoordinates::PytorchHalfPixel:
+      return out_size == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+    case ops::ResizeCoordinates::AlignCorners:
+      return out_size == 1 ? 0 : x * (static_cast<double>(in - 1) / (out_size - 1));
+    case ops::ResizeCoordinates::Asymmetric:
+      return x / scale;
+    case ops::ResizeCoordinates::TfHalfPixelForNn:
+      return (x + 0.5) / scale;
     case ops::ResizeCoordinates::TfCropAndResize: {
       double start = p.roi[d], end = p.roi[d + p.scales.size()], span = static_cast<double>(in - 1);
       double base = start * span;
@@ -95,10 +103,18 @@ void add_taps(const ops::ResizeParams& p, double x, int64_t in, AxisMap& map) {
   if (p.mode == ops::ResizeMode::Nearest) {
     bool up = false;
     switch (p.nearest) {
-      case ops::ResizeNearest::RoundPreferFloor: up = r > 0.5; break;
-      case ops::ResizeNearest::RoundPreferCeil: up = r >= 0.5; break;
-      case ops::ResizeNearest::Floor: up = false; break;
-      case ops::ResizeNearest::Ceil: up = r > 0; break;
+      case ops::ResizeNearest::RoundPreferFloor:
+        up = r > 0.5;
+        break;
+      case ops::ResizeNearest::RoundPreferCeil:
+        up = r >= 0.5;
+        break;
+      case ops::ResizeNearest::Floor:
+        up = false;
+        break;
+      case ops::ResizeNearest::Ceil:
+        up = r > 0;
+        break;
     }
     tap(up ? f + 1 : f, 1);
     return;
@@ -147,7 +163,8 @@ std::vector<Expr> resize_gradient(const Expr& c, const Expr& g) {
   ops::ResizeParams p = resize_params(x.shape, as_call(c).attrs);
   Expr grad = g;
   for (size_t d = 0; d < x.ndim(); ++d)
-    if (!is_identity(p, d, x.shape[d])) grad = transposed_gather(grad, axis_map(p, d, x.shape[d]), static_cast<int64_t>(d), x.shape[d]);
+    if (!is_identity(p, d, x.shape[d]))
+      grad = transposed_gather(grad, axis_map(p, d, x.shape[d]), static_cast<int64_t>(d), x.shape[d]);
   return std::vector<Expr>{grad};
 }
 
@@ -166,21 +183,37 @@ void register_resize_ops(OpRegistry& r) {
   r.add({"resize",
          "interpolates to the output shape `sizes` (nearest, linear, cubic; ONNX coordinate transformations); "
          "`scales` default to sizes / input sizes",
-         1, 1,
-         {required_ints("sizes"), {"scales", std::vector<double>{}}, {"roi", std::vector<double>{}}, {"mode", std::string("nearest")},
-          {"coordinate_transformation_mode", std::string("half_pixel")}, {"nearest_mode", std::string("round_prefer_floor")},
-          {"cubic_coeff_a", -0.75}, {"exclude_outside", int64_t{0}}, {"extrapolation_value", 0.0}},
-         resize_rel, OpPattern::Injective, single_output([](const Tensors& in, const Attrs& a) {
+         1,
+         1,
+         {required_ints("sizes"),
+          {"scales", std::vector<double>{}},
+          {"roi", std::vector<double>{}},
+          {"mode", std::string("nearest")},
+          {"coordinate_transformation_mode", std::string("half_pixel")},
+          {"nearest_mode", std::string("round_prefer_floor")},
+          {"cubic_coeff_a", -0.75},
+          {"exclude_outside", int64_t{0}},
+          {"extrapolation_value", 0.0}},
+         resize_rel,
+         OpPattern::Injective,
+         single_output([](const Tensors& in, const Attrs& a) {
            ops::Shape shape;
            for (size_t d = 0; d < in[0].ndim(); ++d) shape.push_back(in[0]->dim(d));
            return ops::resize(in[0], resize_params(shape, a));
          }),
-         "resize", resize_gradient});
-  r.add({"topk", "the k largest (smallest) elements along an axis, sorted, and their int64 indices (a tuple)", 1, 1,
-         {{"k", int64_t{0}, true}, {"axis", int64_t{-1}}, {"largest", int64_t{1}}}, topk_rel, OpPattern::Opaque,
+         "resize",
+         resize_gradient});
+  r.add({"topk",
+         "the k largest (smallest) elements along an axis, sorted, and their int64 indices (a tuple)",
+         1,
+         1,
+         {{"k", int64_t{0}, true}, {"axis", int64_t{-1}}, {"largest", int64_t{1}}},
+         topk_rel,
+         OpPattern::Opaque,
          [](const Tensors& in, const Attrs& a, const Type&) {
            return ops::topk(in[0], a.get_int("k"), a.get_int("axis"), a.get_int("largest") != 0);
-         }, "topk",
+         },
+         "topk",
          topk_gradient});
 }
 

@@ -23,24 +23,36 @@ enum class Kind { Any, Numeric, Float, Bool, Integer, Unsigned };
 
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::Any: return "any";
-    case Kind::Numeric: return "a numeric";
-    case Kind::Float: return "a float";
-    case Kind::Bool: return "a bool";
-    case Kind::Integer: return "an integer";
-    case Kind::Unsigned: return "an unsigned integer";
+    case Kind::Any:
+      return "any";
+    case Kind::Numeric:
+      return "a numeric";
+    case Kind::Float:
+      return "a float";
+    case Kind::Bool:
+      return "a bool";
+    case Kind::Integer:
+      return "an integer";
+    case Kind::Unsigned:
+      return "an unsigned integer";
   }
   return "";
 }
 
 bool matches(DataType t, Kind k) {
   switch (k) {
-    case Kind::Any: return true;
-    case Kind::Numeric: return !t.is_bool();
-    case Kind::Float: return t.is_float();
-    case Kind::Bool: return t.is_bool();
-    case Kind::Integer: return t.is_integer();
-    case Kind::Unsigned: return t.is_uint();
+    case Kind::Any:
+      return true;
+    case Kind::Numeric:
+      return !t.is_bool();
+    case Kind::Float:
+      return t.is_float();
+    case Kind::Bool:
+      return t.is_bool();
+    case Kind::Integer:
+      return t.is_integer();
+    case Kind::Unsigned:
+      return t.is_uint();
   }
   return false;
 }
@@ -82,7 +94,8 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::
     int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (x != y && x != 1 && y != 1)
-      fail("shapes ", runtime::shape_str(a), " and ", runtime::shape_str(b), " do not broadcast (dimension ", i, ": ", x, " vs ", y, ")");
+      fail("shapes ", runtime::shape_str(a), " and ", runtime::shape_str(b), " do not broadcast (dimension ", i, ": ",
+           x, " vs ", y, ")");
     out[i] = x == 1 ? y : x;
   }
   return out;

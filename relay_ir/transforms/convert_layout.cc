@@ -177,14 +177,15 @@ class LayoutConverter : public ExprMutator {
 
 Pass convert_layout_pass() {
   return {"ConvertLayout", 3, {"InferType"}, [](const Module& m, PassContext&) {
-    Module out;
-    for (const auto& [name, f] : m.functions()) {
-      Expr root(f);
-      ConvKinds kinds = conversions(root);
-      out.add(name, kinds.empty() ? f : Function(LayoutConverter(std::move(kinds)).mutate(root).as<FunctionNode>()));
-    }
-    return out;
-  }};
+            Module out;
+            for (const auto& [name, f] : m.functions()) {
+              Expr root(f);
+              ConvKinds kinds = conversions(root);
+              out.add(name,
+                      kinds.empty() ? f : Function(LayoutConverter(std::move(kinds)).mutate(root).as<FunctionNode>()));
+            }
+            return out;
+          }};
 }
 
 }  // namespace tessera::relay_ir

@@ -51,13 +51,13 @@ class CommonSubexprEliminator : public ExprMutator {
 
 Pass eliminate_common_subexpr_pass() {
   return {"EliminateCommonSubexpr", 1, {"InferType"}, [](const Module& m, PassContext&) {
-    Module out;
-    for (const auto& [name, f] : m.functions()) {
-      Expr e = CommonSubexprEliminator().mutate(Expr(f));
-      out.add(name, Function(e.as<FunctionNode>()));
-    }
-    return out;
-  }};
+            Module out;
+            for (const auto& [name, f] : m.functions()) {
+              Expr e = CommonSubexprEliminator().mutate(Expr(f));
+              out.add(name, Function(e.as<FunctionNode>()));
+            }
+            return out;
+          }};
 }
 
 }  // namespace tessera::relay_ir

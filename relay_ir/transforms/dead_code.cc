@@ -19,10 +19,11 @@ class DeadCodeEliminator : public ExprMutator {
 
 Pass dead_code_elimination_pass() {
   return {"DeadCodeElimination", 0, {"InferType"}, [](const Module& m, PassContext&) {
-    Module out;
-    for (const auto& [name, f] : m.functions()) out.add(name, Function(DeadCodeEliminator().mutate(Expr(f)).as<FunctionNode>()));
-    return out;
-  }};
+            Module out;
+            for (const auto& [name, f] : m.functions())
+              out.add(name, Function(DeadCodeEliminator().mutate(Expr(f)).as<FunctionNode>()));
+            return out;
+          }};
 }
 
 }  // namespace tessera::relay_ir

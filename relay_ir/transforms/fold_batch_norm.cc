@@ -93,10 +93,11 @@ class BatchNormFolder : public ExprMutator {
 
 Pass fold_batch_norm_pass() {
   return {"FoldBatchNorm", 1, {"InferType"}, [](const Module& m, PassContext&) {
-    Module out;
-    for (const auto& [name, f] : m.functions()) out.add(name, Function(BatchNormFolder(Expr(f)).mutate(Expr(f)).as<FunctionNode>()));
-    return out;
-  }};
+            Module out;
+            for (const auto& [name, f] : m.functions())
+              out.add(name, Function(BatchNormFolder(Expr(f)).mutate(Expr(f)).as<FunctionNode>()));
+            return out;
+          }};
 }
 
 }  // namespace tessera::relay_ir

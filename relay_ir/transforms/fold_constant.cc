@@ -47,14 +47,14 @@ class ConstantFolder : public ExprMutator {
 
 Pass fold_constant_pass() {
   return {"FoldConstant", 1, {"InferType"}, [](const Module& m, PassContext& ctx) {
-    if (!ctx.evaluate) fail("FoldConstant needs an evaluator (PassContext::evaluate); build() provides one");
-    Module out;
-    for (const auto& [name, f] : m.functions()) {
-      Expr e = ConstantFolder(ctx).mutate(Expr(f));
-      out.add(name, Function(e.as<FunctionNode>()));
-    }
-    return out;
-  }};
+            if (!ctx.evaluate) fail("FoldConstant needs an evaluator (PassContext::evaluate); build() provides one");
+            Module out;
+            for (const auto& [name, f] : m.functions()) {
+              Expr e = ConstantFolder(ctx).mutate(Expr(f));
+              out.add(name, Function(e.as<FunctionNode>()));
+            }
+            return out;
+          }};
 }
 
 }  // namespace tessera::relay_ir

@@ -26,7 +26,7 @@ OpPattern combine(OpPattern a, OpPattern b) { return std::max(a, b); }
 
 struct GraphNode {
   Expr expr;
-  OpPattern pattern = OpPattern::Opaque;  // calls of ops; everything else is opaque
+  OpPattern pattern = OpPattern::Opaque;                // calls of ops; everything else is opaque
   std::vector<std::pair<size_t, OpPattern>> consumers;  // (node, edge pattern)
   bool is_output = false;
   // Post-dominator tree.
@@ -87,7 +87,8 @@ class Partitioner {
   void add_edges(size_t i) {
     const auto* call = nodes_[i].expr.as<CallNode>();
     if (!call) {
-      for (const auto& c : children(nodes_[i].expr)) nodes_[index_.at(c.get())].consumers.push_back({i, OpPattern::Opaque});
+      for (const auto& c : children(nodes_[i].expr))
+        nodes_[index_.at(c.get())].consumers.push_back({i, OpPattern::Opaque});
       return;
     }
     const auto* out = call->checked_type.as<TensorTypeNode>();
@@ -231,7 +232,7 @@ class GroupOutliner : public ExprMutator {
     if (!call || !call->op_def()) return node;
     GraphNode& gn = partition_.node(original);
     if (gn.root() != &gn) return node;  // an inner member: used only inside its group
-    auto group = groups_.find(&gn);  // an opaque op alone is in no group
+    auto group = groups_.find(&gn);     // an opaque op alone is in no group
     if (group == groups_.end() || group->second.size() < 2) return node;
     const auto& members = group->second;
     std::unordered_set<const ExprNode*> inside;
@@ -284,10 +285,10 @@ Function fuse(const Function& f) {
 
 Pass fuse_ops_pass() {
   return {"FuseOps", 1, {"InferType"}, [](const Module& m, PassContext&) {
-    Module out;
-    for (const auto& [name, f] : m.functions()) out.add(name, fuse(f));
-    return out;
-  }};
+            Module out;
+            for (const auto& [name, f] : m.functions()) out.add(name, fuse(f));
+            return out;
+          }};
 }
 
 }  // namespace tessera::relay_ir

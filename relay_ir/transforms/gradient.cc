@@ -65,7 +65,8 @@ class ReverseMode {
       return;
     }
     if (!type_equal(g->checked_type, node->checked_type))
-      fail("internal error: a cotangent of type ", to_string(g->checked_type), " for a value of type ", to_string(node->checked_type));
+      fail("internal error: a cotangent of type ", to_string(g->checked_type), " for a value of type ",
+           to_string(node->checked_type));
     auto it = adjoint_.find(node.get());
     if (it == adjoint_.end()) adjoint_[node.get()] = g;
     else it->second = add(it->second, g);
@@ -87,8 +88,10 @@ class ReverseMode {
       std::vector<Expr> elements;
       for (size_t i = 0; i < tt->elements.size(); ++i) {
         Expr g = i < it->second.size() ? it->second[i] : Expr();
-        elements.push_back(g ? g : (tt->elements[i].as<TensorTypeNode>() && differentiable(tt->elements[i])
-                                        ? zeros_like(tt->elements[i]) : Expr()));
+        elements.push_back(g ? g
+                             : (tt->elements[i].as<TensorTypeNode>() && differentiable(tt->elements[i])
+                                    ? zeros_like(tt->elements[i])
+                                    : Expr()));
       }
       return tuple(elements);
     }
@@ -106,14 +109,16 @@ class ReverseMode {
     if (const auto* c = e.as<CallNode>()) {
       const OpDef* def = c->op_def();
       if (!def) fail("gradient: calls of functions cannot be differentiated (differentiate before fusing)");
-      if (!def->gradient) fail("gradient: operator ", describe(c), " has no gradient, and it is on a differentiated path");
+      if (!def->gradient)
+        fail("gradient: operator ", describe(c), " has no gradient, and it is on a differentiated path");
       std::vector<Expr> grads;
       try {
         grads = def->gradient(e, g);
       } catch (const Error& err) {
         fail("gradient of ", describe(c), ": ", err.what());
       }
-      if (grads.size() != c->args.size()) fail("internal error: the gradient of ", def->name, " has ", grads.size(), " results");
+      if (grads.size() != c->args.size())
+        fail("internal error: the gradient of ", def->name, " has ", grads.size(), " results");
       for (size_t i = 0; i < grads.size(); ++i) accumulate(c->args[i], grads[i]);
     } else if (const auto* t = e.as<TupleNode>()) {
       const auto* gt = g.as<TupleNode>();
@@ -167,7 +172,8 @@ Module gradient(const Module& m, const std::vector<std::string>& wrt, bool cotan
         seed = tuple(elements);
       }
     } else {
-      if (!outputs[i]->checked_type.as<TensorTypeNode>()) fail("gradient: output ", i, " is a tuple; give cotangents explicitly");
+      if (!outputs[i]->checked_type.as<TensorTypeNode>())
+        fail("gradient: output ", i, " is a tuple; give cotangents explicitly");
       seed = ones_like(outputs[i]->checked_type);
     }
     rm.seed(outputs[i], seed);

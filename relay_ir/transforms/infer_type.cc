@@ -28,7 +28,8 @@ Type type_of_call(const CallNode* c) {
   const auto* f = c->op.as<FunctionNode>();
   for (size_t i = 0; i < args.size(); ++i)
     if (!type_equal(args[i], f->params[i]->checked_type))
-      fail("function call: argument ", i, " is ", to_string(args[i]), ", the parameter is ", to_string(f->params[i]->checked_type));
+      fail("function call: argument ", i, " is ", to_string(args[i]), ", the parameter is ",
+           to_string(f->params[i]->checked_type));
   return f->body->checked_type;
 }
 

@@ -41,7 +41,8 @@ bool is_constant_filled(const Expr& e, double value) {
         else if (a.dtype().bits == 32) v = a.data_as<int32_t>()[i];
         else return false;
         break;
-      default: return false;
+      default:
+        return false;
     }
     if (v != value) return false;
   }
@@ -66,7 +67,8 @@ class Simplifier : public ExprMutator {
     if (!out) return node;
     const Expr& x = c->args[0];
     const auto* in = tensor_of(x);
-    if (name == "squeeze" || name == "expand_dims") return simplify_reshape(call("reshape", {x}, {{"shape", out->shape}}));
+    if (name == "squeeze" || name == "expand_dims")
+      return simplify_reshape(call("reshape", {x}, {{"shape", out->shape}}));
     if (name == "reshape") return simplify_reshape(node);
     if (name == "transpose") {
       auto perm = full_perm(c->attrs.get_ints("perm"), in->ndim());
@@ -118,10 +120,11 @@ class Simplifier : public ExprMutator {
 
 Pass simplify_expr_pass() {
   return {"SimplifyExpr", 1, {"InferType"}, [](const Module& m, PassContext&) {
-    Module out;
-    for (const auto& [name, f] : m.functions()) out.add(name, Function(Simplifier().mutate(Expr(f)).as<FunctionNode>()));
-    return out;
-  }};
+            Module out;
+            for (const auto& [name, f] : m.functions())
+              out.add(name, Function(Simplifier().mutate(Expr(f)).as<FunctionNode>()));
+            return out;
+          }};
 }
 
 }  // namespace tessera::relay_ir

@@ -30,7 +30,8 @@ Module training_step(const Module& loss, const std::vector<std::string>& wrt, co
     fail("training: main must return the loss alone (a scalar); it returns ", n_outputs, " values");
   }
   const auto& loss_type = as_tensor(results->elements[0]->checked_type, "loss");
-  if (!loss_type.shape.empty()) fail("training: the loss must be a scalar, got ", to_string(results->elements[0]->checked_type));
+  if (!loss_type.shape.empty())
+    fail("training: the loss must be a scalar, got ", to_string(results->elements[0]->checked_type));
 
   // New parameters: the loss function's, then the optimizer state.
   std::vector<Var> params = g->params;

@@ -12,8 +12,8 @@ namespace tessera::relay_ir {
 struct OptimizerSpec {
   enum Kind { SGD, Adam } kind = SGD;
   double learning_rate = 0.01;
-  double momentum = 0.0;      // SGD: v = momentum * v + g;  w -= lr * v
-  double weight_decay = 0.0;  // both: g += weight_decay * w (L2, as torch.optim does)
+  double momentum = 0.0;                              // SGD: v = momentum * v + g;  w -= lr * v
+  double weight_decay = 0.0;                          // both: g += weight_decay * w (L2, as torch.optim does)
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // Adam
 };
 

@@ -157,8 +157,7 @@ void schedule_stage(Schedule& s, const Tensor& t, bool may_split) {
   // innermost, or the data does not depend on it); otherwise along the reduction.
   if (!c->axis.empty() && extent_of(c->axis.back()) > 1 && vectorizable_along(loads, c->axis.back().var()))
     schedule_kept_innermost(s, t, work);
-  else
-    schedule_reduced_innermost(s, t, reduced_load(loads, r), work, may_split);
+  else schedule_reduced_innermost(s, t, reduced_load(loads, r), work, may_split);
 }
 
 }  // namespace

@@ -79,7 +79,8 @@ Tensor epilogue_target(Schedule& s, const Tensor& main) {
   for (const Tensor& t : tensor_ir::topological_order({out})) {
     if (before.count(t.get()) || t.as<tensor_ir::PlaceholderOp>()) continue;
     const auto* c = t.as<tensor_ir::ComputeOp>();
-    if (!c || !c->reduce_axis().empty() || (c->tag != "elemwise" && c->tag != "broadcast") || !same_shape(t)) return main;
+    if (!c || !c->reduce_axis().empty() || (c->tag != "elemwise" && c->tag != "broadcast") || !same_shape(t))
+      return main;
   }
   if (!main.as<tensor_ir::ComputeOp>()->reduce_axis().empty()) return main;
   s[main].compute_inline();

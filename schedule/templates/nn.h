@@ -10,12 +10,12 @@
 
 namespace tessera::schedule {
 
-void add_nn_matmul_templates(std::map<std::string, TunableTemplate>& t);   // nn_matmul.cc
-void add_nn_conv_templates(std::map<std::string, TunableTemplate>& t);     // nn_conv.cc
+void add_nn_matmul_templates(std::map<std::string, TunableTemplate>& t);     // nn_matmul.cc
+void add_nn_conv_templates(std::map<std::string, TunableTemplate>& t);       // nn_conv.cc
 void add_nn_conv_nhwc_templates(std::map<std::string, TunableTemplate>& t);  // nn_conv_nhwc.cc: channels-last
-void add_nn_pool_templates(std::map<std::string, TunableTemplate>& t);     // nn_pool.cc: window pooling
-void add_nn_norm_templates(std::map<std::string, TunableTemplate>& t);     // nn_rows.cc: normalizations, softmax, losses
-void add_nn_grad_templates(std::map<std::string, TunableTemplate>& t);     // nn_grad.cc: gradient ops, batch_norm_train
+void add_nn_pool_templates(std::map<std::string, TunableTemplate>& t);       // nn_pool.cc: window pooling
+void add_nn_norm_templates(std::map<std::string, TunableTemplate>& t);  // nn_rows.cc: normalizations, softmax, losses
+void add_nn_grad_templates(std::map<std::string, TunableTemplate>& t);  // nn_grad.cc: gradient ops, batch_norm_train
 
 namespace nn {
 
@@ -42,9 +42,9 @@ Loop fuse_all(Stage& st, const std::vector<Loop>& loops);
 // in memory (not columns), so the tile is stored a column at a time. Knobs: the tile's rows,
 // threads, whether panels are the outer loop, the unroll of the reduction, whether the next
 // panel is prefetched.
-void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
-                           const Loop& rows, const Loop& cols, int64_t columns, TemplateKnobs& knobs,
-                           bool rows_contiguous = false);
+void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed,
+                           std::vector<Loop> batch, const Loop& rows, const Loop& cols, int64_t columns,
+                           TemplateKnobs& knobs, bool rows_contiguous = false);
 // Vectorizes `loop` (of `extent` iterations) in vectors of the register width, `lanes`: split
 // into whole vectors, unrolled, where it is wider than one (LLVM splits a 32-lane vector op into
 // two registers cleanly, but a 48-lane one spilled; and where the extent is not a

@@ -67,7 +67,8 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   const auto* pc = product.as<ComputeOp>();
   size_t rank = oc->axis.size() - 2;
   int64_t ocv = product->dim(product.ndim() - 1);
-  int64_t tile = tensor_ir::ops::conv_tile_width(out->dim(out.ndim() - 1), ocv / s.hardware().lanes(product.dtype()), s.hardware().registers);
+  int64_t tile = tensor_ir::ops::conv_tile_width(out->dim(out.ndim() - 1), ocv / s.hardware().lanes(product.dtype()),
+                                                 s.hardware().registers);
 
   Stage& y = s[out];
   auto [mo, mi] = y.split(y.loop(oc->axis[1]), ocv);
@@ -139,7 +140,8 @@ int64_t default_pad(const Tensor& product, const Tensor& padded, int lanes) {
 
 // Knobs: threads, the block of rows (a divisor of the one the product is padded to), where the
 // padded input comes from; the tuner decides per layer.
-void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& padded, TemplateKnobs& knobs) {
+void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& padded,
+                        TemplateKnobs& knobs) {
   const auto* oc = out.as<ComputeOp>();
   const auto* pc = product.as<ComputeOp>();
   size_t rank = oc->axis.size() - 2;
@@ -148,7 +150,8 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
   Loop plane = y.fuse(y.loop(oc->axis[0]), y.loop(oc->axis[1]));
   // A multiply-add here costs several of a dense product's (each input loaded feeds a few), so
   // an eighth of the work pays for the threads.
-  if (knobs.choose_flag("depthwise.parallel", nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork / 8))
+  if (knobs.choose_flag("depthwise.parallel",
+                        nn::num_elements(out) * reduction_volume(product) >= nn::kMinParallelWork / 8))
     y.parallel(plane);
   // Rows narrower than a vector are one vector each (planes of 7x7 and 14x14 positions).
   Loop x = y.loop(oc->axis.back());
@@ -246,7 +249,8 @@ void schedule_strip(Schedule& s, const Tensor& out, const Tensor& product, Templ
 // A pointwise convolution is a matrix product per image: rows are output channels, columns the
 // flattened spatial positions; or, with positions as rows (weight panels "conv_weight_panels"),
 // the other way round, each channel's positions stored together.
-void schedule_pointwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, TemplateKnobs& knobs) {
+void schedule_pointwise(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed,
+                        TemplateKnobs& knobs) {
   const auto* oc = out.as<ComputeOp>();
   Stage& y = s[out];
   std::vector<Loop> spatial;
@@ -257,9 +261,11 @@ void schedule_pointwise(Schedule& s, const Tensor& out, const Tensor& product, c
   }
   Loop positions = nn::fuse_all(y, spatial), channels = y.loop(oc->axis[1]);
   if (nn::find_tagged(out, "conv_weight_panels").defined())
-    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, positions, channels, out->dim(1), knobs, true);
+    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, positions, channels, out->dim(1), knobs,
+                              true);
   else
-    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, channels, positions, num_positions, knobs);
+    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, channels, positions, num_positions,
+                              knobs);
 }
 
 // A transform stage [tiles, positions.., channels]: tiles over the threads, then each vector of
@@ -314,8 +320,8 @@ void schedule_winograd(Schedule& s, const Tensor& out, const Tensor& output_tran
   schedule_transform(s, input_transform, 1, {0});
   const auto* pc = products.as<ComputeOp>();
   Stage& p = s[products];
-  nn::schedule_matmul_tiles(s, products, product, panels, {p.loop(pc->axis[0])}, p.loop(pc->axis[1]), p.loop(pc->axis[2]),
-                            products->dim(2), knobs);
+  nn::schedule_matmul_tiles(s, products, product, panels, {p.loop(pc->axis[0])}, p.loop(pc->axis[1]),
+                            p.loop(pc->axis[2]), products->dim(2), knobs);
   schedule_transform(s, output_transform, 0, {1, 2});
   schedule_unblocking(s, out);
 }

@@ -42,8 +42,9 @@ void schedule_conv_nhwc(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
 
   // A depthwise tile reuses each weight vector across its positions only, so one vector of
   // channels; a dense one also reuses each broadcast input across its vectors.
-  int64_t vectors = knobs.choose("conv_nhwc.vectors", depthwise.defined() || channels < 2 * lanes ? std::vector<int64_t>{1, 2}
-                                                                                                    : std::vector<int64_t>{2, 1});
+  int64_t vectors =
+      knobs.choose("conv_nhwc.vectors", depthwise.defined() || channels < 2 * lanes ? std::vector<int64_t>{1, 2}
+                                                                                    : std::vector<int64_t>{2, 1});
   int64_t block = std::min<int64_t>(vectors * lanes, channels);
   int64_t most = 24 / vectors;  // accumulators, leaving registers for the weights and inputs
   int64_t own = tile_width(width, most > 8 ? 8 : most);
@@ -55,7 +56,8 @@ void schedule_conv_nhwc(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
   auto [mo, mi] = y.split(y.loop(oc->axis[3]), block);
   y.reorder({rows, xo, mo, xi, mi});
   int64_t work = nn::num_elements(out) * nn::reduction_volume(pc);
-  if (knobs.choose_flag("conv_nhwc.parallel", work >= (depthwise.defined() ? nn::kMinParallelWork / 8 : nn::kMinParallelWork)))
+  if (knobs.choose_flag("conv_nhwc.parallel",
+                        work >= (depthwise.defined() ? nn::kMinParallelWork / 8 : nn::kMinParallelWork)))
     y.parallel(rows);
   y.unroll(xi);
   nn::vectorize_in_registers(y, mi, block, lanes);
@@ -87,6 +89,8 @@ void schedule_conv_nhwc(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
 
 }  // namespace
 
-void add_nn_conv_nhwc_templates(std::map<std::string, TunableTemplate>& t) { t["conv_nhwc_epilogue"] = schedule_conv_nhwc; }
+void add_nn_conv_nhwc_templates(std::map<std::string, TunableTemplate>& t) {
+  t["conv_nhwc_epilogue"] = schedule_conv_nhwc;
+}
 
 }  // namespace tessera::schedule

@@ -69,7 +69,8 @@ void schedule_conv_weight_grad(Schedule& s, const Tensor& out) {
 
 void schedule_pool_grad(Schedule& s, const Tensor& out) {
   nn::inline_injective_except(s, out, {nn::find_tagged(out, "pool_grad_pad")});
-  for (const Tensor& t : nn::unscheduled_stages(s, out)) nn::schedule_rows_of_vectors(s, t, nn::reduction_volume(s[t].op().as<ComputeOp>()));
+  for (const Tensor& t : nn::unscheduled_stages(s, out))
+    nn::schedule_rows_of_vectors(s, t, nn::reduction_volume(s[t].op().as<ComputeOp>()));
 }
 
 void schedule_batch_norm_train(Schedule& s, const Tensor& out) {

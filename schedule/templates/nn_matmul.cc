@@ -46,8 +46,9 @@ int64_t row_chunks(int64_t row_tiles) {
   return 1;
 }
 
-void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, std::vector<Loop> batch,
-                           const Loop& rows, const Loop& cols, int64_t columns, TemplateKnobs& knobs, bool rows_contiguous) {
+void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed,
+                           std::vector<Loop> batch, const Loop& rows, const Loop& cols, int64_t columns,
+                           TemplateKnobs& knobs, bool rows_contiguous) {
   const auto* pc = product.as<ComputeOp>();
   size_t nb = pc->axis.size() - 2;
   int64_t m = product->dim(nb);  // padded to whole tiles
@@ -155,7 +156,8 @@ namespace {
 // The output's last dimension is the product's columns and the one before its rows, or, when
 // the left operand's batch dimensions were folded into the rows (a weight without batch
 // dimensions), all the dimensions after the product's batch ones but the last.
-void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed, TemplateKnobs& knobs) {
+void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed,
+                     TemplateKnobs& knobs) {
   const auto* oc = out.as<ComputeOp>();
   size_t nb = product.as<ComputeOp>()->axis.size() - 2, last = oc->axis.size() - 1;
   int64_t rows = 1;

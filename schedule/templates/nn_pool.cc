@@ -15,7 +15,6 @@ using tensor_ir::ComputeOp;
 
 namespace {
 
-
 // The output of a separable max pool may be a plain selection of its last step; it stays a
 // stage of its own (not inlined into a fused epilogue) so the steps have a row to live in.
 void schedule_pool(Schedule& s, const Tensor& out) {
@@ -62,7 +61,8 @@ Loop schedule_rows_of_vectors(Schedule& s, const Tensor& t, int64_t work_per_ele
   std::vector<Loop> rows;
   for (size_t d = 0; d + 1 < c->axis.size(); ++d) rows.push_back(st.loop(c->axis[d]));
   std::vector<Loop> order = rows;
-  Loop vec = split_into_vectors(st, st.loop(c->axis.back()), c->dim(c->axis.size() - 1), s.hardware().lanes(c->dtype), order);
+  Loop vec =
+      split_into_vectors(st, st.loop(c->axis.back()), c->dim(c->axis.size() - 1), s.hardware().lanes(c->dtype), order);
   for (const auto& r : c->reduce_axis()) order.push_back(st.loop(r));
   if (vec) order.push_back(vec);
   st.reorder(order);

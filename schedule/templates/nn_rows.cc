@@ -4,8 +4,9 @@
 // parallel: each statistic of the row is computed right before the output row needs it (the
 // row stays in cache across the passes), as vector partial results (the innermost reduction
 // split by the vector width and factored out, rfactor) combined at the end; row intermediates
-// (softmax's exponentials) live in a row buffer; the output row is vectorized. Other layouts get the math family's reduction and elementwise schedules stage by
-// stage. Stages another output of the same kernel already scheduled are left alone.
+// (softmax's exponentials) live in a row buffer; the output row is vectorized. Other layouts get the math family's
+// reduction and elementwise schedules stage by stage. Stages another output of the same kernel already scheduled are
+// left alone.
 #include <unordered_set>
 
 #include "schedule/templates/math.h"
@@ -123,7 +124,8 @@ void schedule_rows(Schedule& s, const Tensor& out) {
 }  // namespace
 
 void add_nn_norm_templates(std::map<std::string, TunableTemplate>& t) {
-  for (const char* tag : {"global_pool", "norm", "norm_stat", "softmax", "softmax_stat", "softmax_exp", "nll_loss"}) t[tag] = without_knobs(schedule_rows);
+  for (const char* tag : {"global_pool", "norm", "norm_stat", "softmax", "softmax_stat", "softmax_exp", "nll_loss"})
+    t[tag] = without_knobs(schedule_rows);
 }
 
 }  // namespace tessera::schedule

@@ -95,14 +95,19 @@ CodeGenLLVM::CodeGenLLVM(llvm::Module& module, const ResolvedTarget& target)
 llvm::Type* CodeGenLLVM::value_type(DataType t) {
   llvm::Type* scalar = nullptr;
   switch (t.code) {
-    case runtime::TypeCode::Bool: scalar = builder_.getInt1Ty(); break;
+    case runtime::TypeCode::Bool:
+      scalar = builder_.getInt1Ty();
+      break;
     case runtime::TypeCode::Int:
-    case runtime::TypeCode::UInt: scalar = builder_.getIntNTy(t.bits); break;
+    case runtime::TypeCode::UInt:
+      scalar = builder_.getIntNTy(t.bits);
+      break;
     case runtime::TypeCode::Float:
       if (t.bits == 16 || t.bits == 32) scalar = builder_.getFloatTy();
       else if (t.bits == 64) scalar = builder_.getDoubleTy();
       break;
-    case runtime::TypeCode::Handle: break;
+    case runtime::TypeCode::Handle:
+      break;
   }
   if (!scalar) fail("kernel '", kernel_name_, "': type ", t.str(), " has no LLVM representation");
   return t.is_vector() ? llvm::FixedVectorType::get(scalar, t.lanes) : scalar;
@@ -146,7 +151,8 @@ void CodeGenLLVM::generate(const std::vector<LoweredFunc>& funcs) {
   std::unordered_set<std::string> names;
   for (const auto& f : funcs) {
     if (!is_c_identifier(f.name)) fail("kernel name '", f.name, "' is not a C identifier");
-    if (is_external_symbol(f.name)) fail("kernel name '", f.name, "' is taken by a library function generated code calls");
+    if (is_external_symbol(f.name))
+      fail("kernel name '", f.name, "' is taken by a library function generated code calls");
     if (!names.insert(f.name).second) fail("two kernels are named '", f.name, "'");
   }
   // Exported names are claimed first, so internal functions created later never take them.
@@ -168,7 +174,8 @@ void CodeGenLLVM::emit_kernel(const LoweredFunc& f, llvm::Function* wrapper) {
     if (!seen.insert(b.get()).second) fail("kernel '", f.name, "' takes buffer '", b.name(), "' twice");
     params.push_back(memory_type(b.dtype())->getPointerTo());
   }
-  llvm::Function* impl = create_function(f.name + "_impl", builder_.getInt32Ty(), params, llvm::GlobalValue::InternalLinkage);
+  llvm::Function* impl =
+      create_function(f.name + "_impl", builder_.getInt32Ty(), params, llvm::GlobalValue::InternalLinkage);
   // Inlining into the wrapper turns the noalias arguments into alias scopes on every access.
   impl->addFnAttr(llvm::Attribute::AlwaysInline);
   for (unsigned i = 0; i < f.args.size(); ++i) set_buffer_attributes(impl, i, f.args[i].get());
@@ -233,11 +240,14 @@ llvm::Value* CodeGenLLVM::emit_expr(const IntImm* op) {
   return llvm::ConstantInt::get(value_type(op->type), static_cast<uint64_t>(op->value), op->type.is_int());
 }
 
-llvm::Value* CodeGenLLVM::emit_expr(const FloatImm* op) { return llvm::ConstantFP::get(value_type(op->type), op->value); }
+llvm::Value* CodeGenLLVM::emit_expr(const FloatImm* op) {
+  return llvm::ConstantFP::get(value_type(op->type), op->value);
+}
 
 llvm::Value* CodeGenLLVM::emit_expr(const VarNode* op) {
   auto it = state_.vars.find(op);
-  if (it == state_.vars.end()) fail("kernel '", kernel_name_, "' uses variable '", op->name, "', which nothing defines");
+  if (it == state_.vars.end())
+    fail("kernel '", kernel_name_, "' uses variable '", op->name, "', which nothing defines");
   return it->second;
 }
 
@@ -297,8 +307,8 @@ llvm::Value* CodeGenLLVM::emit_expr(const FloorDiv* op) {
   llvm::Value* q = builder_.CreateSDiv(a, b);
   llvm::Value* r = builder_.CreateSRem(a, b);
   llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
-  llvm::Value* adjust = builder_.CreateAnd(builder_.CreateICmpNE(r, zero),
-                                           builder_.CreateICmpSLT(builder_.CreateXor(r, b), zero));
+  llvm::Value* adjust =
+      builder_.CreateAnd(builder_.CreateICmpNE(r, zero), builder_.CreateICmpSLT(builder_.CreateXor(r, b), zero));
   return builder_.CreateSub(q, builder_.CreateZExt(adjust, a->getType()));
 }
 
@@ -309,8 +319,8 @@ llvm::Value* CodeGenLLVM::emit_expr(const FloorMod* op) {
     return builder_.CreateAnd(a, llvm::ConstantInt::get(a->getType(), (uint64_t{1} << k) - 1));
   llvm::Value* r = builder_.CreateSRem(a, b);
   llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
-  llvm::Value* adjust = builder_.CreateAnd(builder_.CreateICmpNE(r, zero),
-                                           builder_.CreateICmpSLT(builder_.CreateXor(r, b), zero));
+  llvm::Value* adjust =
+      builder_.CreateAnd(builder_.CreateICmpNE(r, zero), builder_.CreateICmpSLT(builder_.CreateXor(r, b), zero));
   return builder_.CreateSelect(adjust, builder_.CreateAdd(r, b), r);
 }
 
@@ -372,14 +382,15 @@ llvm::Value* CodeGenLLVM::emit_expr(const Select* op) {
   llvm::Value* c = emit(op->condition);
   // A condition known here (a loop unrolled over a Winograd transform's positions) picks its
   // side now: the other, which LLVM would only delete, is never emitted.
-  if (auto* known = llvm::dyn_cast<llvm::ConstantInt>(c)) return emit(known->isOne() ? op->true_value : op->false_value);
+  if (auto* known = llvm::dyn_cast<llvm::ConstantInt>(c))
+    return emit(known->isOne() ? op->true_value : op->false_value);
   // Sides that read nothing new are harmless to evaluate both: a blend (or vmaxps) beats masking.
-  if (!reads_beyond_condition(op))
-    return builder_.CreateSelect(c, emit(op->true_value), emit(op->false_value));
+  if (!reads_beyond_condition(op)) return builder_.CreateSelect(c, emit(op->true_value), emit(op->false_value));
   // A branch rather than a masked <1 x T> load: the loop vectorizer if-converts a guarded load
   // into a masked vector load, but leaves loops calling masked-load intrinsics scalar.
   if (op->type.is_scalar())
-    return emit_if_else(c, [&] { return emit(op->true_value); }, [&] { return emit(op->false_value); });
+    return emit_if_else(
+        c, [&] { return emit(op->true_value); }, [&] { return emit(op->false_value); });
   if (!c->getType()->isVectorTy()) c = builder_.CreateVectorSplat(static_cast<unsigned>(op->type.lanes), c);
   llvm::Value* t = emit_masked(op->true_value, c);
   llvm::Value* f = emit_masked(op->false_value, builder_.CreateNot(c));
@@ -498,7 +509,8 @@ void CodeGenLLVM::emit_stmt(const LetStmt* op) {
 
 llvm::MDNode* CodeGenLLVM::loop_hint(const char* name) {
   std::vector<llvm::Metadata*> hint = {llvm::MDString::get(ctx_, name)};
-  if (std::string(name) == "llvm.loop.vectorize.enable") hint.push_back(llvm::ConstantAsMetadata::get(builder_.getTrue()));
+  if (std::string(name) == "llvm.loop.vectorize.enable")
+    hint.push_back(llvm::ConstantAsMetadata::get(builder_.getTrue()));
   // Loop metadata is a distinct node whose first operand is itself.
   llvm::MDNode* loop = llvm::MDNode::getDistinct(ctx_, {nullptr, llvm::MDNode::get(ctx_, hint)});
   loop->replaceOperandWith(0, loop);

@@ -140,7 +140,6 @@ class CodeGenLLVM {
   // --- llvm_parallel.cc: outlining parallel loops ------------------------------------------
   void emit_parallel_for(const For* op);
 
-
   llvm::Module& module_;
   llvm::LLVMContext& ctx_;
   ResolvedTarget target_;

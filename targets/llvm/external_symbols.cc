@@ -25,12 +25,12 @@ void* address(F* f) {
 // introduces calls on its own: memset/memcpy/memmove for loop idioms, fmod for frem, sincos
 // for sin and cos of one value, roundeven and half conversions where an instruction is missing.
 const std::vector<ExternalSymbol>& external_symbols() {
-#define TESSERA_LIBM1(name)                                                      \
-  {#name, address(static_cast<double (*)(double)>(&::name))},                    \
-  {#name "f", address(static_cast<float (*)(float)>(&::name##f))},
-#define TESSERA_LIBM2(name)                                                      \
-  {#name, address(static_cast<double (*)(double, double)>(&::name))},            \
-  {#name "f", address(static_cast<float (*)(float, float)>(&::name##f))},
+#define TESSERA_LIBM1(name)                                   \
+  {#name, address(static_cast<double (*)(double)>(&::name))}, \
+      {#name "f", address(static_cast<float (*)(float)>(&::name##f))},
+#define TESSERA_LIBM2(name)                                           \
+  {#name, address(static_cast<double (*)(double, double)>(&::name))}, \
+      {#name "f", address(static_cast<float (*)(float, float)>(&::name##f))},
   static const std::vector<ExternalSymbol> table = {
       {"tessera_parallel_launch", address(&tessera_parallel_launch)},
       {"tessera_num_threads", address(&tessera_num_threads)},
@@ -48,15 +48,14 @@ const std::vector<ExternalSymbol>& external_symbols() {
       {"__gnu_h2f_ieee", address(&runtime::half_to_float)},
       {"__gnu_f2h_ieee", address(&runtime::float_to_half)},
       TESSERA_LIBM1(exp) TESSERA_LIBM1(exp2) TESSERA_LIBM1(expm1) TESSERA_LIBM1(log) TESSERA_LIBM1(log2)
-      TESSERA_LIBM1(log10) TESSERA_LIBM1(log1p) TESSERA_LIBM1(sqrt) TESSERA_LIBM1(cbrt) TESSERA_LIBM1(fabs)
-      TESSERA_LIBM1(floor) TESSERA_LIBM1(ceil) TESSERA_LIBM1(trunc) TESSERA_LIBM1(round) TESSERA_LIBM1(rint)
-      TESSERA_LIBM1(nearbyint) TESSERA_LIBM1(roundeven) TESSERA_LIBM1(sin) TESSERA_LIBM1(cos)
-      TESSERA_LIBM1(tan) TESSERA_LIBM1(asin) TESSERA_LIBM1(acos) TESSERA_LIBM1(atan) TESSERA_LIBM1(sinh)
-      TESSERA_LIBM1(cosh) TESSERA_LIBM1(tanh) TESSERA_LIBM1(asinh) TESSERA_LIBM1(acosh) TESSERA_LIBM1(atanh)
-      TESSERA_LIBM1(erf) TESSERA_LIBM1(erfc)
-      TESSERA_LIBM2(pow) TESSERA_LIBM2(fmod) TESSERA_LIBM2(atan2) TESSERA_LIBM2(copysign)
-      TESSERA_LIBM2(fmin) TESSERA_LIBM2(fmax)
-  };
+          TESSERA_LIBM1(log10) TESSERA_LIBM1(log1p) TESSERA_LIBM1(sqrt) TESSERA_LIBM1(cbrt) TESSERA_LIBM1(fabs)
+              TESSERA_LIBM1(floor) TESSERA_LIBM1(ceil) TESSERA_LIBM1(trunc) TESSERA_LIBM1(round) TESSERA_LIBM1(rint)
+                  TESSERA_LIBM1(nearbyint) TESSERA_LIBM1(roundeven) TESSERA_LIBM1(sin) TESSERA_LIBM1(cos)
+                      TESSERA_LIBM1(tan) TESSERA_LIBM1(asin) TESSERA_LIBM1(acos) TESSERA_LIBM1(atan) TESSERA_LIBM1(sinh)
+                          TESSERA_LIBM1(cosh) TESSERA_LIBM1(tanh) TESSERA_LIBM1(asinh) TESSERA_LIBM1(acosh)
+                              TESSERA_LIBM1(atanh) TESSERA_LIBM1(erf) TESSERA_LIBM1(erfc) TESSERA_LIBM2(pow)
+                                  TESSERA_LIBM2(fmod) TESSERA_LIBM2(atan2) TESSERA_LIBM2(copysign) TESSERA_LIBM2(fmin)
+                                      TESSERA_LIBM2(fmax)};
 #undef TESSERA_LIBM1
 #undef TESSERA_LIBM2
   return table;

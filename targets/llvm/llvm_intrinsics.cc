@@ -34,8 +34,8 @@ class Approx {
     Value* n = b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, mul(xc, c(1.44269504088896341)));
     Value* r = sub(xc, mul(n, c(0.693359375)));
     r = sub(r, mul(n, c(-2.12194440e-4)));
-    Value* p = poly(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1,
-                        5.0000001201E-1});
+    Value* p =
+        poly(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1});
     Value* y = add(add(mul(mul(p, r), r), r), c(1.0));
     // 2^n as two factors, each a normal float for every n in [-150, 129]: overflow to infinity
     // and gradual underflow to denormals and zero then come out of the multiplications.
@@ -159,16 +159,21 @@ llvm::Value* emit_intrinsic(llvm::IRBuilder<>& b, tensor_ir::Intrinsic op, const
   llvm::Type* t = x->getType();
   const bool f32 = t->getScalarType()->isFloatTy();
   switch (op) {
-    case Intrinsic::exp: return f32 ? Approx(b, t).exp(x) : unary(b, llvm::Intrinsic::exp, x);
-    case Intrinsic::log: return f32 ? Approx(b, t).log(x) : unary(b, llvm::Intrinsic::log, x);
-    case Intrinsic::tanh: return f32 ? Approx(b, t).tanh(x) : call_libm(b, "tanh", args);
-    case Intrinsic::erf: return f32 ? Approx(b, t).erf(x) : call_libm(b, "erf", args);
+    case Intrinsic::exp:
+      return f32 ? Approx(b, t).exp(x) : unary(b, llvm::Intrinsic::exp, x);
+    case Intrinsic::log:
+      return f32 ? Approx(b, t).log(x) : unary(b, llvm::Intrinsic::log, x);
+    case Intrinsic::tanh:
+      return f32 ? Approx(b, t).tanh(x) : call_libm(b, "tanh", args);
+    case Intrinsic::erf:
+      return f32 ? Approx(b, t).erf(x) : call_libm(b, "erf", args);
     case Intrinsic::sigmoid: {
       if (f32) return Approx(b, t).sigmoid(x);
       Value* one = llvm::ConstantFP::get(t, 1.0);
       return b.CreateFDiv(one, b.CreateFAdd(one, unary(b, llvm::Intrinsic::exp, b.CreateFNeg(x))));
     }
-    case Intrinsic::sqrt: return unary(b, llvm::Intrinsic::sqrt, x);
+    case Intrinsic::sqrt:
+      return unary(b, llvm::Intrinsic::sqrt, x);
     case Intrinsic::rsqrt: {
       // Without `arcp`: with it x86 turns 1 / sqrt(x) into an estimate plus a Newton step, which
       // gives NaN for 0 and infinity and -inf for denormals.
@@ -176,35 +181,58 @@ llvm::Value* emit_intrinsic(llvm::IRBuilder<>& b, tensor_ir::Intrinsic op, const
       b.clearFastMathFlags();
       return b.CreateFDiv(llvm::ConstantFP::get(t, 1.0), unary(b, llvm::Intrinsic::sqrt, x));
     }
-    case Intrinsic::pow: return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, args[1]);
+    case Intrinsic::pow:
+      return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, args[1]);
     case Intrinsic::abs:
       if (type.is_float()) return unary(b, llvm::Intrinsic::fabs, x);
       if (type.is_uint()) return x;
       return b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, x, b.getFalse());  // abs(INT_MIN) wraps
-    case Intrinsic::floor: return unary(b, llvm::Intrinsic::floor, x);
-    case Intrinsic::ceil: return unary(b, llvm::Intrinsic::ceil, x);
-    case Intrinsic::trunc: return unary(b, llvm::Intrinsic::trunc, x);
-    case Intrinsic::round: return unary(b, llvm::Intrinsic::roundeven, x);  // half to even, like numpy
-    case Intrinsic::sin: return unary(b, llvm::Intrinsic::sin, x);
-    case Intrinsic::cos: return unary(b, llvm::Intrinsic::cos, x);
-    case Intrinsic::tan: return call_libm(b, "tan", args);
-    case Intrinsic::asin: return call_libm(b, "asin", args);
-    case Intrinsic::acos: return call_libm(b, "acos", args);
-    case Intrinsic::atan: return call_libm(b, "atan", args);
-    case Intrinsic::sinh: return call_libm(b, "sinh", args);
-    case Intrinsic::cosh: return call_libm(b, "cosh", args);
-    case Intrinsic::asinh: return call_libm(b, "asinh", args);
-    case Intrinsic::acosh: return call_libm(b, "acosh", args);
-    case Intrinsic::atanh: return call_libm(b, "atanh", args);
-    case Intrinsic::isnan: return b.CreateFCmpUNO(x, x);
+    case Intrinsic::floor:
+      return unary(b, llvm::Intrinsic::floor, x);
+    case Intrinsic::ceil:
+      return unary(b, llvm::Intrinsic::ceil, x);
+    case Intrinsic::trunc:
+      return unary(b, llvm::Intrinsic::trunc, x);
+    case Intrinsic::round:
+      return unary(b, llvm::Intrinsic::roundeven, x);  // half to even, like numpy
+    case Intrinsic::sin:
+      return unary(b, llvm::Intrinsic::sin, x);
+    case Intrinsic::cos:
+      return unary(b, llvm::Intrinsic::cos, x);
+    case Intrinsic::tan:
+      return call_libm(b, "tan", args);
+    case Intrinsic::asin:
+      return call_libm(b, "asin", args);
+    case Intrinsic::acos:
+      return call_libm(b, "acos", args);
+    case Intrinsic::atan:
+      return call_libm(b, "atan", args);
+    case Intrinsic::sinh:
+      return call_libm(b, "sinh", args);
+    case Intrinsic::cosh:
+      return call_libm(b, "cosh", args);
+    case Intrinsic::asinh:
+      return call_libm(b, "asinh", args);
+    case Intrinsic::acosh:
+      return call_libm(b, "acosh", args);
+    case Intrinsic::atanh:
+      return call_libm(b, "atanh", args);
+    case Intrinsic::isnan:
+      return b.CreateFCmpUNO(x, x);
     case Intrinsic::isinf:
       return b.CreateFCmpOEQ(unary(b, llvm::Intrinsic::fabs, x), llvm::ConstantFP::getInfinity(t));
-    case Intrinsic::bitwise_and: return b.CreateAnd(x, args[1]);
-    case Intrinsic::bitwise_or: return b.CreateOr(x, args[1]);
-    case Intrinsic::bitwise_xor: return b.CreateXor(x, args[1]);
-    case Intrinsic::bitwise_not: return b.CreateNot(x);
-    case Intrinsic::shift_left: return b.CreateShl(x, args[1]);
-    case Intrinsic::shift_right: return type.is_uint() ? b.CreateLShr(x, args[1]) : b.CreateAShr(x, args[1]);
+    case Intrinsic::bitwise_and:
+      return b.CreateAnd(x, args[1]);
+    case Intrinsic::bitwise_or:
+      return b.CreateOr(x, args[1]);
+    case Intrinsic::bitwise_xor:
+      return b.CreateXor(x, args[1]);
+    case Intrinsic::bitwise_not:
+      return b.CreateNot(x);
+    case Intrinsic::shift_left:
+      return b.CreateShl(x, args[1]);
+    case Intrinsic::shift_right:
+      return type.is_uint() ? b.CreateLShr(x, args[1]) : b.CreateAShr(x, args[1]);
     case Intrinsic::likely:  // lowering drops it; if one is left, it still guides block layout
       return t->isVectorTy() ? x : b.CreateIntrinsic(llvm::Intrinsic::expect, {t}, {x, b.getTrue()});
     case Intrinsic::prefetch:  // CodeGenLLVM emits it from the load's address, never its value

@@ -119,8 +119,10 @@ llvm::Value* CodeGenLLVM::element_address(const BufferNode* buffer, const Expr& 
 // dereferenced, so it may lie past the buffer.
 llvm::Value* CodeGenLLVM::emit_prefetch(const Call* op) {
   const auto* load = op->args[0].as<Load>();
-  if (!load) fail("internal error: prefetch of ", tensor_ir::to_string(op->args[0]), " (a load of a flattened buffer expected)");
-  llvm::Value* addr = builder_.CreateBitCast(element_address(load->buffer.get(), load->index, true), builder_.getInt8PtrTy());
+  if (!load)
+    fail("internal error: prefetch of ", tensor_ir::to_string(op->args[0]), " (a load of a flattened buffer expected)");
+  llvm::Value* addr =
+      builder_.CreateBitCast(element_address(load->buffer.get(), load->index, true), builder_.getInt8PtrTy());
   constexpr int kRead = 0, kL2 = 2, kData = 1;
   builder_.CreateIntrinsic(llvm::Intrinsic::prefetch, {addr->getType()},
                            {addr, builder_.getInt32(kRead), builder_.getInt32(kL2), builder_.getInt32(kData)});
@@ -165,7 +167,8 @@ llvm::Value* CodeGenLLVM::load_strided(const BufferNode* buffer, const Expr& bas
 // phase, took 7 times the scalar loop); and LLVM 14's x86 back end miscompiles some of them
 // without AVX-512: a masked load of 8k+1 32-bit lanes under a mask known only at run time loads
 // its last lane whatever the mask says (AVX2 convolutions read garbage into their padding).
-llvm::Value* CodeGenLLVM::masked_load(llvm::FixedVectorType* vec, llvm::Value* addr, llvm::Align align, llvm::Value* mask) {
+llvm::Value* CodeGenLLVM::masked_load(llvm::FixedVectorType* vec, llvm::Value* addr, llvm::Align align,
+                                      llvm::Value* mask) {
   const unsigned lanes = vec->getNumElements();
   const auto width = static_cast<unsigned>(llvm::PowerOf2Ceil(lanes));
   auto* wide = llvm::FixedVectorType::get(vec->getElementType(), width);

@@ -203,9 +203,9 @@ std::shared_ptr<runtime::Module> build_llvm(const std::vector<tensor_ir::Lowered
     session->optimized = llvm::CloneModule(*module);
   }
 
-  session->jit = unwrap(
-      llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(machine_builder(resolved, /*pic=*/false)).create(),
-      "cannot create the LLVM JIT");
+  session->jit =
+      unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(machine_builder(resolved, /*pic=*/false)).create(),
+             "cannot create the LLVM JIT");
   llvm::orc::LLJIT& jit = *session->jit;
   // The session reports why materialization failed (say, a missing symbol) here, not in the
   // error lookup returns; keep it for the message instead of letting LLVM print it.

@@ -78,8 +78,8 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
   for (unsigned j = 0; j < captures.buffers.size(); ++j)
     set_buffer_attributes(body_fn, first_buffer + j, captures.buffers[j]);
   auto* task_type = llvm::FunctionType::get(i32, {i32, i32, builder_.getInt8PtrTy()}, false);
-  llvm::Function* task_fn = create_function(kernel_name_ + "_parallel", i32, task_type->params(),
-                                            llvm::GlobalValue::InternalLinkage);
+  llvm::Function* task_fn =
+      create_function(kernel_name_ + "_parallel", i32, task_type->params(), llvm::GlobalValue::InternalLinkage);
 
   // Launch: fill the closure, split into min(extent, threads) tasks, pass a failure on.
   llvm::AllocaInst* closure = entry_alloca(closure_type, nullptr, "closure");
@@ -89,12 +89,10 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
       builder_.CreateCall(external_function("tessera_num_threads", llvm::FunctionType::get(i32, false))), i64);
   llvm::Value* tasks = builder_.CreateSelect(builder_.CreateICmpSLT(extent, threads), extent, threads);
   tasks = builder_.CreateSelect(builder_.CreateICmpSLT(tasks, builder_.getInt64(0)), builder_.getInt64(0), tasks);
-  auto* launch_type =
-      llvm::FunctionType::get(i32, {task_type->getPointerTo(), builder_.getInt8PtrTy(), i32}, false);
-  llvm::Value* status =
-      builder_.CreateCall(external_function("tessera_parallel_launch", launch_type),
-                          {task_fn, builder_.CreateBitCast(closure, builder_.getInt8PtrTy()),
-                           builder_.CreateTrunc(tasks, i32)});
+  auto* launch_type = llvm::FunctionType::get(i32, {task_type->getPointerTo(), builder_.getInt8PtrTy(), i32}, false);
+  llvm::Value* status = builder_.CreateCall(
+      external_function("tessera_parallel_launch", launch_type),
+      {task_fn, builder_.CreateBitCast(closure, builder_.getInt8PtrTy()), builder_.CreateTrunc(tasks, i32)});
   return_if_failed(status);
 
   llvm::IRBuilderBase::InsertPointGuard keep_insert_point(builder_);

@@ -38,8 +38,8 @@ std::string host_features() {
 // only intrinsics reach (pku, sgx, ...) are not compared, so e.g. skylake-avx512 code runs on
 // an AVX-512 AMD host.
 bool emitted_without_asking(const std::string& feature) {
-  static const char* const kPrefixes[] = {"sse", "ssse3", "avx", "fma", "f16c", "bmi", "lzcnt", "popcnt",
-                                          "movbe", "xop", "cmov", "amx", "neon", "sve", "fullfp16"};
+  static const char* const kPrefixes[] = {"sse",   "ssse3", "avx",  "fma", "f16c", "bmi", "lzcnt",   "popcnt",
+                                          "movbe", "xop",   "cmov", "amx", "neon", "sve", "fullfp16"};
   for (const char* p : kPrefixes)
     if (feature.compare(0, std::char_traits<char>::length(p), p) == 0) return true;
   return false;
@@ -127,8 +127,8 @@ void check_runs_on_host(const ResolvedTarget& t) {
   for (const auto& f : host_features) {
     const std::string name = f.getKey().str();
     if (!f.getValue() && emitted_without_asking(name) && sti->checkFeatures("+" + name))
-      fail("cannot run code for CPU ", t.cpu, " in this process: it uses ", name,
-           ", which this host (", llvm::sys::getHostCPUName().str(), ") lacks");
+      fail("cannot run code for CPU ", t.cpu, " in this process: it uses ", name, ", which this host (",
+           llvm::sys::getHostCPUName().str(), ") lacks");
   }
 }
 
@@ -139,7 +139,8 @@ namespace tessera::targets {
 schedule::HardwareParams Target::hardware() const {
   if (kind != "llvm") fail("target '", str(), "': only llvm targets describe their hardware for now");
   const llvm_backend::ResolvedTarget r = llvm_backend::resolve(*this);
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(llvm_backend::lookup(r.triple).createMCSubtargetInfo(r.triple, r.cpu, r.features));
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      llvm_backend::lookup(r.triple).createMCSubtargetInfo(r.triple, r.cpu, r.features));
   schedule::HardwareParams hw;
   const llvm::Triple triple(r.triple);
   if (triple.isX86()) {
@@ -163,7 +164,8 @@ ObjectTarget describe_object_target(const Target& target) {
   resolved.mtriple = r.triple;
   resolved.mcpu = r.cpu;
   o.target = resolved.str();
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(llvm_backend::lookup(r.triple).createMCSubtargetInfo(r.triple, r.cpu, r.features));
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      llvm_backend::lookup(r.triple).createMCSubtargetInfo(r.triple, r.cpu, r.features));
   for (const std::string& name : runtime::detectable_cpu_features(o.arch)) {
     const bool unknown = sti->checkFeatures("+" + name) && sti->checkFeatures("-" + name);
     if (!unknown && sti->checkFeatures("+" + name)) o.cpu_features.push_back(name);

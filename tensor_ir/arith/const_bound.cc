@@ -85,7 +85,8 @@ class Analyzer {
       auto a = bound(ea), b = bound(eb);
       // Only division by a positive range is bounded simply; truncation equals flooring when a >= 0.
       if (b.min > 0 && (e.as<FloorDiv>() || a.min >= 0))
-        return from_corners({floor_div(a.min, b.min), floor_div(a.min, b.max), floor_div(a.max, b.min), floor_div(a.max, b.max)});
+        return from_corners(
+            {floor_div(a.min, b.min), floor_div(a.min, b.max), floor_div(a.max, b.min), floor_div(a.max, b.max)});
       return ConstBound::everything();
     }
     if (const auto* op = e.as<FloorMod>()) {

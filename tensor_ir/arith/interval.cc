@@ -8,9 +8,7 @@
 
 namespace tessera::tensor_ir::arith {
 
-Interval Interval::from_range(const Range& r) {
-  return {simplify(r.min), simplify(r.min + r.extent - 1)};
-}
+Interval Interval::from_range(const Range& r) { return {simplify(r.min), simplify(r.min + r.extent - 1)}; }
 
 Range Interval::to_range() const {
   if (!bounded()) fail("internal error: an unbounded interval has no range");
@@ -55,11 +53,15 @@ class Evaluator {
     if (const auto* op = e.as<Min>()) {
       Interval a = eval(op->a), b = eval(op->b);
       return {a.min && b.min ? simplify(tensor_ir::min(a.min, b.min)) : Expr(),
-              !a.max ? b.max : !b.max ? a.max : simplify(tensor_ir::min(a.max, b.max))};
+              !a.max   ? b.max
+              : !b.max ? a.max
+                       : simplify(tensor_ir::min(a.max, b.max))};
     }
     if (const auto* op = e.as<Max>()) {
       Interval a = eval(op->a), b = eval(op->b);
-      return {!a.min ? b.min : !b.min ? a.min : simplify(tensor_ir::max(a.min, b.min)),
+      return {!a.min   ? b.min
+              : !b.min ? a.min
+                       : simplify(tensor_ir::max(a.min, b.min)),
               a.max && b.max ? simplify(tensor_ir::max(a.max, b.max)) : Expr()};
     }
     if (const auto* op = e.as<Select>()) return union_of(eval(op->true_value), eval(op->false_value));

@@ -67,9 +67,8 @@ void LinearForm::merge_div_mod_pairs() {
 Expr LinearForm::to_expr() const {
   std::vector<size_t> order(terms.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::llabs(terms[a].second) > std::llabs(terms[b].second);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return std::llabs(terms[a].second) > std::llabs(terms[b].second); });
   auto scaled = [&](const Expr& t, int64_t c) {
     return c == 1 ? t : Mul::make(t, IntImm::make(type, wrap_to_type(type, c)));
   };

@@ -79,9 +79,7 @@ class Simplifier : public IRMutator {
     const auto* rb = b.as<Ramp>();
     const auto* ba = a.as<Broadcast>();
     const auto* bb = b.as<Broadcast>();
-    auto ramp = [&](Expr base, Expr stride, int64_t lanes) {
-      return mutate(Ramp::make(base, stride, lanes));
-    };
+    auto ramp = [&](Expr base, Expr stride, int64_t lanes) { return mutate(Ramp::make(base, stride, lanes)); };
     switch (kind) {
       case NodeKind::Add:
         if (ra && rb) return ramp(ra->base + rb->base, ra->stride + rb->stride, ra->lanes);
@@ -97,7 +95,8 @@ class Simplifier : public IRMutator {
         if (ra && bb) return ramp(ra->base * bb->value, ra->stride * bb->value, ra->lanes);
         if (ba && rb) return ramp(ba->value * rb->base, ba->value * rb->stride, rb->lanes);
         break;
-      default: break;
+      default:
+        break;
     }
     return Expr();
   }
@@ -119,7 +118,10 @@ class Simplifier : public IRMutator {
 
   Expr mutate_(const Add* op) override {
     Expr a = mutate(op->a), b = mutate(op->b);
-    if (Expr c = fold(a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(x + y); }, [](double x, double y) { return x + y; })) return c;
+    if (Expr c = fold(
+            a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(x + y); },
+            [](double x, double y) { return x + y; }))
+      return c;
     if (is_scalar_int(a)) return linear(Add::make(a, b));
     if (a.type().is_vector()) {
       if (Expr v = vector_arith(NodeKind::Add, a, b)) return v;
@@ -132,7 +134,10 @@ class Simplifier : public IRMutator {
 
   Expr mutate_(const Sub* op) override {
     Expr a = mutate(op->a), b = mutate(op->b);
-    if (Expr c = fold(a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(x - y); }, [](double x, double y) { return x - y; })) return c;
+    if (Expr c = fold(
+            a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(x - y); },
+            [](double x, double y) { return x - y; }))
+      return c;
     if (is_scalar_int(a)) return linear(Sub::make(a, b));
     if (a.type().is_vector()) {
       if (Expr v = vector_arith(NodeKind::Sub, a, b)) return v;
@@ -144,7 +149,10 @@ class Simplifier : public IRMutator {
 
   Expr mutate_(const Mul* op) override {
     Expr a = mutate(op->a), b = mutate(op->b);
-    if (Expr c = fold(a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(x * y); }, [](double x, double y) { return x * y; })) return c;
+    if (Expr c = fold(
+            a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(x * y); },
+            [](double x, double y) { return x * y; }))
+      return c;
     if (is_scalar_int(a)) {
       if (as_const_int(a) || as_const_int(b)) return linear(Mul::make(a, b));
       return Mul::make(a, b);
@@ -165,7 +173,10 @@ class Simplifier : public IRMutator {
       const int64_t* c = as_const_int(b);
       if (c && *c > 0 && bound(a).min >= 0) return mutate(FloorDiv::make(a, b));
     }
-    if (Expr c = fold(a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(x / y) : std::nullopt; }, [](double x, double y) { return x / y; })) return c;
+    if (Expr c = fold(
+            a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(x / y) : std::nullopt; },
+            [](double x, double y) { return x / y; }))
+      return c;
     if (is_one(b)) return a;
     if (Expr v = broadcast_binary<Div>(a, b)) return v;
     return Div::make(a, b);
@@ -177,7 +188,10 @@ class Simplifier : public IRMutator {
       const int64_t* c = as_const_int(b);
       if (c && *c > 0 && bound(a).min >= 0) return mutate(FloorMod::make(a, b));
     }
-    if (Expr c = fold(a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(x % y) : std::nullopt; }, [](double x, double y) { return std::fmod(x, y); })) return c;
+    if (Expr c = fold(
+            a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(x % y) : std::nullopt; },
+            [](double x, double y) { return std::fmod(x, y); }))
+      return c;
     if (Expr v = broadcast_binary<Mod>(a, b)) return v;
     return Mod::make(a, b);
   }
@@ -200,17 +214,22 @@ class Simplifier : public IRMutator {
 
   Expr mutate_(const FloorDiv* op) override {
     Expr a = mutate(op->a), b = mutate(op->b);
-    if (Expr c = fold(a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(floor_div(x, y)) : std::nullopt; }, [](double x, double y) { return std::floor(x / y); })) return c;
+    if (Expr c = fold(
+            a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(floor_div(x, y)) : std::nullopt; },
+            [](double x, double y) { return std::floor(x / y); }))
+      return c;
     const int64_t* c = as_const_int(b);
     if (a.type().is_vector()) {
       const auto* r = a.as<Ramp>();
       const int64_t* stride = r ? as_const_int(r->stride) : nullptr;
       if (r && c && *c > 0 && stride && *stride >= 0) {
         Expr cs = scalar_of(b);
-        if (*stride % *c == 0) return mutate(Ramp::make(FloorDiv::make(r->base, cs), IntImm::make(r->base.type(), *stride / *c), r->lanes));
+        if (*stride % *c == 0)
+          return mutate(Ramp::make(FloorDiv::make(r->base, cs), IntImm::make(r->base.type(), *stride / *c), r->lanes));
         // All lanes fall in one block of c when the base's remainder leaves room for the ramp.
         ConstBound rem = bound(mutate(FloorMod::make(r->base, cs)));
-        if (rem.bounded() && rem.max + *stride * (r->lanes - 1) < *c) return Broadcast::make(mutate(FloorDiv::make(r->base, cs)), r->lanes);
+        if (rem.bounded() && rem.max + *stride * (r->lanes - 1) < *c)
+          return Broadcast::make(mutate(FloorDiv::make(r->base, cs)), r->lanes);
       }
       if (Expr v = broadcast_binary<FloorDiv>(a, b)) return v;
       return FloorDiv::make(a, b);
@@ -236,7 +255,10 @@ class Simplifier : public IRMutator {
 
   Expr mutate_(const FloorMod* op) override {
     Expr a = mutate(op->a), b = mutate(op->b);
-    if (Expr c = fold(a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(floor_mod(x, y)) : std::nullopt; }, [](double x, double y) { return x - std::floor(x / y) * y; })) return c;
+    if (Expr c = fold(
+            a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(floor_mod(x, y)) : std::nullopt; },
+            [](double x, double y) { return x - std::floor(x / y) * y; }))
+      return c;
     const int64_t* c = as_const_int(b);
     if (a.type().is_vector()) {
       const auto* r = a.as<Ramp>();
@@ -246,7 +268,8 @@ class Simplifier : public IRMutator {
         Expr base_mod = mutate(FloorMod::make(r->base, cs));
         if (*stride % *c == 0) return Broadcast::make(base_mod, r->lanes);
         ConstBound rem = bound(base_mod);
-        if (rem.bounded() && rem.max + *stride * (r->lanes - 1) < *c) return mutate(Ramp::make(base_mod, r->stride, r->lanes));
+        if (rem.bounded() && rem.max + *stride * (r->lanes - 1) < *c)
+          return mutate(Ramp::make(base_mod, r->stride, r->lanes));
       }
       if (Expr v = broadcast_binary<FloorMod>(a, b)) return v;
       return FloorMod::make(a, b);
@@ -254,7 +277,8 @@ class Simplifier : public IRMutator {
     if (!c || *c <= 0) return FloorMod::make(a, b);
     if (*c == 1) return make_zero(a.type());
     if (const auto* inner = a.as<FloorMod>()) {
-      if (const int64_t* c2 = as_const_int(inner->b); c2 && *c2 > 0 && *c2 % *c == 0) return mutate(FloorMod::make(inner->a, b));
+      if (const int64_t* c2 = as_const_int(inner->b); c2 && *c2 > 0 && *c2 % *c == 0)
+        return mutate(FloorMod::make(inner->a, b));
     }
     DivSplit s = split_by(a, *c);
     Expr rest = s.rest.to_expr();
@@ -269,7 +293,10 @@ class Simplifier : public IRMutator {
   Expr min_max(const Node* op, bool is_min) {
     Expr a = mutate(op->a), b = mutate(op->b);
     auto pick = [is_min](auto x, auto y) { return is_min ? std::min(x, y) : std::max(x, y); };
-    if (Expr c = fold(a, b, [&](int64_t x, int64_t y) { return std::optional<int64_t>(pick(x, y)); }, [&](double x, double y) { return pick(x, y); })) return c;
+    if (Expr c = fold(
+            a, b, [&](int64_t x, int64_t y) { return std::optional<int64_t>(pick(x, y)); },
+            [&](double x, double y) { return pick(x, y); }))
+      return c;
     if (structural_equal(a, b)) return a;
     if (a.type().is_integer()) {
       // Decide by the sign of a - b, which the linear form often reduces to a constant.
@@ -285,7 +312,8 @@ class Simplifier : public IRMutator {
       if (d.min >= 0) return is_min ? b : a;
       // min(min(x, c1), c2) -> min(x, min(c1, c2))
       if (const auto* inner = a.template as<Node>()) {
-        if (as_const_int(inner->b) && as_const_int(b)) return mutate(Node::make(inner->a, mutate(Node::make(inner->b, b))));
+        if (as_const_int(inner->b) && as_const_int(b))
+          return mutate(Node::make(inner->a, mutate(Node::make(inner->b, b))));
       }
     }
     if (Expr v = broadcast_binary<Node>(a, b)) return v;
@@ -301,12 +329,18 @@ class Simplifier : public IRMutator {
     constexpr NodeKind K = Node::kKind;
     auto decide = [](double x, double y) {
       switch (K) {
-        case NodeKind::EQ: return x == y;
-        case NodeKind::NE: return x != y;
-        case NodeKind::LT: return x < y;
-        case NodeKind::LE: return x <= y;
-        case NodeKind::GT: return x > y;
-        default: return x >= y;
+        case NodeKind::EQ:
+          return x == y;
+        case NodeKind::NE:
+          return x != y;
+        case NodeKind::LT:
+          return x < y;
+        case NodeKind::LE:
+          return x <= y;
+        case NodeKind::GT:
+          return x > y;
+        default:
+          return x >= y;
       }
     };
     int lanes = a.type().lanes;
@@ -327,12 +361,30 @@ class Simplifier : public IRMutator {
       }
       std::optional<bool> result;
       switch (K) {
-        case NodeKind::EQ: if (d.is_point()) result = d.min == 0; else if (!d.contains(0)) result = false; break;
-        case NodeKind::NE: if (d.is_point()) result = d.min != 0; else if (!d.contains(0)) result = true; break;
-        case NodeKind::LT: if (d.max < 0) result = true; else if (d.min >= 0) result = false; break;
-        case NodeKind::LE: if (d.max <= 0) result = true; else if (d.min > 0) result = false; break;
-        case NodeKind::GT: if (d.min > 0) result = true; else if (d.max <= 0) result = false; break;
-        default: if (d.min >= 0) result = true; else if (d.max < 0) result = false; break;
+        case NodeKind::EQ:
+          if (d.is_point()) result = d.min == 0;
+          else if (!d.contains(0)) result = false;
+          break;
+        case NodeKind::NE:
+          if (d.is_point()) result = d.min != 0;
+          else if (!d.contains(0)) result = true;
+          break;
+        case NodeKind::LT:
+          if (d.max < 0) result = true;
+          else if (d.min >= 0) result = false;
+          break;
+        case NodeKind::LE:
+          if (d.max <= 0) result = true;
+          else if (d.min > 0) result = false;
+          break;
+        case NodeKind::GT:
+          if (d.min > 0) result = true;
+          else if (d.max <= 0) result = false;
+          break;
+        default:
+          if (d.min >= 0) result = true;
+          else if (d.max < 0) result = false;
+          break;
       }
       if (result) return make_const(DataType::Bool(lanes), *result ? 1 : 0);
     }
@@ -462,8 +514,6 @@ Stmt simplify(const Stmt& s, const BoundMap& vars) {
   return Simplifier(vars).mutate(s);
 }
 
-bool can_prove(const Expr& condition, const BoundMap& vars) {
-  return is_const_int(simplify(condition, vars), 1);
-}
+bool can_prove(const Expr& condition, const BoundMap& vars) { return is_const_int(simplify(condition, vars), 1); }
 
 }  // namespace tessera::tensor_ir::arith

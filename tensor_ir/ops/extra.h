@@ -19,7 +19,8 @@ GridSamplePadding parse_grid_sample_padding(const std::string& name);
 // ONNX GridSample (opset 16) / PyTorch grid_sample: x [N, C, H, W] sampled at grid [N, Ho, Wo, 2]
 // ((x, y) in [-1, 1] spanning the input: its corner pixels' centres with align_corners, their
 // outer edges without) -> [N, C, Ho, Wo]. Bicubic uses A = -0.75 and pads each of its 16 taps.
-Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, GridSamplePadding padding, bool align_corners);
+Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, GridSamplePadding padding,
+                   bool align_corners);
 
 struct RoiAlignParams {
   bool max_mode = false;  // else average

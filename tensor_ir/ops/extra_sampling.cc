@@ -75,9 +75,12 @@ struct GridAxis {
   Expr pad(const Expr& x) const {
     double n = static_cast<double>(size);
     switch (padding) {
-      case GridSamplePadding::Zeros: return x;
-      case GridSamplePadding::Border: return clip(x);
-      case GridSamplePadding::Reflection: return clip(align ? reflect(x, 0, 2 * (n - 1)) : reflect(x, -1, 2 * n - 1));
+      case GridSamplePadding::Zeros:
+        return x;
+      case GridSamplePadding::Border:
+        return clip(x);
+      case GridSamplePadding::Reflection:
+        return clip(align ? reflect(x, 0, 2 * (n - 1)) : reflect(x, -1, 2 * n - 1));
     }
     return x;
   }
@@ -95,7 +98,8 @@ std::vector<Expr> cubic_weights(const Expr& t, const GridAxis& a) {
 
 }  // namespace
 
-Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, GridSamplePadding padding, bool align_corners) {
+Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, GridSamplePadding padding,
+                   bool align_corners) {
   DataType dt = x.dtype();
   if (!dt.is_float()) fail("grid_sample: X must be float16, float32 or float64, got ", dt.str());
   if (grid.dtype() != dt) fail("grid_sample: grid is ", grid.dtype().str(), ", X ", dt.str());
@@ -107,50 +111,53 @@ Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, Gri
   GridAxis ax{padding, align_corners, xs[3], acc}, ay{padding, align_corners, xs[2], acc};
   int64_t height = xs[2], width = xs[3];
   bool empty = height == 0 || width == 0;
-  return compute({Expr(xs[0]), Expr(xs[1]), Expr(gs[1]), Expr(gs[2])}, [&](const std::vector<Var>& o) -> Expr {
-    if (empty) return make_zero(dt);
-    Expr n = o[0], ch = o[1];
-    // The pixel at integer indices (yi, xi) times w, or 0 outside the image.
-    auto tap = [&](const Expr& yi, const Expr& xi, const Expr& w) {
-      Expr v = cast(acc, x(n, ch, clamp_index(yi, height), clamp_index(xi, width)));
-      return select(logical_and(inside(yi, height), inside(xi, width)), v * w, make_zero(acc));
-    };
-    Expr gx = cast(acc, grid(n, o[2], o[3], Expr(0))), gy = cast(acc, grid(n, o[2], o[3], Expr(1)));
-    Expr out;
-    if (mode == GridSampleMode::Bicubic) {
-      out = bind(ax.unnormalize(gx), [&](Expr ix) {
-        return bind(ay.unnormalize(gy), [&](Expr iy) {
-          Expr x0 = call(Intrinsic::floor, {ix}), y0 = call(Intrinsic::floor, {iy});
-          auto wx = cubic_weights(ix - x0, ax), wy = cubic_weights(iy - y0, ay);
-          Expr sum;
-          for (int i = 0; i < 4; ++i) {
-            Expr yi = ay.index(ay.pad(y0 + ay.c(i - 1))), row;
-            for (int j = 0; j < 4; ++j) {
-              Expr t = tap(yi, ax.index(ax.pad(x0 + ax.c(j - 1))), wx[j]);
-              row = row.defined() ? row + t : t;
-            }
-            sum = sum.defined() ? sum + row * wy[i] : row * wy[i];
-          }
-          return sum;
-        });
-      });
-    } else {
-      out = bind(ax.pad(ax.unnormalize(gx)), [&](Expr ix) {
-        return bind(ay.pad(ay.unnormalize(gy)), [&](Expr iy) {
-          if (mode == GridSampleMode::Nearest) {
-            // Round half to even, as std::nearbyint in PyTorch.
-            return tap(ay.index(call(Intrinsic::round, {iy})), ax.index(call(Intrinsic::round, {ix})), ay.c(1));
-          }
-          Expr x0 = call(Intrinsic::floor, {ix}), y0 = call(Intrinsic::floor, {iy});
-          Expr xi = ax.index(x0), yi = ay.index(y0);
-          Expr east = ix - x0, west = x0 + ax.c(1) - ix, south = iy - y0, north = y0 + ay.c(1) - iy;
-          return tap(yi, xi, west * north) + tap(yi, xi + Expr(1), east * north) + tap(yi + Expr(1), xi, west * south) +
-                 tap(yi + Expr(1), xi + Expr(1), east * south);
-        });
-      });
-    }
-    return cast(dt, out);
-  }, "grid_sample", "grid_sample");
+  return compute(
+      {Expr(xs[0]), Expr(xs[1]), Expr(gs[1]), Expr(gs[2])},
+      [&](const std::vector<Var>& o) -> Expr {
+        if (empty) return make_zero(dt);
+        Expr n = o[0], ch = o[1];
+        // The pixel at integer indices (yi, xi) times w, or 0 outside the image.
+        auto tap = [&](const Expr& yi, const Expr& xi, const Expr& w) {
+          Expr v = cast(acc, x(n, ch, clamp_index(yi, height), clamp_index(xi, width)));
+          return select(logical_and(inside(yi, height), inside(xi, width)), v * w, make_zero(acc));
+        };
+        Expr gx = cast(acc, grid(n, o[2], o[3], Expr(0))), gy = cast(acc, grid(n, o[2], o[3], Expr(1)));
+        Expr out;
+        if (mode == GridSampleMode::Bicubic) {
+          out = bind(ax.unnormalize(gx), [&](Expr ix) {
+            return bind(ay.unnormalize(gy), [&](Expr iy) {
+              Expr x0 = call(Intrinsic::floor, {ix}), y0 = call(Intrinsic::floor, {iy});
+              auto wx = cubic_weights(ix - x0, ax), wy = cubic_weights(iy - y0, ay);
+              Expr sum;
+              for (int i = 0; i < 4; ++i) {
+                Expr yi = ay.index(ay.pad(y0 + ay.c(i - 1))), row;
+                for (int j = 0; j < 4; ++j) {
+                  Expr t = tap(yi, ax.index(ax.pad(x0 + ax.c(j - 1))), wx[j]);
+                  row = row.defined() ? row + t : t;
+                }
+                sum = sum.defined() ? sum + row * wy[i] : row * wy[i];
+              }
+              return sum;
+            });
+          });
+        } else {
+          out = bind(ax.pad(ax.unnormalize(gx)), [&](Expr ix) {
+            return bind(ay.pad(ay.unnormalize(gy)), [&](Expr iy) {
+              if (mode == GridSampleMode::Nearest) {
+                // Round half to even, as std::nearbyint in PyTorch.
+                return tap(ay.index(call(Intrinsic::round, {iy})), ax.index(call(Intrinsic::round, {ix})), ay.c(1));
+              }
+              Expr x0 = call(Intrinsic::floor, {ix}), y0 = call(Intrinsic::floor, {iy});
+              Expr xi = ax.index(x0), yi = ay.index(y0);
+              Expr east = ix - x0, west = x0 + ax.c(1) - ix, south = iy - y0, north = y0 + ay.c(1) - iy;
+              return tap(yi, xi, west * north) + tap(yi, xi + Expr(1), east * north) +
+                     tap(yi + Expr(1), xi, west * south) + tap(yi + Expr(1), xi + Expr(1), east * south);
+            });
+          });
+        }
+        return cast(dt, out);
+      },
+      "grid_sample", "grid_sample");
 }
 
 // --- roi_align --------------------------------------------------------------------------------
@@ -164,8 +171,8 @@ struct RoiAxis {
   Expr grid;  // int64, >= 0
 };
 
-RoiAxis roi_axis(const Tensor& rois, const Expr& r, int coord, const Expr& bin_index, int64_t out_size, const RoiAlignParams& p,
-                 DataType acc) {
+RoiAxis roi_axis(const Tensor& rois, const Expr& r, int coord, const Expr& bin_index, int64_t out_size,
+                 const RoiAlignParams& p, DataType acc) {
   auto c = [&](double v) { return make_const(acc, v); };
   double offset = p.half_pixel ? 0.5 : 0;
   Expr begin = cast(acc, rois(r, Expr(coord))) * c(p.spatial_scale) - c(offset);
@@ -189,7 +196,8 @@ Tensor roi_align(const Tensor& x, const Tensor& rois, const Tensor& batch_indice
   if (rois.dtype() != dt || rs.size() != 2 || rs[1] != 4)
     fail("roi_align: rois must be ", dt.str(), "[num_rois, 4], got ", rois.dtype().str(), runtime::shape_str(rs));
   if (!batch_indices.dtype().is_integer() || bs != std::vector<int64_t>{rs[0]})
-    fail("roi_align: batch_indices must be integers of shape [", rs[0], "], got ", batch_indices.dtype().str(), runtime::shape_str(bs));
+    fail("roi_align: batch_indices must be integers of shape [", rs[0], "], got ", batch_indices.dtype().str(),
+         runtime::shape_str(bs));
   if (p.output_height < 1 || p.output_width < 1 || p.sampling_ratio < 0)
     fail("roi_align: output_height and output_width must be positive and sampling_ratio not negative");
   int64_t batch = xs[0], height = xs[2], width = xs[3];
@@ -197,46 +205,58 @@ Tensor roi_align(const Tensor& x, const Tensor& rois, const Tensor& batch_indice
   auto c = [&](double v) { return make_const(acc, v); };
   std::vector<Expr> shape = {Expr(rs[0]), Expr(xs[1]), Expr(p.output_height), Expr(p.output_width)};
   if (batch == 0 || height == 0 || width == 0)
-    return compute(shape, [&](const std::vector<Var>&) { return make_zero(dt); }, "roi_align", "roi_align");
+    return compute(
+        shape, [&](const std::vector<Var>&) { return make_zero(dt); }, "roi_align", "roi_align");
 
   // Per bin: the sum (or maximum) of its samples' bilinear interpolations. An adaptive count of
   // samples is a loop bound computed from the roi (the same for all bins of a roi), so a kernel
   // visits exactly the samples ONNX Runtime does.
-  Tensor pooled = compute(shape, [&](const std::vector<Var>& o) {
-    Expr r = o[0], ch = o[1];
-    RoiAxis ay = roi_axis(rois, r, 1, o[2], p.output_height, p, acc), ax = roi_axis(rois, r, 0, o[3], p.output_width, p, acc);
-    IterVar ky = reduce_axis(Range(Expr(0), ay.grid), "ky"), kx = reduce_axis(Range(Expr(0), ax.grid), "kx");
-    Expr b = clamp_index(cast(kIndexType, batch_indices(r)), batch);
-    // In ONNX Runtime's order of operations.
-    auto at = [&](const RoiAxis& a, const Expr& k) { return a.start + (cast(acc, k) + c(0.5)) * a.bin / cast(acc, max(a.grid, Expr(1))); };
-    Expr y = at(ay, ky), xx = at(ax, kx);
-    // ONNX Runtime's bilinear_interpolate: nothing past one pixel outside, edges clamped.
-    Expr valid = logical_and(logical_and(y >= c(-1), y <= c(static_cast<double>(height))),
-                             logical_and(xx >= c(-1), xx <= c(static_cast<double>(width))));
-    Expr value = bind(max(y, c(0)), [&](Expr yc) {
-      return bind(max(xx, c(0)), [&](Expr xc) {
-        Expr top = yc >= c(static_cast<double>(height - 1)), right = xc >= c(static_cast<double>(width - 1));
-        Expr yl = select(top, Expr(height - 1), to_index(call(Intrinsic::floor, {yc}), 0, static_cast<double>(height - 1)));
-        Expr xl = select(right, Expr(width - 1), to_index(call(Intrinsic::floor, {xc}), 0, static_cast<double>(width - 1)));
-        Expr yh = min(yl + Expr(1), Expr(height - 1)), xh = min(xl + Expr(1), Expr(width - 1));
-        Expr ly = select(top, c(0), yc - cast(acc, yl)), lx = select(right, c(0), xc - cast(acc, xl));
-        Expr hy = c(1) - ly, hx = c(1) - lx;
-        auto v = [&](const Expr& yi, const Expr& xi) { return cast(acc, x(b, ch, yi, xi)); };
-        Expr t1 = hy * hx * v(yl, xl), t2 = hy * lx * v(yl, xh), t3 = ly * hx * v(yh, xl), t4 = ly * lx * v(yh, xh);
-        return p.max_mode ? max(max(max(t1, t2), t3), t4) : t1 + t2 + t3 + t4;
-      });
-    });
-    Expr sample = select(valid, value, c(0));
-    return p.max_mode ? max_reduce(sample, {ky, kx}) : sum(sample, {ky, kx});
-  }, "roi_align_pool", "roi_align");
+  Tensor pooled = compute(
+      shape,
+      [&](const std::vector<Var>& o) {
+        Expr r = o[0], ch = o[1];
+        RoiAxis ay = roi_axis(rois, r, 1, o[2], p.output_height, p, acc),
+                ax = roi_axis(rois, r, 0, o[3], p.output_width, p, acc);
+        IterVar ky = reduce_axis(Range(Expr(0), ay.grid), "ky"), kx = reduce_axis(Range(Expr(0), ax.grid), "kx");
+        Expr b = clamp_index(cast(kIndexType, batch_indices(r)), batch);
+        // In ONNX Runtime's order of operations.
+        auto at = [&](const RoiAxis& a, const Expr& k) {
+          return a.start + (cast(acc, k) + c(0.5)) * a.bin / cast(acc, max(a.grid, Expr(1)));
+        };
+        Expr y = at(ay, ky), xx = at(ax, kx);
+        // ONNX Runtime's bilinear_interpolate: nothing past one pixel outside, edges clamped.
+        Expr valid = logical_and(logical_and(y >= c(-1), y <= c(static_cast<double>(height))),
+                                 logical_and(xx >= c(-1), xx <= c(static_cast<double>(width))));
+        Expr value = bind(max(y, c(0)), [&](Expr yc) {
+          return bind(max(xx, c(0)), [&](Expr xc) {
+            Expr top = yc >= c(static_cast<double>(height - 1)), right = xc >= c(static_cast<double>(width - 1));
+            Expr yl = select(top, Expr(height - 1),
+                             to_index(call(Intrinsic::floor, {yc}), 0, static_cast<double>(height - 1)));
+            Expr xl = select(right, Expr(width - 1),
+                             to_index(call(Intrinsic::floor, {xc}), 0, static_cast<double>(width - 1)));
+            Expr yh = min(yl + Expr(1), Expr(height - 1)), xh = min(xl + Expr(1), Expr(width - 1));
+            Expr ly = select(top, c(0), yc - cast(acc, yl)), lx = select(right, c(0), xc - cast(acc, xl));
+            Expr hy = c(1) - ly, hx = c(1) - lx;
+            auto v = [&](const Expr& yi, const Expr& xi) { return cast(acc, x(b, ch, yi, xi)); };
+            Expr t1 = hy * hx * v(yl, xl), t2 = hy * lx * v(yl, xh), t3 = ly * hx * v(yh, xl), t4 = ly * lx * v(yh, xh);
+            return p.max_mode ? max(max(max(t1, t2), t3), t4) : t1 + t2 + t3 + t4;
+          });
+        });
+        Expr sample = select(valid, value, c(0));
+        return p.max_mode ? max_reduce(sample, {ky, kx}) : sum(sample, {ky, kx});
+      },
+      "roi_align_pool", "roi_align");
 
-  return compute(shape, [&](const std::vector<Var>& o) {
-    Expr gy = roi_axis(rois, o[0], 1, o[2], p.output_height, p, acc).grid;
-    Expr gx = roi_axis(rois, o[0], 0, o[3], p.output_width, p, acc).grid;
-    Expr v = pooled(o[0], o[1], o[2], o[3]), total = gy * gx;
-    if (p.max_mode) return cast(dt, select(total > Expr(0), v, c(0)));  // no sample: 0
-    return cast(dt, v / cast(acc, max(total, Expr(1))));
-  }, "roi_align", "roi_align");
+  return compute(
+      shape,
+      [&](const std::vector<Var>& o) {
+        Expr gy = roi_axis(rois, o[0], 1, o[2], p.output_height, p, acc).grid;
+        Expr gx = roi_axis(rois, o[0], 0, o[3], p.output_width, p, acc).grid;
+        Expr v = pooled(o[0], o[1], o[2], o[3]), total = gy * gx;
+        if (p.max_mode) return cast(dt, select(total > Expr(0), v, c(0)));  // no sample: 0
+        return cast(dt, v / cast(acc, max(total, Expr(1))));
+      },
+      "roi_align", "roi_align");
 }
 
 }  // namespace tessera::tensor_ir::ops

@@ -37,17 +37,21 @@ std::vector<Expr> broadcast_shape(const std::vector<Tensor>& ts) {
   return shape;
 }
 
-std::vector<Expr> broadcast_shape(const Tensor& a, const Tensor& b) { return broadcast_shape(std::vector<Tensor>{a, b}); }
+std::vector<Expr> broadcast_shape(const Tensor& a, const Tensor& b) {
+  return broadcast_shape(std::vector<Tensor>{a, b});
+}
 
 Tensor map(const Tensor& x, const std::function<Expr(Expr)>& f, const std::string& name) {
-  return compute(x->shape, [&](const std::vector<Var>& i) { return f(x(std::vector<Expr>(i.begin(), i.end()))); }, name,
-                 "elemwise");
+  return compute(
+      x->shape, [&](const std::vector<Var>& i) { return f(x(std::vector<Expr>(i.begin(), i.end()))); }, name,
+      "elemwise");
 }
 
 Tensor map2(const Tensor& a, const Tensor& b, const std::function<Expr(Expr, Expr)>& f, const std::string& name) {
-  return compute(broadcast_shape(a, b), [&](const std::vector<Var>& i) {
-    return f(a(broadcast_indices(a, i)), b(broadcast_indices(b, i)));
-  }, name, "broadcast");
+  return compute(
+      broadcast_shape(a, b),
+      [&](const std::vector<Var>& i) { return f(a(broadcast_indices(a, i)), b(broadcast_indices(b, i))); }, name,
+      "broadcast");
 }
 
 Expr let(Expr value, const std::function<Expr(Expr)>& body) {
@@ -96,7 +100,8 @@ Expr int_pow(Expr base, Expr exponent) {
     return let(exponent, [&](Expr e) {
       std::function<Expr(int, Expr, Expr)> step = [&](int k, Expr result, Expr square) -> Expr {
         if (k == bits) return result;
-        Expr bit = ti::call(Intrinsic::bitwise_and, {ti::call(Intrinsic::shift_right, {e, make_const(t, k)}), make_one(t)});
+        Expr bit =
+            ti::call(Intrinsic::bitwise_and, {ti::call(Intrinsic::shift_right, {e, make_const(t, k)}), make_one(t)});
         return let(select(bit != make_zero(t), result * square, result), [&](Expr r) {
           if (k + 1 == bits) return r;
           return let(square * square, [&](Expr s) { return step(k + 1, r, s); });
@@ -124,7 +129,8 @@ void require_numeric(const Tensor& x, const char* op) {
 }
 
 void require_same(const Tensor& a, const Tensor& b, const char* op) {
-  if (a.dtype() != b.dtype()) fail(op, ": dtypes differ: ", a.name(), " is ", a.dtype().str(), ", ", b.name(), " is ", b.dtype().str());
+  if (a.dtype() != b.dtype())
+    fail(op, ": dtypes differ: ", a.name(), " is ", a.dtype().str(), ", ", b.name(), " is ", b.dtype().str());
 }
 
 Tensor compare(const Tensor& a, const Tensor& b, const char* name, Expr (*f)(Expr, Expr)) {
@@ -139,70 +145,85 @@ Tensor compare(const Tensor& a, const Tensor& b, const char* name, Expr (*f)(Exp
 Tensor relu(const Tensor& x) {
   require_numeric(x, "relu");
   // select(x < 0, 0, x) is maxps(0, x), which passes a NaN x through.
-  return map(x, [&](Expr v) { return select(v < make_zero(x.dtype()), make_zero(x.dtype()), v); }, "relu");
+  return map(
+      x, [&](Expr v) { return select(v < make_zero(x.dtype()), make_zero(x.dtype()), v); }, "relu");
 }
 
 Tensor neg(const Tensor& x) {
   require_numeric(x, "neg");
-  return map(x, [&](Expr v) { return make_zero(x.dtype()) - v; }, "neg");
+  return map(
+      x, [&](Expr v) { return make_zero(x.dtype()) - v; }, "neg");
 }
 
 Tensor abs(const Tensor& x) {
   require_numeric(x, "abs");
-  return map(x, [](Expr v) { return ti::abs(v); }, "abs");
+  return map(
+      x, [](Expr v) { return ti::abs(v); }, "abs");
 }
 
 Tensor reciprocal(const Tensor& x) {
   require_float(x, "reciprocal");
-  return map(x, [&](Expr v) { return make_one(x.dtype()) / v; }, "reciprocal");
+  return map(
+      x, [&](Expr v) { return make_one(x.dtype()) / v; }, "reciprocal");
 }
 
 Tensor sign(const Tensor& x) {
   require_numeric(x, "sign");
   DataType t = x.dtype();
-  return map(x, [&](Expr v) {
-    Expr zero = make_zero(t);
-    if (t.is_uint()) return select(v > zero, make_one(t), zero);
-    // The last `v` keeps zeros and NaN as they are.
-    return select(v > zero, make_one(t), select(v < zero, make_const(t, -1), t.is_float() ? v : zero));
-  }, "sign");
+  return map(
+      x,
+      [&](Expr v) {
+        Expr zero = make_zero(t);
+        if (t.is_uint()) return select(v > zero, make_one(t), zero);
+        // The last `v` keeps zeros and NaN as they are.
+        return select(v > zero, make_one(t), select(v < zero, make_const(t, -1), t.is_float() ? v : zero));
+      },
+      "sign");
 }
 
 Tensor unary_intrinsic(const Tensor& x, Intrinsic op) {
   const char* name = intrinsic_name(op);
   require_float(x, name);
-  return map(x, [&](Expr v) { return ti::call(op, {v}); }, name);
+  return map(
+      x, [&](Expr v) { return ti::call(op, {v}); }, name);
 }
 
 Tensor isnan(const Tensor& x) {
   require_float(x, "isnan");
-  return map(x, [](Expr v) { return ti::call(Intrinsic::isnan, {v}); }, "isnan");
+  return map(
+      x, [](Expr v) { return ti::call(Intrinsic::isnan, {v}); }, "isnan");
 }
 
 Tensor isinf(const Tensor& x, bool detect_positive, bool detect_negative) {
   require_float(x, "isinf");
-  return map(x, [&](Expr v) {
-    if (detect_positive && detect_negative) return ti::call(Intrinsic::isinf, {v});
-    double inf = std::numeric_limits<double>::infinity();
-    if (detect_positive) return v == make_const(x.dtype(), inf);
-    if (detect_negative) return v == make_const(x.dtype(), -inf);
-    // Always false, but reading v: a kernel must read its input (x != x and x == x never both hold).
-    return ti::logical_and(v != v, v == v);
-  }, "isinf");
+  return map(
+      x,
+      [&](Expr v) {
+        if (detect_positive && detect_negative) return ti::call(Intrinsic::isinf, {v});
+        double inf = std::numeric_limits<double>::infinity();
+        if (detect_positive) return v == make_const(x.dtype(), inf);
+        if (detect_negative) return v == make_const(x.dtype(), -inf);
+        // Always false, but reading v: a kernel must read its input (x != x and x == x never both hold).
+        return ti::logical_and(v != v, v == v);
+      },
+      "isinf");
 }
 
 Tensor logical_not(const Tensor& x) {
   if (!x.dtype().is_bool()) fail("logical_not: ", x.name(), " must be bool, got ", x.dtype().str());
-  return map(x, [](Expr v) { return ti::logical_not(v); }, "logical_not");
+  return map(
+      x, [](Expr v) { return ti::logical_not(v); }, "logical_not");
 }
 
 Tensor bitwise_not(const Tensor& x) {
   if (!x.dtype().is_integer()) fail("bitwise_not: ", x.name(), " must be an integer tensor, got ", x.dtype().str());
-  return map(x, [](Expr v) { return ti::call(Intrinsic::bitwise_not, {v}); }, "bitwise_not");
+  return map(
+      x, [](Expr v) { return ti::call(Intrinsic::bitwise_not, {v}); }, "bitwise_not");
 }
 
 Tensor cast(const Tensor& x, DataType dtype) {
-  return map(x, [&](Expr v) { return ti::cast(dtype, v); }, "cast");
+  return map(
+      x, [&](Expr v) { return ti::cast(dtype, v); }, "cast");
 }
 
 // --- binary --------------------------------------------------------------------------------
@@ -210,19 +231,22 @@ Tensor cast(const Tensor& x, DataType dtype) {
 Tensor add(const Tensor& a, const Tensor& b) {
   require_same(a, b, "add");
   require_numeric(a, "add");
-  return map2(a, b, [](Expr x, Expr y) { return x + y; }, "add");
+  return map2(
+      a, b, [](Expr x, Expr y) { return x + y; }, "add");
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
   require_same(a, b, "sub");
   require_numeric(a, "sub");
-  return map2(a, b, [](Expr x, Expr y) { return x - y; }, "sub");
+  return map2(
+      a, b, [](Expr x, Expr y) { return x - y; }, "sub");
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   require_same(a, b, "mul");
   require_numeric(a, "mul");
-  return map2(a, b, [](Expr x, Expr y) { return x * y; }, "mul");
+  return map2(
+      a, b, [](Expr x, Expr y) { return x * y; }, "mul");
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
@@ -234,7 +258,13 @@ Tensor div(const Tensor& a, const Tensor& b) {
 Tensor pow(const Tensor& a, const Tensor& b) {
   require_same(a, b, "pow");
   require_numeric(a, "pow");
-  if (a.dtype().is_float()) return map2(a, b, [](Expr x, Expr y) { return ti::call(Intrinsic::pow, {x, y}); }, "pow");
+  if (a.dtype().is_float())
+    return map2(
+        a, b,
+        [](Expr x, Expr y) {
+          return ti::call(Intrinsic::pow, {x, y});
+        },
+        "pow");
   return map2(a, b, int_pow, "pow");
 }
 
@@ -242,24 +272,26 @@ Tensor mod(const Tensor& a, const Tensor& b, bool fmod) {
   require_same(a, b, "mod");
   require_numeric(a, "mod");
   DataType t = a.dtype();
-  return map2(a, b, [&](Expr x, Expr y) {
-    Expr zero = make_zero(t);
-    if (t.is_float()) {
-      if (fmod) return x % y;
-      // numpy's float remainder: fmod, moved into the divisor's sign.
-      return let(y, [&](Expr d) {
-        return let(x % d, [&](Expr r) {
-          return select(logical_and(r != zero, (r < zero) != (d < zero)), r + d, r);
+  return map2(
+      a, b,
+      [&](Expr x, Expr y) {
+        Expr zero = make_zero(t);
+        if (t.is_float()) {
+          if (fmod) return x % y;
+          // numpy's float remainder: fmod, moved into the divisor's sign.
+          return let(y, [&](Expr d) {
+            return let(x % d,
+                       [&](Expr r) { return select(logical_and(r != zero, (r < zero) != (d < zero)), r + d, r); });
+          });
+        }
+        return let(y, [&](Expr d) {
+          // Remainders by 0 are 0 (numpy); by -1 always 0, and x86 traps on MIN % -1.
+          Expr special = t.is_uint() ? (d == zero) : logical_or(d == zero, d == make_const(t, -1));
+          Expr safe = select(special, make_one(t), d);
+          return select(special, zero, fmod ? x % safe : floormod(x, safe));
         });
-      });
-    }
-    return let(y, [&](Expr d) {
-      // Remainders by 0 are 0 (numpy); by -1 always 0, and x86 traps on MIN % -1.
-      Expr special = t.is_uint() ? (d == zero) : logical_or(d == zero, d == make_const(t, -1));
-      Expr safe = select(special, make_one(t), d);
-      return select(special, zero, fmod ? x % safe : floormod(x, safe));
-    });
-  }, "mod");
+      },
+      "mod");
 }
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
@@ -274,10 +306,18 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
   return map2(a, b, nan_min, "minimum");
 }
 
-Tensor equal(const Tensor& a, const Tensor& b) { return compare(a, b, "equal", [](Expr x, Expr y) { return x == y; }); }
-Tensor less(const Tensor& a, const Tensor& b) { return compare(a, b, "less", [](Expr x, Expr y) { return x < y; }); }
-Tensor less_equal(const Tensor& a, const Tensor& b) { return compare(a, b, "less_equal", [](Expr x, Expr y) { return x <= y; }); }
-Tensor greater(const Tensor& a, const Tensor& b) { return compare(a, b, "greater", [](Expr x, Expr y) { return x > y; }); }
+Tensor equal(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "equal", [](Expr x, Expr y) { return x == y; });
+}
+Tensor less(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "less", [](Expr x, Expr y) { return x < y; });
+}
+Tensor less_equal(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "less_equal", [](Expr x, Expr y) { return x <= y; });
+}
+Tensor greater(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "greater", [](Expr x, Expr y) { return x > y; });
+}
 Tensor greater_equal(const Tensor& a, const Tensor& b) {
   return compare(a, b, "greater_equal", [](Expr x, Expr y) { return x >= y; });
 }
@@ -292,20 +332,28 @@ Tensor logical(const Tensor& a, const Tensor& b, const char* name, Expr (*f)(Exp
 Tensor bitwise(const Tensor& a, const Tensor& b, const char* name, Intrinsic op) {
   require_same(a, b, name);
   if (!a.dtype().is_integer()) fail(name, ": operands must be integers, got ", a.dtype().str());
-  return map2(a, b, [&](Expr x, Expr y) { return ti::call(op, {x, y}); }, name);
+  return map2(
+      a, b,
+      [&](Expr x, Expr y) {
+        return ti::call(op, {x, y});
+      },
+      name);
 }
 
 Tensor shift(const Tensor& a, const Tensor& b, const char* name, Intrinsic op) {
   require_same(a, b, name);
   if (!a.dtype().is_uint()) fail(name, ": operands must be unsigned integers, got ", a.dtype().str());
   DataType t = a.dtype();
-  return map2(a, b, [&](Expr x, Expr y) {
-    // LLVM leaves shifts by the bit width or more undefined; numpy gives 0.
-    return let(y, [&](Expr s) {
-      Expr wide = s >= make_const(t, t.bits);
-      return select(wide, make_zero(t), ti::call(op, {x, select(wide, make_zero(t), s)}));
-    });
-  }, name);
+  return map2(
+      a, b,
+      [&](Expr x, Expr y) {
+        // LLVM leaves shifts by the bit width or more undefined; numpy gives 0.
+        return let(y, [&](Expr s) {
+          Expr wide = s >= make_const(t, t.bits);
+          return select(wide, make_zero(t), ti::call(op, {x, select(wide, make_zero(t), s)}));
+        });
+      },
+      name);
 }
 }  // namespace
 
@@ -321,14 +369,19 @@ Tensor left_shift(const Tensor& a, const Tensor& b) { return shift(a, b, "left_s
 Tensor right_shift(const Tensor& a, const Tensor& b) { return shift(a, b, "right_shift", Intrinsic::shift_right); }
 
 Tensor where(const Tensor& condition, const Tensor& x, const Tensor& y) {
-  if (!condition.dtype().is_bool()) fail("where: condition ", condition.name(), " must be bool, got ", condition.dtype().str());
+  if (!condition.dtype().is_bool())
+    fail("where: condition ", condition.name(), " must be bool, got ", condition.dtype().str());
   require_same(x, y, "where");
-  return compute(broadcast_shape({condition, x, y}), [&](const std::vector<Var>& i) {
-    // Both sides are read unconditionally (they are whole tensors), so the select can blend.
-    return let(x(broadcast_indices(x, i)), [&](Expr xv) {
-      return let(y(broadcast_indices(y, i)), [&](Expr yv) { return select(condition(broadcast_indices(condition, i)), xv, yv); });
-    });
-  }, "where", "broadcast");
+  return compute(
+      broadcast_shape({condition, x, y}),
+      [&](const std::vector<Var>& i) {
+        // Both sides are read unconditionally (they are whole tensors), so the select can blend.
+        return let(x(broadcast_indices(x, i)), [&](Expr xv) {
+          return let(y(broadcast_indices(y, i)),
+                     [&](Expr yv) { return select(condition(broadcast_indices(condition, i)), xv, yv); });
+        });
+      },
+      "where", "broadcast");
 }
 
 }  // namespace tessera::tensor_ir::ops

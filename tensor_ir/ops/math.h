@@ -28,9 +28,9 @@ Tensor map2(const Tensor& a, const Tensor& b, const std::function<Expr(Expr, Exp
 Expr let(Expr value, const std::function<Expr(Expr)>& body);
 
 // Scalar expressions, reused by activations and reductions.
-Expr nan_max(Expr a, Expr b);   // NaN if either is NaN (floats); plain max otherwise
+Expr nan_max(Expr a, Expr b);  // NaN if either is NaN (floats); plain max otherwise
 Expr nan_min(Expr a, Expr b);
-Expr safe_div(Expr a, Expr b);  // integers: truncating, 0 where b == 0, no trap on MIN / -1
+Expr safe_div(Expr a, Expr b);           // integers: truncating, 0 where b == 0, no trap on MIN / -1
 Expr int_pow(Expr base, Expr exponent);  // exact (wrapping) integer power; 0 for negative exponents but of ±1
 
 // --- unary -------------------------------------------------------------------------------

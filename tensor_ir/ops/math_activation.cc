@@ -22,7 +22,8 @@ Tensor activation(const Tensor& x, const char* name, const std::function<Expr(Ex
   require_float(x, name);
   DataType t = x.dtype();
   auto c = [t](double v) { return make_const(t, v); };
-  return map(x, [&](Expr v) { return f(v, c); }, name);
+  return map(
+      x, [&](Expr v) { return f(v, c); }, name);
 }
 
 Expr softplus_expr(Expr v, const std::function<Expr(double)>& c) {
@@ -48,9 +49,8 @@ Tensor selu(const Tensor& x, double alpha, double gamma) {
 
 Tensor celu(const Tensor& x, double alpha) {
   if (alpha == 0) fail("celu: alpha must not be 0");
-  return activation(x, "celu", [&](Expr v, auto c) {
-    return max(v, c(0)) + min(c(0), c(alpha) * (ti::exp(v / c(alpha)) - c(1)));
-  });
+  return activation(
+      x, "celu", [&](Expr v, auto c) { return max(v, c(0)) + min(c(0), c(alpha) * (ti::exp(v / c(alpha)) - c(1))); });
 }
 
 Tensor hard_sigmoid(const Tensor& x, double alpha, double beta) {
@@ -78,14 +78,17 @@ Tensor thresholded_relu(const Tensor& x, double alpha) {
 Tensor shrink(const Tensor& x, double bias, double lambd) {
   DataType t = x.dtype();
   if (t.is_bool()) fail("shrink: ", x.name(), " must be numeric, got bool");
-  return map(x, [&](Expr v) {
-    // Integers compute in float64 (bias and lambda are floats) and convert back.
-    DataType ct = t.is_float() ? t : runtime::kFloat64;
-    Expr w = ti::cast(ct, v);
-    auto c = [&](double d) { return make_const(ct, d); };
-    Expr r = select(w < c(-lambd), w + c(bias), select(w > c(lambd), w - c(bias), c(0)));
-    return ti::cast(t, r);
-  }, "shrink");
+  return map(
+      x,
+      [&](Expr v) {
+        // Integers compute in float64 (bias and lambda are floats) and convert back.
+        DataType ct = t.is_float() ? t : runtime::kFloat64;
+        Expr w = ti::cast(ct, v);
+        auto c = [&](double d) { return make_const(ct, d); };
+        Expr r = select(w < c(-lambd), w + c(bias), select(w > c(lambd), w - c(bias), c(0)));
+        return ti::cast(t, r);
+      },
+      "shrink");
 }
 
 Tensor prelu(const Tensor& x, const Tensor& slope, int channel_axis) {
@@ -101,14 +104,17 @@ Tensor prelu(const Tensor& x, const Tensor& slope, int channel_axis) {
       if (shape.size() != x.ndim() || *as_const_int(shape[d]) != x->dim(d))
         fail("prelu: slope ", slope.name(), " must broadcast to the input's shape");
   }
-  return compute(x->shape, [&](const std::vector<Var>& i) {
-    std::vector<Expr> si = channel_axis >= 0 ? std::vector<Expr>{i[channel_axis]} : broadcast_indices(slope, i);
-    // Binding the slope first lets the select blend rather than mask its load.
-    return let(slope(si), [&](Expr s) {
-      Expr v = x(std::vector<Expr>(i.begin(), i.end()));
-      return select(v < make_zero(x.dtype()), v * s, v);
-    });
-  }, "prelu", "broadcast");
+  return compute(
+      x->shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> si = channel_axis >= 0 ? std::vector<Expr>{i[channel_axis]} : broadcast_indices(slope, i);
+        // Binding the slope first lets the select blend rather than mask its load.
+        return let(slope(si), [&](Expr s) {
+          Expr v = x(std::vector<Expr>(i.begin(), i.end()));
+          return select(v < make_zero(x.dtype()), v * s, v);
+        });
+      },
+      "prelu", "broadcast");
 }
 
 Tensor clip(const Tensor& x, double lo, double hi) {
@@ -121,12 +127,15 @@ Tensor clip(const Tensor& x, double lo, double hi) {
     lo = std::ceil(lo);
     hi = std::floor(hi);
   }
-  return map(x, [&](Expr v) {
-    // min(max(v, lo), hi) as numpy does it: NaN stays NaN, lo > hi gives hi.
-    Expr r = has_lo ? select(v < make_const(t, lo), make_const(t, lo), v) : v;
-    if (has_hi) r = let(r, [&](Expr u) { return select(u > make_const(t, hi), make_const(t, hi), u); });
-    return r;
-  }, "clip");
+  return map(
+      x,
+      [&](Expr v) {
+        // min(max(v, lo), hi) as numpy does it: NaN stays NaN, lo > hi gives hi.
+        Expr r = has_lo ? select(v < make_const(t, lo), make_const(t, lo), v) : v;
+        if (has_hi) r = let(r, [&](Expr u) { return select(u > make_const(t, hi), make_const(t, hi), u); });
+        return r;
+      },
+      "clip");
 }
 
 }  // namespace tessera::tensor_ir::ops

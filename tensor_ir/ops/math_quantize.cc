@@ -41,13 +41,16 @@ Tensor quantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_
     fail("quantize_linear: the input must be a float or int32 tensor, got ", x.dtype().str());
   auto index = param_index(x, scale, zero_point, axis, "quantize_linear");
   DataType ft = runtime::kFloat32;
-  return compute(x->shape, [&](const std::vector<Var>& i) {
-    std::vector<Expr> pi = index(i);
-    Expr v = ti::cast(ft, x(std::vector<Expr>(i.begin(), i.end())));
-    Expr q = ti::call(Intrinsic::round, {v / ti::cast(ft, scale(pi))}) + ti::cast(ft, zero_point(pi));
-    q = min(max(q, make_const(ft, qt.min_value())), make_const(ft, qt.max_value()));
-    return ti::cast(qt, q);
-  }, "quantize_linear", "elemwise");
+  return compute(
+      x->shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> pi = index(i);
+        Expr v = ti::cast(ft, x(std::vector<Expr>(i.begin(), i.end())));
+        Expr q = ti::call(Intrinsic::round, {v / ti::cast(ft, scale(pi))}) + ti::cast(ft, zero_point(pi));
+        q = min(max(q, make_const(ft, qt.min_value())), make_const(ft, qt.max_value()));
+        return ti::cast(qt, q);
+      },
+      "quantize_linear", "elemwise");
 }
 
 Tensor dequantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t axis) {
@@ -59,14 +62,17 @@ Tensor dequantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zer
   if (!scale.dtype().is_float()) fail("dequantize_linear: the scale must be a float, got ", scale.dtype().str());
   auto index = param_index(x, scale, zero_point, axis, "dequantize_linear");
   DataType ft = scale.dtype();
-  return compute(x->shape, [&](const std::vector<Var>& i) {
-    std::vector<Expr> pi = index(i);
-    // int32 x - zero point could overflow int32; float32 holds every int8/uint8 difference.
-    DataType wide = xt == runtime::kInt32 ? runtime::kInt64 : runtime::kInt32;
-    Expr d = ti::cast(wide, x(std::vector<Expr>(i.begin(), i.end()))) - ti::cast(wide, zero_point(pi));
-    DataType ct = ft.bits == 16 ? runtime::kFloat32 : ft;
-    return ti::cast(ft, ti::cast(ct, d) * ti::cast(ct, scale(pi)));
-  }, "dequantize_linear", "elemwise");
+  return compute(
+      x->shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> pi = index(i);
+        // int32 x - zero point could overflow int32; float32 holds every int8/uint8 difference.
+        DataType wide = xt == runtime::kInt32 ? runtime::kInt64 : runtime::kInt32;
+        Expr d = ti::cast(wide, x(std::vector<Expr>(i.begin(), i.end()))) - ti::cast(wide, zero_point(pi));
+        DataType ct = ft.bits == 16 ? runtime::kFloat32 : ft;
+        return ti::cast(ft, ti::cast(ct, d) * ti::cast(ct, scale(pi)));
+      },
+      "dequantize_linear", "elemwise");
 }
 
 }  // namespace tessera::tensor_ir::ops

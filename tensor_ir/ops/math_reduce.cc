@@ -43,8 +43,8 @@ DataType accumulation_type(DataType t) { return t.is_float() && t.bits == 16 ? r
 // An elementwise stage after a reduction (mean's division, L2's square root): tagged "reduce" so
 // the group gets the reduction template.
 Tensor epilogue(const Tensor& r, const std::function<Expr(Expr)>& f, const std::string& name) {
-  return compute(r->shape, [&](const std::vector<Var>& i) { return f(r(std::vector<Expr>(i.begin(), i.end()))); }, name,
-                 "reduce");
+  return compute(
+      r->shape, [&](const std::vector<Var>& i) { return f(r(std::vector<Expr>(i.begin(), i.end()))); }, name, "reduce");
 }
 
 // combiner over `axes` of pre(x) in type `acc` (the output type), "reduce"-tagged. Reducing a
@@ -55,26 +55,30 @@ Tensor reduce_stage(const Tensor& x, ReduceKind kind, std::vector<int64_t> axes,
   if (axes.empty())
     for (size_t d = 0; d < x.ndim(); ++d) axes.push_back(static_cast<int64_t>(d));
   std::vector<int64_t> shape = reduce_shape(x->dims(), axes, keepdims);
-  if (axes.empty()) return epilogue(x, [&](Expr v) { return pre(ti::cast(acc, v)); }, name);
+  if (axes.empty())
+    return epilogue(
+        x, [&](Expr v) { return pre(ti::cast(acc, v)); }, name);
   std::vector<IterVar> raxis;
   for (int64_t a : axes) raxis.push_back(reduce_axis(Range(Expr(0), Expr(x->dim(a))), "r" + std::to_string(a)));
-  return compute(to_exprs(shape), [&](const std::vector<Var>& out) {
-    std::vector<Expr> idx;
-    size_t o = 0, r = 0;
-    for (size_t d = 0; d < x.ndim(); ++d) {
-      if (r < axes.size() && axes[r] == static_cast<int64_t>(d)) {
-        idx.push_back(raxis[r++]);
-        if (keepdims) ++o;
-      } else {
-        idx.push_back(out[o++]);
-      }
-    }
-    return Reduce::make(kind, pre(ti::cast(acc, x(idx))), raxis, Expr());
-  }, name, "reduce");
+  return compute(
+      to_exprs(shape),
+      [&](const std::vector<Var>& out) {
+        std::vector<Expr> idx;
+        size_t o = 0, r = 0;
+        for (size_t d = 0; d < x.ndim(); ++d) {
+          if (r < axes.size() && axes[r] == static_cast<int64_t>(d)) {
+            idx.push_back(raxis[r++]);
+            if (keepdims) ++o;
+          } else {
+            idx.push_back(out[o++]);
+          }
+        }
+        return Reduce::make(kind, pre(ti::cast(acc, x(idx))), raxis, Expr());
+      },
+      name, "reduce");
 }
 
 Expr identity(Expr v) { return v; }
-
 
 void require_numeric(const Tensor& x, const std::string& op) {
   if (x.dtype().is_bool()) fail(op, ": ", x.name(), " must be numeric, got bool");
@@ -82,23 +86,27 @@ void require_numeric(const Tensor& x, const std::string& op) {
 
 // A float reduction of x (ints compute in float64): post(combiner over axes of pre(x)), cast back.
 Tensor float_reduction(const Tensor& x, ReduceKind kind, const std::vector<int64_t>& axes, bool keepdims,
-                       const std::function<Expr(Expr)>& pre, const std::function<Expr(Expr)>& post, const std::string& name) {
+                       const std::function<Expr(Expr)>& pre, const std::function<Expr(Expr)>& post,
+                       const std::string& name) {
   require_numeric(x, name);
   DataType t = x.dtype();
   DataType acc = t.is_float() ? accumulation_type(t) : runtime::kFloat64;
   Tensor r = reduce_stage(x, kind, axes, keepdims, acc, pre, name);
-  return epilogue(r, [&](Expr v) { return ti::cast(t, post(v)); }, name + "_out");
+  return epilogue(
+      r, [&](Expr v) { return ti::cast(t, post(v)); }, name + "_out");
 }
 
 }  // namespace
 
-Tensor reduce(const Tensor& x, ReduceKind kind, const std::vector<int64_t>& axes, bool keepdims, const std::string& name) {
+Tensor reduce(const Tensor& x, ReduceKind kind, const std::vector<int64_t>& axes, bool keepdims,
+              const std::string& name) {
   require_numeric(x, name);
   DataType t = x.dtype();
   DataType acc = accumulation_type(t);
   Tensor r = reduce_stage(x, kind, axes, keepdims, acc, identity, name);
   if (acc == t) return r;
-  return epilogue(r, [&](Expr v) { return ti::cast(t, v); }, name + "_out");
+  return epilogue(
+      r, [&](Expr v) { return ti::cast(t, v); }, name + "_out");
 }
 
 Tensor reduce_sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
@@ -124,33 +132,38 @@ Tensor reduce_mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepd
     if (ax.empty() || std::binary_search(ax.begin(), ax.end(), static_cast<int64_t>(d))) count *= x->dim(d);
   Tensor s = reduce_stage(x, ReduceKind::Sum, ax, keepdims, acc, identity, "reduce_mean");
   // An empty reduction divides 0 by 0: NaN for floats (numpy), 0 for integers.
-  return epilogue(s, [&](Expr v) { return ti::cast(t, safe_div(v, make_const(acc, static_cast<double>(count)))); },
-             "reduce_mean_out");
+  return epilogue(
+      s, [&](Expr v) { return ti::cast(t, safe_div(v, make_const(acc, static_cast<double>(count)))); },
+      "reduce_mean_out");
 }
 
 Tensor reduce_l1(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   require_numeric(x, "reduce_l1");
   DataType t = x.dtype();
-  return epilogue(reduce_stage(x, ReduceKind::Sum, axes, keepdims, accumulation_type(t), [](Expr v) { return ti::abs(v); },
-                          "reduce_l1"),
-             [&](Expr v) { return ti::cast(t, v); }, "reduce_l1_out");
+  return epilogue(
+      reduce_stage(
+          x, ReduceKind::Sum, axes, keepdims, accumulation_type(t), [](Expr v) { return ti::abs(v); }, "reduce_l1"),
+      [&](Expr v) { return ti::cast(t, v); }, "reduce_l1_out");
 }
 
 Tensor reduce_sum_square(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
   require_numeric(x, "reduce_sum_square");
   DataType t = x.dtype();
-  return epilogue(reduce_stage(x, ReduceKind::Sum, axes, keepdims, accumulation_type(t), [](Expr v) { return v * v; },
-                          "reduce_sum_square"),
-             [&](Expr v) { return ti::cast(t, v); }, "reduce_sum_square_out");
+  return epilogue(
+      reduce_stage(
+          x, ReduceKind::Sum, axes, keepdims, accumulation_type(t), [](Expr v) { return v * v; }, "reduce_sum_square"),
+      [&](Expr v) { return ti::cast(t, v); }, "reduce_sum_square_out");
 }
 
 Tensor reduce_l2(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
-  return float_reduction(x, ReduceKind::Sum, axes, keepdims, [](Expr v) { return v * v; },
-                         [](Expr v) { return ti::sqrt(v); }, "reduce_l2");
+  return float_reduction(
+      x, ReduceKind::Sum, axes, keepdims, [](Expr v) { return v * v; }, [](Expr v) { return ti::sqrt(v); },
+      "reduce_l2");
 }
 
 Tensor reduce_log_sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
-  return float_reduction(x, ReduceKind::Sum, axes, keepdims, identity, [](Expr v) { return ti::log(v); }, "reduce_log_sum");
+  return float_reduction(
+      x, ReduceKind::Sum, axes, keepdims, identity, [](Expr v) { return ti::log(v); }, "reduce_log_sum");
 }
 
 Tensor reduce_log_sum_exp(const Tensor& x, const std::vector<int64_t>& axes, bool keepdims) {
@@ -161,30 +174,39 @@ Tensor reduce_log_sum_exp(const Tensor& x, const std::vector<int64_t>& axes, boo
   // m + log(sum(exp(x - m))) with m the maximum: exp(x) alone overflows from x = 89 (float32).
   // An infinite m (all -inf, or a +inf) is replaced by 0, which gives the naive formula's result.
   Tensor m = reduce_stage(x, ReduceKind::Max, ax, true, acc, identity, "reduce_log_sum_exp_max");
-  Tensor shift = map(m, [&](Expr v) {
-    return let(v, [&](Expr u) { return select(ti::call(Intrinsic::isinf, {u}), make_zero(acc), u); });
-  }, "reduce_log_sum_exp_shift");
+  Tensor shift = map(
+      m,
+      [&](Expr v) {
+        return let(v, [&](Expr u) { return select(ti::call(Intrinsic::isinf, {u}), make_zero(acc), u); });
+      },
+      "reduce_log_sum_exp_shift");
   std::vector<int64_t> full = ax;
   if (full.empty())
     for (size_t d = 0; d < x.ndim(); ++d) full.push_back(static_cast<int64_t>(d));
-  Tensor centered = compute(x->shape, [&](const std::vector<Var>& i) {
-    std::vector<Expr> mi;
-    for (size_t d = 0; d < x.ndim(); ++d)
-      mi.push_back(std::binary_search(full.begin(), full.end(), static_cast<int64_t>(d)) ? Expr(0) : Expr(i[d]));
-    return ti::exp(ti::cast(acc, x(std::vector<Expr>(i.begin(), i.end()))) - shift(mi));
-  }, "reduce_log_sum_exp_centered", "elemwise");
+  Tensor centered = compute(
+      x->shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> mi;
+        for (size_t d = 0; d < x.ndim(); ++d)
+          mi.push_back(std::binary_search(full.begin(), full.end(), static_cast<int64_t>(d)) ? Expr(0) : Expr(i[d]));
+        return ti::exp(ti::cast(acc, x(std::vector<Expr>(i.begin(), i.end()))) - shift(mi));
+      },
+      "reduce_log_sum_exp_centered", "elemwise");
   Tensor s = reduce_stage(centered, ReduceKind::Sum, ax, keepdims, acc, identity, "reduce_log_sum_exp");
-  return compute(s->shape, [&](const std::vector<Var>& i) {
-    // The kept-dimension index of m for an element of the result.
-    std::vector<Expr> mi;
-    size_t o = 0;
-    for (size_t d = 0; d < x.ndim(); ++d) {
-      bool reduced = std::binary_search(full.begin(), full.end(), static_cast<int64_t>(d));
-      mi.push_back(reduced ? Expr(0) : Expr(i[o]));
-      if (!reduced || keepdims) ++o;
-    }
-    return ti::cast(t, ti::log(s(std::vector<Expr>(i.begin(), i.end()))) + shift(mi));
-  }, "reduce_log_sum_exp_out", "reduce");
+  return compute(
+      s->shape,
+      [&](const std::vector<Var>& i) {
+        // The kept-dimension index of m for an element of the result.
+        std::vector<Expr> mi;
+        size_t o = 0;
+        for (size_t d = 0; d < x.ndim(); ++d) {
+          bool reduced = std::binary_search(full.begin(), full.end(), static_cast<int64_t>(d));
+          mi.push_back(reduced ? Expr(0) : Expr(i[o]));
+          if (!reduced || keepdims) ++o;
+        }
+        return ti::cast(t, ti::log(s(std::vector<Expr>(i.begin(), i.end()))) + shift(mi));
+      },
+      "reduce_log_sum_exp_out", "reduce");
 }
 
 namespace {
@@ -199,24 +221,27 @@ Tensor arg_reduce(const Tensor& x, int64_t axis, bool keepdims, bool last, bool 
   int64_t n = x->dim(axis);
   std::vector<int64_t> shape = reduce_shape(x->dims(), {axis}, keepdims);
   IterVar k = reduce_axis(Range(Expr(0), Expr(n)), "r");
-  return compute(to_exprs(shape), [&](const std::vector<Var>& out) {
-    std::vector<Expr> xi, mi;
-    size_t o = 0;
-    for (size_t d = 0; d < x.ndim(); ++d) {
-      if (static_cast<int64_t>(d) == axis) {
-        xi.push_back(k);
-        mi.push_back(Expr(0));
-        if (keepdims) ++o;
-      } else {
-        xi.push_back(out[o]);
-        mi.push_back(out[o++]);
-      }
-    }
-    Expr hit = ti::cast(acc, x(xi)) == m(mi);
-    Expr index = ti::cast(runtime::kInt64, Expr(k));
-    if (last) return Reduce::make(ReduceKind::Max, select(hit, index, Expr(int64_t{-1})), {k}, Expr());
-    return Reduce::make(ReduceKind::Min, select(hit, index, Expr(n)), {k}, Expr());
-  }, name, "reduce");
+  return compute(
+      to_exprs(shape),
+      [&](const std::vector<Var>& out) {
+        std::vector<Expr> xi, mi;
+        size_t o = 0;
+        for (size_t d = 0; d < x.ndim(); ++d) {
+          if (static_cast<int64_t>(d) == axis) {
+            xi.push_back(k);
+            mi.push_back(Expr(0));
+            if (keepdims) ++o;
+          } else {
+            xi.push_back(out[o]);
+            mi.push_back(out[o++]);
+          }
+        }
+        Expr hit = ti::cast(acc, x(xi)) == m(mi);
+        Expr index = ti::cast(runtime::kInt64, Expr(k));
+        if (last) return Reduce::make(ReduceKind::Max, select(hit, index, Expr(int64_t{-1})), {k}, Expr());
+        return Reduce::make(ReduceKind::Min, select(hit, index, Expr(n)), {k}, Expr());
+      },
+      name, "reduce");
 }
 
 }  // namespace
@@ -241,13 +266,16 @@ Expr masked(Expr cond, Expr value) {
 // The running sums of a short axis: each element a reduction over the axis, masked (O(n^2)).
 Tensor cumsum_direct(const Tensor& x, int64_t axis, bool exclusive, bool reverse, DataType acc) {
   IterVar k = reduce_axis(Range(Expr(0), Expr(x->dim(axis))), "r");
-  return compute(x->shape, [&](const std::vector<Var>& i) {
-    std::vector<Expr> xi(i.begin(), i.end());
-    xi[axis] = k;
-    Expr at = i[axis], kv = k;
-    Expr in = reverse ? (exclusive ? kv > at : kv >= at) : (exclusive ? kv < at : kv <= at);
-    return Reduce::make(ReduceKind::Sum, masked(in, ti::cast(acc, x(xi))), {k}, Expr());
-  }, "cumsum", "reduce");
+  return compute(
+      x->shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> xi(i.begin(), i.end());
+        xi[axis] = k;
+        Expr at = i[axis], kv = k;
+        Expr in = reverse ? (exclusive ? kv > at : kv >= at) : (exclusive ? kv < at : kv <= at);
+        return Reduce::make(ReduceKind::Sum, masked(in, ti::cast(acc, x(xi))), {k}, Expr());
+      },
+      "cumsum", "reduce");
 }
 
 // The running sums of a long axis in blocks of b elements (positions counted in scan order, from
@@ -268,25 +296,36 @@ Tensor cumsum_blocked(const Tensor& x, int64_t axis, bool exclusive, bool revers
   local_shape[axis] = Expr(b);
   local_shape.insert(local_shape.begin() + axis, Expr(blocks));
   IterVar t = reduce_axis(Range(Expr(0), Expr(b)), "t");
-  Tensor local = compute(local_shape, [&](const std::vector<Var>& v) {
-    Expr q = Expr(v[axis]) * Expr(b) + Expr(t);
-    Expr in = logical_and(exclusive ? Expr(t) < Expr(v[axis + 1]) : Expr(t) <= Expr(v[axis + 1]), q < Expr(n));
-    return Reduce::make(ReduceKind::Sum, masked(in, ti::cast(acc, x(with_axis(v, axis, 2, {position(q)})))), {t}, Expr());
-  }, "cumsum_local", "reduce");
+  Tensor local = compute(
+      local_shape,
+      [&](const std::vector<Var>& v) {
+        Expr q = Expr(v[axis]) * Expr(b) + Expr(t);
+        Expr in = logical_and(exclusive ? Expr(t) < Expr(v[axis + 1]) : Expr(t) <= Expr(v[axis + 1]), q < Expr(n));
+        return Reduce::make(ReduceKind::Sum, masked(in, ti::cast(acc, x(with_axis(v, axis, 2, {position(q)})))), {t},
+                            Expr());
+      },
+      "cumsum_local", "reduce");
   std::vector<Expr> carry_shape = x->shape;
   carry_shape[axis] = Expr(blocks);
   IterVar c = reduce_axis(Range(Expr(0), Expr(blocks)), "c");
-  Tensor carry = compute(carry_shape, [&](const std::vector<Var>& v) {
-    // Block c (< v's block, so full) totals its last local sum, plus its last element if exclusive.
-    Expr total = local(with_axis(v, axis, 1, {Expr(c), Expr(b - 1)}));
-    if (exclusive) total = total + ti::cast(acc, x(with_axis(v, axis, 1, {position(Expr(c) * Expr(b) + Expr(b - 1))})));
-    return Reduce::make(ReduceKind::Sum, masked(Expr(c) < Expr(v[axis]), total), {c}, Expr());
-  }, "cumsum_carry", "reduce");
-  return compute(x->shape, [&](const std::vector<Var>& v) {
-    Expr q = reverse ? Expr(n - 1) - Expr(v[axis]) : Expr(v[axis]);
-    Expr blk = floordiv(q, Expr(b)), within = floormod(q, Expr(b));
-    return ti::cast(x.dtype(), local(with_axis(v, axis, 1, {blk, within})) + carry(with_axis(v, axis, 1, {blk})));
-  }, "cumsum", "reduce");
+  Tensor carry = compute(
+      carry_shape,
+      [&](const std::vector<Var>& v) {
+        // Block c (< v's block, so full) totals its last local sum, plus its last element if exclusive.
+        Expr total = local(with_axis(v, axis, 1, {Expr(c), Expr(b - 1)}));
+        if (exclusive)
+          total = total + ti::cast(acc, x(with_axis(v, axis, 1, {position(Expr(c) * Expr(b) + Expr(b - 1))})));
+        return Reduce::make(ReduceKind::Sum, masked(Expr(c) < Expr(v[axis]), total), {c}, Expr());
+      },
+      "cumsum_carry", "reduce");
+  return compute(
+      x->shape,
+      [&](const std::vector<Var>& v) {
+        Expr q = reverse ? Expr(n - 1) - Expr(v[axis]) : Expr(v[axis]);
+        Expr blk = floordiv(q, Expr(b)), within = floormod(q, Expr(b));
+        return ti::cast(x.dtype(), local(with_axis(v, axis, 1, {blk, within})) + carry(with_axis(v, axis, 1, {blk})));
+      },
+      "cumsum", "reduce");
 }
 
 }  // namespace
@@ -305,7 +344,8 @@ Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
   }
   Tensor s = cumsum_direct(x, axis, exclusive, reverse, acc);
   if (acc == t) return s;
-  return epilogue(s, [&](Expr v) { return ti::cast(t, v); }, "cumsum_out");
+  return epilogue(
+      s, [&](Expr v) { return ti::cast(t, v); }, "cumsum_out");
 }
 
 }  // namespace tessera::tensor_ir::ops

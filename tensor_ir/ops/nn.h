@@ -46,18 +46,21 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a, boo
 // the operand a packing of `columns` columns came from; it fails for any other shape.
 bool matmul_weight_packable(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool trans, DataType dtype,
                             const Registers& regs);
-std::vector<int64_t> matmul_packed_weight_shape(const std::vector<int64_t>& b, bool trans, DataType dtype, const Registers& regs);
+std::vector<int64_t> matmul_packed_weight_shape(const std::vector<int64_t>& b, bool trans, DataType dtype,
+                                                const Registers& regs);
 std::vector<int64_t> matmul_unpacked_weight_shape(const std::vector<int64_t>& packed, int64_t columns, DataType dtype,
                                                   const Registers& regs);
 Tensor matmul_pack_weight(const Tensor& b, bool trans, const Registers& regs);
 // Integer matmul accumulated in int32: (a - a_zero) @ (b - b_zero). a_zero is a scalar or one
 // value per row of a; b_zero a scalar or one per column of b.
-Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero, const Registers& regs);
+Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero,
+                      const Registers& regs);
 // QLinearMatMul: matmul_integer, then each int32 sum requantized to y's type:
 // saturate(round_half_even(sum * a_scale * b_scale / y_scale) + y_zero). Scales are float32;
 // a_scale and a_zero may hold one value per row, b_scale and b_zero one per column.
-Tensor qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_zero, const Tensor& b, const Tensor& b_scale,
-                      const Tensor& b_zero, const Tensor& y_scale, const Tensor& y_zero, const Registers& regs);
+Tensor qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_zero, const Tensor& b,
+                      const Tensor& b_scale, const Tensor& b_zero, const Tensor& y_scale, const Tensor& y_zero,
+                      const Registers& regs);
 // Einstein summation over any operands ("ij,jk->ik", "...ii->...i", "ij->"); a letter repeated
 // within one operand takes its diagonal.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
@@ -73,7 +76,8 @@ struct ConvGeometry {
   std::vector<int64_t> output_padding;  // conv_transpose only
 };
 // data [N, C, spatial...], weight [M, C / groups, kernel...] -> [N, M, out...].
-std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g);
+std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+                                const ConvGeometry& g);
 // The output positions along the last spatial dimension one register tile of a blocked
 // convolution holds, for `vectors` vectors of output channels (the product pads to whole tiles).
 int64_t conv_tile_width(int64_t width, int64_t vectors, const Registers& regs);
@@ -98,8 +102,8 @@ struct ConvWeightPacking {
   enum Kind { Unpacked, Blocked, Winograd } kind = Unpacked;
   int64_t block = 0;  // Blocked: output channels per block
 };
-ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
-                                      DataType dtype, const Registers& regs);
+ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+                                      const ConvGeometry& g, DataType dtype, const Registers& regs);
 std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight, int64_t block);
 Tensor conv_pack_weight(const Tensor& weight, int64_t block);
 std::vector<int64_t> conv_winograd_weight_shape(const std::vector<int64_t>& weight, const Registers& regs);
@@ -107,7 +111,8 @@ Tensor conv_winograd_weight(const Tensor& weight, const Registers& regs);
 // The [channels, C / groups, kernel...] weight a packed one came from, for a convolution of
 // `data` that reads that packing; throws naming the packing it reads otherwise.
 std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& packed,
-                                                int64_t channels, const ConvGeometry& g, DataType dtype, const Registers& regs);
+                                                int64_t channels, const ConvGeometry& g, DataType dtype,
+                                                const Registers& regs);
 // Integer convolution accumulated in int32 over (data - data_zero) and (weight - weight_zero);
 // padding reads data_zero (so it contributes nothing). data_zero is a scalar, weight_zero a
 // scalar or one value per output channel.
@@ -122,7 +127,8 @@ Tensor qlinear_conv(const Tensor& data, const Tensor& data_scale, const Tensor& 
 // out = stride * (in - 1) + output_padding + (kernel - 1) * dilation + 1 - pad_begin - pad_end.
 std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
                                           const ConvGeometry& g);
-Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, const Registers& regs);
+Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g,
+                      const Registers& regs);
 
 // --- channels-last convolution (nn_conv_nhwc.cc) -----------------------------------------
 
@@ -130,8 +136,8 @@ Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bi
 // weight [KH, KW, C / groups, M] (HWIO), optional bias [M] -> [N, OH, OW, M]. The depthwise form
 // (one input channel per group) and the dense one are scheduled for the CPU; a 1x1 convolution
 // in this layout is a plain matmul, which the graph uses instead.
-std::vector<int64_t> conv_nhwc_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
-                                     bool nchw_data);
+std::vector<int64_t> conv_nhwc_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+                                     const ConvGeometry& g, bool nchw_data);
 Tensor conv_nhwc(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, bool nchw_data);
 
 // --- pooling (nn_pool.cc) ----------------------------------------------------------------
@@ -157,7 +163,8 @@ Tensor global_pool(const Tensor& data, const std::string& kind, double p = 2);
 // Inverse of max_pool: each input element goes to the output position its index names; other
 // outputs are 0. Indices must come from a max_pool of the same kernel, strides and pads (an index
 // outside its element's window is not found).
-Tensor max_unpool(const Tensor& data, const Tensor& indices, const PoolGeometry& g, const std::vector<int64_t>& output_shape);
+Tensor max_unpool(const Tensor& data, const Tensor& indices, const PoolGeometry& g,
+                  const std::vector<int64_t>& output_shape);
 
 // --- normalization (nn_norm.cc) ----------------------------------------------------------
 

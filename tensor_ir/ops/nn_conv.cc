@@ -39,11 +39,14 @@ Tensor epilogue(const ConvCore& c, const std::function<Expr(const std::vector<Va
   for (int64_t o : c.out) shape.push_back(Expr(o));
   std::vector<std::string> names{"n", "m"};
   for (size_t d = 0; d < c.out.size(); ++d) names.push_back("o" + std::to_string(d));
-  return compute(shape, [&](const std::vector<Var>& v) {
-    Expr y = product(v);
-    if (c.bias.defined()) y = y + read_as(c.bias, {v[1]}, c.acc);
-    return c.finish ? c.finish(y, v) : cast(c.out_type, y);
-  }, c.name, "conv_epilogue", names);
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        Expr y = product(v);
+        if (c.bias.defined()) y = y + read_as(c.bias, {v[1]}, c.acc);
+        return c.finish ? c.finish(y, v) : cast(c.out_type, y);
+      },
+      c.name, "conv_epilogue", names);
 }
 
 void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g) {
@@ -88,17 +91,21 @@ Tensor padded_input(const ConvCore& c, std::vector<int64_t> extent, bool phased 
     names.back() = "phase";
     names.push_back("q");
   }
-  return compute(shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> pos(v.begin() + 2, v.begin() + 2 + rank);
-    if (phased) pos.back() = v.back() * Expr(stride) + v[1 + rank];
-    return c.source(v[0], v[1], pos);
-  }, c.name + "_pad", "conv_pad", names);
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> pos(v.begin() + 2, v.begin() + 2 + rank);
+        if (phased) pos.back() = v.back() * Expr(stride) + v[1 + rank];
+        return c.source(v[0], v[1], pos);
+      },
+      c.name + "_pad", "conv_pad", names);
 }
 
 // Positions of P read for output positions 0..out-1 per dimension (`out` padded as the product is).
 std::vector<int64_t> needed_extent(const ConvCore& c, const std::vector<int64_t>& out) {
   std::vector<int64_t> e;
-  for (size_t d = 0; d < out.size(); ++d) e.push_back((out[d] - 1) * c.strides[d] + (c.kernel[d] - 1) * c.dilations[d] + 1);
+  for (size_t d = 0; d < out.size(); ++d)
+    e.push_back((out[d] - 1) * c.strides[d] + (c.kernel[d] - 1) * c.dilations[d] + 1);
   return e;
 }
 
@@ -131,7 +138,8 @@ void push_input_pos(std::vector<Expr>& idx, const ConvCore& c, size_t d, const E
 
 std::vector<IterVar> kernel_axes(const ConvCore& c) {
   std::vector<IterVar> r;
-  for (size_t d = 0; d < c.kernel.size(); ++d) r.push_back(reduce_axis(Range(Expr(0), Expr(c.kernel[d])), "r" + std::to_string(d)));
+  for (size_t d = 0; d < c.kernel.size(); ++d)
+    r.push_back(reduce_axis(Range(Expr(0), Expr(c.kernel[d])), "r" + std::to_string(d)));
   return r;
 }
 
@@ -144,11 +152,14 @@ Tensor pack_weight(const ConvCore& c, int64_t ocv) {
   std::vector<std::string> wnames{"mo", "c"};
   for (const auto& s : spatial_names(c.kernel.size(), "k")) wnames.push_back(s);
   wnames.push_back("mi");
-  return compute(wshape, [&](const std::vector<Var>& v) {
-    Expr mm = v[0] * Expr(ocv) + v.back();
-    std::vector<Expr> k(v.begin() + 2, v.end() - 1);
-    return select(mm < Expr(c.m), c.weight(mm, v[1], k), make_zero(c.acc));  // lazy: no read past m
-  }, c.name + "_packed_weight", "conv_pack", wnames);
+  return compute(
+      wshape,
+      [&](const std::vector<Var>& v) {
+        Expr mm = v[0] * Expr(ocv) + v.back();
+        std::vector<Expr> k(v.begin() + 2, v.end() - 1);
+        return select(mm < Expr(c.m), c.weight(mm, v[1], k), make_zero(c.acc));  // lazy: no read past m
+      },
+      c.name + "_packed_weight", "conv_pack", wnames);
 }
 
 Tensor blocked(const ConvCore& c, int64_t ocv) {
@@ -167,21 +178,24 @@ Tensor blocked(const ConvCore& c, int64_t ocv) {
   names.push_back("mi");
   IterVar rc = reduce_axis(Range(Expr(0), Expr(cg)), "rc");
   std::vector<IterVar> rk = kernel_axes(c);
-  Tensor r = compute(shape, [&](const std::vector<Var>& v) {
-    // A block lies in one group (ocv divides m / groups), so its lanes share the input channel.
-    Expr ch = floordiv(v[1] * Expr(ocv), Expr(mg)) * Expr(cg) + rc;
-    std::vector<Expr> pidx{v[0], ch};
-    std::vector<Expr> widx{v[1], rc};
-    for (size_t d = 0; d < rank; ++d) {
-      pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
-      widx.push_back(rk[d]);
-    }
-    widx.push_back(v.back());
-    std::vector<IterVar> axes{rc};
-    axes.insert(axes.end(), rk.begin(), rk.end());
-    Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
-    return sum(x * wp(widx), axes);
-  }, c.name + "_blocked", "conv", names);
+  Tensor r = compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        // A block lies in one group (ocv divides m / groups), so its lanes share the input channel.
+        Expr ch = floordiv(v[1] * Expr(ocv), Expr(mg)) * Expr(cg) + rc;
+        std::vector<Expr> pidx{v[0], ch};
+        std::vector<Expr> widx{v[1], rc};
+        for (size_t d = 0; d < rank; ++d) {
+          pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
+          widx.push_back(rk[d]);
+        }
+        widx.push_back(v.back());
+        std::vector<IterVar> axes{rc};
+        axes.insert(axes.end(), rk.begin(), rk.end());
+        Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
+        return sum(x * wp(widx), axes);
+      },
+      c.name + "_blocked", "conv", names);
   return epilogue(c, [&](const std::vector<Var>& v) {
     std::vector<Expr> idx{v[0], floordiv(v[1], Expr(ocv))};
     for (size_t d = 0; d < rank; ++d) idx.push_back(v[2 + d]);
@@ -213,18 +227,21 @@ Tensor strip(const ConvCore& core, int64_t block) {
   for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
   IterVar rc = reduce_axis(Range(Expr(0), Expr(c.c)), "rc");
   std::vector<IterVar> rk = kernel_axes(c);
-  Tensor r = compute(shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> pidx{v[0], rc};
-    std::vector<Expr> widx{floordiv(v[1], Expr(block)), rc};
-    for (size_t d = 0; d < rank; ++d) {
-      push_input_pos(pidx, c, d, v[2 + d], rk[d], phased);
-      widx.push_back(rk[d]);
-    }
-    widx.push_back(floormod(v[1], Expr(block)));
-    std::vector<IterVar> axes{rc};
-    axes.insert(axes.end(), rk.begin(), rk.end());
-    return sum(p(pidx) * wp(widx), axes);
-  }, c.name + "_strip", "conv_strip", names);
+  Tensor r = compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> pidx{v[0], rc};
+        std::vector<Expr> widx{floordiv(v[1], Expr(block)), rc};
+        for (size_t d = 0; d < rank; ++d) {
+          push_input_pos(pidx, c, d, v[2 + d], rk[d], phased);
+          widx.push_back(rk[d]);
+        }
+        widx.push_back(floormod(v[1], Expr(block)));
+        std::vector<IterVar> axes{rc};
+        axes.insert(axes.end(), rk.begin(), rk.end());
+        return sum(p(pidx) * wp(widx), axes);
+      },
+      c.name + "_strip", "conv_strip", names);
   return epilogue(c, [&](const std::vector<Var>& v) { return r(as_exprs(v)); });
 }
 
@@ -254,16 +271,19 @@ Tensor depthwise(const ConvCore& core) {
   std::vector<std::string> names{"n", "m"};
   for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
   std::vector<IterVar> rk = kernel_axes(c);
-  Tensor r = compute(shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> pidx{v[0], floordiv(v[1], Expr(mult))};
-    std::vector<Expr> k;
-    for (size_t d = 0; d < rank; ++d) {
-      push_input_pos(pidx, c, d, v[2 + d], rk[d], phased);
-      k.push_back(rk[d]);
-    }
-    Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
-    return sum(x * c.weight(v[1], Expr(0), k), rk);
-  }, c.name + "_depthwise", "depthwise_conv", names);
+  Tensor r = compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> pidx{v[0], floordiv(v[1], Expr(mult))};
+        std::vector<Expr> k;
+        for (size_t d = 0; d < rank; ++d) {
+          push_input_pos(pidx, c, d, v[2 + d], rk[d], phased);
+          k.push_back(rk[d]);
+        }
+        Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
+        return sum(x * c.weight(v[1], Expr(0), k), rk);
+      },
+      c.name + "_depthwise", "depthwise_conv", names);
   return epilogue(c, [&](const std::vector<Var>& v) { return r(as_exprs(v)); });
 }
 
@@ -277,18 +297,21 @@ Tensor direct(const ConvCore& c) {
   for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
   IterVar rc = reduce_axis(Range(Expr(0), Expr(cg)), "rc");
   std::vector<IterVar> rk = kernel_axes(c);
-  Tensor r = compute(shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> pidx{v[0], floordiv(v[1], Expr(mg)) * Expr(cg) + rc};
-    std::vector<Expr> k;
-    for (size_t d = 0; d < rank; ++d) {
-      pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
-      k.push_back(rk[d]);
-    }
-    std::vector<IterVar> axes{rc};
-    axes.insert(axes.end(), rk.begin(), rk.end());
-    Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
-    return sum(x * c.weight(v[1], rc, k), axes);
-  }, c.name + "_direct", "conv_direct", names);
+  Tensor r = compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> pidx{v[0], floordiv(v[1], Expr(mg)) * Expr(cg) + rc};
+        std::vector<Expr> k;
+        for (size_t d = 0; d < rank; ++d) {
+          pidx.push_back(input_pos(c, d, v[2 + d], rk[d]));
+          k.push_back(rk[d]);
+        }
+        std::vector<IterVar> axes{rc};
+        axes.insert(axes.end(), rk.begin(), rk.end());
+        Expr x = c.raw.defined() ? read_as(p, pidx, c.acc) : p(pidx);
+        return sum(x * c.weight(v[1], rc, k), axes);
+      },
+      c.name + "_direct", "conv_direct", names);
   return epilogue(c, [&](const std::vector<Var>& v) { return r(as_exprs(v)); });
 }
 
@@ -356,12 +379,14 @@ Tensor pointwise_rows(const ConvCore& c) {
   int64_t nr = matmul_tile_cols(c.acc, c.m, c.registers);
   Tensor w = c.packed_weight;
   std::vector<Expr> panel_shape{Expr((c.m + nr - 1) / nr), Expr(c.c), Expr(nr)};
-  Tensor panels = compute(panel_shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> idx{v[0], v[1]};
-    for (size_t d = 0; d < out.size(); ++d) idx.push_back(Expr(0));
-    idx.push_back(v[2]);
-    return w(idx);
-  }, c.name + "_panels", "conv_weight_panels", {"jo", "k", "ji"});
+  Tensor panels = compute(panel_shape,
+                          [&](const std::vector<Var>& v) {
+                            std::vector<Expr> idx{v[0], v[1]};
+                            for (size_t d = 0; d < out.size(); ++d) idx.push_back(Expr(0));
+                            idx.push_back(v[2]);
+                            return w(idx);
+                          },
+                          c.name + "_panels", "conv_weight_panels", {"jo", "k", "ji"});
   MatmulCore mc;
   mc.batch = {c.n};
   mc.m = positions, mc.n = c.m, mc.k = c.c;
@@ -383,8 +408,10 @@ Tensor pointwise_rows(const ConvCore& c) {
 // instead of 224 columns save about what the gathers cost).
 bool positions_as_rows(const ConvCore& c, int64_t positions) {
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
-  int64_t as_columns = round_up(c.m, matmul_tile_rows(c.m)) * round_up(positions, matmul_tile_cols(c.acc, positions, c.registers));
-  int64_t as_rows = round_up(positions, matmul_tile_rows(positions)) * round_up(c.m, matmul_tile_cols(c.acc, c.m, c.registers));
+  int64_t as_columns =
+      round_up(c.m, matmul_tile_rows(c.m)) * round_up(positions, matmul_tile_cols(c.acc, positions, c.registers));
+  int64_t as_rows =
+      round_up(positions, matmul_tile_rows(positions)) * round_up(c.m, matmul_tile_cols(c.acc, c.m, c.registers));
   return as_rows * (c.c + 14) < as_columns * c.c;
 }
 
@@ -417,22 +444,31 @@ ConvForm conv_form(const ConvCore& c) {
 // reads the weight as it is).
 std::vector<int64_t> packed_shape(const ConvCore& c, const ConvForm& form, const std::vector<int64_t>& weight) {
   if (form.kind == ConvForm::Winograd) return winograd_weight_shape(c);
-  if (form.kind == ConvForm::Blocked || form.kind == ConvForm::Strip) return conv_packed_weight_shape(weight, form.block);
+  if (form.kind == ConvForm::Blocked || form.kind == ConvForm::Strip)
+    return conv_packed_weight_shape(weight, form.block);
   if (form.kind == ConvForm::Pointwise) return conv_packed_weight_shape(weight, matmul_tile_rows(c.m));
-  if (form.kind == ConvForm::PointwiseRows) return conv_packed_weight_shape(weight, matmul_tile_cols(c.acc, c.m, c.registers));
+  if (form.kind == ConvForm::PointwiseRows)
+    return conv_packed_weight_shape(weight, matmul_tile_cols(c.acc, c.m, c.registers));
   return {};
 }
 
 Tensor conv_core(const ConvCore& c) {
   ConvForm form = conv_form(c);
   switch (form.kind) {
-    case ConvForm::Pointwise: return pointwise(c);
-    case ConvForm::PointwiseRows: return pointwise_rows(c);
-    case ConvForm::Depthwise: return depthwise(c);
-    case ConvForm::Strip: return strip(c, form.block);
-    case ConvForm::Winograd: return winograd(c);
-    case ConvForm::Blocked: return blocked(c, form.block);
-    default: return direct(c);
+    case ConvForm::Pointwise:
+      return pointwise(c);
+    case ConvForm::PointwiseRows:
+      return pointwise_rows(c);
+    case ConvForm::Depthwise:
+      return depthwise(c);
+    case ConvForm::Strip:
+      return strip(c, form.block);
+    case ConvForm::Winograd:
+      return winograd(c);
+    case ConvForm::Blocked:
+      return blocked(c, form.block);
+    default:
+      return direct(c);
   }
 }
 
@@ -504,7 +540,8 @@ int64_t conv_tile_width(int64_t width, int64_t vectors, const Registers& regs) {
   return best;
 }
 
-std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g) {
+std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+                                const ConvGeometry& g) {
   if (data.size() < 3) fail("conv: data must be [N, C, spatial...], got ", runtime::shape_str(data));
   if (weight.size() != data.size())
     fail("conv: weight ", runtime::shape_str(weight), " must have the rank of data ", runtime::shape_str(data));
@@ -520,8 +557,8 @@ std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vec
     int64_t window = (weight[2 + d] - 1) * g.dilations[d] + 1;
     int64_t span = data[2 + d] + g.pads[d] + g.pads[d + rank] - window;
     if (span < 0)
-      fail("conv: the kernel (", window, " with dilation) is larger than the padded input (", data[2 + d] + g.pads[d] + g.pads[d + rank],
-           ") in spatial dimension ", d);
+      fail("conv: the kernel (", window, " with dilation) is larger than the padded input (",
+           data[2 + d] + g.pads[d] + g.pads[d + rank], ") in spatial dimension ", d);
     out.push_back(span / g.strides[d] + 1);
   }
   return out;
@@ -529,28 +566,30 @@ std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vec
 
 std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight, int64_t block) {
   if (weight.size() < 3 || block < 1)
-    fail("conv_pack_weight: weight must be [M, C / groups, kernel...] and block positive, got ", runtime::shape_str(weight),
-         " and ", block);
+    fail("conv_pack_weight: weight must be [M, C / groups, kernel...] and block positive, got ",
+         runtime::shape_str(weight), " and ", block);
   std::vector<int64_t> packed{(weight[0] + block - 1) / block};
   packed.insert(packed.end(), weight.begin() + 1, weight.end());
   packed.push_back(block);
   return packed;
 }
 
-ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
-                                      DataType dtype, const Registers& regs) {
+ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+                                      const ConvGeometry& g, DataType dtype, const Registers& regs) {
   ConvCore c = forward_sizes("conv", data, weight, g, accumulation_type(dtype), regs);
   c.prepacked = true;
   ConvForm form = conv_form(c);
   if (form.kind == ConvForm::Winograd) return {ConvWeightPacking::Winograd};
   if (form.kind == ConvForm::Blocked || form.kind == ConvForm::Strip) return {ConvWeightPacking::Blocked, form.block};
   if (form.kind == ConvForm::Pointwise) return {ConvWeightPacking::Blocked, matmul_tile_rows(c.m)};
-  if (form.kind == ConvForm::PointwiseRows) return {ConvWeightPacking::Blocked, matmul_tile_cols(c.acc, c.m, c.registers)};
+  if (form.kind == ConvForm::PointwiseRows)
+    return {ConvWeightPacking::Blocked, matmul_tile_cols(c.acc, c.m, c.registers)};
   return {};
 }
 
 std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& packed,
-                                                int64_t channels, const ConvGeometry& g, DataType dtype, const Registers& regs) {
+                                                int64_t channels, const ConvGeometry& g, DataType dtype,
+                                                const Registers& regs) {
   // The two packings tell their source's shape differently: blocks keep [C / groups, kernel..]
   // between the block count and the block; Winograd panels [36, blocks, C, columns] are 3x3 only.
   std::vector<int64_t> blocked{channels}, winograd{channels, packed.size() == 4 ? packed[2] : 0, 3, 3};
@@ -572,8 +611,8 @@ std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data
                           ? "conv_winograd_weight of a " + runtime::shape_str(winograd) + " weight gives " +
                                 runtime::shape_str(conv_winograd_weight_shape(winograd, regs))
                       : how.kind == ConvWeightPacking::Blocked
-                          ? "conv_pack_weight(block=" + std::to_string(how.block) + ") of a " + runtime::shape_str(ws) + " weight gives " +
-                                runtime::shape_str(conv_packed_weight_shape(ws, how.block))
+                          ? "conv_pack_weight(block=" + std::to_string(how.block) + ") of a " + runtime::shape_str(ws) +
+                                " weight gives " + runtime::shape_str(conv_packed_weight_shape(ws, how.block))
                           : "it reads its weight unpacked: packed_channels must be 0";
   fail("conv: weight ", runtime::shape_str(packed), " is not the packing of a weight with ", channels,
        " output channels that this convolution of data ", runtime::shape_str(data), " reads for ", regs.vector_bytes,
@@ -600,7 +639,8 @@ Tensor conv_pack_weight(const Tensor& weight, int64_t block) {
 Tensor conv_winograd_weight(const Tensor& weight, const Registers& regs) {
   std::vector<int64_t> ws = weight->dims();
   if (ws.size() != 4 || ws[2] != 3 || ws[3] != 3 || accumulation_type(weight.dtype()) != runtime::kFloat32)
-    fail("conv_winograd_weight: the weight must be float [M, C, 3, 3], got ", weight.dtype().str(), runtime::shape_str(ws));
+    fail("conv_winograd_weight: the weight must be float [M, C, 3, 3], got ", weight.dtype().str(),
+         runtime::shape_str(ws));
   ConvCore c;
   c.name = "conv";
   c.m = ws[0], c.c = ws[1];
@@ -635,7 +675,8 @@ Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const 
   }
   // A weight packed ahead of time in the layout this convolution's form reads.
   if (weight.dtype() != acc) fail("conv: a packed weight must be ", acc.str(), ", got ", weight.dtype().str());
-  std::vector<int64_t> ws = conv_unpacked_weight_shape(data->dims(), weight->dims(), packed_channels, g, data.dtype(), regs);
+  std::vector<int64_t> ws =
+      conv_unpacked_weight_shape(data->dims(), weight->dims(), packed_channels, g, data.dtype(), regs);
   ConvCore c = forward_core("conv", data, weight, ws, g, acc, Tensor(), Tensor(), regs);
   // The packed forms read it as it is, so c.weight, which reads the unpacked layout, is never used.
   c.packed_weight = weight;
@@ -647,7 +688,8 @@ Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const 
 
 Tensor conv_integer(const Tensor& data, const Tensor& weight, const Tensor& data_zero, const Tensor& weight_zero,
                     const ConvGeometry& g, const Registers& regs) {
-  ConvCore c = forward_core("conv_integer", data, weight, weight->dims(), g, runtime::kInt32, data_zero, weight_zero, regs);
+  ConvCore c =
+      forward_core("conv_integer", data, weight, weight->dims(), g, runtime::kInt32, data_zero, weight_zero, regs);
   c.raw = Tensor();  // zero points are subtracted in the padded stage
   c.out_type = runtime::kInt32;
   return conv_core(c);
@@ -656,12 +698,14 @@ Tensor conv_integer(const Tensor& data, const Tensor& weight, const Tensor& data
 Tensor qlinear_conv(const Tensor& data, const Tensor& data_scale, const Tensor& data_zero, const Tensor& weight,
                     const Tensor& weight_scale, const Tensor& weight_zero, const Tensor& y_scale, const Tensor& y_zero,
                     const Tensor& bias, const ConvGeometry& g, const Registers& regs) {
-  ConvCore c = forward_core("qlinear_conv", data, weight, weight->dims(), g, runtime::kInt32, data_zero, weight_zero, regs);
+  ConvCore c =
+      forward_core("qlinear_conv", data, weight, weight->dims(), g, runtime::kInt32, data_zero, weight_zero, regs);
   c.raw = Tensor();
   c.out_type = y_zero.dtype();
   c.bias = bias;
   c.finish = [&](const Expr& value, const std::vector<Var>& v) {
-    Expr multiplier = zero_point(data_scale, Expr(0), runtime::kFloat32) * zero_point(weight_scale, v[1], runtime::kFloat32) /
+    Expr multiplier = zero_point(data_scale, Expr(0), runtime::kFloat32) *
+                      zero_point(weight_scale, v[1], runtime::kFloat32) /
                       zero_point(y_scale, Expr(0), runtime::kFloat32);
     return requantize(value, multiplier, zero_point(y_zero, Expr(0), runtime::kInt32), c.out_type);
   };
@@ -672,18 +716,21 @@ std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, cons
                                           const ConvGeometry& g) {
   if (data.size() < 3) fail("conv_transpose: data must be [N, C, spatial...], got ", runtime::shape_str(data));
   if (weight.size() != data.size())
-    fail("conv_transpose: weight ", runtime::shape_str(weight), " must have the rank of data ", runtime::shape_str(data));
+    fail("conv_transpose: weight ", runtime::shape_str(weight), " must have the rank of data ",
+         runtime::shape_str(data));
   size_t rank = data.size() - 2;
   check_geometry("conv_transpose", rank, g);
   if (g.output_padding.size() != rank) fail("conv_transpose: output_padding must have ", rank, " entries");
   if (weight[0] != data[1])
-    fail("conv_transpose: weight ", runtime::shape_str(weight), " expects ", weight[0], " input channels, data has ", data[1]);
-  if (data[1] % g.groups != 0) fail("conv_transpose: input channels ", data[1], " must be divisible by groups ", g.groups);
+    fail("conv_transpose: weight ", runtime::shape_str(weight), " expects ", weight[0], " input channels, data has ",
+         data[1]);
+  if (data[1] % g.groups != 0)
+    fail("conv_transpose: input channels ", data[1], " must be divisible by groups ", g.groups);
   std::vector<int64_t> out{data[0], weight[1] * g.groups};
   for (size_t d = 0; d < rank; ++d) {
     if (g.output_padding[d] < 0) fail("conv_transpose: output_padding must not be negative");
-    int64_t o = g.strides[d] * (data[2 + d] - 1) + g.output_padding[d] + (weight[2 + d] - 1) * g.dilations[d] + 1 - g.pads[d] -
-                g.pads[d + rank];
+    int64_t o = g.strides[d] * (data[2 + d] - 1) + g.output_padding[d] + (weight[2 + d] - 1) * g.dilations[d] + 1 -
+                g.pads[d] - g.pads[d + rank];
     if (o < 1) fail("conv_transpose: pads leave no output in spatial dimension ", d);
     out.push_back(o);
   }
@@ -693,7 +740,8 @@ std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, cons
 // A transposed convolution is a stride-1 convolution of the input with zeros inserted between
 // elements (stride - 1 of them), padded by dilation * (kernel - 1) - pad, with the kernel
 // flipped and its channel axes swapped.
-Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, const Registers& regs) {
+Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g,
+                      const Registers& regs) {
   if (data.dtype() != weight.dtype())
     fail("conv_transpose: data and weight dtypes differ: ", data.dtype().str(), " vs ", weight.dtype().str());
   std::vector<int64_t> ds = data->dims(), ws = weight->dims();

@@ -30,7 +30,7 @@ struct ConvCore {
   // Whether the weight comes, or may come, packed ahead of time: the Winograd form needs its
   // transform precomputed (done per call, it would cost more than the multiplications saved).
   bool prepacked = false;
-  Tensor bias;  // [m] or undefined
+  Tensor bias;          // [m] or undefined
   Registers registers;  // the target's, which size blocks, padded tiles and register tiles
   // The output value from the accumulated one (bias added) at output index v; default: a cast.
   std::function<Expr(const Expr& value, const std::vector<Var>& v)> finish;

@@ -25,23 +25,23 @@ std::vector<int64_t> nhwc_dims(const std::vector<int64_t>& data, bool nchw_data)
 
 }  // namespace
 
-std::vector<int64_t> conv_nhwc_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
-                                     bool nchw_data) {
+std::vector<int64_t> conv_nhwc_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+                                     const ConvGeometry& g, bool nchw_data) {
   std::vector<int64_t> d = nhwc_dims(data, nchw_data);
   if (weight.size() != 4) fail("conv_nhwc: weight must be [KH, KW, C / groups, M], got ", runtime::shape_str(weight));
   check_geometry("conv_nhwc", 2, g);
   if (d[3] % g.groups != 0 || weight[3] % g.groups != 0)
     fail("conv_nhwc: channels (", d[3], " in, ", weight[3], " out) must be divisible by groups ", g.groups);
   if (weight[2] * g.groups != d[3])
-    fail("conv_nhwc: weight ", runtime::shape_str(weight), " expects ", weight[2] * g.groups, " input channels (", weight[2],
-         " per group x ", g.groups, " groups), data has ", d[3]);
+    fail("conv_nhwc: weight ", runtime::shape_str(weight), " expects ", weight[2] * g.groups, " input channels (",
+         weight[2], " per group x ", g.groups, " groups), data has ", d[3]);
   std::vector<int64_t> out{d[0]};
   for (size_t a = 0; a < 2; ++a) {
     int64_t window = (weight[a] - 1) * g.dilations[a] + 1;
     int64_t span = d[1 + a] + g.pads[a] + g.pads[a + 2] - window;
     if (span < 0)
-      fail("conv_nhwc: the kernel (", window, " with dilation) is larger than the padded input (", d[1 + a] + g.pads[a] + g.pads[a + 2],
-           ") in spatial dimension ", a);
+      fail("conv_nhwc: the kernel (", window, " with dilation) is larger than the padded input (",
+           d[1 + a] + g.pads[a] + g.pads[a + 2], ") in spatial dimension ", a);
     out.push_back(span / g.strides[a] + 1);
   }
   out.push_back(weight[3]);
@@ -62,41 +62,59 @@ Tensor conv_nhwc(const Tensor& data, const Tensor& weight, const Tensor& bias, c
   Tensor p = data;
   if (padded) {
     std::vector<Expr> shape{Expr(d[0])};
-    for (size_t a = 0; a < 2; ++a) shape.push_back(Expr((out[1 + a] - 1) * g.strides[a] + (ws[a] - 1) * g.dilations[a] + 1));
+    for (size_t a = 0; a < 2; ++a)
+      shape.push_back(Expr((out[1 + a] - 1) * g.strides[a] + (ws[a] - 1) * g.dilations[a] + 1));
     shape.push_back(Expr(c_in));
-    p = compute(shape, [&](const std::vector<Var>& v) {
-      Expr y = v[1] - Expr(g.pads[0]), x = v[2] - Expr(g.pads[1]);
-      Expr inside = logical_and(logical_and(y >= Expr(0), y < Expr(d[1])), logical_and(x >= Expr(0), x < Expr(d[2])));
-      std::vector<Expr> idx = nchw_data ? std::vector<Expr>{v[0], v[3], y, x} : std::vector<Expr>{v[0], y, x, v[3]};
-      return select(inside, read_as(data, idx, acc), make_zero(acc));  // lazy: nothing read outside
-    }, "conv_nhwc_pad", "conv_nhwc_pad", {"n", "y", "x", "c"});
+    p = compute(
+        shape,
+        [&](const std::vector<Var>& v) {
+          Expr y = v[1] - Expr(g.pads[0]), x = v[2] - Expr(g.pads[1]);
+          Expr inside =
+              logical_and(logical_and(y >= Expr(0), y < Expr(d[1])), logical_and(x >= Expr(0), x < Expr(d[2])));
+          std::vector<Expr> idx = nchw_data ? std::vector<Expr>{v[0], v[3], y, x} : std::vector<Expr>{v[0], y, x, v[3]};
+          return select(inside, read_as(data, idx, acc), make_zero(acc));  // lazy: nothing read outside
+        },
+        "conv_nhwc_pad", "conv_nhwc_pad", {"n", "y", "x", "c"});
   }
 
   IterVar ky = reduce_axis(Range(Expr(0), Expr(ws[0])), "ky"), kx = reduce_axis(Range(Expr(0), Expr(ws[1])), "kx");
   auto at = [&](const Var& oy, const Var& ox, const Expr& channel) -> std::vector<Expr> {
-    return {oy * Expr(g.strides[0]) + Expr(ky) * Expr(g.dilations[0]), ox * Expr(g.strides[1]) + Expr(kx) * Expr(g.dilations[1]), channel};
+    return {oy * Expr(g.strides[0]) + Expr(ky) * Expr(g.dilations[0]),
+            ox * Expr(g.strides[1]) + Expr(kx) * Expr(g.dilations[1]), channel};
   };
   std::vector<Expr> shape{Expr(out[0]), Expr(out[1]), Expr(out[2]), Expr(m)};
   std::vector<std::string> names{"n", "oy", "ox", "m"};
   Tensor r;
   if (per_group == 1) {
-    r = compute(shape, [&](const std::vector<Var>& v) {
-      std::vector<Expr> pos = at(v[1], v[2], floordiv(v[3], Expr(outs_per_group)));
-      return sum(read_as(p, {v[0], pos[0], pos[1], pos[2]}, acc) * read_as(weight, {Expr(ky), Expr(kx), Expr(0), v[3]}, acc), {ky, kx});
-    }, "conv_nhwc_depthwise", "depthwise_nhwc", names);
+    r = compute(
+        shape,
+        [&](const std::vector<Var>& v) {
+          std::vector<Expr> pos = at(v[1], v[2], floordiv(v[3], Expr(outs_per_group)));
+          return sum(read_as(p, {v[0], pos[0], pos[1], pos[2]}, acc) *
+                         read_as(weight, {Expr(ky), Expr(kx), Expr(0), v[3]}, acc),
+                     {ky, kx});
+        },
+        "conv_nhwc_depthwise", "depthwise_nhwc", names);
   } else {
     IterVar kc = reduce_axis(Range(Expr(0), Expr(per_group)), "kc");
-    r = compute(shape, [&](const std::vector<Var>& v) {
-      std::vector<Expr> pos = at(v[1], v[2], floordiv(v[3], Expr(outs_per_group)) * Expr(per_group) + Expr(kc));
-      return sum(read_as(p, {v[0], pos[0], pos[1], pos[2]}, acc) * read_as(weight, {Expr(ky), Expr(kx), Expr(kc), v[3]}, acc),
-                 {ky, kx, kc});
-    }, "conv_nhwc_product", "conv_nhwc", names);
+    r = compute(
+        shape,
+        [&](const std::vector<Var>& v) {
+          std::vector<Expr> pos = at(v[1], v[2], floordiv(v[3], Expr(outs_per_group)) * Expr(per_group) + Expr(kc));
+          return sum(read_as(p, {v[0], pos[0], pos[1], pos[2]}, acc) *
+                         read_as(weight, {Expr(ky), Expr(kx), Expr(kc), v[3]}, acc),
+                     {ky, kx, kc});
+        },
+        "conv_nhwc_product", "conv_nhwc", names);
   }
-  return compute(shape, [&](const std::vector<Var>& v) {
-    Expr y = r({v[0], v[1], v[2], v[3]});
-    if (bias.defined()) y = y + read_as(bias, {v[3]}, acc);
-    return cast(data.dtype(), y);
-  }, "conv_nhwc", "conv_nhwc_epilogue", names);
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        Expr y = r({v[0], v[1], v[2], v[3]});
+        if (bias.defined()) y = y + read_as(bias, {v[3]}, acc);
+        return cast(data.dtype(), y);
+      },
+      "conv_nhwc", "conv_nhwc_epilogue", names);
 }
 
 }  // namespace tessera::tensor_ir::ops

@@ -34,9 +34,14 @@ constexpr int64_t kMinTilesPerImage = 9;
 // Interpolation points 0, 1, -1, 2, -2 and infinity.
 constexpr double kBT[kAlpha][kAlpha] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
                                         {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
-constexpr double kG[kAlpha][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                                  {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
-constexpr double kAT[kTile][kAlpha] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
+constexpr double kG[kAlpha][3] = {{1.0 / 4, 0, 0},
+                                  {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                  {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                  {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                  {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                  {0, 0, 1}};
+constexpr double kAT[kTile][kAlpha] = {
+    {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 
 struct Tiles {
   int64_t rows, cols;  // per image
@@ -60,7 +65,8 @@ Expr combine(const std::vector<std::pair<double, Expr>>& terms, DataType t) {
 // branches[index]; `index` runs over 0 .. branches.size() - 1.
 Expr select_by(const Expr& index, const std::vector<Expr>& branches) {
   Expr chain = branches.back();
-  for (size_t i = branches.size() - 1; i-- > 0;) chain = select(index == Expr(static_cast<int64_t>(i)), branches[i], chain);
+  for (size_t i = branches.size() - 1; i-- > 0;)
+    chain = select(index == Expr(static_cast<int64_t>(i)), branches[i], chain);
   return chain;
 }
 
@@ -72,7 +78,8 @@ Expr transformed_weight(const ConvCore& c, const Expr& xi, const Expr& m, const 
       std::vector<std::pair<double, Expr>> terms;
       for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b)
-          if (kG[e][a] != 0 && kG[f][b] != 0) terms.push_back({kG[e][a] * kG[f][b], c.weight(m, ch, {Expr(a), Expr(b)})});
+          if (kG[e][a] != 0 && kG[f][b] != 0)
+            terms.push_back({kG[e][a] * kG[f][b], c.weight(m, ch, {Expr(a), Expr(b)})});
       branches.push_back(combine(terms, c.acc));
     }
   return select_by(xi, branches);
@@ -82,8 +89,9 @@ Expr transformed_weight(const ConvCore& c, const Expr& xi, const Expr& m, const 
 
 bool winograd_applies(const ConvCore& c) {
   const std::vector<int64_t> three{3, 3}, one{1, 1};
-  return c.prepacked && c.acc == runtime::kFloat32 && !c.finish && c.out.size() == 2 && c.groups == 1 && c.kernel == three &&
-         c.strides == one && c.dilations == one && c.c >= 8 && c.m >= 16 && tiles_of(c).per_image() >= kMinTilesPerImage;
+  return c.prepacked && c.acc == runtime::kFloat32 && !c.finish && c.out.size() == 2 && c.groups == 1 &&
+         c.kernel == three && c.strides == one && c.dilations == one && c.c >= 8 && c.m >= 16 &&
+         tiles_of(c).per_image() >= kMinTilesPerImage;
 }
 
 std::vector<int64_t> winograd_weight_shape(const ConvCore& c) {
@@ -95,10 +103,12 @@ Tensor winograd_weight(const ConvCore& c) {
   int64_t nr = matmul_tile_cols(c.acc, c.m, c.registers), m = c.m;
   std::vector<Expr> shape = shape_exprs(winograd_weight_shape(c));
   // The matrix-product core's panels of U [xi, c, m]: Up[xi, m / nr, c, m % nr], zeros past M.
-  return compute(shape, [&](const std::vector<Var>& v) {
-    Expr j = v[1] * Expr(nr) + v[3];
-    return select(j < Expr(m), transformed_weight(c, v[0], j, v[2]), make_zero(c.acc));
-  }, c.name + "_winograd_weight", "conv_pack", {"xi", "jo", "c", "ji"});
+  return compute(shape,
+                 [&](const std::vector<Var>& v) {
+                   Expr j = v[1] * Expr(nr) + v[3];
+                   return select(j < Expr(m), transformed_weight(c, v[0], j, v[2]), make_zero(c.acc));
+                 },
+                 c.name + "_winograd_weight", "conv_pack", {"xi", "jo", "c", "ji"});
 }
 
 Tensor winograd(const ConvCore& c) {
@@ -106,24 +116,29 @@ Tensor winograd(const ConvCore& c) {
   Tiles tiles = tiles_of(c);
   int64_t per_image = tiles.per_image(), cols = tiles.cols;
   Tensor pw = compute({Expr(c.n), Expr(tiles.rows * kTile + 2), Expr(cols * kTile + 2), Expr(c.c)},
-                      [&](const std::vector<Var>& v) { return c.source(v[0], v[3], {v[1], v[2]}); },
+                      [&](const std::vector<Var>& v) {
+                        return c.source(v[0], v[3], {v[1], v[2]});
+                      },
                       c.name + "_winograd_pad", "winograd_pad", {"n", "y", "x", "c"});
 
-  Tensor v = compute({Expr(kPositions), Expr(c.n * per_image), Expr(c.c)}, [&](const std::vector<Var>& x) {
-    Expr image = floordiv(x[1], Expr(per_image)), tile = floormod(x[1], Expr(per_image));
-    Expr y0 = floordiv(tile, Expr(cols)) * Expr(kTile), x0 = floormod(tile, Expr(cols)) * Expr(kTile);
-    std::vector<Expr> branches;
-    for (int e = 0; e < kAlpha; ++e)
-      for (int f = 0; f < kAlpha; ++f) {
-        std::vector<std::pair<double, Expr>> terms;
-        for (int i = 0; i < kAlpha; ++i)
-          for (int j = 0; j < kAlpha; ++j)
-            if (kBT[e][i] != 0 && kBT[f][j] != 0)
-              terms.push_back({kBT[e][i] * kBT[f][j], pw({image, y0 + Expr(i), x0 + Expr(j), x[2]})});
-        branches.push_back(combine(terms, c.acc));
-      }
-    return select_by(x[0], branches);
-  }, c.name + "_winograd_input", "winograd_input", {"xi", "b", "c"});
+  Tensor v =
+      compute({Expr(kPositions), Expr(c.n * per_image), Expr(c.c)},
+              [&](const std::vector<Var>& x) {
+                Expr image = floordiv(x[1], Expr(per_image)), tile = floormod(x[1], Expr(per_image));
+                Expr y0 = floordiv(tile, Expr(cols)) * Expr(kTile), x0 = floormod(tile, Expr(cols)) * Expr(kTile);
+                std::vector<Expr> branches;
+                for (int e = 0; e < kAlpha; ++e)
+                  for (int f = 0; f < kAlpha; ++f) {
+                    std::vector<std::pair<double, Expr>> terms;
+                    for (int i = 0; i < kAlpha; ++i)
+                      for (int j = 0; j < kAlpha; ++j)
+                        if (kBT[e][i] != 0 && kBT[f][j] != 0)
+                          terms.push_back({kBT[e][i] * kBT[f][j], pw({image, y0 + Expr(i), x0 + Expr(j), x[2]})});
+                    branches.push_back(combine(terms, c.acc));
+                  }
+                return select_by(x[0], branches);
+              },
+              c.name + "_winograd_input", "winograd_input", {"xi", "b", "c"});
 
   MatmulCore mc;
   mc.batch = {kPositions};
@@ -136,19 +151,21 @@ Tensor winograd(const ConvCore& c) {
   mc.packed_b = c.packed_weight;
   Tensor product = matmul_core(mc, c.name + "_winograd_product");
 
-  Tensor z = compute({Expr(c.n * per_image), Expr(kTile), Expr(kTile), Expr(c.m)}, [&](const std::vector<Var>& x) {
-    std::vector<Expr> branches;
-    for (int i = 0; i < kTile; ++i)
-      for (int j = 0; j < kTile; ++j) {
-        std::vector<std::pair<double, Expr>> terms;
-        for (int e = 0; e < kAlpha; ++e)
-          for (int f = 0; f < kAlpha; ++f)
-            if (kAT[i][e] != 0 && kAT[j][f] != 0)
-              terms.push_back({kAT[i][e] * kAT[j][f], product({Expr(e * kAlpha + f), x[0], x[3]})});
-        branches.push_back(combine(terms, c.acc));
-      }
-    return select_by(x[1] * Expr(kTile) + x[2], branches);
-  }, c.name + "_winograd_output", "winograd_output", {"b", "i", "j", "m"});
+  Tensor z = compute({Expr(c.n * per_image), Expr(kTile), Expr(kTile), Expr(c.m)},
+                     [&](const std::vector<Var>& x) {
+                       std::vector<Expr> branches;
+                       for (int i = 0; i < kTile; ++i)
+                         for (int j = 0; j < kTile; ++j) {
+                           std::vector<std::pair<double, Expr>> terms;
+                           for (int e = 0; e < kAlpha; ++e)
+                             for (int f = 0; f < kAlpha; ++f)
+                               if (kAT[i][e] != 0 && kAT[j][f] != 0)
+                                 terms.push_back({kAT[i][e] * kAT[j][f], product({Expr(e * kAlpha + f), x[0], x[3]})});
+                           branches.push_back(combine(terms, c.acc));
+                         }
+                       return select_by(x[1] * Expr(kTile) + x[2], branches);
+                     },
+                     c.name + "_winograd_output", "winograd_output", {"b", "i", "j", "m"});
 
   return epilogue(c, [&](const std::vector<Var>& x) {
     Expr b = x[0] * Expr(per_image) + floordiv(x[2], Expr(kTile)) * Expr(cols) + floordiv(x[3], Expr(kTile));

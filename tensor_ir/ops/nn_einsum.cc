@@ -35,7 +35,8 @@ Parsed parse(const std::string& equation, const std::vector<std::vector<int64_t>
   size_t start = 0;
   for (size_t p = 0; p <= lhs.size(); ++p)
     if (p == lhs.size() || lhs[p] == ',') terms.push_back(lhs.substr(start, p - start)), start = p + 1;
-  if (terms.size() != shapes.size()) bad(std::to_string(terms.size()) + " operand terms for " + std::to_string(shapes.size()) + " operands");
+  if (terms.size() != shapes.size())
+    bad(std::to_string(terms.size()) + " operand terms for " + std::to_string(shapes.size()) + " operands");
   Parsed r;
   size_t ellipsis_rank = 0;
   std::vector<std::vector<int64_t>> ellipsis_dims(terms.size());
@@ -83,7 +84,8 @@ Parsed parse(const std::string& equation, const std::vector<std::vector<int64_t>
       if (!is_letter(ch)) continue;
       auto it = r.size.find(ch);
       if (it != r.size.end() && it->second != shapes[t][d])
-        bad(std::string("index '") + ch + "' has sizes " + std::to_string(it->second) + " and " + std::to_string(shapes[t][d]));
+        bad(std::string("index '") + ch + "' has sizes " + std::to_string(it->second) + " and " +
+            std::to_string(shapes[t][d]));
       r.size[ch] = shapes[t][d];
     }
   std::string ell_labels;
@@ -107,7 +109,8 @@ Parsed parse(const std::string& equation, const std::vector<std::vector<int64_t>
     for (char ch : letters) {
       if (!is_letter(ch)) bad(std::string("unexpected character '") + ch + "' in the output");
       if (!r.size.count(ch)) bad(std::string("output index '") + ch + "' appears in no operand");
-      if (std::count(letters.begin(), letters.end(), ch) > 1) bad(std::string("output index '") + ch + "' appears twice");
+      if (std::count(letters.begin(), letters.end(), ch) > 1)
+        bad(std::string("output index '") + ch + "' appears twice");
     }
     r.output = dots == std::string::npos ? rhs : rhs.substr(0, dots) + ell_labels + rhs.substr(dots + 3);
   }
@@ -144,25 +147,30 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
   for (const auto& [ch, n] : p.size)
     if (p.output.find(ch) == std::string::npos)
       reduce[ch] = reduce_axis(Range(Expr(0), Expr(n)), is_letter(ch) ? std::string("r") + ch : std::string("re") + ch);
-  Tensor r = compute(shape, [&](const std::vector<Var>& v) {
-    std::map<char, Expr> index;
-    for (size_t d = 0; d < p.output.size(); ++d) index[p.output[d]] = v[d];
-    for (const auto& [ch, iv] : reduce) index[ch] = iv;
-    Expr product;
-    for (size_t t = 0; t < operands.size(); ++t) {
-      std::vector<Expr> idx;
-      for (size_t d = 0; d < p.inputs[t].size(); ++d)
-        idx.push_back(shapes[t][d] == 1 ? Expr(0) : index.at(p.inputs[t][d]));
-      Expr x = read_as(operands[t], idx, acc);
-      product = product.defined() ? product * x : x;
-    }
-    if (reduce.empty()) return product;
-    std::vector<IterVar> axes;
-    for (const auto& [ch, iv] : reduce) axes.push_back(iv);
-    return sum(product, axes);
-  }, "einsum", "reduce", names);
+  Tensor r = compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        std::map<char, Expr> index;
+        for (size_t d = 0; d < p.output.size(); ++d) index[p.output[d]] = v[d];
+        for (const auto& [ch, iv] : reduce) index[ch] = iv;
+        Expr product;
+        for (size_t t = 0; t < operands.size(); ++t) {
+          std::vector<Expr> idx;
+          for (size_t d = 0; d < p.inputs[t].size(); ++d)
+            idx.push_back(shapes[t][d] == 1 ? Expr(0) : index.at(p.inputs[t][d]));
+          Expr x = read_as(operands[t], idx, acc);
+          product = product.defined() ? product * x : x;
+        }
+        if (reduce.empty()) return product;
+        std::vector<IterVar> axes;
+        for (const auto& [ch, iv] : reduce) axes.push_back(iv);
+        return sum(product, axes);
+      },
+      "einsum", "reduce", names);
   if (acc == out_type) return r;
-  return compute(r->shape, [&](const std::vector<Var>& v) { return cast(out_type, r(as_exprs(v))); }, "einsum_cast", "elemwise", names);
+  return compute(
+      r->shape, [&](const std::vector<Var>& v) { return cast(out_type, r(as_exprs(v))); }, "einsum_cast", "elemwise",
+      names);
 }
 
 }  // namespace tessera::tensor_ir::ops

@@ -26,7 +26,8 @@ std::vector<int64_t> conv_weight_grad_shape(const std::vector<int64_t>& x, const
 struct ConvWeightGradTile {
   int64_t m = 1, c = 1, k = 1;
 };
-ConvWeightGradTile conv_weight_grad_tile(int64_t out_channels, int64_t group_channels, int64_t last_kernel, const Registers& regs);
+ConvWeightGradTile conv_weight_grad_tile(int64_t out_channels, int64_t group_channels, int64_t last_kernel,
+                                         const Registers& regs);
 
 // --- pooling backward (nn_grad_pool.cc) ---------------------------------------------------
 
@@ -36,11 +37,13 @@ ConvWeightGradTile conv_weight_grad_tile(int64_t out_channels, int64_t group_cha
 Tensor max_pool_grad(const Tensor& x, const Tensor& y, const Tensor& dy, const PoolGeometry& g, const Registers& regs);
 // The transpose of a sum over windows: each position of an input of `input_shape` gets the sum
 // of v over the windows (inside the input) that cover it. v has the pooled shape.
-Tensor window_sum_grad(const Tensor& v, const std::vector<int64_t>& input_shape, const PoolGeometry& g, const Registers& regs);
+Tensor window_sum_grad(const Tensor& v, const std::vector<int64_t>& input_shape, const PoolGeometry& g,
+                       const Registers& regs);
 // For each output position of a pooling over an input of `input_shape`: how many window
 // positions fall inside the input (and with count_include_pad, inside its padding too, but not
 // past it in ceil mode): avg_pool's divisor. Shape [out...] (the spatial dimensions only).
-std::vector<double> pool_window_counts(const std::vector<int64_t>& input_shape, const PoolGeometry& g, bool count_include_pad);
+std::vector<double> pool_window_counts(const std::vector<int64_t>& input_shape, const PoolGeometry& g,
+                                       bool count_include_pad);
 
 // --- batch normalization in training mode (nn_grad_norm.cc) -------------------------------
 
@@ -51,7 +54,7 @@ std::vector<double> pool_window_counts(const std::vector<int64_t>& input_shape, 
 // where batch_var is the biased variance, or with `unbiased_running_var` the unbiased one (as
 // PyTorch's running_var). Returns {y, running_mean', running_var', batch_mean, inv_std_dev}
 // (inv_std_dev = 1 / sqrt(batch_var + epsilon)); statistics have mean's dtype.
-std::vector<Tensor> batch_norm_train(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean, const Tensor& var,
-                                     double epsilon, double momentum, bool unbiased_running_var);
+std::vector<Tensor> batch_norm_train(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean,
+                                     const Tensor& var, double epsilon, double momentum, bool unbiased_running_var);
 
 }  // namespace tessera::tensor_ir::ops

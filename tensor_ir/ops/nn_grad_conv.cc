@@ -43,7 +43,8 @@ std::vector<Expr> unflatten(const Expr& f, const std::vector<int64_t>& extent) {
 
 }  // namespace
 
-ConvWeightGradTile conv_weight_grad_tile(int64_t out_channels, int64_t group_channels, int64_t last_kernel, const Registers& regs) {
+ConvWeightGradTile conv_weight_grad_tile(int64_t out_channels, int64_t group_channels, int64_t last_kernel,
+                                         const Registers& regs) {
   const int64_t kAccumulators = regs.count * 3 / 4;  // the rest hold the loaded vectors
   ConvWeightGradTile best;
   best.k = 1;
@@ -70,8 +71,8 @@ std::vector<int64_t> conv_weight_grad_shape(const std::vector<int64_t>& x, const
                                             const std::vector<int64_t>& kernel, const ConvGeometry& g) {
   if (x.size() < 3) fail("conv_weight_grad: x must be [N, C, spatial...], got ", runtime::shape_str(x));
   if (dy.size() != x.size() || kernel.size() != x.size() - 2)
-    fail("conv_weight_grad: dy ", runtime::shape_str(dy), " and kernel ", runtime::shape_str(kernel), " do not match x ",
-         runtime::shape_str(x));
+    fail("conv_weight_grad: dy ", runtime::shape_str(dy), " and kernel ", runtime::shape_str(kernel),
+         " do not match x ", runtime::shape_str(x));
   if (dy[0] != x[0]) fail("conv_weight_grad: dy has batch ", dy[0], ", x has ", x[0]);
   if (g.groups < 1 || x[1] % g.groups != 0 || dy[1] % g.groups != 0)
     fail("conv_weight_grad: channels (", x[1], " in, ", dy[1], " out) must be divisible by groups ", g.groups);
@@ -79,13 +80,15 @@ std::vector<int64_t> conv_weight_grad_shape(const std::vector<int64_t>& x, const
   w.insert(w.end(), kernel.begin(), kernel.end());
   std::vector<int64_t> out = conv_shape(x, w, g);
   if (out != dy)
-    fail("conv_weight_grad: dy ", runtime::shape_str(dy), " is not the shape ", runtime::shape_str(out), " of the convolution's output");
+    fail("conv_weight_grad: dy ", runtime::shape_str(dy), " is not the shape ", runtime::shape_str(out),
+         " of the convolution's output");
   return w;
 }
 
 Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int64_t>& kernel, const ConvGeometry& g,
                         const Registers& regs) {
-  if (x.dtype() != dy.dtype()) fail("conv_weight_grad: x and dy dtypes differ: ", x.dtype().str(), " vs ", dy.dtype().str());
+  if (x.dtype() != dy.dtype())
+    fail("conv_weight_grad: x and dy dtypes differ: ", x.dtype().str(), " vs ", dy.dtype().str());
   std::vector<int64_t> xs = x->dims(), ys = dy->dims();
   std::vector<int64_t> ws = conv_weight_grad_shape(xs, ys, kernel, g);
   size_t rank = kernel.size();
@@ -115,30 +118,36 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int
   std::vector<std::string> pnames{"n", "c"};
   for (size_t d = 0; d < rank; ++d) pshape.push_back(Expr(g.strides[d])), pnames.push_back("s" + std::to_string(d));
   for (size_t d = 0; d < rank; ++d) pshape.push_back(Expr(p_extent[d])), pnames.push_back("q" + std::to_string(d));
-  Tensor p = compute(pshape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> idx{v[0], v[1]};
-    Expr inside = const_true();
-    for (size_t d = 0; d < rank; ++d) {
-      Expr i = v[2 + rank + d] * Expr(g.strides[d]) + v[2 + d] - Expr(g.pads[d]);
-      inside = logical_and(inside, logical_and(i >= Expr(0), i < Expr(xs[2 + d])));
-      idx.push_back(i);
-    }
-    return select(inside, read_as(x, idx, acc), make_zero(acc));  // lazy: nothing is read outside
-  }, "conv_weight_grad_input", "conv_weight_grad_pad", pnames);
+  Tensor p = compute(
+      pshape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> idx{v[0], v[1]};
+        Expr inside = const_true();
+        for (size_t d = 0; d < rank; ++d) {
+          Expr i = v[2 + rank + d] * Expr(g.strides[d]) + v[2 + d] - Expr(g.pads[d]);
+          inside = logical_and(inside, logical_and(i >= Expr(0), i < Expr(xs[2 + d])));
+          idx.push_back(i);
+        }
+        return select(inside, read_as(x, idx, acc), make_zero(acc));  // lazy: nothing is read outside
+      },
+      "conv_weight_grad_input", "conv_weight_grad_pad", pnames);
 
   int64_t mp = round_up(m, tile.m);
   std::vector<Expr> dshape{Expr(n), Expr(mp)};
   std::vector<std::string> dnames{"n", "m"};
   for (size_t d = 0; d < rank; ++d) dshape.push_back(Expr(d_extent[d])), dnames.push_back("q" + std::to_string(d));
-  Tensor dpad = compute(dshape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> idx{v[0], min(v[1], Expr(m - 1))};
-    Expr inside = v[1] < Expr(m);
-    for (size_t d = 0; d < rank; ++d) {
-      inside = logical_and(inside, v[2 + d] < Expr(ys[2 + d]));
-      idx.push_back(v[2 + d]);
-    }
-    return select(inside, read_as(dy, idx, acc), make_zero(acc));
-  }, "conv_weight_grad_cotangent", "conv_weight_grad_pad", dnames);
+  Tensor dpad = compute(
+      dshape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> idx{v[0], min(v[1], Expr(m - 1))};
+        Expr inside = v[1] < Expr(m);
+        for (size_t d = 0; d < rank; ++d) {
+          inside = logical_and(inside, v[2 + d] < Expr(ys[2 + d]));
+          idx.push_back(v[2 + d]);
+        }
+        return select(inside, read_as(dy, idx, acc), make_zero(acc));
+      },
+      "conv_weight_grad_cotangent", "conv_weight_grad_pad", dnames);
 
   // R[mo, co, k_0 .. k_{rank-2}, ko, mi, ci, ki, lane]
   std::vector<Expr> rshape{Expr(mp / tile.m), Expr(round_up(cg, tile.c) / tile.c)};
@@ -148,45 +157,52 @@ Tensor conv_weight_grad(const Tensor& x, const Tensor& dy, const std::vector<int
   for (const char* s : {"ko", "mi", "ci", "ki", "lane"}) rnames.push_back(s);
   IterVar rn = reduce_axis(Range(Expr(0), Expr(n)), "rn");
   IterVar rf = reduce_axis(Range(Expr(0), Expr(flat / lanes)), "rf");
-  Tensor r = compute(rshape, [&](const std::vector<Var>& v) {
-    size_t t = rank + 1;  // v[t]: ko, then mi, ci, ki, lane
-    Expr mm = v[0] * Expr(tile.m) + v[t + 1];
-    Expr cc = v[1] * Expr(tile.c) + v[t + 2];
-    Expr ch = floordiv(min(mm, Expr(m - 1)), Expr(mg)) * Expr(cg) + min(cc, Expr(cg - 1));
-    std::vector<Expr> k(v.begin() + 2, v.begin() + 2 + (rank - 1));
-    k.push_back(v[t] * Expr(tile.k) + v[t + 3]);
-    Expr f = rf * Expr(lanes) + v[t + 4];
-    Expr off = Expr(0);
-    std::vector<Expr> pidx{rn, ch};
-    for (size_t d = 0; d < rank; ++d) {
-      Expr kd = k[d] * Expr(g.dilations[d]);
-      pidx.push_back(g.strides[d] == 1 ? Expr(0) : floormod(kd, Expr(g.strides[d])));
-      off = off + (g.strides[d] == 1 ? kd : floordiv(kd, Expr(g.strides[d]))) * Expr(pitch[d]);
-    }
-    for (const Expr& q : unflatten(f + off, p_extent)) pidx.push_back(q);
-    std::vector<Expr> didx{rn, mm};
-    for (const Expr& q : unflatten(f, d_extent)) didx.push_back(q);
-    return sum(p(pidx) * dpad(didx), {rn, rf});
-  }, "conv_weight_grad_product", "conv_weight_grad_product", rnames);
+  Tensor r = compute(
+      rshape,
+      [&](const std::vector<Var>& v) {
+        size_t t = rank + 1;  // v[t]: ko, then mi, ci, ki, lane
+        Expr mm = v[0] * Expr(tile.m) + v[t + 1];
+        Expr cc = v[1] * Expr(tile.c) + v[t + 2];
+        Expr ch = floordiv(min(mm, Expr(m - 1)), Expr(mg)) * Expr(cg) + min(cc, Expr(cg - 1));
+        std::vector<Expr> k(v.begin() + 2, v.begin() + 2 + (rank - 1));
+        k.push_back(v[t] * Expr(tile.k) + v[t + 3]);
+        Expr f = rf * Expr(lanes) + v[t + 4];
+        Expr off = Expr(0);
+        std::vector<Expr> pidx{rn, ch};
+        for (size_t d = 0; d < rank; ++d) {
+          Expr kd = k[d] * Expr(g.dilations[d]);
+          pidx.push_back(g.strides[d] == 1 ? Expr(0) : floormod(kd, Expr(g.strides[d])));
+          off = off + (g.strides[d] == 1 ? kd : floordiv(kd, Expr(g.strides[d]))) * Expr(pitch[d]);
+        }
+        for (const Expr& q : unflatten(f + off, p_extent)) pidx.push_back(q);
+        std::vector<Expr> didx{rn, mm};
+        for (const Expr& q : unflatten(f, d_extent)) didx.push_back(q);
+        return sum(p(pidx) * dpad(didx), {rn, rf});
+      },
+      "conv_weight_grad_product", "conv_weight_grad_product", rnames);
 
   std::vector<std::string> wnames{"m", "c"};
   for (size_t d = 0; d < rank; ++d) wnames.push_back("k" + std::to_string(d));
   IterVar rl = reduce_axis(Range(Expr(0), Expr(lanes)), "rl");
   bool cast_after = acc != x.dtype();
-  Tensor w = compute(shape_exprs(ws), [&](const std::vector<Var>& v) {
-    std::vector<Expr> idx{floordiv(v[0], Expr(tile.m)), floordiv(v[1], Expr(tile.c))};
-    for (size_t d = 0; d + 1 < rank; ++d) idx.push_back(v[2 + d]);
-    Expr kl = v[1 + rank];
-    idx.push_back(floordiv(kl, Expr(tile.k)));
-    idx.push_back(floormod(v[0], Expr(tile.m)));
-    idx.push_back(floormod(v[1], Expr(tile.c)));
-    idx.push_back(floormod(kl, Expr(tile.k)));
-    idx.push_back(rl);
-    return sum(r(idx), {rl});
-  }, "conv_weight_grad", cast_after ? "conv_weight_grad_lanes" : "conv_weight_grad", wnames);
+  Tensor w = compute(
+      shape_exprs(ws),
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> idx{floordiv(v[0], Expr(tile.m)), floordiv(v[1], Expr(tile.c))};
+        for (size_t d = 0; d + 1 < rank; ++d) idx.push_back(v[2 + d]);
+        Expr kl = v[1 + rank];
+        idx.push_back(floordiv(kl, Expr(tile.k)));
+        idx.push_back(floormod(v[0], Expr(tile.m)));
+        idx.push_back(floormod(v[1], Expr(tile.c)));
+        idx.push_back(floormod(kl, Expr(tile.k)));
+        idx.push_back(rl);
+        return sum(r(idx), {rl});
+      },
+      "conv_weight_grad", cast_after ? "conv_weight_grad_lanes" : "conv_weight_grad", wnames);
   if (!cast_after) return w;
-  return compute(shape_exprs(ws), [&](const std::vector<Var>& v) { return cast(x.dtype(), w(as_exprs(v))); }, "conv_weight_grad_cast",
-                 "conv_weight_grad", wnames);
+  return compute(
+      shape_exprs(ws), [&](const std::vector<Var>& v) { return cast(x.dtype(), w(as_exprs(v))); },
+      "conv_weight_grad_cast", "conv_weight_grad", wnames);
 }
 
 }  // namespace tessera::tensor_ir::ops

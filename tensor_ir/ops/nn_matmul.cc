@@ -51,12 +51,15 @@ Tensor pack_panels(const MatmulCore& c, const std::string& name) {
   std::vector<Expr> shape = shape_exprs(c.b_batch);
   shape.insert(shape.end(), {Expr((c.n + nr - 1) / nr), Expr(c.k), Expr(nr)});
   size_t nbb = c.b_batch.size();
-  return compute(shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> batch(v.begin(), v.begin() + nbb);
-    Expr j = v[nbb] * Expr(nr) + v[nbb + 2];
-    // The select is lazy (past n nothing is read): no clamp, which would make the loads gathers.
-    return select(j < Expr(n), c.b(batch, j, v[nbb + 1]), make_zero(c.acc));
-  }, name + "_packed", "matmul_pack", panel_axis_names(nbb));
+  return compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> batch(v.begin(), v.begin() + nbb);
+        Expr j = v[nbb] * Expr(nr) + v[nbb + 2];
+        // The select is lazy (past n nothing is read): no clamp, which would make the loads gathers.
+        return select(j < Expr(n), c.b(batch, j, v[nbb + 1]), make_zero(c.acc));
+      },
+      name + "_packed", "matmul_pack", panel_axis_names(nbb));
 }
 
 }  // namespace
@@ -78,18 +81,23 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
     if (c.has_j) shape.push_back(Expr(c.n)), names.push_back("j");
     IterVar k = reduce_axis(Range(Expr(0), Expr(c.k)), "k");
     size_t nb = c.batch.size();
-    return compute(shape, [&](const std::vector<Var>& v) {
-      std::vector<Expr> batch(v.begin(), v.begin() + nb);
-      Expr i = c.has_i ? Expr(v[nb]) : Expr(0);
-      Expr j = c.has_j ? Expr(v[nb + (c.has_i ? 1 : 0)]) : Expr(0);
-      return sum(c.a(batch, i, k) * c.b(c.b_batch_of(batch), j, k), {k});
-    }, name, "matmul", names);
+    return compute(
+        shape,
+        [&](const std::vector<Var>& v) {
+          std::vector<Expr> batch(v.begin(), v.begin() + nb);
+          Expr i = c.has_i ? Expr(v[nb]) : Expr(0);
+          Expr j = c.has_j ? Expr(v[nb + (c.has_i ? 1 : 0)]) : Expr(0);
+          return sum(c.a(batch, i, k) * c.b(c.b_batch_of(batch), j, k), {k});
+        },
+        name, "matmul", names);
   }
   int64_t nr = matmul_tile_cols(c.acc, c.n, c.registers), mr = matmul_tile_rows(c.m);
   int64_t n = c.n, m = c.m;
-  Tensor bp = c.packed_b.defined() ? compute(c.packed_b->shape, [&](const std::vector<Var>& v) { return c.packed_b(as_exprs(v)); },
-                                             name + "_prepacked", "matmul_prepacked", panel_axis_names(c.b_batch.size()))
-                                   : pack_panels(c, name);
+  Tensor bp = c.packed_b.defined()
+                  ? compute(
+                        c.packed_b->shape, [&](const std::vector<Var>& v) { return c.packed_b(as_exprs(v)); },
+                        name + "_prepacked", "matmul_prepacked", panel_axis_names(c.b_batch.size()))
+                  : pack_panels(c, name);
   std::vector<Expr> shape = shape_exprs(c.batch);
   shape.push_back(Expr((m + mr - 1) / mr * mr));
   shape.push_back(Expr((n + nr - 1) / nr * nr));
@@ -98,18 +106,22 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
   names.insert(names.end(), {"i", "j"});
   IterVar k = reduce_axis(Range(Expr(0), Expr(c.k)), "k");
   size_t nb = c.batch.size();
-  Tensor r = compute(shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> batch(v.begin(), v.begin() + nb);
-    std::vector<Expr> idx = c.b_batch_of(batch);
-    idx.insert(idx.end(), {floordiv(v[nb + 1], Expr(nr)), k, floormod(v[nb + 1], Expr(nr))});
-    // Padding rows read row m - 1: their results are dropped, and no select sits in the loop.
-    return sum(c.a(batch, min(v[nb], Expr(m - 1)), k) * bp(idx), {k});
-  }, name, "matmul", names);
+  Tensor r = compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> batch(v.begin(), v.begin() + nb);
+        std::vector<Expr> idx = c.b_batch_of(batch);
+        idx.insert(idx.end(), {floordiv(v[nb + 1], Expr(nr)), k, floormod(v[nb + 1], Expr(nr))});
+        // Padding rows read row m - 1: their results are dropped, and no select sits in the loop.
+        return sum(c.a(batch, min(v[nb], Expr(m - 1)), k) * bp(idx), {k});
+      },
+      name, "matmul", names);
   // The unpadded result, which callers' epilogues build on.
   std::vector<Expr> out_shape = shape_exprs(c.batch);
   out_shape.push_back(Expr(m));
   out_shape.push_back(Expr(n));
-  return compute(out_shape, [&](const std::vector<Var>& v) { return r(as_exprs(v)); }, name + "_out", "matmul_epilogue", names);
+  return compute(
+      out_shape, [&](const std::vector<Var>& v) { return r(as_exprs(v)); }, name + "_out", "matmul_epilogue", names);
 }
 
 }  // namespace nn_detail
@@ -123,7 +135,8 @@ Tensor epilogue(const Tensor& r, const std::string& name, const std::function<Ex
   Tensor src = op->tag == "matmul_epilogue" ? input_tensors(r)[0] : r;
   std::vector<std::string> names;
   for (const auto& iv : op->axis) names.push_back(iv.name());
-  return compute(r->shape, [&](const std::vector<Var>& v) { return f(v, src(as_exprs(v))); }, name, "matmul_epilogue", names);
+  return compute(
+      r->shape, [&](const std::vector<Var>& v) { return f(v, src(as_exprs(v))); }, name, "matmul_epilogue", names);
 }
 
 // Indices into `t`'s leading `nb` (batch) dimensions for result batch indices aligned at the right.
@@ -142,7 +155,8 @@ std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vect
   std::vector<int64_t> bs = b.size() == 1 ? std::vector<int64_t>{b[0], 1} : b;
   int64_t ka = as.back(), kb = bs[bs.size() - 2];
   if (ka != kb)
-    fail("matmul: inner dimensions differ: ", runtime::shape_str(a), " @ ", runtime::shape_str(b), " (", ka, " vs ", kb, ")");
+    fail("matmul: inner dimensions differ: ", runtime::shape_str(a), " @ ", runtime::shape_str(b), " (", ka, " vs ", kb,
+         ")");
   std::vector<int64_t> ba(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
   size_t nb = std::max(ba.size(), bb.size());
   std::vector<int64_t> out(nb);
@@ -158,7 +172,8 @@ std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vect
   return out;
 }
 
-std::vector<int64_t> matmul_packed_weight_shape(const std::vector<int64_t>& b, bool trans, DataType dtype, const Registers& regs) {
+std::vector<int64_t> matmul_packed_weight_shape(const std::vector<int64_t>& b, bool trans, DataType dtype,
+                                                const Registers& regs) {
   if (b.size() < 2) fail("matmul_pack_weight: the operand must have rank >= 2, got ", runtime::shape_str(b));
   int64_t k = b[b.size() - (trans ? 1 : 2)], n = b[b.size() - (trans ? 2 : 1)];
   int64_t nr = matmul_tile_cols(accumulation_type(dtype), n, regs);
@@ -175,8 +190,8 @@ std::vector<int64_t> matmul_unpacked_weight_shape(const std::vector<int64_t>& pa
     b.insert(b.end(), {packed[packed.size() - 2], columns});
   }
   if (b.empty() || matmul_packed_weight_shape(b, false, dtype, regs) != packed)
-    fail("matmul: ", runtime::shape_str(packed), " is not the packing (matmul_pack_weight) of a ", dtype.str(), " operand with ",
-         columns, " columns for ", regs.vector_bytes, "-byte vector registers");
+    fail("matmul: ", runtime::shape_str(packed), " is not the packing (matmul_pack_weight) of a ", dtype.str(),
+         " operand with ", columns, " columns for ", regs.vector_bytes, "-byte vector registers");
   return b;
 }
 
@@ -211,8 +226,8 @@ using ReadOperand = std::function<Expr(const std::vector<Expr>& idx, const Expr&
 
 // The core of ONNX MatMul semantics: batch dimensions broadcast like numpy's, a rank-1 A is a row
 // and a rank-1 B a column (dropped from the result).
-MatmulCore broadcast_matmul(const std::vector<int64_t>& as, const std::vector<int64_t>& bs, DataType acc, ReadOperand read_a,
-                            ReadOperand read_b) {
+MatmulCore broadcast_matmul(const std::vector<int64_t>& as, const std::vector<int64_t>& bs, DataType acc,
+                            ReadOperand read_a, ReadOperand read_b) {
   std::vector<int64_t> out = matmul_shape(as, bs);
   MatmulCore c;
   c.has_i = as.size() > 1;
@@ -246,8 +261,8 @@ MatmulCore broadcast_matmul(const std::vector<int64_t>& as, const std::vector<in
 // [b.., m, k] @ [k, n] is one product of b.. x m rows (whole register tiles), not b.. products
 // of m rows each (a sequence-first [128, 1, 256] activation made 128 one-row products). The
 // result stage (tag "matmul_epilogue") reads the product's row b.. x m + i for [b.., i, j].
-Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<int64_t>& as, int64_t n, int64_t packed_columns,
-                            const Registers& regs) {
+Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<int64_t>& as, int64_t n,
+                            int64_t packed_columns, const Registers& regs) {
   std::vector<int64_t> lead(as.begin(), as.end() - 1);  // b.., m
   MatmulCore c;
   c.registers = regs;
@@ -272,10 +287,13 @@ Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<
   for (size_t d = 0; d + 2 < out.size(); ++d) names.push_back("b" + std::to_string(d));
   names.insert(names.end(), {"i", "j"});
   DataType t = a.dtype();
-  return compute(shape_exprs(out), [&](const std::vector<Var>& v) {
-    Expr y = src({flat_index(std::vector<Expr>(v.begin(), v.end() - 1), lead), v.back()});
-    return acc == t ? y : cast(t, y);
-  }, "matmul_out", "matmul_epilogue", names);
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& v) {
+        Expr y = src({flat_index(std::vector<Expr>(v.begin(), v.end() - 1), lead), v.back()});
+        return acc == t ? y : cast(t, y);
+      },
+      "matmul_out", "matmul_epilogue", names);
 }
 
 }  // namespace
@@ -285,13 +303,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Registers& regs, int64_t p
   if (packed_columns > 0) {
     bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype(), regs);
     if (b.dtype() != accumulation_type(a.dtype()) || as.size() < 2)
-      fail("matmul: a packed right operand must be ", accumulation_type(a.dtype()).str(), " and the left one of rank >= 2, got ",
-           b.dtype().str(), " and ", runtime::shape_str(as));
+      fail("matmul: a packed right operand must be ", accumulation_type(a.dtype()).str(),
+           " and the left one of rank >= 2, got ", b.dtype().str(), " and ", runtime::shape_str(as));
   } else if (a.dtype() != b.dtype()) {
     fail("matmul: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
   }
   bool empty = std::find(as.begin(), as.end(), 0) != as.end();
-  if (as.size() >= 3 && bs.size() == 2 && !empty) return matmul_folding_batch(a, b, as, bs.back(), packed_columns, regs);
+  if (as.size() >= 3 && bs.size() == 2 && !empty)
+    return matmul_folding_batch(a, b, as, bs.back(), packed_columns, regs);
   DataType acc = accumulation_type(a.dtype());
   MatmulCore c = broadcast_matmul(
       as, bs, acc, [a, acc](const std::vector<Expr>& idx, const Expr&) { return read_as(a, idx, acc); },
@@ -310,7 +329,8 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
   if (packed_columns > 0) {
     bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype(), regs);
     if (b.dtype() != accumulation_type(a.dtype()) || trans_b)
-      fail("gemm: a packed B must be ", accumulation_type(a.dtype()).str(), " and not transposed (the packing did that)");
+      fail("gemm: a packed B must be ", accumulation_type(a.dtype()).str(),
+           " and not transposed (the packing did that)");
   } else if (a.dtype() != b.dtype()) {
     fail("gemm: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
   }
@@ -358,20 +378,26 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
   });
 }
 
-Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero, const Registers& regs) {
+Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero,
+                      const Registers& regs) {
   if (a.ndim() < 1 || b.ndim() < 1) fail("matmul_integer: operands must have rank >= 1");
   std::vector<int64_t> as = a->dims(), bs = b->dims();
   DataType acc = runtime::kInt32;
   MatmulCore c = broadcast_matmul(
       as, bs, acc,
-      [a, a_zero, acc](const std::vector<Expr>& idx, const Expr& i) { return read_as(a, idx, acc) - zero_point(a_zero, i, acc); },
-      [b, b_zero, acc](const std::vector<Expr>& idx, const Expr& j) { return read_as(b, idx, acc) - zero_point(b_zero, j, acc); });
+      [a, a_zero, acc](const std::vector<Expr>& idx, const Expr& i) {
+        return read_as(a, idx, acc) - zero_point(a_zero, i, acc);
+      },
+      [b, b_zero, acc](const std::vector<Expr>& idx, const Expr& j) {
+        return read_as(b, idx, acc) - zero_point(b_zero, j, acc);
+      });
   c.registers = regs;
   return matmul_core(c, "matmul_integer");
 }
 
-Tensor qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_zero, const Tensor& b, const Tensor& b_scale,
-                      const Tensor& b_zero, const Tensor& y_scale, const Tensor& y_zero, const Registers& regs) {
+Tensor qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_zero, const Tensor& b,
+                      const Tensor& b_scale, const Tensor& b_zero, const Tensor& y_scale, const Tensor& y_zero,
+                      const Registers& regs) {
   Tensor acc = matmul_integer(a, b, a_zero, b_zero, regs);
   bool has_i = a.ndim() > 1, has_j = b.ndim() > 1;
   DataType out = y_zero.dtype();

@@ -66,11 +66,13 @@ std::vector<int64_t> pool_shape(const std::vector<int64_t>& data, const PoolGeom
          g.dilations.size(), " and ", g.pads.size());
   std::vector<int64_t> out{data[0], data[1]};
   for (size_t d = 0; d < rank; ++d) {
-    if (g.kernel[d] < 1 || g.strides[d] < 1 || g.dilations[d] < 1) fail("pool: kernel, strides and dilations must be positive");
+    if (g.kernel[d] < 1 || g.strides[d] < 1 || g.dilations[d] < 1)
+      fail("pool: kernel, strides and dilations must be positive");
     if (g.pads[d] < 0 || g.pads[d + rank] < 0) fail("pool: pads must not be negative");
-    if (g.pads[d] >= (g.kernel[d] - 1) * g.dilations[d] + 1 || g.pads[d + rank] >= (g.kernel[d] - 1) * g.dilations[d] + 1)
-      fail("pool: pads (", g.pads[d], ", ", g.pads[d + rank], ") must be smaller than the window (", (g.kernel[d] - 1) * g.dilations[d] + 1,
-           ") in spatial dimension ", d);
+    if (g.pads[d] >= (g.kernel[d] - 1) * g.dilations[d] + 1 ||
+        g.pads[d + rank] >= (g.kernel[d] - 1) * g.dilations[d] + 1)
+      fail("pool: pads (", g.pads[d], ", ", g.pads[d + rank], ") must be smaller than the window (",
+           (g.kernel[d] - 1) * g.dilations[d] + 1, ") in spatial dimension ", d);
     int64_t span = data[2 + d] + g.pads[d] + g.pads[d + rank] - ((g.kernel[d] - 1) * g.dilations[d] + 1);
     if (span < 0) fail("pool: the window is larger than the padded input in spatial dimension ", d);
     int64_t o = (g.ceil_mode ? (span + g.strides[d] - 1) / g.strides[d] : span / g.strides[d]) + 1;
@@ -102,31 +104,40 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
   std::vector<int64_t> columns = out;
   columns.back() = (out.back() - 1) * stride + (g.kernel[last] - 1) * dilation + 1;
   std::vector<std::string> names = nc_axis_names(out.size());
-  Tensor leading = compute(shape_exprs(columns), [&](const std::vector<Var>& o) {
-    Window w = window(data, g, o, last);
-    Expr x = o.back() - Expr(g.pads[last]);
-    w.pos.push_back(x);
-    Expr inside = logical_and(w.inside, logical_and(x >= Expr(0), x < Expr(data->dim(2 + last))));
-    return max_reduce(select(inside, read(data, o, w.pos), lowest), w.axes);
-  }, "max_pool_leading", "pool_partial", names);
+  Tensor leading = compute(
+      shape_exprs(columns),
+      [&](const std::vector<Var>& o) {
+        Window w = window(data, g, o, last);
+        Expr x = o.back() - Expr(g.pads[last]);
+        w.pos.push_back(x);
+        Expr inside = logical_and(w.inside, logical_and(x >= Expr(0), x < Expr(data->dim(2 + last))));
+        return max_reduce(select(inside, read(data, o, w.pos), lowest), w.axes);
+      },
+      "max_pool_leading", "pool_partial", names);
   // The window's maximum starting at each column (at every stride-th one: the output).
   auto along_last = [&](int64_t width, const std::string& name, const std::string& tag) {
     std::vector<int64_t> shape = out;
     shape.back() = width;
     IterVar k = reduce_axis(Range(Expr(0), Expr(g.kernel[last])), "r" + std::to_string(last));
-    return compute(shape_exprs(shape), [&](const std::vector<Var>& o) {
-      std::vector<Expr> idx = as_exprs(o);
-      idx.back() = o.back() + k * Expr(dilation);
-      return max_reduce(leading(idx), {k});
-    }, name, tag, names);
+    return compute(
+        shape_exprs(shape),
+        [&](const std::vector<Var>& o) {
+          std::vector<Expr> idx = as_exprs(o);
+          idx.back() = o.back() + k * Expr(dilation);
+          return max_reduce(leading(idx), {k});
+        },
+        name, tag, names);
   };
   if (stride == 1) return along_last(out.back(), "max_pool", "pool");
   Tensor window_max = along_last((out.back() - 1) * stride + 1, "max_pool_window", "pool_partial");
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    std::vector<Expr> idx = as_exprs(o);
-    idx.back() = o.back() * Expr(stride);
-    return window_max(idx);
-  }, "max_pool", "pool", names);
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx = as_exprs(o);
+        idx.back() = o.back() * Expr(stride);
+        return window_max(idx);
+      },
+      "max_pool", "pool", names);
 }
 
 Tensor max_pool_indices(const Tensor& data, const Tensor& pooled, const PoolGeometry& g, int storage_order) {
@@ -144,18 +155,21 @@ Tensor max_pool_indices(const Tensor& data, const Tensor& pooled, const PoolGeom
   if (storage_order == 0) return first;
   int64_t plane = 1;
   for (size_t d = 0; d < rank; ++d) plane *= in[2 + d];
-  return compute(first->shape, [&](const std::vector<Var>& o) {
-    Expr f = first(as_exprs(o));
-    Expr offset = floormod(f, Expr(plane)), result = f - offset;
-    std::vector<Expr> coord(rank);
-    for (size_t d = rank; d-- > 0;) {
-      coord[d] = floormod(offset, Expr(in[2 + d]));
-      offset = floordiv(offset, Expr(in[2 + d]));
-    }
-    Expr col = make_zero(runtime::kInt64);
-    for (size_t d = rank; d-- > 0;) col = col * Expr(in[2 + d]) + coord[d];
-    return result + col;
-  }, "max_pool_indices", "pool_indices", nc_axis_names(rank + 2));
+  return compute(
+      first->shape,
+      [&](const std::vector<Var>& o) {
+        Expr f = first(as_exprs(o));
+        Expr offset = floormod(f, Expr(plane)), result = f - offset;
+        std::vector<Expr> coord(rank);
+        for (size_t d = rank; d-- > 0;) {
+          coord[d] = floormod(offset, Expr(in[2 + d]));
+          offset = floordiv(offset, Expr(in[2 + d]));
+        }
+        Expr col = make_zero(runtime::kInt64);
+        for (size_t d = rank; d-- > 0;) col = col * Expr(in[2 + d]) + coord[d];
+        return result + col;
+      },
+      "max_pool_indices", "pool_indices", nc_axis_names(rank + 2));
 }
 
 Tensor avg_pool(const Tensor& data, const PoolGeometry& g, bool count_include_pad) {
@@ -165,16 +179,19 @@ Tensor avg_pool(const Tensor& data, const PoolGeometry& g, bool count_include_pa
     Window w = window(data, g, o);
     return sum(select(w.inside, cast(acc, read(data, o, w.pos)), make_zero(acc)), w.axes);
   });
-  return compute(sum_t->shape, [&](const std::vector<Var>& o) {
-    Expr count = Expr(1);
-    for (size_t d = 0; d < rank; ++d) {
-      Expr start = o[2 + d] * Expr(g.strides[d]) - Expr(g.pads[d]);
-      int64_t lo = count_include_pad ? -g.pads[d] : 0;
-      int64_t hi = data->dim(2 + d) + (count_include_pad ? g.pads[d + rank] : 0);
-      count = count * count_in(start, g.kernel[d], g.dilations[d], lo, hi);
-    }
-    return cast(data.dtype(), sum_t(as_exprs(o)) / cast(acc, count));
-  }, "avg_pool", "pool_epilogue", nc_axis_names(rank + 2));
+  return compute(
+      sum_t->shape,
+      [&](const std::vector<Var>& o) {
+        Expr count = Expr(1);
+        for (size_t d = 0; d < rank; ++d) {
+          Expr start = o[2 + d] * Expr(g.strides[d]) - Expr(g.pads[d]);
+          int64_t lo = count_include_pad ? -g.pads[d] : 0;
+          int64_t hi = data->dim(2 + d) + (count_include_pad ? g.pads[d + rank] : 0);
+          count = count * count_in(start, g.kernel[d], g.dilations[d], lo, hi);
+        }
+        return cast(data.dtype(), sum_t(as_exprs(o)) / cast(acc, count));
+      },
+      "avg_pool", "pool_epilogue", nc_axis_names(rank + 2));
 }
 
 Tensor lp_pool(const Tensor& data, const PoolGeometry& g, double p) {
@@ -186,11 +203,14 @@ Tensor lp_pool(const Tensor& data, const PoolGeometry& g, double p) {
     Expr term = p == 1 ? x : p == 2 ? x * x : call(Intrinsic::pow, {x, make_const(acc, p)});
     return sum(select(w.inside, term, make_zero(acc)), w.axes);
   });
-  return compute(total->shape, [&](const std::vector<Var>& o) {
-    Expr s = total(as_exprs(o));
-    Expr r = p == 1 ? s : p == 2 ? sqrt(s) : call(Intrinsic::pow, {s, make_const(acc, 1.0 / p)});
-    return cast(data.dtype(), r);
-  }, "lp_pool", "pool_epilogue", nc_axis_names(total.ndim()));
+  return compute(
+      total->shape,
+      [&](const std::vector<Var>& o) {
+        Expr s = total(as_exprs(o));
+        Expr r = p == 1 ? s : p == 2 ? sqrt(s) : call(Intrinsic::pow, {s, make_const(acc, 1.0 / p)});
+        return cast(data.dtype(), r);
+      },
+      "lp_pool", "pool_epilogue", nc_axis_names(total.ndim()));
 }
 
 Tensor global_pool(const Tensor& data, const std::string& kind, double p) {
@@ -210,40 +230,54 @@ Tensor global_pool(const Tensor& data, const std::string& kind, double p) {
     for (const auto& a : axes) idx.push_back(a);
     return data(idx);
   };
-  if (kind == "max") return compute(shape_exprs(shape), [&](const std::vector<Var>& o) { return max_reduce(at(o), axes); },
-                                    "global_max_pool", "global_pool", nc_axis_names(rank + 2));
+  if (kind == "max")
+    return compute(
+        shape_exprs(shape), [&](const std::vector<Var>& o) { return max_reduce(at(o), axes); }, "global_max_pool",
+        "global_pool", nc_axis_names(rank + 2));
   if (kind != "avg" && kind != "lp") fail("global_pool: kind must be avg, max or lp, got '", kind, "'");
   if (kind == "lp" && !(p > 0)) fail("global_pool: p must be positive, got ", p);
-  Tensor total = compute(shape_exprs(shape), [&](const std::vector<Var>& o) {
-    Expr x = cast(acc, at(o));
-    if (kind == "lp") x = p == 1 ? abs(x) : p == 2 ? x * x : call(Intrinsic::pow, {abs(x), make_const(acc, p)});
-    return sum(x, axes);
-  }, "global_" + kind + "_pool_sum", "global_pool", nc_axis_names(rank + 2));
-  return compute(total->shape, [&](const std::vector<Var>& o) {
-    Expr s = total(as_exprs(o));
-    Expr r = kind == "avg" ? s / make_const(acc, static_cast<double>(count))
-             : p == 1      ? s
-             : p == 2      ? sqrt(s)
-                           : call(Intrinsic::pow, {s, make_const(acc, 1.0 / p)});
-    return cast(data.dtype(), r);
-  }, "global_" + kind + "_pool", "global_pool", nc_axis_names(rank + 2));
+  Tensor total = compute(
+      shape_exprs(shape),
+      [&](const std::vector<Var>& o) {
+        Expr x = cast(acc, at(o));
+        if (kind == "lp") x = p == 1 ? abs(x) : p == 2 ? x * x : call(Intrinsic::pow, {abs(x), make_const(acc, p)});
+        return sum(x, axes);
+      },
+      "global_" + kind + "_pool_sum", "global_pool", nc_axis_names(rank + 2));
+  return compute(
+      total->shape,
+      [&](const std::vector<Var>& o) {
+        Expr s = total(as_exprs(o));
+        Expr r = kind == "avg" ? s / make_const(acc, static_cast<double>(count))
+                 : p == 1      ? s
+                 : p == 2      ? sqrt(s)
+                               : call(Intrinsic::pow, {s, make_const(acc, 1.0 / p)});
+        return cast(data.dtype(), r);
+      },
+      "global_" + kind + "_pool", "global_pool", nc_axis_names(rank + 2));
 }
 
-Tensor max_unpool(const Tensor& data, const Tensor& indices, const PoolGeometry& g, const std::vector<int64_t>& output_shape) {
+Tensor max_unpool(const Tensor& data, const Tensor& indices, const PoolGeometry& g,
+                  const std::vector<int64_t>& output_shape) {
   std::vector<int64_t> in = data->dims();
   size_t rank = g.kernel.size();
   if (in.size() != rank + 2) fail("max_unpool: data ", runtime::shape_str(in), " does not match a ", rank, "-D kernel");
-  if (indices->dims() != in) fail("max_unpool: indices ", runtime::shape_str(indices->dims()), " must have the shape of data ", runtime::shape_str(in));
+  if (indices->dims() != in)
+    fail("max_unpool: indices ", runtime::shape_str(indices->dims()), " must have the shape of data ",
+         runtime::shape_str(in));
   // Indices are flat positions in the shape max_pool's input had (the default output shape);
   // a larger output_shape keeps those coordinates and fills the rest with zeros.
   std::vector<int64_t> full{in[0], in[1]};
-  for (size_t d = 0; d < rank; ++d) full.push_back((in[2 + d] - 1) * g.strides[d] + g.kernel[d] - g.pads[d] - g.pads[d + rank]);
+  for (size_t d = 0; d < rank; ++d)
+    full.push_back((in[2 + d] - 1) * g.strides[d] + g.kernel[d] - g.pads[d] - g.pads[d + rank]);
   std::vector<int64_t> out = output_shape.empty() ? full : output_shape;
   if (out.size() != rank + 2 || out[0] != in[0] || out[1] != in[1])
-    fail("max_unpool: output_shape ", runtime::shape_str(out), " must be [", in[0], ", ", in[1], ", ", rank, " spatial sizes]");
+    fail("max_unpool: output_shape ", runtime::shape_str(out), " must be [", in[0], ", ", in[1], ", ", rank,
+         " spatial sizes]");
   std::vector<IterVar> axes;
   for (size_t d = 0; d < rank; ++d)
-    axes.push_back(reduce_axis(Range(Expr(0), Expr((g.kernel[d] + g.strides[d] - 1) / g.strides[d])), "r" + std::to_string(d)));
+    axes.push_back(
+        reduce_axis(Range(Expr(0), Expr((g.kernel[d] + g.strides[d] - 1) / g.strides[d])), "r" + std::to_string(d)));
   // The input positions whose windows cover output position o: q = (o + pad) / stride - r.
   auto candidate = [&](const std::vector<Var>& o, Expr& match, std::vector<Expr>& q) {
     Expr flat = cast(runtime::kInt64, o[0]) * Expr(in[1]) + o[1];
@@ -253,7 +287,8 @@ Tensor max_unpool(const Tensor& data, const Tensor& indices, const PoolGeometry&
       Expr qd = floordiv(base, Expr(g.strides[d])) - axes[d];
       q.push_back(max(min(qd, Expr(in[2 + d] - 1)), Expr(0)));
       match = logical_and(match, logical_and(logical_and(qd >= Expr(0), qd < Expr(in[2 + d])),
-                                             logical_and(o[2 + d] < Expr(full[2 + d]), base - qd * Expr(g.strides[d]) < Expr(g.kernel[d]))));
+                                             logical_and(o[2 + d] < Expr(full[2 + d]),
+                                                         base - qd * Expr(g.strides[d]) < Expr(g.kernel[d]))));
       flat = flat * Expr(full[2 + d]) + o[2 + d];
     }
     std::vector<Expr> idx{o[0], o[1]};
@@ -261,22 +296,32 @@ Tensor max_unpool(const Tensor& data, const Tensor& indices, const PoolGeometry&
     match = logical_and(match, indices(idx) == flat);
     q = idx;
   };
-  Tensor found = compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    Expr match;
-    std::vector<Expr> q;
-    candidate(o, match, q);
-    return max_reduce(select(match, Expr(1), Expr(0)), axes);
-  }, "max_unpool_found", "pool", nc_axis_names(rank + 2));
-  Expr lowest = make_const(data.dtype(), data.dtype().is_float() ? -std::numeric_limits<double>::infinity() : data.dtype().min_value());
-  Tensor value = compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    Expr match;
-    std::vector<Expr> q;
-    candidate(o, match, q);
-    return max_reduce(select(match, data(q), lowest), axes);
-  }, "max_unpool_value", "pool", nc_axis_names(rank + 2));
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    return select(found(as_exprs(o)) > Expr(0), value(as_exprs(o)), make_zero(data.dtype()));
-  }, "max_unpool", "pool_epilogue", nc_axis_names(rank + 2));
+  Tensor found = compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        Expr match;
+        std::vector<Expr> q;
+        candidate(o, match, q);
+        return max_reduce(select(match, Expr(1), Expr(0)), axes);
+      },
+      "max_unpool_found", "pool", nc_axis_names(rank + 2));
+  Expr lowest = make_const(
+      data.dtype(), data.dtype().is_float() ? -std::numeric_limits<double>::infinity() : data.dtype().min_value());
+  Tensor value = compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        Expr match;
+        std::vector<Expr> q;
+        candidate(o, match, q);
+        return max_reduce(select(match, data(q), lowest), axes);
+      },
+      "max_unpool_value", "pool", nc_axis_names(rank + 2));
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        return select(found(as_exprs(o)) > Expr(0), value(as_exprs(o)), make_zero(data.dtype()));
+      },
+      "max_unpool", "pool_epilogue", nc_axis_names(rank + 2));
 }
 
 }  // namespace tessera::tensor_ir::ops

@@ -30,11 +30,13 @@ Tensor row_reduce(const Tensor& x, const std::vector<int64_t>& axes, ReduceKind 
 }
 
 Tensor row_max(const Tensor& x, const std::vector<int64_t>& axes, DataType acc, const std::string& name) {
-  return row_reduce(x, axes, ReduceKind::Max, name, [&](const std::vector<Expr>& idx, const std::vector<Var>&) { return read_as(x, idx, acc); });
+  return row_reduce(x, axes, ReduceKind::Max, name,
+                    [&](const std::vector<Expr>& idx, const std::vector<Var>&) { return read_as(x, idx, acc); });
 }
 
 // sum of exp(x - max) along the row.
-Tensor row_exp_sum(const Tensor& x, const Tensor& m, const std::vector<int64_t>& axes, DataType acc, const std::string& name) {
+Tensor row_exp_sum(const Tensor& x, const Tensor& m, const std::vector<int64_t>& axes, DataType acc,
+                   const std::string& name) {
   return row_reduce(x, axes, ReduceKind::Sum, name, [&](const std::vector<Expr>& idx, const std::vector<Var>& v) {
     return exp(read_as(x, idx, acc) - m(as_exprs(v)));
   });
@@ -53,14 +55,18 @@ Tensor softmax(const Tensor& x, int64_t axis, bool trailing) {
   Tensor m = row_max(x, axes, acc, "softmax_max");
   // The exponentials are a stage of their own (tag "softmax_exp"): computed once, read by the
   // sum and by the output, which scales by the sum's reciprocal.
-  Tensor e = compute(x->shape, [&](const std::vector<Var>& v) {
-    return exp(read_as(x, as_exprs(v), acc) - m(keepdims_index(v, axes)));
-  }, "softmax_exp", "softmax_exp");
+  Tensor e = compute(
+      x->shape,
+      [&](const std::vector<Var>& v) { return exp(read_as(x, as_exprs(v), acc) - m(keepdims_index(v, axes))); },
+      "softmax_exp", "softmax_exp");
   Tensor s = row_reduce(e, axes, ReduceKind::Sum, "softmax_sum",
                         [&](const std::vector<Expr>& idx, const std::vector<Var>&) { return e(idx); });
-  return compute(x->shape, [&](const std::vector<Var>& v) {
-    return cast(x.dtype(), e(as_exprs(v)) * (make_one(acc) / s(keepdims_index(v, axes))));
-  }, "softmax", "softmax");
+  return compute(
+      x->shape,
+      [&](const std::vector<Var>& v) {
+        return cast(x.dtype(), e(as_exprs(v)) * (make_one(acc) / s(keepdims_index(v, axes))));
+      },
+      "softmax", "softmax");
 }
 
 Tensor log_softmax(const Tensor& x, int64_t axis, bool trailing) {
@@ -69,10 +75,13 @@ Tensor log_softmax(const Tensor& x, int64_t axis, bool trailing) {
   DataType acc = accumulation_type(x.dtype());
   Tensor m = row_max(x, axes, acc, "log_softmax_max");
   Tensor s = row_exp_sum(x, m, axes, acc, "log_softmax_sum");
-  return compute(x->shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> r = keepdims_index(v, axes);
-    return cast(x.dtype(), read_as(x, as_exprs(v), acc) - m(r) - log(s(r)));
-  }, "log_softmax", "softmax");
+  return compute(
+      x->shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> r = keepdims_index(v, axes);
+        return cast(x.dtype(), read_as(x, as_exprs(v), acc) - m(r) - log(s(r)));
+      },
+      "log_softmax", "softmax");
 }
 
 Tensor hardmax(const Tensor& x, int64_t axis, bool trailing) {
@@ -86,16 +95,21 @@ Tensor hardmax(const Tensor& x, int64_t axis, bool trailing) {
     for (int64_t a : axes) p = p * Expr(x->dim(a)) + idx[a];
     return p;
   };
-  Tensor first = row_reduce(x, axes, ReduceKind::Min, "hardmax_first", [&](const std::vector<Expr>& idx, const std::vector<Var>& v) {
-    return select(read_as(x, idx, acc) == m(as_exprs(v)), position(idx), Expr(std::numeric_limits<int64_t>::max()));
-  });
-  return compute(x->shape, [&](const std::vector<Var>& v) {
-    std::vector<Expr> idx = as_exprs(v);
-    return select(position(idx) == first(keepdims_index(v, axes)), make_one(x.dtype()), make_zero(x.dtype()));
-  }, "hardmax", "softmax");
+  Tensor first = row_reduce(
+      x, axes, ReduceKind::Min, "hardmax_first", [&](const std::vector<Expr>& idx, const std::vector<Var>& v) {
+        return select(read_as(x, idx, acc) == m(as_exprs(v)), position(idx), Expr(std::numeric_limits<int64_t>::max()));
+      });
+  return compute(
+      x->shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> idx = as_exprs(v);
+        return select(position(idx) == first(keepdims_index(v, axes)), make_one(x.dtype()), make_zero(x.dtype()));
+      },
+      "hardmax", "softmax");
 }
 
-Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, const std::string& reduction, int64_t ignore_index) {
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, const std::string& reduction,
+                int64_t ignore_index) {
   if (input.ndim() < 2) fail("nll_loss: input must be [N, C, d...], got rank ", input.ndim());
   if (reduction != "none" && reduction != "sum" && reduction != "mean")
     fail("nll_loss: reduction must be none, sum or mean, got '", reduction, "'");
@@ -117,19 +131,27 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   };
   std::vector<int64_t> tshape = target->dims();
   if (reduction == "none")
-    return compute(target->shape, [&](const std::vector<Var>& v) { return cast(input.dtype(), loss_at(as_exprs(v))); }, "nll_loss",
-                   "nll_loss");
+    return compute(
+        target->shape, [&](const std::vector<Var>& v) { return cast(input.dtype(), loss_at(as_exprs(v))); }, "nll_loss",
+        "nll_loss");
   std::vector<IterVar> r;
-  for (size_t d = 0; d < tshape.size(); ++d) r.push_back(reduce_axis(Range(Expr(0), Expr(tshape[d])), "r" + std::to_string(d)));
+  for (size_t d = 0; d < tshape.size(); ++d)
+    r.push_back(reduce_axis(Range(Expr(0), Expr(tshape[d])), "r" + std::to_string(d)));
   std::vector<Expr> ridx(r.begin(), r.end());
-  Tensor total = compute({}, [&](const std::vector<Var>&) { return sum(loss_at(ridx), r); }, "nll_loss_sum", "nll_loss_stat");
+  Tensor total = compute(
+      {}, [&](const std::vector<Var>&) { return sum(loss_at(ridx), r); }, "nll_loss_sum", "nll_loss_stat");
   if (reduction == "sum")
-    return compute({}, [&](const std::vector<Var>&) { return cast(input.dtype(), total({})); }, "nll_loss", "nll_loss");
+    return compute(
+        {}, [&](const std::vector<Var>&) { return cast(input.dtype(), total({})); }, "nll_loss", "nll_loss");
   std::vector<IterVar> r2;
-  for (size_t d = 0; d < tshape.size(); ++d) r2.push_back(reduce_axis(Range(Expr(0), Expr(tshape[d])), "w" + std::to_string(d)));
+  for (size_t d = 0; d < tshape.size(); ++d)
+    r2.push_back(reduce_axis(Range(Expr(0), Expr(tshape[d])), "w" + std::to_string(d)));
   std::vector<Expr> widx(r2.begin(), r2.end());
-  Tensor weights = compute({}, [&](const std::vector<Var>&) { return sum(weight_at(widx), r2); }, "nll_loss_weight", "nll_loss_stat");
-  return compute({}, [&](const std::vector<Var>&) { return cast(input.dtype(), total({}) / weights({})); }, "nll_loss", "nll_loss");
+  Tensor weights = compute(
+      {}, [&](const std::vector<Var>&) { return sum(weight_at(widx), r2); }, "nll_loss_weight", "nll_loss_stat");
+  return compute(
+      {}, [&](const std::vector<Var>&) { return cast(input.dtype(), total({}) / weights({})); }, "nll_loss",
+      "nll_loss");
 }
 
 }  // namespace tessera::tensor_ir::ops

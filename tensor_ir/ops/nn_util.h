@@ -64,7 +64,8 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name);
 // variables), keeping them as size-1 dimensions; a stage tagged `tag` (normalization and softmax
 // statistics).
 Tensor keepdims_reduce(const Tensor& x, const std::vector<int64_t>& axes, ReduceKind kind, const std::string& name,
-                       const std::string& tag, const std::function<Expr(const std::vector<Expr>&, const std::vector<Var>&)>& f);
+                       const std::string& tag,
+                       const std::function<Expr(const std::vector<Expr>&, const std::vector<Var>&)>& f);
 // The index of a keepdims statistic for an element of x at `v`: `axes` pinned to 0.
 std::vector<Expr> keepdims_index(const std::vector<Var>& v, const std::vector<int64_t>& axes);
 

@@ -49,46 +49,56 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
   Shape in = x->dims();
   reshape_shape(in, shape);
   bool empty = numel(shape) == 0;
-  return compute(shape_exprs(shape), [&](const std::vector<Var>& o) {
-    // An empty tensor has no element to read; any body will do.
-    return empty ? make_zero(x.dtype()) : x(reshape_indices(in, shape, o));
-  }, "reshape", "transform");
+  return compute(
+      shape_exprs(shape),
+      [&](const std::vector<Var>& o) {
+        // An empty tensor has no element to read; any body will do.
+        return empty ? make_zero(x.dtype()) : x(reshape_indices(in, shape, o));
+      },
+      "reshape", "transform");
 }
 
 Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm) {
   Shape in = x->dims();
   std::vector<int64_t> p = transpose_perm(perm, static_cast<int64_t>(in.size()));
-  return compute(shape_exprs(transpose_shape(in, p)), [&](const std::vector<Var>& o) {
-    std::vector<Expr> idx(in.size());
-    for (size_t d = 0; d < p.size(); ++d) idx[p[d]] = o[d];
-    return x(idx);
-  }, "transpose", "transpose");
+  return compute(
+      shape_exprs(transpose_shape(in, p)),
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx(in.size());
+        for (size_t d = 0; d < p.size(); ++d) idx[p[d]] = o[d];
+        return x(idx);
+      },
+      "transpose", "transpose");
 }
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
   std::vector<Shape> shapes;
   for (const auto& x : xs) {
-    if (x.dtype() != xs[0].dtype()) fail("concat: input ", shapes.size(), " is ", x.dtype().str(), ", input 0 is ", xs[0].dtype().str());
+    if (x.dtype() != xs[0].dtype())
+      fail("concat: input ", shapes.size(), " is ", x.dtype().str(), ", input 0 is ", xs[0].dtype().str());
     shapes.push_back(x->dims());
   }
   Shape out = concat_shape(shapes, axis);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(out.size()));
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    // Nested selects from the last input outwards; Select reads lazily, so an input is only
-    // read inside its own range.
-    Expr body;
-    int64_t end = out[a];
-    for (size_t i = xs.size(); i-- > 0;) {
-      int64_t size = shapes[i][a], begin = end - size;
-      if (size == 0) continue;
-      std::vector<Expr> idx = as_exprs(o);
-      idx[a] = begin == 0 ? Expr(o[a]) : o[a] - Expr(begin);
-      Expr read = xs[i](idx);
-      body = body ? select(o[a] < Expr(end), read, body) : read;
-      end = begin;
-    }
-    return body ? body : make_zero(xs[0].dtype());
-  }, "concat", "transform");
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        // Nested selects from the last input outwards; Select reads lazily, so an input is only
+        // read inside its own range.
+        Expr body;
+        int64_t end = out[a];
+        for (size_t i = xs.size(); i-- > 0;) {
+          int64_t size = shapes[i][a], begin = end - size;
+          if (size == 0) continue;
+          std::vector<Expr> idx = as_exprs(o);
+          idx[a] = begin == 0 ? Expr(o[a]) : o[a] - Expr(begin);
+          Expr read = xs[i](idx);
+          body = body ? select(o[a] < Expr(end), read, body) : read;
+          end = begin;
+        }
+        return body ? body : make_zero(xs[0].dtype());
+      },
+      "concat", "transform");
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t axis, const std::vector<int64_t>& sizes) {
@@ -97,11 +107,14 @@ std::vector<Tensor> split(const Tensor& x, int64_t axis, const std::vector<int64
   std::vector<Tensor> outs;
   int64_t begin = 0;
   for (size_t k = 0; k < shapes.size(); ++k) {
-    outs.push_back(compute(shape_exprs(shapes[k]), [&](const std::vector<Var>& o) {
-      std::vector<Expr> idx = as_exprs(o);
-      if (begin) idx[a] = o[a] + Expr(begin);
-      return x(idx);
-    }, "split" + std::to_string(k), "transform"));
+    outs.push_back(compute(
+        shape_exprs(shapes[k]),
+        [&](const std::vector<Var>& o) {
+          std::vector<Expr> idx = as_exprs(o);
+          if (begin) idx[a] = o[a] + Expr(begin);
+          return x(idx);
+        },
+        "split" + std::to_string(k), "transform"));
     begin += sizes[k];
   }
   return outs;
@@ -110,45 +123,58 @@ std::vector<Tensor> split(const Tensor& x, int64_t axis, const std::vector<int64
 Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
   Shape in = x->dims();
   std::vector<int64_t> drop = squeeze_axes(in, axes);
-  return compute(shape_exprs(squeeze_shape(in, axes)), [&](const std::vector<Var>& o) {
-    std::vector<Expr> idx;
-    size_t next = 0;
-    for (size_t d = 0; d < in.size(); ++d)
-      idx.push_back(std::binary_search(drop.begin(), drop.end(), static_cast<int64_t>(d)) ? Expr(0) : Expr(o[next++]));
-    return x(idx);
-  }, "squeeze", "transform");
+  return compute(
+      shape_exprs(squeeze_shape(in, axes)),
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx;
+        size_t next = 0;
+        for (size_t d = 0; d < in.size(); ++d)
+          idx.push_back(std::binary_search(drop.begin(), drop.end(), static_cast<int64_t>(d)) ? Expr(0)
+                                                                                              : Expr(o[next++]));
+        return x(idx);
+      },
+      "squeeze", "transform");
 }
 
 Tensor expand_dims(const Tensor& x, const std::vector<int64_t>& axes) {
   Shape out = expand_dims_shape(x->dims(), axes);
   std::vector<int64_t> inserted = normalize_axes(axes, static_cast<int64_t>(out.size()));
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    std::vector<Expr> idx;
-    for (size_t d = 0; d < out.size(); ++d)
-      if (!std::count(inserted.begin(), inserted.end(), static_cast<int64_t>(d))) idx.push_back(o[d]);
-    return x(idx);
-  }, "expand_dims", "transform");
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < out.size(); ++d)
+          if (!std::count(inserted.begin(), inserted.end(), static_cast<int64_t>(d))) idx.push_back(o[d]);
+        return x(idx);
+      },
+      "expand_dims", "transform");
 }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   Shape in = x->dims();
   check_broadcast_to(in, shape);
-  return compute(shape_exprs(shape), [&](const std::vector<Var>& o) {
-    std::vector<Expr> idx;
-    size_t offset = shape.size() - in.size();
-    for (size_t d = 0; d < in.size(); ++d) idx.push_back(in[d] == 1 ? Expr(0) : Expr(o[offset + d]));
-    return x(idx);
-  }, "broadcast_to", "transform");
+  return compute(
+      shape_exprs(shape),
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx;
+        size_t offset = shape.size() - in.size();
+        for (size_t d = 0; d < in.size(); ++d) idx.push_back(in[d] == 1 ? Expr(0) : Expr(o[offset + d]));
+        return x(idx);
+      },
+      "broadcast_to", "transform");
 }
 
 Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats) {
   Shape in = x->dims();
-  return compute(shape_exprs(tile_shape(in, repeats)), [&](const std::vector<Var>& o) {
-    std::vector<Expr> idx;
-    for (size_t d = 0; d < in.size(); ++d)
-      idx.push_back(in[d] == 1 ? Expr(0) : repeats[d] == 1 ? Expr(o[d]) : o[d] % Expr(in[d]));
-    return x(idx);
-  }, "tile", "transform");
+  return compute(
+      shape_exprs(tile_shape(in, repeats)),
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < in.size(); ++d)
+          idx.push_back(in[d] == 1 ? Expr(0) : repeats[d] == 1 ? Expr(o[d]) : o[d] % Expr(in[d]));
+        return x(idx);
+      },
+      "tile", "transform");
 }
 
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
@@ -156,14 +182,17 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
   std::vector<SliceDim> dims = slice_dims(x->dims(), starts, ends, axes, steps);
   Shape out;
   for (const auto& d : dims) out.push_back(d.length);
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    std::vector<Expr> idx;
-    for (size_t d = 0; d < dims.size(); ++d) {
-      Expr i = dims[d].step == 1 ? Expr(o[d]) : o[d] * Expr(dims[d].step);
-      idx.push_back(dims[d].start ? i + Expr(dims[d].start) : i);
-    }
-    return x(idx);
-  }, "slice", "transform");
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < dims.size(); ++d) {
+          Expr i = dims[d].step == 1 ? Expr(o[d]) : o[d] * Expr(dims[d].step);
+          idx.push_back(dims[d].start ? i + Expr(dims[d].start) : i);
+        }
+        return x(idx);
+      },
+      "slice", "transform");
 }
 
 Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, double value) {
@@ -171,63 +200,75 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, doub
   Shape out = pad_shape(in, pads, mode);
   size_t rank = in.size();
   bool empty = numel(in) == 0;
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    Expr fill = x.dtype().is_bool() ? make_const(x.dtype(), value != 0) : make_const(x.dtype(), value);
-    if (empty) return fill;
-    std::vector<Expr> idx;
-    Expr inside;
-    for (size_t d = 0; d < rank; ++d) {
-      int64_t begin = pads[d], n = in[d];
-      Expr i = begin ? o[d] - Expr(begin) : Expr(o[d]);
-      bool padded = begin > 0 || pads[d + rank] > 0;
-      if (padded && mode == PadMode::Constant) {
-        Expr c = logical_and(i >= Expr(0), i < Expr(n));
-        inside = inside ? logical_and(inside, c) : c;
-      } else if (padded && mode == PadMode::Edge) {
-        i = min(max(i, Expr(0)), Expr(n - 1));
-      } else if (padded && mode == PadMode::Reflect) {
-        // Reflection repeats with period 2 (n - 1), as numpy's for pads wider than n - 1.
-        if (n == 1) {
-          i = Expr(0);
-        } else {
-          Expr m = floormod(i, Expr(2 * (n - 1)));
-          i = select(m < Expr(n), m, Expr(2 * (n - 1)) - m);
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        Expr fill = x.dtype().is_bool() ? make_const(x.dtype(), value != 0) : make_const(x.dtype(), value);
+        if (empty) return fill;
+        std::vector<Expr> idx;
+        Expr inside;
+        for (size_t d = 0; d < rank; ++d) {
+          int64_t begin = pads[d], n = in[d];
+          Expr i = begin ? o[d] - Expr(begin) : Expr(o[d]);
+          bool padded = begin > 0 || pads[d + rank] > 0;
+          if (padded && mode == PadMode::Constant) {
+            Expr c = logical_and(i >= Expr(0), i < Expr(n));
+            inside = inside ? logical_and(inside, c) : c;
+          } else if (padded && mode == PadMode::Edge) {
+            i = min(max(i, Expr(0)), Expr(n - 1));
+          } else if (padded && mode == PadMode::Reflect) {
+            // Reflection repeats with period 2 (n - 1), as numpy's for pads wider than n - 1.
+            if (n == 1) {
+              i = Expr(0);
+            } else {
+              Expr m = floormod(i, Expr(2 * (n - 1)));
+              i = select(m < Expr(n), m, Expr(2 * (n - 1)) - m);
+            }
+          }
+          idx.push_back(i);
         }
-      }
-      idx.push_back(i);
-    }
-    // Select reads lazily: the input is not touched outside its bounds.
-    return inside ? select(inside, x(idx), fill) : x(idx);
-  }, "pad", "transform");
+        // Select reads lazily: the input is not touched outside its bounds.
+        return inside ? select(inside, x(idx), fill) : x(idx);
+      },
+      "pad", "transform");
 }
 
 Tensor depth_to_space(const Tensor& x, int64_t b, bool crd) {
   Shape out = depth_to_space_shape(x->dims(), b);
   int64_t channels = out[1];
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    Expr by = o[2] % Expr(b), bx = o[3] % Expr(b);
-    Expr ch = crd ? o[1] * Expr(b * b) + by * Expr(b) + bx : (by * Expr(b) + bx) * Expr(channels) + o[1];
-    return x(o[0], ch, o[2] / Expr(b), o[3] / Expr(b));
-  }, "depth_to_space", "transform");
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        Expr by = o[2] % Expr(b), bx = o[3] % Expr(b);
+        Expr ch = crd ? o[1] * Expr(b * b) + by * Expr(b) + bx : (by * Expr(b) + bx) * Expr(channels) + o[1];
+        return x(o[0], ch, o[2] / Expr(b), o[3] / Expr(b));
+      },
+      "depth_to_space", "transform");
 }
 
 Tensor space_to_depth(const Tensor& x, int64_t b) {
   Shape out = space_to_depth_shape(x->dims(), b);
   int64_t channels = x->dim(1);
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    // Output channels are ordered (block row, block column, input channel).
-    Expr c = o[1] % Expr(channels), bx = (o[1] / Expr(channels)) % Expr(b), by = o[1] / Expr(channels * b);
-    return x(o[0], c, o[2] * Expr(b) + by, o[3] * Expr(b) + bx);
-  }, "space_to_depth", "transform");
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        // Output channels are ordered (block row, block column, input channel).
+        Expr c = o[1] % Expr(channels), bx = (o[1] / Expr(channels)) % Expr(b), by = o[1] / Expr(channels * b);
+        return x(o[0], c, o[2] * Expr(b) + by, o[3] * Expr(b) + bx);
+      },
+      "space_to_depth", "transform");
 }
 
 Tensor trilu(const Tensor& x, bool upper, int64_t k) {
   if (x.ndim() < 2) fail("trilu: the input must have rank >= 2, got ", runtime::shape_str(x->dims()));
-  return compute(x->shape, [&](const std::vector<Var>& o) {
-    Expr diff = o[o.size() - 1] - o[o.size() - 2];
-    Expr keep = upper ? diff >= Expr(k) : diff <= Expr(k);
-    return select(keep, x(as_exprs(o)), make_zero(x.dtype()));
-  }, upper ? "triu" : "tril", "transform");
+  return compute(
+      x->shape,
+      [&](const std::vector<Var>& o) {
+        Expr diff = o[o.size() - 1] - o[o.size() - 2];
+        Expr keep = upper ? diff >= Expr(k) : diff <= Expr(k);
+        return select(keep, x(as_exprs(o)), make_zero(x.dtype()));
+      },
+      upper ? "triu" : "tril", "transform");
 }
 
 Tensor one_hot(const Tensor& indices, const Tensor& values, int64_t depth, int64_t axis) {
@@ -235,13 +276,16 @@ Tensor one_hot(const Tensor& indices, const Tensor& values, int64_t depth, int64
     fail("one_hot: values must be [off_value, on_value] (shape [2]), got shape ", runtime::shape_str(values->dims()));
   Shape out = one_hot_shape(indices->dims(), depth, axis);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(out.size()));
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    std::vector<Expr> idx = as_exprs(o);
-    idx.erase(idx.begin() + a);
-    Expr i = cast(kIndexType, indices(idx));
-    Expr wrapped = select(i < Expr(0), i + Expr(depth), i);
-    return select(wrapped == o[a], values(Expr(1)), values(Expr(0)));
-  }, "one_hot", "transform");
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx = as_exprs(o);
+        idx.erase(idx.begin() + a);
+        Expr i = cast(kIndexType, indices(idx));
+        Expr wrapped = select(i < Expr(0), i + Expr(depth), i);
+        return select(wrapped == o[a], values(Expr(1)), values(Expr(0)));
+      },
+      "one_hot", "transform");
 }
 
 Tensor reverse_sequence(const Tensor& x, const Tensor& lengths, int64_t batch_axis, int64_t time_axis) {
@@ -252,14 +296,18 @@ Tensor reverse_sequence(const Tensor& x, const Tensor& lengths, int64_t batch_ax
   int64_t ta = normalize_axis(time_axis, rank, "reverse_sequence: time_axis");
   if (ba == ta) fail("reverse_sequence: batch_axis and time_axis are both ", ba);
   if (lengths.ndim() != 1 || lengths->dim(0) != in[ba])
-    fail("reverse_sequence: sequence lengths must have shape [", in[ba], "], got ", runtime::shape_str(lengths->dims()));
-  return compute(x->shape, [&](const std::vector<Var>& o) {
-    // Lengths outside [0, T] are clamped so nothing is read out of bounds.
-    Expr len = min(max(cast(kIndexType, lengths(o[ba])), Expr(0)), Expr(in[ta]));
-    std::vector<Expr> idx = as_exprs(o);
-    idx[ta] = select(o[ta] < len, len - Expr(1) - o[ta], Expr(o[ta]));
-    return x(idx);
-  }, "reverse_sequence", "transform");
+    fail("reverse_sequence: sequence lengths must have shape [", in[ba], "], got ",
+         runtime::shape_str(lengths->dims()));
+  return compute(
+      x->shape,
+      [&](const std::vector<Var>& o) {
+        // Lengths outside [0, T] are clamped so nothing is read out of bounds.
+        Expr len = min(max(cast(kIndexType, lengths(o[ba])), Expr(0)), Expr(in[ta]));
+        std::vector<Expr> idx = as_exprs(o);
+        idx[ta] = select(o[ta] < len, len - Expr(1) - o[ta], Expr(o[ta]));
+        return x(idx);
+      },
+      "reverse_sequence", "transform");
 }
 
 }  // namespace tessera::tensor_ir::ops

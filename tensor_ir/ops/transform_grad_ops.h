@@ -13,8 +13,8 @@ namespace tessera::tensor_ir::ops {
 
 // Zeros of `shape` holding x where slice(starts, ends, axes, steps) of that shape reads: the
 // transpose of slice. x must have the slice's output shape.
-Tensor unslice(const Tensor& x, const Shape& shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
-               const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
+Tensor unslice(const Tensor& x, const Shape& shape, const std::vector<int64_t>& starts,
+               const std::vector<int64_t>& ends, const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
 // Shape of take_grad: x's shape with the indices' axes (from `axis` on) replaced by `size`.
 Shape take_grad_shape(const Shape& x, const Shape& indices, int64_t axis, int64_t size);
 // The transpose of take(data, indices, axis) for a data axis of length `size`: x (shaped like

@@ -14,7 +14,8 @@ void check_indices(const char* op, const Tensor& indices) {
 }
 
 Tensor copy_of(const Tensor& data, const char* name) {
-  return compute(data->shape, [&](const std::vector<Var>& o) { return data(as_exprs(o)); }, name, "transform");
+  return compute(
+      data->shape, [&](const std::vector<Var>& o) { return data(as_exprs(o)); }, name, "transform");
 }
 
 // `value` where `condition` holds, else the identity of the reduction: a select rather than a
@@ -32,10 +33,13 @@ Expr all_of(const std::vector<Expr>& conditions) {
 // Combines data with the reduced updates aimed at each element (add/mul), or with the one
 // update chosen by `source` (replace).
 Tensor combine(const Tensor& data, const Tensor& reduced, ScatterReduction r, const char* name) {
-  return compute(data->shape, [&](const std::vector<Var>& o) {
-    Expr d = data(as_exprs(o)), u = reduced(as_exprs(o));
-    return r == ScatterReduction::Add ? d + u : d * u;
-  }, name, "scatter");
+  return compute(
+      data->shape,
+      [&](const std::vector<Var>& o) {
+        Expr d = data(as_exprs(o)), u = reduced(as_exprs(o));
+        return r == ScatterReduction::Add ? d + u : d * u;
+      },
+      name, "scatter");
 }
 
 }  // namespace
@@ -52,13 +56,16 @@ Tensor take(const Tensor& data, const Tensor& indices, int64_t axis) {
   Shape out = take_shape(ds, indices->dims(), axis);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(ds.size()));
   size_t ni = indices.ndim();
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    if (numel(out) == 0) return make_zero(data.dtype());
-    std::vector<Expr> idx(o.begin(), o.begin() + a);
-    idx.push_back(wrap_and_clamp_index(indices(std::vector<Expr>(o.begin() + a, o.begin() + a + ni)), ds[a]));
-    idx.insert(idx.end(), o.begin() + a + ni, o.end());
-    return data(idx);
-  }, "take", "transform");
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        if (numel(out) == 0) return make_zero(data.dtype());
+        std::vector<Expr> idx(o.begin(), o.begin() + a);
+        idx.push_back(wrap_and_clamp_index(indices(std::vector<Expr>(o.begin() + a, o.begin() + a + ni)), ds[a]));
+        idx.insert(idx.end(), o.begin() + a + ni, o.end());
+        return data(idx);
+      },
+      "take", "transform");
 }
 
 Tensor gather_elements(const Tensor& data, const Tensor& indices, int64_t axis) {
@@ -66,12 +73,15 @@ Tensor gather_elements(const Tensor& data, const Tensor& indices, int64_t axis) 
   Shape ds = data->dims();
   Shape out = gather_elements_shape(ds, indices->dims(), axis);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(ds.size()));
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    if (numel(out) == 0) return make_zero(data.dtype());
-    std::vector<Expr> idx = as_exprs(o);
-    idx[a] = wrap_and_clamp_index(indices(as_exprs(o)), ds[a]);
-    return data(idx);
-  }, "gather_elements", "transform");
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        if (numel(out) == 0) return make_zero(data.dtype());
+        std::vector<Expr> idx = as_exprs(o);
+        idx[a] = wrap_and_clamp_index(indices(as_exprs(o)), ds[a]);
+        return data(idx);
+      },
+      "gather_elements", "transform");
 }
 
 Tensor gather_nd(const Tensor& data, const Tensor& indices, int64_t batch_dims) {
@@ -79,18 +89,21 @@ Tensor gather_nd(const Tensor& data, const Tensor& indices, int64_t batch_dims) 
   Shape ds = data->dims(), is = indices->dims();
   Shape out = gather_nd_shape(ds, is, batch_dims);
   size_t rows = is.size() - 1, depth = static_cast<size_t>(is.back()), b = static_cast<size_t>(batch_dims);
-  return compute(shape_exprs(out), [&](const std::vector<Var>& o) {
-    if (numel(out) == 0) return make_zero(data.dtype());
-    std::vector<Expr> idx(o.begin(), o.begin() + b);
-    std::vector<Expr> at(o.begin(), o.begin() + rows);
-    at.push_back(Expr(0));
-    for (size_t j = 0; j < depth; ++j) {
-      at.back() = Expr(static_cast<int64_t>(j));
-      idx.push_back(wrap_and_clamp_index(indices(at), ds[b + j]));
-    }
-    idx.insert(idx.end(), o.begin() + rows, o.end());
-    return data(idx);
-  }, "gather_nd", "transform");
+  return compute(
+      shape_exprs(out),
+      [&](const std::vector<Var>& o) {
+        if (numel(out) == 0) return make_zero(data.dtype());
+        std::vector<Expr> idx(o.begin(), o.begin() + b);
+        std::vector<Expr> at(o.begin(), o.begin() + rows);
+        at.push_back(Expr(0));
+        for (size_t j = 0; j < depth; ++j) {
+          at.back() = Expr(static_cast<int64_t>(j));
+          idx.push_back(wrap_and_clamp_index(indices(at), ds[b + j]));
+        }
+        idx.insert(idx.end(), o.begin() + rows, o.end());
+        return data(idx);
+      },
+      "gather_nd", "transform");
 }
 
 ScatterReduction parse_scatter_reduction(const std::string& name) {
@@ -102,15 +115,18 @@ ScatterReduction parse_scatter_reduction(const std::string& name) {
 
 namespace {
 
-void check_scatter_types(const char* op, const Tensor& data, const Tensor& indices, const Tensor& updates, ScatterReduction r) {
+void check_scatter_types(const char* op, const Tensor& data, const Tensor& indices, const Tensor& updates,
+                         ScatterReduction r) {
   check_indices(op, indices);
-  if (updates.dtype() != data.dtype()) fail(op, ": updates are ", updates.dtype().str(), ", data is ", data.dtype().str());
+  if (updates.dtype() != data.dtype())
+    fail(op, ": updates are ", updates.dtype().str(), ", data is ", data.dtype().str());
   if (r != ScatterReduction::None && data.dtype().is_bool()) fail(op, ": reduction add/mul of bool tensors");
 }
 
 }  // namespace
 
-Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates, int64_t axis, ScatterReduction r) {
+Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor& updates, int64_t axis,
+                        ScatterReduction r) {
   check_scatter_types("scatter_elements", data, indices, updates, r);
   Shape ds = data->dims(), is = indices->dims();
   check_scatter_elements(ds, is, updates->dims(), axis);
@@ -131,20 +147,30 @@ Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor&
     return all_of(c);
   };
   if (r == ScatterReduction::None) {
-    Tensor source = compute(shape_exprs(ds), [&](const std::vector<Var>& o) {
-      IterVar k = reduce_axis(Range(Expr(0), Expr(is[a])), "k");
-      return max_reduce(masked(ReduceKind::Max, match(o, k), k.var()), {k});
-    }, "scatter_elements_source", "scatter");
-    return compute(shape_exprs(ds), [&](const std::vector<Var>& o) {
-      Expr s = source(as_exprs(o));
-      return select(s >= Expr(0), updates(at(o, max(s, Expr(0)))), data(as_exprs(o)));
-    }, "scatter_elements", "scatter");
+    Tensor source = compute(
+        shape_exprs(ds),
+        [&](const std::vector<Var>& o) {
+          IterVar k = reduce_axis(Range(Expr(0), Expr(is[a])), "k");
+          return max_reduce(masked(ReduceKind::Max, match(o, k), k.var()), {k});
+        },
+        "scatter_elements_source", "scatter");
+    return compute(
+        shape_exprs(ds),
+        [&](const std::vector<Var>& o) {
+          Expr s = source(as_exprs(o));
+          return select(s >= Expr(0), updates(at(o, max(s, Expr(0)))), data(as_exprs(o)));
+        },
+        "scatter_elements", "scatter");
   }
-  Tensor reduced = compute(shape_exprs(ds), [&](const std::vector<Var>& o) {
-    IterVar k = reduce_axis(Range(Expr(0), Expr(is[a])), "k");
-    Expr u = updates(at(o, k));
-    return r == ScatterReduction::Add ? sum(masked(ReduceKind::Sum, match(o, k), u), {k}) : prod(masked(ReduceKind::Prod, match(o, k), u), {k});
-  }, "scatter_elements_updates", "scatter");
+  Tensor reduced = compute(
+      shape_exprs(ds),
+      [&](const std::vector<Var>& o) {
+        IterVar k = reduce_axis(Range(Expr(0), Expr(is[a])), "k");
+        Expr u = updates(at(o, k));
+        return r == ScatterReduction::Add ? sum(masked(ReduceKind::Sum, match(o, k), u), {k})
+                                          : prod(masked(ReduceKind::Prod, match(o, k), u), {k});
+      },
+      "scatter_elements_updates", "scatter");
   return combine(data, reduced, r, "scatter_elements");
 }
 
@@ -168,7 +194,8 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
   };
   auto row_axes = [&]() {
     std::vector<IterVar> axes;
-    for (size_t d = 0; d < rows.size(); ++d) axes.push_back(reduce_axis(Range(Expr(0), Expr(rows[d])), "u" + std::to_string(d)));
+    for (size_t d = 0; d < rows.size(); ++d)
+      axes.push_back(reduce_axis(Range(Expr(0), Expr(rows[d])), "u" + std::to_string(d)));
     return axes;
   };
   auto axis_exprs = [](const std::vector<IterVar>& axes) {
@@ -179,35 +206,44 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
   if (r == ScatterReduction::None) {
     // The flat number of the last update row aimed at each head, or negative for none.
     Shape heads(ds.begin(), ds.begin() + depth);
-    Tensor source = compute(shape_exprs(heads), [&](const std::vector<Var>& h) {
-      std::vector<IterVar> axes = row_axes();
-      Expr flat = Expr(0);
-      for (size_t d = 0; d < axes.size(); ++d) flat = flat * Expr(rows[d]) + axes[d].var();
-      Expr m = match(as_exprs(h), axis_exprs(axes));
-      return axes.empty() ? select(m, Expr(0), Expr(-1)) : max_reduce(masked(ReduceKind::Max, m, flat), axes);
-    }, "scatter_nd_source", "scatter");
-    return compute(shape_exprs(ds), [&](const std::vector<Var>& o) {
-      Expr s = source(std::vector<Expr>(o.begin(), o.begin() + depth));
-      Expr row = max(s, Expr(0));
-      std::vector<Expr> at(rows.size());
-      for (size_t d = rows.size(); d-- > 0;) {
-        at[d] = d == 0 ? row : row % Expr(rows[d]);
-        row = row / Expr(rows[d]);
-      }
-      at.insert(at.end(), o.begin() + depth, o.end());
-      return select(s >= Expr(0), updates(at), data(as_exprs(o)));
-    }, "scatter_nd", "scatter");
+    Tensor source = compute(
+        shape_exprs(heads),
+        [&](const std::vector<Var>& h) {
+          std::vector<IterVar> axes = row_axes();
+          Expr flat = Expr(0);
+          for (size_t d = 0; d < axes.size(); ++d) flat = flat * Expr(rows[d]) + axes[d].var();
+          Expr m = match(as_exprs(h), axis_exprs(axes));
+          return axes.empty() ? select(m, Expr(0), Expr(-1)) : max_reduce(masked(ReduceKind::Max, m, flat), axes);
+        },
+        "scatter_nd_source", "scatter");
+    return compute(
+        shape_exprs(ds),
+        [&](const std::vector<Var>& o) {
+          Expr s = source(std::vector<Expr>(o.begin(), o.begin() + depth));
+          Expr row = max(s, Expr(0));
+          std::vector<Expr> at(rows.size());
+          for (size_t d = rows.size(); d-- > 0;) {
+            at[d] = d == 0 ? row : row % Expr(rows[d]);
+            row = row / Expr(rows[d]);
+          }
+          at.insert(at.end(), o.begin() + depth, o.end());
+          return select(s >= Expr(0), updates(at), data(as_exprs(o)));
+        },
+        "scatter_nd", "scatter");
   }
-  Tensor reduced = compute(shape_exprs(ds), [&](const std::vector<Var>& o) {
-    std::vector<IterVar> axes = row_axes();
-    std::vector<Expr> at = axis_exprs(axes);
-    at.insert(at.end(), o.begin() + depth, o.end());
-    Expr m = match(std::vector<Expr>(o.begin(), o.begin() + depth), axis_exprs(axes));
-    Expr u = updates(at);
-    ReduceKind kind = r == ScatterReduction::Add ? ReduceKind::Sum : ReduceKind::Prod;
-    if (axes.empty()) return masked(kind, m, u);
-    return kind == ReduceKind::Sum ? sum(masked(kind, m, u), axes) : prod(masked(kind, m, u), axes);
-  }, "scatter_nd_updates", "scatter");
+  Tensor reduced = compute(
+      shape_exprs(ds),
+      [&](const std::vector<Var>& o) {
+        std::vector<IterVar> axes = row_axes();
+        std::vector<Expr> at = axis_exprs(axes);
+        at.insert(at.end(), o.begin() + depth, o.end());
+        Expr m = match(std::vector<Expr>(o.begin(), o.begin() + depth), axis_exprs(axes));
+        Expr u = updates(at);
+        ReduceKind kind = r == ScatterReduction::Add ? ReduceKind::Sum : ReduceKind::Prod;
+        if (axes.empty()) return masked(kind, m, u);
+        return kind == ReduceKind::Sum ? sum(masked(kind, m, u), axes) : prod(masked(kind, m, u), axes);
+      },
+      "scatter_nd_updates", "scatter");
   return combine(data, reduced, r, "scatter_nd");
 }
 

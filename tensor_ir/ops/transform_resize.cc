@@ -23,7 +23,8 @@ ResizeCoordinates parse_resize_coordinates(const std::string& name) {
   if (name == "tf_half_pixel_for_nn") return ResizeCoordinates::TfHalfPixelForNn;
   if (name == "tf_crop_and_resize") return ResizeCoordinates::TfCropAndResize;
   fail("resize: coordinate_transformation_mode '", name,
-       "' is not one of half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize");
+       "' is not one of half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, "
+       "tf_crop_and_resize");
 }
 
 ResizeNearest parse_resize_nearest(const std::string& name) {
@@ -36,12 +37,16 @@ ResizeNearest parse_resize_nearest(const std::string& name) {
 
 void check_resize(const Shape& in, const ResizeParams& p) {
   size_t rank = in.size();
-  if (p.out_shape.size() != rank) fail("resize: output shape ", runtime::shape_str(p.out_shape), " and input ", runtime::shape_str(in), " differ in rank");
+  if (p.out_shape.size() != rank)
+    fail("resize: output shape ", runtime::shape_str(p.out_shape), " and input ", runtime::shape_str(in),
+         " differ in rank");
   if (p.scales.size() != rank) fail("resize: ", p.scales.size(), " scales for an input of rank ", rank);
   for (size_t d = 0; d < rank; ++d) {
-    if (!(p.scales[d] > 0) || !std::isfinite(p.scales[d])) fail("resize: scale ", p.scales[d], " of axis ", d, " is not a positive number");
+    if (!(p.scales[d] > 0) || !std::isfinite(p.scales[d]))
+      fail("resize: scale ", p.scales[d], " of axis ", d, " is not a positive number");
     if (p.out_shape[d] < 0) fail("resize: negative output size in ", runtime::shape_str(p.out_shape));
-    if (in[d] == 0 && p.out_shape[d] > 0) fail("resize: cannot resize the empty axis ", d, " of ", runtime::shape_str(in));
+    if (in[d] == 0 && p.out_shape[d] > 0)
+      fail("resize: cannot resize the empty axis ", d, " of ", runtime::shape_str(in));
   }
   if (p.coordinates == ResizeCoordinates::TfCropAndResize && p.roi.size() != 2 * rank)
     fail("resize: tf_crop_and_resize needs a roi of ", 2 * rank, " values (starts, then ends), got ", p.roi.size());
@@ -57,15 +62,21 @@ Expr input_coordinate(const ResizeParams& p, size_t d, int64_t in, const Var& o)
   double scale = p.scales[d], out_size = scale * static_cast<double>(in);
   Expr x = cast(runtime::kFloat64, Expr(o));
   switch (p.coordinates) {
-    case ResizeCoordinates::HalfPixel: return (x + f64(0.5)) / f64(scale) - f64(0.5);
-    case ResizeCoordinates::PytorchHalfPixel: return out_size == 1 ? f64(-0.5) : (x + f64(0.5)) / f64(scale) - f64(0.5);
-    case ResizeCoordinates::AlignCorners: return out_size == 1 ? f64(0) : x * f64(static_cast<double>(in - 1) / (out_size - 1));
-    case ResizeCoordinates::Asymmetric: return x / f64(scale);
-    case ResizeCoordinates::TfHalfPixelForNn: return (x + f64(0.5)) / f64(scale);
+    case ResizeCoordinates::HalfPixel:
+      return (x + f64(0.5)) / f64(scale) - f64(0.5);
+    case ResizeCoordinates::PytorchHalfPixel:
+      return out_size == 1 ? f64(-0.5) : (x + f64(0.5)) / f64(scale) - f64(0.5);
+    case ResizeCoordinates::AlignCorners:
+      return out_size == 1 ? f64(0) : x * f64(static_cast<double>(in - 1) / (out_size - 1));
+    case ResizeCoordinates::Asymmetric:
+      return x / f64(scale);
+    case ResizeCoordinates::TfHalfPixelForNn:
+      return (x + f64(0.5)) / f64(scale);
     case ResizeCoordinates::TfCropAndResize: {
       double start = p.roi[d], end = p.roi[d + p.scales.size()], span = static_cast<double>(in - 1);
       Expr base = f64(start * span);
-      return out_size == 1 ? f64((end - start) * span / 2) + base : x * f64((end - start) * span / (out_size - 1)) + base;
+      return out_size == 1 ? f64((end - start) * span / 2) + base
+                           : x * f64((end - start) * span / (out_size - 1)) + base;
     }
   }
   return x;
@@ -75,9 +86,12 @@ Expr input_coordinate(const ResizeParams& p, size_t d, int64_t in, const Var& o)
 bool is_identity(const ResizeParams& p, size_t d, int64_t in) {
   if (p.scales[d] != 1 || p.out_shape[d] != in) return false;
   switch (p.coordinates) {
-    case ResizeCoordinates::TfHalfPixelForNn: return false;
-    case ResizeCoordinates::TfCropAndResize: return p.roi[d] == 0 && p.roi[d + p.scales.size()] == 1;
-    default: return true;
+    case ResizeCoordinates::TfHalfPixelForNn:
+      return false;
+    case ResizeCoordinates::TfCropAndResize:
+      return p.roi[d] == 0 && p.roi[d + p.scales.size()] == 1;
+    default:
+      return true;
   }
 }
 
@@ -97,10 +111,18 @@ Taps axis_taps(const ResizeParams& p, const Expr& x, int64_t in) {
     // Exactly integral coordinates pick themselves (r == 0 rounds down in every mode).
     Expr up;
     switch (p.nearest) {
-      case ResizeNearest::RoundPreferFloor: up = r > f64(0.5); break;
-      case ResizeNearest::RoundPreferCeil: up = r >= f64(0.5); break;
-      case ResizeNearest::Floor: up = const_false(); break;
-      case ResizeNearest::Ceil: up = r > f64(0); break;
+      case ResizeNearest::RoundPreferFloor:
+        up = r > f64(0.5);
+        break;
+      case ResizeNearest::RoundPreferCeil:
+        up = r >= f64(0.5);
+        break;
+      case ResizeNearest::Floor:
+        up = const_false();
+        break;
+      case ResizeNearest::Ceil:
+        up = r > f64(0);
+        break;
     }
     t.index.push_back(clamp_to(select(up, f + Expr(1), f), in));
     return t;
@@ -140,46 +162,50 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
   if (!dt.is_float() && !dt.is_integer()) fail("resize: unsupported dtype ", dt.str());
   DataType acc = dt == runtime::kFloat64 ? runtime::kFloat64 : runtime::kFloat32;
   bool empty = numel(p.out_shape) == 0;
-  return compute(std::vector<Expr>(p.out_shape.begin(), p.out_shape.end()), [&](const std::vector<Var>& o) {
-    if (empty) return make_zero(dt);
-    std::vector<Taps> taps(in.size());
-    std::vector<Expr> outside;  // tf_crop_and_resize: the coordinate left the input
-    for (size_t d = 0; d < in.size(); ++d) {
-      if (is_identity(p, d, in[d])) {
-        taps[d].index = {Expr(o[d])};
-        continue;
-      }
-      Expr c = input_coordinate(p, d, in[d], o[d]);
-      if (p.coordinates == ResizeCoordinates::TfCropAndResize)
-        outside.push_back(logical_or(c < f64(0), c > f64(static_cast<double>(in[d] - 1))));
-      taps[d] = axis_taps(p, c, in[d]);
-    }
-    // Sum over every combination of taps, the weights of the interpolated axes multiplied.
-    Expr total;
-    std::vector<size_t> pick(in.size(), 0);
-    while (true) {
-      std::vector<Expr> idx;
-      Expr w;
-      for (size_t d = 0; d < in.size(); ++d) {
-        idx.push_back(taps[d].index[pick[d]]);
-        if (!taps[d].weight.empty()) w = w ? w * taps[d].weight[pick[d]] : taps[d].weight[pick[d]];
-      }
-      Expr term = w ? cast(acc, w) * cast(acc, x(idx)) : x(idx);
-      total = total ? total + term : term;
-      size_t d = in.size();
-      while (d > 0 && ++pick[d - 1] == taps[d - 1].index.size()) pick[--d] = 0;
-      if (d == 0) break;
-    }
-    if (total.type() != dt) {
-      // Integer outputs truncate like the reference's astype, clamped so the cast is defined.
-      if (dt.is_integer()) total = min(max(total, make_const(acc, dt.min_value())), make_const(acc, dt.max_value()));
-      total = cast(dt, total);
-    }
-    if (outside.empty()) return total;
-    Expr any = outside[0];
-    for (size_t i = 1; i < outside.size(); ++i) any = logical_or(any, outside[i]);
-    return select(any, make_const(dt, p.extrapolation_value), total);
-  }, "resize", "resize");
+  return compute(
+      std::vector<Expr>(p.out_shape.begin(), p.out_shape.end()),
+      [&](const std::vector<Var>& o) {
+        if (empty) return make_zero(dt);
+        std::vector<Taps> taps(in.size());
+        std::vector<Expr> outside;  // tf_crop_and_resize: the coordinate left the input
+        for (size_t d = 0; d < in.size(); ++d) {
+          if (is_identity(p, d, in[d])) {
+            taps[d].index = {Expr(o[d])};
+            continue;
+          }
+          Expr c = input_coordinate(p, d, in[d], o[d]);
+          if (p.coordinates == ResizeCoordinates::TfCropAndResize)
+            outside.push_back(logical_or(c<f64(0), c> f64(static_cast<double>(in[d] - 1))));
+          taps[d] = axis_taps(p, c, in[d]);
+        }
+        // Sum over every combination of taps, the weights of the interpolated axes multiplied.
+        Expr total;
+        std::vector<size_t> pick(in.size(), 0);
+        while (true) {
+          std::vector<Expr> idx;
+          Expr w;
+          for (size_t d = 0; d < in.size(); ++d) {
+            idx.push_back(taps[d].index[pick[d]]);
+            if (!taps[d].weight.empty()) w = w ? w * taps[d].weight[pick[d]] : taps[d].weight[pick[d]];
+          }
+          Expr term = w ? cast(acc, w) * cast(acc, x(idx)) : x(idx);
+          total = total ? total + term : term;
+          size_t d = in.size();
+          while (d > 0 && ++pick[d - 1] == taps[d - 1].index.size()) pick[--d] = 0;
+          if (d == 0) break;
+        }
+        if (total.type() != dt) {
+          // Integer outputs truncate like the reference's astype, clamped so the cast is defined.
+          if (dt.is_integer())
+            total = min(max(total, make_const(acc, dt.min_value())), make_const(acc, dt.max_value()));
+          total = cast(dt, total);
+        }
+        if (outside.empty()) return total;
+        Expr any = outside[0];
+        for (size_t i = 1; i < outside.size(); ++i) any = logical_or(any, outside[i]);
+        return select(any, make_const(dt, p.extrapolation_value), total);
+      },
+      "resize", "resize");
 }
 
 }  // namespace tessera::tensor_ir::ops

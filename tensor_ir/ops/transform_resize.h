@@ -13,7 +13,14 @@
 namespace tessera::tensor_ir::ops {
 
 enum class ResizeMode { Nearest, Linear, Cubic };
-enum class ResizeCoordinates { HalfPixel, PytorchHalfPixel, AlignCorners, Asymmetric, TfHalfPixelForNn, TfCropAndResize };
+enum class ResizeCoordinates {
+  HalfPixel,
+  PytorchHalfPixel,
+  AlignCorners,
+  Asymmetric,
+  TfHalfPixelForNn,
+  TfCropAndResize
+};
 enum class ResizeNearest { RoundPreferFloor, RoundPreferCeil, Floor, Ceil };
 
 ResizeMode parse_resize_mode(const std::string& name);
@@ -30,8 +37,8 @@ struct ResizeParams {
   ResizeCoordinates coordinates = ResizeCoordinates::HalfPixel;
   ResizeNearest nearest = ResizeNearest::RoundPreferFloor;
   double cubic_coeff_a = -0.75;
-  bool exclude_outside = false;     // cubic: zero the weights of neighbours outside the input
-  double extrapolation_value = 0;   // tf_crop_and_resize: value where the coordinate leaves the input
+  bool exclude_outside = false;    // cubic: zero the weights of neighbours outside the input
+  double extrapolation_value = 0;  // tf_crop_and_resize: value where the coordinate leaves the input
 };
 
 // Checks the parameters against an input shape (ranks, positive scales, roi length).

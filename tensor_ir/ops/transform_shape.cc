@@ -11,7 +11,8 @@ namespace tessera::tensor_ir::ops {
 using runtime::shape_str;
 
 int64_t normalize_axis(int64_t axis, int64_t rank, const std::string& what) {
-  if (axis < -rank || axis >= rank) fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
+  if (axis < -rank || axis >= rank)
+    fail(what, " ", axis, " is out of range for rank ", rank, " (valid: ", -rank, " to ", rank - 1, ")");
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -34,9 +35,11 @@ int64_t numel(const Shape& shape) {
 
 Shape reshape_shape(const Shape& in, const Shape& out) {
   for (int64_t d : out)
-    if (d < 0) fail("reshape: the target shape ", shape_str(out), " has a negative dimension (give the full static shape)");
+    if (d < 0)
+      fail("reshape: the target shape ", shape_str(out), " has a negative dimension (give the full static shape)");
   if (numel(in) != numel(out))
-    fail("reshape: cannot reshape ", shape_str(in), " (", numel(in), " elements) to ", shape_str(out), " (", numel(out), " elements)");
+    fail("reshape: cannot reshape ", shape_str(in), " (", numel(in), " elements) to ", shape_str(out), " (", numel(out),
+         " elements)");
   return out;
 }
 
@@ -65,7 +68,8 @@ Shape concat_shape(const std::vector<Shape>& ins, int64_t axis) {
   Shape out = ins[0];
   for (size_t i = 1; i < ins.size(); ++i) {
     if (static_cast<int64_t>(ins[i].size()) != rank)
-      fail("concat: input ", i, " has shape ", shape_str(ins[i]), ", input 0 has ", shape_str(ins[0]), " (ranks differ)");
+      fail("concat: input ", i, " has shape ", shape_str(ins[i]), ", input 0 has ", shape_str(ins[0]),
+           " (ranks differ)");
     for (int64_t d = 0; d < rank; ++d)
       if (d != a && ins[i][d] != ins[0][d])
         fail("concat: input ", i, " has shape ", shape_str(ins[i]), ", input 0 has ", shape_str(ins[0]),
@@ -83,7 +87,9 @@ std::vector<Shape> split_shapes(const Shape& in, int64_t axis, const std::vector
     if (s < 0) fail("split: negative size in ", shape_str(sizes));
     total += s;
   }
-  if (total != in[a]) fail("split: sizes ", shape_str(sizes), " add up to ", total, ", but dimension ", a, " of ", shape_str(in), " is ", in[a]);
+  if (total != in[a])
+    fail("split: sizes ", shape_str(sizes), " add up to ", total, ", but dimension ", a, " of ", shape_str(in), " is ",
+         in[a]);
   std::vector<Shape> out;
   for (int64_t s : sizes) {
     Shape o = in;
@@ -121,8 +127,7 @@ Shape expand_dims_shape(const Shape& in, const std::vector<int64_t>& axes) {
   std::vector<int64_t> inserted = normalize_axes(axes, rank, "expand_dims: axes");
   Shape out;
   size_t next = 0;
-  for (int64_t d = 0; d < rank; ++d)
-    out.push_back(std::count(inserted.begin(), inserted.end(), d) ? 1 : in[next++]);
+  for (int64_t d = 0; d < rank; ++d) out.push_back(std::count(inserted.begin(), inserted.end(), d) ? 1 : in[next++]);
   return out;
 }
 
@@ -150,8 +155,10 @@ std::vector<SliceDim> slice_dims(const Shape& in, const std::vector<int64_t>& st
                                  const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
   int64_t rank = static_cast<int64_t>(in.size());
   if (starts.size() != ends.size()) fail("slice: ", starts.size(), " starts but ", ends.size(), " ends");
-  if (!axes.empty() && axes.size() != starts.size()) fail("slice: ", starts.size(), " starts but ", axes.size(), " axes");
-  if (!steps.empty() && steps.size() != starts.size()) fail("slice: ", starts.size(), " starts but ", steps.size(), " steps");
+  if (!axes.empty() && axes.size() != starts.size())
+    fail("slice: ", starts.size(), " starts but ", axes.size(), " axes");
+  if (!steps.empty() && steps.size() != starts.size())
+    fail("slice: ", starts.size(), " starts but ", steps.size(), " steps");
   if (axes.empty() && static_cast<int64_t>(starts.size()) > rank)
     fail("slice: ", starts.size(), " starts for an input of rank ", rank);
   std::vector<int64_t> ax = axes;
@@ -189,13 +196,15 @@ PadMode parse_pad_mode(const std::string& mode) {
 
 Shape pad_shape(const Shape& in, const std::vector<int64_t>& pads, PadMode mode) {
   size_t rank = in.size();
-  if (pads.size() != 2 * rank) fail("pad: pads ", shape_str(pads), " has ", pads.size(), " entries; an input of rank ", rank, " needs ", 2 * rank);
+  if (pads.size() != 2 * rank)
+    fail("pad: pads ", shape_str(pads), " has ", pads.size(), " entries; an input of rank ", rank, " needs ", 2 * rank);
   Shape out;
   for (size_t d = 0; d < rank; ++d) {
     int64_t n = in[d] + pads[d] + pads[d + rank];
     if (n < 0) fail("pad: pads ", shape_str(pads), " crop dimension ", d, " of ", shape_str(in), " below zero");
     if (mode != PadMode::Constant && in[d] == 0 && n > 0)
-      fail("pad: ", mode == PadMode::Edge ? "edge" : "reflect", " padding of the empty dimension ", d, " of ", shape_str(in));
+      fail("pad: ", mode == PadMode::Edge ? "edge" : "reflect", " padding of the empty dimension ", d, " of ",
+           shape_str(in));
     out.push_back(n);
   }
   return out;
@@ -211,7 +220,8 @@ Shape depth_to_space_shape(const Shape& in, int64_t b) {
 Shape space_to_depth_shape(const Shape& in, int64_t b) {
   if (in.size() != 4) fail("space_to_depth: the input must be 4-D (N, C, H, W), got ", shape_str(in));
   if (b <= 0) fail("space_to_depth: blocksize ", b, " must be positive");
-  if (in[2] % b || in[3] % b) fail("space_to_depth: height and width of ", shape_str(in), " are not divisible by blocksize ", b);
+  if (in[2] % b || in[3] % b)
+    fail("space_to_depth: height and width of ", shape_str(in), " are not divisible by blocksize ", b);
   return {in[0], in[1] * b * b, in[2] / b, in[3] / b};
 }
 
@@ -227,12 +237,14 @@ Shape take_shape(const Shape& data, const Shape& indices, int64_t axis) {
 
 Shape gather_elements_shape(const Shape& data, const Shape& indices, int64_t axis) {
   if (data.empty()) fail("gather_elements: data must have rank >= 1");
-  if (indices.size() != data.size()) fail("gather_elements: indices ", shape_str(indices), " and data ", shape_str(data), " differ in rank");
+  if (indices.size() != data.size())
+    fail("gather_elements: indices ", shape_str(indices), " and data ", shape_str(data), " differ in rank");
   int64_t a = normalize_axis(axis, static_cast<int64_t>(data.size()), "gather_elements: axis");
   for (size_t d = 0; d < data.size(); ++d)
     if (static_cast<int64_t>(d) != a && indices[d] > data[d])
       fail("gather_elements: indices ", shape_str(indices), " exceed data ", shape_str(data), " in dimension ", d);
-  if (data[a] == 0 && numel(indices) > 0) fail("gather_elements: cannot gather from the empty axis ", a, " of ", shape_str(data));
+  if (data[a] == 0 && numel(indices) > 0)
+    fail("gather_elements: cannot gather from the empty axis ", a, " of ", shape_str(data));
   return indices;
 }
 
@@ -241,30 +253,36 @@ Shape gather_nd_shape(const Shape& data, const Shape& indices, int64_t b) {
   int64_t r = static_cast<int64_t>(data.size()), q = static_cast<int64_t>(indices.size());
   if (b < 0 || b >= std::min(r, q)) fail("gather_nd: batch_dims ", b, " must be in [0, ", std::min(r, q) - 1, "]");
   int64_t depth = indices.back();
-  if (b + depth > r) fail("gather_nd: index tuples of length ", depth, " after ", b, " batch dimensions exceed data rank ", r);
+  if (b + depth > r)
+    fail("gather_nd: index tuples of length ", depth, " after ", b, " batch dimensions exceed data rank ", r);
   for (int64_t d = 0; d < b; ++d)
-    if (data[d] != indices[d]) fail("gather_nd: batch dimension ", d, " differs: data ", shape_str(data), ", indices ", shape_str(indices));
+    if (data[d] != indices[d])
+      fail("gather_nd: batch dimension ", d, " differs: data ", shape_str(data), ", indices ", shape_str(indices));
   for (int64_t d = b; d < b + depth; ++d)
-    if (data[d] == 0 && numel(indices) > 0) fail("gather_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
+    if (data[d] == 0 && numel(indices) > 0)
+      fail("gather_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
   Shape out(indices.begin(), indices.end() - 1);
   out.insert(out.end(), data.begin() + b + depth, data.end());
   return out;
 }
 
 void check_scatter_elements(const Shape& data, const Shape& indices, const Shape& updates, int64_t axis) {
-  if (indices != updates) fail("scatter_elements: indices ", shape_str(indices), " and updates ", shape_str(updates), " differ in shape");
+  if (indices != updates)
+    fail("scatter_elements: indices ", shape_str(indices), " and updates ", shape_str(updates), " differ in shape");
   gather_elements_shape(data, indices, axis);
 }
 
 void check_scatter_nd(const Shape& data, const Shape& indices, const Shape& updates) {
   if (data.empty() || indices.empty()) fail("scatter_nd: data and indices must have rank >= 1");
   int64_t depth = indices.back();
-  if (depth > static_cast<int64_t>(data.size())) fail("scatter_nd: index tuples of length ", depth, " exceed data rank ", data.size());
+  if (depth > static_cast<int64_t>(data.size()))
+    fail("scatter_nd: index tuples of length ", depth, " exceed data rank ", data.size());
   Shape want(indices.begin(), indices.end() - 1);
   want.insert(want.end(), data.begin() + depth, data.end());
   if (updates != want) fail("scatter_nd: updates must have shape ", shape_str(want), ", got ", shape_str(updates));
   for (int64_t d = 0; d < depth; ++d)
-    if (data[d] == 0 && numel(updates) > 0) fail("scatter_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
+    if (data[d] == 0 && numel(updates) > 0)
+      fail("scatter_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
 }
 
 Shape one_hot_shape(const Shape& indices, int64_t depth, int64_t axis) {
@@ -278,7 +296,8 @@ Shape one_hot_shape(const Shape& indices, int64_t depth, int64_t axis) {
 Shape topk_shape(const Shape& in, int64_t k, int64_t axis) {
   if (in.empty()) fail("topk: the input must have rank >= 1");
   int64_t a = normalize_axis(axis, static_cast<int64_t>(in.size()), "topk: axis");
-  if (k < 0 || k > in[a]) fail("topk: k = ", k, " is not in [0, ", in[a], "] (dimension ", a, " of ", shape_str(in), ")");
+  if (k < 0 || k > in[a])
+    fail("topk: k = ", k, " is not in [0, ", in[a], "] (dimension ", a, " of ", shape_str(in), ")");
   Shape out = in;
   out[a] = k;
   return out;

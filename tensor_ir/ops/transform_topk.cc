@@ -48,27 +48,37 @@ std::vector<Tensor> topk_by_selection(const Row& row, const Shape& out, const Sh
       Expr pv = value_steps[t - 1](idx), pi = index_steps[t - 1](idx);
       return logical_or(largest ? v < pv : v > pv, logical_and(v == pv, j > pi));
     };
-    value_steps.push_back(compute(rest_shape, [&](const std::vector<Var>& o) {
-      IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
-      Expr v = row.at(o, j.var());
-      Expr cond = after_previous(o, v, j.var());
-      return largest ? max_reduce(masked(ReduceKind::Max, cond, v), {j}) : min_reduce(masked(ReduceKind::Min, cond, v), {j});
-    }, "topk_value" + std::to_string(t), "topk"));
-    index_steps.push_back(compute(rest_shape, [&](const std::vector<Var>& o) {
-      IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
-      Expr v = row.at(o, j.var());
-      Expr cond = v == value_steps[t](std::vector<Expr>(o.begin(), o.end()));
-      if (t > 0) cond = logical_and(cond, after_previous(o, v, j.var()));
-      return min_reduce(masked(ReduceKind::Min, cond, j.var()), {j});
-    }, "topk_index" + std::to_string(t), "topk"));
+    value_steps.push_back(compute(
+        rest_shape,
+        [&](const std::vector<Var>& o) {
+          IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
+          Expr v = row.at(o, j.var());
+          Expr cond = after_previous(o, v, j.var());
+          return largest ? max_reduce(masked(ReduceKind::Max, cond, v), {j})
+                         : min_reduce(masked(ReduceKind::Min, cond, v), {j});
+        },
+        "topk_value" + std::to_string(t), "topk"));
+    index_steps.push_back(compute(
+        rest_shape,
+        [&](const std::vector<Var>& o) {
+          IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
+          Expr v = row.at(o, j.var());
+          Expr cond = v == value_steps[t](std::vector<Expr>(o.begin(), o.end()));
+          if (t > 0) cond = logical_and(cond, after_previous(o, v, j.var()));
+          return min_reduce(masked(ReduceKind::Min, cond, j.var()), {j});
+        },
+        "topk_index" + std::to_string(t), "topk"));
   }
   auto gather_steps = [&](const std::vector<Tensor>& steps, const char* name) {
-    return compute(std::vector<Expr>(out.begin(), out.end()), [&](const std::vector<Var>& o) {
-      std::vector<Expr> idx = without(o, row.axis);
-      Expr body = steps[k - 1](idx);
-      for (int64_t t = k - 1; t-- > 0;) body = select(Expr(o[row.axis]) == Expr(t), steps[t](idx), body);
-      return body;
-    }, name, "topk");
+    return compute(
+        std::vector<Expr>(out.begin(), out.end()),
+        [&](const std::vector<Var>& o) {
+          std::vector<Expr> idx = without(o, row.axis);
+          Expr body = steps[k - 1](idx);
+          for (int64_t t = k - 1; t-- > 0;) body = select(Expr(o[row.axis]) == Expr(t), steps[t](idx), body);
+          return body;
+        },
+        name, "topk");
   };
   return {gather_steps(value_steps, "topk_values"), gather_steps(index_steps, "topk_indices")};
 }
@@ -77,25 +87,32 @@ std::vector<Tensor> topk_by_selection(const Row& row, const Shape& out, const Sh
 std::vector<Tensor> topk_by_rank(const Row& row, const Shape& in, const Shape& out, int64_t n, bool largest) {
   // int32 counters where they fit: twice the vector lanes of int64.
   DataType count = n <= INT32_MAX ? runtime::kInt32 : kIndexType;
-  Tensor rank = compute(std::vector<Expr>(in.begin(), in.end()), [&](const std::vector<Var>& o) {
-    IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
-    std::vector<Var> rest = o;
-    rest.erase(rest.begin() + row.axis);
-    Expr mine = row.x(std::vector<Expr>(o.begin(), o.end())), other = row.at(rest, j.var());
-    Expr before = logical_or(largest ? other > mine : other < mine, logical_and(other == mine, Expr(j.var()) < o[row.axis]));
-    return sum(masked(ReduceKind::Sum, before, make_one(count)), {j});
-  }, "topk_rank", "topk");
+  Tensor rank = compute(
+      std::vector<Expr>(in.begin(), in.end()),
+      [&](const std::vector<Var>& o) {
+        IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
+        std::vector<Var> rest = o;
+        rest.erase(rest.begin() + row.axis);
+        Expr mine = row.x(std::vector<Expr>(o.begin(), o.end())), other = row.at(rest, j.var());
+        Expr before =
+            logical_or(largest ? other > mine : other < mine, logical_and(other == mine, Expr(j.var()) < o[row.axis]));
+        return sum(masked(ReduceKind::Sum, before, make_one(count)), {j});
+      },
+      "topk_rank", "topk");
   auto pick = [&](bool values) {
-    return compute(std::vector<Expr>(out.begin(), out.end()), [&](const std::vector<Var>& o) {
-      IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
-      std::vector<Var> rest = o;
-      rest.erase(rest.begin() + row.axis);
-      std::vector<Expr> ridx(o.begin(), o.end());
-      ridx[row.axis] = j.var();
-      Expr is_rank = rank(ridx) == cast(count, o[row.axis]);
-      // Exactly one element has each rank, so the max over it is that element.
-      return max_reduce(masked(ReduceKind::Max, is_rank, values ? row.at(rest, j.var()) : Expr(j.var())), {j});
-    }, values ? "topk_values" : "topk_indices", "topk");
+    return compute(
+        std::vector<Expr>(out.begin(), out.end()),
+        [&](const std::vector<Var>& o) {
+          IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
+          std::vector<Var> rest = o;
+          rest.erase(rest.begin() + row.axis);
+          std::vector<Expr> ridx(o.begin(), o.end());
+          ridx[row.axis] = j.var();
+          Expr is_rank = rank(ridx) == cast(count, o[row.axis]);
+          // Exactly one element has each rank, so the max over it is that element.
+          return max_reduce(masked(ReduceKind::Max, is_rank, values ? row.at(rest, j.var()) : Expr(j.var())), {j});
+        },
+        values ? "topk_values" : "topk_indices", "topk");
   };
   return {pick(true), pick(false)};
 }
@@ -113,7 +130,9 @@ std::vector<Tensor> topk(const Tensor& x, int64_t k, int64_t axis, bool largest)
   if (k == 0 || numel(out) == 0) {
     // Nothing to select: empty outputs of the right types.
     auto empty = [&](DataType t, const char* name) {
-      return compute(std::vector<Expr>(out.begin(), out.end()), [&](const std::vector<Var>&) { return make_zero(t); }, name, "topk");
+      return compute(
+          std::vector<Expr>(out.begin(), out.end()), [&](const std::vector<Var>&) { return make_zero(t); }, name,
+          "topk");
     };
     return {empty(x.dtype(), "topk_values"), empty(kIndexType, "topk_indices")};
   }

@@ -10,7 +10,7 @@ namespace {
 
 struct Layout {
   Buffer buffer;
-  std::vector<Expr> origin;   // index of the buffer's first element in each dimension
+  std::vector<Expr> origin;  // index of the buffer's first element in each dimension
   std::vector<int64_t> strides;
 };
 
@@ -82,7 +82,8 @@ class Flattener : public IRMutator {
   const Layout& layout(const Tensor& t) {
     auto it = layouts_.find(t.get());
     if (it == layouts_.end())
-      fail("tensor ", t.name(), " is used but is neither an argument of the function nor computed in it (pass it in the argument list)");
+      fail("tensor ", t.name(),
+           " is used but is neither an argument of the function nor computed in it (pass it in the argument list)");
     return it->second;
   }
 

@@ -39,13 +39,14 @@ class Vectorizer : public IRMutator {
   }
 #define TESSERA_BINARY(T) \
   Expr mutate_(const T* op) override { return binary(op); }
-  TESSERA_BINARY(Add) TESSERA_BINARY(Sub) TESSERA_BINARY(Mul) TESSERA_BINARY(Div) TESSERA_BINARY(Mod)
-  TESSERA_BINARY(FloorDiv) TESSERA_BINARY(FloorMod) TESSERA_BINARY(Min) TESSERA_BINARY(Max)
-  TESSERA_BINARY(EQ) TESSERA_BINARY(NE) TESSERA_BINARY(LT) TESSERA_BINARY(LE) TESSERA_BINARY(GT)
-  TESSERA_BINARY(GE) TESSERA_BINARY(And) TESSERA_BINARY(Or)
+  TESSERA_BINARY(Add)
+  TESSERA_BINARY(Sub) TESSERA_BINARY(Mul) TESSERA_BINARY(Div) TESSERA_BINARY(Mod) TESSERA_BINARY(FloorDiv)
+      TESSERA_BINARY(FloorMod) TESSERA_BINARY(Min) TESSERA_BINARY(Max) TESSERA_BINARY(EQ) TESSERA_BINARY(NE)
+          TESSERA_BINARY(LT) TESSERA_BINARY(LE) TESSERA_BINARY(GT) TESSERA_BINARY(GE) TESSERA_BINARY(And)
+              TESSERA_BINARY(Or)
 #undef TESSERA_BINARY
 
-  Expr mutate_(const Select* op) override {
+                  Expr mutate_(const Select* op) override {
     Expr c = mutate(op->condition), t = mutate(op->true_value), f = mutate(op->false_value);
     int lanes = std::max<int>({c.type().lanes, t.type().lanes, f.type().lanes});
     if (lanes == 1) return Select::make(c, t, f);
@@ -124,7 +125,8 @@ class LoopVectorizer : public IRMutator {
   Stmt mutate_(const For* op) override {
     Stmt body = mutate(op->body);
     if (op->for_kind != ForKind::Vectorized) {
-      return body.same_as(op->body) ? Stmt(op) : For::make(op->var, op->min, op->extent, op->for_kind, body, op->pragmas);
+      return body.same_as(op->body) ? Stmt(op)
+                                    : For::make(op->var, op->min, op->extent, op->for_kind, body, op->pragmas);
     }
     const int64_t* lanes = as_const_int(op->extent);
     if (lanes && *lanes > 1 && *lanes <= 1024 && op->min.type().is_scalar()) {

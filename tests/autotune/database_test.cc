@@ -28,7 +28,9 @@ std::string temp_path(const std::string& name) {
   return p.string();
 }
 
-WorkloadEntry workload(const std::string& key, const std::string& structure = "s") { return {key, structure, "desc " + key, "def"}; }
+WorkloadEntry workload(const std::string& key, const std::string& structure = "s") {
+  return {key, structure, "desc " + key, "def"};
+}
 
 Record record(const std::string& w, const std::string& target, double seconds, const std::string& error = "") {
   Record r;
@@ -62,7 +64,8 @@ TEST(TuningDatabase, SimilarWorkloadsShareAStructure) {
   db.add_workload(workload("a", "conv3x3"));
   db.add_workload(workload("b", "conv3x3"));
   db.add_workload(workload("c", "matmul"));
-  db.commit({record("a", "llvm", 0.004), record("a", "llvm", 0.002), record("b", "llvm", 0.003), record("c", "llvm", 0.001)});
+  db.commit(
+      {record("a", "llvm", 0.004), record("a", "llvm", 0.002), record("b", "llvm", 0.003), record("c", "llvm", 0.001)});
   auto sim = db.similar("conv3x3", "b", "llvm", 5);
   ASSERT_EQ(sim.size(), 1u);  // a's best only, not b itself, not c
   EXPECT_EQ(sim[0].workload, "a");
@@ -72,7 +75,8 @@ TEST(TuningDatabase, SimilarWorkloadsShareAStructure) {
 TEST(TuningDatabase, ExportImportAndPrune) {
   TuningDatabase db(temp_path("export.db"));
   db.add_workload(workload("w"));
-  db.commit({record("w", "llvm", 0.004), record("w", "llvm", 0.002), record("w", "llvm", 0.003), record("w", "llvm", 0, "timeout")});
+  db.commit({record("w", "llvm", 0.004), record("w", "llvm", 0.002), record("w", "llvm", 0.003),
+             record("w", "llvm", 0, "timeout")});
   std::string text = db.export_jsonl();
   TuningDatabase copy(temp_path("import.db"));
   EXPECT_EQ(copy.import_jsonl(text), 4);
@@ -145,8 +149,8 @@ TEST(TuningDatabase, RecordsKeepTheirKindPolicyAndDecisions) {
     ASSERT_EQ(all.size(), 5u);
     std::vector<RecordKind> kinds;
     for (const auto& r : all) kinds.push_back(r.kind);
-    EXPECT_EQ(kinds, (std::vector<RecordKind>{RecordKind::Default, RecordKind::Tuned, RecordKind::Tuned, RecordKind::Transfer,
-                                              RecordKind::Custom}));
+    EXPECT_EQ(kinds, (std::vector<RecordKind>{RecordKind::Default, RecordKind::Tuned, RecordKind::Tuned,
+                                              RecordKind::Transfer, RecordKind::Custom}));
     EXPECT_EQ(all[0].found_by(), "default");
     EXPECT_EQ(all[1].found_by(), "evolutionary");
     EXPECT_FALSE(all[0].decisions.has_value());
@@ -165,8 +169,10 @@ TEST(TuningDatabase, RecordsKeepTheirKindPolicyAndDecisions) {
   check(copy);
   EXPECT_EQ(copy.export_jsonl(), text);
   // An unknown kind is a malformed line.
-  std::string bad = text.substr(0, text.find('\n') + 1) + R"({"record": {"workload": "w", "target": "llvm", "trace": [],)"
-                    R"( "costs": [0.001], "kind": "guessed"}})" "\n";
+  std::string bad = text.substr(0, text.find('\n') + 1) +
+                    R"({"record": {"workload": "w", "target": "llvm", "trace": [],)"
+                    R"( "costs": [0.001], "kind": "guessed"}})"
+                    "\n";
   try {
     TuningDatabase(temp_path("decisions_bad.db")).import_jsonl(bad);
     FAIL();
@@ -178,14 +184,21 @@ TEST(TuningDatabase, RecordsKeepTheirKindPolicyAndDecisions) {
 
 // Files exported by the version that stored kinds in the policy string still import.
 TEST(TuningDatabase, ImportsAnExportOfSchemaVersionOne) {
-  std::string trace = R"([{"attrs":{"factor":8},"kind":"split","loops":["i"],"outputs":["i.outer","i.inner"],"stage":"C"}])";
+  std::string trace =
+      R"([{"attrs":{"factor":8},"kind":"split","loops":["i"],"outputs":["i.outer","i.inner"],"stage":"C"}])";
   std::string old_export =
-      R"({"workload":{"definition":"def","description":"desc w","key":"w","structure_key":"s"}})" "\n"
-      R"({"record":{"costs":[0.004],"created":1.0,"error":"","policy":"default","target":"llvm","tessera_version":"0.1.0","trace":[],"trace_format":2,"workload":"w"}})" "\n"
+      R"({"workload":{"definition":"def","description":"desc w","key":"w","structure_key":"s"}})"
+      "\n"
+      R"({"record":{"costs":[0.004],"created":1.0,"error":"","policy":"default","target":"llvm","tessera_version":"0.1.0","trace":[],"trace_format":2,"workload":"w"}})"
+      "\n"
       R"({"record":{"costs":[0.002],"created":2.0,"error":"","policy":"evolutionary","target":"llvm","tessera_version":"0.1.0","trace":)" +
-      trace + R"(,"trace_format":2,"workload":"w"}})" "\n"
-      R"({"record":{"costs":[0.001],"created":3.0,"error":"","policy":"in-model","target":"llvm","tessera_version":"0.1.0","trace":[],"trace_format":2,"workload":"w"}})" "\n"
-      R"({"record":{"costs":[0.003],"target":"llvm","trace":[],"trace_format":2,"workload":"w"}})" "\n";
+      trace +
+      R"(,"trace_format":2,"workload":"w"}})"
+      "\n"
+      R"({"record":{"costs":[0.001],"created":3.0,"error":"","policy":"in-model","target":"llvm","tessera_version":"0.1.0","trace":[],"trace_format":2,"workload":"w"}})"
+      "\n"
+      R"({"record":{"costs":[0.003],"target":"llvm","trace":[],"trace_format":2,"workload":"w"}})"
+      "\n";
   TuningDatabase db(temp_path("old_export.db"));
   EXPECT_EQ(db.import_jsonl(old_export), 4);
   auto all = db.all("w", "llvm");
@@ -309,7 +322,8 @@ TEST(TuningDatabase, MigratesAFileOfSchemaVersionOne) {
   // The kind column keeps to the kinds.
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-  EXPECT_NE(sqlite3_exec(raw, "UPDATE records SET kind = 'guessed' WHERE id = 1", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_NE(sqlite3_exec(raw, "UPDATE records SET kind = 'guessed' WHERE id = 1", nullptr, nullptr, nullptr),
+            SQLITE_OK);
   sqlite3_close(raw);
   // Opened again: nothing left to migrate.
   EXPECT_EQ(TuningDatabase(path).all("w", "llvm").size(), 8u);
@@ -352,12 +366,15 @@ TEST(TuningDatabase, AMalformedRowNamesItsRecord) {
   r.decisions = SketchDecisions{"matmul_out:tile", {8}};
   int64_t id = db.commit({r})[0];
   run_sql(path, "UPDATE records SET decisions = '[8,' WHERE id = " + std::to_string(id));
-  for (auto lookup : {+[](const TuningDatabase& d) { d.all("w", "llvm"); }, +[](const TuningDatabase& d) { d.best("w", "llvm"); }}) {
+  for (auto lookup :
+       {+[](const TuningDatabase& d) { d.all("w", "llvm"); }, +[](const TuningDatabase& d) { d.best("w", "llvm"); }}) {
     try {
       lookup(db);
       FAIL();
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find(path + ": record " + std::to_string(id) + " is malformed"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(path + ": record " + std::to_string(id) + " is malformed"),
+                std::string::npos)
+          << e.what();
     }
   }
 }
@@ -382,7 +399,8 @@ TEST(TuningDatabase, ConcurrentWritersAndAKilledSession) {
   // Two processes commit 50 batches each at once; a third is killed while committing.
   auto writer = [&](int batches, double base) {
     TuningDatabase db(path);
-    for (int b = 0; b < batches; ++b) db.commit({record("w", "llvm", base + b * 1e-6), record("w", "llvm", base + b * 2e-6)});
+    for (int b = 0; b < batches; ++b)
+      db.commit({record("w", "llvm", base + b * 1e-6), record("w", "llvm", base + b * 2e-6)});
   };
   pid_t a = fork();
   if (a == 0) {
@@ -421,7 +439,8 @@ TEST(TuningDatabase, ConcurrentWriterThreads) {
   { TuningDatabase(path).add_workload(workload("w")); }
   auto writer = [&](double base) {
     TuningDatabase db(path);
-    for (int b = 0; b < 30; ++b) db.commit({record("w", "llvm", base + b * 1e-6), record("w", "llvm", base + b * 2e-6)});
+    for (int b = 0; b < 30; ++b)
+      db.commit({record("w", "llvm", base + b * 1e-6), record("w", "llvm", base + b * 2e-6)});
   };
   std::atomic<bool> writing{true};
   size_t last_seen = 0;

@@ -20,7 +20,9 @@ float feature(const std::vector<float>& f, const std::string& name) {
   return f[static_cast<size_t>(it - names.begin())];
 }
 
-std::vector<float> features_of(const SearchSpace& space, const Candidate& c) { return extract_features(space.lower(*space.apply(c))); }
+std::vector<float> features_of(const SearchSpace& space, const Candidate& c) {
+  return extract_features(space.lower(*space.apply(c)));
+}
 
 TEST(Features, FixedLengthAndNamed) {
   EXPECT_EQ(feature_names().size(), feature_count());
@@ -90,7 +92,8 @@ TEST(Features, IgnorePrefetches) {
   ASSERT_LT(prefetch, on.decisions.size());
   Candidate off = on;
   off.decisions[prefetch] = 0;
-  std::string with = tensor_ir::to_string(space.lower(*space.apply(on))), without = tensor_ir::to_string(space.lower(*space.apply(off)));
+  std::string with = tensor_ir::to_string(space.lower(*space.apply(on))),
+              without = tensor_ir::to_string(space.lower(*space.apply(off)));
   EXPECT_NE(with.find("prefetch("), std::string::npos);
   EXPECT_EQ(without.find("prefetch("), std::string::npos);
   EXPECT_EQ(features_of(space, on), features_of(space, off));

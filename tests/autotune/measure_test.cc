@@ -43,7 +43,9 @@ class MeasureTest : public ::testing::Test {
   }
 
   std::string default_trace() const {
-    return schedule::default_cpu_schedule(task.compute.outputs, task.compute.anchor, task.compute.hardware)->trace().to_json();
+    return schedule::default_cpu_schedule(task.compute.outputs, task.compute.anchor, task.compute.hardware)
+        ->trace()
+        .to_json();
   }
   std::string tiled_trace() const {
     schedule::Schedule s(task.compute.outputs);
@@ -98,14 +100,16 @@ TEST_F(MeasureTest, WrittenInputsAreRewrittenBeforeEachCallOrLeftAsTheyAre) {
   }
   Task wrong = task;
   wrong.written_inputs = {5};
-  EXPECT_EQ(Measurer(quick()).measure(wrong, "llvm", {"[]"})[0].error, "setup: written input 5: the kernel has 2 inputs");
+  EXPECT_EQ(Measurer(quick()).measure(wrong, "llvm", {"[]"})[0].error,
+            "setup: written input 5: the kernel has 2 inputs");
 }
 
 TEST_F(MeasureTest, TracesThatDoNotReplayAreErrors) {
   Measurer m(quick());
-  auto results = m.measure(task, "llvm",
-                           {R"([{"kind":"split","stage":"nope","loops":["i"],"attrs":{"factor":8},"outputs":["i.outer","i.inner"]}])",
-                            "not json", default_trace()});
+  auto results = m.measure(
+      task, "llvm",
+      {R"([{"kind":"split","stage":"nope","loops":["i"],"attrs":{"factor":8},"outputs":["i.outer","i.inner"]}])",
+       "not json", default_trace()});
   EXPECT_EQ(results[0].error.rfind("replay: ", 0), 0u) << results[0].error;
   EXPECT_NE(results[0].error.find("nope"), std::string::npos) << results[0].error;
   EXPECT_TRUE(results[0].costs.empty());

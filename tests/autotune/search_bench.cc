@@ -55,7 +55,8 @@ runtime::NDArray random_matrix(int64_t rows, int64_t cols, unsigned seed) {
 
 double max_diff(const runtime::NDArray& a, const runtime::NDArray& b) {
   double d = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) d = std::max(d, double(std::abs(a.data_as<float>()[i] - b.data_as<float>()[i])));
+  for (int64_t i = 0; i < a.numel(); ++i)
+    d = std::max(d, double(std::abs(a.data_as<float>()[i] - b.data_as<float>()[i])));
   return d;
 }
 
@@ -64,12 +65,19 @@ runtime::Kernel gemm_py_kernel(int64_t n) {
   const int64_t mr = 8, nr = 32;
   Tensor A = placeholder({Expr(n), Expr(n)}, runtime::kFloat32, "A");
   Tensor B = placeholder({Expr(n), Expr(n)}, runtime::kFloat32, "B");
-  Tensor Ap = compute({Expr(n / mr), Expr(n), Expr(mr)}, [&](const std::vector<Var>& v) { return A(v[0] * mr + v[2], v[1]); }, "Ap");
-  Tensor Bp = compute({Expr(n / nr), Expr(n), Expr(nr)}, [&](const std::vector<Var>& v) { return B(v[1], v[0] * nr + v[2]); }, "Bp");
+  Tensor Ap = compute(
+      {Expr(n / mr), Expr(n), Expr(mr)}, [&](const std::vector<Var>& v) { return A(v[0] * mr + v[2], v[1]); }, "Ap");
+  Tensor Bp = compute(
+      {Expr(n / nr), Expr(n), Expr(nr)}, [&](const std::vector<Var>& v) { return B(v[1], v[0] * nr + v[2]); }, "Bp");
   IterVar k = reduce_axis(Range(Expr(0), Expr(n)), "k");
-  Tensor C = compute({Expr(n), Expr(n)}, [&](const std::vector<Var>& v) {
-    return sum(Ap(floordiv(v[0], Expr(mr)), k, floormod(v[0], Expr(mr))) * Bp(floordiv(v[1], Expr(nr)), k, floormod(v[1], Expr(nr))), {k});
-  }, "C");
+  Tensor C = compute(
+      {Expr(n), Expr(n)},
+      [&](const std::vector<Var>& v) {
+        return sum(Ap(floordiv(v[0], Expr(mr)), k, floormod(v[0], Expr(mr))) *
+                       Bp(floordiv(v[1], Expr(nr)), k, floormod(v[1], Expr(nr))),
+                   {k});
+      },
+      "C");
   schedule::Schedule s({C});
   Tensor CC = s.cache_write(C, "local");
   auto& c = s[C];
@@ -99,15 +107,16 @@ struct Result {
 
 // Under a loaded machine single timings drift: the finalists are re-timed in alternation and
 // each keeps its best.
-std::vector<double> retime(const std::vector<runtime::Kernel>& kernels, const std::vector<runtime::NDArray>& args, int rounds) {
+std::vector<double> retime(const std::vector<runtime::Kernel>& kernels, const std::vector<runtime::NDArray>& args,
+                           int rounds) {
   std::vector<double> best(kernels.size(), 1e30);
   for (int r = 0; r < rounds; ++r)
     for (size_t i = 0; i < kernels.size(); ++i) best[i] = std::min(best[i], time_kernel(kernels[i], args));
   return best;
 }
 
-Result search(const autotune::Task& task, const std::string& kind, int trials, const std::vector<runtime::NDArray>& args,
-              const runtime::NDArray& reference, double flops) {
+Result search(const autotune::Task& task, const std::string& kind, int trials,
+              const std::vector<runtime::NDArray>& args, const runtime::NDArray& reference, double flops) {
   autotune::SearchSpace space(task.compute);
   autotune::CostModel model(1);
   auto policy = autotune::make_policy(task, "llvm", kind, &model, 1, {});
@@ -138,8 +147,8 @@ Result search(const autotune::Task& task, const std::string& kind, int trials, c
     }
     policy->update(batch, costs);
     done += static_cast<int>(batch.size());
-    std::printf("  %-12s %4d trials  best %7.1f GFLOP/s  (%d failed, %.0f s)\n", kind.c_str(), done, flops / r.best / 1e9, failed,
-                seconds_since(start));
+    std::printf("  %-12s %4d trials  best %7.1f GFLOP/s  (%d failed, %.0f s)\n", kind.c_str(), done,
+                flops / r.best / 1e9, failed, seconds_since(start));
     std::fflush(stdout);
   }
   return r;
@@ -153,10 +162,12 @@ int main(int argc, char** argv) {
   std::string which = argc > 3 ? argv[3] : "both";
   double flops = 2.0 * n * n * n;
   std::string m = "float32[" + std::to_string(n) + ", " + std::to_string(n) + "]";
-  autotune::Task task = autotune::task_from_kernel("def @main(%p0: " + m + ", %p1: " + m + ") -> " + m + " {\n  matmul(%p0, %p1, packed_columns=0)\n}\n",
-                                                     targets::Target::parse("llvm").hardware());
+  autotune::Task task = autotune::task_from_kernel(
+      "def @main(%p0: " + m + ", %p1: " + m + ") -> " + m + " {\n  matmul(%p0, %p1, packed_columns=0)\n}\n",
+      targets::Target::parse("llvm").hardware());
   autotune::SearchSpace space(task.compute);
-  std::vector<runtime::NDArray> args = {random_matrix(n, n, 1), random_matrix(n, n, 2), runtime::NDArray::empty({n, n}, runtime::kFloat32)};
+  std::vector<runtime::NDArray> args = {random_matrix(n, n, 1), random_matrix(n, n, 2),
+                                        runtime::NDArray::empty({n, n}, runtime::kFloat32)};
 
   auto hand = gemm_py_kernel(n);
   hand(args);
@@ -165,8 +176,10 @@ int main(int argc, char** argv) {
   auto def = space.lower(*space.apply(autotune::SearchSpace::default_candidate()), "template");
   auto templ = targets::build({def}, targets::Target::parse("llvm"))->get_kernel("template");
   auto hand_times = retime({hand, templ}, args, 3);
-  std::printf("GEMM %lldx%lldx%lld float32\n  examples/gemm.py schedule: %7.1f GFLOP/s\n  matmul template:           %7.1f GFLOP/s\n",
-              (long long)n, (long long)n, (long long)n, flops / hand_times[0] / 1e9, flops / hand_times[1] / 1e9);
+  std::printf(
+      "GEMM %lldx%lldx%lld float32\n  examples/gemm.py schedule: %7.1f GFLOP/s\n  matmul template:           %7.1f "
+      "GFLOP/s\n",
+      (long long)n, (long long)n, (long long)n, flops / hand_times[0] / 1e9, flops / hand_times[1] / 1e9);
   std::fflush(stdout);
   for (const std::string kind : {"random", "evolutionary"}) {
     if (which != "both" && which != kind) continue;
@@ -174,13 +187,17 @@ int main(int argc, char** argv) {
     if (r.trace.empty()) continue;
     auto best = space.lower(*space.replay(r.trace), "best");
     auto t = retime({hand, templ, targets::build({best}, targets::Target::parse("llvm"))->get_kernel("best")}, args, 5);
-    std::printf("best %s candidate, re-timed against the hand schedules: %.1f GFLOP/s = %.0f%% of gemm.py's (%.1f), %.0f%% of the "
-                "template's (%.1f)\n%s\n",
-                kind.c_str(), flops / t[2] / 1e9, 100 * t[0] / t[2], flops / t[0] / 1e9, 100 * t[1] / t[2], flops / t[1] / 1e9,
-                space.replay(r.trace)->trace().to_code().c_str());
-    std::printf("RESULT {\"bench\": \"search_gemm\", \"case\": \"%lld\", \"policy\": \"%s\", \"trials\": %d, \"best_gflops\": %.1f, "
-                "\"gemm_py_gflops\": %.1f, \"template_gflops\": %.1f}\n",
-                (long long)n, kind.c_str(), trials, flops / t[2] / 1e9, flops / t[0] / 1e9, flops / t[1] / 1e9);
+    std::printf(
+        "best %s candidate, re-timed against the hand schedules: %.1f GFLOP/s = %.0f%% of gemm.py's (%.1f), %.0f%% of "
+        "the "
+        "template's (%.1f)\n%s\n",
+        kind.c_str(), flops / t[2] / 1e9, 100 * t[0] / t[2], flops / t[0] / 1e9, 100 * t[1] / t[2], flops / t[1] / 1e9,
+        space.replay(r.trace)->trace().to_code().c_str());
+    std::printf(
+        "RESULT {\"bench\": \"search_gemm\", \"case\": \"%lld\", \"policy\": \"%s\", \"trials\": %d, \"best_gflops\": "
+        "%.1f, "
+        "\"gemm_py_gflops\": %.1f, \"template_gflops\": %.1f}\n",
+        (long long)n, kind.c_str(), trials, flops / t[2] / 1e9, flops / t[0] / 1e9, flops / t[1] / 1e9);
     std::fflush(stdout);
   }
 }

@@ -17,7 +17,8 @@ TEST(SearchSpace, SamplesComputeTheDefaultSchedulesResults) {
     std::mt19937_64 rng(21);
     for (int i = 0; i < 4; ++i) {
       Candidate c = space.sample(rng);
-      SCOPED_TRACE(task.workload.key + " " + space.sketches()[c.sketch].name + "\n" + space.apply(c)->trace().to_code());
+      SCOPED_TRACE(task.workload.key + " " + space.sketches()[c.sketch].name + "\n" +
+                   space.apply(c)->trace().to_code());
       auto args = make_args(space, 11);
       run(space, c, args);
       size_t first_output = space.compute().inputs.size();

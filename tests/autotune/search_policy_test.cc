@@ -119,7 +119,8 @@ TEST(SearchPolicy, DatabaseRecordsAreNotProposedAgain) {
   while (records.size() < 6) {
     Candidate c = space.sample(rng);
     // Half with their decisions, half without (written before decisions were stored).
-    records.push_back(record_of(space.trace_json(c), records.size() % 2 ? std::optional(space.stored(c)) : std::nullopt));
+    records.push_back(
+        record_of(space.trace_json(c), records.size() % 2 ? std::optional(space.stored(c)) : std::nullopt));
   }
   records.push_back(record_of("[]"));  // the unscheduled kernel replays too, though no sketch makes it
   SearchOptions small;
@@ -208,7 +209,8 @@ TEST(SearchPolicy, EvolutionFindsCandidatesTheModelRanksAboveRandomSamples) {
   auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); };
   auto picked_scores = model.predict(picked), random_scores = model.predict(randoms);
   EXPECT_GT(mean(picked_scores), mean(random_scores));
-  EXPECT_GE(*std::min_element(picked_scores.begin(), picked_scores.end()), *std::max_element(random_scores.begin(), random_scores.end()) * 0.9);
+  EXPECT_GE(*std::min_element(picked_scores.begin(), picked_scores.end()),
+            *std::max_element(random_scores.begin(), random_scores.end()) * 0.9);
   // And by the synthetic truth the model learned.
   std::vector<double> picked_costs, random_costs;
   for (const auto& f : picked) picked_costs.push_back(synthetic_cost(f));

@@ -36,11 +36,11 @@ const StageSketch* stage_of(const Sketch& sketch, const std::string& stage) {
 TEST(SketchRules, Analyses) {
   Task mm = matmul_task(48, 64, 32);
   schedule::Schedule s(mm.compute.outputs);
-  EXPECT_TRUE(has_data_reuse(s.stage("matmul").op()));            // A ignores j, B ignores i
+  EXPECT_TRUE(has_data_reuse(s.stage("matmul").op()));              // A ignores j, B ignores i
   EXPECT_FALSE(strictly_inlinable(s.stage("matmul_packed").op()));  // a select: its place is sampled
   Task sm = softmax_task();
   schedule::Schedule t(sm.compute.outputs);
-  EXPECT_FALSE(has_data_reuse(t.stage("softmax_max").op()));  // a row reduction reads every element once
+  EXPECT_FALSE(has_data_reuse(t.stage("softmax_max").op()));      // a row reduction reads every element once
   EXPECT_FALSE(strictly_inlinable(t.stage("softmax_exp").op()));  // exp is expensive to repeat
   Task conv = conv_task();
   schedule::Schedule u(conv.compute.outputs);
@@ -62,8 +62,9 @@ TEST(SketchRules, MatmulTilesTheProductAtTheOutputsTile) {
   // where the product goes, the packing's place, and unrolling.
   std::vector<std::string> names;
   for (const auto& spec : space.layout(2)) names.push_back(spec.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"matmul_out.i", "matmul_out.j", "matmul_out.parallel", "matmul.at", "matmul.k",
-                                             "matmul_packed.place", "matmul_packed.vector", "matmul_packed.parallel", "matmul.unroll"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"matmul_out.i", "matmul_out.j", "matmul_out.parallel", "matmul.at",
+                                             "matmul.k", "matmul_packed.place", "matmul_packed.vector",
+                                             "matmul_packed.parallel", "matmul.unroll"}));
   EXPECT_EQ(space.layout(2)[0].levels, 3);
   EXPECT_EQ(space.layout(2)[1].vector_lanes, 16);
 }
@@ -101,7 +102,8 @@ TEST(SketchRules, TemplateKnobsAreASketchWhoseFirstOptionsAreTheDefault) {
     EXPECT_EQ(spec.kind, DecisionSpec::Kind::Choice);
     own.decisions.push_back(spec.options.at(0));
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"matmul.parallel", "matmul.panel_outer", "matmul.k_unroll", "matmul.prefetch"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"matmul.parallel", "matmul.panel_outer", "matmul.k_unroll", "matmul.prefetch"}));
   EXPECT_EQ(space.layout(1)[2].options, (std::vector<int64_t>{4, 2, 8}));
   std::string default_trace = space.trace_json(SearchSpace::default_candidate());
   EXPECT_EQ(space.trace_json(own), default_trace);
@@ -121,12 +123,12 @@ TEST(SketchRules, TemplateKnobsAreASketchWhoseFirstOptionsAreTheDefault) {
   EXPECT_EQ(depthwise.layout(1)[1].options, (std::vector<int64_t>{4, 2, 1}));
   EXPECT_EQ(depthwise.layout(1)[2].options, (std::vector<int64_t>{0, 1, 2}));
   // Rows of 14 at stride 1 take a copy per block of rows first.
-  Task rows_of_14 = host_task(kernel(
-      "%p0: float32[1, 8, 14, 14], %p1: float32[8, 1, 3, 3]", "float32[1, 8, 14, 14]",
-      "  %0 = fn [primitive=1] (%a: float32[1, 8, 14, 14], %w: float32[8, 1, 3, 3]) -> float32[1, 8, 14, 14] {\n"
-      "    conv(%a, %w, dilations=[], groups=8, packed_channels=0, pads=[1, 1, 1, 1], strides=[1, 1])\n"
-      "  };",
-      "%p0, %p1"));
+  Task rows_of_14 = host_task(
+      kernel("%p0: float32[1, 8, 14, 14], %p1: float32[8, 1, 3, 3]", "float32[1, 8, 14, 14]",
+             "  %0 = fn [primitive=1] (%a: float32[1, 8, 14, 14], %w: float32[8, 1, 3, 3]) -> float32[1, 8, 14, 14] {\n"
+             "    conv(%a, %w, dilations=[], groups=8, packed_channels=0, pads=[1, 1, 1, 1], strides=[1, 1])\n"
+             "  };",
+             "%p0, %p1"));
   EXPECT_EQ(SearchSpace(rows_of_14.compute).layout(1)[2].options, (std::vector<int64_t>{2, 0, 1}));
   // Kernels whose templates have no knobs get no such sketch.
   EXPECT_FALSE(has_sketch(SearchSpace(elementwise_task().compute), "template_knobs"));
@@ -148,7 +150,8 @@ TEST(SketchRules, ReductionsWithoutReuseGetRowsAndRfactorVariants) {
   EXPECT_TRUE(has_sketch(space, "softmax:rows softmax_sum:rfactor softmax_exp:rows softmax_max:rfactor"))
       << ::testing::PrintToString(sketch_names(space));
   SearchSpace sum(reduce_task().compute);
-  EXPECT_EQ(sketch_names(sum), (std::vector<std::string>{"default", "reduce_sum:reduce_rows"}));  // 12 < 16 lanes: no rfactor
+  EXPECT_EQ(sketch_names(sum),
+            (std::vector<std::string>{"default", "reduce_sum:reduce_rows"}));  // 12 < 16 lanes: no rfactor
 }
 
 TEST(SearchSpace, DefaultCandidateIsTheTemplatesSchedule) {

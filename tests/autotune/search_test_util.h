@@ -21,7 +21,8 @@ inline schedule::HardwareParams host_hardware() { return targets::Target::parse(
 inline Task host_task(const std::string& kernel_text) { return task_from_kernel(kernel_text, host_hardware()); }
 
 // A kernel module in the form extract_tasks gives: main calls one op or one fused function.
-inline std::string kernel(const std::string& params, const std::string& result, const std::string& body, const std::string& args) {
+inline std::string kernel(const std::string& params, const std::string& result, const std::string& body,
+                          const std::string& args) {
   return "def @main(" + params + ") -> " + result + " {\n" + body + "\n  " + "%0(" + args + ")\n}\n";
 }
 
@@ -29,14 +30,16 @@ inline Task matmul_task(int64_t m, int64_t n, int64_t k) {
   std::string a = "float32[" + std::to_string(m) + ", " + std::to_string(k) + "]";
   std::string b = "float32[" + std::to_string(k) + ", " + std::to_string(n) + "]";
   std::string c = "float32[" + std::to_string(m) + ", " + std::to_string(n) + "]";
-  return host_task("def @main(%p0: " + a + ", %p1: " + b + ") -> " + c + " {\n  matmul(%p0, %p1, packed_columns=0)\n}\n");
+  return host_task("def @main(%p0: " + a + ", %p1: " + b + ") -> " + c +
+                   " {\n  matmul(%p0, %p1, packed_columns=0)\n}\n");
 }
 
 // conv 3x3 with padding, then bias and relu: a fused group (padding producer, epilogue consumer).
 inline Task conv_task() {
   return host_task(kernel(
       "%p0: float32[1, 16, 14, 14], %p1: float32[32, 16, 3, 3], %p2: float32[1, 32, 1, 1]", "float32[1, 32, 14, 14]",
-      "  %0 = fn [primitive=1] (%a: float32[1, 16, 14, 14], %w: float32[32, 16, 3, 3], %b: float32[1, 32, 1, 1]) -> float32[1, 32, 14, 14] {\n"
+      "  %0 = fn [primitive=1] (%a: float32[1, 16, 14, 14], %w: float32[32, 16, 3, 3], %b: float32[1, 32, 1, 1]) -> "
+      "float32[1, 32, 14, 14] {\n"
       "    %1 = conv(%a, %w, dilations=[], groups=1, packed_channels=0, pads=[1, 1, 1, 1], strides=[]);\n"
       "    %2 = add(%1, %b);\n"
       "    relu(%2)\n"
@@ -65,29 +68,32 @@ inline Task softmax_task() {
 }
 
 inline Task reduce_task() {
-  return host_task("def @main(%p0: float32[4, 8, 10, 12]) -> float32[4, 8, 1, 1] {\n  reduce_sum(%p0, axes=[2, 3], keepdims=1)\n}\n");
+  return host_task(
+      "def @main(%p0: float32[4, 8, 10, 12]) -> float32[4, 8, 1, 1] {\n  reduce_sum(%p0, axes=[2, 3], "
+      "keepdims=1)\n}\n");
 }
 
 // add, exp, mul fused: the add is always inlined, the exp's place is sampled.
 inline Task fused_elementwise_task() {
   return host_task(kernel("%p0: float32[16, 200], %p1: float32[16, 200]", "float32[16, 200]",
-                                 "  %0 = fn [primitive=1] (%a: float32[16, 200], %b: float32[16, 200]) -> float32[16, 200] {\n"
-                                 "    %1 = add(%a, %b);\n"
-                                 "    %2 = exp(%1);\n"
-                                 "    mul(%2, %a)\n"
-                                 "  };",
-                                 "%p0, %p1"));
+                          "  %0 = fn [primitive=1] (%a: float32[16, 200], %b: float32[16, 200]) -> float32[16, 200] {\n"
+                          "    %1 = add(%a, %b);\n"
+                          "    %2 = exp(%1);\n"
+                          "    mul(%2, %a)\n"
+                          "  };",
+                          "%p0, %p1"));
 }
 
 // matmul with bias and relu fused: the product is computed at the tiles of the relu.
 inline Task dense_task() {
-  return host_task(kernel("%p0: float32[24, 40], %p1: float32[40, 48], %p2: float32[48]", "float32[24, 48]",
-                                 "  %0 = fn [primitive=1] (%a: float32[24, 40], %w: float32[40, 48], %b: float32[48]) -> float32[24, 48] {\n"
-                                 "    %1 = matmul(%a, %w, packed_columns=0);\n"
-                                 "    %2 = add(%1, %b);\n"
-                                 "    relu(%2)\n"
-                                 "  };",
-                                 "%p0, %p1, %p2"));
+  return host_task(kernel(
+      "%p0: float32[24, 40], %p1: float32[40, 48], %p2: float32[48]", "float32[24, 48]",
+      "  %0 = fn [primitive=1] (%a: float32[24, 40], %w: float32[40, 48], %b: float32[48]) -> float32[24, 48] {\n"
+      "    %1 = matmul(%a, %w, packed_columns=0);\n"
+      "    %2 = add(%1, %b);\n"
+      "    relu(%2)\n"
+      "  };",
+      "%p0, %p1, %p2"));
 }
 
 // C = A·B written directly in the DSL: the output accumulates itself (no packing, no epilogue),
@@ -97,7 +103,8 @@ inline Task te_gemm_task(int64_t n) {
   Tensor a = placeholder({Expr(n), Expr(n)}, runtime::kFloat32, "A");
   Tensor b = placeholder({Expr(n), Expr(n)}, runtime::kFloat32, "B");
   IterVar k = reduce_axis(Range(Expr(0), Expr(n)), "k");
-  Tensor c = compute({Expr(n), Expr(n)}, [&](const std::vector<Var>& i) { return sum(a(i[0], k) * b(k, i[1]), {k}); }, "C", "matmul");
+  Tensor c = compute(
+      {Expr(n), Expr(n)}, [&](const std::vector<Var>& i) { return sum(a(i[0], k) * b(k, i[1]), {k}); }, "C", "matmul");
   Task t;
   t.compute.inputs = {a, b};
   t.compute.outputs = {c};
@@ -107,7 +114,7 @@ inline Task te_gemm_task(int64_t n) {
 }
 
 inline std::vector<Task> all_tasks() {
-  return {matmul_task(48, 64, 32), conv_task(), depthwise_task(), elementwise_task(), softmax_task(), reduce_task(),
+  return {matmul_task(48, 64, 32),  conv_task(),  depthwise_task(), elementwise_task(), softmax_task(), reduce_task(),
           fused_elementwise_task(), dense_task(), te_gemm_task(40)};
 }
 
@@ -138,7 +145,8 @@ inline void run(const SearchSpace& space, const Candidate& c, const std::vector<
 
 inline double max_abs_diff(const runtime::NDArray& a, const runtime::NDArray& b) {
   double d = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) d = std::max(d, std::fabs(double(a.data_as<float>()[i]) - b.data_as<float>()[i]));
+  for (int64_t i = 0; i < a.numel(); ++i)
+    d = std::max(d, std::fabs(double(a.data_as<float>()[i]) - b.data_as<float>()[i]));
   return d;
 }
 

@@ -69,7 +69,8 @@ TEST(Build, InputErrorsNameTheInput) {
     r.executor->run({filled({3, 2}, 0)});
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("input 'image': expected shape (2, 2), got (3, 2)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("input 'image': expected shape (2, 2), got (3, 2)"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(r.executor->input_index("label"), Error);
 }

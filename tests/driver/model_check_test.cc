@@ -42,7 +42,8 @@ autotune::Record record(const autotune::Task& task, const std::string& target, c
 
 // A database whose default record holds the template's schedule and whose fastest record alone
 // (1 us, faster than anything could run) holds `tuned`.
-std::string database(const std::string& name, const autotune::Task& task, const std::string& target, const std::string& tuned) {
+std::string database(const std::string& name, const autotune::Task& task, const std::string& target,
+                     const std::string& tuned) {
   std::string path = (tessera::testing::test_temp_dir() / name).string();
   std::filesystem::remove(path);
   autotune::TuningDatabase db(path);

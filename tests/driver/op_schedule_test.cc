@@ -83,11 +83,20 @@ std::map<std::string, Sample> explicit_samples() {
 // Values for required attributes, by name, fitting arguments of shape [2, 3, 4, 4].
 Attrs required_attrs(const OpDef& def) {
   using Ints = std::vector<int64_t>;
-  static const std::map<std::string, AttrValue> values = {
-      {"shape", Ints{2, 3, 16}}, {"axes", Ints{0}}, {"sizes", Ints{1, 1}}, {"kernel", Ints{2, 2}},
-      {"starts", Ints{0}}, {"ends", Ints{1}}, {"pads", Ints{0, 0, 1, 1, 0, 0, 1, 1}}, {"repeats", Ints{1, 1, 1, 2}},
-      {"blocksize", int64_t(2)}, {"depth", int64_t(3)}, {"k", int64_t(2)}, {"size", int64_t(3)}, {"block", int64_t(4)},
-      {"input_shape", Ints{2, 3, 5, 5}}};
+  static const std::map<std::string, AttrValue> values = {{"shape", Ints{2, 3, 16}},
+                                                          {"axes", Ints{0}},
+                                                          {"sizes", Ints{1, 1}},
+                                                          {"kernel", Ints{2, 2}},
+                                                          {"starts", Ints{0}},
+                                                          {"ends", Ints{1}},
+                                                          {"pads", Ints{0, 0, 1, 1, 0, 0, 1, 1}},
+                                                          {"repeats", Ints{1, 1, 1, 2}},
+                                                          {"blocksize", int64_t(2)},
+                                                          {"depth", int64_t(3)},
+                                                          {"k", int64_t(2)},
+                                                          {"size", int64_t(3)},
+                                                          {"block", int64_t(4)},
+                                                          {"input_shape", Ints{2, 3, 5, 5}}};
   Attrs attrs;
   for (const auto& spec : def.attrs) {
     auto it = values.find(spec.name);

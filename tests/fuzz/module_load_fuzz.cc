@@ -46,7 +46,8 @@ std::string reseal(std::string bytes) {
 
 std::string write_temp(const std::string& bytes) {
   const std::string path = (testing::test_temp_dir() / "input.tsm").string();
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return path;
 }
 

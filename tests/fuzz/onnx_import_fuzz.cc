@@ -7,8 +7,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tessera;
-  fuzz::expect_only_errors([&] {
-    frontend::onnx::import_model_bytes(fuzz::as_string(data, size), testing::test_temp_dir().string(), {});
-  });
+  fuzz::expect_only_errors(
+      [&] { frontend::onnx::import_model_bytes(fuzz::as_string(data, size), testing::test_temp_dir().string(), {}); });
   return 0;
 }

@@ -15,8 +15,9 @@ void replay_on_matmul(const schedule::Trace& trace) {
   Tensor a = placeholder({Expr(int64_t(12)), Expr(int64_t(8))}, runtime::kFloat32, "A");
   Tensor b = placeholder({Expr(int64_t(8)), Expr(int64_t(10))}, runtime::kFloat32, "B");
   IterVar k = reduce_axis(Range(Expr(int64_t(0)), Expr(int64_t(8))), "k");
-  Tensor c = compute({Expr(int64_t(12)), Expr(int64_t(10))},
-                     [&](const std::vector<Var>& i) { return sum(a(i[0], k) * b(k, i[1]), {k}); }, "C");
+  Tensor c = compute(
+      {Expr(int64_t(12)), Expr(int64_t(10))},
+      [&](const std::vector<Var>& i) { return sum(a(i[0], k) * b(k, i[1]), {k}); }, "C");
   schedule::Schedule s({c});
   trace.apply(s);
   schedule::lower(s, {a, b, c}, "kernel");

@@ -16,9 +16,9 @@
 namespace tessera::relay_ir {
 namespace {
 
+using runtime::kFloat32;
 using testing::constant_of;
 using testing::f32;
-using runtime::kFloat32;
 
 // Runs f on a thread with a `bytes`-sized stack and rethrows what it throws.
 void run_with_stack(size_t bytes, const std::function<void()>& f) {
@@ -60,7 +60,8 @@ TEST(RelayDeepGraph, TwentyThousandNodeChain) {
   Module parsed;
   run_with_stack(1 << 20, [&] {
     std::string text = to_text(m);
-    EXPECT_NE(text.find("  %0 = constant(float32[4], [1, 2, 3, 4]);\n  %1 = add(%x, %0);\n  %2 = relu(%1);\n"), std::string::npos);
+    EXPECT_NE(text.find("  %0 = constant(float32[4], [1, 2, 3, 4]);\n  %1 = add(%x, %0);\n  %2 = relu(%1);\n"),
+              std::string::npos);
     EXPECT_NE(text.find("  relu(%19999)\n}\n"), std::string::npos);
     parsed = parse_module(text);
     EXPECT_EQ(to_text(parsed), text);

@@ -200,13 +200,15 @@ TEST(AlterOpLayout, ConstantConvWeightComesPacked) {
   conv(%x, )" + w + R"()
 })";
   std::string out = R"(def @main(%x: float32[1, 1, 4, 4]) -> float32[1, 16, 4, 3] {
-  %0 = conv_pack_weight()" + w + R"(, block=16);
+  %0 = conv_pack_weight()" +
+                    w + R"(, block=16);
   conv(%x, %0, packed_channels=16, vector_bytes=64, vector_registers=32)
 })";
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
   // For AVX2's 32-byte registers, two vectors of 8 channels, and the call says so.
   std::string avx2 = R"(def @main(%x: float32[1, 1, 4, 4]) -> float32[1, 16, 4, 3] {
-  %0 = conv_pack_weight()" + w + R"(, block=16);
+  %0 = conv_pack_weight()" +
+                     w + R"(, block=16);
   conv(%x, %0, packed_channels=16, vector_bytes=32, vector_registers=16)
 })";
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in, {32, 16}), canonical(avx2));
@@ -220,7 +222,8 @@ TEST(AlterOpLayout, PointwiseConvWeightComesInRowTiles) {
   conv(%x, )" + w + R"()
 })";
   std::string out = R"(def @main(%x: float32[1, 2, 4, 4]) -> float32[1, 12, 4, 4] {
-  %0 = conv_pack_weight()" + w + R"(, block=8);
+  %0 = conv_pack_weight()" +
+                    w + R"(, block=8);
   conv(%x, %0, packed_channels=12, vector_bytes=64, vector_registers=32)
 })";
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
@@ -236,7 +239,8 @@ TEST(AlterOpLayout, ThreeByThreeConvWeightComesWinogradTransformed) {
   conv(%x, )" + w + R"(, pads=[1, 1, 1, 1])
 })";
   std::string out = R"(def @main(%x: float32[1, 8, 12, 12]) -> float32[1, 16, 12, 12] {
-  %0 = conv_winograd_weight()" + w + R"(, vector_bytes=64, vector_registers=32);
+  %0 = conv_winograd_weight()" +
+                    w + R"(, vector_bytes=64, vector_registers=32);
   conv(%x, %0, packed_channels=16, pads=[1, 1, 1, 1], vector_bytes=64, vector_registers=32)
 })";
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
@@ -253,15 +257,19 @@ TEST(AlterOpLayout, ProductsPackTheirConstantRightOperand) {
   // gemm's transposed B is packed transposed; a weight computed from constants counts as one.
   std::string b = counting("float32[16, 2]", 32);
   std::string in = R"(def @main(%a: float32[1, 2], %c: float32[3, 2]) -> (float32[1, 16], float32[3, 16]) {
-  %0 = gemm(%a, )" + b + R"(, trans_b=1);
-  %1 = transpose()" + b + R"(, perm=[1, 0]);
+  %0 = gemm(%a, )" +
+                   b + R"(, trans_b=1);
+  %1 = transpose()" +
+                   b + R"(, perm=[1, 0]);
   %2 = matmul(%c, %1);
   (%0, %2)
 })";
   std::string out = R"(def @main(%a: float32[1, 2], %c: float32[3, 2]) -> (float32[1, 16], float32[3, 16]) {
-  %0 = matmul_pack_weight()" + b + R"(, trans=1, vector_bytes=64, vector_registers=32);
+  %0 = matmul_pack_weight()" +
+                    b + R"(, trans=1, vector_bytes=64, vector_registers=32);
   %1 = gemm(%a, %0, packed_columns=16, vector_bytes=64, vector_registers=32);
-  %2 = transpose()" + b + R"(, perm=[1, 0]);
+  %2 = transpose()" +
+                    b + R"(, perm=[1, 0]);
   %3 = matmul_pack_weight(%2, vector_bytes=64, vector_registers=32);
   %4 = matmul(%c, %3, packed_columns=16, vector_bytes=64, vector_registers=32);
   (%1, %4)
@@ -275,8 +283,10 @@ TEST(AlterOpLayout, LeavesWeightsItCannotPrepack) {
   std::string in = R"(def @main(%x: float32[1, 2, 4, 4], %w: float32[16, 2, 1, 2], %a: float32[4, 2])
     -> (float32[1, 16, 4, 3], float32[1, 2, 4, 3], float32[4, 3]) {
   %0 = conv(%x, %w);
-  %1 = conv(%x, )" + counting("float32[2, 1, 1, 2]", 4) + R"(, groups=2);
-  %2 = matmul(%a, )" + counting("float32[2, 3]", 6) + R"();
+  %1 = conv(%x, )" +
+                   counting("float32[2, 1, 1, 2]", 4) + R"(, groups=2);
+  %2 = matmul(%a, )" +
+                   counting("float32[2, 3]", 6) + R"();
   (%0, %1, %2)
 })";
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(in));
@@ -301,7 +311,8 @@ TEST(FoldBatchNorm, IntoConvolutionWeightsAndBias) {
       constant(float32[2], [5, 6]), constant(float32[2], [7, 8]))";
   std::string in = R"(def @main(%x: float32[1, 1, 3, 3]) -> float32[1, 2, 3, 3] {
   %0 = conv(%x, constant(float32[2, 1, 1, 1], [1, 2]), constant(float32[2], [9, 10]));
-  batch_norm(%0, )" + params + R"(, epsilon=0.5)
+  batch_norm(%0, )" +
+                   params + R"(, epsilon=0.5)
 })";
   // s = scale / sqrt(var + eps); W * s per output channel; (b - mean) * s + bias.
   std::string out = R"(def @main(%x: float32[1, 1, 3, 3]) -> float32[1, 2, 3, 3] {
@@ -323,10 +334,14 @@ TEST(FoldBatchNorm, IntoProducts) {
       constant(float32[3], [7, 8, 9]), constant(float32[3], [1, 1, 1]))";
   std::string b = "constant(float32[2, 3], [1, 2, 3, 4, 5, 6])";
   std::string in = R"(def @main(%a: float32[4, 2]) -> (float32[4, 3], float32[4, 3]) {
-  %0 = gemm(%a, )" + b + R"(, constant(float32[3], [1, 1, 1]), beta=2);
-  %1 = batch_norm(%0, )" + params + R"();
-  %2 = matmul(%a, )" + b + R"();
-  %3 = batch_norm(%2, )" + params + R"();
+  %0 = gemm(%a, )" +
+                   b + R"(, constant(float32[3], [1, 1, 1]), beta=2);
+  %1 = batch_norm(%0, )" +
+                   params + R"();
+  %2 = matmul(%a, )" +
+                   b + R"();
+  %3 = batch_norm(%2, )" +
+                   params + R"();
   (%1, %3)
 })";
   // gemm: B's columns scaled, C' = (beta * C - mean) * s + bias with beta 1; matmul: B's

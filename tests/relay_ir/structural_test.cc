@@ -9,9 +9,9 @@
 namespace tessera::relay_ir {
 namespace {
 
+using runtime::kFloat32;
 using testing::constant_of;
 using testing::f32;
-using runtime::kFloat32;
 
 // Checks a == b both ways and that they hash alike.
 void expect_equal(const Expr& a, const Expr& b, bool map_free_vars = false) {

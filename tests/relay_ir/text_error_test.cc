@@ -32,7 +32,8 @@ TEST(RelayTextErrors, UnknownOperatorIsNamedWithSuggestions) {
 }
 
 TEST(RelayTextErrors, UnknownAttributeNamesTheOpsAttributes) {
-  expect_error("def @main(%x: float32[2]) {\n  add(%x, %x, alpha=1)\n}", "2:3", "add: unknown attribute 'alpha' (it has: none)");
+  expect_error("def @main(%x: float32[2]) {\n  add(%x, %x, alpha=1)\n}", "2:3",
+               "add: unknown attribute 'alpha' (it has: none)");
 }
 
 TEST(RelayTextErrors, BadTypes) {
@@ -41,20 +42,24 @@ TEST(RelayTextErrors, BadTypes) {
   expect_error("def @main(%x: float32) { %x }", "1:22", "expected '[' after the element type float32");
   expect_error("def @main(%x: float32[2.5]) { %x }", "1:23", "expected a dimension, found '2.5'");
   expect_error("def @main(%x: (float32[2])) { %x }", "1:15", "a one-element tuple type is written (T,)");
-  expect_error("def @main(%x: float32[2]) -> float32[3] { relu(%x) }", "1:27", "the function returns float32[2], not float32[3]");
+  expect_error("def @main(%x: float32[2]) -> float32[3] { relu(%x) }", "1:27",
+               "the function returns float32[2], not float32[3]");
 }
 
 TEST(RelayTextErrors, MissingClosingParenthesis) {
-  expect_error("def @main(%x: float32[2]) {\n  %0 = add(%x, %x;\n  %0\n}", "2:18", "expected ',' or ')' after an argument, found ';'");
+  expect_error("def @main(%x: float32[2]) {\n  %0 = add(%x, %x;\n  %0\n}", "2:18",
+               "expected ',' or ')' after an argument, found ';'");
   expect_error("def @main(%x: float32[2] {\n  %x\n}", "1:26", "expected ',' or ')' after a parameter, found '{'");
-  expect_error("def @main(%x: float32[2]) {\n  (%x, %x\n}", "3:1", "expected ',' or ')' after a tuple field, found '}'");
+  expect_error("def @main(%x: float32[2]) {\n  (%x, %x\n}", "3:1",
+               "expected ',' or ')' after a tuple field, found '}'");
 }
 
 TEST(RelayTextErrors, UndefinedNames) {
   expect_error("def @main(%x: float32[2]) {\n  %0 = relu(%x);\n  add(%0, %5)\n}", "3:11", "undefined %5");
   expect_error("def @main(%x: float32[2]) { relu(%y) }", "1:34", "undefined %y");
   // A function's bindings and parameters are not visible after it.
-  expect_error("def @main(%x: float32[2]) {\n  %0 = fn (%p: float32[2]) { %1 = relu(%p); %1 };\n  %1\n}", "3:3", "undefined %1");
+  expect_error("def @main(%x: float32[2]) {\n  %0 = fn (%p: float32[2]) { %1 = relu(%p); %1 };\n  %1\n}", "3:3",
+               "undefined %1");
   expect_error("def @main(%x: float32[2]) {\n  %0 = fn (%p: float32[2]) { relu(%p) };\n  %p\n}", "3:3", "undefined %p");
 }
 
@@ -73,7 +78,8 @@ TEST(RelayTextErrors, Redefinitions) {
 }
 
 TEST(RelayTextErrors, Constants) {
-  expect_error("def @main() { constant(float32[2], [1, 2, 3]) }", "1:43", "too many values for a constant of type float32[2]");
+  expect_error("def @main() { constant(float32[2], [1, 2, 3]) }", "1:43",
+               "too many values for a constant of type float32[2]");
   expect_error("def @main() { constant(float32[3], [1, 2]) }", "1:41", "needs 3 values, got 2");
   expect_error("def @main() { constant(int8[1], [128]) }", "1:34", "128 is out of range for int8");
   expect_error("def @main() { constant(int32[1], [1.5]) }", "1:35", "expected an integer for int32, found 1.5");
@@ -88,7 +94,8 @@ TEST(RelayTextErrors, Lexical) {
   expect_error("def @main [s=\"abc] (%x: float32[2]) { %x }", "1:14", "unterminated string");
   expect_error("def @main [s=\"a\\n\"] (%x: float32[2]) { %x }", "1:14", "unknown escape");
   expect_error("main(%x: float32[2]) { %x }", "1:1", "expected 'def', found 'main'");
-  expect_error("def @main(%x: float32[2]) { relu(%x) ", "1:38", "expected '}' after the function's result, found end of input");
+  expect_error("def @main(%x: float32[2]) { relu(%x) ", "1:38",
+               "expected '}' after the function's result, found end of input");
 }
 
 TEST(RelayTextErrors, DeepHandwrittenNestingIsAnErrorNotACrash) {
@@ -98,7 +105,8 @@ TEST(RelayTextErrors, DeepHandwrittenNestingIsAnErrorNotACrash) {
   for (int i = 0; i < 10000; ++i) text += ")";
   text += " }";
   std::string message = error_of(text);
-  EXPECT_NE(message.find("nested more than 256 levels deep; bind inner values to %N"), std::string::npos) << message.substr(0, 200);
+  EXPECT_NE(message.find("nested more than 256 levels deep; bind inner values to %N"), std::string::npos)
+      << message.substr(0, 200);
 }
 
 TEST(RelayTextErrors, ParseExprReportsTrailingText) {

@@ -15,9 +15,9 @@
 namespace tessera::relay_ir {
 namespace {
 
+using runtime::kFloat32;
 using testing::constant_of;
 using testing::f32;
-using runtime::kFloat32;
 
 // Parses, prints, and checks the text comes back unchanged.
 void expect_canonical(const std::string& text) {
@@ -36,7 +36,8 @@ Module expect_round_trip(const Module& m) {
 }
 
 const char* kCnnText =
-    "def @main(%x: float32[1, 4, 8, 8], %\"onnx::Conv_12\": float32[1, 4, 1, 1]) -> (float32[1, 4, 8, 8], float32[1, 4, 8, 8]) {\n"
+    "def @main(%x: float32[1, 4, 8, 8], %\"onnx::Conv_12\": float32[1, 4, 1, 1]) -> (float32[1, 4, 8, 8], float32[1, "
+    "4, 8, 8]) {\n"
     "  %0 = add(%x, %\"onnx::Conv_12\");\n"
     "  %1 = add(%0, constant(float32[1, 4, 1, 1], [0.5, 1, 2, 3]));\n"
     "  %2 = (%1, %0);\n"
@@ -72,10 +73,11 @@ TEST(RelayText, ManyFeaturesRoundTrip) {
   Var unit("unit", tuple_type({}));
   Expr shared = constant_of<float>(kFloat32, {3}, {1.5f, -2, 1e-7f});
   using runtime::float_to_half;
-  Expr half = constant_of<uint16_t>(runtime::kFloat16, {4},
-                                    {float_to_half(0.1f), float_to_half(-65504.f), float_to_half(6e-8f), float_to_half(1)});
+  Expr half = constant_of<uint16_t>(
+      runtime::kFloat16, {4}, {float_to_half(0.1f), float_to_half(-65504.f), float_to_half(6e-8f), float_to_half(1)});
   Expr flags = constant_of<uint8_t>(runtime::kBool, {2}, {1, 0});
-  Expr big = constant_of<int64_t>(runtime::kInt64, {3}, {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 0});
+  Expr big = constant_of<int64_t>(runtime::kInt64, {3},
+                                  {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), 0});
   Expr u64 = constant_of<uint64_t>(DataType::UInt(64), {1}, {std::numeric_limits<uint64_t>::max()});
   Expr i8 = constant_of<int8_t>(DataType::Int(8), {2}, {-128, 127});
   Expr d = constant_of<double>(runtime::kFloat64, {}, {0.1});
@@ -95,7 +97,9 @@ TEST(RelayText, ManyFeaturesRoundTrip) {
   Module back = expect_round_trip(m);
   std::string text = to_text(back);
   EXPECT_NE(text.find("(%x: float32[2, 3], %x_1: float32[2, 3], %\"0\": float32[3], %pair: (float32[2], int64[]), "
-                      "%single: (float32[2],), %unit: ())"), std::string::npos) << text;
+                      "%single: (float32[2],), %unit: ())"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("%1 = constant(float32[3], [1.5, -2, 1e-07]);"), std::string::npos) << text;  // used twice
   EXPECT_NE(text.find("(%pair).1"), std::string::npos) << text;
   EXPECT_NE(text.find("constant(float16[4], [0.099975586, -65504, 5.9604645e-08, 1])"), std::string::npos) << text;
@@ -107,27 +111,43 @@ TEST(RelayText, ManyFeaturesRoundTrip) {
 }
 
 TEST(RelayText, FloatSpecialsRoundTripBitExactly) {
-  float fs[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(), -0.0f, std::numeric_limits<float>::denorm_min(),
-                std::numeric_limits<float>::max(), 0.1f, 16777217.0f};
+  float fs[] = {std::numeric_limits<float>::infinity(),
+                -std::numeric_limits<float>::infinity(),
+                std::numeric_limits<float>::quiet_NaN(),
+                -std::numeric_limits<float>::quiet_NaN(),
+                -0.0f,
+                std::numeric_limits<float>::denorm_min(),
+                std::numeric_limits<float>::max(),
+                0.1f,
+                16777217.0f};
   double ds[] = {std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::max(), -0.0, 1e300, 1.0 / 3};
   Expr f = constant_of<float>(kFloat32, {9}, std::vector<float>(std::begin(fs), std::end(fs)));
   Expr g = constant_of<double>(runtime::kFloat64, {5}, std::vector<double>(std::begin(ds), std::end(ds)));
   Expr e = tuple({f, g});
   std::string text = to_text(e);
-  EXPECT_EQ(text.rfind("(constant(float32[9], [inf, -inf, nan, -nan, -0, 1e-45, 3.4028235e+38, 0.1, 16777216]), constant(float64[5], [5e-324, ", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("(constant(float32[9], [inf, -inf, nan, -nan, -0, 1e-45, 3.4028235e+38, 0.1, 16777216]), "
+                       "constant(float64[5], [5e-324, ",
+                       0),
+            0u)
+      << text;
   EXPECT_TRUE(structural_equal(parse_expr(text), e)) << text;
 }
 
 TEST(RelayText, AttributesOfEveryKind) {
   Var p("p", f32({2}));
-  Attrs attrs{{"i", int64_t(-3)},          {"f", 1.0},   {"small", 1e-5}, {"inf", std::numeric_limits<double>::infinity()},
-              {"s", std::string("a\"b\\c")}, {"is", std::vector<int64_t>{1, 2}}, {"fs", std::vector<double>{1.5, 2.0}},
+  Attrs attrs{{"i", int64_t(-3)},
+              {"f", 1.0},
+              {"small", 1e-5},
+              {"inf", std::numeric_limits<double>::infinity()},
+              {"s", std::string("a\"b\\c")},
+              {"is", std::vector<int64_t>{1, 2}},
+              {"fs", std::vector<double>{1.5, 2.0}},
               {"none", std::vector<int64_t>{}}};
   Expr f = function({p}, call("relu", {p}), attrs);
   std::string text = to_text(f);
   EXPECT_EQ(text,
-            "fn [f=1.0, fs=[1.5, 2.0], i=-3, inf=inf, is=[1, 2], none=[], s=\"a\\\"b\\\\c\", small=1e-05] (%p: float32[2]) {\n"
+            "fn [f=1.0, fs=[1.5, 2.0], i=-3, inf=inf, is=[1, 2], none=[], s=\"a\\\"b\\\\c\", small=1e-05] (%p: "
+            "float32[2]) {\n"
             "  relu(%p)\n"
             "}");
   EXPECT_TRUE(structural_equal(parse_expr(text), f));
@@ -186,7 +206,8 @@ TEST(RelayText, NodesUsedInsideAndOutsideAFunctionAreBoundOutside) {
   Module m(function({x}, call("add", {call_function(f, {x}), c})));
   std::string text = to_text(m);
   EXPECT_NE(text.find("  %0 = constant(float32[2], [1, 2]);\n  %1 = fn (%p: float32[2]) {\n    add(%p, %0)\n  };"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   expect_round_trip(m);
 }
 

@@ -47,8 +47,8 @@ class DeviceTest : public ::testing::TestWithParam<Device> {
 };
 
 TEST_P(DeviceTest, ExistsAndHasAttributes) {
-  ASSERT_TRUE(DeviceAPI::exists(GetParam())) << error_of([&] { DeviceAPI::get(GetParam()); })
-                                             << " (scripts/setup.sh installs pocl-opencl-icd)";
+  ASSERT_TRUE(DeviceAPI::exists(GetParam()))
+      << error_of([&] { DeviceAPI::get(GetParam()); }) << " (scripts/setup.sh installs pocl-opencl-icd)";
   const DeviceAttributes& a = api().attributes();
   EXPECT_FALSE(a.name.empty());
   EXPECT_GT(a.max_threads_per_block, 0);
@@ -124,7 +124,9 @@ TEST_P(DeviceTest, NDArraysLiveOnTheDeviceAndCopyBack) {
   EXPECT_EQ(back.device(), Device::cpu());
   for (int i = 0; i < 15; ++i) EXPECT_EQ(back.data_as<float>()[i], i + 1.0f);
   EXPECT_EQ(NDArray::empty({0, 4}, kInt64, GetParam()).copy_to(Device::cpu()).numel(), 0);
-  EXPECT_NE(error_of([&] { on_device.copy_from(NDArray::empty({5, 3}, kFloat32)); }).find("expected shape (3, 5) float32, got (5, 3) float32"),
+  EXPECT_NE(error_of([&] {
+              on_device.copy_from(NDArray::empty({5, 3}, kFloat32));
+            }).find("expected shape (3, 5) float32, got (5, 3) float32"),
             std::string::npos);
 }
 
@@ -135,10 +137,11 @@ TEST_P(DeviceTest, AlignmentsTheDeviceCannotPromiseAreRefused) {
     EXPECT_NE(error_of([&] { api().alloc(8, 1 << 20); }).find("exceeds the"), std::string::npos);
 }
 
-INSTANTIATE_TEST_SUITE_P(Present, DeviceTest, ::testing::ValuesIn(present_devices()),
-                         [](const auto& info) { return info.param.type == DeviceType::CPU      ? std::string("cpu")
-                                                       : info.param.type == DeviceType::OpenCL ? std::string("opencl")
-                                                                                               : std::string("cuda"); });
+INSTANTIATE_TEST_SUITE_P(Present, DeviceTest, ::testing::ValuesIn(present_devices()), [](const auto& info) {
+  return info.param.type == DeviceType::CPU      ? std::string("cpu")
+         : info.param.type == DeviceType::OpenCL ? std::string("opencl")
+                                                 : std::string("cuda");
+});
 
 TEST(NDArrayOnDevice, HostPointersOfDeviceArraysAreRefused) {
   NDArray a = NDArray::empty({2, 2}, kFloat32, kOpenCL);
@@ -220,8 +223,10 @@ void check_vector_add(Device device, const char* code, DeviceCodeFormat format) 
 
   // Memory of another device is refused, not handed to the kernel.
   NDArray host = NDArray::empty({n}, kFloat32);
-  EXPECT_EQ(error_of([&] { vadd->launch(config, {KernelArg::array(da), KernelArg::array(host), KernelArg::array(dc),
-                                                 KernelArg::scalar<int32_t>(n)}); }),
+  EXPECT_EQ(error_of([&] {
+              vadd->launch(config, {KernelArg::array(da), KernelArg::array(host), KernelArg::array(dc),
+                                    KernelArg::scalar<int32_t>(n)});
+            }),
             device.str() + ": kernel 'vadd' argument 1 is memory of cpu(0)");
 }
 
@@ -234,7 +239,8 @@ TEST(DeviceLaunch, CUDAVectorAdd) {
 
 TEST(DeviceLaunch, OpenCLErrorsNameTheKernelAndTheLog) {
   DeviceAPI& api = DeviceAPI::get(kOpenCL);
-  std::string build = error_of([&] { api.load_module("__kernel void k() { undeclared_name; }", DeviceCodeFormat::OpenCLSource); });
+  std::string build =
+      error_of([&] { api.load_module("__kernel void k() { undeclared_name; }", DeviceCodeFormat::OpenCLSource); });
   EXPECT_NE(build.find("opencl(0): clBuildProgram failed: CL_BUILD_PROGRAM_FAILURE"), std::string::npos) << build;
   EXPECT_NE(build.find("undeclared_name"), std::string::npos) << build;  // the compiler's log
   auto module = api.load_module(kVectorAddCL, DeviceCodeFormat::OpenCLSource);
@@ -247,13 +253,19 @@ TEST(DeviceLaunch, OpenCLErrorsNameTheKernelAndTheLog) {
 
 TEST(DeviceErrors, MissingDevicesAreNamed) {
   const int n = DeviceAPI::count(DeviceType::OpenCL);
-  EXPECT_EQ(error_of([&] { DeviceAPI::get({DeviceType::OpenCL, n}); }),
+  EXPECT_EQ(error_of([&] {
+              DeviceAPI::get({DeviceType::OpenCL, n});
+            }),
             "opencl(" + std::to_string(n) + "): only " + std::to_string(n) + " OpenCL device(s) found");
   EXPECT_FALSE(DeviceAPI::exists({DeviceType::OpenCL, n}));
   EXPECT_EQ(error_of([] { DeviceAPI::get({DeviceType::OpenCL, -1}); }), "opencl(-1): device ids start at 0");
-  EXPECT_EQ(error_of([] { DeviceAPI::get({DeviceType::CPU, 1}); }),
+  EXPECT_EQ(error_of([] {
+              DeviceAPI::get({DeviceType::CPU, 1});
+            }),
             "cpu(1): the CPU is device 0 (its cores are one device)");
-  EXPECT_NE(error_of([] { NDArray::empty({2}, kFloat32, {DeviceType::OpenCL, 99}); }).find("opencl(99): only"),
+  EXPECT_NE(error_of([] {
+              NDArray::empty({2}, kFloat32, {DeviceType::OpenCL, 99});
+            }).find("opencl(99): only"),
             std::string::npos);
 }
 

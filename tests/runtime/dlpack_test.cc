@@ -24,8 +24,13 @@ struct Produced {
     managed.manager_ctx = this;
     managed.deleter = [](DLManagedTensorVersioned* self) { ++static_cast<Produced*>(self->manager_ctx)->deleted; };
     managed.flags = flags;
-    managed.dl_tensor = {data.data(), {kDLCPU, 0}, static_cast<int32_t>(shape.size()), {kDLFloat, 32, 1},
-                         shape.data(), strides.empty() ? nullptr : strides.data(), 0};
+    managed.dl_tensor = {data.data(),
+                         {kDLCPU, 0},
+                         static_cast<int32_t>(shape.size()),
+                         {kDLFloat, 32, 1},
+                         shape.data(),
+                         strides.empty() ? nullptr : strides.data(),
+                         0};
   }
 };
 
@@ -122,7 +127,8 @@ TEST(DLPack, ExportKeepsTheArrayAlive) {
   EXPECT_EQ(back.data(), data);
   EXPECT_EQ(back.dtype(), DataType::Bool());
   // TVM's bool is uint1, a byte per element as well.
-  EXPECT_EQ(dlpack_data_type(DLTensor{nullptr, {kDLCPU, 0}, 0, {kDLUInt, 1, 1}, nullptr, nullptr, 0}), DataType::Bool());
+  EXPECT_EQ(dlpack_data_type(DLTensor{nullptr, {kDLCPU, 0}, 0, {kDLUInt, 1, 1}, nullptr, nullptr, 0}),
+            DataType::Bool());
 }
 
 TEST(DLPack, OpenCLBuffersAreNotExported) {
@@ -131,8 +137,9 @@ TEST(DLPack, OpenCLBuffersAreNotExported) {
     to_dlpack(a);
     ADD_FAILURE() << "exported an OpenCL buffer";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "DLPack export: the array is on opencl(0), whose buffers are no address a "
-                                     "consumer could read: copy it to the CPU first (copy_to)");
+    EXPECT_EQ(std::string(e.what()),
+              "DLPack export: the array is on opencl(0), whose buffers are no address a "
+              "consumer could read: copy it to the CPU first (copy_to)");
   }
 }
 

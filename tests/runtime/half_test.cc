@@ -13,12 +13,12 @@ namespace {
 TEST(Half, RoundsToNearestEven) {
   EXPECT_EQ(float_to_half(1.0f), 0x3c00);
   EXPECT_EQ(float_to_half(0.1f), 0x2e66);
-  EXPECT_EQ(float_to_half(-65504.0f), 0xfbff);            // the largest half
-  EXPECT_EQ(float_to_half(65519.0f), 0x7bff);             // below the midpoint to 65536
-  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);             // the midpoint rounds to even: infinity
-  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3c00);   // a tie rounds to the even neighbour
+  EXPECT_EQ(float_to_half(-65504.0f), 0xfbff);           // the largest half
+  EXPECT_EQ(float_to_half(65519.0f), 0x7bff);            // below the midpoint to 65536
+  EXPECT_EQ(float_to_half(65520.0f), 0x7c00);            // the midpoint rounds to even: infinity
+  EXPECT_EQ(float_to_half(1.0f + 1.0f / 2048), 0x3c00);  // a tie rounds to the even neighbour
   EXPECT_EQ(float_to_half(1.0f + 3.0f / 2048), 0x3c02);
-  EXPECT_EQ(float_to_half(6e-8f), 0x0001);                // the smallest subnormal
+  EXPECT_EQ(float_to_half(6e-8f), 0x0001);  // the smallest subnormal
   EXPECT_EQ(float_to_half(2e-8f), 0x0000);
   EXPECT_EQ(float_to_half(-0.0f), 0x8000);
   EXPECT_EQ(float_to_half(std::numeric_limits<float>::infinity()), 0x7c00);

@@ -84,7 +84,8 @@ TEST(ModuleFile, RejectsCorruptBytesInEverySection) {
       {size - 32 + 1, "trailer fails its checksum"}};
   for (const auto& [offset, expected] : cases) {
     // A copy of the binding for the lambda: C++17 cannot capture a structured binding (clang refuses).
-    std::string bad = edited(path, "corrupt-" + std::to_string(offset) + ".so", [at = offset](std::string& b) { b[at] ^= 0x5a; });
+    std::string bad =
+        edited(path, "corrupt-" + std::to_string(offset) + ".so", [at = offset](std::string& b) { b[at] ^= 0x5a; });
     std::string message = load_error(bad);
     EXPECT_NE(message.find(expected), std::string::npos) << message;
   }
@@ -93,7 +94,8 @@ TEST(ModuleFile, RejectsCorruptBytesInEverySection) {
 TEST(ModuleFile, RejectsANewerFormatVersion) {
   std::string path = write_add4_module("version.so");
   // The trailer's u32 version sits 24 bytes before the end.
-  std::string newer = edited(path, "newer.so", [](std::string& b) { b[b.size() - 24] = char(kModuleFormatVersion + 1); });
+  std::string newer =
+      edited(path, "newer.so", [](std::string& b) { b[b.size() - 24] = char(kModuleFormatVersion + 1); });
   std::string message = load_error(newer);
   EXPECT_NE(message.find("newer Tessera (module format version 2"), std::string::npos) << message;
 }
@@ -102,7 +104,8 @@ TEST(ModuleFile, RejectsCodeNeedingCpuFeaturesThisHostLacks) {
   ModuleMetadata m = add4_metadata();
   m.cpu_features = {"no-such-feature"};
   std::string message = load_error(write_add4_module("feature.so", m));
-  EXPECT_NE(message.find("needs CPU features this host lacks: no-such-feature (unknown to this runtime)"), std::string::npos)
+  EXPECT_NE(message.find("needs CPU features this host lacks: no-such-feature (unknown to this runtime)"),
+            std::string::npos)
       << message;
   for (const std::string& f : detectable_cpu_features(host_arch())) {
     if (missing_cpu_features({f}).empty()) continue;  // the host has it
@@ -116,7 +119,8 @@ TEST(ModuleFile, RejectsCodeNeedingCpuFeaturesThisHostLacks) {
 TEST(ModuleFile, RejectsCodeForAnotherArchitectureAndInconsistentPlans) {
   ModuleMetadata m = add4_metadata();
   m.arch = host_arch() == "aarch64" ? "x86_64" : "aarch64";
-  EXPECT_NE(load_error(write_add4_module("arch.so", m)).find("corrupt: its code is for " + host_arch()), std::string::npos);
+  EXPECT_NE(load_error(write_add4_module("arch.so", m)).find("corrupt: its code is for " + host_arch()),
+            std::string::npos);
   m = add4_metadata();
   m.plan.steps[0].args = {0, 1, 7};
   std::string message = load_error(write_add4_module("plan.so", m));

@@ -21,7 +21,8 @@ inline std::string read_file(const std::string& path) {
 }
 
 inline void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 inline ModuleMetadata add4_metadata() {
@@ -32,7 +33,9 @@ inline ModuleMetadata add4_metadata() {
   const BufferSpec f4{"", {4}, kFloat32};
   m.kernels = {{"add4", {f4, f4, f4}}};
   GraphPlan& p = m.plan;
-  p.tensors = {{Info::Input, "x", {4}, kFloat32, 0}, {Info::Constant, "c", {4}, kFloat32, 0}, {Info::Output, "y", {4}, kFloat32, 0}};
+  p.tensors = {{Info::Input, "x", {4}, kFloat32, 0},
+               {Info::Constant, "c", {4}, kFloat32, 0},
+               {Info::Output, "y", {4}, kFloat32, 0}};
   p.steps = {{"add4", {0, 1, 2}}};
   p.inputs = {0};
   p.outputs = {2};

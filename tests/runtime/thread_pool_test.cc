@@ -76,15 +76,14 @@ TEST(ThreadPool, ATaskErrorReachesTheLauncher) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "task 5 failed");
   }
-  EXPECT_EQ(ran.load(), 16);  // the others still ran
+  EXPECT_EQ(ran.load(), 16);                         // the others still ran
   EXPECT_EQ(run_counts(9), std::vector<int>(9, 1));  // and the pool goes on
 }
 
 TEST(ThreadPool, NestedLoopsRunSerially) {
   std::vector<std::atomic<int>> counts(6 * 5);
-  pool().parallel_for(6, [&](int outer) {
-    pool().parallel_for(5, [&](int inner) { counts[outer * 5 + inner].fetch_add(1); });
-  });
+  pool().parallel_for(
+      6, [&](int outer) { pool().parallel_for(5, [&](int inner) { counts[outer * 5 + inner].fetch_add(1); }); });
   for (auto& c : counts) EXPECT_EQ(c.load(), 1);
 }
 

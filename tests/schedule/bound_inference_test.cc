@@ -20,9 +20,11 @@ TEST(BoundInference, RootStagesCoverTheirDomain) {
 
 TEST(BoundInference, ComputeAtRegionFollowsTheConsumerLoop) {
   Tensor A = placeholder({Expr(30)}, runtime::kFloat32, "A");
-  Tensor B = compute({Expr(30)}, [&](const std::vector<Var>& i) { return A(i[0]) + 1; }, "B");
+  Tensor B = compute(
+      {Expr(30)}, [&](const std::vector<Var>& i) { return A(i[0]) + 1; }, "B");
   IterVar r = reduce_axis(Range(Expr(0), Expr(3)), "r");
-  Tensor C = compute({Expr(28)}, [&](const std::vector<Var>& i) { return sum(B(i[0] + r), {r}); }, "C");
+  Tensor C = compute(
+      {Expr(28)}, [&](const std::vector<Var>& i) { return sum(B(i[0] + r), {r}); }, "C");
   Schedule s({C});
   auto [io, ii] = s[C].split(s[C].loop("i"), 8);
   s[B].compute_at(s[C], io);

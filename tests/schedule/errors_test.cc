@@ -53,16 +53,21 @@ TEST(ScheduleErrors, NameTheStageAndLoop) {
 
 TEST(ScheduleErrors, ComputeAtNeedsAConsumer) {
   Tensor A = placeholder({Expr(10)}, runtime::kFloat32, "A");
-  Tensor B = compute({Expr(10)}, [&](const std::vector<Var>& i) { return A(i[0]) + 1; }, "B");
-  Tensor D = compute({Expr(10)}, [&](const std::vector<Var>& i) { return A(i[0]) * 2; }, "D");
-  Tensor C = compute({Expr(10)}, [&](const std::vector<Var>& i) { return B(i[0]) + D(i[0]); }, "C");
+  Tensor B = compute(
+      {Expr(10)}, [&](const std::vector<Var>& i) { return A(i[0]) + 1; }, "B");
+  Tensor D = compute(
+      {Expr(10)}, [&](const std::vector<Var>& i) { return A(i[0]) * 2; }, "D");
+  Tensor C = compute(
+      {Expr(10)}, [&](const std::vector<Var>& i) { return B(i[0]) + D(i[0]); }, "C");
   Schedule s({C});
   std::string msg = error_of([&] { s[B].compute_at(s[D], s[D].loop("i")); });
   EXPECT_TRUE(contains(msg, "stage D does not consume B")) << msg;
   // A reduction cannot be inlined.
   IterVar k = reduce_axis(Range(Expr(0), Expr(10)), "k");
-  Tensor R = compute({Expr(1)}, [&](const std::vector<Var>&) { return sum(A(k), {k}); }, "R");
-  Tensor Out = compute({Expr(1)}, [&](const std::vector<Var>& i) { return R(i[0]); }, "Out");
+  Tensor R = compute(
+      {Expr(1)}, [&](const std::vector<Var>&) { return sum(A(k), {k}); }, "R");
+  Tensor Out = compute(
+      {Expr(1)}, [&](const std::vector<Var>& i) { return R(i[0]); }, "Out");
   Schedule t({Out});
   msg = error_of([&] { t[R].compute_inline(); });
   EXPECT_TRUE(contains(msg, "R is a reduction and cannot be inlined")) << msg;
@@ -71,9 +76,12 @@ TEST(ScheduleErrors, ComputeAtNeedsAConsumer) {
 TEST(ScheduleErrors, ConsumerOutsideTheAttachLoop) {
   // B is computed inside C's loop, but D (another output) reads it too.
   Tensor A = placeholder({Expr(10)}, runtime::kFloat32, "A");
-  Tensor B = compute({Expr(10)}, [&](const std::vector<Var>& i) { return A(i[0]) + 1; }, "B");
-  Tensor C = compute({Expr(10)}, [&](const std::vector<Var>& i) { return B(i[0]) * 2; }, "C");
-  Tensor D = compute({Expr(10)}, [&](const std::vector<Var>& i) { return B(i[0]) * 3; }, "D");
+  Tensor B = compute(
+      {Expr(10)}, [&](const std::vector<Var>& i) { return A(i[0]) + 1; }, "B");
+  Tensor C = compute(
+      {Expr(10)}, [&](const std::vector<Var>& i) { return B(i[0]) * 2; }, "C");
+  Tensor D = compute(
+      {Expr(10)}, [&](const std::vector<Var>& i) { return B(i[0]) * 3; }, "D");
   Schedule s({C, D});
   s[B].compute_at(s[C], s[C].loop("i"));
   std::string msg = error_of([&] { lower(s, {A, C, D}); });
@@ -102,14 +110,19 @@ TEST(ScheduleErrors, PrefetchNeedsATensorReadAroundTheLoop) {
   msg = error_of([&] { lower(t, {mm.A, mm.B, mm.C}); });
   EXPECT_TRUE(contains(msg, "its at loop k is not a loop around the stage's computation")) << msg;
   // The tensor must be read by the stage itself, not only by a stage computed before it.
-  Tensor A2 = compute({Expr(8), Expr(8)}, [&](const std::vector<Var>& i) { return mm.A(i[0], i[1]) * 2; }, "A2");
+  Tensor A2 = compute(
+      {Expr(8), Expr(8)}, [&](const std::vector<Var>& i) { return mm.A(i[0], i[1]) * 2; }, "A2");
   IterVar k = reduce_axis(Range(Expr(0), Expr(8)), "k");
-  Tensor D = compute({Expr(8), Expr(8)}, [&](const std::vector<Var>& i) { return sum(A2(i[0], k) * mm.B(k, i[1]), {k}); }, "D");
+  Tensor D = compute(
+      {Expr(8), Expr(8)}, [&](const std::vector<Var>& i) { return sum(A2(i[0], k) * mm.B(k, i[1]), {k}); }, "D");
   Schedule u({D});
   u[D].prefetch(mm.A, u[D].loop("k"), u[D], u[D].loop("i"), 1);
   msg = error_of([&] { lower(u, {mm.A, mm.B, D}); });
   EXPECT_TRUE(contains(msg, "prefetch: stage D does not read A itself")) << msg;
-  msg = error_of([&] { Schedule v({mm.C}); v[mm.C].prefetch(A2, v[mm.C].loop("k"), v[mm.C], v[mm.C].loop("i"), 1); });
+  msg = error_of([&] {
+    Schedule v({mm.C});
+    v[mm.C].prefetch(A2, v[mm.C].loop("k"), v[mm.C], v[mm.C].loop("i"), 1);
+  });
   EXPECT_TRUE(contains(msg, "not part of this schedule")) << msg;
 }
 

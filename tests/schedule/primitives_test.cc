@@ -16,7 +16,8 @@ TEST_P(PrimitiveTest, LowersAndComputes) {
   NDArray a = random_array({19, 11}, 1), b = random_array({11, 37}, 2), c = NDArray::empty({19, 37}, runtime::kFloat32);
   LoweredFunc f = run(s, {mm.A, mm.B, mm.C}, {a, b, c});
   std::string text = to_string(f);
-  for (const auto& piece : GetParam().expect) EXPECT_TRUE(contains(text, piece)) << "missing '" << piece << "' in\n" << text;
+  for (const auto& piece : GetParam().expect)
+    EXPECT_TRUE(contains(text, piece)) << "missing '" << piece << "' in\n" << text;
   EXPECT_LT(matmul_error(mm, a, b, c), 1e-4) << text;
 }
 
@@ -25,8 +26,10 @@ INSTANTIATE_TEST_SUITE_P(Schedule, PrimitiveTest, ::testing::ValuesIn(schedule_c
 
 TEST(Primitives, ComputeInlineSubstitutesTheProducer) {
   Tensor A = placeholder({Expr(10)}, runtime::kFloat32, "A");
-  Tensor B = compute({Expr(10)}, [&](const std::vector<Var>& i) { return A(i[0]) * 2; }, "B");
-  Tensor C = compute({Expr(10)}, [&](const std::vector<Var>& i) { return B(i[0]) + 1; }, "C");
+  Tensor B = compute(
+      {Expr(10)}, [&](const std::vector<Var>& i) { return A(i[0]) * 2; }, "B");
+  Tensor C = compute(
+      {Expr(10)}, [&](const std::vector<Var>& i) { return B(i[0]) + 1; }, "C");
   Schedule s({C});
   s[B].compute_inline();
   NDArray a = random_array({10}, 3), c = NDArray::empty({10}, runtime::kFloat32);
@@ -39,15 +42,18 @@ TEST(Primitives, ComputeInlineSubstitutesTheProducer) {
 TEST(Primitives, ComputeAtComputesOnlyTheWindowItNeeds) {
   // C[i] = B[i] + B[i+1] with B computed per block of 8 outputs: 9 elements, clipped at the end.
   Tensor A = placeholder({Expr(21)}, runtime::kFloat32, "A");
-  Tensor B = compute({Expr(21)}, [&](const std::vector<Var>& i) { return A(i[0]) * 3; }, "B");
-  Tensor C = compute({Expr(20)}, [&](const std::vector<Var>& i) { return B(i[0]) + B(i[0] + 1); }, "C");
+  Tensor B = compute(
+      {Expr(21)}, [&](const std::vector<Var>& i) { return A(i[0]) * 3; }, "B");
+  Tensor C = compute(
+      {Expr(20)}, [&](const std::vector<Var>& i) { return B(i[0]) + B(i[0] + 1); }, "C");
   Schedule s({C});
   auto [io, ii] = s[C].split(s[C].loop("i"), 8);
   s[B].compute_at(s[C], io);
   NDArray a = random_array({21}, 4), c = NDArray::empty({20}, runtime::kFloat32);
   std::string text = to_string(run(s, {A, C}, {a, c}));
   EXPECT_TRUE(contains(text, "allocate B: float32[9]")) << text;
-  for (int i = 0; i < 20; ++i) EXPECT_FLOAT_EQ(c.data_as<float>()[i], a.data_as<float>()[i] * 3 + a.data_as<float>()[i + 1] * 3);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_FLOAT_EQ(c.data_as<float>()[i], a.data_as<float>()[i] * 3 + a.data_as<float>()[i + 1] * 3);
 }
 
 TEST(Primitives, TailIsPartitionedSoTheMainBodyStaysVectorized) {

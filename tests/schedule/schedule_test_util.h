@@ -15,8 +15,8 @@
 namespace tessera::schedule::testing {
 
 using namespace tensor_ir;
-using tessera::Error;
 using runtime::NDArray;
+using tessera::Error;
 
 struct Matmul {
   Tensor A, B, C;
@@ -32,7 +32,9 @@ inline Matmul matmul(int64_t n, int64_t m, int64_t k) {
   mm.A = placeholder({Expr(n), Expr(k)}, runtime::kFloat32, "A");
   mm.B = placeholder({Expr(k), Expr(m)}, runtime::kFloat32, "B");
   mm.k = reduce_axis(Range(Expr(0), Expr(k)), "k");
-  mm.C = compute({Expr(n), Expr(m)}, [&](const std::vector<Var>& i) { return sum(mm.A(i[0], mm.k) * mm.B(mm.k, i[1]), {mm.k}); }, "C");
+  mm.C = compute(
+      {Expr(n), Expr(m)}, [&](const std::vector<Var>& i) { return sum(mm.A(i[0], mm.k) * mm.B(mm.k, i[1]), {mm.k}); },
+      "C");
   return mm;
 }
 
@@ -58,13 +60,16 @@ inline double matmul_error(const Matmul& mm, const NDArray& a, const NDArray& b,
   for (int64_t i = 0; i < mm.n; ++i)
     for (int64_t j = 0; j < mm.m; ++j) {
       double ref = 0;
-      for (int64_t r = 0; r < mm.kk; ++r) ref += double(a.data_as<float>()[i * mm.kk + r]) * b.data_as<float>()[r * mm.m + j];
+      for (int64_t r = 0; r < mm.kk; ++r)
+        ref += double(a.data_as<float>()[i * mm.kk + r]) * b.data_as<float>()[r * mm.m + j];
       err = std::max(err, std::fabs(ref - c.data_as<float>()[i * mm.m + j]));
     }
   return err;
 }
 
-inline bool contains(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
+inline bool contains(const std::string& text, const std::string& piece) {
+  return text.find(piece) != std::string::npos;
+}
 
 // A matmul schedule per primitive, with pieces its lowered text must contain.
 struct Case {
@@ -77,73 +82,103 @@ inline Stage& C(Schedule& s, const Matmul& mm) { return s[mm.C]; }
 
 inline const std::vector<Case>& schedule_cases() {
   static const std::vector<Case> cases = {
-    {"naive", [](Schedule&, const Matmul&) {}, {"for (i, 0, 19)", "for (k, 0, 11)"}},
-    {"split", [](Schedule& s, const Matmul& mm) { C(s, mm).split(C(s, mm).loop("j"), 8); },
-     {"for (j.outer, 0, 4)", "for (j.inner, 0, 8)", "for (j.inner, 0, 5)"}},
-    {"split_nparts", [](Schedule& s, const Matmul& mm) { C(s, mm).split_nparts(C(s, mm).loop("i"), 3); },
-     {"for (i.outer, 0, 2)", "for (i.inner, 0, 7)", "for (i.inner, 0, 5)"}},
-    {"tile", [](Schedule& s, const Matmul& mm) { C(s, mm).tile(C(s, mm).loop("i"), C(s, mm).loop("j"), 4, 16); },
-     {"for (i.outer, 0, 4)", "for (j.outer, 0, 2)", "for (i.inner, 0, 4)", "for (j.inner, 0, 16)"}},
-    {"fuse", [](Schedule& s, const Matmul& mm) { C(s, mm).fuse(C(s, mm).loop("i"), C(s, mm).loop("j")); },
-     {"for (i.j.fused, 0, 703)"}},
-    {"reorder", [](Schedule& s, const Matmul& mm) { C(s, mm).reorder({C(s, mm).loop("k"), C(s, mm).loop("i")}); },
-     {"for (k, 0, 11) {\n    for (j, 0, 37) {\n      for (i, 0, 19)"}},
-    {"vectorize", [](Schedule& s, const Matmul& mm) {
-       auto [jo, ji] = C(s, mm).split(C(s, mm).loop("j"), 16);
-       C(s, mm).vectorize(ji);
-     }, {"ramp(", "x16(", "16)] = "}},
-    {"unroll", [](Schedule& s, const Matmul& mm) {
-       auto [ko, ki] = C(s, mm).split(C(s, mm).loop("k"), 4);
-       C(s, mm).unroll(ki);
-     }, {"unrolled (k.inner, 0, 4)", "unrolled (k.inner, 0, 3)"}},
-    {"parallel", [](Schedule& s, const Matmul& mm) { C(s, mm).parallel(C(s, mm).loop("i")); }, {"parallel (i, 0, 19)"}},
-    {"pragma", [](Schedule& s, const Matmul& mm) { C(s, mm).pragma(C(s, mm).loop("k"), "unroll_max", 8); },
-     {"// pragma unroll_max = 8"}},
-    {"cache_write_compute_at", [](Schedule& s, const Matmul& mm) {
-       Tensor cc = s.cache_write(mm.C, "local");
-       auto loops = C(s, mm).tile(C(s, mm).loop("i"), C(s, mm).loop("j"), 8, 16);
-       s[cc].compute_at(C(s, mm), loops[1]);
-       s[cc].vectorize(s[cc].loop("j"));
-     }, {"allocate C.local: float32[128]", "C.local[ramp(i*16, 1, 16)]"}},
-    {"cache_read", [](Schedule& s, const Matmul& mm) {
-       Tensor bl = s.cache_read(mm.B, "local", {mm.C});
-       auto [jo, ji] = C(s, mm).split(C(s, mm).loop("j"), 8);
-       C(s, mm).reorder({jo, C(s, mm).loop("i"), C(s, mm).loop("k"), ji});
-       s[bl].compute_at(C(s, mm), jo);
-     }, {"allocate B.local: float32[88]", "B.local[ax0*8 + ax1]"}},
-    {"compute_root", [](Schedule& s, const Matmul& mm) {
-       Tensor bl = s.cache_read(mm.B, "local", {mm.C});
-       s[bl].compute_at(C(s, mm), C(s, mm).loop("i"));
-       s[bl].compute_root();
-     }, {"allocate B.local: float32[407]"}},
-    {"compute_inline", [](Schedule& s, const Matmul& mm) {
-       Tensor bl = s.cache_read(mm.B, "local", {mm.C});
-       s[bl].compute_inline();
-     }, {"A[i*11 + k]*B[k*37 + j]"}},
-    {"rfactor", [](Schedule& s, const Matmul& mm) {
-       auto [ko, ki] = C(s, mm).split(C(s, mm).loop("k"), 4);
-       Tensor rf = s.rfactor(mm.C, ki);
-       s[rf].compute_at(C(s, mm), C(s, mm).loop("j"));
-     }, {"allocate C.rf: float32[4]", "C.rf[k.inner]"}},
-    {"prefetch", [](Schedule& s, const Matmul& mm) {
-       // Rows of A the next block of 4 reads (4 x 11 floats: 3 lines), a line per step of k
-       // over the 4 x 37 x 11 steps of the block before.
-       auto [io, ii] = C(s, mm).split(C(s, mm).loop("i"), 4);
-       C(s, mm).prefetch(mm.A, C(s, mm).loop("k"), C(s, mm), io, 1);
-     }, {"prefetch(A[i.outer*44 + (i.inner*1221 + j*33 + k*3) // 1628*16 + 44])\n          C["}},
-    {"prefetch_rows_of_runs", [](Schedule& s, const Matmul& mm) {
-       // Columns of B the next block of 8 reads: 11 rows of 8 floats, a line each, one per 8
-       // of the 8 x 11 steps of the block before.
-       auto [jo, ji] = C(s, mm).split(C(s, mm).loop("j"), 8);
-       C(s, mm).prefetch(mm.B, C(s, mm).loop("k"), C(s, mm), jo, 1);
-     }, {"prefetch(B[(j.inner*121 + k*11) // 88*37 + j.outer*8 + 8])"}},
-    {"storage_align", [](Schedule& s, const Matmul& mm) {
-       Tensor cc = s.cache_write(mm.C, "local");
-       auto [io, ii] = C(s, mm).split(C(s, mm).loop("i"), 4);
-       s[cc].compute_at(C(s, mm), io);
-       s[cc].set_storage_align(0, 16, 1);
-     }, {"allocate C.local: float32[184]", "C.local[i*49 + j]"}},
-};
+      {"naive", [](Schedule&, const Matmul&) {}, {"for (i, 0, 19)", "for (k, 0, 11)"}},
+      {"split",
+       [](Schedule& s, const Matmul& mm) { C(s, mm).split(C(s, mm).loop("j"), 8); },
+       {"for (j.outer, 0, 4)", "for (j.inner, 0, 8)", "for (j.inner, 0, 5)"}},
+      {"split_nparts",
+       [](Schedule& s, const Matmul& mm) { C(s, mm).split_nparts(C(s, mm).loop("i"), 3); },
+       {"for (i.outer, 0, 2)", "for (i.inner, 0, 7)", "for (i.inner, 0, 5)"}},
+      {"tile",
+       [](Schedule& s, const Matmul& mm) { C(s, mm).tile(C(s, mm).loop("i"), C(s, mm).loop("j"), 4, 16); },
+       {"for (i.outer, 0, 4)", "for (j.outer, 0, 2)", "for (i.inner, 0, 4)", "for (j.inner, 0, 16)"}},
+      {"fuse",
+       [](Schedule& s, const Matmul& mm) { C(s, mm).fuse(C(s, mm).loop("i"), C(s, mm).loop("j")); },
+       {"for (i.j.fused, 0, 703)"}},
+      {"reorder",
+       [](Schedule& s, const Matmul& mm) {
+         C(s, mm).reorder({C(s, mm).loop("k"), C(s, mm).loop("i")});
+       },
+       {"for (k, 0, 11) {\n    for (j, 0, 37) {\n      for (i, 0, 19)"}},
+      {"vectorize",
+       [](Schedule& s, const Matmul& mm) {
+         auto [jo, ji] = C(s, mm).split(C(s, mm).loop("j"), 16);
+         C(s, mm).vectorize(ji);
+       },
+       {"ramp(", "x16(", "16)] = "}},
+      {"unroll",
+       [](Schedule& s, const Matmul& mm) {
+         auto [ko, ki] = C(s, mm).split(C(s, mm).loop("k"), 4);
+         C(s, mm).unroll(ki);
+       },
+       {"unrolled (k.inner, 0, 4)", "unrolled (k.inner, 0, 3)"}},
+      {"parallel",
+       [](Schedule& s, const Matmul& mm) { C(s, mm).parallel(C(s, mm).loop("i")); },
+       {"parallel (i, 0, 19)"}},
+      {"pragma",
+       [](Schedule& s, const Matmul& mm) { C(s, mm).pragma(C(s, mm).loop("k"), "unroll_max", 8); },
+       {"// pragma unroll_max = 8"}},
+      {"cache_write_compute_at",
+       [](Schedule& s, const Matmul& mm) {
+         Tensor cc = s.cache_write(mm.C, "local");
+         auto loops = C(s, mm).tile(C(s, mm).loop("i"), C(s, mm).loop("j"), 8, 16);
+         s[cc].compute_at(C(s, mm), loops[1]);
+         s[cc].vectorize(s[cc].loop("j"));
+       },
+       {"allocate C.local: float32[128]", "C.local[ramp(i*16, 1, 16)]"}},
+      {"cache_read",
+       [](Schedule& s, const Matmul& mm) {
+         Tensor bl = s.cache_read(mm.B, "local", {mm.C});
+         auto [jo, ji] = C(s, mm).split(C(s, mm).loop("j"), 8);
+         C(s, mm).reorder({jo, C(s, mm).loop("i"), C(s, mm).loop("k"), ji});
+         s[bl].compute_at(C(s, mm), jo);
+       },
+       {"allocate B.local: float32[88]", "B.local[ax0*8 + ax1]"}},
+      {"compute_root",
+       [](Schedule& s, const Matmul& mm) {
+         Tensor bl = s.cache_read(mm.B, "local", {mm.C});
+         s[bl].compute_at(C(s, mm), C(s, mm).loop("i"));
+         s[bl].compute_root();
+       },
+       {"allocate B.local: float32[407]"}},
+      {"compute_inline",
+       [](Schedule& s, const Matmul& mm) {
+         Tensor bl = s.cache_read(mm.B, "local", {mm.C});
+         s[bl].compute_inline();
+       },
+       {"A[i*11 + k]*B[k*37 + j]"}},
+      {"rfactor",
+       [](Schedule& s, const Matmul& mm) {
+         auto [ko, ki] = C(s, mm).split(C(s, mm).loop("k"), 4);
+         Tensor rf = s.rfactor(mm.C, ki);
+         s[rf].compute_at(C(s, mm), C(s, mm).loop("j"));
+       },
+       {"allocate C.rf: float32[4]", "C.rf[k.inner]"}},
+      {"prefetch",
+       [](Schedule& s, const Matmul& mm) {
+         // Rows of A the next block of 4 reads (4 x 11 floats: 3 lines), a line per step of k
+         // over the 4 x 37 x 11 steps of the block before.
+         auto [io, ii] = C(s, mm).split(C(s, mm).loop("i"), 4);
+         C(s, mm).prefetch(mm.A, C(s, mm).loop("k"), C(s, mm), io, 1);
+       },
+       {"prefetch(A[i.outer*44 + (i.inner*1221 + j*33 + k*3) // 1628*16 + 44])\n          C["}},
+      {"prefetch_rows_of_runs",
+       [](Schedule& s, const Matmul& mm) {
+         // Columns of B the next block of 8 reads: 11 rows of 8 floats, a line each, one per 8
+         // of the 8 x 11 steps of the block before.
+         auto [jo, ji] = C(s, mm).split(C(s, mm).loop("j"), 8);
+         C(s, mm).prefetch(mm.B, C(s, mm).loop("k"), C(s, mm), jo, 1);
+       },
+       {"prefetch(B[(j.inner*121 + k*11) // 88*37 + j.outer*8 + 8])"}},
+      {"storage_align",
+       [](Schedule& s, const Matmul& mm) {
+         Tensor cc = s.cache_write(mm.C, "local");
+         auto [io, ii] = C(s, mm).split(C(s, mm).loop("i"), 4);
+         s[cc].compute_at(C(s, mm), io);
+         s[cc].set_storage_align(0, 16, 1);
+       },
+       {"allocate C.local: float32[184]", "C.local[i*49 + j]"}},
+  };
   return cases;
 }
 

@@ -71,7 +71,8 @@ TEST(Trace, MalformedInputIsAClearError) {
   EXPECT_THROW(Trace::from_json(R"([{"stage": "C"}])"), Error);
   Matmul mm = matmul(8, 8, 8);
   Schedule s({mm.C});
-  Trace bad = Trace::from_json(R"([{"kind": "split", "stage": "C", "loops": ["q"], "attrs": {"factor": 2}, "outputs": ["q.outer", "q.inner"]}])");
+  Trace bad = Trace::from_json(
+      R"([{"kind": "split", "stage": "C", "loops": ["q"], "attrs": {"factor": 2}, "outputs": ["q.outer", "q.inner"]}])");
   try {
     bad.apply(s);
     FAIL() << "expected an error";
@@ -175,21 +176,19 @@ TEST(Trace, AttributesAreCheckedAtParse) {
   EXPECT_TRUE(contains(wrong_type, "split on stage C: attribute 'factor' is a string, expected an integer"))
       << wrong_type;
   std::string unknown = parse_error(split(R"({"factor": 8, "axis": 1})"));
-  EXPECT_TRUE(contains(unknown, "split on stage C: unknown attribute 'axis' (it takes: factor, nparts)"))
-      << unknown;
+  EXPECT_TRUE(contains(unknown, "split on stage C: unknown attribute 'axis' (it takes: factor, nparts)")) << unknown;
   std::string absent =
       parse_error(R"([{"kind": "pragma", "stage": "C", "loops": ["k"], "attrs": {"key": "unroll_max"}}])");
   EXPECT_TRUE(contains(absent, "pragma on stage C: missing attribute 'value' (an integer)")) << absent;
-  std::string loops =
-      parse_error(R"([{"kind": "fuse", "stage": "C", "loops": ["i"], "outputs": ["i.fused"]}])");
+  std::string loops = parse_error(R"([{"kind": "fuse", "stage": "C", "loops": ["i"], "outputs": ["i.fused"]}])");
   EXPECT_TRUE(contains(loops, "fuse on stage C: takes 2 loop(s), got 1")) << loops;
-  std::string outputs =
-      parse_error(R"([{"kind": "cache_write", "stage": "C", "attrs": {"scope": "local"}}])");
+  std::string outputs = parse_error(R"([{"kind": "cache_write", "stage": "C", "attrs": {"scope": "local"}}])");
   EXPECT_TRUE(contains(outputs, "cache_write on stage C: makes 1 loop(s) or stage(s)")) << outputs;
   std::string second = parse_error(R"([{"kind": "compute_root", "stage": "C"},
       {"kind": "compute_at", "stage": "B", "loops": ["i"], "attrs": {"target": 3}}])");
-  EXPECT_TRUE(contains(second, "instruction 1: compute_at on stage B: attribute 'target' is an integer, expected "
-                               "a string"))
+  EXPECT_TRUE(contains(second,
+                       "instruction 1: compute_at on stage B: attribute 'target' is an integer, expected "
+                       "a string"))
       << second;
 }
 

@@ -22,7 +22,8 @@ std::vector<float> iota_f32(size_t n, float start = 0, float step = 1) {
 }
 
 TEST(CodeGen, ScalarLoop) {
-  Buffer A = make_buffer("A", kFloat32, {100}), B = make_buffer("B", kFloat32, {100}), C = make_buffer("C", kFloat32, {100});
+  Buffer A = make_buffer("A", kFloat32, {100}), B = make_buffer("B", kFloat32, {100}),
+         C = make_buffer("C", kFloat32, {100});
   Var i("i");
   LoweredFunc f{"axpy", {A, B, C}, loop(i, 100, store(C, load(A, i) * 2 + load(B, i), i))};
   auto a = array<float>({100}, kFloat32, iota_f32(100)), b = array<float>({100}, kFloat32, iota_f32(100, 5, -0.5f));
@@ -35,7 +36,8 @@ TEST(CodeGen, ScalarLoop) {
 TEST(CodeGen, NestedLoopsWithSymbolicBounds) {
   // C[i, j] = A[i, j] + B[j] over rows [1, 1 + rows) where rows is a let-bound variable.
   const int64_t R = 7, M = 13;
-  Buffer A = make_buffer("A", kFloat32, {R, M}), B = make_buffer("B", kFloat32, {M}), C = make_buffer("C", kFloat32, {R, M});
+  Buffer A = make_buffer("A", kFloat32, {R, M}), B = make_buffer("B", kFloat32, {M}),
+         C = make_buffer("C", kFloat32, {R, M});
   Var i("i"), j("j"), rows("rows");
   Stmt inner = loop(j, M, store(C, load(A, i * M + j) + load(B, j), i * M + j));
   Stmt body = LetStmt::make(rows, Expr(R - 1), For::make(i, 1, rows, ForKind::Serial, inner));
@@ -81,7 +83,8 @@ TEST(CodeGen, ParallelLoopInsideSerialCapturesOuterVariables) {
   Expr idx = o * inner + i;
   Stmt par = loop(i, inner, store(C, load(A, idx) * scale + cast(kFloat32, i), idx), ForKind::Parallel);
   Stmt body = loop(o, outer, LetStmt::make(scale, cast(kFloat32, o * 10), par));
-  auto a = array<float>({outer * inner}, kFloat32, iota_f32(outer * inner)), c = NDArray::empty({outer * inner}, kFloat32);
+  auto a = array<float>({outer * inner}, kFloat32, iota_f32(outer * inner)),
+       c = NDArray::empty({outer * inner}, kFloat32);
   compile({"nested_par", {A, C}, body})({a, c});
   auto out = values<float>(c);
   for (int64_t oo = 0; oo < outer; ++oo)
@@ -95,8 +98,8 @@ TEST(CodeGen, ParallelLoopWithLocalBufferAndEmptyExtent) {
   Buffer A = make_buffer("A", kFloat32, {n, k}), C = make_buffer("C", kFloat32, {n});
   Buffer acc = make_buffer("acc", kFloat32, {1}, MemoryScope::Local);
   Var i("i"), j("j"), e("e");
-  Stmt reduce = Block::make({store(acc, f32(0), 0), loop(j, k, store(acc, load(acc, 0) + load(A, i * k + j), 0)),
-                             store(C, load(acc, 0), i)});
+  Stmt reduce = Block::make(
+      {store(acc, f32(0), 0), loop(j, k, store(acc, load(acc, 0) + load(A, i * k + j), 0)), store(C, load(acc, 0), i)});
   Stmt body = Block::make({loop(i, n, Allocate::make(acc, reduce), ForKind::Parallel),
                            LetStmt::make(e, Expr(0), For::make(i, 0, e, ForKind::Parallel, store(C, f32(-1), i)))});
   std::vector<float> av(n * k);
@@ -109,14 +112,17 @@ TEST(CodeGen, ParallelLoopWithLocalBufferAndEmptyExtent) {
 
 TEST(CodeGen, VectorLoadsAndStores) {
   // Aligned: C[ramp(16 io)] = A[ramp(16 io)] + 2; unaligned: D[ramp(16 io + 3)] = A[ramp(16 io + 1)] * x.
-  Buffer A = make_buffer("A", kFloat32, {80}), C = make_buffer("C", kFloat32, {64}), D = make_buffer("D", kFloat32, {80});
+  Buffer A = make_buffer("A", kFloat32, {80}), C = make_buffer("C", kFloat32, {64}),
+         D = make_buffer("D", kFloat32, {80});
   Var io("io");
   Expr x = Broadcast::make(f32(3), 16);
-  Stmt body = loop(io, 4, Block::make({store(C, load(A, ramp(io * 16, 16)) + Broadcast::make(f32(2), 16), ramp(io * 16, 16)),
-                                       store(D, load(A, ramp(io * 16 + 1, 16)) * x, ramp(io * 16 + 3, 16))}));
+  Stmt body = loop(io, 4,
+                   Block::make({store(C, load(A, ramp(io * 16, 16)) + Broadcast::make(f32(2), 16), ramp(io * 16, 16)),
+                                store(D, load(A, ramp(io * 16 + 1, 16)) * x, ramp(io * 16 + 3, 16))}));
   LoweredFunc f{"vec", {A, C, D}, body};
   auto module = build_llvm({f}, Target::parse("llvm"));
-  auto a = array<float>({80}, kFloat32, iota_f32(80)), c = NDArray::empty({64}, kFloat32), d = NDArray::empty({80}, kFloat32);
+  auto a = array<float>({80}, kFloat32, iota_f32(80)), c = NDArray::empty({64}, kFloat32),
+       d = NDArray::empty({80}, kFloat32);
   module->get_kernel("vec")({a, c, d});
   auto cv = values<float>(c), dv = values<float>(d);
   for (int k = 0; k < 64; ++k) EXPECT_EQ(cv[k], k + 2.0f) << k;
@@ -199,7 +205,8 @@ TEST(CodeGen, FailedAllocationIsReportedFromSerialAndParallelCode) {
       kernel({ix, c});
       FAIL() << "expected an allocation failure";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("status " + std::to_string(kStatusOutOfMemory)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("status " + std::to_string(kStatusOutOfMemory)), std::string::npos)
+          << e.what();
     }
   }
 }
@@ -210,10 +217,10 @@ TEST(CodeGen, Float16IsComputedInFloat32) {
   Buffer S = make_buffer("S", kFloat32, {n});
   Var i("i"), io("io");
   Expr h3 = FloatImm::make(runtime::kFloat16, 3.0);
-  Stmt body = Block::make({loop(i, 16, store(C, load(A, i) * h3 + FloatImm::make(runtime::kFloat16, 0.5), i)),
-                           loop(io, 1, store(C, load(A, ramp(io * 16 + 16, 16)) * Broadcast::make(h3, 16),
-                                             ramp(io * 16 + 16, 16))),
-                           loop(i, n, store(S, cast(kFloat32, load(A, i)), i))});
+  Stmt body = Block::make(
+      {loop(i, 16, store(C, load(A, i) * h3 + FloatImm::make(runtime::kFloat16, 0.5), i)),
+       loop(io, 1, store(C, load(A, ramp(io * 16 + 16, 16)) * Broadcast::make(h3, 16), ramp(io * 16 + 16, 16))),
+       loop(i, n, store(S, cast(kFloat32, load(A, i)), i))});
   std::vector<uint16_t> av(n);  // half bits
   for (int64_t k = 0; k < n; ++k) av[k] = runtime::float_to_half(0.25f * k - 3.0f);
   // Plain x86-64 has no F16C: conversions then go through runtime helpers the JIT provides.
@@ -226,7 +233,8 @@ TEST(CodeGen, Float16IsComputedInFloat32) {
     for (int64_t k = 0; k < n; ++k) {
       float x = 0.25f * k - 3.0f;
       float expect = k < 16 ? x * 3 + 0.5f : x * 3;
-      EXPECT_EQ(runtime::half_to_float(cv[k]), runtime::half_to_float(runtime::float_to_half(expect))) << target << " " << k;
+      EXPECT_EQ(runtime::half_to_float(cv[k]), runtime::half_to_float(runtime::float_to_half(expect)))
+          << target << " " << k;
       EXPECT_EQ(sv[k], x) << target << " " << k;
     }
   }
@@ -235,19 +243,23 @@ TEST(CodeGen, Float16IsComputedInFloat32) {
 TEST(CodeGen, BoolBuffers) {
   // P[i] = A[i] > 0.5 && !Q[i], scalar for the first 16 elements and vector for the next 16.
   const int64_t n = 32;
-  Buffer A = make_buffer("A", kFloat32, {n}), Q = make_buffer("Q", runtime::kBool, {n}), P = make_buffer("P", runtime::kBool, {n});
+  Buffer A = make_buffer("A", kFloat32, {n}), Q = make_buffer("Q", runtime::kBool, {n}),
+         P = make_buffer("P", runtime::kBool, {n});
   Var i("i"), io("io");
   Expr lanes = ramp(io * 16 + 16, 16);
   Stmt body = Block::make(
       {loop(i, 16, store(P, logical_and(load(A, i) > f32(0.5), logical_not(load(Q, i))), i)),
-       loop(io, 1, store(P, logical_and(load(A, lanes) > Broadcast::make(f32(0.5), 16), logical_not(load(Q, lanes))), lanes))});
+       loop(
+           io, 1,
+           store(P, logical_and(load(A, lanes) > Broadcast::make(f32(0.5), 16), logical_not(load(Q, lanes))), lanes))});
   std::vector<float> av(n);
   std::vector<uint8_t> qv(n);
   for (int64_t k = 0; k < n; ++k) {
     av[k] = (k % 3) * 0.4f;
     qv[k] = k % 2;
   }
-  auto a = array<float>({n}, kFloat32, av), q = array<uint8_t>({n}, runtime::kBool, qv), p = NDArray::empty({n}, runtime::kBool);
+  auto a = array<float>({n}, kFloat32, av), q = array<uint8_t>({n}, runtime::kBool, qv),
+       p = NDArray::empty({n}, runtime::kBool);
   compile({"bools", {A, Q, P}, body})({a, q, p});
   auto pv = values<uint8_t>(p);
   for (int64_t k = 0; k < n; ++k) EXPECT_EQ(pv[k], (av[k] > 0.5f && !qv[k]) ? 1 : 0) << k;
@@ -258,29 +270,39 @@ TEST(CodeGen, NarrowIntegersWrapAndCompareBySignedness) {
   using runtime::DataType;
   const DataType i8 = DataType::Int(8), u8 = DataType::UInt(8), i32 = DataType::Int(32);
   Buffer A = make_buffer("A", i8, {n}), B = make_buffer("B", u8, {n}), F = make_buffer("F", kFloat32, {n});
-  Buffer sum = make_buffer("sum", i8, {n}), udiv = make_buffer("udiv", u8, {n}), ugt = make_buffer("ugt", runtime::kBool, {n});
-  Buffer widened = make_buffer("widened", i32, {n}), to_u8 = make_buffer("to_u8", u8, {n}), to_i8 = make_buffer("to_i8", i8, {n});
+  Buffer sum = make_buffer("sum", i8, {n}), udiv = make_buffer("udiv", u8, {n}),
+         ugt = make_buffer("ugt", runtime::kBool, {n});
+  Buffer widened = make_buffer("widened", i32, {n}), to_u8 = make_buffer("to_u8", u8, {n}),
+         to_i8 = make_buffer("to_i8", i8, {n});
   Buffer shifts = make_buffer("shifts", i32, {n, 2}), to_bool = make_buffer("to_bool", runtime::kBool, {n});
   Var i("i");
   Expr a = load(A, i), b = load(B, i), x = load(F, i);
-  Stmt body = loop(i, n, Block::make({
-      store(sum, a + a, i),
-      store(udiv, b / IntImm::make(u8, 7), i),
-      store(ugt, b > IntImm::make(u8, 100), i),
-      store(widened, cast(i32, a) * cast(i32, b), i),
-      store(to_u8, cast(u8, x), i),
-      store(to_i8, cast(i8, x), i),
-      store(shifts, call(Intrinsic::shift_right, {cast(i32, a), IntImm::make(i32, 1)}), i * 2),
-      store(shifts, cast(i32, call(Intrinsic::shift_right, {b, IntImm::make(u8, 1)})), i * 2 + 1),
-      store(to_bool, cast(runtime::kBool, x), i),
-  }));
+  Stmt body = loop(i, n,
+                   Block::make({
+                       store(sum, a + a, i),
+                       store(udiv, b / IntImm::make(u8, 7), i),
+                       store(ugt, b > IntImm::make(u8, 100), i),
+                       store(widened, cast(i32, a) * cast(i32, b), i),
+                       store(to_u8, cast(u8, x), i),
+                       store(to_i8, cast(i8, x), i),
+                       store(shifts, call(Intrinsic::shift_right, {cast(i32, a), IntImm::make(i32, 1)}), i * 2),
+                       store(shifts, cast(i32, call(Intrinsic::shift_right, {b, IntImm::make(u8, 1)})), i * 2 + 1),
+                       store(to_bool, cast(runtime::kBool, x), i),
+                   }));
   std::vector<int8_t> av = {100, -100, 127, -128, 5, -1};
   std::vector<uint8_t> bv = {200, 100, 255, 0, 7, 101};
   std::vector<float> fv = {-1.0f, 300.0f, 2.9f, -2.9f, 0.0f, NAN};
-  auto arrays = std::vector<NDArray>{array<int8_t>({n}, i8, av), array<uint8_t>({n}, u8, bv), array<float>({n}, kFloat32, fv),
-                                     NDArray::empty({n}, i8), NDArray::empty({n}, u8), NDArray::empty({n}, runtime::kBool),
-                                     NDArray::empty({n}, i32), NDArray::empty({n}, u8), NDArray::empty({n}, i8),
-                                     NDArray::empty({n, 2}, i32), NDArray::empty({n}, runtime::kBool)};
+  auto arrays = std::vector<NDArray>{array<int8_t>({n}, i8, av),
+                                     array<uint8_t>({n}, u8, bv),
+                                     array<float>({n}, kFloat32, fv),
+                                     NDArray::empty({n}, i8),
+                                     NDArray::empty({n}, u8),
+                                     NDArray::empty({n}, runtime::kBool),
+                                     NDArray::empty({n}, i32),
+                                     NDArray::empty({n}, u8),
+                                     NDArray::empty({n}, i8),
+                                     NDArray::empty({n, 2}, i32),
+                                     NDArray::empty({n}, runtime::kBool)};
   compile({"ints", {A, B, F, sum, udiv, ugt, widened, to_u8, to_i8, shifts, to_bool}, body})(arrays);
   auto s = values<int8_t>(arrays[3]);
   auto d = values<uint8_t>(arrays[4]);
@@ -315,7 +337,8 @@ TEST(CodeGen, IntegerDivisionOnNegativeOperands) {
   std::vector<int64_t> divisors = {3, -3, 4, -4, 1, 7};
   const int64_t n = 32, d_count = static_cast<int64_t>(divisors.size());
   Buffer A = make_buffer("A", kInt64, {n}), Bv = make_buffer("B", kInt64, {d_count});
-  Buffer out_var = make_buffer("out_var", kInt64, {d_count, n, 4}), out_const = make_buffer("out_const", kInt64, {d_count, n, 4});
+  Buffer out_var = make_buffer("out_var", kInt64, {d_count, n, 4}),
+         out_const = make_buffer("out_const", kInt64, {d_count, n, 4});
   std::vector<Stmt> stmts;
   Var d("d"), i("i"), io("io");
   auto emit4 = [&](const Buffer& out, Expr dd, Expr a, Expr b, Expr base, int64_t lanes) {
@@ -324,15 +347,19 @@ TEST(CodeGen, IntegerDivisionOnNegativeOperands) {
                         store(out, floormod(a, b), at(3))});
   };
   Expr b_var = load(Bv, d);
-  stmts.push_back(loop(d, d_count, Block::make({
-      loop(i, 16, emit4(out_var, d, load(A, i), b_var, d * n + i, 1)),
-      loop(io, 1, emit4(out_var, d, load(A, ramp(io * 16 + 16, 16)), Broadcast::make(b_var, 16), d * n + io * 16 + 16, 16)),
-  })));
+  stmts.push_back(loop(d, d_count,
+                       Block::make({
+                           loop(i, 16, emit4(out_var, d, load(A, i), b_var, d * n + i, 1)),
+                           loop(io, 1,
+                                emit4(out_var, d, load(A, ramp(io * 16 + 16, 16)), Broadcast::make(b_var, 16),
+                                      d * n + io * 16 + 16, 16)),
+                       })));
   for (int64_t k = 0; k < d_count; ++k) {
     Expr b = Expr(divisors[k]);
     stmts.push_back(loop(i, 16, emit4(out_const, Expr(k), load(A, i), b, Expr(k * n) + i, 1)));
-    stmts.push_back(loop(io, 1, emit4(out_const, Expr(k), load(A, ramp(io * 16 + 16, 16)), Broadcast::make(b, 16),
-                                      Expr(k * n) + io * 16 + 16, 16)));
+    stmts.push_back(loop(io, 1,
+                         emit4(out_const, Expr(k), load(A, ramp(io * 16 + 16, 16)), Broadcast::make(b, 16),
+                               Expr(k * n) + io * 16 + 16, 16)));
   }
   std::vector<int64_t> av(n);
   for (int64_t k = 0; k < n; ++k) av[k] = k - 16;
@@ -354,9 +381,11 @@ TEST(CodeGen, IntegerDivisionOnNegativeOperands) {
 }
 
 TEST(CodeGen, FloatDivisionAndModulo) {
-  Buffer A = make_buffer("A", kFloat32, {4}), B = make_buffer("B", kFloat32, {4}), C = make_buffer("C", kFloat32, {4, 2});
+  Buffer A = make_buffer("A", kFloat32, {4}), B = make_buffer("B", kFloat32, {4}),
+         C = make_buffer("C", kFloat32, {4, 2});
   Var i("i");
-  Stmt body = loop(i, 4, Block::make({store(C, load(A, i) / load(B, i), i * 2), store(C, load(A, i) % load(B, i), i * 2 + 1)}));
+  Stmt body =
+      loop(i, 4, Block::make({store(C, load(A, i) / load(B, i), i * 2), store(C, load(A, i) % load(B, i), i * 2 + 1)}));
   std::vector<float> av = {7.5f, -7.5f, 7.5f, -7.5f}, bv = {2, 2, -2, -2};
   auto c = NDArray::empty({4, 2}, kFloat32);
   compile({"fdiv", {A, B, C}, body})({array<float>({4}, kFloat32, av), array<float>({4}, kFloat32, bv), c});
@@ -369,13 +398,16 @@ TEST(CodeGen, FloatDivisionAndModulo) {
 
 TEST(CodeGen, ControlFlowLetsSelectsAndMinMax) {
   // C[i] = i < 5 ? max(A[i], 2) : (let t = A[i] * 2 in min(t, 9)); D[i] = select(A[i] > 3, A[i], -A[i]) (vector).
-  Buffer A = make_buffer("A", kFloat32, {16}), C = make_buffer("C", kFloat32, {16}), D = make_buffer("D", kFloat32, {16});
+  Buffer A = make_buffer("A", kFloat32, {16}), C = make_buffer("C", kFloat32, {16}),
+         D = make_buffer("D", kFloat32, {16});
   Var i("i"), t("t", kFloat32), io("io");
   Expr a = load(A, i);
-  Stmt branch = IfThenElse::make(i < 5, store(C, max(a, f32(2)), i), store(C, Let::make(t, a * 2, min(Expr(t), f32(9))), i));
+  Stmt branch =
+      IfThenElse::make(i < 5, store(C, max(a, f32(2)), i), store(C, Let::make(t, a * 2, min(Expr(t), f32(9))), i));
   Expr av16 = load(A, ramp(io * 16, 16));
   Stmt vec = loop(io, 1, store(D, select(av16 > Broadcast::make(f32(3), 16), av16, -av16), ramp(io * 16, 16)));
-  auto a_arr = array<float>({16}, kFloat32, iota_f32(16)), c = NDArray::empty({16}, kFloat32), d = NDArray::empty({16}, kFloat32);
+  auto a_arr = array<float>({16}, kFloat32, iota_f32(16)), c = NDArray::empty({16}, kFloat32),
+       d = NDArray::empty({16}, kFloat32);
   compile({"control", {A, C, D}, Block::make({loop(i, 16, branch), vec})})({a_arr, c, d});
   auto cv = values<float>(c), dv = values<float>(d);
   for (int k = 0; k < 16; ++k) {
@@ -410,9 +442,11 @@ TEST(CodeGen, LoopIdiomsBecomeLibcallsTheJitResolves) {
   const int64_t n = 4096;
   Buffer A = make_buffer("A", kFloat32, {n}), C = make_buffer("C", kFloat32, {n}), D = make_buffer("D", kFloat32, {n});
   Var i("i"), j("j");
-  auto module = build_llvm({{"idioms", {A, C, D}, Block::make({loop(i, n, store(C, f32(0), i)), loop(j, n, store(D, load(A, j), j))})}},
-                           Target::parse("llvm"));
-  auto a = array<float>({n}, kFloat32, iota_f32(n)), c = array<float>({n}, kFloat32, iota_f32(n)), d = NDArray::empty({n}, kFloat32);
+  auto module = build_llvm(
+      {{"idioms", {A, C, D}, Block::make({loop(i, n, store(C, f32(0), i)), loop(j, n, store(D, load(A, j), j))})}},
+      Target::parse("llvm"));
+  auto a = array<float>({n}, kFloat32, iota_f32(n)), c = array<float>({n}, kFloat32, iota_f32(n)),
+       d = NDArray::empty({n}, kFloat32);
   module->get_kernel("idioms")({a, c, d});
   EXPECT_EQ(values<float>(c), std::vector<float>(n, 0.0f));
   EXPECT_EQ(values<float>(d), iota_f32(n));
@@ -443,7 +477,8 @@ TEST(CodeGen, NodesThatLoweringRemovesAreInternalErrors) {
   Buffer C = make_buffer("C", kFloat32, {4});
   Tensor T = placeholder({4}, kFloat32, "T");
   Var i("i");
-  expect_codegen_error({"pl", {C}, loop(i, 4, store(C, T(i), i))}, "internal error: ProducerLoad reached the LLVM code generator in kernel 'pl'");
+  expect_codegen_error({"pl", {C}, loop(i, 4, store(C, T(i), i))},
+                       "internal error: ProducerLoad reached the LLVM code generator in kernel 'pl'");
   IterVar k = reduce_axis(Range(0, 4), "k");
   expect_codegen_error({"red", {C}, store(C, sum(T(k), {k}), 0)}, "internal error: Reduce");
   expect_codegen_error({"ps", {C}, ProducerStore::make(T, f32(1), {Expr(0)})}, "internal error: ProducerStore");

@@ -23,8 +23,12 @@ inline Buffer make_buffer(const std::string& name, DataType dtype, const std::ve
 }
 
 inline Expr load(const Buffer& b, Expr index) { return Load::make(b, std::move(index)); }
-inline Stmt store(const Buffer& b, Expr value, Expr index) { return Store::make(b, std::move(value), std::move(index)); }
-inline Expr ramp(Expr base, int64_t lanes, Expr stride = 1) { return Ramp::make(std::move(base), std::move(stride), lanes); }
+inline Stmt store(const Buffer& b, Expr value, Expr index) {
+  return Store::make(b, std::move(value), std::move(index));
+}
+inline Expr ramp(Expr base, int64_t lanes, Expr stride = 1) {
+  return Ramp::make(std::move(base), std::move(stride), lanes);
+}
 inline Expr f32(double v) { return FloatImm::make(runtime::kFloat32, v); }
 inline Stmt loop(const Var& v, Expr extent, Stmt body, ForKind kind = ForKind::Serial) {
   return For::make(v, 0, std::move(extent), kind, std::move(body));

@@ -74,8 +74,16 @@ TEST(Module, ArgumentChecksNameTheArgument) {
   runtime::Kernel k = compile(scale_kernel());
   auto good = NDArray::empty({4, 16}, kFloat32);
   expect_error([&] { k({good}); }, "takes 2 arguments, got 1");
-  expect_error([&] { k({good, NDArray::empty({4, 15}, kFloat32)}); }, "argument 1 ('C'): expected shape (4, 16), got (4, 15)");
-  expect_error([&] { k({NDArray::empty({4, 16}, runtime::kInt32), good}); }, "argument 0 ('A'): expected dtype float32, got int32");
+  expect_error(
+      [&] {
+        k({good, NDArray::empty({4, 15}, kFloat32)});
+      },
+      "argument 1 ('C'): expected shape (4, 16), got (4, 15)");
+  expect_error(
+      [&] {
+        k({NDArray::empty({4, 16}, runtime::kInt32), good});
+      },
+      "argument 0 ('A'): expected dtype float32, got int32");
   // The exported function checks the count itself too: callers may skip Kernel's checks.
   void* data[2] = {good.data(), good.data()};
   EXPECT_EQ(k.function()(data, 1), kStatusBadArgumentCount);
@@ -97,7 +105,8 @@ TEST(Module, SourcesShowVectorIrAndZmmAssembly) {
 TEST(Module, FastMathKeepsNanAndInfinity) {
   Buffer A = make_buffer("A", kFloat32, {16}), C = make_buffer("C", kFloat32, {16});
   Var i("i");
-  std::string ir = build_llvm({{"fm", {A, C}, loop(i, 16, store(C, load(A, i) * 3 + 1, i))}}, Target::parse("llvm"))->source("ll");
+  std::string ir =
+      build_llvm({{"fm", {A, C}, loop(i, 16, store(C, load(A, i) * 3 + 1, i))}}, Target::parse("llvm"))->source("ll");
   EXPECT_NE(ir.find("reassoc"), std::string::npos) << ir;
   EXPECT_NE(ir.find("contract"), std::string::npos);
   EXPECT_EQ(ir.find("nnan"), std::string::npos);
@@ -109,7 +118,10 @@ void expect_elf_object(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[4] = {};
   in.read(magic, 4);
-  EXPECT_EQ(std::string(magic, 4), "\x7f" "ELF") << path;
+  EXPECT_EQ(std::string(magic, 4),
+            "\x7f"
+            "ELF")
+      << path;
   EXPECT_GT(std::filesystem::file_size(path), 64u);
 }
 
@@ -119,7 +131,8 @@ TEST(Module, EmitsElfObjectsForTheHostAndOtherCpus) {
   expect_elf_object(dir + "/host.o");
   emit_object_file({scale_kernel()}, Target::parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver3"), dir + "/znver3.o");
   expect_elf_object(dir + "/znver3.o");
-  expect_error([&] { emit_object_file({scale_kernel()}, Target::parse("llvm"), dir + "/no/such/dir/x.o"); }, "no/such/dir/x.o");
+  expect_error([&] { emit_object_file({scale_kernel()}, Target::parse("llvm"), dir + "/no/such/dir/x.o"); },
+               "no/such/dir/x.o");
 }
 
 std::string read_bytes(const std::string& path) {
@@ -141,11 +154,13 @@ TEST(Module, RefusesToRunCodeTheHostCannot) {
   // Some vector extension this host lacks (avx512fp16 on this project's machines).
   for (const std::string& f : Target::host().mattr) {
     if (f.compare(0, 4, "-avx") != 0) continue;
-    expect_error([&] { build_llvm({scale_kernel()}, Target::parse("llvm -mattr=+" + f.substr(1))); }, ", which this host");
+    expect_error([&] { build_llvm({scale_kernel()}, Target::parse("llvm -mattr=+" + f.substr(1))); },
+                 ", which this host");
     break;
   }
   expect_error([] { build_llvm({scale_kernel()}, Target::parse("llvm -mtriple=aarch64-linux-gnu")); }, "aarch64");
-  expect_error([] { build_llvm({scale_kernel()}, Target::parse("llvm -mcpu=notacpu")); }, "does not know the CPU 'notacpu'");
+  expect_error([] { build_llvm({scale_kernel()}, Target::parse("llvm -mcpu=notacpu")); },
+               "does not know the CPU 'notacpu'");
   expect_error([] { build_llvm({scale_kernel()}, Target::parse("llvm -mattr=+notafeature")); },
                "does not know the feature 'notafeature'");
   // The host, spelled out, runs; so does a named CPU whose vector extensions this host has.
@@ -163,7 +178,11 @@ TEST(Module, RejectsBadKernelNames) {
   expect_error([&] { build_llvm({bad}, Target::parse("llvm")); }, "kernel name '2fast' is not a C identifier");
   bad.name = "expf";
   expect_error([&] { build_llvm({bad}, Target::parse("llvm")); }, "kernel name 'expf' is taken");
-  expect_error([&] { build_llvm({negate_kernel(), negate_kernel()}, Target::parse("llvm")); }, "two kernels are named 'negate'");
+  expect_error(
+      [&] {
+        build_llvm({negate_kernel(), negate_kernel()}, Target::parse("llvm"));
+      },
+      "two kernels are named 'negate'");
 }
 
 TEST(Module, DumpsIrBeforeAndAfterOptimization) {

@@ -191,7 +191,8 @@ TEST(StridedLoads, ReadNothingPastTheirLastElement) {
   const int64_t n = x.size();
   for (int64_t stride : {2, 3, 4}) {
     const int64_t m = n / stride / kLanes * kLanes, offset = n - 1 - stride * (m - 1);
-    Buffer X = make_buffer("X", kFloat32, {n}), S = make_buffer("S", kFloat32, {m}), T = make_buffer("T", kFloat32, {m});
+    Buffer X = make_buffer("X", kFloat32, {n}), S = make_buffer("S", kFloat32, {m}),
+           T = make_buffer("T", kFloat32, {m});
     Var jo("jo");
     Expr j = ramp(jo * kLanes, kLanes);
     Expr read = load(X, ramp(jo * (stride * kLanes) + offset, kLanes, stride));

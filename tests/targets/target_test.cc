@@ -38,8 +38,9 @@ TEST(Target, ParsesOtherKinds) {
 }
 
 TEST(Target, StrRoundTrips) {
-  for (const char* text : {"llvm", "llvm -mcpu=skylake-avx512", "llvm -mtriple=x86_64-linux-gnu -mcpu=znver3 -mattr=+avx2,-avx512f",
-                           "c", "opencl", "cuda", "cuda -arch=sm_90"}) {
+  for (const char* text :
+       {"llvm", "llvm -mcpu=skylake-avx512", "llvm -mtriple=x86_64-linux-gnu -mcpu=znver3 -mattr=+avx2,-avx512f", "c",
+        "opencl", "cuda", "cuda -arch=sm_90"}) {
     Target t = Target::parse(text);
     EXPECT_EQ(t.str(), text);
     EXPECT_EQ(Target::parse(t.str()), t);
@@ -68,7 +69,9 @@ TEST(Target, HostDefaultsNameTheHostsCpuAndFeatures) {
   Target without = Target::parse("llvm -mattr=-avx2").with_host_defaults();
   ASSERT_FALSE(without.mattr.empty());
   EXPECT_EQ(without.mattr.back(), "-avx2");
-  EXPECT_EQ(std::count_if(without.mattr.begin(), without.mattr.end(), [](const std::string& f) { return f.substr(1) == "avx2"; }), 1);
+  EXPECT_EQ(std::count_if(without.mattr.begin(), without.mattr.end(),
+                          [](const std::string& f) { return f.substr(1) == "avx2"; }),
+            1);
   // A CPU given, or another architecture, gets no host features.
   EXPECT_TRUE(Target::parse("llvm -mcpu=znver3").with_host_defaults().mattr.empty());
   Target arm = Target::parse("llvm -mtriple=aarch64-linux-gnu").with_host_defaults();

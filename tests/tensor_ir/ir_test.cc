@@ -45,7 +45,8 @@ TEST(IR, PrefetchTakesAScalarLoad) {
     call(Intrinsic::prefetch, {A(i) * 2});
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("prefetch: takes a scalar load of the element to fetch, got A[i]*2.0f"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("prefetch: takes a scalar load of the element to fetch, got A[i]*2.0f"),
+              std::string::npos)
         << e.what();
   }
 }
@@ -53,8 +54,11 @@ TEST(IR, PrefetchTakesAScalarLoad) {
 TEST(IR, ReductionMustBeTheWholeBody) {
   Tensor A = placeholder({Expr(4), Expr(5)}, kFloat32, "A");
   IterVar k = reduce_axis(Range(Expr(0), Expr(5)), "k");
-  EXPECT_THROW(compute({Expr(4)}, [&](const std::vector<Var>& i) { return sum(A(i[0], k), {k}) * 2; }, "C"), Error);
-  Tensor C = compute({Expr(4)}, [&](const std::vector<Var>& i) { return sum(A(i[0], k), {k}); }, "C");
+  EXPECT_THROW(compute(
+                   {Expr(4)}, [&](const std::vector<Var>& i) { return sum(A(i[0], k), {k}) * 2; }, "C"),
+               Error);
+  Tensor C = compute(
+      {Expr(4)}, [&](const std::vector<Var>& i) { return sum(A(i[0], k), {k}); }, "C");
   EXPECT_EQ(C.as<ComputeOp>()->reduce_axis().size(), 1u);
 }
 
@@ -67,7 +71,8 @@ TEST(IR, PrinterDisambiguatesNamesAndParenthesizes) {
 TEST(IR, ComputeDagPrintsInputsFirst) {
   Tensor A = placeholder({Expr(4), Expr(5)}, kFloat32, "A");
   IterVar k = reduce_axis(Range(Expr(0), Expr(5)), "k");
-  Tensor C = compute({Expr(4)}, [&](const std::vector<Var>& i) { return sum(A(i[0], k), {k}); }, "C");
+  Tensor C = compute(
+      {Expr(4)}, [&](const std::vector<Var>& i) { return sum(A(i[0], k), {k}); }, "C");
   EXPECT_EQ(to_string(std::vector<Tensor>{C}),
             "A: float32[4, 5] = placeholder\n"
             "C: float32[4] = compute(i => sum(A[i, k], axis=[k in 0:5]))\n");
@@ -84,9 +89,12 @@ TEST(IR, StructuralEqualityIsUpToRenaming) {
   EXPECT_FALSE(structural_equal(i, Expr(Var("f", kFloat32)), true));
   // Bound variables match up to renaming even without mapping free ones.
   Buffer buf = BufferNode::make("A", kFloat32, {Expr(4)}, MemoryScope::Global);
-  auto loop = [&](Var v) { return For::make(v, Expr(0), Expr(4), ForKind::Serial, Store::make(buf, make_const(kFloat32, 0), v)); };
+  auto loop = [&](Var v) {
+    return For::make(v, Expr(0), Expr(4), ForKind::Serial, Store::make(buf, make_const(kFloat32, 0), v));
+  };
   EXPECT_TRUE(structural_equal(loop(i), loop(j)));
-  EXPECT_FALSE(structural_equal(loop(i), For::make(i, Expr(0), Expr(4), ForKind::Serial, Store::make(buf, make_const(kFloat32, 0), k))));
+  EXPECT_FALSE(structural_equal(
+      loop(i), For::make(i, Expr(0), Expr(4), ForKind::Serial, Store::make(buf, make_const(kFloat32, 0), k))));
 }
 
 TEST(IR, MutatorKeepsUnchangedNodes) {

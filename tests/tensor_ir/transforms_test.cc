@@ -46,7 +46,8 @@ TEST(LoopPartition, SplitsOffTheTail) {
 TEST(LoopPartition, LeavesUnmarkedConditionsAlone) {
   Buffer a = buffer("A", 10);
   Var i("i");
-  Stmt s = For::make(i, Expr(0), Expr(10), ForKind::Serial, IfThenElse::make(i < 5, Store::make(a, make_const(kFloat32, 1), i)));
+  Stmt s = For::make(i, Expr(0), Expr(10), ForKind::Serial,
+                     IfThenElse::make(i < 5, Store::make(a, make_const(kFloat32, 1), i)));
   EXPECT_TRUE(partition_loops(s).same_as(s));
 }
 
@@ -64,7 +65,8 @@ TEST(Vectorize, MainBodyBecomesVectorCode) {
 TEST(Vectorize, BranchOnTheLoopVariableStaysScalar) {
   Buffer a = buffer("A", 8);
   Var i("i");
-  Stmt s = For::make(i, Expr(0), Expr(8), ForKind::Vectorized, IfThenElse::make(i < 5, Store::make(a, make_const(kFloat32, 1), i)));
+  Stmt s = For::make(i, Expr(0), Expr(8), ForKind::Vectorized,
+                     IfThenElse::make(i < 5, Store::make(a, make_const(kFloat32, 1), i)));
   EXPECT_EQ(to_string(vectorize_loops(s)), "for (i, 0, 8) {\n  if (i < 5) {\n    A[i] = 1.0f\n  }\n}\n");
 }
 
@@ -79,11 +81,12 @@ TEST(Vectorize, ScalarIndexWithVectorValueStaysScalar) {
 
 TEST(StorageFlatten, ArgumentsAreRowMajorAndRealizesAllocate) {
   Tensor A = placeholder({Expr(4), Expr(6)}, kFloat32, "A");
-  Tensor T = compute({Expr(4), Expr(6)}, [&](const std::vector<Var>& i) { return A(i[0], i[1]); }, "T");
+  Tensor T = compute(
+      {Expr(4), Expr(6)}, [&](const std::vector<Var>& i) { return A(i[0], i[1]); }, "T");
   Var i("i"), j("j");
-  Stmt body = For::make(i, Expr(0), Expr(2), ForKind::Serial,
-                        For::make(j, Expr(0), Expr(3), ForKind::Serial,
-                                  ProducerStore::make(T, A(i + 2, j + 3), {i + 2, j + 3})));
+  Stmt body = For::make(
+      i, Expr(0), Expr(2), ForKind::Serial,
+      For::make(j, Expr(0), Expr(3), ForKind::Serial, ProducerStore::make(T, A(i + 2, j + 3), {i + 2, j + 3})));
   Stmt realize = Realize::make(T, {Range(Expr(2), Expr(2)), Range(Expr(3), Expr(3))}, body);
   FlattenOptions options;
   options.args.emplace_back(A, buffer("A", 24));
