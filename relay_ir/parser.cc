@@ -9,6 +9,7 @@
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
+#include "runtime/shape_size.h"
 
 namespace tessera::relay_ir {
 
@@ -501,20 +502,25 @@ class Parser {
     if (!tt) Lexer::error(type_at, "a constant's type must be a tensor type, found " + to_string(type));
     expect(",", "after the constant's type");
     expect("[", "before the constant's values");
-    runtime::NDArray data = runtime::NDArray::empty(tt->shape, tt->dtype);
-    int64_t n = 0, numel = data.numel();
+    // The values are counted before the array is allocated: the type may claim more than is given.
+    int64_t numel = runtime::checked_numel(tt->shape, "a constant of type " + to_string(type));
+    std::vector<Token> values;
     Token close = cur_;
     sequence("]", "a value", false, [&] {
       if (cur_.kind != Tok::Number) Lexer::error(cur_, "expected a number, found " + describe(cur_));
-      if (n == numel) Lexer::error(cur_, "too many values for a constant of type " + to_string(type));
-      element(static_cast<char*>(data.data()) + n++ * tt->dtype.element_bytes(), tt->dtype, cur_);
+      if (static_cast<int64_t>(values.size()) == numel)
+        Lexer::error(cur_, "too many values for a constant of type " + to_string(type));
+      values.push_back(cur_);
       advance();
       close = cur_;
     });
-    if (n != numel)
+    if (static_cast<int64_t>(values.size()) != numel)
       Lexer::error(close, "a constant of type " + to_string(type) + " needs " + std::to_string(numel) +
-                              " values, got " + std::to_string(n));
+                              " values, got " + std::to_string(values.size()));
     expect(")", "after the constant's values");
+    runtime::NDArray data = runtime::NDArray::empty(tt->shape, tt->dtype);
+    for (size_t k = 0; k < values.size(); ++k)
+      element(static_cast<char*>(data.data()) + k * tt->dtype.element_bytes(), tt->dtype, values[k]);
     return relay_ir::constant(data);
   }
 

@@ -6,6 +6,7 @@
 
 #include "runtime/device_api.h"
 #include "runtime/error.h"
+#include "runtime/shape_size.h"
 
 namespace tessera::runtime {
 
@@ -25,9 +26,8 @@ std::string NDArray::shape_str() const { return runtime::shape_str(shape_); }
 
 NDArray NDArray::empty(std::vector<int64_t> shape, DataType dtype, Device device) {
   if (dtype.is_vector() || dtype.is_handle()) fail("NDArray::empty: invalid element type ", dtype.str());
+  checked_nbytes(shape, dtype, "NDArray::empty");
   NDArray a;
-  for (int64_t d : shape)
-    if (d < 0) fail("NDArray::empty: negative dimension in shape ", runtime::shape_str(shape));
   a.shape_ = std::move(shape);
   a.dtype_ = dtype;
   a.device_ = device;

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "runtime/error.h"
+#include "runtime/shape_size.h"
 
 namespace tessera::frontend::onnx {
 
@@ -81,6 +82,31 @@ std::string read_external(const TP& t, const std::string& base_dir) {
   return bytes;
 }
 
+// How many values the typed field that holds `t`'s data type has.
+int64_t typed_value_count(const TP& t, const std::string& what) {
+  switch (t.data_type()) {
+    case TP::FLOAT:
+      return t.float_data_size();
+    case TP::DOUBLE:
+      return t.double_data_size();
+    case TP::INT64:
+      return t.int64_data_size();
+    case TP::UINT32:
+    case TP::UINT64:
+      return t.uint64_data_size();
+    case TP::INT32:
+    case TP::INT16:
+    case TP::UINT16:
+    case TP::FLOAT16:
+    case TP::INT8:
+    case TP::UINT8:
+    case TP::BOOL:
+      return t.int32_data_size();
+    default:
+      fail(what, ": unsupported data type");
+  }
+}
+
 template <typename Src, typename Dst>
 void copy_converted(const google::protobuf::RepeatedField<Src>& src, void* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) static_cast<Dst*>(dst)[i] = static_cast<Dst>(src.Get(static_cast<int>(i)));
@@ -92,68 +118,62 @@ runtime::NDArray tensor_from_proto(const TP& t, const std::string& base_dir) {
   std::string what = "tensor '" + t.name() + "'";
   DataType dtype = dtype_from_onnx(t.data_type(), what);
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
-  runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
-  const int64_t n = a.numel();
-  const size_t bytes = a.nbytes();
+  // The data is checked against the shape before the array is allocated: a file's dims may claim
+  // far more than its data holds.
+  const size_t bytes = runtime::checked_nbytes(shape, dtype, what);
+  const int64_t n = runtime::checked_numel(shape, what);
   if (t.data_location() == TP::EXTERNAL) {
     std::string raw = read_external(t, base_dir);
     if (raw.size() != bytes) fail(what, ": external data has ", raw.size(), " bytes, its shape needs ", bytes);
+    runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
     std::memcpy(a.data(), raw.data(), bytes);
     return a;
   }
   if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes)
       fail(what, ": raw data has ", t.raw_data().size(), " bytes, its shape needs ", bytes);
+    runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
     std::memcpy(a.data(), t.raw_data().data(), bytes);
     return a;
   }
   // Typed fields: int32_data also holds int8/16, uint8/16, bool and float16 bits.
-  auto need = [&](int64_t have) {
-    if (have != n) fail(what, ": has ", have, " values, its shape needs ", n);
-  };
+  const int64_t have = typed_value_count(t, what);
+  if (have != n) fail(what, ": has ", have, " values, its shape needs ", n);
+  runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
   switch (t.data_type()) {
     case TP::FLOAT:
-      need(t.float_data_size());
       copy_converted<float, float>(t.float_data(), a.data(), n);
       break;
     case TP::DOUBLE:
-      need(t.double_data_size());
       copy_converted<double, double>(t.double_data(), a.data(), n);
       break;
     case TP::INT64:
-      need(t.int64_data_size());
       copy_converted<int64_t, int64_t>(t.int64_data(), a.data(), n);
       break;
     case TP::UINT32:
     case TP::UINT64:
-      need(t.uint64_data_size());
       if (dtype.bits == 32) copy_converted<uint64_t, uint32_t>(t.uint64_data(), a.data(), n);
       else copy_converted<uint64_t, uint64_t>(t.uint64_data(), a.data(), n);
       break;
     case TP::INT32:
-      need(t.int32_data_size());
       copy_converted<int32_t, int32_t>(t.int32_data(), a.data(), n);
       break;
     case TP::INT16:
-      need(t.int32_data_size());
       copy_converted<int32_t, int16_t>(t.int32_data(), a.data(), n);
       break;
     case TP::UINT16:
     case TP::FLOAT16:
-      need(t.int32_data_size());
       copy_converted<int32_t, uint16_t>(t.int32_data(), a.data(), n);
       break;
     case TP::INT8:
-      need(t.int32_data_size());
       copy_converted<int32_t, int8_t>(t.int32_data(), a.data(), n);
       break;
     case TP::UINT8:
     case TP::BOOL:
-      need(t.int32_data_size());
       copy_converted<int32_t, uint8_t>(t.int32_data(), a.data(), n);
       break;
     default:
-      fail(what, ": unsupported data type");
+      break;  // typed_value_count refused it
   }
   return a;
 }

@@ -54,6 +54,19 @@ def test_a_reshape_target_too_large_to_count_is_refused(tmp_path):
         tessera.onnx.load(path)
 
 
+def test_an_initializer_whose_dims_claim_more_than_its_data_is_refused_before_allocating(tmp_path):
+    # Found by tests/fuzz/onnx_import_fuzz: the element count of such dims overflowed int64, and
+    # dims of a terabyte with eight bytes of data were allocated before the data was checked.
+    for dims, match in [([2**40, 2**40], "more elements than int64 counts"),
+                        ([2**38, 1], "raw data has 8 bytes, its shape needs")]:
+        w = onnx.TensorProto()
+        w.name, w.data_type, w.raw_data = "w", onnx.TensorProto.FLOAT, b"\0" * 8
+        w.dims.extend(dims)
+        path = save(tmp_path, [helper.make_node("Identity", ["w"], ["y"])], [], [vi("y", dims)], [w])
+        with pytest.raises(tessera.Error, match=f"tensor 'w'.*{match}"):
+            tessera.onnx.load(path)
+
+
 def test_symbolic_dimensions_need_shapes(tmp_path):
     path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], [vi("x", ["batch", 3])], [vi("y", ["batch", 3])])
     with pytest.raises(tessera.Error, match="symbolic dimension 'batch'.*shapes="):

@@ -24,6 +24,15 @@ void expect_error(const std::string& text, const std::string& where, const std::
   EXPECT_NE(message.find(what), std::string::npos) << message;
 }
 
+TEST(RelayTextErrors, AConstantIsCountedBeforeItIsAllocated) {
+  // Found by tests/fuzz/relay_text_fuzz: the type's 400 million elements were allocated first.
+  expect_error("def @main() {\n  constant(float32[99999991, 2, 2], [0, 1, 2, 3])\n}", "2:48",
+               "needs 399999964 values, got 4");
+  EXPECT_NE(error_of("def @main() {\n  constant(float32[4294967296, 4294967296], [0])\n}")
+                .find("more elements than int64 counts"),
+            std::string::npos);
+}
+
 TEST(RelayTextErrors, UnknownOperatorIsNamedWithSuggestions) {
   // Other ops may be suggested too (leaky_relu, prelu, ...); relu must be among them.
   const std::string text = "def @main(%x: float32[2]) {\n  %0 = relu(%x);\n  nn.relu(%0)\n}";
