@@ -29,6 +29,7 @@
 
 #include "autotune/apply_record.h"
 #include "autotune/task.h"
+#include "runtime/element.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
 #include "runtime/thread_pool.h"
@@ -103,32 +104,6 @@ void fill_random(runtime::NDArray& a, std::mt19937_64& rng) {
   }
 }
 
-double value_at(const runtime::NDArray& a, int64_t i) {
-  const runtime::DataType t = a.dtype();
-  const char* p = static_cast<const char*>(a.data()) + i * t.element_bytes();
-  auto get = [&](auto v) {
-    std::memcpy(&v, p, sizeof v);
-    return static_cast<double>(v);
-  };
-  if (t.is_float() && t.bits == 16) {
-    uint16_t half;
-    std::memcpy(&half, p, sizeof half);
-    return runtime::half_to_float(half);
-  }
-  if (t.is_float()) return t.bits == 32 ? get(float{}) : get(double{});
-  if (t.is_bool()) return get(uint8_t{});
-  switch (t.bits) {
-    case 8:
-      return t.is_int() ? get(int8_t{}) : get(uint8_t{});
-    case 16:
-      return t.is_int() ? get(int16_t{}) : get(uint16_t{});
-    case 32:
-      return t.is_int() ? get(int32_t{}) : get(uint32_t{});
-    default:
-      return t.is_int() ? get(int64_t{}) : get(uint64_t{});
-  }
-}
-
 // "" when `actual` matches `expected`: floats within atol + rtol * |expected| (NaN matches NaN),
 // everything else bit for bit. Otherwise names the worst element.
 std::string compare(const runtime::NDArray& expected, const runtime::NDArray& actual, size_t output) {
@@ -140,12 +115,13 @@ std::string compare(const runtime::NDArray& expected, const runtime::NDArray& ac
   // of their terms, not of their result: the absolute tolerance scales with the output's size.
   double scale = 1;
   for (int64_t i = 0; t.is_float() && i < expected.numel(); ++i)
-    if (std::isfinite(value_at(expected, i))) scale = std::max(scale, std::abs(value_at(expected, i)));
+    if (std::isfinite(runtime::element_as_double(expected, i)))
+      scale = std::max(scale, std::abs(runtime::element_as_double(expected, i)));
   const double atol = 1e-4 * scale;
   double worst = -1;
   int64_t worst_at = -1;
   for (int64_t i = 0; i < expected.numel(); ++i) {
-    double e = value_at(expected, i), a = value_at(actual, i);
+    double e = runtime::element_as_double(expected, i), a = runtime::element_as_double(actual, i);
     bool ok;
     if (t.is_float()) ok = e == a || (std::isnan(e) && std::isnan(a)) || std::abs(a - e) <= atol + rtol * std::abs(e);
     else
@@ -157,7 +133,8 @@ std::string compare(const runtime::NDArray& expected, const runtime::NDArray& ac
   if (worst_at < 0) return "";
   std::ostringstream os;
   os << "wrong result: max abs error " << worst << " at element " << worst_at << " of output " << output
-     << " (expected " << value_at(expected, worst_at) << ", got " << value_at(actual, worst_at) << ")";
+     << " (expected " << runtime::element_as_double(expected, worst_at) << ", got "
+     << runtime::element_as_double(actual, worst_at) << ")";
   return os.str();
 }
 

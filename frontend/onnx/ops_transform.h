@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "frontend/onnx/converter.h"
+#include "runtime/element.h"
 #include "runtime/ndarray.h"
 
 namespace tessera::frontend::onnx {
@@ -14,9 +15,8 @@ void register_transform_index_converters(ConverterTable& t);
 // Resize, Upsample, TopK (ops_transform_resize.cc).
 void register_transform_resize_converters(ConverterTable& t);
 
-// Element i of an array of any numeric dtype (float16 included) as a double, and back.
-double element_as_double(const runtime::NDArray& a, int64_t i);
-void store_element(const runtime::NDArray& a, int64_t i, double value);
+using runtime::element_as_double;
+using runtime::store_element;
 
 // A constant input holding one number (a scalar or a one-element tensor of any numeric dtype).
 double constant_scalar(const ConvertContext& c, size_t input, const std::string& what);

@@ -1,0 +1,49 @@
+#include "runtime/element.h"
+
+#include <cstring>
+
+#include "runtime/half.h"
+
+namespace tessera::runtime {
+
+double element_as_double(const NDArray& a, int64_t i) {
+  DataType t = a.dtype();
+  const void* p = static_cast<const char*>(a.data()) + i * t.element_bytes();
+  auto get = [p](auto tag) { return static_cast<double>(*static_cast<const decltype(tag)*>(p)); };
+  if (t.is_bool()) return get(uint8_t{}) != 0;
+  if (t.is_float())
+    return t.bits == 16 ? half_to_float(*static_cast<const uint16_t*>(p)) : t.bits == 32 ? get(float{}) : get(double{});
+  switch (t.bits) {
+    case 8:
+      return t.is_int() ? get(int8_t{}) : get(uint8_t{});
+    case 16:
+      return t.is_int() ? get(int16_t{}) : get(uint16_t{});
+    case 32:
+      return t.is_int() ? get(int32_t{}) : get(uint32_t{});
+    default:
+      return t.is_int() ? get(int64_t{}) : get(uint64_t{});
+  }
+}
+
+void store_element(const NDArray& a, int64_t i, double v) {
+  DataType t = a.dtype();
+  void* p = static_cast<char*>(a.data()) + i * t.element_bytes();
+  auto put = [p](auto value) { std::memcpy(p, &value, sizeof(value)); };
+  if (t.is_bool()) return put(static_cast<uint8_t>(v != 0));
+  if (t.is_float())
+    return t.bits == 16   ? put(float_to_half(static_cast<float>(v)))
+           : t.bits == 32 ? put(static_cast<float>(v))
+                          : put(v);
+  switch (t.bits) {
+    case 8:
+      return t.is_int() ? put(static_cast<int8_t>(v)) : put(static_cast<uint8_t>(v));
+    case 16:
+      return t.is_int() ? put(static_cast<int16_t>(v)) : put(static_cast<uint16_t>(v));
+    case 32:
+      return t.is_int() ? put(static_cast<int32_t>(v)) : put(static_cast<uint32_t>(v));
+    default:
+      return t.is_int() ? put(static_cast<int64_t>(v)) : put(static_cast<uint64_t>(v));
+  }
+}
+
+}  // namespace tessera::runtime

@@ -1,0 +1,16 @@
+// One element of an array, of any numeric element type (float16 and bool included), read as a
+// double or written from one: what importers and checkers need to look at a few values
+// without a loop per type.
+#pragma once
+#include <cstdint>
+
+#include "runtime/ndarray.h"
+
+namespace tessera::runtime {
+
+// Element i (row-major) of a CPU array; a bool reads as 0 or 1.
+double element_as_double(const NDArray& a, int64_t i);
+// Stores `value` into element i, converted to the array's element type (a bool stores value != 0).
+void store_element(const NDArray& a, int64_t i, double value);
+
+}  // namespace tessera::runtime
