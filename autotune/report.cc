@@ -1,26 +1,18 @@
 #include "autotune/report.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "autotune/svg_plot.h"
 #include "runtime/error.h"
 
 namespace tessera::autotune {
 
 namespace {
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
-}
+constexpr const char *kBest = "#1f77b4", *kDefault = "#777777", *kCandidate = "#9cc3e4", *kFailed = "#d62728",
+                     *kPeak = "#ff7f0e";
 
 std::string fmt(double v, const char* f = "%.3g") {
   char b[32];
@@ -28,42 +20,51 @@ std::string fmt(double v, const char* f = "%.3g") {
   return b;
 }
 
-// A step plot of (x, y) points with axes labels; y is plotted as given (higher is better or
-// lower is better according to the caption).
-std::string svg_plot(const std::vector<std::pair<double, double>>& points, const std::string& x_label,
-                     const std::string& y_label) {
-  const int w = 420, h = 220, left = 60, bottom = 40, top = 10, right = 10;
-  std::ostringstream os;
-  os << "<svg xmlns='http://www.w3.org/2000/svg' width='" << w << "' height='" << h << "' style='background:#fff'>";
-  if (points.empty()) return os.str() + "<text x='60' y='110'>no measurements</text></svg>";
-  double xmax = 1, ymax = 0, ymin = 1e300;
-  for (const auto& [x, y] : points) {
-    xmax = std::max(xmax, x);
-    ymax = std::max(ymax, y);
-    ymin = std::min(ymin, y);
+std::string end_to_end_plot(const TuneResult& r) {
+  SvgPlot plot("trials (schedules measured, all tasks)", "estimated latency (ms)");
+  SvgPlot::Points latency;
+  for (const auto& [trials, seconds] : r.latency_history) latency.emplace_back(trials, seconds * 1e3);
+  plot.steps(latency, kBest, "best schedules so far: " + fmt(r.estimated_latency * 1e3) + " ms");
+  if (r.default_latency > 0)
+    plot.reference(r.default_latency * 1e3, kDefault, "default schedules: " + fmt(r.default_latency * 1e3) + " ms");
+  return plot.svg();
+}
+
+// Each measured candidate of a task as a point, failures marked on the axis, under its
+// best-so-far line: in GFLOP/s, or in milliseconds for tasks that count no arithmetic.
+std::string task_plot(const TaskState& t, const std::optional<MachinePeak>& peak) {
+  const bool rate = t.flops > 0;
+  auto value = [&](double seconds) { return rate ? t.flops / seconds / 1e9 : seconds * 1e3; };
+  const char* unit = rate ? "GFLOP/s" : "ms";
+  SvgPlot plot("trials of this task", rate ? "GFLOP/s (higher is better)" : "time (ms, lower is better)");
+  SvgPlot::Points measured, failed, best;
+  double best_seconds = 0, top = 0;
+  for (size_t k = 0; k < t.measured.size(); ++k) {
+    const double seconds = t.measured[k], trial = static_cast<double>(k + 1);
+    if (seconds <= 0) {
+      failed.emplace_back(trial, 0);
+      continue;
+    }
+    measured.emplace_back(trial, value(seconds));
+    top = std::max(top, value(seconds));
+    if (best_seconds <= 0 || seconds < best_seconds) {
+      best_seconds = seconds;
+      best.emplace_back(trial, value(seconds));
+    }
   }
-  ymin = std::min(ymin, 0.0);
-  if (ymax <= ymin) ymax = ymin + 1;
-  auto px = [&](double x) { return left + (w - left - right) * x / xmax; };
-  auto py = [&](double y) { return h - bottom - (h - bottom - top) * (y - ymin) / (ymax - ymin); };
-  os << "<line x1='" << left << "' y1='" << h - bottom << "' x2='" << w - right << "' y2='" << h - bottom
-     << "' stroke='black'/>";
-  os << "<line x1='" << left << "' y1='" << top << "' x2='" << left << "' y2='" << h - bottom << "' stroke='black'/>";
-  os << "<text x='" << left << "' y='" << h - 8 << "' font-size='11'>" << escape(x_label) << " (0 to "
-     << fmt(xmax, "%.0f") << ")</text>";
-  os << "<text x='2' y='" << top + 10 << "' font-size='11'>" << fmt(ymax) << "</text>";
-  os << "<text x='2' y='" << h - bottom << "' font-size='11'>" << fmt(ymin) << "</text>";
-  os << "<text x='" << left + 5 << "' y='" << top + 12 << "' font-size='11' fill='#555'>" << escape(y_label)
-     << "</text>";
-  os << "<polyline fill='none' stroke='#1f77b4' stroke-width='2' points='";
-  double prev_y = points.front().second;
-  os << px(0) << "," << py(prev_y) << " ";
-  for (const auto& [x, y] : points) {
-    os << px(x) << "," << py(prev_y) << " " << px(x) << "," << py(y) << " ";
-    prev_y = y;
+  plot.points(measured, SvgPlot::Marker::Dot, kCandidate, "measured (" + std::to_string(measured.size()) + ")");
+  if (!failed.empty())
+    plot.points(failed, SvgPlot::Marker::Cross, kFailed, "failed (" + std::to_string(failed.size()) + ")");
+  if (!best.empty()) plot.steps(best, kBest, "best so far: " + fmt(best.back().second) + " " + unit);
+  if (t.default_seconds > 0)
+    plot.reference(value(t.default_seconds), kDefault, "default: " + fmt(value(t.default_seconds)) + " " + unit);
+  if (rate && peak) {
+    // A peak far above the measurements would flatten them against the axis.
+    std::string text = "machine peak: " + fmt(peak->gflops) + " GFLOP/s";
+    if (peak->gflops <= 3 * top) plot.reference(peak->gflops, kPeak, text);
+    else plot.note(text + ", above the plot");
   }
-  os << "'/></svg>";
-  return os.str();
+  return plot.svg();
 }
 
 }  // namespace
@@ -77,24 +78,27 @@ std::string report_html(const TuneResult& r) {
   os << "<h1>Tessera tuning report</h1>";
   os << "<p>Estimated end-to-end latency: <b>" << fmt(r.estimated_latency * 1e3, "%.3f")
      << " ms</b> (default schedules: " << fmt(r.default_latency * 1e3, "%.3f") << " ms), " << r.tasks.size()
-     << " tasks, tuning took " << fmt(r.wall_seconds, "%.0f") << " s.</p>";
-  std::vector<std::pair<double, double>> latency;
-  for (const auto& [t, l] : r.latency_history) latency.emplace_back(t, l * 1e3);
-  os << "<h2>End to end</h2>" << svg_plot(latency, "trials", "estimated latency (ms), lower is better");
+     << " tasks, tuning took " << fmt(r.wall_seconds, "%.0f") << " s. ";
+  if (r.peak)
+    os << "Machine peak: " << fmt(r.peak->gflops, "%.1f") << " GFLOP/s float32 (" << xml_escape(r.peak->how) << ").";
+  else os << "The machine's peak is not known for this target.";
+  os << "</p><p>The estimate is the sum over tasks of weight &times; best time, each task at its default's time "
+        "until a faster schedule is measured. At the end each searched task's default and best are timed again "
+        "side by side, and each keeps its faster time: the reference line is the defaults' latency so timed.</p>";
+  os << "<h2>End to end</h2>" << end_to_end_plot(r);
   os << "<h2>Tasks</h2><table><tr><th>task</th><th>weight</th><th>trials</th><th>default ms</th><th>best "
-        "ms</th><th>GFLOP/s</th></tr>";
-  for (const auto& t : r.tasks)
-    os << "<tr><td style='text-align:left'>" << escape(t.description) << "</td><td>" << t.weight << "</td><td>"
-       << t.trials << "</td><td>" << fmt(t.default_seconds * 1e3, "%.4f") << "</td><td>"
-       << fmt(t.best_seconds * 1e3, "%.4f") << "</td><td>" << fmt(t.gflops(), "%.1f") << "</td></tr>";
-  os << "</table>";
+        "ms</th><th>GFLOP/s</th>"
+     << (r.peak ? "<th>of peak</th>" : "") << "</tr>";
   for (const auto& t : r.tasks) {
-    std::vector<std::pair<double, double>> best;
-    for (const auto& [n, s] : t.history)
-      if (s > 0) best.emplace_back(n, t.flops / s / 1e9);
-    os << "<div class='task'><h3>" << escape(t.description) << "</h3>"
-       << svg_plot(best, "trials", "best GFLOP/s, higher is better") << "</div>";
+    os << "<tr><td style='text-align:left'>" << xml_escape(t.description) << "</td><td>" << t.weight << "</td><td>"
+       << t.trials << "</td><td>" << fmt(t.default_seconds * 1e3, "%.4f") << "</td><td>"
+       << fmt(t.best_seconds * 1e3, "%.4f") << "</td><td>" << fmt(t.gflops(), "%.1f") << "</td>";
+    if (r.peak) os << "<td>" << fmt(100 * t.gflops() / r.peak->gflops, "%.0f") << "%</td>";
+    os << "</tr>";
   }
+  os << "</table>";
+  for (const auto& t : r.tasks)
+    os << "<div class='task'><h3>" << xml_escape(t.description) << "</h3>" << task_plot(t, r.peak) << "</div>";
   os << "</body></html>\n";
   return os.str();
 }

@@ -43,6 +43,7 @@ class Session {
 
   TuneResult run() {
     start_ = std::chrono::steady_clock::now();
+    result_.peak = measure_machine_peak(targets::Target::parse(target_).kind);
     for (const auto& t : tasks_) {
       db_.add_workload(t.workload);
       TaskState s;
@@ -54,7 +55,10 @@ class Session {
       // (a trace measured twice, as confirm_best does, is one trial).
       std::unordered_set<std::string> traces;
       for (const auto& r : db_.all(t.workload.key, target_)) {
-        if (traces.insert(r.trace).second) ++s.trials;
+        if (traces.insert(r.trace).second) {
+          ++s.trials;
+          s.measured.push_back(r.error.empty() ? r.median_seconds() : 0);
+        }
         if (r.kind == RecordKind::Default && r.error.empty() && !r.costs.empty())
           s.default_seconds = faster_of(s.default_seconds, r.median_seconds());
       }
@@ -62,6 +66,9 @@ class Session {
       states_.push_back(s);
     }
     for (size_t i = 0; i < tasks_.size(); ++i) measure_baselines(i);
+    // The curve starts where every task has its default (or resumed best) time: an estimate
+    // over the tasks measured so far would climb through the baselines.
+    result_.latency_history.assign(1, {0, estimated_latency()});
     try {
       // Ansor's warm-up round: one batch per task, the largest share first, before tasks are
       // ranked by their gains. A task not searched yet has no gain to rank it by: on its
@@ -95,6 +102,9 @@ class Session {
     result_.default_latency = 0;
     for (const auto& s : states_) result_.default_latency += s.weight * s.default_seconds;
     result_.estimated_latency = estimated_latency();
+    // confirm_best's retiming moves the estimate after the last batch.
+    if (!result_.latency_history.empty() && result_.latency_history.back().second != result_.estimated_latency)
+      result_.latency_history.emplace_back(trials_done_, result_.estimated_latency);
     result_.wall_seconds = elapsed();
     result_.report_path = options_.report_path.empty() ? default_report_path(db_.path()) : options_.report_path;
     write_report(result_, result_.report_path);
@@ -136,6 +146,7 @@ class Session {
       }
       double c = results[k].median_seconds();
       costs.push_back(c);
+      s.measured.push_back(c);
       if (c > 0 && kind == RecordKind::Default) s.default_seconds = c;
       if (c > 0 && (s.best_seconds <= 0 || c < s.best_seconds)) {
         s.best_seconds = c;

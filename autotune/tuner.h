@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "autotune/machine_peak.h"
 #include "autotune/measure.h"
 #include "autotune/task.h"
 
@@ -36,6 +37,7 @@ struct TaskState {
   double default_seconds = 0;                   // the default schedule's median time
   double best_seconds = 0;                      // 0: nothing valid measured yet
   std::vector<std::pair<int, double>> history;  // (trials so far, best seconds) after each batch
+  std::vector<double> measured;                 // each trial's median seconds, in order; 0: it failed
   bool stopped = false;
   double gflops() const { return best_seconds > 0 ? flops / best_seconds / 1e9 : 0; }
 };
@@ -51,7 +53,9 @@ struct Progress {
 struct TuneResult {
   std::vector<TaskState> tasks;
   double estimated_latency = 0, default_latency = 0, wall_seconds = 0;
-  std::vector<std::pair<int, double>> latency_history;  // (trials, estimated latency)
+  // (trials, estimated latency) from the start, where every task is at its default's time
+  std::vector<std::pair<int, double>> latency_history;
+  std::optional<MachinePeak> peak;  // where known
   std::string report_path;
 };
 

@@ -26,6 +26,7 @@ TESSERA_PACKAGES=(
   python3-torch python3-torchvision
   python3-sklearn        # examples/train_digits.py: the digits dataset
   python3-dev python3-venv python3-numpy python3-pytest
+  librsvg2-bin python3-pil  # the tuning report's plots rendered to pictures (tests/python/test_autotune.py)
   # OpenCL on the CPU (PoCL), for the runtime's OpenCL device and its tests. The runtime opens
   # libOpenCL.so.1 at run time; the headers give it the API's types, never a link.
   pocl-opencl-icd ocl-icd-libopencl1 opencl-headers ocl-icd-opencl-dev

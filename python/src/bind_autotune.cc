@@ -20,7 +20,7 @@ py::dict task_state(const autotune::TaskState& s) {
   return py::dict(py::arg("description") = s.description, py::arg("workload") = s.workload,
                   py::arg("weight") = s.weight, py::arg("flops") = s.flops, py::arg("trials") = s.trials,
                   py::arg("default_seconds") = s.default_seconds, py::arg("best_seconds") = s.best_seconds,
-                  py::arg("gflops") = s.gflops(), py::arg("history") = history);
+                  py::arg("gflops") = s.gflops(), py::arg("history") = history, py::arg("measured") = s.measured);
 }
 
 py::dict model_check(const driver::ModelCheck& c) {
@@ -75,7 +75,9 @@ void bind_autotune(py::module_& m) {
         return py::dict(
             py::arg("tasks") = tasks, py::arg("estimated_latency") = r.session.estimated_latency,
             py::arg("default_latency") = r.session.default_latency, py::arg("wall_seconds") = r.session.wall_seconds,
-            py::arg("report_path") = r.session.report_path,
+            py::arg("report_path") = r.session.report_path, py::arg("latency_history") = r.session.latency_history,
+            py::arg("peak_gflops") =
+                r.session.peak ? py::object(py::float_(r.session.peak->gflops)) : py::object(py::none()),
             py::arg("model_check") = r.model_check ? py::object(model_check(*r.model_check)) : py::object(py::none()),
             py::arg("summary") = driver::format_tune_report(r));
       },

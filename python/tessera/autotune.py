@@ -27,9 +27,11 @@ class TuneReport:
     """What a session did: per task its trials and best time, the end-to-end estimate.
 
     Attributes: `tasks` (per task a dict: description, workload, weight, flops, trials,
-    default_seconds, best_seconds, gflops, history of (trials, best seconds)),
-    `estimated_latency_ms` (the sum over tasks of weight * best time, default time where
-    untuned) and `default_latency_ms` (the same with default schedules), `wall_seconds`,
+    default_seconds, best_seconds, gflops, history of (trials, best seconds), measured: each
+    trial's seconds in order, 0 where it failed), `estimated_latency_ms` (the sum over tasks of
+    weight * best time, default time where untuned) and `default_latency_ms` (the same with
+    default schedules), `latency_history` ((trials, estimated seconds) from the start of the
+    session), `peak_gflops` (the machine's float32 peak, measured; None where not known), `wall_seconds`,
     `report_path` (the HTML report), `model_check` (a dict whose `kernels` give each tuned
     kernel's time in the model against its default's and whether builds keep the tuned one;
     None when the check did not run), `summary` (the table `tessera tune` prints: per task its
@@ -42,6 +44,8 @@ class TuneReport:
         self.tasks = raw["tasks"]
         self.estimated_latency_ms = raw["estimated_latency"] * 1e3
         self.default_latency_ms = raw["default_latency"] * 1e3
+        self.latency_history = raw["latency_history"]
+        self.peak_gflops = raw["peak_gflops"]
         self.wall_seconds = raw["wall_seconds"]
         self.report_path = raw["report_path"]
         # The model check (model_check=True): per tuned kernel its time in the model against its
