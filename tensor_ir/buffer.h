@@ -8,7 +8,13 @@
 
 namespace tessera::tensor_ir {
 
-enum class MemoryScope : uint8_t { Global, Local };
+// Where a buffer lives. On CPUs, Local is the kernel's own (stack or heap) memory and Shared is
+// not used. On devices: Global is device memory, Shared is the memory of one thread block (CUDA's
+// __shared__, OpenCL's __local), Local is one thread's (registers, private arrays).
+enum class MemoryScope : uint8_t { Global, Shared, Local };
+const char* memory_scope_name(MemoryScope scope);
+// "global", "shared" or "local"; throws tessera::Error naming `name` otherwise.
+MemoryScope parse_memory_scope(const std::string& name);
 
 struct BufferNode : Object {
   TESSERA_NODE(Buffer)

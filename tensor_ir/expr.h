@@ -131,13 +131,14 @@ struct Cast : ExprNode {
   Cast(DataType t, Expr v) : ExprNode(kKind, t), value(std::move(v)) {}
 };
 
-// Pure math and bit intrinsics, the likely hint and the prefetch. X(name, number of arguments).
+// Pure math and bit intrinsics, the likely hint, the prefetch and the device barrier.
+// X(name, number of arguments).
 #define TESSERA_INTRINSICS(X)                                                                                      \
   X(exp, 1)                                                                                                        \
   X(log, 1) X(sqrt, 1) X(rsqrt, 1) X(tanh, 1) X(sigmoid, 1) X(erf, 1) X(pow, 2) X(abs, 1) X(floor, 1) X(ceil, 1)   \
       X(round, 1) X(trunc, 1) X(sin, 1) X(cos, 1) X(tan, 1) X(asin, 1) X(acos, 1) X(atan, 1) X(sinh, 1) X(cosh, 1) \
           X(asinh, 1) X(acosh, 1) X(atanh, 1) X(isnan, 1) X(isinf, 1) X(bitwise_and, 2) X(bitwise_or, 2)           \
-              X(bitwise_xor, 2) X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2) X(likely, 1) X(prefetch, 1)
+              X(bitwise_xor, 2) X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2) X(likely, 1) X(prefetch, 1) X(barrier, 0)
 
 enum class Intrinsic : uint8_t {
 #define TESSERA_X(name, arity) name,
@@ -159,6 +160,9 @@ struct Call : ExprNode {
   // loop partitioning looks for it; lowering removes it before code generation.
   // prefetch(load) brings the cache line of a scalar load's element into cache and reads
   // nothing (its value is zero): Stage::prefetch's lowering evaluates it for its effect.
+  // barrier() (int32, zero) is evaluated for its effect in device kernels: each thread of a block
+  // waits there until all have reached it, and sees what the others wrote to shared memory before
+  // (CUDA's __syncthreads(), OpenCL's barrier(CLK_LOCAL_MEM_FENCE)).
   static Expr make(DataType type, Intrinsic op, std::vector<Expr> args);
   Call(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
 };

@@ -101,6 +101,10 @@ Expr Call::make(DataType type, Intrinsic op, std::vector<Expr> args) {
   if (static_cast<int>(args.size()) != intrinsic_arity(op))
     fail(name, ": takes ", intrinsic_arity(op), " arguments, got ", args.size());
   for (auto& a : args) require(a, name, "argument");
+  if (op == Intrinsic::barrier) {
+    if (type != runtime::kInt32) fail(name, ": returns int32");
+    return Expr(new Call(type, op, std::move(args)));
+  }
   DataType arg = args[0].type();
   for (auto& a : args)
     if (a.type() != arg) fail(name, ": argument types differ: ", arg.str(), " vs ", a.type().str());
@@ -192,6 +196,25 @@ Stmt For::make(Var var, Expr min, Expr extent, ForKind kind, Stmt body, Pragmas 
   return Stmt(new For(std::move(var), std::move(min), std::move(extent), kind, std::move(body), std::move(pragmas)));
 }
 
+Stmt ThreadExtent::make(Var var, std::string tag, Expr extent, Stmt body) {
+  require(extent, "ThreadExtent", "extent");
+  if (!is_thread_tag(tag))
+    fail("ThreadExtent ", var.name(), ": '", tag, "' is not a thread axis (blockIdx.x/y/z, threadIdx.x/y/z)");
+  if (extent.type() != var.type() || !var.type().is_integer())
+    fail("ThreadExtent ", var.name(), ": the extent must have the variable's integer type");
+  return Stmt(new ThreadExtent(std::move(var), std::move(tag), std::move(extent), std::move(body)));
+}
+
+int thread_tag_index(const std::string& tag) {
+  static const char* const tags[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
+                                     "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+  for (int i = 0; i < 6; ++i)
+    if (tag == tags[i]) return i;
+  return -1;
+}
+
+bool is_thread_tag(const std::string& tag) { return thread_tag_index(tag) >= 0; }
+
 Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
   require(condition, "IfThenElse", "condition");
   if (condition.type() != runtime::kBool)
@@ -257,6 +280,21 @@ Stmt ProducerStore::make(Tensor tensor, Expr value, std::vector<Expr> indices) {
 Ref<BufferNode> BufferNode::make(std::string name, DataType dtype, std::vector<Expr> shape, MemoryScope scope) {
   if (dtype.is_vector()) fail("buffer ", name, ": element type must be scalar, got ", dtype.str());
   return Ref<BufferNode>(new BufferNode(std::move(name), dtype, std::move(shape), scope));
+}
+
+const char* memory_scope_name(MemoryScope scope) {
+  switch (scope) {
+    case MemoryScope::Global: return "global";
+    case MemoryScope::Shared: return "shared";
+    case MemoryScope::Local: return "local";
+  }
+  return "?";
+}
+
+MemoryScope parse_memory_scope(const std::string& name) {
+  for (MemoryScope s : {MemoryScope::Global, MemoryScope::Shared, MemoryScope::Local})
+    if (name == memory_scope_name(s)) return s;
+  fail("'", name, "' is not a storage scope (global, shared or local)");
 }
 
 int64_t BufferNode::num_elements() const {

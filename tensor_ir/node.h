@@ -22,7 +22,7 @@ namespace tessera::tensor_ir {
 #define TESSERA_STMT_NODES(X)                                                                                       \
   X(LetStmt, LetStmt)                                                                                               \
   X(For, For) X(IfThenElse, IfThenElse) X(Store, Store) X(Allocate, Allocate) X(Block, Block) X(Evaluate, Evaluate) \
-      X(Realize, Realize) X(ProducerStore, ProducerStore)
+      X(Realize, Realize) X(ProducerStore, ProducerStore) X(ThreadExtent, ThreadExtent)
 #define TESSERA_OTHER_NODES(X) \
   X(IterVar, IterVarNode) X(PlaceholderOp, PlaceholderOp) X(ComputeOp, ComputeOp) X(Buffer, BufferNode)
 #define TESSERA_ALL_NODES(X) TESSERA_EXPR_NODES(X) TESSERA_STMT_NODES(X) TESSERA_OTHER_NODES(X)

@@ -258,6 +258,15 @@ class Printer {
     line(indent);
     os << "}\n";
   }
+  void print_node(const ThreadExtent* op, int indent) {
+    line(indent);
+    os << "launch_thread (" << var(op->var) << " = " << op->tag << ", ";
+    print(op->extent);
+    os << ") {\n";
+    print(op->body, indent + 1);
+    line(indent);
+    os << "}\n";
+  }
   void print_node(const IfThenElse* op, int indent) {
     line(indent);
     os << "if (";

@@ -137,6 +137,27 @@ struct ProducerStore : StmtNode {
       : StmtNode(kKind), tensor(std::move(t)), value(std::move(v)), indices(std::move(i)) {}
 };
 
+// `body` runs once for each thread of one dimension of a device launch, with `var` the thread's
+// index along `tag` (blockIdx.{x,y,z} or threadIdx.{x,y,z}), from 0 to `extent`: what a loop bound
+// to a thread axis (Stage::bind) lowers to. The host/device split turns the thread extents of a
+// kernel into its launch grid.
+struct ThreadExtent : StmtNode {
+  TESSERA_NODE(ThreadExtent)
+  Var var;
+  std::string tag;
+  Expr extent;
+  Stmt body;
+  TESSERA_FIELDS(var, tag, extent, body)
+  static Stmt make(Var var, std::string tag, Expr extent, Stmt body);
+  ThreadExtent(Var v, std::string t, Expr e, Stmt b)
+      : StmtNode(kKind), var(std::move(v)), tag(std::move(t)), extent(std::move(e)), body(std::move(b)) {}
+};
+
+// The thread axes a launch has, in CUDA's names (OpenCL's get_group_id(d) / get_local_id(d)).
+bool is_thread_tag(const std::string& tag);
+// blockIdx.*: 0 to 2 for x to z; threadIdx.*: 3 to 5.
+int thread_tag_index(const std::string& tag);
+
 // A lowered kernel: its arguments (in calling order) and its body.
 struct LoweredFunc {
   std::string name;

@@ -453,6 +453,8 @@ llvm::Value* CodeGenLLVM::convert(llvm::Value* v, DataType from, DataType to) {
 
 llvm::Value* CodeGenLLVM::emit_expr(const Call* op) {
   if (op->op == Intrinsic::prefetch) return emit_prefetch(op);
+  if (op->op == Intrinsic::barrier)
+    fail("kernel '", kernel_name_, "' synchronizes the threads of a block: build it for a GPU target (opencl, cuda)");
   std::vector<llvm::Value*> args;
   for (const Expr& a : op->args) args.push_back(emit(a));
   return emit_intrinsic(builder_, op->op, args, op->args[0].type());
@@ -497,6 +499,11 @@ template <typename T>
 void CodeGenLLVM::emit_stmt(const T* op) {
   fail("internal error: ", node_kind_name(op->kind), " reached the LLVM code generator in kernel '", kernel_name_,
        "' (lowering must remove it)");
+}
+
+void CodeGenLLVM::emit_stmt(const ThreadExtent* op) {
+  fail("kernel '", kernel_name_, "' binds loop ", op->var.name(), " to ", op->tag,
+       ": build it for a GPU target (opencl, cuda), or leave its loops unbound for CPUs");
 }
 
 void CodeGenLLVM::emit_stmt(const LetStmt* op) {

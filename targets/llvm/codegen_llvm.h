@@ -100,6 +100,7 @@ class CodeGenLLVM {
   template <typename T>
   void emit_stmt(const T* op);  // nodes that cannot appear after lowering
   void emit_stmt(const LetStmt* op);
+  void emit_stmt(const ThreadExtent* op);
   void emit_stmt(const For* op);
   void emit_stmt(const IfThenElse* op);
   void emit_stmt(const Store* op);

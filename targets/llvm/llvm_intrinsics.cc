@@ -236,6 +236,7 @@ llvm::Value* emit_intrinsic(llvm::IRBuilder<>& b, tensor_ir::Intrinsic op, const
     case Intrinsic::likely:  // lowering drops it; if one is left, it still guides block layout
       return t->isVectorTy() ? x : b.CreateIntrinsic(llvm::Intrinsic::expect, {t}, {x, b.getTrue()});
     case Intrinsic::prefetch:  // CodeGenLLVM emits it from the load's address, never its value
+    case Intrinsic::barrier:   // CodeGenLLVM refuses device kernels first
       break;
   }
   fail("internal error: intrinsic ", tensor_ir::intrinsic_name(op), " has no LLVM lowering");
