@@ -84,9 +84,10 @@ std::string SvgPlot::svg() const {
     }
   // x counts trials: whole ticks, and room for a few so that one trial is not drawn on the edge.
   x_max = std::max(x_max, 5.0);
-  const double x_step = std::max(1.0, tick_step(x_max, 6)), y_step = tick_step(y_max > 0 ? y_max * 1.05 : 1, 5);
+  const double y_top = y_max > 0 ? y_max * 1.05 : 1;  // a margin above the highest point
+  const double x_step = std::max(1.0, tick_step(x_max, 6)), y_step = tick_step(y_top, 5);
   x_max = x_step * std::ceil(x_max / x_step);
-  y_max = y_step * std::ceil((y_max > 0 ? y_max * 1.05 : 1) / y_step);
+  y_max = y_step * std::ceil(y_top / y_step);
 
   std::vector<std::string> texts;
   for (const Series& s : series_) texts.push_back(s.legend);
