@@ -22,7 +22,7 @@ void LinearForm::add_term(const Expr& term, int64_t coeff) {
   if (coeff == 0) return;
   for (auto it = terms.begin(); it != terms.end(); ++it) {
     if (structural_equal(it->first, term)) {
-      it->second += coeff;
+      it->second = wrapping_add(it->second, coeff);
       if (it->second == 0) terms.erase(it);
       return;
     }
@@ -31,8 +31,8 @@ void LinearForm::add_term(const Expr& term, int64_t coeff) {
 }
 
 void LinearForm::add(const LinearForm& other, int64_t scale) {
-  for (const auto& [t, c] : other.terms) add_term(t, c * scale);
-  constant += other.constant * scale;
+  for (const auto& [t, c] : other.terms) add_term(t, wrapping_mul(c, scale));
+  constant = wrapping_add(constant, wrapping_mul(other.constant, scale));
 }
 
 void LinearForm::merge_div_mod_pairs() {
@@ -49,11 +49,12 @@ void LinearForm::merge_div_mod_pairs() {
       for (size_t j = 0; j < terms.size(); ++j) {
         const auto* mod = terms[j].first.as<FloorMod>();
         if (!mod || !is_const_int(mod->b, *c) || !structural_equal(mod->a, div->a)) continue;
-        int64_t k = terms[j].second;
-        if (terms[i].second != k * *c) continue;
+        int64_t k = terms[j].second, kc = 0, cm = 0;
+        if (__builtin_mul_overflow(k, *c, &kc) || terms[i].second != kc) continue;
+        if (outer_mod && __builtin_mul_overflow(*c, *m, &cm)) continue;
         // ... plus x % c, the last digit: together x, or x % (c*m) when the outer digits wrap.
         Expr x = div->a;
-        Expr merged = outer_mod ? FloorMod::make(x, IntImm::make(x.type(), *c * *m)) : x;
+        Expr merged = outer_mod ? FloorMod::make(x, IntImm::make(x.type(), cm)) : x;
         terms.erase(terms.begin() + std::max(i, j));
         terms.erase(terms.begin() + std::min(i, j));
         add(to_linear_form(merged), k);
@@ -77,7 +78,7 @@ Expr LinearForm::to_expr() const {
   for (size_t i : order) {
     const auto& [t, c] = terms[i];
     if (c < 0) {
-      negatives.emplace_back(t, -c);
+      negatives.emplace_back(t, wrapping_sub(0, c));
       continue;
     }
     result = result ? Add::make(result, scaled(t, c)) : scaled(t, c);

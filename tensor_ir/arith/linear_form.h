@@ -33,4 +33,13 @@ LinearForm to_linear_form(const Expr& e);
 // Wraps `v` to the range of an integer type (two's complement), as the hardware does.
 int64_t wrap_to_type(DataType type, int64_t v);
 
+// int64 arithmetic in two's complement, as the hardware does it: defined where the plain operators
+// overflow (undefined behaviour), e.g. for the bounds ONNX writes as INT64_MIN.
+inline int64_t wrapping_add(int64_t a, int64_t b) { return static_cast<int64_t>(uint64_t(a) + uint64_t(b)); }
+inline int64_t wrapping_sub(int64_t a, int64_t b) { return static_cast<int64_t>(uint64_t(a) - uint64_t(b)); }
+inline int64_t wrapping_mul(int64_t a, int64_t b) { return static_cast<int64_t>(uint64_t(a) * uint64_t(b)); }
+// Truncating division and remainder; INT64_MIN / -1 wraps to INT64_MIN (remainder 0). b != 0.
+inline int64_t wrapping_div(int64_t a, int64_t b) { return b == -1 ? wrapping_sub(0, a) : a / b; }
+inline int64_t wrapping_rem(int64_t a, int64_t b) { return b == -1 ? 0 : a % b; }
+
 }  // namespace tessera::tensor_ir::arith

@@ -16,10 +16,10 @@ namespace {
 bool is_scalar_int(const Expr& e) { return e.type().is_integer() && e.type().is_scalar(); }
 
 int64_t floor_div(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+  int64_t q = wrapping_div(a, b);
+  return (wrapping_rem(a, b) != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
-int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+int64_t floor_mod(int64_t a, int64_t b) { return wrapping_sub(a, wrapping_mul(floor_div(a, b), b)); }
 
 // Rounds a folded float constant to its type, so folding matches run-time arithmetic.
 double round_to(DataType t, double v) { return t.bits == 32 ? double(float(v)) : v; }
@@ -119,7 +119,7 @@ class Simplifier : public IRMutator {
   Expr mutate_(const Add* op) override {
     Expr a = mutate(op->a), b = mutate(op->b);
     if (Expr c = fold(
-            a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(x + y); },
+            a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(wrapping_add(x, y)); },
             [](double x, double y) { return x + y; }))
       return c;
     if (is_scalar_int(a)) return linear(Add::make(a, b));
@@ -135,7 +135,7 @@ class Simplifier : public IRMutator {
   Expr mutate_(const Sub* op) override {
     Expr a = mutate(op->a), b = mutate(op->b);
     if (Expr c = fold(
-            a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(x - y); },
+            a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(wrapping_sub(x, y)); },
             [](double x, double y) { return x - y; }))
       return c;
     if (is_scalar_int(a)) return linear(Sub::make(a, b));
@@ -150,7 +150,7 @@ class Simplifier : public IRMutator {
   Expr mutate_(const Mul* op) override {
     Expr a = mutate(op->a), b = mutate(op->b);
     if (Expr c = fold(
-            a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(x * y); },
+            a, b, [](int64_t x, int64_t y) { return std::optional<int64_t>(wrapping_mul(x, y)); },
             [](double x, double y) { return x * y; }))
       return c;
     if (is_scalar_int(a)) {
@@ -174,7 +174,7 @@ class Simplifier : public IRMutator {
       if (c && *c > 0 && bound(a).min >= 0) return mutate(FloorDiv::make(a, b));
     }
     if (Expr c = fold(
-            a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(x / y) : std::nullopt; },
+            a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(wrapping_div(x, y)) : std::nullopt; },
             [](double x, double y) { return x / y; }))
       return c;
     if (is_one(b)) return a;
@@ -189,7 +189,7 @@ class Simplifier : public IRMutator {
       if (c && *c > 0 && bound(a).min >= 0) return mutate(FloorMod::make(a, b));
     }
     if (Expr c = fold(
-            a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(x % y) : std::nullopt; },
+            a, b, [](int64_t x, int64_t y) { return y ? std::optional<int64_t>(wrapping_rem(x, y)) : std::nullopt; },
             [](double x, double y) { return std::fmod(x, y); }))
       return c;
     if (Expr v = broadcast_binary<Mod>(a, b)) return v;
@@ -244,7 +244,7 @@ class Simplifier : public IRMutator {
     Expr rest = s.rest.to_expr();
     ConstBound rb = bound(rest);
     if (rb.bounded() && floor_div(rb.min, *c) == floor_div(rb.max, *c)) {
-      s.quotient.constant += floor_div(rb.min, *c);
+      s.quotient.constant = wrapping_add(s.quotient.constant, floor_div(rb.min, *c));
       return linear(s.quotient.to_expr());
     }
     if (s.quotient.is_constant() && s.quotient.constant == 0) return FloorDiv::make(rest, b);
@@ -327,7 +327,8 @@ class Simplifier : public IRMutator {
   Expr compare(const Node* op) {
     Expr a = mutate(op->a), b = mutate(op->b);
     constexpr NodeKind K = Node::kKind;
-    auto decide = [](double x, double y) {
+    // Integers compare as integers: doubles would round those beyond 2^53 together.
+    auto decide = [](auto x, auto y) {
       switch (K) {
         case NodeKind::EQ:
           return x == y;
@@ -346,7 +347,7 @@ class Simplifier : public IRMutator {
     int lanes = a.type().lanes;
     const int64_t* ia = as_const_int(a);
     const int64_t* ib = as_const_int(b);
-    if (ia && ib) return make_const(DataType::Bool(lanes), decide(double(*ia), double(*ib)) ? 1 : 0);
+    if (ia && ib) return make_const(DataType::Bool(lanes), decide(*ia, *ib) ? 1 : 0);
     const double* fa = as_const_float(a);
     const double* fb = as_const_float(b);
     if (fa && fb) return make_const(DataType::Bool(lanes), decide(*fa, *fb) ? 1 : 0);

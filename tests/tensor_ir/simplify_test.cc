@@ -2,6 +2,8 @@
 // vector algebra and statement clean-up.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/printer.h"
@@ -96,6 +98,19 @@ TEST(Simplify, Statements) {
 TEST(Simplify, WrapsNarrowIntegers) {
   Expr a = IntImm::make(runtime::DataType::Int(8), 100);
   EXPECT_EQ(s(a + IntImm::make(runtime::DataType::Int(8), 100)), "int8(-56)");
+}
+
+// int64 arithmetic wraps as the hardware's does (UBSan found i - INT64_MIN, a bound ONNX writes,
+// overflowing the simplifier's own arithmetic), and large integers compare exactly.
+TEST(Simplify, Int64ExtremesWrapAndCompareExactly) {
+  const int64_t lowest = std::numeric_limits<int64_t>::min();
+  auto i64 = [](int64_t v) { return IntImm::make(runtime::kInt64, v); };
+  Var i("i", runtime::kInt64);
+  EXPECT_EQ(s(i - i64(lowest)), s(i + i64(lowest)));
+  EXPECT_EQ(s(i64(lowest) * i64(-1)), s(i64(lowest)));
+  EXPECT_EQ(s(floordiv(i64(lowest), i64(-1))), s(i64(lowest)));
+  EXPECT_EQ(s(floormod(i64(lowest), i64(-1))), s(i64(0)));
+  EXPECT_EQ(s(i64((int64_t(1) << 62) + 1) > i64(int64_t(1) << 62)), "true");
 }
 
 }  // namespace
