@@ -65,6 +65,9 @@ class BoundInference {
   LoweringPlan run() {
     compute_effective_bodies();
     const auto& stages = schedule_.stages();
+    for (const auto& st : stages)
+      for (const auto& l : st->leaf_loops())
+        if (is_thread_tag(l->thread_tag)) thread_tag_of_[l->var.get()] = l->thread_tag;
     std::vector<StagePlan> plans(stages.size());
     // Consumers before producers: a stage's region depends on its consumers' loops.
     for (size_t i = stages.size(); i-- > 0;) {
@@ -237,7 +240,27 @@ class BoundInference {
     return it->second;
   }
 
-  // The region of a compute_at stage its consumers read in one iteration of the attach loop.
+  // The largest value of hi - lo + 1. A min() in `hi` is at most each of its sides: interval
+  // arithmetic alone loses that min(a + 15, 69) + 1 - a (a clipped tile) is at most 16.
+  int64_t max_extent(const Expr& hi, const Expr& lo) {
+    if (const auto* m = hi.as<Min>()) return std::min(max_extent(m->a, lo), max_extent(m->b, lo));
+    return arith::const_bound(simplify(hi - lo + 1), var_bounds_).max;
+  }
+
+  // Whether a stage of `scope` computed inside loop `var` must cover what every iteration of it
+  // reads (TVM's rule): a loop bound to a thread axis runs its iterations at once, on threads that
+  // share the stage's buffer when its memory is as wide as the axis: a shared buffer serves all
+  // threads of a block (threadIdx relaxed, each block its own), a global one every block; a local
+  // one is each thread's own.
+  bool relaxed(const Var& var, const std::string& scope) const {
+    auto it = thread_tag_of_.find(var.get());
+    if (it == thread_tag_of_.end()) return false;
+    if (scope == "global") return true;
+    return scope == "shared" && it->second.rfind("threadIdx", 0) == 0;
+  }
+
+  // The region of a compute_at stage its consumers read in one iteration of the attach loop (with
+  // the thread-bound loops around it that its scope relaxes ranging).
   void infer_region(StagePlan& p) {
     Stage& st = *p.stage;
     const Tensor& t = st.op();
@@ -258,9 +281,15 @@ class BoundInference {
       if (!inside)
         fail("compute_at: stage ", consumer.stage->name(), " reads ", st.name(), " outside the loop ",
              st.attach_loop()->name, " of ", st.attach_stage()->name(), " where ", st.name(), " is computed");
-      arith::IntervalMap ranging;
-      for (size_t i = p.context.size(); i < consumer.context.size(); ++i) {
+      // The consumer's loops inside the attach point range; then, over the region they give
+      // (its ends simplified first, so a clipped tile's extent cancels against its start), the
+      // thread-bound loops outside it that the stage's scope relaxes.
+      arith::IntervalMap inner, threads;
+      for (size_t i = 0; i < consumer.context.size(); ++i) {
         const auto& [var, ext] = consumer.context[i];
+        bool is_inner = i >= p.context.size();
+        if (!is_inner && !relaxed(var, st.scope())) continue;
+        arith::IntervalMap& ranging = is_inner ? inner : threads;
         // The extent may depend on loops further out that range too (the clipped tail of a
         // tile): take its largest value over them, or the region would name their variables.
         ranging[var.get()] = {make_zero(kIndexType), arith::eval_interval(simplify(ext - 1), ranging).max};
@@ -268,7 +297,10 @@ class BoundInference {
       for (const auto& idx : collect.accesses) {
         for (size_t d = 0; d < idx.size(); ++d) {
           Expr at = simplify(substitute(idx[d], consumer.root_value));
-          arith::Interval iv = arith::eval_interval(at, ranging);
+          arith::Interval iv = arith::eval_interval(at, inner);
+          if (!threads.empty() && iv.bounded())
+            iv = {arith::eval_interval(simplify(iv.min), threads).min,
+                  arith::eval_interval(simplify(iv.max), threads).max};
           if (!iv.bounded())
             fail("bound inference: cannot bound the index ", to_string(idx[d]), " of ", st.name(), " read by ",
                  consumer.stage->name());
@@ -285,17 +317,18 @@ class BoundInference {
       p.region.push_back(Range(lo, simplify(clipped.max - lo + 1)));
       // The buffer must hold the unclipped region in any iteration; its extent cancels outer
       // loop variables (io*8 + 7 - io*8 + 1 = 8), where the clipped one would not.
-      arith::ConstBound b = arith::const_bound(simplify(needed[d].max - needed[d].min + 1), var_bounds_);
-      if (b.max == arith::ConstBound::kPosInf)
+      int64_t extent = max_extent(simplify(needed[d].max), needed[d].min);
+      if (extent == arith::ConstBound::kPosInf)
         fail("bound inference: the region of ", st.name(), " dimension ", d, " has no constant size (",
              to_string(needed[d].min), " to ", to_string(needed[d].max), ")");
-      p.buffer_extent.push_back(std::min(b.max, t->dim(d)));
+      p.buffer_extent.push_back(std::min(extent, t->dim(d)));
     }
   }
 
   Schedule& schedule_;
   std::unordered_map<const Object*, Expr> bodies_;
   std::unordered_map<const Stage*, StagePlan*> planned_;
+  std::unordered_map<const VarNode*, std::string> thread_tag_of_;  // loops bound to blocks or threads
   arith::BoundMap var_bounds_;
 };
 

@@ -1,7 +1,9 @@
 // Bound inference: for every stage, the range of each of its loops. An output or root stage
 // covers its whole domain; a stage computed at a loop of another covers just the region its
 // consumers read while that loop's iteration runs (outer loops fixed, inner loops ranging),
-// clipped to its domain. Splits that do not divide get a `likely` guard.
+// clipped to its domain. Inside loops bound to threads, that region also covers the threads that
+// share the stage's buffer (its scope: shared, a block's threads; global, every block). Splits
+// that do not divide get a `likely` guard.
 #pragma once
 #include <unordered_map>
 #include <vector>

@@ -11,6 +11,7 @@
 #include "tensor_ir/printer.h"
 #include "tensor_ir/transforms/legalize.h"
 #include "tensor_ir/transforms/loop_partition.h"
+#include "tensor_ir/transforms/merge_thread_extents.h"
 #include "tensor_ir/transforms/storage_flatten.h"
 #include "tensor_ir/transforms/vectorize.h"
 
@@ -57,18 +58,18 @@ void check_args(const Schedule& schedule, const std::vector<Tensor>& args) {
   }
 }
 
-}  // namespace
-
-LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, const std::string& name) {
+// The steps both lowerings share: bound inference, the loop nest (thread-bound loops merged into
+// one launch per tag), storage flattening into each stage's memory scope, simplification.
+LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_args, const std::string& name,
+                            StepLog& log) {
   // The user names tensors as created; stages may have replaced them (cache_write, rfactor).
   std::vector<Tensor> args;
   // A placeholder the computation never reads is still an argument (an unused input).
   for (const auto& t : user_args) args.push_back(t && !t.as<tensor_ir::PlaceholderOp>() ? schedule[t].op() : t);
   check_args(schedule, args);
-  StepLog log(name);
 
   LoweringPlan plan = infer_bounds(schedule);
-  Stmt body = schedule_ops(schedule, plan);
+  Stmt body = merge_thread_extents(schedule_ops(schedule, plan));
   log("schedule_ops", body);
 
   FlattenOptions flatten;
@@ -79,19 +80,47 @@ LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, cons
     flatten.args.emplace_back(args[i], buffer);
     func.args.push_back(buffer);
   }
-  for (const auto& st : schedule.stages()) flatten.storage_align[st->op().get()] = st->storage_align();
+  for (const auto& st : schedule.stages()) {
+    flatten.storage_align[st->op().get()] = st->storage_align();
+    flatten.scopes[st->op().get()] = parse_memory_scope(st->scope());
+  }
   body = storage_flatten(body, flatten);
   log("storage_flatten", body);
-  body = arith::simplify(body);
-  log("simplify", body);
-  body = partition_loops(body);
+  func.body = arith::simplify(body);
+  log("simplify", func.body);
+  return func;
+}
+
+}  // namespace
+
+LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, const std::string& name) {
+  for (const auto& st : schedule.stages())
+    for (const auto& l : st->leaf_loops())
+      if (is_thread_tag(l->thread_tag))
+        fail("lower: loop ", l->name, " of stage ", st->name(), " is bound to ", l->thread_tag,
+             ", which only a device has (lower the schedule for a device: lower_for_device)");
+  StepLog log(name);
+  LoweredFunc func = lower_loop_nest(schedule, user_args, name, log);
+  Stmt body = partition_loops(func.body);
   body = arith::simplify(body);
   log("partition_loops", body);
   body = vectorize_loops(body);
   log("vectorize", body);
-  body = arith::simplify(legalize_for_codegen(body));
-  log("legalize", body);
-  func.body = body;
+  func.body = arith::simplify(legalize_for_codegen(body));
+  log("legalize", func.body);
+  return func;
+}
+
+LoweredFunc lower_for_device(Schedule& schedule, const std::vector<Tensor>& user_args, const std::string& name) {
+  for (const auto& st : schedule.stages())
+    for (const auto& l : st->leaf_loops())
+      if (l->for_kind == ForKind::Parallel)
+        fail("lower_for_device: loop ", l->name, " of stage ", st->name(),
+             " is parallel, which runs on a CPU's thread pool (bind it to blockIdx or threadIdx instead)");
+  StepLog log(name);
+  LoweredFunc func = lower_loop_nest(schedule, user_args, name, log);
+  func.body = arith::simplify(legalize_for_codegen(func.body));
+  log("legalize", func.body);
   return func;
 }
 

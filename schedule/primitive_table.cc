@@ -71,6 +71,14 @@ const std::vector<Primitive>& primitives() {
          st.parallel(loop(st, inst, 0));
          return {};
        }},
+      {"bind",
+       MethodOf::Stage,
+       {loop_param("loop"), attr_param("thread_axis", T::String, "tag")},
+       0,
+       [](Schedule&, Stage& st, const Instruction& inst) -> Made {
+         st.bind(loop(st, inst, 0), inst.str_attr("tag"));
+         return {};
+       }},
       {"pragma",
        MethodOf::Stage,
        {loop_param("loop"), attr_param("key", T::String), attr_param("value", T::Int)},
@@ -123,6 +131,14 @@ const std::vector<Primitive>& primitives() {
        [](Schedule&, Stage& st, const Instruction& inst) -> Made {
          int dim = static_cast<int>(inst.int_attr("dim"));
          st.set_storage_align(dim, inst.int_attr("factor"), inst.int_attr("offset"));
+         return {};
+       }},
+      {"set_scope",
+       MethodOf::Stage,
+       {attr_param("scope", T::String)},
+       0,
+       [](Schedule&, Stage& st, const Instruction& inst) -> Made {
+         st.set_scope(inst.str_attr("scope"));
          return {};
        }},
       {"cache_read",

@@ -21,6 +21,20 @@ bool depends_on(const Tensor& consumer, const Tensor& t) {
 
 }  // namespace
 
+const std::vector<std::string>& thread_axis_tags() {
+  static const std::vector<std::string> tags = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",  "threadIdx.x",
+                                                "threadIdx.y", "threadIdx.z", kVirtualThread};
+  return tags;
+}
+
+void check_storage_scope(const char* primitive, const std::string& stage, const std::string& scope) {
+  try {
+    tensor_ir::parse_memory_scope(scope);
+  } catch (const Error& e) {
+    fail(primitive, " of ", stage, ": ", e.what());
+  }
+}
+
 // --- Stage ---------------------------------------------------------------------------------
 
 Stage::Stage(Schedule* schedule, Tensor op, std::string name, bool is_output)
@@ -50,7 +64,7 @@ void Stage::init_loops() {
 bool Stage::has_loop_schedule() const {
   if (!relations_.empty() || leaf_loops_ != root_loops_) return true;
   for (const auto& l : leaf_loops_)
-    if (l->for_kind != ForKind::Serial || !l->pragmas.empty()) return true;
+    if (l->for_kind != ForKind::Serial || !l->pragmas.empty() || !l->thread_tag.empty()) return true;
   return false;
 }
 
@@ -103,6 +117,12 @@ size_t Stage::leaf_position(const Loop& loop, const char* primitive) const {
   return static_cast<size_t>(it - leaf_loops_.begin());
 }
 
+void Stage::check_not_bound(const Loop& loop, const char* primitive) const {
+  if (!loop->thread_tag.empty())
+    fail(primitive, " on stage ", name_, ": loop ", loop->name, " is bound to ", loop->thread_tag,
+         " (bind a loop after splitting, fusing and annotating the others)");
+}
+
 void Stage::replace_leaf(size_t position, std::vector<Loop> with) {
   leaf_loops_.erase(leaf_loops_.begin() + position);
   leaf_loops_.insert(leaf_loops_.begin() + position, with.begin(), with.end());
@@ -115,6 +135,7 @@ void Stage::record(Instruction inst) {
 
 std::pair<Loop, Loop> Stage::split(const Loop& parent, int64_t factor) {
   size_t pos = leaf_position(parent, "split");
+  check_not_bound(parent, "split");
   if (factor < 1) fail("split of ", name_, ".", parent->name, ": factor must be positive, got ", factor);
   Loop outer = make_loop(parent->name + ".outer", parent->kind);
   Loop inner = make_loop(parent->name + ".inner", parent->kind);
@@ -126,6 +147,7 @@ std::pair<Loop, Loop> Stage::split(const Loop& parent, int64_t factor) {
 
 std::pair<Loop, Loop> Stage::split_nparts(const Loop& parent, int64_t nparts) {
   size_t pos = leaf_position(parent, "split");
+  check_not_bound(parent, "split");
   if (nparts < 1) fail("split of ", name_, ".", parent->name, ": nparts must be positive, got ", nparts);
   Loop outer = make_loop(parent->name + ".outer", parent->kind);
   Loop inner = make_loop(parent->name + ".inner", parent->kind);
@@ -147,6 +169,8 @@ std::vector<Loop> Stage::tile(const Loop& x, const Loop& y, int64_t x_factor, in
 Loop Stage::fuse(const Loop& outer, const Loop& inner) {
   size_t po = leaf_position(outer, "fuse");
   size_t pi = leaf_position(inner, "fuse");
+  check_not_bound(outer, "fuse");
+  check_not_bound(inner, "fuse");
   if (pi != po + 1)
     fail("fuse on stage ", name_, ": ", inner->name, " must come right after ", outer->name, " in the loop order");
   if (outer->kind != inner->kind)
@@ -177,6 +201,7 @@ void Stage::reorder(const std::vector<Loop>& order) {
 
 void Stage::vectorize(const Loop& loop) {
   leaf_position(loop, "vectorize");
+  check_not_bound(loop, "vectorize");
   if (loop->kind == IterKind::Reduce)
     fail("vectorize on stage ", name_, ": ", loop->name,
          " is a reduction loop (vectorize a data-parallel loop, or rfactor first)");
@@ -186,12 +211,14 @@ void Stage::vectorize(const Loop& loop) {
 
 void Stage::unroll(const Loop& loop) {
   leaf_position(loop, "unroll");
+  check_not_bound(loop, "unroll");
   loop->for_kind = ForKind::Unrolled;
   record({"unroll", "", {loop->name}, {}, {}});
 }
 
 void Stage::parallel(const Loop& loop) {
   leaf_position(loop, "parallel");
+  check_not_bound(loop, "parallel");
   if (loop->kind == IterKind::Reduce)
     fail("parallel on stage ", name_, ": ", loop->name,
          " is a reduction loop; iterations would race on the result (rfactor it first)");
@@ -204,6 +231,30 @@ void Stage::pragma(const Loop& loop, const std::string& key, int64_t value) {
   if (key.empty()) fail("pragma on stage ", name_, ".", loop->name, ": empty key");
   loop->pragmas.emplace_back(key, value);
   record({"pragma", "", {loop->name}, {{"key", key}, {"value", value}}, {}});
+}
+
+void Stage::bind(const Loop& loop, const std::string& thread_tag) {
+  leaf_position(loop, "bind");
+  const auto& tags = thread_axis_tags();
+  if (std::find(tags.begin(), tags.end(), thread_tag) == tags.end())
+    fail("bind of ", name_, ".", loop->name, ": unknown thread axis '", thread_tag,
+         "' (expected blockIdx.x/y/z, threadIdx.x/y/z or vthread)");
+  if (!loop->thread_tag.empty())
+    fail("bind of ", name_, ".", loop->name, ": the loop is already bound to ", loop->thread_tag);
+  if (loop->for_kind != ForKind::Serial)
+    fail("bind of ", name_, ".", loop->name, ": the loop is ", tensor_ir::for_kind_name(loop->for_kind),
+         "; a bound loop runs one iteration per thread and takes no other annotation");
+  if (loop->kind == IterKind::Reduce)
+    fail("bind of ", name_, ".", loop->name,
+         ": it is a reduction loop; threads would race on the result "
+         "(rfactor it and bind the factored stage's loop)");
+  if (thread_tag != kVirtualThread)
+    for (const auto& other : leaf_loops_)
+      if (other->thread_tag == thread_tag)
+        fail("bind of ", name_, ".", loop->name, ": ", thread_tag, " is already bound to loop ", other->name,
+             " of this stage");
+  loop->thread_tag = thread_tag;
+  record({"bind", "", {loop->name}, {{"tag", thread_tag}}, {}});
 }
 
 void Stage::prefetch(const Tensor& tensor, const Loop& at, Stage& from_stage, const Loop& from, int64_t offset) {
@@ -263,6 +314,15 @@ void Stage::set_storage_align(int dim, int64_t factor, int64_t offset) {
     fail("storage_align on stage ", name_, ": need factor > 0 and 0 <= offset < factor, got ", factor, ", ", offset);
   storage_align_[dim] = {factor, offset};
   record({"storage_align", "", {}, {{"dim", int64_t(dim)}, {"factor", factor}, {"offset", offset}}, {}});
+}
+
+void Stage::set_scope(const std::string& scope) {
+  if (!op_.as<ComputeOp>()) fail("set_scope: ", name_, " is an input (placeholder); its buffer is an argument");
+  check_storage_scope("set_scope", name_, scope);
+  if (is_output_ && scope != "global")
+    fail("set_scope of ", name_, ": it is an output of the schedule, stored in its argument's global memory");
+  scope_ = scope;
+  record({"set_scope", "", {}, {{"scope", scope}}, {}});
 }
 
 // --- Schedule ------------------------------------------------------------------------------

@@ -32,6 +32,9 @@ struct LoopNode {
   IterKind kind;
   ForKind for_kind = ForKind::Serial;
   Pragmas pragmas;
+  // The thread axis the loop is bound to (Stage::bind): a tensor_ir thread tag or kVirtualThread;
+  // empty when it is not bound.
+  std::string thread_tag;
 };
 using Loop = std::shared_ptr<LoopNode>;
 
@@ -52,6 +55,15 @@ struct Relation {
 };
 
 enum class AttachKind { Root, Inline, At };
+
+// A virtual thread (TVM's): the loop's iterations are interleaved in one thread, lowered to an
+// unrolled loop, so that a thread computes several strided pieces of a tile (spreading its
+// accesses over memory banks) without more threads or a loop the compiler cannot schedule.
+inline constexpr const char* kVirtualThread = "vthread";
+// The tags Stage::bind accepts: blockIdx.{x,y,z}, threadIdx.{x,y,z} and vthread.
+const std::vector<std::string>& thread_axis_tags();
+// Throws an Error naming `primitive` and `stage` unless `scope` is "global", "shared" or "local".
+void check_storage_scope(const char* primitive, const std::string& stage, const std::string& scope);
 
 // A prefetch (Stage::prefetch): the part of `tensor` that the iteration `offset` steps further
 // along `from` reads, fetched into cache a share per iteration of `at`.
@@ -75,6 +87,7 @@ class Stage {
   Stage* attach_stage() const { return attach_stage_; }
   const Loop& attach_loop() const { return attach_loop_; }
   bool is_output() const { return is_output_; }
+  // The memory the stage's buffer lives in: "global" (the default), "shared" or "local".
   const std::string& scope() const { return scope_; }
   const std::vector<PrefetchSpec>& prefetches() const { return prefetches_; }
   // Per dimension: (factor, offset) from storage_align, factor 0 when unset.
@@ -99,6 +112,10 @@ class Stage {
   void vectorize(const Loop& loop);
   void unroll(const Loop& loop);
   void parallel(const Loop& loop);
+  // Binds data-parallel loop `loop` to a thread axis of a device launch (thread_axis_tags()): each
+  // block or thread runs one iteration. Bind after splitting and fusing; a stage binds a tag to
+  // one loop (vthread excepted). Device lowering (lower_for_device) turns it into a ThreadExtent.
+  void bind(const Loop& loop, const std::string& thread_tag);
   void pragma(const Loop& loop, const std::string& key, int64_t value);
   // Prefetching for data streamed from memory: the part of `tensor` that the iteration
   // `offset` steps further along `from` reads (every loop inside `from` ranging) is fetched into
@@ -118,6 +135,9 @@ class Stage {
   void compute_root();
   // Pads the stride of dimension `dim` of this stage's buffer so that stride % factor == offset.
   void set_storage_align(int dim, int64_t factor, int64_t offset);
+  // Places the stage's buffer in memory `scope` ("global", "shared" or "local"; an output's is
+  // its argument, in global memory).
+  void set_scope(const std::string& scope);
 
  private:
   friend class Schedule;
@@ -126,6 +146,8 @@ class Stage {
   std::string fresh_name(const std::string& base) const;
   Loop make_loop(const std::string& name, IterKind kind);
   size_t leaf_position(const Loop& loop, const char* primitive) const;
+  // Refuses to annotate or restructure `loop` with `primitive` once it is bound to a thread axis.
+  void check_not_bound(const Loop& loop, const char* primitive) const;
   void replace_leaf(size_t position, std::vector<Loop> with);
   void record(Instruction inst);
 

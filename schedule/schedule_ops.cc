@@ -94,9 +94,17 @@ class NestBuilder {
       const Loop& l = leaves[i];
       body = with_prefetches(p, l, body);
       if (attach) body = with_attached(p.stage, l, body);
-      body = For::make(l->var, Expr(0), p.extent.at(l.get()), l->for_kind, body, l->pragmas);
+      body = loop(l, p.extent.at(l.get()), body);
     }
     return body;
+  }
+
+  // A loop bound to a block or thread axis runs once per block or thread: a ThreadExtent. A
+  // virtual thread is a loop unrolled in one thread.
+  static Stmt loop(const Loop& l, Expr extent, Stmt body) {
+    if (is_thread_tag(l->thread_tag)) return ThreadExtent::make(l->var, l->thread_tag, extent, body);
+    ForKind kind = l->thread_tag == kVirtualThread ? ForKind::Unrolled : l->for_kind;
+    return For::make(l->var, Expr(0), extent, kind, body, l->pragmas);
   }
 
   Stmt guarded(const std::vector<Expr>& conditions, Stmt body) {
@@ -131,8 +139,7 @@ class NestBuilder {
     Stmt init = guarded(init_guards, ProducerStore::make(t, reduce_identity(reduce->combiner, reduce->type), index));
     for (size_t i = leaves.size(); i-- > first;) {
       const Loop& l = leaves[i];
-      if (l->kind == IterKind::DataPar)
-        init = For::make(l->var, Expr(0), p.extent.at(l.get()), l->for_kind, init, l->pragmas);
+      if (l->kind == IterKind::DataPar) init = loop(l, p.extent.at(l.get()), init);
     }
     // The reduction's own condition selects the identity rather than branching, so the update
     // stays vectorizable (selects read memory only where they pick it).

@@ -74,6 +74,7 @@ void Schedule::replace_reads(const std::vector<Stage*>& readers, const Tensor& f
 
 Tensor Schedule::cache_read(const Tensor& t, const std::string& scope, const std::vector<Tensor>& readers) {
   Stage& source = (*this)[t];
+  check_storage_scope("cache_read", source.name_, scope);
   if (readers.empty()) fail("cache_read of ", source.name_, ": no readers given");
   std::vector<Stage*> reader_stages;
   std::vector<std::string> reader_names;
@@ -102,6 +103,7 @@ Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   Stage& stage = (*this)[t];
   const auto* c = stage.op_.as<ComputeOp>();
   if (!c) fail("cache_write: ", stage.name_, " is an input (placeholder)");
+  check_storage_scope("cache_write", stage.name_, scope);
   if (stage.has_loop_schedule() || stage.attach_kind_ != AttachKind::Root)
     fail("cache_write of ", stage.name_, " must come before any other primitive on that stage");
   // The cache computes the original definition on fresh axes; the stage becomes a copy of it.
@@ -133,7 +135,8 @@ Tensor Schedule::rfactor(const Tensor& t, const Loop& loop, int factor_axis) {
     fail("rfactor on stage ", stage.name_, ": apply it before compute_at/compute_inline");
   // The stage gets a new definition, so only its reduction loops may have been scheduled.
   for (const auto& l : stage.leaf_loops_)
-    if (l->kind == IterKind::DataPar && (l->for_kind != ForKind::Serial || !l->pragmas.empty()))
+    if (l->kind == IterKind::DataPar &&
+        (l->for_kind != ForKind::Serial || !l->pragmas.empty() || !l->thread_tag.empty()))
       fail("rfactor on stage ", stage.name_, ": apply it before annotating data-parallel loop ", l->name);
   for (const auto& r : stage.relations_)
     if ((r.kind == Relation::Split ? r.split.parent : r.fuse.outer)->kind == IterKind::DataPar)

@@ -293,7 +293,7 @@ class Printer {
     line(indent);
     os << "allocate " << buffer(op->buffer) << ": " << op->buffer.dtype().str() << "[";
     print_list(op->buffer->shape);
-    os << "]\n";
+    os << "] (" << memory_scope_name(op->buffer->scope) << ")\n";
     print(op->body, indent);
   }
   void print_node(const Block* op, int indent) {

@@ -46,6 +46,9 @@ void bind_schedule(py::module_& m) {
       .def_property_readonly(
           "is_reduce", [](const LoopNode& l) { return l.kind == tensor_ir::IterKind::Reduce; },
           "Whether the loop comes from a reduction axis.")
+      .def_property_readonly(
+          "thread_tag", [](const LoopNode& l) { return l.thread_tag; },
+          "The thread axis the loop is bound to (\"blockIdx.x\", ..., \"vthread\"), or \"\" when it is not bound.")
       .def("__repr__", [](const LoopNode& l) { return "Loop(" + l.name + ")"; });
 
   py::class_<Stage>(
@@ -109,6 +112,16 @@ void bind_schedule(py::module_& m) {
           "parallel", [](Stage& s, py::object l) { s.parallel(to_loop(s, l)); }, py::arg("loop"),
           "Runs the iterations of data-parallel loop `loop` on the thread pool (tessera.num_threads() threads).")
       .def(
+          "bind",
+          [](Stage& s, py::object l, py::object thread_axis) {
+            py::object tag = py::isinstance<py::str>(thread_axis) ? thread_axis : thread_axis.attr("tag");
+            s.bind(to_loop(s, l), tag.cast<std::string>());
+          },
+          py::arg("loop"), py::arg("thread_axis"),
+          "Binds data-parallel loop `loop` to a thread axis of a device launch: te.thread_axis(\"blockIdx.x\") (or its "
+          "tag), one of blockIdx.x/y/z, threadIdx.x/y/z and vthread. Each block or thread runs one iteration; a "
+          "vthread loop is unrolled in one thread. Bind after splitting and fusing.")
+      .def(
           "pragma",
           [](Stage& s, py::object l, const std::string& key, int64_t value) { s.pragma(to_loop(s, l), key, value); },
           py::arg("loop"), py::arg("key"), py::arg("value") = 1,
@@ -152,6 +165,10 @@ void bind_schedule(py::module_& m) {
           py::arg("axis"), py::arg("factor"), py::arg("offset"),
           "Pads the stride of dimension `axis` (an int or an axis of the operation) of this stage's buffer so that "
           "stride % factor == offset (to avoid cache-set conflicts).")
+      .def("set_scope", &Stage::set_scope, py::arg("scope"),
+           "Places this stage's buffer in memory `scope`: \"global\" (the default), \"shared\" (one per thread "
+           "block) or \"local\" (one per thread).")
+      .def_property_readonly("scope", &Stage::scope, "The memory scope of the stage's buffer.")
       .def("__repr__", [](const Stage& s) { return "Stage(" + s.name() + ")"; });
 
   // Before Schedule, whose signatures name it.
@@ -215,13 +232,14 @@ void bind_schedule(py::module_& m) {
             return s.cache_read(to_tensor(s, t), scope, rs);
           },
           py::arg("tensor"), py::arg("scope"), py::arg("readers"),
-          "Adds a stage copying `tensor` into a buffer of memory scope `scope` (e.g. \"local\"; on a CPU it only names "
-          "the stage), read by `readers` (tensors or stage names) instead of `tensor`. Returns the copy's tensor.")
+          "Adds a stage copying `tensor` into a buffer of memory scope `scope` (\"global\", \"shared\" or \"local\"), "
+          "read by `readers` (tensors or stage names) instead of `tensor`. Returns the copy's tensor.")
       .def(
           "cache_write",
           [](Schedule& s, py::object t, const std::string& scope) { return s.cache_write(to_tensor(s, t), scope); },
           py::arg("tensor"), py::arg("scope"),
-          "Computes `tensor` into a new stage of memory scope `scope` (e.g. \"local\"), then copies it into `tensor`; "
+          "Computes `tensor` into a new stage of memory scope `scope` (\"global\", \"shared\" or \"local\"), then "
+          "copies it into `tensor`; "
           "must come before other primitives on tensor's stage. Returns the new stage's tensor.")
       .def(
           "rfactor",
@@ -241,11 +259,13 @@ void bind_schedule(py::module_& m) {
 
   m.def(
       "lower",
-      [](Schedule& s, const std::vector<Tensor>& args, const std::string& name) {
-        return tensor_ir::to_string(lower(s, args, name));
+      [](Schedule& s, const std::vector<Tensor>& args, const std::string& name, bool for_device) {
+        return tensor_ir::to_string(for_device ? lower_for_device(s, args, name) : lower(s, args, name));
       },
-      py::arg("schedule"), py::arg("args"), py::arg("name") = "main",
-      "The lowered loop nest of function `name` over the buffers `args`, as text (backs te.lower).");
+      py::arg("schedule"), py::arg("args"), py::arg("name") = "main", py::arg("for_device") = false,
+      "The lowered loop nest of function `name` over the buffers `args`, as text, for a CPU or a device "
+      "(backs te.lower).");
+  m.def("thread_axis_tags", &thread_axis_tags, "The thread axes Stage.bind takes (backs te.thread_axis).");
 }
 
 }  // namespace tessera::python

@@ -28,7 +28,7 @@ Axes = IterVar | Sequence[IterVar]
 
 __all__ = [
     "placeholder", "compute", "reduce_axis", "sum", "prod", "max", "min", "create_schedule",
-    "lower", "build", "const", "var", "cast", "select", "if_then_else", "all", "any",
+    "lower", "build", "thread_axis", "ThreadAxis", "const", "var", "cast", "select", "if_then_else", "all", "any",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow", "abs", "floor", "ceil",
     "round", "trunc", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
     "acosh", "atanh", "isnan", "isinf", "truncdiv", "truncmod", "Expr", "IterVar", "Tensor",
@@ -101,10 +101,38 @@ def create_schedule(outputs: Tensor | Sequence[Tensor]) -> Schedule:
     return Schedule(outputs)
 
 
-def lower(schedule: Schedule, args: Sequence[Tensor], name: str = "main") -> str:
+class ThreadAxis:
+    """A thread axis of a device launch (te.thread_axis), for Stage.bind: `tag` is one of
+    blockIdx.x/y/z, threadIdx.x/y/z and vthread."""
+
+    def __init__(self, tag: str, name: str | None = None) -> None:
+        if tag not in _t.thread_axis_tags():
+            raise ValueError(f"thread_axis: unknown tag {tag!r} (expected one of {', '.join(_t.thread_axis_tags())})")
+        self.tag = tag
+        self.name = name or tag
+
+    def __repr__(self) -> str:
+        return f"ThreadAxis({self.tag!r})" if self.name == self.tag else f"ThreadAxis({self.tag!r}, name={self.name!r})"
+
+
+def thread_axis(tag: str, name: str | None = None) -> ThreadAxis:
+    """The thread axis `tag` to bind loops to, as TVM's: bx = te.thread_axis("blockIdx.x");
+    s[C].bind(xo, bx). Tags: blockIdx.x/y/z and threadIdx.x/y/z (a block of the launch grid, a
+    thread of a block) and vthread (a virtual thread: its loop is unrolled in one thread). `name`
+    only labels the axis (TVM's vthread axes are told apart by it)."""
+    return ThreadAxis(tag, name)
+
+
+def lower(schedule: Schedule, args: Sequence[Tensor], name: str = "main", for_device: bool | None = None) -> str:
     """The lowered loop nest, as text, of a function `name` whose buffers are `args` in order
-    (the inputs and outputs it is called with). Raises tessera.Error for an invalid schedule."""
-    return _t.lower(schedule, list(args), name)
+    (the inputs and outputs it is called with). `for_device`: lower for a GPU (thread-bound loops
+    become launch_thread statements, buffers live in their scopes, no CPU vectorization); None
+    lowers for a device exactly when a loop is bound to blockIdx or threadIdx. Raises
+    tessera.Error for an invalid schedule."""
+    if for_device is None:
+        for_device = builtins.any(l.thread_tag.startswith(("blockIdx", "threadIdx"))
+                                  for st in schedule.stages for l in st.leaf_loops)
+    return _t.lower(schedule, list(args), name, for_device)
 
 
 def build(schedule: Schedule, args: Sequence[Tensor], target: str = "llvm", name: str = "main") -> Function:

@@ -480,6 +480,15 @@ class Simplifier : public IRMutator {
     return For::make(op->var, min, extent, op->for_kind, body, op->pragmas);
   }
 
+  Stmt mutate_(const ThreadExtent* op) override {
+    Expr extent = mutate(op->extent);
+    ConstBound eb = bound(extent);
+    ConstBound vb{0, eb.bounded() ? eb.max - 1 : ConstBound::kPosInf};
+    Stmt body = with_bound(op->var.get(), vb, [&] { return mutate(op->body); });
+    if (extent.same_as(op->extent) && body.same_as(op->body)) return Stmt(op);
+    return ThreadExtent::make(op->var, op->tag, extent, body);
+  }
+
   Stmt mutate_(const LetStmt* op) override {
     Expr value = mutate(op->value);
     if (value.as<IntImm>() || value.as<FloatImm>() || value.as<VarNode>())

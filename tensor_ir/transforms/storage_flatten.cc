@@ -61,7 +61,9 @@ class Flattener : public IRMutator {
     if (n == 0) size = 1;
     for (const auto& r : op->bounds)
       if (is_zero(r.extent)) size = 0;
-    l.buffer = BufferNode::make(op->tensor.name(), op->tensor.dtype(), {Expr(size)}, MemoryScope::Local);
+    auto scope = options_.scopes.find(op->tensor.get());
+    l.buffer = BufferNode::make(op->tensor.name(), op->tensor.dtype(), {Expr(size)},
+                                scope == options_.scopes.end() ? MemoryScope::Local : scope->second);
     layouts_[op->tensor.get()] = l;
     Stmt body = mutate(op->body);
     layouts_.erase(op->tensor.get());

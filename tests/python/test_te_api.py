@@ -189,8 +189,9 @@ def test_printed_trace_is_runnable_code():
 
 
 def every_primitive(define):
-    """Two schedules of define()'s matmul that between them apply every primitive of the trace table
-    (rfactor comes before compute_at, so it has its own), and the tensors of each."""
+    """Three schedules of define()'s matmul that between them apply every primitive of the trace table
+    (rfactor comes before compute_at, so it has its own; the device primitives have theirs), and the
+    tensors of each."""
     A, B, C = define()
     s = te.create_schedule(C)
     BL = s.cache_read(B, "local", [C])
@@ -213,7 +214,20 @@ def every_primitive(define):
     ko, ki = s2[C2].split(C2.op.reduce_axis[0], factor=4)
     RF = s2.rfactor(C2, ki, factor_axis=1)
     s2[RF].compute_root()
-    return [(s, [A, B, C]), (s2, [A2, B2, C2])]
+    # The device primitives: a block's rows of A in shared memory, filled by its threads.
+    A3, B3, C3 = define()
+    s3 = te.create_schedule(C3)
+    AS = s3.cache_read(A3, "local", [C3])
+    s3[AS].set_scope("shared")
+    io, ii = s3[C3].split(C3.op.axis[0], factor=4)
+    jo, ji = s3[C3].split(C3.op.axis[1], factor=8)
+    s3[C3].bind(io, te.thread_axis("blockIdx.x"))
+    s3[C3].bind(ii, te.thread_axis("threadIdx.x"))
+    s3[C3].bind(jo, te.thread_axis("vthread"))
+    s3[AS].compute_at(s3[C3], ji)
+    fo, fi = s3[AS].split(s3[AS].fuse(*s3[AS].op.axis), factor=4)
+    s3[AS].bind(fi, "threadIdx.x")
+    return [(s, [A, B, C]), (s2, [A2, B2, C2]), (s3, [A3, B3, C3])]
 
 
 def test_every_trace_primitive_prints_as_runnable_code():

@@ -49,5 +49,35 @@ TEST(BoundInference, PredicatesOnlyForUnevenSplits) {
   EXPECT_EQ(to_string(c.predicates[0]), "likely(j.outer*8 + j.inner < 20)");
 }
 
+// TVM's rule for a stage computed inside thread-bound loops: a shared buffer covers what all the
+// threads of its block read (threadIdx relaxed, blockIdx kept), a local one what its thread reads,
+// a global one what every block reads.
+TEST(BoundInference, ScopesRelaxTheThreadsThatShareTheBuffer) {
+  for (const char* scope : {"shared", "local", "global"}) {
+    SCOPED_TRACE(scope);
+    Matmul mm = matmul(19, 37, 11);
+    Schedule s({mm.C});
+    Tensor as = s.cache_read(mm.A, scope, {mm.C});
+    Stage& c = s[mm.C];
+    auto [io, ii] = c.split(c.loop("i"), 4);
+    c.bind(io, "blockIdx.x");
+    c.bind(ii, "threadIdx.x");
+    s[as].compute_at(c, c.loop("j"));
+    LoweringPlan plan = infer_bounds(s);
+    const StagePlan& a = plan.of(&s[as]);
+    std::string scope_name = scope;
+    if (scope_name == "shared") {
+      EXPECT_EQ(to_string(a.region[0].min), "i.outer*4");
+      EXPECT_EQ(a.buffer_extent, (std::vector<int64_t>{4, 11}));
+    } else if (scope_name == "local") {
+      EXPECT_EQ(to_string(a.region[0].min), "i.outer*4 + i.inner");
+      EXPECT_EQ(a.buffer_extent, (std::vector<int64_t>{1, 11}));
+    } else {
+      EXPECT_EQ(to_string(a.region[0].min), "0");
+      EXPECT_EQ(a.buffer_extent, (std::vector<int64_t>{19, 11}));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::schedule::testing

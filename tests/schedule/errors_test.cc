@@ -154,3 +154,83 @@ TEST(ScheduleErrors, WrongShapesAtCallTime) {
 
 }  // namespace
 }  // namespace tessera::schedule::testing
+
+namespace tessera::schedule::testing {
+namespace {
+
+TEST(ScheduleErrors, BindNamesTheStageLoopAndAxis) {
+  Matmul mm = matmul(8, 8, 8);
+  Schedule s({mm.C});
+  Stage& c = s[mm.C];
+  auto [io, ii] = c.split(c.loop("i"), 2);
+  Loop i_outer = io, i_inner = ii, j = c.loop("j");
+  std::string msg = error_of([&] { c.bind(i_outer, "threadIdx.w"); });
+  EXPECT_TRUE(contains(msg, "bind of C.i.outer: unknown thread axis 'threadIdx.w'")) << msg;
+  msg = error_of([&] { c.bind(c.loop("k"), "threadIdx.x"); });
+  EXPECT_TRUE(contains(msg, "bind of C.k: it is a reduction loop")) << msg;
+  c.bind(i_outer, "blockIdx.x");
+  msg = error_of([&] { c.bind(i_outer, "blockIdx.y"); });
+  EXPECT_TRUE(contains(msg, "bind of C.i.outer: the loop is already bound to blockIdx.x")) << msg;
+  msg = error_of([&] { c.bind(j, "blockIdx.x"); });
+  EXPECT_TRUE(contains(msg, "bind of C.j: blockIdx.x is already bound to loop i.outer of this stage")) << msg;
+  c.vectorize(i_inner);
+  msg = error_of([&] { c.bind(i_inner, "threadIdx.x"); });
+  EXPECT_TRUE(contains(msg, "bind of C.i.inner: the loop is vectorized")) << msg;
+  msg = error_of([&] { c.parallel(i_outer); });
+  EXPECT_TRUE(contains(msg, "parallel on stage C: loop i.outer is bound to blockIdx.x")) << msg;
+  msg = error_of([&] { c.split(i_outer, 2); });
+  EXPECT_TRUE(contains(msg, "split on stage C: loop i.outer is bound to blockIdx.x")) << msg;
+  // Several virtual threads may share the tag.
+  c.bind(j, kVirtualThread);
+  EXPECT_EQ(j->thread_tag, "vthread");
+  // A CPU has no thread axes; a device has no thread pool.
+  msg = error_of([&] { lower(s, {mm.A, mm.B, mm.C}); });
+  EXPECT_TRUE(contains(msg, "loop i.outer of stage C is bound to blockIdx.x")) << msg;
+  Matmul other = matmul(8, 8, 8);
+  Schedule p({other.C});
+  p[other.C].parallel(p[other.C].loop("i"));
+  msg = error_of([&] { lower_for_device(p, {other.A, other.B, other.C}); });
+  EXPECT_TRUE(contains(msg, "loop i of stage C is parallel")) << msg;
+}
+
+TEST(ScheduleErrors, ScopesAreChecked) {
+  Matmul mm = matmul(8, 8, 8);
+  Schedule s({mm.C});
+  std::string msg = error_of([&] { s.cache_read(mm.A, "shard", {mm.C}); });
+  EXPECT_TRUE(contains(msg, "cache_read of A: 'shard' is not a storage scope (global, shared or local)")) << msg;
+  msg = error_of([&] { s.cache_write(mm.C, "register"); });
+  EXPECT_TRUE(contains(msg, "cache_write of C: 'register' is not a storage scope")) << msg;
+  msg = error_of([&] { s[mm.C].set_scope("shared"); });
+  EXPECT_TRUE(contains(msg, "set_scope of C: it is an output of the schedule")) << msg;
+  msg = error_of([&] { s[mm.A].set_scope("shared"); });
+  EXPECT_TRUE(contains(msg, "set_scope: A is an input")) << msg;
+  Tensor al = s.cache_read(mm.A, "global", {mm.C});
+  msg = error_of([&] { s[al].set_scope("Shared"); });
+  EXPECT_TRUE(contains(msg, "set_scope of A.global: 'Shared' is not a storage scope")) << msg;
+  s[al].set_scope("shared");
+  EXPECT_EQ(s[al].scope(), "shared");
+}
+
+// A stage computed inside a block's threads that binds more iterations to a thread axis than the
+// block has threads would leave work undone.
+TEST(ScheduleErrors, CooperativeLoopWiderThanTheBlock) {
+  Matmul mm = matmul(16, 16, 16);
+  Schedule s({mm.C});
+  Tensor as = s.cache_read(mm.A, "shared", {mm.C});
+  Stage& c = s[mm.C];
+  auto [io, ii] = c.split(c.loop("i"), 4);
+  c.bind(io, "blockIdx.x");
+  c.bind(ii, "threadIdx.x");
+  s[as].compute_at(c, c.loop("j"));
+  Loop fused = s[as].fuse(s[as].loop("ax0"), s[as].loop("ax1"));
+  auto [fo, fi] = s[as].split(fused, 8);
+  s[as].bind(fi, "threadIdx.x");
+  std::string msg = error_of([&] { lower_for_device(s, {mm.A, mm.B, mm.C}); });
+  EXPECT_TRUE(contains(msg,
+                       "loop ax0.ax1.fused.inner is bound to threadIdx.x with 8 iterations, but the launch it "
+                       "runs in has 4 threads along threadIdx.x (loop i.inner)"))
+      << msg;
+}
+
+}  // namespace
+}  // namespace tessera::schedule::testing

@@ -76,7 +76,13 @@ struct Case {
   const char* name;
   void (*apply)(Schedule&, const Matmul&);
   std::vector<std::string> expect;  // pieces of the lowered text
+  bool device = false;              // lowered with lower_for_device
 };
+
+// The case's schedule lowered as it asks (for a CPU or a device).
+inline LoweredFunc lower_case(const Case& c, Schedule& s, const std::vector<Tensor>& args) {
+  return c.device ? lower_for_device(s, args) : lower(s, args);
+}
 
 inline Stage& C(Schedule& s, const Matmul& mm) { return s[mm.C]; }
 
@@ -178,6 +184,39 @@ inline const std::vector<Case>& schedule_cases() {
          s[cc].set_storage_align(0, 16, 1);
        },
        {"allocate C.local: float32[184]", "C.local[i*49 + j]"}},
+      {"bind",
+       [](Schedule& s, const Matmul& mm) {
+         auto [io, ii] = C(s, mm).split(C(s, mm).loop("i"), 4);
+         C(s, mm).bind(io, "blockIdx.x");
+         C(s, mm).bind(ii, "threadIdx.x");
+       },
+       {"launch_thread (i.outer = blockIdx.x, 5) {\n    launch_thread (i.inner = threadIdx.x, 4) {\n      for (j, 0, "
+        "37) {\n        if (i.outer*4 + i.inner < 19) {\n          C[i.outer*148 + i.inner*37 + j] = 0.0f"},
+       true},
+      {"vthread",
+       [](Schedule& s, const Matmul& mm) {
+         auto [jo, ji] = C(s, mm).split(C(s, mm).loop("j"), 8);
+         C(s, mm).reorder({jo, C(s, mm).loop("i"), ji});
+         C(s, mm).bind(jo, "vthread");
+       },
+       {"unrolled (j.outer, 0, 4)"}},
+      {"set_scope",
+       [](Schedule& s, const Matmul& mm) {
+         // A's rows of a block in shared memory, filled cooperatively by the block's 4 threads at
+         // each step of j: 4 rows of 11, a row per thread from those its threads read.
+         Tensor as = s.cache_read(mm.A, "local", {mm.C});
+         s[as].set_scope("shared");
+         auto [io, ii] = C(s, mm).split(C(s, mm).loop("i"), 4);
+         C(s, mm).bind(io, "blockIdx.x");
+         C(s, mm).bind(ii, "threadIdx.x");
+         s[as].compute_at(C(s, mm), C(s, mm).loop("j"));
+         Loop fused = s[as].fuse(s[as].loop("ax0"), s[as].loop("ax1"));
+         auto [fo, fi] = s[as].split(fused, 4);
+         s[as].bind(fi, "threadIdx.x");
+       },
+       {"allocate A.local: float32[44] (shared)", "A.local[ax0.ax1.fused.outer*4 + i.inner] = A[",
+        "A.local[i.inner*11 + k]"},
+       true},
   };
   return cases;
 }

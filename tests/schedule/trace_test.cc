@@ -17,7 +17,7 @@ TEST_P(TraceRoundTrip, ReplaysToTheSameProgram) {
   Matmul original = matmul(19, 37, 11);
   Schedule s({original.C});
   GetParam().apply(s, original);
-  LoweredFunc expected = lower(s, {original.A, original.B, original.C});
+  LoweredFunc expected = lower_case(GetParam(), s, {original.A, original.B, original.C});
 
   Trace parsed = Trace::from_json(s.trace().to_json());
   EXPECT_EQ(parsed, s.trace());
@@ -26,7 +26,7 @@ TEST_P(TraceRoundTrip, ReplaysToTheSameProgram) {
   Matmul fresh = matmul(19, 37, 11);
   Schedule replayed({fresh.C});
   parsed.apply(replayed);
-  LoweredFunc actual = lower(replayed, {fresh.A, fresh.B, fresh.C});
+  LoweredFunc actual = lower_case(GetParam(), replayed, {fresh.A, fresh.B, fresh.C});
   EXPECT_TRUE(structural_equal(expected, actual)) << to_string(expected) << "\nvs\n" << to_string(actual);
   EXPECT_EQ(to_string(expected), to_string(actual));
   EXPECT_EQ(replayed.trace(), s.trace());

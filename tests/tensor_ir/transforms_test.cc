@@ -94,7 +94,7 @@ TEST(StorageFlatten, ArgumentsAreRowMajorAndRealizesAllocate) {
   Stmt s = arith::simplify(storage_flatten(realize, options));
   // T's rows are padded from 3 to 9 elements (9 % 8 == 1); its origin is (2, 3).
   EXPECT_EQ(to_string(s),
-            "allocate T: float32[12]\n"
+            "allocate T: float32[12] (local)\n"
             "for (i, 0, 2) {\n"
             "  for (j, 0, 3) {\n"
             "    T[i*9 + j] = A[i*6 + j + 15]\n"

@@ -1,0 +1,86 @@
+"""Hand-written GPU schedules in the manner of TVM's tutorials, each a function returning
+(schedule, tensors): the tests lower them for a device and check the IR, the examples and the device
+tests build and run them. Sizes need not divide the tiles."""
+from tessera import te
+
+bx, by = te.thread_axis("blockIdx.x"), te.thread_axis("blockIdx.y")
+tx, ty = te.thread_axis("threadIdx.x"), te.thread_axis("threadIdx.y")
+
+
+def gemm(n, m, k, tile=32, thread_tile=4, k_tile=8):
+    """C = A @ B: a block computes a tile x tile tile of C with (tile/thread_tile)^2 threads, each a
+    thread_tile x thread_tile register tile (cache_write "local"); at each step of the reduction the
+    block's threads fill k_tile-wide panels of A and B in shared memory together, every thread
+    fetching a share (the fused panel loop split by the thread count and bound to the threads)."""
+    A = te.placeholder((n, k), "float32", name="A")
+    B = te.placeholder((k, m), "float32", name="B")
+    r = te.reduce_axis((0, k), name="r")
+    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    s = te.create_schedule(C)
+    AA = s.cache_read(A, "shared", [C])
+    BB = s.cache_read(B, "shared", [C])
+    CL = s.cache_write(C, "local")
+    threads = tile // thread_tile
+    i, j = C.op.axis
+    io, ii = s[C].split(i, factor=tile)
+    jo, ji = s[C].split(j, factor=tile)
+    ity, iti = s[C].split(ii, factor=thread_tile)
+    jtx, jti = s[C].split(ji, factor=thread_tile)
+    s[C].reorder(io, jo, ity, jtx, iti, jti)
+    s[C].bind(io, by)
+    s[C].bind(jo, bx)
+    s[C].bind(ity, ty)
+    s[C].bind(jtx, tx)
+    s[CL].compute_at(s[C], jtx)
+    ci, cj = s[CL].op.axis
+    ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=k_tile)
+    s[CL].reorder(ko, ki, ci, cj)
+    for panel in (AA, BB):
+        s[panel].compute_at(s[CL], ko)
+        fused = s[panel].fuse(*s[panel].op.axis)
+        rest, per_block = s[panel].split(fused, factor=threads * threads)
+        fy, fx = s[panel].split(per_block, factor=threads)
+        s[panel].bind(fy, ty)
+        s[panel].bind(fx, tx)
+    return s, [A, B, C]
+
+
+def conv3x3(batch, channels, height, width, filters, tile=8):
+    """A 3x3 convolution (stride 1, padding 1, NCHW): a block per (image, filter, tile x tile output
+    tile), a thread per output pixel; the padded input is inlined into the product."""
+    X = te.placeholder((batch, channels, height, width), "float32", name="X")
+    W = te.placeholder((filters, channels, 3, 3), "float32", name="W")
+    P = te.compute((batch, channels, height + 2, width + 2),
+                   lambda b, c, y, x: te.select(te.all(y >= 1, y <= height, x >= 1, x <= width),
+                                                X[b, c, te.max(y - 1, 0), te.max(x - 1, 0)], 0.0), name="P")
+    rc, ry, rx = te.reduce_axis((0, channels), "rc"), te.reduce_axis((0, 3), "ry"), te.reduce_axis((0, 3), "rx")
+    Y = te.compute((batch, filters, height, width),
+                   lambda b, f, y, x: te.sum(P[b, rc, y + ry, x + rx] * W[f, rc, ry, rx], axis=[rc, ry, rx]), name="Y")
+    s = te.create_schedule(Y)
+    s[P].compute_inline()
+    b, f, y, x = Y.op.axis
+    yo, yi = s[Y].split(y, factor=tile)
+    xo, xi = s[Y].split(x, factor=tile)
+    s[Y].reorder(b, f, yo, xo, yi, xi)
+    bf = s[Y].fuse(b, f)
+    s[Y].bind(bf, te.thread_axis("blockIdx.z"))
+    s[Y].bind(yo, by)
+    s[Y].bind(xo, bx)
+    s[Y].bind(yi, ty)
+    s[Y].bind(xi, tx)
+    return s, [X, W, Y]
+
+
+def elementwise_chain(n, threads=64):
+    """D = exp(A * 2 + 1) - A: three elementwise stages, the first two inlined, a thread per element."""
+    A = te.placeholder((n,), "float32", name="A")
+    B = te.compute((n,), lambda i: A[i] * 2 + 1, name="B")
+    C = te.compute((n,), lambda i: te.exp(B[i]), name="C")
+    D = te.compute((n,), lambda i: C[i] - A[i], name="D")
+    s = te.create_schedule(D)
+    s[B].compute_inline()
+    s[C].compute_inline()
+    o, i = s[D].split(D.op.axis[0], factor=threads)
+    s[D].bind(o, bx)
+    s[D].bind(i, tx)
+    return s, [A, D]

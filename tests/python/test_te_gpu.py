@@ -1,0 +1,97 @@
+"""GPU schedules through tessera.te: thread axes, bind, storage scopes and the lowered device IR of
+TVM-style schedules (gpu_schedules.py), checked for what the device code generators need: thread
+extents outermost in each kernel, shared and local allocations, barriers."""
+import re
+
+import pytest
+
+import tessera
+from tessera import te
+from test_te_ops import matmul_def
+import gpu_schedules
+
+
+def kernels(text):
+    """The function's top-level statements (one per kernel), as text."""
+    body = text.split("\n", 1)[1].rsplit("}", 1)[0]
+    return re.split(r"\n(?=  [^ }])", body.strip("\n"))
+
+
+def test_thread_axis_names_its_tag():
+    bx = te.thread_axis("blockIdx.x")
+    assert bx.tag == "blockIdx.x" and repr(bx) == "ThreadAxis('blockIdx.x')"
+    assert te.thread_axis("vthread", name="vx").name == "vx"
+    with pytest.raises(ValueError, match="unknown tag 'threadIdx.w'"):
+        te.thread_axis("threadIdx.w")
+
+
+def test_bind_lowers_to_thread_extents():
+    A, B, C = matmul_def(19, 37, 11)
+    s = te.create_schedule(C)
+    xo, xi = s[C].split(C.op.axis[0], factor=4)
+    s[C].bind(xo, te.thread_axis("blockIdx.x"))
+    s[C].bind(xi, te.thread_axis("threadIdx.x"))
+    assert s[C].loop(xo).thread_tag == "blockIdx.x"
+    text = te.lower(s, [A, B, C])
+    assert "launch_thread (i.outer = blockIdx.x, 5) {\n    launch_thread (i.inner = threadIdx.x, 4) {" in text
+    assert 'i_outer, i_inner = s["C"].split("i", factor=4)\ns["C"].bind("i.outer", "blockIdx.x")' in str(s.trace)
+    with pytest.raises(tessera.Error, match="loop i.outer of stage C is bound to blockIdx.x"):
+        te.lower(s, [A, B, C], for_device=False)
+    with pytest.raises(tessera.Error, match="bind of C.j: blockIdx.x is already bound to loop i.outer"):
+        s[C].bind(C.op.axis[1], te.thread_axis("blockIdx.x"))
+    with pytest.raises(tessera.Error, match="bind of C.r: it is a reduction loop"):
+        s[C].bind(C.op.reduce_axis[0], "threadIdx.y")
+
+
+def test_scopes_and_storage_align_as_tvm_names_them():
+    A, B, C = matmul_def(16, 16, 16)
+    s = te.create_schedule(C)
+    AA = s.cache_read(A, "shared", [C])
+    BL = s.cache_read(B, "global", [C])
+    s[BL].set_scope("local")
+    assert s[AA].scope == "shared" and s[BL].scope == "local"
+    s[AA].storage_align(AA.op.axis[0], 16, 1)
+    with pytest.raises(tessera.Error, match="cache_read of A: 'texture' is not a storage scope"):
+        s.cache_read(A, "texture", [C])
+    with pytest.raises(tessera.Error, match="set_scope of C: it is an output"):
+        s[C].set_scope("shared")
+    io, ii = s[C].split(C.op.axis[0], factor=4)
+    s[C].bind(io, te.thread_axis("blockIdx.x"))
+    s[C].bind(ii, te.thread_axis("threadIdx.x"))
+    s[AA].compute_at(s[C], C.op.axis[1])
+    s[BL].compute_at(s[C], C.op.axis[1])
+    text = te.lower(s, [A, B, C])
+    # A's 4 rows of the block, their stride padded from 16 to 17; B's column of the thread.
+    assert "allocate A.shared: float32[67] (shared)" in text
+    assert "allocate B.global: float32[16] (local)" in text
+
+
+@pytest.mark.parametrize("schedule,args", [
+    (gpu_schedules.gemm, (70, 50, 37)),
+    (gpu_schedules.gemm, (64, 64, 64)),
+    (gpu_schedules.conv3x3, (2, 3, 10, 9, 4)),
+    (gpu_schedules.elementwise_chain, (100,)),
+    (gpu_schedules.elementwise_chain, (1,)),
+])
+def test_schedules_lower_to_kernels_under_thread_extents(schedule, args):
+    s, tensors = schedule(*args)
+    text = te.lower(s, tensors, schedule.__name__)
+    for kernel in kernels(text):
+        assert kernel.startswith("  launch_thread (") and "blockIdx" in kernel.splitlines()[0], kernel
+    assert te.lower(s, tensors, schedule.__name__, for_device=True) == text
+    # The trace replays as code to the same kernels.
+    _, fresh = schedule(*args)
+    replayed = te.create_schedule(fresh[-1])
+    exec(str(s.trace), {"s": replayed})
+    assert te.lower(replayed, fresh, schedule.__name__) == text
+
+
+def test_gemm_tiles_in_shared_memory_and_registers():
+    s, tensors = gpu_schedules.gemm(70, 50, 37)
+    text = te.lower(s, tensors, "gemm")
+    assert "allocate C.local: float32[16] (local)" in text
+    assert "allocate A.shared: float32[256] (shared)" in text  # 32 rows x 8 of the reduction
+    assert "allocate B.shared: float32[256] (shared)" in text
+    # Each thread fetches a share of the panel: the fused loop's inner part is the thread's index.
+    assert "ax0.ax1.fused.outer*64 + i.inner.outer*8 + j.inner.outer" in text
+    assert text.count("launch_thread") == 4
