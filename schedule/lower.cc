@@ -9,6 +9,8 @@
 #include "schedule/schedule_ops.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/printer.h"
+#include "tensor_ir/transforms/hoist_shared_allocations.h"
+#include "tensor_ir/transforms/insert_barriers.h"
 #include "tensor_ir/transforms/legalize.h"
 #include "tensor_ir/transforms/loop_partition.h"
 #include "tensor_ir/transforms/merge_thread_extents.h"
@@ -119,8 +121,12 @@ LoweredFunc lower_for_device(Schedule& schedule, const std::vector<Tensor>& user
              " is parallel, which runs on a CPU's thread pool (bind it to blockIdx or threadIdx instead)");
   StepLog log(name);
   LoweredFunc func = lower_loop_nest(schedule, user_args, name, log);
-  func.body = arith::simplify(legalize_for_codegen(func.body));
-  log("legalize", func.body);
+  Stmt body = arith::simplify(legalize_for_codegen(func.body));
+  log("legalize", body);
+  body = hoist_shared_allocations(body);
+  log("hoist_shared_allocations", body);
+  func.body = insert_barriers(body);
+  log("insert_barriers", func.body);
   return func;
 }
 

@@ -8,7 +8,8 @@
 // buffers live in their stages' memory scopes, and the CPU's steps that would break a kernel are
 // left out: loop partitioning (it copies loop bodies, barriers with them, into branches) and
 // vectorization (each thread computes scalars; a device's vector units are its threads):
-//   bound inference -> loop nest -> storage flattening -> simplify -> legalization -> simplify.
+//   bound inference -> loop nest -> storage flattening -> simplify -> legalization -> simplify ->
+//   shared allocations hoisted to the top of each kernel -> barrier insertion.
 #pragma once
 #include <string>
 #include <vector>

@@ -95,3 +95,20 @@ def test_gemm_tiles_in_shared_memory_and_registers():
     # Each thread fetches a share of the panel: the fused loop's inner part is the thread's index.
     assert "ax0.ax1.fused.outer*64 + i.inner.outer*8 + j.inner.outer" in text
     assert text.count("launch_thread") == 4
+    # A barrier after the panels are filled (read after write) and one before the next step refills
+    # them while other threads may still read (write after read), both in the reduction loop.
+    lines = [l.strip() for l in text.splitlines()]
+    barriers = [i for i, l in enumerate(lines) if l == "barrier()"]
+    assert len(barriers) == 2, text
+    assert lines[barriers[0] - 1] == "for (r.outer, 0, 5) {" and lines[barriers[0] + 1].startswith("for (ax0.ax1.fused")
+    assert lines[barriers[1] + 1] == "for (r.inner, 0, 8) {"
+    # The shared panels are the block's: allocated at the kernel's top, under its thread extents.
+    top = lines.index("launch_thread (j.inner.outer = threadIdx.x, 8) {")
+    assert lines[top + 1:top + 3] == ["allocate A.shared: float32[256] (shared)", "allocate B.shared: float32[256] (shared)"]
+
+
+@pytest.mark.parametrize("schedule,args", [(gpu_schedules.conv3x3, (1, 2, 5, 5, 3)),
+                                           (gpu_schedules.elementwise_chain, (33,))])
+def test_no_barriers_without_shared_memory(schedule, args):
+    s, tensors = schedule(*args)
+    assert "barrier()" not in te.lower(s, tensors)

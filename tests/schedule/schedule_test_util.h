@@ -214,8 +214,8 @@ inline const std::vector<Case>& schedule_cases() {
          auto [fo, fi] = s[as].split(fused, 4);
          s[as].bind(fi, "threadIdx.x");
        },
-       {"allocate A.local: float32[44] (shared)", "A.local[ax0.ax1.fused.outer*4 + i.inner] = A[",
-        "A.local[i.inner*11 + k]"},
+       {"allocate A.local: float32[44] (shared)", "for (j, 0, 37) {\n        barrier()\n        for (ax0.ax1.fused.outer",
+        "A.local[ax0.ax1.fused.outer*4 + i.inner] = A[", "barrier()\n        for (k, 0, 11)", "A.local[i.inner*11 + k]"},
        true},
   };
   return cases;
