@@ -70,6 +70,12 @@ class SharedLibraryModule final : public Module {
 
 }  // namespace
 
+std::shared_ptr<Module> open_kernel_library(const std::string& path, const std::vector<KernelSignature>& signatures) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) fail("cannot load the kernel library '", path, "': ", dlerror());
+  return std::make_shared<SharedLibraryModule>(path, handle, nullptr, signatures);
+}
+
 LoadedModule load_module(const std::string& path) {
   ModuleFile file = read_module_file(path);
   const ModuleMetadata& m = file.metadata;

@@ -23,4 +23,8 @@ struct LoadedModule {
 // Throws tessera::Error naming `path` and why it cannot run here.
 LoadedModule load_module(const std::string& path);
 
+// The kernels `signatures` of the shared library at `path` (compiled for this host by a target),
+// with its runtime hooks set (kernel.h); the library stays loaded while any of them lives.
+std::shared_ptr<Module> open_kernel_library(const std::string& path, const std::vector<KernelSignature>& signatures);
+
 }  // namespace tessera::runtime

@@ -8,36 +8,22 @@
 #include "runtime/error.h"
 #include "targets/link_shared.h"
 #include "targets/llvm/build_llvm.h"
+#include "targets/source/build_source.h"
+#include "targets/temp_dir.h"
 
 namespace tessera::targets {
 
-namespace {
-
-// A scratch folder for the object and the library; removed with everything in it.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tessera-export-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) fail("cannot create a temporary folder for ", pattern);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
-}  // namespace
-
 std::shared_ptr<runtime::Module> build(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
   if (target.kind == "llvm") return build_llvm(funcs, target);
-  fail("code generation for target '", target.str(), "' is not implemented yet (only llvm is)");
+  if (target.kind == "c") return build_c(funcs, target);
+  if (target.kind == "opencl" || target.kind == "cuda") return build_device(funcs, target);
+  fail("code generation for target '", target.str(), "' is not implemented");
 }
 
 SharedLibrary build_shared_library(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
   if (target.kind != "llvm") fail("exporting for target '", target.str(), "' is not implemented yet (only llvm is)");
   const ObjectTarget o = describe_object_target(target);
-  TempDir dir;
+  TempDir dir("tessera-export");
   const std::string object = (dir.path / "kernels.o").string(), library = (dir.path / "kernels.so").string();
   emit_object_file(funcs, target, object);
   link_shared_library(object, o.triple, target.mtriple, library);

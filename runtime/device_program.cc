@@ -1,0 +1,66 @@
+#include "runtime/device_program.h"
+
+#include "runtime/error.h"
+#include "runtime/ndarray.h"
+
+namespace tessera::runtime {
+
+namespace {
+
+DeviceType device_type_of(DeviceCodeFormat format) {
+  return format == DeviceCodeFormat::PTX ? DeviceType::CUDA : DeviceType::OpenCL;
+}
+
+}  // namespace
+
+DeviceProgram::DeviceProgram(DeviceProgramSpec spec) : spec_(std::move(spec)) {
+  const size_t buffers = spec_.args.size() + spec_.workspace.size();
+  for (const DeviceKernelLaunch& k : spec_.kernels)
+    for (int b : k.buffers)
+      if (b < 0 || static_cast<size_t>(b) >= buffers)
+        fail("device program '", spec_.name, "': kernel '", k.name, "' names buffer ", b, " of ", buffers);
+}
+
+DeviceModule& DeviceProgram::module_on(Device device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& module = modules_[{static_cast<int>(device.type), device.id}];
+  if (!module) module = DeviceAPI::get(device).load_module(spec_.code, spec_.format);
+  return *module;
+}
+
+void DeviceProgram::operator()(const std::vector<NDArray>& args) const {
+  if (args.size() != spec_.args.size())
+    fail("device program '", spec_.name, "' takes ", spec_.args.size(), " arrays, got ", args.size());
+  const DeviceType type = device_type_of(spec_.format);
+  Device device{type, 0};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const BufferSpec& s = spec_.args[i];
+    const NDArray& a = args[i];
+    const std::string where =
+        "device program '" + spec_.name + "' argument " + std::to_string(i) + " ('" + s.name + "')";
+    if (a.dtype() != s.dtype) fail(where, ": expected dtype ", s.dtype.str(), ", got ", a.dtype().str());
+    if (a.shape() != s.shape) fail(where, ": expected shape ", shape_str(s.shape), ", got ", a.shape_str());
+    if (a.device().type != type)
+      fail(where, ": the array is on ", a.device().str(), "; the program runs on ",
+           type == DeviceType::CUDA ? "a CUDA" : "an OpenCL", " device: copy it there first");
+    if (i == 0) device = a.device();
+    if (!(a.device() == device))
+      fail(where, ": the array is on ", a.device().str(), ", the first argument on ", device.str(),
+           "; all must be on one device");
+  }
+  DeviceModule& module = module_on(device);
+  std::vector<NDArray> workspace;
+  for (const BufferSpec& w : spec_.workspace) workspace.push_back(NDArray::empty(w.shape, w.dtype, device));
+  for (const DeviceKernelLaunch& k : spec_.kernels) {
+    std::vector<KernelArg> kernel_args;
+    for (int b : k.buffers) {
+      const NDArray& a = static_cast<size_t>(b) < args.size() ? args[b] : workspace[b - args.size()];
+      kernel_args.push_back(KernelArg::array(a));
+    }
+    module.function(k.name)->launch(k.config, kernel_args);
+  }
+  // The workspace is freed when this returns, so its kernels must have finished.
+  DeviceAPI::get(device).synchronize();
+}
+
+}  // namespace tessera::runtime

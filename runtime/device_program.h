@@ -1,0 +1,52 @@
+// A compiled device program: the kernels a host/device split made, launched in order on the
+// device its arrays live on, with the workspace buffers that pass data between them allocated for
+// the call. It holds device code (OpenCL C or PTX) and the launch plan, nothing of the compiler,
+// so the runtime can run it alone; the code is loaded onto each device at its first use.
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/device_api.h"
+#include "runtime/kernel.h"
+
+namespace tessera::runtime {
+
+struct DeviceKernelLaunch {
+  std::string name;
+  LaunchConfig config;
+  // The kernel's parameters: indices into the program's arguments, then its workspace.
+  std::vector<int> buffers;
+};
+
+struct DeviceProgramSpec {
+  std::string name;
+  std::vector<BufferSpec> args;
+  std::vector<BufferSpec> workspace;
+  std::vector<DeviceKernelLaunch> kernels;
+  DeviceCodeFormat format = DeviceCodeFormat::OpenCLSource;
+  std::string code;  // every kernel's, as the device's driver loads it
+};
+
+class DeviceProgram {
+ public:
+  explicit DeviceProgram(DeviceProgramSpec spec);
+  const DeviceProgramSpec& spec() const { return spec_; }
+  const std::string& name() const { return spec_.name; }
+
+  // Checks every array's shape and dtype and that all are on one device of the code's kind, then
+  // launches the kernels there in order and waits for them. Throws, naming the program, the
+  // argument and what was expected.
+  void operator()(const std::vector<NDArray>& args) const;
+
+ private:
+  DeviceModule& module_on(Device device) const;
+
+  DeviceProgramSpec spec_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::pair<int, int>, std::unique_ptr<DeviceModule>> modules_;  // by device type and id
+};
+
+}  // namespace tessera::runtime

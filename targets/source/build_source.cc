@@ -1,0 +1,178 @@
+#include "targets/source/build_source.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "runtime/device_program.h"
+#include "runtime/error.h"
+#include "runtime/module_loader.h"
+#include "targets/build.h"
+#include "targets/cuda/nvrtc.h"
+#include "targets/run_program.h"
+#include "targets/source/source_dialects.h"
+#include "targets/temp_dir.h"
+
+namespace tessera::targets {
+
+namespace {
+
+// A module of source-built code: the CPU kernels of a c build, or device programs, with the
+// generated text in each format.
+class SourceModule final : public runtime::Module {
+ public:
+  SourceModule(std::shared_ptr<runtime::Module> cpu,
+               std::vector<std::shared_ptr<const runtime::DeviceProgram>> programs,
+               std::map<std::string, std::string> sources)
+      : cpu_(std::move(cpu)), programs_(std::move(programs)), sources_(std::move(sources)) {}
+
+  runtime::Kernel get_kernel(const std::string& name) const override {
+    if (!cpu_) fail("kernel '", name, "' runs on a device: call it through device_program('", name, "')");
+    return cpu_->get_kernel(name);
+  }
+  std::vector<std::string> kernel_names() const override {
+    if (cpu_) return cpu_->kernel_names();
+    std::vector<std::string> names;
+    for (const auto& p : programs_) names.push_back(p->name());
+    return names;
+  }
+  std::string source(const std::string& format) const override {
+    auto it = sources_.find(format);
+    if (it != sources_.end()) return it->second;
+    std::string formats;
+    for (const auto& [f, text] : sources_) formats += (formats.empty() ? "" : ", ") + f;
+    fail("no source in format '", format, "' (available: ", formats, ")");
+  }
+  std::shared_ptr<const runtime::DeviceProgram> device_program(const std::string& name) const override {
+    std::string names;
+    for (const auto& p : programs_) {
+      if (p->name() == name) return p;
+      names += (names.empty() ? "" : ", ") + p->name();
+    }
+    fail("module has no device program '", name, "' (it has: ", names.empty() ? "none" : names, ")");
+  }
+
+ private:
+  std::shared_ptr<runtime::Module> cpu_;
+  std::vector<std::shared_ptr<const runtime::DeviceProgram>> programs_;
+  std::map<std::string, std::string> sources_;
+};
+
+runtime::BufferSpec buffer_spec(const std::string& program, const tensor_ir::Buffer& b) {
+  runtime::BufferSpec spec{b.name(), {}, b.dtype()};
+  for (const tensor_ir::Expr& d : b->shape) {
+    const auto* c = d.as<tensor_ir::IntImm>();
+    if (!c) fail("device program '", program, "': buffer '", b.name(), "' has a shape that is not constant");
+    spec.shape.push_back(c->value);
+  }
+  return spec;
+}
+
+runtime::DeviceProgramSpec launch_plan(const tensor_ir::DeviceProgram& p) {
+  runtime::DeviceProgramSpec spec;
+  spec.name = p.name;
+  for (const auto& b : p.args) spec.args.push_back(buffer_spec(p.name, b));
+  for (const auto& b : p.workspace) spec.workspace.push_back(buffer_spec(p.name, b));
+  auto index_of = [&](const tensor_ir::Buffer& b) {
+    for (size_t i = 0; i < p.args.size(); ++i)
+      if (p.args[i].same_as(b)) return static_cast<int>(i);
+    for (size_t i = 0; i < p.workspace.size(); ++i)
+      if (p.workspace[i].same_as(b)) return static_cast<int>(p.args.size() + i);
+    fail("internal error: kernel buffer '", b.name(), "' is not one of program '", p.name, "'");
+  };
+  for (const tensor_ir::DeviceKernel& k : p.kernels) {
+    runtime::DeviceKernelLaunch launch{k.func.name, {}, {}};
+    for (int d = 0; d < 3; ++d) {
+      launch.config.grid[d] = static_cast<size_t>(k.grid[d]);
+      launch.config.block[d] = static_cast<size_t>(k.block[d]);
+    }
+    for (const auto& b : k.func.args) launch.buffers.push_back(index_of(b));
+    spec.kernels.push_back(std::move(launch));
+  }
+  return spec;
+}
+
+std::string resources_report(const std::vector<cuda::KernelResources>& kernels, const std::string& arch) {
+  std::ostringstream os;
+  for (const auto& k : kernels)
+    os << k.name << " (" << arch << "): " << k.registers << " registers, " << k.shared_bytes << " bytes shared, "
+       << k.spill_bytes << " bytes spilled\n";
+  return os.str();
+}
+
+}  // namespace
+
+std::string cuda_arch(const Target& target) {
+  if (!target.arch.empty()) return target.arch;
+  const runtime::Device gpu{runtime::DeviceType::CUDA, 0};
+  if (!runtime::DeviceAPI::exists(gpu))
+    fail("target '", target.str(), "': no CUDA device found to take the architecture from; give -arch=sm_XX");
+  const auto& a = runtime::DeviceAPI::get(gpu).attributes();
+  return "sm_" + std::to_string(a.compute_capability_major) + std::to_string(a.compute_capability_minor);
+}
+
+tensor_ir::DeviceLimits device_limits(const Target& target) {
+  const bool cuda = target.kind == "cuda";
+  const runtime::Device first{cuda ? runtime::DeviceType::CUDA : runtime::DeviceType::OpenCL, 0};
+  // A cuda target for a given architecture is checked against that architecture, not whatever
+  // device this machine has.
+  if ((!cuda || target.arch.empty()) && runtime::DeviceAPI::exists(first)) {
+    const auto& a = runtime::DeviceAPI::get(first).attributes();
+    return {a.max_threads_per_block, a.max_shared_memory_per_block};
+  }
+  return cuda ? tensor_ir::DeviceLimits{1024, 48 * 1024} : tensor_ir::DeviceLimits{256, 32 * 1024};
+}
+
+std::shared_ptr<runtime::Module> build_device(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
+  const bool cuda = target.kind == "cuda";
+  const std::string arch = cuda ? cuda_arch(target) : "";
+  const tensor_ir::DeviceLimits limits = device_limits(target);
+  std::vector<std::shared_ptr<const runtime::DeviceProgram>> programs;
+  std::map<std::string, std::string> sources;
+  for (const tensor_ir::LoweredFunc& f : funcs) {
+    const tensor_ir::DeviceProgram program = tensor_ir::split_host_device(f);
+    tensor_ir::verify_device_program(program, limits);
+    runtime::DeviceProgramSpec spec = launch_plan(program);
+    if (cuda) {
+      const std::string source = source::print_cuda(program);
+      spec.code = cuda::compile_to_ptx(source, f.name, arch);
+      spec.format = runtime::DeviceCodeFormat::PTX;
+      sources["cuda"] += source;
+      sources["ptx"] += spec.code;
+      sources["ptxas"] += resources_report(cuda::check_ptx(spec.code, arch), arch);
+    } else {
+      spec.code = source::print_opencl(program);
+      spec.format = runtime::DeviceCodeFormat::OpenCLSource;
+      sources["cl"] += spec.code;
+    }
+    programs.push_back(std::make_shared<const runtime::DeviceProgram>(std::move(spec)));
+  }
+  return std::make_shared<SourceModule>(nullptr, std::move(programs), std::move(sources));
+}
+
+std::shared_ptr<runtime::Module> build_c(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
+  const std::string source = source::print_c(funcs);
+  TempDir dir("tessera-c");
+  const std::string c_file = (dir.path / "kernels.c").string(), library = (dir.path / "kernels.so").string();
+  std::ofstream(c_file) << source;
+  std::string compiler;
+  for (const char* name : {"cc", "gcc", "clang"})
+    if (compiler.empty()) compiler = find_program(name);
+  if (compiler.empty())
+    fail("target '", target.str(),
+         "': no C compiler found on PATH (looked for cc, gcc, clang); install build-essential");
+  std::string messages;
+  // -fno-fast-math semantics (the default): results match the LLVM backend's, which keeps NaN and
+  // infinity; -ffp-contract=off so no multiply-add is fused where LLVM's code does not fuse it.
+  const std::vector<std::string> argv = {compiler, "-std=c99", "-O2", "-ffp-contract=off", "-fPIC", "-shared", "-o",
+                                         library,  c_file,     "-lm"};
+  if (const int status = run_program(argv, &messages); status != 0)
+    fail("target '", target.str(), "': the C compiler failed (", compiler, ", exit status ", status, "):\n", messages);
+  std::vector<runtime::KernelSignature> signatures;
+  for (const auto& f : funcs) signatures.push_back(kernel_signature(f));
+  auto cpu = runtime::open_kernel_library(library, signatures);
+  return std::make_shared<SourceModule>(std::move(cpu), std::vector<std::shared_ptr<const runtime::DeviceProgram>>{},
+                                        std::map<std::string, std::string>{{"c", source}});
+}
+
+}  // namespace tessera::targets

@@ -1,0 +1,385 @@
+#include "targets/source/source_printer.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "runtime/error.h"
+#include "tensor_ir/functor.h"
+#include "tensor_ir/printer.h"
+#include "tensor_ir/substitute.h"
+
+namespace tessera::targets::source {
+
+namespace {
+
+// Words of C, OpenCL C and CUDA C a tensor or loop could be named.
+const std::unordered_set<std::string> kReserved = {
+    "auto", "bool", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
+    "float", "for", "goto", "half", "if", "inline", "int", "long", "register", "return", "short", "signed", "sizeof",
+    "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "kernel", "global",
+    "local", "private", "constant", "args", "num_args", "uchar", "ushort", "uint", "ulong", "blockIdx", "threadIdx",
+    "true", "false",
+    // The c dialect's names in parallel loops.
+    "tessera_c", "tessera_closure", "tessera_task", "tessera_num_tasks", "tessera_begin", "tessera_end",
+    "tessera_threads", "tessera_extent", "tessera_status", "tessera_min"};
+
+class SharedBuffers : public IRVisitor {
+ public:
+  std::vector<Buffer> shared;
+
+ private:
+  void visit_(const Allocate* op) override {
+    if (op->buffer->scope == MemoryScope::Shared) shared.push_back(op->buffer);
+    IRVisitor::visit_(op);
+  }
+};
+
+class StoredBuffers : public IRVisitor {
+ public:
+  std::unordered_set<const BufferNode*> written;
+
+ private:
+  void visit_(const Store* op) override {
+    written.insert(op->buffer.get());
+    IRVisitor::visit_(op);
+  }
+};
+
+}  // namespace
+
+void SourcePrinter::unsupported(const std::string& what) const {
+  fail("kernel '", kernel_, "': the ", dialect_, " source printer cannot print ", what);
+}
+
+std::ostream& SourcePrinter::line() { return os_ << std::string(2 * indent_, ' '); }
+
+void SourcePrinter::start_kernel(const std::string& kernel) {
+  kernel_ = kernel;
+  names_.clear();
+  taken_ = kReserved;
+  // The name is what the runtime looks the kernel up by, so it is not changed but checked.
+  bool identifier = !kernel.empty() && !std::isdigit(static_cast<unsigned char>(kernel[0])) && !kReserved.count(kernel);
+  for (char c : kernel) identifier &= std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  if (!identifier) fail("kernel '", kernel, "': its name is not a C identifier");
+  taken_.insert(kernel);
+}
+
+std::string SourcePrinter::name_of(const Object* node, const std::string& hint) {
+  if (auto it = names_.find(node); it != names_.end()) return it->second;
+  std::string base;
+  for (char c : hint) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (base.empty() || std::isdigit(static_cast<unsigned char>(base[0]))) base = "v" + base;
+  // Leading underscores are the implementation's; a trailing one keeps the name readable.
+  if (base[0] == '_') base = "v" + base;
+  std::string name = base;
+  for (int i = 1; !taken_.insert(name).second; ++i) name = base + "_" + std::to_string(i);
+  return names_[node] = name;
+}
+
+std::unordered_set<const BufferNode*> SourcePrinter::written_buffers(const Stmt& body) {
+  StoredBuffers v;
+  v.visit(body);
+  return v.written;
+}
+
+void SourcePrinter::print_device_kernel(const DeviceKernel& k) {
+  const auto written = written_buffers(k.func.body);
+  os_ << "(";
+  for (size_t i = 0; i < k.func.args.size(); ++i) {
+    const Buffer& b = k.func.args[i];
+    os_ << (i ? ", " : "") << pointer_parameter(b, !written.count(b.get()));
+  }
+  os_ << ") {\n";
+  ++indent_;
+  SharedBuffers shared;
+  shared.visit(k.func.body);
+  for (const Buffer& b : shared.shared) line() << shared_declaration(b) << "\n";
+  stmt(k.func.body);
+  --indent_;
+  os_ << "}\n\n";
+}
+
+void SourcePrinter::print_helpers() {
+  // C's / and % truncate; the IR's floor division rounds toward -infinity (Python's //, %).
+  for (const char* t : {"int32", "int64"}) {
+    const std::string type = type_name(std::string(t) == "int32" ? runtime::kInt32 : runtime::kInt64);
+    os_ << helper_qualifier() << " " << type << " tessera_floordiv_" << t << "(" << type << " a, " << type
+        << " b) {\n  " << type << " q = a / b, r = a % b;\n  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;\n}\n";
+    os_ << helper_qualifier() << " " << type << " tessera_floormod_" << t << "(" << type << " a, " << type
+        << " b) {\n  " << type << " r = a % b;\n  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}\n";
+  }
+  os_ << "\n";
+}
+
+// --- expressions ------------------------------------------------------------------------------
+
+std::string SourcePrinter::literal(const Expr& e) {
+  DataType t = e.type();
+  if (const auto* i = e.as<IntImm>()) {
+    if (t.is_bool()) return i->value ? "true" : "false";
+    // Negative ones in parentheses, so that no operator before them makes "--".
+    if (t == runtime::kInt64) return i->value < 0 ? "(" + int64_literal(i->value) + ")" : int64_literal(i->value);
+    if (t == runtime::kInt32) return i->value < 0 ? "(" + std::to_string(i->value) + ")" : std::to_string(i->value);
+    return "((" + type_name(t) + ")" + int64_literal(i->value) + ")";
+  }
+  const double v = e.as<FloatImm>()->value;
+  const bool single = t.bits != 64;  // float16 values are float in registers
+  if (std::isnan(v)) return single ? "(0.0f / 0.0f)" : "(0.0 / 0.0)";
+  if (std::isinf(v)) return std::string(v < 0 ? "(-" : "(") + (single ? "1.0f / 0.0f)" : "1.0 / 0.0)");
+  // Nine significant digits give a float back exactly, seventeen a double.
+  char buf[64];
+  std::snprintf(buf, sizeof buf, single ? "%.9g" : "%.17g", single ? static_cast<double>(static_cast<float>(v)) : v);
+  std::string text = buf;
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  if (single) text += "f";
+  return v < 0 ? "(" + text + ")" : text;
+}
+
+std::string SourcePrinter::one(DataType t) { return t.bits == 64 ? "1.0" : "1.0f"; }
+
+std::string SourcePrinter::binary(const char* op, const Expr& a, const Expr& b) {
+  return "(" + expr(a) + " " + op + " " + expr(b) + ")";
+}
+
+std::string SourcePrinter::cast(DataType to, const Expr& value) {
+  if (to.is_bool()) return "(" + expr(value) + " != 0)";
+  return "((" + type_name(to) + ")" + expr(value) + ")";
+}
+
+std::string SourcePrinter::load(const Buffer& b, const std::string& index) {
+  if (b.dtype().is_bool()) return "(" + buffer_name(b) + "[" + index + "] != 0)";
+  return buffer_name(b) + "[" + index + "]";
+}
+
+std::string SourcePrinter::store(const Buffer& b, const std::string& index, const std::string& value) {
+  if (b.dtype().is_bool()) return buffer_name(b) + "[" + index + "] = (" + memory_type(b.dtype()) + ")" + value + ";";
+  return buffer_name(b) + "[" + index + "] = " + value + ";";
+}
+
+std::string SourcePrinter::call(const Call* op) {
+  std::vector<std::string> a;
+  for (const Expr& x : op->args) a.push_back(expr(x));
+  switch (op->op) {
+    case Intrinsic::likely:
+      return a[0];
+    case Intrinsic::bitwise_and:
+      return "(" + a[0] + " & " + a[1] + ")";
+    case Intrinsic::bitwise_or:
+      return "(" + a[0] + " | " + a[1] + ")";
+    case Intrinsic::bitwise_xor:
+      return "(" + a[0] + " ^ " + a[1] + ")";
+    case Intrinsic::bitwise_not:
+      return "(~" + a[0] + ")";
+    case Intrinsic::shift_left:
+      return "(" + a[0] + " << " + a[1] + ")";
+    case Intrinsic::shift_right:
+      return "(" + a[0] + " >> " + a[1] + ")";
+    // Type-generic in C99 (macros), OpenCL C and CUDA alike.
+    case Intrinsic::isnan:
+    case Intrinsic::isinf:
+      return "(" + std::string(intrinsic_name(op->op)) + "(" + a[0] + ") != 0)";
+    case Intrinsic::sigmoid:
+      return "(" + one(op->type) + " / (" + one(op->type) + " + " + float_function("exp", op->type) + "(-(" + a[0] +
+             "))))";
+    case Intrinsic::rsqrt:
+      return "(" + one(op->type) + " / " + float_function("sqrt", op->type) + "(" + a[0] + "))";
+    case Intrinsic::prefetch:
+    case Intrinsic::barrier:
+      unsupported(std::string(intrinsic_name(op->op)) + "() inside an expression");
+    default:
+      break;
+  }
+  if (!op->type.is_float()) unsupported(std::string(intrinsic_name(op->op)) + " of " + op->type.str());
+  // The IR's names are C's but for these; round is half to even, like numpy.
+  std::string name = intrinsic_name(op->op);
+  if (op->op == Intrinsic::abs) name = "fabs";
+  if (op->op == Intrinsic::round) name = "rint";
+  std::string s = float_function(name, op->type) + "(";
+  for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + a[i];
+  return s + ")";
+}
+
+std::string SourcePrinter::expr(const Expr& e) {
+  if (e.type().is_vector()) unsupported("vector values (" + e.type().str() + "); do not vectorize its loops");
+  const DataType t = e.type();
+  switch (e->kind) {
+    case NodeKind::IntImm:
+    case NodeKind::FloatImm:
+      return literal(e);
+    case NodeKind::Var: {
+      const auto* v = e.as<VarNode>();
+      auto it = names_.find(v);
+      if (it == names_.end()) unsupported("the free variable '" + v->name + "' (kernels take only buffers)");
+      return it->second;
+    }
+    case NodeKind::Add:
+      return binary("+", e.as<Add>()->a, e.as<Add>()->b);
+    case NodeKind::Sub:
+      return binary("-", e.as<Sub>()->a, e.as<Sub>()->b);
+    case NodeKind::Mul:
+      return binary("*", e.as<Mul>()->a, e.as<Mul>()->b);
+    case NodeKind::Div:
+      return binary("/", e.as<Div>()->a, e.as<Div>()->b);
+    case NodeKind::Mod: {
+      const auto* m = e.as<Mod>();
+      if (t.is_float()) return float_function("fmod", t) + "(" + expr(m->a) + ", " + expr(m->b) + ")";
+      return binary("%", m->a, m->b);
+    }
+    case NodeKind::FloorDiv:
+    case NodeKind::FloorMod: {
+      const bool is_div = e->kind == NodeKind::FloorDiv;
+      const auto* d = static_cast<const BinaryNode<NodeKind::FloorDiv>*>(static_cast<const Object*>(e.get()));
+      const Expr &a = is_div ? d->a : e.as<FloorMod>()->a, &b = is_div ? d->b : e.as<FloorMod>()->b;
+      if (t.is_uint()) return binary(is_div ? "/" : "%", a, b);
+      if (t != runtime::kInt32 && t != runtime::kInt64) unsupported("floor division of " + t.str());
+      return std::string("tessera_floor") + (is_div ? "div_" : "mod_") + t.str() + "(" + expr(a) + ", " + expr(b) + ")";
+    }
+    // As the LLVM backend: a < b ? a : b, what x86's minps computes, NaN cases included.
+    case NodeKind::Min: {
+      const auto* m = e.as<Min>();
+      const std::string a = expr(m->a), b = expr(m->b);
+      return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+    }
+    case NodeKind::Max: {
+      const auto* m = e.as<Max>();
+      const std::string a = expr(m->a), b = expr(m->b);
+      return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    }
+    case NodeKind::EQ:
+      return binary("==", e.as<EQ>()->a, e.as<EQ>()->b);
+    case NodeKind::NE:
+      return binary("!=", e.as<NE>()->a, e.as<NE>()->b);
+    case NodeKind::LT:
+      return binary("<", e.as<LT>()->a, e.as<LT>()->b);
+    case NodeKind::LE:
+      return binary("<=", e.as<LE>()->a, e.as<LE>()->b);
+    case NodeKind::GT:
+      return binary(">", e.as<GT>()->a, e.as<GT>()->b);
+    case NodeKind::GE:
+      return binary(">=", e.as<GE>()->a, e.as<GE>()->b);
+    case NodeKind::And:
+      return binary("&&", e.as<And>()->a, e.as<And>()->b);
+    case NodeKind::Or:
+      return binary("||", e.as<Or>()->a, e.as<Or>()->b);
+    case NodeKind::Not:
+      return "(!" + expr(e.as<Not>()->a) + ")";
+    case NodeKind::Select: {
+      // Only the chosen side is evaluated, which guards its loads (padding reads out of bounds).
+      const auto* s = e.as<Select>();
+      return "(" + expr(s->condition) + " ? " + expr(s->true_value) + " : " + expr(s->false_value) + ")";
+    }
+    case NodeKind::Cast:
+      return cast(t, e.as<Cast>()->value);
+    case NodeKind::Call:
+      return call(e.as<Call>());
+    case NodeKind::Load: {
+      const auto* l = e.as<Load>();
+      return load(l->buffer, expr(l->index));
+    }
+    case NodeKind::Let: {
+      // C has no let expressions; the value is pure, so it is substituted.
+      const auto* l = e.as<Let>();
+      return expr(substitute(l->body, l->var, l->value));
+    }
+    default:
+      unsupported(std::string("the expression node ") + node_kind_name(e->kind));
+  }
+}
+
+// --- statements -------------------------------------------------------------------------------
+
+void SourcePrinter::print_thread_index(const ThreadExtent* op) { unsupported("thread extents (" + op->tag + ")"); }
+
+std::string SourcePrinter::barrier() const { unsupported("barriers"); }
+
+void SourcePrinter::print_parallel_for(const For* op) {
+  unsupported("the parallel loop '" + op->var.name() + "'; bind it to blockIdx or threadIdx instead");
+}
+
+void SourcePrinter::print_local_allocate(const Allocate* op) {
+  const Buffer& b = op->buffer;
+  if (b->scope == MemoryScope::Global)
+    unsupported("the global buffer '" + b.name() + "' allocated inside it (allocate it outside the kernels)");
+  line() << memory_type(b.dtype()) << " " << buffer_name(b) << "[" << b->num_elements() << "];\n";
+  stmt(op->body);
+}
+
+void SourcePrinter::print_for(const For* op) {
+  if (op->for_kind == ForKind::Parallel) return print_parallel_for(op);
+  const std::string v = name_of(op->var.get(), op->var.name());
+  const std::string type = type_name(op->var.type());
+  const auto* zero = op->min.as<IntImm>();
+  const std::string min = expr(op->min);
+  const std::string end = zero && zero->value == 0 ? expr(op->extent) : expr(Add::make(op->min, op->extent));
+  line() << "for (" << type << " " << v << " = " << min << "; " << v << " < " << end << "; ++" << v << ") {\n";
+  ++indent_;
+  stmt(op->body);
+  --indent_;
+  line() << "}\n";
+}
+
+void SourcePrinter::stmt(const Stmt& s) {
+  switch (s->kind) {
+    case NodeKind::LetStmt: {
+      const auto* l = s.as<LetStmt>();
+      const std::string value = expr(l->value);
+      line() << "const " << type_name(l->var.type()) << " " << name_of(l->var.get(), l->var.name()) << " = " << value
+             << ";\n";
+      return stmt(l->body);
+    }
+    case NodeKind::For:
+      return print_for(s.as<For>());
+    case NodeKind::IfThenElse: {
+      const auto* i = s.as<IfThenElse>();
+      line() << "if (" << expr(i->condition) << ") {\n";
+      ++indent_;
+      stmt(i->then_case);
+      --indent_;
+      if (i->else_case) {
+        line() << "} else {\n";
+        ++indent_;
+        stmt(i->else_case);
+        --indent_;
+      }
+      line() << "}\n";
+      return;
+    }
+    case NodeKind::Store: {
+      const auto* st = s.as<Store>();
+      const std::string index = expr(st->index), value = expr(st->value);
+      line() << store(st->buffer, index, value) << "\n";
+      return;
+    }
+    case NodeKind::Allocate: {
+      const auto* a = s.as<Allocate>();
+      if (a->buffer->scope == MemoryScope::Shared) return stmt(a->body);  // declared at the kernel's top
+      return print_local_allocate(a);
+    }
+    case NodeKind::Block:
+      for (const Stmt& x : s.as<Block>()->stmts) stmt(x);
+      return;
+    case NodeKind::Evaluate: {
+      const Expr& v = s.as<Evaluate>()->value;
+      if (const auto* c = v.as<Call>()) {
+        if (c->op == Intrinsic::barrier) {
+          line() << barrier() << "\n";
+          return;
+        }
+        if (c->op == Intrinsic::prefetch) return;  // a hint; C has no portable prefetch
+      }
+      if (v.as<IntImm>()) return;  // the empty statement
+      line() << "(void)" << expr(v) << ";\n";
+      return;
+    }
+    case NodeKind::ThreadExtent: {
+      const auto* t = s.as<ThreadExtent>();
+      print_thread_index(t);
+      return stmt(t->body);
+    }
+    default:
+      unsupported(std::string("the statement node ") + node_kind_name(s->kind));
+  }
+}
+
+}  // namespace tessera::targets::source

@@ -1,0 +1,201 @@
+// The source-built targets end to end: opencl programs built and run on PoCL against the host's
+// result (guards on awkward sizes, a shared-memory reduction with barriers, two kernels with a
+// workspace), cuda programs through NVRTC and ptxas (and run where a CUDA driver is found), and
+// the c target's kernels, parallel loops included, against the LLVM backend's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "device_programs.h"
+#include "runtime/device_api.h"
+#include "runtime/device_program.h"
+#include "runtime/error.h"
+#include "runtime/ndarray.h"
+#include "targets/build.h"
+
+namespace tessera::targets {
+namespace {
+
+using namespace tessera::testing;
+using runtime::NDArray;
+
+const runtime::Device kOpenCL{runtime::DeviceType::OpenCL, 0};
+const runtime::Device kCUDA{runtime::DeviceType::CUDA, 0};
+
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+NDArray random_array(std::vector<int64_t> shape, unsigned seed) {
+  NDArray a = NDArray::empty(std::move(shape), runtime::kFloat32);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (int64_t i = 0; i < a.numel(); ++i) a.data_as<float>()[i] = dist(rng);
+  return a;
+}
+
+// Runs program `name` of `module` on copies of `host` arrays on `device`; returns them copied back.
+std::vector<NDArray> run_on(const runtime::Module& module, const std::string& name, const std::vector<NDArray>& host,
+                            runtime::Device device) {
+  std::vector<NDArray> on_device;
+  for (const NDArray& a : host) on_device.push_back(a.copy_to(device));
+  (*module.device_program(name))(on_device);
+  std::vector<NDArray> back;
+  for (const NDArray& a : on_device) back.push_back(a.copy_to(runtime::Device::cpu()));
+  return back;
+}
+
+TEST(OpenCLTarget, VectorAddOnAwkwardSizes) {
+  for (auto [n, block] : {std::pair<int64_t, int64_t>{1, 1}, {1, 64}, {1000, 128}, {4097, 256}, {64, 64}}) {
+    auto module = build({vector_add(n, block)}, Target::parse("opencl"));
+    NDArray a = random_array({n}, 1), b = random_array({n}, 2), c = NDArray::empty({n}, runtime::kFloat32);
+    std::vector<NDArray> out = run_on(*module, "vadd", {a, b, c}, kOpenCL);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(out[2].data_as<float>()[i], a.data_as<float>()[i] + b.data_as<float>()[i]) << "n=" << n << " i=" << i;
+  }
+}
+
+TEST(OpenCLTarget, BlockReductionThroughSharedMemory) {
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 1000}, {1, 1}, {5, 64}}) {
+    auto module = build({row_sum(rows, cols, 64)}, Target::parse("opencl"));
+    EXPECT_TRUE(contains(module->source("cl"), "barrier(CLK_LOCAL_MEM_FENCE)"));
+    NDArray a = random_array({rows, cols}, 3), b = NDArray::empty({rows}, runtime::kFloat32);
+    std::vector<NDArray> out = run_on(*module, "row_sum", {a, b}, kOpenCL);
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int64_t c = 0; c < cols; ++c) sum += a.data_as<float>()[r * cols + c];
+      EXPECT_NEAR(out[1].data_as<float>()[r], sum, 1e-4 * (1 + std::abs(sum))) << rows << "x" << cols << " row " << r;
+    }
+  }
+}
+
+TEST(OpenCLTarget, KernelsInOrderThroughAWorkspace) {
+  const int64_t n = 100;
+  auto module = build({two_kernels(n)}, Target::parse("opencl"));
+  const auto& spec = module->device_program("two")->spec();
+  ASSERT_EQ(spec.kernels.size(), 2u);
+  EXPECT_EQ(spec.workspace.size(), 1u);
+  EXPECT_EQ(spec.kernels[1].config.block[0], 64u);
+  NDArray a = random_array({n}, 4), b = NDArray::empty({n}, runtime::kFloat32);
+  std::vector<NDArray> out = run_on(*module, "two", {a, b}, kOpenCL);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[1].data_as<float>()[i], a.data_as<float>()[i] * 2 + 1) << i;
+}
+
+TEST(OpenCLTarget, ArgumentsAreChecked) {
+  auto module = build({vector_add(10, 4)}, Target::parse("opencl"));
+  auto program = module->device_program("vadd");
+  NDArray good = NDArray::empty({10}, runtime::kFloat32, kOpenCL);
+  EXPECT_EQ(error_of([&] { (*program)({good, good}); }), "device program 'vadd' takes 3 arrays, got 2");
+  EXPECT_EQ(error_of([&] {
+              (*program)({good, NDArray::empty({11}, runtime::kFloat32, kOpenCL), good});
+            }),
+            "device program 'vadd' argument 1 ('B'): expected shape (10,), got (11,)");
+  EXPECT_EQ(error_of([&] {
+              (*program)({good, good, NDArray::empty({10}, runtime::kInt32, kOpenCL)});
+            }),
+            "device program 'vadd' argument 2 ('C'): expected dtype float32, got int32");
+  EXPECT_EQ(error_of([&] {
+              (*program)({good, NDArray::empty({10}, runtime::kFloat32), good});
+            }),
+            "device program 'vadd' argument 1 ('B'): the array is on cpu(0); the program runs on an OpenCL device: "
+            "copy it there first");
+  EXPECT_TRUE(contains(error_of([&] { module->get_kernel("vadd"); }), "kernel 'vadd' runs on a device"));
+  EXPECT_TRUE(contains(error_of([&] { module->source("ptx"); }), "no source in format 'ptx' (available: cl)"));
+}
+
+TEST(DeviceTargets, TheVerifierRefusesThroughBuild) {
+  Buffer a = device_buffer("A", {10});
+  Var i("i");
+  LoweredFunc unbound{
+      "f", {a}, For::make(i, 0, 10, ForKind::Serial, Store::make(a, make_const(runtime::kFloat32, 1), i))};
+  for (const char* target : {"opencl", "cuda -arch=sm_80"})
+    EXPECT_TRUE(contains(error_of([&] { build({unbound}, Target::parse(target)); }),
+                         "kernel 'f_kernel0': loop 'i' is outside every thread extent"))
+        << target;
+  EXPECT_TRUE(contains(error_of([&] { build({vector_add(4096, 2048)}, Target::parse("cuda -arch=sm_90")); }),
+                       "has 2048 threads per block (threadIdx extents 2048 x 1 x 1); the device allows 1024"));
+}
+
+TEST(CUDATarget, CompilesThroughNvrtcAndPtxas) {
+  for (const char* target : {"cuda -arch=sm_80", "cuda -arch=sm_90"}) {
+    auto module = build({row_sum(3, 1000, 64), two_kernels(100)}, Target::parse(target));
+    EXPECT_TRUE(contains(module->source("cuda"), "__syncthreads();"));
+    EXPECT_TRUE(contains(module->source("ptx"), ".entry row_sum_kernel0"));
+    const std::string report = module->source("ptxas");
+    EXPECT_TRUE(contains(report, "row_sum_kernel0 (sm_")) << report;
+    EXPECT_TRUE(contains(report, "registers, 256 bytes shared")) << report;
+    EXPECT_TRUE(contains(report, "two_kernel1 (sm_")) << report;
+  }
+  // Without -arch the device decides; without a device that is an error that says what to give.
+  if (!runtime::DeviceAPI::exists(kCUDA))
+    EXPECT_TRUE(contains(error_of([] { build({vector_add(10, 4)}, Target::parse("cuda")); }), "give -arch=sm_XX"));
+}
+
+TEST(CUDATarget, RunsWhereADriverIsFound) {
+  auto module = build({vector_add(1000, 128)}, Target::parse("cuda -arch=sm_80"));
+  if (!runtime::DeviceAPI::exists(kCUDA)) {
+    EXPECT_TRUE(contains(error_of([&] { NDArray::empty({1000}, runtime::kFloat32, kCUDA); }), "no CUDA driver found"));
+    GTEST_SKIP() << "no CUDA device here: compiled only";
+  }
+  NDArray a = random_array({1000}, 5), b = random_array({1000}, 6), c = NDArray::empty({1000}, runtime::kFloat32);
+  std::vector<NDArray> out = run_on(*module, "vadd", {a, b, c}, kCUDA);
+  for (int64_t i = 0; i < 1000; ++i)
+    ASSERT_EQ(out[2].data_as<float>()[i], a.data_as<float>()[i] + b.data_as<float>()[i]) << i;
+}
+
+// tmp = exp(A) * 2 in a parallel loop over uneven tiles (a heap buffer: larger than the stack's
+// share), then C = tmp + B in a second parallel loop; a stack buffer in each iteration.
+LoweredFunc parallel_cpu_kernel(int64_t n) {
+  Buffer a = device_buffer("A", {n}), b = device_buffer("B", {n}), c = device_buffer("C", {n});
+  Buffer tmp = device_buffer("tmp", {n}, MemoryScope::Local), small = device_buffer("small", {2}, MemoryScope::Local);
+  Var io("io"), ii("ii"), j("j");
+  Expr i = io * 8 + ii;
+  Stmt first = For::make(
+      io, 0, (n + 7) / 8, ForKind::Parallel,
+      For::make(ii, 0, 8, ForKind::Serial,
+                IfThenElse::make(
+                    i < n,
+                    Store::make(tmp, call(Intrinsic::exp, {Load::make(a, i)}) * make_const(runtime::kFloat32, 2), i))));
+  Stmt second =
+      For::make(j, 0, n, ForKind::Parallel,
+                Allocate::make(small, Block::make({Store::make(small, Load::make(b, j), Expr(1)),
+                                                   Store::make(c, Load::make(tmp, j) + Load::make(small, 1), j)})));
+  return {"par", {a, b, c}, Allocate::make(tmp, Block::make({first, second}))};
+}
+
+TEST(CTarget, ParallelKernelsMatchLLVM) {
+  for (int64_t n : {1, 100, 5000}) {
+    LoweredFunc f = parallel_cpu_kernel(n);
+    auto c_module = build({f}, Target::parse("c"));
+    EXPECT_TRUE(contains(c_module->source("c"), "tessera_hook_parallel_launch(par_parallel0"));
+    auto llvm_module = build({f}, Target::parse("llvm"));
+    NDArray a = random_array({n}, 7), b = random_array({n}, 8);
+    NDArray from_c = NDArray::empty({n}, runtime::kFloat32), from_llvm = NDArray::empty({n}, runtime::kFloat32);
+    c_module->get_kernel("par")({a, b, from_c});
+    llvm_module->get_kernel("par")({a, b, from_llvm});
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR(from_c.data_as<float>()[i], from_llvm.data_as<float>()[i],
+                  1e-6f * (1 + std::abs(from_llvm.data_as<float>()[i])))
+          << "n=" << n << " i=" << i;
+  }
+}
+
+TEST(CTarget, CompilerErrorsAndABI) {
+  auto module = build({parallel_cpu_kernel(10)}, Target::parse("c"));
+  const runtime::Kernel k = module->get_kernel("par");
+  void* args[2] = {nullptr, nullptr};
+  EXPECT_EQ(k.function()(args, 2), -1);  // the argument count is checked by the kernel itself
+  EXPECT_TRUE(contains(error_of([&] { module->device_program("par"); }), "no device program 'par'"));
+}
+
+}  // namespace
+}  // namespace tessera::targets

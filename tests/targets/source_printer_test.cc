@@ -1,0 +1,162 @@
+// The C-family source printer's dialects on hand-made IR: the text each prints, and that it
+// compiles with the dialect's own compiler (PoCL's clBuildProgram for opencl, NVRTC and ptxas for
+// cuda, the system C compiler for c through the c target).
+#include <gtest/gtest.h>
+
+#include "device_programs.h"
+#include "runtime/device_api.h"
+#include "runtime/error.h"
+#include "targets/cuda/nvrtc.h"
+#include "targets/source/source_dialects.h"
+#include "tensor_ir/transforms/split_host_device.h"
+
+namespace tessera::targets {
+namespace {
+
+using namespace tessera::testing;
+using runtime::DataType;
+
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Builds `source` with PoCL and looks up each of `kernels`; throws with the build log otherwise.
+void build_on_pocl(const std::string& source, const std::vector<std::string>& kernels) {
+  auto module = runtime::DeviceAPI::get({runtime::DeviceType::OpenCL, 0})
+                    .load_module(source, runtime::DeviceCodeFormat::OpenCLSource);
+  for (const auto& k : kernels) module->function(k);
+}
+
+// One kernel over buffers of several types using the math and integer operations each dialect
+// spells its own way: float16 and bool in memory, float64, floor division, fmod, sigmoid, rint.
+LoweredFunc mixed_types() {
+  Buffer h = device_buffer("H", {64}, MemoryScope::Global, runtime::kFloat16);
+  Buffer d = device_buffer("D", {64}, MemoryScope::Global, runtime::kFloat64);
+  Buffer m = device_buffer("M", {64}, MemoryScope::Global, runtime::kBool);
+  Buffer q = device_buffer("Q", {64}, MemoryScope::Global, runtime::kInt32);
+  Buffer out = device_buffer("Out", {64});
+  Var tx("tx");
+  Expr x = Load::make(h, tx);  // float16
+  Expr f = Cast::make(runtime::kFloat32, x);
+  Expr y = call(Intrinsic::sigmoid, {f}) + call(Intrinsic::round, {f}) +
+           Mod::make(f, make_const(runtime::kFloat32, 3)) +
+           Cast::make(runtime::kFloat32, call(Intrinsic::exp, {Load::make(d, tx)}));
+  Expr qi = Load::make(q, tx);
+  Expr idx = FloorDiv::make(qi, make_const(runtime::kInt32, 4)) + FloorMod::make(qi, make_const(runtime::kInt32, 3));
+  Stmt body = Block::make({Store::make(out, Select::make(Load::make(m, tx), y, Cast::make(runtime::kFloat32, idx)), tx),
+                           Store::make(h, Cast::make(runtime::kFloat16, y), tx),
+                           Store::make(m, Not::make(Load::make(m, tx)), tx)});
+  return {"mixed", {h, d, m, q, out}, bind(tx, "threadIdx.x", 64, body)};
+}
+
+TEST(OpenCLPrinter, VectorAdd) {
+  const std::string cl = source::print_opencl(split_host_device(vector_add(1000, 128)));
+  EXPECT_TRUE(contains(cl,
+                       "__kernel __attribute__((reqd_work_group_size(128, 1, 1))) void vadd_kernel0(__global const "
+                       "float* restrict A, __global const float* restrict B, __global float* restrict C) {\n"
+                       "  const long bx = (long)get_group_id(0);\n"
+                       "  const long tx = (long)get_local_id(0);\n"
+                       "  if ((((bx * 128L) + tx) < 1000L)) {\n"
+                       "    C[((bx * 128L) + tx)] = (A[((bx * 128L) + tx)] + B[((bx * 128L) + tx)]);\n"))
+      << cl;
+  build_on_pocl(cl, {"vadd_kernel0"});
+}
+
+TEST(OpenCLPrinter, SharedMemoryAndBarriers) {
+  const std::string cl = source::print_opencl(split_host_device(row_sum(3, 100, 64)));
+  EXPECT_TRUE(contains(cl,
+                       "void row_sum_kernel0(__global const float* restrict A, __global float* restrict B) {\n"
+                       "  __local float partial[64];\n"))
+      << cl;
+  EXPECT_TRUE(contains(cl, "  float acc[1];\n")) << cl;
+  EXPECT_TRUE(contains(cl, "barrier(CLK_LOCAL_MEM_FENCE);")) << cl;
+  build_on_pocl(cl, {"row_sum_kernel0"});
+}
+
+TEST(OpenCLPrinter, TypesAndMath) {
+  const std::string cl = source::print_opencl(split_host_device(mixed_types()));
+  EXPECT_TRUE(contains(cl, "__global half* restrict H")) << cl;
+  EXPECT_TRUE(contains(cl, "vload_half(tx, H)")) << cl;
+  EXPECT_TRUE(contains(cl, "vstore_half(")) << cl;
+  EXPECT_TRUE(contains(cl, "__global uchar* restrict M")) << cl;
+  EXPECT_TRUE(contains(cl, "tessera_floordiv_int32(")) << cl;
+  EXPECT_TRUE(contains(cl, "fmod(")) << cl;
+  EXPECT_TRUE(contains(cl, "rint(")) << cl;
+  build_on_pocl(cl, {"mixed_kernel0"});
+}
+
+TEST(CUDAPrinter, VectorAddCompilesForSm80AndSm90) {
+  const std::string cu = source::print_cuda(split_host_device(vector_add(1000, 128)));
+  EXPECT_TRUE(contains(cu,
+                       "extern \"C\" __global__ void __launch_bounds__(128) vadd_kernel0(const float* __restrict__ A, "
+                       "const float* __restrict__ B, float* __restrict__ C) {\n"
+                       "  const long long bx = (long long)blockIdx.x;\n"
+                       "  const long long tx = (long long)threadIdx.x;\n"))
+      << cu;
+  EXPECT_FALSE(contains(cu, "cuda_fp16.h"));
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    const std::string ptx = cuda::compile_to_ptx(cu, "vadd", arch);
+    EXPECT_TRUE(contains(ptx, ".target " + arch)) << ptx.substr(0, 400);
+    const auto kernels = cuda::check_ptx(ptx, arch);
+    ASSERT_EQ(kernels.size(), 1u);
+    EXPECT_EQ(kernels[0].name, "vadd_kernel0");
+    EXPECT_GT(kernels[0].registers, 0);
+    EXPECT_EQ(kernels[0].shared_bytes, 0);
+  }
+}
+
+TEST(CUDAPrinter, SharedMemoryBarriersAndTypes) {
+  const std::string cu = source::print_cuda(split_host_device(row_sum(3, 100, 64)));
+  EXPECT_TRUE(contains(cu, "  __shared__ float partial[64];\n")) << cu;
+  EXPECT_TRUE(contains(cu, "__syncthreads();")) << cu;
+  const auto kernels = cuda::check_ptx(cuda::compile_to_ptx(cu, "row_sum", "sm_80"), "sm_80");
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_EQ(kernels[0].shared_bytes, 64 * 4);
+
+  const std::string mixed = source::print_cuda(split_host_device(mixed_types()));
+  EXPECT_TRUE(contains(mixed, "#include <cuda_fp16.h>")) << mixed;
+  EXPECT_TRUE(contains(mixed, "__half* __restrict__ H")) << mixed;
+  EXPECT_TRUE(contains(mixed, "__half2float(H[tx])")) << mixed;
+  EXPECT_TRUE(contains(mixed, "expf(") || contains(mixed, "exp(")) << mixed;
+  EXPECT_TRUE(contains(mixed, "fmodf(")) << mixed;
+  cuda::check_ptx(cuda::compile_to_ptx(mixed, "mixed", "sm_90"), "sm_90");
+}
+
+TEST(CUDAPrinter, CompilerErrorsAreNamed) {
+  EXPECT_TRUE(contains(error_of([] { cuda::compile_to_ptx("__global__ void k() { undeclared; }", "bad", "sm_80"); }),
+                       "NVRTC failed to compile 'bad' for sm_80"));
+  EXPECT_TRUE(contains(error_of([] { cuda::compile_to_ptx("", "p", "compute_80"); }), "-arch must read sm_XX"));
+  EXPECT_TRUE(contains(error_of([] { cuda::check_ptx("not ptx", "sm_80"); }), "ptxas refused the PTX for sm_80"));
+}
+
+TEST(SourcePrinter, RefusesWhatADialectCannotPrint) {
+  Buffer a = device_buffer("A", {64});
+  Var tx("tx"), i("i");
+  LoweredFunc vec{"vec",
+                  {a},
+                  bind(tx, "threadIdx.x", 16,
+                       Store::make(a, Broadcast::make(make_const(runtime::kFloat32, 1), 4), Ramp::make(tx * 4, 1, 4)))};
+  EXPECT_TRUE(contains(error_of([&] { source::print_opencl(split_host_device(vec)); }),
+                       "kernel 'vec_kernel0': the opencl source printer cannot print vector values (int64x4)"));
+  LoweredFunc par{"par",
+                  {a},
+                  bind(tx, "threadIdx.x", 1,
+                       For::make(i, 0, 64, ForKind::Parallel, Store::make(a, make_const(runtime::kFloat32, 1), i)))};
+  EXPECT_TRUE(contains(error_of([&] { source::print_cuda(split_host_device(par)); }),
+                       "the cuda source printer cannot print the parallel loop 'i'; bind it to blockIdx or threadIdx"));
+  EXPECT_TRUE(contains(error_of([&] { source::print_c({mixed_types()}); }),
+                       "the c source printer cannot print float16 values"));
+  EXPECT_TRUE(contains(error_of([&] { source::print_c({vector_add(10, 4)}); }),
+                       "the c source printer cannot print thread extents (blockIdx.x)"));
+}
+
+}  // namespace
+}  // namespace tessera::targets
