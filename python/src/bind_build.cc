@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "python/src/bindings.h"
+#include "runtime/device_program.h"
 #include "runtime/error.h"
 #include "schedule/lower.h"
 #include "targets/build.h"
@@ -98,9 +99,98 @@ class Function {
   std::string lowered_;
 };
 
+// A compiled device program (te.build for opencl or cuda): f(a, b, c) on tessera.nd arrays on the
+// device, or on host arrays, which are copied there and, for the outputs, back.
+class DeviceFunction {
+ public:
+  DeviceFunction(std::shared_ptr<runtime::Module> module, std::shared_ptr<const runtime::DeviceProgram> program,
+                 runtime::DeviceType kind, std::vector<bool> written, std::string lowered, std::string main_format)
+      : module_(std::move(module)),
+        program_(std::move(program)),
+        kind_(kind),
+        written_(std::move(written)),
+        lowered_(std::move(lowered)),
+        main_format_(std::move(main_format)) {}
+
+  void call(const py::args& args) const {
+    const auto& specs = program_->spec().args;
+    const std::string& name = program_->name();
+    if (args.size() != specs.size())
+      throw py::type_error("kernel '" + name + "' takes " + std::to_string(specs.size()) + " arrays, got " +
+                           std::to_string(args.size()));
+    // The device of the first array already on one of the program's kind, else the kind's first.
+    runtime::Device device{kind_, 0};
+    for (const auto& a : args)
+      if (py::isinstance<NDArray>(a) && a.cast<NDArray>().device().type == kind_) {
+        device = a.cast<NDArray>().device();
+        break;
+      }
+    std::vector<NDArray> arrays;
+    std::vector<std::pair<py::array, NDArray>> copy_back;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const auto& spec = specs[i];
+      const std::string where = "kernel '" + name + "' argument '" + spec.name + "' (#" + std::to_string(i) + ")";
+      NDArray a = to_ndarray(args[i], where);
+      if (a.device() == device || py::isinstance<NDArray>(args[i])) {
+        arrays.push_back(a);  // the program checks its device
+        continue;
+      }
+      check_array(where, spec.shape, spec.dtype, a.shape(), a.dtype().str());
+      if (written_[i] && !py::isinstance<py::array>(args[i]))
+        fail(where, ": the kernel writes this array; pass a numpy array or a tessera.nd array on ", device.str());
+      if (written_[i] && !py::reinterpret_borrow<py::array>(args[i]).writeable())
+        fail(where, ": the kernel writes this array, but it is read-only");
+      arrays.push_back(a.copy_to(device));
+      if (written_[i]) copy_back.emplace_back(py::reinterpret_borrow<py::array>(args[i]), arrays.back());
+    }
+    {
+      py::gil_scoped_release release;
+      (*program_)(arrays);
+    }
+    for (auto& [a, on_device] : copy_back) a.attr("__setitem__")(py::ellipsis(), to_numpy(on_device));
+  }
+
+  std::string source(const std::string& format) const {
+    if (format == "tir") return lowered_;
+    return module_->source(format.empty() ? main_format_ : format);
+  }
+  const runtime::DeviceProgramSpec& spec() const { return program_->spec(); }
+
+ private:
+  std::shared_ptr<runtime::Module> module_;
+  std::shared_ptr<const runtime::DeviceProgram> program_;
+  runtime::DeviceType kind_;
+  std::vector<bool> written_;
+  std::string lowered_, main_format_;
+};
+
 }  // namespace
 
 void bind_build(py::module_& m) {
+  py::class_<DeviceFunction>(
+      m, "DeviceFunction",
+      "A compiled device program (te.build for 'opencl' or 'cuda'): f(a, b, ...) launches its kernels in order "
+      "on arrays given in the order of its arguments: tessera.nd arrays on the device, used in place, or host "
+      "arrays (numpy), copied to the device and, for outputs, back. TypeError or tessera.Error names a wrong "
+      "argument.")
+      .def("__call__", &DeviceFunction::call)
+      .def("get_source", &DeviceFunction::source, py::arg("format") = "",
+           "The generated code: by default the device source ('cl' for OpenCL, 'cuda' for CUDA); 'ptx' and "
+           "'ptxas' (registers and shared memory per kernel) for CUDA; 'tir' the lowered tensor IR.")
+      .def_property_readonly(
+          "name", [](const DeviceFunction& f) { return f.spec().name; }, "The program's name.")
+      .def_property_readonly(
+          "kernels",
+          [](const DeviceFunction& f) {
+            py::list kernels;
+            for (const auto& k : f.spec().kernels)
+              kernels.append(py::make_tuple(k.name,
+                                            py::make_tuple(k.config.grid[0], k.config.grid[1], k.config.grid[2]),
+                                            py::make_tuple(k.config.block[0], k.config.block[1], k.config.block[2])));
+            return kernels;
+          },
+          "The kernels launched in order, each as (name, grid, block).");
+
   py::class_<Function>(
       m, "Function",
       "A compiled kernel (te.build): f(a, b, ...) runs it on arrays given in the order of its arguments "
@@ -133,15 +223,23 @@ void bind_build(py::module_& m) {
           written.push_back(is_output);
         }
         std::string lowered = tensor_ir::to_string(func);
+        const targets::Target t = targets::Target::parse(target);
         std::shared_ptr<runtime::Module> module;
         {
           py::gil_scoped_release release;
-          module = targets::build({func}, targets::Target::parse(target));
+          module = targets::build({func}, t);
         }
-        return Function(module, module->get_kernel(name), written, lowered);
+        if (t.kind == "opencl" || t.kind == "cuda") {
+          const bool cuda = t.kind == "cuda";
+          return py::cast(DeviceFunction(module, module->device_program(name),
+                                         cuda ? runtime::DeviceType::CUDA : runtime::DeviceType::OpenCL, written,
+                                         lowered, cuda ? "cuda" : "cl"));
+        }
+        return py::cast(Function(module, module->get_kernel(name), written, lowered));
       },
       py::arg("schedule"), py::arg("args"), py::arg("target") = "llvm", py::arg("name") = "main",
-      "Lowers and compiles `schedule` into a Function `name` over the buffers `args` for `target` (backs te.build).");
+      "Lowers and compiles `schedule` into a Function `name` over the buffers `args` for `target` (backs te.build): "
+      "a DeviceFunction for opencl and cuda.");
 }
 
 }  // namespace tessera::python

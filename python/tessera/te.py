@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Callable, Sequence
 
 from . import _tessera as _t
-from ._tessera import Expr, IterVar, Tensor, Schedule, Stage, Loop, Trace, Function
+from ._tessera import Expr, IterVar, Tensor, Schedule, Stage, Loop, Trace, Function, DeviceFunction
 
 # What the DSL takes where it expects an expression (an axis reads as its loop variable).
 ExprLike = Expr | IterVar | int | float | bool
@@ -32,7 +32,7 @@ __all__ = [
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow", "abs", "floor", "ceil",
     "round", "trunc", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
     "acosh", "atanh", "isnan", "isinf", "truncdiv", "truncmod", "Expr", "IterVar", "Tensor",
-    "Schedule", "Stage", "Loop", "Trace", "Function",
+    "Schedule", "Stage", "Loop", "Trace", "Function", "DeviceFunction",
 ]
 
 
@@ -135,14 +135,18 @@ def lower(schedule: Schedule, args: Sequence[Tensor], name: str = "main", for_de
     return _t.lower(schedule, list(args), name, for_device)
 
 
-def build(schedule: Schedule, args: Sequence[Tensor], target: str = "llvm", name: str = "main") -> Function:
+def build(schedule: Schedule, args: Sequence[Tensor], target: str = "llvm", name: str = "main") -> Function | DeviceFunction:
     """Compiles the schedule into a Function called with arrays (numpy, tessera.nd, or any with
     __dlpack__ such as PyTorch tensors) in the order of `args`.
 
     `target` is a target string: "llvm" (this CPU), "llvm -mcpu=NAME -mattr=+FEATURE,...";
-    the Function runs in this process, so it must describe this machine. Calls write the
-    outputs into the arrays given for them. Raises tessera.Error for an invalid schedule or
-    target.
+    the Function runs in this process, so it must describe this machine. "c" prints C99 and
+    compiles it with the system's C compiler (get_source("c")). "opencl" and "cuda -arch=sm_XX"
+    return a DeviceFunction whose kernels run on the device: it takes tessera.nd arrays on the
+    device, or numpy arrays, copied there and back (get_source() is the OpenCL C or CUDA C;
+    "ptx" and "ptxas" for CUDA). Calls write the outputs into the arrays given for them. Raises
+    tessera.Error for an invalid schedule or target, naming the kernel and loop the device
+    verifier refuses.
     """
     return _t.build(schedule, list(args), target, name)
 
