@@ -5,11 +5,14 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "runtime/device_api.h"
 #include "runtime/error.h"
 #include "runtime/load_once.h"
+#include "runtime/opencl_binary_cache.h"
 #include "runtime/opencl_library.h"
 
 namespace tessera::runtime {
@@ -62,11 +65,11 @@ T device_info(cl_device_id id, cl_device_info what, Device device) {
   return value;
 }
 
-std::string device_name(cl_device_id id, Device device) {
+std::string device_string(cl_device_id id, cl_device_info what, Device device) {
   size_t size = 0;
-  check(opencl_library().clGetDeviceInfo(id, CL_DEVICE_NAME, 0, nullptr, &size), device, "clGetDeviceInfo");
+  check(opencl_library().clGetDeviceInfo(id, what, 0, nullptr, &size), device, "clGetDeviceInfo");
   std::string name(size, '\0');
-  check(opencl_library().clGetDeviceInfo(id, CL_DEVICE_NAME, size, name.data(), nullptr), device, "clGetDeviceInfo");
+  check(opencl_library().clGetDeviceInfo(id, what, size, name.data(), nullptr), device, "clGetDeviceInfo");
   name.resize(std::strlen(name.c_str()));
   return name;
 }
@@ -148,7 +151,9 @@ class OpenCLDeviceAPI final : public DeviceAPI {
  public:
   OpenCLDeviceAPI(Device device, cl_platform_id platform, cl_device_id id)
       : DeviceAPI(device), cl_(opencl_library()), id_(id) {
-    attributes_.name = device_name(id, device);
+    attributes_.name = device_string(id, CL_DEVICE_NAME, device);
+    driver_description_ = attributes_.name + "; " + device_string(id, CL_DEVICE_VERSION, device) + "; driver " +
+                          device_string(id, CL_DRIVER_VERSION, device);
     attributes_.max_threads_per_block =
         static_cast<int>(device_info<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, device));
     attributes_.max_shared_memory_per_block =
@@ -204,9 +209,17 @@ class OpenCLDeviceAPI final : public DeviceAPI {
   }
   void synchronize() override { check(cl_.clFinish(queue_), device(), "clFinish"); }
 
+  // Built once per source, device and driver: later loads take the binary from the cache, and a
+  // binary the driver refuses is dropped and built again from the source.
   std::unique_ptr<DeviceModule> load_module(const std::string& code, DeviceCodeFormat format) override {
     if (format != DeviceCodeFormat::OpenCLSource)
       fail(device().str(), ": OpenCL devices load OpenCL C source, not PTX");
+    const OpenCLBinaryCache cache(code, driver_description_);
+    if (std::optional<std::string> binary = cache.read()) {
+      if (cl_program program = build_from_binary(*binary))
+        return std::make_unique<OpenCLModule>(device(), queue_, std::make_shared<OpenCLProgram>(program));
+      cache.remove();
+    }
     const char* source = code.c_str();
     const size_t length = code.size();
     cl_int err = CL_SUCCESS;
@@ -216,6 +229,7 @@ class OpenCLDeviceAPI final : public DeviceAPI {
     err = cl_.clBuildProgram(program, 1, &id_, "", nullptr, nullptr);
     if (err != CL_SUCCESS)
       fail(device().str(), ": clBuildProgram failed: ", opencl_error_str(err), "\n", build_log(program));
+    if (std::optional<std::string> binary = program_binary(program)) cache.write(*binary);
     return std::make_unique<OpenCLModule>(device(), queue_, std::move(holder));
   }
 
@@ -237,6 +251,35 @@ class OpenCLDeviceAPI final : public DeviceAPI {
   }
 
  private:
+  // The built program, or null when the driver refuses the binary.
+  cl_program build_from_binary(const std::string& binary) const {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(binary.data());
+    const size_t size = binary.size();
+    cl_int status = CL_SUCCESS, err = CL_SUCCESS;
+    cl_program program = cl_.clCreateProgramWithBinary(context_, 1, &id_, &size, &bytes, &status, &err);
+    if (err != CL_SUCCESS || status != CL_SUCCESS) {
+      if (program) cl_.clReleaseProgram(program);
+      return nullptr;
+    }
+    if (cl_.clBuildProgram(program, 1, &id_, "", nullptr, nullptr) != CL_SUCCESS) {
+      cl_.clReleaseProgram(program);
+      return nullptr;
+    }
+    return program;
+  }
+
+  // The device's binary of a built program (one device), if the driver gives it.
+  std::optional<std::string> program_binary(cl_program program) const {
+    size_t size = 0;
+    if (cl_.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) != CL_SUCCESS || !size)
+      return std::nullopt;
+    std::string binary(size, '\0');
+    unsigned char* data = reinterpret_cast<unsigned char*>(binary.data());
+    if (cl_.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr) != CL_SUCCESS)
+      return std::nullopt;
+    return binary;
+  }
+
   std::string build_log(cl_program program) const {
     size_t size = 0;
     if (cl_.clGetProgramBuildInfo(program, id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size) != CL_SUCCESS) return "";
@@ -252,6 +295,7 @@ class OpenCLDeviceAPI final : public DeviceAPI {
   cl_command_queue queue_ = nullptr;
   size_t base_alignment_ = 0;
   DeviceAttributes attributes_;
+  std::string driver_description_;  // what a cached binary must have been built for
 };
 
 }  // namespace

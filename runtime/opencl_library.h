@@ -12,13 +12,14 @@
 namespace tessera::runtime {
 
 struct OpenCLLibrary {
-#define TESSERA_OPENCL_FUNCTIONS(X)                                                                                \
-  X(clGetPlatformIDs)                                                                                              \
-  X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext)                 \
-      X(clCreateCommandQueueWithProperties) X(clReleaseCommandQueue) X(clCreateBuffer) X(clReleaseMemObject)       \
-          X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer) X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer) X(clFinish) \
-              X(clCreateProgramWithSource) X(clBuildProgram) X(clGetProgramBuildInfo) X(clReleaseProgram)          \
-                  X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel)                 \
+#define TESSERA_OPENCL_FUNCTIONS(X)                                                                                    \
+  X(clGetPlatformIDs)                                                                                                  \
+  X(clGetPlatformInfo)                                                                                                 \
+  X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext) X(clCreateCommandQueueWithProperties)    \
+      X(clReleaseCommandQueue) X(clCreateBuffer) X(clReleaseMemObject) X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer)  \
+          X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer) X(clFinish) X(clCreateProgramWithSource)                       \
+              X(clCreateProgramWithBinary) X(clGetProgramInfo) X(clBuildProgram) X(clGetProgramBuildInfo)              \
+                  X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel) \
                       X(clEnqueueMarkerWithWaitList) X(clGetEventProfilingInfo) X(clWaitForEvents) X(clReleaseEvent)
 #define TESSERA_DECLARE(name) decltype(&::name) name = nullptr;
   TESSERA_OPENCL_FUNCTIONS(TESSERA_DECLARE)

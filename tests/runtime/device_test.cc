@@ -5,12 +5,15 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "temp_dir.h"
 
 namespace tessera::runtime {
 namespace {
@@ -231,6 +234,31 @@ void check_vector_add(Device device, const char* code, DeviceCodeFormat format) 
 }
 
 TEST(DeviceLaunch, OpenCLVectorAdd) { check_vector_add(kOpenCL, kVectorAddCL, DeviceCodeFormat::OpenCLSource); }
+
+// The first load builds from source and stores the binary; the next loads from it; an entry whose
+// binary the driver refuses is dropped and built again, never trusted.
+TEST(DeviceLaunch, OpenCLBinariesAreCachedAndCheckedOnLoad) {
+  const std::filesystem::path dir = testing::test_temp_dir() / "opencl-cache";
+  setenv("TESSERA_OPENCL_CACHE", dir.c_str(), 1);
+  const std::string source = std::string(kVectorAddCL) + "\n// " + std::to_string(getpid()) + "\n";
+  check_vector_add(kOpenCL, source.c_str(), DeviceCodeFormat::OpenCLSource);
+  std::vector<std::filesystem::path> entries;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) entries.push_back(e.path());
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].extension(), ".clbin");
+  auto contents = [&] {
+    std::ifstream in(entries[0], std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string entry = contents();
+  ASSERT_NE(entry.find(source), std::string::npos);  // what it was built from, compared on load
+  check_vector_add(kOpenCL, source.c_str(), DeviceCodeFormat::OpenCLSource);  // from the cache
+  const size_t binary_at = entry.find(source) + source.size();
+  std::ofstream(entries[0], std::ios::binary) << entry.substr(0, binary_at) << "not a binary";
+  check_vector_add(kOpenCL, source.c_str(), DeviceCodeFormat::OpenCLSource);
+  EXPECT_EQ(contents(), entry);  // rebuilt and stored again
+  unsetenv("TESSERA_OPENCL_CACHE");
+}
 
 TEST(DeviceLaunch, CUDAVectorAdd) {
   if (!DeviceAPI::exists(kCUDA)) GTEST_SKIP() << "no CUDA device: " << error_of([] { DeviceAPI::get(kCUDA); });
