@@ -215,7 +215,9 @@ void bind_build(py::module_& m) {
   m.def(
       "build",
       [](schedule::Schedule& s, const std::vector<Tensor>& args, const std::string& target, const std::string& name) {
-        tensor_ir::LoweredFunc func = schedule::lower(s, args, name);
+        const targets::Target t = targets::Target::parse(target);
+        const bool device = t.kind == "opencl" || t.kind == "cuda";
+        tensor_ir::LoweredFunc func = device ? schedule::lower_for_device(s, args, name) : schedule::lower(s, args, name);
         std::vector<bool> written;
         for (const auto& a : args) {
           bool is_output = false;
@@ -223,13 +225,12 @@ void bind_build(py::module_& m) {
           written.push_back(is_output);
         }
         std::string lowered = tensor_ir::to_string(func);
-        const targets::Target t = targets::Target::parse(target);
         std::shared_ptr<runtime::Module> module;
         {
           py::gil_scoped_release release;
           module = targets::build({func}, t);
         }
-        if (t.kind == "opencl" || t.kind == "cuda") {
+        if (device) {
           const bool cuda = t.kind == "cuda";
           return py::cast(DeviceFunction(module, module->device_program(name),
                                          cuda ? runtime::DeviceType::CUDA : runtime::DeviceType::OpenCL, written,
