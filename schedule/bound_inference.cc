@@ -114,8 +114,10 @@ class BoundInference {
       auto it = std::find_if(target->context.begin(), target->context.end(),
                              [&](const auto& e) { return e.first.same_as(at); });
       p.context.assign(target->context.begin(), it + 1);
+      p.scope = st.scope().empty() ? scope_by_threads(p.context) : st.scope();
       infer_region(p);
     } else {
+      p.scope = st.scope().empty() ? "global" : st.scope();
       for (size_t d = 0; d < c->axis.size(); ++d) {
         p.region.push_back(Range(Expr(0), c->shape[d]));
         p.buffer_extent.push_back(c->dim(d));
@@ -240,6 +242,19 @@ class BoundInference {
     return it->second;
   }
 
+  // TVM's default scope of a stage computed inside `context`: a thread's own memory inside a loop
+  // bound to threadIdx, its block's inside one bound to blockIdx.
+  std::string scope_by_threads(const std::vector<std::pair<Var, Expr>>& context) const {
+    std::string scope = "global";
+    for (const auto& [var, extent] : context) {
+      auto it = thread_tag_of_.find(var.get());
+      if (it == thread_tag_of_.end()) continue;
+      if (it->second.rfind("threadIdx", 0) == 0) return "local";
+      scope = "shared";
+    }
+    return scope;
+  }
+
   // The largest value of hi - lo + 1. A min() in `hi` is at most each of its sides: interval
   // arithmetic alone loses that min(a + 15, 69) + 1 - a (a clipped tile) is at most 16.
   int64_t max_extent(const Expr& hi, const Expr& lo) {
@@ -288,7 +303,7 @@ class BoundInference {
       for (size_t i = 0; i < consumer.context.size(); ++i) {
         const auto& [var, ext] = consumer.context[i];
         bool is_inner = i >= p.context.size();
-        if (!is_inner && !relaxed(var, st.scope())) continue;
+        if (!is_inner && !relaxed(var, p.scope)) continue;
         arith::IntervalMap& ranging = is_inner ? inner : threads;
         // The extent may depend on loops further out that range too (the clipped tail of a
         // tile): take its largest value over them, or the region would name their variables.

@@ -29,6 +29,8 @@ struct PrefetchRegion {
 
 struct StagePlan {
   Stage* stage = nullptr;
+  // The memory its buffer lives in: its stage's scope, or the one chosen by where it is computed.
+  std::string scope;
   // The definition with inlined producers substituted in.
   Expr body;
   // Per dimension of the output: region computed (min, extent) and the constant buffer extent

@@ -82,10 +82,8 @@ LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_
     flatten.args.emplace_back(args[i], buffer);
     func.args.push_back(buffer);
   }
-  for (const auto& st : schedule.stages()) {
-    flatten.storage_align[st->op().get()] = st->storage_align();
-    flatten.scopes[st->op().get()] = parse_memory_scope(st->scope());
-  }
+  for (const auto& st : schedule.stages()) flatten.storage_align[st->op().get()] = st->storage_align();
+  for (const auto& p : plan.stages) flatten.scopes[p.stage->op().get()] = parse_memory_scope(p.scope);
   body = storage_flatten(body, flatten);
   log("storage_flatten", body);
   func.body = arith::simplify(body);

@@ -244,10 +244,12 @@ void Stage::bind(const Loop& loop, const std::string& thread_tag) {
   if (loop->for_kind != ForKind::Serial)
     fail("bind of ", name_, ".", loop->name, ": the loop is ", tensor_ir::for_kind_name(loop->for_kind),
          "; a bound loop runs one iteration per thread and takes no other annotation");
-  if (loop->kind == IterKind::Reduce)
+  // The threads of a block can reduce together (schedule_ops' cross-thread reduction); blocks and
+  // virtual threads cannot.
+  if (loop->kind == IterKind::Reduce && thread_tag.rfind("threadIdx", 0) != 0)
     fail("bind of ", name_, ".", loop->name,
-         ": it is a reduction loop; threads would race on the result "
-         "(rfactor it and bind the factored stage's loop)");
+         ": it is a reduction loop, which only threadIdx axes can share "
+         "(rfactor it and bind the factored stage's loop to a block)");
   if (thread_tag != kVirtualThread)
     for (const auto& other : leaf_loops_)
       if (other->thread_tag == thread_tag)

@@ -87,7 +87,10 @@ class Stage {
   Stage* attach_stage() const { return attach_stage_; }
   const Loop& attach_loop() const { return attach_loop_; }
   bool is_output() const { return is_output_; }
-  // The memory the stage's buffer lives in: "global" (the default), "shared" or "local".
+  // The memory the stage's buffer lives in: "global", "shared" or "local" as cache_read,
+  // cache_write or set_scope gave it; "" when none did, and lowering chooses as TVM does: local
+  // for a stage computed inside a loop bound to threadIdx, shared inside one bound to blockIdx,
+  // global otherwise.
   const std::string& scope() const { return scope_; }
   const std::vector<PrefetchSpec>& prefetches() const { return prefetches_; }
   // Per dimension: (factor, offset) from storage_align, factor 0 when unset.
@@ -112,9 +115,11 @@ class Stage {
   void vectorize(const Loop& loop);
   void unroll(const Loop& loop);
   void parallel(const Loop& loop);
-  // Binds data-parallel loop `loop` to a thread axis of a device launch (thread_axis_tags()): each
-  // block or thread runs one iteration. Bind after splitting and fusing; a stage binds a tag to
-  // one loop (vthread excepted). Device lowering (lower_for_device) turns it into a ThreadExtent.
+  // Binds loop `loop` to a thread axis of a device launch (thread_axis_tags()): each block or
+  // thread runs one iteration. Bind after splitting and fusing; a stage binds a tag to one loop
+  // (vthread excepted). Device lowering (lower_for_device) turns it into a ThreadExtent. A
+  // reduction loop may be bound to threadIdx only, the outermost of its stage's reduction loops:
+  // the block's threads then reduce together (a cross-thread reduction, schedule_ops.cc).
   void bind(const Loop& loop, const std::string& thread_tag);
   void pragma(const Loop& loop, const std::string& key, int64_t value);
   // Prefetching for data streamed from memory: the part of `tensor` that the iteration
@@ -161,7 +166,7 @@ class Stage {
   AttachKind attach_kind_ = AttachKind::Root;
   Stage* attach_stage_ = nullptr;
   Loop attach_loop_;
-  std::string scope_ = "global";
+  std::string scope_;
   std::vector<std::pair<int64_t, int64_t>> storage_align_;
   std::vector<PrefetchSpec> prefetches_;
 };

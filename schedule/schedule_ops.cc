@@ -2,6 +2,7 @@
 
 #include "runtime/error.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::schedule {
 
@@ -136,20 +137,75 @@ class NestBuilder {
       for (const auto* v : reduce_vars) uses_reduce |= uses_var(pred, v);
       if (!uses_reduce) init_guards.push_back(pred);
     }
-    Stmt init = guarded(init_guards, ProducerStore::make(t, reduce_identity(reduce->combiner, reduce->type), index));
-    for (size_t i = leaves.size(); i-- > first;) {
-      const Loop& l = leaves[i];
-      if (l->kind == IterKind::DataPar) init = loop(l, p.extent.at(l.get()), init);
-    }
     // The reduction's own condition selects the identity rather than branching, so the update
     // stays vectorizable (selects read memory only where they pick it).
     Expr source = substitute(reduce->source, p.root_value);
     Expr condition = substitute(reduce->condition, p.root_value);
     if (!is_one(condition)) source = select(condition, source, reduce_identity(reduce->combiner, reduce->type));
+    for (size_t i = first; i < leaves.size(); ++i)
+      if (is_thread_tag(leaves[i]->thread_tag))
+        return loop_nest(p, 0, first, cross_thread_reduction(p, first, *reduce, source, init_guards, index), true);
+    Stmt init = guarded(init_guards, ProducerStore::make(t, reduce_identity(reduce->combiner, reduce->type), index));
+    for (size_t i = leaves.size(); i-- > first;) {
+      const Loop& l = leaves[i];
+      if (l->kind == IterKind::DataPar) init = loop(l, p.extent.at(l.get()), init);
+    }
     Expr update_value = reduce_combine(reduce->combiner, ProducerLoad::make(t, index), source);
     Stmt update =
         loop_nest(p, first, leaves.size(), guarded(p.predicates, ProducerStore::make(t, update_value, index)), true);
     return loop_nest(p, 0, first, Block::make({init, update}), true);
+  }
+
+  // A reduction whose outermost reduction loop is bound to threadIdx (TVM's cross-thread
+  // reduction, after rfactor as a rule): each thread reduces its share over the loops inside into
+  // a local partial; the block's threads then combine their partials in a tree through a shared
+  // buffer (halving the active threads each step; insert_barriers separates the steps), and
+  // thread 0 stores the result. A tree through shared memory works in OpenCL and CUDA alike.
+  Stmt cross_thread_reduction(const StagePlan& p, size_t first, const Reduce& reduce, const Expr& source,
+                              const std::vector<Expr>& init_guards, const std::vector<Expr>& index) {
+    const auto& leaves = p.stage->leaf_loops();
+    const Loop& bound = leaves[first];
+    const std::string& name = p.stage->name();
+    if (!is_thread_tag(bound->thread_tag))
+      fail("cross-thread reduction of stage ", name,
+           ": its reduction loop bound to a thread axis must be the "
+           "outermost of its reduction loops, not ",
+           bound->name);
+    for (size_t i = first + 1; i < leaves.size(); ++i) {
+      if (leaves[i]->kind == IterKind::DataPar)
+        fail("cross-thread reduction of stage ", name, ": data-parallel loop ", leaves[i]->name,
+             " must come before its reduction loops");
+      if (!leaves[i]->thread_tag.empty())
+        fail("cross-thread reduction of stage ", name, ": it reduces across ", bound->thread_tag, " (loop ",
+             bound->name, "); loop ", leaves[i]->name, " cannot be bound to ", leaves[i]->thread_tag, " too");
+    }
+    Expr extent = p.extent.at(bound.get());
+    const int64_t* threads = as_const_int(extent);
+    if (!threads)
+      fail("cross-thread reduction of stage ", name, ": loop ", bound->name, " bound to ", bound->thread_tag,
+           " needs a constant extent, not ", to_string(extent));
+    DataType type = reduce.type;
+    Buffer partial = BufferNode::make(name + ".partial", type, {Expr(1)}, MemoryScope::Local);
+    Buffer tree = BufferNode::make(name + ".red", type, {Expr(*threads)}, MemoryScope::Shared);
+    Expr zero = make_zero(kIndexType), thread = bound->var;
+    Stmt accumulate = Store::make(partial, reduce_combine(reduce.combiner, Load::make(partial, zero), source), zero);
+    std::vector<Stmt> steps = {Store::make(partial, reduce_identity(reduce.combiner, type), zero),
+                               loop_nest(p, first + 1, leaves.size(), guarded(p.predicates, accumulate), true),
+                               Store::make(tree, Load::make(partial, zero), thread)};
+    int64_t offset = 1;
+    while (offset * 2 < *threads) offset *= 2;
+    for (; *threads > 1 && offset >= 1; offset /= 2) {
+      Expr active = thread < Expr(offset);
+      if (offset * 2 > *threads) active = logical_and(active, thread + Expr(offset) < extent);
+      Expr combined =
+          reduce_combine(reduce.combiner, Load::make(tree, thread), Load::make(tree, thread + Expr(offset)));
+      steps.push_back(IfThenElse::make(active, Store::make(tree, combined, thread)));
+    }
+    std::vector<Expr> write_guards = init_guards;
+    write_guards.push_back(thread == Expr(0));
+    steps.push_back(guarded(write_guards, ProducerStore::make(p.stage->op(), Load::make(tree, zero), index)));
+    Stmt body = Allocate::make(partial, Allocate::make(tree, Block::make(steps)));
+    return loop(bound, extent, with_attached(p.stage, bound, body));
   }
 
   const Schedule& schedule_;

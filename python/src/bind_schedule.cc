@@ -118,9 +118,10 @@ void bind_schedule(py::module_& m) {
             s.bind(to_loop(s, l), tag.cast<std::string>());
           },
           py::arg("loop"), py::arg("thread_axis"),
-          "Binds data-parallel loop `loop` to a thread axis of a device launch: te.thread_axis(\"blockIdx.x\") (or its "
+          "Binds loop `loop` to a thread axis of a device launch: te.thread_axis(\"blockIdx.x\") (or its "
           "tag), one of blockIdx.x/y/z, threadIdx.x/y/z and vthread. Each block or thread runs one iteration; a "
-          "vthread loop is unrolled in one thread. Bind after splitting and fusing.")
+          "vthread loop is unrolled in one thread. A reduction loop bound to threadIdx is reduced across the block's "
+          "threads (after rfactor, as TVM's row reductions). Bind after splitting and fusing.")
       .def(
           "pragma",
           [](Stage& s, py::object l, const std::string& key, int64_t value) { s.pragma(to_loop(s, l), key, value); },
@@ -168,7 +169,11 @@ void bind_schedule(py::module_& m) {
       .def("set_scope", &Stage::set_scope, py::arg("scope"),
            "Places this stage's buffer in memory `scope`: \"global\" (the default), \"shared\" (one per thread "
            "block) or \"local\" (one per thread).")
-      .def_property_readonly("scope", &Stage::scope, "The memory scope of the stage's buffer.")
+      .def_property_readonly(
+          "scope", &Stage::scope,
+          "The memory scope of the stage's buffer as cache_read, cache_write or set_scope gave it; \"\" when none did "
+          "(lowering then picks local inside a loop bound to threadIdx, shared inside one bound to blockIdx, global "
+          "otherwise).")
       .def("__repr__", [](const Stage& s) { return "Stage(" + s.name() + ")"; });
 
   // Before Schedule, whose signatures name it.

@@ -84,3 +84,46 @@ def elementwise_chain(n, threads=64):
     s[D].bind(o, bx)
     s[D].bind(i, tx)
     return s, [A, D]
+
+
+def row_sum(n, m, threads=64):
+    """B[i] = sum_k A[i, k] with a block per row: rfactor gives each of `threads` threads a strided
+    share of the row (k = ko * threads + thread), and the threads reduce their partials together
+    (a cross-thread reduction: the reduction loop bound to threadIdx.x)."""
+    A = te.placeholder((n, m), "float32", name="A")
+    k = te.reduce_axis((0, m), name="k")
+    B = te.compute((n,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B)
+    _cross_thread(s, B, threads)
+    return s, [A, B]
+
+
+def softmax(n, m, threads=64):
+    """Y = softmax(A) along rows: the row maximum and the row sum of exp(A - max) each reduced
+    across the threads of a block per row (as row_sum), then a kernel normalizing each element."""
+    A = te.placeholder((n, m), "float32", name="A")
+    k1 = te.reduce_axis((0, m), name="k1")
+    M = te.compute((n,), lambda i: te.max(A[i, k1], axis=k1), name="M")
+    E = te.compute((n, m), lambda i, j: te.exp(A[i, j] - M[i]), name="E")
+    k2 = te.reduce_axis((0, m), name="k2")
+    S = te.compute((n,), lambda i: te.sum(E[i, k2], axis=k2), name="S")
+    Y = te.compute((n, m), lambda i, j: E[i, j] / S[i], name="Y")
+    s = te.create_schedule(Y)
+    s[E].compute_inline()
+    _cross_thread(s, M, threads)
+    _cross_thread(s, S, threads)
+    i, j = Y.op.axis
+    jo, ji = s[Y].split(j, factor=threads)
+    s[Y].reorder(i, ji, jo)  # the thread loop outside the serial one: thread extents open each kernel
+    s[Y].bind(i, bx)
+    s[Y].bind(ji, tx)
+    return s, [A, Y]
+
+
+def _cross_thread(s, R, threads):
+    """TVM's row-reduction schedule: a block per output element, its threads sharing the reduction."""
+    ko, ki = s[R].split(R.op.reduce_axis[0], factor=threads)
+    RF = s.rfactor(R, ki)
+    s[R].bind(s[R].op.axis[0], bx)
+    s[R].bind(s[R].op.reduce_axis[0], tx)
+    s[RF].compute_at(s[R], s[R].op.reduce_axis[0])

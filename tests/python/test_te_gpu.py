@@ -40,7 +40,7 @@ def test_bind_lowers_to_thread_extents():
     with pytest.raises(tessera.Error, match="bind of C.j: blockIdx.x is already bound to loop i.outer"):
         s[C].bind(C.op.axis[1], te.thread_axis("blockIdx.x"))
     with pytest.raises(tessera.Error, match="bind of C.r: it is a reduction loop"):
-        s[C].bind(C.op.reduce_axis[0], "threadIdx.y")
+        s[C].bind(C.op.reduce_axis[0], "blockIdx.y")
 
 
 def test_scopes_and_storage_align_as_tvm_names_them():
@@ -72,12 +72,21 @@ def test_scopes_and_storage_align_as_tvm_names_them():
     (gpu_schedules.conv3x3, (2, 3, 10, 9, 4)),
     (gpu_schedules.elementwise_chain, (100,)),
     (gpu_schedules.elementwise_chain, (1,)),
+    (gpu_schedules.row_sum, (5, 300)),
+    (gpu_schedules.softmax, (3, 100, 48)),
+    (gpu_schedules.softmax, (1, 1, 64)),
 ])
 def test_schedules_lower_to_kernels_under_thread_extents(schedule, args):
     s, tensors = schedule(*args)
     text = te.lower(s, tensors, schedule.__name__)
     for kernel in kernels(text):
+        if kernel.startswith("  allocate ") and "(global)" in kernel:
+            continue  # an intermediate result between kernels, in global memory
         assert kernel.startswith("  launch_thread (") and "blockIdx" in kernel.splitlines()[0], kernel
+        # Every thread extent of a kernel opens it, before any other statement.
+        lines = kernel.splitlines()
+        opening = next(i for i, l in enumerate(lines) if "launch_thread" not in l)
+        assert all("launch_thread" not in l for l in lines[opening:]), kernel
     assert te.lower(s, tensors, schedule.__name__, for_device=True) == text
     # The trace replays as code to the same kernels.
     _, fresh = schedule(*args)
@@ -112,3 +121,46 @@ def test_gemm_tiles_in_shared_memory_and_registers():
 def test_no_barriers_without_shared_memory(schedule, args):
     s, tensors = schedule(*args)
     assert "barrier()" not in te.lower(s, tensors)
+
+
+def test_cross_thread_reduction_is_a_tree_through_shared_memory():
+    s, tensors = gpu_schedules.row_sum(5, 300, threads=64)
+    text = te.lower(s, tensors, "row_sum")
+    lines = [l.strip() for l in text.splitlines()]
+    # Each thread's partial over its strided share of the row, in its own memory...
+    assert "allocate B.rf: float32[1] (local)" in lines
+    assert "B.rf[0] = B.rf[0] + select(k.outer*64 + k.inner < 300, A[i*300 + k.outer*64 + k.inner], 0.0f)" in lines
+    # ...then a tree over the block's 64 threads through shared memory, a barrier before each step
+    # and before thread 0 stores the row's sum.
+    assert "allocate B.red: float32[64] (shared)" in lines
+    steps = [l for l in lines if l.startswith("if (k.inner < ")]
+    assert steps == [f"if (k.inner < {o}) {{" for o in (32, 16, 8, 4, 2, 1)]
+    assert lines.count("barrier()") == 7
+    write = lines.index("B[i] = B.red[0]")
+    assert lines[write - 2:write] == ["barrier()", "if (k.inner == 0) {"]
+
+
+def test_cross_thread_reduction_of_threads_not_a_power_of_two():
+    s, tensors = gpu_schedules.row_sum(2, 50, threads=48)
+    lines = [l.strip() for l in te.lower(s, tensors).splitlines()]
+    # 48 threads: the first step adds the 16 partials above 32 to those below.
+    assert "if (k.inner < 32 && k.inner + 32 < 48) {" in lines
+    assert "allocate B.red: float32[48] (shared)" in lines
+
+
+def test_cross_thread_reduction_errors_name_the_stage_and_loop():
+    A = te.placeholder((4, 64), "float32", name="A")
+    k = te.reduce_axis((0, 64), name="k")
+    B = te.compute((4,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    s = te.create_schedule(B)
+    with pytest.raises(tessera.Error, match="bind of B.k: it is a reduction loop, which only threadIdx axes can share"):
+        s[B].bind(B.op.reduce_axis[0], te.thread_axis("blockIdx.x"))
+    ko, ki = s[B].split(B.op.reduce_axis[0], factor=16)
+    s[B].bind(ki, te.thread_axis("threadIdx.x"))
+    s[B].bind(B.op.axis[0], te.thread_axis("blockIdx.x"))
+    with pytest.raises(tessera.Error, match="cross-thread reduction of stage B: its reduction loop bound to a thread "
+                                            "axis must be the outermost of its reduction loops, not k.outer"):
+        te.lower(s, [A, B])
+    s[B].reorder(ki, ko)
+    text = te.lower(s, [A, B])  # each thread sums its 4 elements, then the 16 threads combine
+    assert "B.partial[0] = B.partial[0] + A[i*64 + k.outer*16 + k.inner]" in text

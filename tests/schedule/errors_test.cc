@@ -166,7 +166,9 @@ TEST(ScheduleErrors, BindNamesTheStageLoopAndAxis) {
   Loop i_outer = io, i_inner = ii, j = c.loop("j");
   std::string msg = error_of([&] { c.bind(i_outer, "threadIdx.w"); });
   EXPECT_TRUE(contains(msg, "bind of C.i.outer: unknown thread axis 'threadIdx.w'")) << msg;
-  msg = error_of([&] { c.bind(c.loop("k"), "threadIdx.x"); });
+  msg = error_of([&] { c.bind(c.loop("k"), "blockIdx.y"); });
+  EXPECT_TRUE(contains(msg, "bind of C.k: it is a reduction loop, which only threadIdx axes can share")) << msg;
+  msg = error_of([&] { c.bind(c.loop("k"), kVirtualThread); });
   EXPECT_TRUE(contains(msg, "bind of C.k: it is a reduction loop")) << msg;
   c.bind(i_outer, "blockIdx.x");
   msg = error_of([&] { c.bind(i_outer, "blockIdx.y"); });
@@ -209,6 +211,31 @@ TEST(ScheduleErrors, ScopesAreChecked) {
   EXPECT_TRUE(contains(msg, "set_scope of A.global: 'Shared' is not a storage scope")) << msg;
   s[al].set_scope("shared");
   EXPECT_EQ(s[al].scope(), "shared");
+}
+
+// A cross-thread reduction reduces over one thread axis, outermost among its reduction loops.
+TEST(ScheduleErrors, CrossThreadReductionShape) {
+  Matmul mm = matmul(8, 8, 32);
+  Schedule s({mm.C});
+  Stage& c = s[mm.C];
+  auto [ko, ki] = c.split(c.loop("k"), 8);
+  Loop k_outer = ko, k_inner = ki;
+  c.bind(c.loop("i"), "blockIdx.x");
+  c.bind(k_inner, "threadIdx.x");
+  std::string msg = error_of([&] { lower_for_device(s, {mm.A, mm.B, mm.C}); });
+  EXPECT_TRUE(contains(msg,
+                       "cross-thread reduction of stage C: its reduction loop bound to a thread axis must be the "
+                       "outermost of its reduction loops, not k.outer"))
+      << msg;
+  c.reorder({k_inner, k_outer, c.loop("j")});
+  msg = error_of([&] { lower_for_device(s, {mm.A, mm.B, mm.C}); });
+  EXPECT_TRUE(contains(msg, "data-parallel loop j must come before its reduction loops")) << msg;
+  c.reorder({c.loop("j"), k_inner, k_outer});
+  c.bind(k_outer, "threadIdx.y");
+  msg = error_of([&] { lower_for_device(s, {mm.A, mm.B, mm.C}); });
+  EXPECT_TRUE(
+      contains(msg, "it reduces across threadIdx.x (loop k.inner); loop k.outer cannot be bound to threadIdx.y"))
+      << msg;
 }
 
 // A stage computed inside a block's threads that binds more iterations to a thread axis than the

@@ -31,6 +31,29 @@ TEST_P(PrimitiveTest, LowersAndComputes) {
 INSTANTIATE_TEST_SUITE_P(Schedule, PrimitiveTest, ::testing::ValuesIn(schedule_cases()),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// TVM's row reduction: rfactor gives each thread a strided share of the reduction, whose loop is
+// bound to threadIdx.x; the threads' partials meet in a tree through shared memory, and thread 0
+// stores the result.
+TEST(Primitives, CrossThreadReductionAfterRfactor) {
+  Matmul mm = matmul(3, 5, 37);
+  Schedule s({mm.C});
+  auto [ko, ki] = s[mm.C].split(s[mm.C].loop("k"), 16);
+  Tensor rf = s.rfactor(mm.C, ki);
+  Stage& c = s[mm.C];
+  c.bind(c.loop("i"), "blockIdx.y");
+  c.bind(c.loop("j"), "blockIdx.x");
+  c.bind(c.loop("k.inner"), "threadIdx.x");
+  s[rf].compute_at(c, c.loop("k.inner"));
+  std::string text = to_string(lower_for_device(s, {mm.A, mm.B, mm.C}));
+  for (const char* piece :
+       {"launch_thread (i = blockIdx.y, 3) {\n    launch_thread (j = blockIdx.x, 5) {\n      launch_thread (k.inner = "
+        "threadIdx.x, 16) {\n        allocate C.red: float32[16] (shared)\n        allocate C.rf: float32[1] (local)",
+        "C.red[k.inner] = C.partial[0]\n        barrier()\n        if (k.inner < 8) {",
+        "C.red[k.inner] = C.red[k.inner] + C.red[k.inner + 1]\n        }\n        barrier()\n        if (k.inner == 0) "
+        "{\n          C[i*5 + j] = C.red[0]"})
+    EXPECT_TRUE(contains(text, piece)) << "missing '" << piece << "' in\n" << text;
+}
+
 TEST(Primitives, ComputeInlineSubstitutesTheProducer) {
   Tensor A = placeholder({Expr(10)}, runtime::kFloat32, "A");
   Tensor B = compute(
