@@ -80,6 +80,7 @@ class CPrinter final : public SourcePrinter {
       const Buffer& b = f.args[i];
       const std::string type = std::string(written.count(b.get()) ? "" : "const ") + memory_type(b.dtype()) + "*";
       line() << type << " restrict " << buffer_name(b) << " = (" << type << ")args[" << i << "];\n";
+      add_parameter(b);
     }
     stmt(f.body);
     line() << "return 0;\n";
@@ -128,7 +129,7 @@ class CPrinter final : public SourcePrinter {
   // A closure struct and a task running one contiguous chunk of the iterations per thread, as the
   // LLVM backend's parallel loops do; the loop becomes a call of the runtime's parallel launch.
   void print_parallel_for(const For* op) override {
-    std::function<bool(const Object*)> is_outer = [&](const Object* n) { return has_name(n); };
+    std::function<bool(const Object*)> is_outer = [&](const Object* n) { return in_scope(n); };
     Captures captures(is_outer);
     captures.visit(op->body);
     const std::string task = kernel_ + "_parallel" + std::to_string(tasks_++), closure = task + "_closure";
@@ -165,7 +166,7 @@ class CPrinter final : public SourcePrinter {
     line() << "for (" << type_name(op->var.type()) << " " << v << " = tessera_begin; " << v << " < tessera_end; ++" << v
            << ") {\n";
     ++indent_;
-    stmt(op->body);
+    scoped(op->var.get(), op->body);
     --indent_;
     line() << "}\n";
     line() << "return 0;\n";

@@ -57,6 +57,7 @@ std::ostream& SourcePrinter::line() { return os_ << std::string(2 * indent_, ' '
 void SourcePrinter::start_kernel(const std::string& kernel) {
   kernel_ = kernel;
   names_.clear();
+  in_scope_.clear();
   taken_ = kReserved;
   // The name is what the runtime looks the kernel up by, so it is not changed but checked.
   bool identifier = !kernel.empty() && !std::isdigit(static_cast<unsigned char>(kernel[0])) && !kReserved.count(kernel);
@@ -89,6 +90,7 @@ void SourcePrinter::print_device_kernel(const DeviceKernel& k) {
   for (size_t i = 0; i < k.func.args.size(); ++i) {
     const Buffer& b = k.func.args[i];
     os_ << (i ? ", " : "") << pointer_parameter(b, !written.count(b.get()));
+    add_parameter(b);
   }
   os_ << ") {\n";
   ++indent_;
@@ -314,9 +316,15 @@ void SourcePrinter::print_for(const For* op) {
   const std::string end = zero && zero->value == 0 ? expr(op->extent) : expr(Add::make(op->min, op->extent));
   line() << "for (" << type << " " << v << " = " << min << "; " << v << " < " << end << "; ++" << v << ") {\n";
   ++indent_;
-  stmt(op->body);
+  scoped(op->var.get(), op->body);
   --indent_;
   line() << "}\n";
+}
+
+void SourcePrinter::scoped(const Object* node, const Stmt& body) {
+  in_scope_.insert(node);
+  stmt(body);
+  in_scope_.erase(node);
 }
 
 void SourcePrinter::stmt(const Stmt& s) {
@@ -326,7 +334,7 @@ void SourcePrinter::stmt(const Stmt& s) {
       const std::string value = expr(l->value);
       line() << "const " << type_name(l->var.type()) << " " << name_of(l->var.get(), l->var.name()) << " = " << value
              << ";\n";
-      return stmt(l->body);
+      return scoped(l->var.get(), l->body);
     }
     case NodeKind::For:
       return print_for(s.as<For>());
@@ -353,8 +361,11 @@ void SourcePrinter::stmt(const Stmt& s) {
     }
     case NodeKind::Allocate: {
       const auto* a = s.as<Allocate>();
-      if (a->buffer->scope == MemoryScope::Shared) return stmt(a->body);  // declared at the kernel's top
-      return print_local_allocate(a);
+      in_scope_.insert(a->buffer.get());
+      if (a->buffer->scope == MemoryScope::Shared) stmt(a->body);  // declared at the kernel's top
+      else print_local_allocate(a);
+      in_scope_.erase(a->buffer.get());
+      return;
     }
     case NodeKind::Block:
       for (const Stmt& x : s.as<Block>()->stmts) stmt(x);
@@ -375,7 +386,7 @@ void SourcePrinter::stmt(const Stmt& s) {
     case NodeKind::ThreadExtent: {
       const auto* t = s.as<ThreadExtent>();
       print_thread_index(t);
-      return stmt(t->body);
+      return scoped(t->var.get(), t->body);
     }
     default:
       unsupported(std::string("the statement node ") + node_kind_name(s->kind));

@@ -65,7 +65,12 @@ class SourcePrinter {
   // A unique C identifier for a variable or buffer of this kernel.
   std::string name_of(const Object* node, const std::string& hint);
   std::string buffer_name(const Buffer& b) { return name_of(b.get(), b.name()); }
-  bool has_name(const Object* node) const { return names_.count(node) > 0; }
+  // Whether a variable or buffer is bound where the printer is (a parallel loop's body captures
+  // those); stmt() keeps the set as it enters and leaves their statements.
+  bool in_scope(const Object* node) const { return in_scope_.count(node) > 0; }
+  void scoped(const Object* node, const Stmt& body);
+  // A kernel's parameter, in scope throughout.
+  void add_parameter(const Buffer& b) { in_scope_.insert(b.get()); }
   // The buffers `body` stores to (others are passed as const).
   static std::unordered_set<const BufferNode*> written_buffers(const Stmt& body);
   [[noreturn]] void unsupported(const std::string& what) const;
@@ -84,6 +89,7 @@ class SourcePrinter {
   void print_for(const For* op);
 
   std::unordered_map<const Object*, std::string> names_;
+  std::unordered_set<const Object*> in_scope_;
   std::unordered_set<std::string> taken_;
 };
 

@@ -189,6 +189,23 @@ TEST(CTarget, ParallelKernelsMatchLLVM) {
   }
 }
 
+// One loop variable bound by a serial loop and again inside a parallel one, as loop partitioning
+// leaves it: the parallel body captures only what is in scope where it starts.
+TEST(CTarget, ALoopVariableReusedInAParallelBody) {
+  const int64_t n = 10;
+  Buffer a = device_buffer("A", {n}), c = device_buffer("C", {n});
+  Var ii("ii"), io("io");
+  Expr i = io * 5 + ii;
+  Stmt body = Block::make(
+      {For::make(ii, 0, n, ForKind::Serial, Store::make(c, Load::make(a, ii), ii)),
+       For::make(io, 0, 2, ForKind::Parallel,
+                 For::make(ii, 0, 5, ForKind::Serial, Store::make(c, Load::make(c, i) * Load::make(a, i), i)))});
+  LoweredFunc f{"reuse", {a, c}, body};
+  NDArray x = random_array({n}, 9), from_c = NDArray::empty({n}, runtime::kFloat32);
+  build({f}, Target::parse("c"))->get_kernel("reuse")({x, from_c});
+  for (int64_t k = 0; k < n; ++k) ASSERT_EQ(from_c.data_as<float>()[k], x.data_as<float>()[k] * x.data_as<float>()[k]);
+}
+
 TEST(CTarget, CompilerErrorsAndABI) {
   auto module = build({parallel_cpu_kernel(10)}, Target::parse("c"));
   const runtime::Kernel k = module->get_kernel("par");
