@@ -1,5 +1,5 @@
 """GPU schedules through tessera.te: thread axes, bind, storage scopes and the lowered device IR of
-TVM-style schedules (gpu_schedules.py), checked for what the device code generators need: thread
+TVM-style schedules (gpu_kernels.py), checked for what the device code generators need: thread
 extents outermost in each kernel, shared and local allocations, barriers."""
 import re
 
@@ -8,7 +8,7 @@ import pytest
 import tessera
 from tessera import te
 from test_te_ops import matmul_def
-import gpu_schedules
+import gpu_kernels
 
 
 def kernels(text):
@@ -67,14 +67,14 @@ def test_scopes_and_storage_align_as_tvm_names_them():
 
 
 @pytest.mark.parametrize("schedule,args", [
-    (gpu_schedules.gemm, (70, 50, 37)),
-    (gpu_schedules.gemm, (64, 64, 64)),
-    (gpu_schedules.conv3x3, (2, 3, 10, 9, 4)),
-    (gpu_schedules.elementwise_chain, (100,)),
-    (gpu_schedules.elementwise_chain, (1,)),
-    (gpu_schedules.row_sum, (5, 300)),
-    (gpu_schedules.softmax, (3, 100, 48)),
-    (gpu_schedules.softmax, (1, 1, 64)),
+    (gpu_kernels.gemm, (70, 50, 37)),
+    (gpu_kernels.gemm, (64, 64, 64)),
+    (gpu_kernels.conv3x3, (2, 3, 10, 9, 4)),
+    (gpu_kernels.elementwise_chain, (100,)),
+    (gpu_kernels.elementwise_chain, (1,)),
+    (gpu_kernels.row_sum, (5, 300)),
+    (gpu_kernels.softmax, (3, 100, 48)),
+    (gpu_kernels.softmax, (1, 1, 64)),
 ])
 def test_schedules_lower_to_kernels_under_thread_extents(schedule, args):
     s, tensors = schedule(*args)
@@ -96,7 +96,7 @@ def test_schedules_lower_to_kernels_under_thread_extents(schedule, args):
 
 
 def test_gemm_tiles_in_shared_memory_and_registers():
-    s, tensors = gpu_schedules.gemm(70, 50, 37)
+    s, tensors = gpu_kernels.gemm(70, 50, 37)
     text = te.lower(s, tensors, "gemm")
     assert "allocate C.local: float32[16] (local)" in text
     assert "allocate A.shared: float32[256] (shared)" in text  # 32 rows x 8 of the reduction
@@ -116,15 +116,15 @@ def test_gemm_tiles_in_shared_memory_and_registers():
     assert lines[top + 1:top + 3] == ["allocate A.shared: float32[256] (shared)", "allocate B.shared: float32[256] (shared)"]
 
 
-@pytest.mark.parametrize("schedule,args", [(gpu_schedules.conv3x3, (1, 2, 5, 5, 3)),
-                                           (gpu_schedules.elementwise_chain, (33,))])
+@pytest.mark.parametrize("schedule,args", [(gpu_kernels.conv3x3, (1, 2, 5, 5, 3)),
+                                           (gpu_kernels.elementwise_chain, (33,))])
 def test_no_barriers_without_shared_memory(schedule, args):
     s, tensors = schedule(*args)
     assert "barrier()" not in te.lower(s, tensors)
 
 
 def test_cross_thread_reduction_is_a_tree_through_shared_memory():
-    s, tensors = gpu_schedules.row_sum(5, 300, threads=64)
+    s, tensors = gpu_kernels.row_sum(5, 300, threads=64)
     text = te.lower(s, tensors, "row_sum")
     lines = [l.strip() for l in text.splitlines()]
     # Each thread's partial over its strided share of the row, in its own memory...
@@ -141,7 +141,7 @@ def test_cross_thread_reduction_is_a_tree_through_shared_memory():
 
 
 def test_cross_thread_reduction_of_threads_not_a_power_of_two():
-    s, tensors = gpu_schedules.row_sum(2, 50, threads=48)
+    s, tensors = gpu_kernels.row_sum(2, 50, threads=48)
     lines = [l.strip() for l in te.lower(s, tensors).splitlines()]
     # 48 threads: the first step adds the 16 partials above 32 to those below.
     assert "if (k.inner < 32 && k.inner + 32 < 48) {" in lines

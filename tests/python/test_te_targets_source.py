@@ -81,10 +81,6 @@ def bound_vector_add(n, threads):
     return s, [A, B, C]
 
 
-needs_bind = pytest.mark.skipif(not hasattr(te, "thread_axis"), reason="Stage.bind is not in this build yet")
-
-
-@needs_bind
 @pytest.mark.parametrize("n", [1, 1000, 4097])
 def test_opencl_vector_add_on_pocl(rng, n):
     s, args = bound_vector_add(n, 64)
@@ -100,7 +96,6 @@ def test_opencl_vector_add_on_pocl(rng, n):
     np.testing.assert_array_equal(dc.numpy(), a + b)
 
 
-@needs_bind
 def test_cuda_vector_add_compiles_for_sm80_and_sm90():
     s, args = bound_vector_add(1000, 128)
     for arch in ["sm_80", "sm_90"]:

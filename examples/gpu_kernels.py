@@ -1,48 +1,13 @@
-"""Hand-written GPU schedules in the manner of TVM's tutorials, each a function returning
-(schedule, tensors): the tests lower them for a device and check the IR, the examples and the device
-tests build and run them. Sizes need not divide the tiles."""
+"""GPU kernels scheduled by hand in the manner of TVM's tutorials, each a function returning
+(schedule, tensors) for te.build(s, tensors, target="opencl" or "cuda"): GEMM with shared-memory
+panels and register tiles (gemm_gpu.py shows and runs it), a 3x3 convolution, a row sum and a
+softmax with cross-thread reductions, and an elementwise chain. Sizes need not divide the tiles.
+tests/python/test_gpu_kernels.py runs them against numpy, benchmarks/gpu.py times them."""
 from tessera import te
+from gemm_gpu import gemm_schedule as gemm  # noqa: F401 (one of the kernels; the example shows it)
 
 bx, by = te.thread_axis("blockIdx.x"), te.thread_axis("blockIdx.y")
 tx, ty = te.thread_axis("threadIdx.x"), te.thread_axis("threadIdx.y")
-
-
-def gemm(n, m, k, tile=32, thread_tile=4, k_tile=8):
-    """C = A @ B: a block computes a tile x tile tile of C with (tile/thread_tile)^2 threads, each a
-    thread_tile x thread_tile register tile (cache_write "local"); at each step of the reduction the
-    block's threads fill k_tile-wide panels of A and B in shared memory together, every thread
-    fetching a share (the fused panel loop split by the thread count and bound to the threads)."""
-    A = te.placeholder((n, k), "float32", name="A")
-    B = te.placeholder((k, m), "float32", name="B")
-    r = te.reduce_axis((0, k), name="r")
-    C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
-    s = te.create_schedule(C)
-    AA = s.cache_read(A, "shared", [C])
-    BB = s.cache_read(B, "shared", [C])
-    CL = s.cache_write(C, "local")
-    threads = tile // thread_tile
-    i, j = C.op.axis
-    io, ii = s[C].split(i, factor=tile)
-    jo, ji = s[C].split(j, factor=tile)
-    ity, iti = s[C].split(ii, factor=thread_tile)
-    jtx, jti = s[C].split(ji, factor=thread_tile)
-    s[C].reorder(io, jo, ity, jtx, iti, jti)
-    s[C].bind(io, by)
-    s[C].bind(jo, bx)
-    s[C].bind(ity, ty)
-    s[C].bind(jtx, tx)
-    s[CL].compute_at(s[C], jtx)
-    ci, cj = s[CL].op.axis
-    ko, ki = s[CL].split(s[CL].op.reduce_axis[0], factor=k_tile)
-    s[CL].reorder(ko, ki, ci, cj)
-    for panel in (AA, BB):
-        s[panel].compute_at(s[CL], ko)
-        fused = s[panel].fuse(*s[panel].op.axis)
-        rest, per_block = s[panel].split(fused, factor=threads * threads)
-        fy, fx = s[panel].split(per_block, factor=threads)
-        s[panel].bind(fy, ty)
-        s[panel].bind(fx, tx)
-    return s, [A, B, C]
 
 
 def conv3x3(batch, channels, height, width, filters, tile=8):
