@@ -34,6 +34,32 @@ SharedLibrary build_shared_library(const std::vector<tensor_ir::LoweredFunc>& fu
   return {bytes.str(), o.target, o.arch, o.cpu_features};
 }
 
+std::vector<std::string> write_sources(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target,
+                                       const std::string& dir) {
+  // (format, file extension) per target kind.
+  std::vector<std::pair<std::string, std::string>> formats;
+  if (target.kind == "llvm") formats = {{"ll", ".ll"}};
+  if (target.kind == "c") formats = {{"c", ".c"}};
+  if (target.kind == "opencl") formats = {{"cl", ".cl"}};
+  if (target.kind == "cuda") formats = {{"cuda", ".cu"}, {"ptx", ".ptx"}, {"ptxas", ".ptxas.txt"}};
+  if (formats.empty()) fail("target '", target.str(), "' has no readable source");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) fail("cannot create the folder ", dir, ": ", ec.message());
+  std::vector<std::string> written;
+  for (const tensor_ir::LoweredFunc& f : funcs) {
+    const std::shared_ptr<runtime::Module> module = build({f}, target);
+    for (const auto& [format, extension] : formats) {
+      const std::string path = (std::filesystem::path(dir) / (f.name + extension)).string();
+      std::ofstream out(path);
+      out << module->source(format);
+      if (!out) fail("cannot write ", path);
+      written.push_back(path);
+    }
+  }
+  return written;
+}
+
 runtime::KernelSignature kernel_signature(const tensor_ir::LoweredFunc& f) {
   runtime::KernelSignature signature{f.name, {}};
   for (const tensor_ir::Buffer& b : f.args) {

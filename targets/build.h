@@ -26,6 +26,13 @@ struct SharedLibrary {
 };
 SharedLibrary build_shared_library(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target);
 
+// Writes each of `funcs` compiled for `target` as files a person can read into `dir` (made if
+// missing): NAME.ll for llvm, NAME.c for c, NAME.cl for opencl, NAME.cu, NAME.ptx and
+// NAME.ptxas.txt (registers and shared memory per kernel) for cuda. Returns the paths written.
+// Throws what building throws (for a device target, the verifier's refusal naming the kernel).
+std::vector<std::string> write_sources(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target,
+                                       const std::string& dir);
+
 // The calling signature of a lowered kernel (argument names, constant shapes, dtypes).
 runtime::KernelSignature kernel_signature(const tensor_ir::LoweredFunc& func);
 

@@ -30,8 +30,8 @@ struct Target {
 
   // What default schedules and layouts size themselves by: for llvm, the widest vector registers
   // the CPU's features enable (AVX-512: 32 of 64 bytes; AVX/AVX2: 16 of 32; SSE: 16 of 16;
-  // AArch64 NEON: 32 of 16), the host's filled in where the target leaves them. Throws for
-  // kinds without a CPU description.
+  // AArch64 NEON: 32 of 16), the host's filled in where the target leaves them; for c, the
+  // host's. Throws for kinds without a CPU description.
   schedule::HardwareParams hardware() const;
 
   // kind, then the options that are set, in a fixed order; parse(str()) == *this.

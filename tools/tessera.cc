@@ -19,6 +19,7 @@
 #include "runtime/error.h"
 #include "runtime/module_loader.h"
 #include "runtime/npy.h"
+#include "targets/build.h"
 #include "tools/cli_tune.h"
 
 using namespace tessera;
@@ -136,7 +137,25 @@ int cmd_run(const ModelOptions& o, const std::vector<std::string>& inputs, const
   return 0;
 }
 
-int cmd_inspect(const ModelOptions& o, const std::string& dot) {
+// Models have no GPU schedules yet: for opencl and cuda their kernels are lowered with the host
+// CPU's schedules, which bind no loop to a thread, so the device verifier refuses each kernel by
+// name (the operator it computes) instead of the target failing to describe its hardware.
+void write_kernel_sources(const ModelOptions& o, const std::string& dir) {
+  const targets::Target target = targets::Target::parse(o.target);
+  ModelOptions lowering = o;
+  if (target.kind == "opencl" || target.kind == "cuda") lowering.target = "llvm";
+  double seconds = 0;
+  const driver::BuildResult r = compile(lowering, &seconds, /*jit=*/false);
+  const std::vector<std::string> paths = targets::write_sources(r.lowered, target, dir);
+  std::printf("wrote %zu files of %zu kernels' %s source to %s\n", paths.size(), r.lowered.size(), target.kind.c_str(),
+              dir.c_str());
+}
+
+int cmd_inspect(const ModelOptions& o, const std::string& dot, const std::string& source_dir) {
+  if (!source_dir.empty()) {
+    write_kernel_sources(o, source_dir);
+    return 0;
+  }
   double seconds = 0;
   driver::BuildResult r = compile(o, &seconds);
   std::printf("%s", relay_ir::to_text(r.optimized).c_str());
@@ -180,6 +199,9 @@ int main(int argc, char** argv) {
   add_model_options(inspect_cmd, inspect_opts);
   std::string dot;
   inspect_cmd->add_option("--dot", dot, "write the optimized graph with its fused groups as Graphviz");
+  std::string source_dir;
+  inspect_cmd->add_option("--source", source_dir,
+                          "write each kernel's generated source for -t to this folder (.ll, .c, .cl, .cu and .ptx)");
 
   add_tuning_commands(app);
 
@@ -188,7 +210,7 @@ int main(int argc, char** argv) {
     if (int status = run_tuning_commands(); status >= 0) return status;
     if (*compile_cmd) return cmd_compile(compile_opts, output);
     if (*run_cmd) return cmd_run(run_opts, inputs, output_dir, bench);
-    if (*inspect_cmd) return cmd_inspect(inspect_opts, dot);
+    if (*inspect_cmd) return cmd_inspect(inspect_opts, dot, source_dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());
     return 1;

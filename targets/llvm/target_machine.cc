@@ -137,6 +137,8 @@ void check_runs_on_host(const ResolvedTarget& t) {
 namespace tessera::targets {
 
 schedule::HardwareParams Target::hardware() const {
+  // C is compiled for this machine by its C compiler, which vectorizes for its registers.
+  if (kind == "c") return host().hardware();
   if (kind != "llvm") fail("target '", str(), "': only llvm targets describe their hardware for now");
   const llvm_backend::ResolvedTarget r = llvm_backend::resolve(*this);
   std::unique_ptr<llvm::MCSubtargetInfo> sti(

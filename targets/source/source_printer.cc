@@ -1,5 +1,6 @@
 #include "targets/source/source_printer.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -117,7 +118,7 @@ void SourcePrinter::print_helpers() {
 // --- expressions ------------------------------------------------------------------------------
 
 std::string SourcePrinter::literal(const Expr& e) {
-  DataType t = e.type();
+  DataType t = e.type().element();
   if (const auto* i = e.as<IntImm>()) {
     if (t.is_bool()) return i->value ? "true" : "false";
     // Negative ones in parentheses, so that no operator before them makes "--".
@@ -203,9 +204,16 @@ std::string SourcePrinter::call(const Call* op) {
 }
 
 std::string SourcePrinter::expr(const Expr& e) {
-  if (e.type().is_vector()) unsupported("vector values (" + e.type().str() + "); do not vectorize its loops");
-  const DataType t = e.type();
+  // Vector values are printed one lane at a time, inside the loop over lanes of a vector store.
+  if (e.type().is_vector() && lane_.empty()) unsupported("vector values (" + e.type().str() + ") outside a store");
+  const DataType t = e.type().element();
   switch (e->kind) {
+    case NodeKind::Ramp: {
+      const auto* r = e.as<Ramp>();
+      return "(" + expr(r->base) + " + " + expr(r->stride) + " * " + lane_ + ")";
+    }
+    case NodeKind::Broadcast:
+      return expr(e.as<Broadcast>()->value);
     case NodeKind::IntImm:
     case NodeKind::FloatImm:
       return literal(e);
@@ -355,8 +363,22 @@ void SourcePrinter::stmt(const Stmt& s) {
     }
     case NodeKind::Store: {
       const auto* st = s.as<Store>();
+      const int lanes = std::max(st->value.type().lanes, st->index.type().lanes);
+      if (lanes == 1) {
+        const std::string index = expr(st->index), value = expr(st->value);
+        line() << store(st->buffer, index, value) << "\n";
+        return;
+      }
+      // C has no portable vectors: the lanes in a loop, which the C compiler may vectorize again.
+      lane_ = name_of(st, "lane");
+      line() << "for (" << type_name(kIndexType) << " " << lane_ << " = 0; " << lane_ << " < " << lanes << "; ++"
+             << lane_ << ") {\n";
       const std::string index = expr(st->index), value = expr(st->value);
+      lane_.clear();
+      ++indent_;
       line() << store(st->buffer, index, value) << "\n";
+      --indent_;
+      line() << "}\n";
       return;
     }
     case NodeKind::Allocate: {

@@ -88,6 +88,7 @@ class SourcePrinter {
   static std::string one(DataType t);
   void print_for(const For* op);
 
+  std::string lane_;  // the lane variable while a vector store's lanes are printed
   std::unordered_map<const Object*, std::string> names_;
   std::unordered_set<const Object*> in_scope_;
   std::unordered_set<std::string> taken_;

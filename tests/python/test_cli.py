@@ -112,3 +112,16 @@ def test_db_errors_name_the_file(tmp_path):
     (tmp_path / "bad.jsonl").write_text('{"record": 1}\n')
     proc = tessera("db", "--db", tmp_path / "n.db", "import", tmp_path / "bad.jsonl", ok=False)
     assert proc.returncode == 1 and "line 1" in proc.stderr
+
+
+def test_inspect_writes_each_kernels_source(model, tmp_path):
+    out = tessera("inspect", model, "--shape", "x=3,8", "-t", "c", "--source", tmp_path / "c").stdout
+    assert "wrote 1 files of 1 kernels' c source to" in out
+    (c_file,) = (tmp_path / "c").glob("*.c")
+    assert "fused_add_relu" in c_file.name and "int32_t " in c_file.read_text()
+    tessera("inspect", model, "--shape", "x=3,8", "--source", tmp_path / "ll")
+    assert list((tmp_path / "ll").glob("*.ll"))
+    # Models have no GPU schedules yet: the device verifier names the kernel's operator.
+    for target in ["opencl", "cuda -arch=sm_80"]:
+        proc = tessera("inspect", model, "--shape", "x=3,8", "-t", target, "--source", tmp_path / "dev", ok=False)
+        assert proc.returncode == 1 and "fused_add_relu" in proc.stderr and "outside every thread extent" in proc.stderr

@@ -49,14 +49,22 @@ def test_c_target_math_and_types(rng):
     np.testing.assert_array_equal(m, b > 1.0)
 
 
-def test_c_target_refuses_vectors_and_float16_by_name():
-    A = te.placeholder((32,), "float32", name="A")
-    B = te.compute((32,), lambda i: A[i] * 2.0, name="B")
+@pytest.mark.parametrize("n", [1, 37, 64])
+def test_c_target_prints_vectorized_loops_lane_by_lane(rng, n):
+    A = te.placeholder((n,), "float32", name="A")
+    B = te.compute((n,), lambda i: te.select(A[i] > 0.0, te.sqrt(A[i]), A[i] * 2.0), name="B")
     s = te.create_schedule(B)
     _, xi = s[B].split(B.op.axis[0], factor=8)
     s[B].vectorize(xi)
-    with pytest.raises(tessera.Error, match="the c source printer cannot print vector values"):
-        te.build(s, [A, B], target="c")
+    f = te.build(s, [A, B], target="c")
+    assert n < 8 or "lane" in f.get_source("c")
+    a = rng.standard_normal(n).astype("float32")
+    b = np.zeros(n, "float32")
+    f(a, b)
+    np.testing.assert_allclose(b, np.where(a > 0, np.sqrt(np.abs(a)), a * 2), rtol=1e-6)
+
+
+def test_c_target_refuses_float16_by_name():
     H = te.placeholder((4,), "float16", name="H")
     G = te.compute((4,), lambda i: H[i] + 1.0, name="G")
     with pytest.raises(tessera.Error, match="cannot print float16 values"):

@@ -140,12 +140,29 @@ TEST(CUDAPrinter, CompilerErrorsAreNamed) {
 TEST(SourcePrinter, RefusesWhatADialectCannotPrint) {
   Buffer a = device_buffer("A", {64});
   Var tx("tx"), i("i");
-  LoweredFunc vec{"vec",
-                  {a},
-                  bind(tx, "threadIdx.x", 16,
-                       Store::make(a, Broadcast::make(make_const(runtime::kFloat32, 1), 4), Ramp::make(tx * 4, 1, 4)))};
-  EXPECT_TRUE(contains(error_of([&] { source::print_opencl(split_host_device(vec)); }),
-                       "kernel 'vec_kernel0': the opencl source printer cannot print vector values (int64x4)"));
+  // A vector store is printed lane by lane; a vector value anywhere else is refused.
+  LoweredFunc vec{
+      "vec",
+      {a},
+      bind(
+          tx, "threadIdx.x", 16,
+          Store::make(a, Broadcast::make(make_const(runtime::kFloat32, 1), 4) + Load::make(a, Ramp::make(tx * 4, 1, 4)),
+                      Ramp::make(tx * 4, 1, 4)))};
+  const std::string cl = source::print_opencl(split_host_device(vec));
+  EXPECT_TRUE(contains(cl,
+                       "for (long lane = 0; lane < 4; ++lane) {\n    A[((tx * 4L) + 1L * lane)] = (1.0f + "
+                       "A[((tx * 4L) + 1L * lane)]);"))
+      << cl;
+  build_on_pocl(cl, {"vec_kernel0"});
+  Var v("v", DataType::Int(64, 4));
+  LoweredFunc vec_let{
+      "vec_let",
+      {a},
+      bind(tx, "threadIdx.x", 16,
+           LetStmt::make(v, Ramp::make(tx * 4, 1, 4), Store::make(a, make_const(runtime::kFloat32, 1), tx)))};
+  EXPECT_TRUE(contains(error_of([&] { source::print_opencl(split_host_device(vec_let)); }),
+                       "kernel 'vec_let_kernel0': the opencl source printer cannot print vector values (int64x4) "
+                       "outside a store"));
   LoweredFunc par{"par",
                   {a},
                   bind(tx, "threadIdx.x", 1,
