@@ -110,3 +110,24 @@ def test_cuda_vector_add_compiles_for_sm80_and_sm90():
         f = te.build(s, args, target="cuda -arch=" + arch)
         assert "__global__" in f.get_source() and ".target " + arch in f.get_source("ptx")
         assert "registers" in f.get_source("ptxas")
+
+
+def test_c_target_builds_a_model_like_llvm(rng, tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 17, 17])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [8, 3, 3, 3], rng.standard_normal(8 * 27).astype("float32").tolist())
+    fw = helper.make_tensor("fw", TensorProto.FLOAT, [8 * 15 * 15, 10],
+                            (rng.standard_normal(8 * 225 * 10) * 0.01).astype("float32").tolist())
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Flatten", ["r"], ["f"]), helper.make_node("MatMul", ["f", "fw"], ["m"]),
+             helper.make_node("Softmax", ["m"], ["y"], axis=1)]
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w, fw]),
+                                opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    mod = tessera.onnx.load(str(path))
+    xin = rng.standard_normal((1, 3, 17, 17)).astype("float32")
+    from_c = tessera.build(mod, target="c", db=None).run([xin])[0]
+    from_llvm = tessera.build(mod, target="llvm", db=None).run([xin])[0]
+    np.testing.assert_allclose(from_c, from_llvm, rtol=1e-5, atol=1e-6)
