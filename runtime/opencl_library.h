@@ -15,7 +15,8 @@ struct OpenCLLibrary {
 #define TESSERA_OPENCL_FUNCTIONS(X)                                                                                    \
   X(clGetPlatformIDs)                                                                                                  \
   X(clGetPlatformInfo)                                                                                                 \
-  X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext) X(clCreateCommandQueueWithProperties)    \
+  X(clGetDeviceIDs)                                                                                                    \
+  X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext) X(clCreateCommandQueueWithProperties)                      \
       X(clReleaseCommandQueue) X(clCreateBuffer) X(clReleaseMemObject) X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer)  \
           X(clEnqueueCopyBuffer) X(clEnqueueFillBuffer) X(clFinish) X(clCreateProgramWithSource)                       \
               X(clCreateProgramWithBinary) X(clGetProgramInfo) X(clBuildProgram) X(clGetProgramBuildInfo)              \
