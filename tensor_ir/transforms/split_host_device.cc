@@ -79,8 +79,9 @@ class WidenThreadExtents : public IRMutator {
     const int64_t launch = extents_.at(thread_tag_index(op->tag));
     const int64_t own = op->extent.as<IntImm>()->value;
     if (own == launch && body.same_as(op->body)) return Stmt(op);
-    if (own < launch) body = IfThenElse::make(LT::make(op->var, Expr(own)), body);
-    return ThreadExtent::make(op->var, op->tag, Expr(launch), body);
+    if (own < launch)
+      body = IfThenElse::make(LT::make(op->var, make_const(op->var.type(), static_cast<double>(own))), body);
+    return ThreadExtent::make(op->var, op->tag, make_const(op->extent.type(), static_cast<double>(launch)), body);
   }
   const std::map<int, int64_t>& extents_;
 };

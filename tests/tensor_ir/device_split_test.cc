@@ -64,6 +64,21 @@ TEST(SplitHostDevice, WorkspaceBetweenKernelsAndGuardedSmallerExtent) {
   verify_device_program(p, DeviceLimits{});
 }
 
+TEST(SplitHostDevice, GuardsThreadIndicesOfAnyIntegerType) {
+  Buffer a = device_buffer("A", {64});
+  Var b("b", runtime::kInt32), t0("t0", runtime::kInt32), t1("t1", runtime::kInt32);
+  auto store = [&](const Var& t) {
+    return Store::make(a, make_const(runtime::kFloat32, 1), Cast::make(kIndexType, t));
+  };
+  Stmt body = Block::make({ThreadExtent::make(t0, "threadIdx.x", make_const(runtime::kInt32, 64), store(t0)),
+                           ThreadExtent::make(t1, "threadIdx.x", make_const(runtime::kInt32, 16), store(t1))});
+  DeviceProgram p =
+      split_host_device({"f", {a}, ThreadExtent::make(b, "blockIdx.x", make_const(runtime::kInt32, 1), body)});
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].block[0], 64);
+  EXPECT_NE(to_string(p.kernels[0].func.body).find("if (t1 < int32(16))"), std::string::npos) << to_string(p.kernels[0].func.body);
+}
+
 TEST(SplitHostDevice, RefusesNonConstantExtentAndNestedRebinding) {
   Buffer a = device_buffer("A", {10});
   Var n("n"), tx("tx"), tx2("tx2");
