@@ -7,6 +7,7 @@
 #include "tensor_ir/op.h"
 #include "tensor_ir/printer.h"
 #include "tensor_ir/structural.h"
+#include "tensor_ir/substitute.h"
 
 namespace tessera::tensor_ir {
 
@@ -70,11 +71,18 @@ class BarrierInserter {
   // `pending`: the shared accesses since the last barrier, before `s` and then after it.
   Stmt visit(const Stmt& s, Accesses& pending) {
     if (const auto* op = s.as<ThreadExtent>()) {
-      if (in_kernel_) return ThreadExtent::make(op->var, op->tag, op->extent, visit(op->body, pending));
-      in_kernel_ = true;
-      Accesses kernel;
-      Stmt body = visit(op->body, kernel);
-      in_kernel_ = false;
+      bool is_thread = op->tag.rfind("threadIdx", 0) == 0;
+      if (is_thread) threads_.push_back(op->var.get());
+      Stmt body;
+      if (in_kernel_) {
+        body = visit(op->body, pending);
+      } else {
+        in_kernel_ = true;
+        Accesses kernel;
+        body = visit(op->body, kernel);
+        in_kernel_ = false;
+      }
+      if (is_thread) threads_.pop_back();
       return ThreadExtent::make(op->var, op->tag, op->extent, body);
     }
     if (const auto* op = s.as<Block>()) {
@@ -116,6 +124,15 @@ class BarrierInserter {
     append(start, first);
     Stmt body = visit(op->body, start);
     append(pending, start);  // the loop may not run at all
+    if (count_barriers(body) != count_barriers(op->body))
+      for (const VarNode* thread : threads_)
+        if (uses_var(op->min, thread) || uses_var(op->extent, thread))
+          fail("insert_barriers: loop ", op->var.name(),
+               " needs a barrier between its shared-memory accesses, but its "
+               "trip count depends on thread ",
+               thread->name,
+               ", so not every thread would reach it (make its extent "
+               "the same for all threads of a block)");
     return For::make(op->var, op->min, op->extent, op->for_kind, body, op->pragmas);
   }
 
@@ -145,6 +162,7 @@ class BarrierInserter {
   }
 
   bool in_kernel_ = false;
+  std::vector<const VarNode*> threads_;  // the threadIdx variables around the statement
 };
 
 }  // namespace

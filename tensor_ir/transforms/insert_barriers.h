@@ -13,7 +13,8 @@ namespace tessera::tensor_ir {
 // what the iteration before it accessed (a tile refilled while other threads read the last one).
 // Accesses at the same index expression are one thread's own element and never conflict (TVM's
 // rule). Barriers go between the statements of a block or loop body, never inside a branch, so
-// every thread of the block reaches them: a statement under an `if` counts as a whole.
+// every thread of the block reaches them: a statement under an `if` counts as a whole. A branch, or
+// a loop whose trip count depends on threadIdx, that would need a barrier inside is an error.
 Stmt insert_barriers(const Stmt& s);
 
 }  // namespace tessera::tensor_ir

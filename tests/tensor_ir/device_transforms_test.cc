@@ -119,6 +119,19 @@ TEST(InsertBarriers, RefusesABarrierUnderABranch) {
   EXPECT_NE(msg.find("the statements under if (tx < 32) need a barrier"), std::string::npos) << msg;
 }
 
+TEST(InsertBarriers, RefusesABarrierInALoopOfThreadDependentLength) {
+  Kernel k;
+  Var r("r");
+  Buffer in = buffer("In", 256, MemoryScope::Global), s = buffer("S", 64, MemoryScope::Shared);
+  Stmt body = Block::make({Store::make(s, Load::make(in, r), k.tx), Store::make(s, Load::make(s, k.tx + 1), k.tx)});
+  Stmt loop = For::make(r, Expr(0), k.tx + 1, ForKind::Serial, body);
+  std::string msg = error_of([&] { insert_barriers(k(Allocate::make(s, loop))); });
+  EXPECT_NE(msg.find("loop r needs a barrier between its shared-memory accesses, but its trip count depends on thread "
+                     "tx"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(MergeThreadExtents, InnerLoopsOfATagRunOnTheOuterThreads) {
   Kernel k;
   Var inner("fill"), wide("wide");
