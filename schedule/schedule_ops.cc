@@ -168,8 +168,7 @@ class NestBuilder {
     const std::string& name = p.stage->name();
     if (!is_thread_tag(bound->thread_tag))
       fail("cross-thread reduction of stage ", name,
-           ": its reduction loop bound to a thread axis must be the "
-           "outermost of its reduction loops, not ",
+           ": its reduction loop bound to a thread axis must be the outermost of its reduction loops, not ",
            bound->name);
     for (size_t i = first + 1; i < leaves.size(); ++i) {
       if (leaves[i]->kind == IterKind::DataPar)

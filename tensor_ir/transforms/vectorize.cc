@@ -40,13 +40,13 @@ class Vectorizer : public IRMutator {
 #define TESSERA_BINARY(T) \
   Expr mutate_(const T* op) override { return binary(op); }
   TESSERA_BINARY(Add)
-  TESSERA_BINARY(Sub)
-  TESSERA_BINARY(Mul) TESSERA_BINARY(Div) TESSERA_BINARY(Mod) TESSERA_BINARY(FloorDiv) TESSERA_BINARY(FloorMod)
-      TESSERA_BINARY(Min) TESSERA_BINARY(Max) TESSERA_BINARY(EQ) TESSERA_BINARY(NE) TESSERA_BINARY(LT)
-          TESSERA_BINARY(LE) TESSERA_BINARY(GT) TESSERA_BINARY(GE) TESSERA_BINARY(And) TESSERA_BINARY(Or)
+  TESSERA_BINARY(Sub) TESSERA_BINARY(Mul) TESSERA_BINARY(Div) TESSERA_BINARY(Mod) TESSERA_BINARY(FloorDiv)
+      TESSERA_BINARY(FloorMod) TESSERA_BINARY(Min) TESSERA_BINARY(Max) TESSERA_BINARY(EQ) TESSERA_BINARY(NE)
+          TESSERA_BINARY(LT) TESSERA_BINARY(LE) TESSERA_BINARY(GT) TESSERA_BINARY(GE) TESSERA_BINARY(And)
+              TESSERA_BINARY(Or)
 #undef TESSERA_BINARY
 
-              Expr mutate_(const Select* op) override {
+                  Expr mutate_(const Select* op) override {
     Expr c = mutate(op->condition), t = mutate(op->true_value), f = mutate(op->false_value);
     int lanes = std::max<int>({c.type().lanes, t.type().lanes, f.type().lanes});
     if (lanes == 1) return Select::make(c, t, f);
