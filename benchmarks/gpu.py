@@ -22,19 +22,13 @@ import tessera  # noqa: E402
 from tessera import te  # noqa: E402
 from gemm import gemm_schedule as cpu_gemm_schedule  # noqa: E402
 from gemm_gpu import gemm_schedule  # noqa: E402
-from gpu_kernels import softmax  # noqa: E402
+from gpu_kernels import softmax, softmax_compute  # noqa: E402
 
 
 def cpu_softmax(n, m):
     """The same softmax for the CPU: rows spread over the thread pool, each row's max and sum
     computed with the row, the normalization vectorized."""
-    A = te.placeholder((n, m), "float32", name="A")
-    k1 = te.reduce_axis((0, m), name="k1")
-    M = te.compute((n,), lambda i: te.max(A[i, k1], axis=k1), name="M")
-    E = te.compute((n, m), lambda i, j: te.exp(A[i, j] - M[i]), name="E")
-    k2 = te.reduce_axis((0, m), name="k2")
-    S = te.compute((n,), lambda i: te.sum(E[i, k2], axis=k2), name="S")
-    Y = te.compute((n, m), lambda i, j: E[i, j] / S[i], name="Y")
+    A, M, E, S, Y = softmax_compute(n, m)
     s = te.create_schedule(Y)
     i, j = Y.op.axis
     s[Y].parallel(i)

@@ -63,9 +63,9 @@ def row_sum(n, m, threads=64):
     return s, [A, B]
 
 
-def softmax(n, m, threads=64):
-    """Y = softmax(A) along rows: the row maximum and the row sum of exp(A - max) each reduced
-    across the threads of a block per row (as row_sum), then a kernel normalizing each element."""
+def softmax_compute(n, m):
+    """Y = softmax(A) along rows, as its stages: A, the row maximum M, E = exp(A - M), the row sum S
+    of E, and Y = E / S."""
     A = te.placeholder((n, m), "float32", name="A")
     k1 = te.reduce_axis((0, m), name="k1")
     M = te.compute((n,), lambda i: te.max(A[i, k1], axis=k1), name="M")
@@ -73,6 +73,13 @@ def softmax(n, m, threads=64):
     k2 = te.reduce_axis((0, m), name="k2")
     S = te.compute((n,), lambda i: te.sum(E[i, k2], axis=k2), name="S")
     Y = te.compute((n, m), lambda i, j: E[i, j] / S[i], name="Y")
+    return A, M, E, S, Y
+
+
+def softmax(n, m, threads=64):
+    """Softmax along rows: the row maximum and the row sum of exp(A - max) each reduced across the
+    threads of a block per row (as row_sum), then a kernel normalizing each element."""
+    A, M, E, S, Y = softmax_compute(n, m)
     s = te.create_schedule(Y)
     s[E].compute_inline()
     _cross_thread(s, M, threads)

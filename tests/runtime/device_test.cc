@@ -14,23 +14,15 @@
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "temp_dir.h"
+#include "error_of.h"
 
 namespace tessera::runtime {
 namespace {
 
+using namespace tessera::testing;
+
 const Device kOpenCL{DeviceType::OpenCL, 0};
 const Device kCUDA{DeviceType::CUDA, 0};
-
-// The message of the Error `f` throws ("" if it throws none).
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::vector<Device> present_devices() {
   std::vector<Device> devices = {Device::cpu(), kOpenCL};  // OpenCL is required: a missing PoCL fails

@@ -2,20 +2,12 @@
 #include <gtest/gtest.h>
 
 #include "schedule_test_util.h"
+#include "error_of.h"
 
 namespace tessera::schedule::testing {
 namespace {
 
-// Runs f and returns the message of the Error it must throw.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using namespace tessera::testing;
 
 TEST(ScheduleErrors, NameTheStageAndLoop) {
   Matmul mm = matmul(8, 8, 8);

@@ -13,6 +13,7 @@
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "targets/build.h"
+#include "error_of.h"
 
 namespace tessera::targets {
 namespace {
@@ -22,18 +23,6 @@ using runtime::NDArray;
 
 const runtime::Device kOpenCL{runtime::DeviceType::OpenCL, 0};
 const runtime::Device kCUDA{runtime::DeviceType::CUDA, 0};
-
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 NDArray random_array(std::vector<int64_t> shape, unsigned seed) {
   NDArray a = NDArray::empty(std::move(shape), runtime::kFloat32);

@@ -9,24 +9,13 @@
 #include "targets/cuda/nvrtc.h"
 #include "targets/source/source_dialects.h"
 #include "tensor_ir/transforms/split_host_device.h"
+#include "error_of.h"
 
 namespace tessera::targets {
 namespace {
 
 using namespace tessera::testing;
 using runtime::DataType;
-
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Builds `source` with PoCL and looks up each of `kernels`; throws with the build log otherwise.
 void build_on_pocl(const std::string& source, const std::vector<std::string>& kernels) {

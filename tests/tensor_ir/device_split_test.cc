@@ -7,22 +7,12 @@
 #include "tensor_ir/printer.h"
 #include "tensor_ir/transforms/split_host_device.h"
 #include "tensor_ir/transforms/verify_device.h"
+#include "error_of.h"
 
 namespace tessera::tensor_ir {
 namespace {
 
 using namespace tessera::testing;
-
-// Runs `f` and returns the message of the tessera::Error it throws ("" when it throws none).
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::vector<std::string> names(const std::vector<Buffer>& buffers) {
   std::vector<std::string> out;
@@ -76,7 +66,8 @@ TEST(SplitHostDevice, GuardsThreadIndicesOfAnyIntegerType) {
       split_host_device({"f", {a}, ThreadExtent::make(b, "blockIdx.x", make_const(runtime::kInt32, 1), body)});
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].block[0], 64);
-  EXPECT_NE(to_string(p.kernels[0].func.body).find("if (t1 < int32(16))"), std::string::npos) << to_string(p.kernels[0].func.body);
+  EXPECT_NE(to_string(p.kernels[0].func.body).find("if (t1 < int32(16))"), std::string::npos)
+      << to_string(p.kernels[0].func.body);
 }
 
 TEST(SplitHostDevice, RefusesNonConstantExtentAndNestedRebinding) {

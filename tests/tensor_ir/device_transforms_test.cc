@@ -3,7 +3,6 @@
 // hoisted to the kernel's top.
 #include <gtest/gtest.h>
 
-#include <functional>
 
 #include "runtime/error.h"
 #include "tensor_ir/op.h"
@@ -11,9 +10,12 @@
 #include "tensor_ir/transforms/hoist_shared_allocations.h"
 #include "tensor_ir/transforms/insert_barriers.h"
 #include "tensor_ir/transforms/merge_thread_extents.h"
+#include "error_of.h"
 
 namespace tessera::tensor_ir {
 namespace {
+
+using namespace tessera::testing;
 
 using runtime::kFloat32;
 
@@ -28,15 +30,6 @@ struct Kernel {
     return ThreadExtent::make(bx, "blockIdx.x", Expr(4), ThreadExtent::make(tx, "threadIdx.x", Expr(64), body));
   }
 };
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 // Each thread stores its element, then reads its neighbour's: without the barrier, the
 // neighbour may not have stored it yet.
