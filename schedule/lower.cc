@@ -61,9 +61,11 @@ void check_args(const Schedule& schedule, const std::vector<Tensor>& args) {
 }
 
 // The steps both lowerings share: bound inference, the loop nest (thread-bound loops merged into
-// one launch per tag), storage flattening into each stage's memory scope, simplification.
+// one launch per tag), storage flattening, simplification. On a device each buffer lives in its
+// stage's memory scope; on a CPU every intermediate is the kernel's own memory (Local), whatever
+// scope a schedule wrote for a GPU.
 LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_args, const std::string& name,
-                            StepLog& log) {
+                            bool device, StepLog& log) {
   // The user names tensors as created; stages may have replaced them (cache_write, rfactor).
   std::vector<Tensor> args;
   // A placeholder the computation never reads is still an argument (an unused input).
@@ -83,7 +85,8 @@ LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_
     func.args.push_back(buffer);
   }
   for (const auto& st : schedule.stages()) flatten.storage_align[st->op().get()] = st->storage_align();
-  for (const auto& p : plan.stages) flatten.scopes[p.stage->op().get()] = parse_memory_scope(p.scope);
+  if (device)
+    for (const auto& p : plan.stages) flatten.scopes[p.stage->op().get()] = parse_memory_scope(p.scope);
   body = storage_flatten(body, flatten);
   log("storage_flatten", body);
   func.body = arith::simplify(body);
@@ -100,7 +103,7 @@ LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, cons
         fail("lower: loop ", l->name, " of stage ", st->name(), " is bound to ", l->thread_tag,
              ", which only a device has (lower the schedule for a device: lower_for_device)");
   StepLog log(name);
-  LoweredFunc func = lower_loop_nest(schedule, user_args, name, log);
+  LoweredFunc func = lower_loop_nest(schedule, user_args, name, /*device=*/false, log);
   Stmt body = partition_loops(func.body);
   body = arith::simplify(body);
   log("partition_loops", body);
@@ -118,7 +121,7 @@ LoweredFunc lower_for_device(Schedule& schedule, const std::vector<Tensor>& user
         fail("lower_for_device: loop ", l->name, " of stage ", st->name(),
              " is parallel, which runs on a CPU's thread pool (bind it to blockIdx or threadIdx instead)");
   StepLog log(name);
-  LoweredFunc func = lower_loop_nest(schedule, user_args, name, log);
+  LoweredFunc func = lower_loop_nest(schedule, user_args, name, /*device=*/true, log);
   Stmt body = arith::simplify(legalize_for_codegen(func.body));
   log("legalize", body);
   body = hoist_shared_allocations(body);
