@@ -65,7 +65,7 @@ void check_args(const Schedule& schedule, const std::vector<Tensor>& args) {
 // stage's memory scope; on a CPU every intermediate is the kernel's own memory (Local), whatever
 // scope a schedule wrote for a GPU.
 LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_args, const std::string& name,
-                            bool device, StepLog& log) {
+                            bool device, int warp_size, StepLog& log) {
   // The user names tensors as created; stages may have replaced them (cache_write, rfactor).
   std::vector<Tensor> args;
   // A placeholder the computation never reads is still an argument (an unused input).
@@ -73,7 +73,7 @@ LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_
   check_args(schedule, args);
 
   LoweringPlan plan = infer_bounds(schedule);
-  Stmt body = merge_thread_extents(schedule_ops(schedule, plan));
+  Stmt body = merge_thread_extents(schedule_ops(schedule, plan, warp_size));
   log("schedule_ops", body);
 
   FlattenOptions flatten;
@@ -103,7 +103,7 @@ LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, cons
         fail("lower: loop ", l->name, " of stage ", st->name(), " is bound to ", l->thread_tag,
              ", which only a device has (lower the schedule for a device: lower_for_device)");
   StepLog log(name);
-  LoweredFunc func = lower_loop_nest(schedule, user_args, name, /*device=*/false, log);
+  LoweredFunc func = lower_loop_nest(schedule, user_args, name, /*device=*/false, /*warp_size=*/1, log);
   Stmt body = partition_loops(func.body);
   body = arith::simplify(body);
   log("partition_loops", body);
@@ -114,14 +114,15 @@ LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, cons
   return func;
 }
 
-LoweredFunc lower_for_device(Schedule& schedule, const std::vector<Tensor>& user_args, const std::string& name) {
+LoweredFunc lower_for_device(Schedule& schedule, const std::vector<Tensor>& user_args, const std::string& name,
+                             int warp_size) {
   for (const auto& st : schedule.stages())
     for (const auto& l : st->leaf_loops())
       if (l->for_kind == ForKind::Parallel)
         fail("lower_for_device: loop ", l->name, " of stage ", st->name(),
              " is parallel, which runs on a CPU's thread pool (bind it to blockIdx or threadIdx instead)");
   StepLog log(name);
-  LoweredFunc func = lower_loop_nest(schedule, user_args, name, /*device=*/true, log);
+  LoweredFunc func = lower_loop_nest(schedule, user_args, name, /*device=*/true, warp_size, log);
   Stmt body = arith::simplify(legalize_for_codegen(func.body));
   log("legalize", body);
   body = hoist_shared_allocations(body);

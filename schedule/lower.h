@@ -26,8 +26,10 @@ tensor_ir::LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& args
 
 // The function for a device: its body is one statement per kernel, each under its ThreadExtents
 // (what the host/device split takes). Vectorized loops stay loops marked vectorized, their bodies
-// scalar; a loop marked parallel is an error (bind it to a thread axis instead).
+// scalar; a loop marked parallel is an error (bind it to a thread axis instead). `warp_size` is
+// the device's (targets::Target::warp_size()): cross-thread reductions shuffle within warps where
+// it is above 1.
 tensor_ir::LoweredFunc lower_for_device(Schedule& schedule, const std::vector<Tensor>& args,
-                                        const std::string& name = "main");
+                                        const std::string& name = "main", int warp_size = 1);
 
 }  // namespace tessera::schedule

@@ -12,7 +12,8 @@ namespace {
 
 class NestBuilder {
  public:
-  NestBuilder(const Schedule& s, const LoweringPlan& plan) : schedule_(s), plan_(plan) {}
+  NestBuilder(const Schedule& s, const LoweringPlan& plan, int warp_size)
+      : schedule_(s), plan_(plan), warp_size_(warp_size) {}
 
   Stmt build() {
     std::vector<Stmt> roots;
@@ -158,9 +159,9 @@ class NestBuilder {
 
   // A reduction whose outermost reduction loop is bound to threadIdx (TVM's cross-thread
   // reduction, after rfactor as a rule): each thread reduces its share over the loops inside into
-  // a local partial; the block's threads then combine their partials in a tree through a shared
-  // buffer (halving the active threads each step; insert_barriers separates the steps), and
-  // thread 0 stores the result. A tree through shared memory works in OpenCL and CUDA alike.
+  // a local partial, the block's threads combine their partials, and thread 0 stores the result.
+  // Warps combine theirs with shuffles where the device has warps and the loop is threadIdx.x over
+  // whole warps (at most a warp of them); otherwise the partials go through shared memory in a tree.
   Stmt cross_thread_reduction(const StagePlan& p, size_t first, const Reduce& reduce, const Expr& source,
                               const std::vector<Expr>& init_guards, const std::vector<Expr>& index) {
     const auto& leaves = p.stage->leaf_loops();
@@ -183,36 +184,88 @@ class NestBuilder {
     if (!threads)
       fail("cross-thread reduction of stage ", name, ": loop ", bound->name, " bound to ", bound->thread_tag,
            " needs a constant extent, not ", to_string(extent));
-    DataType type = reduce.type;
-    Buffer partial = BufferNode::make(name + ".partial", type, {Expr(1)}, MemoryScope::Local);
-    Buffer tree = BufferNode::make(name + ".red", type, {Expr(*threads)}, MemoryScope::Shared);
-    Expr zero = make_zero(kIndexType), thread = bound->var;
-    Stmt accumulate = Store::make(partial, reduce_combine(reduce.combiner, Load::make(partial, zero), source), zero);
-    std::vector<Stmt> steps = {Store::make(partial, reduce_identity(reduce.combiner, type), zero),
-                               loop_nest(p, first + 1, leaves.size(), guarded(p.predicates, accumulate), true),
-                               Store::make(tree, Load::make(partial, zero), thread)};
+    Buffer partial = BufferNode::make(name + ".partial", reduce.type, {Expr(1)}, MemoryScope::Local);
+    const Expr zero = make_zero(kIndexType);
+    Stmt accumulate =
+        Store::make(partial, reduce_combine(reduce.combiner, Load::make(partial, zero), source), zero);
+    std::vector<Stmt> steps = {Store::make(partial, reduce_identity(reduce.combiner, reduce.type), zero),
+                               loop_nest(p, first + 1, leaves.size(), guarded(p.predicates, accumulate), true)};
+    const bool in_warps = warp_size_ > 1 && bound->thread_tag == "threadIdx.x" && *threads % warp_size_ == 0 &&
+                          *threads / warp_size_ <= warp_size_;
+    Buffer shared = in_warps ? combine_in_warps(name, reduce, partial, bound->var, *threads, steps)
+                             : combine_in_tree(name, reduce, partial, bound->var, *threads, steps);
+    std::vector<Expr> write_guards = init_guards;
+    write_guards.push_back(bound->var == Expr(0));
+    steps.push_back(guarded(write_guards, ProducerStore::make(p.stage->op(), Load::make(partial, zero), index)));
+    Stmt body = Block::make(steps);
+    if (shared) body = Allocate::make(shared, body);
+    return loop(bound, extent, with_attached(p.stage, bound, Allocate::make(partial, body)));
+  }
+
+  // The partials of `threads` threads, one per `thread`, through a shared buffer (returned): each
+  // step halves the active threads and leaves the result in thread 0's `partial`;
+  // insert_barriers separates the steps. It works in OpenCL and CUDA alike.
+  Buffer combine_in_tree(const std::string& name, const Reduce& reduce, const Buffer& partial, const Expr& thread, int64_t threads,
+                         std::vector<Stmt>& steps) {
+    if (threads == 1) return Buffer();
+    const Expr zero = make_zero(kIndexType);
+    Buffer tree = BufferNode::make(name + ".red", reduce.type, {Expr(threads)}, MemoryScope::Shared);
+    steps.push_back(Store::make(tree, Load::make(partial, zero), thread));
     int64_t offset = 1;
-    while (offset * 2 < *threads) offset *= 2;
-    for (; *threads > 1 && offset >= 1; offset /= 2) {
+    while (offset * 2 < threads) offset *= 2;
+    for (; offset >= 1; offset /= 2) {
       Expr active = thread < Expr(offset);
-      if (offset * 2 > *threads) active = logical_and(active, thread + Expr(offset) < extent);
+      if (offset * 2 > threads) active = logical_and(active, thread + Expr(offset) < Expr(threads));
       Expr combined =
           reduce_combine(reduce.combiner, Load::make(tree, thread), Load::make(tree, thread + Expr(offset)));
       steps.push_back(IfThenElse::make(active, Store::make(tree, combined, thread)));
     }
-    std::vector<Expr> write_guards = init_guards;
-    write_guards.push_back(thread == Expr(0));
-    steps.push_back(guarded(write_guards, ProducerStore::make(p.stage->op(), Load::make(tree, zero), index)));
-    Stmt body = Allocate::make(partial, Allocate::make(tree, Block::make(steps)));
-    return loop(bound, extent, with_attached(p.stage, bound, body));
+    steps.push_back(Store::make(partial, Load::make(tree, zero), zero));
+    return tree;
+  }
+
+  // The partials of `threads` threads (whole warps, threadIdx.x, so a warp's lanes are consecutive
+  // threads) by warp shuffles, TVM's two-level warp reduction: each warp combines its lanes into
+  // its first lane; with several warps, those lanes leave their results in a shared slot each
+  // (returned), and every warp combines the slots by shuffles again, its lanes past the last slot
+  // holding the identity. Every lane runs every shuffle: none is under a condition.
+  Buffer combine_in_warps(const std::string& name, const Reduce& reduce, const Buffer& partial, const Expr& thread, int64_t threads,
+                          std::vector<Stmt>& steps) {
+    const int64_t warps = threads / warp_size_;
+    shuffle_down(reduce, partial, warp_size_, steps);
+    if (warps == 1) return Buffer();
+    const Expr zero = make_zero(kIndexType), lane = floormod(thread, Expr(warp_size_));
+    Buffer slots = BufferNode::make(name + ".warps", reduce.type, {Expr(warps)}, MemoryScope::Shared);
+    steps.push_back(IfThenElse::make(lane == Expr(0),
+                                     Store::make(slots, Load::make(partial, zero), floordiv(thread, Expr(warp_size_)))));
+    steps.push_back(Store::make(partial, reduce_identity(reduce.combiner, reduce.type), zero));
+    steps.push_back(IfThenElse::make(lane < Expr(warps), Store::make(partial, Load::make(slots, lane), zero)));
+    shuffle_down(reduce, partial, warps, steps);
+    return slots;
+  }
+
+  // Each lane's `partial` combined with those of the lanes above it, at halving offsets, until the
+  // first lane holds the combination of the first `lanes` (a power of two at least as large).
+  void shuffle_down(const Reduce& reduce, const Buffer& partial, int64_t lanes, std::vector<Stmt>& steps) {
+    const Expr zero = make_zero(kIndexType);
+    int64_t offset = 1;
+    while (offset < lanes) offset *= 2;
+    for (offset /= 2; offset >= 1; offset /= 2) {
+      Expr value = Load::make(partial, zero);
+      Expr other = Call::make(value.type(), Intrinsic::warp_shuffle_down, {value, make_const(runtime::kInt32, offset)});
+      steps.push_back(Store::make(partial, reduce_combine(reduce.combiner, value, other), zero));
+    }
   }
 
   const Schedule& schedule_;
   const LoweringPlan& plan_;
+  const int warp_size_;
 };
 
 }  // namespace
 
-Stmt schedule_ops(const Schedule& schedule, const LoweringPlan& plan) { return NestBuilder(schedule, plan).build(); }
+Stmt schedule_ops(const Schedule& schedule, const LoweringPlan& plan, int warp_size) {
+  return NestBuilder(schedule, plan, warp_size).build();
+}
 
 }  // namespace tessera::schedule

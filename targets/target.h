@@ -34,6 +34,11 @@ struct Target {
   // host's. Throws for kinds without a CPU description.
   schedule::HardwareParams hardware() const;
 
+  // The lanes that run in lockstep and exchange values by shuffles: 32 for cuda (every NVIDIA
+  // architecture), 1 for the others (OpenCL C 1.2 has no portable shuffle; CPUs have no threads
+  // in blocks).
+  int warp_size() const { return kind == "cuda" ? 32 : 1; }
+
   // kind, then the options that are set, in a fixed order; parse(str()) == *this.
   std::string str() const;
   bool operator==(const Target& o) const {

@@ -131,14 +131,16 @@ struct Cast : ExprNode {
   Cast(DataType t, Expr v) : ExprNode(kKind, t), value(std::move(v)) {}
 };
 
-// Pure math and bit intrinsics, the likely hint, the prefetch and the device barrier.
+// Pure math and bit intrinsics, the likely hint, the prefetch, the device barrier and the warp
+// shuffle.
 // X(name, number of arguments).
 #define TESSERA_INTRINSICS(X)                                                                                      \
   X(exp, 1)                                                                                                        \
   X(log, 1) X(sqrt, 1) X(rsqrt, 1) X(tanh, 1) X(sigmoid, 1) X(erf, 1) X(pow, 2) X(abs, 1) X(floor, 1) X(ceil, 1)   \
       X(round, 1) X(trunc, 1) X(sin, 1) X(cos, 1) X(tan, 1) X(asin, 1) X(acos, 1) X(atan, 1) X(sinh, 1) X(cosh, 1) \
           X(asinh, 1) X(acosh, 1) X(atanh, 1) X(isnan, 1) X(isinf, 1) X(bitwise_and, 2) X(bitwise_or, 2)           \
-              X(bitwise_xor, 2) X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2) X(likely, 1) X(prefetch, 1) X(barrier, 0)
+              X(bitwise_xor, 2) X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2) X(likely, 1) X(prefetch, 1) X(barrier, 0) \
+                  X(warp_shuffle_down, 2)
 
 enum class Intrinsic : uint8_t {
 #define TESSERA_X(name, arity) name,
@@ -163,6 +165,10 @@ struct Call : ExprNode {
   // barrier() (int32, zero) is evaluated for its effect in device kernels: each thread of a block
   // waits there until all have reached it, and sees what the others wrote to shared memory before
   // (CUDA's __syncthreads(), OpenCL's barrier(CLK_LOCAL_MEM_FENCE)).
+  // warp_shuffle_down(value, offset) (scalar value, int32 offset) is, in each lane of a warp, the
+  // value of the lane `offset` above it, or its own where that lane is past the warp's end (CUDA's
+  // __shfl_down_sync over the full warp). Every lane of the warp must evaluate it together, so,
+  // like a barrier, it may not sit under control flow that depends on the thread index.
   static Expr make(DataType type, Intrinsic op, std::vector<Expr> args);
   Call(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
 };

@@ -105,6 +105,11 @@ Expr Call::make(DataType type, Intrinsic op, std::vector<Expr> args) {
     if (type != runtime::kInt32) fail(name, ": returns int32");
     return Expr(new Call(type, op, std::move(args)));
   }
+  if (op == Intrinsic::warp_shuffle_down) {
+    if (args[0].type().lanes != 1 || type != args[0].type()) fail(name, ": takes and returns a scalar value");
+    if (args[1].type() != runtime::kInt32) fail(name, ": the offset must be int32, got ", args[1].type().str());
+    return Expr(new Call(type, op, std::move(args)));
+  }
   DataType arg = args[0].type();
   for (auto& a : args)
     if (a.type() != arg) fail(name, ": argument types differ: ", arg.str(), " vs ", a.type().str());

@@ -217,7 +217,7 @@ void bind_build(py::module_& m) {
       [](schedule::Schedule& s, const std::vector<Tensor>& args, const std::string& target, const std::string& name) {
         const targets::Target t = targets::Target::parse(target);
         const bool device = t.kind == "opencl" || t.kind == "cuda";
-        tensor_ir::LoweredFunc func = device ? schedule::lower_for_device(s, args, name) : schedule::lower(s, args, name);
+        tensor_ir::LoweredFunc func = device ? schedule::lower_for_device(s, args, name, t.warp_size()) : schedule::lower(s, args, name);
         std::vector<bool> written;
         for (const auto& a : args) {
           bool is_output = false;

@@ -6,6 +6,7 @@
 #include "schedule/lower.h"
 #include "schedule/primitive.h"
 #include "schedule/schedule.h"
+#include "targets/target.h"
 #include "tensor_ir/printer.h"
 
 namespace tessera::python {
@@ -264,12 +265,15 @@ void bind_schedule(py::module_& m) {
 
   m.def(
       "lower",
-      [](Schedule& s, const std::vector<Tensor>& args, const std::string& name, bool for_device) {
-        return tensor_ir::to_string(for_device ? lower_for_device(s, args, name) : lower(s, args, name));
+      [](Schedule& s, const std::vector<Tensor>& args, const std::string& name, bool for_device,
+         const std::string& target) {
+        const int warp_size = target.empty() ? 1 : targets::Target::parse(target).warp_size();
+        return tensor_ir::to_string(for_device ? lower_for_device(s, args, name, warp_size) : lower(s, args, name));
       },
       py::arg("schedule"), py::arg("args"), py::arg("name") = "main", py::arg("for_device") = false,
-      "The lowered loop nest of function `name` over the buffers `args`, as text, for a CPU or a device "
-      "(backs te.lower).");
+      py::arg("target") = "",
+      "The lowered loop nest of function `name` over the buffers `args`, as text, for a CPU or a device (the "
+      "device of `target` where given: its warps) (backs te.lower).");
   m.def("thread_axis_tags", &thread_axis_tags, "The thread axes Stage.bind takes (backs te.thread_axis).");
 }
 

@@ -123,16 +123,18 @@ def thread_axis(tag: str, name: str | None = None) -> ThreadAxis:
     return ThreadAxis(tag, name)
 
 
-def lower(schedule: Schedule, args: Sequence[Tensor], name: str = "main", for_device: bool | None = None) -> str:
+def lower(schedule: Schedule, args: Sequence[Tensor], name: str = "main", for_device: bool | None = None,
+          target: str | None = None) -> str:
     """The lowered loop nest, as text, of a function `name` whose buffers are `args` in order
     (the inputs and outputs it is called with). `for_device`: lower for a GPU (thread-bound loops
     become launch_thread statements, buffers live in their scopes, no CPU vectorization); None
-    lowers for a device exactly when a loop is bound to blockIdx or threadIdx. Raises
-    tessera.Error for an invalid schedule."""
+    lowers for a device exactly when a loop is bound to blockIdx or threadIdx. `target` (a target
+    string) lowers as te.build does for it: for cuda, reductions across threads shuffle within
+    warps. Raises tessera.Error for an invalid schedule."""
     if for_device is None:
         for_device = builtins.any(l.thread_tag.startswith(("blockIdx", "threadIdx"))
                                   for st in schedule.stages for l in st.leaf_loops)
-    return _t.lower(schedule, list(args), name, for_device)
+    return _t.lower(schedule, list(args), name, for_device, target or "")
 
 
 def build(schedule: Schedule, args: Sequence[Tensor], target: str = "llvm", name: str = "main") -> Function | DeviceFunction:

@@ -455,6 +455,8 @@ llvm::Value* CodeGenLLVM::emit_expr(const Call* op) {
   if (op->op == Intrinsic::prefetch) return emit_prefetch(op);
   if (op->op == Intrinsic::barrier)
     fail("kernel '", kernel_name_, "' synchronizes the threads of a block: build it for a GPU target (opencl, cuda)");
+  if (op->op == Intrinsic::warp_shuffle_down)
+    fail("kernel '", kernel_name_, "' exchanges values between the lanes of a warp: build it for cuda");
   std::vector<llvm::Value*> args;
   for (const Expr& a : op->args) args.push_back(emit(a));
   return emit_intrinsic(builder_, op->op, args, op->args[0].type());

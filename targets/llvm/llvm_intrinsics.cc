@@ -237,6 +237,7 @@ llvm::Value* emit_intrinsic(llvm::IRBuilder<>& b, tensor_ir::Intrinsic op, const
       return t->isVectorTy() ? x : b.CreateIntrinsic(llvm::Intrinsic::expect, {t}, {x, b.getTrue()});
     case Intrinsic::prefetch:  // CodeGenLLVM emits it from the load's address, never its value
     case Intrinsic::barrier:   // CodeGenLLVM refuses device kernels first
+    case Intrinsic::warp_shuffle_down:
       break;
   }
   fail("internal error: intrinsic ", tensor_ir::intrinsic_name(op), " has no LLVM lowering");

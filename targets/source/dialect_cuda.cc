@@ -61,6 +61,13 @@ class CUDAPrinter final : public SourcePrinter {
            << type_name(op->var.type()) << ")" << (index < 3 ? "blockIdx." : "threadIdx.") << "xyz"[index % 3] << ";\n";
   }
   std::string barrier() const override { return "__syncthreads();"; }
+  // __shfl_down_sync takes 32- and 64-bit values; narrower integers and bool go through int
+  // (float16 values are float in registers).
+  std::string warp_shuffle_down(const std::string& value, const std::string& offset, DataType t) const override {
+    const std::string shuffle = "__shfl_down_sync(0xffffffffu, ";
+    if (t.is_float() || t.bits >= 32) return shuffle + value + ", " + offset + ")";
+    return "((" + type_name(t) + ")" + shuffle + "(int)(" + value + "), " + offset + "))";
+  }
   std::string helper_qualifier() const override { return "static __device__ __forceinline__"; }
   std::string pointer_parameter(const Buffer& b, bool is_const) override {
     if (b->scope != MemoryScope::Global)

@@ -190,6 +190,8 @@ std::string SourcePrinter::call(const Call* op) {
     case Intrinsic::prefetch:
     case Intrinsic::barrier:
       unsupported(std::string(intrinsic_name(op->op)) + "() inside an expression");
+    case Intrinsic::warp_shuffle_down:
+      return warp_shuffle_down(a[0], a[1], op->type);
     default:
       break;
   }
@@ -302,6 +304,10 @@ std::string SourcePrinter::expr(const Expr& e) {
 void SourcePrinter::print_thread_index(const ThreadExtent* op) { unsupported("thread extents (" + op->tag + ")"); }
 
 std::string SourcePrinter::barrier() const { unsupported("barriers"); }
+
+std::string SourcePrinter::warp_shuffle_down(const std::string&, const std::string&, DataType) const {
+  unsupported("warp shuffles (a cross-thread reduction lowered for cuda)");
+}
 
 void SourcePrinter::print_parallel_for(const For* op) {
   unsupported("the parallel loop '" + op->var.name() + "'; bind it to blockIdx or threadIdx instead");

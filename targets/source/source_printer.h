@@ -40,6 +40,8 @@ class SourcePrinter {
   // Declares and binds the thread index of `op` before its body.
   virtual void print_thread_index(const ThreadExtent* op);
   virtual std::string barrier() const;
+  // warp_shuffle_down(value, offset) of a `type` value; only cuda has warps to shuffle in.
+  virtual std::string warp_shuffle_down(const std::string& value, const std::string& offset, DataType type) const;
   // A loop marked parallel; devices refuse it (its iterations belong on threads).
   virtual void print_parallel_for(const For* op);
   // Declares a buffer local to a kernel (shared ones are declared by the dialect at the kernel's

@@ -70,6 +70,12 @@ class KernelVerifier : public IRVisitor {
     require_thread_extent("the store to buffer", op->buffer.name());
     IRVisitor::visit_(op);
   }
+  void visit_(const Call* op) override {
+    if (op->op == Intrinsic::warp_shuffle_down && !divergent_.empty())
+      fail("kernel '", kernel_, "': a warp shuffle under control flow that depends on the thread index (",
+           divergent_.back(), "): every lane of a warp must take part in it");
+    IRVisitor::visit_(op);
+  }
   void visit_(const Evaluate* op) override {
     const auto* call = op->value.as<Call>();
     if (!call || call->op != Intrinsic::barrier) return IRVisitor::visit_(op);

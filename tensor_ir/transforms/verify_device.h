@@ -1,6 +1,7 @@
 // The device verifier: refuses, with the kernel and the loop or buffer named, what cannot run on a
 // device (statements outside every thread extent, more threads or shared memory per block than
-// the device has, a barrier that not every thread of a block reaches) before any code is printed.
+// the device has, a barrier that not every thread of a block reaches, a warp shuffle that not
+// every lane of a warp runs) before any code is printed.
 #pragma once
 #include <cstdint>
 

@@ -33,6 +33,11 @@ KERNELS = {
     "gemm": (lambda: gpu_kernels.gemm(70, 45, 33), lambda a, b: a @ b, 1e-4),
     "conv3x3": (lambda: gpu_kernels.conv3x3(2, 3, 10, 13, 5), conv3x3_reference, 1e-4),
     "softmax": (lambda: gpu_kernels.softmax(7, 300), softmax_reference, 1e-5),
+    # On cuda, one warp shuffles alone, three through shared slots, 48 threads (a warp and a half)
+    # through the tree; on OpenCL all go through the tree.
+    "softmax_one_warp": (lambda: gpu_kernels.softmax(3, 100, threads=32), softmax_reference, 1e-5),
+    "softmax_three_warps": (lambda: gpu_kernels.softmax(4, 1000, threads=96), softmax_reference, 1e-5),
+    "softmax_48_threads": (lambda: gpu_kernels.softmax(2, 77, threads=48), softmax_reference, 1e-5),
     "elementwise_chain": (lambda: gpu_kernels.elementwise_chain(1000), lambda a: np.exp(a * 2 + 1) - a, 1e-5),
 }
 
@@ -82,6 +87,17 @@ def test_kernel_compiles_for_cuda_and_ptxas_accepts_it(name, arch, capsys):
     with capsys.disabled():  # the figures the issue asks to report
         for kernel, (regs, shared, spilled) in usage.items():
             print(f"\nptxas {name} {kernel} {arch}: {regs} registers, {shared} bytes shared, {spilled} bytes spilled")
+
+
+def test_cross_thread_reductions_shuffle_within_warps_on_cuda_only():
+    s, args = gpu_kernels.softmax(4, 1000, threads=96)
+    f = te.build(s, args, target="cuda -arch=sm_80")
+    assert "__shfl_down_sync(0xffffffffu" in f.get_source()
+    assert "shfl.sync.down.b32" in f.get_source("ptx")
+    for threads in (48, 96):
+        s, args = gpu_kernels.softmax(4, 1000, threads=threads)
+        assert "warp_shuffle_down" not in te.lower(s, args, target="opencl")
+        assert ("warp_shuffle_down" in te.lower(s, args, target="cuda")) == (threads == 96)
 
 
 def test_gemm_gpu_example_runs_on_opencl():

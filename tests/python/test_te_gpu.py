@@ -130,14 +130,14 @@ def test_cross_thread_reduction_is_a_tree_through_shared_memory():
     # Each thread's partial over its strided share of the row, in its own memory...
     assert "allocate B.rf: float32[1] (local)" in lines
     assert "B.rf[0] = B.rf[0] + select(k.outer*64 + k.inner < 300, A[i*300 + k.outer*64 + k.inner], 0.0f)" in lines
-    # ...then a tree over the block's 64 threads through shared memory, a barrier before each step
-    # and before thread 0 stores the row's sum.
+    # ...then (on a device without warps) a tree over the block's 64 threads through shared memory,
+    # a barrier before each step and before every thread takes the row's sum, which thread 0 stores.
     assert "allocate B.red: float32[64] (shared)" in lines
     steps = [l for l in lines if l.startswith("if (k.inner < ")]
     assert steps == [f"if (k.inner < {o}) {{" for o in (32, 16, 8, 4, 2, 1)]
     assert lines.count("barrier()") == 7
-    write = lines.index("B[i] = B.red[0]")
-    assert lines[write - 2:write] == ["barrier()", "if (k.inner == 0) {"]
+    write = lines.index("B[i] = B.partial[0]")
+    assert lines[write - 3:write] == ["barrier()", "B.partial[0] = B.red[0]", "if (k.inner == 0) {"]
 
 
 def test_cross_thread_reduction_of_threads_not_a_power_of_two():

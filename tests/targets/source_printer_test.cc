@@ -119,6 +119,32 @@ TEST(CUDAPrinter, SharedMemoryBarriersAndTypes) {
   cuda::check_ptx(cuda::compile_to_ptx(mixed, "mixed", "sm_90"), "sm_90");
 }
 
+// A warp shuffle of each width __shfl_down_sync takes, and of one it does not (int8, through int);
+// OpenCL C 1.2 has none.
+TEST(CUDAPrinter, WarpShufflesOfEveryWidth) {
+  std::vector<Stmt> stores;
+  std::vector<Buffer> buffers;
+  Var tx("tx");
+  for (DataType t : {runtime::kFloat32, runtime::kFloat64, runtime::kInt64, DataType::Int(8)}) {
+    Buffer b = device_buffer("A_" + t.str(), {64}, MemoryScope::Global, t);
+    Expr shuffled = Call::make(t, Intrinsic::warp_shuffle_down, {Load::make(b, tx), make_const(runtime::kInt32, 4)});
+    stores.push_back(Store::make(b, shuffled, tx));
+    buffers.push_back(b);
+  }
+  const DeviceProgram program = split_host_device(LoweredFunc{"shfl", buffers, bind(tx, "threadIdx.x", 64, Block::make(stores))});
+  const std::string cu = source::print_cuda(program);
+  EXPECT_TRUE(contains(cu, "A_float32[tx] = __shfl_down_sync(0xffffffffu, A_float32[tx], 4);")) << cu;
+  EXPECT_TRUE(contains(cu, "A_int8[tx] = ((signed char)__shfl_down_sync(0xffffffffu, (int)(A_int8[tx]), 4));")) << cu;
+  for (const std::string arch : {"sm_80", "sm_90"}) {
+    const std::string ptx = cuda::compile_to_ptx(cu, "shfl", arch);
+    EXPECT_TRUE(contains(ptx, "shfl.sync.down.b32")) << ptx;
+    cuda::check_ptx(ptx, arch);
+  }
+  EXPECT_TRUE(contains(error_of([&] { source::print_opencl(program); }),
+                       "the opencl source printer cannot print warp shuffles (a cross-thread reduction lowered for "
+                       "cuda)"));
+}
+
 TEST(CUDAPrinter, CompilerErrorsAreNamed) {
   EXPECT_TRUE(contains(error_of([] { cuda::compile_to_ptx("__global__ void k() { undeclared; }", "bad", "sm_80"); }),
                        "NVRTC failed to compile 'bad' for sm_80"));

@@ -144,5 +144,23 @@ TEST(VerifyDevice, RefusesDivergentBarriersOnly) {
             std::string::npos);
 }
 
+// A warp shuffle needs every lane of its warp, as a barrier needs every thread of its block.
+TEST(VerifyDevice, RefusesDivergentWarpShufflesOnly) {
+  Buffer a = device_buffer("A", {64});
+  Var tx("tx");
+  auto kernel = [&](Expr condition) {
+    Expr value = Load::make(a, tx);
+    Expr shuffled = Call::make(runtime::kFloat32, Intrinsic::warp_shuffle_down, {value, make_const(runtime::kInt32, 1)});
+    Stmt store = Store::make(a, shuffled, tx);
+    return split_host_device(
+        LoweredFunc{"f", {a}, bind(tx, "threadIdx.x", 64, condition.defined() ? IfThenElse::make(condition, store) : store)});
+  };
+  verify_device_program(kernel(Expr()), {});
+  EXPECT_NE(error_of([&] { verify_device_program(kernel(tx < 32), {}); })
+                .find("kernel 'f_kernel0': a warp shuffle under control flow that depends on the thread index (tx < "
+                      "32): every lane of a warp must take part in it"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::tensor_ir
