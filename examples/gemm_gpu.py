@@ -1,7 +1,7 @@
 """Matrix multiplication on a GPU in Tessera's DSL, scheduled as in TVM's tutorials. Run:
     PYTHONPATH=build/python /usr/bin/python3 examples/gemm_gpu.py [--target opencl|cuda] [--size N]
 
-The schedule (gemm_schedule):
+The schedule (schedule_gemm):
   * a block computes a tile x tile tile of C: its loops bound to blockIdx.y / blockIdx.x;
   * each of its (tile / thread_tile)^2 threads computes a thread_tile x thread_tile register tile
     (cache_write "local"), its loops bound to threadIdx.y / threadIdx.x;
@@ -28,6 +28,11 @@ def gemm_schedule(n, m, k, tile=32, thread_tile=4, k_tile=8):
     B = te.placeholder((k, m), "float32", name="B")
     r = te.reduce_axis((0, k), name="r")
     C = te.compute((n, m), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    return schedule_gemm(A, B, C, tile, thread_tile, k_tile), [A, B, C]
+
+
+def schedule_gemm(A, B, C, tile=32, thread_tile=4, k_tile=8):
+    """The schedule above for C = A @ B (C reducing over one axis)."""
     s = te.create_schedule(C)
     AA = s.cache_read(A, "shared", [C])
     BB = s.cache_read(B, "shared", [C])
@@ -54,7 +59,7 @@ def gemm_schedule(n, m, k, tile=32, thread_tile=4, k_tile=8):
         fy, fx = s[panel].split(per_block, factor=threads)
         s[panel].bind(fy, te.thread_axis("threadIdx.y"))
         s[panel].bind(fx, te.thread_axis("threadIdx.x"))
-    return s, [A, B, C]
+    return s
 
 
 def main():
