@@ -21,7 +21,9 @@ std::shared_ptr<runtime::Module> build(const std::vector<tensor_ir::LoweredFunc>
 }
 
 SharedLibrary build_shared_library(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
-  if (target.kind != "llvm") fail("exporting for target '", target.str(), "' is not implemented yet (only llvm is)");
+  if (target.kind == "c") return build_c_shared_library(funcs, target);
+  if (target.kind != "llvm")
+    fail("exporting for target '", target.str(), "' is not implemented yet (llvm and c are)");
   const ObjectTarget o = describe_object_target(target);
   TempDir dir("tessera-export");
   const std::string object = (dir.path / "kernels.o").string(), library = (dir.path / "kernels.so").string();

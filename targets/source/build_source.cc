@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "runtime/cpu_features.h"
 #include "runtime/device_program.h"
 #include "runtime/error.h"
 #include "runtime/module_loader.h"
@@ -150,10 +151,13 @@ std::shared_ptr<runtime::Module> build_device(const std::vector<tensor_ir::Lower
   return std::make_shared<SourceModule>(nullptr, std::move(programs), std::move(sources));
 }
 
-std::shared_ptr<runtime::Module> build_c(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
+namespace {
+
+// The system's C compiler builds `funcs` printed as C into the shared library `library`; returns the C.
+std::string compile_c(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target, const TempDir& dir,
+                      const std::string& library) {
   const std::string source = source::print_c(funcs);
-  TempDir dir("tessera-c");
-  const std::string c_file = (dir.path / "kernels.c").string(), library = (dir.path / "kernels.so").string();
+  const std::string c_file = (dir.path / "kernels.c").string();
   std::ofstream(c_file) << source;
   std::string compiler;
   for (const char* name : {"cc", "gcc", "clang"})
@@ -164,15 +168,36 @@ std::shared_ptr<runtime::Module> build_c(const std::vector<tensor_ir::LoweredFun
   std::string messages;
   // -fno-fast-math semantics (the default): results match the LLVM backend's, which keeps NaN and
   // infinity; -ffp-contract=off so no multiply-add is fused where LLVM's code does not fuse it.
+  // No -march: the code runs on every CPU of the host's architecture.
   const std::vector<std::string> argv = {compiler, "-std=c99", "-O2", "-ffp-contract=off", "-fPIC", "-shared", "-o",
                                          library,  c_file,     "-lm"};
   if (const int status = run_program(argv, &messages); status != 0)
     fail("target '", target.str(), "': the C compiler failed (", compiler, ", exit status ", status, "):\n", messages);
+  return source;
+}
+
+}  // namespace
+
+std::shared_ptr<runtime::Module> build_c(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
+  TempDir dir("tessera-c");
+  const std::string library = (dir.path / "kernels.so").string();
+  const std::string source = compile_c(funcs, target, dir, library);
   std::vector<runtime::KernelSignature> signatures;
   for (const auto& f : funcs) signatures.push_back(kernel_signature(f));
   auto cpu = runtime::open_kernel_library(library, signatures);
   return std::make_shared<SourceModule>(std::move(cpu), std::vector<std::shared_ptr<const runtime::DeviceProgram>>{},
                                         std::map<std::string, std::string>{{"c", source}});
+}
+
+SharedLibrary build_c_shared_library(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
+  TempDir dir("tessera-c-export");
+  const std::string library = (dir.path / "kernels.so").string();
+  compile_c(funcs, target, dir, library);
+  std::ifstream in(library, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in) fail("cannot read the compiled library ", library);
+  return {bytes.str(), target.str(), runtime::host_arch(), {}};
 }
 
 }  // namespace tessera::targets

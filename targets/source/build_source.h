@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/module.h"
+#include "targets/build.h"
 #include "targets/target.h"
 #include "tensor_ir/stmt.h"
 #include "tensor_ir/transforms/verify_device.h"
@@ -16,6 +17,10 @@ namespace tessera::targets {
 // The c target: C99 compiled by cc into a shared library with the kernel ABI, loaded in this
 // process. source("c") is the C.
 std::shared_ptr<runtime::Module> build_c(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target);
+
+// The same library for an exported module: for the host's architecture, using no extension beyond
+// its baseline (the C compiler's default).
+SharedLibrary build_c_shared_library(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target);
 
 // The opencl and cuda targets: each function split into kernels, verified against
 // device_limits(target) and printed; a module of device programs, one per function.

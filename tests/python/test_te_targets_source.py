@@ -128,6 +128,12 @@ def test_c_target_builds_a_model_like_llvm(rng, tmp_path):
                                 opset_imports=[helper.make_opsetid("", 13)]), str(path))
     mod = tessera.onnx.load(str(path))
     xin = rng.standard_normal((1, 3, 17, 17)).astype("float32")
-    from_c = tessera.build(mod, target="c", db=None).run([xin])[0]
+    lib = tessera.build(mod, target="c", db=None)
+    from_c = lib.run([xin])[0]
     from_llvm = tessera.build(mod, target="llvm", db=None).run([xin])[0]
     np.testing.assert_allclose(from_c, from_llvm, rtol=1e-5, atol=1e-6)
+    # Exported, its C compiled for the host's architecture with no extensions, run by the runtime alone.
+    lib.export(str(tmp_path / "m.so"))
+    loaded = tessera.load(str(tmp_path / "m.so"))
+    assert loaded.target == "c"
+    np.testing.assert_array_equal(loaded.run([xin])[0], from_c)
