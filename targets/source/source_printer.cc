@@ -241,8 +241,8 @@ std::string SourcePrinter::expr(const Expr& e) {
     case NodeKind::FloorDiv:
     case NodeKind::FloorMod: {
       const bool is_div = e->kind == NodeKind::FloorDiv;
-      const auto* d = static_cast<const BinaryNode<NodeKind::FloorDiv>*>(static_cast<const Object*>(e.get()));
-      const Expr &a = is_div ? d->a : e.as<FloorMod>()->a, &b = is_div ? d->b : e.as<FloorMod>()->b;
+      const Expr& a = is_div ? e.as<FloorDiv>()->a : e.as<FloorMod>()->a;
+      const Expr& b = is_div ? e.as<FloorDiv>()->b : e.as<FloorMod>()->b;
       if (t.is_uint()) return binary(is_div ? "/" : "%", a, b);
       if (t != runtime::kInt32 && t != runtime::kInt64) unsupported("floor division of " + t.str());
       return std::string("tessera_floor") + (is_div ? "div_" : "mod_") + t.str() + "(" + expr(a) + ", " + expr(b) + ")";
