@@ -1,5 +1,6 @@
 #include "driver/build.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -51,7 +52,8 @@ class PlanBuilder {
     result.target = target;
     result.plan = plan_;
     if (jit)
-      result.executor = std::make_shared<runtime::GraphExecutor>(targets::build(lowered_, target), std::move(plan_));
+      result.executor = std::make_shared<runtime::GraphExecutor>(targets::build(lowered_, target), std::move(plan_),
+                                                                 runtime::Device{target.device_type(), 0});
     return result;
   }
 
@@ -218,7 +220,8 @@ void validate(const BuildOptions& options) {
 BuildResult build(const Module& module, const targets::Target& target, const BuildOptions& options) {
   validate(options);
   const schedule::HardwareParams hardware = target.hardware();
-  Module optimized = optimize(module, hardware, options.opt_level);
+  // Packed weights, Winograd and channels-last convolutions (level 3) are CPU layouts.
+  Module optimized = optimize(module, hardware, hardware.is_gpu() ? std::min(options.opt_level, 2) : options.opt_level);
   std::unique_ptr<autotune::TuningDatabase> db;
   if (!options.db_path.empty()) db = autotune::TuningDatabase::open_existing(options.db_path);
   targets::Target keyed = target.with_host_defaults(), host = targets::Target::host();

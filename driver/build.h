@@ -21,7 +21,8 @@ struct BuildOptions {
   // eliminate common subexpressions and fuse; 3 also packs weights in their kernels' layouts,
   // takes Winograd for 3x3 convolutions and runs depthwise networks channels-last. 3, the fastest
   // on the benchmark models (benchmarks/e2e.py --opt-levels 2 3), is the default. Batch-norm
-  // folding and Winograd round differently from the model's own order of operations.
+  // folding and Winograd round differently from the model's own order of operations. GPU targets
+  // (opencl, cuda) run the passes of level 2 at most: level 3's layouts are the CPU's.
   int opt_level = 3;
   // The tuning database to take schedules from; empty: none (the default schedules).
   std::string db_path;

@@ -10,6 +10,7 @@
 #include "schedule/custom.h"
 #include "schedule/lower.h"
 #include "schedule/templates/cpu.h"
+#include "schedule/templates/gpu.h"
 
 namespace tessera::driver {
 
@@ -77,9 +78,11 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
   // A schedule registered for the workload, else for what the kernel computes. It yields only to
   // a record measured faster than it (tuning measures it first), which a transfer never is: with
   // one, nothing is transferred.
+  // Custom schedules are written for the CPU (GPU ones would bind threads): a GPU has none yet.
   std::string key;
   std::unique_ptr<schedule::Schedule> custom =
-      schedule::apply_custom_schedule(compute.outputs, workload, call_description(call), &key);
+      ctx.hardware.is_gpu() ? nullptr
+                            : schedule::apply_custom_schedule(compute.outputs, workload, call_description(call), &key);
   std::string note;
   std::optional<autotune::Record> record = chosen_record(call, workload, ctx, ctx.transfer && !custom, note);
   if (custom) {
@@ -107,6 +110,7 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
     }
   }
   label = "default" + note;
+  if (compute.hardware.is_gpu()) return schedule::default_gpu_schedule(compute.outputs, compute.hardware);
   return schedule::default_cpu_schedule(compute.outputs, compute.anchor, compute.hardware);
 }
 
@@ -122,7 +126,9 @@ LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, con
         choose_schedule(call, compute, out.workload, ctx, out.schedule, out.record);
     std::vector<tensor_ir::Tensor> args = compute.inputs;
     args.insert(args.end(), compute.outputs.begin(), compute.outputs.end());
-    out.func = schedule::lower(*schedule, args, kernel_name);
+    out.func = ctx.hardware.is_gpu()
+                   ? schedule::lower_for_device(*schedule, args, kernel_name, ctx.hardware.gpu.warp_size)
+                   : schedule::lower(*schedule, args, kernel_name);
     return out;
   } catch (const Error& e) {
     fail(call_origin(call), ": ", e.what());

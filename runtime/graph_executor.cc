@@ -1,25 +1,47 @@
 #include "runtime/graph_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
 #include "runtime/error.h"
+#include "runtime/shape_size.h"
 #include "runtime/thread_pool.h"
 
 namespace tessera::runtime {
 
-GraphExecutor::GraphExecutor(std::shared_ptr<const Module> kernels, GraphPlan plan)
-    : module_(std::move(kernels)), plan_(std::move(plan)) {
-  arena_ = NDArray::empty({plan_.arena_bytes}, DataType::UInt(8));
+GraphExecutor::GraphExecutor(std::shared_ptr<const Module> kernels, GraphPlan plan, Device device)
+    : module_(std::move(kernels)), plan_(std::move(plan)), device_(device) {
   inputs_.resize(plan_.inputs.size());
   input_copies_.resize(plan_.inputs.size());
   for (int id : plan_.outputs) {
     const auto& t = plan_.tensors.at(id);
-    outputs_.push_back(NDArray::empty(t.shape, t.dtype));
+    outputs_.push_back(NDArray::empty(t.shape, t.dtype, device_));
   }
+  for (const auto& step : plan_.steps)
+    if (step.kernel.empty() && step.args.size() != 2) fail("graph plan: a copy step needs 2 tensors");
+  if (on_device()) {
+    resolve_device_programs();
+  } else {
+    arena_ = NDArray::empty({plan_.arena_bytes}, DataType::UInt(8));
+    resolve_cpu_kernels();
+  }
+}
+
+namespace {
+
+void check_step_argument(const GraphPlan& plan, const std::string& kernel, size_t a, int id, const BufferSpec& spec) {
+  const auto& t = plan.tensors.at(id);
+  if (t.shape != spec.shape || t.dtype != spec.dtype)
+    fail("graph plan: kernel ", kernel, " argument ", a, " is ", spec.dtype.str(), shape_str(spec.shape),
+         ", the tensor '", t.name, "' is ", t.dtype.str(), shape_str(t.shape));
+}
+
+}  // namespace
+
+void GraphExecutor::resolve_cpu_kernels() {
   for (const auto& step : plan_.steps) {
     if (step.kernel.empty()) {
-      if (step.args.size() != 2) fail("graph plan: a copy step needs 2 tensors");
       step_kernels_.emplace_back();
       continue;
     }
@@ -27,15 +49,33 @@ GraphExecutor::GraphExecutor(std::shared_ptr<const Module> kernels, GraphPlan pl
     if (k.signature().args.size() != step.args.size())
       fail("graph plan: kernel ", step.kernel, " takes ", k.signature().args.size(), " arguments, the step gives ",
            step.args.size());
-    for (size_t a = 0; a < step.args.size(); ++a) {
-      const auto& t = plan_.tensors.at(step.args[a]);
-      const auto& spec = k.signature().args[a];
-      if (t.shape != spec.shape || t.dtype != spec.dtype)
-        fail("graph plan: kernel ", step.kernel, " argument ", a, " is ", spec.dtype.str(), shape_str(spec.shape),
-             ", the tensor '", t.name, "' is ", t.dtype.str(), shape_str(t.shape));
-    }
+    for (size_t a = 0; a < step.args.size(); ++a)
+      check_step_argument(plan_, step.kernel, a, step.args[a], k.signature().args[a]);
     step_kernels_.push_back(k);
   }
+}
+
+void GraphExecutor::resolve_device_programs() {
+  for (const auto& step : plan_.steps) {
+    if (step.kernel.empty()) {
+      step_programs_.emplace_back();
+      continue;
+    }
+    auto program = module_->device_program(step.kernel);
+    const auto& args = program->spec().args;
+    if (args.size() != step.args.size())
+      fail("graph plan: device program ", step.kernel, " takes ", args.size(), " arguments, the step gives ",
+           step.args.size());
+    for (size_t a = 0; a < step.args.size(); ++a) check_step_argument(plan_, step.kernel, a, step.args[a], args[a]);
+    step_programs_.push_back(std::move(program));
+  }
+  for (const NDArray& c : plan_.constants) constants_.push_back(c.copy_to(device_));
+  // Each slot as large as the largest tensor it holds (a device buffer is no address to offset).
+  std::vector<size_t> slot_bytes(plan_.slot_offsets.size(), 1);
+  for (const auto& t : plan_.tensors)
+    if (t.kind == GraphPlan::TensorInfo::Intermediate && t.alias_of < 0 && t.index >= 0)
+      slot_bytes.at(t.index) = std::max(slot_bytes.at(t.index), checked_nbytes(t.shape, t.dtype, t.name));
+  for (size_t bytes : slot_bytes) slots_.push_back(NDArray::empty({static_cast<int64_t>(bytes)}, DataType::UInt(8), device_));
 }
 
 size_t GraphExecutor::input_index(const std::string& name) const {
@@ -54,20 +94,23 @@ void GraphExecutor::check_input(size_t i, const NDArray& value) const {
     fail("input '", info.name, "': expected dtype ", info.dtype.str(), ", got ", value.dtype().str());
   if (value.shape() != info.shape)
     fail("input '", info.name, "': expected shape ", shape_str(info.shape), ", got ", value.shape_str());
-  if (value.device().type != DeviceType::CPU)
-    fail("input '", info.name, "': the array is on ", value.device().str(), "; the graph runs on the CPU");
+  if (!(value.device() == device_) && value.device().type != DeviceType::CPU)
+    fail("input '", info.name, "': the array is on ", value.device().str(), "; the graph runs on ", device_.str());
 }
 
 void GraphExecutor::set_input(size_t i, const NDArray& value) {
   check_input(i, value);
   const auto& info = input_info(i);
-  if (value.is_aligned()) {
+  if (value.device() == device_ && value.is_aligned()) {
     inputs_[i] = value;
     return;
   }
   if (!input_copies_[i].defined() || input_copies_[i].numel() != value.numel())
-    input_copies_[i] = NDArray::empty(info.shape, info.dtype);
-  parallel_copy(input_copies_[i].data(), value.data(), value.nbytes());
+    input_copies_[i] = NDArray::empty(info.shape, info.dtype, device_);
+  if (on_device())
+    input_copies_[i].copy_from(value);
+  else
+    parallel_copy(input_copies_[i].data(), value.data(), value.nbytes());
   inputs_[i] = input_copies_[i];
 }
 
@@ -87,14 +130,45 @@ void* GraphExecutor::data_of(int id) const {
   return nullptr;
 }
 
+NDArray GraphExecutor::array_of(int id) const {
+  const auto& view = plan_.tensors.at(id);
+  while (plan_.tensors.at(id).alias_of >= 0) id = plan_.tensors[id].alias_of;
+  const auto& t = plan_.tensors.at(id);
+  NDArray storage;
+  switch (t.kind) {
+    case GraphPlan::TensorInfo::Input:
+      storage = inputs_.at(t.index);
+      break;
+    case GraphPlan::TensorInfo::Output:
+      storage = outputs_.at(t.index);
+      break;
+    case GraphPlan::TensorInfo::Constant:
+      storage = constants_.at(t.index);
+      break;
+    case GraphPlan::TensorInfo::Intermediate:
+      storage = slots_.at(t.index);
+      break;
+  }
+  return storage.view_as(view.shape, view.dtype);
+}
+
 void GraphExecutor::check_inputs_set() const {
   for (size_t i = 0; i < inputs_.size(); ++i)
-    if (!inputs_[i].defined() || (inputs_[i].data() == nullptr && inputs_[i].numel() > 0))
+    if (!inputs_[i].defined() || (inputs_[i].device_data() == nullptr && inputs_[i].numel() > 0))
       fail("input '", input_info(i).name, "' is not set");
 }
 
 void GraphExecutor::run_step(size_t s, std::vector<void*>& args) const {
   const auto& step = plan_.steps[s];
+  if (on_device()) {
+    std::vector<NDArray> arrays;
+    for (int id : step.args) arrays.push_back(array_of(id));
+    if (step.kernel.empty())
+      arrays[1].copy_from(arrays[0]);
+    else
+      (*step_programs_[s])(arrays);
+    return;
+  }
   args.clear();
   for (int id : step.args) args.push_back(data_of(id));
   if (step.kernel.empty()) {

@@ -1,11 +1,16 @@
 // Runs a compiled graph: resolves every kernel once, allocates the memory arena and the
 // outputs once, then each run() calls the steps in order. Inputs are used in place when they
 // are 64-byte aligned and copied into aligned buffers otherwise.
+// On a device (a module of device programs, built for opencl or cuda), everything but the
+// graph's inputs and outputs stays there: the constants are uploaded once, the intermediates
+// live in one device buffer per slot of the memory plan, outputs are device arrays, and inputs
+// given in host memory are copied to the device.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "runtime/device_program.h"
 #include "runtime/graph_plan.h"
 #include "runtime/kernel.h"
 #include "runtime/module.h"
@@ -14,7 +19,7 @@ namespace tessera::runtime {
 
 class GraphExecutor {
  public:
-  GraphExecutor(std::shared_ptr<const Module> kernels, GraphPlan plan);
+  GraphExecutor(std::shared_ptr<const Module> kernels, GraphPlan plan, Device device = Device::cpu());
 
   size_t num_inputs() const { return plan_.inputs.size(); }
   size_t num_outputs() const { return plan_.outputs.size(); }
@@ -36,17 +41,26 @@ class GraphExecutor {
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
 
   const GraphPlan& plan() const { return plan_; }
+  // Where the kernels run and the outputs live.
+  Device device() const { return device_; }
   const Module& kernels() const { return *module_; }
 
  private:
+  bool on_device() const { return device_.type != DeviceType::CPU; }
+  void resolve_cpu_kernels();
+  void resolve_device_programs();
   void* data_of(int tensor) const;
+  NDArray array_of(int tensor) const;  // on a device
   void check_inputs_set() const;
   void run_step(size_t step, std::vector<void*>& args) const;
 
   std::shared_ptr<const Module> module_;
   GraphPlan plan_;
+  Device device_;
   std::vector<Kernel> step_kernels_;  // resolved once; empty for copies
+  std::vector<std::shared_ptr<const DeviceProgram>> step_programs_;  // the same on a device
   NDArray arena_;
+  std::vector<NDArray> slots_, constants_;  // on a device: the arena's slots, the uploaded constants
   std::vector<NDArray> inputs_, input_copies_, outputs_;
 };
 

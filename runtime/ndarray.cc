@@ -94,4 +94,12 @@ NDArray NDArray::view(void* data, std::vector<int64_t> shape, DataType dtype, st
   return a;
 }
 
+NDArray NDArray::view_as(std::vector<int64_t> shape, DataType dtype) const {
+  NDArray a = view(data_, std::move(shape), dtype, owner_, device_);
+  if (a.nbytes() > nbytes())
+    fail("a view of ", a.dtype().str(), a.shape_str(), " needs ", a.nbytes(), " bytes; the array (", dtype_.str(),
+         shape_str(), ") has ", nbytes());
+  return a;
+}
+
 }  // namespace tessera::runtime

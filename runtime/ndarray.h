@@ -50,6 +50,9 @@ class NDArray {
     return device_.type == DeviceType::OpenCL || reinterpret_cast<uintptr_t>(data_) % kAllocAlignment == 0;
   }
 
+  // The same storage seen with another shape and dtype, on any device; throws if it would need
+  // more bytes than this array has.
+  NDArray view_as(std::vector<int64_t> shape, DataType dtype) const;
   // A new array on `device` holding a copy of the elements.
   NDArray copy_to(Device device) const;
   // Copies `src`'s elements (same shape and dtype, any device) into this array.

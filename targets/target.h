@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/device.h"
 #include "schedule/hardware_params.h"
 
 namespace tessera::targets {
@@ -38,6 +39,11 @@ struct Target {
   // architecture), 1 for the others (OpenCL C 1.2 has no portable shuffle; CPUs have no threads
   // in blocks).
   int warp_size() const { return kind == "cuda" ? 32 : 1; }
+  // The kind of device the code runs on: the CPU for llvm and c.
+  runtime::DeviceType device_type() const {
+    return kind == "cuda" ? runtime::DeviceType::CUDA
+                          : kind == "opencl" ? runtime::DeviceType::OpenCL : runtime::DeviceType::CPU;
+  }
 
   // kind, then the options that are set, in a fixed order; parse(str()) == *this.
   std::string str() const;

@@ -137,15 +137,12 @@ int cmd_run(const ModelOptions& o, const std::vector<std::string>& inputs, const
   return 0;
 }
 
-// Models have no GPU schedules yet: for opencl and cuda their kernels are lowered with the host
-// CPU's schedules, which bind no loop to a thread, so the device verifier refuses each kernel by
-// name (the operator it computes) instead of the target failing to describe its hardware.
+// Each kernel's source for the target (for opencl and cuda, with the default GPU schedules or the
+// database's records for that device).
 void write_kernel_sources(const ModelOptions& o, const std::string& dir) {
   const targets::Target target = targets::Target::parse(o.target);
-  ModelOptions lowering = o;
-  if (target.kind == "opencl" || target.kind == "cuda") lowering.target = "llvm";
   double seconds = 0;
-  const driver::BuildResult r = compile(lowering, &seconds, /*jit=*/false);
+  const driver::BuildResult r = compile(o, &seconds, /*jit=*/false);
   const std::vector<std::string> paths = targets::write_sources(r.lowered, target, dir);
   std::printf("wrote %zu files of %zu kernels' %s source to %s\n", paths.size(), r.lowered.size(), target.kind.c_str(),
               dir.c_str());

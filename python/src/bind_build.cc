@@ -233,7 +233,7 @@ void bind_build(py::module_& m) {
         if (device) {
           const bool cuda = t.kind == "cuda";
           return py::cast(DeviceFunction(module, module->device_program(name),
-                                         cuda ? runtime::DeviceType::CUDA : runtime::DeviceType::OpenCL, written,
+                                         t.device_type(), written,
                                          lowered, cuda ? "cuda" : "cl"));
         }
         return py::cast(Function(module, module->get_kernel(name), written, lowered));

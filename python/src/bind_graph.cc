@@ -35,15 +35,22 @@ class Library {
         target_(built_->target.str()) {}
   explicit Library(runtime::LoadedModule m) : executor_(std::move(m.executor)), target_(std::move(m.target)) {}
 
-  std::vector<py::array> run(py::object inputs) {
+  // Outputs as numpy arrays, or, when the inputs were given on the graph's device, as arrays there.
+  std::vector<py::object> run(py::object inputs) {
     auto& ex = executor();
-    set_inputs(ex, inputs);
+    const bool on_device = set_inputs(ex, inputs) && ex.device().type != runtime::DeviceType::CPU;
     {
       py::gil_scoped_release release;
       ex.run();
     }
-    std::vector<py::array> out;
-    for (size_t i = 0; i < ex.num_outputs(); ++i) out.push_back(to_numpy(ex.output(i)));
+    std::vector<py::object> out;
+    for (size_t i = 0; i < ex.num_outputs(); ++i) {
+      const NDArray& o = ex.output(i);
+      if (on_device)
+        out.push_back(py::cast(o.copy_to(o.device())));
+      else
+        out.push_back(to_numpy(o.device().type == runtime::DeviceType::CPU ? o : o.copy_to(runtime::Device::cpu())));
+    }
     return out;
   }
 
@@ -92,7 +99,8 @@ class Library {
 
   // Checks the inputs (a list in order, or a dict by name) against the model's and sets them;
   // errors name the input by name and position, and say what was expected and what was given.
-  static void set_inputs(runtime::GraphExecutor& ex, const py::object& inputs) {
+  // Returns whether every input was given on the executor's device.
+  static bool set_inputs(runtime::GraphExecutor& ex, const py::object& inputs) {
     const size_t n = ex.num_inputs();
     // For error messages only: run() is called in loops.
     auto names = [&] {
@@ -101,6 +109,7 @@ class Library {
       return s;
     };
     std::vector<py::object> given(n);
+    bool all_on_device = true;
     if (py::isinstance<py::dict>(inputs)) {
       for (auto item : py::reinterpret_borrow<py::dict>(inputs))
         given[ex.input_index(py::str(item.first))] = py::reinterpret_borrow<py::object>(item.second);
@@ -120,7 +129,9 @@ class Library {
       NDArray value = to_ndarray(given[i], what);
       check_array(what, info.shape, info.dtype, value.shape(), value.dtype().str());
       ex.set_input(i, value);
+      all_on_device &= value.device() == ex.device();
     }
+    return all_on_device;
   }
 
   std::shared_ptr<const driver::BuildResult> built_;  // null for a loaded module
@@ -238,10 +249,11 @@ void bind_graph(py::module_& m) {
                       "writes it as a shared library. Raises tessera.Error naming a missing or mismatched input.")
       .def("run", &Library::run, py::arg("inputs"),
            "Runs the model: run([x, ...]) in input order, or run({name: x}). An input may be a numpy array, a "
-           "tessera.nd array or any array with __dlpack__ (a PyTorch tensor, ...), in CPU memory; it must have "
-           "the input's shape and dtype exactly (errors name the input, its position, the expected and the given). "
-           "Compact arrays 64-byte aligned are used in place; others (strided, transposed, broadcast, unaligned) "
-           "are copied once. Returns the outputs as new numpy arrays.")
+           "tessera.nd array or any array with __dlpack__ (a PyTorch tensor, ...), in CPU memory or on the device "
+           "the model was built for; it must have the input's shape and dtype exactly (errors name the input, its "
+           "position, the expected and the given). Compact arrays 64-byte aligned are used in place; others "
+           "(strided, transposed, broadcast, unaligned, or on the CPU for a device's model) are copied once. Returns "
+           "the outputs as new numpy arrays, or as tessera.nd arrays on the device when every input was there.")
       .def("profile", &Library::profile, py::arg("inputs"), py::arg("repeat") = 10,
            "Per-step (kernel, median ms), slowest first.")
       .def(

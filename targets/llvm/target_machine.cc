@@ -13,6 +13,7 @@
 #include "runtime/cpu_features.h"
 #include "runtime/error.h"
 #include "targets/llvm/build_llvm.h"
+#include "targets/source/build_source.h"
 
 namespace tessera::targets::llvm_backend {
 
@@ -139,6 +140,13 @@ namespace tessera::targets {
 schedule::HardwareParams Target::hardware() const {
   // C is compiled for this machine by its C compiler, which vectorizes for its registers.
   if (kind == "c") return host().hardware();
+  if (kind == "opencl" || kind == "cuda") {
+    const tensor_ir::DeviceLimits limits = device_limits(*this);
+    schedule::HardwareParams hw;
+    hw.registers = tensor_ir::ops::Registers::scalar_device();
+    hw.gpu = {limits.max_threads_per_block, limits.max_shared_memory_bytes, warp_size()};
+    return hw;
+  }
   if (kind != "llvm") fail("target '", str(), "': only llvm targets describe their hardware for now");
   const llvm_backend::ResolvedTarget r = llvm_backend::resolve(*this);
   std::unique_ptr<llvm::MCSubtargetInfo> sti(

@@ -19,6 +19,11 @@ struct Registers {
   int64_t count = 0;         // how many: 32 AVX-512 and NEON, 16 AVX2 and SSE
   // Lanes of one register of `acc`; throws when the registers were not given.
   int64_t lanes(DataType acc) const;
+  // A device whose threads each compute scalars (a GPU): one 4-byte lane in one register. Compute
+  // definitions take their plain forms for it (direct convolutions, unpacked products), which
+  // GPU schedules tile themselves.
+  static Registers scalar_device() { return {4, 1}; }
+  bool is_scalar_device() const { return vector_bytes == 4 && count == 1; }
 };
 
 // --- matrix products (nn_matmul.cc, nn_einsum.cc) -----------------------------------------

@@ -425,6 +425,7 @@ struct ConvForm {
 ConvForm conv_form(const ConvCore& c) {
   int64_t lanes = c.registers.lanes(c.acc);
   int64_t cg = c.c / c.groups, mg = c.m / c.groups;
+  if (c.registers.is_scalar_device() && !c.prepacked) return {c.groups > 1 && cg == 1 ? ConvForm::Depthwise : ConvForm::Direct};
   int64_t volume = 1, positions = output_positions(c);
   for (int64_t k : c.kernel) volume *= k;
   if (c.unpadded && c.groups == 1 && volume == 1 && c.m >= 8 && positions >= lanes)

@@ -72,7 +72,7 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
   // when B comes packed). The packed form also pads the result to whole tiles (rows read A
   // clamped, columns read the zero-filled panel) so a tile's loops have constant extents; the
   // epilogue drops the padding.
-  bool pack = c.packed_b.defined() || (c.has_i && c.has_j && c.n >= lanes && c.m >= 4);
+  bool pack = c.packed_b.defined() || (c.has_i && c.has_j && c.n >= lanes && c.m >= 4 && !c.registers.is_scalar_device());
   if (!pack) {
     std::vector<Expr> shape = shape_exprs(c.batch);
     std::vector<std::string> names;

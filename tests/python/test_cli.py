@@ -121,7 +121,10 @@ def test_inspect_writes_each_kernels_source(model, tmp_path):
     assert "fused_add_relu" in c_file.name and "int32_t " in c_file.read_text()
     tessera("inspect", model, "--shape", "x=3,8", "--source", tmp_path / "ll")
     assert list((tmp_path / "ll").glob("*.ll"))
-    # Models have no GPU schedules yet: the device verifier names the kernel's operator.
-    for target in ["opencl", "cuda -arch=sm_80"]:
-        proc = tessera("inspect", model, "--shape", "x=3,8", "-t", target, "--source", tmp_path / "dev", ok=False)
-        assert proc.returncode == 1 and "fused_add_relu" in proc.stderr and "outside every thread extent" in proc.stderr
+    # For a GPU, the kernels under the default GPU schedules: threads bound to the elements.
+    tessera("inspect", model, "--shape", "x=3,8", "-t", "opencl", "--source", tmp_path / "cl")
+    (cl_file,) = (tmp_path / "cl").glob("*.cl")
+    assert "__kernel" in cl_file.read_text() and "get_local_id(0)" in cl_file.read_text()
+    tessera("inspect", model, "--shape", "x=3,8", "-t", "cuda -arch=sm_80", "--source", tmp_path / "cu")
+    assert {f.suffix for f in (tmp_path / "cu").iterdir()} == {".cu", ".ptx", ".txt"}
+    assert "threadIdx.x" in next((tmp_path / "cu").glob("*.cu")).read_text()
