@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""GPU kernels written with tessera.te (examples/gemm_gpu.py, examples/gpu_kernels.py), timed on a
-device beside the CPU target's own kernels for the same computation, in one process, taking turns.
+"""GPU kernels written with tessera.te (examples/gemm_gpu.py, examples/gpu_kernels.py) and whole
+models under the default GPU schedules, timed on a device beside the CPU target's own kernels for
+the same computation, in one process, taking turns.
 
     /usr/bin/python3 benchmarks/gpu.py [--target opencl|cuda] [--gemm 1024] [--softmax 256 4096]
+                                       [--models resnet18 transformer]
 
+A model's inputs and outputs stay on the device between calls (what a serving loop does); its
+output is checked against the CPU build first.
 On OpenCL (PoCL here, which runs work-groups on the CPU) the ratio to the CPU kernels is a sanity
 figure, not a goal. On CUDA it reports GEMM GFLOP/s against cuBLAS (through PyTorch) where
 present, and the kernel's ptxas register count. Prints min/median ms and one RESULT line per case.
@@ -17,6 +21,7 @@ import numpy as np
 import common
 
 sys.path.insert(0, os.path.join(common.ROOT, "examples"))
+sys.path.insert(0, os.path.join(common.ROOT, "scripts"))
 
 import tessera  # noqa: E402
 from tessera import te  # noqa: E402
@@ -94,11 +99,27 @@ def bench_softmax(n, m, target, device, repeat, rng):
     report(f"softmax {n}x{m}", times, ["cpu"], {"device_name": device.name})
 
 
+def bench_model(name, target, device, repeat):
+    import make_models
+    path = make_models.ensure(name, os.path.join(common.ROOT, "models"))
+    mod = tessera.onnx.load(path)
+    x = np.load(os.path.join(common.ROOT, "models", f"{name}.input.npy"))
+    on_device = tessera.build(mod, target=target, db=False)
+    cpu = tessera.build(mod, db=False)
+    dx = tessera.nd.array(x, device=device)
+    expected = cpu.run([x])[0]
+    error = float(np.abs(on_device.run([dx])[0].numpy() - expected).max() / np.abs(expected).max())
+    assert error < 1e-5, f"{name}: wrong result on {target}, relative error {error:.2e}"
+    times = common.measure_rounds({"device": lambda: on_device.run([dx]), "cpu": lambda: cpu.run([x])}, repeat)
+    report(f"{name} untuned", times, ["cpu"], {"device_name": device.name})
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default="opencl", help="opencl, or cuda [-arch=sm_XX]")
     parser.add_argument("--gemm", type=int, nargs="*", default=[1024])
     parser.add_argument("--softmax", type=int, nargs=2, default=[256, 4096], metavar=("ROWS", "COLS"))
+    parser.add_argument("--models", nargs="*", default=["resnet18", "transformer"])
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args()
     device = tessera.device(args.target.split()[0], 0)
@@ -110,6 +131,8 @@ def main():
     for n in args.gemm:
         bench_gemm(n, args.target, device, args.repeat, rng)
     bench_softmax(*args.softmax, args.target, device, args.repeat, rng)
+    for name in args.models:
+        bench_model(name, args.target, device, args.repeat)
     return 0
 
 

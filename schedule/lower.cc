@@ -73,7 +73,8 @@ LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_
   check_args(schedule, args);
 
   LoweringPlan plan = infer_bounds(schedule);
-  Stmt body = merge_thread_extents(schedule_ops(schedule, plan, warp_size));
+  const DeviceNest nest{warp_size};
+  Stmt body = merge_thread_extents(schedule_ops(schedule, plan, device ? &nest : nullptr));
   log("schedule_ops", body);
 
   FlattenOptions flatten;

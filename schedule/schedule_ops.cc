@@ -12,15 +12,16 @@ namespace {
 
 class NestBuilder {
  public:
-  NestBuilder(const Schedule& s, const LoweringPlan& plan, int warp_size)
-      : schedule_(s), plan_(plan), warp_size_(warp_size) {}
+  NestBuilder(const Schedule& s, const LoweringPlan& plan, const DeviceNest* device)
+      : schedule_(s), plan_(plan), device_(device), warp_size_(device ? device->warp_size : 1) {}
 
   Stmt build() {
     std::vector<Stmt> roots;
     std::vector<const StagePlan*> realized;
     for (const auto& p : plan_.stages) {
       if (p.stage->attach_kind() != AttachKind::Root) continue;
-      roots.push_back(stage_nest(p));
+      roots.push_back(device_ && p.stage->leaf_loops().empty() ? single_thread(p.stage->name(), stage_nest(p))
+                                                               : stage_nest(p));
       if (!p.stage->is_output()) realized.push_back(&p);
     }
     Stmt body = Block::make(roots);
@@ -107,6 +108,11 @@ class NestBuilder {
     if (is_thread_tag(l->thread_tag)) return ThreadExtent::make(l->var, l->thread_tag, extent, body);
     ForKind kind = l->thread_tag == kVirtualThread ? ForKind::Unrolled : l->for_kind;
     return For::make(l->var, Expr(0), extent, kind, body, l->pragmas);
+  }
+
+  static Stmt single_thread(const std::string& name, Stmt body) {
+    body = ThreadExtent::make(Var(name + ".thread"), "threadIdx.x", Expr(1), body);
+    return ThreadExtent::make(Var(name + ".block"), "blockIdx.x", Expr(1), body);
   }
 
   Stmt guarded(const std::vector<Expr>& conditions, Stmt body) {
@@ -259,13 +265,14 @@ class NestBuilder {
 
   const Schedule& schedule_;
   const LoweringPlan& plan_;
+  const DeviceNest* device_;
   const int warp_size_;
 };
 
 }  // namespace
 
-Stmt schedule_ops(const Schedule& schedule, const LoweringPlan& plan, int warp_size) {
-  return NestBuilder(schedule, plan, warp_size).build();
+Stmt schedule_ops(const Schedule& schedule, const LoweringPlan& plan, const DeviceNest* device) {
+  return NestBuilder(schedule, plan, device).build();
 }
 
 }  // namespace tessera::schedule

@@ -147,6 +147,9 @@ enum class Intrinsic : uint8_t {
   TESSERA_INTRINSICS(TESSERA_X)
 #undef TESSERA_X
 };
+#define TESSERA_X(name, arity) +1
+constexpr int kNumIntrinsics = 0 TESSERA_INTRINSICS(TESSERA_X);
+#undef TESSERA_X
 const char* intrinsic_name(Intrinsic op);
 int intrinsic_arity(Intrinsic op);
 // Throws tessera::Error naming `name` if it is not an intrinsic.

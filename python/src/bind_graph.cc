@@ -131,7 +131,7 @@ class Library {
       ex.set_input(i, value);
       all_on_device &= value.device() == ex.device();
     }
-    return all_on_device;
+    return n > 0 && all_on_device;
   }
 
   std::shared_ptr<const driver::BuildResult> built_;  // null for a loaded module

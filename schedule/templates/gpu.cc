@@ -61,10 +61,8 @@ class GpuScheduler {
       return;
     }
     if (!c->reduce_axis().empty() && compute_in_consumer(st)) return;
-    if (c->axis.empty()) {
-      if (c->reduce_axis().empty())
-        fail("GPU schedule of stage ", st.name(), ": a scalar that reduces nothing has no loop to bind to a thread");
-      share_reduction(st.op());
+    if (c->axis.empty()) {  // a scalar: lowering runs one that reduces nothing on a thread of its own
+      if (!c->reduce_axis().empty()) share_reduction(st.op());
       return;
     }
     thread_per_element(st, outputs);

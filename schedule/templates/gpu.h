@@ -6,7 +6,8 @@
 //   * every other stage gets a thread per output element (its loops fused, split into blocks),
 //     its reductions running in the thread; a reduction feeding only a consumer of its own shape
 //     is computed inside that consumer's thread instead of a kernel of its own.
-// Each stage left at the root becomes a kernel of its own, launched in order.
+// Each stage left at the root becomes a kernel of its own, launched in order (a scalar that
+// reduces nothing runs on one thread).
 #pragma once
 #include <memory>
 #include <vector>
@@ -15,8 +16,6 @@
 
 namespace tessera::schedule {
 
-// Throws, naming the stage, for what no thread can be bound to (a scalar stage that reduces
-// nothing and is an output).
 std::unique_ptr<Schedule> default_gpu_schedule(const std::vector<Tensor>& outputs, const HardwareParams& hardware);
 
 }  // namespace tessera::schedule

@@ -14,16 +14,28 @@ namespace tessera::targets::source {
 
 namespace {
 
-// Words of C, OpenCL C and CUDA C a tensor or loop could be named.
-const std::unordered_set<std::string> kReserved = {
-    "auto", "bool", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
-    "float", "for", "goto", "half", "if", "inline", "int", "long", "register", "return", "short", "signed", "sizeof",
-    "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "kernel", "global",
-    "local", "private", "constant", "args", "num_args", "uchar", "ushort", "uint", "ulong", "blockIdx", "threadIdx",
-    "true", "false",
-    // The c dialect's names in parallel loops.
-    "tessera_c", "tessera_closure", "tessera_task", "tessera_num_tasks", "tessera_begin", "tessera_end",
-    "tessera_threads", "tessera_extent", "tessera_status", "tessera_min"};
+// Words of C, OpenCL C and CUDA C a tensor or loop could be named, and the functions kernels call
+// (a tensor named after its operator, "acos", would hide the function).
+const std::unordered_set<std::string> kReserved = [] {
+  std::unordered_set<std::string> words = {
+      "auto", "bool", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum",
+      "extern", "float", "for", "goto", "half", "if", "inline", "int", "long", "register", "return", "short",
+      "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while",
+      "kernel", "global", "local", "private", "constant", "args", "num_args", "uchar", "ushort", "uint", "ulong",
+      "blockIdx", "threadIdx", "true", "false",
+      // Functions of the dialects beside the math library's.
+      "fabs", "fabsf", "rint", "rintf", "fmod", "fmodf", "vload_half", "vstore_half", "get_group_id", "get_local_id",
+      "select", "min", "max",
+      // The c dialect's names in parallel loops.
+      "tessera_c", "tessera_closure", "tessera_task", "tessera_num_tasks", "tessera_begin", "tessera_end",
+      "tessera_threads", "tessera_extent", "tessera_status", "tessera_min"};
+  for (int op = 0; op < kNumIntrinsics; ++op) {
+    const std::string name = intrinsic_name(static_cast<Intrinsic>(op));
+    words.insert(name);
+    words.insert(name + "f");
+  }
+  return words;
+}();
 
 class SharedBuffers : public IRVisitor {
  public:
@@ -244,6 +256,10 @@ std::string SourcePrinter::expr(const Expr& e) {
       const Expr& a = is_div ? e.as<FloorDiv>()->a : e.as<FloorMod>()->a;
       const Expr& b = is_div ? e.as<FloorDiv>()->b : e.as<FloorMod>()->b;
       if (t.is_uint()) return binary(is_div ? "/" : "%", a, b);
+      // int8 and int16 operands promote to int in C; the result fits their type again.
+      if (t.is_int() && t.bits < 32)
+        return "((" + type_name(t) + ")tessera_floor" + (is_div ? "div" : "mod") + "_int32(" + expr(a) + ", " + expr(b) +
+               "))";
       if (t != runtime::kInt32 && t != runtime::kInt64) unsupported("floor division of " + t.str());
       return std::string("tessera_floor") + (is_div ? "div_" : "mod_") + t.str() + "(" + expr(a) + ", " + expr(b) + ")";
     }

@@ -111,6 +111,8 @@ class Splitter {
       split(alloc->body);
       return;
     }
+    // A launch of no blocks or threads (a stage of an empty tensor) does nothing: no kernel.
+    if (const auto* launch = s.as<ThreadExtent>(); launch && is_zero(launch->extent)) return;
     add_kernel(s);
   }
 

@@ -31,7 +31,8 @@ struct DeviceProgram {
 };
 
 // Each top-level statement of `func` (under its outermost allocations, which become workspace)
-// is one kernel, named `func.name`_kernelN. Throws, naming the kernel, for a thread extent that
+// is one kernel, named `func.name`_kernelN, but for a launch of zero blocks or threads (an empty
+// tensor's stage), which does nothing and is dropped. Throws, naming the kernel, for a thread extent that
 // is not a constant, a thread axis bound inside itself, a shared buffer allocated outside every
 // kernel and a buffer that is neither an argument nor allocated. Statements outside every thread
 // extent are kept: verify_device_program refuses them.
