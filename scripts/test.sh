@@ -38,3 +38,7 @@ TESSERA_BUILD_DIR="$TESSERA_BUILD" "$TESSERA_PYTHON" "$TESSERA_ROOT/tests/onnx/r
 echo "== ONNX node conformance, llvm -mcpu=x86-64-v3"
 TESSERA_BUILD_DIR="$TESSERA_BUILD" "$TESSERA_PYTHON" "$TESSERA_ROOT/tests/onnx/run_node_tests.py" \
   --target "llvm -mcpu=x86-64-v3" --opt-levels 0,3
+# OpenCL on PoCL, with the default GPU schedules; a GPU build runs the graph passes of level 2.
+echo "== ONNX node conformance, opencl"
+TESSERA_BUILD_DIR="$TESSERA_BUILD" "$TESSERA_PYTHON" "$TESSERA_ROOT/tests/onnx/run_node_tests.py" \
+  --target opencl --opt-levels 2

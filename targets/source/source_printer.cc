@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "runtime/error.h"
+#include "targets/source/lift_lets.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/printer.h"
 #include "tensor_ir/substitute.h"
@@ -306,7 +307,8 @@ std::string SourcePrinter::expr(const Expr& e) {
       return load(l->buffer, expr(l->index));
     }
     case NodeKind::Let: {
-      // C has no let expressions; the value is pure, so it is substituted.
+      // C has no let expressions; the value is pure, so it is substituted (scalar stores lift
+      // theirs into locals first: lift_lets.h).
       const auto* l = e.as<Let>();
       return expr(substitute(l->body, l->var, l->value));
     }
@@ -384,6 +386,8 @@ void SourcePrinter::stmt(const Stmt& s) {
       return;
     }
     case NodeKind::Store: {
+      const Stmt lifted = lift_let_expressions(s);
+      if (!lifted.same_as(s)) return stmt(lifted);
       const auto* st = s.as<Store>();
       const int lanes = std::max(st->value.type().lanes, st->index.type().lanes);
       if (lanes == 1) {

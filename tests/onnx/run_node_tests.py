@@ -8,8 +8,8 @@ in expected_failures.txt. Exits nonzero when an unlisted test fails or a listed 
     /usr/bin/python3 tests/onnx/run_node_tests.py [-k REGEX] [-j 2] [--opt-levels 0,1,2,3] [--target TARGET]
                                                   [--write-expected]
 
-Each test is built for TARGET (default: llvm, the host) and checked at every listed graph
-optimization level. The expected failures are the same on every CPU target.
+Each test is built for TARGET (default: llvm, the host; opencl runs on PoCL's device) and checked
+at every listed graph optimization level. The expected failures are the same on every target.
 """
 import argparse
 import json

@@ -145,6 +145,26 @@ TEST(CUDAPrinter, WarpShufflesOfEveryWidth) {
                        "cuda)"));
 }
 
+// Let-bound values become locals computed once (substituting them would double the expression
+// at each of these lets), those under a select's side only where that side is chosen.
+TEST(SourcePrinter, LetsBecomeLocalsComputedOnce) {
+  Buffer a = device_buffer("A", {64});
+  Var tx("tx");
+  Expr value = Load::make(a, tx);
+  std::vector<Var> vars;
+  for (int i = 0; i < 40; ++i) vars.push_back(Var("v", runtime::kFloat32));
+  Expr body = vars.back() + vars.back();
+  for (int i = 39; i > 0; --i) body = Let::make(vars[i], vars[i - 1] * vars[i - 1], body);
+  body = Let::make(vars[0], value, body);
+  Expr guarded = select(tx < 32, body, make_zero(runtime::kFloat32));
+  const DeviceProgram program =
+      split_host_device(LoweredFunc{"lets", {a}, bind(tx, "threadIdx.x", 64, Store::make(a, guarded, tx))});
+  const std::string cl = source::print_opencl(program);
+  EXPECT_LT(cl.size(), 6000u) << cl;
+  EXPECT_TRUE(contains(cl, "if ((tx < 32L)) {\n    const float v = A[tx];")) << cl;
+  build_on_pocl(cl, {"lets_kernel0"});
+}
+
 TEST(CUDAPrinter, CompilerErrorsAreNamed) {
   EXPECT_TRUE(contains(error_of([] { cuda::compile_to_ptx("__global__ void k() { undeclared; }", "bad", "sm_80"); }),
                        "NVRTC failed to compile 'bad' for sm_80"));

@@ -1,0 +1,59 @@
+// The default GPU schedule (schedule/templates/gpu.h): what each kind of stage is given, as the
+// lowered kernels show it. Their numbers are checked on PoCL by the model and node-suite tests.
+#include <gtest/gtest.h>
+
+#include "schedule/templates/gpu.h"
+#include "schedule_test_util.h"
+
+namespace tessera::schedule::testing {
+namespace {
+
+HardwareParams gpu(int warp_size) {
+  HardwareParams hw;
+  hw.registers = tensor_ir::ops::Registers::scalar_device();
+  hw.gpu = {1024, 48 * 1024, warp_size};
+  return hw;
+}
+
+std::string lowered(const std::vector<Tensor>& outputs, const std::vector<Tensor>& args, int warp_size = 32) {
+  auto s = default_gpu_schedule(outputs, gpu(warp_size));
+  return to_string(lower_for_device(*s, args, "main", warp_size));
+}
+
+TEST(GpuTemplate, AThreadPerElementWithShortReductionsInTheThread) {
+  Matmul mm = matmul(100, 300, 8);  // 30000 outputs of 8 terms each
+  std::string text = lowered({mm.C}, {mm.A, mm.B, mm.C});
+  for (const char* piece : {"launch_thread (i.j.fused.outer = blockIdx.x, 118) {",
+                            "launch_thread (i.j.fused.inner = threadIdx.x, 256) {", "for (k, 0, 8) {"})
+    EXPECT_TRUE(contains(text, piece)) << "missing '" << piece << "' in\n" << text;
+}
+
+TEST(GpuTemplate, FewOutputsOfLongReductionsShareABlock) {
+  Matmul mm = matmul(3, 5, 1000);  // 15 outputs of 1000 terms: a block each, 256 threads sharing them
+  std::string text = lowered({mm.C}, {mm.A, mm.B, mm.C});
+  for (const char* piece : {"launch_thread (i.j.fused = blockIdx.x, 15) {", "launch_thread (k.inner = threadIdx.x, 256)",
+                            "warp_shuffle_down", "allocate C.warps: float32[8] (shared)"})
+    EXPECT_TRUE(contains(text, piece)) << "missing '" << piece << "' in\n" << text;
+  EXPECT_FALSE(contains(lowered({mm.C}, {mm.A, mm.B, mm.C}, 1), "warp_shuffle_down"));
+}
+
+TEST(GpuTemplate, InjectiveStagesInlineAndAReductionComputesInItsConsumersThread) {
+  Matmul mm = matmul(40, 30, 20);
+  Tensor relu = compute(
+      {Expr(40), Expr(30)}, [&](const std::vector<Var>& v) { return max(mm.C(v[0], v[1]) * 2, make_zero(runtime::kFloat32)); }, "relu");
+  std::string text = lowered({relu}, {mm.A, mm.B, relu});
+  // One kernel: each thread computes its element of C, then the epilogue.
+  EXPECT_TRUE(contains(text, "allocate C: float32[1] (local)")) << text;
+  EXPECT_EQ(text.find("blockIdx.x"), text.rfind("blockIdx.x")) << text;
+}
+
+TEST(GpuTemplate, AScalarRunsOnOneThread) {
+  Tensor A = placeholder({Expr(1)}, runtime::kFloat32, "A");
+  Tensor S = compute({}, [&](const std::vector<Var>&) { return A(Expr(0)) * 2; }, "S");
+  std::string text = lowered({S}, {A, S});
+  EXPECT_TRUE(contains(text, "launch_thread (S.block = blockIdx.x, 1) {\n    launch_thread (S.thread = threadIdx.x, 1)"))
+      << text;
+}
+
+}  // namespace
+}  // namespace tessera::schedule::testing
