@@ -32,35 +32,10 @@ INSTANTIATE_TEST_SUITE_P(Schedule, PrimitiveTest, ::testing::ValuesIn(schedule_c
                          [](const auto& info) { return std::string(info.param.name); });
 
 // TVM's row reduction: rfactor gives each thread a strided share of the reduction, whose loop is
-// bound to threadIdx.x; the threads' partials meet in a tree through shared memory (on a device
-// without warps), and thread 0 stores the result.
-TEST(Primitives, CrossThreadReductionAfterRfactor) {
-  Matmul mm = matmul(3, 5, 37);
-  Schedule s({mm.C});
-  auto [ko, ki] = s[mm.C].split(s[mm.C].loop("k"), 16);
-  Tensor rf = s.rfactor(mm.C, ki);
-  Stage& c = s[mm.C];
-  c.bind(c.loop("i"), "blockIdx.y");
-  c.bind(c.loop("j"), "blockIdx.x");
-  c.bind(c.loop("k.inner"), "threadIdx.x");
-  s[rf].compute_at(c, c.loop("k.inner"));
-  std::string text = to_string(lower_for_device(s, {mm.A, mm.B, mm.C}));
-  for (const char* piece :
-       {"launch_thread (i = blockIdx.y, 3) {\n    launch_thread (j = blockIdx.x, 5) {\n      launch_thread (k.inner = "
-        "threadIdx.x, 16) {\n        allocate C.red: float32[16] (shared)\n        allocate C.rf: float32[1] (local)",
-        "C.red[k.inner] = C.partial[0]\n        barrier()\n        if (k.inner < 8) {",
-        "C.red[k.inner] = C.red[k.inner] + C.red[k.inner + 1]\n        }\n        barrier()\n        C.partial[0] = C.red[0]\n        "
-        "if (k.inner == 0) "
-        "{\n          C[i*5 + j] = C.partial[0]"})
-    EXPECT_TRUE(contains(text, piece)) << "missing '" << piece << "' in\n" << text;
-}
-
-// The same reduction where the device has warps (cuda: 32 lanes). Threads over whole warps
-// combine their partials by shuffles, each warp into its first lane; with several warps, those
-// lanes leave their results in shared slots and every warp shuffles the slots again. Fewer threads
-// than a warp, or a part of one, go through the tree.
-std::string cross_thread_matmul(int threads, int warp_size) {
-  Matmul mm = matmul(3, 5, 300);
+// bound to threadIdx.x; the threads' partials meet and thread 0 stores the result. Lowered for a
+// device whose warps have `warp_size` lanes.
+std::string cross_thread_matmul(int64_t k, int threads, int warp_size) {
+  Matmul mm = matmul(3, 5, k);
   Schedule s({mm.C});
   auto [ko, ki] = s[mm.C].split(s[mm.C].loop("k"), threads);
   Tensor rf = s.rfactor(mm.C, ki);
@@ -72,8 +47,25 @@ std::string cross_thread_matmul(int threads, int warp_size) {
   return to_string(lower_for_device(s, {mm.A, mm.B, mm.C}, "main", warp_size));
 }
 
+// On a device without warps, the partials meet in a tree through shared memory.
+TEST(Primitives, CrossThreadReductionAfterRfactor) {
+  std::string text = cross_thread_matmul(37, 16, 1);
+  for (const char* piece :
+       {"launch_thread (i = blockIdx.y, 3) {\n    launch_thread (j = blockIdx.x, 5) {\n      launch_thread (k.inner = "
+        "threadIdx.x, 16) {\n        allocate C.red: float32[16] (shared)\n        allocate C.rf: float32[1] (local)",
+        "C.red[k.inner] = C.partial[0]\n        barrier()\n        if (k.inner < 8) {",
+        "C.red[k.inner] = C.red[k.inner] + C.red[k.inner + 1]\n        }\n        barrier()\n        C.partial[0] = C.red[0]\n        "
+        "if (k.inner == 0) "
+        "{\n          C[i*5 + j] = C.partial[0]"})
+    EXPECT_TRUE(contains(text, piece)) << "missing '" << piece << "' in\n" << text;
+}
+
+// Where the device has warps (cuda: 32 lanes), threads over whole warps combine their partials
+// by shuffles, each warp into its first lane; with several warps, those lanes leave their results
+// in shared slots and every warp shuffles the slots again. Fewer threads than a warp, or a part
+// of one, go through the tree.
 TEST(Primitives, CrossThreadReductionShufflesWithinWarps) {
-  std::string one_warp = cross_thread_matmul(32, 32);
+  std::string one_warp = cross_thread_matmul(300, 32, 32);
   for (const char* piece : {"C.partial[0] = C.partial[0] + warp_shuffle_down(C.partial[0], int32(16))",
                             "C.partial[0] = C.partial[0] + warp_shuffle_down(C.partial[0], int32(1))\n        if (k.inner == 0) "
                             "{\n          C[i*5 + j] = C.partial[0]"})
@@ -81,7 +73,7 @@ TEST(Primitives, CrossThreadReductionShufflesWithinWarps) {
   EXPECT_FALSE(contains(one_warp, "shared")) << one_warp;
   EXPECT_FALSE(contains(one_warp, "barrier")) << one_warp;
 
-  std::string warps = cross_thread_matmul(96, 32);
+  std::string warps = cross_thread_matmul(300, 96, 32);
   for (const char* piece :
        {"allocate C.warps: float32[3] (shared)",
         "warp_shuffle_down(C.partial[0], int32(1))\n        if (k.inner % 32 == 0) {\n          "
@@ -92,7 +84,7 @@ TEST(Primitives, CrossThreadReductionShufflesWithinWarps) {
     EXPECT_TRUE(contains(warps, piece)) << "missing '" << piece << "' in\n" << warps;
 
   for (auto [threads, warp_size] : {std::pair{16, 32}, std::pair{48, 32}, std::pair{64, 1}}) {
-    std::string tree = cross_thread_matmul(threads, warp_size);
+    std::string tree = cross_thread_matmul(300, threads, warp_size);
     EXPECT_FALSE(contains(tree, "warp_shuffle_down")) << tree;
     EXPECT_TRUE(contains(tree, "C.red")) << tree;
   }
