@@ -81,7 +81,10 @@ NDArray load_npy(const std::string& path) {
   return a;
 }
 
-void save_npy(const std::string& path, const NDArray& a) {
+void save_npy(const std::string& path, const NDArray& array) {
+  // An array on a device is copied to the host first, before the file is opened: a failed copy
+  // leaves no half-written file.
+  const NDArray a = array.device().type == DeviceType::CPU ? array : array.copy_to(Device::cpu());
   std::string shape = "(";
   for (size_t i = 0; i < a.shape().size(); ++i)
     shape += std::to_string(a.shape()[i]) + (a.shape().size() == 1 || i + 1 < a.shape().size() ? "," : "");

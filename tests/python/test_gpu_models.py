@@ -60,6 +60,17 @@ def test_every_kernel_compiles_for_cuda(name, arch, tmp_path):
         assert 0 < registers <= 255, line
 
 
+def test_the_cli_runs_a_model_on_opencl(tmp_path):
+    _, x, torch_out = model("transformer")
+    np.save(tmp_path / "x.npy", x)
+    proc = subprocess.run([program("tessera"), "run", os.path.join(MODEL_DIR, "transformer.onnx"), "-t", "opencl",
+                           "--input", f"input={tmp_path / 'x.npy'}", "--output-dir", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    out = np.load(tmp_path / "out" / "output0.npy")
+    assert np.abs(out - torch_out).max() <= 1e-3 * np.abs(torch_out).max()
+
+
 def test_device_inputs_give_device_outputs_and_wrong_devices_are_named():
     mod, x, _ = model("transformer")
     lib = tessera.build(mod, target="opencl", db=False)
