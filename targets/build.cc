@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "runtime/error.h"
 #include "targets/link_shared.h"
@@ -29,11 +28,7 @@ SharedLibrary build_shared_library(const std::vector<tensor_ir::LoweredFunc>& fu
   const std::string object = (dir.path / "kernels.o").string(), library = (dir.path / "kernels.so").string();
   emit_object_file(funcs, target, object);
   link_shared_library(object, o.triple, target.mtriple, library);
-  std::ifstream in(library, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in) fail("cannot read the linked library ", library);
-  return {bytes.str(), o.target, o.arch, o.cpu_features};
+  return {read_shared_library(library), o.target, o.arch, o.cpu_features};
 }
 
 std::vector<std::string> write_sources(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target,

@@ -1,5 +1,7 @@
 #include "targets/link_shared.h"
 
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "runtime/cpu_features.h"
@@ -69,6 +71,14 @@ void link_shared_library(const std::string& object, const std::string& triple, c
     for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
     fail("linking the exported module failed (", command, ", exit status ", status, "):\n", messages);
   }
+}
+
+std::string read_shared_library(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in) fail("cannot read the built library ", path);
+  return bytes.str();
 }
 
 }  // namespace tessera::targets

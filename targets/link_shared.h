@@ -13,4 +13,8 @@ namespace tessera::targets {
 void link_shared_library(const std::string& object, const std::string& triple, const std::string& requested_triple,
                          const std::string& output);
 
+// The bytes of the shared library just built at `path`, for a module file; throws naming it when
+// it cannot be read.
+std::string read_shared_library(const std::string& path);
+
 }  // namespace tessera::targets

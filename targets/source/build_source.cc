@@ -10,6 +10,7 @@
 #include "runtime/module_loader.h"
 #include "targets/build.h"
 #include "targets/cuda/nvrtc.h"
+#include "targets/link_shared.h"
 #include "targets/run_program.h"
 #include "targets/source/source_dialects.h"
 #include "targets/temp_dir.h"
@@ -193,11 +194,7 @@ SharedLibrary build_c_shared_library(const std::vector<tensor_ir::LoweredFunc>& 
   TempDir dir("tessera-c-export");
   const std::string library = (dir.path / "kernels.so").string();
   compile_c(funcs, target, dir, library);
-  std::ifstream in(library, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in) fail("cannot read the compiled library ", library);
-  return {bytes.str(), target.str(), runtime::host_arch(), {}};
+  return {read_shared_library(library), target.str(), runtime::host_arch(), {}};
 }
 
 }  // namespace tessera::targets
