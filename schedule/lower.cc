@@ -65,7 +65,7 @@ void check_args(const Schedule& schedule, const std::vector<Tensor>& args) {
 // stage's memory scope; on a CPU every intermediate is the kernel's own memory (Local), whatever
 // scope a schedule wrote for a GPU.
 LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_args, const std::string& name,
-                            bool device, int warp_size, StepLog& log) {
+                            const DeviceNest* device, StepLog& log) {
   // The user names tensors as created; stages may have replaced them (cache_write, rfactor).
   std::vector<Tensor> args;
   // A placeholder the computation never reads is still an argument (an unused input).
@@ -73,8 +73,7 @@ LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_
   check_args(schedule, args);
 
   LoweringPlan plan = infer_bounds(schedule);
-  const DeviceNest nest{warp_size};
-  Stmt body = merge_thread_extents(schedule_ops(schedule, plan, device ? &nest : nullptr));
+  Stmt body = merge_thread_extents(schedule_ops(schedule, plan, device));
   log("schedule_ops", body);
 
   FlattenOptions flatten;
@@ -104,7 +103,7 @@ LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, cons
         fail("lower: loop ", l->name, " of stage ", st->name(), " is bound to ", l->thread_tag,
              ", which only a device has (lower the schedule for a device: lower_for_device)");
   StepLog log(name);
-  LoweredFunc func = lower_loop_nest(schedule, user_args, name, /*device=*/false, /*warp_size=*/1, log);
+  LoweredFunc func = lower_loop_nest(schedule, user_args, name, /*device=*/nullptr, log);
   Stmt body = partition_loops(func.body);
   body = arith::simplify(body);
   log("partition_loops", body);
@@ -123,7 +122,8 @@ LoweredFunc lower_for_device(Schedule& schedule, const std::vector<Tensor>& user
         fail("lower_for_device: loop ", l->name, " of stage ", st->name(),
              " is parallel, which runs on a CPU's thread pool (bind it to blockIdx or threadIdx instead)");
   StepLog log(name);
-  LoweredFunc func = lower_loop_nest(schedule, user_args, name, /*device=*/true, warp_size, log);
+  const DeviceNest device{warp_size};
+  LoweredFunc func = lower_loop_nest(schedule, user_args, name, &device, log);
   Stmt body = arith::simplify(legalize_for_codegen(func.body));
   log("legalize", body);
   body = hoist_shared_allocations(body);

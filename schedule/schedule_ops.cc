@@ -13,7 +13,7 @@ namespace {
 class NestBuilder {
  public:
   NestBuilder(const Schedule& s, const LoweringPlan& plan, const DeviceNest* device)
-      : schedule_(s), plan_(plan), device_(device), warp_size_(device ? device->warp_size : 1) {}
+      : schedule_(s), plan_(plan), device_(device) {}
 
   Stmt build() {
     std::vector<Stmt> roots;
@@ -110,6 +110,8 @@ class NestBuilder {
     return For::make(l->var, Expr(0), extent, kind, body, l->pragmas);
   }
 
+  int warp_size() const { return device_ ? device_->warp_size : 1; }
+
   static Stmt single_thread(const std::string& name, Stmt body) {
     body = ThreadExtent::make(Var(name + ".thread"), "threadIdx.x", Expr(1), body);
     return ThreadExtent::make(Var(name + ".block"), "blockIdx.x", Expr(1), body);
@@ -196,8 +198,8 @@ class NestBuilder {
         Store::make(partial, reduce_combine(reduce.combiner, Load::make(partial, zero), source), zero);
     std::vector<Stmt> steps = {Store::make(partial, reduce_identity(reduce.combiner, reduce.type), zero),
                                loop_nest(p, first + 1, leaves.size(), guarded(p.predicates, accumulate), true)};
-    const bool in_warps = warp_size_ > 1 && bound->thread_tag == "threadIdx.x" && *threads % warp_size_ == 0 &&
-                          *threads / warp_size_ <= warp_size_;
+    const bool in_warps = warp_size() > 1 && bound->thread_tag == "threadIdx.x" && *threads % warp_size() == 0 &&
+                          *threads / warp_size() <= warp_size();
     Buffer shared = in_warps ? combine_in_warps(name, reduce, partial, bound->var, *threads, steps)
                              : combine_in_tree(name, reduce, partial, bound->var, *threads, steps);
     std::vector<Expr> write_guards = init_guards;
@@ -237,13 +239,13 @@ class NestBuilder {
   // holding the identity. Every lane runs every shuffle: none is under a condition.
   Buffer combine_in_warps(const std::string& name, const Reduce& reduce, const Buffer& partial, const Expr& thread, int64_t threads,
                           std::vector<Stmt>& steps) {
-    const int64_t warps = threads / warp_size_;
-    shuffle_down(reduce, partial, warp_size_, steps);
+    const int64_t warps = threads / warp_size();
+    shuffle_down(reduce, partial, warp_size(), steps);
     if (warps == 1) return Buffer();
-    const Expr zero = make_zero(kIndexType), lane = floormod(thread, Expr(warp_size_));
+    const Expr zero = make_zero(kIndexType), lane = floormod(thread, Expr(warp_size()));
     Buffer slots = BufferNode::make(name + ".warps", reduce.type, {Expr(warps)}, MemoryScope::Shared);
     steps.push_back(IfThenElse::make(lane == Expr(0),
-                                     Store::make(slots, Load::make(partial, zero), floordiv(thread, Expr(warp_size_)))));
+                                     Store::make(slots, Load::make(partial, zero), floordiv(thread, Expr(warp_size())))));
     steps.push_back(Store::make(partial, reduce_identity(reduce.combiner, reduce.type), zero));
     steps.push_back(IfThenElse::make(lane < Expr(warps), Store::make(partial, Load::make(slots, lane), zero)));
     shuffle_down(reduce, partial, warps, steps);
@@ -265,8 +267,7 @@ class NestBuilder {
 
   const Schedule& schedule_;
   const LoweringPlan& plan_;
-  const DeviceNest* device_;
-  const int warp_size_;
+  const DeviceNest* device_;  // null on a CPU
 };
 
 }  // namespace
