@@ -4,12 +4,12 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "runtime/error.h"
 #include "targets/source/lift_lets.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/printer.h"
-#include "tensor_ir/substitute.h"
 
 namespace tessera::targets::source {
 
@@ -307,10 +307,23 @@ std::string SourcePrinter::expr(const Expr& e) {
       return load(l->buffer, expr(l->index));
     }
     case NodeKind::Let: {
-      // C has no let expressions; the value is pure, so it is substituted (scalar stores lift
-      // theirs into locals first: lift_lets.h).
+      // C has no let expressions; the value is pure, so its text stands for the variable (scalar
+      // stores lift theirs into locals first: lift_lets.h). A chain of lets, each read twice (a
+      // vectorized integer Pow), doubles the text at each: past a megabyte it is refused rather
+      // than printed for ever.
       const auto* l = e.as<Let>();
-      return expr(substitute(l->body, l->var, l->value));
+      const std::string value = expr(l->value);
+      if (value.size() > (1 << 20))
+        unsupported("the let-bound value '" + l->var.name() + "' (over a megabyte of text once the lets it reads are "
+                    "substituted; build it for llvm)");
+      auto bound = names_.find(l->var.get());
+      const std::optional<std::string> outer =
+          bound == names_.end() ? std::nullopt : std::optional<std::string>(bound->second);
+      names_[l->var.get()] = "(" + value + ")";
+      std::string body = expr(l->body);
+      if (outer) names_[l->var.get()] = *outer;
+      else names_.erase(l->var.get());
+      return body;
     }
     default:
       unsupported(std::string("the expression node ") + node_kind_name(e->kind));

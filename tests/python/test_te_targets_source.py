@@ -137,3 +137,17 @@ def test_c_target_builds_a_model_like_llvm(rng, tmp_path):
     loaded = tessera.load(str(tmp_path / "m.so"))
     assert loaded.target == "c"
     np.testing.assert_array_equal(loaded.run([xin])[0], from_c)
+
+
+def test_c_target_refuses_a_vectorized_let_chain_rather_than_hang(tmp_path):
+    # Integer Pow's square-and-multiply reads each square twice: substituted into a vector store's
+    # text, it would double 31 times. The c target says so and names the way out.
+    import onnx
+    from onnx import TensorProto, helper
+    vals = [helper.make_tensor_value_info(n, TensorProto.INT32, [64]) for n in "xyz"]
+    model = helper.make_model(helper.make_graph([helper.make_node("Pow", ["x", "y"], ["z"])], "g", vals[:2], vals[2:]),
+                              opset_imports=[helper.make_opsetid("", 15)])
+    onnx.save(model, str(tmp_path / "pow.onnx"))
+    mod = tessera.onnx.load(str(tmp_path / "pow.onnx"))
+    with pytest.raises(tessera.Error, match="over a megabyte of text.*build it for llvm"):
+        tessera.build(mod, target="c", db=False)
