@@ -92,7 +92,10 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
       measured = ctx.db->find(workload, ctx.target, custom->trace().to_json());
       fastest = ctx.db->best(workload, ctx.target);
     }
-    if (!record || !measured || measured->median_seconds() <= fastest->median_seconds()) {
+    // Tuning may measure the custom schedule more than once: it stays if any of its records is
+    // the fastest, not only when the latest is.
+    if (!record || !measured || fastest->trace == measured->trace ||
+        measured->median_seconds() <= fastest->median_seconds()) {
       label = "custom (" + key + ")";
       if (record && !measured) label += "; record " + std::to_string(record->id) + " was never measured against it";
       return custom;
