@@ -4,8 +4,10 @@
 #include <iterator>
 #include <memory>
 #include <new>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "runtime/error.h"
 #include "runtime/module_loader.h"
@@ -14,6 +16,9 @@
 
 struct TesseraModule {
   tessera::runtime::LoadedModule loaded;
+  std::string device;  // where it runs: "opencl(0)"
+  // On a device, each run's outputs copied to the host, where the C API hands them out.
+  std::vector<tessera::runtime::NDArray> host_outputs;
 };
 struct TesseraArray {
   tessera::runtime::NDArray array;
@@ -68,6 +73,22 @@ size_t checked_index(int32_t index, size_t count, const char* what) {
   return static_cast<size_t>(index);
 }
 
+TesseraModule* load(const char* path, std::optional<tessera::runtime::Device> device) {
+  auto m = std::make_unique<TesseraModule>();
+  m->loaded = tessera::runtime::load_module(require(path, "the path"), device);
+  const auto& ex = *m->loaded.executor;
+  m->device = ex.device().str();
+  if (ex.device().type != tessera::runtime::DeviceType::CPU)
+    for (size_t i = 0; i < ex.num_outputs(); ++i)
+      m->host_outputs.push_back(NDArray::empty(ex.output_info(i).shape, ex.output_info(i).dtype));
+  return m.release();
+}
+
+// Output i in host memory.
+const NDArray& host_output(const TesseraModule* m, size_t i) {
+  return m->host_outputs.empty() ? m->loaded.executor->output(i) : m->host_outputs[i];
+}
+
 void describe(const tessera::runtime::GraphPlan::TensorInfo& t, TesseraTensorInfo* info) {
   info->name = t.name.c_str();
   info->dtype = to_c(t.dtype);
@@ -115,15 +136,29 @@ TesseraStatus tessera_module_load(const char* path, TesseraModule** out) {
   return api(TESSERA_ERROR_LOAD, [&] {
     require(out, "the output pointer");
     *out = nullptr;
-    auto m = std::make_unique<TesseraModule>();
-    m->loaded = tessera::runtime::load_module(require(path, "the path"));
-    *out = m.release();
+    *out = load(path, std::nullopt);
+  });
+}
+
+TesseraStatus tessera_module_load_on(const char* path, const char* device, TesseraModule** out) {
+  return api(TESSERA_ERROR_LOAD, [&] {
+    require(out, "the output pointer");
+    *out = nullptr;
+    tessera::runtime::Device on;
+    try {
+      on = tessera::runtime::Device::parse(require(device, "the device"));
+    } catch (const tessera::Error& e) {
+      invalid(e.what());
+    }
+    *out = load(path, on);
   });
 }
 
 void tessera_module_free(TesseraModule* module) { delete module; }
 
 const char* tessera_module_target(const TesseraModule* module) { return module ? module->loaded.target.c_str() : ""; }
+
+const char* tessera_module_device(const TesseraModule* module) { return module ? module->device.c_str() : ""; }
 
 TesseraStatus tessera_module_num_inputs(const TesseraModule* module, int32_t* count) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
@@ -183,14 +218,18 @@ TesseraStatus tessera_module_set_input(TesseraModule* module, int32_t index, con
 }
 
 TesseraStatus tessera_module_run(TesseraModule* module) {
-  return api(TESSERA_ERROR_RUN, [&] { require(module, "the module")->loaded.executor->run(); });
+  return api(TESSERA_ERROR_RUN, [&] {
+    auto& ex = *require(module, "the module")->loaded.executor;
+    ex.run();
+    for (size_t i = 0; i < module->host_outputs.size(); ++i) module->host_outputs[i].copy_from(ex.output(i));
+  });
 }
 
 TesseraStatus tessera_module_get_output(const TesseraModule* module, int32_t index, TesseraTensor* out) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
     const auto& ex = *require(module, "the module")->loaded.executor;
     size_t i = checked_index(index, ex.num_outputs(), "output");
-    const NDArray& a = ex.output(i);
+    const NDArray& a = host_output(module, i);
     require(out, "the output pointer");
     out->data = a.data();
     out->dtype = to_c(a.dtype());
@@ -202,7 +241,7 @@ TesseraStatus tessera_module_get_output(const TesseraModule* module, int32_t ind
 TesseraStatus tessera_module_copy_output(const TesseraModule* module, int32_t index, void* dst, size_t nbytes) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
     const auto& ex = *require(module, "the module")->loaded.executor;
-    const NDArray& a = ex.output(checked_index(index, ex.num_outputs(), "output"));
+    const NDArray& a = host_output(module, checked_index(index, ex.num_outputs(), "output"));
     if (nbytes < a.nbytes())
       invalid("output '" + ex.output_info(index).name + "' needs " + std::to_string(a.nbytes()) +
               " bytes, the buffer has " + std::to_string(nbytes));

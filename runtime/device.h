@@ -12,6 +12,9 @@ struct Device {
   int id = 0;
 
   static Device cpu() { return {DeviceType::CPU, 0}; }
+  // "cpu", "opencl", "cuda", optionally with ":ID" ("cuda:1"); throws tessera::Error naming the
+  // text otherwise.
+  static Device parse(const std::string& text);
   std::string str() const;
   bool operator==(const Device& o) const { return type == o.type && id == o.id; }
 };

@@ -1,5 +1,6 @@
 #include "runtime/device_api.h"
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -21,6 +22,25 @@ void DeviceAPI::check_alignment(size_t alignment, size_t guaranteed) const {
 void DeviceAPI::check_event(const DeviceEvent& event) const {
   if (!(event.device() == device_))
     fail(device_.str(), ": an event recorded on ", event.device().str(), " cannot be timed here");
+}
+
+Device Device::parse(const std::string& text) {
+  const size_t colon = text.find(':');
+  const std::string kind = text.substr(0, colon);
+  Device d;
+  if (kind == "cpu") d.type = DeviceType::CPU;
+  else if (kind == "opencl") d.type = DeviceType::OpenCL;
+  else if (kind == "cuda") d.type = DeviceType::CUDA;
+  else fail("unknown device kind '", kind, "' (expected cpu, opencl or cuda, optionally with :ID, as in cuda:1)");
+  if (colon != std::string::npos) {
+    const std::string id = text.substr(colon + 1);
+    char* end = nullptr;
+    const long n = std::strtol(id.c_str(), &end, 10);
+    if (id.empty() || *end != '\0' || n < 0 || n > 1 << 20)
+      fail("device '", text, "': the id after ':' must be a number from 0");
+    d.id = static_cast<int>(n);
+  }
+  return d;
 }
 
 DeviceAPI& DeviceAPI::get(Device device) {

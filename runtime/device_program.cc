@@ -5,13 +5,9 @@
 
 namespace tessera::runtime {
 
-namespace {
-
 DeviceType device_type_of(DeviceCodeFormat format) {
   return format == DeviceCodeFormat::PTX ? DeviceType::CUDA : DeviceType::OpenCL;
 }
-
-}  // namespace
 
 DeviceProgram::DeviceProgram(DeviceProgramSpec spec) : spec_(std::move(spec)) {
   const size_t buffers = spec_.args.size() + spec_.workspace.size();
@@ -61,6 +57,29 @@ void DeviceProgram::operator()(const std::vector<NDArray>& args) const {
   }
   // The workspace is freed when this returns, so its kernels must have finished.
   DeviceAPI::get(device).synchronize();
+}
+
+Kernel DeviceProgramModule::get_kernel(const std::string& name) const {
+  fail("kernel '", name, "' runs on a device: call it through device_program('", name, "')");
+}
+
+std::vector<std::string> DeviceProgramModule::kernel_names() const {
+  std::vector<std::string> names;
+  for (const auto& p : programs_) names.push_back(p->name());
+  return names;
+}
+
+std::string DeviceProgramModule::source(const std::string& format) const {
+  fail("the module holds device code only, no '", format, "' source");
+}
+
+std::shared_ptr<const DeviceProgram> DeviceProgramModule::device_program(const std::string& name) const {
+  std::string names;
+  for (const auto& p : programs_) {
+    if (p->name() == name) return p;
+    names += (names.empty() ? "" : ", ") + p->name();
+  }
+  fail("module has no device program '", name, "' (it has: ", names.empty() ? "none" : names, ")");
 }
 
 }  // namespace tessera::runtime

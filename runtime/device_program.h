@@ -11,6 +11,7 @@
 
 #include "runtime/device_api.h"
 #include "runtime/kernel.h"
+#include "runtime/module.h"
 
 namespace tessera::runtime {
 
@@ -30,6 +31,9 @@ struct DeviceProgramSpec {
   std::string code;  // every kernel's, as the device's driver loads it
 };
 
+// The kind of device that runs code of `format`.
+DeviceType device_type_of(DeviceCodeFormat format);
+
 class DeviceProgram {
  public:
   explicit DeviceProgram(DeviceProgramSpec spec);
@@ -47,6 +51,21 @@ class DeviceProgram {
   DeviceProgramSpec spec_;
   mutable std::mutex mutex_;
   mutable std::map<std::pair<int, int>, std::unique_ptr<DeviceModule>> modules_;  // by device type and id
+};
+
+// A module of device programs and no CPU kernels: what a device target builds, and what an
+// exported device module loads.
+class DeviceProgramModule final : public Module {
+ public:
+  explicit DeviceProgramModule(std::vector<std::shared_ptr<const DeviceProgram>> programs)
+      : programs_(std::move(programs)) {}
+  Kernel get_kernel(const std::string& name) const override;
+  std::vector<std::string> kernel_names() const override;
+  std::string source(const std::string& format) const override;
+  std::shared_ptr<const DeviceProgram> device_program(const std::string& name) const override;
+
+ private:
+  std::vector<std::shared_ptr<const DeviceProgram>> programs_;
 };
 
 }  // namespace tessera::runtime

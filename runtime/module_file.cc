@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -100,8 +101,10 @@ uint16_t check_elf(const std::string& path, const char* code, uint64_t size) {
 
 }  // namespace
 
-void write_module_file(const std::string& path, const std::string& code, const ModuleMetadata& metadata) {
-  const std::string meta = encode_metadata(metadata);
+void write_module_file(const std::string& path, const std::string& code, const ModuleMetadata& metadata,
+                       uint32_t version) {
+  if (version < 1 || version > kModuleFormatVersion) fail("cannot write module format version ", version);
+  const std::string meta = encode_metadata(metadata, version);
   uint64_t weights_size = 0;
   const std::vector<uint64_t> offsets = weights_layout(metadata.plan, &weights_size);
   std::string weights(weights_size, '\0');
@@ -110,7 +113,7 @@ void write_module_file(const std::string& path, const std::string& code, const M
 
   Header h{};
   std::memcpy(h.magic, kHeaderMagic, sizeof h.magic);
-  h.version = kModuleFormatVersion;
+  h.version = version;
   h.header_size = sizeof(Header);
   const uint64_t header_offset = align64(code.size());
   h.code = {0, code.size(), xxhash64(code.data(), code.size())};
@@ -118,7 +121,7 @@ void write_module_file(const std::string& path, const std::string& code, const M
   h.weights = {align64(h.metadata.offset + meta.size()), weights.size(), xxhash64(weights.data(), weights.size())};
   h.file_size = h.weights.offset + weights.size() + sizeof(Trailer);
   h.checksum = header_checksum(h);
-  Trailer t{header_offset, kModuleFormatVersion, sizeof(Trailer), 0, {}};
+  Trailer t{header_offset, version, sizeof(Trailer), 0, {}};
   std::memcpy(t.magic, kTrailerMagic, sizeof t.magic);
   t.checksum = trailer_checksum(t);
 
@@ -196,14 +199,34 @@ ModuleFile read_module_file(const std::string& path) {
   check_section(path, "code", h.code, bytes, t.header_offset);
   check_section(path, "metadata", h.metadata, bytes, size - sizeof t);
   check_section(path, "weights", h.weights, bytes, size - sizeof t);
-  f.elf_machine = check_elf(path, bytes, h.code.size);
+  // A device module has no host code (format version 2 on).
+  if (h.code.size > 0 || t.version < 2) f.elf_machine = check_elf(path, bytes, h.code.size);
   try {
-    f.metadata =
-        decode_metadata(bytes + h.metadata.offset, h.metadata.size, bytes + h.weights.offset, h.weights.size, mapping);
+    f.metadata = decode_metadata(bytes + h.metadata.offset, h.metadata.size, t.version, bytes + h.weights.offset,
+                                 h.weights.size, mapping);
   } catch (const Error& e) {
     bad(path, e.what());
   }
+  const bool device_code = !f.metadata.device_programs.empty();
+  if (device_code == (h.code.size > 0) || (device_code && !f.metadata.kernels.empty()))
+    bad(path, "corrupt: it holds ", h.code.size, " bytes of host code, ", f.metadata.kernels.size(), " CPU kernels and ",
+        f.metadata.device_programs.size(), " device programs (a module has CPU kernels in host code, or device "
+        "programs and no host code)");
   return f;
+}
+
+bool is_module_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return false;
+  const std::streamoff size = in.tellg();
+  char start[4] = {}, end[sizeof kTrailerMagic] = {};
+  in.seekg(0);
+  in.read(start, std::min<std::streamoff>(size, sizeof start));
+  if (size >= static_cast<std::streamoff>(sizeof end)) {
+    in.seekg(-static_cast<std::streamoff>(sizeof end), std::ios::end);
+    in.read(end, sizeof end);
+  }
+  return std::memcmp(start, "\x7f" "ELF", 4) == 0 || std::memcmp(end, kTrailerMagic, sizeof end) == 0;
 }
 
 }  // namespace tessera::runtime

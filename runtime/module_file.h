@@ -2,7 +2,8 @@
 // with Tessera's container appended after the ELF image (the loader maps only what the ELF
 // program headers name, so the appended bytes cost nothing at dlopen):
 //
-//   0                the ELF shared object holding the kernels ("code")
+//   0                the ELF shared object holding the kernels ("code"); empty in a module for a
+//                    device (OpenCL, CUDA), whose device code is in the metadata (version 2 on)
 //   64-aligned       header: magic "TESSERA-MODULE\0\0", u32 format version, u32 header size,
 //                    u64 file size, then {u64 offset, u64 size, u64 xxh64} for code, metadata
 //                    and weights, then the xxh64 of the header's preceding bytes
@@ -23,12 +24,15 @@
 
 namespace tessera::runtime {
 
-constexpr uint32_t kModuleFormatVersion = 1;
+// 2: device modules (device programs in the metadata, no host code). Version 1 files still load.
+constexpr uint32_t kModuleFormatVersion = 2;
 
 // Writes `code` (a linked shared object) and `metadata` (with its plan's constants) to `path`,
 // through a temporary file renamed into place: a module already loaded from `path` keeps its
-// (unchanged) inode instead of seeing its code rewritten under it.
-void write_module_file(const std::string& path, const std::string& code, const ModuleMetadata& metadata);
+// (unchanged) inode instead of seeing its code rewritten under it. An older `version` is for
+// runtimes that read no newer (version 1 holds no device programs).
+void write_module_file(const std::string& path, const std::string& code, const ModuleMetadata& metadata,
+                       uint32_t version = kModuleFormatVersion);
 
 // A validated module file, mapped into memory (copy-on-write; the plan's constants point into
 // the mapping, so weights are never copied) and still open, so the code handed to the dynamic
@@ -38,12 +42,17 @@ struct ModuleFile {
   ModuleMetadata metadata;
   uint32_t format_version = 0;
   uint64_t file_size = 0;
-  uint16_t elf_machine = 0;  // e_machine of the code
+  uint16_t elf_machine = 0;  // e_machine of the code; 0 when there is none (a device module)
   std::shared_ptr<int> fd;   // closed when the last holder goes
 };
 
 // Throws tessera::Error naming `path` and the problem: not a Tessera module, truncated, a newer
 // format version, a checksum mismatch, inconsistent metadata.
 ModuleFile read_module_file(const std::string& path);
+
+// Whether `path` looks like a module rather than a model: it ends in a module trailer, or it is an
+// ELF file (a CPU module cut short, or a library that is no module, which loading then names).
+// Cheap: what `tessera run` tells modules from ONNX models by.
+bool is_module_file(const std::string& path);
 
 }  // namespace tessera::runtime

@@ -3,9 +3,11 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
 
 #include "runtime/cpu_features.h"
+#include "runtime/device_api.h"
 #include "runtime/error.h"
 #include "runtime/module_file.h"
 #include "runtime/thread_pool.h"
@@ -76,9 +78,57 @@ std::shared_ptr<Module> open_kernel_library(const std::string& path, const std::
   return std::make_shared<SharedLibraryModule>(path, handle, nullptr, signatures);
 }
 
-LoadedModule load_module(const std::string& path) {
-  ModuleFile file = read_module_file(path);
+namespace {
+
+const char* kind_name(DeviceType type) {
+  switch (type) {
+    case DeviceType::CPU:
+      return "CPU";
+    case DeviceType::OpenCL:
+      return "OpenCL";
+    case DeviceType::CUDA:
+      return "CUDA";
+  }
+  return "unknown";
+}
+
+// PTX for sm_XY runs on devices of compute capability X.Y and later only.
+void check_cuda_arch(const ModuleFile& file, Device device) {
+  const std::string& target = file.metadata.target;
+  const size_t at = target.find("-arch=sm_");
+  if (at == std::string::npos) fail("corrupt: its target names no -arch");
+  const int needed = std::atoi(target.c_str() + at + 9);
+  const DeviceAttributes& a = DeviceAPI::get(device).attributes();
+  const int has = a.compute_capability_major * 10 + a.compute_capability_minor;
+  if (has < needed)
+    fail("the device (", a.name, ", sm_", has, ") is older than the code's sm_", needed, "; build it for -arch=sm_", has);
+}
+
+// The device programs of `file` on `device` (by default the first of their kind); the constants
+// are uploaded there now, so a missing driver or device fails here, naming it.
+std::shared_ptr<GraphExecutor> device_executor(const ModuleFile& file, std::optional<Device> device) {
   const ModuleMetadata& m = file.metadata;
+  const DeviceType kind = device_type_of(m.device_programs.front().format);
+  const Device on = device.value_or(Device{kind, 0});
+  if (on.type != kind)
+    fail("cannot load module '", file.path, "' on ", on.str(), ": it was built for ", kind_name(kind),
+         " devices (target '", m.target, "')");
+  std::vector<std::shared_ptr<const DeviceProgram>> programs;
+  for (const DeviceProgramSpec& spec : m.device_programs) programs.push_back(std::make_shared<DeviceProgram>(spec));
+  try {
+    if (kind == DeviceType::CUDA) check_cuda_arch(file, on);
+    return std::make_shared<GraphExecutor>(std::make_shared<DeviceProgramModule>(std::move(programs)), m.plan, on);
+  } catch (const Error& e) {
+    fail("cannot load module '", file.path, "' (target '", m.target, "') on ", on.str(), ": ", e.what());
+  }
+}
+
+std::shared_ptr<GraphExecutor> cpu_executor(const ModuleFile& file, std::optional<Device> device) {
+  const std::string& path = file.path;
+  const ModuleMetadata& m = file.metadata;
+  if (device && device->type != DeviceType::CPU)
+    fail("cannot load module '", path, "' on ", device->str(), ": it holds CPU code (target '", m.target,
+         "'); build the model for ", device->type == DeviceType::CUDA ? "cuda" : "opencl", " to run it there");
   const std::string code_arch = arch_of_elf_machine(file.elf_machine);
   if (code_arch != m.arch)
     fail("cannot load module '", path, "': corrupt: its code is for ", code_arch, ", its metadata says ", m.arch);
@@ -97,8 +147,16 @@ LoadedModule load_module(const std::string& path) {
   void* handle = dlopen(access(fd_path.c_str(), R_OK) == 0 ? fd_path.c_str() : path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) fail("cannot load module '", path, "': the dynamic loader refused its code: ", dlerror());
   auto module = std::make_shared<SharedLibraryModule>(path, handle, file.fd, m.kernels);
+  return std::make_shared<GraphExecutor>(module, m.plan);
+}
+
+}  // namespace
+
+LoadedModule load_module(const std::string& path, std::optional<Device> device) {
+  ModuleFile file = read_module_file(path);
+  const ModuleMetadata& m = file.metadata;
   LoadedModule loaded;
-  loaded.executor = std::make_shared<GraphExecutor>(module, m.plan);
+  loaded.executor = m.device_programs.empty() ? cpu_executor(file, device) : device_executor(file, device);
   loaded.target = m.target;
   loaded.arch = m.arch;
   loaded.cpu_features = m.cpu_features;

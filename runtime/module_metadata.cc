@@ -37,6 +37,14 @@ class Writer {
     u32(v.size());
     for (int x : v) pod(static_cast<int32_t>(x));
   }
+  void buffers(const std::vector<BufferSpec>& specs) {
+    u32(specs.size());
+    for (const BufferSpec& a : specs) {
+      str(a.name);
+      shape(a.shape);
+      str(a.dtype.str());
+    }
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -89,6 +97,15 @@ class Reader {
     for (auto& x : v) x = pod<int32_t>(what);
     return v;
   }
+  std::vector<BufferSpec> buffers(const char* what) {
+    std::vector<BufferSpec> specs(count(what, 12));
+    for (BufferSpec& a : specs) {
+      a.name = str("a buffer name");
+      a.shape = shape("a buffer shape");
+      a.dtype = dtype("a buffer");
+    }
+    return specs;
+  }
   bool done() const { return p_ == end_; }
 
   template <typename... Parts>
@@ -108,8 +125,63 @@ void check_index(int v, size_t size, const std::string& what) {
   if (v < 0 || static_cast<size_t>(v) >= size) Reader::bad(what, " ", v, " is out of range (0..", size, ")");
 }
 
+bool has_code_for(const ModuleMetadata& m, const std::string& kernel) {
+  for (const KernelSignature& k : m.kernels)
+    if (k.name == kernel) return true;
+  for (const DeviceProgramSpec& d : m.device_programs)
+    if (d.name == kernel) return true;
+  return false;
+}
+
+void encode_device_programs(Writer& w, const std::vector<DeviceProgramSpec>& programs) {
+  w.u32(programs.size());
+  for (const DeviceProgramSpec& d : programs) {
+    w.str(d.name);
+    w.buffers(d.args);
+    w.buffers(d.workspace);
+    w.u32(d.kernels.size());
+    for (const DeviceKernelLaunch& k : d.kernels) {
+      w.str(k.name);
+      for (size_t e : k.config.grid) w.pod(static_cast<uint64_t>(e));
+      for (size_t e : k.config.block) w.pod(static_cast<uint64_t>(e));
+      w.pod(static_cast<uint64_t>(k.config.dynamic_shared_bytes));
+      w.ints(k.buffers);
+    }
+    w.pod(static_cast<uint8_t>(d.format));
+    w.str(d.code);
+  }
+}
+
+std::vector<DeviceProgramSpec> decode_device_programs(Reader& r) {
+  std::vector<DeviceProgramSpec> programs(r.count("the device programs", 14));
+  for (DeviceProgramSpec& d : programs) {
+    d.name = r.str("a device program's name");
+    d.args = r.buffers("a device program's arguments");
+    d.workspace = r.buffers("a device program's workspace");
+    d.kernels.resize(r.count("a device program's kernels", 60));
+    const size_t buffers = d.args.size() + d.workspace.size();
+    for (DeviceKernelLaunch& k : d.kernels) {
+      k.name = r.str("a device kernel's name");
+      for (size_t& e : k.config.grid) e = r.pod<uint64_t>("a launch's grid");
+      for (size_t& e : k.config.block) e = r.pod<uint64_t>("a launch's block");
+      k.config.dynamic_shared_bytes = r.pod<uint64_t>("a launch's shared memory");
+      k.buffers = r.ints("a device kernel's buffers");
+      for (int b : k.buffers) check_index(b, buffers, "device kernel '" + k.name + "': buffer");
+    }
+    const uint8_t format = r.pod<uint8_t>("a device program's code format");
+    if (format > static_cast<uint8_t>(DeviceCodeFormat::PTX))
+      Reader::bad("device program '", d.name, "' has the unknown code format ", int(format));
+    d.format = static_cast<DeviceCodeFormat>(format);
+    if (d.format != programs.front().format)
+      Reader::bad("device program '", d.name, "' holds code of another kind of device than the first program's");
+    d.code = r.str("a device program's code");
+  }
+  return programs;
+}
+
 // The plan must be safe to follow: the executor indexes with these numbers without checks.
-void validate(const GraphPlan& p) {
+void validate(const ModuleMetadata& m) {
+  const GraphPlan& p = m.plan;
   const size_t n = p.tensors.size();
   for (size_t id = 0; id < n; ++id) {
     const Info& t = p.tensors[id];
@@ -156,6 +228,8 @@ void validate(const GraphPlan& p) {
   }
   for (size_t s = 0; s < p.steps.size(); ++s) {
     for (int a : p.steps[s].args) check_index(a, n, "step " + std::to_string(s) + ": tensor");
+    if (!p.steps[s].kernel.empty() && !has_code_for(m, p.steps[s].kernel))
+      Reader::bad("step ", s, " calls '", p.steps[s].kernel, "', which is neither a kernel nor a device program");
     if (p.steps[s].kernel.empty() &&
         (p.steps[s].args.size() != 2 ||
          bytes_of(p.tensors[p.steps[s].args[0]].shape, p.tensors[p.steps[s].args[0]].dtype) !=
@@ -177,7 +251,9 @@ std::vector<uint64_t> weights_layout(const GraphPlan& plan, uint64_t* total_byte
   return offsets;
 }
 
-std::string encode_metadata(const ModuleMetadata& m) {
+std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
+  if (version < 2 && !m.device_programs.empty())
+    fail("internal error: module format version ", version, " cannot hold device programs");
   Writer w;
   w.str(m.target);
   w.str(m.arch);
@@ -186,12 +262,7 @@ std::string encode_metadata(const ModuleMetadata& m) {
   w.u32(m.kernels.size());
   for (const KernelSignature& k : m.kernels) {
     w.str(k.name);
-    w.u32(k.args.size());
-    for (const BufferSpec& a : k.args) {
-      w.str(a.name);
-      w.shape(a.shape);
-      w.str(a.dtype.str());
-    }
+    w.buffers(k.args);
   }
   const GraphPlan& p = m.plan;
   w.u32(p.tensors.size());
@@ -222,10 +293,11 @@ std::string encode_metadata(const ModuleMetadata& m) {
   w.u32(p.slot_offsets.size());
   for (int64_t o : p.slot_offsets) w.pod(o);
   w.pod(p.arena_bytes);
+  if (version >= 2) encode_device_programs(w, m.device_programs);
   return w.take();
 }
 
-ModuleMetadata decode_metadata(const char* data, size_t size, char* weights, size_t weights_size,
+ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, char* weights, size_t weights_size,
                                std::shared_ptr<void> owner) {
   Reader r(data, size);
   ModuleMetadata m;
@@ -236,12 +308,7 @@ ModuleMetadata decode_metadata(const char* data, size_t size, char* weights, siz
   m.kernels.resize(r.count("the kernels", 8));
   for (KernelSignature& k : m.kernels) {
     k.name = r.str("a kernel name");
-    k.args.resize(r.count("a kernel's arguments", 12));
-    for (BufferSpec& a : k.args) {
-      a.name = r.str("an argument name");
-      a.shape = r.shape("an argument shape");
-      a.dtype = r.dtype("an argument");
-    }
+    k.args = r.buffers("a kernel's arguments");
   }
   GraphPlan& p = m.plan;
   p.tensors.resize(r.count("the tensors", 17));
@@ -279,8 +346,9 @@ ModuleMetadata decode_metadata(const char* data, size_t size, char* weights, siz
   p.arena_bytes = r.pod<int64_t>("the arena size");
   if (p.arena_bytes < 0 || p.arena_bytes > (int64_t(1) << 40))
     Reader::bad("the arena size ", p.arena_bytes, " is invalid");
+  if (version >= 2) m.device_programs = decode_device_programs(r);
   if (!r.done()) Reader::bad("it has trailing bytes");
-  validate(p);
+  validate(m);
   return m;
 }
 

@@ -1,6 +1,7 @@
 // What an exported module says about itself besides its code: the target it was compiled for,
 // the CPU features that code needs, the kernels' signatures and the execution plan (whose
-// constants live in the weights section). Encoded as little-endian binary: counts and lengths
+// constants live in the weights section); for a device target (format version 2), the device
+// programs, whose code (OpenCL C, PTX) the metadata holds while the code section stays empty. Encoded as little-endian binary: counts and lengths
 // are u32, sizes and offsets u64, strings a u32 length then bytes, dtypes their names.
 #pragma once
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/device_program.h"
 #include "runtime/graph_plan.h"
 #include "runtime/kernel.h"
 
@@ -19,18 +21,21 @@ struct ModuleMetadata {
   std::vector<std::string> cpu_features;  // LLVM feature names the code may use ("avx2", ...)
   std::vector<KernelSignature> kernels;
   GraphPlan plan;
+  std::vector<DeviceProgramSpec> device_programs;  // none for a CPU target
 };
 
 // Where each constant of `plan` lies in the weights section (each 64-byte aligned), and the
 // section's size.
 std::vector<uint64_t> weights_layout(const GraphPlan& plan, uint64_t* total_bytes);
 
-std::string encode_metadata(const ModuleMetadata& metadata);
+// In the layout of module format `version` (1 cannot hold device programs).
+std::string encode_metadata(const ModuleMetadata& metadata, uint32_t version);
 
 // Decodes and validates (every index in range, every constant inside `weights`, every
-// intermediate inside the arena); the plan's constants become views of `weights`, which `owner`
-// keeps alive. Throws tessera::Error ("corrupt module metadata: ...") on anything inconsistent.
-ModuleMetadata decode_metadata(const char* data, size_t size, char* weights, size_t weights_size,
+// intermediate inside the arena, every step's kernel a kernel or device program of the module);
+// the plan's constants become views of `weights`, which `owner` keeps alive. Throws
+// tessera::Error ("corrupt module metadata: ...") on anything inconsistent.
+ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, char* weights, size_t weights_size,
                                std::shared_ptr<void> owner);
 
 }  // namespace tessera::runtime

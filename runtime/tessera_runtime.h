@@ -67,11 +67,20 @@ const char* tessera_dtype_name(TesseraDType dtype); /* "float32", ...; "unknown"
 size_t tessera_dtype_size(TesseraDType dtype);      /* bytes per element; 0 if invalid */
 
 /* Validates the file completely (format, version, checksums, this CPU's features) before any
- * of its code runs. *out is set on success; free it with tessera_module_free. */
+ * of its code runs. *out is set on success; free it with tessera_module_free. A module built for
+ * a CPU runs on the CPU; one built for opencl or cuda on the first device of its kind, where its
+ * weights are uploaded now (a missing driver or device fails here, TESSERA_ERROR_LOAD). */
 TesseraStatus tessera_module_load(const char* path, TesseraModule** out);
+/* The same on `device`: "cpu", "opencl", "cuda", optionally with ":ID" ("cuda:1"). A device of
+ * another kind than the module's code is refused. */
+TesseraStatus tessera_module_load_on(const char* path, const char* device, TesseraModule** out);
 void tessera_module_free(TesseraModule* module);
 /* The target string the module was compiled for (owned by the module). */
 const char* tessera_module_target(const TesseraModule* module);
+/* Where it runs: "cpu(0)", "opencl(0)", "cuda(1)" (owned by the module). Inputs are given and
+ * outputs read in host memory wherever it runs: a device module's inputs are copied to the
+ * device by set_input, its outputs to the host by run. */
+const char* tessera_module_device(const TesseraModule* module);
 
 TesseraStatus tessera_module_num_inputs(const TesseraModule* module, int32_t* count);
 TesseraStatus tessera_module_num_outputs(const TesseraModule* module, int32_t* count);

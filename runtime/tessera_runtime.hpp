@@ -65,13 +65,16 @@ class Array {
 
 class Module {
  public:
-  explicit Module(const std::string& path) : module_(nullptr, &tessera_module_free) {
+  // On `device` ("opencl", "cuda:1"); empty: the CPU, or the first device of the module's kind.
+  explicit Module(const std::string& path, const std::string& device = "") : module_(nullptr, &tessera_module_free) {
     TesseraModule* m = nullptr;
-    check(tessera_module_load(path.c_str(), &m));
+    check(device.empty() ? tessera_module_load(path.c_str(), &m)
+                         : tessera_module_load_on(path.c_str(), device.c_str(), &m));
     module_.reset(m);
   }
 
   std::string target() const { return tessera_module_target(module_.get()); }
+  std::string device() const { return tessera_module_device(module_.get()); }
   int num_inputs() const {
     int32_t n = 0;
     check(tessera_module_num_inputs(module_.get(), &n));

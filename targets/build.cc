@@ -57,6 +57,12 @@ std::vector<std::string> write_sources(const std::vector<tensor_ir::LoweredFunc>
   return written;
 }
 
+Target with_device_defaults(const Target& target) {
+  Target t = target;
+  if (t.kind == "cuda" && t.arch.empty()) t.arch = cuda_arch(target);
+  return t;
+}
+
 runtime::KernelSignature kernel_signature(const tensor_ir::LoweredFunc& f) {
   runtime::KernelSignature signature{f.name, {}};
   for (const tensor_ir::Buffer& b : f.args) {

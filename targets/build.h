@@ -33,6 +33,10 @@ SharedLibrary build_shared_library(const std::vector<tensor_ir::LoweredFunc>& fu
 std::vector<std::string> write_sources(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target,
                                        const std::string& dir);
 
+// `target` with what it leaves to the machine's device spelled out: a cuda target without -arch
+// gets the first CUDA device's (what build() compiles for). Other targets are returned as given.
+Target with_device_defaults(const Target& target);
+
 // The calling signature of a lowered kernel (argument names, constant shapes, dtypes).
 runtime::KernelSignature kernel_signature(const tensor_ir::LoweredFunc& func);
 

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "autotune/database.h"
 #include "tools/cli_options.h"
@@ -17,6 +18,7 @@
 #include "relay_ir/dot.h"
 #include "relay_ir/printer.h"
 #include "runtime/error.h"
+#include "runtime/module_file.h"
 #include "runtime/module_loader.h"
 #include "runtime/npy.h"
 #include "targets/build.h"
@@ -81,26 +83,24 @@ int cmd_compile(const ModelOptions& o, const std::string& output) {
   return 0;
 }
 
-// An exported module (a shared library: ELF) rather than an ONNX model.
-bool is_module_file(const std::string& path) {
-  char magic[4] = {};
-  std::ifstream(path, std::ios::binary).read(magic, 4);
-  return std::string(magic, 4) ==
-         "\x7f"
-         "ELF";
-}
-
 // Runs an exported module (loaded by the runtime alone) or an ONNX model (compiled here).
-int cmd_run(const ModelOptions& o, const std::vector<std::string>& inputs, const std::string& output_dir, int bench) {
+// `device` ("opencl:1"; empty: the module's default) applies to modules only: an ONNX model runs
+// where its -t puts it.
+int cmd_run(const ModelOptions& o, const std::string& device, const std::vector<std::string>& inputs,
+            const std::string& output_dir, int bench) {
   std::shared_ptr<runtime::GraphExecutor> executor;
-  if (is_module_file(o.model)) {
+  if (runtime::is_module_file(o.model)) {
     if (!o.shapes.empty() || !o.binds.empty())
       fail("--shape and --bind apply to ONNX models, not to the module ", o.model);
     auto start = std::chrono::steady_clock::now();
-    runtime::LoadedModule m = runtime::load_module(o.model);
-    std::printf("loaded %s (target %s) in %.1f ms\n", o.model.c_str(), m.target.c_str(), seconds_since(start) * 1e3);
+    std::optional<runtime::Device> on;
+    if (!device.empty()) on = runtime::Device::parse(device);
+    runtime::LoadedModule m = runtime::load_module(o.model, on);
+    std::printf("loaded %s (target %s) on %s in %.1f ms\n", o.model.c_str(), m.target.c_str(),
+                m.executor->device().str().c_str(), seconds_since(start) * 1e3);
     executor = m.executor;
   } else {
+    if (!device.empty()) fail("--device applies to modules; for an ONNX model give the target with -t");
     double seconds = 0;
     executor = compile(o, &seconds).executor;
   }
@@ -186,12 +186,17 @@ int main(int argc, char** argv) {
   auto* compile_cmd = app.add_subcommand("compile", "compile a model and report what was built");
   add_model_options(compile_cmd, compile_opts);
   compile_cmd->add_option("-o,--output", output,
-                          "write the model as one shared library (model.so) the runtime loads alone");
+                          "write the model as one file (model.so) the runtime loads alone: a shared library for a CPU, "
+                          "the device code for opencl and cuda");
   auto* run_cmd = app.add_subcommand("run", "run a module (model.so) or compile and run an ONNX model, on .npy inputs");
   add_model_options(run_cmd, run_opts);
   run_cmd->add_option("--input", inputs, "an input: NAME=FILE.npy");
   run_cmd->add_option("--output-dir", output_dir, "write outputs as output<N>.npy here");
   run_cmd->add_option("--bench", bench, "time this many runs and print latency statistics");
+  std::string device;
+  run_cmd->add_option("-d,--device", device,
+                      "for a module built for opencl or cuda: the device to run it on (opencl, cuda:1; default: the "
+                      "first of its kind)");
   auto* inspect_cmd = app.add_subcommand("inspect", "print the optimized graph, its kernels and memory plan");
   add_model_options(inspect_cmd, inspect_opts);
   std::string dot;
@@ -206,7 +211,7 @@ int main(int argc, char** argv) {
   try {
     if (int status = run_tuning_commands(); status >= 0) return status;
     if (*compile_cmd) return cmd_compile(compile_opts, output);
-    if (*run_cmd) return cmd_run(run_opts, inputs, output_dir, bench);
+    if (*run_cmd) return cmd_run(run_opts, device, inputs, output_dir, bench);
     if (*inspect_cmd) return cmd_inspect(inspect_opts, dot, source_dir);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tessera: error: %s\n", e.what());

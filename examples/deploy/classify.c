@@ -1,13 +1,16 @@
 /* Classifies an image with a model compiled by Tessera, using the runtime alone (C API):
  *
- *   classify model.so input.npy [scores.npy]
+ *   classify [-d DEVICE] model.so input.npy [scores.npy]
  *
- * loads the module (validated before any of its code runs), reads the input tensor from a
+ * loads the module (validated before any of its code runs) on DEVICE (for a model compiled for
+ * opencl or cuda: "opencl", "cuda:1"; by default the CPU or the first device of the module's
+ * kind), reads the input tensor from a
  * numpy .npy file with the runtime's reader, runs the model and prints the five classes with
  * the highest scores; given a third file, also writes all the scores there (for numpy), so
  * another build of the model can be compared in full. Build: see README.md. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tessera_runtime.h"
 
@@ -17,14 +20,21 @@ static int report(const char* what) {
 }
 
 int main(int argc, char** argv) {
+  const char* device = NULL;
+  if (argc > 2 && strcmp(argv[1], "-d") == 0) {
+    device = argv[2];
+    argc -= 2;
+    argv += 2;
+  }
   if (argc != 3 && argc != 4) {
-    fprintf(stderr, "usage: %s model.so input.npy [scores.npy]\n", argv[0]);
+    fprintf(stderr, "usage: classify [-d DEVICE] model.so input.npy [scores.npy]\n");
     return 2;
   }
   TesseraModule* model = NULL;
   TesseraArray* input = NULL;
   int status = 1;
-  if (tessera_module_load(argv[1], &model) != TESSERA_OK) return report("loading the model");
+  TesseraStatus loaded = device ? tessera_module_load_on(argv[1], device, &model) : tessera_module_load(argv[1], &model);
+  if (loaded != TESSERA_OK) return report("loading the model");
   TesseraTensor x, scores;
   if (tessera_npy_load(argv[2], &input) != TESSERA_OK || tessera_array_view(input, &x) != TESSERA_OK) {
     report("reading the input");

@@ -1,22 +1,31 @@
 // Classifies an image with a model compiled by Tessera, using the runtime alone (C++ wrapper):
 //
-//   classify_cpp model.so input.npy
+//   classify_cpp [-d DEVICE] model.so input.npy
 //
-// prints the five classes with the highest scores. Build: see README.md.
+// prints the five classes with the highest scores; DEVICE ("opencl", "cuda:1") is where a model
+// compiled for opencl or cuda runs (by default the first device of its kind). Build: see README.md.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "tessera_runtime.hpp"
 
 int main(int argc, char** argv) {
+  std::string device;
+  if (argc > 2 && std::strcmp(argv[1], "-d") == 0) {
+    device = argv[2];
+    argc -= 2;
+    argv += 2;
+  }
   if (argc != 3) {
-    std::fprintf(stderr, "usage: %s model.so input.npy\n", argv[0]);
+    std::fprintf(stderr, "usage: classify_cpp [-d DEVICE] model.so input.npy\n");
     return 2;
   }
   try {
-    tessera::rt::Module model(argv[1]);
+    tessera::rt::Module model(argv[1], device);
     tessera::rt::Array input = tessera::rt::Array::load_npy(argv[2]);
     model.set_input(0, input.tensor(), TESSERA_BORROW);  // the array outlives the run
     model.run();

@@ -43,8 +43,14 @@ const runtime::DeviceAttributes& attributes(const Device& d) { return DeviceAPI:
 Device to_device(const py::handle& obj) {
   if (obj.is_none()) return Device::cpu();
   if (py::isinstance<Device>(obj)) return obj.cast<Device>();
-  if (py::isinstance<py::str>(obj)) return make_device(obj.cast<std::string>(), 0);
-  throw py::type_error("expected a device (tessera.device(...), or \"cpu\", \"opencl\", \"cuda\"), got " +
+  if (py::isinstance<py::str>(obj)) {
+    try {
+      return Device::parse(obj.cast<std::string>());
+    } catch (const tessera::Error& e) {
+      throw py::value_error(e.what());
+    }
+  }
+  throw py::type_error("expected a device (tessera.device(...), or \"cpu\", \"opencl\", \"cuda\", \"cuda:1\"), got " +
                        std::string(Py_TYPE(obj.ptr())->tp_name));
 }
 

@@ -88,6 +88,11 @@ class Library {
   }
   const runtime::GraphPlan& plan() const { return built_ ? built_->plan : executor_->plan(); }
   const std::string& target() const { return target_; }
+  runtime::Device device() {
+    if (executor_) return executor_->device();
+    return built_->target.device_type() == runtime::DeviceType::CPU ? runtime::Device::cpu()
+                                                                     : runtime::Device{built_->target.device_type(), 0};
+  }
 
  private:
   runtime::GraphExecutor& executor() {
@@ -258,9 +263,12 @@ void bind_graph(py::module_& m) {
            "Per-step (kernel, median ms), slowest first.")
       .def(
           "export", [](const Library& l, py::object path) { l.export_to(py::str(path)); }, py::arg("path"),
-          "Writes the model as one shared library (kernels, plan, weights) that tessera.load() and the C runtime "
-          "(tessera_runtime.h) load without the compiler.")
+          "Writes the model as one file (kernels, plan, weights) that tessera.load() and the C runtime "
+          "(tessera_runtime.h) load without the compiler: a shared library for a CPU target; for opencl and cuda, "
+          "the device code (OpenCL C, PTX) and no host code.")
       .def_property_readonly("target", &Library::target, "The target string it was compiled for, in canonical form.")
+      .def_property_readonly("device", &Library::device,
+                             "The device its kernels run on and its outputs live on (the CPU for a CPU target).")
       .def_property_readonly(
           "input_names",
           [](const Library& l) {
@@ -307,11 +315,14 @@ void bind_graph(py::module_& m) {
       "Compiles a graph module for `target` with `options` (a BuildOptions) (backs tessera.build).");
   m.def(
       "load_module",
-      [](const std::string& path) {
+      [](const std::string& path, const py::object& device) {
+        std::optional<runtime::Device> on;
+        if (!device.is_none()) on = to_device(device);
         py::gil_scoped_release release;
-        return Library(runtime::load_module(path));
+        return Library(runtime::load_module(path, on));
       },
-      py::arg("path"), "Loads an exported module with the runtime alone (backs tessera.load).");
+      py::arg("path"), py::arg("device") = py::none(),
+      "Loads an exported module with the runtime alone, on `device` (backs tessera.load).");
 }
 
 }  // namespace tessera::python

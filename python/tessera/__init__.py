@@ -46,12 +46,14 @@ def build(mod: Module, target: str = "llvm", db: os.PathLike | str | bool | None
     return _t.build_module(mod, target, options)
 
 
-def load(path: os.PathLike | str) -> Library:
+def load(path: os.PathLike | str, device: Device | str | None = None) -> Library:
     """Loads a module written by lib.export() or `tessera compile -o` with the runtime alone (no
     compiler): the file is validated (format, version, checksums, this CPU's features) before
-    any of its code runs. The result runs like a built one; tessera.Error says why a file
-    cannot be loaded."""
-    return _t.load_module(str(path))
+    any of its code runs. A module built for opencl or cuda runs on `device` (tessera.device(...)
+    or "opencl:1"), by default the first of its kind; a CPU module on the CPU. The result runs
+    like a built one; tessera.Error says why a file cannot be loaded (a device or driver that is
+    missing, a device of the wrong kind, a GPU older than the code's -arch)."""
+    return _t.load_module(str(path), device)
 
 
 from . import nd, te, onnx, relay, train, autotune  # noqa: E402  (train uses build)

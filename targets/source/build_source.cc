@@ -19,25 +19,15 @@ namespace tessera::targets {
 
 namespace {
 
-// A module of source-built code: the CPU kernels of a c build, or device programs, with the
+// A module of source-built code (the CPU kernels of a c build, or device programs) with the
 // generated text in each format.
 class SourceModule final : public runtime::Module {
  public:
-  SourceModule(std::shared_ptr<runtime::Module> cpu,
-               std::vector<std::shared_ptr<const runtime::DeviceProgram>> programs,
-               std::map<std::string, std::string> sources)
-      : cpu_(std::move(cpu)), programs_(std::move(programs)), sources_(std::move(sources)) {}
+  SourceModule(std::shared_ptr<const runtime::Module> code, std::map<std::string, std::string> sources)
+      : code_(std::move(code)), sources_(std::move(sources)) {}
 
-  runtime::Kernel get_kernel(const std::string& name) const override {
-    if (!cpu_) fail("kernel '", name, "' runs on a device: call it through device_program('", name, "')");
-    return cpu_->get_kernel(name);
-  }
-  std::vector<std::string> kernel_names() const override {
-    if (cpu_) return cpu_->kernel_names();
-    std::vector<std::string> names;
-    for (const auto& p : programs_) names.push_back(p->name());
-    return names;
-  }
+  runtime::Kernel get_kernel(const std::string& name) const override { return code_->get_kernel(name); }
+  std::vector<std::string> kernel_names() const override { return code_->kernel_names(); }
   std::string source(const std::string& format) const override {
     auto it = sources_.find(format);
     if (it != sources_.end()) return it->second;
@@ -46,17 +36,11 @@ class SourceModule final : public runtime::Module {
     fail("no source in format '", format, "' (available: ", formats, ")");
   }
   std::shared_ptr<const runtime::DeviceProgram> device_program(const std::string& name) const override {
-    std::string names;
-    for (const auto& p : programs_) {
-      if (p->name() == name) return p;
-      names += (names.empty() ? "" : ", ") + p->name();
-    }
-    fail("module has no device program '", name, "' (it has: ", names.empty() ? "none" : names, ")");
+    return code_->device_program(name);
   }
 
  private:
-  std::shared_ptr<runtime::Module> cpu_;
-  std::vector<std::shared_ptr<const runtime::DeviceProgram>> programs_;
+  std::shared_ptr<const runtime::Module> code_;
   std::map<std::string, std::string> sources_;
 };
 
@@ -149,7 +133,8 @@ std::shared_ptr<runtime::Module> build_device(const std::vector<tensor_ir::Lower
     }
     programs.push_back(std::make_shared<const runtime::DeviceProgram>(std::move(spec)));
   }
-  return std::make_shared<SourceModule>(nullptr, std::move(programs), std::move(sources));
+  return std::make_shared<SourceModule>(std::make_shared<runtime::DeviceProgramModule>(std::move(programs)),
+                                        std::move(sources));
 }
 
 namespace {
@@ -186,8 +171,7 @@ std::shared_ptr<runtime::Module> build_c(const std::vector<tensor_ir::LoweredFun
   std::vector<runtime::KernelSignature> signatures;
   for (const auto& f : funcs) signatures.push_back(kernel_signature(f));
   auto cpu = runtime::open_kernel_library(library, signatures);
-  return std::make_shared<SourceModule>(std::move(cpu), std::vector<std::shared_ptr<const runtime::DeviceProgram>>{},
-                                        std::map<std::string, std::string>{{"c", source}});
+  return std::make_shared<SourceModule>(std::move(cpu), std::map<std::string, std::string>{{"c", source}});
 }
 
 SharedLibrary build_c_shared_library(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {

@@ -128,8 +128,9 @@ TEST_P(DeviceTest, NDArraysLiveOnTheDeviceAndCopyBack) {
 TEST_P(DeviceTest, AlignmentsTheDeviceCannotPromiseAreRefused) {
   EXPECT_NE(error_of([&] { api().alloc(8, 3); }).find(GetParam().str() + ": alignment 3 is not a power of two"),
             std::string::npos);
-  if (GetParam().type != DeviceType::CPU)
+  if (GetParam().type != DeviceType::CPU) {
     EXPECT_NE(error_of([&] { api().alloc(8, 1 << 20); }).find("exceeds the"), std::string::npos);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Present, DeviceTest, ::testing::ValuesIn(present_devices()), [](const auto& info) {

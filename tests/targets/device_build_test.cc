@@ -125,8 +125,9 @@ TEST(CUDATarget, CompilesThroughNvrtcAndPtxas) {
     EXPECT_TRUE(contains(report, "two_kernel1 (sm_")) << report;
   }
   // Without -arch the device decides; without a device that is an error that says what to give.
-  if (!runtime::DeviceAPI::exists(kCUDA))
+  if (!runtime::DeviceAPI::exists(kCUDA)) {
     EXPECT_TRUE(contains(error_of([] { build({vector_add(10, 4)}, Target::parse("cuda")); }), "give -arch=sm_XX"));
+  }
 }
 
 TEST(CUDATarget, RunsWhereADriverIsFound) {

@@ -1,0 +1,101 @@
+"""Modules for devices (issue 24, item 3): a model built for opencl or cuda exports as one file
+holding its device code (OpenCL C, PTX), plan and weights, with no host code; tessera.load, the
+C API (examples/deploy) and `tessera run` run it on a device of its kind, and refuse, naming
+what is wrong, a device of another kind, a missing one or a missing driver."""
+import os
+
+import numpy as np
+import pytest
+
+import tessera
+from test_deploy import ROOT, BUILD, TESSERA, run, small_cnn, top5
+
+CUDA = tessera.device("cuda").exists
+
+
+@pytest.fixture(scope="module")
+def cnn(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cnn_device")
+    mod = tessera.onnx.load(str(small_cnn(d / "cnn.onnx")))
+    x = np.random.default_rng(1).standard_normal((2, 3, 16, 16)).astype("float32")
+    np.save(d / "x.npy", x)
+    return {"dir": d, "mod": mod, "x": x, "cpu": tessera.build(mod, db=False).run([x])}
+
+
+def test_an_opencl_module_runs_as_the_in_process_build_does(cnn, tmp_path):
+    lib = tessera.build(cnn["mod"], target="opencl", db=False)
+    lib.export(tmp_path / "cnn.so")
+    loaded = tessera.load(tmp_path / "cnn.so")
+    assert loaded.target == "opencl" and loaded.device == tessera.device("opencl")
+    assert loaded.inputs == lib.inputs and loaded.outputs == lib.outputs
+    for got, built, cpu in zip(loaded.run([cnn["x"]]), lib.run([cnn["x"]]), cnn["cpu"]):
+        np.testing.assert_array_equal(got, built)  # the same device code on the same device
+        np.testing.assert_allclose(got, cpu, rtol=1e-5, atol=1e-5)
+    # Device inputs give device outputs, as for a build in this process.
+    out = loaded.run([tessera.nd.array(cnn["x"], device="opencl:0")])
+    assert all(o.device == tessera.device("opencl") for o in out)
+    np.testing.assert_array_equal(out[0].numpy(), lib.run([cnn["x"]])[0])
+    # Built without JIT compilation (nothing runs here), the export is the same file.
+    tessera.build(cnn["mod"], target="opencl", db=False, jit=False).export(tmp_path / "cnn_nojit.so")
+    assert (tmp_path / "cnn_nojit.so").read_bytes() == (tmp_path / "cnn.so").read_bytes()
+
+
+def test_devices_of_the_wrong_kind_are_refused(cnn, tmp_path):
+    tessera.build(cnn["mod"], target="opencl", db=False).export(tmp_path / "cl.so")
+    tessera.build(cnn["mod"], db=False).export(tmp_path / "cpu.so")
+    with pytest.raises(tessera.Error, match=r"on cpu\(0\): it was built for OpenCL devices \(target 'opencl'\)"):
+        tessera.load(tmp_path / "cl.so", device="cpu")
+    with pytest.raises(tessera.Error, match=r"on opencl\(5\): opencl\(5\): only 1 OpenCL device"):
+        tessera.load(tmp_path / "cl.so", device=tessera.device("opencl", 5))
+    with pytest.raises(tessera.Error, match=r"it holds CPU code .*; build the model for opencl to run it there"):
+        tessera.load(tmp_path / "cpu.so", device="opencl")
+    with pytest.raises(ValueError, match="unknown device kind 'gpu'"):
+        tessera.load(tmp_path / "cl.so", device="gpu")
+
+
+def test_a_cuda_module_is_built_without_a_gpu_and_runs_only_on_one(cnn, tmp_path):
+    """NVRTC compiles the PTX here; loading it needs a CUDA driver and a device at least as new
+    as its -arch."""
+    lib = tessera.build(cnn["mod"], target="cuda -arch=sm_80", db=False, jit=False)
+    lib.export(tmp_path / "cnn_cuda.so")
+    if not CUDA:
+        with pytest.raises(tessera.Error, match=r"cannot load module '.*cnn_cuda.so' \(target 'cuda -arch=sm_80'\) on "
+                                                r"cuda\(0\): no CUDA driver found"):
+            tessera.load(tmp_path / "cnn_cuda.so")
+        return
+    loaded = tessera.load(tmp_path / "cnn_cuda.so")
+    for got, cpu in zip(loaded.run([cnn["x"]]), cnn["cpu"]):
+        np.testing.assert_allclose(got, cpu, rtol=1e-5, atol=1e-5)
+
+
+def test_the_cli_compiles_and_runs_device_modules(cnn, tmp_path):
+    onnx_path = cnn["dir"] / "cnn.onnx"
+    out = run(TESSERA, "compile", onnx_path, "-t", "opencl", "-o", tmp_path / "cnn.so").stdout
+    assert "wrote " in out
+    for device in [[], ["--device", "opencl:0"]]:
+        out = run(TESSERA, "run", tmp_path / "cnn.so", *device, "--input", f"x={cnn['dir'] / 'x.npy'}",
+                  "--output-dir", tmp_path / "out", "--bench", "2").stdout
+        assert "(target opencl) on opencl(0)" in out and "latency over 2 runs" in out
+        for i, cpu in enumerate(cnn["cpu"]):
+            np.testing.assert_allclose(np.load(tmp_path / "out" / f"output{i}.npy"), cpu, rtol=1e-5, atol=1e-5)
+    failed = run(TESSERA, "run", tmp_path / "cnn.so", "--device", "cuda", "--input", f"x={cnn['dir'] / 'x.npy'}", ok=False)
+    assert failed.returncode == 1 and "it was built for OpenCL devices" in failed.stderr
+    failed = run(TESSERA, "run", onnx_path, "--device", "opencl", "--input", f"x={cnn['dir'] / 'x.npy'}", ok=False)
+    assert "--device applies to modules" in failed.stderr
+
+
+@pytest.mark.parametrize("source", ["classify.c", "classify.cpp"])
+def test_the_deploy_examples_run_a_device_module(cnn, tmp_path, source):
+    tessera.build(cnn["mod"], target="opencl", db=False).export(tmp_path / "cnn.so")
+    exe = tmp_path / "classify"
+    compiler = ["cc"] if source.endswith(".c") else ["c++", "-std=c++17"]
+    run(*compiler, "-O2", os.path.join(ROOT, "examples", "deploy", source), "-I", os.path.join(ROOT, "runtime"),
+        os.path.join(BUILD, "lib", "libtessera_runtime.a"), "-lstdc++", "-lm", "-pthread", "-ldl", "-o", exe)
+    scores = cnn["cpu"][0].ravel()
+    order = list(np.argsort(-scores, kind="stable")[:5])
+    for device in [[], ["-d", "opencl"]]:
+        got = top5(run(exe, *device, tmp_path / "cnn.so", cnn["dir"] / "x.npy").stdout)
+        assert [c for c, _ in got] == order
+        np.testing.assert_allclose([s for _, s in got], scores[order], rtol=1e-5, atol=1e-5)
+    failed = run(exe, "-d", "cpu", tmp_path / "cnn.so", cnn["dir"] / "x.npy", ok=False)
+    assert failed.returncode == 1 and "it was built for OpenCL devices" in failed.stderr
