@@ -7,6 +7,19 @@ namespace tessera::runtime {
 
 enum class DeviceType { CPU, OpenCL, CUDA };
 
+// "cpu", "opencl", "cuda": how targets and Device::parse spell the kind.
+inline const char* device_type_name(DeviceType type) {
+  switch (type) {
+    case DeviceType::CPU:
+      return "cpu";
+    case DeviceType::OpenCL:
+      return "opencl";
+    case DeviceType::CUDA:
+      return "cuda";
+  }
+  return "unknown";
+}
+
 struct Device {
   DeviceType type = DeviceType::CPU;
   int id = 0;
@@ -19,16 +32,6 @@ struct Device {
   bool operator==(const Device& o) const { return type == o.type && id == o.id; }
 };
 
-inline std::string Device::str() const {
-  switch (type) {
-    case DeviceType::CPU:
-      return "cpu(" + std::to_string(id) + ")";
-    case DeviceType::OpenCL:
-      return "opencl(" + std::to_string(id) + ")";
-    case DeviceType::CUDA:
-      return "cuda(" + std::to_string(id) + ")";
-  }
-  return "unknown";
-}
+inline std::string Device::str() const { return std::string(device_type_name(type)) + "(" + std::to_string(id) + ")"; }
 
 }  // namespace tessera::runtime

@@ -80,18 +80,6 @@ std::shared_ptr<Module> open_kernel_library(const std::string& path, const std::
 
 namespace {
 
-const char* kind_name(DeviceType type) {
-  switch (type) {
-    case DeviceType::CPU:
-      return "CPU";
-    case DeviceType::OpenCL:
-      return "OpenCL";
-    case DeviceType::CUDA:
-      return "CUDA";
-  }
-  return "unknown";
-}
-
 // PTX for sm_XY runs on devices of compute capability X.Y and later only.
 void check_cuda_arch(const ModuleFile& file, Device device) {
   const std::string& target = file.metadata.target;
@@ -111,7 +99,7 @@ std::shared_ptr<GraphExecutor> device_executor(const ModuleFile& file, std::opti
   const DeviceType kind = device_type_of(m.device_programs.front().format);
   const Device on = device.value_or(Device{kind, 0});
   if (on.type != kind)
-    fail("cannot load module '", file.path, "' on ", on.str(), ": it was built for ", kind_name(kind),
+    fail("cannot load module '", file.path, "' on ", on.str(), ": it was built for ", device_type_name(kind),
          " devices (target '", m.target, "')");
   std::vector<std::shared_ptr<const DeviceProgram>> programs;
   for (const DeviceProgramSpec& spec : m.device_programs) programs.push_back(std::make_shared<DeviceProgram>(spec));
@@ -128,7 +116,7 @@ std::shared_ptr<GraphExecutor> cpu_executor(const ModuleFile& file, std::optiona
   const ModuleMetadata& m = file.metadata;
   if (device && device->type != DeviceType::CPU)
     fail("cannot load module '", path, "' on ", device->str(), ": it holds CPU code (target '", m.target,
-         "'); build the model for ", device->type == DeviceType::CUDA ? "cuda" : "opencl", " to run it there");
+         "'); build the model for ", device_type_name(device->type), " to run it there");
   const std::string code_arch = arch_of_elf_machine(file.elf_machine);
   if (code_arch != m.arch)
     fail("cannot load module '", path, "': corrupt: its code is for ", code_arch, ", its metadata says ", m.arch);

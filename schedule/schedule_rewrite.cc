@@ -113,6 +113,7 @@ Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   Tensor copy = ComputeOp::make(c->name, c->axis, cache(as_exprs(c->axis)), "cache_write");
   for (auto& o : outputs_)
     if (o.same_as(stage.op_)) o = copy;
+  replace_reads(consumers(stage), stage.op_, copy);  // another output may read it
   stage.op_ = copy;
   stage.init_loops();
   Stage& cache_stage = add_stage(cache, false, position_of(stage));

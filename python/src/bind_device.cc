@@ -14,17 +14,6 @@ using runtime::DeviceType;
 
 namespace {
 
-const char* kind_name(DeviceType type) {
-  switch (type) {
-    case DeviceType::CPU:
-      return "cpu";
-    case DeviceType::OpenCL:
-      return "opencl";
-    case DeviceType::CUDA:
-      return "cuda";
-  }
-  return "unknown";
-}
 
 Device make_device(const std::string& kind, int id) {
   DeviceType type;
@@ -62,7 +51,7 @@ void bind_device(py::module_& m) {
       .def(py::init(&make_device), py::arg("kind"), py::arg("id") = 0,
            "The device `id` of `kind` (\"cpu\", \"opencl\" or \"cuda\"); tessera.device(kind, id) says the same.")
       .def_property_readonly(
-          "kind", [](const Device& d) { return kind_name(d.type); }, "\"cpu\", \"opencl\" or \"cuda\".")
+          "kind", [](const Device& d) { return runtime::device_type_name(d.type); }, "\"cpu\", \"opencl\" or \"cuda\".")
       .def_property_readonly(
           "id", [](const Device& d) { return d.id; }, "The device's number among its kind.")
       .def_property_readonly(
@@ -101,7 +90,7 @@ void bind_device(py::module_& m) {
           "__eq__", [](const Device& a, const Device& b) { return a == b; }, py::arg("other"))
       .def("__hash__", [](const Device& d) { return py::hash(py::make_tuple(static_cast<int>(d.type), d.id)); })
       .def("__repr__", [](const Device& d) {
-        return "tessera.device('" + std::string(kind_name(d.type)) + "', " + std::to_string(d.id) + ")";
+        return "tessera.device('" + std::string(runtime::device_type_name(d.type)) + "', " + std::to_string(d.id) + ")";
       });
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "runtime/error.h"
 #include "schedule/templates/cpu.h"
@@ -34,12 +35,27 @@ constexpr int64_t kSharedReductionMinLength = 64;
 constexpr int64_t kSharedReductionMaxOutputs = 8192;
 constexpr int64_t kThreadsPerBlock = 256;
 
+// The outputs along one axis that a thread of a register-tiled reduction computes: each value it
+// loads serves that many of them. A divisor of the extent, so that every tile is whole and its
+// accumulators, indexed by constants once unrolled, stay in registers.
+int64_t register_tile(int64_t extent) {
+  for (int64_t tile : {4, 2})
+    if (extent % tile == 0 && extent >= 2 * tile) return tile;
+  return 1;
+}
+
+bool shares_reduction(const ComputeOp& c) {
+  return longest_extent(c.reduce_axis()) >= kSharedReductionMinLength &&
+         (product(c.axis) <= kSharedReductionMaxOutputs || c.axis.empty());
+}
+
 class GpuScheduler {
  public:
   GpuScheduler(Schedule& s, const GpuParams& gpu) : s_(s), gpu_(gpu) {}
 
   void run() {
     for (const Tensor& out : s_.outputs()) inline_injective_producers(s_, out);
+    plan_register_tiles();
     // Outputs first, then the reductions left at the root, from the last stage to the first: a
     // reduction may then compute inside its consumer's thread.
     const auto& stages = s_.stages();
@@ -55,11 +71,12 @@ class GpuScheduler {
   void schedule_stage(Stage& st) {
     const auto* c = st.op().as<ComputeOp>();
     if (!c || st.attach_kind() != AttachKind::Root || st.has_loop_schedule()) return;
-    const int64_t outputs = product(c->axis), longest = longest_extent(c->reduce_axis());
-    if (longest >= kSharedReductionMinLength && (outputs <= kSharedReductionMaxOutputs || c->axis.empty())) {
+    const int64_t outputs = product(c->axis);
+    if (shares_reduction(*c)) {
       share_reduction(st.op());
       return;
     }
+    if (auto it = tiled_.find(&st); it != tiled_.end() && register_tiles(st, *it->second)) return;
     if (!c->reduce_axis().empty() && compute_in_consumer(st)) return;
     if (c->axis.empty()) {  // a scalar: lowering runs one that reduces nothing on a thread of its own
       if (!c->reduce_axis().empty()) share_reduction(st.op());
@@ -82,6 +99,86 @@ class GpuScheduler {
     st.bind(block, "blockIdx.x");
     st.bind(thread, "threadIdx.x");
     thread_loop_[&st] = thread;
+  }
+
+  // The reductions to compute in register tiles, each with the stage of its own size that reads
+  // it: its only consumer, or (for an output) the copy a cache_write makes.
+  void plan_register_tiles() {
+    std::vector<Stage*> stages;
+    for (const auto& st : s_.stages()) stages.push_back(st.get());
+    for (Stage* st : stages) {
+      const auto* c = st->op().as<ComputeOp>();
+      if (!c || c->reduce_axis().empty() || c->axis.empty() || shares_reduction(*c) ||
+          st->attach_kind() != AttachKind::Root || st->has_loop_schedule())
+        continue;
+      if (st->is_output()) {
+        const Tensor local = s_.cache_write(st->op(), "local");
+        tiled_[st] = &s_[local];
+        continue;
+      }
+      // Of its own size: the same elements, maybe reshaped (a matrix product whose batch the
+      // graph flattened).
+      const std::vector<Stage*> consumers = computed_consumers(*st);
+      const auto* reader = consumers.size() == 1 ? consumers[0]->op().as<ComputeOp>() : nullptr;
+      if (reader && consumers[0]->attach_kind() == AttachKind::Root && product(reader->axis) == product(c->axis) &&
+          !tiled_.count(consumers[0]))
+        tiled_[consumers[0]] = st;
+    }
+  }
+
+  // Each thread computes a tile of the consumer's outputs, register_tile() long along its last
+  // axis and along its longest other one, with the reduction computed in registers for that
+  // tile: every value of an input that does not vary along a tile axis is loaded once for the
+  // tile (a matrix product's rows of A for a tile's columns, a convolution's weights for its
+  // pixels). False when the axes are too short to tile.
+  bool register_tiles(Stage& consumer, Stage& reduction) {
+    std::vector<Loop> axes = consumer.leaf_loops();
+    const auto* c = consumer.op().as<ComputeOp>();
+    if (!c || !c->reduce_axis().empty() || axes.size() != c->axis.size()) return false;
+    const size_t j = axes.size() - 1;
+    size_t i = j;
+    for (size_t d = 0; d < j; ++d)
+      if (i == j || extent(c->axis[d]) > extent(c->axis[i])) i = d;
+    const int64_t ti = i == j ? 1 : register_tile(extent(c->axis[i])), tj = register_tile(extent(c->axis[j]));
+    if (ti * tj == 1) return false;
+    auto [jo, jj] = consumer.split(axes[j], tj);
+    Loop io, ii;
+    if (i != j) std::tie(io, ii) = consumer.split(axes[i], ti);
+    std::vector<Loop> order;
+    for (size_t d = 0; d < j; ++d)
+      if (d != i) order.push_back(axes[d]);
+    for (const Loop& l : {io, jo, ii, jj})
+      if (l) order.push_back(l);
+    consumer.reorder(order);
+    Loop outer = order[0];
+    for (size_t k = 1; order[k] != (ii ? ii : jj); ++k) outer = consumer.fuse(outer, order[k]);
+    const int64_t tiles = product(c->axis) / (ti * tj);
+    const int64_t threads = threads_dividing(tiles);
+    auto [block, thread] = consumer.split(outer, threads);
+    consumer.bind(block, "blockIdx.x");
+    consumer.bind(thread, "threadIdx.x");
+    for (const Loop& l : {ii, jj})
+      if (l) consumer.unroll(l);
+    reduction.compute_at(consumer, thread);
+    reduction.set_scope("local");
+    // The reduction outermost, the tile's outputs inside it, unrolled: they stay in registers.
+    std::vector<Loop> data, reduce;
+    for (const Loop& l : reduction.leaf_loops()) (l->kind == IterKind::DataPar ? data : reduce).push_back(l);
+    std::vector<Loop> reordered = reduce;
+    reordered.insert(reordered.end(), data.begin(), data.end());
+    reduction.reorder(reordered);
+    for (const Loop& l : data) reduction.unroll(l);
+    return true;
+  }
+
+  // Threads per block for `tiles` tiles: the most that divide them, so that no thread of the last
+  // block is left without a tile (its registers would then be sized at run time and spill to
+  // memory), unless that is under a warp's worth; then the most a block has.
+  int64_t threads_dividing(int64_t tiles) const {
+    const int64_t most = std::min({kThreadsPerBlock, gpu_.max_threads_per_block, tiles});
+    for (int64_t t = most; t >= 32; --t)
+      if (tiles % t == 0) return t;
+    return most;
   }
 
   // A block per output element; rfactor gives each thread a strided share of the longest
@@ -129,6 +226,7 @@ class GpuScheduler {
   Schedule& s_;
   const GpuParams& gpu_;
   std::map<const Stage*, Loop> thread_loop_;  // the thread loop of each stage with a thread per element
+  std::map<const Stage*, Stage*> tiled_;      // plan_register_tiles(): consumer -> its reduction
 };
 
 }  // namespace

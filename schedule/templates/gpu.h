@@ -3,6 +3,11 @@
 //   * injective stages that are not outputs inline into their consumers;
 //   * a reduction with a long reduction and few outputs gets a block per output element, its
 //     threads sharing the reduction (rfactor; warp shuffles on cuda, a tree on OpenCL);
+//   * any other reduction (a matrix product, a convolution) computes register tiles: each thread
+//     a tile of up to 4 x 4 outputs (along the last axis and the longest other one, where they
+//     divide), accumulated in registers with the reduction outermost, so each loaded value serves
+//     a row or column of the tile; the tile is that of its only consumer of its own shape (the
+//     fused epilogue) or, for an output, of a cache_write's copy;
 //   * every other stage gets a thread per output element (its loops fused, split into blocks),
 //     its reductions running in the thread; a reduction feeding only a consumer of its own shape
 //     is computed inside that consumer's thread instead of a kernel of its own.

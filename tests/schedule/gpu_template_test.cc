@@ -21,11 +21,30 @@ std::string lowered(const std::vector<Tensor>& outputs, const std::vector<Tensor
 }
 
 TEST(GpuTemplate, AThreadPerElementWithShortReductionsInTheThread) {
-  Matmul mm = matmul(100, 300, 8);  // 30000 outputs of 8 terms each
+  Matmul mm = matmul(101, 299, 8);  // 30199 outputs of 8 terms each; prime extents: no whole tiles
   std::string text = lowered({mm.C}, {mm.A, mm.B, mm.C});
   for (const char* piece : {"launch_thread (i.j.fused.outer = blockIdx.x, 118) {",
                             "launch_thread (i.j.fused.inner = threadIdx.x, 256) {", "for (k, 0, 8) {"})
     EXPECT_TRUE(contains(text, piece)) << "missing '" << piece << "' in\n" << text;
+}
+
+TEST(GpuTemplate, ReductionsComputeRegisterTilesWhereTheAxesDivide) {
+  Matmul mm = matmul(100, 300, 8);  // 1875 threads of 4 x 4 tiles, in blocks of a divisor of 1875
+  std::string text = lowered({mm.C}, {mm.A, mm.B, mm.C});
+  for (const char* piece : {"launch_thread (i.outer.j.outer.fused.outer = blockIdx.x, 15) {",
+                            "launch_thread (i.outer.j.outer.fused.inner = threadIdx.x, 125) {",
+                            "allocate C.local: float32[16] (local)", "for (k, 0, 8) {\n        unrolled (i, 0, 4) {",
+                            "unrolled (i.inner, 0, 4) {"})
+    EXPECT_TRUE(contains(text, piece)) << "missing '" << piece << "' in\n" << text;
+}
+
+TEST(GpuTemplate, AnOutputReadByAnotherOutputIsTiledAndStillRead) {
+  // cache_write's copy replaces C for its reader too (max_pool with its argmax is such a pair).
+  Matmul mm = matmul(16, 16, 8);
+  Tensor twice = compute({Expr(16), Expr(16)}, [&](const std::vector<Var>& v) { return mm.C(v[0], v[1]) * 2; }, "twice");
+  std::string text = lowered({mm.C, twice}, {mm.A, mm.B, mm.C, twice});
+  EXPECT_TRUE(contains(text, "allocate C.local: float32[16] (local)")) << text;
+  EXPECT_TRUE(contains(text, "twice[") && contains(text, "C[")) << text;
 }
 
 TEST(GpuTemplate, FewOutputsOfLongReductionsShareABlock) {
@@ -37,13 +56,13 @@ TEST(GpuTemplate, FewOutputsOfLongReductionsShareABlock) {
   EXPECT_FALSE(contains(lowered({mm.C}, {mm.A, mm.B, mm.C}, 1), "warp_shuffle_down"));
 }
 
-TEST(GpuTemplate, InjectiveStagesInlineAndAReductionComputesInItsConsumersThread) {
+TEST(GpuTemplate, InjectiveStagesInlineAndAReductionComputesInItsConsumersThreads) {
   Matmul mm = matmul(40, 30, 20);
   Tensor relu = compute(
       {Expr(40), Expr(30)}, [&](const std::vector<Var>& v) { return max(mm.C(v[0], v[1]) * 2, make_zero(runtime::kFloat32)); }, "relu");
   std::string text = lowered({relu}, {mm.A, mm.B, relu});
-  // One kernel: each thread computes its element of C, then the epilogue.
-  EXPECT_TRUE(contains(text, "allocate C: float32[1] (local)")) << text;
+  // One kernel: each thread computes its 4 x 2 tile of C in registers, then the epilogue.
+  EXPECT_TRUE(contains(text, "allocate C: float32[8] (local)")) << text;
   EXPECT_EQ(text.find("blockIdx.x"), text.rfind("blockIdx.x")) << text;
 }
 
