@@ -44,6 +44,26 @@ int64_t register_tile(int64_t extent) {
   return 1;
 }
 
+// A thread's tile of a stage's outputs: `tj` along its last axis, `ti` along axis `i`, its
+// longest other one (ti is 1 for a stage of one axis).
+struct RegisterTile {
+  size_t i = 0;
+  int64_t ti = 1, tj = 1;
+  bool worthwhile() const { return ti * tj > 1; }
+};
+
+RegisterTile register_tile(const ComputeOp& c) {
+  RegisterTile t;
+  if (c.axis.empty()) return t;
+  const size_t j = c.axis.size() - 1;
+  t.i = j;
+  for (size_t d = 0; d < j; ++d)
+    if (t.i == j || extent(c.axis[d]) > extent(c.axis[t.i])) t.i = d;
+  t.ti = t.i == j ? 1 : register_tile(extent(c.axis[t.i]));
+  t.tj = register_tile(extent(c.axis[j]));
+  return t;
+}
+
 bool shares_reduction(const ComputeOp& c) {
   return longest_extent(c.reduce_axis()) >= kSharedReductionMinLength &&
          (product(c.axis) <= kSharedReductionMaxOutputs || c.axis.empty());
@@ -76,7 +96,10 @@ class GpuScheduler {
       share_reduction(st.op());
       return;
     }
-    if (auto it = tiled_.find(&st); it != tiled_.end() && register_tiles(st, *it->second)) return;
+    if (auto it = tiled_.find(&st); it != tiled_.end()) {
+      register_tiles(st, *it->second);
+      return;
+    }
     if (!c->reduce_axis().empty() && compute_in_consumer(st)) return;
     if (c->axis.empty()) {  // a scalar: lowering runs one that reduces nothing on a thread of its own
       if (!c->reduce_axis().empty()) share_reduction(st.op());
@@ -112,35 +135,31 @@ class GpuScheduler {
           st->attach_kind() != AttachKind::Root || st->has_loop_schedule())
         continue;
       if (st->is_output()) {
+        if (!register_tile(*c).worthwhile()) continue;
         const Tensor local = s_.cache_write(st->op(), "local");
         tiled_[st] = &s_[local];
         continue;
       }
       // Of its own size: the same elements, maybe reshaped (a matrix product whose batch the
-      // graph flattened).
+      // graph flattened); an injective stage, its loops not yet scheduled.
       const std::vector<Stage*> consumers = computed_consumers(*st);
       const auto* reader = consumers.size() == 1 ? consumers[0]->op().as<ComputeOp>() : nullptr;
-      if (reader && consumers[0]->attach_kind() == AttachKind::Root && product(reader->axis) == product(c->axis) &&
-          !tiled_.count(consumers[0]))
+      if (reader && reader->reduce_axis().empty() && consumers[0]->attach_kind() == AttachKind::Root &&
+          !consumers[0]->has_loop_schedule() && product(reader->axis) == product(c->axis) &&
+          register_tile(*reader).worthwhile() && !tiled_.count(consumers[0]))
         tiled_[consumers[0]] = st;
     }
   }
 
-  // Each thread computes a tile of the consumer's outputs, register_tile() long along its last
-  // axis and along its longest other one, with the reduction computed in registers for that
-  // tile: every value of an input that does not vary along a tile axis is loaded once for the
-  // tile (a matrix product's rows of A for a tile's columns, a convolution's weights for its
-  // pixels). False when the axes are too short to tile.
-  bool register_tiles(Stage& consumer, Stage& reduction) {
-    std::vector<Loop> axes = consumer.leaf_loops();
+  // Each thread computes a register_tile() of the consumer's outputs, with the reduction computed
+  // in registers for that tile: every value of an input that does not vary along a tile axis is
+  // loaded once for the tile (a matrix product's rows of A for a tile's columns, a convolution's
+  // weights for its pixels).
+  void register_tiles(Stage& consumer, Stage& reduction) {
     const auto* c = consumer.op().as<ComputeOp>();
-    if (!c || !c->reduce_axis().empty() || axes.size() != c->axis.size()) return false;
+    const auto [i, ti, tj] = register_tile(*c);
+    const std::vector<Loop> axes = consumer.leaf_loops();
     const size_t j = axes.size() - 1;
-    size_t i = j;
-    for (size_t d = 0; d < j; ++d)
-      if (i == j || extent(c->axis[d]) > extent(c->axis[i])) i = d;
-    const int64_t ti = i == j ? 1 : register_tile(extent(c->axis[i])), tj = register_tile(extent(c->axis[j]));
-    if (ti * tj == 1) return false;
     auto [jo, jj] = consumer.split(axes[j], tj);
     Loop io, ii;
     if (i != j) std::tie(io, ii) = consumer.split(axes[i], ti);
@@ -168,7 +187,6 @@ class GpuScheduler {
     reordered.insert(reordered.end(), data.begin(), data.end());
     reduction.reorder(reordered);
     for (const Loop& l : data) reduction.unroll(l);
-    return true;
   }
 
   // Threads per block for `tiles` tiles: the most that divide them, so that no thread of the last
