@@ -17,14 +17,16 @@ DeviceProgram::DeviceProgram(DeviceProgramSpec spec) : spec_(std::move(spec)) {
         fail("device program '", spec_.name, "': kernel '", k.name, "' names buffer ", b, " of ", buffers);
 }
 
-DeviceModule& DeviceProgram::module_on(Device device) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto& module = modules_[{static_cast<int>(device.type), device.id}];
-  if (!module) module = DeviceAPI::get(device).load_module(spec_.code, spec_.format);
-  return *module;
+DeviceProgram::OnDevice& DeviceProgram::on(Device device) const {
+  OnDevice& d = devices_[{static_cast<int>(device.type), device.id}];
+  if (!d.module) {
+    d.module = DeviceAPI::get(device).load_module(spec_.code, spec_.format);
+    for (const BufferSpec& w : spec_.workspace) d.workspace.push_back(NDArray::empty(w.shape, w.dtype, device));
+  }
+  return d;
 }
 
-void DeviceProgram::operator()(const std::vector<NDArray>& args) const {
+void DeviceProgram::operator()(const std::vector<NDArray>& args, bool wait) const {
   if (args.size() != spec_.args.size())
     fail("device program '", spec_.name, "' takes ", spec_.args.size(), " arrays, got ", args.size());
   const DeviceType type = device_type_of(spec_.format);
@@ -44,19 +46,19 @@ void DeviceProgram::operator()(const std::vector<NDArray>& args) const {
       fail(where, ": the array is on ", a.device().str(), ", the first argument on ", device.str(),
            "; all must be on one device");
   }
-  DeviceModule& module = module_on(device);
-  std::vector<NDArray> workspace;
-  for (const BufferSpec& w : spec_.workspace) workspace.push_back(NDArray::empty(w.shape, w.dtype, device));
-  for (const DeviceKernelLaunch& k : spec_.kernels) {
-    std::vector<KernelArg> kernel_args;
-    for (int b : k.buffers) {
-      const NDArray& a = static_cast<size_t>(b) < args.size() ? args[b] : workspace[b - args.size()];
-      kernel_args.push_back(KernelArg::array(a));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    OnDevice& d = on(device);
+    for (const DeviceKernelLaunch& k : spec_.kernels) {
+      std::vector<KernelArg> kernel_args;
+      for (int b : k.buffers) {
+        const NDArray& a = static_cast<size_t>(b) < args.size() ? args[b] : d.workspace[b - args.size()];
+        kernel_args.push_back(KernelArg::array(a));
+      }
+      d.module->function(k.name)->launch(k.config, kernel_args);
     }
-    module.function(k.name)->launch(k.config, kernel_args);
   }
-  // The workspace is freed when this returns, so its kernels must have finished.
-  DeviceAPI::get(device).synchronize();
+  if (wait) DeviceAPI::get(device).synchronize();
 }
 
 Kernel DeviceProgramModule::get_kernel(const std::string& name) const {

@@ -41,16 +41,23 @@ class DeviceProgram {
   const std::string& name() const { return spec_.name; }
 
   // Checks every array's shape and dtype and that all are on one device of the code's kind, then
-  // launches the kernels there in order and waits for them. Throws, naming the program, the
-  // argument and what was expected.
-  void operator()(const std::vector<NDArray>& args) const;
+  // queues the kernels there in order and, with `wait`, waits for them; without, the device's
+  // one queue runs them before anything queued later (a graph waits once, at its end). Throws,
+  // naming the program, the argument and what was expected.
+  void operator()(const std::vector<NDArray>& args, bool wait = true) const;
 
  private:
-  DeviceModule& module_on(Device device) const;
+  // The code loaded on a device and the workspace its kernels pass data through there, allocated
+  // at the first call and reused: calls are queued whole, one at a time, and run in order.
+  struct OnDevice {
+    std::unique_ptr<DeviceModule> module;
+    std::vector<NDArray> workspace;
+  };
+  OnDevice& on(Device device) const;  // with mutex_ held
 
   DeviceProgramSpec spec_;
   mutable std::mutex mutex_;
-  mutable std::map<std::pair<int, int>, std::unique_ptr<DeviceModule>> modules_;  // by device type and id
+  mutable std::map<std::pair<int, int>, OnDevice> devices_;  // by device type and id
 };
 
 // A module of device programs and no CPU kernels: what a device target builds, and what an

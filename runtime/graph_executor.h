@@ -52,7 +52,8 @@ class GraphExecutor {
   void* data_of(int tensor) const;
   NDArray array_of(int tensor) const;  // on a device
   void check_inputs_set() const;
-  void run_step(size_t step, std::vector<void*>& args) const;
+  // `wait`: on a device, return when the step is done (CPU steps always are).
+  void run_step(size_t step, std::vector<void*>& args, bool wait) const;
 
   std::shared_ptr<const Module> module_;
   GraphPlan plan_;
