@@ -25,6 +25,10 @@ struct DeviceAttributes {
   int max_threads_per_block = 1;
   // CUDA: shared memory per block (without opting in to more); OpenCL: local memory; bytes.
   int64_t max_shared_memory_per_block = 0;
+  // Whether that memory is on the chip (every CUDA GPU; OpenCL's CL_LOCAL), rather than global
+  // memory standing in for it (OpenCL's CL_GLOBAL, as on CPU devices like PoCL's), where copying
+  // data into it and the barriers around it cost more than they save.
+  bool dedicated_shared_memory = false;
   // CUDA: the warp. OpenCL has no device-wide sub-group size (it is a property of each compiled
   // kernel), so 1, as in TVM.
   int warp_size = 1;

@@ -111,6 +111,7 @@ class CUDADeviceAPI final : public DeviceAPI {
     attributes_.max_shared_memory_per_block = attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, id);
     attributes_.warp_size = attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE, id);
     attributes_.compute_units = attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, id);
+    attributes_.dedicated_shared_memory = true;
     attributes_.compute_capability_major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, id);
     attributes_.compute_capability_minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, id);
     size_t memory = 0;

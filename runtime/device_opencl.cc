@@ -158,6 +158,8 @@ class OpenCLDeviceAPI final : public DeviceAPI {
         static_cast<int>(device_info<size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, device));
     attributes_.max_shared_memory_per_block =
         static_cast<int64_t>(device_info<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE, device));
+    attributes_.dedicated_shared_memory =
+        device_info<cl_device_local_mem_type>(id, CL_DEVICE_LOCAL_MEM_TYPE, device) == CL_LOCAL;
     attributes_.compute_units = static_cast<int>(device_info<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS, device));
     attributes_.global_memory_bytes =
         static_cast<int64_t>(device_info<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE, device));

@@ -14,6 +14,8 @@ struct GpuParams {
   int64_t max_threads_per_block = 0;  // 0: not a GPU
   int64_t max_shared_memory_bytes = 0;
   int warp_size = 1;  // lanes that shuffle together; 1 where the device has no warps to use
+  // Shared memory on the chip (runtime/device_api.h); false where global memory stands in for it.
+  bool dedicated_shared_memory = true;
 };
 
 struct HardwareParams {

@@ -66,6 +66,11 @@ void bind_device(py::module_& m) {
           "max_shared_memory_per_block", [](const Device& d) { return attributes(d).max_shared_memory_per_block; },
           "Bytes of shared (CUDA) or local (OpenCL) memory a block may use.")
       .def_property_readonly(
+          "dedicated_shared_memory", [](const Device& d) { return attributes(d).dedicated_shared_memory; },
+          "Whether that memory is on the chip (CUDA GPUs, OpenCL's CL_LOCAL) rather than global memory standing "
+          "in for it (OpenCL's CL_GLOBAL, as on CPU devices): the default GPU schedules stage matrix products in "
+          "it only where it is.")
+      .def_property_readonly(
           "warp_size", [](const Device& d) { return attributes(d).warp_size; },
           "Threads of a CUDA warp; 1 on OpenCL (a sub-group's size belongs to each kernel) and "
           "the CPU.")

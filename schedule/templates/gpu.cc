@@ -6,6 +6,7 @@
 
 #include "runtime/error.h"
 #include "schedule/templates/cpu.h"
+#include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
 
 namespace tessera::schedule {
@@ -34,6 +35,11 @@ int64_t longest_extent(const std::vector<tensor_ir::IterVar>& axes) {
 constexpr int64_t kSharedReductionMinLength = 64;
 constexpr int64_t kSharedReductionMaxOutputs = 8192;
 constexpr int64_t kThreadsPerBlock = 256;
+// Shared-memory panels (GpuScheduler::shared_panels): at most 16 x 16 threads of tiles per
+// block, for reductions of at least 16 terms, in steps of at most 16.
+constexpr int64_t kPanelThreadsPerAxis = 16;
+constexpr int64_t kPanelMinReduction = 16;
+constexpr int64_t kPanelDepth = 16;
 
 // The outputs along one axis that a thread of a register-tiled reduction computes: each value it
 // loads serves that many of them. A divisor of the extent, so that every tile is whole and its
@@ -62,6 +68,19 @@ RegisterTile register_tile(const ComputeOp& c) {
   t.ti = t.i == j ? 1 : register_tile(extent(c.axis[t.i]));
   t.tj = register_tile(extent(c.axis[j]));
   return t;
+}
+
+// A reduction over one axis of two inputs (matmul, batch matmul, dense, a 1x1 convolution): the
+// block's panels are then its rows of one input and columns of the other, (ty * ti + tx * tj) x
+// kPanelDepth values, well inside every GPU's shared memory. Others (a 3x3 convolution's window
+// of the input) are left to register tiles until panel sizes are checked against the device.
+bool is_matrix_product(const Tensor& op) {
+  const auto* c = op.as<ComputeOp>();
+  if (!c || c->reduce_axis().size() != 1) return false;
+  int inputs = 0;
+  for (const Tensor& t : tensor_ir::input_tensors(op))
+    if (!t->shape.empty()) ++inputs;
+  return inputs == 2;
 }
 
 bool shares_reduction(const ComputeOp& c) {
@@ -154,7 +173,9 @@ class GpuScheduler {
   // Each thread computes a register_tile() of the consumer's outputs, with the reduction computed
   // in registers for that tile: every value of an input that does not vary along a tile axis is
   // loaded once for the tile (a matrix product's rows of A for a tile's columns, a convolution's
-  // weights for its pixels).
+  // weights for its pixels). Where the tile grid gives a block of at least two warps, the
+  // reduction is a long matrix product and the device's shared memory is on the chip, the
+  // block's threads also share its inputs: shared_panels().
   void register_tiles(Stage& consumer, Stage& reduction) {
     const auto* c = consumer.op().as<ComputeOp>();
     const auto [i, ti, tj] = register_tile(*c);
@@ -163,30 +184,86 @@ class GpuScheduler {
     auto [jo, jj] = consumer.split(axes[j], tj);
     Loop io, ii;
     if (i != j) std::tie(io, ii) = consumer.split(axes[i], ti);
+    // Tiles per block: tx along j by ty along i, where they divide the tile grid.
+    const int64_t tx = i == j ? 1 : largest_divisor(extent(c->axis[j]) / tj, kPanelThreadsPerAxis);
+    const int64_t ty = i == j ? 1 : largest_divisor(extent(c->axis[i]) / ti, kPanelThreadsPerAxis);
+    const auto* r = reduction.op().as<ComputeOp>();
+    const bool panels = gpu_.dedicated_shared_memory && tx * ty >= 2 * std::max(gpu_.warp_size, 32) && tx * ty <= gpu_.max_threads_per_block &&
+                        is_matrix_product(reduction.op()) && extent(r->reduce_axis()[0]) >= kPanelMinReduction;
     std::vector<Loop> order;
     for (size_t d = 0; d < j; ++d)
       if (d != i) order.push_back(axes[d]);
-    for (const Loop& l : {io, jo, ii, jj})
-      if (l) order.push_back(l);
+    Loop thread, thread_y;
+    if (panels) {
+      auto [jb, jt] = consumer.split(jo, tx);
+      auto [ib, it] = consumer.split(io, ty);
+      for (const Loop& l : {ib, jb, it, jt, ii, jj}) order.push_back(l);
+      thread = jt;
+      thread_y = it;
+    } else {
+      for (const Loop& l : {io, jo, ii, jj})
+        if (l) order.push_back(l);
+    }
     consumer.reorder(order);
+    const Loop first_inner = panels ? thread_y : ii ? ii : jj;
     Loop outer = order[0];
-    for (size_t k = 1; order[k] != (ii ? ii : jj); ++k) outer = consumer.fuse(outer, order[k]);
-    const int64_t tiles = product(c->axis) / (ti * tj);
-    const int64_t threads = threads_dividing(tiles);
-    auto [block, thread] = consumer.split(outer, threads);
-    consumer.bind(block, "blockIdx.x");
-    consumer.bind(thread, "threadIdx.x");
+    for (size_t k = 1; order[k] != first_inner; ++k) outer = consumer.fuse(outer, order[k]);
+    if (panels) {
+      consumer.bind(outer, "blockIdx.x");
+      consumer.bind(thread_y, "threadIdx.y");
+      consumer.bind(thread, "threadIdx.x");
+    } else {
+      auto [block, t] = consumer.split(outer, threads_dividing(product(c->axis) / (ti * tj)));
+      consumer.bind(block, "blockIdx.x");
+      consumer.bind(t, "threadIdx.x");
+      thread = t;
+    }
     for (const Loop& l : {ii, jj})
       if (l) consumer.unroll(l);
     reduction.compute_at(consumer, thread);
     reduction.set_scope("local");
     // The reduction outermost, the tile's outputs inside it, unrolled: they stay in registers.
+    Loop panel_step;
+    if (panels) {
+      const auto& axes_r = r->reduce_axis();
+      const auto longest = std::find_if(axes_r.begin(), axes_r.end(),
+                                        [&](const auto& iv) { return extent(iv) == longest_extent(axes_r); });
+      panel_step = reduction.split(reduction.loop(*longest), largest_divisor(extent(*longest), kPanelDepth)).first;
+    }
     std::vector<Loop> data, reduce;
-    for (const Loop& l : reduction.leaf_loops()) (l->kind == IterKind::DataPar ? data : reduce).push_back(l);
+    if (panel_step) reduce.push_back(panel_step);
+    for (const Loop& l : reduction.leaf_loops())
+      if (l != panel_step) (l->kind == IterKind::DataPar ? data : reduce).push_back(l);
     std::vector<Loop> reordered = reduce;
     reordered.insert(reordered.end(), data.begin(), data.end());
     reduction.reorder(reordered);
     for (const Loop& l : data) reduction.unroll(l);
+    if (panels) shared_panels(reduction, panel_step, tx, ty);
+  }
+
+  // Each step of the reduction's outer loop, the block's threads copy the part of every input the
+  // block reads in that step into shared memory together (each a strided share), and the tiles are
+  // computed from there: a block of tx x ty threads loads each value once instead of once per
+  // thread that reads it. Lowering puts the barriers around the copies.
+  void shared_panels(Stage& reduction, const Loop& step, int64_t tx, int64_t ty) {
+    for (const Tensor& input : tensor_ir::input_tensors(reduction.op())) {
+      if (input->shape.empty()) continue;
+      const Tensor panel = s_.cache_read(input, "shared", {reduction.op()});
+      Stage& copy = s_[panel];
+      copy.compute_at(reduction, step);
+      Loop fused;
+      for (const Loop& l : std::vector<Loop>(copy.leaf_loops())) fused = fused ? copy.fuse(fused, l) : l;
+      auto [rounds, in_block] = copy.split(fused, tx * ty);
+      auto [y, x] = copy.split(in_block, tx);
+      copy.bind(y, "threadIdx.y");
+      copy.bind(x, "threadIdx.x");
+    }
+  }
+
+  static int64_t largest_divisor(int64_t n, int64_t at_most) {
+    for (int64_t d = std::min(n, at_most); d > 1; --d)
+      if (n % d == 0) return d;
+    return 1;
   }
 
   // Threads per block for `tiles` tiles: the most that divide them, so that no thread of the last

@@ -144,7 +144,7 @@ schedule::HardwareParams Target::hardware() const {
     const tensor_ir::DeviceLimits limits = device_limits(*this);
     schedule::HardwareParams hw;
     hw.registers = tensor_ir::ops::Registers::scalar_device();
-    hw.gpu = {limits.max_threads_per_block, limits.max_shared_memory_bytes, warp_size()};
+    hw.gpu = {limits.max_threads_per_block, limits.max_shared_memory_bytes, warp_size(), dedicated_shared_memory(*this)};
     return hw;
   }
   if (kind != "llvm") fail("target '", str(), "': only llvm targets describe their hardware for now");

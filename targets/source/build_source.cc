@@ -97,6 +97,12 @@ std::string cuda_arch(const Target& target) {
   return "sm_" + std::to_string(a.compute_capability_major) + std::to_string(a.compute_capability_minor);
 }
 
+bool dedicated_shared_memory(const Target& target) {
+  const runtime::Device first{target.device_type(), 0};
+  if (target.kind == "cuda" || !runtime::DeviceAPI::exists(first)) return true;
+  return runtime::DeviceAPI::get(first).attributes().dedicated_shared_memory;
+}
+
 tensor_ir::DeviceLimits device_limits(const Target& target) {
   const bool cuda = target.kind == "cuda";
   const runtime::Device first{cuda ? runtime::DeviceType::CUDA : runtime::DeviceType::OpenCL, 0};

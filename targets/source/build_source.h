@@ -33,6 +33,10 @@ std::shared_ptr<runtime::Module> build_device(const std::vector<tensor_ir::Lower
 // opencl: 256 work-items and 32 KiB of local memory, what most OpenCL GPUs give).
 tensor_ir::DeviceLimits device_limits(const Target& target);
 
+// Whether `target`'s blocks have shared memory on the chip: the first device's answer where it has
+// one (PoCL's CPU device has none), else true (every CUDA GPU, most OpenCL GPUs).
+bool dedicated_shared_memory(const Target& target);
+
 // The sm_XX a cuda target compiles for: its -arch, else the first CUDA device's.
 std::string cuda_arch(const Target& target);
 

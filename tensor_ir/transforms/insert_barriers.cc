@@ -1,5 +1,6 @@
 #include "tensor_ir/transforms/insert_barriers.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "runtime/error.h"
@@ -58,7 +59,16 @@ bool conflict(const Accesses& earlier, const Accesses& later) {
   return false;
 }
 
-void append(Accesses& to, const Accesses& from) { to.insert(to.end(), from.begin(), from.end()); }
+// Each access once: loops are visited twice at every level of a nest, and lists that kept the
+// repeats would grow exponentially with its depth.
+void append(Accesses& to, const Accesses& from) {
+  for (const Access& a : from) {
+    const bool seen = std::any_of(to.begin(), to.end(), [&](const Access& b) {
+      return a.buffer == b.buffer && a.write == b.write && structural_equal(a.index, b.index);
+    });
+    if (!seen) to.push_back(a);
+  }
+}
 
 class BarrierInserter {
  public:

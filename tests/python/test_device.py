@@ -33,6 +33,8 @@ def test_devices_by_kind_and_id(opencl):
     assert opencl.name and opencl.max_threads_per_block > 0 and opencl.max_shared_memory_per_block > 0
     assert opencl.compute_units > 0 and opencl.global_memory_bytes > 0 and opencl.warp_size >= 1
     assert opencl.compute_capability is None
+    # PoCL's device is the CPU: its local memory is global memory standing in (CL_GLOBAL).
+    assert not cpu.dedicated_shared_memory and opencl.dedicated_shared_memory == ("pthread" not in opencl.name)
     opencl.synchronize()
 
 

@@ -81,3 +81,19 @@ def test_device_inputs_give_device_outputs_and_wrong_devices_are_named():
     assert lib.run({mod.input_names[0]: x})[0].dtype == np.float32
     with pytest.raises(tessera.Error, match=r"the array is on opencl\(0\); the graph runs on cpu\(0\)"):
         tessera.build(mod, db=False).run([tessera.nd.array(x, device=opencl)])
+
+
+def test_matrix_products_stage_panels_in_shared_memory_only_where_it_is_on_the_chip():
+    """The default schedule of the transformer's matrix products: register tiles everywhere, and
+    shared-memory panels for CUDA (on-chip shared memory) but not on PoCL, whose local memory is
+    the CPU's global memory (where they measured slower: benchmarks/gpu.py)."""
+    mod, _, _ = model("transformer")
+
+    def lowered(target):
+        return [k["lowered"] for k in tessera.build(mod, target=target, db=False, jit=False).kernels
+                if k["op"].startswith("fused_matmul")]
+
+    cuda, opencl = lowered("cuda -arch=sm_80"), lowered("opencl")
+    assert cuda and all("(shared)" in k and "barrier()" in k and "(local)" in k for k in cuda)
+    assert tessera.device("opencl").dedicated_shared_memory or not any("(shared)" in k for k in opencl)
+    assert all("(local)" in k for k in opencl)

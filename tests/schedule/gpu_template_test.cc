@@ -38,6 +38,16 @@ TEST(GpuTemplate, ReductionsComputeRegisterTilesWhereTheAxesDivide) {
     EXPECT_TRUE(contains(text, piece)) << "missing '" << piece << "' in\n" << text;
 }
 
+TEST(GpuTemplate, MatrixProductsShareSharedPanelsInBlocksOfTiles) {
+  Matmul mm = matmul(256, 512, 64);  // 64 x 128 tiles of 4 x 4; blocks of 16 x 16 tiles
+  std::string text = lowered({mm.C}, {mm.A, mm.B, mm.C});
+  for (const char* piece : {"launch_thread (i.outer.outer.j.outer.outer.fused = blockIdx.x, 32) {",
+                            "launch_thread (i.outer.inner = threadIdx.y, 16) {", "launch_thread (j.outer.inner = threadIdx.x, 16) {",
+                            "allocate A.shared: float32[1024] (shared)", "allocate B.shared: float32[1024] (shared)",
+                            "for (k.outer, 0, 4) {\n          barrier()", "allocate C.local: float32[16] (local)"})
+    EXPECT_TRUE(contains(text, piece)) << "missing '" << piece << "' in\n" << text;
+}
+
 TEST(GpuTemplate, AnOutputReadByAnotherOutputIsTiledAndStillRead) {
   // cache_write's copy replaces C for its reader too (max_pool with its argmax is such a pair).
   Matmul mm = matmul(16, 16, 8);

@@ -67,6 +67,27 @@ TEST(InsertBarriers, NoneWhereNoThreadReadsAnothersWrite) {
   EXPECT_EQ(to_string(insert_barriers(k(own))), to_string(k(own)));
 }
 
+// A deep nest reading a shared buffer (a convolution's reduction around a register tile): each
+// access is tracked once, however often the nest's loops are visited.
+TEST(InsertBarriers, DeepNestsStayCheap) {
+  Kernel k;
+  Buffer a = buffer("A", 256, MemoryScope::Global), tile = buffer("T", 64, MemoryScope::Shared);
+  Buffer acc = buffer("acc", 1, MemoryScope::Local);
+  std::vector<Var> vars;
+  Expr index = k.tx;
+  for (int d = 0; d < 12; ++d) {
+    vars.emplace_back("v" + std::to_string(d));
+    index = index + vars.back();
+  }
+  Stmt nest = Store::make(acc, Load::make(acc, Expr(0)) + Load::make(tile, floormod(index, Expr(64))), Expr(0));
+  for (int d = 11; d >= 0; --d) nest = For::make(vars[d], Expr(0), Expr(2), ForKind::Serial, nest);
+  Stmt body = Allocate::make(
+      tile, Allocate::make(acc, Block::make({Store::make(tile, Load::make(a, k.bx * 64 + k.tx), k.tx), nest})));
+  const std::string text = to_string(insert_barriers(k(body)));
+  EXPECT_EQ(text.find("barrier()"), text.rfind("barrier()")) << text;  // one, after the fill
+  EXPECT_NE(text.find("barrier()"), std::string::npos) << text;
+}
+
 // The reduction loop of a tiled GEMM: each step refills the tile (write), then every thread
 // reads all of it. A barrier after the fill (read after write) and one before the next fill,
 // which other threads may still be reading (write after read).
