@@ -14,15 +14,22 @@ using runtime::DeviceType;
 
 namespace {
 
+// Device::parse, its error a ValueError as Python expects of a bad argument.
+Device parse_device(const std::string& text) {
+  try {
+    return Device::parse(text);
+  } catch (const tessera::Error& e) {
+    throw py::value_error(e.what());
+  }
+}
 
 Device make_device(const std::string& kind, int id) {
-  DeviceType type;
-  if (kind == "cpu") type = DeviceType::CPU;
-  else if (kind == "opencl") type = DeviceType::OpenCL;
-  else if (kind == "cuda") type = DeviceType::CUDA;
-  else throw py::value_error("unknown device kind '" + kind + "' (expected \"cpu\", \"opencl\" or \"cuda\")");
+  if (kind.find(':') != std::string::npos)
+    throw py::value_error("give the device id apart from the kind: tessera.device(\"cuda\", 1), not \"" + kind + "\"");
   if (id < 0) throw py::value_error("device ids start at 0, got " + std::to_string(id));
-  return {type, id};
+  Device d = parse_device(kind);
+  d.id = id;
+  return d;
 }
 
 const runtime::DeviceAttributes& attributes(const Device& d) { return DeviceAPI::get(d).attributes(); }
@@ -32,13 +39,7 @@ const runtime::DeviceAttributes& attributes(const Device& d) { return DeviceAPI:
 Device to_device(const py::handle& obj) {
   if (obj.is_none()) return Device::cpu();
   if (py::isinstance<Device>(obj)) return obj.cast<Device>();
-  if (py::isinstance<py::str>(obj)) {
-    try {
-      return Device::parse(obj.cast<std::string>());
-    } catch (const tessera::Error& e) {
-      throw py::value_error(e.what());
-    }
-  }
+  if (py::isinstance<py::str>(obj)) return parse_device(obj.cast<std::string>());
   throw py::type_error("expected a device (tessera.device(...), or \"cpu\", \"opencl\", \"cuda\", \"cuda:1\"), got " +
                        std::string(Py_TYPE(obj.ptr())->tp_name));
 }
