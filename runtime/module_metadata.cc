@@ -165,6 +165,14 @@ std::vector<DeviceProgramSpec> decode_device_programs(Reader& r) {
       for (size_t& e : k.config.grid) e = r.pod<uint64_t>("a launch's grid");
       for (size_t& e : k.config.block) e = r.pod<uint64_t>("a launch's block");
       k.config.dynamic_shared_bytes = r.pod<uint64_t>("a launch's shared memory");
+      // What any device could launch; anything else would overflow OpenCL's grid * block.
+      size_t threads = 1;
+      for (size_t e : k.config.block) threads = e > 4096 ? 0 : threads * e;
+      for (size_t e : k.config.grid)
+        if (e == 0 || e >= (size_t(1) << 31)) Reader::bad("device kernel '", k.name, "' has a grid extent of ", e);
+      if (threads == 0 || threads > 4096 || k.config.dynamic_shared_bytes > (size_t(1) << 24))
+        Reader::bad("device kernel '", k.name, "' has an invalid block (", threads, " threads, ",
+                    k.config.dynamic_shared_bytes, " bytes of shared memory)");
       k.buffers = r.ints("a device kernel's buffers");
       for (int b : k.buffers) check_index(b, buffers, "device kernel '" + k.name + "': buffer");
     }

@@ -105,6 +105,13 @@ TEST(DeviceModuleFile, InconsistentDeviceModulesAreCorrupt) {
   EXPECT_TRUE(contains(load_error(write_device_module("mixed.so", m)),
                        "device program 'other' holds code of another kind of device"));
   m = opencl_add4();
+  m.device_programs[0].kernels[0].config.grid[1] = size_t(1) << 40;
+  EXPECT_TRUE(contains(load_error(write_device_module("grid.so", m)), "device kernel 'add4_kernel0' has a grid extent of "
+                                                                      "1099511627776"));
+  m = opencl_add4();
+  m.device_programs[0].kernels[0].config.block = {64, 64, 64};
+  EXPECT_TRUE(contains(load_error(write_device_module("block.so", m)), "has an invalid block (262144 threads"));
+  m = opencl_add4();
   m.device_programs[0].kernels[0].buffers = {0, 1, 3};
   EXPECT_TRUE(contains(load_error(write_device_module("buffer.so", m)), "device kernel 'add4_kernel0': buffer 3 is "
                                                                         "out of range (0..3)"));
