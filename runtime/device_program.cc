@@ -19,9 +19,11 @@ DeviceProgram::DeviceProgram(DeviceProgramSpec spec) : spec_(std::move(spec)) {
 
 DeviceProgram::OnDevice& DeviceProgram::on(Device device) const {
   OnDevice& d = devices_[{static_cast<int>(device.type), device.id}];
-  if (!d.module) {
+  if (!d.module) {  // set last: a failure leaves nothing half made for the next call
+    std::vector<NDArray> workspace;
+    for (const BufferSpec& w : spec_.workspace) workspace.push_back(NDArray::empty(w.shape, w.dtype, device));
     d.module = DeviceAPI::get(device).load_module(spec_.code, spec_.format);
-    for (const BufferSpec& w : spec_.workspace) d.workspace.push_back(NDArray::empty(w.shape, w.dtype, device));
+    d.workspace = std::move(workspace);
   }
   return d;
 }
