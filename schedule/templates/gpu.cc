@@ -70,10 +70,10 @@ RegisterTile register_tile(const ComputeOp& c) {
   return t;
 }
 
-// A reduction over one axis of two inputs (matmul, batch matmul, dense, a 1x1 convolution): the
-// block's panels are then its rows of one input and columns of the other, (ty * ti + tx * tj) x
-// kPanelDepth values, well inside every GPU's shared memory. Others (a 3x3 convolution's window
-// of the input) are left to register tiles until panel sizes are checked against the device.
+// A reduction over one axis of two inputs (matmul, batch matmul, dense): the block's panels are
+// then its rows of one input and columns of the other, (ty * ti + tx * tj) x kPanelDepth values,
+// well inside every GPU's shared memory. Others (a convolution's window of the input) are left
+// to register tiles until panel sizes are checked against the device.
 bool is_matrix_product(const Tensor& op) {
   const auto* c = op.as<ComputeOp>();
   if (!c || c->reduce_axis().size() != 1) return false;
