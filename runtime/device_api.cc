@@ -1,6 +1,8 @@
 #include "runtime/device_api.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -28,10 +30,12 @@ Device Device::parse(const std::string& text) {
   const size_t colon = text.find(':');
   const std::string kind = text.substr(0, colon);
   Device d;
-  if (kind == "cpu") d.type = DeviceType::CPU;
-  else if (kind == "opencl") d.type = DeviceType::OpenCL;
-  else if (kind == "cuda") d.type = DeviceType::CUDA;
-  else fail("unknown device kind '", kind, "' (expected cpu, opencl or cuda, optionally with :ID, as in cuda:1)");
+  const DeviceType kinds[] = {DeviceType::CPU, DeviceType::OpenCL, DeviceType::CUDA};
+  const auto known =
+      std::find_if(std::begin(kinds), std::end(kinds), [&](DeviceType t) { return kind == device_type_name(t); });
+  if (known == std::end(kinds))
+    fail("unknown device kind '", kind, "' (expected cpu, opencl or cuda, optionally with :ID, as in cuda:1)");
+  d.type = *known;
   if (colon != std::string::npos) {
     const std::string id = text.substr(colon + 1);
     char* end = nullptr;

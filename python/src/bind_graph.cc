@@ -88,10 +88,8 @@ class Library {
   }
   const runtime::GraphPlan& plan() const { return built_ ? built_->plan : executor_->plan(); }
   const std::string& target() const { return target_; }
-  runtime::Device device() {
-    if (executor_) return executor_->device();
-    return built_->target.device_type() == runtime::DeviceType::CPU ? runtime::Device::cpu()
-                                                                     : runtime::Device{built_->target.device_type(), 0};
+  runtime::Device device() const {
+    return executor_ ? executor_->device() : runtime::Device{built_->target.device_type(), 0};
   }
 
  private:

@@ -44,7 +44,7 @@ constexpr int64_t kPanelDepth = 16;
 // The outputs along one axis that a thread of a register-tiled reduction computes: each value it
 // loads serves that many of them. A divisor of the extent, so that every tile is whole and its
 // accumulators, indexed by constants once unrolled, stay in registers.
-int64_t register_tile(int64_t extent) {
+int64_t tile_length(int64_t extent) {
   for (int64_t tile : {4, 2})
     if (extent % tile == 0 && extent >= 2 * tile) return tile;
   return 1;
@@ -65,8 +65,8 @@ RegisterTile register_tile(const ComputeOp& c) {
   t.i = j;
   for (size_t d = 0; d < j; ++d)
     if (t.i == j || extent(c.axis[d]) > extent(c.axis[t.i])) t.i = d;
-  t.ti = t.i == j ? 1 : register_tile(extent(c.axis[t.i]));
-  t.tj = register_tile(extent(c.axis[j]));
+  t.ti = t.i == j ? 1 : tile_length(extent(c.axis[t.i]));
+  t.tj = tile_length(extent(c.axis[j]));
   return t;
 }
 
@@ -188,8 +188,9 @@ class GpuScheduler {
     const int64_t tx = i == j ? 1 : largest_divisor(extent(c->axis[j]) / tj, kPanelThreadsPerAxis);
     const int64_t ty = i == j ? 1 : largest_divisor(extent(c->axis[i]) / ti, kPanelThreadsPerAxis);
     const auto* r = reduction.op().as<ComputeOp>();
-    const bool panels = gpu_.dedicated_shared_memory && tx * ty >= 2 * std::max(gpu_.warp_size, 32) && tx * ty <= gpu_.max_threads_per_block &&
-                        is_matrix_product(reduction.op()) && extent(r->reduce_axis()[0]) >= kPanelMinReduction;
+    const bool panels = gpu_.dedicated_shared_memory && tx * ty >= 2 * std::max(gpu_.warp_size, 32) &&
+                        tx * ty <= gpu_.max_threads_per_block && is_matrix_product(reduction.op()) &&
+                        extent(r->reduce_axis()[0]) >= kPanelMinReduction;
     std::vector<Loop> order;
     for (size_t d = 0; d < j; ++d)
       if (d != i) order.push_back(axes[d]);
@@ -225,10 +226,8 @@ class GpuScheduler {
     // The reduction outermost, the tile's outputs inside it, unrolled: they stay in registers.
     Loop panel_step;
     if (panels) {
-      const auto& axes_r = r->reduce_axis();
-      const auto longest = std::find_if(axes_r.begin(), axes_r.end(),
-                                        [&](const auto& iv) { return extent(iv) == longest_extent(axes_r); });
-      panel_step = reduction.split(reduction.loop(*longest), largest_divisor(extent(*longest), kPanelDepth)).first;
+      const auto& k = r->reduce_axis()[0];  // a matrix product's only one
+      panel_step = reduction.split(reduction.loop(k), largest_divisor(extent(k), kPanelDepth)).first;
     }
     std::vector<Loop> data, reduce;
     if (panel_step) reduce.push_back(panel_step);
@@ -251,9 +250,7 @@ class GpuScheduler {
       const Tensor panel = s_.cache_read(input, "shared", {reduction.op()});
       Stage& copy = s_[panel];
       copy.compute_at(reduction, step);
-      Loop fused;
-      for (const Loop& l : std::vector<Loop>(copy.leaf_loops())) fused = fused ? copy.fuse(fused, l) : l;
-      auto [rounds, in_block] = copy.split(fused, tx * ty);
+      auto [rounds, in_block] = copy.split(fuse_data_loops(copy), tx * ty);
       auto [y, x] = copy.split(in_block, tx);
       copy.bind(y, "threadIdx.y");
       copy.bind(x, "threadIdx.x");
@@ -271,9 +268,8 @@ class GpuScheduler {
   // memory), unless that is under a warp's worth; then the most a block has.
   int64_t threads_dividing(int64_t tiles) const {
     const int64_t most = std::min({kThreadsPerBlock, gpu_.max_threads_per_block, tiles});
-    for (int64_t t = most; t >= 32; --t)
-      if (tiles % t == 0) return t;
-    return most;
+    const int64_t divisor = largest_divisor(tiles, most);
+    return divisor >= 32 ? divisor : most;
   }
 
   // A block per output element; rfactor gives each thread a strided share of the longest

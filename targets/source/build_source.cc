@@ -105,7 +105,7 @@ bool dedicated_shared_memory(const Target& target) {
 
 tensor_ir::DeviceLimits device_limits(const Target& target) {
   const bool cuda = target.kind == "cuda";
-  const runtime::Device first{cuda ? runtime::DeviceType::CUDA : runtime::DeviceType::OpenCL, 0};
+  const runtime::Device first{target.device_type(), 0};
   // A cuda target for a given architecture is checked against that architecture, not whatever
   // device this machine has.
   if ((!cuda || target.arch.empty()) && runtime::DeviceAPI::exists(first)) {
