@@ -270,8 +270,11 @@ const std::vector<std::string>& search_policy_names() {
 std::unique_ptr<SearchPolicy> make_policy(const Task& task, const std::string& target, const std::string& kind,
                                           CostModel* model, uint64_t seed, const std::vector<Record>& records,
                                           const SearchOptions& options) {
-  if (targets::Target::parse(target).kind != "llvm")
-    fail("search: target '", target, "' has no search space (the sketch rules are for CPUs: llvm)");
+  const targets::Target t = targets::Target::parse(target);
+  if (t.kind == "c") fail("search: target '", target, "' has no search space (tune for llvm, opencl or cuda)");
+  if ((t.device_type() != runtime::DeviceType::CPU) != task.compute.hardware.is_gpu())
+    fail("search: task '", task.workload.description, "' was extracted for ",
+         task.compute.hardware.is_gpu() ? "a GPU" : "a CPU", ", not for target '", target, "'");
   if (kind == "evolutionary") return std::make_unique<EvolutionarySearch>(task, model, seed, records, options);
   if (kind == "random") return std::make_unique<RandomSearch>(task, model, seed, records, options);
   fail("search: unknown policy '", kind, "' (expected evolutionary or random)");

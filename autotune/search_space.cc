@@ -5,6 +5,9 @@
 #include "runtime/error.h"
 #include "schedule/lower.h"
 #include "schedule/templates/cpu.h"
+#include "schedule/templates/default.h"
+#include "schedule/templates/gpu.h"
+#include "tensor_ir/transforms/verify_device.h"
 
 namespace tessera::autotune {
 
@@ -47,7 +50,7 @@ SearchSpace::SearchSpace(relay_ir::CallCompute compute) : compute_(std::move(com
   sketches_.push_back(fallback);
   layouts_.emplace_back();
   try {
-    default_trace_ = schedule::default_cpu_schedule(compute_.outputs, compute_.anchor, compute_.hardware)->trace();
+    default_trace_ = schedule::default_schedule(compute_.outputs, compute_.anchor, compute_.hardware)->trace();
   } catch (const std::exception&) {
     // No template fits: the default is the unscheduled loop nest (an empty trace).
   }
@@ -164,13 +167,19 @@ std::unique_ptr<schedule::Schedule> SearchSpace::replay(const std::string& trace
 void SearchSpace::apply_sketch_to(const Sketch& sketch, schedule::Schedule& s, DecisionTape& tape) const {
   if (!sketch.is_template) return apply_sketch(sketch, s, tape);
   TapeKnobs knobs(tape);
+  if (compute_.hardware.is_gpu()) return schedule::apply_gpu_templates(s, knobs);
   schedule::apply_cpu_templates(s, compute_.outputs, compute_.anchor, knobs);
 }
 
 tensor_ir::LoweredFunc SearchSpace::lower(schedule::Schedule& s, const std::string& name) const {
   std::vector<tensor_ir::Tensor> args = compute_.inputs;
   args.insert(args.end(), compute_.outputs.begin(), compute_.outputs.end());
-  return schedule::lower(s, args, name);
+  if (!compute_.hardware.is_gpu()) return schedule::lower(s, args, name);
+  const schedule::GpuParams& gpu = compute_.hardware.gpu;
+  tensor_ir::LoweredFunc f = schedule::lower_for_device(s, args, name, gpu.warp_size);
+  tensor_ir::verify_device_program(tensor_ir::split_host_device(f),
+                                   {gpu.max_threads_per_block, gpu.max_shared_memory_bytes});
+  return f;
 }
 
 std::optional<Candidate> SearchSpace::candidate(const SketchDecisions& stored) const {

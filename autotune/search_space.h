@@ -57,6 +57,8 @@ class SearchSpace {
   // A fresh schedule with a trace replayed on it.
   std::unique_ptr<schedule::Schedule> replay(const std::string& trace_json) const;
   // The kernel under `s`: arguments are the inputs, then the outputs (as the driver builds it).
+  // For a GPU, lowered for the device and verified against its limits (threads and shared memory
+  // per block): a candidate the device cannot run throws here, before it is measured.
   tensor_ir::LoweredFunc lower(schedule::Schedule& s, const std::string& name = "kernel") const;
   // A candidate as the database stores it (its sketch by name), and back: the candidate, if this
   // space has a sketch of that name (the rules of another version may not).

@@ -11,6 +11,7 @@
 #include "schedule/schedule.h"
 #include "schedule/templates/cpu.h"
 #include "tensor_ir/arith/const_bound.h"
+#include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
 
 namespace tessera::autotune {
@@ -26,6 +27,8 @@ namespace {
 // Unroll budgets (Ansor's auto_unroll_max_step): iterations unrolled from the innermost loop out,
 // a vector counting once.
 const std::vector<int64_t> kUnrollBudgets = {0, 16, 64, 512};
+// Threads per block a GPU rule samples from (those the device allows).
+const std::vector<int64_t> kThreadsPerBlock = {32, 64, 128, 256, 512, 1024};
 
 DecisionSpec tile_spec(const std::string& name, int64_t extent, int levels, int64_t lanes) {
   DecisionSpec s;
@@ -85,7 +88,7 @@ void fuse_prefix(Stage& st, std::vector<Loop>& loops, size_t k) {
 
 class Applier {
  public:
-  Applier(Schedule& s, DecisionTape& tape) : s_(s), tape_(tape) {}
+  Applier(Schedule& s, DecisionTape& tape) : s_(s), tape_(tape), gpu_(s.hardware().is_gpu()) {}
 
   void run(const Sketch& sketch) {
     for (const auto& st : sketch.stages) apply(st);
@@ -181,9 +184,38 @@ class Applier {
     return lv == level_.end() ? -1 : lv->second;
   }
 
+  // A choice of threads per block the device allows.
+  int64_t choose_threads(const std::string& name) {
+    std::vector<int64_t> options;
+    for (int64_t t : kThreadsPerBlock)
+      if (t <= s_.hardware().gpu.max_threads_per_block) options.push_back(t);
+    return tape_.choose(choice_spec(name, options));
+  }
+
+  // Fuses `loops` into one (none: an empty Loop).
+  static Loop fuse_all(Stage& st, const std::vector<Loop>& loops) {
+    Loop fused;
+    for (const Loop& l : loops) fused = fused ? st.fuse(fused, l) : l;
+    return fused;
+  }
+
+  // A GPU's rows: a thread per element of the data-parallel loops, its reductions inside.
+  void gpu_rows(Stage& x, bool apply) {
+    int64_t threads = choose_threads(x.name() + ".threads");
+    std::vector<Loop> spatial = loops_of(x, IterKind::DataPar);
+    if (!apply || spatial.empty()) return;
+    auto [block, thread] = x.split(fuse_all(x, spatial), threads);
+    x.bind(block, "blockIdx.x");
+    x.bind(thread, "threadIdx.x");
+  }
+
   // Rows: outer data-parallel axes, then reduction loops, then the innermost axis's vector.
   // Returns the loops other stages may be computed at (outermost, innermost row loop).
   std::vector<Loop> rows(Stage& x, bool threads, bool apply) {
+    if (gpu_) {
+      gpu_rows(x, apply && threads);
+      return {};
+    }
     const auto* c = x.op().as<ComputeOp>();
     std::vector<Loop> spatial = loops_of(x, IterKind::DataPar), reduce = loops_of(x, IterKind::Reduce);
     if (spatial.empty()) return {};
@@ -220,8 +252,28 @@ class Applier {
     return attach;
   }
 
+  // A block per output element, its threads each summing a strided share of the longest
+  // reduction loop, then combining their partial results.
+  void cross_thread(const StageSketch& st) {
+    Stage& x = s_.stage(st.stage);
+    int64_t threads = choose_threads(x.name() + ".reduce_threads");
+    const auto* c = x.op().as<ComputeOp>();
+    Loop longest;
+    int64_t length = 0;
+    for (const Loop& r : loops_of(x, IterKind::Reduce))
+      if (static_extent(c, r) > length) longest = r, length = static_extent(c, r);
+    tensor_ir::Tensor partials = s_.rfactor(x.op(), x.split(longest, threads).second);
+    Stage& combined = s_.stage(st.stage);
+    place(st, combined);
+    if (Loop block = fuse_all(combined, loops_of(combined, IterKind::DataPar))) combined.bind(block, "blockIdx.x");
+    const Loop thread = loops_of(combined, IterKind::Reduce).front();
+    combined.bind(thread, "threadIdx.x");
+    s_[partials].compute_at(combined, thread);
+  }
+
   // The innermost reduction split into vectors whose partial results a factored stage keeps.
   void rfactor(const StageSketch& st) {
+    if (gpu_) return cross_thread(st);
     Stage& x = s_.stage(st.stage);
     const auto* c = x.op().as<ComputeOp>();
     Loop r = loops_of(x, IterKind::Reduce).back();
@@ -264,6 +316,11 @@ class Applier {
     for (auto* level : {&s[0], &s[1], &r[0], &s[2], &r[1], &s[3]})
       order.insert(order.end(), level->begin(), level->end());
     if (order.size() > 1) a.reorder(order);
+    if (gpu_) {
+      bind_tile(a, s);
+      defer_unroll(a, s[3], r[1], s[2], Loop(), 1);
+      return;
+    }
     size_t k = static_cast<size_t>(tape_.choose(parallel_spec(a.name() + ".parallel", s[0].size())));
     fuse_prefix(a, s[0], k);
     if (k >= 1) a.parallel(s[0][0]);
@@ -285,7 +342,7 @@ class Applier {
     std::vector<Loop> spatial = loops_of(out, IterKind::DataPar);
     std::vector<std::vector<Loop>> s(4);
     std::map<int, int64_t> anchor_inner;  // anchor axis -> its innermost tile factor
-    int64_t innermost = 1;
+    int64_t innermost = 1, threads = 1;
     for (size_t d = 0; d < spatial.size(); ++d) {
       bool last = d + 1 == spatial.size();
       int m = d < st.matched.size() ? st.matched[d] : -1;
@@ -297,19 +354,26 @@ class Applier {
       for (int l = 0; l < 4; ++l) s[l].push_back(levels[l]);
       if (m >= 0) anchor_inner[m] = f[0];
       if (last) innermost = f[0];
+      threads *= f[2];
     }
     std::vector<Loop> order;
     for (const auto& level : s) order.insert(order.end(), level.begin(), level.end());
     if (order.size() > 1) out.reorder(order);
-    size_t k = static_cast<size_t>(tape_.choose(parallel_spec(out.name() + ".parallel", s[0].size())));
-    fuse_prefix(out, s[0], k);
-    if (k >= 1) out.parallel(s[0][0]);
-    if (innermost > 1) out.vectorize(s[3].back());
-    std::vector<Loop> attach{s[0].back(), s[1].back()};
-    attach_[out.name()] = attach;
-    int level = static_cast<int>(tape_.choose(choice_spec(a.name() + ".at", {0, 1})));
-    a.compute_at(out, attach[level]);
-    level_[a.name()] = level;
+    if (gpu_) {
+      // The reduction runs in each thread, for the thread's tile, in registers.
+      a.compute_at(out, bind_tile(out, s));
+      a.set_scope("local");
+    } else {
+      size_t k = static_cast<size_t>(tape_.choose(parallel_spec(out.name() + ".parallel", s[0].size())));
+      fuse_prefix(out, s[0], k);
+      if (k >= 1) out.parallel(s[0][0]);
+      if (innermost > 1) out.vectorize(s[3].back());
+      std::vector<Loop> attach{s[0].back(), s[1].back()};
+      attach_[out.name()] = attach;
+      int level = static_cast<int>(tape_.choose(choice_spec(a.name() + ".at", {0, 1})));
+      a.compute_at(out, attach[level]);
+      level_[a.name()] = level;
+    }
 
     // The anchor over its region: matched axes split like the output's innermost level, the
     // others whole (their region is what the output's tile reads).
@@ -332,10 +396,36 @@ class Applier {
     aorder.insert(aorder.end(), r[1].begin(), r[1].end());
     aorder.insert(aorder.end(), s3.begin(), s3.end());
     if (aorder.size() > 1) a.reorder(aorder);
+    if (gpu_) {
+      if (st.shared && !r[0].empty()) stage_in_shared(a, r[0].back(), threads);
+      defer_unroll(a, s3, r[1], s2, Loop(), 1);
+      return;
+    }
     auto last_inner = anchor_inner.find(anchor_last);
     Loop vec = !s3.empty() && (last_inner == anchor_inner.end() || last_inner->second > 1) ? s3.back() : Loop();
     if (vec) a.vectorize(vec);
     defer_unroll(a, s3, r[1], s2, vec, s_.hardware().lanes(ac->dtype));
+  }
+
+  // A GPU's tile levels: S0 fused into blocks, S1 into threads. Returns the thread loop.
+  static Loop bind_tile(Stage& st, const std::vector<std::vector<Loop>>& s) {
+    Loop block = fuse_all(st, s[0]), thread = fuse_all(st, s[1]);
+    st.bind(block, "blockIdx.x");
+    st.bind(thread, "threadIdx.x");
+    return thread;
+  }
+
+  // Each step of `step` (the anchor's outer reduction loop), the block's `threads` threads copy
+  // together the slice of each input the block reads into shared memory (cooperative fetching);
+  // lowering puts the barriers around the copies.
+  void stage_in_shared(Stage& anchor, const Loop& step, int64_t threads) {
+    for (const tensor_ir::Tensor& input : tensor_ir::input_tensors(anchor.op())) {
+      if (input->shape.empty()) continue;
+      Stage& copy = s_[s_.cache_read(input, "shared", {anchor.op()})];
+      copy.compute_at(anchor, step);
+      auto [rounds, thread] = copy.split(fuse_all(copy, loops_of(copy, IterKind::DataPar)), threads);
+      copy.bind(thread, "threadIdx.x");
+    }
   }
 
   void split_reductions(Stage& st, const ComputeOp* c, const std::vector<Loop>& reduce,
@@ -383,6 +473,7 @@ class Applier {
 
   Schedule& s_;
   DecisionTape& tape_;
+  const bool gpu_;  // loops are bound to blocks and threads instead of parallel and vectorized
   std::map<std::string, std::vector<Loop>> attach_;  // loops of root stages others may be computed at
   std::map<std::string, int> level_;                 // stages computed at a level of their target
   std::vector<Unroll> unrolls_;

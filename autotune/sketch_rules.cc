@@ -20,6 +20,8 @@ namespace {
 // More sketches than this multiply the sampling effort without adding much: rule variants are
 // few per stage, so only kernels with many reductions reach it.
 constexpr size_t kMaxSketches = 16;
+// A GPU's cross-thread reduction needs some reduction axis at least this long.
+constexpr int64_t kMinCrossThreadReduction = 16;
 
 bool expensive(Intrinsic op) {
   switch (op) {
@@ -151,12 +153,21 @@ struct Analysis {
     return found;
   }
 
-  // The innermost reduction axis is long enough to split into vectors.
+  // The innermost reduction axis is long enough to split into vectors (on a GPU: some reduction
+  // axis is long enough to share among a warp's threads).
   bool can_rfactor(const schedule::Stage& st) {
     const auto* c = compute_of(st);
+    if (gpu()) {
+      return std::any_of(c->reduce_axis().begin(), c->reduce_axis().end(), [](const IterVar& r) {
+        const int64_t* k = as_const_int(r->dom.extent);
+        return k && *k >= kMinCrossThreadReduction;
+      });
+    }
     const int64_t* k = as_const_int(c->reduce_axis().back()->dom.extent);
     return k && *k >= s.hardware().lanes(c->dtype);
   }
+
+  bool gpu() const { return s.hardware().is_gpu(); }
 };
 
 // The rule variants of one stage (each sketch picks one per stage).
@@ -168,13 +179,21 @@ std::vector<StageSketch> variants(Analysis& an, schedule::Stage& st,
   base.stage = st.name();
   if (!c) return {};
   bool reduce = !c->reduce_axis().empty();
+  // A GPU's tiled reduction with its inputs in registers only, and (where shared memory is on
+  // the chip) staged in shared memory.
+  auto with_shared = [&](StageSketch tiled) -> std::vector<StageSketch> {
+    if (!an.gpu() || !an.s.hardware().gpu.dedicated_shared_memory) return {tiled};
+    StageSketch shared = tiled;
+    shared.shared = true;
+    return {tiled, shared};
+  };
   if (st.is_output()) {
     for (const auto& [consumer, anchor] : pairs) {
       if (consumer != &st) continue;
       base.loops = LoopRule::TileFused;
       base.anchor = anchor->name();
       base.matched = an.matched_axes(st, *anchor);
-      return {base};
+      return with_shared(base);
     }
     if (reduce && has_data_reuse(st.op())) {
       StageSketch cached = base;
@@ -182,6 +201,8 @@ std::vector<StageSketch> variants(Analysis& an, schedule::Stage& st,
       cached.loops = LoopRule::TileFused;
       cached.cache_write = true;
       for (size_t d = 0; d < c->axis.size(); ++d) cached.matched.push_back(static_cast<int>(d));
+      // A GPU accumulates in registers, never in the output's global memory.
+      if (an.gpu()) return with_shared(cached);
       return {base, cached};
     }
     if (!reduce) {
@@ -202,7 +223,9 @@ std::vector<StageSketch> variants(Analysis& an, schedule::Stage& st,
       return {base};
     }
     base.placement = Placement::Decided;
-    base.target = an.target_of(st);
+    // A GPU's stages are computed at the root or inline: a tile level of another stage is
+    // inside its threads.
+    if (!an.gpu()) base.target = an.target_of(st);
     base.injective = !reduce;
     if (!reduce) {
       base.loops = LoopRule::Rows;
@@ -228,6 +251,7 @@ const char* rule_name(const StageSketch& st) {
     case LoopRule::Tile:
       return "tile";
     case LoopRule::TileFused:
+      if (st.shared) return st.cache_write ? "cache_write_tile_shared" : "tile_fused_shared";
       return st.cache_write ? "cache_write_tile" : "tile_fused";
     case LoopRule::None:
       return st.placement == Placement::Inline ? "inline" : "in_consumer";

@@ -12,6 +12,15 @@
 //  * other injective stages are fused outer loops + split innermost + parallel + vectorize;
 //  * a stage that is neither an output nor always inlined has its place decided by sampling:
 //    root, inline (when injective) or at one of the tile levels of the output that consumes it.
+// On GPUs (Ansor's GPU rules), the same analysis with loops bound to blocks and threads:
+//  * a reduction with reuse is tiled S0 S1 R0 S2 R1 S3 with S0 fused into blockIdx.x and S1 into
+//    threadIdx.x, the thread's S2 x S3 tile accumulated in registers (its output's cache_write,
+//    or the output it is fused into, computed at the thread); where the device's shared memory is
+//    on the chip, a variant stages each input's R1 slice in shared memory, fetched by all the
+//    block's threads together;
+//  * a reduction without reuse runs a row per thread, or a row per block with its threads
+//    sharing the reduction (cross-thread rfactor);
+//  * injective stages get a thread per element; a stage's place is the root or inline.
 #pragma once
 #include <string>
 #include <vector>
@@ -37,7 +46,8 @@ enum class LoopRule {
   None,        // inlined, or scheduled by another stage's rule
   Rows,        // injective: outer axes fused (threads), innermost split and vectorized
   ReduceRows,  // reduction without reuse: the same, reduction loops inside the rows
-  Rfactor,     // reduction without reuse: innermost reduction split, its inner part factored out and vectorized
+  Rfactor,     // reduction without reuse: innermost reduction split, its inner part factored out and
+               // vectorized (a GPU: the longest split across the block's threads)
   Tile,        // reduction with reuse: S0 S1 R0 S2 R1 S3 on its own loops
   TileFused,   // an output tiled S0 S1 S2 S3 with `anchor` computed at its tile, R0 S2 R1 S3 there
 };
@@ -50,6 +60,7 @@ struct StageSketch {
   bool injective = false;    // Decided: whether inlining is allowed
   std::string anchor;        // TileFused without cache_write: the reduction computed at the tile
   bool cache_write = false;  // TileFused: the output's own reduction moves to a cache stage first
+  bool shared = false;       // GPU TileFused: the anchor's inputs are staged in shared memory
   // TileFused: per axis of this stage, the anchor axis its index walks (-1: none); matched axes
   // share one tiling, so the anchor's tile and the consumer's line up.
   std::vector<int> matched;

@@ -11,7 +11,7 @@
 #include "relay_ir/printer.h"
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/error.h"
-#include "schedule/templates/cpu.h"
+#include "schedule/templates/default.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
@@ -115,9 +115,7 @@ Task task_from_call(const CallNode* call, const schedule::HardwareParams& hardwa
 }
 
 std::string default_trace(const Task& task) {
-  return schedule::default_cpu_schedule(task.compute.outputs, task.compute.anchor, task.compute.hardware)
-      ->trace()
-      .to_json();
+  return schedule::default_schedule(task.compute.outputs, task.compute.anchor, task.compute.hardware)->trace().to_json();
 }
 
 std::vector<Task> extract_tasks(const Module& optimized, const schedule::HardwareParams& hardware) {

@@ -17,6 +17,7 @@
 #include "autotune/transfer.h"
 #include "runtime/error.h"
 #include "schedule/custom.h"
+#include "targets/build.h"
 #include "targets/target.h"
 
 namespace tessera::autotune {
@@ -35,7 +36,7 @@ class Session {
         on_progress_(on_progress),
         db_(options.db_path.empty() ? TuningDatabase::default_path() : options.db_path),
         measurer_(options.measure),
-        target_(targets::Target::parse(options.target).with_host_defaults().str()),
+        target_(targets::tuning_key(targets::Target::parse(options.target))),
         model_(options.seed) {
     std::string path = cost_model_path(db_.path());
     if (std::filesystem::exists(path)) model_.load(path);

@@ -53,7 +53,8 @@ class PlanBuilder {
     result.plan = plan_;
     if (jit)
       result.executor = std::make_shared<runtime::GraphExecutor>(targets::build(lowered_, target), std::move(plan_),
-                                                                 runtime::Device{target.device_type(), 0});
+                                                                 targets::find_device(target).value_or(
+                                                                     runtime::Device{target.device_type(), 0}));
     return result;
   }
 
@@ -225,7 +226,7 @@ BuildResult build(const Module& module, const targets::Target& target, const Bui
   std::unique_ptr<autotune::TuningDatabase> db;
   if (!options.db_path.empty()) db = autotune::TuningDatabase::open_existing(options.db_path);
   targets::Target keyed = target.with_host_defaults(), host = targets::Target::host();
-  std::string key = keyed.str();
+  std::string key = db ? targets::tuning_key(target) : keyed.str();
   // Transferred schedules are measured, so only for code this machine runs.
   bool runs_here = keyed.kind == "llvm" && keyed.mtriple == host.mtriple && keyed.mcpu == host.mcpu;
   std::unique_ptr<autotune::ScheduleTransfer> transfer;

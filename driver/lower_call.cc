@@ -9,8 +9,7 @@
 #include "runtime/error.h"
 #include "schedule/custom.h"
 #include "schedule/lower.h"
-#include "schedule/templates/cpu.h"
-#include "schedule/templates/gpu.h"
+#include "schedule/templates/default.h"
 
 namespace tessera::driver {
 
@@ -113,8 +112,7 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
     }
   }
   label = "default" + note;
-  if (compute.hardware.is_gpu()) return schedule::default_gpu_schedule(compute.outputs, compute.hardware);
-  return schedule::default_cpu_schedule(compute.outputs, compute.anchor, compute.hardware);
+  return schedule::default_schedule(compute.outputs, compute.anchor, compute.hardware);
 }
 
 }  // namespace

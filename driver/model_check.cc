@@ -8,6 +8,7 @@
 
 #include "autotune/database.h"
 #include "runtime/error.h"
+#include "targets/build.h"
 
 namespace tessera::driver {
 
@@ -66,7 +67,7 @@ ModelCheck check_in_model(const relay_ir::Module& module, const targets::Target&
                           const std::string& db_path, const ModelCheckOptions& check) {
   auto db = autotune::TuningDatabase::open_existing(db_path);
   if (!db) fail("model check: no tuning database at ", db_path);
-  std::string key = target.with_host_defaults().str();
+  std::string key = targets::tuning_key(target);
   BuildOptions plain, tuned;
   plain.opt_level = tuned.opt_level = opt_level;
   tuned.db_path = db_path;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/device_api.h"
 #include "runtime/error.h"
 #include "targets/link_shared.h"
 #include "targets/llvm/build_llvm.h"
@@ -60,7 +61,32 @@ std::vector<std::string> write_sources(const std::vector<tensor_ir::LoweredFunc>
 Target with_device_defaults(const Target& target) {
   Target t = target;
   if (t.kind == "cuda" && t.arch.empty()) t.arch = cuda_arch(target);
+  const runtime::Device first{runtime::DeviceType::OpenCL, 0};
+  if (t.kind == "opencl" && t.device.empty() && runtime::DeviceAPI::exists(first))
+    t.device = device_slug(runtime::DeviceAPI::get(first).attributes().name);
   return t;
+}
+
+std::string tuning_key(const Target& target) { return with_device_defaults(target.with_host_defaults()).str(); }
+
+std::optional<runtime::Device> find_device(const Target& target) {
+  const runtime::DeviceType type = target.device_type();
+  if (type == runtime::DeviceType::CPU) return runtime::Device::cpu();
+  for (int id = 0; id < runtime::DeviceAPI::count(type); ++id) {
+    const runtime::Device d{type, id};
+    if (target.device.empty() || device_slug(runtime::DeviceAPI::get(d).attributes().name) == target.device) return d;
+  }
+  return std::nullopt;
+}
+
+runtime::Device device_of(const Target& target) {
+  if (auto d = find_device(target)) return *d;
+  const runtime::DeviceType type = target.device_type();
+  std::string found;
+  for (int id = 0; id < runtime::DeviceAPI::count(type); ++id)
+    found += (found.empty() ? "" : ", ") + device_slug(runtime::DeviceAPI::get({type, id}).attributes().name);
+  fail("target '", target.str(), "': no such ", runtime::device_type_name(type), " device here (",
+       found.empty() ? "none found" : "found: " + found, ")");
 }
 
 runtime::KernelSignature kernel_signature(const tensor_ir::LoweredFunc& f) {

@@ -3,6 +3,7 @@
 // backend's own header.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,21 @@ std::vector<std::string> write_sources(const std::vector<tensor_ir::LoweredFunc>
                                        const std::string& dir);
 
 // `target` with what it leaves to the machine's device spelled out: a cuda target without -arch
-// gets the first CUDA device's (what build() compiles for). Other targets are returned as given.
+// gets the first CUDA device's (what build() compiles for), an opencl target without -device the
+// first OpenCL device's name, where there is one. Other targets are returned as given.
 Target with_device_defaults(const Target& target);
+
+// The target string tuning records of `target` are keyed by: the CPU (with_host_defaults) or the
+// device (with_device_defaults) spelled out, so that times measured on one are not taken for
+// another's.
+std::string tuning_key(const Target& target);
+
+// The device of this machine that `target` describes: for opencl the first device of its
+// -device name (or the first device, without one), for cuda the first CUDA device, for CPU
+// targets the CPU. None when the driver or that device is missing.
+std::optional<runtime::Device> find_device(const Target& target);
+// The same, or an Error naming the target and the devices there are.
+runtime::Device device_of(const Target& target);
 
 // The calling signature of a lowered kernel (argument names, constant shapes, dtypes).
 runtime::KernelSignature kernel_signature(const tensor_ir::LoweredFunc& func);

@@ -18,9 +18,11 @@ namespace {
 const std::vector<std::string>& options_of(const std::string& kind) {
   static const std::vector<std::string> llvm = {"mtriple", "mcpu", "mattr"};
   static const std::vector<std::string> cuda = {"arch"};
+  static const std::vector<std::string> opencl = {"device"};
   static const std::vector<std::string> none;
   if (kind == "llvm") return llvm;
   if (kind == "cuda") return cuda;
+  if (kind == "opencl") return opencl;
   return none;
 }
 
@@ -58,6 +60,10 @@ void set_option(Target& t, const std::string& text, const std::string& key, cons
         !std::all_of(value.begin() + 3, value.end(), [](unsigned char c) { return std::isdigit(c); }))
       fail(where, ": expected sm_<number> (e.g. sm_90), got '", value, "'");
     t.arch = value;
+  } else if (key == "device") {
+    if (device_slug(value) != value)
+      fail(where, ": expected a device name as device_slug spells it ('", device_slug(value), "'), got '", value, "'");
+    t.device = value;
   }
 }
 
@@ -140,7 +146,23 @@ std::string Target::str() const {
     for (size_t i = 0; i < mattr.size(); ++i) s += (i ? "," : "") + mattr[i];
   }
   if (!arch.empty()) s += " -arch=" + arch;
+  if (!device.empty()) s += " -device=" + device;
   return s;
+}
+
+std::string device_slug(const std::string& name) {
+  std::string slug;
+  bool gap = false;
+  for (unsigned char c : name) {
+    if (std::isalnum(c) || c == '.' || c == '_') {
+      if (gap && !slug.empty()) slug += '-';
+      slug += static_cast<char>(std::tolower(c));
+      gap = false;
+    } else {
+      gap = true;
+    }
+  }
+  return slug;
 }
 
 }  // namespace tessera::targets

@@ -16,6 +16,10 @@ struct Target {
   std::string mcpu;                // llvm: empty means the host's (or "generic" for a foreign triple)
   std::vector<std::string> mattr;  // llvm: "+avx2", "-avx512f"; later entries override earlier ones
   std::string arch;                // cuda: "sm_90"; empty means the device's
+  // opencl: the device, by its name as device_slug() spells it ("pthread-skylake-avx512-amd-epyc");
+  // empty means the first. Tuning records are keyed by it, so times measured on one OpenCL
+  // device are not taken for another's.
+  std::string device;
 
   // Accepts `kind -opt=value ...`; throws tessera::Error naming an unknown kind or option, an
   // option given twice or a malformed value.
@@ -48,9 +52,14 @@ struct Target {
   // kind, then the options that are set, in a fixed order; parse(str()) == *this.
   std::string str() const;
   bool operator==(const Target& o) const {
-    return kind == o.kind && mtriple == o.mtriple && mcpu == o.mcpu && mattr == o.mattr && arch == o.arch;
+    return kind == o.kind && mtriple == o.mtriple && mcpu == o.mcpu && mattr == o.mattr && arch == o.arch &&
+           device == o.device;
   }
   bool operator!=(const Target& o) const { return !(*this == o); }
 };
+
+// A device name as a target option: lower case, each run of other characters than letters, digits,
+// '.' and '_' one '-', none at either end.
+std::string device_slug(const std::string& name);
 
 }  // namespace tessera::targets

@@ -13,6 +13,9 @@
 //   {"index": i, "costs": [R seconds, each the mean of N calls], "compile_seconds": x, "error": ""}
 // The calls of a run follow each other back to back, or with written inputs, each after those
 // inputs were rewritten through the thread pool (not timed).
+// For a device target (opencl, cuda), the kernel runs on the target's device (targets::find_device)
+// with its arguments in device memory, each run is timed by device events around its N calls,
+// and "written_inputs" and "flush_cache" do not apply: a device's caches are not the host's.
 // Requests are served until stdin ends. The inputs and reference outputs of the last kernel are
 // kept, so a tuning session that sends one request per batch of a task sets up only once.
 #include <signal.h>
@@ -24,6 +27,7 @@
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -34,7 +38,9 @@
 #include "runtime/half.h"
 #include "runtime/thread_pool.h"
 #include "schedule/lower.h"
-#include "schedule/templates/cpu.h"
+#include "runtime/device_api.h"
+#include "runtime/device_program.h"
+#include "schedule/templates/default.h"
 #include "targets/build.h"
 
 using namespace tessera;
@@ -159,7 +165,23 @@ struct Bench {
   std::vector<runtime::NDArray> expected;   // the default schedule's outputs; empty until checked
   std::vector<size_t> written;              // inputs rewritten before each timed call
   std::vector<runtime::NDArray> originals;  // their values, one per entry of `written`
+  std::optional<runtime::Device> device;    // a device target's device; none for the CPU
+  std::vector<runtime::NDArray> on_device;  // there: copies of `buffers`
   size_t num_inputs() const { return task.compute.inputs.size(); }
+};
+
+// A candidate compiled: a CPU kernel, or a device program for a device target.
+struct Compiled {
+  runtime::Kernel kernel;
+  std::shared_ptr<const runtime::DeviceProgram> program;
+
+  // One call on the bench's buffers; a device's outputs are copied back to the host's.
+  void operator()(Bench& b) const {
+    if (!program) return kernel(b.buffers);
+    for (size_t i = b.num_inputs(); i < b.buffers.size(); ++i) b.on_device[i].copy_from(b.buffers[i]);
+    (*program)(b.on_device);
+    for (size_t i = b.num_inputs(); i < b.buffers.size(); ++i) b.buffers[i].copy_from(b.on_device[i]);
+  }
 };
 
 // Writes the written inputs' values again, each thread a contiguous share as an elementwise
@@ -170,7 +192,25 @@ void rewrite_inputs(Bench& b) {
     runtime::parallel_copy(b.buffers[b.written[w]].data(), b.originals[w].data(), b.originals[w].nbytes());
 }
 
-std::vector<double> time_runs(const runtime::Kernel& kernel, Bench& b, const Request& r) {
+// Each run's N calls queued back to back on the device, timed by its events.
+std::vector<double> time_device_runs(const runtime::DeviceProgram& program, Bench& b, const Request& r) {
+  runtime::DeviceAPI& api = runtime::DeviceAPI::get(*b.device);
+  auto run_ms = [&](int number) {
+    auto start = api.record_event();
+    for (int n = 0; n < number; ++n) program(b.on_device, false);
+    auto end = api.record_event();
+    return api.elapsed_ms(*start, *end);
+  };
+  int number = r.number;
+  if (number <= 0) number = static_cast<int>(std::clamp(std::ceil(r.min_repeat_ms / std::max(run_ms(1), 1e-6)), 1.0, 1e6));
+  std::vector<double> costs;
+  for (int i = 0; i < r.repeat; ++i) costs.push_back(run_ms(number) * 1e-3 / number);
+  return costs;
+}
+
+std::vector<double> time_runs(const Compiled& compiled, Bench& b, const Request& r) {
+  if (compiled.program) return time_device_runs(*compiled.program, b, r);
+  const runtime::Kernel& kernel = compiled.kernel;
   std::vector<void*> data;
   for (const auto& a : b.buffers) data.push_back(a.data());
   // One call, timed (after its inputs were rewritten, if any are).
@@ -209,11 +249,15 @@ runtime::NDArray allocate(const tensor_ir::Tensor& t) {
   return runtime::NDArray::empty(shape, t.dtype());
 }
 
-runtime::Kernel compile(schedule::Schedule& s, const Bench& b, const std::string& name, std::string& stage) {
+Compiled compile(schedule::Schedule& s, const Bench& b, const std::string& name, std::string& stage) {
   stage = "lower: ";
-  tensor_ir::LoweredFunc f = schedule::lower(s, b.args, name);
+  const schedule::HardwareParams& hardware = b.task.compute.hardware;
+  tensor_ir::LoweredFunc f = hardware.is_gpu() ? schedule::lower_for_device(s, b.args, name, hardware.gpu.warp_size)
+                                               : schedule::lower(s, b.args, name);
   stage = "compile: ";
-  return targets::build({f}, b.target)->get_kernel(name);
+  std::shared_ptr<runtime::Module> module = targets::build({f}, b.target);
+  if (b.device) return {{}, module->device_program(name)};
+  return {module->get_kernel(name), nullptr};
 }
 
 void setup(Bench& b, const Request& r) {
@@ -231,16 +275,24 @@ void setup(Bench& b, const Request& r) {
     } catch (const std::exception& e) {
       fail("kernel: ", e.what());
     }
+    if (b.target.device_type() != runtime::DeviceType::CPU) {
+      try {
+        b.device = targets::device_of(b.target);
+      } catch (const std::exception& e) {
+        fail("device: ", e.what());
+      }
+    }
     b.args = b.task.compute.inputs;
     b.args.insert(b.args.end(), b.task.compute.outputs.begin(), b.task.compute.outputs.end());
     std::mt19937_64 rng(r.seed);
     for (const auto& t : b.args) {
       b.buffers.push_back(allocate(t));
       if (b.buffers.size() <= b.num_inputs()) fill_random(b.buffers.back(), rng);
+      if (b.device) b.on_device.push_back(b.buffers.back().copy_to(*b.device));
     }
     b.kernel = r.kernel, b.target_text = r.target, b.seed = r.seed;
   }
-  if (b.written != r.written_inputs) {
+  if (!b.device && b.written != r.written_inputs) {
     b.written.clear();
     b.originals.clear();
     for (size_t i : r.written_inputs) {
@@ -253,13 +305,12 @@ void setup(Bench& b, const Request& r) {
   if (!r.check || !b.expected.empty()) return;
   std::string stage = "schedule: ";
   try {
-    auto s = schedule::default_cpu_schedule(b.task.compute.outputs, b.task.compute.anchor, b.task.compute.hardware);
-    runtime::Kernel k = compile(*s, b, "reference", stage);
+    const auto& c = b.task.compute;
+    auto s = schedule::default_schedule(c.outputs, c.anchor, c.hardware);
+    Compiled k = compile(*s, b, "reference", stage);
     stage = "run: ";
-    std::vector<runtime::NDArray> args(b.buffers.begin(), b.buffers.begin() + b.num_inputs());
-    for (size_t i = b.num_inputs(); i < b.args.size(); ++i) args.push_back(allocate(b.args[i]));
-    k(args);
-    b.expected.assign(args.begin() + b.num_inputs(), args.end());
+    k(b);
+    for (size_t i = b.num_inputs(); i < b.args.size(); ++i) b.expected.push_back(b.buffers[i].copy_to(runtime::Device::cpu()));
   } catch (const std::exception& e) {
     fail("reference (default schedule): ", stage, e.what());
   }
@@ -268,14 +319,14 @@ void setup(Bench& b, const Request& r) {
 #ifdef TESSERA_MEASURE_TEST_FAULTS
 // Test builds only (tests/autotune builds this file a second time as tessera-measure-faulty): the
 // candidate "test:segv" crashes this worker, "test:hang" hangs it, and "test:wrong" is the
-// unscheduled kernel with 1 added to element 7 of its first (float32) output, so that the
+// default schedule with 1 added to element 7 of its first (float32) output, so that the
 // measurer's handling of each can be tested on a real process.
-bool take_test_fault(std::string& trace) {
+bool take_test_fault(std::string& trace, const Bench& b) {
   if (trace == "test:segv") raise(SIGSEGV);
   if (trace == "test:hang")
     for (;;) pause();
   if (trace != "test:wrong") return false;
-  trace = "[]";
+  trace = autotune::default_trace(b.task);
   return true;
 }
 #endif
@@ -285,19 +336,19 @@ json measure(Bench& b, const Request& r, std::string trace) {
   std::string stage = "replay: ";
   try {
 #ifdef TESSERA_MEASURE_TEST_FAULTS
-    bool corrupt = take_test_fault(trace);
+    bool corrupt = take_test_fault(trace, b);
 #endif
     auto t0 = Clock::now();
     autotune::Record record;
     record.trace = trace;
     auto s = autotune::schedule_from_record(record, b.task.compute.outputs);
-    runtime::Kernel kernel = compile(*s, b, "candidate", stage);
+    Compiled kernel = compile(*s, b, "candidate", stage);
     out["compile_seconds"] = seconds_since(t0);
     stage = "run: ";
     // A pattern no kernel computes by chance, so outputs a candidate fails to write are caught.
     for (size_t i = b.num_inputs(); i < b.buffers.size(); ++i)
       std::memset(b.buffers[i].data(), 0x5a, b.buffers[i].nbytes());
-    kernel(b.buffers);
+    kernel(b);
 #ifdef TESSERA_MEASURE_TEST_FAULTS
     if (corrupt) b.buffers[b.num_inputs()].data_as<float>()[7] += 1;
 #endif

@@ -58,15 +58,25 @@ struct RegisterTile {
   bool worthwhile() const { return ti * tj > 1; }
 };
 
-RegisterTile register_tile(const ComputeOp& c) {
+// Lengths of a tile along an axis of `extent`: the template's tile_length() first, then the other
+// divisors of the extent up to 8.
+std::vector<int64_t> tile_options(int64_t extent) {
+  std::vector<int64_t> options{tile_length(extent)};
+  for (int64_t t : {1, 2, 4, 8})
+    if (extent % t == 0) options.push_back(t);
+  return options;
+}
+
+// The tile's axes, its lengths asked of `knobs` (as NAME.tile_i and NAME.tile_j).
+RegisterTile register_tile(const ComputeOp& c, const std::string& name, TemplateKnobs& knobs) {
   RegisterTile t;
   if (c.axis.empty()) return t;
   const size_t j = c.axis.size() - 1;
   t.i = j;
   for (size_t d = 0; d < j; ++d)
     if (t.i == j || extent(c.axis[d]) > extent(c.axis[t.i])) t.i = d;
-  t.ti = t.i == j ? 1 : tile_length(extent(c.axis[t.i]));
-  t.tj = tile_length(extent(c.axis[j]));
+  if (t.i != j) t.ti = knobs.choose(name + ".tile_i", tile_options(extent(c.axis[t.i])));
+  t.tj = knobs.choose(name + ".tile_j", tile_options(extent(c.axis[j])));
   return t;
 }
 
@@ -88,12 +98,22 @@ bool shares_reduction(const ComputeOp& c) {
          (product(c.axis) <= kSharedReductionMaxOutputs || c.axis.empty());
 }
 
+// The knobs of a reduction computed in register tiles, asked of every reduction that may be.
+struct TilePlan {
+  Stage* reduction = nullptr;
+  RegisterTile tile;
+  bool panels = false;  // the knob: whether the block may stage inputs in shared memory
+  int64_t panel_depth = kPanelDepth;
+  int64_t block_x = kPanelThreadsPerAxis, block_y = kPanelThreadsPerAxis;  // the most tiles per block axis
+};
+
 class GpuScheduler {
  public:
-  GpuScheduler(Schedule& s, const GpuParams& gpu) : s_(s), gpu_(gpu) {}
+  GpuScheduler(Schedule& s, const GpuParams& gpu, TemplateKnobs& knobs) : s_(s), gpu_(gpu), knobs_(knobs) {}
 
   void run() {
     for (const Tensor& out : s_.outputs()) inline_injective_producers(s_, out);
+    ask_thread_knobs();
     plan_register_tiles();
     // Outputs first, then the reductions left at the root, from the last stage to the first: a
     // reduction may then compute inside its consumer's thread.
@@ -107,6 +127,30 @@ class GpuScheduler {
   }
 
  private:
+  // Threads per block of every stage that may get a thread per element or register tiles, and
+  // of every reduction its block's threads may share: asked whether used or not, so that every
+  // answer asks the same knobs.
+  void ask_thread_knobs() {
+    const int64_t most = gpu_.max_threads_per_block;
+    for (const auto& st : s_.stages()) {
+      const auto* c = st->op().as<ComputeOp>();
+      if (!c || st->attach_kind() == AttachKind::Inline) continue;
+      if (!c->axis.empty()) {
+        std::vector<int64_t> options{std::min(kThreadsPerBlock, most)};
+        for (int64_t t : {64, 128, 512, 1024})
+          if (t <= most) options.push_back(t);
+        threads_[st.get()] = knobs_.choose(st->name() + ".threads", options);
+      }
+      if (shares_reduction(*c) || (c->axis.empty() && !c->reduce_axis().empty())) {
+        const int64_t own = reduction_threads(longest_extent(c->reduce_axis()));
+        std::vector<int64_t> options{own};
+        for (int64_t t = std::max(gpu_.warp_size, 32); t <= std::min(kThreadsPerBlock * 2, most); t *= 2)
+          options.push_back(t);
+        reduce_threads_[st.get()] = knobs_.choose(st->name() + ".reduce_threads", options);
+      }
+    }
+  }
+
   void schedule_stage(Stage& st) {
     const auto* c = st.op().as<ComputeOp>();
     if (!c || st.attach_kind() != AttachKind::Root || st.has_loop_schedule()) return;
@@ -116,7 +160,7 @@ class GpuScheduler {
       return;
     }
     if (auto it = tiled_.find(&st); it != tiled_.end()) {
-      register_tiles(st, *it->second);
+      register_tiles(st, it->second);
       return;
     }
     if (!c->reduce_axis().empty() && compute_in_consumer(st)) return;
@@ -136,7 +180,7 @@ class GpuScheduler {
   }
 
   void thread_per_element(Stage& st, int64_t elements) {
-    const int64_t threads = std::min({kThreadsPerBlock, gpu_.max_threads_per_block, std::max<int64_t>(elements, 1)});
+    const int64_t threads = std::min(threads_.at(&st), std::max<int64_t>(elements, 1));
     auto [block, thread] = st.split(fuse_data_loops(st), threads);
     st.bind(block, "blockIdx.x");
     st.bind(thread, "threadIdx.x");
@@ -144,7 +188,8 @@ class GpuScheduler {
   }
 
   // The reductions to compute in register tiles, each with the stage of its own size that reads
-  // it: its only consumer, or (for an output) the copy a cache_write makes.
+  // it: its only consumer, or (for an output) the copy a cache_write makes. Each one's tile knobs
+  // are asked whatever they answer; a tile of one element leaves it to a thread per element.
   void plan_register_tiles() {
     std::vector<Stage*> stages;
     for (const auto& st : s_.stages()) stages.push_back(st.get());
@@ -154,9 +199,10 @@ class GpuScheduler {
           st->attach_kind() != AttachKind::Root || st->has_loop_schedule())
         continue;
       if (st->is_output()) {
-        if (!register_tile(*c).worthwhile()) continue;
-        const Tensor local = s_.cache_write(st->op(), "local");
-        tiled_[st] = &s_[local];
+        TilePlan plan = ask_tile_knobs(*st, *st);
+        if (!plan.tile.worthwhile()) continue;
+        plan.reduction = &s_[s_.cache_write(st->op(), "local")];
+        tiled_[st] = plan;
         continue;
       }
       // Of its own size: the same elements, maybe reshaped (a matrix product whose batch the
@@ -165,32 +211,51 @@ class GpuScheduler {
       const auto* reader = consumers.size() == 1 ? consumers[0]->op().as<ComputeOp>() : nullptr;
       if (reader && reader->reduce_axis().empty() && consumers[0]->attach_kind() == AttachKind::Root &&
           !consumers[0]->has_loop_schedule() && product(reader->axis) == product(c->axis) &&
-          register_tile(*reader).worthwhile() && !tiled_.count(consumers[0]))
-        tiled_[consumers[0]] = st;
+          !tiled_.count(consumers[0]) && !untiled_.count(consumers[0])) {
+        TilePlan plan = ask_tile_knobs(*consumers[0], *st);
+        plan.reduction = st;
+        (plan.tile.worthwhile() ? tiled_ : untiled_)[consumers[0]] = plan;
+      }
     }
   }
 
-  // Each thread computes a register_tile() of the consumer's outputs, with the reduction computed
+  // The tile of `consumer` and, where `reduction` is a long matrix product on a device whose
+  // shared memory is on the chip, the shape of its shared-memory panels.
+  TilePlan ask_tile_knobs(const Stage& consumer, const Stage& reduction) {
+    TilePlan plan;
+    plan.tile = register_tile(*consumer.op().as<ComputeOp>(), consumer.name(), knobs_);
+    const auto* r = reduction.op().as<ComputeOp>();
+    if (!gpu_.dedicated_shared_memory || !is_matrix_product(reduction.op()) ||
+        extent(r->reduce_axis()[0]) < kPanelMinReduction)
+      return plan;
+    const std::string& name = reduction.name();
+    plan.panels = knobs_.choose_flag(name + ".panels", true);
+    plan.panel_depth = knobs_.choose(name + ".panel_depth", {kPanelDepth, 8, 32});
+    plan.block_x = knobs_.choose(name + ".block_x", {kPanelThreadsPerAxis, 8, 32});
+    plan.block_y = knobs_.choose(name + ".block_y", {kPanelThreadsPerAxis, 8, 32});
+    return plan;
+  }
+
+  // Each thread computes a register tile of the consumer's outputs, with the reduction computed
   // in registers for that tile: every value of an input that does not vary along a tile axis is
   // loaded once for the tile (a matrix product's rows of A for a tile's columns, a convolution's
   // weights for its pixels). Where the tile grid gives a block of at least two warps, the
   // reduction is a long matrix product and the device's shared memory is on the chip, the
   // block's threads also share its inputs: shared_panels().
-  void register_tiles(Stage& consumer, Stage& reduction) {
+  void register_tiles(Stage& consumer, const TilePlan& plan) {
+    Stage& reduction = *plan.reduction;
     const auto* c = consumer.op().as<ComputeOp>();
-    const auto [i, ti, tj] = register_tile(*c);
+    const auto [i, ti, tj] = plan.tile;
     const std::vector<Loop> axes = consumer.leaf_loops();
     const size_t j = axes.size() - 1;
     auto [jo, jj] = consumer.split(axes[j], tj);
     Loop io, ii;
     if (i != j) std::tie(io, ii) = consumer.split(axes[i], ti);
     // Tiles per block: tx along j by ty along i, where they divide the tile grid.
-    const int64_t tx = i == j ? 1 : largest_divisor(extent(c->axis[j]) / tj, kPanelThreadsPerAxis);
-    const int64_t ty = i == j ? 1 : largest_divisor(extent(c->axis[i]) / ti, kPanelThreadsPerAxis);
-    const auto* r = reduction.op().as<ComputeOp>();
-    const bool panels = gpu_.dedicated_shared_memory && tx * ty >= 2 * std::max(gpu_.warp_size, 32) &&
-                        tx * ty <= gpu_.max_threads_per_block && is_matrix_product(reduction.op()) &&
-                        extent(r->reduce_axis()[0]) >= kPanelMinReduction;
+    const int64_t tx = i == j ? 1 : largest_divisor(extent(c->axis[j]) / tj, plan.block_x);
+    const int64_t ty = i == j ? 1 : largest_divisor(extent(c->axis[i]) / ti, plan.block_y);
+    const bool panels = plan.panels && tx * ty >= 2 * std::max(gpu_.warp_size, 32) &&
+                        tx * ty <= gpu_.max_threads_per_block;
     std::vector<Loop> order;
     for (size_t d = 0; d < j; ++d)
       if (d != i) order.push_back(axes[d]);
@@ -214,7 +279,7 @@ class GpuScheduler {
       consumer.bind(thread_y, "threadIdx.y");
       consumer.bind(thread, "threadIdx.x");
     } else {
-      auto [block, t] = consumer.split(outer, threads_dividing(product(c->axis) / (ti * tj)));
+      auto [block, t] = consumer.split(outer, threads_dividing(product(c->axis) / (ti * tj), threads_.at(&consumer)));
       consumer.bind(block, "blockIdx.x");
       consumer.bind(t, "threadIdx.x");
       thread = t;
@@ -226,8 +291,8 @@ class GpuScheduler {
     // The reduction outermost, the tile's outputs inside it, unrolled: they stay in registers.
     Loop panel_step;
     if (panels) {
-      const auto& k = r->reduce_axis()[0];  // a matrix product's only one
-      panel_step = reduction.split(reduction.loop(k), largest_divisor(extent(k), kPanelDepth)).first;
+      const auto& k = reduction.op().as<ComputeOp>()->reduce_axis()[0];  // a matrix product's only one
+      panel_step = reduction.split(reduction.loop(k), largest_divisor(extent(k), plan.panel_depth)).first;
     }
     std::vector<Loop> data, reduce;
     if (panel_step) reduce.push_back(panel_step);
@@ -266,10 +331,18 @@ class GpuScheduler {
   // Threads per block for `tiles` tiles: the most that divide them, so that no thread of the last
   // block is left without a tile (its registers would then be sized at run time and spill to
   // memory), unless that is under a warp's worth; then the most a block has.
-  int64_t threads_dividing(int64_t tiles) const {
-    const int64_t most = std::min({kThreadsPerBlock, gpu_.max_threads_per_block, tiles});
+  static int64_t threads_dividing(int64_t tiles, int64_t threads) {
+    const int64_t most = std::min(threads, tiles);
     const int64_t divisor = largest_divisor(tiles, most);
     return divisor >= 32 ? divisor : most;
+  }
+
+  // The template's threads for a reduction of `length` terms shared by a block: a warp, doubled
+  // while each thread would still sum more than four terms.
+  int64_t reduction_threads(int64_t length) const {
+    int64_t threads = gpu_.warp_size > 1 ? gpu_.warp_size : 32;
+    while (threads * 4 < length && threads * 2 <= std::min(kThreadsPerBlock, gpu_.max_threads_per_block)) threads *= 2;
+    return threads;
   }
 
   // A block per output element; rfactor gives each thread a strided share of the longest
@@ -279,8 +352,7 @@ class GpuScheduler {
     const auto& axes = st.op().as<ComputeOp>()->reduce_axis();
     const int64_t length = longest_extent(axes);
     const auto longest = std::find_if(axes.begin(), axes.end(), [&](const auto& iv) { return extent(iv) == length; });
-    int64_t threads = gpu_.warp_size > 1 ? gpu_.warp_size : 32;
-    while (threads * 4 < length && threads * 2 <= std::min(kThreadsPerBlock, gpu_.max_threads_per_block)) threads *= 2;
+    const int64_t threads = std::min(reduce_threads_.at(&st), gpu_.max_threads_per_block);
     Tensor partials = s_.rfactor(t, st.split(st.loop(*longest), threads).second);
     Stage& combined = s_[t];
     if (Loop block = fuse_data_loops(combined)) combined.bind(block, "blockIdx.x");
@@ -316,8 +388,11 @@ class GpuScheduler {
 
   Schedule& s_;
   const GpuParams& gpu_;
+  TemplateKnobs& knobs_;
+  std::map<const Stage*, int64_t> threads_, reduce_threads_;  // ask_thread_knobs()
   std::map<const Stage*, Loop> thread_loop_;  // the thread loop of each stage with a thread per element
-  std::map<const Stage*, Stage*> tiled_;      // plan_register_tiles(): consumer -> its reduction
+  std::map<const Stage*, TilePlan> tiled_;    // plan_register_tiles(): consumer -> its reduction's tiles
+  std::map<const Stage*, TilePlan> untiled_;  // the same where the tile is one element
 };
 
 }  // namespace
@@ -325,8 +400,14 @@ class GpuScheduler {
 std::unique_ptr<Schedule> default_gpu_schedule(const std::vector<Tensor>& outputs, const HardwareParams& hardware) {
   if (!hardware.is_gpu()) fail("default_gpu_schedule: the hardware is not a GPU's (build for opencl or cuda)");
   auto s = std::make_unique<Schedule>(outputs, hardware);
-  GpuScheduler(*s, hardware.gpu).run();
+  DefaultKnobs knobs;
+  apply_gpu_templates(*s, knobs);
   return s;
+}
+
+void apply_gpu_templates(Schedule& s, TemplateKnobs& knobs) {
+  if (!s.hardware().is_gpu()) fail("apply_gpu_templates: the hardware is not a GPU's (build for opencl or cuda)");
+  GpuScheduler(s, s.hardware().gpu, knobs).run();
 }
 
 }  // namespace tessera::schedule

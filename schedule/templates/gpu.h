@@ -20,9 +20,14 @@
 #include <vector>
 
 #include "schedule/schedule.h"
+#include "schedule/templates/knobs.h"
 
 namespace tessera::schedule {
 
 std::unique_ptr<Schedule> default_gpu_schedule(const std::vector<Tensor>& outputs, const HardwareParams& hardware);
+// The same in `s`, a fresh schedule made with a GPU's hardware, with the template's knobs answered
+// by `knobs` (the tuner's search space): threads per block, register tile lengths, and a matrix
+// product's shared-memory panels (whether, their depth, tiles per block along each axis).
+void apply_gpu_templates(Schedule& s, TemplateKnobs& knobs);
 
 }  // namespace tessera::schedule

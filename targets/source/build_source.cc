@@ -98,18 +98,18 @@ std::string cuda_arch(const Target& target) {
 }
 
 bool dedicated_shared_memory(const Target& target) {
-  const runtime::Device first{target.device_type(), 0};
-  if (target.kind == "cuda" || !runtime::DeviceAPI::exists(first)) return true;
-  return runtime::DeviceAPI::get(first).attributes().dedicated_shared_memory;
+  const std::optional<runtime::Device> device = find_device(target);
+  if (target.kind == "cuda" || !device) return true;
+  return runtime::DeviceAPI::get(*device).attributes().dedicated_shared_memory;
 }
 
 tensor_ir::DeviceLimits device_limits(const Target& target) {
   const bool cuda = target.kind == "cuda";
-  const runtime::Device first{target.device_type(), 0};
+  const std::optional<runtime::Device> device = find_device(target);
   // A cuda target for a given architecture is checked against that architecture, not whatever
   // device this machine has.
-  if ((!cuda || target.arch.empty()) && runtime::DeviceAPI::exists(first)) {
-    const auto& a = runtime::DeviceAPI::get(first).attributes();
+  if ((!cuda || target.arch.empty()) && device) {
+    const auto& a = runtime::DeviceAPI::get(*device).attributes();
     return {a.max_threads_per_block, a.max_shared_memory_per_block};
   }
   return cuda ? tensor_ir::DeviceLimits{1024, 48 * 1024} : tensor_ir::DeviceLimits{256, 32 * 1024};

@@ -28,13 +28,13 @@ SharedLibrary build_c_shared_library(const std::vector<tensor_ir::LoweredFunc>& 
 // shared memory per kernel).
 std::shared_ptr<runtime::Module> build_device(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target);
 
-// What one block may use on `target`'s devices: the first device's attributes where it has one,
-// else the target's defaults (cuda: 1024 threads, 48 KiB static shared memory for every sm_XX;
+// What one block may use on `target`'s devices: its device's attributes (find_device) where the
+// machine has it, else the target's defaults (cuda: 1024 threads, 48 KiB static shared memory for every sm_XX;
 // opencl: 256 work-items and 32 KiB of local memory, what most OpenCL GPUs give).
 tensor_ir::DeviceLimits device_limits(const Target& target);
 
-// Whether `target`'s blocks have shared memory on the chip: the first device's answer where it has
-// one (PoCL's CPU device has none), else true (every CUDA GPU, most OpenCL GPUs).
+// Whether `target`'s blocks have shared memory on the chip: its device's answer where the machine
+// has it (PoCL's CPU device has none), else true (every CUDA GPU, most OpenCL GPUs).
 bool dedicated_shared_memory(const Target& target);
 
 // The sm_XX a cuda target compiles for: its -arch, else the first CUDA device's.

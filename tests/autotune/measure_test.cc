@@ -11,8 +11,10 @@
 #include <fstream>
 
 #include "autotune/measure.h"
+#include "runtime/device_api.h"
 #include "runtime/error.h"
 #include "schedule/templates/cpu.h"
+#include "targets/build.h"
 #include "targets/target.h"
 #include "temp_dir.h"
 
@@ -130,6 +132,26 @@ TEST_F(MeasureTest, WrongResultsAreCaughtByTheCheck) {
   MeasureOptions unchecked = faulty();
   unchecked.check = false;
   expect_valid(Measurer(unchecked).measure(task, "llvm", {"test:wrong"})[0], 3);
+}
+
+// A device target's candidates run on its device, timed by device events, and are checked
+// against the default GPU schedule's outputs.
+TEST_F(MeasureTest, OpenCLCandidatesAreTimedAndCheckedOnTheDevice) {
+  if (!runtime::DeviceAPI::exists({runtime::DeviceType::OpenCL, 0}))
+    GTEST_SKIP() << "no OpenCL device (scripts/test.sh installs PoCL)";
+  const std::string target = targets::tuning_key(targets::Target::parse("opencl"));
+  ASSERT_NE(target.find(" -device="), std::string::npos) << target;
+  Task on_gpu = task_from_kernel(task.kernel, targets::Target::parse(target).hardware());
+  auto results = Measurer(faulty()).measure(on_gpu, target, {autotune::default_trace(on_gpu), "test:wrong", "[]"});
+  expect_valid(results[0], 3);
+  EXPECT_NE(results[1].error.find("at element 7 of output 0"), std::string::npos) << results[1].error;
+  // The unscheduled loop nest binds no thread: not a kernel a device runs.
+  EXPECT_NE(results[2].error.find("outside every thread extent"), std::string::npos) << results[2].error;
+  // A device this machine lacks is the setup's error, naming the devices there are.
+  auto missing = Measurer(quick()).measure(on_gpu, "opencl -device=no-such-gpu", {"[]"});
+  EXPECT_NE(missing[0].error.find("setup: device: target 'opencl -device=no-such-gpu': no such opencl device here"),
+            std::string::npos)
+      << missing[0].error;
 }
 
 TEST_F(MeasureTest, CrashesAndHangsAreRecordedAndMeasurementGoesOn) {

@@ -41,6 +41,8 @@ double synthetic_cost(const std::vector<float>& f) {
 TEST(SearchPolicy, RejectsUnknownKindsAndTargets) {
   Task t = elementwise_task();
   EXPECT_THROW(make_policy(t, "llvm", "annealing", nullptr, 0, {}), Error);
+  EXPECT_THROW(make_policy(t, "c", "random", nullptr, 0, {}), Error);
+  // A task extracted for the CPU has no GPU schedules.
   EXPECT_THROW(make_policy(t, "cuda -arch=sm_90", "random", nullptr, 0, {}), Error);
 }
 

@@ -118,6 +118,17 @@ inline std::vector<Task> all_tasks() {
           fused_elementwise_task(), dense_task(), te_gemm_task(40)};
 }
 
+// The same task for other hardware (a GPU's): rebuilt from its kernel text, or for a task written
+// in the DSL, its compute given that hardware.
+inline Task for_hardware(const Task& t, const schedule::HardwareParams& hardware) {
+  if (t.kernel.empty()) {
+    Task copy = t;
+    copy.compute.hardware = hardware;
+    return copy;
+  }
+  return task_from_kernel(t.kernel, hardware);
+}
+
 // Random inputs (fixed seed) and zeroed outputs shaped like the kernel's arguments.
 inline std::vector<runtime::NDArray> make_args(const SearchSpace& space, unsigned seed) {
   std::vector<runtime::NDArray> args;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "runtime/device_api.h"
 #include "runtime/error.h"
 #include "targets/build.h"
 
@@ -40,7 +41,7 @@ TEST(Target, ParsesOtherKinds) {
 TEST(Target, StrRoundTrips) {
   for (const char* text :
        {"llvm", "llvm -mcpu=skylake-avx512", "llvm -mtriple=x86_64-linux-gnu -mcpu=znver3 -mattr=+avx2,-avx512f", "c",
-        "opencl", "cuda", "cuda -arch=sm_90"}) {
+        "opencl", "opencl -device=pthread-skylake-avx512-amd-epyc", "cuda", "cuda -arch=sm_90"}) {
     Target t = Target::parse(text);
     EXPECT_EQ(t.str(), text);
     EXPECT_EQ(Target::parse(t.str()), t);
@@ -93,6 +94,34 @@ TEST(Target, RejectsBadStrings) {
   expect_error("llvm mcpu=znver3", "expected an option -name=value, got 'mcpu=znver3'");
   expect_error("llvm -mcpu=zn;ver3", "invalid value 'zn;ver3'");
   expect_error("cuda -arch=90", "expected sm_<number>");
+  expect_error("opencl -device=Tesla_V100", "expected a device name as device_slug spells it ('tesla_v100')");
+  expect_error("opencl -device=a--b", "('a-b')");
+  expect_error("cuda -device=x", "unknown option '-device'");
+}
+
+TEST(Target, DeviceSlugs) {
+  EXPECT_EQ(device_slug("pthread-skylake-avx512-AMD EPYC 7B13"), "pthread-skylake-avx512-amd-epyc-7b13");
+  EXPECT_EQ(device_slug("  NVIDIA GeForce RTX 4090 (rev. 2) "), "nvidia-geforce-rtx-4090-rev.-2");
+  EXPECT_EQ(device_slug(""), "");
+}
+
+// Tuning records of an OpenCL target are keyed by the device they were measured on.
+TEST(Target, OpenCLTargetsNameTheirDevice) {
+  const runtime::Device first{runtime::DeviceType::OpenCL, 0};
+  if (!runtime::DeviceAPI::exists(first)) GTEST_SKIP() << "no OpenCL device (scripts/test.sh installs PoCL)";
+  const std::string name = device_slug(runtime::DeviceAPI::get(first).attributes().name);
+  EXPECT_EQ(tuning_key(Target::parse("opencl")), "opencl -device=" + name);
+  EXPECT_EQ(device_of(Target::parse("opencl -device=" + name)), first);
+  EXPECT_EQ(find_device(Target::parse("opencl -device=no-such-gpu")), std::nullopt);
+  EXPECT_EQ(tuning_key(Target::parse("opencl -device=no-such-gpu")), "opencl -device=no-such-gpu");
+  EXPECT_EQ(tuning_key(Target::parse("llvm")), Target::parse("llvm").with_host_defaults().str());
+  try {
+    device_of(Target::parse("opencl -device=no-such-gpu"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no such opencl device here (found: " + name + ")"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Target, ExportRejectsDeviceTargets) {
