@@ -20,7 +20,10 @@ namespace {
 
 const std::vector<std::string> kGlobal = {"stores",       "float_ops",       "bytes",           "alloc_bytes",
                                           "allocs",       "max_alloc_bytes", "vector_fraction", "parallel_fraction",
-                                          "max_parallel", "intensity",       "parallel_loops",  "loops"};
+                                          "max_parallel", "intensity",       "parallel_loops",  "loops",
+                                          // GPUs (0 on CPUs): the largest launch's blocks and threads per
+                                          // block, shared memory per block, coalesced share of global bytes
+                                          "blocks",       "threads",         "shared_bytes",    "coalesced"};
 const std::vector<std::string> kStatement = {
     "trip",    "float_add", "float_mul",       "float_div", "float_minmax", "float_cmp",      "float_special",
     "int_ops", "lanes",     "unrolled",        "parallel",  "serial",       "depth",          "outer0",
@@ -28,7 +31,10 @@ const std::vector<std::string> kStatement = {
     "buffers", "bytes",     "bytes_per_outer", "intensity", "bytes_inner2"};
 const std::vector<std::string> kBuffer = {
     "bytes",  "bytes_per_outer", "bytes_inner2", "invariant",   "contiguous", "strided",     "gather",
-    "stride", "reuse_count",     "reuse_iters",  "reuse_bytes", "written",    "unique_ratio"};
+    "stride", "reuse_count",     "reuse_iters",  "reuse_bytes", "written",    "unique_ratio",
+    // GPUs: the index's step between neighbouring threads (threadIdx.x), and whether the buffer is
+    // the block's shared memory
+    "thread_stride", "shared"};
 constexpr int kBuffersPerStatement = 4;
 constexpr int kStatements = 2;
 
@@ -37,7 +43,8 @@ float scaled(double x) { return static_cast<float>(std::log2(1.0 + std::max(0.0,
 struct LoopInfo {
   const VarNode* var;
   int64_t extent;
-  ForKind kind;
+  ForKind kind;     // a GPU's block and thread axes count as parallel loops
+  std::string tag;  // theirs: "blockIdx.x", "threadIdx.x", ...; empty for loops
 };
 
 // One level of an access: a loop (or the vector lanes, innermost) and the index's coefficient.
@@ -52,6 +59,9 @@ struct Access {
   std::vector<Level> levels;  // outermost first, vector lanes last
   bool gather = false;        // a vector of computed indices
   bool written = false;
+  bool shared = false;        // the block's shared memory
+  bool global = false;        // a GPU kernel's argument or workspace in device memory
+  int64_t thread_stride = 0;  // |coefficient| of threadIdx.x in the index (0: none); -1: not affine in it
   int64_t elem_bytes = 4;
   size_t order = 0;  // first appearance, to break ties deterministically
 
@@ -132,6 +142,7 @@ class Extractor : public IRVisitor {
   std::vector<Statement> statements;
   std::vector<double> allocations;  // bytes
   int parallel_loops = 0, loops = 0;
+  double blocks = 0, threads = 0, shared_bytes = 0;  // the largest of any kernel's launch
 
  protected:
   void visit_(const For* op) override {
@@ -147,8 +158,27 @@ class Extractor : public IRVisitor {
     stack_.pop_back();
   }
 
+  // A kernel's block or thread axis: a parallel loop whose extent the launch gives.
+  void visit_(const ThreadExtent* op) override {
+    arith::ConstBound ext = arith::const_bound(op->extent, bounds_);
+    int64_t extent = ext.bounded() ? std::max<int64_t>(ext.max, 1) : 1;
+    bool thread = op->tag.rfind("threadIdx", 0) == 0;
+    if (std::none_of(stack_.begin(), stack_.end(), [](const LoopInfo& l) { return !l.tag.empty(); })) shared_ = 0;
+    double& count = thread ? threads_ : blocks_;
+    count *= static_cast<double>(extent);
+    (thread ? threads : blocks) = std::max(thread ? threads : blocks, count);
+    stack_.push_back({op->var.get(), extent, ForKind::Parallel, op->tag});
+    bounds_[op->var.get()] = {0, extent - 1};
+    visit(op->body);
+    bounds_.erase(op->var.get());
+    stack_.pop_back();
+    count /= static_cast<double>(extent);
+  }
+
   void visit_(const Allocate* op) override {
-    allocations.push_back(static_cast<double>(op->buffer->num_elements()) * op->buffer->dtype.element_bytes());
+    const double bytes = static_cast<double>(op->buffer->num_elements()) * op->buffer->dtype.element_bytes();
+    allocations.push_back(bytes);
+    if (op->buffer->scope == MemoryScope::Shared) shared_bytes = std::max(shared_bytes, shared_ += bytes);
     visit(op->body);
   }
 
@@ -192,6 +222,7 @@ class Extractor : public IRVisitor {
     a.buffer = b;
     a.written = written;
     a.elem_bytes = b->dtype.element_bytes();
+    a.shared = b->scope == MemoryScope::Shared;
     Expr base = index;
     int64_t lanes = 1, stride = 0;
     if (const auto* ramp = index.as<Ramp>()) {
@@ -222,6 +253,8 @@ class Extractor : public IRVisitor {
       int64_t c = it == coeff.end() ? 0 : std::llabs(it->second);
       bool odd = nonlinear.count(l.var) > 0;
       a.levels.push_back({l.extent, odd ? std::max<int64_t>(c, 1) : c, !odd});
+      if (l.tag == "threadIdx.x") a.thread_stride = odd ? -1 : c;
+      if (!l.tag.empty()) a.global = b->scope == MemoryScope::Global;
     }
     // A scalar read in a vector statement is the same for every lane (a broadcast).
     if (lanes == 1 && statement_lanes > 1) a.levels.push_back({statement_lanes, 0, true});
@@ -231,6 +264,7 @@ class Extractor : public IRVisitor {
 
   std::vector<LoopInfo> stack_;
   arith::BoundMap bounds_;
+  double blocks_ = 1, threads_ = 1, shared_ = 0;  // of the kernel being visited
 };
 
 void write_buffer(const Access& a, const Statement& st, float* out) {
@@ -259,6 +293,9 @@ void write_buffer(const Access& a, const Statement& st, float* out) {
   out[11] = a.written ? 1.0f : 0.0f;
   double accessed = st.trip * static_cast<double>(st.lanes);
   out[12] = static_cast<float>(a.footprint(0) / std::max(accessed, 1.0));
+  // A computed (gathered) index counts as far apart as a warp can be.
+  out[13] = scaled(a.thread_stride < 0 ? 32.0 : static_cast<double>(a.thread_stride));
+  out[14] = a.shared ? 1.0f : 0.0f;
 }
 
 void write_statement(const Statement& st, float* out) {
@@ -329,10 +366,18 @@ std::vector<float> extract_features(const LoweredFunc& func) {
   ex.visit(func.body);
   std::vector<float> out(feature_count(), 0.0f);
   double flops = 0, bytes = 0, vector_flops = 0, parallel_flops = 0, max_parallel = 1;
+  double global_bytes = 0, coalesced_bytes = 0;
   for (const auto& st : ex.statements) {
     double f = st.float_ops();
     flops += f;
-    for (const auto& a : st.accesses) bytes += a.footprint(0) * a.elem_bytes;
+    for (const auto& a : st.accesses) {
+      bytes += a.footprint(0) * a.elem_bytes;
+      if (!a.global) continue;
+      // Neighbouring threads read the same or neighbouring elements: one transaction per warp.
+      const double accessed = st.trip * static_cast<double>(st.lanes) * static_cast<double>(a.elem_bytes);
+      global_bytes += accessed;
+      if (a.thread_stride == 0 || a.thread_stride == 1) coalesced_bytes += accessed;
+    }
     if (st.lanes > 1) vector_flops += f;
     double parallel = 1;
     for (const auto& l : st.loops)
@@ -353,7 +398,11 @@ std::vector<float> extract_features(const LoweredFunc& func) {
                     scaled(max_parallel),
                     scaled(flops / std::max(bytes, 1.0)),
                     static_cast<float>(ex.parallel_loops),
-                    static_cast<float>(ex.loops)};
+                    static_cast<float>(ex.loops),
+                    scaled(ex.blocks),
+                    scaled(ex.threads),
+                    scaled(ex.shared_bytes),
+                    static_cast<float>(global_bytes > 0 ? coalesced_bytes / global_bytes : 0)};
   std::copy(std::begin(global), std::end(global), out.begin());
   // The statements doing the most arithmetic (then the most iterations), first one first on ties.
   std::vector<size_t> order(ex.statements.size());

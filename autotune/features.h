@@ -5,7 +5,10 @@
 // levels, innermost stride (invariant, contiguous, strided, gather), reuse (count, distance in
 // iterations and bytes), whether it is written. The vector holds a global block, then the two
 // statements doing the most arithmetic, each with its four largest buffers. Counts are
-// log2(1 + x) scaled. Extraction is deterministic and takes microseconds.
+// log2(1 + x) scaled. For GPU kernels, block and thread axes count as parallel loops, and the
+// vector adds blocks and threads per launch, shared memory per block, the share of global-memory
+// bytes neighbouring threads access coalesced, and per buffer its stride between neighbouring
+// threads and whether it is shared memory (Ansor's GPU features, in short). Extraction is deterministic and takes microseconds.
 #pragma once
 #include <string>
 #include <vector>

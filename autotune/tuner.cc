@@ -269,7 +269,8 @@ class Session {
 
 void validate(const TuneOptions& options) {
   try {
-    targets::Target::parse(options.target);
+    // Candidates are measured on this machine: a device target's device must be here.
+    targets::device_of(targets::Target::parse(options.target));
   } catch (const Error& e) {
     fail("tune: target: ", e.what());
   }

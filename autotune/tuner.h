@@ -60,7 +60,8 @@ struct TuneResult {
 };
 
 // Throws tessera::Error naming the first invalid option (as `tessera tune` and Python spell it:
-// trials, --early-stopping, ...) and what it must be: the one check of the CLI and Python.
+// trials, --early-stopping, ...) and what it must be, or a device target whose device this machine
+// lacks (targets::device_of): the one check of the CLI and Python.
 void validate(const TuneOptions& options);
 
 // Tunes `tasks` (from extract_tasks) after validating `options`. `on_progress` runs after every

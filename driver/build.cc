@@ -207,7 +207,8 @@ class PlanBuilder {
 
 Module optimize(const Module& module, const schedule::HardwareParams& hardware, int opt_level) {
   PassContext ctx;
-  ctx.opt_level = opt_level;
+  // Packed weights, Winograd and channels-last convolutions (level 3) are CPU layouts.
+  ctx.opt_level = hardware.is_gpu() ? std::min(opt_level, 2) : opt_level;
   ctx.options = set_registers(ctx.options, hardware.registers);
   ctx.evaluate = [](const Expr& e) { return evaluate(e); };
   return run_passes(module, standard_passes(), ctx);
@@ -221,8 +222,7 @@ void validate(const BuildOptions& options) {
 BuildResult build(const Module& module, const targets::Target& target, const BuildOptions& options) {
   validate(options);
   const schedule::HardwareParams hardware = target.hardware();
-  // Packed weights, Winograd and channels-last convolutions (level 3) are CPU layouts.
-  Module optimized = optimize(module, hardware, hardware.is_gpu() ? std::min(options.opt_level, 2) : options.opt_level);
+  Module optimized = optimize(module, hardware, options.opt_level);
   std::unique_ptr<autotune::TuningDatabase> db;
   if (!options.db_path.empty()) db = autotune::TuningDatabase::open_existing(options.db_path);
   targets::Target keyed = target.with_host_defaults(), host = targets::Target::host();

@@ -63,7 +63,8 @@ struct BuildResult {
 BuildResult build(const relay_ir::Module& module, const targets::Target& target, const BuildOptions& options = {});
 
 // The graph passes build() runs at `opt_level` for a target of `hardware` (whose vector registers
-// size the packed layouts), alone: what the tuner extracts tasks from.
+// size the packed layouts; a GPU's stop at level 2, before the CPU layouts), alone: what the tuner
+// extracts tasks from.
 relay_ir::Module optimize(const relay_ir::Module& module, const schedule::HardwareParams& hardware, int opt_level);
 
 }  // namespace tessera::driver

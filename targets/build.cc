@@ -61,13 +61,16 @@ std::vector<std::string> write_sources(const std::vector<tensor_ir::LoweredFunc>
 Target with_device_defaults(const Target& target) {
   Target t = target;
   if (t.kind == "cuda" && t.arch.empty()) t.arch = cuda_arch(target);
-  const runtime::Device first{runtime::DeviceType::OpenCL, 0};
-  if (t.kind == "opencl" && t.device.empty() && runtime::DeviceAPI::exists(first))
-    t.device = device_slug(runtime::DeviceAPI::get(first).attributes().name);
   return t;
 }
 
-std::string tuning_key(const Target& target) { return with_device_defaults(target.with_host_defaults()).str(); }
+std::string tuning_key(const Target& target) {
+  Target t = with_device_defaults(target.with_host_defaults());
+  const runtime::Device first{runtime::DeviceType::OpenCL, 0};
+  if (t.kind == "opencl" && t.device.empty() && runtime::DeviceAPI::exists(first))
+    t.device = device_slug(runtime::DeviceAPI::get(first).attributes().name);
+  return t.str();
+}
 
 std::optional<runtime::Device> find_device(const Target& target) {
   const runtime::DeviceType type = target.device_type();

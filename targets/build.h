@@ -35,13 +35,12 @@ std::vector<std::string> write_sources(const std::vector<tensor_ir::LoweredFunc>
                                        const std::string& dir);
 
 // `target` with what it leaves to the machine's device spelled out: a cuda target without -arch
-// gets the first CUDA device's (what build() compiles for), an opencl target without -device the
-// first OpenCL device's name, where there is one. Other targets are returned as given.
+// gets the first CUDA device's (what build() compiles for). Other targets are returned as given.
 Target with_device_defaults(const Target& target);
 
 // The target string tuning records of `target` are keyed by: the CPU (with_host_defaults) or the
-// device (with_device_defaults) spelled out, so that times measured on one are not taken for
-// another's.
+// device (with_device_defaults; an opencl target without -device, the first OpenCL device's name
+// where there is one) spelled out, so that times measured on one are not taken for another's.
 std::string tuning_key(const Target& target);
 
 // The device of this machine that `target` describes: for opencl the first device of its

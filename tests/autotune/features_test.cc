@@ -44,6 +44,54 @@ TEST(Features, DeterministicAcrossReplays) {
   }
 }
 
+schedule::HardwareParams gpu_hardware() {
+  schedule::HardwareParams hw;
+  hw.registers = tensor_ir::ops::Registers::scalar_device();
+  hw.gpu = {1024, 48 * 1024, 32, true};
+  return hw;
+}
+
+// A sample of sketch `name` that lowers for the device.
+Candidate runnable(const SearchSpace& space, const std::string& name) {
+  std::mt19937_64 rng(3);
+  for (int tries = 0; tries < 2000; ++tries) {
+    Candidate c = space.sample(rng);
+    if (space.sketches()[c.sketch].name != name) continue;
+    try {
+      space.lower(*space.apply(c));
+      return c;
+    } catch (const Error&) {
+    }
+  }
+  throw std::runtime_error("no runnable sample of " + name);
+}
+
+TEST(Features, DescribeGpuLaunches) {
+  // A thread per element of 2400 in blocks of 256: 10 blocks, every access coalesced.
+  SearchSpace sigmoid(for_hardware(elementwise_task(), gpu_hardware()).compute);
+  auto f = features_of(sigmoid, SearchSpace::default_candidate());
+  EXPECT_FLOAT_EQ(feature(f, "blocks"), std::log2(11.0f));
+  EXPECT_FLOAT_EQ(feature(f, "threads"), std::log2(257.0f));
+  EXPECT_FLOAT_EQ(feature(f, "coalesced"), 1.0f);
+  EXPECT_FLOAT_EQ(feature(f, "s0.b0.thread_stride"), 1.0f);  // log2(1 + 1)
+  EXPECT_FLOAT_EQ(feature(f, "shared_bytes"), 0.0f);
+  // Register tiles with and without their inputs staged in shared memory.
+  SearchSpace gemm(for_hardware(te_gemm_task(64), gpu_hardware()).compute);
+  auto plain = features_of(gemm, runnable(gemm, "C:cache_write_tile"));
+  auto staged = features_of(gemm, runnable(gemm, "C:cache_write_tile_shared"));
+  EXPECT_EQ(feature(plain, "shared_bytes"), 0.0f);
+  EXPECT_GT(feature(staged, "shared_bytes"), 0.0f);
+  float shared_buffers = 0;
+  for (int b = 0; b < 4; ++b) shared_buffers += feature(staged, "s0.b" + std::to_string(b) + ".shared");
+  EXPECT_GT(shared_buffers, 0.0f);
+  for (const auto& g : {plain, staged}) EXPECT_GT(feature(g, "threads"), 0.0f);
+  // A CPU kernel launches nothing.
+  SearchSpace cpu(elementwise_task().compute);
+  auto c = features_of(cpu, SearchSpace::default_candidate());
+  EXPECT_EQ(feature(c, "blocks"), 0.0f);
+  EXPECT_EQ(feature(c, "threads"), 0.0f);
+}
+
 TEST(Features, FollowTheSchedule) {
   // te gemm 64^3, plain tiling: innermost tile of j (the vectorized one) 16 vs 1; threads or not.
   SearchSpace space(te_gemm_task(64).compute);
