@@ -1,7 +1,8 @@
 // Isolated measurement of schedule candidates: each is replayed, compiled, checked against the
-// kernel's default schedule on random inputs and timed in a worker process (tessera-measure,
-// tools/measure_worker.cc) under a timeout, so a candidate that crashes, hangs or computes a
-// wrong result becomes an error in its result and measurement goes on in a fresh worker.
+// kernel's default schedule on random inputs and timed (on a device target's device, by its
+// events) in a worker process (tessera-measure, tools/measure_worker.cc) under a timeout, so a
+// candidate that crashes, hangs or computes a wrong result becomes an error in its result and
+// measurement goes on in a fresh worker.
 #pragma once
 #include <memory>
 #include <string>
@@ -17,12 +18,13 @@ struct MeasureOptions {
   double min_repeat_ms = 10;
   double timeout_seconds = 10;  // per candidate, compile + run; a worker past it is killed
   bool flush_cache = false;     // overwrite the last-level cache before each run (not between the
-                                // calls of a run: number = 1 gives cold-cache costs)
+                                // calls of a run: number = 1 gives cold-cache costs); CPU targets only
   // Rewrite the task's written inputs through the thread pool before each timed call, as the
   // kernel before it in a model does (off: they stay where the previous call read them).
   // Timed on inputs still in the caches of the cores that read them, a schedule can win and
   // lose in the model (benchmarks/NOTES.md, "Timing kernels alone and in a model").
-  // Records do not say which way they were timed: a database should hold one kind.
+  // Records do not say which way they were timed: a database should hold one kind. CPU targets
+  // only: a device's kernels read device memory, which the host's caches do not hold.
   bool fresh_inputs = true;
   bool check = true;  // compare outputs with the default schedule's
   // Empty: $TESSERA_MEASURE_WORKER, else tessera-measure next to the running executable, else in

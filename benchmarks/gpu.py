@@ -4,10 +4,12 @@ models under the default GPU schedules, timed on a device beside the CPU target'
 the same computation, in one process, taking turns.
 
     /usr/bin/python3 benchmarks/gpu.py [--target opencl|cuda] [--gemm 1024] [--softmax 256 4096]
-                                       [--models resnet18 transformer]
+                                       [--models resnet18 transformer] [--tune TRIALS [--db PATH]]
 
 A model's inputs and outputs stay on the device between calls (what a serving loop does); its
-output is checked against the CPU build first.
+output is checked against the CPU build first. With --tune, each model is first tuned on the
+device for TRIALS measurements (resuming what the database, build/gpu_tuning.db by default,
+holds), and its tuned build is timed beside the untuned one: speedup_vs_untuned is the figure.
 On OpenCL (PoCL here, which runs work-groups on the CPU) the ratio to the CPU kernels is a sanity
 figure, not a goal. On CUDA it reports GEMM GFLOP/s against cuBLAS (through PyTorch) where
 present, and the kernel's ptxas register count. Prints min/median ms and one RESULT line per case.
@@ -15,6 +17,7 @@ present, and the kernel's ptxas register count. Prints min/median ms and one RES
 import argparse
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -44,10 +47,10 @@ def cpu_softmax(n, m):
     return s, [A, Y]
 
 
-def report(case, times, peers, extra=None):
+def report(case, times, peers, extra=None, subject="device"):
     for name, (best, median) in times.items():
         print(f"  {case:18s} {name:10s} min {best * 1e3:9.3f} ms  median {median * 1e3:9.3f} ms", flush=True)
-    print(common.result_line("gpu", case, tessera.num_threads(), times, peers, subject="device", extra=extra),
+    print(common.result_line("gpu", case, tessera.num_threads(), times, peers, subject=subject, extra=extra),
           flush=True)
 
 
@@ -99,19 +102,32 @@ def bench_softmax(n, m, target, device, repeat, rng):
     report(f"softmax {n}x{m}", times, ["cpu"], {"device_name": device.name})
 
 
-def bench_model(name, target, device, repeat):
+def bench_model(name, target, device, repeat, trials, db):
     import make_models
     path = make_models.ensure(name, os.path.join(common.ROOT, "models"))
     mod = tessera.onnx.load(path)
     x = np.load(os.path.join(common.ROOT, "models", f"{name}.input.npy"))
-    on_device = tessera.build(mod, target=target, db=False)
+    builds = {"device": tessera.build(mod, target=target, db=False)}
+    extra = {"device_name": device.name}
+    if trials:
+        t0 = time.perf_counter()
+        session = tessera.autotune.tune(mod, target=target, db=db, trials=trials, progress=False)
+        extra.update(tuning_seconds=round(time.perf_counter() - t0, 1),
+                     trials=sum(t["trials"] for t in session.tasks), db=str(db))
+        builds = {"tuned": tessera.build(mod, target=target, db=db), "untuned": builds["device"]}
     cpu = tessera.build(mod, db=False)
     dx = tessera.nd.array(x, device=device)
     expected = cpu.run([x])[0]
-    error = float(np.abs(on_device.run([dx])[0].numpy() - expected).max() / np.abs(expected).max())
-    assert error < 1e-5, f"{name}: wrong result on {target}, relative error {error:.2e}"
-    times = common.measure_rounds({"device": lambda: on_device.run([dx]), "cpu": lambda: cpu.run([x])}, repeat)
-    report(f"{name} untuned", times, ["cpu"], {"device_name": device.name})
+    for kind, lib in builds.items():
+        error = float(np.abs(lib.run([dx])[0].numpy() - expected).max() / np.abs(expected).max())
+        assert error < 1e-4, f"{name}: wrong result on {target} ({kind}), relative error {error:.2e}"
+    runs = {kind: (lambda lib=lib: lib.run([dx])) for kind, lib in builds.items()}
+    runs["cpu"] = lambda: cpu.run([x])
+    times = common.measure_rounds(runs, repeat)
+    if trials:
+        report(name, times, ["untuned", "cpu"], extra, subject="tuned")
+    else:
+        report(f"{name} untuned", times, ["cpu"], extra)
 
 
 def main():
@@ -121,6 +137,8 @@ def main():
     parser.add_argument("--softmax", type=int, nargs=2, default=[256, 4096], metavar=("ROWS", "COLS"))
     parser.add_argument("--models", nargs="*", default=["resnet18", "transformer"])
     parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--tune", type=int, default=0, metavar="TRIALS", help="tune each model first (0: untuned only)")
+    parser.add_argument("--db", default=os.path.join(common.ROOT, "build", "gpu_tuning.db"))
     args = parser.parse_args()
     device = tessera.device(args.target.split()[0], 0)
     if not device.exists:
@@ -132,7 +150,7 @@ def main():
         bench_gemm(n, args.target, device, args.repeat, rng)
     bench_softmax(*args.softmax, args.target, device, args.repeat, rng)
     for name in args.models:
-        bench_model(name, args.target, device, args.repeat)
+        bench_model(name, args.target, device, args.repeat, args.tune, args.db)
     return 0
 
 

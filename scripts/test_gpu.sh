@@ -3,8 +3,8 @@
 # there CUDA code is only compiled by NVRTC and checked by ptxas). Builds Tessera as test.sh does,
 # refuses to go on without a CUDA device, then runs on it: the runtime's and the targets' CUDA
 # tests, the te kernels and operators (tests/python/test_gpu_kernels.py, test_te_ops.py' GPU
-# schedules, test_device.py, test_dlpack.py), the models (test_gpu_models.py), the GEMM example and
-# the GPU benchmark.
+# schedules, test_device.py, test_dlpack.py), the models (test_gpu_models.py), tuning on the device
+# (test_gpu_tuning.py), the GEMM example and the GPU benchmark with a short tuning session.
 #   scripts/test_gpu.sh [GEMM_SIZE]   (4096 by default)
 set -euo pipefail
 source "$(dirname "$0")/setup.sh"
@@ -16,6 +16,7 @@ ctest --test-dir "$TESSERA_BUILD" --output-on-failure -R 'CUDA|Cuda'
 "$TESSERA_PYTHON" -m pytest -q -rs "$TESSERA_ROOT/tests/python/test_gpu_kernels.py" "$TESSERA_ROOT/tests/python/test_device.py" \
   "$TESSERA_ROOT/tests/python/test_dlpack.py" "$TESSERA_ROOT/tests/python/test_te_targets_source.py" \
   "$TESSERA_ROOT/tests/python/test_te_ops.py" "$TESSERA_ROOT/tests/python/test_gpu_models.py" \
-  -k "gpu or cuda or device or dlpack or source"
+  "$TESSERA_ROOT/tests/python/test_gpu_tuning.py" -k "gpu or cuda or device or dlpack or source"
 PYTHONPATH="$TESSERA_BUILD/python" "$TESSERA_PYTHON" "$TESSERA_ROOT/examples/gemm_gpu.py" --target cuda --size 1024
-PYTHONPATH="$TESSERA_BUILD/python" "$TESSERA_PYTHON" "$TESSERA_ROOT/benchmarks/gpu.py" --target cuda --gemm "${1:-4096}"
+PYTHONPATH="$TESSERA_BUILD/python" "$TESSERA_PYTHON" "$TESSERA_ROOT/benchmarks/gpu.py" --target cuda --gemm "${1:-4096}" \
+  --models resnet50 mobilenet_v2 transformer --tune 200 --db "$TESSERA_BUILD/gpu_tuning.db"

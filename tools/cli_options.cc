@@ -44,7 +44,8 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
   cmd->add_option("model", o.model, "ONNX model (run: or a module written by compile -o)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("-t,--target", o.target, "target, e.g. llvm or \"llvm -mcpu=skylake-avx512\"");
+  cmd->add_option("-t,--target", o.target,
+                  "target, e.g. llvm, \"llvm -mcpu=skylake-avx512\", opencl [-device=NAME] or \"cuda -arch=sm_90\"");
   cmd->add_option("--shape", o.shapes, "static shape of an input: NAME=D0,D1,...");
   cmd->add_option("--bind", o.binds, "bind an input to a value: NAME=FILE.npy");
   cmd->add_option("-O,--opt-level", o.opt_level,

@@ -132,5 +132,22 @@ TEST_F(GpuSearch, SharedMemoryVariantsComputeTheDefaultSchedulesResultsOnOpenCL)
   }
 }
 
+// Without a CUDA device: samples of every sketch, the shared-memory ones and cross-thread
+// reductions (warp shuffles) among them, go through NVRTC and ptxas for sm_80.
+TEST(GpuSearchCUDA, SamplesOfEverySketchCompileThroughPtxas) {
+  const targets::Target cuda = targets::Target::parse("cuda -arch=sm_80");
+  for (const Task& cpu_task : {matmul_task(48, 64, 40), conv_task(), softmax_task(), reduce_task()}) {
+    SearchSpace space(for_hardware(cpu_task, cuda.hardware()).compute);
+    SCOPED_TRACE(cpu_task.workload.key);
+    for (size_t sketch = 1; sketch < space.sketches().size(); ++sketch) {
+      SCOPED_TRACE(space.sketches()[sketch].name);
+      std::vector<Candidate> samples = runnable_samples(space, 1, static_cast<int>(sketch));
+      ASSERT_EQ(samples.size(), 1u);
+      auto module = targets::build({space.lower(*space.apply(samples[0]), "kernel")}, cuda);
+      EXPECT_NE(module->source("ptxas").find("registers"), std::string::npos) << module->source("ptxas");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::autotune

@@ -1,5 +1,6 @@
-"""Tuning for a GPU target on PoCL's OpenCL device: records keyed by the device's name, builds for
-that device replaying them, and a workload's CPU and OpenCL records side by side in one database."""
+"""Tuning for a GPU target (PoCL's OpenCL device here; CUDA where scripts/test_gpu.sh runs):
+records keyed by the device (an OpenCL device's name, a CUDA device's -arch), builds replaying
+them, and a workload's CPU and device records side by side in one database."""
 import sqlite3
 import subprocess
 
@@ -10,7 +11,8 @@ from package_under_test import program
 from test_autotune import FAST, mlp
 import tessera
 
-pytestmark = pytest.mark.skipif(not tessera.device("opencl").exists, reason="no OpenCL device (scripts/test.sh installs PoCL)")
+GPUS = [pytest.param(kind, marks=pytest.mark.skipif(not tessera.device(kind).exists, reason=f"no {kind} device"))
+        for kind in ("opencl", "cuda")]
 
 
 def targets_of(db):
@@ -18,22 +20,27 @@ def targets_of(db):
         return dict(c.execute("SELECT target, COUNT(*) FROM records GROUP BY target").fetchall())
 
 
-def test_opencl_records_name_the_device_and_opencl_builds_replay_them(tmp_path, rng):
+@pytest.mark.parametrize("kind", GPUS)
+def test_records_name_the_device_and_builds_for_it_replay_them(kind, tmp_path, rng):
     mod = mlp(tmp_path / "m.onnx", 64, inner=32, cols=64)
     db = tmp_path / "t.db"
-    report = tessera.autotune.tune(mod, target="opencl", db=db, trials=16, progress=False, **FAST)
+    report = tessera.autotune.tune(mod, target=kind, db=db, trials=16, progress=False, **FAST)
     assert sum(t["trials"] for t in report.tasks) == 16
     assert all(t["default_seconds"] > 0 for t in report.tasks)  # timed on the device, by its events
     (key,) = targets_of(db)
-    assert key.startswith("opencl -device=") and key.endswith(tessera.device("opencl").name.split()[-1].lower())
+    if kind == "opencl":
+        assert key.startswith("opencl -device=") and key.endswith(tessera.device("opencl").name.split()[-1].lower())
+    else:
+        assert key.startswith("cuda -arch=sm_"), key
 
     x = rng.standard_normal((64, 32)).astype("float32")
-    lib = tessera.build(mod, target="opencl", db=db)
+    lib = tessera.build(mod, target=kind, db=db)
     assert any(k["schedule"].startswith(("tuned (record", "default (")) for k in lib.kernels)
     assert all("no record" not in k["schedule"] for k in lib.kernels), [k["schedule"] for k in lib.kernels]
     np.testing.assert_allclose(lib.run([x])[0], tessera.build(mod, db=False).run([x])[0], rtol=1e-4, atol=1e-4)
-    # Another OpenCL device's records would not be this one's: a build naming one finds none.
-    other = tessera.build(mod, target="opencl -device=another-gpu", db=db, jit=False)
+    # Another device's records would not be this one's: a build naming one finds none.
+    other = tessera.build(mod, target="opencl -device=another-gpu" if kind == "opencl" else "cuda -arch=sm_50",
+                          db=db, jit=False)
     assert all(k["schedule"].startswith("default (no record") for k in other.kernels)
 
     # The CPU's records of the same workloads join them in the database, each under its target.
@@ -48,6 +55,7 @@ def test_opencl_records_name_the_device_and_opencl_builds_replay_them(tmp_path, 
     assert both and any(key in line for line in both[0]) and any("llvm" in line for line in both[0]), listed
 
 
+@pytest.mark.skipif(not tessera.device("opencl").exists, reason="no OpenCL device")
 def test_tuning_refuses_a_device_the_machine_lacks(tmp_path):
     mod = mlp(tmp_path / "m.onnx", 8)
     with pytest.raises(tessera.Error, match="no such opencl device here"):
