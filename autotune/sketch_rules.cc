@@ -57,21 +57,6 @@ class BranchOrExpensive : public IRVisitor {
   }
 };
 
-class LoadCollector : public IRVisitor {
- public:
-  explicit LoadCollector(const Object* only = nullptr) : only_(only) {}
-  std::vector<const ProducerLoad*> loads;
-
- protected:
-  void visit_(const ProducerLoad* op) override {
-    if (!only_ || op->tensor.get() == only_) loads.push_back(op);
-    IRVisitor::visit_(op);
-  }
-
- private:
-  const Object* only_;
-};
-
 class VarCollector : public IRVisitor {
  public:
   std::unordered_set<const VarNode*> vars;
@@ -126,11 +111,10 @@ struct Analysis {
     const auto* c = compute_of(consumer);
     std::vector<int> matched(c->axis.size(), -1);
     Expr body = StrictInliner(strict).mutate(c->body);
-    LoadCollector loads(anchor.op().get());
-    loads.visit(body);
-    if (loads.loads.empty()) return matched;
-    const auto& first = loads.loads[0]->indices;
-    for (const auto* l : loads.loads)
+    const std::vector<const ProducerLoad*> loads = loads_in(body, anchor.op().get());
+    if (loads.empty()) return matched;
+    const auto& first = loads[0]->indices;
+    for (const auto* l : loads)
       for (size_t d = 0; d < first.size(); ++d)
         if (!structural_equal(l->indices[d], first[d])) return matched;
     for (size_t d = 0; d < first.size(); ++d) {
@@ -282,9 +266,7 @@ bool strictly_inlinable(const Tensor& t) {
 bool has_data_reuse(const Tensor& t) {
   const auto* c = t.as<ComputeOp>();
   if (!c || c->reduce_axis().empty()) return false;
-  LoadCollector loads;
-  loads.visit(c->body);
-  for (const auto* load : loads.loads) {
+  for (const auto* load : loads_in(c->body)) {
     VarCollector used;
     for (const auto& idx : load->indices) used.visit(idx);
     for (size_t d = 0; d < c->axis.size(); ++d)

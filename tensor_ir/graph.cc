@@ -18,7 +18,26 @@ class TensorCollector : public IRVisitor {
  private:
   std::unordered_set<const Object*> seen_;
 };
+
+class LoadCollector : public IRVisitor {
+ public:
+  explicit LoadCollector(const Object* only) : only_(only) {}
+  std::vector<const ProducerLoad*> loads;
+  void visit_(const ProducerLoad* op) override {
+    if (!only_ || op->tensor.get() == only_) loads.push_back(op);
+    IRVisitor::visit_(op);
+  }
+
+ private:
+  const Object* only_;
+};
 }  // namespace
+
+std::vector<const ProducerLoad*> loads_in(const Expr& e, const Object* only) {
+  LoadCollector collector(only);
+  collector.visit(e);
+  return collector.loads;
+}
 
 std::vector<Tensor> input_tensors(const Tensor& t) {
   const auto* c = t.as<ComputeOp>();

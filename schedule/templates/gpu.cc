@@ -1,11 +1,14 @@
 #include "schedule/templates/gpu.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "runtime/error.h"
 #include "schedule/templates/cpu.h"
+#include "tensor_ir/arith/const_bound.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
 
@@ -80,17 +83,60 @@ RegisterTile register_tile(const ComputeOp& c, const std::string& name, Template
   return t;
 }
 
-// A reduction over one axis of two inputs (matmul, batch matmul, dense): the block's panels are
-// then its rows of one input and columns of the other, (ty * ti + tx * tj) x kPanelDepth values,
-// well inside every GPU's shared memory. Others (a convolution's window of the input) are left
-// to register tiles until panel sizes are checked against the device.
-bool is_matrix_product(const Tensor& op) {
-  const auto* c = op.as<ComputeOp>();
-  if (!c || c->reduce_axis().size() != 1) return false;
+int array_inputs(const Tensor& op) {
   int inputs = 0;
   for (const Tensor& t : tensor_ir::input_tensors(op))
     if (!t->shape.empty()) ++inputs;
-  return inputs == 2;
+  return inputs;
+}
+
+// A reduction over one axis of two inputs (matmul, batch matmul, dense): the block's panels are
+// then its rows of one input and columns of the other, (ty * ti + tx * tj) x depth values.
+bool is_matrix_product(const Tensor& op) {
+  const auto* c = op.as<ComputeOp>();
+  return c && c->reduce_axis().size() == 1 && array_inputs(op) == 2;
+}
+
+// A reduction whose blocks may stage their inputs in shared memory, a slice of its longest
+// reduction axis at a time: one that combines two or more arrays over a long enough axis (a
+// matrix product; a convolution, over a slice of its input channels and the whole window).
+bool takes_panels(const Tensor& op) {
+  const auto* c = op.as<ComputeOp>();
+  return c && !c->reduce_axis().empty() && longest_extent(c->reduce_axis()) >= kPanelMinReduction &&
+         array_inputs(op) >= 2;
+}
+
+// The reduction axis panels step along: the longest, the first of equals.
+const tensor_ir::IterVar& panel_axis(const ComputeOp& r) {
+  const auto& axes = r.reduce_axis();
+  return *std::max_element(axes.begin(), axes.end(),
+                           [](const auto& a, const auto& b) { return extent(a) < extent(b); });
+}
+
+// The shared memory one step's panels take: per input, the box its reads cover while a block's
+// tiles (`along[d]` outputs of axis d) and `depth` terms of the panel axis run, in bytes.
+int64_t panel_bytes(const Tensor& op, const std::vector<int64_t>& along, int64_t depth) {
+  const ComputeOp& r = *op.as<ComputeOp>();
+  tensor_ir::arith::BoundMap vars;
+  for (size_t d = 0; d < r.axis.size(); ++d) vars[r.axis[d].var().get()] = {0, along[d] - 1};
+  for (const auto& k : r.reduce_axis())
+    vars[k.var().get()] = {0, (k.same_as(panel_axis(r)) ? depth : extent(k)) - 1};
+  int64_t bytes = 0;
+  for (const Tensor& input : tensor_ir::input_tensors(op)) {
+    if (input->shape.empty()) continue;
+    int64_t elements = 1;
+    for (size_t d = 0; d < input.ndim(); ++d) {
+      int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+      for (const tensor_ir::ProducerLoad* load : tensor_ir::loads_in(r.body, input.get())) {
+        const auto b = tensor_ir::arith::const_bound(load->indices[d], vars);
+        if (!b.bounded()) return std::numeric_limits<int64_t>::max();
+        lo = std::min(lo, b.min), hi = std::max(hi, b.max);
+      }
+      elements *= std::min(hi - lo + 1, input->dim(d));
+    }
+    bytes += elements * input.dtype().element_bytes();
+  }
+  return bytes;
 }
 
 bool shares_reduction(const ComputeOp& c) {
@@ -211,10 +257,10 @@ class GpuScheduler {
       const auto* reader = consumers.size() == 1 ? consumers[0]->op().as<ComputeOp>() : nullptr;
       if (reader && reader->reduce_axis().empty() && consumers[0]->attach_kind() == AttachKind::Root &&
           !consumers[0]->has_loop_schedule() && product(reader->axis) == product(c->axis) &&
-          !tiled_.count(consumers[0]) && !untiled_.count(consumers[0])) {
+          asked_.insert(consumers[0]).second) {
         TilePlan plan = ask_tile_knobs(*consumers[0], *st);
         plan.reduction = st;
-        (plan.tile.worthwhile() ? tiled_ : untiled_)[consumers[0]] = plan;
+        if (plan.tile.worthwhile()) tiled_[consumers[0]] = plan;
       }
     }
   }
@@ -224,10 +270,7 @@ class GpuScheduler {
   TilePlan ask_tile_knobs(const Stage& consumer, const Stage& reduction) {
     TilePlan plan;
     plan.tile = register_tile(*consumer.op().as<ComputeOp>(), consumer.name(), knobs_);
-    const auto* r = reduction.op().as<ComputeOp>();
-    if (!gpu_.dedicated_shared_memory || !is_matrix_product(reduction.op()) ||
-        extent(r->reduce_axis()[0]) < kPanelMinReduction)
-      return plan;
+    if (!gpu_.dedicated_shared_memory || !takes_panels(reduction.op())) return plan;
     const std::string& name = reduction.name();
     plan.panels = knobs_.choose_flag(name + ".panels", true);
     plan.panel_depth = knobs_.choose(name + ".panel_depth", {kPanelDepth, 8, 32});
@@ -240,8 +283,8 @@ class GpuScheduler {
   // in registers for that tile: every value of an input that does not vary along a tile axis is
   // loaded once for the tile (a matrix product's rows of A for a tile's columns, a convolution's
   // weights for its pixels). Where the tile grid gives a block of at least two warps, the
-  // reduction is a long matrix product and the device's shared memory is on the chip, the
-  // block's threads also share its inputs: shared_panels().
+  // reduction takes panels (a long matrix product or convolution), they fit and the device's
+  // shared memory is on the chip, the block's threads also share its inputs: shared_panels().
   void register_tiles(Stage& consumer, const TilePlan& plan) {
     Stage& reduction = *plan.reduction;
     const auto* c = consumer.op().as<ComputeOp>();
@@ -254,8 +297,11 @@ class GpuScheduler {
     // Tiles per block: tx along j by ty along i, where they divide the tile grid.
     const int64_t tx = i == j ? 1 : largest_divisor(extent(c->axis[j]) / tj, plan.block_x);
     const int64_t ty = i == j ? 1 : largest_divisor(extent(c->axis[i]) / ti, plan.block_y);
-    const bool panels = plan.panels && tx * ty >= 2 * std::max(gpu_.warp_size, 32) &&
-                        tx * ty <= gpu_.max_threads_per_block;
+    const int64_t depth = plan.panels && tx * ty >= 2 * std::max(gpu_.warp_size, 32) &&
+                                  tx * ty <= gpu_.max_threads_per_block
+                              ? panel_depth(*c, reduction, plan, tx, ty)
+                              : 0;
+    const bool panels = depth > 0;
     std::vector<Loop> order;
     for (size_t d = 0; d < j; ++d)
       if (d != i) order.push_back(axes[d]);
@@ -291,8 +337,8 @@ class GpuScheduler {
     // The reduction outermost, the tile's outputs inside it, unrolled: they stay in registers.
     Loop panel_step;
     if (panels) {
-      const auto& k = reduction.op().as<ComputeOp>()->reduce_axis()[0];  // a matrix product's only one
-      panel_step = reduction.split(reduction.loop(k), largest_divisor(extent(k), plan.panel_depth)).first;
+      const auto& k = panel_axis(*reduction.op().as<ComputeOp>());
+      panel_step = reduction.split(reduction.loop(k), depth).first;
     }
     std::vector<Loop> data, reduce;
     if (panel_step) reduce.push_back(panel_step);
@@ -303,6 +349,27 @@ class GpuScheduler {
     reduction.reorder(reordered);
     for (const Loop& l : data) reduction.unroll(l);
     if (panels) shared_panels(reduction, panel_step, tx, ty);
+  }
+
+  // The terms of the panel axis a step of the block's panels takes: the most, up to the plan's
+  // depth and dividing the axis, whose panels fill at most half the shared memory of a block (a
+  // multiprocessor then holds two blocks or more, one computing while another loads); 0 when not
+  // even two fit. A reduction whose loops are not its consumer's (a matrix product the graph
+  // reshaped) is only ever a matrix product, whose panels always fit.
+  int64_t panel_depth(const ComputeOp& consumer, const Stage& reduction, const TilePlan& plan, int64_t tx,
+                      int64_t ty) const {
+    const auto* r = reduction.op().as<ComputeOp>();
+    const int64_t length = extent(panel_axis(*r));
+    int64_t depth = largest_divisor(length, plan.panel_depth);
+    std::vector<int64_t> along(consumer.axis.size(), 1);
+    along.back() = tx * plan.tile.tj;
+    along[plan.tile.i] *= ty * plan.tile.ti;
+    bool same_axes = r->axis.size() == consumer.axis.size();
+    for (size_t d = 0; same_axes && d < r->axis.size(); ++d) same_axes = extent(r->axis[d]) == extent(consumer.axis[d]);
+    if (!same_axes) return is_matrix_product(reduction.op()) ? depth : 0;
+    for (; depth >= 2; depth = largest_divisor(length, depth - 1))
+      if (panel_bytes(reduction.op(), along, depth) <= gpu_.max_shared_memory_bytes / 2) return depth;
+    return 0;
   }
 
   // Each step of the reduction's outer loop, the block's threads copy the part of every input the
@@ -392,7 +459,7 @@ class GpuScheduler {
   std::map<const Stage*, int64_t> threads_, reduce_threads_;  // ask_thread_knobs()
   std::map<const Stage*, Loop> thread_loop_;  // the thread loop of each stage with a thread per element
   std::map<const Stage*, TilePlan> tiled_;    // plan_register_tiles(): consumer -> its reduction's tiles
-  std::map<const Stage*, TilePlan> untiled_;  // the same where the tile is one element
+  std::set<const Stage*> asked_;              // the consumers whose tile knobs were asked
 };
 
 }  // namespace

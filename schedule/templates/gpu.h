@@ -7,9 +7,11 @@
 //     a tile of up to 4 x 4 outputs (along the last axis and the longest other one, where they
 //     divide), accumulated in registers with the reduction outermost, so each loaded value serves
 //     a row or column of the tile; the tile is that of its only consumer of its own shape (the
-//     fused epilogue) or, for an output, of a cache_write's copy; for a long matrix product on a
-//     device with on-chip shared memory, blocks of up to 16 x 16 such threads also stage their
-//     rows and columns of the inputs in shared memory, a slice of the reduction at a time;
+//     fused epilogue) or, for an output, of a cache_write's copy; for a long matrix product or
+//     convolution on a device with on-chip shared memory, blocks of up to 16 x 16 such threads
+//     also stage what they read of the inputs in shared memory, a slice of the longest reduction
+//     axis at a time (of at most 16 terms, fewer where the slices would take more than half the
+//     shared memory of a block: a convolution's weights for a block's output channels);
 //   * every other stage gets a thread per output element (its loops fused, split into blocks),
 //     its reductions running in the thread; a reduction feeding only a consumer of its own shape
 //     is computed inside that consumer's thread instead of a kernel of its own.

@@ -73,6 +73,80 @@ TEST(GpuTemplate, SharedPanelsComputeTheProductOnOpenCL) {
   }
 }
 
+// A 3x3 convolution with padding, NCHW: C input and K output channels of H x W.
+struct Conv {
+  Tensor X, W, Y;
+};
+
+Conv conv3x3(int64_t c, int64_t k, int64_t h, int64_t w) {
+  Conv cv;
+  cv.X = placeholder({Expr(1), Expr(c), Expr(h), Expr(w)}, runtime::kFloat32, "X");
+  cv.W = placeholder({Expr(k), Expr(c), Expr(3), Expr(3)}, runtime::kFloat32, "W");
+  Tensor padded = compute(
+      {Expr(1), Expr(c), Expr(h + 2), Expr(w + 2)},
+      [&](const std::vector<Var>& v) {
+        Expr y = v[2] - 1, x = v[3] - 1;
+        Expr inside = logical_and(logical_and(y >= 0, y < Expr(h)), logical_and(x >= 0, x < Expr(w)));
+        return select(inside, cv.X(v[0], v[1], y, x), make_zero(runtime::kFloat32));
+      },
+      "pad");
+  IterVar rc = reduce_axis(Range(Expr(0), Expr(c)), "rc"), ry = reduce_axis(Range(Expr(0), Expr(3)), "ry"),
+          rx = reduce_axis(Range(Expr(0), Expr(3)), "rx");
+  cv.Y = compute(
+      {Expr(1), Expr(k), Expr(h), Expr(w)},
+      [&](const std::vector<Var>& v) {
+        return sum(padded(v[0], rc, v[2] + ry, v[3] + rx) * cv.W(v[1], rc, ry, rx), {rc, ry, rx});
+      },
+      "conv");
+  return cv;
+}
+
+// A convolution's panels: a slice of input channels with its window's halo, and the block's
+// output channels' weights for that slice, as deep as half a block's shared memory allows; none
+// where not even two channels fit.
+TEST(GpuTemplate, ConvolutionsStagePanelsThatFitInSharedMemory) {
+  Conv cv = conv3x3(64, 64, 14, 16);
+  HardwareParams hw = gpu(32);
+  auto text = [&](const HardwareParams& h) {
+    return to_string(lower_for_device(*default_gpu_schedule({cv.Y}, h), {cv.X, cv.W, cv.Y}, "conv", 32));
+  };
+  EXPECT_TRUE(contains(text(hw), "(shared)")) << text(hw);
+  hw.gpu.max_shared_memory_bytes = 2 * 1024;
+  EXPECT_FALSE(contains(text(hw), "(shared)")) << text(hw);
+  hw.gpu.dedicated_shared_memory = false;
+  hw.gpu.max_shared_memory_bytes = 48 * 1024;
+  EXPECT_FALSE(contains(text(hw), "(shared)"));
+}
+
+// The same panels on PoCL (told its shared memory is on the chip), against the unscheduled loop
+// nest on the host: channels not a multiple of the slice, images whose tiles leave partial blocks.
+TEST(GpuTemplate, ConvolutionPanelsComputeTheConvolutionOnOpenCL) {
+  const runtime::Device opencl{runtime::DeviceType::OpenCL, 0};
+  if (!runtime::DeviceAPI::exists(opencl)) GTEST_SKIP() << "no OpenCL device (scripts/test.sh installs PoCL)";
+  for (auto [c, k, h, w] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{64, 64, 14, 16}, {40, 24, 9, 12},
+                            {17, 32, 8, 8}}) {
+    Conv cv = conv3x3(c, k, h, w);
+    HardwareParams hw = gpu(1);
+    hw.gpu.dedicated_shared_memory = true;
+    LoweredFunc f = lower_for_device(*default_gpu_schedule({cv.Y}, hw), {cv.X, cv.W, cv.Y}, "conv", 1);
+    if (c == 64) {
+      ASSERT_TRUE(contains(to_string(f), "(shared)")) << to_string(f);
+    }
+    NDArray x = random_array({1, c, h, w}, 3), wt = random_array({k, c, 3, 3}, 4);
+    NDArray expected = NDArray::empty({1, k, h, w}, runtime::kFloat32);
+    Schedule plain({cv.Y});
+    run(plain, {cv.X, cv.W, cv.Y}, {x, wt, expected});
+    auto module = targets::build({f}, targets::Target::parse("opencl"));
+    std::vector<NDArray> on = {x.copy_to(opencl), wt.copy_to(opencl), NDArray::empty({1, k, h, w}, runtime::kFloat32, opencl)};
+    (*module->device_program("conv"))(on);
+    NDArray got = on[2].copy_to(runtime::Device::cpu());
+    double err = 0;
+    for (int64_t i = 0; i < got.numel(); ++i)
+      err = std::max(err, std::fabs(double(got.data_as<float>()[i]) - expected.data_as<float>()[i]));
+    EXPECT_LT(err, 1e-4) << c << " x " << k << " x " << h << " x " << w;
+  }
+}
+
 TEST(GpuTemplate, AnOutputReadByAnotherOutputIsTiledAndStillRead) {
   // cache_write's copy replaces C for its reader too (max_pool with its argmax is such a pair).
   Matmul mm = matmul(16, 16, 8);
