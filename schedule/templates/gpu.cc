@@ -43,6 +43,10 @@ constexpr int64_t kThreadsPerBlock = 256;
 constexpr int64_t kPanelThreadsPerAxis = 16;
 constexpr int64_t kPanelMinReduction = 16;
 constexpr int64_t kPanelDepth = 16;
+// Tiled transposes (GpuScheduler::tiled_transpose): tiles of 32 x 32 outputs, a block of 32 x 8
+// threads each computing four rows.
+constexpr int64_t kTransposeTile = 32;
+constexpr int64_t kTransposeRows = 8;
 
 // The outputs along one axis that a thread of a register-tiled reduction computes: each value it
 // loads serves that many of them. A divisor of the extent, so that every tile is whole and its
@@ -210,11 +214,73 @@ class GpuScheduler {
       return;
     }
     if (!c->reduce_axis().empty() && compute_in_consumer(st)) return;
+    if (gpu_.dedicated_shared_memory && tiled_transpose(st)) return;
     if (c->axis.empty()) {  // a scalar: lowering runs one that reduces nothing on a thread of its own
       if (!c->reduce_axis().empty()) share_reduction(st.op());
       return;
     }
     thread_per_element(st, outputs);
+  }
+
+  // An injective stage that reads an array with its last index along another of the stage's axes
+  // than the last, and with the stage's last axis in another index, transposes it: neighbouring
+  // threads of a thread per element would read elements far apart. Instead each block stages a
+  // tile of it in shared memory, read row by row (neighbouring threads reading neighbours), and
+  // its threads write the tile of outputs from there, row by row too. The tile's rows are padded
+  // by one element, so that the threads of a warp reading down a column meet different banks.
+  bool tiled_transpose(Stage& st) {
+    const auto* c = st.op().as<ComputeOp>();
+    if (!c->reduce_axis().empty() || c->axis.size() < 2) return false;
+    const size_t j = c->axis.size() - 1;
+    auto is_axis = [&](const Expr& index, size_t d) { return index.get() == c->axis[d].var().get(); };
+    for (const tensor_ir::ProducerLoad* load : tensor_ir::loads_in(c->body)) {
+      const Tensor& input = load->tensor;
+      // Read once, so that the tile is all of it the block reads.
+      if (input->shape.size() < 2 || (input.as<ComputeOp>() && s_[input].attach_kind() == AttachKind::Inline) ||
+          tensor_ir::loads_in(c->body, input.get()).size() != 1)
+        continue;
+      const Expr& last = load->indices.back();
+      const auto a = std::find_if(c->axis.begin(), c->axis.end() - 1, [&](const auto& iv) { return last.get() == iv.var().get(); });
+      if (a == c->axis.end() - 1 || std::none_of(load->indices.begin(), load->indices.end() - 1,
+                                                 [&](const Expr& e) { return is_axis(e, j); }))
+        continue;
+      const size_t i = static_cast<size_t>(a - c->axis.begin());
+      if (extent(c->axis[i]) < kTransposeTile || extent(c->axis[j]) < kTransposeTile) return false;
+      stage_transpose(st, i, input);
+      return true;
+    }
+    return false;
+  }
+
+  void stage_transpose(Stage& st, size_t i, const Tensor& input) {
+    const std::vector<Loop> axes = st.leaf_loops();
+    const size_t j = axes.size() - 1;
+    auto [jo, ji] = st.split(axes[j], kTransposeTile);
+    auto [io, ii] = st.split(axes[i], kTransposeTile);
+    auto [rows, row] = st.split(ii, kTransposeRows);  // ii = rows * kTransposeRows + row
+    std::vector<Loop> order;
+    for (size_t d = 0; d < j; ++d)
+      if (d != i) order.push_back(axes[d]);
+    for (const Loop& l : {io, jo, row, ji, rows}) order.push_back(l);
+    st.reorder(order);
+    Loop block = order[0];
+    for (size_t k = 1; order[k] != row; ++k) block = st.fuse(block, order[k]);
+    st.bind(block, "blockIdx.x");
+    st.bind(row, "threadIdx.y");
+    st.bind(ji, "threadIdx.x");
+    Stage& tile = s_[s_.cache_read(input, "shared", {st.op()})];
+    tile.compute_at(st, block);
+    tile.set_storage_align(static_cast<int>(input->shape.size()) - 2, kTransposeTile, 1);
+    // Its rows and columns split apart, not fused: the tile is clipped at the tensor's edges, and
+    // a fused loop of clipped extents would divide by them to find each element.
+    const std::vector<Loop> dims = tile.leaf_loops();
+    auto [rounds, y] = tile.split(dims[dims.size() - 2], kTransposeRows);
+    auto [one, x] = tile.split(dims.back(), kTransposeTile);
+    std::vector<Loop> tile_order(dims.begin(), dims.end() - 2);
+    for (const Loop& l : {one, rounds, y, x}) tile_order.push_back(l);
+    tile.reorder(tile_order);
+    tile.bind(y, "threadIdx.y");
+    tile.bind(x, "threadIdx.x");
   }
 
   // Fuses the stage's data-parallel loops (which come first) into one.

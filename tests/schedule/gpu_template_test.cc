@@ -147,6 +147,35 @@ TEST(GpuTemplate, ConvolutionPanelsComputeTheConvolutionOnOpenCL) {
   }
 }
 
+// Y[b, i, j] = X[b, j, i] + 1: a block stages a 32 x 32 tile of X in shared memory (rows padded
+// to 33), on PoCL only when told its shared memory is on the chip; awkward extents leave partial
+// tiles at both edges.
+TEST(GpuTemplate, TransposesStageTilesInSharedMemory) {
+  const int64_t b = 3, n = 70, m = 45;
+  Tensor X = placeholder({Expr(b), Expr(m), Expr(n)}, runtime::kFloat32, "X");
+  Tensor Y = compute(
+      {Expr(b), Expr(n), Expr(m)}, [&](const std::vector<Var>& v) { return X(v[0], v[2], v[1]) + make_const(runtime::kFloat32, 1); }, "Y");
+  HardwareParams hw = gpu(1);
+  EXPECT_TRUE(contains(lowered({Y}, {X, Y}, 1), "(shared)"));
+  hw.gpu.dedicated_shared_memory = false;
+  EXPECT_FALSE(contains(to_string(lower_for_device(*default_gpu_schedule({Y}, hw), {X, Y}, "t", 1)), "(shared)"));
+
+  const runtime::Device opencl{runtime::DeviceType::OpenCL, 0};
+  if (!runtime::DeviceAPI::exists(opencl)) GTEST_SKIP() << "no OpenCL device (scripts/test.sh installs PoCL)";
+  hw.gpu.dedicated_shared_memory = true;
+  auto module = targets::build({lower_for_device(*default_gpu_schedule({Y}, hw), {X, Y}, "t", 1)},
+                               targets::Target::parse("opencl"));
+  NDArray x = random_array({b, m, n}, 5);
+  std::vector<NDArray> on = {x.copy_to(opencl), NDArray::empty({b, n, m}, runtime::kFloat32, opencl)};
+  (*module->device_program("t"))(on);
+  NDArray y = on[1].copy_to(runtime::Device::cpu());
+  for (int64_t k = 0; k < b; ++k)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j)
+        ASSERT_EQ(y.data_as<float>()[(k * n + i) * m + j], x.data_as<float>()[(k * m + j) * n + i] + 1.0f)
+            << k << ", " << i << ", " << j;
+}
+
 TEST(GpuTemplate, AnOutputReadByAnotherOutputIsTiledAndStillRead) {
   // cache_write's copy replaces C for its reader too (max_pool with its argmax is such a pair).
   Matmul mm = matmul(16, 16, 8);
