@@ -1,9 +1,10 @@
-// Converters of ONNX signal-processing operators (opset 17). Window functions and
+// Converters of ONNX signal-processing operators (opsets 17 to 20). Window functions and
 // MelWeightMatrix depend only on constant inputs, so they become constants computed here.
 // DFT becomes one matrix product with a constant [samples, bins] matrix of cosines and sines (a
 // direct DFT, O(n * bins) per transform); STFT the same coefficients as the filters of a strided
 // 1-D convolution over the signal.
 #include <cmath>
+#include <cstring>
 
 #include "frontend/onnx/ops_extra.h"
 #include "frontend/onnx/ops_transform.h"
@@ -127,19 +128,43 @@ void check_dft_size(const ConvertContext& c, int64_t parts, int64_t n, int64_t b
             std::to_string(kMaxCoefficients) + " entries");
 }
 
+// The coefficients of an inverse DFT of `length` points whose input holds the first `n` bins of
+// a spectrum with conjugate symmetry (X[length - k] = X[k]*, numpy's irfft), of which bins past
+// length / 2 are not read: put(part, bin, sample, value), the output real. The bins between 0 and
+// length / 2 stand for their mirror images too.
+template <typename Put>
+void inverse_real_dft_coefficients(int64_t n, int64_t length, Put put) {
+  for (int64_t k = 0; k < std::min(n, length / 2 + 1); ++k) {
+    const bool mirrored = k != 0 && 2 * k != length;
+    const double scale = (mirrored ? 2.0 : 1.0) / static_cast<double>(length);
+    for (int64_t s = 0; s < length; ++s) {
+      double theta = 2 * kPi * static_cast<double>((k * s) % length) / static_cast<double>(length);
+      put(0, k, s, std::cos(theta) * scale);
+      put(1, k, s, -std::sin(theta) * scale);
+    }
+  }
+}
+
 // The DFT of `x` along `axis` as one matrix product. x ends in a dimension of 1 (real) or 2
 // (complex); the transform has `length` points and yields `length` bins, or length / 2 + 1 when
-// onesided. The result has the bins at `axis` and (real, imaginary) last.
+// onesided. The result has the bins at `axis` and (real, imaginary) last. Onesided and inverse,
+// it is the real signal of `length` samples whose spectrum's first bins x holds (IRFFT), with its
+// samples at `axis` and a last dimension of 1.
 Expr dft(const ConvertContext& c, const Expr& x, int64_t axis, int64_t length, bool inverse, bool onesided) {
   const auto& t = c.input_type(0);
   std::vector<int64_t> shape = t.shape;
   int64_t rank = static_cast<int64_t>(shape.size()), n = shape[axis], parts = shape.back();
-  int64_t bins = onesided ? length / 2 + 1 : length;
-  check_dft_size(c, parts, n, bins);
-  NDArray w = NDArray::empty({parts * n, 2 * bins}, t.dtype);
-  dft_coefficients(parts, n, length, bins, inverse, {}, [&](int64_t part, int64_t s, int64_t col, double v) {
-    store_element(w, (part * n + s) * 2 * bins + col, v);
-  });
+  const bool real_output = onesided && inverse;
+  if (onesided && !inverse && parts != 1) c.error("a onesided forward DFT takes a real input (last dimension 1)");
+  if (real_output && parts != 2) c.error("a onesided inverse DFT takes a complex input (last dimension 2)");
+  // Columns: the real then the imaginary part of each bin, or the samples of a real output.
+  int64_t bins = onesided && !inverse ? length / 2 + 1 : length, columns = real_output ? length : 2 * bins;
+  check_dft_size(c, parts, n, columns / 2);
+  NDArray w = NDArray::empty({parts * n, columns}, t.dtype);
+  std::memset(w.data(), 0, w.nbytes());
+  auto put = [&](int64_t part, int64_t s, int64_t col, double v) { store_element(w, (part * n + s) * columns + col, v); };
+  if (real_output) inverse_real_dft_coefficients(n, length, put);
+  else dft_coefficients(parts, n, length, bins, inverse, {}, put);
   // [rest..., parts, n] -> [rest..., parts * n] @ w -> [rest..., 2, bins] -> bins back at axis.
   std::vector<int64_t> perm, rest;
   for (int64_t d = 0; d < rank - 1; ++d)
@@ -152,8 +177,8 @@ Expr dft(const ConvertContext& c, const Expr& x, int64_t axis, int64_t length, b
   Expr moved = c.call("transpose", {x}, {{"perm", perm}});
   std::vector<int64_t> flat = rest, split = rest;
   flat.push_back(parts * n);
-  split.push_back(2);
-  split.push_back(bins);
+  split.push_back(real_output ? 1 : 2);
+  split.push_back(real_output ? length : bins);
   Expr product = c.call("matmul", {c.call("reshape", {moved}, {{"shape", flat}}), relay_ir::constant(w)});
   Expr unflat = c.call("reshape", {product}, {{"shape", split}});
   std::vector<int64_t> back;
@@ -174,19 +199,27 @@ int64_t flag(const ConvertContext& c, const char* name, int64_t fallback) {
   return v;
 }
 
+// Opset 17 takes the axis as an attribute (default 1), opset 20 as a third input (default -2, the
+// last axis of the signal).
 Expr convert_dft(ConvertContext& c) {
-  c.check_attrs({"axis", "inverse", "onesided"});
+  const bool axis_input = c.opset() >= 20;
+  if (axis_input) c.check_attrs({"inverse", "onesided"});
+  else c.check_attrs({"axis", "inverse", "onesided"});
   const auto& x = c.input_type(0);
   require_float(c, x, "the input");
   complex_parts(c, x, "the input");
-  int64_t rank = static_cast<int64_t>(x.ndim()), axis = c.attr_int("axis", 1);
-  if (axis < -rank || axis > rank - 2)
+  int64_t rank = static_cast<int64_t>(x.ndim());
+  int64_t axis = axis_input ? (c.has_input(2) ? constant_integer(c, 2, "axis") : -2) : c.attr_int("axis", 1);
+  if (axis < -rank || axis > rank - 2 || axis == -1)
     c.error("axis " + std::to_string(axis) + " is out of range for an input of rank " + std::to_string(rank) +
             " (the last dimension holds the real and imaginary parts)");
   if (axis < 0) axis += rank;
-  int64_t length = c.has_input(1) ? constant_integer(c, 1, "dft_length") : x.shape[axis];
+  const bool inverse = flag(c, "inverse", 0) == 1, onesided = flag(c, "onesided", 0) == 1;
+  // An inverse of a onesided spectrum of n bins is, by default, a signal of 2 (n - 1) samples.
+  int64_t length = c.has_input(1) ? constant_integer(c, 1, "dft_length")
+                                  : onesided && inverse ? 2 * (x.shape[axis] - 1) : x.shape[axis];
   if (length < 1) c.error("dft_length must be positive, got " + std::to_string(length));
-  return dft(c, c.input(0), axis, length, flag(c, "inverse", 0) == 1, flag(c, "onesided", 0) == 1);
+  return dft(c, c.input(0), axis, length, inverse, onesided);
 }
 
 Expr convert_stft(ConvertContext& c) {

@@ -39,6 +39,14 @@ def compare(name, got, want):
 
 OPT_LEVELS = [int(x) for x in os.environ.get("TESSERA_OPT_LEVELS", "2").split(",")]
 TARGET = os.environ.get("TESSERA_TARGET", "llvm")
+BACKEND = os.environ.get("TESSERA_NODE_BACKEND", "tessera")
+
+
+def run_onnxruntime(model_path, feed, output_names):
+    """The outputs ONNX Runtime computes (for the comparison run_node_tests.py --backend onnxruntime)."""
+    import onnxruntime
+    session = onnxruntime.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+    return session.run(output_names, feed)
 
 
 def run_test(test_dir):
@@ -51,6 +59,13 @@ def run_test(test_dir):
         inputs = [read_pb(p) for p in sorted(glob.glob(os.path.join(data_set, "input_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))]
         outputs = [read_pb(p) for p in sorted(glob.glob(os.path.join(data_set, "output_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))]
         feed = dict(zip(input_names, inputs))
+        if BACKEND == "onnxruntime":
+            got = run_onnxruntime(model_path, feed, output_names)
+            for name, g, w in zip(output_names, got, outputs):
+                problem = compare(name, np.asarray(g), w)
+                if problem:
+                    return problem
+            continue
         bind = {}
         # Inputs that set shapes or indices are bound to the test's values, as the issue asks.
         for _ in range(len(feed) + 1):

@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
-"""The ONNX node conformance suite (/usr/share/libonnx-testdata/data/node) through Tessera's
-Python API. Tests run in batches in child processes with a timeout; a batch that crashes or
+"""The ONNX node conformance suite (ONNX 1.12's in /usr/share/libonnx-testdata/data/node, or the
+current onnx release's as write_current_cases.py writes it) through Tessera's Python API, or
+through ONNX Runtime's for comparison (--backend onnxruntime, same runner). Tests run in batches in child processes with a timeout; a batch that crashes or
 hangs is rerun one test at a time. Tests outside Tessera's scope (training, string, sequence,
 optional and random-number operators) are skipped; expected failures are listed with a reason
 in expected_failures.txt. Exits nonzero when an unlisted test fails or a listed one passes.
 
     /usr/bin/python3 tests/onnx/run_node_tests.py [-k REGEX] [-j 2] [--opt-levels 0,1,2,3] [--target TARGET]
-                                                  [--write-expected]
+                                                  [--data DIR --expected FILE] [--write-expected]
+                                                  [--backend onnxruntime]
+
+The current suite runs in the venv that has its onnx (scripts/setup.sh: ensure_onnx_current):
+    build/onnx-current/bin/python tests/onnx/run_node_tests.py --data build/onnx-node-cases \
+        --expected tests/onnx/expected_failures_current.txt --opt-levels 2
 
 Each test is built for TARGET (default: llvm, the host; opencl runs on PoCL's device) and checked
 at every listed graph optimization level. The expected failures are the same on every target.
+The summary counts the tests passed by opset band (a test's opset: its model's default domain).
 """
 import argparse
 import json
@@ -66,6 +73,21 @@ def read_expected():
     return expected
 
 
+OPSET_BANDS = [("opsets up to 17", 0, 17), ("opsets 18 to 21", 18, 21), ("opsets 22 and later", 22, 10 ** 6)]
+
+
+def opset_of(test_dir):
+    model = onnx.load(os.path.join(test_dir, "model.onnx"), load_external_data=False)
+    return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+
+
+def reason_of(message):
+    """A failure message as one line of the expected list: without the model's path, at most 160
+    characters."""
+    message = re.sub(r"^Error: \S+/model\.onnx: ", "", message)
+    return " ".join(message.split())[:160]
+
+
 def run_batch(tests, timeout):
     env = dict(os.environ)
     build = env.get("TESSERA_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -95,19 +117,26 @@ def run_batch(tests, timeout):
 
 
 def main():
+    global DATA, EXPECTED
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-k", "--filter", default="", help="only tests whose name matches this regex")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("-v", "--verbose", action="store_true", help="print every failure message")
     parser.add_argument("--opt-levels", default="0,1,2,3", help="comma-separated graph optimization levels to check")
     parser.add_argument("--target", default="llvm", help='target to build for, e.g. "llvm -mcpu=x86-64-v3"')
+    parser.add_argument("--data", default=DATA, help="the folder of test cases")
+    parser.add_argument("--expected", default=EXPECTED, help="the expected failures")
+    parser.add_argument("--backend", default="tessera", choices=["tessera", "onnxruntime"],
+                        help="onnxruntime: run the same tests through ONNX Runtime (no expected failures)")
     parser.add_argument("--write-expected", action="store_true", help="write the current failures as the expected list")
     args = parser.parse_args()
+    DATA, EXPECTED = args.data, args.expected
+    os.environ["TESSERA_NODE_BACKEND"] = args.backend
 
     start = time.time()
     tests, skipped = [], {}
     for name in sorted(os.listdir(DATA)):
-        if args.filter and not re.search(args.filter, name):
+        if (args.filter and not re.search(args.filter, name)) or not os.path.isdir(os.path.join(DATA, name)):
             continue
         reason = scope_of(os.path.join(DATA, name))
         if reason:
@@ -122,7 +151,7 @@ def main():
         for r in pool.map(lambda b: run_batch(b, BATCH_TIMEOUT), batches):
             results.update(r)
 
-    expected = read_expected()
+    expected = read_expected() if args.backend == "tessera" else {}
     passed = sorted(t for t in tests if results[t]["status"] == "pass")
     failed = sorted(t for t in tests if results[t]["status"] != "pass")
     unexpected = [t for t in failed if t not in expected]
@@ -137,11 +166,20 @@ def main():
             f.write("# ONNX node tests expected to fail, each with the reason. run_node_tests.py fails when a\n"
                     "# test not listed here fails, or a listed one passes.\n")
             for t in failed:
-                f.write(f"{t}  # {expected.get(t) or results[t]['message'][:160]}\n")
-    print(f"target {args.target}, opt levels {args.opt_levels}: {len(unexpected)} unexpected failures, "
+                f.write(f"{t}  # {expected.get(t) or reason_of(results[t]['message'])}\n")
+    ran = f"target {args.target}" if args.backend == "tessera" else args.backend
+    print(f"{ran}, opt levels {args.opt_levels}: {len(unexpected)} unexpected failures, "
           f"{len(fixed)} newly passing, {len(failed) - len(unexpected)} expected failures, {len(skipped)} out of scope, "
           f"in {time.time() - start:.0f} s")
     print(f"{len(passed)} passed, {len(unexpected) + len(fixed)} failed")
+    opsets = {t: opset_of(os.path.join(DATA, t)) for t in tests}
+    bands = []
+    for label, lo, hi in OPSET_BANDS:
+        in_band = [t for t in tests if lo <= opsets[t] <= hi]
+        bands.append(f"{label}: {sum(t in passed for t in in_band)} of {len(in_band)}")
+    print(f"{args.backend} passes, by opset: " + "; ".join(bands))
+    if args.backend != "tessera":
+        return 0
     return 1 if (unexpected or fixed) and not args.write_expected else 0
 
 
