@@ -24,6 +24,13 @@ void reduction(ConverterTable& t, const std::string& onnx_op, const std::string&
           int64_t keepdims = c.attr_int("keepdims", 1);
           if (keepdims != 0 && keepdims != 1) c.error("keepdims must be 0 or 1, got " + std::to_string(keepdims));
           if (axes.empty() && noop) return c.input(0);
+          // ReduceMax and ReduceMin take bool from opset 20: any and all, as bytes of 0 and 1 (an
+          // empty reduction gives their identities, false and true).
+          if (c.input_type(0).dtype.is_bool() && (op == "reduce_max" || op == "reduce_min")) {
+            Expr bytes = c.call("cast", {c.input(0)}, {{"dtype", std::string("uint8")}});
+            Expr r = c.call(op, {bytes}, {{"axes", axes}, {"keepdims", keepdims}});
+            return c.call("cast", {r}, {{"dtype", std::string("bool")}});
+          }
           return c.call(op, {c.input(0)}, {{"axes", axes}, {"keepdims", keepdims}});
         }));
 }

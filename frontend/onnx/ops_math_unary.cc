@@ -106,6 +106,26 @@ Expr prelu(ConvertContext& c) {
   return c.call("prelu", {c.input(0), c.input(1)}, {{"channel_axis", channel_axis}});
 }
 
+// Gelu (opset 20): x Phi(x) exactly, 0.5 x (1 + erf(x / sqrt 2)), or with approximate="tanh",
+// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+Expr gelu(ConvertContext& c) {
+  c.check_attrs({"approximate"});
+  const std::string approximate = c.attr_string("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    c.error("approximate must be \"none\" or \"tanh\", got \"" + approximate + "\"");
+  const runtime::DataType dtype = c.input_type(0).dtype;
+  if (!dtype.is_float()) c.error("the input must be a float tensor, got " + dtype.str());
+  auto k = [&](double v) { return scalar_constant(v, dtype); };
+  Expr x = c.input(0), inner;
+  if (approximate == "none") {
+    inner = c.call("erf", {c.call("mul", {x, k(M_SQRT1_2)})});
+  } else {
+    Expr cubic = c.call("mul", {k(0.044715), c.call("mul", {x, c.call("mul", {x, x})})});
+    inner = c.call("tanh", {c.call("mul", {k(std::sqrt(2 / M_PI)), c.call("add", {x, cubic})})});
+  }
+  return c.call("mul", {c.call("mul", {k(0.5), x}), c.call("add", {k(1), inner})});
+}
+
 }  // namespace
 
 void register_math_unary_converters(ConverterTable& t) {
@@ -156,6 +176,7 @@ void register_math_unary_converters(ConverterTable& t) {
                          {"detect_negative", c.attr_int("detect_negative", 1)}});
         }));
   t.add("PRelu", one(prelu));
+  t.add("Gelu", one(gelu));
   t.add("Clip", one(clip));
   t.add("Identity", one([](ConvertContext& c) {
           c.check_attrs({});

@@ -114,6 +114,19 @@ def test_reduce_opset_18_axes_input(rng):
     check(run("ReduceMax", [x], {"keepdims": 0}, opset=18, constants={1: np.array([2], np.int64)}), np.max(x, axis=2))
 
 
+def test_reduce_max_and_min_of_bools_are_any_and_all(rng):
+    """Opset 20: bool inputs; an empty reduction gives the identities, false and true."""
+    x = rng.random((4, 5, 3)) < 0.3
+    for axes in ([1], [0, 2], [-1]):
+        check(run("ReduceMax", [x], {"keepdims": 0}, opset=20, constants={1: np.array(axes, np.int64)}),
+              np.any(x, axis=tuple(axes)))
+        check(run("ReduceMin", [x], {"keepdims": 1}, opset=20, constants={1: np.array(axes, np.int64)}),
+              np.all(x, axis=tuple(axes), keepdims=True))
+    empty = np.zeros((2, 0), bool)
+    check(run("ReduceMax", [empty], {"keepdims": 0}, opset=20, constants={1: np.array([1], np.int64)}), np.zeros(2, bool))
+    check(run("ReduceMin", [empty], {"keepdims": 0}, opset=20, constants={1: np.array([1], np.int64)}), np.ones(2, bool))
+
+
 def test_empty_reductions():
     x = np.zeros((3, 0), np.float32)
     check(reduce("ReduceSum", x, [1], 0), np.zeros(3, np.float32))

@@ -1,5 +1,6 @@
-"""BatchNormalization (inference), InstanceNormalization, LayerNormalization, LRN and
-MeanVarianceNormalization through the ONNX importer, against numpy: ranks 2 to 5, negative axes,
+"""BatchNormalization (inference), InstanceNormalization, LayerNormalization, LRN,
+MeanVarianceNormalization, and the later RMSNormalization, GroupNormalization, LpNormalization and
+Gelu through the ONNX importer, against numpy: ranks 2 to 5, negative axes,
 sizes the vector width does not divide, float16/float32/float64."""
 import numpy as np
 import pytest
@@ -141,3 +142,73 @@ def test_norms_empty():
     assert y.shape == (0, 3, 4, 4)
     y, mean, inv = run("LayerNormalization", [np.zeros((0, 7), "float32"), np.ones(7, "float32")], outputs=3)
     assert y.shape == (0, 7) and mean.shape == (0, 1) and inv.shape == (0, 1)
+
+
+# The later normalizations and Gelu, as compositions of elementwise ops and reductions.
+
+@pytest.mark.parametrize("shape,axis", [((2, 3), -1), ((2, 5, 7, 9), 1), ((3, 1, 20), -2), ((4, 33), 0)])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_rms_normalization(rng, shape, axis, dtype):
+    x = rng.standard_normal(shape).astype(dtype)
+    axes = tuple(range(axis % len(shape), len(shape)))
+    scale = rng.standard_normal(shape[axis % len(shape):]).astype(dtype)
+    # float64 computes in float64 only when stash_type says so (the default is float32).
+    attrs = {"axis": axis, "epsilon": 1e-3, **({"stash_type": 11} if dtype == "float64" else {})}
+    (y,) = run("RMSNormalization", [x, scale], attrs, opset=23)
+    x64 = x.astype("float64")
+    want = x64 / np.sqrt((x64 ** 2).mean(axis=axes, keepdims=True) + 1e-3) * scale
+    assert_close(y, want, dtype, rtol=tol(dtype), atol=tol(dtype))
+
+
+@pytest.mark.parametrize("opset,per", [(18, "group"), (21, "channel")])
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5, 3), 3), ((1, 4, 7), 2), ((3, 8), 8), ((2, 5, 2, 2, 3), 1)])
+def test_group_normalization(rng, opset, per, shape, groups):
+    x = rng.standard_normal(shape).astype("float32")
+    params = groups if per == "group" else shape[1]
+    scale, bias = (rng.standard_normal(params).astype("float32") for _ in range(2))
+    (y,) = run("GroupNormalization", [x, scale, bias], {"num_groups": groups, "epsilon": 1e-4}, opset=opset)
+    g = x.astype("float64").reshape(shape[0], groups, -1)
+    normed = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-4))
+    if per == "group":
+        want = (normed * scale[:, None] + bias[:, None]).reshape(shape)
+    else:
+        b = (1, shape[1]) + (1,) * (len(shape) - 2)
+        want = normed.reshape(shape) * scale.reshape(b) + bias.reshape(b)
+    assert_close(y, want, "float32", rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_lp_normalization(rng, p, axis):
+    x = rng.standard_normal((4, 6, 5)).astype("float32")
+    x[1] = 0  # a zero norm gives zeros, not NaN
+    (y,) = run("LpNormalization", [x], {"axis": axis, "p": p}, opset=22)
+    norm = (np.abs(x.astype("float64")) ** p).sum(axis=axis, keepdims=True) ** (1 / p)
+    want = np.where(norm == 0, 0, x / np.where(norm == 0, 1, norm))
+    assert_close(y, want, "float32")
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_gelu(rng, approximate, dtype):
+    from math import erf, pi, sqrt
+    x = (rng.standard_normal((3, 37)) * 3).astype(dtype)
+    (y,) = run("Gelu", [x], {"approximate": approximate}, opset=20)
+    x64 = x.astype("float64")
+    if approximate == "none":
+        want = 0.5 * x64 * (1 + np.vectorize(erf)(x64 / sqrt(2)))
+    else:
+        want = 0.5 * x64 * (1 + np.tanh(sqrt(2 / pi) * (x64 + 0.044715 * x64 ** 3)))
+    assert_close(y, want, dtype, rtol=tol(dtype), atol=tol(dtype))
+
+
+def test_later_normalization_errors(rng):
+    x = rng.standard_normal((2, 6, 3)).astype("float32")
+    with pytest.raises(tessera.Error, match="num_groups 4 must divide the 6 channels"):
+        run("GroupNormalization", [x, np.ones(4, "float32"), np.zeros(4, "float32")], {"num_groups": 4}, opset=21)
+    with pytest.raises(tessera.Error, match=r"scale must be \[6\] \(one per channel at opset 21\)"):
+        run("GroupNormalization", [x, np.ones(3, "float32"), np.zeros(3, "float32")], {"num_groups": 3}, opset=21)
+    with pytest.raises(tessera.Error, match="p must be 1 or 2, got 3"):
+        run("LpNormalization", [x], {"p": 3}, opset=22)
+    with pytest.raises(tessera.Error, match='approximate must be "none" or "tanh"'):
+        run("Gelu", [x], {"approximate": "fast"}, opset=20)
