@@ -168,6 +168,29 @@ Exprs convert_slice(ConvertContext& c) {
   return {c.call("slice", {c.input(0)}, {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}})};
 }
 
+// Opset 18's axes input: `pads` holds the begins then the ends of those axes only; the others
+// are not padded.
+std::vector<int64_t> pads_of_axes(const ConvertContext& c, const std::vector<int64_t>& pads,
+                                  const std::vector<int64_t>& axes) {
+  const int64_t rank = static_cast<int64_t>(c.input_type(0).ndim()), n = static_cast<int64_t>(axes.size());
+  if (static_cast<int64_t>(pads.size()) != 2 * n)
+    c.error("pads must hold 2 values per axis of axes (" + std::to_string(2 * n) + "), got " +
+            std::to_string(pads.size()));
+  std::vector<int64_t> full(2 * rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t axis = axes[i];
+    if (axis < -rank || axis >= rank)
+      c.error("axis " + std::to_string(axis) + " is out of range for an input of rank " + std::to_string(rank));
+    if (axis < 0) axis += rank;
+    if (seen[axis]) c.error("axes names axis " + std::to_string(axis) + " twice");
+    seen[axis] = true;
+    full[axis] = pads[i];
+    full[axis + rank] = pads[i + n];
+  }
+  return full;
+}
+
 Exprs convert_pad(ConvertContext& c) {
   std::string mode = c.attr_string("mode", "constant");
   std::vector<int64_t> pads;
@@ -179,9 +202,9 @@ Exprs convert_pad(ConvertContext& c) {
     value = c.attr_float("value", 0);
   } else {
     c.check_attrs({"mode"});
-    if (c.has_input(3)) c.error("the axes input (opset 18) is not supported");
     pads = c.constant_ints(1, "pads");
     if (c.has_input(2)) value = constant_scalar(c, 2, "constant_value");
+    if (c.has_input(3)) pads = pads_of_axes(c, pads, c.constant_ints(3, "axes"));
   }
   return {c.call("pad", {c.input(0)}, {{"pads", pads}, {"mode", mode}, {"value", value}})};
 }
