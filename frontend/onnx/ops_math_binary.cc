@@ -48,7 +48,20 @@ Expr bitshift(ConvertContext& c) {
   c.check_attrs({"direction"});
   std::string direction = c.attr_string("direction", "");
   if (direction != "LEFT" && direction != "RIGHT") c.error("direction must be LEFT or RIGHT, got '" + direction + "'");
-  return c.call(direction == "LEFT" ? "left_shift" : "right_shift", {c.input(0), c.input(1)});
+  const runtime::DataType x = c.input_type(0).dtype;
+  if (!x.is_int()) return c.call(direction == "LEFT" ? "left_shift" : "right_shift", {c.input(0), c.input(1)});
+  // Signed (opset 28), through the unsigned type of the same width, where a shift by a negative
+  // amount (a huge one, there) or by the width or more gives 0: a left shift drops the bits past
+  // the sign bit; a right shift is arithmetic, x < 0 ? ~(~x >> y) : x >> y, -1 for a negative x
+  // shifted out.
+  const std::string bits = std::to_string(x.bits), u = "uint" + bits;
+  auto cast = [&](const Expr& e, const std::string& to) { return c.call("cast", {e}, {{"dtype", to}}); };
+  Expr y = cast(c.input(1), u);
+  if (direction == "LEFT") return cast(c.call("left_shift", {cast(c.input(0), u), y}), x.str());
+  Expr shifted = cast(c.call("right_shift", {cast(c.input(0), u), y}), x.str());
+  Expr complement = c.call("bitwise_not", {c.input(0)});
+  Expr negative = c.call("bitwise_not", {cast(c.call("right_shift", {cast(complement, u), y}), x.str())});
+  return c.call("where", {c.call("less", {c.input(0), scalar_constant(0, x)}), negative, shifted});
 }
 
 // Max, Min, Sum, Mean: a chain of broadcasting binary ops over every input.

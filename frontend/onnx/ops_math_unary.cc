@@ -177,6 +177,12 @@ void register_math_unary_converters(ConverterTable& t) {
         }));
   t.add("PRelu", one(prelu));
   t.add("Gelu", one(gelu));
+  t.add("Swish", one([](ConvertContext& c) {  // opset 24: x sigmoid(alpha x)
+          c.check_attrs({"alpha"});
+          const runtime::DataType dtype = c.input_type(0).dtype;
+          Expr scaled = c.call("mul", {c.input(0), scalar_constant(c.attr_float("alpha", 1.0f), dtype)});
+          return c.call("mul", {c.input(0), c.call("sigmoid", {scaled})});
+        }));
   t.add("Clip", one(clip));
   t.add("Identity", one([](ConvertContext& c) {
           c.check_attrs({});

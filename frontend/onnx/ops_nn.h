@@ -13,7 +13,7 @@ void register_nn_conv_converters(ConverterTable& t);     // ops_nn_conv.cc: Conv
 void register_nn_pool_converters(ConverterTable& t);     // ops_nn_pool.cc: pooling
 void register_nn_norm_converters(ConverterTable& t);     // ops_nn_norm.cc: normalizations
 void register_nn_softmax_converters(ConverterTable& t);  // ops_nn_softmax.cc: softmax family and losses
-void register_nn_attention_converters(ConverterTable& t);  // ops_nn_attention.cc: Attention
+void register_nn_attention_converters(ConverterTable& t);  // ops_nn_attention.cc: Attention, RotaryEmbedding
 
 namespace nn {
 

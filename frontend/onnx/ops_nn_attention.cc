@@ -1,5 +1,6 @@
-// The converter of ONNX Attention (opsets 23 to 25): scaled dot-product attention composed of
-// matrix products, a softmax and the masks as elementwise ops, which the graph passes fuse.
+// The converters of ONNX Attention (opsets 23 to 25) and RotaryEmbedding (23). Attention is
+// scaled dot-product attention composed of matrix products, a softmax and the masks as
+// elementwise ops, which the graph passes fuse:
 //   * 3-D Q, K, V ([batch, sequence, heads * head size], with q_num_heads and kv_num_heads) are
 //     split into heads; 4-D ones are [batch, heads, sequence, head size];
 //   * past_key and past_value are concatenated before K and V (present_key, present_value);
@@ -197,8 +198,66 @@ std::vector<Expr> convert_attention(ConvertContext& c) {
   return outs;
 }
 
+// RotaryEmbedding: the first rotary_embedding_dim values of each head (all, by default) rotated
+// pairwise by the angles of the caches, at position_ids when given: a pair (x1, x2) becomes
+// (cos x1 - sin x2, sin x1 + cos x2), the pairs being the two halves of the rotated values, or
+// neighbours when interleaved.
+Expr convert_rotary_embedding(ConvertContext& c) {
+  c.check_attrs({"interleaved", "num_heads", "rotary_embedding_dim"});
+  const auto& t = c.input_type(0);
+  if (!t.dtype.is_float()) c.error("X must be a float tensor, got " + t.dtype.str());
+  const bool four_d = t.ndim() == 4;
+  if (!four_d && t.ndim() != 3) c.error("X must be 3-D or 4-D, got shape " + runtime::shape_str(t.shape));
+  const int64_t batch = t.shape[0], sequence = four_d ? t.shape[2] : t.shape[1];
+  const int64_t heads = four_d ? t.shape[1] : c.attr_int("num_heads", 0);
+  if (heads < 1 || (!four_d && t.shape[2] % heads != 0))
+    c.error("a 3-D X needs num_heads dividing its last dimension, got " + std::to_string(heads));
+  const int64_t size = four_d ? t.shape[3] : t.shape[2] / heads;
+  const int64_t rotated = c.attr_int("rotary_embedding_dim", 0) > 0 ? c.attr_int("rotary_embedding_dim", 0) : size;
+  if (rotated > size || rotated % 2 != 0)
+    c.error("rotary_embedding_dim must be even and at most the head size " + std::to_string(size) + ", got " +
+            std::to_string(rotated));
+  const int64_t half = rotated / 2;
+  // [batch, sequence, heads, size]
+  Expr x = four_d ? c.call("transpose", {c.input(0)}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}})
+                  : c.call("reshape", {c.input(0)}, {{"shape", std::vector<int64_t>{batch, sequence, heads, size}}});
+  auto cache = [&](size_t i) {
+    Expr at = c.has_input(3) ? c.call("take", {c.input(i), c.input(3)}, {{"axis", int64_t{0}}}) : c.input(i);
+    const auto& ct = c.input_type(i);
+    if (ct.shape.back() != half)
+      c.error(std::string(i == 1 ? "cos_cache" : "sin_cache") + " must end in rotary_embedding_dim / 2 = " +
+              std::to_string(half) + ", got " + runtime::shape_str(ct.shape));
+    return c.call("reshape", {at}, {{"shape", std::vector<int64_t>{batch, sequence, 1, half}}});
+  };
+  Expr cos = cache(1), sin = cache(2);
+  auto slice = [&](int64_t begin, int64_t end, int64_t step) {
+    return c.call("slice", {x}, {{"starts", std::vector<int64_t>{begin}}, {"ends", std::vector<int64_t>{end}},
+                                 {"axes", std::vector<int64_t>{3}}, {"steps", std::vector<int64_t>{step}}});
+  };
+  const bool interleaved = c.attr_int("interleaved", 0) != 0;
+  Expr x1 = interleaved ? slice(0, rotated, 2) : slice(0, half, 1);
+  Expr x2 = interleaved ? slice(1, rotated, 2) : slice(half, rotated, 1);
+  Expr real = c.call("sub", {c.call("mul", {cos, x1}), c.call("mul", {sin, x2})});
+  Expr imag = c.call("add", {c.call("mul", {sin, x1}), c.call("mul", {cos, x2})});
+  Expr out;
+  if (interleaved) {
+    const std::vector<int64_t> pair{batch, sequence, heads, half, 1};
+    Expr pairs = c.call("concat", {c.call("reshape", {real}, {{"shape", pair}}), c.call("reshape", {imag}, {{"shape", pair}})},
+                        {{"axis", int64_t{4}}});
+    out = c.call("reshape", {pairs}, {{"shape", std::vector<int64_t>{batch, sequence, heads, rotated}}});
+  } else {
+    out = c.call("concat", {real, imag}, {{"axis", int64_t{3}}});
+  }
+  if (rotated < size) out = c.call("concat", {out, slice(rotated, size, 1)}, {{"axis", int64_t{3}}});
+  return four_d ? c.call("transpose", {out}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}})
+                : c.call("reshape", {out}, {{"shape", t.shape}});
+}
+
 }  // namespace
 
-void register_nn_attention_converters(ConverterTable& t) { t.add("Attention", convert_attention); }
+void register_nn_attention_converters(ConverterTable& t) {
+  t.add("Attention", convert_attention);
+  t.add("RotaryEmbedding", nn::one(convert_rotary_embedding));
+}
 
 }  // namespace tessera::frontend::onnx

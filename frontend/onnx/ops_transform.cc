@@ -124,7 +124,7 @@ Exprs convert_concat(ConvertContext& c) {
 }
 
 Exprs convert_split(ConvertContext& c) {
-  c.check_attrs({"axis", "split"});
+  c.check_attrs({"axis", "split", "num_outputs"});
   const auto& in = c.input_type(0).shape;
   int64_t axis = c.attr_int("axis", 0), rank = static_cast<int64_t>(in.size());
   if (axis < -rank || axis >= rank)
@@ -136,6 +136,13 @@ Exprs convert_split(ConvertContext& c) {
   } else {
     if (c.has_attr("split")) c.error("split is an input from opset 13 on, not an attribute");
     if (c.has_input(1)) sizes = c.constant_ints(1, "split sizes");
+  }
+  if (c.has_attr("num_outputs")) {
+    if (c.opset() < 18) c.error("num_outputs is an attribute from opset 18 on");
+    if (!sizes.empty()) c.error("num_outputs and the split sizes exclude each other");
+    if (c.attr_int("num_outputs", 0) != parts)
+      c.error("num_outputs " + std::to_string(c.attr_int("num_outputs", 0)) + " but the node has " +
+              std::to_string(parts) + " outputs");
   }
   if (sizes.empty()) {
     // Equal parts; when the size does not divide, every part but the last is rounded up.
@@ -209,15 +216,64 @@ Exprs convert_pad(ConvertContext& c) {
   return {c.call("pad", {c.input(0)}, {{"pads", pads}, {"mode", mode}, {"value", value}})};
 }
 
+// CenterCropPad (18): each of `axes` (all, by default) cropped or zero-padded to its size in the
+// shape input, around the center (an odd difference leaves the extra element at the end).
+Exprs convert_center_crop_pad(ConvertContext& c) {
+  c.check_attrs({"axes"});
+  const auto& in = c.input_type(0).shape;
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> axes = c.attr_ints("axes", {});
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  const std::vector<int64_t> sizes = c.constant_ints(1, "shape");
+  if (sizes.size() != axes.size())
+    c.error("shape holds " + std::to_string(sizes.size()) + " sizes for " + std::to_string(axes.size()) + " axes");
+  std::vector<int64_t> starts, ends, slice_axes, pads(2 * rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (axis < 0 || axis >= rank) c.error("axis " + std::to_string(axes[i]) + " is out of range");
+    const int64_t dim = in[axis], size = sizes[i];
+    if (size < 0) c.error("sizes must not be negative, got " + std::to_string(size));
+    if (size < dim) {
+      slice_axes.push_back(axis);
+      starts.push_back((dim - size) / 2);
+      ends.push_back((dim - size) / 2 + size);
+    } else {
+      pads[axis] = (size - dim) / 2;
+      pads[axis + rank] = size - dim - (size - dim) / 2;
+    }
+  }
+  Expr x = c.input(0);
+  if (!slice_axes.empty())
+    x = c.call("slice", {x}, {{"starts", starts}, {"ends", ends}, {"axes", slice_axes}, {"steps", std::vector<int64_t>{}}});
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
+    x = c.call("pad", {x}, {{"pads", pads}, {"mode", std::string("constant")}, {"value", 0.0}});
+  return {x};
+}
+
 Exprs convert_depth_to_space(ConvertContext& c) {
   c.check_attrs({"blocksize", "mode"});
   return {c.call("depth_to_space", {c.input(0)},
                  {{"blocksize", c.attr_int("blocksize")}, {"mode", c.attr_string("mode", "DCR")}})};
 }
 
+// Opset 28's mode CRD orders the channels (channel, row, column) instead of DCR's (row, column,
+// channel): the same blocks with the channels regrouped.
 Exprs convert_space_to_depth(ConvertContext& c) {
-  c.check_attrs({"blocksize"});
-  return {c.call("space_to_depth", {c.input(0)}, {{"blocksize", c.attr_int("blocksize")}})};
+  c.check_attrs({"blocksize", "mode"});
+  const int64_t b = c.attr_int("blocksize");
+  Expr dcr = c.call("space_to_depth", {c.input(0)}, {{"blocksize", b}});
+  const std::string mode = c.attr_string("mode", "DCR");
+  if (mode == "DCR") return {dcr};
+  if (mode != "CRD") c.error("mode must be DCR or CRD, got '" + mode + "'");
+  const auto& x = c.input_type(0).shape;
+  if (x.size() != 4 || b < 1 || x[2] % b != 0 || x[3] % b != 0)
+    c.error("the input must be NCHW with H and W multiples of blocksize " + std::to_string(b) + ", got " +
+            runtime::shape_str(x));
+  const int64_t h = x[2] / b, w = x[3] / b;
+  Expr blocks = c.call("reshape", {dcr}, {{"shape", std::vector<int64_t>{x[0], b * b, x[1], h, w}}});
+  Expr regrouped = c.call("transpose", {blocks}, {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}});
+  return {c.call("reshape", {regrouped}, {{"shape", std::vector<int64_t>{x[0], x[1] * b * b, h, w}}})};
 }
 
 Exprs convert_trilu(ConvertContext& c) {
@@ -260,6 +316,7 @@ void register_transform_converters(ConverterTable& t) {
   t.add("Split", convert_split);
   t.add("Slice", convert_slice);
   t.add("Pad", convert_pad);
+  t.add("CenterCropPad", convert_center_crop_pad);
   t.add("DepthToSpace", convert_depth_to_space);
   t.add("SpaceToDepth", convert_space_to_depth);
   t.add("Trilu", convert_trilu);

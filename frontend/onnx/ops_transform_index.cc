@@ -23,10 +23,13 @@ Exprs convert_gather_nd(ConvertContext& c) {
   return {c.call("gather_nd", {c.input(0), c.input(1)}, {{"batch_dims", c.attr_int("batch_dims", 0)}})};
 }
 
-// Reductions came with opset 16 (none, add, mul); opset 18's max and min are not supported.
+// Reductions came with opset 16 (none, add, mul), max and min with opset 18.
 std::string reduction_of(const ConvertContext& c) {
   std::string r = c.attr_string("reduction", "none");
-  if (r != "none" && r != "add" && r != "mul") c.error("reduction '" + r + "' is not supported (none, add, mul)");
+  const bool known = r == "none" || r == "add" || r == "mul" || ((r == "max" || r == "min") && c.opset() >= 18);
+  if (!known)
+    c.error("reduction '" + r + "' is not one of opset " + std::to_string(c.opset()) + "'s (none, add, mul" +
+            (c.opset() >= 18 ? ", max, min)" : ")"));
   return r;
 }
 

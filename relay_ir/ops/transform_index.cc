@@ -126,6 +126,8 @@ GradientFn scatter_gradient(bool elements) {
     ScatterKind k{elements, 0};
     if (elements) k.axis = ops::normalize_axis(a.get_int("axis"), static_cast<int64_t>(tensor_of(data).ndim()));
     const std::string& reduction = a.get_str("reduction");
+    if (reduction == "max" || reduction == "min")
+      fail("scatter with reduction ", reduction, " has no gradient yet (which update wins is data-dependent)");
     if (reduction == "add") return std::vector<Expr>{g, Expr(), k.gather(g, indices)};
     if (reduction == "mul") {
       auto [d_data, d_updates] = product_gradients(k, data, indices, updates, g);

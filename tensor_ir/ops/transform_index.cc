@@ -24,6 +24,20 @@ Expr masked(ReduceKind kind, const Expr& condition, const Expr& value) {
   return select(condition, value, reduce_identity(kind, value.type()));
 }
 
+// How a scatter's updates aimed at one element combine before meeting the data.
+ReduceKind reduce_kind(ScatterReduction r) {
+  switch (r) {
+    case ScatterReduction::Add:
+      return ReduceKind::Sum;
+    case ScatterReduction::Mul:
+      return ReduceKind::Prod;
+    case ScatterReduction::Max:
+      return ReduceKind::Max;
+    default:
+      return ReduceKind::Min;
+  }
+}
+
 Expr all_of(const std::vector<Expr>& conditions) {
   Expr c;
   for (const auto& x : conditions) c = c ? logical_and(c, x) : x;
@@ -37,7 +51,16 @@ Tensor combine(const Tensor& data, const Tensor& reduced, ScatterReduction r, co
       data->shape,
       [&](const std::vector<Var>& o) {
         Expr d = data(as_exprs(o)), u = reduced(as_exprs(o));
-        return r == ScatterReduction::Add ? d + u : d * u;
+        switch (r) {
+          case ScatterReduction::Add:
+            return d + u;
+          case ScatterReduction::Mul:
+            return d * u;
+          case ScatterReduction::Max:
+            return max(d, u);
+          default:
+            return min(d, u);
+        }
       },
       name, "scatter");
 }
@@ -110,7 +133,9 @@ ScatterReduction parse_scatter_reduction(const std::string& name) {
   if (name == "none") return ScatterReduction::None;
   if (name == "add") return ScatterReduction::Add;
   if (name == "mul") return ScatterReduction::Mul;
-  fail("scatter: reduction '", name, "' is not one of none, add, mul");
+  if (name == "max") return ScatterReduction::Max;
+  if (name == "min") return ScatterReduction::Min;
+  fail("scatter: reduction '", name, "' is not one of none, add, mul, max, min");
 }
 
 namespace {
@@ -120,7 +145,7 @@ void check_scatter_types(const char* op, const Tensor& data, const Tensor& indic
   check_indices(op, indices);
   if (updates.dtype() != data.dtype())
     fail(op, ": updates are ", updates.dtype().str(), ", data is ", data.dtype().str());
-  if (r != ScatterReduction::None && data.dtype().is_bool()) fail(op, ": reduction add/mul of bool tensors");
+  if (r != ScatterReduction::None && data.dtype().is_bool()) fail(op, ": reductions of bool tensors");
 }
 
 }  // namespace
@@ -167,8 +192,8 @@ Tensor scatter_elements(const Tensor& data, const Tensor& indices, const Tensor&
       [&](const std::vector<Var>& o) {
         IterVar k = reduce_axis(Range(Expr(0), Expr(is[a])), "k");
         Expr u = updates(at(o, k));
-        return r == ScatterReduction::Add ? sum(masked(ReduceKind::Sum, match(o, k), u), {k})
-                                          : prod(masked(ReduceKind::Prod, match(o, k), u), {k});
+        const ReduceKind kind = reduce_kind(r);
+        return Reduce::make(kind, masked(kind, match(o, k), u), {k}, Expr());
       },
       "scatter_elements_updates", "scatter");
   return combine(data, reduced, r, "scatter_elements");
@@ -239,9 +264,9 @@ Tensor scatter_nd(const Tensor& data, const Tensor& indices, const Tensor& updat
         at.insert(at.end(), o.begin() + depth, o.end());
         Expr m = match(std::vector<Expr>(o.begin(), o.begin() + depth), axis_exprs(axes));
         Expr u = updates(at);
-        ReduceKind kind = r == ScatterReduction::Add ? ReduceKind::Sum : ReduceKind::Prod;
+        const ReduceKind kind = reduce_kind(r);
         if (axes.empty()) return masked(kind, m, u);
-        return kind == ReduceKind::Sum ? sum(masked(kind, m, u), axes) : prod(masked(kind, m, u), axes);
+        return Reduce::make(kind, masked(kind, m, u), axes, Expr());
       },
       "scatter_nd_updates", "scatter");
   return combine(data, reduced, r, "scatter_nd");

@@ -20,8 +20,8 @@ Tensor gather_elements(const Tensor& data, const Tensor& indices, int64_t axis);
 Tensor gather_nd(const Tensor& data, const Tensor& indices, int64_t batch_dims);
 
 // How scattered values combine with the data: replace (the last of duplicate indices wins),
-// add or multiply (every duplicate counts).
-enum class ScatterReduction { None, Add, Mul };
+// add, multiply, or keep the largest or smallest (every duplicate counts).
+enum class ScatterReduction { None, Add, Mul, Max, Min };
 ScatterReduction parse_scatter_reduction(const std::string& name);
 
 // The scatters are written as gathers (each output element looks for the updates aimed at
