@@ -1,7 +1,9 @@
 // Converters of ONNX signal-processing, recurrent, sampling and linear-algebra operators. The
 // signal and recurrent groups register from their own files (ops_extra_*.cc); GridSample,
-// RoiAlign and Det map onto one graph op each.
+// RoiAlign and Det map onto one graph op each, AffineGrid onto a matrix product.
 #include "frontend/onnx/ops_extra.h"
+
+#include "runtime/element.h"
 
 namespace tessera::frontend::onnx {
 
@@ -28,6 +30,45 @@ std::vector<Expr> grid_sample(ConvertContext& c) {
   return {c.call("grid_sample", {c.input(0), c.input(1)}, a)};
 }
 
+// AffineGrid (20): the sampling grid of GridSample for affine matrices theta [N, 2, 3] (or
+// [N, 3, 4]): each output position's normalized coordinates (x first), with a 1 appended, times
+// theta transposed: one matrix product with a constant grid of positions.
+std::vector<Expr> affine_grid(ConvertContext& c) {
+  c.check_attrs({"align_corners"});
+  const auto& theta = c.input_type(0);
+  const std::vector<int64_t> size = c.constant_ints(1, "size");
+  const bool align = c.attr_int("align_corners", 0) != 0;
+  const size_t rank = size.size() - 2;
+  if ((rank != 2 && rank != 3) || theta.shape != std::vector<int64_t>{size[0], int64_t(rank), int64_t(rank + 1)})
+    c.error("theta must be [N, 2, 3] with size [N, C, H, W], or [N, 3, 4] with size [N, C, D, H, W]; got " +
+            runtime::shape_str(theta.shape) + " and size " + runtime::shape_str(size));
+  if (!theta.dtype.is_float()) c.error("theta must be a float tensor, got " + theta.dtype.str());
+  // Positions in row-major order of (D,) H, W; coordinates x (along W), y, (z), then 1.
+  std::vector<int64_t> dims(size.begin() + 2, size.end());
+  int64_t positions = 1;
+  for (int64_t d : dims) positions *= d;
+  runtime::NDArray base = runtime::NDArray::empty({positions, int64_t(rank + 1)}, theta.dtype);
+  auto coordinate = [&](int64_t i, int64_t n) {
+    if (align) return n == 1 ? 0.0 : -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(n - 1);
+    return (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(n) - 1.0;
+  };
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t rest = p;
+    for (size_t d = rank; d-- > 0;) {  // dims[d] is the innermost first: x is the last dimension
+      const int64_t i = rest % dims[d];
+      rest /= dims[d];
+      runtime::store_element(base, p * int64_t(rank + 1) + int64_t(rank - 1 - d), coordinate(i, dims[d]));
+    }
+    runtime::store_element(base, p * int64_t(rank + 1) + int64_t(rank), 1.0);
+  }
+  Expr theta_t = c.call("transpose", {c.input(0)}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  Expr grid = c.call("matmul", {relay_ir::constant(base), theta_t});
+  std::vector<int64_t> shape{size[0]};
+  shape.insert(shape.end(), dims.begin(), dims.end());
+  shape.push_back(int64_t(rank));
+  return {c.call("reshape", {grid}, {{"shape", shape}})};
+}
+
 std::vector<Expr> roi_align(ConvertContext& c) {
   c.check_attrs(
       {"coordinate_transformation_mode", "mode", "output_height", "output_width", "sampling_ratio", "spatial_scale"});
@@ -52,6 +93,7 @@ void register_extra_converters(ConverterTable& t) {
   register_extra_signal_converters(t);
   register_extra_rnn_converters(t);
   t.add("GridSample", grid_sample);
+  t.add("AffineGrid", affine_grid);
   t.add("RoiAlign", roi_align);
   t.add("Det", [](ConvertContext& c) {
     c.check_attrs({});

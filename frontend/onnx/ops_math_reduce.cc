@@ -1,4 +1,4 @@
-// Converters of ONNX reductions, ArgMax/ArgMin and CumSum.
+// Converters of ONNX reductions, ArgMax/ArgMin, CumSum and CumProd.
 #include "frontend/onnx/ops_math.h"
 
 namespace tessera::frontend::onnx {
@@ -45,11 +45,12 @@ void arg_reduction(ConverterTable& t, const std::string& onnx_op, const std::str
         }));
 }
 
-Expr cumsum(ConvertContext& c) {
+// CumSum, and CumProd (opset 26).
+Expr running(ConvertContext& c, const char* op) {
   c.check_attrs({"exclusive", "reverse"});
   std::vector<int64_t> axis = c.constant_ints(1, "axis");
   if (axis.size() != 1) c.error("axis must hold one value, got " + std::to_string(axis.size()));
-  return c.call("cumsum", {c.input(0)},
+  return c.call(op, {c.input(0)},
                 {{"axis", axis[0]}, {"exclusive", c.attr_int("exclusive", 0)}, {"reverse", c.attr_int("reverse", 0)}});
 }
 
@@ -68,7 +69,8 @@ void register_math_reduce_converters(ConverterTable& t) {
   reduction(t, "ReduceSumSquare", "reduce_sum_square");
   arg_reduction(t, "ArgMax", "argmax");
   arg_reduction(t, "ArgMin", "argmin");
-  t.add("CumSum", one(cumsum));
+  t.add("CumSum", one([](ConvertContext& c) { return running(c, "cumsum"); }));
+  t.add("CumProd", one([](ConvertContext& c) { return running(c, "cumprod"); }));
 }
 
 }  // namespace tessera::frontend::onnx

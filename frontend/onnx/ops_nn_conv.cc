@@ -1,6 +1,10 @@
 // Converters of ONNX Conv, ConvTranspose, ConvInteger and QLinearConv (opsets 1-17): auto_pad
-// and output_shape are resolved here into explicit pads and output padding.
+// and output_shape are resolved here into explicit pads and output padding. Col2Im (18) is a
+// transposed convolution.
+#include <cstring>
+
 #include "frontend/onnx/ops_nn.h"
+#include "runtime/element.h"
 #include "runtime/error.h"
 
 namespace tessera::frontend::onnx {
@@ -100,9 +104,55 @@ Window conv_transpose_window(const ConvertContext& c) {
   return w;
 }
 
+// Col2Im (18): the columns of blocks [N, C * prod(block), L] summed back into an image
+// [N, C, image...], which is a transposed convolution of the columns (arranged on their grid of
+// block positions) with the weights that put each column entry back at its place in the block.
+Expr col2im(ConvertContext& c) {
+  c.check_attrs({"dilations", "pads", "strides"});
+  const auto& x = c.input_type(0);
+  const std::vector<int64_t> image = c.constant_ints(1, "image_shape"), block = c.constant_ints(2, "block_shape");
+  const size_t rank = image.size();
+  if (block.size() != rank || rank == 0)
+    c.error("image_shape and block_shape must have one entry per spatial dimension, got " +
+            runtime::shape_str(image) + " and " + runtime::shape_str(block));
+  int64_t block_size = 1;
+  for (int64_t b : block) block_size *= b;
+  if (x.ndim() != 3 || x.shape[1] % block_size != 0)
+    c.error("the input must be [N, C * " + std::to_string(block_size) + ", L], got " + runtime::shape_str(x.shape));
+  const int64_t channels = x.shape[1] / block_size;
+  Window w;
+  w.strides = nn::spatial_attr(c, "strides", rank, 1);
+  w.dilations = nn::spatial_attr(c, "dilations", rank, 1);
+  w.pads = c.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
+  if (w.pads.size() != 2 * rank) c.error("pads must have " + std::to_string(2 * rank) + " entries");
+  std::vector<int64_t> grid{x.shape[0], x.shape[1]};
+  int64_t blocks = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t extent = (block[d] - 1) * w.dilations[d] + 1, padded = image[d] + w.pads[d] + w.pads[d + rank];
+    if (padded < extent) c.error("the block does not fit in the padded image along dimension " + std::to_string(d));
+    grid.push_back((padded - extent) / w.strides[d] + 1);
+    blocks *= grid.back();
+    // What a transposed convolution leaves out at the end, where the last block stops short.
+    w.output_padding.push_back(padded - ((grid.back() - 1) * w.strides[d] + extent));
+  }
+  if (blocks != x.shape[2])
+    c.error("the image and block shapes give " + std::to_string(blocks) + " blocks, the input has " +
+            std::to_string(x.shape[2]));
+  std::vector<int64_t> weight_shape{x.shape[1], channels};
+  weight_shape.insert(weight_shape.end(), block.begin(), block.end());
+  runtime::NDArray weights = runtime::NDArray::empty(weight_shape, x.dtype);
+  std::memset(weights.data(), 0, weights.nbytes());
+  for (int64_t ch = 0; ch < channels; ++ch)
+    for (int64_t k = 0; k < block_size; ++k)  // column entry ch * block_size + k is block offset k of channel ch
+      runtime::store_element(weights, ((ch * block_size + k) * channels + ch) * block_size + k, 1.0);
+  Expr columns = c.call("reshape", {c.input(0)}, {{"shape", grid}});
+  return c.call("conv_transpose", {columns, relay_ir::constant(weights)}, conv_attrs(w));
+}
+
 }  // namespace
 
 void register_nn_conv_converters(ConverterTable& t) {
+  t.add("Col2Im", nn::one(col2im));
   t.add("Conv", nn::one([](ConvertContext& c) {
           c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
           std::vector<Expr> args{c.input(0), c.input(1)};

@@ -39,7 +39,11 @@ void register_nn_matmul_converters(ConverterTable& t) {
   t.add("QLinearMatMul", nn::one([](ConvertContext& c) {
           c.check_attrs({});
           std::vector<Expr> args;
-          for (size_t i = 0; i < 8; ++i) args.push_back(c.input(i));
+          for (size_t i = 0; i < 8; ++i) {
+            // Opset 21's float16 scales, as float32 (every float16 is one).
+            const bool half_scale = (i == 1 || i == 4 || i == 6) && c.input_type(i).dtype == runtime::kFloat16;
+            args.push_back(half_scale ? c.call("cast", {c.input(i)}, {{"dtype", std::string("float32")}}) : c.input(i));
+          }
           return c.call("qlinear_matmul", args);
         }));
 }

@@ -171,6 +171,17 @@ void register_math_reduce_ops(OpRegistry& r) {
          }),
          "reduce",
          cumsum_gradient});
+  r.add({"cumprod",
+         "running product along axis; exclusive leaves the element out, reverse runs from the end",
+         1,
+         1,
+         {{"axis", int64_t{0}}, {"exclusive", int64_t{0}}, {"reverse", int64_t{0}}},
+         cumsum_relation,
+         OpPattern::Opaque,
+         single_output([](const In& in, const Attrs& a) {
+           return ops::cumprod(in[0], a.get_int("axis"), a.get_int("exclusive") != 0, a.get_int("reverse") != 0);
+         }),
+         "reduce"});
 }
 
 }  // namespace tessera::relay_ir

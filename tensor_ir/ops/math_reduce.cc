@@ -256,15 +256,19 @@ Tensor argmin(const Tensor& x, int64_t axis, bool keepdims, bool select_last_ind
 
 namespace {
 
-// cond ? value : 0 as a reduction source: a select rather than a reduction condition, whose
-// guard around the update would keep it from being vectorized. `value` must be safe to read
-// where cond is false.
-Expr masked(Expr cond, Expr value) {
-  return let(value, [&](Expr v) { return select(cond, v, make_zero(v.type())); });
+// cond ? value : the identity of `kind` (0 for sums, 1 for products) as a reduction source: a
+// select rather than a reduction condition, whose guard around the update would keep it from
+// being vectorized. `value` must be safe to read where cond is false.
+Expr masked(ReduceKind kind, Expr cond, Expr value) {
+  return let(value, [&](Expr v) { return select(cond, v, reduce_identity(kind, v.type())); });
 }
 
-// The running sums of a short axis: each element a reduction over the axis, masked (O(n^2)).
-Tensor cumsum_direct(const Tensor& x, int64_t axis, bool exclusive, bool reverse, DataType acc) {
+Expr combine(ReduceKind kind, Expr a, Expr b) { return kind == ReduceKind::Sum ? a + b : a * b; }
+
+// The running sums (or products) of a short axis: each element a reduction over the axis,
+// masked (O(n^2)).
+Tensor scan_direct(const Tensor& x, int64_t axis, bool exclusive, bool reverse, DataType acc, ReduceKind kind,
+                   const std::string& name) {
   IterVar k = reduce_axis(Range(Expr(0), Expr(x->dim(axis))), "r");
   return compute(
       x->shape,
@@ -273,16 +277,17 @@ Tensor cumsum_direct(const Tensor& x, int64_t axis, bool exclusive, bool reverse
         xi[axis] = k;
         Expr at = i[axis], kv = k;
         Expr in = reverse ? (exclusive ? kv > at : kv >= at) : (exclusive ? kv < at : kv <= at);
-        return Reduce::make(ReduceKind::Sum, masked(in, ti::cast(acc, x(xi))), {k}, Expr());
+        return Reduce::make(kind, masked(kind, in, ti::cast(acc, x(xi))), {k}, Expr());
       },
-      "cumsum", "reduce");
+      name, "reduce");
 }
 
-// The running sums of a long axis in blocks of b elements (positions counted in scan order, from
-// the end when reversed): `local` scans within each block, `carry` sums the totals of the
-// blocks before, and each result adds the two. About n b + (n / b)^2 additions instead of n^2,
-// both vectorized along the block or block index.
-Tensor cumsum_blocked(const Tensor& x, int64_t axis, bool exclusive, bool reverse, DataType acc, int64_t b) {
+// The running sums (or products) of a long axis in blocks of b elements (positions counted in
+// scan order, from the end when reversed): `local` scans within each block, `carry` combines the
+// totals of the blocks before, and each result combines the two. About n b + (n / b)^2
+// operations instead of n^2, both vectorized along the block or block index.
+Tensor scan_blocked(const Tensor& x, int64_t axis, bool exclusive, bool reverse, DataType acc, int64_t b,
+                    ReduceKind kind, const std::string& name) {
   int64_t n = x->dim(axis), blocks = (n + b - 1) / b;
   // Scan order -> index, clamped: the last block reaches past the end, where it reads nothing.
   auto position = [&](Expr q) { return reverse ? max(Expr(n - 1) - q, Expr(0)) : min(q, Expr(n - 1)); };
@@ -301,51 +306,60 @@ Tensor cumsum_blocked(const Tensor& x, int64_t axis, bool exclusive, bool revers
       [&](const std::vector<Var>& v) {
         Expr q = Expr(v[axis]) * Expr(b) + Expr(t);
         Expr in = logical_and(exclusive ? Expr(t) < Expr(v[axis + 1]) : Expr(t) <= Expr(v[axis + 1]), q < Expr(n));
-        return Reduce::make(ReduceKind::Sum, masked(in, ti::cast(acc, x(with_axis(v, axis, 2, {position(q)})))), {t},
+        return Reduce::make(kind, masked(kind, in, ti::cast(acc, x(with_axis(v, axis, 2, {position(q)})))), {t},
                             Expr());
       },
-      "cumsum_local", "reduce");
+      name + "_local", "reduce");
   std::vector<Expr> carry_shape = x->shape;
   carry_shape[axis] = Expr(blocks);
   IterVar c = reduce_axis(Range(Expr(0), Expr(blocks)), "c");
   Tensor carry = compute(
       carry_shape,
       [&](const std::vector<Var>& v) {
-        // Block c (< v's block, so full) totals its last local sum, plus its last element if exclusive.
+        // Block c (< v's block, so full) totals its last local result, with its last element if exclusive.
         Expr total = local(with_axis(v, axis, 1, {Expr(c), Expr(b - 1)}));
         if (exclusive)
-          total = total + ti::cast(acc, x(with_axis(v, axis, 1, {position(Expr(c) * Expr(b) + Expr(b - 1))})));
-        return Reduce::make(ReduceKind::Sum, masked(Expr(c) < Expr(v[axis]), total), {c}, Expr());
+          total = combine(kind, total, ti::cast(acc, x(with_axis(v, axis, 1, {position(Expr(c) * Expr(b) + Expr(b - 1))}))));
+        return Reduce::make(kind, masked(kind, Expr(c) < Expr(v[axis]), total), {c}, Expr());
       },
-      "cumsum_carry", "reduce");
+      name + "_carry", "reduce");
   return compute(
       x->shape,
       [&](const std::vector<Var>& v) {
         Expr q = reverse ? Expr(n - 1) - Expr(v[axis]) : Expr(v[axis]);
         Expr blk = floordiv(q, Expr(b)), within = floormod(q, Expr(b));
-        return ti::cast(x.dtype(), local(with_axis(v, axis, 1, {blk, within})) + carry(with_axis(v, axis, 1, {blk})));
+        return ti::cast(x.dtype(), combine(kind, local(with_axis(v, axis, 1, {blk, within})), carry(with_axis(v, axis, 1, {blk}))));
       },
-      "cumsum", "reduce");
+      name, "reduce");
 }
 
-}  // namespace
-
-Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
-  require_numeric(x, "cumsum");
-  if (x.ndim() == 0) fail("cumsum: the input must have at least one dimension");
-  axis = reduce_axes({axis}, x.ndim(), "cumsum")[0];
+// The running sums or products of `x` along `axis`, accumulated in float32 for float16.
+Tensor scan(const Tensor& x, int64_t axis, bool exclusive, bool reverse, ReduceKind kind, const std::string& name) {
+  require_numeric(x, name.c_str());
+  if (x.ndim() == 0) fail(name, ": the input must have at least one dimension");
+  axis = reduce_axes({axis}, x.ndim(), name.c_str())[0];
   DataType t = x.dtype();
   DataType acc = accumulation_type(t);
   int64_t n = x->dim(axis);
   if (n > 64) {
     // Blocks of about (2n)^(1/3), a multiple of 16, balance the two parts' work.
     auto b = static_cast<int64_t>(std::llround(std::cbrt(2.0 * static_cast<double>(n)) / 16)) * 16;
-    return cumsum_blocked(x, axis, exclusive, reverse, acc, std::max<int64_t>(b, 16));
+    return scan_blocked(x, axis, exclusive, reverse, acc, std::max<int64_t>(b, 16), kind, name);
   }
-  Tensor s = cumsum_direct(x, axis, exclusive, reverse, acc);
+  Tensor s = scan_direct(x, axis, exclusive, reverse, acc, kind, name);
   if (acc == t) return s;
   return epilogue(
-      s, [&](Expr v) { return ti::cast(t, v); }, "cumsum_out");
+      s, [&](Expr v) { return ti::cast(t, v); }, name + "_out");
+}
+
+}  // namespace
+
+Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
+  return scan(x, axis, exclusive, reverse, ReduceKind::Sum, "cumsum");
+}
+
+Tensor cumprod(const Tensor& x, int64_t axis, bool exclusive, bool reverse) {
+  return scan(x, axis, exclusive, reverse, ReduceKind::Prod, "cumprod");
 }
 
 }  // namespace tessera::tensor_ir::ops

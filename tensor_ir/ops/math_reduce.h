@@ -38,5 +38,7 @@ Tensor argmin(const Tensor& x, int64_t axis, bool keepdims, bool select_last_ind
 
 // Running sum along `axis`; exclusive leaves the current element out, reverse runs from the end.
 Tensor cumsum(const Tensor& x, int64_t axis, bool exclusive, bool reverse);
+// The running product, likewise (CumProd, opset 26).
+Tensor cumprod(const Tensor& x, int64_t axis, bool exclusive, bool reverse);
 
 }  // namespace tessera::tensor_ir::ops

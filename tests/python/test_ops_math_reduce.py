@@ -1,4 +1,4 @@
-"""ONNX reductions, ArgMax/ArgMin and CumSum against numpy: every axes pattern (all, one,
+"""ONNX reductions, ArgMax/ArgMin, CumSum and CumProd against numpy: every axes pattern (all, one,
 negative, several, the innermost or not), keepdims, empty reductions, float16 (which
 accumulates in float32), integers, sizes that exercise the vectorized, parallel and partial-sum
 (rfactor) schedules."""
@@ -193,6 +193,29 @@ def test_cumsum(shape, axis, exclusive, reverse, dtype, rng):
     atol = {np.float16: 1e-2, np.float32: 1e-6 * x.size, np.float64: 1e-12}.get(dtype, 0)
     check(run("CumSum", [x], attrs, opset=14, constants={1: np.array(axis, np.int32)}), acc.astype(dtype),
           rtol=2e-3 if dtype == np.float16 else 1e-5, atol=atol)
+
+
+@pytest.mark.parametrize("shape,axis", [((17,), 0), ((3, 40), 1), ((2, 3, 5), -2), ((1, 0), 1), ((2, 300), 1)])
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_cumprod(shape, axis, exclusive, reverse, dtype, rng):
+    """Factors near 1 (and some exact 1s and 0s for the integers), so that products over 300
+    terms stay finite; 300 takes the blocked scan."""
+    if np.dtype(dtype).kind == "f":
+        x = (1 + 0.05 * sample(rng, shape, np.float64, -1, 1)).astype(dtype)
+    else:
+        x = rng.choice(np.array([1, 1, 1, -1, 2, 0], dtype), size=shape)
+        if x.size > 40:
+            x = np.where(rng.random(shape) < 0.97, 1, x).astype(dtype)
+    y = np.flip(x, axis) if reverse else x
+    acc = np.cumprod(y.astype(np.float64) if np.dtype(dtype).kind == "f" else y, axis=axis)
+    if exclusive:
+        acc = np.concatenate([np.ones_like(np.take(acc, [0], axis)), np.delete(acc, -1, axis)], axis) if y.size else acc
+    if reverse:
+        acc = np.flip(acc, axis)
+    check(run("CumProd", [x], {"exclusive": exclusive, "reverse": reverse}, opset=26,
+              constants={1: np.array(axis, np.int64)}), acc.astype(dtype), rtol=1e-5)
 
 
 def test_cumsum_axis_from_a_graph_input_must_be_bound(rng):
