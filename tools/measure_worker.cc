@@ -33,13 +33,13 @@
 
 #include "autotune/apply_record.h"
 #include "autotune/task.h"
+#include "runtime/device_api.h"
+#include "runtime/device_program.h"
 #include "runtime/element.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
 #include "runtime/thread_pool.h"
 #include "schedule/lower.h"
-#include "runtime/device_api.h"
-#include "runtime/device_program.h"
 #include "schedule/templates/default.h"
 #include "targets/build.h"
 
