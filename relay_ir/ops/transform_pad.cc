@@ -23,7 +23,11 @@ Ints sources(int64_t n, int64_t b, int64_t e, ops::PadMode mode) {
   Ints m;
   for (int64_t o = 0; o < n + b + e; ++o) {
     int64_t p = o - b;
-    if (mode == ops::PadMode::Edge || n == 1) {
+    if (mode == ops::PadMode::Wrap) {  // around what negative pads leave, as the forward op
+      const int64_t cropped = std::max<int64_t>(0, -b), kept = n - cropped - std::max<int64_t>(0, -e);
+      const int64_t q = o - std::max<int64_t>(b, 0);
+      m.push_back(cropped + ((q % kept) + kept) % kept);
+    } else if (mode == ops::PadMode::Edge || n == 1) {
       m.push_back(std::clamp<int64_t>(p, 0, n - 1));
     } else {  // reflection repeats with period 2 (n - 1), as the forward op
       int64_t period = 2 * (n - 1), q = ((p % period) + period) % period;
@@ -40,6 +44,7 @@ Expr fold_axis(E g, size_t d, int64_t n, const Ints& m) {
   Expr total;
   for (int64_t o0 = 0; o0 < length;) {
     int64_t step = o0 + 1 < length ? m[o0 + 1] - m[o0] : 1;
+    if (step < -1 || step > 1) step = 1;  // a jump (where wrapping starts over): the element alone
     int64_t o1 = o0 + 1;
     while (o1 < length && m[o1] - m[o1 - 1] == step) ++o1;
     Expr piece;

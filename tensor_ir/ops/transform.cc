@@ -216,6 +216,11 @@ Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, doub
             inside = inside ? logical_and(inside, c) : c;
           } else if (padded && mode == PadMode::Edge) {
             i = min(max(i, Expr(0)), Expr(n - 1));
+          } else if (padded && mode == PadMode::Wrap) {
+            // Wrapped around what is left of the axis after negative pads crop it.
+            const int64_t cropped_begin = std::max<int64_t>(0, -begin), end = pads[d + rank];
+            const int64_t kept = n - cropped_begin - std::max<int64_t>(0, -end);
+            i = Expr(cropped_begin) + floormod(o[d] - Expr(std::max<int64_t>(begin, 0)), Expr(kept));
           } else if (padded && mode == PadMode::Reflect) {
             // Reflection repeats with period 2 (n - 1), as numpy's for pads wider than n - 1.
             if (n == 1) {

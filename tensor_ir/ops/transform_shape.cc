@@ -191,7 +191,8 @@ PadMode parse_pad_mode(const std::string& mode) {
   if (mode == "constant") return PadMode::Constant;
   if (mode == "reflect") return PadMode::Reflect;
   if (mode == "edge") return PadMode::Edge;
-  fail("pad: mode '", mode, "' is not one of constant, reflect, edge");
+  if (mode == "wrap") return PadMode::Wrap;
+  fail("pad: mode '", mode, "' is not one of constant, reflect, edge, wrap");
 }
 
 Shape pad_shape(const Shape& in, const std::vector<int64_t>& pads, PadMode mode) {
@@ -202,8 +203,12 @@ Shape pad_shape(const Shape& in, const std::vector<int64_t>& pads, PadMode mode)
   for (size_t d = 0; d < rank; ++d) {
     int64_t n = in[d] + pads[d] + pads[d + rank];
     if (n < 0) fail("pad: pads ", shape_str(pads), " crop dimension ", d, " of ", shape_str(in), " below zero");
+    const int64_t kept = in[d] - std::max<int64_t>(0, -pads[d]) - std::max<int64_t>(0, -pads[d + rank]);
+    if (mode == PadMode::Wrap && kept <= 0 && n > 0)
+      fail("pad: wrap padding of dimension ", d, " of ", shape_str(in), " with nothing left of it after cropping");
     if (mode != PadMode::Constant && in[d] == 0 && n > 0)
-      fail("pad: ", mode == PadMode::Edge ? "edge" : "reflect", " padding of the empty dimension ", d, " of ",
+      fail("pad: ", mode == PadMode::Edge ? "edge" : mode == PadMode::Wrap ? "wrap" : "reflect",
+           " padding of the empty dimension ", d, " of ",
            shape_str(in));
     out.push_back(n);
   }

@@ -42,7 +42,7 @@ struct SliceDim {
 std::vector<SliceDim> slice_dims(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                                  const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
 
-enum class PadMode { Constant, Reflect, Edge };
+enum class PadMode { Constant, Reflect, Edge, Wrap };
 PadMode parse_pad_mode(const std::string& mode);
 // pads: every dimension's begin, then every dimension's end; negative pads crop.
 Shape pad_shape(const Shape& in, const std::vector<int64_t>& pads, PadMode mode);

@@ -1,6 +1,6 @@
 """Gradients of the transform family's shape and data-movement ops against central differences
 in float64: concat, split, tile, slice (negative and strided steps), pad (constant, reflect,
-edge, with crops), depth_to_space / space_to_depth, trilu, reverse_sequence, and the op
+edge, wrap, with crops), depth_to_space / space_to_depth, trilu, reverse_sequence, and the op
 unslice that slice's gradient uses."""
 import numpy as np
 import pytest
@@ -67,6 +67,7 @@ PADS = [
     ("reflect", [1, 2, 3, 1]), ("reflect", [4, 0, 0, 7]),  # wider than the axis: reflected again
     ("reflect", [-1, 1, 0, -2]),
     ("edge", [2, 0, 1, 3]), ("edge", [0, 5, 3, 0]), ("edge", [-2, 1, 1, -1]),
+    ("wrap", [1, 2, 3, 1]), ("wrap", [5, 0, 0, 7]), ("wrap", [-1, 1, 0, -2]),  # wider than the axis: wrapped again
 ]
 
 
@@ -75,7 +76,7 @@ def test_pad(mode, pads):
     check_gradient(f'def @main(%x: float64[4, 3]) {{ pad(%x, pads={pads}, mode="{mode}", value=2.5) }}', [r(4, 3)], ["x"])
 
 
-@pytest.mark.parametrize("mode", ["reflect", "edge"])
+@pytest.mark.parametrize("mode", ["reflect", "edge", "wrap"])
 def test_pad_single_element_axes(mode):
     check_gradient(f'def @main(%x: float64[1, 2, 1]) {{ pad(%x, pads=[2, 3, 1, 1, 0, 2], mode="{mode}") }}', [r(1, 2, 1)], ["x"])
 
