@@ -1,5 +1,6 @@
 #include "frontend/onnx/importer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -144,7 +145,6 @@ class Importer {
   void convert(const ::onnx::NodeProto& node) {
     std::vector<Expr> inputs;
     std::vector<std::string> names;
-    bool all_constant = true;
     for (const auto& in : node.input()) {
       names.push_back(in);
       if (in.empty()) {
@@ -155,7 +155,6 @@ class Importer {
       if (it == values_.end())
         fail("ONNX node '", node.name(), "' (", node.op_type(), ") reads '", in, "', which no earlier node produces");
       inputs.push_back(it->second);
-      all_constant &= it->second.as<relay_ir::ConstantNode>() != nullptr;
     }
     ConvertContext ctx(node, opset_, inputs, names, base_dir_);
     std::vector<Expr> outputs = ConverterTable::global().find(node.domain(), node.op_type())->convert(ctx);
@@ -163,15 +162,30 @@ class Importer {
       // Optional outputs a converter does not produce must not be used.
       outputs.resize(node.output_size());
     }
-    if (all_constant && options_.evaluate) fold(outputs);
+    if (options_.evaluate) fold(outputs, inputs);
     for (int i = 0; i < node.output_size(); ++i)
       if (!node.output(i).empty()) values_[node.output(i)] = outputs[i];
   }
 
+  // Whether `e`, a converter's output, is computed from constants only: walked down to the node's
+  // inputs, which count as what they are. (CastLike reads only the type of its second input, so
+  // its output can be a constant while that input is not.)
+  static bool from_constants(const Expr& e, const std::vector<Expr>& inputs) {
+    if (e.as<relay_ir::ConstantNode>()) return true;
+    if (std::any_of(inputs.begin(), inputs.end(), [&](const Expr& in) { return in.same_as(e); })) return false;
+    if (const auto* call = e.as<relay_ir::CallNode>())
+      return std::all_of(call->args.begin(), call->args.end(), [&](const Expr& a) { return from_constants(a, inputs); });
+    if (const auto* tuple = e.as<relay_ir::TupleNode>())
+      return std::all_of(tuple->elements.begin(), tuple->elements.end(),
+                         [&](const Expr& a) { return from_constants(a, inputs); });
+    if (const auto* item = e.as<relay_ir::TupleGetItemNode>()) return from_constants(item->tuple, inputs);
+    return false;
+  }
+
   // Replaces outputs computed from constants only by their values.
-  void fold(std::vector<Expr>& outputs) {
+  void fold(std::vector<Expr>& outputs, const std::vector<Expr>& inputs) {
     for (auto& e : outputs) {
-      if (!e || e.as<relay_ir::ConstantNode>()) continue;
+      if (!e || e.as<relay_ir::ConstantNode>() || !from_constants(e, inputs)) continue;
       relay_ir::infer_type(e);
       if (!e->checked_type.as<relay_ir::TensorTypeNode>()) continue;
       std::vector<runtime::NDArray> values = options_.evaluate(e);

@@ -1,9 +1,9 @@
 // ONNX import: a model file becomes a graph-IR module. Tessera compiles for static shapes, so
 // symbolic input dimensions are fixed by `shapes`, and inputs that set shapes or indices
-// (Reshape's shape, Slice's starts, TopK's k, ...) can be bound to values with `bind`. Nodes
-// whose inputs are all known are folded into constants as they are imported, by an evaluator
-// the caller supplies (the frontend runs nothing itself). Models with unsupported operators
-// fail before anything is built, with one error listing every one of them.
+// (Reshape's shape, Slice's starts, TopK's k, ...) can be bound to values with `bind`. Node
+// outputs computed from known values only are folded into constants as they are imported, by
+// an evaluator the caller supplies (the frontend runs nothing itself). Models with unsupported
+// operators fail before anything is built, with one error listing every one of them.
 #pragma once
 #include <functional>
 #include <map>
