@@ -1,5 +1,5 @@
-// Converters of ONNX Resize (opsets 10, 11, 13), Upsample (7, 9) and TopK. Scales, sizes,
-// roi and k must be constants (or bound inputs): they set output shapes.
+// Converters of ONNX Resize (opsets 10, 11, 13, 18, 19), Upsample (7, 9) and TopK. Scales,
+// sizes, roi and k must be constants (or bound inputs): they set output shapes.
 #include <cmath>
 
 #include "frontend/onnx/ops_transform.h"
@@ -52,8 +52,9 @@ Exprs convert_resize(ConvertContext& c) {
     return {resize_v10(c, constant_floats(c, 1, "scales"))};
   }
   c.check_attrs({"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
-                 "nearest_mode"});
+                 "nearest_mode", "axes", "keep_aspect_ratio_policy"});
   const auto& in = c.input_type(0).shape;
+  const int64_t rank = static_cast<int64_t>(in.size());
   std::string coordinates = c.attr_string("coordinate_transformation_mode", "half_pixel");
   if (coordinates == "tf_half_pixel_for_nn" && c.opset() >= 13) c.error("tf_half_pixel_for_nn was removed in opset 13");
   // An empty scales/sizes tensor stands for an absent one (opset 11 requires scales as input).
@@ -62,13 +63,58 @@ Exprs convert_resize(ConvertContext& c) {
   if (c.has_input(2)) scales = constant_floats(c, 2, "scales");
   if (c.has_input(3)) sizes = c.constant_ints(3, "sizes");
   if (scales.empty() == sizes.empty()) c.error("exactly one of scales and sizes must be given");
-  if (sizes.empty()) sizes = sizes_from_scales(c, in, scales);
-  else if (sizes.size() != in.size())
-    c.error(std::to_string(sizes.size()) + " sizes for an input of rank " + std::to_string(in.size()));
   std::vector<double> roi;
   if (coordinates == "tf_crop_and_resize") {
     if (!c.has_input(1)) c.error("tf_crop_and_resize needs the roi input");
     roi = constant_floats(c, 1, "roi");
+  }
+  // Opset 18: scales, sizes and roi may name a subset of the axes; the others keep their size.
+  std::vector<int64_t> axes = c.attr_ints("axes", {});
+  if (!axes.empty()) {
+    std::vector<bool> seen(rank, false);
+    for (int64_t& a : axes) {
+      if (a < -rank || a >= rank) c.error("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+      if (a < 0) a += rank;
+      if (seen[a]) c.error("axes names axis " + std::to_string(a) + " twice");
+      seen[a] = true;
+    }
+    const size_t n = axes.size();
+    if ((!scales.empty() && scales.size() != n) || (!sizes.empty() && sizes.size() != n) ||
+        (!roi.empty() && roi.size() != 2 * n))
+      c.error("scales, sizes and roi must have one entry per axis of axes (" + std::to_string(n) + ")");
+    std::vector<double> full_scales(rank, 1.0), full_roi(2 * rank, 0.0);
+    std::vector<int64_t> full_sizes = in;
+    for (size_t i = 0; i < n; ++i) {
+      if (!scales.empty()) full_scales[axes[i]] = scales[i];
+      if (!sizes.empty()) full_sizes[axes[i]] = sizes[i];
+      if (!roi.empty()) full_roi[axes[i]] = roi[i], full_roi[axes[i] + rank] = roi[n + i];
+    }
+    for (int64_t d = 0; d < rank; ++d) full_roi[d + rank] = seen[d] ? full_roi[d + rank] : 1.0;
+    if (!scales.empty()) scales = full_scales;
+    if (!sizes.empty()) sizes = full_sizes;
+    if (!roi.empty()) roi = full_roi;
+  } else {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  const std::string policy = c.attr_string("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    c.error("keep_aspect_ratio_policy must be stretch, not_larger or not_smaller, got '" + policy + "'");
+  if (sizes.empty()) {
+    sizes = sizes_from_scales(c, in, scales);
+  } else if (sizes.size() != in.size()) {
+    c.error(std::to_string(sizes.size()) + " sizes for an input of rank " + std::to_string(in.size()));
+  } else if (policy != "stretch") {
+    // One scale for every resized axis: the smallest (not_larger) or largest of sizes / input.
+    double scale = policy == "not_larger" ? INFINITY : 0;
+    for (int64_t d : axes) {
+      const double s = static_cast<double>(sizes[d]) / static_cast<double>(in[d]);
+      scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
+    }
+    scales.assign(rank, 1.0);
+    for (int64_t d : axes) {
+      scales[d] = scale;
+      sizes[d] = static_cast<int64_t>(scale * static_cast<double>(in[d]) + 0.5);  // halves round up
+    }
   }
   Attrs attrs{{"sizes", sizes},
               {"scales", scales},
