@@ -1,7 +1,7 @@
 """Operators and forms of ONNX opsets 18 to 28 against numpy, on awkward shapes: Attention
 (grouped queries, a past, masks, causal and window bounds, softcap), RotaryEmbedding, signed
 BitShift, ScatterND/ScatterElements max and min, SpaceToDepth CRD, Split num_outputs, Swish,
-CenterCropPad. (The current ONNX release's node cases run in CI too: tests/onnx.)"""
+CenterCropPad, TensorScatter. (The current ONNX release's node cases run in CI too: tests/onnx.)"""
 import numpy as np
 import pytest
 
@@ -162,4 +162,22 @@ def test_split_num_outputs_and_swish_and_center_crop_pad(rng):
     (y,) = run("CenterCropPad", [image, np.array([4, 11], "int64")], {"axes": [0, 1]}, opset=18, constants=[1])
     want = np.zeros((4, 11, 3), "float32")
     want[:, 1:9] = image[0:4]
+    assert_close(y, want, "float32")
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+@pytest.mark.parametrize("axis", [-2, 1])
+def test_tensor_scatter(rng, mode, axis):
+    cache = rng.standard_normal((3, 7, 5)).astype("float32")
+    update_shape = list(cache.shape)
+    update_shape[axis] = 3
+    update = rng.standard_normal(update_shape).astype("float32")
+    length = cache.shape[axis]
+    starts = np.array([0, 2, 5] if mode == "circular" else [0, 2, length - 3], "int64")
+    (y,) = run("TensorScatter", [cache, update, starts], {"axis": axis, "mode": mode}, opset=24)
+    want = cache.copy()
+    moved, upd = np.moveaxis(want, axis, -1), np.moveaxis(update, axis, -1)  # views: writes reach `want`
+    for b in range(3):
+        for j in range(3):
+            moved[b, ..., (starts[b] + j) % length] = upd[b, ..., j]
     assert_close(y, want, "float32")
