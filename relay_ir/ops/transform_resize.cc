@@ -74,6 +74,8 @@ double input_coordinate(const ops::ResizeParams& p, size_t d, int64_t in, int64_
   switch (p.coordinates) {
     case ops::ResizeCoordinates::HalfPixel:
       return (x + 0.5) / scale - 0.5;
+    case ops::ResizeCoordinates::HalfPixelSymmetric:
+      return ops::half_pixel_symmetric_offset(p, d, in) + (x + 0.5) / scale - 0.5;
     case ops::ResizeCoordinates::PytorchHalfPixel:
       return out_size == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
     case ops::ResizeCoordinates::AlignCorners:

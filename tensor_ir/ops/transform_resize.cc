@@ -15,15 +15,23 @@ ResizeMode parse_resize_mode(const std::string& name) {
   fail("resize: mode '", name, "' is not one of nearest, linear, cubic");
 }
 
+double half_pixel_symmetric_offset(const ResizeParams& p, size_t d, int64_t in) {
+  const double fractional = p.scales[d] * static_cast<double>(in);
+  const double adjustment = static_cast<double>(p.out_shape[d]) / fractional;
+  return static_cast<double>(in) / 2 * (1 - adjustment);
+}
+
 ResizeCoordinates parse_resize_coordinates(const std::string& name) {
   if (name == "half_pixel") return ResizeCoordinates::HalfPixel;
+  if (name == "half_pixel_symmetric") return ResizeCoordinates::HalfPixelSymmetric;
   if (name == "pytorch_half_pixel") return ResizeCoordinates::PytorchHalfPixel;
   if (name == "align_corners") return ResizeCoordinates::AlignCorners;
   if (name == "asymmetric") return ResizeCoordinates::Asymmetric;
   if (name == "tf_half_pixel_for_nn") return ResizeCoordinates::TfHalfPixelForNn;
   if (name == "tf_crop_and_resize") return ResizeCoordinates::TfCropAndResize;
   fail("resize: coordinate_transformation_mode '", name,
-       "' is not one of half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn, "
+       "' is not one of half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric, "
+       "tf_half_pixel_for_nn, "
        "tf_crop_and_resize");
 }
 
@@ -64,6 +72,8 @@ Expr input_coordinate(const ResizeParams& p, size_t d, int64_t in, const Var& o)
   switch (p.coordinates) {
     case ResizeCoordinates::HalfPixel:
       return (x + f64(0.5)) / f64(scale) - f64(0.5);
+    case ResizeCoordinates::HalfPixelSymmetric:
+      return f64(half_pixel_symmetric_offset(p, d, in)) + (x + f64(0.5)) / f64(scale) - f64(0.5);
     case ResizeCoordinates::PytorchHalfPixel:
       return out_size == 1 ? f64(-0.5) : (x + f64(0.5)) / f64(scale) - f64(0.5);
     case ResizeCoordinates::AlignCorners:

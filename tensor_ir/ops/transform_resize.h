@@ -15,6 +15,7 @@ namespace tessera::tensor_ir::ops {
 enum class ResizeMode { Nearest, Linear, Cubic };
 enum class ResizeCoordinates {
   HalfPixel,
+  HalfPixelSymmetric,  // opset 19: half_pixel, shifted to keep the center where the output size was rounded
   PytorchHalfPixel,
   AlignCorners,
   Asymmetric,
@@ -40,6 +41,10 @@ struct ResizeParams {
   bool exclude_outside = false;    // cubic: zero the weights of neighbours outside the input
   double extrapolation_value = 0;  // tf_crop_and_resize: value where the coordinate leaves the input
 };
+
+// half_pixel_symmetric's shift of axis d's coordinates: the input's center times the share of
+// the fractional output size (scale * in) that rounding it to the output size dropped.
+double half_pixel_symmetric_offset(const ResizeParams& p, size_t d, int64_t in);
 
 // Checks the parameters against an input shape (ranks, positive scales, roi length).
 void check_resize(const Shape& in, const ResizeParams& p);

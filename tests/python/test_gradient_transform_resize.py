@@ -15,7 +15,7 @@ def r(*shape):
     return np.asarray(rng.standard_normal(shape))
 
 
-COORDINATES = ["half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"]
+COORDINATES = ["half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"]
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
