@@ -16,14 +16,10 @@ std::vector<Expr> grid_sample(ConvertContext& c) {
   c.check_attrs({"align_corners", "mode", "padding_mode"});
   int64_t align = c.attr_int("align_corners", 0);
   if (align != 0 && align != 1) c.error("align_corners must be 0 or 1, got " + std::to_string(align));
-  // Opset 20 names the modes by kind (linear, cubic), whatever the number of spatial dimensions.
+  // Opset 20 names the modes by kind (linear, cubic), whatever the number of spatial dimensions
+  // (the graph op's bilinear is trilinear for volumes).
   std::string mode = c.attr_string("mode", c.opset() >= 20 ? "linear" : "bilinear");
-  if (c.opset() >= 20 && (mode == "linear" || mode == "cubic")) {
-    if (c.input_type(0).ndim() != 4)
-      c.error("mode '" + mode + "' over " + std::to_string(c.input_type(0).ndim() - 2) +
-              " spatial dimensions is not supported (2: bilinear, bicubic)");
-    mode = mode == "linear" ? "bilinear" : "bicubic";
-  }
+  if (c.opset() >= 20 && (mode == "linear" || mode == "cubic")) mode = mode == "linear" ? "bilinear" : "bicubic";
   Attrs a{{"mode", mode},
           {"padding_mode", c.attr_string("padding_mode", "zeros")},
           {"align_corners", align}};

@@ -26,13 +26,17 @@ Type grid_sample_rel(const std::vector<Type>& args, const Attrs& a) {
   const auto& grid = tensor_arg(args, 1, "grid");
   require_float(x, "X");
   if (grid.dtype != x.dtype) fail("grid is ", grid.dtype.str(), ", X ", x.dtype.str());
-  if (x.ndim() != 4) fail("X must be [N, C, H, W] (4-D), got ", shape_str(x.shape));
-  if (grid.ndim() != 4 || grid.shape[0] != x.shape[0] || grid.shape[3] != 2)
-    fail("grid must be [N, H_out, W_out, 2] with N = ", x.shape[0], ", got ", shape_str(grid.shape));
-  ops::parse_grid_sample_mode(a.get_str("mode"));
+  if (x.ndim() != 4 && x.ndim() != 5) fail("X must be [N, C, H, W] or [N, C, D, H, W], got ", shape_str(x.shape));
+  const int64_t rank = static_cast<int64_t>(x.ndim()) - 2;
+  if (grid.ndim() != x.ndim() || grid.shape[0] != x.shape[0] || grid.shape.back() != rank)
+    fail("grid must be [N, out..., ", rank, "] with N = ", x.shape[0], ", got ", shape_str(grid.shape));
+  const ops::GridSampleMode mode = ops::parse_grid_sample_mode(a.get_str("mode"));
+  if (rank == 3 && mode == ops::GridSampleMode::Bicubic) fail("bicubic sampling of volumes is not supported");
   ops::parse_grid_sample_padding(a.get_str("padding_mode"));
   flag(a, "align_corners");
-  return tensor_type({x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]}, x.dtype);
+  std::vector<int64_t> out{x.shape[0], x.shape[1]};
+  out.insert(out.end(), grid.shape.begin() + 1, grid.shape.end() - 1);
+  return tensor_type(out, x.dtype);
 }
 
 ops::RoiAlignParams roi_params(const Attrs& a) {
@@ -84,7 +88,8 @@ Type det_rel(const std::vector<Type>& args, const Attrs&) {
 
 void register_extra_ops(OpRegistry& r) {
   r.add({"grid_sample",
-         "grid_sample(X, grid): X [N, C, H, W] sampled at grid [N, Ho, Wo, 2] of (x, y) in [-1, 1] (ONNX GridSample)",
+         "grid_sample(X, grid): X [N, C, (D,) H, W] sampled at grid [N, (Do,) Ho, Wo, 2 or 3] of (x, y(, z)) in [-1, 1] "
+         "(ONNX GridSample)",
          2,
          2,
          {{"mode", std::string("bilinear")}, {"padding_mode", std::string("zeros")}, {"align_corners", int64_t{0}}},

@@ -16,9 +16,11 @@ enum class GridSamplePadding { Zeros, Border, Reflection };
 GridSampleMode parse_grid_sample_mode(const std::string& name);
 GridSamplePadding parse_grid_sample_padding(const std::string& name);
 
-// ONNX GridSample (opset 16) / PyTorch grid_sample: x [N, C, H, W] sampled at grid [N, Ho, Wo, 2]
-// ((x, y) in [-1, 1] spanning the input: its corner pixels' centres with align_corners, their
-// outer edges without) -> [N, C, Ho, Wo]. Bicubic uses A = -0.75 and pads each of its 16 taps.
+// ONNX GridSample (opsets 16, 20) / PyTorch grid_sample: x [N, C, H, W] sampled at grid
+// [N, Ho, Wo, 2] ((x, y) in [-1, 1] spanning the input: its corner pixels' centres with
+// align_corners, their outer edges without) -> [N, C, Ho, Wo]; a volume x [N, C, D, H, W] at grid
+// [N, Do, Ho, Wo, 3] ((x, y, z)) likewise, nearest or (tri)linear. Bicubic (2-D only) uses
+// A = -0.75 and pads each of its 16 taps.
 Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, GridSamplePadding padding,
                    bool align_corners);
 

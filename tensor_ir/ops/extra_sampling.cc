@@ -3,6 +3,7 @@
 // each tap reads at that index clamped into the tensor while a separate bounds test decides
 // whether the tap counts; so no input value can make a kernel read out of bounds.
 #include <cmath>
+#include <functional>
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
@@ -104,35 +105,53 @@ Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, Gri
   if (!dt.is_float()) fail("grid_sample: X must be float16, float32 or float64, got ", dt.str());
   if (grid.dtype() != dt) fail("grid_sample: grid is ", grid.dtype().str(), ", X ", dt.str());
   auto xs = x->dims(), gs = grid->dims();
-  if (xs.size() != 4) fail("grid_sample: X must be [N, C, H, W], got ", runtime::shape_str(xs));
-  if (gs.size() != 4 || gs[0] != xs[0] || gs[3] != 2)
-    fail("grid_sample: grid must be [N, H_out, W_out, 2] with N = ", xs[0], ", got ", runtime::shape_str(gs));
+  if (xs.size() != 4 && xs.size() != 5) fail("grid_sample: X must be [N, C, H, W] or [N, C, D, H, W], got ", runtime::shape_str(xs));
+  const size_t rank = xs.size() - 2;  // spatial dimensions
+  if (gs.size() != xs.size() || gs[0] != xs[0] || gs.back() != static_cast<int64_t>(rank))
+    fail("grid_sample: grid must be [N, out..., ", rank, "] with N = ", xs[0], ", got ", runtime::shape_str(gs));
+  if (rank == 3 && mode == GridSampleMode::Bicubic) fail("grid_sample: bicubic sampling of volumes is not supported");
   DataType acc = dt == runtime::kFloat64 ? dt : runtime::kFloat32;
-  GridAxis ax{padding, align_corners, xs[3], acc}, ay{padding, align_corners, xs[2], acc};
-  int64_t height = xs[2], width = xs[3];
-  bool empty = height == 0 || width == 0;
+  // Spatial dimension k (D, H, W) and the grid component that addresses it (x is W's).
+  std::vector<GridAxis> axes;
+  bool empty = false;
+  for (size_t k = 0; k < rank; ++k) {
+    axes.push_back({padding, align_corners, xs[2 + k], acc});
+    empty |= xs[2 + k] == 0;
+  }
+  std::vector<Expr> out_shape{Expr(xs[0]), Expr(xs[1])};
+  for (size_t k = 0; k < rank; ++k) out_shape.push_back(Expr(gs[1 + k]));
   return compute(
-      {Expr(xs[0]), Expr(xs[1]), Expr(gs[1]), Expr(gs[2])},
+      out_shape,
       [&](const std::vector<Var>& o) -> Expr {
         if (empty) return make_zero(dt);
-        Expr n = o[0], ch = o[1];
-        // The pixel at integer indices (yi, xi) times w, or 0 outside the image.
-        auto tap = [&](const Expr& yi, const Expr& xi, const Expr& w) {
-          Expr v = cast(acc, x(n, ch, clamp_index(yi, height), clamp_index(xi, width)));
-          return select(logical_and(inside(yi, height), inside(xi, width)), v * w, make_zero(acc));
+        // The voxel at integer indices idx times w, or 0 outside the input.
+        auto tap = [&](const std::vector<Expr>& idx, const Expr& w) {
+          std::vector<Expr> at{o[0], o[1]};
+          Expr in;
+          for (size_t k = 0; k < rank; ++k) {
+            at.push_back(clamp_index(idx[k], xs[2 + k]));
+            in = in.defined() ? logical_and(in, inside(idx[k], xs[2 + k])) : inside(idx[k], xs[2 + k]);
+          }
+          return select(in, cast(acc, x(at)) * w, make_zero(acc));
         };
-        Expr gx = cast(acc, grid(n, o[2], o[3], Expr(0))), gy = cast(acc, grid(n, o[2], o[3], Expr(1)));
+        auto component = [&](size_t k) {
+          std::vector<Expr> at{o[0]};
+          for (size_t j = 0; j < rank; ++j) at.push_back(o[2 + j]);
+          at.push_back(Expr(static_cast<int64_t>(rank - 1 - k)));
+          return cast(acc, grid(at));
+        };
         Expr out;
         if (mode == GridSampleMode::Bicubic) {
-          out = bind(ax.unnormalize(gx), [&](Expr ix) {
-            return bind(ay.unnormalize(gy), [&](Expr iy) {
+          const GridAxis &ay = axes[0], &ax = axes[1];
+          out = bind(ax.unnormalize(component(1)), [&](Expr ix) {
+            return bind(ay.unnormalize(component(0)), [&](Expr iy) {
               Expr x0 = call(Intrinsic::floor, {ix}), y0 = call(Intrinsic::floor, {iy});
               auto wx = cubic_weights(ix - x0, ax), wy = cubic_weights(iy - y0, ay);
               Expr sum;
               for (int i = 0; i < 4; ++i) {
                 Expr yi = ay.index(ay.pad(y0 + ay.c(i - 1))), row;
                 for (int j = 0; j < 4; ++j) {
-                  Expr t = tap(yi, ax.index(ax.pad(x0 + ax.c(j - 1))), wx[j]);
+                  Expr t = tap({yi, ax.index(ax.pad(x0 + ax.c(j - 1)))}, wx[j]);
                   row = row.defined() ? row + t : t;
                 }
                 sum = sum.defined() ? sum + row * wy[i] : row * wy[i];
@@ -141,19 +160,38 @@ Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, Gri
             });
           });
         } else {
-          out = bind(ax.pad(ax.unnormalize(gx)), [&](Expr ix) {
-            return bind(ay.pad(ay.unnormalize(gy)), [&](Expr iy) {
-              if (mode == GridSampleMode::Nearest) {
-                // Round half to even, as std::nearbyint in PyTorch.
-                return tap(ay.index(call(Intrinsic::round, {iy})), ax.index(call(Intrinsic::round, {ix})), ay.c(1));
+          // Each coordinate padded and bound once, then nearest: the rounded voxel; linear: the
+          // 2^rank voxels around it, each weighted by the product of its distances' complements.
+          std::vector<Expr> coords(rank);
+          std::function<Expr(size_t)> nest = [&](size_t k) -> Expr {
+            if (k < rank)
+              return bind(axes[k].pad(axes[k].unnormalize(component(k))), [&, k](Expr c) {
+                coords[k] = c;
+                return nest(k + 1);
+              });
+            if (mode == GridSampleMode::Nearest) {
+              // Round half to even, as std::nearbyint in PyTorch.
+              std::vector<Expr> idx;
+              for (size_t j = 0; j < rank; ++j) idx.push_back(axes[j].index(call(Intrinsic::round, {coords[j]})));
+              return tap(idx, axes[0].c(1));
+            }
+            Expr sum;
+            for (size_t corner = 0; corner < (size_t{1} << rank); ++corner) {
+              std::vector<Expr> idx;
+              Expr w;
+              for (size_t j = 0; j < rank; ++j) {
+                Expr lo = call(Intrinsic::floor, {coords[j]});
+                const bool up = (corner >> (rank - 1 - j)) & 1;
+                idx.push_back(axes[j].index(lo) + Expr(up ? 1 : 0));
+                Expr wj = up ? coords[j] - lo : lo + axes[j].c(1) - coords[j];
+                w = w.defined() ? w * wj : wj;
               }
-              Expr x0 = call(Intrinsic::floor, {ix}), y0 = call(Intrinsic::floor, {iy});
-              Expr xi = ax.index(x0), yi = ay.index(y0);
-              Expr east = ix - x0, west = x0 + ax.c(1) - ix, south = iy - y0, north = y0 + ay.c(1) - iy;
-              return tap(yi, xi, west * north) + tap(yi, xi + Expr(1), east * north) +
-                     tap(yi + Expr(1), xi, west * south) + tap(yi + Expr(1), xi + Expr(1), east * south);
-            });
-          });
+              Expr t = tap(idx, w);
+              sum = sum.defined() ? sum + t : t;
+            }
+            return sum;
+          };
+          out = nest(0);
         }
         return cast(dt, out);
       },

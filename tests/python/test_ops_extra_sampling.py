@@ -56,12 +56,27 @@ def test_grid_sample_float16(rng):
     assert_close(y, torch_grid_sample(x, grid, "bilinear", "zeros", 0), "float16", 1e-2)
 
 
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample_volumes(rng, mode, padding, align):
+    """Opset 20: [N, C, D, H, W] sampled at [N, Do, Ho, Wo, 3], trilinear or nearest."""
+    x = rng.standard_normal((2, 3, 4, 5, 7)).astype("float32")
+    grid = rng.uniform(-2.5, 2.5, (2, 3, 2, 5, 3)).astype("float32")
+    (y,) = run("GridSample", [x, grid], {"mode": mode, "padding_mode": padding, "align_corners": align}, opset=20)
+    want = torch_grid_sample(x, grid, "bilinear" if mode == "linear" else mode, padding, align)
+    assert_close(y, want, "float32", 1e-4)
+
+
 def test_grid_sample_errors(rng):
     x = rng.standard_normal((1, 2, 3, 4)).astype("float32")
     with pytest.raises(tessera.Error, match="mode"):
         run("GridSample", [x, np.zeros((1, 2, 2, 2), np.float32)], {"mode": "linear"}, opset=16)
     with pytest.raises(tessera.Error, match="grid must be"):
         run("GridSample", [x, np.zeros((2, 2, 2, 2), np.float32)], opset=16)
+    volume = rng.standard_normal((1, 2, 3, 4, 5)).astype("float32")
+    with pytest.raises(tessera.Error, match="bicubic sampling of volumes is not supported"):
+        run("GridSample", [volume, np.zeros((1, 2, 2, 2, 3), np.float32)], {"mode": "cubic"}, opset=20)
 
 
 def roi_align_ref(x, rois, batch_indices, mode, out_h, out_w, ratio, scale, half_pixel):
