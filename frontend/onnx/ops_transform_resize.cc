@@ -51,8 +51,13 @@ Exprs convert_resize(ConvertContext& c) {
     c.check_attrs({"mode"});
     return {resize_v10(c, constant_floats(c, 1, "scales"))};
   }
-  c.check_attrs({"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
-                 "nearest_mode", "axes", "keep_aspect_ratio_policy"});
+  // Opset 18 added antialias, axes and keep_aspect_ratio_policy.
+  if (c.opset() >= 18)
+    c.check_attrs({"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                   "nearest_mode", "axes", "keep_aspect_ratio_policy", "antialias"});
+  else
+    c.check_attrs({"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
+                   "nearest_mode"});
   const auto& in = c.input_type(0).shape;
   const int64_t rank = static_cast<int64_t>(in.size());
   std::string coordinates = c.attr_string("coordinate_transformation_mode", "half_pixel");
@@ -124,6 +129,7 @@ Exprs convert_resize(ConvertContext& c) {
               {"nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor")},
               {"cubic_coeff_a", static_cast<double>(c.attr_float("cubic_coeff_a", -0.75f))},
               {"exclude_outside", c.attr_int("exclude_outside", 0)},
+              {"antialias", c.attr_int("antialias", 0)},
               {"extrapolation_value", static_cast<double>(c.attr_float("extrapolation_value", 0))}};
   return {c.call("resize", {c.input(0)}, attrs)};
 }

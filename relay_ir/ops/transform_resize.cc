@@ -28,6 +28,7 @@ ops::ResizeParams resize_params(const std::vector<int64_t>& in, const Attrs& a) 
   p.nearest = ops::parse_resize_nearest(a.get_str("nearest_mode"));
   p.cubic_coeff_a = a.get_float("cubic_coeff_a");
   p.exclude_outside = a.get_int("exclude_outside") != 0;
+  p.antialias = a.get_int("antialias") != 0;
   p.extrapolation_value = a.get_float("extrapolation_value");
   ops::check_resize(in, p);
   return p;
@@ -93,8 +94,8 @@ double input_coordinate(const ops::ResizeParams& p, size_t d, int64_t in, int64_
   return x;
 }
 
-// Appends the taps of one output index (input indices, clamped, and weights) to `map`.
-void add_taps(const ops::ResizeParams& p, double x, int64_t in, AxisMap& map) {
+// Appends the taps of one output index of axis d (input indices, clamped, and weights) to `map`.
+void add_taps(const ops::ResizeParams& p, size_t d, double x, int64_t in, AxisMap& map) {
   double fl = std::floor(x), r = x - fl;
   auto f = static_cast<int64_t>(fl);
   auto clamped = [in](int64_t i) { return std::min(std::max<int64_t>(i, 0), in - 1); };
@@ -102,6 +103,17 @@ void add_taps(const ops::ResizeParams& p, double x, int64_t in, AxisMap& map) {
     map.index.push_back(clamped(i));
     map.weight.push_back(w);
   };
+  if (const ops::AntialiasTaps a = ops::antialias_taps(p, d); a.count > 0) {
+    std::vector<double> w;
+    double total = 0;
+    for (int64_t k = a.first; k < a.first + a.count; ++k) {
+      const bool outside = f + k < 0 || f + k >= in;
+      w.push_back(p.exclude_outside && outside ? 0 : ops::resize_kernel(p, (static_cast<double>(k) - r) * p.scales[d]));
+      total += w.back();
+    }
+    for (int64_t k = 0; k < a.count; ++k) tap(f + a.first + k, w[k] / total);
+    return;
+  }
   if (p.mode == ops::ResizeMode::Nearest) {
     bool up = false;
     switch (p.nearest) {
@@ -149,11 +161,15 @@ void add_taps(const ops::ResizeParams& p, double x, int64_t in, AxisMap& map) {
 AxisMap axis_map(const ops::ResizeParams& p, size_t d, int64_t in) {
   AxisMap map;
   map.rows = p.out_shape[d];
-  map.taps = p.mode == ops::ResizeMode::Nearest ? 1 : p.mode == ops::ResizeMode::Linear ? 2 : 4;
+  const ops::AntialiasTaps antialias = ops::antialias_taps(p, d);
+  map.taps = antialias.count > 0                     ? antialias.count
+             : p.mode == ops::ResizeMode::Nearest ? 1
+             : p.mode == ops::ResizeMode::Linear  ? 2
+                                                  : 4;
   for (int64_t o = 0; o < map.rows; ++o) {
     double x = input_coordinate(p, d, in, o);
     size_t first = map.weight.size();
-    add_taps(p, x, in, map);
+    add_taps(p, d, x, in, map);
     if (p.coordinates == ops::ResizeCoordinates::TfCropAndResize && (x < 0 || x > static_cast<double>(in - 1)))
       for (size_t k = first; k < map.weight.size(); ++k) map.weight[k] = 0;
   }
@@ -195,6 +211,7 @@ void register_resize_ops(OpRegistry& r) {
           {"nearest_mode", std::string("round_prefer_floor")},
           {"cubic_coeff_a", -0.75},
           {"exclude_outside", int64_t{0}},
+          {"antialias", int64_t{0}},
           {"extrapolation_value", 0.0}},
          resize_rel,
          OpPattern::Injective,

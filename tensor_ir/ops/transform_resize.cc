@@ -15,6 +15,22 @@ ResizeMode parse_resize_mode(const std::string& name) {
   fail("resize: mode '", name, "' is not one of nearest, linear, cubic");
 }
 
+AntialiasTaps antialias_taps(const ResizeParams& p, size_t d) {
+  if (!p.antialias || p.mode == ResizeMode::Nearest || p.scales[d] >= 1) return {};
+  const double support = p.mode == ResizeMode::Cubic ? 2 : 1;
+  const auto first = static_cast<int64_t>(std::floor(-support / p.scales[d]) + 1);
+  return {first, 2 - 2 * first};
+}
+
+double resize_kernel(const ResizeParams& p, double u) {
+  u = std::abs(u);
+  if (p.mode == ResizeMode::Linear) return std::max(0.0, 1 - u);
+  const double a = p.cubic_coeff_a;
+  if (u <= 1) return ((a + 2) * u - (a + 3)) * u * u + 1;
+  if (u < 2) return ((a * u - 5 * a) * u + 8 * a) * u - 4 * a;
+  return 0;
+}
+
 double half_pixel_symmetric_offset(const ResizeParams& p, size_t d, int64_t in) {
   const double fractional = p.scales[d] * static_cast<double>(in);
   const double adjustment = static_cast<double>(p.out_shape[d]) / fractional;
@@ -113,9 +129,36 @@ struct Taps {
 
 Expr clamp_to(const Expr& i, int64_t n) { return min(max(i, Expr(0)), Expr(n - 1)); }
 
-Taps axis_taps(const ResizeParams& p, const Expr& x, int64_t in) {
+// Antialiased taps: the kernel stretched by 1 / scale over `a.count` neighbours, normalized.
+Taps antialiased_taps(const ResizeParams& p, const Expr& f, const Expr& r, int64_t in, double scale,
+                      const AntialiasTaps& a) {
+  Taps t;
+  for (int64_t k = a.first; k < a.first + a.count; ++k) {
+    Expr u = call(Intrinsic::abs, {(f64(static_cast<double>(k)) - r) * f64(scale)});
+    Expr w;
+    if (p.mode == ResizeMode::Linear) {
+      w = max(f64(0), f64(1) - u);
+    } else {
+      const double c = p.cubic_coeff_a;
+      Expr near = ((f64(c + 2) * u - f64(c + 3)) * u) * u + f64(1);
+      Expr far = ((f64(c) * u - f64(5 * c)) * u + f64(8 * c)) * u - f64(4 * c);
+      w = select(u <= f64(1), near, select(u < f64(2), far, f64(0)));
+    }
+    Expr i = f + Expr(k);
+    if (p.exclude_outside) w = select(logical_and(i >= Expr(0), i < Expr(in)), w, f64(0));
+    t.index.push_back(clamp_to(i, in));
+    t.weight.push_back(w);
+  }
+  Expr total = t.weight[0];
+  for (size_t k = 1; k < t.weight.size(); ++k) total = total + t.weight[k];
+  for (auto& w : t.weight) w = w / total;
+  return t;
+}
+
+Taps axis_taps(const ResizeParams& p, size_t d, const Expr& x, int64_t in) {
   Expr fl = call(Intrinsic::floor, {x});
   Expr f = cast(kIndexType, fl), r = x - fl;
+  if (const AntialiasTaps a = antialias_taps(p, d); a.count > 0) return antialiased_taps(p, f, r, in, p.scales[d], a);
   Taps t;
   if (p.mode == ResizeMode::Nearest) {
     // Exactly integral coordinates pick themselves (r == 0 rounds down in every mode).
@@ -186,7 +229,7 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
           Expr c = input_coordinate(p, d, in[d], o[d]);
           if (p.coordinates == ResizeCoordinates::TfCropAndResize)
             outside.push_back(logical_or(c<f64(0), c> f64(static_cast<double>(in[d] - 1))));
-          taps[d] = axis_taps(p, c, in[d]);
+          taps[d] = axis_taps(p, d, c, in[d]);
         }
         // Sum over every combination of taps, the weights of the interpolated axes multiplied.
         Expr total;

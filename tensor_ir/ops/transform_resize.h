@@ -39,8 +39,20 @@ struct ResizeParams {
   ResizeNearest nearest = ResizeNearest::RoundPreferFloor;
   double cubic_coeff_a = -0.75;
   bool exclude_outside = false;    // cubic: zero the weights of neighbours outside the input
+  // Linear and cubic downsampling (scale < 1) with the kernel stretched by 1 / scale, so that every
+  // input element within its reach counts (opset 18): antialias_offsets() taps per output.
+  bool antialias = false;
   double extrapolation_value = 0;  // tf_crop_and_resize: value where the coordinate leaves the input
 };
+
+// With antialias, axis d's taps: offsets first .. first + count - 1 from the coordinate's floor,
+// each weighing kernel((offset - fraction) * scale), normalized (count 0: no antialiasing there).
+struct AntialiasTaps {
+  int64_t first = 0, count = 0;
+};
+AntialiasTaps antialias_taps(const ResizeParams& p, size_t d);
+// The interpolation kernel of linear (support 1) or cubic (support 2, coefficient a) at distance u.
+double resize_kernel(const ResizeParams& p, double u);
 
 // half_pixel_symmetric's shift of axis d's coordinates: the input's center times the share of
 // the fractional output size (scale * in) that rounding it to the output size dropped.

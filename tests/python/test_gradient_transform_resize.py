@@ -1,5 +1,5 @@
 """Gradients of resize (nearest, linear, cubic; every coordinate transformation; up and down;
-extrapolated crops) and of weighted_gather, the op its gradient is made of, against central
+antialiased downsampling; extrapolated crops) and of weighted_gather, the op its gradient is made of, against central
 differences in float64."""
 import numpy as np
 import pytest
@@ -36,6 +36,14 @@ def test_resize_nearest_modes(nearest):
 def test_resize_cubic_exclude_outside_and_scales():
     check_gradient('def @main(%x: float64[5, 4]) { resize(%x, sizes=[8, 9], scales=[1.6, 2.25], mode="cubic", '
                    'cubic_coeff_a=-0.5, exclude_outside=1) }', [r(5, 4)], ["x"])
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+@pytest.mark.parametrize("exclude", [0, 1])
+def test_resize_antialias_downsampling(mode, exclude):
+    # 11 -> 4 (the kernel stretched to 2.75 and 5.5 input elements), 9 -> 9 (unchanged).
+    check_gradient(f'def @main(%x: float64[11, 9]) {{ resize(%x, sizes=[4, 9], mode="{mode}", antialias=1, '
+                   f'exclude_outside={exclude}) }}', [r(11, 9)], ["x"])
 
 
 @pytest.mark.parametrize("mode", ["nearest", "linear"])

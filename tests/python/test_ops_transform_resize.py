@@ -120,6 +120,7 @@ def test_resize_errors(tmp_path, rng):
         run_node(tmp_path, "Resize", {"x": x}, consts={"r": EMPTY, "s": np.array([1, 1, 2, 2], np.float32), "z": I64(1, 1, 4, 4)})
     with pytest.raises(tessera.Error, match="Resize.*roi"):
         resize(tmp_path, x, {"coordinate_transformation_mode": "tf_crop_and_resize"}, sizes=[1, 1, 3, 3], roi=np.zeros(3, np.float32))
+    # antialias came with opset 18.
     with pytest.raises(tessera.Error, match="Resize.*unsupported attribute.*antialias"):
         resize(tmp_path, x, {"antialias": 1}, scales=[1, 1, 2, 2])
 
