@@ -64,21 +64,25 @@ Target with_device_defaults(const Target& target) {
   return t;
 }
 
+namespace {
+
+// A device's name as an opencl target's -device spells it.
+std::string slug_of(runtime::Device d) { return device_slug(runtime::DeviceAPI::get(d).attributes().name); }
+
+}  // namespace
+
 std::string tuning_key(const Target& target) {
   Target t = with_device_defaults(target.with_host_defaults());
-  const runtime::Device first{runtime::DeviceType::OpenCL, 0};
-  if (t.kind == "opencl" && t.device.empty() && runtime::DeviceAPI::exists(first))
-    t.device = device_slug(runtime::DeviceAPI::get(first).attributes().name);
+  if (t.kind == "opencl" && t.device.empty())
+    if (const std::optional<runtime::Device> first = find_device(t)) t.device = slug_of(*first);
   return t.str();
 }
 
 std::optional<runtime::Device> find_device(const Target& target) {
   const runtime::DeviceType type = target.device_type();
   if (type == runtime::DeviceType::CPU) return runtime::Device::cpu();
-  for (int id = 0; id < runtime::DeviceAPI::count(type); ++id) {
-    const runtime::Device d{type, id};
-    if (target.device.empty() || device_slug(runtime::DeviceAPI::get(d).attributes().name) == target.device) return d;
-  }
+  for (int id = 0, n = runtime::DeviceAPI::count(type); id < n; ++id)
+    if (target.device.empty() || slug_of({type, id}) == target.device) return runtime::Device{type, id};
   return std::nullopt;
 }
 
@@ -86,8 +90,8 @@ runtime::Device device_of(const Target& target) {
   if (auto d = find_device(target)) return *d;
   const runtime::DeviceType type = target.device_type();
   std::string found;
-  for (int id = 0; id < runtime::DeviceAPI::count(type); ++id)
-    found += (found.empty() ? "" : ", ") + device_slug(runtime::DeviceAPI::get({type, id}).attributes().name);
+  for (int id = 0, n = runtime::DeviceAPI::count(type); id < n; ++id)
+    found += (found.empty() ? "" : ", ") + slug_of({type, id});
   fail("target '", target.str(), "': no such ", runtime::device_type_name(type), " device here (",
        found.empty() ? "none found" : "found: " + found, ")");
 }

@@ -110,12 +110,14 @@ bool takes_panels(const Tensor& op) {
          array_inputs(op) >= 2;
 }
 
-// The reduction axis panels step along: the longest, the first of equals.
-const tensor_ir::IterVar& panel_axis(const ComputeOp& r) {
-  const auto& axes = r.reduce_axis();
+// The longest of `axes` (not empty), the first of equals: the reduction axis panels step along
+// and the one a block's threads share.
+const tensor_ir::IterVar& longest_axis(const std::vector<tensor_ir::IterVar>& axes) {
   return *std::max_element(axes.begin(), axes.end(),
                            [](const auto& a, const auto& b) { return extent(a) < extent(b); });
 }
+
+const tensor_ir::IterVar& panel_axis(const ComputeOp& r) { return longest_axis(r.reduce_axis()); }
 
 // The shared memory one step's panels take: per input, the box its reads cover while a block's
 // tiles (`along[d]` outputs of axis d) and `depth` terms of the panel axis run, in bytes.
@@ -482,11 +484,9 @@ class GpuScheduler {
   // reduction loop (the others run in each thread), and the threads combine their partials.
   void share_reduction(const Tensor& t) {
     Stage& st = s_[t];
-    const auto& axes = st.op().as<ComputeOp>()->reduce_axis();
-    const int64_t length = longest_extent(axes);
-    const auto longest = std::find_if(axes.begin(), axes.end(), [&](const auto& iv) { return extent(iv) == length; });
+    const auto& longest = longest_axis(st.op().as<ComputeOp>()->reduce_axis());
     const int64_t threads = std::min(reduce_threads_.at(&st), gpu_.max_threads_per_block);
-    Tensor partials = s_.rfactor(t, st.split(st.loop(*longest), threads).second);
+    Tensor partials = s_.rfactor(t, st.split(st.loop(longest), threads).second);
     Stage& combined = s_[t];
     if (Loop block = fuse_data_loops(combined)) combined.bind(block, "blockIdx.x");
     const Loop thread = combined.loop(combined.op().as<ComputeOp>()->reduce_axis()[0]);

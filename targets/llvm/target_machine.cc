@@ -141,10 +141,9 @@ schedule::HardwareParams Target::hardware() const {
   // C is compiled for this machine by its C compiler, which vectorizes for its registers.
   if (kind == "c") return host().hardware();
   if (kind == "opencl" || kind == "cuda") {
-    const tensor_ir::DeviceLimits limits = device_limits(*this);
     schedule::HardwareParams hw;
     hw.registers = tensor_ir::ops::Registers::scalar_device();
-    hw.gpu = {limits.max_threads_per_block, limits.max_shared_memory_bytes, warp_size(), dedicated_shared_memory(*this)};
+    hw.gpu = gpu_params(*this);
     return hw;
   }
   if (kind != "llvm") fail("target '", str(), "': only llvm targets describe their hardware for now");

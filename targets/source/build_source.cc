@@ -97,15 +97,11 @@ std::string cuda_arch(const Target& target) {
   return "sm_" + std::to_string(a.compute_capability_major) + std::to_string(a.compute_capability_minor);
 }
 
-bool dedicated_shared_memory(const Target& target) {
-  const std::optional<runtime::Device> device = find_device(target);
-  if (target.kind == "cuda" || !device) return true;
-  return runtime::DeviceAPI::get(*device).attributes().dedicated_shared_memory;
-}
+namespace {
 
-tensor_ir::DeviceLimits device_limits(const Target& target) {
+// device_limits() given the target's device (find_device), looked up once by its callers.
+tensor_ir::DeviceLimits limits_on(const Target& target, const std::optional<runtime::Device>& device) {
   const bool cuda = target.kind == "cuda";
-  const std::optional<runtime::Device> device = find_device(target);
   // A cuda target for a given architecture is checked against that architecture, not whatever
   // device this machine has.
   if ((!cuda || target.arch.empty()) && device) {
@@ -113,6 +109,18 @@ tensor_ir::DeviceLimits device_limits(const Target& target) {
     return {a.max_threads_per_block, a.max_shared_memory_per_block};
   }
   return cuda ? tensor_ir::DeviceLimits{1024, 48 * 1024} : tensor_ir::DeviceLimits{256, 32 * 1024};
+}
+
+}  // namespace
+
+tensor_ir::DeviceLimits device_limits(const Target& target) { return limits_on(target, find_device(target)); }
+
+schedule::GpuParams gpu_params(const Target& target) {
+  const std::optional<runtime::Device> device = find_device(target);
+  const tensor_ir::DeviceLimits limits = limits_on(target, device);
+  const bool dedicated =
+      target.kind == "cuda" || !device || runtime::DeviceAPI::get(*device).attributes().dedicated_shared_memory;
+  return {limits.max_threads_per_block, limits.max_shared_memory_bytes, target.warp_size(), dedicated};
 }
 
 std::shared_ptr<runtime::Module> build_device(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {

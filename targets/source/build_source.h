@@ -33,9 +33,10 @@ std::shared_ptr<runtime::Module> build_device(const std::vector<tensor_ir::Lower
 // opencl: 256 work-items and 32 KiB of local memory, what most OpenCL GPUs give).
 tensor_ir::DeviceLimits device_limits(const Target& target);
 
-// Whether `target`'s blocks have shared memory on the chip: its device's answer where the machine
-// has it (PoCL's CPU device has none), else true (every CUDA GPU, most OpenCL GPUs).
-bool dedicated_shared_memory(const Target& target);
+// What GPU schedules size themselves by (Target::hardware): device_limits(target), the target's
+// warp, and whether its blocks have shared memory on the chip: its device's answer where the
+// machine has it (PoCL's CPU device has none), else true (every CUDA GPU, most OpenCL GPUs).
+schedule::GpuParams gpu_params(const Target& target);
 
 // The sm_XX a cuda target compiles for: its -arch, else the first CUDA device's.
 std::string cuda_arch(const Target& target);
