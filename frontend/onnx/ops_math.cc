@@ -119,6 +119,10 @@ relay_ir::Expr scalar_constant(double value, runtime::DataType dtype) {
   return relay_ir::constant(filled({}, dtype, value));
 }
 
+relay_ir::Expr cast_to(ConvertContext& c, const relay_ir::Expr& x, runtime::DataType from, const std::string& dtype) {
+  return from.str() == dtype ? x : c.call("cast", {x}, {{"dtype", dtype}});
+}
+
 void register_math_converters(ConverterTable& t) {
   register_math_unary_converters(t);
   register_math_binary_converters(t);

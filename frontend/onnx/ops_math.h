@@ -19,6 +19,8 @@ std::optional<double> uniform_value(const runtime::NDArray& a);
 
 // A 0-D constant of any numeric dtype (float16 included), or one of `shape` filled with it.
 relay_ir::Expr scalar_constant(double value, runtime::DataType dtype);
+// `x` (of dtype `from`) in the dtype named `dtype`, or `x` itself when it has that dtype already.
+relay_ir::Expr cast_to(ConvertContext& c, const relay_ir::Expr& x, runtime::DataType from, const std::string& dtype);
 runtime::NDArray filled(const std::vector<int64_t>& shape, runtime::DataType dtype, double value);
 
 // A converter with one output.

@@ -174,9 +174,8 @@ std::vector<Expr> convert_attention(ConvertContext& c) {
     if (p != 1 && p != 10 && p != 11) c.error("softmax_precision must be 1, 10 or 11, got " + std::to_string(p));
     precision = p == 1 ? "float32" : p == 10 ? "float16" : "float64";
   }
-  auto cast = [&](const Expr& e, const std::string& to) { return c.call("cast", {e}, {{"dtype", to}}); };
-  Expr probs = c.call("softmax", {precision == dtype.str() ? scores : cast(scores, precision)}, {{"axis", int64_t{-1}}});
-  if (precision != dtype.str()) probs = cast(probs, dtype.str());
+  Expr probs = c.call("softmax", {cast_to(c, scores, dtype, precision)}, {{"axis", int64_t{-1}}});
+  probs = cast_to(c, probs, DataType::parse(precision), dtype.str());
   if (allowed.defined()) {
     // A row with no key allowed: zeros instead of 0 / 0.
     Expr any = c.call("cast", {c.call("reduce_max", {c.call("cast", {allowed}, {{"dtype", std::string("uint8")}})},

@@ -32,11 +32,6 @@ std::string float_type_name(const ConvertContext& c, int64_t onnx_type) {
   }
 }
 
-// `x` in the dtype named `dtype`, or `x` itself when it has that dtype already.
-Expr cast_to(ConvertContext& c, const Expr& x, runtime::DataType from, const std::string& dtype) {
-  return from.str() == dtype ? x : c.call("cast", {x}, {{"dtype", dtype}});
-}
-
 std::vector<int64_t> axes_from(const ConvertContext& c, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     c.error("axis " + std::to_string(axis) + " is out of range for an input of rank " + std::to_string(rank));

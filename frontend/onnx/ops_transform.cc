@@ -184,16 +184,10 @@ std::vector<int64_t> pads_of_axes(const ConvertContext& c, const std::vector<int
     c.error("pads must hold 2 values per axis of axes (" + std::to_string(2 * n) + "), got " +
             std::to_string(pads.size()));
   std::vector<int64_t> full(2 * rank, 0);
-  std::vector<bool> seen(rank, false);
+  const std::vector<int64_t> normalized = normalized_axes(c, axes, rank);
   for (int64_t i = 0; i < n; ++i) {
-    int64_t axis = axes[i];
-    if (axis < -rank || axis >= rank)
-      c.error("axis " + std::to_string(axis) + " is out of range for an input of rank " + std::to_string(rank));
-    if (axis < 0) axis += rank;
-    if (seen[axis]) c.error("axes names axis " + std::to_string(axis) + " twice");
-    seen[axis] = true;
-    full[axis] = pads[i];
-    full[axis + rank] = pads[i + n];
+    full[normalized[i]] = pads[i];
+    full[normalized[i] + rank] = pads[i + n];
   }
   return full;
 }
@@ -222,7 +216,7 @@ Exprs convert_center_crop_pad(ConvertContext& c) {
   c.check_attrs({"axes"});
   const auto& in = c.input_type(0).shape;
   const int64_t rank = static_cast<int64_t>(in.size());
-  std::vector<int64_t> axes = c.attr_ints("axes", {});
+  std::vector<int64_t> axes = normalized_axes(c, c.attr_ints("axes", {}), rank);
   if (axes.empty())
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   const std::vector<int64_t> sizes = c.constant_ints(1, "shape");
@@ -230,8 +224,7 @@ Exprs convert_center_crop_pad(ConvertContext& c) {
     c.error("shape holds " + std::to_string(sizes.size()) + " sizes for " + std::to_string(axes.size()) + " axes");
   std::vector<int64_t> starts, ends, slice_axes, pads(2 * rank, 0);
   for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
-    if (axis < 0 || axis >= rank) c.error("axis " + std::to_string(axes[i]) + " is out of range");
+    const int64_t axis = axes[i];
     const int64_t dim = in[axis], size = sizes[i];
     if (size < 0) c.error("sizes must not be negative, got " + std::to_string(size));
     if (size < dim) {

@@ -21,4 +21,8 @@ using runtime::store_element;
 // A constant input holding one number (a scalar or a one-element tensor of any numeric dtype).
 double constant_scalar(const ConvertContext& c, size_t input, const std::string& what);
 
+// An `axes` attribute or input (negative axes counting from the back) as axes of a rank-`rank`
+// input; one out of range or named twice is the node's error.
+std::vector<int64_t> normalized_axes(const ConvertContext& c, std::vector<int64_t> axes, int64_t rank);
+
 }  // namespace tessera::frontend::onnx

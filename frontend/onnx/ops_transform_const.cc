@@ -144,6 +144,18 @@ double constant_scalar(const ConvertContext& c, size_t input, const std::string&
   return element_as_double(a, 0);
 }
 
+std::vector<int64_t> normalized_axes(const ConvertContext& c, std::vector<int64_t> axes, int64_t rank) {
+  std::vector<bool> seen(rank, false);
+  for (int64_t& axis : axes) {
+    if (axis < -rank || axis >= rank)
+      c.error("axis " + std::to_string(axis) + " is out of range for an input of rank " + std::to_string(rank));
+    if (axis < 0) axis += rank;
+    if (seen[axis]) c.error("axes names axis " + std::to_string(axis) + " twice");
+    seen[axis] = true;
+  }
+  return axes;
+}
+
 void register_transform_const_converters(ConverterTable& t) {
   t.add("Constant", convert_constant);
   t.add("Shape", convert_shape);

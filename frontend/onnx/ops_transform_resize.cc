@@ -1,5 +1,6 @@
 // Converters of ONNX Resize (opsets 10, 11, 13, 18, 19), Upsample (7, 9) and TopK. Scales,
 // sizes, roi and k must be constants (or bound inputs): they set output shapes.
+#include <algorithm>
 #include <cmath>
 
 #include "frontend/onnx/ops_transform.h"
@@ -74,27 +75,21 @@ Exprs convert_resize(ConvertContext& c) {
     roi = constant_floats(c, 1, "roi");
   }
   // Opset 18: scales, sizes and roi may name a subset of the axes; the others keep their size.
-  std::vector<int64_t> axes = c.attr_ints("axes", {});
+  std::vector<int64_t> axes = normalized_axes(c, c.attr_ints("axes", {}), rank);
   if (!axes.empty()) {
-    std::vector<bool> seen(rank, false);
-    for (int64_t& a : axes) {
-      if (a < -rank || a >= rank) c.error("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
-      if (a < 0) a += rank;
-      if (seen[a]) c.error("axes names axis " + std::to_string(a) + " twice");
-      seen[a] = true;
-    }
     const size_t n = axes.size();
     if ((!scales.empty() && scales.size() != n) || (!sizes.empty() && sizes.size() != n) ||
         (!roi.empty() && roi.size() != 2 * n))
       c.error("scales, sizes and roi must have one entry per axis of axes (" + std::to_string(n) + ")");
+    // Axes left out keep their size: scale 1, roi from 0 to 1.
     std::vector<double> full_scales(rank, 1.0), full_roi(2 * rank, 0.0);
+    std::fill(full_roi.begin() + rank, full_roi.end(), 1.0);
     std::vector<int64_t> full_sizes = in;
     for (size_t i = 0; i < n; ++i) {
       if (!scales.empty()) full_scales[axes[i]] = scales[i];
       if (!sizes.empty()) full_sizes[axes[i]] = sizes[i];
       if (!roi.empty()) full_roi[axes[i]] = roi[i], full_roi[axes[i] + rank] = roi[n + i];
     }
-    for (int64_t d = 0; d < rank; ++d) full_roi[d + rank] = seen[d] ? full_roi[d + rank] : 1.0;
     if (!scales.empty()) scales = full_scales;
     if (!sizes.empty()) sizes = full_sizes;
     if (!roi.empty()) roi = full_roi;
