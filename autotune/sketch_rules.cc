@@ -39,6 +39,7 @@ bool expensive(Intrinsic op) {
     case Intrinsic::shift_left:
     case Intrinsic::shift_right:
     case Intrinsic::likely:
+    case Intrinsic::reinterpret:
       return false;
     default:
       return true;

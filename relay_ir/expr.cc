@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "relay_ir/op.h"
+#include "runtime/element.h"
 #include "runtime/error.h"
 
 namespace tessera::relay_ir {
@@ -30,6 +31,10 @@ Expr constant(runtime::NDArray data) {
 
 Expr scalar(double value, DataType dtype) {
   runtime::NDArray a = runtime::NDArray::empty({}, dtype);
+  if (dtype.is_narrow()) {
+    runtime::store_element(a, 0, value);
+    return constant(a);
+  }
   switch (dtype.code) {
     case runtime::TypeCode::Float:
       if (dtype.bits == 64) *a.data_as<double>() = value;

@@ -9,6 +9,7 @@
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
+#include "runtime/narrow_types.h"
 #include "runtime/shape_size.h"
 
 namespace tessera::relay_ir {
@@ -527,6 +528,14 @@ class Parser {
   // Writes the value of number token t as one element of dtype at p.
   void element(char* p, DataType dtype, const Token& t) {
     auto range = [&] { Lexer::error(t, t.text + " is out of range for " + dtype.str()); };
+    if (dtype.is_narrow_float()) {
+      float f;
+      if (!parse_number(t.text, f)) range();
+      const uint32_t bits = runtime::narrow_float_bits(dtype, f);
+      if (std::isfinite(f) && !std::isfinite(runtime::narrow_float_value(dtype, bits))) range();
+      if (dtype.bits == 16) return store(p, static_cast<uint16_t>(bits));
+      return store(p, static_cast<uint8_t>(bits));
+    }
     if (dtype.is_float()) {
       if (dtype.bits == 64) return store(p, real(t));
       float f;  // read as float, not double: rounding twice could miss the printed float
@@ -548,6 +557,7 @@ class Parser {
     }
     int64_t v = integer(t);
     if (v < dtype.min_value() || v > dtype.max_value()) range();
+    if (dtype.is_narrow()) return store(p, static_cast<uint8_t>(v & ((1 << dtype.bits) - 1)));
     // Little-endian: the low bytes of the 64-bit value are the narrow one.
     std::memcpy(p, &v, dtype.element_bytes());
   }

@@ -11,6 +11,7 @@
 
 #include "relay_ir/functor.h"
 #include "runtime/error.h"
+#include "runtime/element.h"
 #include "runtime/half.h"
 
 namespace tessera::relay_ir {
@@ -62,6 +63,9 @@ T load(const char* p) {
 std::string element_text(const runtime::NDArray& a, int64_t i) {
   DataType t = a.dtype();
   const char* p = static_cast<const char*>(a.data()) + i * t.element_bytes();
+  // A narrow type prints as the float or integer it widens to, which reads back exactly.
+  if (t.is_narrow_float()) return shortest(static_cast<float>(runtime::element_as_double(a, i)));
+  if (t.is_narrow()) return std::to_string(static_cast<int>(runtime::element_as_double(a, i)));
   switch (t.code) {
     case runtime::TypeCode::Float:
       // float16 prints as the float it widens to; reading that float back narrows exactly.
@@ -80,7 +84,7 @@ std::string element_text(const runtime::NDArray& a, int64_t i) {
       return std::to_string(load<uint64_t>(p));
     case runtime::TypeCode::Bool:
       return *p ? "1" : "0";
-    case runtime::TypeCode::Handle:
+    default:
       break;
   }
   fail("to_text: constant of unsupported dtype ", t.str());

@@ -25,6 +25,7 @@ DataType element_type(DLDataType d) {
     if (d.code == kDLInt && byte_sized) return DataType::Int(d.bits);
     if (d.code == kDLUInt && byte_sized) return DataType::UInt(d.bits);
     if (d.code == kDLFloat && (d.bits == 16 || d.bits == 32 || d.bits == 64)) return DataType::Float(d.bits);
+    if (d.code == kDLBfloat && d.bits == 16) return runtime::kBFloat16;
     // numpy and PyTorch say bool with bits 8; TVM says uint1. Both store a byte per element.
     if ((d.code == kDLBool && d.bits == 8) || (d.code == kDLUInt && d.bits == 1)) return DataType::Bool();
   }
@@ -206,10 +207,14 @@ DLDataType to_dlpack(DataType t) {
       return {kDLFloat, t.bits, t.lanes};
     case TypeCode::Bool:
       return {kDLBool, 8, t.lanes};
+    case TypeCode::BFloat:
+      return {kDLBfloat, 16, t.lanes};
     case TypeCode::Handle:
+      fail("DLPack export: ", t.str(), " is not an array element type");
+    default:
       break;
   }
-  fail("DLPack export: ", t.str(), " is not an array element type");
+  fail("DLPack export: DLPack 1.0 has no code for ", t.str());
 }
 
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {

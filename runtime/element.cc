@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/half.h"
+#include "runtime/narrow_types.h"
 
 namespace tessera::runtime {
 
@@ -11,6 +12,9 @@ double element_as_double(const NDArray& a, int64_t i) {
   const void* p = static_cast<const char*>(a.data()) + i * t.element_bytes();
   auto get = [p](auto tag) { return static_cast<double>(*static_cast<const decltype(tag)*>(p)); };
   if (t.is_bool()) return get(uint8_t{}) != 0;
+  if (t.is_narrow_float())
+    return narrow_float_value(t, t.bits == 16 ? *static_cast<const uint16_t*>(p) : *static_cast<const uint8_t*>(p));
+  if (t.is_narrow()) return narrow_int_value(t, *static_cast<const uint8_t*>(p));
   if (t.is_float())
     return t.bits == 16 ? half_to_float(*static_cast<const uint16_t*>(p)) : t.bits == 32 ? get(float{}) : get(double{});
   switch (t.bits) {
@@ -30,6 +34,12 @@ void store_element(const NDArray& a, int64_t i, double v) {
   void* p = static_cast<char*>(a.data()) + i * t.element_bytes();
   auto put = [p](auto value) { std::memcpy(p, &value, sizeof(value)); };
   if (t.is_bool()) return put(static_cast<uint8_t>(v != 0));
+  if (t.is_narrow_float()) {
+    const uint32_t bits = narrow_float_bits(t, static_cast<float>(v));
+    return t.bits == 16 ? put(static_cast<uint16_t>(bits)) : put(static_cast<uint8_t>(bits));
+  }
+  // An integer wraps to the type's bits, as the wider integer types do.
+  if (t.is_narrow()) return put(static_cast<uint8_t>(static_cast<int64_t>(v) & ((1 << t.bits) - 1)));
   if (t.is_float())
     return t.bits == 16   ? put(float_to_half(static_cast<float>(v)))
            : t.bits == 32 ? put(static_cast<float>(v))

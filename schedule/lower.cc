@@ -12,6 +12,7 @@
 #include "tensor_ir/transforms/hoist_shared_allocations.h"
 #include "tensor_ir/transforms/insert_barriers.h"
 #include "tensor_ir/transforms/legalize.h"
+#include "tensor_ir/transforms/narrow_types.h"
 #include "tensor_ir/transforms/loop_partition.h"
 #include "tensor_ir/transforms/merge_thread_extents.h"
 #include "tensor_ir/transforms/storage_flatten.h"
@@ -89,6 +90,8 @@ LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_
     for (const auto& p : plan.stages) flatten.scopes[p.stage->op().get()] = parse_memory_scope(p.scope);
   body = storage_flatten(body, flatten);
   log("storage_flatten", body);
+  body = lower_narrow_types(body);
+  log("lower_narrow_types", body);
   func.body = arith::simplify(body);
   log("simplify", func.body);
   return func;

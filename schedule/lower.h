@@ -1,14 +1,14 @@
 // Lowering: a schedule and the tensors a kernel takes become one LoweredFunc, through a
 // straight-line sequence of steps (each printed to TESSERA_DUMP_IR when it names a folder, or
 // to stderr when it is "1"). For a CPU (lower):
-//   bound inference -> loop nest -> storage flattening -> simplify -> loop partitioning ->
+//   bound inference -> loop nest -> storage flattening -> narrow types -> simplify -> loop partitioning ->
 //   simplify -> vectorization -> legalization -> simplify.
 // For a device (lower_for_device), loops bound to blocks and threads become ThreadExtents (one
 // per tag and kernel: a stage computed inside a thread-bound loop runs on the same threads),
 // buffers live in their stages' memory scopes, and the CPU's steps that would break a kernel are
 // left out: loop partitioning (it copies loop bodies, barriers with them, into branches) and
 // vectorization (each thread computes scalars; a device's vector units are its threads):
-//   bound inference -> loop nest -> storage flattening -> simplify -> legalization -> simplify ->
+//   bound inference -> loop nest -> storage flattening -> narrow types -> simplify -> legalization -> simplify ->
 //   shared allocations hoisted to the top of each kernel -> barrier insertion.
 #pragma once
 #include <string>

@@ -140,7 +140,7 @@ struct Cast : ExprNode {
       X(round, 1) X(trunc, 1) X(sin, 1) X(cos, 1) X(tan, 1) X(asin, 1) X(acos, 1) X(atan, 1) X(sinh, 1) X(cosh, 1) \
           X(asinh, 1) X(acosh, 1) X(atanh, 1) X(isnan, 1) X(isinf, 1) X(bitwise_and, 2) X(bitwise_or, 2)           \
               X(bitwise_xor, 2) X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2) X(likely, 1) X(prefetch, 1) X(barrier, 0) \
-                  X(warp_shuffle_down, 2)
+                  X(warp_shuffle_down, 2) X(reinterpret, 1)
 
 enum class Intrinsic : uint8_t {
 #define TESSERA_X(name, arity) name,
@@ -172,6 +172,8 @@ struct Call : ExprNode {
   // value of the lane `offset` above it, or its own where that lane is past the warp's end (CUDA's
   // __shfl_down_sync over the full warp). Every lane of the warp must evaluate it together, so,
   // like a barrier, it may not sit under control flow that depends on the thread index.
+  // reinterpret(x) is x's bits read as the call's type, of the same width in memory (a narrow
+  // type's bits are its storage_type()'s): float32 <-> uint32, bfloat16 <-> uint16.
   static Expr make(DataType type, Intrinsic op, std::vector<Expr> args);
   Call(DataType t, Intrinsic o, std::vector<Expr> a) : ExprNode(kKind, t), op(o), args(std::move(a)) {}
 };

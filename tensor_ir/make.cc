@@ -132,6 +132,13 @@ Expr Call::make(DataType type, Intrinsic op, std::vector<Expr> args) {
     case Intrinsic::likely:
       if (!arg.is_bool() || type != arg) fail(name, ": takes and returns bool");
       break;
+    case Intrinsic::reinterpret: {
+      auto width = [](DataType t) { return t.is_narrow() ? t.storage_type().bits : t.bits; };
+      if (arg.is_bool() || type.is_bool() || arg.is_handle() || type.is_handle() || type.lanes != arg.lanes ||
+          width(type) != width(arg))
+        fail(name, ": cannot read ", arg.str(), " as ", type.str(), " (both must be numbers of one width)");
+      break;
+    }
     case Intrinsic::prefetch:
       if (!(args[0].as<ProducerLoad>() || args[0].as<Load>()) || arg.lanes != 1)
         fail(name, ": takes a scalar load of the element to fetch, got ", to_string(args[0]));

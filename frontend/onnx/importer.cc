@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <set>
 #include <unordered_map>
@@ -12,6 +13,7 @@
 #include "frontend/onnx/tensor_proto.h"
 #include "relay_ir/functor.h"
 #include "relay_ir/transforms/infer_type.h"
+#include "runtime/element.h"
 
 namespace tessera::frontend::onnx {
 
@@ -156,8 +158,7 @@ class Importer {
         fail("ONNX node '", node.name(), "' (", node.op_type(), ") reads '", in, "', which no earlier node produces");
       inputs.push_back(it->second);
     }
-    ConvertContext ctx(node, opset_, inputs, names, base_dir_);
-    std::vector<Expr> outputs = ConverterTable::global().find(node.domain(), node.op_type())->convert(ctx);
+    std::vector<Expr> outputs = convert_widened(node, inputs, names);
     if (outputs.size() < static_cast<size_t>(node.output_size())) {
       // Optional outputs a converter does not produce must not be used.
       outputs.resize(node.output_size());
@@ -165,6 +166,45 @@ class Importer {
     if (options_.evaluate) fold(outputs, inputs);
     for (int i = 0; i < node.output_size(); ++i)
       if (!node.output(i).empty()) values_[node.output(i)] = outputs[i];
+  }
+
+  // Converts `node`. Only the conversions and the quantizers take narrow types (bfloat16, float8,
+  // 4- and 2-bit integers): any other operator computes on their compute types (float32, int8,
+  // uint8), its inputs widened and its outputs of that type narrowed again.
+  std::vector<Expr> convert_widened(const ::onnx::NodeProto& node, std::vector<Expr> inputs,
+                                    const std::vector<std::string>& names) {
+    static const std::set<std::string> kTakesNarrowTypes = {"Cast", "CastLike", "BitCast", "QuantizeLinear",
+                                                             "DequantizeLinear", "Identity"};
+    const auto& convert = ConverterTable::global().find(node.domain(), node.op_type())->convert;
+    ConvertContext as_given(node, opset_, inputs, names, base_dir_);
+    std::optional<runtime::DataType> narrow;
+    if (!kTakesNarrowTypes.count(node.op_type()))
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        if (!as_given.has_input(i) || !as_given.input_type(i).dtype.is_narrow()) continue;
+        const runtime::DataType t = as_given.input_type(i).dtype;
+        if (!narrow) narrow = t;
+        inputs[i] = widened(as_given, inputs[i], t.compute_type());
+      }
+    if (!narrow) return convert(as_given);
+    ConvertContext ctx(node, opset_, inputs, names, base_dir_);
+    std::vector<Expr> outputs = convert(ctx);
+    for (auto& e : outputs) {
+      if (!e) continue;
+      relay_ir::infer_type(e);
+      const auto* t = e->checked_type.as<relay_ir::TensorTypeNode>();
+      if (t && t->dtype == narrow->compute_type()) e = ctx.call("cast", {e}, {{"dtype", narrow->str()}});
+    }
+    return outputs;
+  }
+
+  // `e` converted to `type`; a constant converted here, for converters that read its values.
+  static Expr widened(const ConvertContext& c, const Expr& e, runtime::DataType type) {
+    if (const auto* k = e.as<relay_ir::ConstantNode>()) {
+      runtime::NDArray wide = runtime::NDArray::empty(k->data.shape(), type);
+      for (int64_t i = 0; i < wide.numel(); ++i) runtime::store_element(wide, i, runtime::element_as_double(k->data, i));
+      return relay_ir::constant(wide);
+    }
+    return c.call("cast", {e}, {{"dtype", type.str()}});
   }
 
   // Whether `e`, a converter's output, is computed from constants only: walked down to the node's

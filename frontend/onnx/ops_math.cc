@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "runtime/element.h"
 #include "runtime/error.h"
 
 namespace tessera::frontend::onnx {
@@ -43,6 +44,7 @@ void fill_as(const runtime::NDArray& a, T value) {
 std::optional<double> exact_element(const runtime::NDArray& a, int64_t i) {
   constexpr int64_t kExact = int64_t{1} << 53;
   runtime::DataType t = a.dtype();
+  if (t.is_narrow()) return runtime::element_as_double(a, i);  // every narrow value is a double
   switch (t.code) {
     case runtime::TypeCode::Float:
       if (t.bits == 64) return a.data_as<double>()[i];
@@ -84,6 +86,10 @@ std::optional<double> uniform_value(const runtime::NDArray& a) {
 runtime::NDArray filled(const std::vector<int64_t>& shape, runtime::DataType dtype, double value) {
   runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
   using runtime::TypeCode;
+  if (dtype.is_narrow()) {
+    for (int64_t i = 0; i < a.numel(); ++i) runtime::store_element(a, i, value);
+    return a;
+  }
   switch (dtype.code) {
     case TypeCode::Float:
       if (dtype.bits == 16) fill_as(a, half_bits(static_cast<float>(value)));
@@ -109,7 +115,7 @@ runtime::NDArray filled(const std::vector<int64_t>& shape, runtime::DataType dty
           fill_as(a, static_cast<int64_t>(value));
       }
       break;
-    case TypeCode::Handle:
+    default:
       fail("no constants of type ", dtype.str());
   }
   return a;

@@ -1,5 +1,6 @@
 // Converters of ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear.
 #include "frontend/onnx/ops_math.h"
+#include "frontend/onnx/tensor_proto.h"
 
 namespace tessera::frontend::onnx {
 
@@ -13,20 +14,32 @@ Expr zero_point(ConvertContext& c, runtime::DataType dtype) {
   return relay_ir::constant(filled(c.input_type(1).shape, dtype, 0));
 }
 
-int64_t axis(ConvertContext& c) {
-  c.check_attrs({"axis", "saturate"});
+// axis and block_size (opset 21), as the quantizers' attributes.
+relay_ir::Attrs quantizer_attrs(ConvertContext& c) {
   if (c.attr_int("saturate", 1) != 1) c.error("saturate=0 is not supported");
-  return c.attr_int("axis", 1);
+  return {{"axis", c.attr_int("axis", 1)}, {"block_size", c.attr_int("block_size", 0)}};
+}
+
+// The quantized type: the zero point's, else output_dtype's (opset 21), else uint8.
+runtime::DataType quantized_type(ConvertContext& c) {
+  if (c.has_attr("output_dtype") && c.attr_int("output_dtype") != 0) {
+    runtime::DataType t = dtype_from_onnx(static_cast<int>(c.attr_int("output_dtype")), c.where() + " output_dtype");
+    if (c.has_input(2) && c.input_type(2).dtype != t)
+      c.error("output_dtype " + t.str() + " differs from the zero point's type " + c.input_type(2).dtype.str());
+    return t;
+  }
+  return c.has_input(2) ? c.input_type(2).dtype : runtime::DataType::UInt(8);
 }
 
 Expr quantize(ConvertContext& c) {
-  int64_t a = axis(c);
-  return c.call("quantize_linear", {c.input(0), c.input(1), zero_point(c, runtime::DataType::UInt(8))}, {{"axis", a}});
+  c.check_attrs({"axis", "block_size", "saturate", "output_dtype"});
+  return c.call("quantize_linear", {c.input(0), c.input(1), zero_point(c, quantized_type(c))}, quantizer_attrs(c));
 }
 
 Expr dequantize(ConvertContext& c) {
-  int64_t a = axis(c);
-  return c.call("dequantize_linear", {c.input(0), c.input(1), zero_point(c, c.input_type(0).dtype)}, {{"axis", a}});
+  c.check_attrs({"axis", "block_size"});
+  return c.call("dequantize_linear", {c.input(0), c.input(1), zero_point(c, c.input_type(0).dtype)},
+                quantizer_attrs(c));
 }
 
 // uint8 quantization with the scale and zero point that map [min(x, 0), max(x, 0)] onto [0, 255].

@@ -87,11 +87,67 @@ std::vector<Expr> dropout(ConvertContext& c) {
   return out;
 }
 
+// x sigmoid(alpha x), ONNX Swish.
+Expr swish(ConvertContext& c, const Expr& x, float alpha) {
+  const runtime::DataType dtype = c.input_type(0).dtype;
+  return c.call("mul", {x, c.call("sigmoid", {c.call("mul", {x, scalar_constant(alpha, dtype)})})});
+}
+
+bool is_float8(runtime::DataType t) {
+  using runtime::TypeCode;
+  return t.code == TypeCode::Float8E4M3FN || t.code == TypeCode::Float8E4M3FNUZ || t.code == TypeCode::Float8E5M2 ||
+         t.code == TypeCode::Float8E5M2FNUZ;
+}
+
+// Cast to float8e8m0 as ONNX defines it (numpy_helper.to_float8e8m0), which is not the type's
+// own rounding: the biased exponent of |x| as a float32, rounded up by `mode` ("up": any
+// fraction; "nearest": half or more, exactly half only above float32's subnormals; "down"); an
+// infinity or NaN becomes the NaN 0xFF, and with `saturate` rounding stops at the largest, 0xFE.
+Expr cast_to_e8m0(ConvertContext& c, Expr x, runtime::DataType from, bool saturate, const std::string& mode) {
+  auto u32 = [](double v) { return scalar_constant(v, runtime::DataType::UInt(32)); };
+  auto masked = [&](const Expr& bits, double mask) { return c.call("bitwise_and", {bits, u32(mask)}); };
+  auto nonzero = [&](const Expr& v) { return c.call("greater", {v, u32(0)}); };
+  const Expr bits = c.call("bitcast", {cast_to(c, x, from, "float32")}, {{"dtype", std::string("uint32")}});
+  const Expr exponent = masked(c.call("right_shift", {bits, u32(23)}), 0xFF);
+  Expr up;
+  if (mode == "up") {
+    up = nonzero(masked(bits, 0x7FFFFF));
+  } else if (mode == "nearest") {
+    const Expr above_half = c.call("logical_or", {nonzero(masked(bits, 0x3FFFFF)), nonzero(exponent)});
+    up = c.call("logical_and", {nonzero(masked(bits, 0x400000)), above_half});
+  } else if (mode != "down") {
+    c.error("round_mode must be \"up\", \"down\" or \"nearest\", got \"" + mode + "\"");
+  }
+  Expr code = exponent;
+  if (up.defined()) {
+    if (saturate) up = c.call("logical_and", {up, c.call("logical_not", {c.call("equal", {exponent, u32(0xFE)})})});
+    code = c.call("add", {exponent, c.call("cast", {up}, {{"dtype", std::string("uint32")}})});
+  }
+  code = c.call("where", {c.call("equal", {exponent, u32(0xFF)}), u32(0xFF), code});
+  return c.call("bitcast", {c.call("cast", {code}, {{"dtype", std::string("uint8")}})},
+                {{"dtype", std::string("float8_e8m0fnu")}});
+}
+
+// Cast and CastLike to `to`: saturate (opset 19) clips to a float8 type's range (NaN stays NaN);
+// round_mode (opset 25) rounds to float8e8m0.
+Expr cast_with_options(ConvertContext& c, runtime::DataType to) {
+  const bool saturate = c.attr_int("saturate", 1) != 0;
+  const std::string mode = c.attr_string("round_mode", "up");
+  const runtime::DataType from = c.input_type(0).dtype;
+  if (to.code == runtime::TypeCode::Float8E8M0FNU) return cast_to_e8m0(c, c.input(0), from, saturate, mode);
+  if (c.has_attr("round_mode")) c.error("round_mode applies to float8e8m0 only, the target is " + to.str());
+  Expr x = c.input(0);
+  if (saturate && is_float8(to) && (from.is_float() || from.is_narrow_float())) {
+    x = cast_to(c, x, from, "float32");
+    const Expr clipped = c.call("clip", {x}, {{"a_min", to.min_value()}, {"a_max", to.max_value()}});
+    x = c.call("where", {c.call("isnan", {x}), x, clipped});
+  }
+  return c.call("cast", {x}, {{"dtype", to.str()}});
+}
+
 Expr cast(ConvertContext& c) {
-  c.check_attrs({"to", "saturate"});
-  if (c.attr_int("saturate", 1) != 1) c.error("saturate=0 is not supported");
-  runtime::DataType to = dtype_from_onnx(static_cast<int>(c.attr_int("to")), c.where() + " attribute 'to'");
-  return c.call("cast", {c.input(0)}, {{"dtype", to.str()}});
+  c.check_attrs({"to", "saturate", "round_mode"});
+  return cast_with_options(c, dtype_from_onnx(static_cast<int>(c.attr_int("to")), c.where() + " attribute 'to'"));
 }
 
 Expr prelu(ConvertContext& c) {
@@ -179,9 +235,14 @@ void register_math_unary_converters(ConverterTable& t) {
   t.add("Gelu", one(gelu));
   t.add("Swish", one([](ConvertContext& c) {  // opset 24: x sigmoid(alpha x)
           c.check_attrs({"alpha"});
-          const runtime::DataType dtype = c.input_type(0).dtype;
-          Expr scaled = c.call("mul", {c.input(0), scalar_constant(c.attr_float("alpha", 1.0f), dtype)});
-          return c.call("mul", {c.input(0), c.call("sigmoid", {scaled})});
+          return swish(c, c.input(0), c.attr_float("alpha", 1.0f));
+        }));
+  t.add("SwiGLU", one([](ConvertContext& c) {  // opset 28: swish(A) B, without broadcasting
+          c.check_attrs({"alpha"});
+          if (c.input_type(0).shape != c.input_type(1).shape)
+            c.error("A " + runtime::shape_str(c.input_type(0).shape) + " and B " +
+                    runtime::shape_str(c.input_type(1).shape) + " must have one shape");
+          return c.call("mul", {swish(c, c.input(0), c.attr_float("alpha", 1.0f)), c.input(1)});
         }));
   t.add("Clip", one(clip));
   t.add("Identity", one([](ConvertContext& c) {
@@ -191,9 +252,13 @@ void register_math_unary_converters(ConverterTable& t) {
   t.add("Dropout", dropout);
   t.add("Cast", one(cast));
   t.add("CastLike", one([](ConvertContext& c) {
-          c.check_attrs({"saturate"});
-          if (c.attr_int("saturate", 1) != 1) c.error("saturate=0 is not supported");
-          return c.call("cast", {c.input(0)}, {{"dtype", c.input_type(1).dtype.str()}});
+          c.check_attrs({"saturate", "round_mode"});
+          return cast_with_options(c, c.input_type(1).dtype);
+        }));
+  t.add("BitCast", one([](ConvertContext& c) {  // opset 26
+          c.check_attrs({"to"});
+          const runtime::DataType to = dtype_from_onnx(static_cast<int>(c.attr_int("to")), c.where() + " attribute 'to'");
+          return c.call("bitcast", {c.input(0)}, {{"dtype", to.str()}});
         }));
 }
 

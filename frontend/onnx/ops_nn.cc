@@ -61,6 +61,7 @@ void register_nn_converters(ConverterTable& t) {
   register_nn_norm_converters(t);
   register_nn_softmax_converters(t);
   register_nn_attention_converters(t);
+  register_nn_linear_attention_converters(t);
 }
 
 }  // namespace tessera::frontend::onnx

@@ -14,6 +14,7 @@ void register_nn_pool_converters(ConverterTable& t);     // ops_nn_pool.cc: pool
 void register_nn_norm_converters(ConverterTable& t);     // ops_nn_norm.cc: normalizations
 void register_nn_softmax_converters(ConverterTable& t);  // ops_nn_softmax.cc: softmax family and losses
 void register_nn_attention_converters(ConverterTable& t);  // ops_nn_attention.cc: Attention, RotaryEmbedding
+void register_nn_linear_attention_converters(ConverterTable& t);  // ops_nn_linear_attention.cc
 
 namespace nn {
 

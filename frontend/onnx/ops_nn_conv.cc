@@ -3,6 +3,7 @@
 // transposed convolution.
 #include <cstring>
 
+#include "frontend/onnx/ops_math.h"
 #include "frontend/onnx/ops_nn.h"
 #include "runtime/element.h"
 #include "runtime/error.h"
@@ -149,9 +150,41 @@ Expr col2im(ConvertContext& c) {
   return c.call("conv_transpose", {columns, relay_ir::constant(weights)}, conv_attrs(w));
 }
 
+// CausalConvWithState (opset 27): a depthwise 1-D convolution over the past state (zeros without
+// one) followed by the input, each output reading its position and the k - 1 before; the new
+// state is the last k - 1 positions of that sequence.
+std::vector<Expr> causal_conv_with_state(ConvertContext& c) {
+  c.check_attrs({"activation"});
+  const std::string activation = c.attr_string("activation", "none");
+  if (activation != "none" && activation != "silu" && activation != "swish")
+    c.error("activation must be \"none\", \"silu\" or \"swish\", got \"" + activation + "\"");
+  const auto& x = c.input_type(0);
+  const auto& w = c.input_type(1);
+  if (x.ndim() != 3 || w.ndim() != 3 || w.shape[0] != x.shape[1] || w.shape[1] != 1)
+    c.error("input " + runtime::shape_str(x.shape) + " must be (batch, channels, length) and weight " +
+            runtime::shape_str(w.shape) + " (channels, 1, k)");
+  const int64_t batch = x.shape[0], channels = x.shape[1], length = x.shape[2], k = w.shape[2];
+  Expr past = c.has_input(3) ? c.input(3)
+                             : relay_ir::constant(filled({batch, channels, k - 1}, x.dtype, 0));
+  Expr sequence = c.call("concat", {past, c.input(0)}, {{"axis", int64_t{2}}});
+  std::vector<Expr> args{sequence, c.input(1)};
+  if (c.has_input(2)) args.push_back(c.input(2));
+  Attrs conv{{"strides", std::vector<int64_t>{1}},
+             {"dilations", std::vector<int64_t>{1}},
+             {"pads", std::vector<int64_t>{0, 0}},
+             {"groups", channels}};
+  Expr y = c.call("conv", args, conv);
+  if (activation != "none") y = c.call("mul", {y, c.call("sigmoid", {y})});
+  using Ints = std::vector<int64_t>;
+  Expr present = c.call("slice", {sequence},
+                        {{"starts", Ints{length}}, {"ends", Ints{length + k - 1}}, {"axes", Ints{2}}});
+  return {y, present};
+}
+
 }  // namespace
 
 void register_nn_conv_converters(ConverterTable& t) {
+  t.add("CausalConvWithState", causal_conv_with_state);
   t.add("Col2Im", nn::one(col2im));
   t.add("Conv", nn::one([](ConvertContext& c) {
           c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});

@@ -12,8 +12,49 @@ namespace tessera::frontend::onnx {
 using runtime::DataType;
 using TP = ::onnx::TensorProto;
 
+namespace {
+
+// The element types ONNX added after 1.12, whose names Debian's protobuf schema may lack.
+enum NewerType : int {
+  kFloat8E4M3FN = 17,
+  kFloat8E4M3FNUZ = 18,
+  kFloat8E5M2 = 19,
+  kFloat8E5M2FNUZ = 20,
+  kUInt4 = 21,
+  kInt4 = 22,
+  kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUInt2 = 25,
+  kInt2 = 26,
+};
+
+}  // namespace
+
 DataType dtype_from_onnx(int t, const std::string& what) {
+  using runtime::TypeCode;
   switch (t) {
+    case TP::BFLOAT16:
+      return runtime::kBFloat16;
+    case kFloat8E4M3FN:
+      return DataType(TypeCode::Float8E4M3FN, 8);
+    case kFloat8E4M3FNUZ:
+      return DataType(TypeCode::Float8E4M3FNUZ, 8);
+    case kFloat8E5M2:
+      return DataType(TypeCode::Float8E5M2, 8);
+    case kFloat8E5M2FNUZ:
+      return DataType(TypeCode::Float8E5M2FNUZ, 8);
+    case kFloat8E8M0:
+      return DataType(TypeCode::Float8E8M0FNU, 8);
+    case kFloat4E2M1:
+      return DataType(TypeCode::Float4E2M1FN, 4);
+    case kUInt4:
+      return DataType::UInt(4);
+    case kInt4:
+      return DataType::Int(4);
+    case kUInt2:
+      return DataType::UInt(2);
+    case kInt2:
+      return DataType::Int(2);
     case TP::FLOAT:
       return runtime::kFloat32;
     case TP::DOUBLE:
@@ -40,8 +81,6 @@ DataType dtype_from_onnx(int t, const std::string& what) {
       return runtime::kBool;
     case TP::STRING:
       fail(what, ": string tensors are not supported");
-    case TP::BFLOAT16:
-      fail(what, ": bfloat16 tensors are not supported");
     case TP::COMPLEX64:
     case TP::COMPLEX128:
       fail(what, ": complex tensors are not supported");
@@ -98,6 +137,7 @@ int64_t typed_value_count(const TP& t, const std::string& what) {
     case TP::INT16:
     case TP::UINT16:
     case TP::FLOAT16:
+    case TP::BFLOAT16:
     case TP::INT8:
     case TP::UINT8:
     case TP::BOOL:
@@ -105,6 +145,26 @@ int64_t typed_value_count(const TP& t, const std::string& what) {
     default:
       fail(what, ": unsupported data type");
   }
+}
+
+// ONNX packs the types below 8 bits, 8 / bits values a byte from the low bits up (raw data, and
+// int32_data's entries, one byte each); arrays hold one value a byte.
+bool is_packed(const DataType& t) { return t.bits < 8; }
+
+int64_t packed_bytes(const DataType& t, int64_t n) {
+  const int64_t per_byte = 8 / t.bits;
+  return (n + per_byte - 1) / per_byte;
+}
+
+template <typename Bytes>
+runtime::NDArray unpacked(const Bytes& packed, const std::vector<int64_t>& shape, DataType t, int64_t n) {
+  runtime::NDArray a = runtime::NDArray::empty(shape, t);
+  auto* out = static_cast<uint8_t*>(a.data());
+  const int per_byte = 8 / t.bits;
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<uint8_t>((static_cast<uint8_t>(packed[i / per_byte]) >> (t.bits * (i % per_byte))) &
+                                  ((1 << t.bits) - 1));
+  return a;
 }
 
 template <typename Src, typename Dst>
@@ -122,6 +182,16 @@ runtime::NDArray tensor_from_proto(const TP& t, const std::string& base_dir) {
   // far more than its data holds.
   const size_t bytes = runtime::checked_nbytes(shape, dtype, what);
   const int64_t n = runtime::checked_numel(shape, what);
+  if (is_packed(dtype)) {
+    std::string raw;
+    if (t.data_location() == TP::EXTERNAL) raw = read_external(t, base_dir);
+    else if (t.has_raw_data()) raw = t.raw_data();
+    else for (int32_t byte : t.int32_data()) raw.push_back(static_cast<char>(byte));
+    if (static_cast<int64_t>(raw.size()) != packed_bytes(dtype, n))
+      fail(what, ": has ", raw.size(), " bytes of packed ", dtype.str(), " values, its shape needs ",
+           packed_bytes(dtype, n));
+    return unpacked(raw, shape, dtype, n);
+  }
   if (t.data_location() == TP::EXTERNAL) {
     std::string raw = read_external(t, base_dir);
     if (raw.size() != bytes) fail(what, ": external data has ", raw.size(), " bytes, its shape needs ", bytes);
@@ -136,7 +206,7 @@ runtime::NDArray tensor_from_proto(const TP& t, const std::string& base_dir) {
     std::memcpy(a.data(), t.raw_data().data(), bytes);
     return a;
   }
-  // Typed fields: int32_data also holds int8/16, uint8/16, bool and float16 bits.
+  // Typed fields: int32_data also holds int8/16, uint8/16, bool, float16, bfloat16 and float8 bits.
   const int64_t have = typed_value_count(t, what);
   if (have != n) fail(what, ": has ", have, " values, its shape needs ", n);
   runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
@@ -163,6 +233,7 @@ runtime::NDArray tensor_from_proto(const TP& t, const std::string& base_dir) {
       break;
     case TP::UINT16:
     case TP::FLOAT16:
+    case TP::BFLOAT16:
       copy_converted<int32_t, uint16_t>(t.int32_data(), a.data(), n);
       break;
     case TP::INT8:
@@ -170,6 +241,11 @@ runtime::NDArray tensor_from_proto(const TP& t, const std::string& base_dir) {
       break;
     case TP::UINT8:
     case TP::BOOL:
+    case kFloat8E4M3FN:
+    case kFloat8E4M3FNUZ:
+    case kFloat8E5M2:
+    case kFloat8E5M2FNUZ:
+    case kFloat8E8M0:
       copy_converted<int32_t, uint8_t>(t.int32_data(), a.data(), n);
       break;
     default:

@@ -163,10 +163,10 @@ std::string buffer_format(DataType t) {
       return std::string(1, " efd"[size_index]);
     case runtime::TypeCode::Bool:
       return "?";
-    case runtime::TypeCode::Handle:
+    default:
       break;
   }
-  fail("no buffer format for ", t.str());
+  fail("no buffer format for ", t.str(), t.is_narrow() ? " (numpy() gives an ml_dtypes array)" : "");
 }
 
 }  // namespace
@@ -182,9 +182,22 @@ NDArray aligned_copy(const py::array& a, DataType dtype) {
   return copy;
 }
 
+py::dtype numpy_dtype(DataType t) {
+  if (t.is_narrow()) {
+    try {
+      py::module_::import("ml_dtypes");  // registers its types' names with numpy
+    } catch (py::error_already_set&) {
+      throw py::import_error("numpy has no " + t.str() +
+                             " type of its own: install the ml_dtypes package (pip install ml_dtypes), whose arrays "
+                             "Tessera reads and returns");
+    }
+  }
+  return py::dtype(t.str());
+}
+
 py::array to_numpy(const NDArray& a) {
   std::vector<py::ssize_t> shape(a.shape().begin(), a.shape().end());
-  py::array out(py::dtype(a.dtype().str()), shape);
+  py::array out(numpy_dtype(a.dtype()), shape);
   // Copied straight into numpy's memory, from whichever device holds the array.
   NDArray::view(out.mutable_data(), a.shape(), a.dtype(), nullptr).copy_from(a);
   return out;

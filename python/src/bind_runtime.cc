@@ -20,7 +20,7 @@ void bind_runtime(py::module_& m) {
         // The capsule keeps the aligned storage alive as long as the numpy array.
         py::capsule keep(new std::shared_ptr<runtime::NDArray>(owner),
                          [](void* p) { delete static_cast<std::shared_ptr<runtime::NDArray>*>(p); });
-        return py::array(py::dtype(t.str()), shape, owner->data(), keep);
+        return py::array(numpy_dtype(t), shape, owner->data(), keep);
       },
       py::arg("shape"), py::arg("dtype") = "float32",
       "A zero-filled numpy array of `shape` and `dtype` (\"float32\", \"int64\", \"bool\", ...) in 64-byte aligned "

@@ -34,6 +34,8 @@ runtime::Device to_device(const py::handle& obj);
 // array of) viewed when C-contiguous, else copied once; any object with __dlpack__ (or a DLPack
 // capsule) taken over, viewed when compact, else copied once. Errors start with `what`.
 runtime::NDArray to_ndarray(const py::handle& obj, const std::string& what);
+// The numpy dtype of `t` (an ml_dtypes one for a narrow type; ImportError without ml_dtypes).
+py::dtype numpy_dtype(runtime::DataType t);
 // A numpy array holding a copy of `a`.
 py::array to_numpy(const runtime::NDArray& a);
 // A numpy view of `a`'s memory shaped and typed like `like` (`a` must outlive the view).

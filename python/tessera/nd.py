@@ -39,7 +39,7 @@ def from_dlpack(x: Any) -> NDArray:
     (transposed, sliced with a step, broadcast) or a read-only one is copied into a compact
     array instead, since tessera.nd arrays are row-major and writable (a CUDA one must be compact).
     Raises tessera.Error for arrays outside CPU and CUDA memory, a CUDA device that is missing and
-    element types Tessera lacks (bfloat16, complex, ...)."""
+    element types Tessera lacks (complex, float8 (DLPack 1.0 has no code for it), ...)."""
     return _t.nd_from_dlpack(x)
 
 

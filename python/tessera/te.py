@@ -8,7 +8,9 @@
     f = te.build(s, [A, B, C], target="llvm"); f(a, b, c)
 
 Data types are strings: "float16", "float32", "float64", "int8" ... "int64", "uint8" ... "uint64",
-"bool". Where an expression is expected, Python numbers are accepted and take the type of the
+"bool", and the narrow storage types "bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+"float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn", "int4", "uint4", "int2", "uint2" (computed
+in float32, int8 or uint8; their numpy arrays are ml_dtypes arrays). Where an expression is expected, Python numbers are accepted and take the type of the
 other operand.
 """
 from __future__ import annotations

@@ -73,6 +73,14 @@ Type cast_relation(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(x.shape, to);
 }
 
+Type bitcast_relation(const std::vector<Type>& args, const Attrs& attrs) {
+  Type t = cast_relation(args, attrs);
+  const DataType from = as_tensor(args.at(0), "input").dtype, to = as_tensor(t, "output").dtype;
+  auto width = [](DataType d) { return d.is_bool() ? 8 : d.bits; };
+  if (width(from) != width(to)) fail("cannot read the bits of ", from.str(), " as ", to.str(), " (their widths differ)");
+  return t;
+}
+
 Type isinf_relation(const std::vector<Type>& args, const Attrs& attrs) {
   for (const char* flag : {"detect_positive", "detect_negative"})
     if (attrs.get_int(flag) != 0 && attrs.get_int(flag) != 1) fail(flag, " must be 0 or 1, got ", attrs.get_int(flag));
@@ -205,6 +213,17 @@ void register_math_ops(OpRegistry& r) {
              [](const In& in, const Attrs& a) { return ops::cast(in[0], DataType::parse(a.get_str("dtype"))); }),
          "elemwise",
          cast_gradient});
+
+  r.add({"bitcast",
+         "x's bits read as dtype, of the same width (a bool is a byte)",
+         1,
+         1,
+         {{"dtype", std::string("float32")}},
+         bitcast_relation,
+         OpPattern::Elemwise,
+         single_output(
+             [](const In& in, const Attrs& a) { return ops::bitcast(in[0], DataType::parse(a.get_str("dtype"))); }),
+         "elemwise"});
 
   binary(r, "add", "x + y with numpy broadcasting", broadcast_numeric, ops::add, broadcast_gradient([](E, E, E, E g) {
            return std::pair{g, g};

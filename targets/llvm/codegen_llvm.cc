@@ -93,6 +93,9 @@ CodeGenLLVM::CodeGenLLVM(llvm::Module& module, const ResolvedTarget& target)
 // --- types and functions --------------------------------------------------------------------
 
 llvm::Type* CodeGenLLVM::value_type(DataType t) {
+  // A narrow type's values reach code generation only as the bits that are loaded, stored and
+  // reinterpreted (tensor_ir/transforms/narrow_types.h).
+  if (t.is_narrow()) t = t.storage_type();
   llvm::Type* scalar = nullptr;
   switch (t.code) {
     case runtime::TypeCode::Bool:
@@ -106,7 +109,7 @@ llvm::Type* CodeGenLLVM::value_type(DataType t) {
       if (t.bits == 16 || t.bits == 32) scalar = builder_.getFloatTy();
       else if (t.bits == 64) scalar = builder_.getDoubleTy();
       break;
-    case runtime::TypeCode::Handle:
+    default:
       break;
   }
   if (!scalar) fail("kernel '", kernel_name_, "': type ", t.str(), " has no LLVM representation");
@@ -457,9 +460,22 @@ llvm::Value* CodeGenLLVM::emit_expr(const Call* op) {
     fail("kernel '", kernel_name_, "' synchronizes the threads of a block: build it for a GPU target (opencl, cuda)");
   if (op->op == Intrinsic::warp_shuffle_down)
     fail("kernel '", kernel_name_, "' exchanges values between the lanes of a warp: build it for cuda");
+  if (op->op == Intrinsic::reinterpret) return emit_reinterpret(emit(op->args[0]), op->args[0].type(), op->type);
   std::vector<llvm::Value*> args;
   for (const Expr& a : op->args) args.push_back(emit(a));
   return emit_intrinsic(builder_, op->op, args, op->args[0].type());
+}
+
+// float16 values live in float registers: their bits are those of the half they narrow to.
+llvm::Value* CodeGenLLVM::emit_reinterpret(llvm::Value* v, DataType from, DataType to) {
+  auto is_half = [](DataType t) { return t.is_float() && t.bits == 16; };
+  auto half_type = [&](DataType t) -> llvm::Type* {
+    llvm::Type* h = builder_.getHalfTy();
+    return t.is_vector() ? llvm::FixedVectorType::get(h, t.lanes) : h;
+  };
+  if (is_half(from)) v = builder_.CreateFPTrunc(v, half_type(from));
+  llvm::Value* bits = builder_.CreateBitCast(v, is_half(to) ? half_type(to) : value_type(to));
+  return is_half(to) ? builder_.CreateFPExt(bits, value_type(to)) : bits;
 }
 
 llvm::Value* CodeGenLLVM::emit_expr(const Ramp* op) {

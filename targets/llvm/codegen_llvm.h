@@ -84,6 +84,7 @@ class CodeGenLLVM {
   llvm::Value* emit_expr(const Select* op);
   llvm::Value* emit_expr(const Cast* op);
   llvm::Value* emit_expr(const Call* op);
+  llvm::Value* emit_reinterpret(llvm::Value* v, DataType from, DataType to);
   llvm::Value* emit_prefetch(const Call* op);
   llvm::Value* emit_expr(const Load* op);
   llvm::Value* emit_expr(const Ramp* op);

@@ -238,6 +238,7 @@ llvm::Value* emit_intrinsic(llvm::IRBuilder<>& b, tensor_ir::Intrinsic op, const
     case Intrinsic::prefetch:  // CodeGenLLVM emits it from the load's address, never its value
     case Intrinsic::barrier:   // CodeGenLLVM refuses device kernels first
     case Intrinsic::warp_shuffle_down:
+    case Intrinsic::reinterpret:  // CodeGenLLVM::emit_reinterpret knows how float16 is held
       break;
   }
   fail("internal error: intrinsic ", tensor_ir::intrinsic_name(op), " has no LLVM lowering");

@@ -89,6 +89,7 @@ class CPrinter final : public SourcePrinter {
   }
 
   std::string type_name(DataType t) const override {
+    if (t.is_narrow()) t = t.storage_type();  // only its bits reach the printer
     if (t.is_bool()) return "bool";
     if (t.is_float()) {
       if (t.bits == 16) unsupported("float16 values (C99 has no half type; build for llvm)");

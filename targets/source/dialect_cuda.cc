@@ -30,6 +30,7 @@ class CUDAPrinter final : public SourcePrinter {
 
  private:
   std::string type_name(DataType t) const override {
+    if (t.is_narrow()) t = t.storage_type();  // only its bits reach the printer
     if (t.is_bool()) return "bool";
     if (t.is_float()) return t.bits == 64 ? "double" : "float";
     static const char* const kInts[] = {"char", "short", "int", "long long"};
@@ -63,6 +64,17 @@ class CUDAPrinter final : public SourcePrinter {
   std::string barrier() const override { return "__syncthreads();"; }
   // __shfl_down_sync takes 32- and 64-bit values; narrower integers and bool go through int
   // (float16 values are float in registers).
+  // CUDA's bit-casting intrinsics; integers of one width convert modulo 2^bits.
+  std::string reinterpret(const std::string& value, DataType from, DataType to) const override {
+    if (!from.is_float() && !to.is_float()) return "((" + type_name(to) + ")(" + value + "))";
+    if (from.is_float() && to.is_float()) return value;  // widths match: the same type
+    const std::string wide = from.bits == 64 ? "longlong" : "int";
+    if (from.is_float()) {
+      const std::string bits = "__" + type_name(from) + "_as_" + wide + "(" + value + ")";
+      return "((" + type_name(to) + ")" + bits + ")";
+    }
+    return "__" + wide + "_as_" + type_name(to) + "((" + (wide == "int" ? "int" : "long long") + ")(" + value + "))";
+  }
   std::string warp_shuffle_down(const std::string& value, const std::string& offset, DataType t) const override {
     const std::string shuffle = "__shfl_down_sync(0xffffffffu, ";
     if (t.is_float() || t.bits >= 32) return shuffle + value + ", " + offset + ")";

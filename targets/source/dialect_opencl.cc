@@ -25,11 +25,16 @@ class OpenCLPrinter final : public SourcePrinter {
 
  private:
   std::string type_name(DataType t) const override {
+    if (t.is_narrow()) t = t.storage_type();  // only its bits reach the printer
     if (t.is_bool()) return "bool";
     if (t.is_float()) return t.bits == 64 ? "double" : "float";
     static const char* const kInts[] = {"char", "short", "int", "long"};
     const int log = t.bits == 8 ? 0 : t.bits == 16 ? 1 : t.bits == 32 ? 2 : 3;
     return std::string(t.is_uint() ? "u" : "") + kInts[log];
+  }
+  // C's promotions may have widened `value` (a char shifted is an int): narrowed back first.
+  std::string reinterpret(const std::string& value, DataType from, DataType to) const override {
+    return "as_" + type_name(to) + "((" + type_name(from) + ")(" + value + "))";
   }
   // bool has no defined size in OpenCL C and cannot be in a buffer.
   std::string memory_type(DataType t) const override {

@@ -205,6 +205,15 @@ std::string SourcePrinter::call(const Call* op) {
       unsupported(std::string(intrinsic_name(op->op)) + "() inside an expression");
     case Intrinsic::warp_shuffle_down:
       return warp_shuffle_down(a[0], a[1], op->type);
+    case Intrinsic::reinterpret: {
+      DataType from = op->args[0].type().element(), to = op->type.element();
+      if (from.is_narrow()) from = from.storage_type();
+      if (to.is_narrow()) to = to.storage_type();
+      if (from == to) return a[0];
+      if (from == runtime::kFloat16 || to == runtime::kFloat16)
+        unsupported("reading float16 bits as another type (" + from.str() + " as " + to.str() + ")");
+      return reinterpret(a[0], from, to);
+    }
     default:
       break;
   }
@@ -335,6 +344,10 @@ std::string SourcePrinter::expr(const Expr& e) {
 void SourcePrinter::print_thread_index(const ThreadExtent* op) { unsupported("thread extents (" + op->tag + ")"); }
 
 std::string SourcePrinter::barrier() const { unsupported("barriers"); }
+
+std::string SourcePrinter::reinterpret(const std::string& value, DataType from, DataType to) const {
+  return "((union { " + type_name(from) + " from; " + type_name(to) + " to; }){.from = " + value + "}).to";
+}
 
 std::string SourcePrinter::warp_shuffle_down(const std::string&, const std::string&, DataType) const {
   unsupported("warp shuffles (a cross-thread reduction lowered for cuda)");

@@ -42,6 +42,8 @@ class SourcePrinter {
   virtual std::string barrier() const;
   // warp_shuffle_down(value, offset) of a `type` value; only cuda has warps to shuffle in.
   virtual std::string warp_shuffle_down(const std::string& value, const std::string& offset, DataType type) const;
+  // `value`'s bits read as `to`, a type of the same width (a union in C).
+  virtual std::string reinterpret(const std::string& value, DataType from, DataType to) const;
   // A loop marked parallel; devices refuse it (its iterations belong on threads).
   virtual void print_parallel_for(const For* op);
   // Declares a buffer local to a kernel (shared ones are declared by the dialect at the kernel's

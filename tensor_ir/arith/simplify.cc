@@ -417,10 +417,12 @@ class Simplifier : public IRMutator {
     Expr a = mutate(op->a);
     if (const int64_t* c = as_const_int(a)) return make_const(a.type(), *c ? 0 : 1);
     if (const auto* n = a.as<Not>()) return n->a;
-    if (const auto* x = a.as<LT>()) return GE::make(x->a, x->b);
-    if (const auto* x = a.as<LE>()) return GT::make(x->a, x->b);
-    if (const auto* x = a.as<GT>()) return LE::make(x->a, x->b);
-    if (const auto* x = a.as<GE>()) return LT::make(x->a, x->b);
+    // A comparison with NaN is false both ways: !(a < b) is a >= b only for integers.
+    const auto ordered = [](const Expr& x) { return !x.type().is_float(); };
+    if (const auto* x = a.as<LT>(); x && ordered(x->a)) return GE::make(x->a, x->b);
+    if (const auto* x = a.as<LE>(); x && ordered(x->a)) return GT::make(x->a, x->b);
+    if (const auto* x = a.as<GT>(); x && ordered(x->a)) return LE::make(x->a, x->b);
+    if (const auto* x = a.as<GE>(); x && ordered(x->a)) return LT::make(x->a, x->b);
     if (const auto* x = a.as<EQ>()) return NE::make(x->a, x->b);
     if (const auto* x = a.as<NE>()) return EQ::make(x->a, x->b);
     return Not::make(a);

@@ -226,6 +226,21 @@ Tensor cast(const Tensor& x, DataType dtype) {
       x, [&](Expr v) { return ti::cast(dtype, v); }, "cast");
 }
 
+Tensor bitcast(const Tensor& x, DataType dtype) {
+  auto width = [](DataType t) { return t.is_bool() ? 8 : t.bits; };
+  if (width(x.dtype()) != width(dtype) || !dtype.is_scalar() || dtype.is_handle())
+    fail("bitcast: cannot read the bits of ", x.dtype().str(), " as ", dtype.str(), " (their widths differ)");
+  const DataType u8 = DataType::UInt(8);
+  return map(
+      x,
+      [&](Expr v) {
+        if (v.type().is_bool()) v = ti::cast(u8, v);
+        if (dtype.is_bool()) return ti::cast(dtype, Call::make(u8, Intrinsic::reinterpret, {v}));
+        return v.type() == dtype ? v : Call::make(dtype, Intrinsic::reinterpret, {v});
+      },
+      "bitcast");
+}
+
 // --- binary --------------------------------------------------------------------------------
 
 Tensor add(const Tensor& a, const Tensor& b) {

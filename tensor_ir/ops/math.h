@@ -46,8 +46,12 @@ Tensor isnan(const Tensor& x);
 Tensor isinf(const Tensor& x, bool detect_positive = true, bool detect_negative = true);
 Tensor logical_not(const Tensor& x);
 Tensor bitwise_not(const Tensor& x);
-// Converts each element (float -> int truncates toward zero; x -> bool is x != 0).
+// Converts each element (float -> int truncates toward zero; x -> bool is x != 0; to a narrow
+// type as runtime/narrow_types.h says).
 Tensor cast(const Tensor& x, DataType dtype);
+// Each element's bits read as `dtype`, of the same width (a bool is a byte, 0 or 1; a byte read
+// as bool is true when not 0).
+Tensor bitcast(const Tensor& x, DataType dtype);
 
 // --- binary, numpy broadcasting, one dtype -----------------------------------------------
 Tensor add(const Tensor& a, const Tensor& b);

@@ -1,7 +1,8 @@
 """Operators and forms of ONNX opsets 18 to 28 against numpy, on awkward shapes: Attention
 (grouped queries, a past, masks, causal and window bounds, softcap), RotaryEmbedding, signed
 BitShift, ScatterND/ScatterElements max and min, SpaceToDepth CRD, Split num_outputs, Swish,
-CenterCropPad, TensorScatter. (The current ONNX release's node cases run in CI too: tests/onnx.)"""
+CenterCropPad, TensorScatter, CausalConvWithState, SwiGLU, LinearAttention. (The current ONNX
+release's node cases run in CI too: tests/onnx.)"""
 import numpy as np
 import pytest
 
@@ -181,3 +182,82 @@ def test_tensor_scatter(rng, mode, axis):
         for j in range(3):
             moved[b, ..., (starts[b] + j) % length] = upd[b, ..., j]
     assert_close(y, want, "float32")
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+@pytest.mark.parametrize("channels,length,k", [(5, 9, 4), (1, 1, 3), (3, 7, 1)])
+@pytest.mark.parametrize("with_state", [False, True])
+def test_causal_conv_with_state_against_numpy(rng, channels, length, k, with_state):
+    b = 2
+    x = rng.standard_normal((b, channels, length)).astype("float32")
+    w = rng.standard_normal((channels, 1, k)).astype("float32")
+    bias = rng.standard_normal(channels).astype("float32")
+    past = rng.standard_normal((b, channels, k - 1)).astype("float32") if with_state else None
+    y, present = run("CausalConvWithState", [x, w, bias] + ([past] if with_state else []),
+                     {"activation": "silu"}, opset=27, outputs=2)
+    seq = np.concatenate([past if with_state else np.zeros((b, channels, k - 1), "float32"), x], axis=2)
+    conv = np.stack([sum(seq[:, :, t + j] * w[None, :, 0, j] for j in range(k)) for t in range(length)], axis=2)
+    conv = conv + bias[None, :, None]
+    assert_close(y, conv * sigmoid(conv), "float32", rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(present, seq[:, :, length:])
+
+
+def test_swiglu_against_numpy(rng):
+    a, b = (rng.standard_normal((3, 1, 17)).astype("float32") for _ in range(2))
+    (y,) = run("SwiGLU", [a, b], {"alpha": 1.702}, opset=28)
+    assert_close(y, a * sigmoid(1.702 * a) * b, "float32", rtol=1e-5, atol=1e-6)
+    with pytest.raises(tessera.Error, match="must have one shape"):
+        run("SwiGLU", [a, b[:, :, :5]], {}, opset=28)
+
+
+def linear_attention_reference(q, k, v, past, decay, beta, heads, kv_heads, rule):
+    """The recurrence token by token, in float64, as the ONNX spec states it."""
+    b, t = q.shape[:2]
+    dk, dv = k.shape[2] // kv_heads, v.shape[2] // kv_heads
+    group = heads // kv_heads
+    qh = q.reshape(b, t, kv_heads, group, dk).astype("float64")
+    kh, vh = k.reshape(b, t, kv_heads, dk).astype("float64"), v.reshape(b, t, kv_heads, dv).astype("float64")
+    s = past.astype("float64").copy()
+    out = np.zeros((b, t, kv_heads, group, dv))
+    for i in range(t):
+        if rule in ("gated", "gated_delta"):
+            g = decay[:, i].reshape(b, kv_heads, -1)
+            s = np.exp(g)[..., None] * s
+        update = vh[:, i][:, :, None, :]
+        if rule in ("delta", "gated_delta"):
+            recalled = np.einsum("bhkv,bhk->bhv", s, kh[:, i])[:, :, None, :]
+            update = beta[:, i].reshape(b, -1, 1, 1) * (update - recalled)
+        s = s + kh[:, i][..., None] * update
+        out[:, i] = np.einsum("bhgk,bhkv->bhgv", qh[:, i], s) / np.sqrt(dk)
+    return out.reshape(b, t, -1), s
+
+
+@pytest.mark.parametrize("rule", ["linear", "gated", "delta", "gated_delta"])
+@pytest.mark.parametrize("tokens", [1, 5])
+def test_linear_attention_against_numpy(rng, rule, tokens):
+    b, heads, kv_heads, dk, dv = 2, 6, 2, 3, 5
+    q = rng.standard_normal((b, tokens, heads * dk)).astype("float32")
+    k = rng.standard_normal((b, tokens, kv_heads * dk)).astype("float32")
+    k /= np.linalg.norm(k.reshape(b, tokens, kv_heads, dk), axis=-1).repeat(dk, axis=-1)
+    v = rng.standard_normal((b, tokens, kv_heads * dv)).astype("float32")
+    past = rng.standard_normal((b, kv_heads, dk, dv)).astype("float32")
+    decay = -rng.uniform(0, 1, (b, tokens, kv_heads * dk)).astype("float32")  # per key dimension
+    beta = rng.uniform(0, 1, (b, tokens, kv_heads)).astype("float32")
+    inputs = [q, k, v, past, decay if "gated" in rule else None, beta if "delta" in rule else None]
+    while inputs[-1] is None:
+        inputs.pop()
+    attrs = {"q_num_heads": heads, "kv_num_heads": kv_heads, "update_rule": rule}
+    y, state = run("LinearAttention", inputs, attrs, opset=27, outputs=2)
+    want_y, want_state = linear_attention_reference(q, k, v, past, decay, beta, heads, kv_heads, rule)
+    assert_close(y, want_y, "float32", rtol=1e-4, atol=1e-4)
+    assert_close(state, want_state, "float32", rtol=1e-4, atol=1e-4)
+
+
+def test_linear_attention_refuses_a_missing_gate(rng):
+    q = rng.standard_normal((1, 2, 4)).astype("float32")
+    with pytest.raises(tessera.Error, match="needs the decay input"):
+        run("LinearAttention", [q, q, q], {"q_num_heads": 1, "kv_num_heads": 1, "update_rule": "gated"}, opset=27,
+            outputs=2)

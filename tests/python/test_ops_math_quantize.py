@@ -1,5 +1,6 @@
 """ONNX QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear against numpy: per tensor and
-per axis, uint8 and int8, rounding half to even, saturation, omitted zero points."""
+per axis and per block, uint8 and int8, rounding half to even, saturation, omitted zero points.
+(The narrow quantized types, float8, int4, int2, are in the current ONNX node suite.)"""
 import numpy as np
 import pytest
 
@@ -98,3 +99,24 @@ def test_dynamic_quantize(shape, lo, hi, rng):
     check(scale, np.array(want_scale))
     check(zp, np.array(want_zp))
     check(y, want_y)
+
+
+@pytest.mark.parametrize("axis,block", [(1, 3), (0, 2), (-1, 4), (2, 5)])
+def test_blocked_quantize_and_dequantize(axis, block, rng):
+    # Opset 21: one scale and zero point per `block` elements along `axis`, the last block short
+    # where the extent is not a multiple.
+    x = sample(rng, (3, 7, 5), np.float32, -100, 100)
+    blocks = list(x.shape)
+    blocks[axis] = -(-x.shape[axis] // block)
+    scale = rng.uniform(0.5, 2, blocks).astype(np.float32)
+    zp = rng.integers(-10, 10, blocks).astype(np.int8)
+    full_scale, full_zp = (np.repeat(p, block, axis=axis).take(range(x.shape[axis]), axis=axis) for p in (scale, zp))
+    attrs = {"axis": axis, "block_size": block}
+    q = run("QuantizeLinear", [x], attrs, opset=21, constants={1: scale, 2: zp})
+    info = np.iinfo(np.int8)
+    want = np.clip(np.round(x / full_scale) + full_zp, info.min, info.max).astype(np.int8)
+    check(q, want)
+    check(run("DequantizeLinear", [q], attrs, opset=21, constants={1: scale, 2: zp}),
+          ((want.astype(np.int64) - full_zp).astype(np.float32) * full_scale).astype(np.float32))
+    with pytest.raises(tessera.Error, match="blocks of"):
+        run("QuantizeLinear", [x], {"axis": axis, "block_size": 1}, opset=21, constants={1: scale, 2: zp})

@@ -84,6 +84,16 @@ TEST(DLPack, ReadOnlyTensorsAreCopied) {
   EXPECT_EQ(p.deleted, 1);
 }
 
+TEST(DLPack, BFloat16IsTaken) {
+  Produced p(iota(4), {8}, {});
+  p.managed.dl_tensor.dtype = {kDLBfloat, 16, 1};
+  NDArray a = from_dlpack(&p.managed);
+  EXPECT_EQ(a.dtype(), kBFloat16);
+  DLManagedTensor* exported = to_dlpack(a);
+  EXPECT_EQ(exported->dl_tensor.dtype.code, kDLBfloat);
+  exported->deleter(exported);
+}
+
 TEST(DLPack, RefusalsNameWhatTheyFoundAndStillRunTheDeleter) {
   auto expect_error = [](Produced& p, const std::string& text) {
     try {
@@ -105,9 +115,9 @@ TEST(DLPack, RefusalsNameWhatTheyFoundAndStillRunTheDeleter) {
     cuda.managed.dl_tensor.device = {kDLCUDA, 0};
     expect_error(cuda, "the array is on cuda:0: ");  // followed by what is missing: the driver, the device
   }
-  Produced bf16(iota(4), {4}, {});
-  bf16.managed.dl_tensor.dtype = {kDLBfloat, 16, 1};
-  expect_error(bf16, "element type bfloat16 has no Tessera counterpart");
+  Produced complex(iota(4), {4}, {});
+  complex.managed.dl_tensor.dtype = {5 /* kDLComplex */, 64, 1};
+  expect_error(complex, "element type complex64 has no Tessera counterpart");
   Produced future(iota(4), {4}, {});
   future.managed.version = {2, 0};
   expect_error(future, "DLPack 2.0");

@@ -70,6 +70,9 @@ TEST(Simplify, MinMaxAndComparisons) {
   EXPECT_EQ(s(logical_and(i < 100, j == j), b), "true");
   EXPECT_EQ(s(logical_not(i < j)), "i >= j");
   EXPECT_EQ(s(select(i < 20, i, j), b), "i");
+  // A float comparison with NaN is false both ways: !(x > 0) is not x <= 0.
+  Var x("x", runtime::kFloat32);
+  EXPECT_EQ(s(logical_not(x > make_const(runtime::kFloat32, 0))), "!(x > 0.0f)");
 }
 
 TEST(Simplify, VectorAlgebra) {
