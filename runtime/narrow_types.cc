@@ -7,37 +7,39 @@
 
 namespace tessera::runtime {
 
-namespace {
+uint32_t NarrowFloatFormat::max_code() const {
+  const uint32_t top = max_exponent() << mantissa_bits, mantissa = (1u << mantissa_bits) - 1;
+  switch (specials) {
+    case NarrowSpecials::IEEE:
+      return top - 1;  // the all-ones exponent holds infinity and NaN
+    case NarrowSpecials::AllOnes:
+      return top + mantissa - 1;  // all ones is NaN
+    default:
+      return top + mantissa;
+  }
+}
 
-// Where a float8/float4 format keeps its NaNs and infinities.
-enum class Specials : uint8_t {
-  IEEE,      // all-ones exponent: infinity with a zero mantissa, NaN otherwise (e5m2)
-  AllOnes,   // no infinities; S.1111.111 is NaN (e4m3fn)
-  NegZero,   // no infinities; 0x80, negative zero's code, is the only NaN (fnuz)
-  None,      // no infinities, no NaN (e2m1fn)
-};
-
-struct Format {
-  int exponent_bits, mantissa_bits, bias;
-  Specials specials;
-};
-
-Format format_of(DataType t) {
+NarrowFloatFormat narrow_float_format(DataType t) {
   switch (t.code) {
     case TypeCode::Float8E4M3FN:
-      return {4, 3, 7, Specials::AllOnes};
+      return {4, 3, 7, NarrowSpecials::AllOnes};
     case TypeCode::Float8E4M3FNUZ:
-      return {4, 3, 8, Specials::NegZero};
+      return {4, 3, 8, NarrowSpecials::NegZero};
     case TypeCode::Float8E5M2:
-      return {5, 2, 15, Specials::IEEE};
+      return {5, 2, 15, NarrowSpecials::IEEE};
     case TypeCode::Float8E5M2FNUZ:
-      return {5, 2, 16, Specials::NegZero};
+      return {5, 2, 16, NarrowSpecials::NegZero};
     case TypeCode::Float4E2M1FN:
-      return {2, 1, 1, Specials::None};
+      return {2, 1, 1, NarrowSpecials::None};
     default:
       fail("type ", t.str(), " is not a float8 or float4 type");
   }
 }
+
+namespace {
+
+using Format = NarrowFloatFormat;
+using Specials = NarrowSpecials;
 
 uint32_t bits_of(float x) {
   uint32_t b;
@@ -53,8 +55,8 @@ float float_of(uint32_t b) {
 
 float small_float_value(const Format& f, uint32_t code) {
   const int m = f.mantissa_bits;
-  const uint32_t sign_bit = 1u << (f.exponent_bits + m);
-  const uint32_t max_exponent = (1u << f.exponent_bits) - 1, max_mantissa = (1u << m) - 1;
+  const uint32_t sign_bit = f.sign_bit();
+  const uint32_t max_exponent = f.max_exponent(), max_mantissa = (1u << m) - 1;
   const uint32_t exponent = (code >> m) & max_exponent, mantissa = code & max_mantissa;
   const bool negative = code & sign_bit;
   if (f.specials == Specials::NegZero && code == sign_bit) return NAN;
@@ -69,20 +71,17 @@ float small_float_value(const Format& f, uint32_t code) {
 
 uint32_t small_float_bits(const Format& f, float x) {
   const int m = f.mantissa_bits;
-  const uint32_t sign = std::signbit(x) ? 1u << (f.exponent_bits + m) : 0;
-  const uint32_t max_exponent = (1u << f.exponent_bits) - 1;
-  const uint32_t nan_or_overflow = f.specials == Specials::NegZero   ? 1u << (f.exponent_bits + m)
+  const uint32_t sign = std::signbit(x) ? f.sign_bit() : 0;
+  const uint32_t max_exponent = f.max_exponent();
+  const uint32_t nan_or_overflow = f.specials == Specials::NegZero   ? f.sign_bit()
                                    : f.specials == Specials::AllOnes ? sign | ((max_exponent << m) | ((1u << m) - 1))
                                                                      : 0;
   if (std::isnan(x)) {
     if (f.specials == Specials::IEEE) return sign | (max_exponent << m) | (1u << (m - 1));
-    if (f.specials == Specials::None) return sign ? 0 : 1u << (f.exponent_bits + m);  // as ml_dtypes does
+    if (f.specials == Specials::None) return sign ? 0 : f.sign_bit();  // as ml_dtypes does
     return nan_or_overflow;
   }
-  // The largest finite magnitude's code.
-  const uint32_t max_code = f.specials == Specials::IEEE      ? (max_exponent << m) - 1
-                            : f.specials == Specials::AllOnes ? (max_exponent << m) + (1u << m) - 2
-                                                              : (max_exponent << m) + (1u << m) - 1;
+  const uint32_t max_code = f.max_code();
   const float a = std::fabs(x);
   uint32_t code = max_code + 1;  // infinity overflows
   if (a == 0) {
@@ -113,7 +112,7 @@ float narrow_float_value(DataType t, uint32_t code) {
       code &= 0xFF;
       return code == 0xFF ? NAN : std::ldexp(1.0f, static_cast<int>(code) - 127);
     default:
-      return small_float_value(format_of(t), code);
+      return small_float_value(narrow_float_format(t), code);
   }
 }
 
@@ -130,7 +129,7 @@ uint32_t narrow_float_bits(DataType t, float x) {
       return (b >> 23) + ((b & 0x400000) ? 1 : 0);
     }
     default:
-      return small_float_bits(format_of(t), x);
+      return small_float_bits(narrow_float_format(t), x);
   }
 }
 

@@ -1,8 +1,10 @@
 // Converters of ONNX signal-processing, recurrent, sampling and linear-algebra operators. The
 // signal and recurrent groups register from their own files (ops_extra_*.cc); GridSample,
-// RoiAlign and Det map onto one graph op each, AffineGrid onto a matrix product.
+// RoiAlign, DeformConv and Det map onto one graph op each, AffineGrid onto a matrix product.
 #include "frontend/onnx/ops_extra.h"
 
+#include "frontend/onnx/ops_math.h"
+#include "frontend/onnx/ops_nn.h"
 #include "runtime/element.h"
 
 namespace tessera::frontend::onnx {
@@ -83,6 +85,28 @@ std::vector<Expr> roi_align(ConvertContext& c) {
   return {c.call("roi_align", {c.input(0), c.input(1), c.input(2)}, a)};
 }
 
+// DeformConv (opset 19) of images; an omitted bias is zeros, an omitted mask ones.
+std::vector<Expr> deform_conv(ConvertContext& c) {
+  c.check_attrs({"dilations", "group", "kernel_shape", "offset_group", "pads", "strides"});
+  const auto& x = c.input_type(0);
+  const auto& w = c.input_type(1);
+  if (x.ndim() != 4 || w.ndim() != 4)
+    c.error("only 2-D images are supported (X [N, C, H, W]), got X " + runtime::shape_str(x.shape));
+  if (c.has_attr("kernel_shape") && c.attr_ints("kernel_shape", {}) != std::vector<int64_t>{w.shape[2], w.shape[3]})
+    c.error("kernel_shape differs from W's " + runtime::shape_str(w.shape));
+  const auto& offset = c.input_type(2);
+  Expr bias = c.has_input(3) ? c.input(3) : relay_ir::constant(filled({w.shape[0]}, x.dtype, 0));
+  Expr mask = c.has_input(4) ? c.input(4)
+                             : relay_ir::constant(filled({offset.shape[0], offset.shape[1] / 2, offset.shape[2],
+                                                          offset.shape[3]}, x.dtype, 1));
+  Attrs a{{"strides", nn::spatial_attr(c, "strides", 2, 1)},
+          {"dilations", nn::spatial_attr(c, "dilations", 2, 1)},
+          {"pads", c.attr_ints("pads", std::vector<int64_t>(4, 0))},
+          {"groups", c.attr_int("group", 1)},
+          {"offset_groups", c.attr_int("offset_group", 1)}};
+  return {c.call("deform_conv", {c.input(0), c.input(1), c.input(2), bias, mask}, a)};
+}
+
 }  // namespace
 
 void register_extra_converters(ConverterTable& t) {
@@ -91,6 +115,7 @@ void register_extra_converters(ConverterTable& t) {
   t.add("GridSample", grid_sample);
   t.add("AffineGrid", affine_grid);
   t.add("RoiAlign", roi_align);
+  t.add("DeformConv", deform_conv);
   t.add("Det", [](ConvertContext& c) {
     c.check_attrs({});
     return std::vector<Expr>{c.call("det", {c.input(0)})};

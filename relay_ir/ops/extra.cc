@@ -1,5 +1,6 @@
-// Sampling and linear-algebra operators: grid_sample, roi_align, det. (The signal-processing and
-// recurrent ONNX operators are compositions of other ops; see frontend/onnx/ops_extra_*.cc.)
+// Sampling and linear-algebra operators: grid_sample, roi_align, deform_conv, det. (The
+// signal-processing and recurrent ONNX operators are compositions of other ops; see
+// frontend/onnx/ops_extra_*.cc.)
 #include "relay_ir/op.h"
 #include "relay_ir/ops/families.h"
 #include "relay_ir/ops/type_relations.h"
@@ -72,6 +73,43 @@ Type roi_align_rel(const std::vector<Type>& args, const Attrs& a) {
   return tensor_type({rois.shape[0], x.shape[1], p.output_height, p.output_width}, x.dtype);
 }
 
+ops::DeformConvParams deform_params(const Attrs& a) {
+  ops::DeformConvParams p;
+  p.strides = a.get_ints("strides");
+  p.dilations = a.get_ints("dilations");
+  p.pads = a.get_ints("pads");
+  p.groups = a.get_int("groups");
+  p.offset_groups = a.get_int("offset_groups");
+  if (p.strides.size() != 2 || p.dilations.size() != 2 || p.pads.size() != 4)
+    fail("strides and dilations need 2 values, pads 4 (top, left, bottom, right)");
+  for (int64_t v : p.strides)
+    if (v < 1) fail("strides must be positive");
+  for (int64_t v : p.dilations)
+    if (v < 1) fail("dilations must be positive");
+  for (int64_t v : p.pads)
+    if (v < 0) fail("pads must not be negative");
+  return p;
+}
+
+Type deform_conv_rel(const std::vector<Type>& args, const Attrs& a) {
+  const auto& x = tensor_arg(args, 0, "X");
+  const auto& w = tensor_arg(args, 1, "W");
+  require_float(x, "X");
+  if (x.ndim() != 4 || w.ndim() != 4)
+    fail("X and W must be 4-D (2-D images), got ", shape_str(x.shape), " and ", shape_str(w.shape));
+  for (size_t i = 1; i < 5; ++i)
+    if (tensor_arg(args, i, "an input").dtype != x.dtype) fail("every input must be ", x.dtype.str());
+  const ops::DeformConvParams p = deform_params(a);
+  std::vector<int64_t> out{x.shape[0], w.shape[0]};
+  for (int d = 0; d < 2; ++d) {
+    const int64_t padded = x.shape[2 + d] + p.pads[d] + p.pads[d + 2];
+    const int64_t extent = (w.shape[2 + d] - 1) * p.dilations[d] + 1;
+    if (padded < extent) fail("the kernel ", shape_str(w.shape), " is larger than the padded input ", shape_str(x.shape));
+    out.push_back((padded - extent) / p.strides[d] + 1);
+  }
+  return tensor_type(out, x.dtype);
+}
+
 Type det_rel(const std::vector<Type>& args, const Attrs&) {
   const auto& x = tensor_arg(args, 0, "X");
   require_float(x, "X");
@@ -116,6 +154,22 @@ void register_extra_ops(OpRegistry& r) {
          OpPattern::Opaque,
          single_output([](const In& in, const Attrs& a) { return ops::roi_align(in[0], in[1], in[2], roi_params(a)); }),
          "roi_align"});
+  r.add({"deform_conv",
+         "deform_conv(X, W, offset, B, mask): 2-D convolution whose taps read X at offset positions, bilinearly, "
+         "scaled by mask (ONNX DeformConv)",
+         5,
+         5,
+         {{"strides", std::vector<int64_t>{1, 1}},
+          {"dilations", std::vector<int64_t>{1, 1}},
+          {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+          {"groups", int64_t{1}},
+          {"offset_groups", int64_t{1}}},
+         deform_conv_rel,
+         OpPattern::Opaque,
+         single_output([](const In& in, const Attrs& a) {
+           return ops::deform_conv(in[0], in[1], in[2], in[3], in[4], deform_params(a));
+         }),
+         "deform_conv"});
   r.add({"det",
          "determinants of the square matrices in the last two axes (LU with partial pivoting)",
          1,

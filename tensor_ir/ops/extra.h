@@ -37,6 +37,18 @@ struct RoiAlignParams {
 // weighted bilinear taps. With sampling_ratio 0 the sample loops' bounds come from the rois.
 Tensor roi_align(const Tensor& x, const Tensor& rois, const Tensor& batch_indices, const RoiAlignParams& p);
 
+// --- deformable convolution (extra_deform_conv.cc) ------------------------------------------
+
+struct DeformConvParams {
+  std::vector<int64_t> strides{1, 1}, dilations{1, 1}, pads{0, 0, 0, 0};  // pads: top, left, bottom, right
+  int64_t groups = 1, offset_groups = 1;
+};
+// ONNX DeformConv of images: x [N, C, H, W], w [oC, C / groups, kH, kW], offset
+// [N, offset_groups * kH * kW * 2, Ho, Wo] ((y, x) per tap), bias [oC], mask
+// [N, offset_groups * kH * kW, Ho, Wo] -> [N, oC, Ho, Wo]; float16 accumulates in float32.
+Tensor deform_conv(const Tensor& x, const Tensor& w, const Tensor& offset, const Tensor& bias, const Tensor& mask,
+                   const DeformConvParams& p);
+
 // --- linear algebra (extra_linalg.cc) -------------------------------------------------------
 
 // The largest matrix det accepts: it unrolls its elimination into 3 stages per row.

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "runtime/error.h"
+#include "runtime/narrow_types.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/op.h"
 
@@ -14,30 +15,8 @@ namespace {
 
 using runtime::TypeCode;
 
-// Where a float8/float4 format keeps its NaNs and infinities (as in runtime/narrow_types.cc).
-enum class Specials : uint8_t { IEEE, AllOnes, NegZero, None };
-
-struct Format {
-  int exponent_bits, mantissa_bits, bias;
-  Specials specials;
-};
-
-Format format_of(DataType t) {
-  switch (t.code) {
-    case TypeCode::Float8E4M3FN:
-      return {4, 3, 7, Specials::AllOnes};
-    case TypeCode::Float8E4M3FNUZ:
-      return {4, 3, 8, Specials::NegZero};
-    case TypeCode::Float8E5M2:
-      return {5, 2, 15, Specials::IEEE};
-    case TypeCode::Float8E5M2FNUZ:
-      return {5, 2, 16, Specials::NegZero};
-    case TypeCode::Float4E2M1FN:
-      return {2, 1, 1, Specials::None};
-    default:
-      fail("internal error: ", t.str(), " is not a float8 or float4 type");
-  }
-}
+using Format = runtime::NarrowFloatFormat;
+using Specials = runtime::NarrowSpecials;
 
 Expr reinterpret(DataType type, const Expr& x) { return Call::make(type, Intrinsic::reinterpret, {x}); }
 Expr shl(const Expr& x, int64_t n) { return call(Intrinsic::shift_left, {x, make_const(x.type(), n)}); }
@@ -63,7 +42,7 @@ Expr float_of_bits(const Expr& bits32) { return reinterpret(runtime::kFloat32.wi
 
 Expr decode_small_float(const Format& f, const Expr& c /* int32 code */) {
   const int m = f.mantissa_bits;
-  const int64_t max_exponent = (1 << f.exponent_bits) - 1, max_mantissa = (1 << m) - 1;
+  const int64_t max_exponent = f.max_exponent(), max_mantissa = (1 << m) - 1;
   const Expr exponent = bit_and(shr(c, m), max_exponent), mantissa = bit_and(c, max_mantissa);
   const Expr significand = select(exponent > constant(c, 0), mantissa + constant(c, 1 << m), mantissa);
   const Expr magnitude = cast(runtime::kFloat32.with_lanes(c.type().lanes), significand) *
@@ -84,7 +63,7 @@ Expr decode_small_float(const Format& f, const Expr& c /* int32 code */) {
       return float_of_bits(select(bit_and(c, all_ones) == constant(c, all_ones), nan, value));
     }
     case Specials::NegZero:  // the NaN has the sign bit's place, and reads as a negative NaN
-      return float_of_bits(select(c == constant(c, int64_t{1} << (f.exponent_bits + m)),
+      return float_of_bits(select(c == constant(c, f.sign_bit()),
                                   constant(c, static_cast<int32_t>(0xFFC00000u)), value));
     case Specials::None:
       break;
@@ -96,11 +75,7 @@ Expr decode_small_float(const Format& f, const Expr& c /* int32 code */) {
 Expr special_codes(const Format& f, const Expr& v, const Expr& sign, const Expr& finite, const Expr& code) {
   const int m = f.mantissa_bits;
   const DataType i32 = code.type();
-  const int64_t max_exponent = (1 << f.exponent_bits) - 1;
-  const int64_t sign_bit = int64_t{1} << (f.exponent_bits + m);
-  const int64_t max_code = f.specials == Specials::IEEE      ? (max_exponent << m) - 1
-                           : f.specials == Specials::AllOnes ? (max_exponent << m) + (1 << m) - 2
-                                                             : (max_exponent << m) + (1 << m) - 1;
+  const int64_t max_exponent = f.max_exponent(), sign_bit = f.sign_bit(), max_code = f.max_code();
   const Expr overflow = logical_or(logical_not(finite), code > make_const(i32, max_code));
   const Expr is_nan = call(Intrinsic::isnan, {v});
   const Expr signed_code = bit_or(sign, code);
@@ -128,7 +103,7 @@ Expr encode_small_float(const Format& f, const Expr& v) {
   const int m = f.mantissa_bits;
   const DataType i32 = runtime::kInt32.with_lanes(v.type().lanes);
   const Expr bits = reinterpret(i32, v);
-  const Expr sign_bit = make_const(i32, int64_t{1} << (f.exponent_bits + m));
+  const Expr sign_bit = make_const(i32, f.sign_bit());
   // Infinities and NaN take the special codes; computing with them would be poison.
   const Expr finite = abs(v) <= constant(v, FLT_MAX);
   const Expr a = select(finite, abs(v), constant(v, 0));
@@ -207,7 +182,7 @@ Expr decode_narrow(const Expr& bits) {
   if (!t.is_narrow_float()) return decode_narrow_int(t.element(), storage);
   if (t.code == TypeCode::BFloat) return decode_bfloat16(storage);
   return bound(cast(runtime::kInt32.with_lanes(t.lanes), storage), "code", [&](const Expr& code) {
-    return t.code == TypeCode::Float8E8M0FNU ? decode_e8m0(code) : decode_small_float(format_of(t), code);
+    return t.code == TypeCode::Float8E8M0FNU ? decode_e8m0(code) : decode_small_float(runtime::narrow_float_format(t), code);
   });
 }
 
@@ -222,7 +197,7 @@ Expr encode_narrow(const Expr& value, DataType type) {
     storage = bound(cast(runtime::kFloat32.with_lanes(t.lanes), value), "value", [&](const Expr& v) {
       if (t.code == TypeCode::BFloat) return cast(t.storage_type(), encode_bfloat16(v));
       if (t.code == TypeCode::Float8E8M0FNU) return cast(t.storage_type(), encode_e8m0(v));
-      return cast(t.storage_type(), encode_small_float(format_of(t), v));
+      return cast(t.storage_type(), encode_small_float(runtime::narrow_float_format(t), v));
     });
   }
   return reinterpret(t, storage);

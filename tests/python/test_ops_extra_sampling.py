@@ -1,5 +1,5 @@
 """GridSample (against PyTorch's grid_sample) and RoiAlign (against a numpy port of ONNX Runtime's
-kernel, and torchvision's roi_align for the average)."""
+kernel, and torchvision's roi_align for the average), DeformConv against torchvision's deform_conv2d."""
 import math
 
 import numpy as np
@@ -197,3 +197,32 @@ def test_roi_align_adaptive_sampling_of_huge_rois(rng, mode, half_pixel):
     attrs = {"mode": mode, "coordinate_transformation_mode": "half_pixel" if half_pixel else "output_half_pixel"}
     (y,) = run("RoiAlign", [x, rois, np.zeros(3, np.int64)], attrs, opset=16)
     assert_close(y, roi_align_ref(x, rois, [0, 0, 0], mode, 1, 1, 0, 1.0, half_pixel), "float32", 1e-4)
+
+
+@pytest.mark.parametrize("groups,offset_groups,stride,dilation,pads", [
+    (1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),
+    (2, 2, (2, 1), (1, 2), (1, 0, 2, 1)),
+    (3, 1, (1, 3), (2, 1), (2, 2, 0, 1)),
+])
+def test_deform_conv_matches_torchvision(rng, groups, offset_groups, stride, dilation, pads):
+    ops = pytest.importorskip("torchvision.ops")
+    import torch_numpy
+    n, c, h, w, oc, kh, kw = 2, 6, 7, 9, 6, 3, 2
+    x = rng.standard_normal((n, c, h, w))
+    weight = rng.standard_normal((oc, c // groups, kh, kw))
+    bias = rng.standard_normal(oc)
+    oh = (h + pads[0] + pads[2] - (kh - 1) * dilation[0] - 1) // stride[0] + 1
+    ow = (w + pads[1] + pads[3] - (kw - 1) * dilation[1] - 1) // stride[1] + 1
+    # Offsets move taps by up to several pixels, well outside the image too, with fractions.
+    offset = rng.uniform(-4, 4, (n, offset_groups * kh * kw * 2, oh, ow))
+    mask = rng.uniform(0, 1, (n, offset_groups * kh * kw, oh, ow))
+    attrs = {"group": groups, "offset_group": offset_groups, "strides": list(stride), "dilations": list(dilation),
+             "pads": list(pads)}
+    (y,) = run("DeformConv", [x, weight, offset, bias, mask], attrs, opset=19)
+    # torchvision pads symmetrically: the image is padded by the rest of each side first.
+    sym = (min(pads[0], pads[2]), min(pads[1], pads[3]))
+    extra = np.pad(x, ((0, 0), (0, 0), (pads[0] - sym[0], pads[2] - sym[0]), (pads[1] - sym[1], pads[3] - sym[1])))
+    t = torch_numpy.tensor
+    want = ops.deform_conv2d(t(extra), t(offset), t(weight), t(bias), stride=stride, padding=sym, dilation=dilation,
+                             mask=t(mask))
+    assert_close(y, torch_numpy.array(want), "float64", 1e-9)
