@@ -44,11 +44,41 @@ void schedule_roi_align(Schedule& s, const Tensor& output) {
   }
 }
 
+// deform_conv: the sampled columns and the bias epilogue are generic stages; the contraction runs
+// its output rows in parallel (batch and output channel fused) with the reduction over input
+// channels and taps outside the output columns, which are vectorized.
+void schedule_deform_conv(Schedule& s, const Tensor& output) {
+  for (const Tensor& t : tensor_ir::topological_order({output})) {
+    const auto* c = t.as<tensor_ir::ComputeOp>();
+    if (!c || s[t].has_loop_schedule()) continue;
+    if (c->reduce_axis().empty()) {
+      schedule_generic_stage(s, t);
+      continue;
+    }
+    Stage& st = s[t];
+    std::vector<Loop> loops = st.leaf_loops();  // batch, out channel, row, column, in channel, tap
+    std::vector<Loop> order = {loops[0], loops[1], loops[2], loops[4], loops[5]};
+    const int lanes = s.hardware().lanes(c->dtype);
+    Loop vec = loops[3];
+    if (c->dim(3) > lanes) {
+      auto [o, i] = st.split(vec, lanes);
+      order.insert(order.begin() + 3, o);
+      vec = i;
+    }
+    order.push_back(vec);
+    st.reorder(order);
+    if (c->dim(3) > 1) st.vectorize(vec);
+    Loop rows = st.fuse(loops[0], loops[1]);
+    if (c->dim(0) * c->dim(1) * c->dim(2) >= 16) st.parallel(rows);
+  }
+}
+
 }  // namespace
 
 void add_extra_templates(std::map<std::string, TunableTemplate>& t) {
   t["det"] = without_knobs(schedule_det);
   t["roi_align"] = without_knobs(schedule_roi_align);
+  t["deform_conv"] = without_knobs(schedule_deform_conv);
 }
 
 }  // namespace tessera::schedule

@@ -73,6 +73,7 @@ std::map<std::string, Sample> explicit_samples() {
       {"resize", {{{{1, 1, 2, 2}, f}}, {{"sizes", Ints{1, 1, 4, 4}}}}},
       {"reverse_sequence", {{{{4, 2, 3}, f}, {{2}, i64}}, {}}},
       {"roi_align", {{{{1, 2, 8, 8}, f}, {{3, 4}, f}, {{3}, i64}}, {}}},
+      {"deform_conv", {{{{1, 2, 5, 5}, f}, {{3, 2, 3, 3}, f}, {{1, 18, 3, 3}, f}, {{3}, f}, {{1, 9, 3, 3}, f}}, {}}},
       {"scatter_nd", {{{{4, 3}, f}, {{2, 1}, i64}, {{2, 3}, f}}, {}}},
       {"unslice",
        {{{{1, 3, 4, 4}, f}}, {{"shape", Ints{2, 3, 4, 4}}, {"starts", Ints{0}}, {"ends", Ints{1}}, {"axes", Ints{0}}}}},

@@ -199,15 +199,16 @@ def test_roi_align_adaptive_sampling_of_huge_rois(rng, mode, half_pixel):
     assert_close(y, roi_align_ref(x, rois, [0, 0, 0], mode, 1, 1, 0, 1.0, half_pixel), "float32", 1e-4)
 
 
-@pytest.mark.parametrize("groups,offset_groups,stride,dilation,pads", [
-    (1, 1, (1, 1), (1, 1), (0, 0, 0, 0)),
-    (2, 2, (2, 1), (1, 2), (1, 0, 2, 1)),
-    (3, 1, (1, 3), (2, 1), (2, 2, 0, 1)),
+@pytest.mark.parametrize("groups,offset_groups,stride,dilation,pads,w", [
+    (1, 1, (1, 1), (1, 1), (0, 0, 0, 0), 9),
+    (2, 2, (2, 1), (1, 2), (1, 0, 2, 1), 9),
+    (3, 1, (1, 3), (2, 1), (2, 2, 0, 1), 9),
+    (2, 3, (1, 1), (1, 1), (1, 1, 1, 1), 37),  # output rows longer than a vector
 ])
-def test_deform_conv_matches_torchvision(rng, groups, offset_groups, stride, dilation, pads):
+def test_deform_conv_matches_torchvision(rng, groups, offset_groups, stride, dilation, pads, w):
     ops = pytest.importorskip("torchvision.ops")
     import torch_numpy
-    n, c, h, w, oc, kh, kw = 2, 6, 7, 9, 6, 3, 2
+    n, c, h, oc, kh, kw = 2, 6, 7, 6, 3, 2
     x = rng.standard_normal((n, c, h, w))
     weight = rng.standard_normal((oc, c // groups, kh, kw))
     bias = rng.standard_normal(oc)
