@@ -11,7 +11,8 @@ void register_all_converters(ConverterTable& t) {
   // Data-dependent output shapes cannot be compiled for static shapes.
   for (const char* op : {"NonZero", "Unique", "Compress", "NonMaxSuppression"})
     t.unsupported(op, "its output shape depends on the input values; Tessera compiles for static shapes");
-  for (const char* op : {"If", "Loop", "Scan"}) t.unsupported(op, "control flow (subgraphs) is not supported");
+  // (If whose condition is known at compile time is the importer's own.)
+  for (const char* op : {"Loop", "Scan"}) t.unsupported(op, "control flow (subgraphs) is not supported");
   for (const char* op :
        {"SequenceConstruct", "SequenceAt", "SequenceEmpty", "SequenceInsert", "SequenceErase", "SequenceLength",
         "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalHasElement", "OptionalGetElement"})

@@ -34,7 +34,7 @@ class Importer {
   relay_ir::Module run() {
     read_opset();
     check_nodes();
-    check_operators();
+    check_operators(graph_);
     for (const auto& init : graph_.initializer())
       values_[init.name()] = relay_ir::constant(tensor_from_proto(init, base_dir_));
     read_inputs();
@@ -69,10 +69,14 @@ class Importer {
         fail("ONNX node ", i, " (", graph_.node(i).op_type(), ", '", graph_.node(i).name(), "') has no outputs");
   }
 
-  // One error for every unsupported operator, before anything is converted.
-  void check_operators() {
+  static bool is_if(const ::onnx::NodeProto& node) { return node.op_type() == "If" && node.domain().empty(); }
+
+  // One error for every unsupported operator of `graph`, before anything is converted (an If's
+  // branches are checked when one is chosen).
+  void check_operators(const ::onnx::GraphProto& graph) {
     std::map<std::string, std::vector<std::string>> unsupported;  // "Op (opset N): reason" -> nodes
-    for (const auto& node : graph_.node()) {
+    for (const auto& node : graph.node()) {
+      if (is_if(node)) continue;
       const auto* entry = ConverterTable::global().find(node.domain(), node.op_type());
       if (entry && entry->convert) continue;
       std::string domain = node.domain().empty() ? "" : node.domain() + ".";
@@ -144,7 +148,36 @@ class Importer {
     }
   }
 
+  // If (ONNX 1 and later) whose condition is known when the model is compiled, from constants or
+  // bound inputs: the chosen branch's nodes are converted in its place (they may read any value
+  // of the enclosing graphs). A condition only known at run time needs control flow in the
+  // compiled graph, which Tessera does not have yet: that is an error naming what to bind.
+  void convert_if(const ::onnx::NodeProto& node) {
+    ConvertContext ctx(node, opset_, {values_.at(node.input(0))}, {node.input(0)}, base_dir_);
+    const runtime::NDArray cond = ctx.constant_input(0, "the condition (branches chosen at run time are not supported)");
+    if (cond.numel() != 1) ctx.error("the condition must hold one value, got shape " + cond.shape_str());
+    const char* chosen = runtime::element_as_double(cond, 0) != 0 ? "then_branch" : "else_branch";
+    const ::onnx::GraphProto* branch = nullptr;
+    for (const auto& a : node.attribute())
+      if (a.name() == chosen && a.has_g()) branch = &a.g();
+    if (!branch) ctx.error(std::string("has no ") + chosen + " graph");
+    if (branch->output_size() != node.output_size())
+      ctx.error(std::string(chosen) + " has " + std::to_string(branch->output_size()) + " outputs, the node " +
+                std::to_string(node.output_size()));
+    check_operators(*branch);
+    for (const auto& init : branch->initializer())
+      values_[init.name()] = relay_ir::constant(tensor_from_proto(init, base_dir_));
+    for (const auto& inner : branch->node()) convert(inner);
+    for (int i = 0; i < node.output_size(); ++i) {
+      auto it = values_.find(branch->output(i).name());
+      if (it == values_.end() || !it->second)
+        ctx.error(std::string(chosen) + " output '" + branch->output(i).name() + "' is not produced by any node");
+      if (!node.output(i).empty()) values_[node.output(i)] = it->second;
+    }
+  }
+
   void convert(const ::onnx::NodeProto& node) {
+    if (is_if(node)) return convert_if(node);
     std::vector<Expr> inputs;
     std::vector<std::string> names;
     for (const auto& in : node.input()) {

@@ -143,3 +143,41 @@ def test_run_checks_inputs(tmp_path):
         lib.run({"img": np.zeros((2, 2), "float32")})
     with pytest.raises(tessera.Error, match="takes 1 inputs, got 2"):
         lib.run([np.zeros((2, 2), "float32")] * 2)
+
+
+def if_model(tmp_path, cond_node, else_nodes=None):
+    """y = If(cond, then: x + 1, else: x * 2 (or else_nodes)), the branches reading x from outside."""
+    one = numpy_helper.from_array(np.array(1, np.float32), "one")
+    two = numpy_helper.from_array(np.array(2, np.float32), "two")
+    then_g = helper.make_graph([helper.make_node("Add", ["x", "one"], ["t"])], "then", [], [vi("t", [3])], [one])
+    else_g = helper.make_graph(else_nodes or [helper.make_node("Mul", ["x", "two"], ["e"])], "else", [], [vi("e", [3])],
+                               [two])
+    nodes = [cond_node, helper.make_node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g, name="if1")]
+    inputs = [vi("x", [3])] + ([vi("c", [], TensorProto.BOOL)] if "c" in cond_node.input else [])
+    return save(tmp_path, nodes, inputs, [vi("y", [3])])
+
+
+def test_if_with_a_compile_time_condition_takes_its_branch(tmp_path):
+    x = np.array([1, 2, 3], np.float32)
+    for value, want in [(True, x + 1), (False, x * 2)]:
+        cond = helper.make_node("Constant", [], ["cond"], value=numpy_helper.from_array(np.array(value)))
+        lib = tessera.build(tessera.onnx.load(if_model(tmp_path, cond)))
+        np.testing.assert_array_equal(lib.run([x])[0], want)
+
+
+def test_if_on_a_graph_input_needs_it_bound(tmp_path):
+    path = if_model(tmp_path, helper.make_node("Identity", ["c"], ["cond"]))
+    with pytest.raises(tessera.onnx.BindingRequired, match=r"If \(node 'if1'.*branches chosen at run time are not "
+                                                           r"supported.*'c'") as e:
+        tessera.onnx.load(path)
+    assert e.value.inputs == ["c"]
+    x = np.array([1, 2, 3], np.float32)
+    lib = tessera.build(tessera.onnx.load(path, bind={"c": np.array(False)}))
+    np.testing.assert_array_equal(lib.run([x])[0], x * 2)
+
+
+def test_if_names_unsupported_operators_of_the_chosen_branch(tmp_path):
+    cond = helper.make_node("Constant", [], ["cond"], value=numpy_helper.from_array(np.array(False)))
+    path = if_model(tmp_path, cond, [helper.make_node("FancyOp", ["x"], ["e"], name="fancy")])
+    with pytest.raises(tessera.Error, match="FancyOp.*'fancy'"):
+        tessera.onnx.load(path)
