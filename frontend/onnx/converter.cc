@@ -143,8 +143,8 @@ void ConverterTable::unsupported(const std::string& op_type, const std::string& 
 }
 
 const ConverterTable::Entry* ConverterTable::find(const std::string& domain, const std::string& op_type) const {
-  if (!domain.empty() && domain != "ai.onnx") return nullptr;
-  auto it = entries_.find(op_type);
+  if (!domain.empty() && domain != "ai.onnx" && domain != "ai.onnx.ml") return nullptr;
+  auto it = entries_.find(domain == "ai.onnx.ml" ? domain + "." + op_type : op_type);
   return it == entries_.end() ? nullptr : &it->second;
 }
 

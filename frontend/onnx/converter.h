@@ -82,7 +82,9 @@ class ConverterTable {
   static const ConverterTable& global();
 
  private:
-  std::map<std::string, Entry> entries_;  // by op_type, domain ai.onnx ("" or "ai.onnx")
+  // By op_type for domain ai.onnx ("" or "ai.onnx"); by domain-qualified name for ai.onnx.ml
+  // ("ai.onnx.ml.Binarizer").
+  std::map<std::string, Entry> entries_;
 };
 
 // The families (ops_*.cc); converters.cc lists them.
@@ -90,6 +92,7 @@ void register_math_converters(ConverterTable& t);
 void register_nn_converters(ConverterTable& t);
 void register_transform_converters(ConverterTable& t);
 void register_extra_converters(ConverterTable& t);
+void register_ml_converters(ConverterTable& t);  // ops_ml.cc: the ai.onnx.ml domain
 void register_all_converters(ConverterTable& t);
 
 }  // namespace tessera::frontend::onnx

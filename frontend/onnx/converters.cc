@@ -8,6 +8,7 @@ void register_all_converters(ConverterTable& t) {
   register_nn_converters(t);
   register_transform_converters(t);
   register_extra_converters(t);
+  register_ml_converters(t);
   // Data-dependent output shapes cannot be compiled for static shapes.
   for (const char* op : {"NonZero", "Unique", "Compress", "NonMaxSuppression"})
     t.unsupported(op, "its output shape depends on the input values; Tessera compiles for static shapes");

@@ -53,11 +53,21 @@ class Importer {
   }
 
  private:
+  // The ai.onnx opset; a model of ai.onnx.ml operators only may import none.
   void read_opset() {
     opset_ = -1;
-    for (const auto& o : model_.opset_import())
+    bool ml = false;
+    for (const auto& o : model_.opset_import()) {
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = static_cast<int>(o.version());
-    if (opset_ < 0) fail("ONNX model imports no ai.onnx opset");
+      ml = ml || o.domain() == "ai.onnx.ml";
+    }
+    if (opset_ < 0 && !ml) fail("ONNX model imports no ai.onnx opset");
+    if (opset_ < 0) {
+      for (const auto& node : graph_.node())
+        if (node.domain().empty() || node.domain() == "ai.onnx")
+          fail("ONNX model imports no ai.onnx opset, but node '", node.name(), "' is ", node.op_type());
+      return;
+    }
     if (opset_ < kMinOpset)
       fail("ONNX model uses opset ", opset_, "; Tessera supports opsets ", kMinOpset, " and newer");
   }
@@ -67,6 +77,14 @@ class Importer {
     for (int i = 0; i < graph_.node_size(); ++i)
       if (graph_.node(i).output_size() == 0)
         fail("ONNX node ", i, " (", graph_.node(i).op_type(), ", '", graph_.node(i).name(), "') has no outputs");
+  }
+
+  // The opset the model imports for `domain` (ai.onnx for ""), -1 for none.
+  int opset_of(const std::string& domain) const {
+    if (domain.empty() || domain == "ai.onnx") return opset_;
+    for (const auto& o : model_.opset_import())
+      if (o.domain() == domain) return static_cast<int>(o.version());
+    return -1;
   }
 
   static bool is_if(const ::onnx::NodeProto& node) { return node.op_type() == "If" && node.domain().empty(); }
@@ -80,9 +98,9 @@ class Importer {
       const auto* entry = ConverterTable::global().find(node.domain(), node.op_type());
       if (entry && entry->convert) continue;
       std::string domain = node.domain().empty() ? "" : node.domain() + ".";
-      std::string key = domain + node.op_type() + " (opset " + std::to_string(opset_) + ")";
+      std::string key = domain + node.op_type() + " (opset " + std::to_string(opset_of(node.domain())) + ")";
       if (entry) key += ": " + entry->unsupported;
-      else if (!node.domain().empty() && node.domain() != "ai.onnx")
+      else if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != "ai.onnx.ml")
         key += ": operators of domain " + node.domain() + " are not supported";
       unsupported[key].push_back(node.name().empty() ? node.output(0) : node.name());
     }

@@ -1,5 +1,6 @@
-"""ONNX import: shapes and bindings, import-time folding, external data, and the errors a
-person gets for models Tessera cannot compile."""
+"""ONNX import: shapes and bindings, import-time folding, external data, If with a compile-time
+condition, the ai.onnx.ml domain, and the errors a person gets for models Tessera cannot
+compile."""
 import os
 
 import numpy as np
@@ -180,4 +181,34 @@ def test_if_names_unsupported_operators_of_the_chosen_branch(tmp_path):
     cond = helper.make_node("Constant", [], ["cond"], value=numpy_helper.from_array(np.array(False)))
     path = if_model(tmp_path, cond, [helper.make_node("FancyOp", ["x"], ["e"], name="fancy")])
     with pytest.raises(tessera.Error, match="FancyOp.*'fancy'"):
+        tessera.onnx.load(path)
+
+
+def ml_model(tmp_path, nodes, inputs, outputs, with_ai_onnx=False):
+    graph = helper.make_graph(nodes, "g", inputs, outputs)
+    opsets = [helper.make_opsetid("ai.onnx.ml", 1)] + ([helper.make_opsetid("", 17)] if with_ai_onnx else [])
+    path = os.path.join(str(tmp_path), "ml.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=opsets), path)
+    return path
+
+
+def test_ai_onnx_ml_binarizer_and_array_feature_extractor(tmp_path, rng):
+    x = rng.standard_normal((3, 7)).astype(np.float32)
+    path = ml_model(tmp_path, [helper.make_node("Binarizer", ["x"], ["b"], domain="ai.onnx.ml", threshold=0.25),
+                               helper.make_node("ArrayFeatureExtractor", ["x", "i"], ["f"], domain="ai.onnx.ml")],
+                    [vi("x", [3, 7]), vi("i", [4], TensorProto.INT64)], [vi("b", [3, 7]), vi("f", [3, 4])])
+    i = np.array([6, 0, 3, 3], np.int64)
+    b, f = tessera.build(tessera.onnx.load(path)).run([x, i])
+    np.testing.assert_array_equal(b, (x > 0.25).astype(np.float32))
+    np.testing.assert_array_equal(f, x[:, i])
+    # A 1-D X gives one row.
+    path = ml_model(tmp_path, [helper.make_node("ArrayFeatureExtractor", ["x", "i"], ["f"], domain="ai.onnx.ml")],
+                    [vi("x", [7]), vi("i", [2], TensorProto.INT64)], [vi("f", [1, 2])])
+    (f,) = tessera.build(tessera.onnx.load(path)).run([x[0], i[:2]])
+    np.testing.assert_array_equal(f, x[0][None, i[:2]])
+
+
+def test_ai_onnx_ops_need_their_opset_imported(tmp_path):
+    path = ml_model(tmp_path, [helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [3])], [vi("y", [3])])
+    with pytest.raises(tessera.Error, match="imports no ai.onnx opset, but node 'r' is Relu"):
         tessera.onnx.load(path)
