@@ -227,7 +227,7 @@ class Importer {
     static const std::set<std::string> kTakesNarrowTypes = {"Cast", "CastLike", "BitCast", "QuantizeLinear",
                                                              "DequantizeLinear", "Identity"};
     const auto& convert = ConverterTable::global().find(node.domain(), node.op_type())->convert;
-    ConvertContext as_given(node, opset_, inputs, names, base_dir_);
+    ConvertContext as_given(node, opset_of(node.domain()), inputs, names, base_dir_);
     std::optional<runtime::DataType> narrow;
     if (!kTakesNarrowTypes.count(node.op_type()))
       for (size_t i = 0; i < inputs.size(); ++i) {
@@ -237,7 +237,7 @@ class Importer {
         inputs[i] = widened(as_given, inputs[i], t.compute_type());
       }
     if (!narrow) return convert(as_given);
-    ConvertContext ctx(node, opset_, inputs, names, base_dir_);
+    ConvertContext ctx(node, opset_of(node.domain()), inputs, names, base_dir_);
     std::vector<Expr> outputs = convert(ctx);
     for (auto& e : outputs) {
       if (!e) continue;

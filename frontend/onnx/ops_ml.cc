@@ -7,6 +7,7 @@ namespace tessera::frontend::onnx {
 using relay_ir::Expr;
 
 void register_ml_converters(ConverterTable& t) {
+  register_ml_tree_ensemble_converter(t);
   // 1 where x > threshold, else 0 (NaN: 0), in x's type.
   t.add("ai.onnx.ml.Binarizer", [](ConvertContext& c) {
     c.check_attrs({"threshold"});

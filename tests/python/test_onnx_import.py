@@ -212,3 +212,106 @@ def test_ai_onnx_ops_need_their_opset_imported(tmp_path):
     path = ml_model(tmp_path, [helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [3])], [vi("y", [3])])
     with pytest.raises(tessera.Error, match="imports no ai.onnx opset, but node 'r' is Relu"):
         tessera.onnx.load(path)
+
+
+def random_forest(rng, trees, features, targets, depth):
+    """TreeEnsemble attributes of random complete trees of every comparison mode."""
+    a = {k: [] for k in ["featureids", "splits", "modes", "truenodeids", "falsenodeids", "trueleafs", "falseleafs",
+                         "tracks"]}
+    leaf_targets, leaf_weights, roots, members = [], [], [], []
+
+    def leaf():
+        leaf_targets.append(int(rng.integers(targets)))
+        leaf_weights.append(float(rng.standard_normal()))
+        return len(leaf_targets) - 1
+
+    def node(level):
+        i = len(a["featureids"])
+        for k in a:
+            a[k].append(0)
+        a["featureids"][i] = int(rng.integers(features))
+        a["modes"][i] = int(rng.integers(7))
+        a["splits"][i] = float(np.round(rng.standard_normal(), 1))
+        a["tracks"][i] = int(rng.integers(2))
+        if a["modes"][i] == 6:
+            members.extend([float(v) for v in np.round(rng.standard_normal(3), 1)] + [np.nan])
+        for side in ("true", "false"):
+            is_leaf = level == depth - 1 or rng.uniform() < 0.25
+            a[side + "leafs"][i] = int(is_leaf)
+            a[side + "nodeids"][i] = leaf() if is_leaf else node(level + 1)
+        return i
+
+    for _ in range(trees):
+        roots.append(node(0))
+    return a, leaf_targets, leaf_weights, roots, members
+
+
+def tree_ensemble_reference(x, a, leaf_targets, leaf_weights, roots, members, targets, aggregate):
+    member_sets, it = {}, iter(members)
+    for i, m in enumerate(a["modes"]):
+        if m == 6:
+            s = []
+            for v in it:
+                if np.isnan(v):
+                    break
+                s.append(np.float32(v))
+            member_sets[i] = s
+    tests = [np.less_equal, np.less, np.greater_equal, np.greater, np.equal, np.not_equal]
+    out = np.full((len(x), targets), {0: 0.0, 1: 0.0, 2: np.inf, 3: -np.inf}[aggregate])
+    for n, row in enumerate(x):
+        for r in roots:
+            i, is_leaf = r, False
+            while not is_leaf:
+                v = row[a["featureids"][i]]
+                m = a["modes"][i]
+                go = (v in member_sets[i]) if m == 6 else bool(tests[m](v, np.float32(a["splits"][i])))
+                go = go or (bool(a["tracks"][i]) and np.isnan(v))
+                side = "true" if go else "false"
+                i, is_leaf = a[side + "nodeids"][i], a[side + "leafs"][i]
+            t, w = leaf_targets[i], np.float32(leaf_weights[i])
+            if aggregate in (0, 1):
+                out[n, t] += w / (len(roots) if aggregate == 0 else 1)
+            else:
+                out[n, t] = (min if aggregate == 2 else max)(out[n, t], w)
+    info = np.finfo(np.float32)
+    return np.where(np.isinf(out), np.where(out > 0, info.max, info.min), out).astype(np.float32)
+
+
+@pytest.mark.parametrize("aggregate", [0, 1, 2, 3])
+def test_ai_onnx_ml_tree_ensemble_against_a_reference(tmp_path, rng, aggregate):
+    features, targets = 5, 3
+    a, leaf_targets, leaf_weights, roots, members = random_forest(rng, 7, features, targets, depth=5)
+    attrs = dict(nodes_featureids=a["featureids"], nodes_truenodeids=a["truenodeids"],
+                 nodes_falsenodeids=a["falsenodeids"], nodes_trueleafs=a["trueleafs"], nodes_falseleafs=a["falseleafs"],
+                 nodes_missing_value_tracks_true=a["tracks"], leaf_targetids=leaf_targets, tree_roots=roots,
+                 n_targets=targets, aggregate_function=aggregate,
+                 nodes_splits=numpy_helper.from_array(np.array(a["splits"], np.float32)),
+                 nodes_modes=numpy_helper.from_array(np.array(a["modes"], np.uint8)),
+                 leaf_weights=numpy_helper.from_array(np.array(leaf_weights, np.float32)))
+    if members:
+        attrs["membership_values"] = numpy_helper.from_array(np.array(members, np.float32))
+    path = ml_model(tmp_path, [helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", **attrs)],
+                    [vi("x", [11, features])], [vi("y", [11, targets])])
+    x = np.round(rng.standard_normal((11, features)), 1).astype(np.float32)  # ties with the splits and sets
+    x[2, 1] = x[5, 3] = np.nan
+    (y,) = tessera.build(tessera.onnx.load(path)).run([x])
+    want = tree_ensemble_reference(x, a, leaf_targets, leaf_weights, roots, members, targets, aggregate)
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+    if aggregate == 1:  # the post transforms ONNX Runtime applies: SOFTMAX over targets, LOGISTIC
+        for post, f in [(1, lambda v: np.exp(v) / np.exp(v).sum(1, keepdims=True)), (2, lambda v: 1 / (1 + np.exp(-v)))]:
+            node = helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", post_transform=post, **attrs)
+            path = ml_model(tmp_path, [node], [vi("x", [11, features])], [vi("y", [11, targets])])
+            (y,) = tessera.build(tessera.onnx.load(path)).run([x])
+            np.testing.assert_allclose(y, f(want.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+def test_ai_onnx_ml_tree_ensemble_refuses_cycles(tmp_path):
+    attrs = dict(nodes_featureids=[0, 0], nodes_truenodeids=[1, 0], nodes_falsenodeids=[0, 0], nodes_trueleafs=[0, 1],
+                 nodes_falseleafs=[1, 0], leaf_targetids=[0], tree_roots=[0], n_targets=1,
+                 nodes_splits=numpy_helper.from_array(np.zeros(2, np.float32)),
+                 nodes_modes=numpy_helper.from_array(np.zeros(2, np.uint8)),
+                 leaf_weights=numpy_helper.from_array(np.ones(1, np.float32)))
+    path = ml_model(tmp_path, [helper.make_node("TreeEnsemble", ["x"], ["y"], domain="ai.onnx.ml", **attrs)],
+                    [vi("x", [2, 1])], [vi("y", [2, 1])])
+    with pytest.raises(tessera.Error, match="cycle"):
+        tessera.onnx.load(path)
