@@ -8,6 +8,7 @@
 #include "tensor_ir/printer.h"
 #include "tensor_ir/transforms/legalize.h"
 #include "tensor_ir/transforms/loop_partition.h"
+#include "tensor_ir/transforms/narrow_types.h"
 #include "tensor_ir/transforms/storage_flatten.h"
 #include "tensor_ir/transforms/vectorize.h"
 
@@ -111,6 +112,31 @@ TEST(Legalize, UnrolledLoopsWithSymbolicExtentRunSerially) {
   EXPECT_EQ(legalize_for_codegen(s).as<For>()->for_kind, ForKind::Serial);
   Stmt c = For::make(i, Expr(0), Expr(4), ForKind::Unrolled, Store::make(a, make_const(kFloat32, 1), i));
   EXPECT_EQ(legalize_for_codegen(c).as<For>()->for_kind, ForKind::Unrolled);
+}
+
+
+// Narrow types: loads decode and stores encode, in the compute type; a copy moves the bits.
+TEST(NarrowTypes, LoadsDecodeStoresEncodeCopiesMoveBits) {
+  const DataType bf16 = runtime::kBFloat16, e4m3(runtime::TypeCode::Float8E4M3FN, 8);
+  Buffer a = BufferNode::make("A", bf16, {Expr(4)}, MemoryScope::Global);
+  Buffer b = BufferNode::make("B", bf16, {Expr(4)}, MemoryScope::Global);
+  Buffer c = BufferNode::make("C", e4m3, {Expr(4)}, MemoryScope::Global);
+  Var i("i");
+  Stmt copy = lower_narrow_types(Store::make(b, Load::make(a, i), i));
+  EXPECT_EQ(to_string(copy), "B[i] = A[i]\n");
+  Stmt add = lower_narrow_types(Store::make(b, Load::make(a, i) + Load::make(a, i), i));
+  const auto* store = add.as<Store>();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(store->value.type(), bf16);  // the encoded sum
+  const std::string text = to_string(add);
+  EXPECT_NE(text.find("shift_left(uint32(reinterpret(A[i]))"), std::string::npos) << text;  // decoded
+  Stmt convert = lower_narrow_types(Store::make(c, cast(e4m3, Load::make(a, i)), i));
+  EXPECT_EQ(convert.as<Store>()->value.type(), e4m3);
+  // A Cast to a narrow type inside an expression rounds: its value is the compute type's.
+  Buffer f = BufferNode::make("F", kFloat32, {Expr(4)}, MemoryScope::Global);
+  Stmt rounded = lower_narrow_types(Store::make(f, cast(kFloat32, cast(bf16, Load::make(f, i))), i));
+  EXPECT_EQ(rounded.as<Store>()->value.type(), kFloat32);
+  EXPECT_NE(to_string(rounded).find("reinterpret"), std::string::npos);
 }
 
 }  // namespace
