@@ -63,9 +63,9 @@ float small_float_value(const Format& f, uint32_t code) {
   if (f.specials == Specials::IEEE && exponent == max_exponent)
     return mantissa ? NAN : (negative ? -INFINITY : INFINITY);
   if (f.specials == Specials::AllOnes && exponent == max_exponent && mantissa == max_mantissa) return NAN;
-  const float magnitude = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), 1 - f.bias - m)
-                                        : std::ldexp(static_cast<float>((1u << m) + mantissa),
-                                                     static_cast<int>(exponent) - f.bias - m);
+  const float magnitude =
+      exponent == 0 ? std::ldexp(static_cast<float>(mantissa), 1 - f.bias - m)
+                    : std::ldexp(static_cast<float>((1u << m) + mantissa), static_cast<int>(exponent) - f.bias - m);
   return negative ? -magnitude : magnitude;
 }
 

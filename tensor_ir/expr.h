@@ -136,10 +136,11 @@ struct Cast : ExprNode {
 // X(name, number of arguments).
 #define TESSERA_INTRINSICS(X)                                                                                      \
   X(exp, 1)                                                                                                        \
-  X(log, 1) X(sqrt, 1) X(rsqrt, 1) X(tanh, 1) X(sigmoid, 1) X(erf, 1) X(pow, 2) X(abs, 1) X(floor, 1) X(ceil, 1)   \
-      X(round, 1) X(trunc, 1) X(sin, 1) X(cos, 1) X(tan, 1) X(asin, 1) X(acos, 1) X(atan, 1) X(sinh, 1) X(cosh, 1) \
-          X(asinh, 1) X(acosh, 1) X(atanh, 1) X(isnan, 1) X(isinf, 1) X(bitwise_and, 2) X(bitwise_or, 2)           \
-              X(bitwise_xor, 2) X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2) X(likely, 1) X(prefetch, 1) X(barrier, 0) \
+  X(log, 1)                                                                                                        \
+  X(sqrt, 1) X(rsqrt, 1) X(tanh, 1) X(sigmoid, 1) X(erf, 1) X(pow, 2) X(abs, 1) X(floor, 1) X(ceil, 1) X(round, 1) \
+      X(trunc, 1) X(sin, 1) X(cos, 1) X(tan, 1) X(asin, 1) X(acos, 1) X(atan, 1) X(sinh, 1) X(cosh, 1) X(asinh, 1) \
+          X(acosh, 1) X(atanh, 1) X(isnan, 1) X(isinf, 1) X(bitwise_and, 2) X(bitwise_or, 2) X(bitwise_xor, 2)     \
+              X(bitwise_not, 1) X(shift_left, 2) X(shift_right, 2) X(likely, 1) X(prefetch, 1) X(barrier, 0)       \
                   X(warp_shuffle_down, 2) X(reinterpret, 1)
 
 enum class Intrinsic : uint8_t {

@@ -92,7 +92,7 @@ void register_math_converters(ConverterTable& t);
 void register_nn_converters(ConverterTable& t);
 void register_transform_converters(ConverterTable& t);
 void register_extra_converters(ConverterTable& t);
-void register_ml_converters(ConverterTable& t);  // ops_ml.cc: the ai.onnx.ml domain
+void register_ml_converters(ConverterTable& t);               // ops_ml.cc: the ai.onnx.ml domain
 void register_ml_tree_ensemble_converter(ConverterTable& t);  // ops_ml_tree_ensemble.cc
 void register_all_converters(ConverterTable& t);
 

@@ -172,7 +172,8 @@ class Importer {
   // compiled graph, which Tessera does not have yet: that is an error naming what to bind.
   void convert_if(const ::onnx::NodeProto& node) {
     ConvertContext ctx(node, opset_, {values_.at(node.input(0))}, {node.input(0)}, base_dir_);
-    const runtime::NDArray cond = ctx.constant_input(0, "the condition (branches chosen at run time are not supported)");
+    const runtime::NDArray cond =
+        ctx.constant_input(0, "the condition (branches chosen at run time are not supported)");
     if (cond.numel() != 1) ctx.error("the condition must hold one value, got shape " + cond.shape_str());
     const char* chosen = runtime::element_as_double(cond, 0) != 0 ? "then_branch" : "else_branch";
     const ::onnx::GraphProto* branch = nullptr;
@@ -224,8 +225,8 @@ class Importer {
   // uint8), its inputs widened and its outputs of that type narrowed again.
   std::vector<Expr> convert_widened(const ::onnx::NodeProto& node, std::vector<Expr> inputs,
                                     const std::vector<std::string>& names) {
-    static const std::set<std::string> kTakesNarrowTypes = {"Cast", "CastLike", "BitCast", "QuantizeLinear",
-                                                             "DequantizeLinear", "Identity"};
+    static const std::set<std::string> kTakesNarrowTypes = {"Cast",           "CastLike",         "BitCast",
+                                                            "QuantizeLinear", "DequantizeLinear", "Identity"};
     const auto& convert = ConverterTable::global().find(node.domain(), node.op_type())->convert;
     ConvertContext as_given(node, opset_of(node.domain()), inputs, names, base_dir_);
     std::optional<runtime::DataType> narrow;
@@ -252,7 +253,8 @@ class Importer {
   static Expr widened(const ConvertContext& c, const Expr& e, runtime::DataType type) {
     if (const auto* k = e.as<relay_ir::ConstantNode>()) {
       runtime::NDArray wide = runtime::NDArray::empty(k->data.shape(), type);
-      for (int64_t i = 0; i < wide.numel(); ++i) runtime::store_element(wide, i, runtime::element_as_double(k->data, i));
+      for (int64_t i = 0; i < wide.numel(); ++i)
+        runtime::store_element(wide, i, runtime::element_as_double(k->data, i));
       return relay_ir::constant(wide);
     }
     return c.call("cast", {e}, {{"dtype", type.str()}});

@@ -96,9 +96,10 @@ std::vector<Expr> deform_conv(ConvertContext& c) {
     c.error("kernel_shape differs from W's " + runtime::shape_str(w.shape));
   const auto& offset = c.input_type(2);
   Expr bias = c.has_input(3) ? c.input(3) : relay_ir::constant(filled({w.shape[0]}, x.dtype, 0));
-  Expr mask = c.has_input(4) ? c.input(4)
-                             : relay_ir::constant(filled({offset.shape[0], offset.shape[1] / 2, offset.shape[2],
-                                                          offset.shape[3]}, x.dtype, 1));
+  Expr mask = c.has_input(4)
+                  ? c.input(4)
+                  : relay_ir::constant(
+                        filled({offset.shape[0], offset.shape[1] / 2, offset.shape[2], offset.shape[3]}, x.dtype, 1));
   Attrs a{{"strides", nn::spatial_attr(c, "strides", 2, 1)},
           {"dilations", nn::spatial_attr(c, "dilations", 2, 1)},
           {"pads", c.attr_ints("pads", std::vector<int64_t>(4, 0))},

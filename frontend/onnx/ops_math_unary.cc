@@ -257,7 +257,8 @@ void register_math_unary_converters(ConverterTable& t) {
         }));
   t.add("BitCast", one([](ConvertContext& c) {  // opset 26
           c.check_attrs({"to"});
-          const runtime::DataType to = dtype_from_onnx(static_cast<int>(c.attr_int("to")), c.where() + " attribute 'to'");
+          const runtime::DataType to =
+              dtype_from_onnx(static_cast<int>(c.attr_int("to")), c.where() + " attribute 'to'");
           return c.call("bitcast", {c.input(0)}, {{"dtype", to.str()}});
         }));
 }

@@ -78,7 +78,8 @@ Forest read_forest(ConvertContext& c) {
   if (f.leaf_weights.numel() != leaves) c.error("leaf_weights and leaf_targetids must have one length");
   if (f.roots.empty() || f.targets < 1) c.error("the ensemble needs trees (tree_roots) and n_targets >= 1");
   for (int64_t i = 0; i < nodes; ++i) {
-    if (f.modes[i] < kLeq || f.modes[i] > kMember) c.error("nodes_modes holds an unknown mode " + std::to_string(f.modes[i]));
+    if (f.modes[i] < kLeq || f.modes[i] > kMember)
+      c.error("nodes_modes holds an unknown mode " + std::to_string(f.modes[i]));
     for (auto [id, leaf] : {std::pair{f.true_ids[i], f.true_leafs[i]}, {f.false_ids[i], f.false_leafs[i]}})
       if (id < 0 || id >= (leaf ? leaves : nodes)) c.error("node " + std::to_string(i) + " branches out of range");
   }
@@ -136,7 +137,8 @@ std::vector<Expr> convert_tree_ensemble(ConvertContext& c) {
   }
   Expr node = broadcast_rows(start);
   Expr done = c.call("cast", {broadcast_rows(start_done)}, {{"dtype", std::string("bool")}});
-  const Expr splits = relay_ir::constant(converted(f.splits, dtype)), features = table(f.features), modes = table(f.modes);
+  const Expr splits = relay_ir::constant(converted(f.splits, dtype)), features = table(f.features),
+             modes = table(f.modes);
   size_t widest = 0;  // the members table: a row per node, its set NaN-padded
   for (const auto& m : f.members) widest = std::max(widest, m.size());
   Expr members;
@@ -144,7 +146,8 @@ std::vector<Expr> convert_tree_ensemble(ConvertContext& c) {
     NDArray m = NDArray::empty({static_cast<int64_t>(f.members.size()), static_cast<int64_t>(widest)}, dtype);
     for (size_t i = 0; i < f.members.size(); ++i)
       for (size_t j = 0; j < widest; ++j)
-        runtime::store_element(m, static_cast<int64_t>(i * widest + j), j < f.members[i].size() ? f.members[i][j] : NAN);
+        runtime::store_element(m, static_cast<int64_t>(i * widest + j),
+                               j < f.members[i].size() ? f.members[i][j] : NAN);
     members = relay_ir::constant(m);
   }
   const bool any_tracks = std::count(f.tracks_true.begin(), f.tracks_true.end(), 1) > 0;
@@ -153,15 +156,22 @@ std::vector<Expr> convert_tree_ensemble(ConvertContext& c) {
     const Expr split = at(splits, node), mode = at(modes, node);
     auto test = [&](int64_t m) -> Expr {
       switch (m) {
-        case kLeq: return c.call("less_equal", {x, split});
-        case kLt: return c.call("less", {x, split});
-        case kGte: return c.call("greater_equal", {x, split});
-        case kGt: return c.call("greater", {x, split});
-        case kEq: return c.call("equal", {x, split});
-        case kNeq: return c.call("logical_not", {c.call("equal", {x, split})});
+        case kLeq:
+          return c.call("less_equal", {x, split});
+        case kLt:
+          return c.call("less", {x, split});
+        case kGte:
+          return c.call("greater_equal", {x, split});
+        case kGt:
+          return c.call("greater", {x, split});
+        case kEq:
+          return c.call("equal", {x, split});
+        case kNeq:
+          return c.call("logical_not", {c.call("equal", {x, split})});
         default: {  // x in the node's set
           const Expr wide = c.call("reshape", {x}, {{"shape", Ints{samples, trees, 1}}});
-          const Expr hits = c.call("cast", {c.call("equal", {at(members, node), wide})}, {{"dtype", std::string("uint8")}});
+          const Expr hits =
+              c.call("cast", {c.call("equal", {at(members, node), wide})}, {{"dtype", std::string("uint8")}});
           const Expr any = c.call("reduce_max", {hits}, {{"axes", Ints{2}}, {"keepdims", int64_t{0}}});
           return c.call("cast", {any}, {{"dtype", std::string("bool")}});
         }
@@ -185,7 +195,8 @@ std::vector<Expr> convert_tree_ensemble(ConvertContext& c) {
     done = c.call("logical_or", {done, next_leaf});
   }
   // Each tree's leaf (node now indexes leaf_*) contributes its weight to its target.
-  const Expr weight = c.call("reshape", {at(relay_ir::constant(converted(f.leaf_weights, dtype)), node)}, {{"shape", Ints{samples, trees, 1}}});
+  const Expr weight = c.call("reshape", {at(relay_ir::constant(converted(f.leaf_weights, dtype)), node)},
+                             {{"shape", Ints{samples, trees, 1}}});
   const Expr target = c.call("reshape", {at(table(f.leaf_targets), node)}, {{"shape", Ints{samples, trees, 1}}});
   Ints target_ids(f.targets);
   for (int64_t i = 0; i < f.targets; ++i) target_ids[i] = i;
@@ -207,8 +218,6 @@ std::vector<Expr> convert_tree_ensemble(ConvertContext& c) {
 
 }  // namespace
 
-void register_ml_tree_ensemble_converter(ConverterTable& t) {
-  t.add("ai.onnx.ml.TreeEnsemble", convert_tree_ensemble);
-}
+void register_ml_tree_ensemble_converter(ConverterTable& t) { t.add("ai.onnx.ml.TreeEnsemble", convert_tree_ensemble); }
 
 }  // namespace tessera::frontend::onnx

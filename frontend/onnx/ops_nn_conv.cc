@@ -164,8 +164,7 @@ std::vector<Expr> causal_conv_with_state(ConvertContext& c) {
     c.error("input " + runtime::shape_str(x.shape) + " must be (batch, channels, length) and weight " +
             runtime::shape_str(w.shape) + " (channels, 1, k)");
   const int64_t batch = x.shape[0], channels = x.shape[1], length = x.shape[2], k = w.shape[2];
-  Expr past = c.has_input(3) ? c.input(3)
-                             : relay_ir::constant(filled({batch, channels, k - 1}, x.dtype, 0));
+  Expr past = c.has_input(3) ? c.input(3) : relay_ir::constant(filled({batch, channels, k - 1}, x.dtype, 0));
   Expr sequence = c.call("concat", {past, c.input(0)}, {{"axis", int64_t{2}}});
   std::vector<Expr> args{sequence, c.input(1)};
   if (c.has_input(2)) args.push_back(c.input(2));
@@ -176,8 +175,8 @@ std::vector<Expr> causal_conv_with_state(ConvertContext& c) {
   Expr y = c.call("conv", args, conv);
   if (activation != "none") y = c.call("mul", {y, c.call("sigmoid", {y})});
   using Ints = std::vector<int64_t>;
-  Expr present = c.call("slice", {sequence},
-                        {{"starts", Ints{length}}, {"ends", Ints{length + k - 1}}, {"axes", Ints{2}}});
+  Expr present =
+      c.call("slice", {sequence}, {{"starts", Ints{length}}, {"ends", Ints{length + k - 1}}, {"axes", Ints{2}}});
   return {y, present};
 }
 

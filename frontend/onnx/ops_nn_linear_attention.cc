@@ -89,7 +89,8 @@ std::vector<Expr> convert_linear_attention(ConvertContext& c) {
     Expr update = value;
     if (delta) {
       // v - S^T k, scaled by beta
-      const Expr recalled = c.call("reduce_sum", {c.call("mul", {state, key})}, {{"axes", Ints{2}}, {"keepdims", int64_t{1}}});
+      const Expr recalled =
+          c.call("reduce_sum", {c.call("mul", {state, key})}, {{"axes", Ints{2}}, {"keepdims", int64_t{1}}});
       update = c.call("mul", {token(c, in[5], t, beta_shape), c.call("sub", {value, recalled})});
     }
     state = c.call("add", {state, c.call("mul", {key, update})});

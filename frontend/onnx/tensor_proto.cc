@@ -186,7 +186,8 @@ runtime::NDArray tensor_from_proto(const TP& t, const std::string& base_dir) {
     std::string raw;
     if (t.data_location() == TP::EXTERNAL) raw = read_external(t, base_dir);
     else if (t.has_raw_data()) raw = t.raw_data();
-    else for (int32_t byte : t.int32_data()) raw.push_back(static_cast<char>(byte));
+    else
+      for (int32_t byte : t.int32_data()) raw.push_back(static_cast<char>(byte));
     if (static_cast<int64_t>(raw.size()) != packed_bytes(dtype, n))
       fail(what, ": has ", raw.size(), " bytes of packed ", dtype.str(), " values, its shape needs ",
            packed_bytes(dtype, n));

@@ -104,7 +104,8 @@ Type deform_conv_rel(const std::vector<Type>& args, const Attrs& a) {
   for (int d = 0; d < 2; ++d) {
     const int64_t padded = x.shape[2 + d] + p.pads[d] + p.pads[d + 2];
     const int64_t extent = (w.shape[2 + d] - 1) * p.dilations[d] + 1;
-    if (padded < extent) fail("the kernel ", shape_str(w.shape), " is larger than the padded input ", shape_str(x.shape));
+    if (padded < extent)
+      fail("the kernel ", shape_str(w.shape), " is larger than the padded input ", shape_str(x.shape));
     out.push_back((padded - extent) / p.strides[d] + 1);
   }
   return tensor_type(out, x.dtype);

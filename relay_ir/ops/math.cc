@@ -77,7 +77,8 @@ Type bitcast_relation(const std::vector<Type>& args, const Attrs& attrs) {
   Type t = cast_relation(args, attrs);
   const DataType from = as_tensor(args.at(0), "input").dtype, to = as_tensor(t, "output").dtype;
   auto width = [](DataType d) { return d.is_bool() ? 8 : d.bits; };
-  if (width(from) != width(to)) fail("cannot read the bits of ", from.str(), " as ", to.str(), " (their widths differ)");
+  if (width(from) != width(to))
+    fail("cannot read the bits of ", from.str(), " as ", to.str(), " (their widths differ)");
   return t;
 }
 

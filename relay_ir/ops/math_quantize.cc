@@ -15,8 +15,8 @@ using In = std::vector<Tensor>;
 
 // Checks scale and zero point against x: both scalars (or one element), both 1-D along axis, or
 // both blocked (the compute definition checks their shapes).
-void check_params(const TensorTypeNode& x, const TensorTypeNode& scale, const TensorTypeNode& zero_point,
-                  int64_t axis, int64_t block_size) {
+void check_params(const TensorTypeNode& x, const TensorTypeNode& scale, const TensorTypeNode& zero_point, int64_t axis,
+                  int64_t block_size) {
   if (!ops::is_scale_type(scale.dtype)) fail("the scale must be a float tensor, got ", scale.dtype.str());
   if (block_size != 0) {
     if (scale.shape != zero_point.shape || scale.ndim() != x.ndim())
@@ -68,10 +68,9 @@ void register_math_quantize_ops(OpRegistry& r) {
          {{"axis", int64_t{1}}, {"block_size", int64_t{0}}},
          quantize_relation,
          OpPattern::Broadcast,
-         single_output(
-             [](const In& in, const Attrs& a) {
-               return ops::quantize_linear(in[0], in[1], in[2], a.get_int("axis"), a.get_int("block_size"));
-             }),
+         single_output([](const In& in, const Attrs& a) {
+           return ops::quantize_linear(in[0], in[1], in[2], a.get_int("axis"), a.get_int("block_size"));
+         }),
          "elemwise"});
   r.add({"dequantize_linear",
          "(x - zero_point) * scale in scale's dtype; per tensor, axis or block",

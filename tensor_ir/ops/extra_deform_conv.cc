@@ -55,14 +55,15 @@ Tensor deform_conv(const Tensor& x, const Tensor& w, const Tensor& offset, const
         const Expr y0 = cast(kIndexType, fy), x0 = cast(kIndexType, fx);
         const Expr ly = sy - fy, lx = sx - fx;
         auto tap_value = [&](const Expr& yi, const Expr& xi, const Expr& weight) {
-          const Expr inside = logical_and(logical_and(yi >= Expr(0), yi < Expr(height)),
-                                          logical_and(xi >= Expr(0), xi < Expr(width)));
-          const Expr at = cast(acc, x(b, ch, min(max(yi, Expr(0)), Expr(height - 1)),
-                                      min(max(xi, Expr(0)), Expr(width - 1))));
+          const Expr inside =
+              logical_and(logical_and(yi >= Expr(0), yi < Expr(height)), logical_and(xi >= Expr(0), xi < Expr(width)));
+          const Expr at =
+              cast(acc, x(b, ch, min(max(yi, Expr(0)), Expr(height - 1)), min(max(xi, Expr(0)), Expr(width - 1))));
           return select(inside, weight * at, c(0));
         };
-        const Expr value = tap_value(y0, x0, (c(1) - ly) * (c(1) - lx)) + tap_value(y0, x0 + Expr(1), (c(1) - ly) * lx) +
-                           tap_value(y0 + Expr(1), x0, ly * (c(1) - lx)) + tap_value(y0 + Expr(1), x0 + Expr(1), ly * lx);
+        const Expr value =
+            tap_value(y0, x0, (c(1) - ly) * (c(1) - lx)) + tap_value(y0, x0 + Expr(1), (c(1) - ly) * lx) +
+            tap_value(y0 + Expr(1), x0, ly * (c(1) - lx)) + tap_value(y0 + Expr(1), x0 + Expr(1), ly * lx);
         return value * cast(acc, mask(b, tap, y, xo));
       },
       "deform_conv_columns", "deform_conv");
@@ -75,16 +76,14 @@ Tensor deform_conv(const Tensor& x, const Tensor& w, const Tensor& offset, const
         IterVar ci = reduce_axis(Range(Expr(0), Expr(group_in)), "ci");
         IterVar k = reduce_axis(Range(Expr(0), Expr(taps)), "k");
         const Expr ch = floordiv(o[1], Expr(group_out)) * Expr(group_in) + ci;
-        const Expr term = cast(acc, w(o[1], ci, floordiv(k, Expr(kw)), floormod(k, Expr(kw)))) *
-                          columns(o[0], ch, k, o[2], o[3]);
+        const Expr term =
+            cast(acc, w(o[1], ci, floordiv(k, Expr(kw)), floormod(k, Expr(kw)))) * columns(o[0], ch, k, o[2], o[3]);
         return sum(term, {ci, k});
       },
       "deform_conv_sum", "deform_conv");
   return compute(
       out_shape,
-      [&](const std::vector<Var>& o) {
-        return cast(dt, contracted(o[0], o[1], o[2], o[3]) + cast(acc, bias(o[1])));
-      },
+      [&](const std::vector<Var>& o) { return cast(dt, contracted(o[0], o[1], o[2], o[3]) + cast(acc, bias(o[1]))); },
       "deform_conv", "deform_conv");
 }
 

@@ -14,9 +14,8 @@ namespace {
 // Checks the parameters' shapes and returns how to index one of them for an element of x: per
 // tensor (scalar or one element, each its own way), per axis (1-D with x's extent along `axis`),
 // or per block (with block_size > 0: x's shape but ceil(extent / block_size) along `axis`).
-std::function<std::vector<Expr>(const Tensor&, const std::vector<Var>&)> param_index(const Tensor& x, const Tensor& scale,
-                                                                      const Tensor& zero_point, int64_t& axis,
-                                                                      int64_t block_size, const char* op) {
+std::function<std::vector<Expr>(const Tensor&, const std::vector<Var>&)> param_index(
+    const Tensor& x, const Tensor& scale, const Tensor& zero_point, int64_t& axis, int64_t block_size, const char* op) {
   auto n = static_cast<int64_t>(x.ndim());
   if (block_size < 0) fail(op, ": block_size must not be negative, got ", block_size);
   if (block_size > 0) {
@@ -99,7 +98,9 @@ Tensor dequantize_linear(const Tensor& x, const Tensor& scale, const Tensor& zer
       [&](const std::vector<Var>& i) {
         const Expr s = scale(index(scale, i)), zp = zero_point(index(zero_point, i));
         // int32 x - zero point could overflow int32; float32 holds every int8/uint8 difference.
-        DataType wide = xt.is_narrow_float() ? runtime::kFloat32 : xt == runtime::kInt32 ? runtime::kInt64 : runtime::kInt32;
+        DataType wide = xt.is_narrow_float()    ? runtime::kFloat32
+                        : xt == runtime::kInt32 ? runtime::kInt64
+                                                : runtime::kInt32;
         Expr d = ti::cast(wide, x(std::vector<Expr>(i.begin(), i.end()))) - ti::cast(wide, zp);
         DataType ct = ft.bits == 16 ? runtime::kFloat32 : ft;
         return ti::cast(ft, ti::cast(ct, d) * ti::cast(ct, s));

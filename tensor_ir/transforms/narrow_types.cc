@@ -38,7 +38,9 @@ Expr power_of_two(const Expr& k) {
   return reinterpret(runtime::kFloat32.with_lanes(k.type().lanes), shl(k + constant(k, 127), 23));
 }
 
-Expr float_of_bits(const Expr& bits32) { return reinterpret(runtime::kFloat32.with_lanes(bits32.type().lanes), bits32); }
+Expr float_of_bits(const Expr& bits32) {
+  return reinterpret(runtime::kFloat32.with_lanes(bits32.type().lanes), bits32);
+}
 
 Expr decode_small_float(const Format& f, const Expr& c /* int32 code */) {
   const int m = f.mantissa_bits;
@@ -63,8 +65,8 @@ Expr decode_small_float(const Format& f, const Expr& c /* int32 code */) {
       return float_of_bits(select(bit_and(c, all_ones) == constant(c, all_ones), nan, value));
     }
     case Specials::NegZero:  // the NaN has the sign bit's place, and reads as a negative NaN
-      return float_of_bits(select(c == constant(c, f.sign_bit()),
-                                  constant(c, static_cast<int32_t>(0xFFC00000u)), value));
+      return float_of_bits(
+          select(c == constant(c, f.sign_bit()), constant(c, static_cast<int32_t>(0xFFC00000u)), value));
     case Specials::None:
       break;
   }
@@ -108,14 +110,14 @@ Expr encode_small_float(const Format& f, const Expr& v) {
   const Expr finite = abs(v) <= constant(v, FLT_MAX);
   const Expr a = select(finite, abs(v), constant(v, 0));
   return bound(select(bits < make_const(i32, 0), sign_bit, make_const(i32, 0)), "sign", [&](const Expr& sign) {
-   return bound(a, "magnitude", [&](const Expr& a) {
-    const Expr exponent = max(shr(reinterpret(i32, a), 23) - make_const(i32, 127 - f.bias), make_const(i32, 1));
-    return bound(exponent, "exponent", [&](const Expr& exponent) {
-      const Expr scaled = a * power_of_two(make_const(i32, f.bias + m) - exponent);
-      const Expr code = shl(exponent - make_const(i32, 1), m) + cast(i32, call(Intrinsic::round, {scaled}));
-      return bound(code, "code", [&](const Expr& code) { return special_codes(f, v, sign, finite, code); });
+    return bound(a, "magnitude", [&](const Expr& a) {
+      const Expr exponent = max(shr(reinterpret(i32, a), 23) - make_const(i32, 127 - f.bias), make_const(i32, 1));
+      return bound(exponent, "exponent", [&](const Expr& exponent) {
+        const Expr scaled = a * power_of_two(make_const(i32, f.bias + m) - exponent);
+        const Expr code = shl(exponent - make_const(i32, 1), m) + cast(i32, call(Intrinsic::round, {scaled}));
+        return bound(code, "code", [&](const Expr& code) { return special_codes(f, v, sign, finite, code); });
+      });
     });
-   });
   });
 }
 
@@ -128,11 +130,11 @@ Expr encode_e8m0(const Expr& v /* variable */) {
   const DataType i32 = runtime::kInt32.with_lanes(v.type().lanes);
   const Expr b = reinterpret(i32, v);
   return bound(shr(b, 23), "exponent", [&](const Expr& exponent) {
-  const Expr normal = exponent + bit_and(shr(b, 22), 1);
-  const Expr subnormal = select(b >= make_const(i32, 0x600000), make_const(i32, 1), make_const(i32, 0));
-  const Expr code = select(exponent == make_const(i32, 0), subnormal, normal);
-  const Expr special = logical_or(logical_not(v > constant(v, 0)), v > constant(v, FLT_MAX));
-  return select(special, make_const(i32, 0xFF), code);
+    const Expr normal = exponent + bit_and(shr(b, 22), 1);
+    const Expr subnormal = select(b >= make_const(i32, 0x600000), make_const(i32, 1), make_const(i32, 0));
+    const Expr code = select(exponent == make_const(i32, 0), subnormal, normal);
+    const Expr special = logical_or(logical_not(v > constant(v, 0)), v > constant(v, FLT_MAX));
+    return select(special, make_const(i32, 0xFF), code);
   });
 }
 
@@ -163,8 +165,7 @@ Expr encode_narrow_int(DataType t, const Expr& v) {
   Expr wrapped;
   if (v.type().is_float()) {
     const Expr truncated = call(Intrinsic::trunc, {v});
-    const Expr in_range =
-        logical_and(truncated >= constant(v, t.min_value()), truncated <= constant(v, t.max_value()));
+    const Expr in_range = logical_and(truncated >= constant(v, t.min_value()), truncated <= constant(v, t.max_value()));
     wrapped = cast(u8, select(in_range, cast(t.compute_type().with_lanes(v.type().lanes), truncated),
                               make_const(t.compute_type().with_lanes(v.type().lanes), 0)));
   } else {
@@ -182,7 +183,8 @@ Expr decode_narrow(const Expr& bits) {
   if (!t.is_narrow_float()) return decode_narrow_int(t.element(), storage);
   if (t.code == TypeCode::BFloat) return decode_bfloat16(storage);
   return bound(cast(runtime::kInt32.with_lanes(t.lanes), storage), "code", [&](const Expr& code) {
-    return t.code == TypeCode::Float8E8M0FNU ? decode_e8m0(code) : decode_small_float(runtime::narrow_float_format(t), code);
+    return t.code == TypeCode::Float8E8M0FNU ? decode_e8m0(code)
+                                             : decode_small_float(runtime::narrow_float_format(t), code);
   });
 }
 
@@ -222,7 +224,7 @@ class NarrowTypeLowering : public IRMutator {
     if (const auto* c = op->value.as<Cast>(); c && c->type.element() == op->buffer.dtype())
       return Store::make(op->buffer, encode_narrow(mutate(c->value), op->buffer.dtype()), index);
     const auto* copy = op->value.as<Load>();
-    if (copy && copy->type == op->value.type() && copy->buffer.dtype() == op->buffer.dtype())
+    if (copy && copy->buffer.dtype() == op->buffer.dtype())
       return Store::make(op->buffer, Load::make(copy->buffer, mutate(copy->index)), index);
     return Store::make(op->buffer, encode_narrow(mutate(op->value), op->buffer.dtype()), index);
   }

@@ -34,17 +34,17 @@ TEST(NarrowTypes, KnownValues) {
   EXPECT_EQ(narrow_float_bits(kBFloat16, 1.0f), 0x3F80u);
   EXPECT_EQ(narrow_float_bits(kBFloat16, 1.0f + 1.0f / 256), 0x3F80u);  // a tie rounds to even
   EXPECT_EQ(narrow_float_bits(kBFloat16, -NAN), 0xFFC0u);
-  EXPECT_EQ(narrow_float_bits(kE4M3FN, 448), 0x7Eu);                    // the largest
-  EXPECT_EQ(narrow_float_bits(kE4M3FN, 464), 0x7Eu);                    // the tie below NaN rounds to even
-  EXPECT_EQ(narrow_float_bits(kE4M3FN, 470), 0x7Fu);                    // past it: NaN (no infinity)
-  EXPECT_EQ(narrow_float_bits(kE4M3FN, 0.001f), 0x01u);                 // a subnormal
-  EXPECT_EQ(narrow_float_bits(kE4M3FNUZ, -0.0f), 0x00u);                // no negative zero
-  EXPECT_EQ(narrow_float_bits(kE4M3FNUZ, INFINITY), 0x80u);             // its only NaN
-  EXPECT_EQ(narrow_float_bits(kE5M2, 1e9f), 0x7Cu);                     // infinity
-  EXPECT_EQ(narrow_float_bits(kE2M1, 5.0f), 0x6u);                      // 4, the even neighbour of 6
-  EXPECT_EQ(narrow_float_bits(kE2M1, 100.0f), 0x7u);                    // saturates
-  EXPECT_EQ(narrow_float_bits(kE8M0, 3.0f), 129u);                      // half the mantissa rounds up
-  EXPECT_EQ(narrow_float_bits(kE8M0, 0.0f), 0xFFu);                     // no zero: NaN
+  EXPECT_EQ(narrow_float_bits(kE4M3FN, 448), 0x7Eu);         // the largest
+  EXPECT_EQ(narrow_float_bits(kE4M3FN, 464), 0x7Eu);         // the tie below NaN rounds to even
+  EXPECT_EQ(narrow_float_bits(kE4M3FN, 470), 0x7Fu);         // past it: NaN (no infinity)
+  EXPECT_EQ(narrow_float_bits(kE4M3FN, 0.001f), 0x01u);      // a subnormal
+  EXPECT_EQ(narrow_float_bits(kE4M3FNUZ, -0.0f), 0x00u);     // no negative zero
+  EXPECT_EQ(narrow_float_bits(kE4M3FNUZ, INFINITY), 0x80u);  // its only NaN
+  EXPECT_EQ(narrow_float_bits(kE5M2, 1e9f), 0x7Cu);          // infinity
+  EXPECT_EQ(narrow_float_bits(kE2M1, 5.0f), 0x6u);           // 4, the even neighbour of 6
+  EXPECT_EQ(narrow_float_bits(kE2M1, 100.0f), 0x7u);         // saturates
+  EXPECT_EQ(narrow_float_bits(kE8M0, 3.0f), 129u);           // half the mantissa rounds up
+  EXPECT_EQ(narrow_float_bits(kE8M0, 0.0f), 0xFFu);          // no zero: NaN
   EXPECT_EQ(narrow_float_bits(kE8M0, std::ldexp(1.0f, -127)), 0u);
   EXPECT_EQ(narrow_float_value(kE8M0, 127), 1.0f);
   EXPECT_EQ(narrow_float_value(kE5M2FNUZ, 0x7F), 57344.0f);

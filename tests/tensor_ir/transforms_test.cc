@@ -114,7 +114,6 @@ TEST(Legalize, UnrolledLoopsWithSymbolicExtentRunSerially) {
   EXPECT_EQ(legalize_for_codegen(c).as<For>()->for_kind, ForKind::Unrolled);
 }
 
-
 // Narrow types: loads decode and stores encode, in the compute type; a copy moves the bits.
 TEST(NarrowTypes, LoadsDecodeStoresEncodeCopiesMoveBits) {
   const DataType bf16 = runtime::kBFloat16, e4m3(runtime::TypeCode::Float8E4M3FN, 8);
