@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
