@@ -220,13 +220,15 @@ class Importer {
       if (!node.output(i).empty()) values_[node.output(i)] = outputs[i];
   }
 
-  // Converts `node`. Only the conversions and the quantizers take narrow types (bfloat16, float8,
-  // 4- and 2-bit integers): any other operator computes on their compute types (float32, int8,
-  // uint8), its inputs widened and its outputs of that type narrowed again.
+  // Converts `node`. Only the conversions, the quantizers and the operators that move elements
+  // without computing take narrow types (bfloat16, float8, 4- and 2-bit integers), whose kernels
+  // copy their bits: any other operator computes on their compute types (float32, int8, uint8),
+  // its inputs widened and its outputs of that type narrowed again.
   std::vector<Expr> convert_widened(const ::onnx::NodeProto& node, std::vector<Expr> inputs,
                                     const std::vector<std::string>& names) {
-    static const std::set<std::string> kTakesNarrowTypes = {"Cast",           "CastLike",         "BitCast",
-                                                            "QuantizeLinear", "DequantizeLinear", "Identity"};
+    static const std::set<std::string> kTakesNarrowTypes = {
+        "Cast",    "CastLike", "BitCast", "QuantizeLinear", "DequantizeLinear", "Identity", "Reshape", "Transpose",
+        "Squeeze", "Unsqueeze", "Flatten", "Slice",         "Gather",           "Expand",   "Tile",    "Split"};
     const auto& convert = ConverterTable::global().find(node.domain(), node.op_type())->convert;
     ConvertContext as_given(node, opset_of(node.domain()), inputs, names, base_dir_);
     std::optional<runtime::DataType> narrow;

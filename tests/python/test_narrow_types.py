@@ -170,3 +170,34 @@ def test_bitcast_of_different_widths_is_an_error():
     x = relay.var("x", (3,), "float32")
     with pytest.raises(tessera.Error, match="widths differ"):
         tessera.build(relay.function([x], relay.op.bitcast(x, dtype="int16")))
+
+
+@pytest.mark.parametrize("name,onnx_type", [("bfloat16", 16), ("float8_e5m2", 19), ("int4", 22)])
+@pytest.mark.parametrize("opt_level", [0, 3])
+def test_onnx_data_movement_keeps_the_bits(tmp_path, name, onnx_type, opt_level):
+    # Transpose, Reshape, Gather and Slice move narrow elements as they are (NaN payloads
+    # included), with no conversion in the graph.
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper, numpy_helper
+    dt = np.dtype(name)
+    storage_type = np.uint16 if dt.itemsize == 2 else np.uint8
+    codes = (np.arange(30, dtype=np.int64) * 2654435761 % (16 if name == "int4" else 2 ** (8 * dt.itemsize)))
+    codes = codes.astype(storage_type)
+    codes[3:5] = {"bfloat16": [0x7FC1, 0xFF81], "float8_e5m2": [0x7D, 0xFF], "int4": [8, 15]}[name]
+    x = codes.reshape(2, 3, 5).view(dt)
+    ints = lambda v, n: numpy_helper.from_array(np.array(v, np.int64), n)
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[2, 0, 1]),
+             helper.make_node("Reshape", ["t", "shape"], ["r"]),
+             helper.make_node("Gather", ["r", "idx"], ["g"], axis=1),
+             helper.make_node("Slice", ["g", "starts", "ends"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", onnx_type, [2, 3, 5])],
+                              [helper.make_tensor_value_info("y", onnx_type, [4, 3])],
+                              [ints([5, 6], "shape"), ints([4, 0, 4], "idx"), ints([1], "starts"), ints([5], "ends")])
+    path = str(tmp_path / "move.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    mod = tessera.onnx.load(path)
+    assert "cast(" not in str(mod)
+    (y,) = tessera.build(mod, opt_level=opt_level).run([x])
+    want = x.transpose(2, 0, 1).reshape(5, 6)[:, [4, 0, 4]][1:5]
+    assert y.dtype == dt
+    np.testing.assert_array_equal(storage(y), storage(want))
