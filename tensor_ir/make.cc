@@ -35,7 +35,8 @@ Expr IntImm::make(DataType type, int64_t value) {
 }
 
 Expr FloatImm::make(DataType type, double value) {
-  if (!type.is_float() || type.is_vector()) fail("FloatImm: type must be a scalar float, got ", type.str());
+  if (!(type.is_float() || type.is_narrow_float()) || type.is_vector())
+    fail("FloatImm: type must be a scalar float, got ", type.str());
   return Expr(new FloatImm(type, value));
 }
 

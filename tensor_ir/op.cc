@@ -22,7 +22,8 @@ int64_t int_value(DataType t, double v) {
 
 Expr make_const(DataType type, double value) {
   DataType scalar = type.element();
-  Expr c = scalar.is_float() ? FloatImm::make(scalar, value) : IntImm::make(scalar, int_value(scalar, value));
+  const bool real = scalar.is_float() || scalar.is_narrow_float();
+  Expr c = real ? FloatImm::make(scalar, value) : IntImm::make(scalar, int_value(scalar, value));
   return type.is_vector() ? Broadcast::make(c, type.lanes) : c;
 }
 Expr make_zero(DataType type) { return make_const(type, 0); }

@@ -227,8 +227,9 @@ class Importer {
   std::vector<Expr> convert_widened(const ::onnx::NodeProto& node, std::vector<Expr> inputs,
                                     const std::vector<std::string>& names) {
     static const std::set<std::string> kTakesNarrowTypes = {
-        "Cast",    "CastLike", "BitCast", "QuantizeLinear", "DequantizeLinear", "Identity", "Reshape", "Transpose",
-        "Squeeze", "Unsqueeze", "Flatten", "Slice",         "Gather",           "Expand",   "Tile",    "Split"};
+        "Cast",    "CastLike",  "BitCast", "QuantizeLinear", "DequantizeLinear", "Identity", "Reshape", "Transpose",
+        "Squeeze", "Unsqueeze", "Flatten", "Slice",          "Gather",           "Expand",   "Tile",    "Split",
+        "Concat",  "Pad",       "Where"};
     const auto& convert = ConverterTable::global().find(node.domain(), node.op_type())->convert;
     ConvertContext as_given(node, opset_of(node.domain()), inputs, names, base_dir_);
     std::optional<runtime::DataType> narrow;

@@ -3,6 +3,7 @@
 #include <cfloat>
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "runtime/error.h"
 #include "runtime/narrow_types.h"
@@ -223,10 +224,31 @@ class NarrowTypeLowering : public IRMutator {
     // Stored as converted: a store encodes anyway.
     if (const auto* c = op->value.as<Cast>(); c && c->type.element() == op->buffer.dtype())
       return Store::make(op->buffer, encode_narrow(mutate(c->value), op->buffer.dtype()), index);
-    const auto* copy = op->value.as<Load>();
-    if (copy && copy->buffer.dtype() == op->buffer.dtype())
-      return Store::make(op->buffer, Load::make(copy->buffer, mutate(copy->index)), index);
+    if (Expr bits = moved_bits(op->value, op->buffer.dtype()); bits.defined())
+      return Store::make(op->buffer, bits, index);
     return Store::make(op->buffer, encode_narrow(mutate(op->value), op->buffer.dtype()), index);
+  }
+
+  // `e` as bits of narrow type `t` when it only chooses among loads of `t` and constants (a copy,
+  // a concatenation, padding): they are moved as they are, NaN payloads included. Else undefined.
+  Expr moved_bits(const Expr& e, DataType t) {
+    if (const auto* load = e.as<Load>(); load && load->buffer.dtype() == t)
+      return Load::make(load->buffer, mutate(load->index));
+    if (const auto* s = e.as<Select>()) {
+      Expr a = moved_bits(s->true_value, t), b = a.defined() ? moved_bits(s->false_value, t) : Expr();
+      if (b.defined()) return Select::make(mutate(s->condition), a, b);
+    }
+    if (const auto* let = e.as<Let>()) {  // a compute definition's shared operand
+      Expr value = moved_bits(let->value, t);
+      if (!value.defined()) return Expr();
+      moved_vars_.insert(let->var.get());
+      Expr body = moved_bits(let->body, t);
+      moved_vars_.erase(let->var.get());
+      return body.defined() ? Let::make(let->var, value, body) : Expr();
+    }
+    if (const auto* var = e.as<VarNode>(); var && moved_vars_.count(var)) return e;
+    if (e.as<FloatImm>() || e.as<IntImm>()) return encode_narrow(mutate(e), t);
+    return Expr();
   }
 
   Expr mutate_(const Cast* op) override {
@@ -282,6 +304,7 @@ class NarrowTypeLowering : public IRMutator {
   }
 
   std::unordered_map<const VarNode*, Var> vars_;
+  std::unordered_set<const VarNode*> moved_vars_;  // bound to moved bits (moved_bits)
 };
 
 }  // namespace

@@ -201,3 +201,31 @@ def test_onnx_data_movement_keeps_the_bits(tmp_path, name, onnx_type, opt_level)
     want = x.transpose(2, 0, 1).reshape(5, 6)[:, [4, 0, 4]][1:5]
     assert y.dtype == dt
     np.testing.assert_array_equal(storage(y), storage(want))
+
+
+def test_onnx_concat_pad_and_where_keep_the_bits(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper, numpy_helper
+    x = np.array([0x3F80, 0x7FC1, 0xFF81, 0x0001, 0x8000, 0x4049], np.uint16).reshape(2, 3).view(ml_dtypes.bfloat16)
+    pads = numpy_helper.from_array(np.array([0, 1, 0, 2], np.int64), "pads")
+    fill = numpy_helper.from_array(np.array(1.5, np.float32), "fill")
+    nodes = [helper.make_node("Concat", ["x", "x"], ["c"], axis=0),
+             helper.make_node("CastLike", ["fill", "x"], ["v"]),
+             helper.make_node("Pad", ["x", "pads", "v"], ["p"]),
+             helper.make_node("Slice", ["c", "s", "e"], ["c2"]),
+             helper.make_node("Where", ["m", "x", "c2"], ["w"])]
+    ints = lambda v, n: numpy_helper.from_array(np.array(v, np.int64), n)
+    bf = 16
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", bf, [2, 3]),
+                                           helper.make_tensor_value_info("m", 9, [2, 3])],
+                              [helper.make_tensor_value_info(n, bf, s) for n, s in [("c", [4, 3]), ("p", [2, 6]), ("w", [2, 3])]],
+                              [pads, fill, ints([2], "s"), ints([4], "e")])
+    path = str(tmp_path / "concat.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    mod = tessera.onnx.load(path)
+    m = np.array([[True, False, True], [False, True, False]])
+    c, p, w = tessera.build(mod).run([x, m])
+    np.testing.assert_array_equal(storage(c), storage(np.concatenate([x, x])))
+    want_p = np.pad(storage(x), ((0, 0), (1, 2)), constant_values=storage(np.array(1.5, ml_dtypes.bfloat16)))
+    np.testing.assert_array_equal(storage(p), want_p)
+    np.testing.assert_array_equal(storage(w), storage(x))  # both sides are x's bits

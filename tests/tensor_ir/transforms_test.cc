@@ -123,6 +123,8 @@ TEST(NarrowTypes, LoadsDecodeStoresEncodeCopiesMoveBits) {
   Var i("i");
   Stmt copy = lower_narrow_types(Store::make(b, Load::make(a, i), i));
   EXPECT_EQ(to_string(copy), "B[i] = A[i]\n");
+  Stmt chosen = lower_narrow_types(Store::make(b, select(i < 2, Load::make(a, i), Load::make(b, i - 2)), i));
+  EXPECT_EQ(to_string(chosen), "B[i] = select(i < 2, A[i], B[i - 2])\n");  // moved, not converted
   Stmt add = lower_narrow_types(Store::make(b, Load::make(a, i) + Load::make(a, i), i));
   const auto* store = add.as<Store>();
   ASSERT_NE(store, nullptr);
