@@ -56,4 +56,11 @@ void store_element(const NDArray& a, int64_t i, double v) {
   }
 }
 
+NDArray converted(const NDArray& a, DataType dtype) {
+  if (a.dtype() == dtype) return a;
+  NDArray out = NDArray::empty(a.shape(), dtype);
+  for (int64_t i = 0; i < a.numel(); ++i) store_element(out, i, element_as_double(a, i));
+  return out;
+}
+
 }  // namespace tessera::runtime

@@ -13,4 +13,8 @@ double element_as_double(const NDArray& a, int64_t i);
 // Stores `value` into element i, converted to the array's element type (a bool stores value != 0).
 void store_element(const NDArray& a, int64_t i, double value);
 
+// A CPU array's elements converted to `dtype` through double (exact but for 64-bit integers past
+// 2^53); `a` itself when it already is of that type.
+NDArray converted(const NDArray& a, DataType dtype);
+
 }  // namespace tessera::runtime

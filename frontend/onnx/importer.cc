@@ -254,12 +254,7 @@ class Importer {
 
   // `e` converted to `type`; a constant converted here, for converters that read its values.
   static Expr widened(const ConvertContext& c, const Expr& e, runtime::DataType type) {
-    if (const auto* k = e.as<relay_ir::ConstantNode>()) {
-      runtime::NDArray wide = runtime::NDArray::empty(k->data.shape(), type);
-      for (int64_t i = 0; i < wide.numel(); ++i)
-        runtime::store_element(wide, i, runtime::element_as_double(k->data, i));
-      return relay_ir::constant(wide);
-    }
+    if (const auto* k = e.as<relay_ir::ConstantNode>()) return relay_ir::constant(runtime::converted(k->data, type));
     return c.call("cast", {e}, {{"dtype", type.str()}});
   }
 

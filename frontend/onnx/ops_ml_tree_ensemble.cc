@@ -34,14 +34,6 @@ struct Forest {
   int64_t targets = 0, depth = 0;
 };
 
-// `a` converted to `dtype` (a tensor attribute of another float type than X's).
-NDArray converted(const NDArray& a, runtime::DataType dtype) {
-  if (a.dtype() == dtype) return a;
-  NDArray out = NDArray::empty(a.shape(), dtype);
-  for (int64_t i = 0; i < a.numel(); ++i) runtime::store_element(out, i, runtime::element_as_double(a, i));
-  return out;
-}
-
 Ints ints_of(const NDArray& a) {
   Ints out(a.numel());
   for (int64_t i = 0; i < a.numel(); ++i) out[i] = static_cast<int64_t>(runtime::element_as_double(a, i));
@@ -137,7 +129,7 @@ std::vector<Expr> convert_tree_ensemble(ConvertContext& c) {
   }
   Expr node = broadcast_rows(start);
   Expr done = c.call("cast", {broadcast_rows(start_done)}, {{"dtype", std::string("bool")}});
-  const Expr splits = relay_ir::constant(converted(f.splits, dtype)), features = table(f.features),
+  const Expr splits = relay_ir::constant(runtime::converted(f.splits, dtype)), features = table(f.features),
              modes = table(f.modes);
   size_t widest = 0;  // the members table: a row per node, its set NaN-padded
   for (const auto& m : f.members) widest = std::max(widest, m.size());
@@ -151,6 +143,12 @@ std::vector<Expr> convert_tree_ensemble(ConvertContext& c) {
     members = relay_ir::constant(m);
   }
   const bool any_tracks = std::count(f.tracks_true.begin(), f.tracks_true.end(), 1) > 0;
+  const Expr tracks_true = table(f.tracks_true), true_ids = table(f.true_ids), false_ids = table(f.false_ids),
+             true_leafs = table(f.true_leafs), false_leafs = table(f.false_leafs);
+  // Only the modes the ensemble uses are tested, the last without a comparison of its own.
+  Ints used = f.modes;
+  std::sort(used.begin(), used.end());
+  used.erase(std::unique(used.begin(), used.end()), used.end());
   for (int64_t level = 0; level < f.depth; ++level) {
     const Expr x = c.call("gather_elements", {c.input(0), at(features, node)}, {{"axis", int64_t{1}}});
     const Expr split = at(splits, node), mode = at(modes, node);
@@ -177,25 +175,21 @@ std::vector<Expr> convert_tree_ensemble(ConvertContext& c) {
         }
       }
     };
-    // Only the modes the ensemble uses are tested, the last without a comparison of its own.
-    Ints used = f.modes;
-    std::sort(used.begin(), used.end());
-    used.erase(std::unique(used.begin(), used.end()), used.end());
     Expr cond = test(used.back());
     for (auto m = used.rbegin() + 1; m != used.rend(); ++m)
       cond = where(c.call("equal", {mode, scalar_constant(static_cast<double>(*m), runtime::kInt64)}), test(*m), cond);
     if (any_tracks) {
-      const Expr tracks = c.call("cast", {at(table(f.tracks_true), node)}, {{"dtype", std::string("bool")}});
+      const Expr tracks = c.call("cast", {at(tracks_true, node)}, {{"dtype", std::string("bool")}});
       cond = c.call("logical_or", {cond, c.call("logical_and", {c.call("isnan", {x}), tracks})});
     }
-    const Expr next = where(cond, at(table(f.true_ids), node), at(table(f.false_ids), node));
-    const Expr next_leaf = c.call("cast", {where(cond, at(table(f.true_leafs), node), at(table(f.false_leafs), node))},
-                                  {{"dtype", std::string("bool")}});
+    const Expr next = where(cond, at(true_ids, node), at(false_ids, node));
+    const Expr next_leaf =
+        c.call("cast", {where(cond, at(true_leafs, node), at(false_leafs, node))}, {{"dtype", std::string("bool")}});
     node = where(done, node, next);
     done = c.call("logical_or", {done, next_leaf});
   }
   // Each tree's leaf (node now indexes leaf_*) contributes its weight to its target.
-  const Expr weight = c.call("reshape", {at(relay_ir::constant(converted(f.leaf_weights, dtype)), node)},
+  const Expr weight = c.call("reshape", {at(relay_ir::constant(runtime::converted(f.leaf_weights, dtype)), node)},
                              {{"shape", Ints{samples, trees, 1}}});
   const Expr target = c.call("reshape", {at(table(f.leaf_targets), node)}, {{"shape", Ints{samples, trees, 1}}});
   Ints target_ids(f.targets);
