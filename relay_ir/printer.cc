@@ -10,8 +10,8 @@
 #include <unordered_set>
 
 #include "relay_ir/functor.h"
-#include "runtime/error.h"
 #include "runtime/element.h"
+#include "runtime/error.h"
 #include "runtime/half.h"
 
 namespace tessera::relay_ir {

@@ -156,8 +156,7 @@ int64_t packed_bytes(const DataType& t, int64_t n) {
   return (n + per_byte - 1) / per_byte;
 }
 
-template <typename Bytes>
-runtime::NDArray unpacked(const Bytes& packed, const std::vector<int64_t>& shape, DataType t, int64_t n) {
+runtime::NDArray unpacked(const std::string& packed, const std::vector<int64_t>& shape, DataType t, int64_t n) {
   runtime::NDArray a = runtime::NDArray::empty(shape, t);
   auto* out = static_cast<uint8_t*>(a.data());
   const int per_byte = 8 / t.bits;
