@@ -21,7 +21,8 @@ DeviceProgram::OnDevice& DeviceProgram::on(Device device) const {
   OnDevice& d = devices_[{static_cast<int>(device.type), device.id}];
   if (!d.module) {  // set last: a failure leaves nothing half made for the next call
     std::vector<NDArray> workspace;
-    for (const BufferSpec& w : spec_.workspace) workspace.push_back(NDArray::empty(w.shape, w.dtype, device));
+    for (const BufferSpec& w : spec_.workspace)
+      workspace.push_back(NDArray::empty(static_shape(w.shape, w.name), w.dtype, device));
     d.module = DeviceAPI::get(device).load_module(spec_.code, spec_.format);
     d.workspace = std::move(workspace);
   }
@@ -39,7 +40,8 @@ void DeviceProgram::operator()(const std::vector<NDArray>& args, bool wait) cons
     const std::string where =
         "device program '" + spec_.name + "' argument " + std::to_string(i) + " ('" + s.name + "')";
     if (a.dtype() != s.dtype) fail(where, ": expected dtype ", s.dtype.str(), ", got ", a.dtype().str());
-    if (a.shape() != s.shape) fail(where, ": expected shape ", shape_str(s.shape), ", got ", a.shape_str());
+    if (symbolic_shape(a.shape()) != s.shape)
+      fail(where, ": expected shape ", symbolic_shape_str(s.shape), ", got ", a.shape_str());
     if (a.device().type != type)
       fail(where, ": the array is on ", a.device().str(), "; the program runs on ",
            type == DeviceType::CUDA ? "a CUDA" : "an OpenCL", " device: copy it there first");

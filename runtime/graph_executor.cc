@@ -33,8 +33,8 @@ namespace {
 
 void check_step_argument(const GraphPlan& plan, const std::string& kernel, size_t a, int id, const BufferSpec& spec) {
   const auto& t = plan.tensors.at(id);
-  if (t.shape != spec.shape || t.dtype != spec.dtype)
-    fail("graph plan: kernel ", kernel, " argument ", a, " is ", spec.dtype.str(), shape_str(spec.shape),
+  if (symbolic_shape(t.shape) != spec.shape || t.dtype != spec.dtype)
+    fail("graph plan: kernel ", kernel, " argument ", a, " is ", spec.dtype.str(), symbolic_shape_str(spec.shape),
          ", the tensor '", t.name, "' is ", t.dtype.str(), shape_str(t.shape));
 }
 

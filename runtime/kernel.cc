@@ -40,7 +40,8 @@ void Kernel::check_argument(size_t index, const NDArray& a) const {
   const BufferSpec& spec = signature_.args.at(index);
   const std::string where = "kernel '" + name() + "' argument " + std::to_string(index) + " ('" + spec.name + "')";
   if (a.dtype() != spec.dtype) fail(where, ": expected dtype ", spec.dtype.str(), ", got ", a.dtype().str());
-  if (a.shape() != spec.shape) fail(where, ": expected shape ", shape_str(spec.shape), ", got ", a.shape_str());
+  if (is_static(spec.shape) && a.shape() != static_shape(spec.shape, where))
+    fail(where, ": expected shape ", symbolic_shape_str(spec.shape), ", got ", a.shape_str());
   if (a.device().type != DeviceType::CPU)
     fail(where, ": the array is on ", a.device().str(), "; the kernel runs on the CPU");
   if (!a.is_aligned() && a.numel() > 0)
@@ -52,15 +53,36 @@ void Kernel::operator()(const std::vector<NDArray>& args) const {
   if (args.size() != signature_.args.size())
     fail("kernel '", name(), "' takes ", signature_.args.size(), " arguments, got ", args.size());
   std::vector<void*> data(args.size());
+  std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < args.size(); ++i) {
     check_argument(i, args[i]);
     data[i] = args[i].data();
+    shapes.push_back(args[i].shape());
   }
+  std::vector<int64_t> values = signature_.shape_var_values(shapes);
+  if (!values.empty()) data.push_back(values.data());
   call_unchecked(data.data());
 }
 
+std::vector<int64_t> KernelSignature::shape_var_values(const std::vector<std::vector<int64_t>>& shapes) const {
+  std::vector<SymbolicShape> expected;
+  std::vector<std::string> names;
+  for (const BufferSpec& a : args) {
+    expected.push_back(a.shape);
+    names.push_back("argument '" + a.name + "'");
+  }
+  const std::map<std::string, int64_t> bound = bind_shape_vars(expected, shapes, names, "kernel '" + name + "'");
+  std::vector<int64_t> values;
+  for (const std::string& v : shape_vars) {
+    auto it = bound.find(v);
+    if (it == bound.end()) fail("kernel '", name, "': no argument has the dimension ", v, " by itself");
+    values.push_back(it->second);
+  }
+  return values;
+}
+
 void Kernel::call_unchecked(void* const* data) const {
-  int32_t rc = fn_(data, static_cast<int32_t>(signature_.args.size()));
+  int32_t rc = fn_(data, signature_.num_call_args());
   if (rc != 0) fail("kernel '", name(), "' failed with status ", rc);
 }
 

@@ -1,8 +1,10 @@
 // The calling convention of compiled kernels and a checked way to call them.
 //
 // A kernel is `int32_t name(void* const* args, int32_t num_args)`: args[i] is the first element of
-// the i-th buffer, in the order the kernel was built with; shapes are static and known from the
-// signature. Buffers are 64-byte aligned and do not overlap. It returns 0 on success.
+// the i-th buffer, in the order the kernel was built with; shapes are known from the signature.
+// A kernel compiled for symbolic shapes takes one more argument after its buffers: a pointer to
+// the values of its dimension variables (int64_t, in the signature's order). Buffers are 64-byte
+// aligned and do not overlap. It returns 0 on success.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "runtime/ndarray.h"
+#include "runtime/shape_expr.h"
 
 extern "C" typedef int32_t (*TesseraKernelFn)(void* const* args, int32_t num_args);
 
@@ -27,13 +30,22 @@ inline constexpr RuntimeHook kRuntimeHooks[] = {{"tessera_parallel_launch", "tes
 
 struct BufferSpec {
   std::string name;
-  std::vector<int64_t> shape;
+  SymbolicShape shape;
   DataType dtype;
 };
 
 struct KernelSignature {
   std::string name;
   std::vector<BufferSpec> args;
+  // The dimension variables of the arguments' shapes, in the order the kernel takes their values;
+  // empty for a kernel of static shapes.
+  std::vector<std::string> shape_vars;
+
+  // How many pointers a call passes: the buffers, and the variables' values if there are any.
+  int32_t num_call_args() const { return static_cast<int32_t>(args.size() + (shape_vars.empty() ? 0 : 1)); }
+  // The variables' values for arrays of `shapes` (one per argument), in the kernel's order;
+  // throws naming the argument and dimension that do not fit.
+  std::vector<int64_t> shape_var_values(const std::vector<std::vector<int64_t>>& shapes) const;
 };
 
 class Kernel {
@@ -49,9 +61,9 @@ class Kernel {
 
   // Checks count, shape, dtype and alignment of every argument, then runs the kernel.
   void operator()(const std::vector<NDArray>& args) const;
-  // Throws unless `a` fits argument `index` (shape, dtype, 64-byte alignment).
+  // Throws unless `a` fits argument `index` (dtype, 64-byte alignment, and its shape if static).
   void check_argument(size_t index, const NDArray& a) const;
-  // Runs without checks; `data` must hold one pointer per argument.
+  // Runs without checks; `data` must hold signature().num_call_args() pointers.
   void call_unchecked(void* const* data) const;
 
  private:

@@ -41,7 +41,7 @@ class Writer {
     u32(specs.size());
     for (const BufferSpec& a : specs) {
       str(a.name);
-      shape(a.shape);
+      shape(static_shape(a.shape, "argument '" + a.name + "' (a module holds kernels of static shapes only)"));
       str(a.dtype.str());
     }
   }
@@ -101,7 +101,7 @@ class Reader {
     std::vector<BufferSpec> specs(count(what, 12));
     for (BufferSpec& a : specs) {
       a.name = str("a buffer name");
-      a.shape = shape("a buffer shape");
+      a.shape = symbolic_shape(shape("a buffer shape"));
       a.dtype = dtype("a buffer");
     }
     return specs;

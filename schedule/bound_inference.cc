@@ -65,6 +65,10 @@ class BoundInference {
   LoweringPlan run() {
     compute_effective_bodies();
     const auto& stages = schedule_.stages();
+    // A symbolic dimension is never negative; knowing it simplifies the extents of split loops.
+    for (const auto& st : stages)
+      for (const Expr& d : st->op()->shape)
+        for (const Var& v : vars_of(d)) var_bounds_[v.get()] = {0, arith::ConstBound::kPosInf};
     for (const auto& st : stages)
       for (const auto& l : st->leaf_loops())
         if (is_thread_tag(l->thread_tag)) thread_tag_of_[l->var.get()] = l->thread_tag;
@@ -120,7 +124,7 @@ class BoundInference {
       p.scope = st.scope().empty() ? "global" : st.scope();
       for (size_t d = 0; d < c->axis.size(); ++d) {
         p.region.push_back(Range(Expr(0), c->shape[d]));
-        p.buffer_extent.push_back(c->dim(d));
+        p.buffer_extent.push_back(c->shape[d]);
       }
     }
     // Root loop ranges: the region for data axes, the whole domain for reduction axes.
@@ -190,6 +194,10 @@ class BoundInference {
     if (from > at)
       fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": loop ", spec.from->name, " is inside ",
            spec.at->name);
+    for (size_t d = 0; d < spec.tensor.ndim(); ++d)
+      if (!as_const_int(spec.tensor->shape[d]))
+        fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": its dimension ", d, " (",
+             to_string(spec.tensor->shape[d]), ") is symbolic; a prefetch needs a static shape");
     AccessCollector collect(spec.tensor.get());
     collect.visit(p.body);
     if (collect.accesses.empty())
@@ -336,7 +344,8 @@ class BoundInference {
       if (extent == arith::ConstBound::kPosInf)
         fail("bound inference: the region of ", st.name(), " dimension ", d, " has no constant size (",
              to_string(needed[d].min), " to ", to_string(needed[d].max), ")");
-      p.buffer_extent.push_back(std::min(extent, t->dim(d)));
+      const int64_t* whole = as_const_int(t->shape[d]);
+      p.buffer_extent.push_back(Expr(whole ? std::min(extent, *whole) : extent));
     }
   }
 

@@ -33,10 +33,10 @@ struct StagePlan {
   std::string scope;
   // The definition with inlined producers substituted in.
   Expr body;
-  // Per dimension of the output: region computed (min, extent) and the constant buffer extent
-  // that holds it in any iteration of the enclosing loops.
+  // Per dimension of the output: region computed (min, extent) and the buffer extent that holds
+  // it in any iteration of the enclosing loops (a constant, or the tensor's symbolic dimension).
   std::vector<tensor_ir::Range> region;
-  std::vector<int64_t> buffer_extent;
+  std::vector<Expr> buffer_extent;
   // Extent of every loop of the stage (root, intermediate and leaf); leaves run from 0.
   std::unordered_map<const LoopNode*, Expr> extent;
   // Each root loop variable as an expression of the leaf loops (and enclosing ones).

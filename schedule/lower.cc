@@ -1,5 +1,6 @@
 #include "schedule/lower.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -52,13 +53,40 @@ void check_args(const Schedule& schedule, const std::vector<Tensor>& args) {
     if (!args[i]) fail("lower: argument ", i, " is undefined");
     for (size_t j = 0; j < i; ++j)
       if (args[j].same_as(args[i])) fail("lower: tensor ", args[i].name(), " is listed twice in the arguments");
-    for (size_t d = 0; d < args[i].ndim(); ++d) args[i]->dim(d);  // shapes must be static
   }
   for (const auto& out : schedule.outputs()) {
     bool found = false;
     for (const auto& a : args) found |= a.same_as(out);
     if (!found) fail("lower: output ", out.name(), " must be one of the arguments");
   }
+}
+
+// The variables of the arguments' symbolic dimensions, in order of first appearance. Each must be
+// some argument's dimension by itself (or converted to the index type), so a call's shapes tell
+// its value.
+std::vector<Var> shape_vars_of(const std::vector<Tensor>& args) {
+  std::vector<Var> vars;
+  std::vector<const Object*> alone;
+  for (const Tensor& t : args)
+    for (const Expr& d : t->shape) {
+      const auto* c = d.as<Cast>();
+      alone.push_back(c ? c->value.get() : d.get());
+      for (const Var& v : vars_of(d))
+        if (std::none_of(vars.begin(), vars.end(), [&](const Var& x) { return x.same_as(v); })) vars.push_back(v);
+    }
+  for (const Var& v : vars)
+    if (std::find(alone.begin(), alone.end(), v.get()) == alone.end())
+      fail("lower: the dimension variable ", v.name(),
+           " is no argument's dimension by itself, so a call cannot tell its value (add an argument of that "
+           "dimension, or write the shapes in terms of a variable that is one)");
+  return vars;
+}
+
+// What simplification may assume of a kernel's symbolic dimensions: they are never negative.
+arith::BoundMap dimension_bounds(const std::vector<Var>& shape_vars) {
+  arith::BoundMap bounds;
+  for (const Var& v : shape_vars) bounds[v.get()] = {0, arith::ConstBound::kPosInf};
+  return bounds;
 }
 
 // The steps both lowerings share: bound inference, the loop nest (thread-bound loops merged into
@@ -85,6 +113,7 @@ LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_
     flatten.args.emplace_back(args[i], buffer);
     func.args.push_back(buffer);
   }
+  func.shape_vars = shape_vars_of(args);
   for (const auto& st : schedule.stages()) flatten.storage_align[st->op().get()] = st->storage_align();
   if (device)
     for (const auto& p : plan.stages) flatten.scopes[p.stage->op().get()] = parse_memory_scope(p.scope);
@@ -92,7 +121,8 @@ LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_
   log("storage_flatten", body);
   body = lower_narrow_types(body);
   log("lower_narrow_types", body);
-  func.body = arith::simplify(body);
+  const arith::BoundMap dims = dimension_bounds(func.shape_vars);
+  func.body = arith::simplify(body, dims);
   log("simplify", func.body);
   return func;
 }
@@ -107,12 +137,13 @@ LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, cons
              ", which only a device has (lower the schedule for a device: lower_for_device)");
   StepLog log(name);
   LoweredFunc func = lower_loop_nest(schedule, user_args, name, /*device=*/nullptr, log);
-  Stmt body = partition_loops(func.body);
-  body = arith::simplify(body);
+  const arith::BoundMap dims = dimension_bounds(func.shape_vars);
+  Stmt body = partition_loops(func.body, dims);
+  body = arith::simplify(body, dims);
   log("partition_loops", body);
   body = vectorize_loops(body);
   log("vectorize", body);
-  func.body = arith::simplify(legalize_for_codegen(body));
+  func.body = arith::simplify(legalize_for_codegen(body), dims);
   log("legalize", func.body);
   return func;
 }

@@ -32,7 +32,7 @@ class NestBuilder {
  private:
   Stmt realize(const StagePlan& p, Stmt body) {
     std::vector<Range> bounds;
-    for (size_t d = 0; d < p.region.size(); ++d) bounds.push_back(Range(p.region[d].min, Expr(p.buffer_extent[d])));
+    for (size_t d = 0; d < p.region.size(); ++d) bounds.push_back(Range(p.region[d].min, p.buffer_extent[d]));
     return Realize::make(p.stage->op(), bounds, body);
   }
 

@@ -10,13 +10,20 @@
 #include "targets/llvm/build_llvm.h"
 #include "targets/source/build_source.h"
 #include "targets/temp_dir.h"
+#include "tensor_ir/shape_expr.h"
 
 namespace tessera::targets {
 
 std::shared_ptr<runtime::Module> build(const std::vector<tensor_ir::LoweredFunc>& funcs, const Target& target) {
   if (target.kind == "llvm") return build_llvm(funcs, target);
   if (target.kind == "c") return build_c(funcs, target);
-  if (target.kind == "opencl" || target.kind == "cuda") return build_device(funcs, target);
+  if (target.kind == "opencl" || target.kind == "cuda") {
+    for (const tensor_ir::LoweredFunc& f : funcs)
+      if (!f.shape_vars.empty())
+        fail("kernel '", f.name, "' has symbolic dimensions (", f.shape_vars.front().name(), ", ...), which target '",
+             target.str(), "' does not support yet (llvm and c do)");
+    return build_device(funcs, target);
+  }
   fail("code generation for target '", target.str(), "' is not implemented");
 }
 
@@ -97,16 +104,10 @@ runtime::Device device_of(const Target& target) {
 }
 
 runtime::KernelSignature kernel_signature(const tensor_ir::LoweredFunc& f) {
-  runtime::KernelSignature signature{f.name, {}};
-  for (const tensor_ir::Buffer& b : f.args) {
-    runtime::BufferSpec spec{b.name(), {}, b.dtype()};
-    for (const tensor_ir::Expr& d : b->shape) {
-      const auto* c = d.as<tensor_ir::IntImm>();
-      if (!c) fail("kernel '", f.name, "': argument '", b.name(), "' has a shape that is not constant");
-      spec.shape.push_back(c->value);
-    }
-    signature.args.push_back(std::move(spec));
-  }
+  runtime::KernelSignature signature{f.name, {}, {}};
+  for (const tensor_ir::Buffer& b : f.args)
+    signature.args.push_back({b.name(), tensor_ir::to_symbolic_shape(b->shape), b.dtype()});
+  for (const tensor_ir::Var& v : f.shape_vars) signature.shape_vars.push_back(v.name());
   return signature;
 }
 

@@ -28,6 +28,8 @@ struct BufferNode : Object {
       : Object(kKind), name(std::move(n)), dtype(t), shape(std::move(s)), scope(sc) {}
   // Number of elements, which must be a constant.
   int64_t num_elements() const;
+  // Number of elements: a constant, or an expression of the shape's symbolic dimensions.
+  Expr element_count() const;
 };
 
 class Buffer : public Ref<BufferNode> {

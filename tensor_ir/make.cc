@@ -1,10 +1,12 @@
 // The `make` functions: each checks its operands and derives the node's type, so an ill-typed
 // node can never exist. Messages quote the offending operands.
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/error.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/ir.h"
+#include "tensor_ir/op.h"
 #include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir {
@@ -247,7 +249,8 @@ Stmt Store::make(Buffer buffer, Expr value, Expr index) {
 
 Stmt Allocate::make(Buffer buffer, Stmt body) {
   if (!buffer) fail("Allocate: buffer is undefined");
-  buffer->num_elements();  // checks the shape is constant
+  for (const Expr& d : buffer->shape)
+    if (!d.type().is_int()) fail("Allocate of ", buffer.name(), ": its dimension ", to_string(d), " is not an integer");
   return Stmt(new Allocate(std::move(buffer), std::move(body)));
 }
 
@@ -308,6 +311,14 @@ MemoryScope parse_memory_scope(const std::string& name) {
   for (MemoryScope s : {MemoryScope::Global, MemoryScope::Shared, MemoryScope::Local})
     if (name == memory_scope_name(s)) return s;
   fail("'", name, "' is not a storage scope (global, shared or local)");
+}
+
+Expr BufferNode::element_count() const {
+  if (std::all_of(shape.begin(), shape.end(), [](const Expr& d) { return d.as<IntImm>(); }))
+    return Expr(num_elements());
+  Expr n(int64_t{1});
+  for (const auto& d : shape) n = n * cast(kIndexType, d);
+  return n;
 }
 
 int64_t BufferNode::num_elements() const {

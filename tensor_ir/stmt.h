@@ -158,11 +158,14 @@ bool is_thread_tag(const std::string& tag);
 // blockIdx.*: 0 to 2 for x to z; threadIdx.*: 3 to 5.
 int thread_tag_index(const std::string& tag);
 
-// A lowered kernel: its arguments (in calling order) and its body.
+// A lowered kernel: its arguments (in calling order) and its body. `shape_vars` are the
+// variables of the arguments' symbolic dimensions, each also some argument's dimension by itself
+// (so a call's shapes give its value); the kernel takes their values after the buffers.
 struct LoweredFunc {
   std::string name;
   std::vector<Buffer> args;
   Stmt body;
+  std::vector<Var> shape_vars;
 };
 
 }  // namespace tessera::tensor_ir

@@ -37,6 +37,18 @@ class VarUseFinder : public IRVisitor {
  private:
   const VarNode* var_;
 };
+
+class VarCollector : public IRVisitor {
+ public:
+  std::vector<Var> vars;
+
+ protected:
+  void visit_(const VarNode* op) override {
+    for (const Var& v : vars)
+      if (v.get() == op) return;
+    vars.push_back(Var(op));
+  }
+};
 }  // namespace
 
 Expr substitute(const Expr& e, const VarMap& map) {
@@ -61,6 +73,12 @@ bool uses_var(const Stmt& s, const VarNode* var) {
   VarUseFinder f(var);
   f.visit(s);
   return f.found;
+}
+
+std::vector<Var> vars_of(const Expr& e) {
+  VarCollector c;
+  c.visit(e);
+  return c.vars;
 }
 
 }  // namespace tessera::tensor_ir

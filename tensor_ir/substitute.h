@@ -1,6 +1,7 @@
 // Replacing variables by expressions, in expressions and statements.
 #pragma once
 #include <unordered_map>
+#include <vector>
 
 #include "tensor_ir/ir.h"
 
@@ -15,5 +16,7 @@ Expr substitute(const Expr& e, const Var& var, const Expr& value);
 // True if `e` (or `s`) reads `var`.
 bool uses_var(const Expr& e, const VarNode* var);
 bool uses_var(const Stmt& s, const VarNode* var);
+// The variables `e` reads, each once, in the order they first appear.
+std::vector<Var> vars_of(const Expr& e);
 
 }  // namespace tessera::tensor_ir

@@ -18,6 +18,17 @@ using tensor_ir::Tensor;
 
 namespace {
 
+// Dtype, rank and, where the argument's shape is static, its dimensions; symbolic dimensions are
+// checked against each other once every argument's shape is known (shape_var_values).
+void check_argument(const std::string& where, const runtime::BufferSpec& spec, const std::vector<int64_t>& got_shape,
+                    const std::string& got_dtype) {
+  if (runtime::is_static(spec.shape))
+    return check_array(where, runtime::static_shape(spec.shape, where), spec.dtype, got_shape, got_dtype);
+  if (got_dtype != spec.dtype.str() || got_shape.size() != spec.shape.size())
+    fail(where, ": expected shape ", runtime::symbolic_shape_str(spec.shape), " ", spec.dtype.str(), ", got ",
+         runtime::shape_str(got_shape), " ", got_dtype);
+}
+
 // A compiled kernel callable as f(a, b, c) on numpy arrays, tessera.nd arrays or any array with
 // __dlpack__ (PyTorch tensors, ...). Arrays that are compact and 64-byte aligned are passed as
 // they are; others go through an aligned copy, copied back afterwards when the kernel writes them.
@@ -36,6 +47,7 @@ class Function {
       throw py::type_error("kernel '" + kernel_.name() + "' takes " + std::to_string(specs.size()) + " arrays, got " +
                            std::to_string(args.size()));
     std::vector<void*> data(args.size());
+    std::vector<std::vector<int64_t>> shapes;
     std::vector<NDArray> temporaries;  // alive until the kernel has run
     std::vector<std::pair<py::array, NDArray>> copies;
     // Other arrays are borrowed, not taken over, so that a strided one the kernel writes can be
@@ -47,7 +59,8 @@ class Function {
       std::string where = "kernel '" + kernel_.name() + "' argument '" + spec.name + "' (#" + std::to_string(i) + ")";
       if (py::isinstance<py::array>(args[i])) {
         py::array a = py::reinterpret_borrow<py::array>(args[i]);
-        check_array(where, spec.shape, spec.dtype, {a.shape(), a.shape() + a.ndim()}, py::str(a.dtype()));
+        shapes.emplace_back(a.shape(), a.shape() + a.ndim());
+        check_argument(where, spec, shapes.back(), py::str(a.dtype()));
         if (written_[i] && !a.writeable()) fail(where, ": the kernel writes this array, but it is read-only");
         bool contiguous = a.flags() & py::array::c_style;
         if (contiguous && aligned(a.data())) {
@@ -62,13 +75,14 @@ class Function {
       }
       BorrowedTensor b = borrow_dlpack(args[i], where);
       const runtime::DLTensor& t = *b.tensor;
-      check_array(where, spec.shape, spec.dtype, {t.shape, t.shape + t.ndim}, b.dtype.str());
+      shapes.emplace_back(t.shape, t.shape + t.ndim);
+      check_argument(where, spec, shapes.back(), b.dtype.str());
       if (written_[i] && b.read_only) fail(where, ": the kernel writes this array, but it is read-only");
       void* p = runtime::dlpack_data(t);
       if (runtime::dlpack_is_compact(t) && aligned(p)) {
         data[i] = p;
       } else {
-        NDArray tmp = NDArray::empty(spec.shape, spec.dtype);
+        NDArray tmp = NDArray::empty(shapes.back(), spec.dtype);
         runtime::dlpack_copy_to_compact(t, tmp.data());
         data[i] = tmp.data();
         temporaries.push_back(tmp);
@@ -76,6 +90,8 @@ class Function {
       }
       borrowed.push_back(std::move(b));
     }
+    const std::vector<int64_t> shape_vars = kernel_.signature().shape_var_values(shapes);
+    if (!shape_vars.empty()) data.push_back(const_cast<int64_t*>(shape_vars.data()));
     {
       py::gil_scoped_release release;
       kernel_.call_unchecked(data.data());
@@ -135,7 +151,7 @@ class DeviceFunction {
         arrays.push_back(a);  // the program checks its device
         continue;
       }
-      check_array(where, spec.shape, spec.dtype, a.shape(), a.dtype().str());
+      check_argument(where, spec, a.shape(), a.dtype().str());
       if (written_[i] && !py::isinstance<py::array>(args[i]))
         fail(where, ": the kernel writes this array; pass a numpy array or a tessera.nd array on ", device.str());
       if (written_[i] && !py::reinterpret_borrow<py::array>(args[i]).writeable())

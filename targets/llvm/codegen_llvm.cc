@@ -139,7 +139,9 @@ void CodeGenLLVM::set_buffer_attributes(llvm::Function* f, unsigned arg, const B
   f->addParamAttr(arg, llvm::Attribute::NonNull);
   f->addParamAttr(arg, llvm::Attribute::getWithAlignment(ctx_, llvm::Align(runtime::kAllocAlignment)));
   // Knowing the whole buffer is readable lets LLVM hoist loads out of loops and conditions.
-  int64_t bytes = buffer->num_elements() * buffer->dtype.element_bytes();
+  const bool static_size =
+      std::all_of(buffer->shape.begin(), buffer->shape.end(), [](const Expr& d) { return d.as<IntImm>() != nullptr; });
+  const int64_t bytes = static_size ? buffer->num_elements() * buffer->dtype.element_bytes() : 0;
   if (bytes > 0) f->addDereferenceableParamAttr(arg, static_cast<uint64_t>(bytes));
   f->getArg(arg)->setName(buffer->name);
 }
@@ -177,6 +179,7 @@ void CodeGenLLVM::emit_kernel(const LoweredFunc& f, llvm::Function* wrapper) {
     if (!seen.insert(b.get()).second) fail("kernel '", f.name, "' takes buffer '", b.name(), "' twice");
     params.push_back(memory_type(b.dtype())->getPointerTo());
   }
+  for (const Var& v : f.shape_vars) params.push_back(value_type(v.type()));
   llvm::Function* impl =
       create_function(f.name + "_impl", builder_.getInt32Ty(), params, llvm::GlobalValue::InternalLinkage);
   // Inlining into the wrapper turns the noalias arguments into alias scopes on every access.
@@ -184,6 +187,11 @@ void CodeGenLLVM::emit_kernel(const LoweredFunc& f, llvm::Function* wrapper) {
   for (unsigned i = 0; i < f.args.size(); ++i) set_buffer_attributes(impl, i, f.args[i].get());
   start_function(impl);
   for (unsigned i = 0; i < f.args.size(); ++i) state_.buffers[f.args[i].get()] = impl->getArg(i);
+  for (unsigned i = 0; i < f.shape_vars.size(); ++i) {
+    llvm::Argument* value = impl->getArg(static_cast<unsigned>(f.args.size()) + i);
+    value->setName(f.shape_vars[i].name());
+    bind(f.shape_vars[i], value);
+  }
   if (f.body) emit(f.body);
   builder_.CreateRet(builder_.getInt32(0));
 
@@ -194,7 +202,8 @@ void CodeGenLLVM::emit_kernel(const LoweredFunc& f, llvm::Function* wrapper) {
   num_args->setName("num_args");
   auto* bad = llvm::BasicBlock::Create(ctx_, "bad_argument_count", wrapper);
   auto* call = llvm::BasicBlock::Create(ctx_, "call", wrapper);
-  builder_.CreateCondBr(builder_.CreateICmpNE(num_args, builder_.getInt32(static_cast<int32_t>(f.args.size()))), bad,
+  const size_t expected_args = f.args.size() + (f.shape_vars.empty() ? 0 : 1);
+  builder_.CreateCondBr(builder_.CreateICmpNE(num_args, builder_.getInt32(static_cast<int32_t>(expected_args))), bad,
                         call);
   builder_.SetInsertPoint(bad);
   builder_.CreateRet(builder_.getInt32(kStatusBadArgumentCount));
@@ -204,6 +213,17 @@ void CodeGenLLVM::emit_kernel(const LoweredFunc& f, llvm::Function* wrapper) {
     llvm::Value* slot = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8PtrTy(), args, i);
     llvm::Value* p = builder_.CreateLoad(builder_.getInt8PtrTy(), slot, f.args[i].name());
     pointers.push_back(builder_.CreateBitCast(p, params[i]));
+  }
+  // The dimension variables' values: an array of int64 after the buffers.
+  if (!f.shape_vars.empty()) {
+    llvm::Value* slot = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8PtrTy(), args, f.args.size());
+    llvm::Type* i64 = builder_.getInt64Ty();
+    llvm::Value* values =
+        builder_.CreateBitCast(builder_.CreateLoad(builder_.getInt8PtrTy(), slot, "shape_vars"), i64->getPointerTo());
+    for (unsigned i = 0; i < f.shape_vars.size(); ++i) {
+      llvm::Value* v = builder_.CreateLoad(i64, builder_.CreateConstInBoundsGEP1_64(i64, values, i));
+      pointers.push_back(builder_.CreateIntCast(v, value_type(f.shape_vars[i].type()), true, f.shape_vars[i].name()));
+    }
   }
   builder_.CreateRet(builder_.CreateCall(impl, pointers));
 }

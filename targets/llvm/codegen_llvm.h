@@ -123,6 +123,7 @@ class CodeGenLLVM {
 
   // --- llvm_memory.cc: loads, stores, local buffers, alignment -------------------------------
   llvm::Value* buffer_pointer(const BufferNode* buffer);
+  llvm::Value* allocation_bytes(const BufferNode* buffer);
   llvm::Value* to_memory(llvm::Value* v, DataType t);
   llvm::Value* from_memory(llvm::Value* v, DataType t);
   llvm::Value* index_to_i64(llvm::Value* index, DataType t);

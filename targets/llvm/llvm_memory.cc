@@ -233,13 +233,27 @@ void CodeGenLLVM::emit_stmt(const Store* op) {
   builder_.CreateMaskedScatter(value, element_address(buffer, index, false), llvm::Align(element.element_bytes()));
 }
 
+// The bytes aligned_alloc takes for `buffer`: its size rounded up to the alignment, at least one
+// alignment unit (aligned_alloc may return null for 0 bytes); a symbolic size is computed here.
+llvm::Value* CodeGenLLVM::allocation_bytes(const BufferNode* buffer) {
+  const int64_t a = runtime::kAllocAlignment, element = buffer->dtype.element_bytes();
+  llvm::Value* count = emit(cast(kIndexType, max(buffer->element_count(), Expr(int64_t{0}))));
+  llvm::Value* bytes = builder_.CreateMul(count, builder_.getInt64(element));
+  bytes =
+      builder_.CreateMul(builder_.CreateUDiv(builder_.CreateAdd(bytes, builder_.getInt64(a - 1)), builder_.getInt64(a)),
+                         builder_.getInt64(a));
+  return builder_.CreateSelect(builder_.CreateICmpEQ(bytes, builder_.getInt64(0)), builder_.getInt64(a), bytes);
+}
+
 void CodeGenLLVM::emit_stmt(const Allocate* op) {
   const BufferNode* buffer = op->buffer.get();
-  const int64_t count = buffer->num_elements();
+  const bool static_size =
+      std::all_of(buffer->shape.begin(), buffer->shape.end(), [](const Expr& d) { return d.as<IntImm>() != nullptr; });
+  const int64_t count = static_size ? buffer->num_elements() : 0;
   const int64_t bytes = count * buffer->dtype.element_bytes();
   if (count < 0) fail("kernel '", kernel_name_, "': buffer '", buffer->name, "' has a negative size");
   llvm::Type* mem = memory_type(buffer->dtype);
-  const bool on_stack = bytes <= kMaxStackBuffer && state_.stack_bytes + bytes <= kMaxStackPerFunction;
+  const bool on_stack = static_size && bytes <= kMaxStackBuffer && state_.stack_bytes + bytes <= kMaxStackPerFunction;
   llvm::AllocaInst* slot = nullptr;
   llvm::Value* heap = nullptr;
   llvm::Value* pointer;
@@ -253,8 +267,7 @@ void CodeGenLLVM::emit_stmt(const Allocate* op) {
     llvm::Type* i64 = builder_.getInt64Ty();
     llvm::FunctionCallee aligned_alloc =
         external_function("aligned_alloc", llvm::FunctionType::get(builder_.getInt8PtrTy(), {i64, i64}, false));
-    const uint64_t size = (bytes + runtime::kAllocAlignment - 1) / runtime::kAllocAlignment * runtime::kAllocAlignment;
-    heap = builder_.CreateCall(aligned_alloc, {builder_.getInt64(runtime::kAllocAlignment), builder_.getInt64(size)},
+    heap = builder_.CreateCall(aligned_alloc, {builder_.getInt64(runtime::kAllocAlignment), allocation_bytes(buffer)},
                                buffer->name);
     return_if_failed(builder_.CreateSelect(builder_.CreateIsNull(heap), builder_.getInt32(kStatusOutOfMemory),
                                            builder_.getInt32(0)));

@@ -9,6 +9,7 @@
 #include "targets/source/source_dialects.h"
 #include "targets/source/source_printer.h"
 #include "tensor_ir/functor.h"
+#include "tensor_ir/op.h"
 
 namespace tessera::targets::source {
 
@@ -75,12 +76,19 @@ class CPrinter final : public SourcePrinter {
     const auto written = written_buffers(f.body);
     os_ << "int32_t " << f.name << "(void* const* args, int32_t num_args) {\n";
     indent_ = 1;
-    line() << "if (num_args != " << f.args.size() << ") return -1;\n";
+    line() << "if (num_args != " << f.args.size() + (f.shape_vars.empty() ? 0 : 1) << ") return -1;\n";
     for (size_t i = 0; i < f.args.size(); ++i) {
       const Buffer& b = f.args[i];
       const std::string type = std::string(written.count(b.get()) ? "" : "const ") + memory_type(b.dtype()) + "*";
       line() << type << " restrict " << buffer_name(b) << " = (" << type << ")args[" << i << "];\n";
-      add_parameter(b);
+      add_parameter(b.get());
+    }
+    // The dimension variables' values: an array of int64 after the buffers.
+    for (size_t i = 0; i < f.shape_vars.size(); ++i) {
+      const Var& v = f.shape_vars[i];
+      line() << "const " << type_name(v.type()) << " " << name_of(v.get(), v.name()) << " = (" << type_name(v.type())
+             << ")((const int64_t*)args[" << f.args.size() << "])[" << i << "];\n";
+      add_parameter(v.get());
     }
     stmt(f.body);
     line() << "return 0;\n";
@@ -116,10 +124,15 @@ class CPrinter final : public SourcePrinter {
 
   void print_local_allocate(const Allocate* op) override {
     const Buffer& b = op->buffer;
-    const int64_t bytes = b->num_elements() * b.dtype().element_bytes();
-    if (b->scope != MemoryScope::Local || bytes <= kMaxStackBufferBytes) return SourcePrinter::print_local_allocate(op);
+    const Expr count = b->element_count();
+    const int64_t* static_count = as_const_int(count);
+    if (b->scope != MemoryScope::Local ||
+        (static_count && *static_count * b.dtype().element_bytes() <= kMaxStackBufferBytes))
+      return SourcePrinter::print_local_allocate(op);
     const std::string name = buffer_name(b), type = memory_type(b.dtype());
-    line() << type << "* restrict " << name << " = (" << type << "*)malloc(" << bytes << ");\n";
+    // At least one byte: malloc(0) may return null, which reads as out of memory.
+    line() << type << "* restrict " << name << " = (" << type << "*)malloc(" << expr(max(count, Expr(int64_t{1})))
+           << " * " << b.dtype().element_bytes() << ");\n";
     line() << "if (!" << name << ") { " << return_statement("-2") << " }\n";
     heap_buffers_.push_back(name);
     stmt(op->body);

@@ -104,7 +104,7 @@ void SourcePrinter::print_device_kernel(const DeviceKernel& k) {
   for (size_t i = 0; i < k.func.args.size(); ++i) {
     const Buffer& b = k.func.args[i];
     os_ << (i ? ", " : "") << pointer_parameter(b, !written.count(b.get()));
-    add_parameter(b);
+    add_parameter(b.get());
   }
   os_ << ") {\n";
   ++indent_;

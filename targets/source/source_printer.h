@@ -73,8 +73,8 @@ class SourcePrinter {
   // those); stmt() keeps the set as it enters and leaves their statements.
   bool in_scope(const Object* node) const { return in_scope_.count(node) > 0; }
   void scoped(const Object* node, const Stmt& body);
-  // A kernel's parameter, in scope throughout.
-  void add_parameter(const Buffer& b) { in_scope_.insert(b.get()); }
+  // A kernel's parameter (a buffer or a dimension variable), in scope throughout.
+  void add_parameter(const Object* node) { in_scope_.insert(node); }
   // The buffers `body` stores to (others are passed as const).
   static std::unordered_set<const BufferNode*> written_buffers(const Stmt& body);
   [[noreturn]] void unsupported(const std::string& what) const;

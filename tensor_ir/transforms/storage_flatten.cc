@@ -1,8 +1,12 @@
 #include "tensor_ir/transforms/storage_flatten.h"
 
+#include <algorithm>
+
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir {
 
@@ -11,21 +15,26 @@ namespace {
 struct Layout {
   Buffer buffer;
   std::vector<Expr> origin;  // index of the buffer's first element in each dimension
-  std::vector<int64_t> strides;
+  std::vector<Expr> strides;
 };
+
+// Dense row-major strides of `extents`: constants where the extents are, else expressions of
+// their symbolic dimensions.
+std::vector<Expr> row_major_strides(const std::vector<Expr>& extents) {
+  std::vector<Expr> strides(extents.size());
+  Expr stride = make_const(kIndexType, 1);
+  for (size_t d = extents.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride = arith::simplify(stride * extents[d]);
+  }
+  return strides;
+}
 
 class Flattener : public IRMutator {
  public:
   explicit Flattener(const FlattenOptions& options) : options_(options) {
     for (const auto& [tensor, buffer] : options.args) {
-      Layout l{buffer, {}, {}};
-      int64_t stride = 1;
-      l.strides.resize(tensor.ndim());
-      for (size_t d = tensor.ndim(); d-- > 0;) {
-        l.strides[d] = stride;
-        stride *= tensor->dim(d);
-        l.origin.insert(l.origin.begin(), make_zero(kIndexType));
-      }
+      Layout l{buffer, std::vector<Expr>(tensor.ndim(), make_zero(kIndexType)), row_major_strides(tensor->shape)};
       layouts_[tensor.get()] = l;
     }
   }
@@ -35,34 +44,25 @@ class Flattener : public IRMutator {
   Stmt mutate_(const Realize* op) override {
     if (layouts_.count(op->tensor.get())) return mutate(op->body);  // an argument: already stored
     Layout l;
-    const size_t n = op->bounds.size();
-    l.strides.resize(n);
-    auto align_it = options_.storage_align.find(op->tensor.get());
-    int64_t stride = 1;
-    std::vector<Expr> shape;
-    for (size_t d = n; d-- > 0;) {
-      if (align_it != options_.storage_align.end()) {
-        auto [factor, offset] = align_it->second[d];
-        if (factor > 0)
-          while (stride % factor != offset) ++stride;
-      }
-      l.strides[d] = stride;
-      const int64_t* extent = as_const_int(op->bounds[d].extent);
-      if (!extent) fail("internal error: realize of ", op->tensor.name(), " has a non-constant extent");
-      stride *= *extent;
-    }
+    std::vector<Expr> extents;
     for (const auto& r : op->bounds) {
       l.origin.push_back(r.min);
-      shape.push_back(r.extent);
+      extents.push_back(r.extent);
     }
-    // The padded size covers the last element: origin + sum((extent - 1) * stride) + 1.
-    int64_t size = 1;
-    for (size_t d = 0; d < n; ++d) size += (*as_const_int(op->bounds[d].extent) - 1) * l.strides[d];
-    if (n == 0) size = 1;
-    for (const auto& r : op->bounds)
-      if (is_zero(r.extent)) size = 0;
+    auto align_it = options_.storage_align.find(op->tensor.get());
+    const bool aligned = align_it != options_.storage_align.end() &&
+                         std::any_of(align_it->second.begin(), align_it->second.end(),
+                                     [](const auto& factor_offset) { return factor_offset.first > 0; });
+    Expr size;
+    if (!aligned) {
+      l.strides = row_major_strides(extents);
+      size = make_const(kIndexType, 1);
+      for (const Expr& e : extents) size = arith::simplify(size * e);
+    } else {
+      std::tie(l.strides, size) = aligned_layout(op->tensor, extents, align_it->second);
+    }
     auto scope = options_.scopes.find(op->tensor.get());
-    l.buffer = BufferNode::make(op->tensor.name(), op->tensor.dtype(), {Expr(size)},
+    l.buffer = BufferNode::make(op->tensor.name(), op->tensor.dtype(), {size},
                                 scope == options_.scopes.end() ? MemoryScope::Local : scope->second);
     layouts_[op->tensor.get()] = l;
     Stmt body = mutate(op->body);
@@ -91,8 +91,34 @@ class Flattener : public IRMutator {
 
   Expr flat_index(const Layout& l, const std::vector<Expr>& indices) {
     Expr index = make_zero(kIndexType);
-    for (size_t d = 0; d < indices.size(); ++d) index = index + (mutate(indices[d]) - l.origin[d]) * Expr(l.strides[d]);
+    for (size_t d = 0; d < indices.size(); ++d) index = index + (mutate(indices[d]) - l.origin[d]) * l.strides[d];
     return index;
+  }
+
+  // Strides padded so that stride % factor == offset where storage_align asks, and the size that
+  // covers the last element: sum((extent - 1) * stride) + 1. Padding needs constant extents.
+  static std::pair<std::vector<Expr>, Expr> aligned_layout(const Tensor& tensor, const std::vector<Expr>& extents,
+                                                           const std::vector<std::pair<int64_t, int64_t>>& align) {
+    const size_t n = extents.size();
+    std::vector<int64_t> strides(n);
+    int64_t stride = 1, size = 1;
+    for (size_t d = n; d-- > 0;) {
+      const int64_t* extent = as_const_int(extents[d]);
+      if (!extent)
+        fail("storage_align of ", tensor.name(), ": its buffer's dimension ", d, " has the symbolic extent ",
+             to_string(extents[d]), " (padding strides needs constant ones)");
+      auto [factor, offset] = align[d];
+      if (factor > 0)
+        while (stride % factor != offset) ++stride;
+      strides[d] = stride;
+      stride *= *extent;
+      size += (*extent - 1) * strides[d];
+    }
+    for (const Expr& e : extents)
+      if (is_zero(e)) size = 0;
+    std::vector<Expr> exprs;
+    for (int64_t s : strides) exprs.push_back(make_const(kIndexType, s));
+    return {exprs, Expr(size)};
   }
 
   const FlattenOptions& options_;

@@ -1,0 +1,256 @@
+#include "runtime/shape_expr.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "runtime/error.h"
+#include "runtime/ndarray.h"
+
+namespace tessera::runtime {
+
+namespace {
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+const char* function_name(ShapeExpr::Op op) {
+  switch (op) {
+    case ShapeExpr::Op::FloorDiv:
+      return "floordiv";
+    case ShapeExpr::Op::FloorMod:
+      return "floormod";
+    case ShapeExpr::Op::Min:
+      return "min";
+    case ShapeExpr::Op::Max:
+      return "max";
+    default:
+      return nullptr;
+  }
+}
+
+// Recursive descent over what str() writes: sums of products of atoms; an atom is a number, a
+// name, a parenthesized expression or one of the functions.
+class Parser {
+ public:
+  explicit Parser(const std::string& text) : s_(text) {}
+
+  ShapeExpr all() {
+    ShapeExpr e = sum();
+    skip();
+    if (p_ != s_.size()) bad("unexpected '" + s_.substr(p_) + "'");
+    return e;
+  }
+
+ private:
+  ShapeExpr sum() {
+    ShapeExpr e = product();
+    while (true) {
+      if (eat('+')) e = ShapeExpr::binary(ShapeExpr::Op::Add, e, product());
+      else if (eat('-')) e = ShapeExpr::binary(ShapeExpr::Op::Sub, e, product());
+      else return e;
+    }
+  }
+  ShapeExpr product() {
+    ShapeExpr e = atom();
+    while (eat('*')) e = ShapeExpr::binary(ShapeExpr::Op::Mul, e, atom());
+    return e;
+  }
+  ShapeExpr atom() {
+    skip();
+    if (eat('(')) {
+      ShapeExpr e = sum();
+      expect(')');
+      return e;
+    }
+    const bool negative = eat('-');
+    if (p_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p_]))) {
+      size_t end = p_;
+      while (end < s_.size() && std::isdigit(static_cast<unsigned char>(s_[end]))) ++end;
+      if (end - p_ > 18) bad("the number " + s_.substr(p_, end - p_) + " is too large");
+      int64_t v = std::stoll(s_.substr(p_, end - p_));
+      p_ = end;
+      return negative ? -v : v;
+    }
+    if (negative) return ShapeExpr::binary(ShapeExpr::Op::Sub, 0, atom());
+    size_t end = p_;
+    while (end < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[end])) || s_[end] == '_' || s_[end] == '.'))
+      ++end;
+    if (end == p_) bad(p_ < s_.size() ? "unexpected '" + s_.substr(p_) + "'" : "it ends early");
+    std::string name = s_.substr(p_, end - p_);
+    p_ = end;
+    for (ShapeExpr::Op op :
+         {ShapeExpr::Op::FloorDiv, ShapeExpr::Op::FloorMod, ShapeExpr::Op::Min, ShapeExpr::Op::Max}) {
+      if (name != function_name(op) || !eat('(')) continue;
+      ShapeExpr a = sum();
+      expect(',');
+      ShapeExpr b = sum();
+      expect(')');
+      return ShapeExpr::binary(op, a, b);
+    }
+    return ShapeExpr::var(name);
+  }
+  void skip() {
+    while (p_ < s_.size() && s_[p_] == ' ') ++p_;
+  }
+  bool eat(char c) {
+    skip();
+    if (p_ < s_.size() && s_[p_] == c) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+  void expect(char c) {
+    if (!eat(c)) bad(std::string("expected '") + c + "'");
+  }
+  [[noreturn]] void bad(const std::string& why) const { fail("invalid shape expression '", s_, "': ", why); }
+
+  const std::string& s_;
+  size_t p_ = 0;
+};
+
+}  // namespace
+
+ShapeExpr::ShapeExpr(int64_t value) : node_(std::make_shared<const Node>(Node{Op::Const, value, {}, {}, {}})) {}
+
+ShapeExpr ShapeExpr::var(std::string name) {
+  if (name.empty()) fail("a dimension variable needs a name");
+  return ShapeExpr(std::make_shared<const Node>(Node{Op::Var, 0, std::move(name), {}, {}}));
+}
+
+ShapeExpr ShapeExpr::binary(Op op, ShapeExpr a, ShapeExpr b) {
+  if (op == Op::Const || op == Op::Var) fail("internal error: ShapeExpr::binary of a leaf");
+  return ShapeExpr(std::make_shared<const Node>(Node{op, 0, {}, a.node_, b.node_}));
+}
+
+ShapeExpr ShapeExpr::parse(const std::string& text) { return Parser(text).all(); }
+
+int64_t ShapeExpr::constant() const {
+  if (!is_constant()) fail("the dimension ", str(), " is not a constant");
+  return node_->value;
+}
+
+void ShapeExpr::collect_vars(std::vector<std::string>& names) const {
+  if (const std::string* name = var_name()) {
+    if (std::find(names.begin(), names.end(), *name) == names.end()) names.push_back(*name);
+    return;
+  }
+  if (node_->a) ShapeExpr(node_->a).collect_vars(names);
+  if (node_->b) ShapeExpr(node_->b).collect_vars(names);
+}
+
+int64_t ShapeExpr::evaluate(const std::map<std::string, int64_t>& values) const {
+  const Node& n = *node_;
+  if (n.op == Op::Const) return n.value;
+  if (n.op == Op::Var) {
+    auto it = values.find(n.name);
+    if (it == values.end()) fail("the dimension variable ", n.name, " has no value");
+    return it->second;
+  }
+  const int64_t a = ShapeExpr(n.a).evaluate(values), b = ShapeExpr(n.b).evaluate(values);
+  switch (n.op) {
+    case Op::Add:
+      return a + b;
+    case Op::Sub:
+      return a - b;
+    case Op::Mul:
+      return a * b;
+    case Op::FloorDiv:
+    case Op::FloorMod:
+      if (b == 0) fail("the dimension ", str(), " divides by zero");
+      return n.op == Op::FloorDiv ? floor_div(a, b) : a - floor_div(a, b) * b;
+    case Op::Min:
+      return std::min(a, b);
+    case Op::Max:
+      return std::max(a, b);
+    default:
+      fail("internal error: unknown shape expression");
+  }
+}
+
+std::string ShapeExpr::str() const {
+  const Node& n = *node_;
+  switch (n.op) {
+    case Op::Const:
+      return std::to_string(n.value);
+    case Op::Var:
+      return n.name;
+    case Op::Add:
+      return "(" + ShapeExpr(n.a).str() + " + " + ShapeExpr(n.b).str() + ")";
+    case Op::Sub:
+      return "(" + ShapeExpr(n.a).str() + " - " + ShapeExpr(n.b).str() + ")";
+    case Op::Mul:
+      return ShapeExpr(n.a).str() + "*" + ShapeExpr(n.b).str();
+    default:
+      return std::string(function_name(n.op)) + "(" + ShapeExpr(n.a).str() + ", " + ShapeExpr(n.b).str() + ")";
+  }
+}
+
+bool ShapeExpr::operator==(const ShapeExpr& o) const {
+  const Node &a = *node_, &b = *o.node_;
+  if (&a == &b) return true;
+  if (a.op != b.op || a.value != b.value || a.name != b.name) return false;
+  return (!a.a || ShapeExpr(a.a) == ShapeExpr(b.a)) && (!a.b || ShapeExpr(a.b) == ShapeExpr(b.b));
+}
+
+bool is_static(const SymbolicShape& shape) {
+  return std::all_of(shape.begin(), shape.end(), [](const ShapeExpr& d) { return d.is_constant(); });
+}
+
+std::vector<int64_t> static_shape(const SymbolicShape& shape, const std::string& what) {
+  std::vector<int64_t> dims;
+  for (const ShapeExpr& d : shape) {
+    if (!d.is_constant())
+      fail(what, " has the symbolic shape ", symbolic_shape_str(shape), " where a static one is needed");
+    dims.push_back(d.constant());
+  }
+  return dims;
+}
+
+SymbolicShape symbolic_shape(const std::vector<int64_t>& shape) { return SymbolicShape(shape.begin(), shape.end()); }
+
+std::string symbolic_shape_str(const SymbolicShape& shape) {
+  std::string s = "(";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + shape[i].str();
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::map<std::string, int64_t> bind_shape_vars(const std::vector<SymbolicShape>& expected,
+                                               const std::vector<std::vector<int64_t>>& got,
+                                               const std::vector<std::string>& names, const std::string& where) {
+  std::map<std::string, int64_t> values;
+  std::map<std::string, std::string> source;  // where each value came from, for errors
+  auto arg = [&](size_t i) { return where + " " + names.at(i) + " (#" + std::to_string(i) + ")"; };
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (got[i].size() != expected[i].size())
+      fail(arg(i), ": expected ", expected[i].size(), " dimensions ", symbolic_shape_str(expected[i]), ", got ",
+           got[i].size());
+    for (size_t d = 0; d < expected[i].size(); ++d) {
+      const std::string* name = expected[i][d].var_name();
+      if (!name || values.count(*name)) continue;
+      values[*name] = got[i][d];
+      source[*name] = names.at(i) + " dimension " + std::to_string(d);
+    }
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    for (size_t d = 0; d < expected[i].size(); ++d) {
+      const ShapeExpr& e = expected[i][d];
+      const int64_t want = e.evaluate(values);
+      if (got[i][d] == want) continue;
+      std::string because;
+      std::vector<std::string> vars;
+      e.collect_vars(vars);
+      for (const std::string& v : vars)
+        because += (because.empty() ? " (" : ", ") +
+                   (e.var_name() ? "" : v + " = " + std::to_string(values.at(v)) + " ") + "from " + source[v];
+      if (!vars.empty()) because += ")";
+      fail(arg(i), ": dimension ", d, " must be ", e.is_constant() ? "" : e.str() + " = ", want, because, ", got ",
+           got[i][d], " (shape ", shape_str(got[i]), ", expected ", symbolic_shape_str(expected[i]), ")");
+    }
+  }
+  return values;
+}
+
+}  // namespace tessera::runtime

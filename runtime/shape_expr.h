@@ -1,0 +1,64 @@
+// A dimension of a kernel argument's shape: a constant, or an integer expression of named
+// dimension variables (`n`, `n*64`, `floordiv(n + 1, 2)`) when a kernel is compiled for symbolic
+// sizes. The runtime binds the variables from the shapes a call passes, checks every dimension
+// against them and hands their values to the kernel; it needs no compiler for that.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tessera::runtime {
+
+class ShapeExpr {
+ public:
+  enum class Op : uint8_t { Const, Var, Add, Sub, Mul, FloorDiv, FloorMod, Min, Max };
+
+  ShapeExpr(int64_t value = 0);  // NOLINT: a constant dimension reads as its value
+  static ShapeExpr var(std::string name);
+  static ShapeExpr binary(Op op, ShapeExpr a, ShapeExpr b);
+  // Reads what str() writes; throws tessera::Error naming `text` on anything else.
+  static ShapeExpr parse(const std::string& text);
+
+  Op op() const { return node_->op; }
+  bool is_constant() const { return node_->op == Op::Const; }
+  int64_t constant() const;  // throws unless is_constant()
+  // The variable's name when the dimension is one variable by itself, else null.
+  const std::string* var_name() const { return node_->op == Op::Var ? &node_->name : nullptr; }
+  // Its variables, each once, in the order they first appear.
+  void collect_vars(std::vector<std::string>& names) const;
+  // Its value under `values`; throws naming a variable `values` lacks, or a division by zero.
+  int64_t evaluate(const std::map<std::string, int64_t>& values) const;
+  std::string str() const;
+  bool operator==(const ShapeExpr& o) const;
+  bool operator!=(const ShapeExpr& o) const { return !(*this == o); }
+
+ private:
+  struct Node {
+    Op op;
+    int64_t value = 0;
+    std::string name;
+    std::shared_ptr<const Node> a, b;
+  };
+  explicit ShapeExpr(std::shared_ptr<const Node> n) : node_(std::move(n)) {}
+  std::shared_ptr<const Node> node_;
+};
+
+using SymbolicShape = std::vector<ShapeExpr>;
+
+// Whether every dimension is a constant; their values (throws naming `what` otherwise).
+bool is_static(const SymbolicShape& shape);
+std::vector<int64_t> static_shape(const SymbolicShape& shape, const std::string& what);
+SymbolicShape symbolic_shape(const std::vector<int64_t>& shape);
+// "(n, 7)" as shape_str writes static shapes.
+std::string symbolic_shape_str(const SymbolicShape& shape);
+
+// The values of dimension variables fixed by the shapes of one call: each variable takes the
+// first dimension that is that variable by itself; every dimension must then equal its
+// expression. Errors begin with `where` and name argument i as `names[i]` ("input 'x'").
+std::map<std::string, int64_t> bind_shape_vars(const std::vector<SymbolicShape>& expected,
+                                               const std::vector<std::vector<int64_t>>& got,
+                                               const std::vector<std::string>& names, const std::string& where);
+
+}  // namespace tessera::runtime

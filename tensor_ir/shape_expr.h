@@ -1,0 +1,16 @@
+// A tensor's symbolic dimension as the runtime keeps it: a kernel's signature carries its
+// arguments' shapes as runtime::ShapeExpr, which the runtime evaluates without the compiler.
+#pragma once
+#include <vector>
+
+#include "runtime/shape_expr.h"
+#include "tensor_ir/expr.h"
+
+namespace tessera::tensor_ir {
+
+// `dim` built from integer constants, variables, +, -, *, floordiv, floormod, min and max; throws
+// naming `dim` for anything else.
+runtime::ShapeExpr to_shape_expr(const Expr& dim);
+runtime::SymbolicShape to_symbolic_shape(const std::vector<Expr>& shape);
+
+}  // namespace tessera::tensor_ir
