@@ -263,13 +263,6 @@ class BoundInference {
     return scope;
   }
 
-  // The largest value of hi - lo + 1. A min() in `hi` is at most each of its sides: interval
-  // arithmetic alone loses that min(a + 15, 69) + 1 - a (a clipped tile) is at most 16.
-  int64_t max_extent(const Expr& hi, const Expr& lo) {
-    if (const auto* m = hi.as<Min>()) return std::min(max_extent(m->a, lo), max_extent(m->b, lo));
-    return arith::const_bound(simplify(hi - lo + 1), var_bounds_).max;
-  }
-
   // Whether a stage of `scope` computed inside loop `var` must cover what every iteration of it
   // reads (TVM's rule): a loop bound to a thread axis runs its iterations at once, on threads that
   // share the stage's buffer when its memory is as wide as the axis: a shared buffer serves all
@@ -340,7 +333,7 @@ class BoundInference {
       p.region.push_back(Range(lo, simplify(clipped.max - lo + 1)));
       // The buffer must hold the unclipped region in any iteration; its extent cancels outer
       // loop variables (io*8 + 7 - io*8 + 1 = 8), where the clipped one would not.
-      int64_t extent = max_extent(simplify(needed[d].max), needed[d].min);
+      int64_t extent = arith::upper_bound(simplify(needed[d].max) - needed[d].min + 1, var_bounds_);
       if (extent == arith::ConstBound::kPosInf)
         fail("bound inference: the region of ", st.name(), " dimension ", d, " has no constant size (",
              to_string(needed[d].min), " to ", to_string(needed[d].max), ")");

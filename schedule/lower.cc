@@ -71,8 +71,13 @@ std::vector<Var> shape_vars_of(const std::vector<Tensor>& args) {
     for (const Expr& d : t->shape) {
       const auto* c = d.as<Cast>();
       alone.push_back(c ? c->value.get() : d.get());
-      for (const Var& v : vars_of(d))
-        if (std::none_of(vars.begin(), vars.end(), [&](const Var& x) { return x.same_as(v); })) vars.push_back(v);
+      for (const Var& v : vars_of(d)) {
+        if (std::any_of(vars.begin(), vars.end(), [&](const Var& x) { return x.same_as(v); })) continue;
+        // The runtime binds values by name.
+        if (std::any_of(vars.begin(), vars.end(), [&](const Var& x) { return x.name() == v.name(); }))
+          fail("lower: two different dimension variables are named ", v.name(), " (make one te.var and use it)");
+        vars.push_back(v);
+      }
     }
   for (const Var& v : vars)
     if (std::find(alone.begin(), alone.end(), v.get()) == alone.end())

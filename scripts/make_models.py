@@ -4,7 +4,7 @@ python3-torch / python3-torchvision, with deterministic weights (the .onnx files
 committed). Batch norms get random statistics and affine parameters, since the default
 initialization leaves them identities and makes outputs vanish.
 
-    /usr/bin/python3 scripts/make_models.py [--out models/] [resnet18 mobilenet_v2 transformer ...]
+    /usr/bin/python3 scripts/make_models.py [--out models/] [--dynamic] [resnet18 mobilenet_v2 transformer ...]
 """
 import argparse
 import os
@@ -18,6 +18,9 @@ MODELS = {
     "mobilenet_v2": ("torchvision.models.mobilenet_v2", (1, 3, 224, 224)),
     "transformer": ("transformer_encoder", (1, 128, 256)),
 }
+# The input dimensions an exporter leaves symbolic in a model's dynamic variant (name_dynamic.onnx):
+# the batch, and a transformer's sequence length.
+DYNAMIC_AXES = {"transformer": {0: "N", 1: "L"}}
 SEED = 0
 
 
@@ -83,17 +86,20 @@ def example_input(name, seed=1):
     return np.random.default_rng(seed).standard_normal(shape).astype("float32")
 
 
-def export(name, out_dir):
+def export(name, out_dir, dynamic=False):
+    """Writes name.onnx, or with `dynamic` name_dynamic.onnx, whose input keeps its batch (and a
+    transformer's sequence length) symbolic, as exporters write them with dynamic_axes."""
     import torch
     import torch_numpy
     os.makedirs(out_dir, exist_ok=True)
     model, shape = build_model(name)
-    path = os.path.join(out_dir, f"{name}.onnx")
+    path = os.path.join(out_dir, f"{name}_dynamic.onnx" if dynamic else f"{name}.onnx")
     x = torch_numpy.tensor(example_input(name))
+    axes = {"input": DYNAMIC_AXES.get(name, {0: "N"}), "output": {0: "N"}} if dynamic else None
     # Exported with autograd on: under no_grad PyTorch takes fused fast paths for attention
     # that have no ONNX form.
     torch.onnx.export(model, x, path, opset_version=14, input_names=["input"], output_names=["output"],
-                      do_constant_folding=True)
+                      do_constant_folding=True, dynamic_axes=axes)
     with torch.no_grad():
         reference = torch_numpy.array(model(x))
     import numpy as np
@@ -102,11 +108,12 @@ def export(name, out_dir):
     return path
 
 
-def ensure(name, out_dir):
-    """The path of model `name` in out_dir, exported if it is not there yet."""
-    path = os.path.join(out_dir, f"{name}.onnx")
+def ensure(name, out_dir, dynamic=False):
+    """The path of model `name` (its dynamic variant with `dynamic`) in out_dir, exported if it
+    is not there yet."""
+    path = os.path.join(out_dir, f"{name}_dynamic.onnx" if dynamic else f"{name}.onnx")
     if not os.path.exists(path) or not os.path.exists(os.path.join(out_dir, f"{name}.output.npy")):
-        export(name, out_dir)
+        export(name, out_dir, dynamic)
     return path
 
 
@@ -114,12 +121,13 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("models", nargs="*", default=["resnet18", "mobilenet_v2", "transformer"], help=", ".join(sorted(MODELS)))
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
+    parser.add_argument("--dynamic", action="store_true", help="the variants with a symbolic batch (and sequence)")
     args = parser.parse_args()
     for name in args.models:
         if name not in MODELS:
             parser.error(f"unknown model {name} (known: {', '.join(sorted(MODELS))})")
     for name in args.models:
-        path = export(name, args.out)
+        path = export(name, args.out, args.dynamic)
         print(f"wrote {os.path.relpath(path)} (input {MODELS[name][1]})")
     return 0
 

@@ -165,7 +165,7 @@ struct LoweredFunc {
   std::string name;
   std::vector<Buffer> args;
   Stmt body;
-  std::vector<Var> shape_vars;
+  std::vector<Var> shape_vars = {};
 };
 
 }  // namespace tessera::tensor_ir

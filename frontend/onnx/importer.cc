@@ -32,9 +32,7 @@ class Importer {
       : model_(model), graph_(model.graph()), base_dir_(std::move(base_dir)), options_(options) {}
 
   relay_ir::Module run() {
-    read_opset();
-    check_nodes();
-    check_operators(graph_);
+    check_model();
     for (const auto& init : graph_.initializer())
       values_[init.name()] = relay_ir::constant(tensor_from_proto(init, base_dir_));
     read_inputs();
@@ -52,7 +50,18 @@ class Importer {
     return relay_ir::infer_type(m);
   }
 
+  std::vector<runtime::BufferSpec> inputs() {
+    check_model();
+    return declared_inputs();
+  }
+
  private:
+  void check_model() {
+    read_opset();
+    check_nodes();
+    check_operators(graph_);
+  }
+
   // The ai.onnx opset; a model of ai.onnx.ml operators only may import none.
   void read_opset() {
     opset_ = -1;
@@ -114,45 +123,61 @@ class Importer {
     fail(msg);
   }
 
-  void read_inputs() {
+  // The inputs to give at run time, as declared (bound ones and initializers aside): a dimension
+  // with no value is a variable named by its dim_param, or `input.d` when it has none.
+  std::vector<runtime::BufferSpec> declared_inputs() {
     std::set<std::string> used_options;
+    std::vector<runtime::BufferSpec> inputs;
+    std::set<std::string> initializers;
+    for (const auto& init : graph_.initializer()) initializers.insert(init.name());
     for (const auto& in : graph_.input()) {
       const std::string& name = in.name();
-      if (values_.count(name)) continue;  // an initializer listed as an input (IR version < 4)
-      if (auto b = options_.bind.find(name); b != options_.bind.end()) {
-        values_[name] = relay_ir::constant(b->second);
+      if (initializers.count(name)) continue;  // an initializer listed as an input (IR version < 4)
+      if (options_.bind.count(name)) {
         used_options.insert(name);
         continue;
       }
       if (!in.type().has_tensor_type())
         fail("ONNX graph input '", name, "' is not a tensor (sequences and maps are not supported)");
       const auto& tt = in.type().tensor_type();
-      runtime::DataType dtype = dtype_from_onnx(tt.elem_type(), "graph input '" + name + "'");
-      std::vector<int64_t> shape;
+      runtime::BufferSpec spec{name, {}, dtype_from_onnx(tt.elem_type(), "graph input '" + name + "'")};
       if (auto s = options_.shapes.find(name); s != options_.shapes.end()) {
-        shape = s->second;
+        spec.shape = runtime::symbolic_shape(s->second);
         used_options.insert(name);
-        if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(shape.size()))
+        if (tt.has_shape() && tt.shape().dim_size() != static_cast<int>(s->second.size()))
           fail("graph input '", name, "' has ", tt.shape().dim_size(), " dimensions, the given shape ",
-               runtime::shape_str(shape), " has ", shape.size());
+               runtime::shape_str(s->second), " has ", s->second.size());
       } else {
         if (!tt.has_shape())
           fail("graph input '", name, "' has no shape in the model; give it with shapes={'", name, "': (...)}");
-        for (const auto& d : tt.shape().dim()) {
-          if (!d.has_dim_value())
-            fail("graph input '", name, "' has symbolic dimension '", d.dim_param(), "'; give its shape with shapes={'",
-                 name, "': (...)}");
-          shape.push_back(d.dim_value());
+        for (int d = 0; d < tt.shape().dim_size(); ++d) {
+          const auto& dim = tt.shape().dim(d);
+          if (dim.has_dim_value()) spec.shape.push_back(dim.dim_value());
+          else
+            spec.shape.push_back(
+                runtime::ShapeExpr::var(dim.dim_param().empty() ? name + "." + std::to_string(d) : dim.dim_param()));
         }
       }
-      relay_ir::Var v(name, relay_ir::tensor_type(shape, dtype));
-      params_.push_back(v);
-      values_[name] = v;
+      inputs.push_back(std::move(spec));
     }
     for (const auto& [name, s] : options_.shapes)
       if (!used_options.count(name)) fail("shapes: the model has no graph input '", name, "'");
     for (const auto& [name, v] : options_.bind)
       if (!used_options.count(name)) fail("bind: the model has no graph input '", name, "'");
+    return inputs;
+  }
+
+  void read_inputs() {
+    for (const auto& [name, value] : options_.bind) values_[name] = relay_ir::constant(value);
+    for (const runtime::BufferSpec& in : declared_inputs()) {
+      for (const runtime::ShapeExpr& d : in.shape)
+        if (!d.is_constant())
+          fail("graph input '", in.name, "' has symbolic dimension '", d.str(), "'; give its shape with shapes={'",
+               in.name, "': (...)}");
+      relay_ir::Var v(in.name, relay_ir::tensor_type(runtime::static_shape(in.shape, in.name), in.dtype));
+      params_.push_back(v);
+      values_[in.name] = v;
+    }
   }
 
   void lift_initializers() {
@@ -293,28 +318,45 @@ class Importer {
   std::vector<relay_ir::Var> params_;
 };
 
-}  // namespace
-
-relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir,
-                                    const ImportOptions& options) {
+::onnx::ModelProto parse_model(const std::string& bytes) {
   ::onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) fail("not a valid ONNX model (the protobuf does not parse)");
   if (!model.has_graph()) fail("ONNX model has no graph");
-  return Importer(model, base_dir, options).run();
+  return model;
 }
 
-relay_ir::Module import_model(const std::string& path, const ImportOptions& options) {
+// `f(bytes, base_dir)` on the file at `path`, its errors prefixed with the path.
+template <typename F>
+auto with_model_file(const std::string& path, F f) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open ONNX model '", path, "'");
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::string dir = std::filesystem::path(path).parent_path().string();
   try {
-    return import_model_bytes(bytes, dir.empty() ? "." : dir, options);
+    return f(bytes, dir.empty() ? "." : dir);
   } catch (const BindingRequired&) {
     throw;
   } catch (const Error& e) {
     fail(path, ": ", e.what());
   }
+}
+
+}  // namespace
+
+relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir,
+                                    const ImportOptions& options) {
+  return Importer(parse_model(bytes), base_dir, options).run();
+}
+
+relay_ir::Module import_model(const std::string& path, const ImportOptions& options) {
+  return with_model_file(
+      path, [&](const std::string& bytes, const std::string& dir) { return import_model_bytes(bytes, dir, options); });
+}
+
+std::vector<runtime::BufferSpec> model_inputs(const std::string& path, const ImportOptions& options) {
+  return with_model_file(path, [&](const std::string& bytes, const std::string& dir) {
+    return Importer(parse_model(bytes), dir, options).inputs();
+  });
 }
 
 }  // namespace tessera::frontend::onnx

@@ -1,5 +1,6 @@
-// ONNX import: a model file becomes a graph-IR module. Tessera compiles for static shapes, so
-// symbolic input dimensions are fixed by `shapes`, and inputs that set shapes or indices
+// ONNX import: a model file becomes a graph-IR module. The graph IR has static shapes, so
+// symbolic input dimensions are fixed by `shapes` (model_inputs tells which there are: a build per
+// size serves a dynamic model, driver/shape_specialized_build.h), and inputs that set shapes or indices
 // (Reshape's shape, Slice's starts, TopK's k, ...) can be bound to values with `bind`. Node
 // outputs computed from known values only are folded into constants as they are imported, by
 // an evaluator the caller supplies (the frontend runs nothing itself). Models with unsupported
@@ -12,6 +13,7 @@
 
 #include "relay_ir/module.h"
 #include "runtime/error.h"
+#include "runtime/kernel.h"
 
 namespace tessera::frontend::onnx {
 
@@ -41,6 +43,11 @@ relay_ir::Module import_model(const std::string& path, const ImportOptions& opti
 // `base_dir` is where external data files may be read from (nothing outside it).
 relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir,
                                     const ImportOptions& options);
+
+// The graph inputs a caller gives (neither initializers nor bound), as the model declares them: a
+// dimension the model names (dim_param) or leaves unnamed is a variable, unless `shapes` fixes the
+// input. Checks the model's operators as import_model does (one error naming every unsupported one).
+std::vector<runtime::BufferSpec> model_inputs(const std::string& path, const ImportOptions& options);
 
 // Every ONNX operator the importer converts (domain "" is ai.onnx), for documentation and the
 // conformance runner.

@@ -20,6 +20,7 @@ void bind_tensor(py::module_& m);
 void bind_schedule(py::module_& m);
 void bind_build(py::module_& m);
 void bind_graph(py::module_& m);
+void bind_dynamic(py::module_& m);  // after bind_graph, whose Library and build_module it extends
 void bind_relay(py::module_& m);
 
 // A Python value as an expression: Expr, IterVar, bool, int (int64) or float (float64); the

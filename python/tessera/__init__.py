@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 
 from . import _tessera as _t
-from ._tessera import Error, num_threads, empty, Device, Module, Library, BuildOptions
+from ._tessera import Error, num_threads, empty, Device, Module, Library, DynamicModule, DynamicLibrary, BuildOptions
 
 __all__ = ["Error", "num_threads", "empty", "device", "Device", "nd", "te", "onnx", "relay", "train", "autotune", "build",
-           "load", "Module", "Library", "BuildOptions"]
+           "load", "Module", "Library", "DynamicModule", "DynamicLibrary", "BuildOptions"]
 __version__ = "0.1.0"
 
 _BUILD_DEFAULTS = BuildOptions()  # the C++ driver's defaults, the one place they are written
@@ -24,9 +24,9 @@ def device(kind: str, id: int = 0) -> Device:
     return Device(kind, id)
 
 
-def build(mod: Module, target: str = "llvm", db: os.PathLike | str | bool | None = None,
+def build(mod: Module | DynamicModule, target: str = "llvm", db: os.PathLike | str | bool | None = None,
           opt_level: int = _BUILD_DEFAULTS.opt_level, jit: bool = _BUILD_DEFAULTS.jit,
-          transfer: bool = _BUILD_DEFAULTS.transfer) -> Library:
+          transfer: bool = _BUILD_DEFAULTS.transfer) -> Library | DynamicLibrary:
     """Compiles a graph module (tessera.onnx.load, tessera.relay) for `target`; the result runs
     with lib.run([inputs]) or lib.run({name: input}) and lib.export("model.so") writes it as one
     shared library. Kernels take the best schedule recorded in the tuning database `db` (a path;
@@ -40,7 +40,9 @@ def build(mod: Module, target: str = "llvm", db: os.PathLike | str | bool | None
     layouts, Winograd 3x3 convolutions); levels 1 and above fold batch norms into weights and 3
     takes Winograd, which round differently from the model's order of operations (~1e-6 of the
     output's scale); 0 computes the graph as written. Raises tessera.Error for an invalid target or
-    option, or a graph that cannot be compiled. The options are those of tessera.BuildOptions."""
+    option, or a graph that cannot be compiled. The options are those of tessera.BuildOptions.
+    A DynamicModule (a model with symbolic input dimensions) gives a DynamicLibrary, which builds
+    the model with these options for each new size it is run at."""
     path = "" if db is False else str(db) if db is not None else _t.default_db_path()
     options = BuildOptions(opt_level=opt_level, db=path, jit=jit, transfer=transfer)
     return _t.build_module(mod, target, options)

@@ -12,17 +12,19 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _tessera as _t
-from ._tessera import BindingRequired, Module
+from ._tessera import BindingRequired, DynamicModule, Module
 
 __all__ = ["load", "initializer_values", "BindingRequired", "supported_operators"]
 
 
 def load(path: os.PathLike | str, shapes: Mapping[str, Sequence[int]] | None = None,
-         bind: Mapping[str, npt.ArrayLike] | None = None, trainable: Iterable[str] | None = None) -> Module:
+         bind: Mapping[str, npt.ArrayLike] | None = None, trainable: Iterable[str] | None = None) -> Module | DynamicModule:
     """Imports the ONNX model at `path` as a graph module (tessera.Module).
 
     `shapes` gives input name -> full shape, fixing symbolic dimensions (others come from the
-    file). `bind` gives input name -> value for inputs that must be constants (shapes, indices).
+    file). A model whose inputs keep symbolic dimensions (a dynamic batch or sequence length)
+    gives a tessera.DynamicModule: tessera.build() of it runs at any size, building the model
+    for each new one on its first run. `bind` gives input name -> value for inputs that must be constants (shapes, indices).
     `trainable` names initializers (weights) to import as inputs instead of constants, after
     the model's own inputs, so they can be differentiated and trained (fine-tuning); their
     values come from initializer_values(). Raises BindingRequired when an input must be bound,

@@ -310,6 +310,15 @@ class Simplifier : public IRMutator {
       }
       if (d.max <= 0) return is_min ? a : b;
       if (d.min >= 0) return is_min ? b : a;
+      // Floor division by a positive constant is monotonic: min(x // c, y // c) -> min(x, y) // c,
+      // which decides min(n // 4, (n + 3) // 4) (a split's whole and partial tiles).
+      const auto *da = a.template as<FloorDiv>(), *db = b.template as<FloorDiv>();
+      if (by_difference && da && db && structural_equal(da->b, db->b))
+        if (const int64_t* c = as_const_int(da->b); c && *c > 0) {
+          ConstBound n = bound(mutate(Sub::make(da->a, db->a)));
+          if (n.max <= 0) return is_min ? a : b;
+          if (n.min >= 0) return is_min ? b : a;
+        }
       // min(min(x, c1), c2) -> min(x, min(c1, c2))
       if (const auto* inner = a.template as<Node>()) {
         if (as_const_int(inner->b) && as_const_int(b))
@@ -475,7 +484,10 @@ class Simplifier : public IRMutator {
     if (const int64_t* e = as_const_int(extent); e && *e <= 0) return Evaluate::make(0);
     if (is_one(extent)) return mutate(substitute(op->body, VarMap{{op->var.get(), min}}));
     ConstBound mb = bound(min), eb = bound(extent);
-    ConstBound vb{mb.min, (mb.bounded() && eb.bounded()) ? mb.max + eb.max - 1 : ConstBound::kPosInf};
+    eb.max = std::min(eb.max, upper_bound(extent, vars_));
+    // The largest value needs only upper bounds: an extent below zero runs no iteration.
+    const bool finite = mb.max != ConstBound::kPosInf && eb.max != ConstBound::kPosInf;
+    ConstBound vb{mb.min, finite ? mb.max + eb.max - 1 : ConstBound::kPosInf};
     Stmt body = with_bound(op->var.get(), vb, [&] { return mutate(op->body); });
     if (const auto* ev = body.as<Evaluate>(); ev && as_const_int(ev->value)) return body;
     if (min.same_as(op->min) && extent.same_as(op->extent) && body.same_as(op->body)) return Stmt(op);
@@ -524,6 +536,41 @@ Expr simplify(const Expr& e, const BoundMap& vars) {
 Stmt simplify(const Stmt& s, const BoundMap& vars) {
   if (!s) return s;
   return Simplifier(vars).mutate(s);
+}
+
+namespace {
+
+// Expressions whose minimum is `e`: the sides of a min, with the terms added to (or subtracted
+// from) it moved inside.
+std::vector<Expr> min_sides(const Expr& e) {
+  if (const auto* m = e.as<Min>()) {
+    std::vector<Expr> sides = min_sides(m->a), b = min_sides(m->b);
+    sides.insert(sides.end(), b.begin(), b.end());
+    return sides;
+  }
+  std::vector<Expr> sides;
+  if (const auto* add = e.as<Add>()) {
+    if (std::vector<Expr> a = min_sides(add->a); a.size() > 1) {
+      for (const Expr& x : a) sides.push_back(x + add->b);
+    } else if (std::vector<Expr> b = min_sides(add->b); b.size() > 1) {
+      for (const Expr& x : b) sides.push_back(add->a + x);
+    }
+  } else if (const auto* sub = e.as<Sub>()) {
+    for (const Expr& x : min_sides(sub->a)) sides.push_back(x - sub->b);
+    if (sides.size() < 2) sides.clear();
+  }
+  if (sides.empty()) sides.push_back(e);
+  return sides;
+}
+
+}  // namespace
+
+int64_t upper_bound(const Expr& e, const BoundMap& vars) {
+  int64_t best = const_bound(simplify(e, vars), vars).max;
+  std::vector<Expr> sides = min_sides(e);
+  if (sides.size() > 1)
+    for (const Expr& side : sides) best = std::min(best, const_bound(simplify(side, vars), vars).max);
+  return best;
 }
 
 bool can_prove(const Expr& condition, const BoundMap& vars) { return is_const_int(simplify(condition, vars), 1); }

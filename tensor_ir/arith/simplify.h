@@ -13,5 +13,9 @@ Expr simplify(const Expr& e, const BoundMap& vars = {});
 Stmt simplify(const Stmt& s, const BoundMap& vars = {});
 // True if `condition` simplifies to true under `vars`; false means "not proven".
 bool can_prove(const Expr& condition, const BoundMap& vars = {});
+// The largest value of `e` (kPosInf if unbounded), seeing through a min whose sides the terms
+// around it cancel against: a clipped tile's extent, min(jo*32 + 31, n - 1) + 1 - jo*32, is at
+// most 32, which interval arithmetic alone cannot tell.
+int64_t upper_bound(const Expr& e, const BoundMap& vars = {});
 
 }  // namespace tessera::tensor_ir::arith

@@ -98,6 +98,23 @@ TEST(Simplify, Statements) {
   EXPECT_TRUE(is_no_op(arith::simplify(empty)));
 }
 
+TEST(Simplify, SymbolicSplitsAndClippedTiles) {
+  Var n("n"), jo("jo"), j("j");
+  const BoundMap sizes{{n.get(), {0, ConstBound::kPosInf}}};
+  // A split's whole tiles never outnumber all its tiles.
+  EXPECT_EQ(s(min(floordiv(n, 4), floordiv(n + 3, 4)), sizes), "n // 4");
+  EXPECT_EQ(s(max(floordiv(n + 3, 4), floordiv(n, 4)), sizes), "(n + 3) // 4");
+  // A tile clipped to a symbolic extent has at most 32 elements, so j // 32 is 0 inside it.
+  Expr clipped = min(jo * 32 + 31, n - 1) + 1 - jo * 32;
+  EXPECT_EQ(arith::upper_bound(clipped, sizes), 32);
+  Buffer buf = BufferNode::make("A", runtime::kFloat32, {n}, MemoryScope::Global);
+  Stmt loop =
+      For::make(j, Expr(0), clipped, ForKind::Serial,
+                Store::make(buf, make_const(runtime::kFloat32, 1), (jo + floordiv(j, 32)) * 32 + floormod(j, 32)));
+  EXPECT_NE(to_string(arith::simplify(loop, sizes)).find("A[jo*32 + j] = 1.0f"), std::string::npos)
+      << to_string(arith::simplify(loop, sizes));
+}
+
 TEST(Simplify, WrapsNarrowIntegers) {
   Expr a = IntImm::make(runtime::DataType::Int(8), 100);
   EXPECT_EQ(s(a + IntImm::make(runtime::DataType::Int(8), 100)), "int8(-56)");

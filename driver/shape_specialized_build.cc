@@ -1,0 +1,55 @@
+#include "driver/shape_specialized_build.h"
+
+#include "runtime/error.h"
+
+namespace tessera::driver {
+
+ShapeSpecializedBuild::ShapeSpecializedBuild(std::vector<runtime::BufferSpec> inputs, Specialize specialize,
+                                             targets::Target target, BuildOptions options)
+    : inputs_(std::move(inputs)), specialize_(std::move(specialize)), target_(std::move(target)), options_(options) {
+  validate(options_);
+  for (const runtime::BufferSpec& in : inputs_)
+    for (const runtime::ShapeExpr& d : in.shape) d.collect_vars(vars_);
+}
+
+std::shared_ptr<const BuildResult> ShapeSpecializedBuild::get(const std::vector<std::vector<int64_t>>& shapes) {
+  if (shapes.size() != inputs_.size()) fail("the model takes ", inputs_.size(), " inputs, got ", shapes.size());
+  std::vector<runtime::SymbolicShape> declared;
+  std::vector<std::string> names;
+  for (const runtime::BufferSpec& in : inputs_) {
+    declared.push_back(in.shape);
+    names.push_back("input '" + in.name + "'");
+  }
+  const std::map<std::string, int64_t> values = runtime::bind_shape_vars(declared, shapes, names, "model:");
+  std::vector<int64_t> key;
+  for (const std::string& v : vars_) key.push_back(values.at(v));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = builds_.find(key);
+  if (it != builds_.end()) return it->second;
+  std::map<std::string, std::vector<int64_t>> at;
+  for (size_t i = 0; i < inputs_.size(); ++i) at[inputs_[i].name] = shapes[i];
+  std::string sizes;
+  for (const std::string& v : vars_) sizes += (sizes.empty() ? "" : ", ") + v + " = " + std::to_string(values.at(v));
+  std::shared_ptr<const BuildResult> result;
+  try {
+    result = std::make_shared<const BuildResult>(build(specialize_(at), target_, options_));
+  } catch (const Error& e) {
+    fail("the model at ", sizes, ": ", e.what());
+  }
+  builds_[key] = result;
+  order_.push_back(key);
+  return result;
+}
+
+std::vector<std::map<std::string, int64_t>> ShapeSpecializedBuild::built() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::map<std::string, int64_t>> out;
+  for (const auto& key : order_) {
+    std::map<std::string, int64_t> values;
+    for (size_t i = 0; i < vars_.size(); ++i) values[vars_[i]] = key[i];
+    out.push_back(std::move(values));
+  }
+  return out;
+}
+
+}  // namespace tessera::driver

@@ -1,0 +1,241 @@
+// Models with symbolic input dimensions in Python: tessera.onnx.load gives a DynamicModule for
+// them, tessera.build a DynamicLibrary, which builds the model for each new size it is run at
+// (driver/shape_specialized_build.h) and runs that build.
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "driver/evaluate.h"
+#include "driver/shape_specialized_build.h"
+#include "frontend/onnx/importer.h"
+#include "python/src/bindings.h"
+#include "python/src/library.h"
+#include "runtime/error.h"
+
+namespace tessera::python {
+
+namespace {
+
+// An ONNX model with its import options, whose inputs have symbolic dimensions.
+struct DynamicModule {
+  std::string path;
+  frontend::onnx::ImportOptions options;
+  std::vector<runtime::BufferSpec> inputs;
+
+  // The module at concrete shapes (input name -> shape).
+  relay_ir::Module at(const std::map<std::string, std::vector<int64_t>>& shapes) const {
+    frontend::onnx::ImportOptions o = options;
+    for (const auto& [name, shape] : shapes) o.shapes[name] = shape;
+    return frontend::onnx::import_model(path, o);
+  }
+};
+
+// [{name, shape, dtype}] with a symbolic dimension as its name ("N") or expression.
+std::vector<py::dict> describe(const std::vector<runtime::BufferSpec>& inputs) {
+  std::vector<py::dict> out;
+  for (const runtime::BufferSpec& in : inputs) {
+    py::list shape;
+    for (const runtime::ShapeExpr& d : in.shape)
+      shape.append(d.is_constant() ? py::object(py::int_(d.constant())) : py::object(py::str(d.str())));
+    out.push_back(
+        py::dict(py::arg("name") = in.name, py::arg("shape") = py::tuple(shape), py::arg("dtype") = in.dtype.str()));
+  }
+  return out;
+}
+
+std::vector<std::string> names_of(const std::vector<runtime::BufferSpec>& inputs) {
+  std::vector<std::string> names;
+  for (const runtime::BufferSpec& in : inputs) names.push_back(in.name);
+  return names;
+}
+
+class DynamicLibrary {
+ public:
+  explicit DynamicLibrary(std::shared_ptr<driver::ShapeSpecializedBuild> build) : build_(std::move(build)) {}
+
+  std::vector<py::object> run(py::object inputs) { return library_for(shapes_of(inputs)).run(inputs); }
+  std::vector<std::pair<std::string, double>> profile(py::object inputs, int repeat) {
+    return library_for(shapes_of(inputs)).profile(inputs, repeat);
+  }
+  // The build at `shapes` ({name: shape} or shapes in input order) as a Library of its own.
+  Library specialize(py::object shapes) {
+    std::vector<std::vector<int64_t>> given(build_->inputs().size());
+    if (py::isinstance<py::dict>(shapes)) {
+      for (auto item : py::reinterpret_borrow<py::dict>(shapes)) {
+        const std::string name = py::str(item.first);
+        given.at(input_index(name)) = item.second.cast<std::vector<int64_t>>();
+      }
+      for (size_t i = 0; i < given.size(); ++i)
+        if (given[i].empty() && !build_->inputs()[i].shape.empty())
+          fail("specialize: no shape given for input '", build_->inputs()[i].name, "'");
+    } else {
+      given = shapes.cast<std::vector<std::vector<int64_t>>>();
+    }
+    return library_for(given);  // a copy sharing the build and its executor
+  }
+  const driver::ShapeSpecializedBuild& build() const { return *build_; }
+
+ private:
+  size_t input_index(const std::string& name) const {
+    const auto& inputs = build_->inputs();
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].name == name) return i;
+    fail("the model has no input '", name, "' (its inputs are: ", join(names_of(inputs)), ")");
+  }
+  static std::string join(const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  }
+
+  // The shapes of run()'s inputs (a list in order or a dict by name), in input order; Library::run
+  // then checks the rest (dtype, device) against the build for these shapes.
+  std::vector<std::vector<int64_t>> shapes_of(const py::object& inputs) const {
+    const size_t n = build_->inputs().size();
+    std::vector<py::object> given(n);
+    if (py::isinstance<py::dict>(inputs)) {
+      for (auto item : py::reinterpret_borrow<py::dict>(inputs))
+        given[input_index(py::str(item.first))] = py::reinterpret_borrow<py::object>(item.second);
+    } else if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
+      auto list = py::reinterpret_borrow<py::sequence>(inputs);
+      if (list.size() != n)
+        fail("the model takes ", n, " inputs, got ", list.size(),
+             " (its inputs are: ", join(names_of(build_->inputs())), ")");
+      for (size_t i = 0; i < n; ++i) given[i] = list[i];
+    } else {
+      throw py::type_error(std::string("run: expected a list of inputs or a dict {name: input}, got ") +
+                           Py_TYPE(inputs.ptr())->tp_name);
+    }
+    std::vector<std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < n; ++i) {
+      const std::string what = "input '" + build_->inputs()[i].name + "' (#" + std::to_string(i) + ")";
+      if (!given[i]) fail(what, " is not given (the model's inputs are: ", join(names_of(build_->inputs())), ")");
+      if (!py::hasattr(given[i], "shape"))
+        throw py::type_error(what + ": expected an array, got " + std::string(py::str(py::type::handle_of(given[i]))));
+      shapes.push_back(given[i].attr("shape").cast<std::vector<int64_t>>());
+    }
+    return shapes;
+  }
+
+  Library& library_for(const std::vector<std::vector<int64_t>>& shapes) {
+    std::shared_ptr<const driver::BuildResult> built;
+    {
+      py::gil_scoped_release release;
+      built = build_->get(shapes);
+    }
+    auto& library = libraries_[built.get()];
+    if (!library) library = std::make_shared<Library>(built);
+    return *library;
+  }
+
+  std::shared_ptr<driver::ShapeSpecializedBuild> build_;
+  std::map<const driver::BuildResult*, std::shared_ptr<Library>> libraries_;
+};
+
+}  // namespace
+
+void bind_dynamic(py::module_& m) {
+  py::class_<DynamicModule>(
+      m, "DynamicModule",
+      "An ONNX model whose inputs have symbolic dimensions (an exported dynamic batch or sequence length), from "
+      "tessera.onnx.load without shapes= for them. tessera.build() makes a DynamicLibrary of it; specialize() "
+      "imports it at fixed shapes.")
+      .def_property_readonly(
+          "input_names", [](const DynamicModule& d) { return names_of(d.inputs); }, "The inputs' names, in order.")
+      .def_property_readonly(
+          "inputs", [](const DynamicModule& d) { return describe(d.inputs); },
+          "[{name, shape, dtype}] of the inputs, a symbolic dimension as its name (\"N\").")
+      .def(
+          "specialize",
+          [](const DynamicModule& d, const std::map<std::string, std::vector<int64_t>>& shapes) {
+            py::gil_scoped_release release;
+            return d.at(shapes);
+          },
+          py::arg("shapes"),
+          "The graph module at the given shapes ({name: shape}), as tessera.onnx.load(shapes=) gives.")
+      .def("__repr__", [](const DynamicModule& d) {
+        std::string s = "DynamicModule(" + d.path;
+        for (const auto& in : d.inputs) s += ", " + in.name + ": " + runtime::symbolic_shape_str(in.shape);
+        return s + ")";
+      });
+
+  py::class_<DynamicLibrary>(
+      m, "DynamicLibrary",
+      "A model with symbolic input dimensions, compiled (tessera.build of a DynamicModule): run() takes inputs of any "
+      "size that fits the declared shapes and the model's relations. The first run at a new size builds the model "
+      "for that size (as tessera.build does for a fixed one: the same static code) and keeps it; later runs at "
+      "that size run it directly. specialize() gives the build of one size as a Library (to export it).")
+      .def("run", &DynamicLibrary::run, py::arg("inputs"),
+           "Runs the model at the inputs' size: run([x, ...]) or run({name: x}), as Library.run.")
+      .def("profile", &DynamicLibrary::profile, py::arg("inputs"), py::arg("repeat") = 10,
+           "Per-step (kernel, median ms) of the build at the inputs' size, slowest first.")
+      .def("specialize", &DynamicLibrary::specialize, py::arg("shapes"),
+           "The Library built for inputs of `shapes` ({name: shape} or a list in input order), built now if it "
+           "was not.")
+      .def(
+          "export",
+          [](const DynamicLibrary&, const py::object&) {
+            fail(
+                "export: a module of symbolic sizes cannot be written yet; export the build of one size: "
+                "lib.specialize({name: shape}).export(path)");
+          },
+          py::arg("path"),
+          "Not yet possible for symbolic sizes (raises tessera.Error): export the Library of one size from "
+          "specialize().")
+      .def_property_readonly(
+          "target", [](const DynamicLibrary& l) { return l.build().target().str(); }, "The target string.")
+      .def_property_readonly(
+          "input_names", [](const DynamicLibrary& l) { return names_of(l.build().inputs()); },
+          "The names of the inputs, in the order run() takes them.")
+      .def_property_readonly(
+          "inputs", [](const DynamicLibrary& l) { return describe(l.build().inputs()); },
+          "[{name, shape, dtype}] of the inputs, a symbolic dimension as its name.")
+      .def_property_readonly(
+          "built", [](const DynamicLibrary& l) { return l.build().built(); },
+          "The sizes built so far, each as {dimension: value}, in the order they were built.");
+
+  m.def(
+      "onnx_load",
+      [](const std::string& path, std::map<std::string, std::vector<int64_t>> shapes, py::dict bind,
+         std::vector<std::string> trainable) -> py::object {
+        frontend::onnx::ImportOptions options;
+        options.shapes = std::move(shapes);
+        options.initializers_as_inputs = std::move(trainable);
+        for (auto item : bind) {
+          std::string name = item.first.cast<std::string>();
+          NDArray view = to_ndarray(item.second, "bind '" + name + "'");
+          NDArray copy = NDArray::empty(view.shape(), view.dtype());  // constants own their data
+          if (view.nbytes()) std::memcpy(copy.data(), view.data(), view.nbytes());
+          options.bind[name] = copy;
+        }
+        options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
+        std::vector<runtime::BufferSpec> inputs;
+        std::optional<relay_ir::Module> module;
+        {
+          py::gil_scoped_release release;
+          inputs = frontend::onnx::model_inputs(path, options);
+          if (std::all_of(inputs.begin(), inputs.end(), [](const auto& in) { return runtime::is_static(in.shape); }))
+            module = frontend::onnx::import_model(path, options);
+        }
+        if (module) return py::cast(std::move(*module));
+        return py::cast(DynamicModule{path, std::move(options), std::move(inputs)});
+      },
+      py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("bind") = py::dict(),
+      py::arg("trainable") = std::vector<std::string>{},
+      "Imports an ONNX model (backs tessera.onnx.load): a Module, or a DynamicModule when inputs keep symbolic "
+      "dimensions.");
+  m.def(
+      "build_module",
+      [](const DynamicModule& mod, const std::string& target, const driver::BuildOptions& options) {
+        auto specialize = [mod](const std::map<std::string, std::vector<int64_t>>& shapes) { return mod.at(shapes); };
+        return DynamicLibrary(std::make_shared<driver::ShapeSpecializedBuild>(mod.inputs, specialize,
+                                                                              targets::Target::parse(target), options));
+      },
+      py::arg("module"), py::arg("target"), py::arg("options"),
+      "A DynamicLibrary of a model with symbolic input dimensions (backs tessera.build); it builds on first run "
+      "at each size.");
+}
+
+}  // namespace tessera::python

@@ -1,0 +1,117 @@
+"""Models with symbolic input dimensions (issue 25): tessera.onnx.load without shapes= gives a
+DynamicModule, tessera.build a DynamicLibrary that runs at any size fitting the declared shapes,
+building the model for each new size once; the relations between sizes are checked with errors
+that name the input, the dimension and the sizes."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+
+
+def save(tmp_path, nodes, inputs, outputs, initializers=(), name="model.onnx"):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = str(tmp_path / name)
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+    return path
+
+
+def vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def dense_model(tmp_path, rng):
+    """y = relu(x @ w + b) reshaped to (N, L*16) through the Shape/Slice/Concat chain exporters
+    write, and its mean over the sequence; x is (N, L, 8)."""
+    w = rng.standard_normal((8, 16)).astype("float32")
+    b = rng.standard_normal(16).astype("float32")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["xw"]),
+        helper.make_node("Add", ["xw", "b"], ["h"]),
+        helper.make_node("Relu", ["h"], ["r"]),
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Slice", ["shape", "zero", "one"], ["batch"]),
+        helper.make_node("Concat", ["batch", "minus_one"], ["target"], axis=0),
+        helper.make_node("Reshape", ["r", "target"], ["flat"]),
+        helper.make_node("ReduceMean", ["r"], ["mean"], axes=[1], keepdims=0),
+    ]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
+             numpy_helper.from_array(np.array([0], "int64"), "zero"), numpy_helper.from_array(np.array([1], "int64"), "one"),
+             numpy_helper.from_array(np.array([-1], "int64"), "minus_one")]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L", 8])], [vi("flat", ["N", None]), vi("mean", ["N", 16])], inits)
+
+    def reference(x):
+        r = np.maximum(x @ w + b, 0)
+        return r.reshape(len(x), -1), r.mean(1)
+    return path, reference
+
+
+def test_a_dynamic_model_runs_at_every_size_and_builds_each_once(tmp_path, rng):
+    path, reference = dense_model(tmp_path, rng)
+    mod = tessera.onnx.load(path)
+    assert isinstance(mod, tessera.DynamicModule)
+    assert mod.inputs == [{"name": "x", "shape": ("N", "L", 8), "dtype": "float32"}]
+    lib = tessera.build(mod)
+    assert isinstance(lib, tessera.DynamicLibrary) and lib.built == []
+    for n, l in [(1, 1), (2, 5), (3, 17), (2, 5), (1, 1)]:
+        x = rng.standard_normal((n, l, 8)).astype("float32")
+        flat, mean = lib.run([x])
+        ref_flat, ref_mean = reference(x)
+        np.testing.assert_allclose(flat, ref_flat, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(mean, ref_mean, rtol=1e-5, atol=1e-5)
+    assert lib.built == [{"L": 1, "N": 1}, {"L": 5, "N": 2}, {"L": 17, "N": 3}]
+    x = rng.standard_normal((4, 2, 8)).astype("float32")
+    np.testing.assert_allclose(lib.run({"x": x})[1], reference(x)[1], rtol=1e-5, atol=1e-5)
+
+
+def test_shapes_fix_some_dimensions_and_a_size_can_be_built_and_exported(tmp_path, rng):
+    path, reference = dense_model(tmp_path, rng)
+    static = tessera.onnx.load(path, shapes={"x": (2, 3, 8)})
+    assert isinstance(static, tessera.Module)  # every dimension fixed: a static module as before
+    lib = tessera.build(tessera.onnx.load(path))
+    size = lib.specialize({"x": (2, 3, 8)})
+    assert isinstance(size, tessera.Library) and lib.built == [{"L": 3, "N": 2}]
+    size.export(str(tmp_path / "m.so"))
+    x = rng.standard_normal((2, 3, 8)).astype("float32")
+    np.testing.assert_allclose(tessera.load(str(tmp_path / "m.so")).run([x])[0], reference(x)[0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(tessera.Error, match=r"lib.specialize\(\{name: shape\}\).export\(path\)"):
+        lib.export(str(tmp_path / "all.so"))
+
+
+def test_sizes_that_do_not_fit_are_errors_naming_the_input_and_dimension(tmp_path, rng):
+    path, _ = dense_model(tmp_path, rng)
+    lib = tessera.build(tessera.onnx.load(path))
+    with pytest.raises(tessera.Error, match=r"model: input 'x' \(#0\): dimension 2 must be 8, got 7"):
+        lib.run([np.zeros((1, 2, 7), "float32")])
+    with pytest.raises(tessera.Error, match=r"input 'x' \(#0\): expected 3 dimensions \(N, L, 8\), got 2"):
+        lib.run([np.zeros((2, 8), "float32")])
+    with pytest.raises(tessera.Error, match="the model has no input 'y'"):
+        lib.run({"y": np.zeros((1, 1, 8), "float32")})
+    with pytest.raises(tessera.Error, match="input 'x' .* is not given"):
+        lib.run({})
+    with pytest.raises(tessera.Error, match="expected dtype float32|float32.*got.*float64"):
+        lib.run([np.zeros((1, 1, 8), "float64")])
+
+
+def test_relations_between_inputs_are_checked_at_each_size(tmp_path, rng):
+    # a (N, L) + b (N, M): L and M must agree or broadcast; N is shared by name.
+    path = save(tmp_path, [helper.make_node("Add", ["a", "b"], ["y"])], [vi("a", ["N", "L"]), vi("b", ["N", "M"])],
+                [vi("y", ["N", None])])
+    lib = tessera.build(tessera.onnx.load(path))
+    a, b = rng.standard_normal((2, 3)).astype("float32"), rng.standard_normal((2, 1)).astype("float32")
+    np.testing.assert_array_equal(lib.run([a, b])[0], a + b)
+    with pytest.raises(tessera.Error, match=r"input 'b' \(#1\): dimension 0 must be N = 2 \(from input 'a' dimension 0\), "
+                                            r"got 3"):
+        lib.run([a, np.zeros((3, 3), "float32")])
+    with pytest.raises(tessera.Error, match=r"the model at N = 2, L = 3, M = 4: .*"):
+        lib.run([a, np.zeros((2, 4), "float32")])
+    np.testing.assert_array_equal(lib.run([a, b])[0], a + b)  # a failed size leaves the others working
+
+
+def test_unsupported_operators_are_named_at_load_not_at_the_first_run(tmp_path):
+    path = save(tmp_path, [helper.make_node("NonZero", ["x"], ["y"], name="nz")], [vi("x", ["N"])],
+                [vi("y", [1, None], TensorProto.INT64)])
+    with pytest.raises(tessera.Error, match=r"(?s)unsupported operator.*NonZero \(opset 13\).* node 'nz'"):
+        tessera.onnx.load(path)
