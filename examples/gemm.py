@@ -30,10 +30,14 @@ def gemm_packed(M, N, K, mr=8, nr=32, dtype="float32"):
     zero-padded where M or N is not a multiple of the tile."""
     A = te.placeholder((M, K), dtype, name="A")
     B = te.placeholder((K, N), dtype, name="B")
+    # likely: the padding is at the edges only, so lowering splits it off and the rest of the packing
+    # runs unchecked (which matters for symbolic sizes, where it cannot be proved away).
     Ap = te.compute(((M + mr - 1) // mr, K, mr),
-                    lambda io, k, ii: te.select(io * mr + ii < M, A[te.min(io * mr + ii, M - 1), k], 0.0), name="Ap")
+                    lambda io, k, ii: te.select(te.likely(io * mr + ii < M), A[te.min(io * mr + ii, M - 1), k], 0.0),
+                    name="Ap")
     Bp = te.compute(((N + nr - 1) // nr, K, nr),
-                    lambda jo, k, ji: te.select(jo * nr + ji < N, B[k, te.min(jo * nr + ji, N - 1)], 0.0), name="Bp")
+                    lambda jo, k, ji: te.select(te.likely(jo * nr + ji < N), B[k, te.min(jo * nr + ji, N - 1)], 0.0),
+                    name="Bp")
     k = te.reduce_axis((0, K), name="k")
     C = te.compute((M, N), lambda i, j: te.sum(Ap[i // mr, k, i % mr] * Bp[j // nr, k, j % nr], axis=k), name="C")
     return A, B, C

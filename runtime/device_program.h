@@ -3,6 +3,7 @@
 // the call. It holds device code (OpenCL C or PTX) and the launch plan, nothing of the compiler,
 // so the runtime can run it alone; the code is loaded onto each device at its first use.
 #pragma once
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,15 +18,21 @@ namespace tessera::runtime {
 
 struct DeviceKernelLaunch {
   std::string name;
-  LaunchConfig config;
-  // The kernel's parameters: indices into the program's arguments, then its workspace.
+  // The blocks of each grid dimension: constants, or expressions of the program's dimension
+  // variables evaluated at each call (a launch with none is skipped: an empty tensor's stage).
+  std::array<ShapeExpr, 3> grid{1, 1, 1};
+  LaunchConfig config;  // the block and shared memory; its grid is set from `grid` at each call
+  // The kernel's parameters: indices into the program's arguments, then its workspace; then the
+  // values (int64) of the dimension variables it reads, as indices into the program's shape_vars.
   std::vector<int> buffers;
+  std::vector<int> shape_vars;
 };
 
 struct DeviceProgramSpec {
   std::string name;
   std::vector<BufferSpec> args;
   std::vector<BufferSpec> workspace;
+  std::vector<std::string> shape_vars;  // the arguments' dimension variables; none when static
   std::vector<DeviceKernelLaunch> kernels;
   DeviceCodeFormat format = DeviceCodeFormat::OpenCLSource;
   std::string code;  // every kernel's, as the device's driver loads it
@@ -48,12 +55,15 @@ class DeviceProgram {
 
  private:
   // The code loaded on a device and the workspace its kernels pass data through there, allocated
-  // at the first call and reused: calls are queued whole, one at a time, and run in order.
+  // at the first call and reused (a workspace of symbolic size again when a call needs another
+  // size): calls are queued whole, one at a time, and run in order.
   struct OnDevice {
     std::unique_ptr<DeviceModule> module;
     std::vector<NDArray> workspace;
   };
   OnDevice& on(Device device) const;  // with mutex_ held
+  // Reallocates the workspace buffers whose sizes at `values` differ from the last call's.
+  void size_workspace(OnDevice& d, Device device, const std::map<std::string, int64_t>& values) const;
 
   DeviceProgramSpec spec_;
   mutable std::mutex mutex_;

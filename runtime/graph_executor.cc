@@ -33,7 +33,7 @@ namespace {
 
 void check_step_argument(const GraphPlan& plan, const std::string& kernel, size_t a, int id, const BufferSpec& spec) {
   const auto& t = plan.tensors.at(id);
-  if (symbolic_shape(t.shape) != spec.shape || t.dtype != spec.dtype)
+  if (!equals(spec.shape, t.shape) || t.dtype != spec.dtype)
     fail("graph plan: kernel ", kernel, " argument ", a, " is ", spec.dtype.str(), symbolic_shape_str(spec.shape),
          ", the tensor '", t.name, "' is ", t.dtype.str(), shape_str(t.shape));
 }

@@ -40,7 +40,7 @@ void Kernel::check_argument(size_t index, const NDArray& a) const {
   const BufferSpec& spec = signature_.args.at(index);
   const std::string where = "kernel '" + name() + "' argument " + std::to_string(index) + " ('" + spec.name + "')";
   if (a.dtype() != spec.dtype) fail(where, ": expected dtype ", spec.dtype.str(), ", got ", a.dtype().str());
-  if (is_static(spec.shape) && a.shape() != static_shape(spec.shape, where))
+  if (is_static(spec.shape) && !equals(spec.shape, a.shape()))
     fail(where, ": expected shape ", symbolic_shape_str(spec.shape), ", got ", a.shape_str());
   if (a.device().type != DeviceType::CPU)
     fail(where, ": the array is on ", a.device().str(), "; the kernel runs on the CPU");
@@ -64,18 +64,19 @@ void Kernel::operator()(const std::vector<NDArray>& args) const {
   call_unchecked(data.data());
 }
 
-std::vector<int64_t> KernelSignature::shape_var_values(const std::vector<std::vector<int64_t>>& shapes) const {
+std::vector<int64_t> shape_var_values(const std::vector<BufferSpec>& args, const std::vector<std::string>& vars,
+                                      const std::vector<std::vector<int64_t>>& shapes, const std::string& where) {
   std::vector<SymbolicShape> expected;
   std::vector<std::string> names;
   for (const BufferSpec& a : args) {
     expected.push_back(a.shape);
     names.push_back("argument '" + a.name + "'");
   }
-  const std::map<std::string, int64_t> bound = bind_shape_vars(expected, shapes, names, "kernel '" + name + "'");
+  const std::map<std::string, int64_t> bound = bind_shape_vars(expected, shapes, names, where);
   std::vector<int64_t> values;
-  for (const std::string& v : shape_vars) {
+  for (const std::string& v : vars) {
     auto it = bound.find(v);
-    if (it == bound.end()) fail("kernel '", name, "': no argument has the dimension ", v, " by itself");
+    if (it == bound.end()) fail(where, ": no argument has the dimension ", v, " by itself");
     values.push_back(it->second);
   }
   return values;

@@ -34,18 +34,24 @@ struct BufferSpec {
   DataType dtype;
 };
 
+// The values of `vars` (in that order) for arguments `args` given arrays of `shapes`; throws,
+// beginning with `where`, naming the argument and dimension that do not fit.
+std::vector<int64_t> shape_var_values(const std::vector<BufferSpec>& args, const std::vector<std::string>& vars,
+                                      const std::vector<std::vector<int64_t>>& shapes, const std::string& where);
+
 struct KernelSignature {
   std::string name;
   std::vector<BufferSpec> args;
   // The dimension variables of the arguments' shapes, in the order the kernel takes their values;
   // empty for a kernel of static shapes.
-  std::vector<std::string> shape_vars;
+  std::vector<std::string> shape_vars = {};
 
   // How many pointers a call passes: the buffers, and the variables' values if there are any.
   int32_t num_call_args() const { return static_cast<int32_t>(args.size() + (shape_vars.empty() ? 0 : 1)); }
-  // The variables' values for arrays of `shapes` (one per argument), in the kernel's order;
-  // throws naming the argument and dimension that do not fit.
-  std::vector<int64_t> shape_var_values(const std::vector<std::vector<int64_t>>& shapes) const;
+  // The variables' values for arrays of `shapes` (one per argument), in the kernel's order.
+  std::vector<int64_t> shape_var_values(const std::vector<std::vector<int64_t>>& shapes) const {
+    return runtime::shape_var_values(args, shape_vars, shapes, "kernel '" + name + "'");
+  }
 };
 
 class Kernel {

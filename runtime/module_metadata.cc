@@ -1,5 +1,6 @@
 #include "runtime/module_metadata.h"
 
+#include <array>
 #include <cstring>
 
 #include "runtime/error.h"
@@ -136,13 +137,15 @@ bool has_code_for(const ModuleMetadata& m, const std::string& kernel) {
 void encode_device_programs(Writer& w, const std::vector<DeviceProgramSpec>& programs) {
   w.u32(programs.size());
   for (const DeviceProgramSpec& d : programs) {
+    if (!d.shape_vars.empty())
+      fail("device program '", d.name, "' has symbolic dimensions; a module holds programs of static shapes only");
     w.str(d.name);
     w.buffers(d.args);
     w.buffers(d.workspace);
     w.u32(d.kernels.size());
     for (const DeviceKernelLaunch& k : d.kernels) {
       w.str(k.name);
-      for (size_t e : k.config.grid) w.pod(static_cast<uint64_t>(e));
+      for (const ShapeExpr& e : k.grid) w.pod(static_cast<uint64_t>(e.constant()));
       for (size_t e : k.config.block) w.pod(static_cast<uint64_t>(e));
       w.pod(static_cast<uint64_t>(k.config.dynamic_shared_bytes));
       w.ints(k.buffers);
@@ -162,14 +165,18 @@ std::vector<DeviceProgramSpec> decode_device_programs(Reader& r) {
     const size_t buffers = d.args.size() + d.workspace.size();
     for (DeviceKernelLaunch& k : d.kernels) {
       k.name = r.str("a device kernel's name");
-      for (size_t& e : k.config.grid) e = r.pod<uint64_t>("a launch's grid");
+      std::array<uint64_t, 3> grid;
+      for (uint64_t& e : grid) e = r.pod<uint64_t>("a launch's grid");
       for (size_t& e : k.config.block) e = r.pod<uint64_t>("a launch's block");
       k.config.dynamic_shared_bytes = r.pod<uint64_t>("a launch's shared memory");
       // What any device could launch; anything else would overflow OpenCL's grid * block.
       size_t threads = 1;
       for (size_t e : k.config.block) threads = e > 4096 ? 0 : threads * e;
-      for (size_t e : k.config.grid)
-        if (e == 0 || e >= (size_t(1) << 31)) Reader::bad("device kernel '", k.name, "' has a grid extent of ", e);
+      for (int g = 0; g < 3; ++g) {
+        if (grid[g] == 0 || grid[g] >= (uint64_t(1) << 31))
+          Reader::bad("device kernel '", k.name, "' has a grid extent of ", grid[g]);
+        k.grid[g] = static_cast<int64_t>(grid[g]);
+      }
       if (threads == 0 || threads > 4096 || k.config.dynamic_shared_bytes > (size_t(1) << 24))
         Reader::bad("device kernel '", k.name, "' has an invalid block (", threads, " threads, ",
                     k.config.dynamic_shared_bytes, " bytes of shared memory)");

@@ -209,6 +209,13 @@ std::vector<int64_t> static_shape(const SymbolicShape& shape, const std::string&
   return dims;
 }
 
+bool equals(const SymbolicShape& shape, const std::vector<int64_t>& dims) {
+  if (shape.size() != dims.size()) return false;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (!shape[i].is_constant() || shape[i].constant() != dims[i]) return false;
+  return true;
+}
+
 SymbolicShape symbolic_shape(const std::vector<int64_t>& shape) { return SymbolicShape(shape.begin(), shape.end()); }
 
 std::string symbolic_shape_str(const SymbolicShape& shape) {

@@ -51,6 +51,8 @@ using SymbolicShape = std::vector<ShapeExpr>;
 bool is_static(const SymbolicShape& shape);
 std::vector<int64_t> static_shape(const SymbolicShape& shape, const std::string& what);
 SymbolicShape symbolic_shape(const std::vector<int64_t>& shape);
+// Whether `shape` is static and equal to `dims` (no allocation: for checks at every call).
+bool equals(const SymbolicShape& shape, const std::vector<int64_t>& dims);
 // "(n, 7)" as shape_str writes static shapes.
 std::string symbolic_shape_str(const SymbolicShape& shape);
 

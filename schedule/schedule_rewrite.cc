@@ -5,6 +5,7 @@
 
 #include "runtime/error.h"
 #include "schedule/schedule.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/substitute.h"
@@ -143,19 +144,19 @@ Tensor Schedule::rfactor(const Tensor& t, const Loop& loop, int factor_axis) {
     if ((r.kind == Relation::Split ? r.split.parent : r.fuse.outer)->kind == IterKind::DataPar)
       fail("rfactor on stage ", stage.name_, ": apply it before splitting or fusing data-parallel loops");
 
-  // Static extents of the reduction loops and each root reduction variable as an expression of
-  // the leaves (parent = outer * inner_extent + inner), with conditions for uneven splits.
-  std::unordered_map<const LoopNode*, int64_t> extent;
+  // Extents of the reduction loops (constants, or expressions of symbolic dimensions) and each
+  // root reduction variable as an expression of the leaves (parent = outer * inner_extent +
+  // inner), with conditions for uneven splits.
+  std::unordered_map<const LoopNode*, Expr> extent;
   std::unordered_map<const LoopNode*, Expr> value;
   for (const auto& l : stage.root_loops_) {
     if (l->kind != IterKind::Reduce) continue;
     const IterVar* iv = nullptr;
     for (const auto& r : reduce->axis)
       if (r.var().same_as(l->var)) iv = &r;
-    const int64_t* ext = as_const_int((*iv)->dom.extent);
-    if (!ext || !is_zero((*iv)->dom.min))
-      fail("rfactor on stage ", stage.name_, ": reduction axis ", l->name, " needs a constant domain starting at 0");
-    extent[l.get()] = *ext;
+    if (!is_zero((*iv)->dom.min))
+      fail("rfactor on stage ", stage.name_, ": reduction axis ", l->name, " needs a domain starting at 0");
+    extent[l.get()] = (*iv)->dom.extent;
   }
   for (const auto& r : stage.relations_) {
     if (r.kind == Relation::Fuse) {
@@ -165,17 +166,16 @@ Tensor Schedule::rfactor(const Tensor& t, const Loop& loop, int factor_axis) {
     }
     const auto& s = r.split;
     if (s.parent->kind != IterKind::Reduce) continue;
-    int64_t e = extent.at(s.parent.get());
-    int64_t inner = s.factor ? s.factor : (e + s.nparts - 1) / s.nparts;
-    extent[s.inner.get()] = inner;
-    extent[s.outer.get()] = s.factor ? (e + s.factor - 1) / s.factor : s.nparts;
+    const Expr& e = extent.at(s.parent.get());
+    extent[s.inner.get()] = arith::simplify(s.factor ? Expr(s.factor) : floordiv(e + (s.nparts - 1), Expr(s.nparts)));
+    extent[s.outer.get()] = arith::simplify(s.factor ? floordiv(e + (s.factor - 1), Expr(s.factor)) : Expr(s.nparts));
   }
   // New variables: the factored loop becomes a data axis, the other reduction leaves new axes.
   VarMap map;
   std::vector<IterVar> rf_axes = fresh_axes(c->axis, map);
   Var rf_var(loop->name);
   rf_axes.insert(rf_axes.begin() + factor_axis,
-                 IterVarNode::make(rf_var, Range(Expr(0), Expr(extent.at(loop.get()))), IterKind::DataPar));
+                 IterVarNode::make(rf_var, Range(Expr(0), extent.at(loop.get())), IterKind::DataPar));
   std::vector<IterVar> rf_reduce;
   for (const auto& l : stage.leaf_loops_) {
     if (l->kind != IterKind::Reduce) continue;
@@ -183,7 +183,7 @@ Tensor Schedule::rfactor(const Tensor& t, const Loop& loop, int factor_axis) {
       value[l.get()] = rf_var;
       continue;
     }
-    IterVar rv = reduce_axis(Range(Expr(0), Expr(extent.at(l.get()))), l->name);
+    IterVar rv = reduce_axis(Range(Expr(0), extent.at(l.get())), l->name);
     rf_reduce.push_back(rv);
     value[l.get()] = rv.var();
   }
@@ -191,11 +191,11 @@ Tensor Schedule::rfactor(const Tensor& t, const Loop& loop, int factor_axis) {
   for (auto it = stage.relations_.rbegin(); it != stage.relations_.rend(); ++it) {
     if (it->kind != Relation::Split || it->split.parent->kind != IterKind::Reduce) continue;
     const auto& s = it->split;
-    int64_t inner = extent.at(s.inner.get());
-    Expr parent = value.at(s.outer.get()) * Expr(inner) + value.at(s.inner.get());
+    const Expr& inner = extent.at(s.inner.get());
+    Expr parent = value.at(s.outer.get()) * inner + value.at(s.inner.get());
     value[s.parent.get()] = parent;
-    if (extent.at(s.outer.get()) * inner != extent.at(s.parent.get()))
-      condition = logical_and(condition, parent < Expr(extent.at(s.parent.get())));
+    if (!arith::can_prove(extent.at(s.outer.get()) * inner == extent.at(s.parent.get())))
+      condition = logical_and(condition, parent < extent.at(s.parent.get()));
   }
   for (const auto& l : stage.root_loops_)
     if (l->kind == IterKind::Reduce) map[l->var.get()] = value.at(l.get());
@@ -207,7 +207,7 @@ Tensor Schedule::rfactor(const Tensor& t, const Loop& loop, int factor_axis) {
   Tensor rf = ComputeOp::make(unique_stage_name(stage.name_ + ".rf"), rf_axes, rf_body, c->tag);
 
   // The original stage now reduces the partial results over the factored axis.
-  IterVar k = reduce_axis(Range(Expr(0), Expr(extent.at(loop.get()))), loop->name);
+  IterVar k = reduce_axis(Range(Expr(0), extent.at(loop.get())), loop->name);
   std::vector<Expr> idx = as_exprs(c->axis);
   idx.insert(idx.begin() + factor_axis, k.var());
   Tensor combined = ComputeOp::make(c->name, c->axis, Reduce::make(reduce->combiner, rf(idx), {k}, Expr()), c->tag);

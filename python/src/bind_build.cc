@@ -200,12 +200,14 @@ void bind_build(py::module_& m) {
           [](const DeviceFunction& f) {
             py::list kernels;
             for (const auto& k : f.spec().kernels)
-              kernels.append(py::make_tuple(k.name,
-                                            py::make_tuple(k.config.grid[0], k.config.grid[1], k.config.grid[2]),
-                                            py::make_tuple(k.config.block[0], k.config.block[1], k.config.block[2])));
+              kernels.append(py::make_tuple(
+                  k.name,
+                  py::make_tuple(dimension_object(k.grid[0]), dimension_object(k.grid[1]), dimension_object(k.grid[2])),
+                  py::make_tuple(k.config.block[0], k.config.block[1], k.config.block[2])));
             return kernels;
           },
-          "The kernels launched in order, each as (name, grid, block).");
+          "The kernels launched in order, each as (name, grid, block); a grid extent of symbolic size is its "
+          "expression, a str.");
 
   py::class_<Function>(
       m, "Function",

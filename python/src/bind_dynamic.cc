@@ -37,8 +37,7 @@ std::vector<py::dict> describe(const std::vector<runtime::BufferSpec>& inputs) {
   std::vector<py::dict> out;
   for (const runtime::BufferSpec& in : inputs) {
     py::list shape;
-    for (const runtime::ShapeExpr& d : in.shape)
-      shape.append(d.is_constant() ? py::object(py::int_(d.constant())) : py::object(py::str(d.str())));
+    for (const runtime::ShapeExpr& d : in.shape) shape.append(dimension_object(d));
     out.push_back(
         py::dict(py::arg("name") = in.name, py::arg("shape") = py::tuple(shape), py::arg("dtype") = in.dtype.str()));
   }
@@ -135,6 +134,10 @@ class DynamicLibrary {
 };
 
 }  // namespace
+
+py::object dimension_object(const runtime::ShapeExpr& dim) {
+  return dim.is_constant() ? py::object(py::int_(dim.constant())) : py::object(py::str(dim.str()));
+}
 
 void bind_dynamic(py::module_& m) {
   py::class_<DynamicModule>(

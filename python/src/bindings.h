@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 
 #include "runtime/dlpack.h"
+#include "runtime/shape_expr.h"
 #include "tensor_ir/tensor.h"
 
 namespace tessera::python {
@@ -58,6 +59,9 @@ BorrowedTensor borrow_dlpack(const py::handle& obj, const std::string& what);
 // Throws "WHAT: expected shape (2, 3) float32, got (2, 4) float32" unless shape and dtype agree.
 void check_array(const std::string& what, const std::vector<int64_t>& shape, runtime::DataType dtype,
                  const std::vector<int64_t>& got_shape, const std::string& got_dtype);
+
+// A dimension as Python shows it: its number, or a symbolic one's expression as a str ("N").
+py::object dimension_object(const runtime::ShapeExpr& dim);
 
 // `C.op` in TVM's API: the operation behind a tensor, with its axes.
 struct Operation {

@@ -30,7 +30,7 @@ Axes = IterVar | Sequence[IterVar]
 
 __all__ = [
     "placeholder", "compute", "reduce_axis", "sum", "prod", "max", "min", "create_schedule",
-    "lower", "build", "thread_axis", "ThreadAxis", "const", "var", "cast", "select", "if_then_else", "all", "any",
+    "lower", "build", "thread_axis", "ThreadAxis", "const", "var", "cast", "select", "if_then_else", "all", "any", "likely",
     "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "pow", "abs", "floor", "ceil",
     "round", "trunc", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
     "acosh", "atanh", "isnan", "isinf", "truncdiv", "truncmod", "Expr", "IterVar", "Tensor",
@@ -178,6 +178,14 @@ def any(*conds: ExprLike) -> Expr:
     for c in conds[1:]:
         result = result | c
     return result
+
+
+def likely(cond: ExprLike) -> Expr:
+    """`cond`, marked as holding almost everywhere: lowering splits the loops it depends on into a
+    main part where it holds, with the check dropped (so the loop can vectorize), and a tail that
+    keeps it, as tvm.tir.likely does. For guards that fail only at the edges, such as a tile running
+    past the end of a symbolic size: te.select(te.likely(i < n), A[i], 0.0)."""
+    return _t.intrinsic("likely", cond)
 
 
 def _intrinsic(name: str) -> Callable[..., Expr]:

@@ -14,6 +14,7 @@
 #include "targets/run_program.h"
 #include "targets/source/source_dialects.h"
 #include "targets/temp_dir.h"
+#include "tensor_ir/shape_expr.h"
 
 namespace tessera::targets {
 
@@ -44,21 +45,16 @@ class SourceModule final : public runtime::Module {
   std::map<std::string, std::string> sources_;
 };
 
-runtime::BufferSpec buffer_spec(const std::string& program, const tensor_ir::Buffer& b) {
-  runtime::BufferSpec spec{b.name(), {}, b.dtype()};
-  for (const tensor_ir::Expr& d : b->shape) {
-    const auto* c = d.as<tensor_ir::IntImm>();
-    if (!c) fail("device program '", program, "': buffer '", b.name(), "' has a shape that is not constant");
-    spec.shape.push_back(c->value);
-  }
-  return spec;
+runtime::BufferSpec buffer_spec(const tensor_ir::Buffer& b) {
+  return {b.name(), tensor_ir::to_symbolic_shape(b->shape), b.dtype()};
 }
 
 runtime::DeviceProgramSpec launch_plan(const tensor_ir::DeviceProgram& p) {
   runtime::DeviceProgramSpec spec;
   spec.name = p.name;
-  for (const auto& b : p.args) spec.args.push_back(buffer_spec(p.name, b));
-  for (const auto& b : p.workspace) spec.workspace.push_back(buffer_spec(p.name, b));
+  for (const auto& b : p.args) spec.args.push_back(buffer_spec(b));
+  for (const auto& b : p.workspace) spec.workspace.push_back(buffer_spec(b));
+  for (const auto& v : p.shape_vars) spec.shape_vars.push_back(v.name());
   auto index_of = [&](const tensor_ir::Buffer& b) {
     for (size_t i = 0; i < p.args.size(); ++i)
       if (p.args[i].same_as(b)) return static_cast<int>(i);
@@ -66,13 +62,20 @@ runtime::DeviceProgramSpec launch_plan(const tensor_ir::DeviceProgram& p) {
       if (p.workspace[i].same_as(b)) return static_cast<int>(p.args.size() + i);
     fail("internal error: kernel buffer '", b.name(), "' is not one of program '", p.name, "'");
   };
+  auto var_index = [&](const tensor_ir::Var& v) {
+    for (size_t i = 0; i < p.shape_vars.size(); ++i)
+      if (p.shape_vars[i].same_as(v)) return static_cast<int>(i);
+    fail("internal error: kernel variable '", v.name(), "' is not a dimension of program '", p.name, "'");
+  };
   for (const tensor_ir::DeviceKernel& k : p.kernels) {
-    runtime::DeviceKernelLaunch launch{k.func.name, {}, {}};
+    runtime::DeviceKernelLaunch launch;
+    launch.name = k.func.name;
     for (int d = 0; d < 3; ++d) {
-      launch.config.grid[d] = static_cast<size_t>(k.grid[d]);
+      launch.grid[d] = tensor_ir::to_shape_expr(k.grid[d]);
       launch.config.block[d] = static_cast<size_t>(k.block[d]);
     }
     for (const auto& b : k.func.args) launch.buffers.push_back(index_of(b));
+    for (const auto& v : k.func.shape_vars) launch.shape_vars.push_back(var_index(v));
     spec.kernels.push_back(std::move(launch));
   }
   return spec;

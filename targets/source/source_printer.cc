@@ -106,8 +106,24 @@ void SourcePrinter::print_device_kernel(const DeviceKernel& k) {
     os_ << (i ? ", " : "") << pointer_parameter(b, !written.count(b.get()));
     add_parameter(b.get());
   }
+  // The dimension variables' values, passed as int64 (runtime/device_program.h) and converted
+  // where a variable has another type.
+  std::vector<const Var*> converted;
+  size_t params = k.func.args.size();
+  for (const Var& v : k.func.shape_vars) {
+    const bool int64 = v.type() == runtime::kInt64;
+    os_ << (params++ ? ", " : "") << type_name(runtime::kInt64) << " "
+        << (int64 ? name_of(v.get(), v.name()) : name_of(v.get(), v.name()) + "_value");
+    if (!int64) converted.push_back(&v);
+    add_parameter(v.get());
+  }
   os_ << ") {\n";
   ++indent_;
+  for (const Var* v : converted) {
+    const std::string name = name_of(v->get(), v->name());
+    line() << "const " << type_name(v->type()) << " " << name << " = (" << type_name(v->type()) << ")" << name
+           << "_value;\n";
+  }
   SharedBuffers shared;
   shared.visit(k.func.body);
   for (const Buffer& b : shared.shared) line() << shared_declaration(b) << "\n";

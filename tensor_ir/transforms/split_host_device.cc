@@ -5,9 +5,12 @@
 #include <unordered_set>
 
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/printer.h"
+#include "tensor_ir/structural.h"
+#include "tensor_ir/substitute.h"
 
 namespace tessera::tensor_ir {
 
@@ -38,23 +41,24 @@ class BufferUses : public IRVisitor {
 };
 
 // The launch extent of each thread tag (the largest a kernel binds it with) and its shared memory.
+// A block's threads are a constant number; the blocks may be a symbolic number.
 class LaunchShape : public IRVisitor {
  public:
   explicit LaunchShape(const std::string& kernel) : kernel_(kernel) {}
-  std::map<int, int64_t> extents;  // thread_tag_index -> extent
+  std::map<int, Expr> extents;  // thread_tag_index -> extent
   int64_t shared_bytes = 0;
 
  private:
   void visit_(const ThreadExtent* op) override {
-    const auto* c = op->extent.as<IntImm>();
-    if (!c || c->value < 1)
+    const int index = thread_tag_index(op->tag);
+    const int64_t* c = as_const_int(op->extent);
+    if (c ? *c < 1 : index >= 3)
       fail("kernel '", kernel_, "': the extent of ", op->tag, " (", op->var.name(),
            ") must be a positive constant, not ", op->extent);
-    const int index = thread_tag_index(op->tag);
     if (std::count(open_.begin(), open_.end(), index))
       fail("kernel '", kernel_, "': ", op->tag, " is bound again (", op->var.name(), ") inside a loop bound to it");
-    int64_t& e = extents[index];
-    e = std::max(e, c->value);
+    auto it = extents.find(index);
+    extents[index] = it == extents.end() ? op->extent : arith::simplify(max(it->second, op->extent));
     open_.push_back(index);
     IRVisitor::visit_(op);
     open_.pop_back();
@@ -71,24 +75,28 @@ class LaunchShape : public IRVisitor {
 // Gives every ThreadExtent its tag's launch extent, guarding bodies bound with less.
 class WidenThreadExtents : public IRMutator {
  public:
-  explicit WidenThreadExtents(const std::map<int, int64_t>& extents) : extents_(extents) {}
+  explicit WidenThreadExtents(const std::map<int, Expr>& extents) : extents_(extents) {}
 
  private:
   Stmt mutate_(const ThreadExtent* op) override {
     Stmt body = mutate(op->body);
-    const int64_t launch = extents_.at(thread_tag_index(op->tag));
-    const int64_t own = op->extent.as<IntImm>()->value;
-    if (own == launch && body.same_as(op->body)) return Stmt(op);
-    if (own < launch)
-      body = IfThenElse::make(LT::make(op->var, make_const(op->var.type(), static_cast<double>(own))), body);
-    return ThreadExtent::make(op->var, op->tag, make_const(op->extent.type(), static_cast<double>(launch)), body);
+    const Expr& launch = extents_.at(thread_tag_index(op->tag));
+    const int64_t *own = as_const_int(op->extent), *all = as_const_int(launch);
+    const bool whole = own && all ? *own == *all : structural_equal(op->extent, launch);
+    if (whole && body.same_as(op->body)) return Stmt(op);
+    if (!whole) body = IfThenElse::make(LT::make(op->var, cast(op->var.type(), op->extent)), body);
+    return ThreadExtent::make(op->var, op->tag, cast(op->extent.type(), launch), body);
   }
-  const std::map<int, int64_t>& extents_;
+  const std::map<int, Expr>& extents_;
 };
 
 class Splitter {
  public:
-  explicit Splitter(const LoweredFunc& func) { program_.name = func.name, program_.args = func.args; }
+  explicit Splitter(const LoweredFunc& func) {
+    program_.name = func.name;
+    program_.args = func.args;
+    program_.shape_vars = func.shape_vars;
+  }
 
   DeviceProgram run(const Stmt& body) {
     split(body);
@@ -121,9 +129,23 @@ class Splitter {
     k.func.name = program_.name + "_kernel" + std::to_string(program_.kernels.size());
     LaunchShape shape(k.func.name);
     shape.visit(s);
-    for (auto [index, extent] : shape.extents) (index < 3 ? k.grid[index] : k.block[index - 3]) = extent;
+    for (const auto& [index, extent] : shape.extents) {
+      if (index >= 3) {
+        k.block[index - 3] = *as_const_int(extent);
+        continue;
+      }
+      // The host computes the grid from the arguments' sizes before the launch.
+      for (const Var& v : vars_of(extent))
+        if (std::none_of(program_.shape_vars.begin(), program_.shape_vars.end(),
+                         [&](const Var& d) { return d.same_as(v); }))
+          fail("kernel '", k.func.name, "': the number of blocks (", extent, ") depends on ", v.name(),
+               ", which is not a dimension of the arguments");
+      k.grid[index] = extent;
+    }
     k.shared_bytes = shape.shared_bytes;
     k.func.body = WidenThreadExtents(shape.extents).mutate(s);
+    for (const Var& v : program_.shape_vars)
+      if (uses_var(k.func.body, v.get())) k.func.shape_vars.push_back(v);
     const std::vector<Buffer> used = free_buffers(s);
     for (const Buffer& b : used) {
       if (!is_program_buffer(b))

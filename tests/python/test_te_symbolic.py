@@ -1,11 +1,24 @@
 """Kernels of symbolic sizes (te.var dimensions): one kernel serves every size that fits its
 shapes, with tails of splits that do not divide, on llvm and c; the sizes are checked at each
 call with errors that name the argument and the dimension."""
+import importlib.util
+import os
+
 import numpy as np
 import pytest
 
+import package_under_test
 import tessera
 from tessera import te
+from gemm_gpu import schedule_gemm
+
+
+def gemm_schedule(M, N, K):
+    """examples/gemm.py's schedule (loaded by path: benchmarks/ has a gemm.py of its own)."""
+    spec = importlib.util.spec_from_file_location("gemm_example", os.path.join(package_under_test.ROOT, "examples", "gemm.py"))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example.gemm_schedule(M, N, K)
 
 SIZES = (0, 1, 7, 16, 17, 33, 1000)
 
@@ -71,6 +84,20 @@ def test_clipped_tiles_keep_their_whole_size_where_the_tile_is_inside():
     f = tiled_matmul("llvm", te.var("M"), te.var("N"), te.var("K"))
     tir = f.get_source("tir")
     assert "ramp(i*16, 1, 16)] = x16(0.0f)" in tir, tir
+
+
+def test_likely_guards_split_off_the_padding_of_packed_panels(rng):
+    # examples/gemm.py pads its packed panels with te.select(te.likely(...)): the main part of the
+    # packing copies without a check, which symbolic sizes cannot prove away otherwise.
+    s, tensors = gemm_schedule(te.var("M"), te.var("N"), te.var("K"))
+    f = te.build(s, tensors)
+    assert "Ap[k*8 + io*(K*8) + ii] = A[(io*8 + ii)*K + k]" in f.get_source("tir"), f.get_source("tir")
+    for m, n, k in [(1, 1, 1), (9, 33, 5), (64, 64, 64), (70, 3, 130)]:
+        a = rng.standard_normal((m, k)).astype("float32")
+        b = rng.standard_normal((k, n)).astype("float32")
+        c = tessera.empty((m, n))
+        f(a, b, c)
+        np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
 
 
 def test_intermediate_of_symbolic_size_and_a_reduction_over_a_symbolic_axis(rng):
@@ -156,3 +183,80 @@ def test_what_symbolic_kernels_cannot_do_is_an_error_that_says_so():
     s[T].storage_align(T.op.axis[0], 16, 4)
     with pytest.raises(tessera.Error, match="storage_align of T: its buffer's dimension 0 has the symbolic extent n"):
         te.build(s, [A, B])
+
+
+# --- devices: the grid follows the sizes, each kernel takes the dimensions it reads ----------
+
+def device_targets():
+    """OpenCL (PoCL here) and CUDA where a device is found; every kernel compiles for sm_80 with
+    NVRTC and ptxas wherever the toolkit is (checked by the callers)."""
+    return ["opencl"] + (["cuda"] if tessera.device("cuda").exists else [])
+
+
+def check_cuda_compiles(s, tensors):
+    assert "registers" in te.build(s, tensors, target="cuda -arch=sm_80").get_source("ptxas")
+
+
+def test_device_elementwise_grid_of_symbolic_size(rng):
+    n = te.var("n")
+    A = te.placeholder((n, 3), name="A")
+    B = te.compute((n, 3), lambda i, j: A[i, j] * 2.0 - 1.0, name="B")
+    s = te.create_schedule(B)
+    bx, tx = s[B].split(s[B].fuse(*B.op.axis), factor=64)
+    s[B].bind(bx, te.thread_axis("blockIdx.x"))
+    s[B].bind(tx, te.thread_axis("threadIdx.x"))
+    check_cuda_compiles(s, [A, B])
+    for target in device_targets():
+        f = te.build(s, [A, B], target=target)
+        (name, grid, block), = f.kernels
+        assert grid[0] == "floordiv((n*3 + 63), 64)" and block == (64, 1, 1), f.kernels
+        for rows in (0, 1, 21, 22, 1000):
+            a = rng.standard_normal((rows, 3)).astype("float32")
+            b = np.full((rows, 3), np.nan, "float32")
+            f(a, b)
+            np.testing.assert_array_equal(b, a * 2 - 1)
+        with pytest.raises(tessera.Error, match=r"argument 'B' \(#1\): dimension 0 must be n = 4"):
+            f(np.zeros((4, 3), "float32"), np.zeros((5, 3), "float32"))
+
+
+def test_device_row_reductions_across_threads_and_a_workspace_of_symbolic_size(rng):
+    rows, cols = te.var("rows"), te.var("cols")
+    X = te.placeholder((rows, cols), name="X")
+    E = te.compute((rows, cols), lambda i, j: te.exp(X[i, j]), name="E")  # a kernel of its own
+    k = te.reduce_axis((0, cols), name="k")
+    S = te.compute((rows,), lambda i: te.sum(E[i, k], axis=k), name="S")
+    s = te.create_schedule(S)
+    eb, et = s[E].split(s[E].fuse(*E.op.axis), factor=128)
+    s[E].bind(eb, te.thread_axis("blockIdx.x"))
+    s[E].bind(et, te.thread_axis("threadIdx.x"))
+    ko, ki = s[S].split(k, factor=32)
+    SF = s.rfactor(S, ki)
+    s[S].bind(S.op.axis[0], te.thread_axis("blockIdx.x"))
+    s[S].bind(s[S].op.reduce_axis[0], te.thread_axis("threadIdx.x"))
+    s[SF].compute_at(s[S], s[S].op.reduce_axis[0])
+    check_cuda_compiles(s, [X, S])
+    for target in device_targets():
+        f = te.build(s, [X, S], target=target)
+        for r, c in [(1, 1), (3, 31), (5, 33), (2, 200), (4, 0)]:  # the workspace E changes size
+            x = rng.standard_normal((r, c)).astype("float32")
+            out = np.empty(r, "float32")
+            f(x, out)
+            np.testing.assert_allclose(out, np.exp(x).sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_device_gemm_with_shared_tiles_at_symbolic_sizes(rng):
+    M, N, K = te.var("M"), te.var("N"), te.var("K")
+    A = te.placeholder((M, K), name="A")
+    B = te.placeholder((K, N), name="B")
+    r = te.reduce_axis((0, K), name="r")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, r] * B[r, j], axis=r), name="C")
+    s = schedule_gemm(A, B, C, tile=16, thread_tile=2, k_tile=4)
+    check_cuda_compiles(s, [A, B, C])
+    for target in device_targets():
+        f = te.build(s, [A, B, C], target=target)
+        for m, n, k in [(1, 1, 1), (17, 33, 9), (32, 16, 64), (0, 5, 3)]:
+            a = rng.standard_normal((m, k)).astype("float32")
+            b = rng.standard_normal((k, n)).astype("float32")
+            c = np.empty((m, n), "float32")
+            f(a, b, c)
+            np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)

@@ -24,7 +24,11 @@ ModuleMetadata opencl_add4() {
   DeviceProgramSpec p;
   p.name = "add4";
   p.args = m.kernels[0].args;
-  p.kernels = {{"add4_kernel0", {{1, 1, 1}, {4, 1, 1}, 0}, {0, 1, 2}}};
+  DeviceKernelLaunch k;
+  k.name = "add4_kernel0";
+  k.config.block = {4, 1, 1};
+  k.buffers = {0, 1, 2};
+  p.kernels = {k};
   p.format = DeviceCodeFormat::OpenCLSource;
   p.code =
       "__kernel void add4_kernel0(__global const float* x, __global const float* c, __global float* y) {\n"
@@ -105,7 +109,7 @@ TEST(DeviceModuleFile, InconsistentDeviceModulesAreCorrupt) {
   EXPECT_TRUE(contains(load_error(write_device_module("mixed.so", m)),
                        "device program 'other' holds code of another kind of device"));
   m = opencl_add4();
-  m.device_programs[0].kernels[0].config.grid[1] = size_t(1) << 40;
+  m.device_programs[0].kernels[0].grid[1] = int64_t(1) << 40;
   EXPECT_TRUE(contains(load_error(write_device_module("grid.so", m)), "device kernel 'add4_kernel0' has a grid extent of "
                                                                       "1099511627776"));
   m = opencl_add4();

@@ -75,6 +75,10 @@ TEST(ShapeExpr, BindsVariablesFromTheCallsShapes) {
       },
       "expected 3 dimensions (n, L, 64), got 2");
   EXPECT_TRUE(is_static(symbolic_shape({3, 4})));
+  EXPECT_TRUE(equals(symbolic_shape({3, 4}), {3, 4}));
+  EXPECT_FALSE(equals(symbolic_shape({3, 4}), {3, 5}));
+  EXPECT_FALSE(equals(symbolic_shape({3}), {3, 1}));
+  EXPECT_FALSE(equals(expected[0], {2, 5, 64}));  // symbolic: not a static shape
   EXPECT_FALSE(is_static(expected[0]));
   expect_error([&] { static_shape(expected[1], "buffer 'y'"); }, "buffer 'y' has the symbolic shape (n*L, 64)");
 }

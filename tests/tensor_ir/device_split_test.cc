@@ -26,7 +26,7 @@ TEST(SplitHostDevice, OneKernelWithGridAndBlock) {
   const DeviceKernel& k = p.kernels[0];
   EXPECT_EQ(k.func.name, "vadd_kernel0");
   EXPECT_EQ(names(k.func.args), (std::vector<std::string>{"A", "B", "C"}));
-  EXPECT_EQ(k.grid, (std::array<int64_t, 3>{8, 1, 1}));
+  EXPECT_EQ(to_string(k.grid[0]) + " " + to_string(k.grid[1]) + " " + to_string(k.grid[2]), "8 1 1");
   EXPECT_EQ(k.block, (std::array<int64_t, 3>{128, 1, 1}));
   EXPECT_EQ(k.shared_bytes, 0);
   EXPECT_TRUE(p.workspace.empty());
@@ -37,7 +37,7 @@ TEST(SplitHostDevice, SharedMemoryIsCounted) {
   DeviceProgram p = split_host_device(row_sum(3, 100, 64));
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].shared_bytes, 64 * 4);
-  EXPECT_EQ(p.kernels[0].grid[0], 3);
+  EXPECT_EQ(to_string(p.kernels[0].grid[0]), "3");
   verify_device_program(p, DeviceLimits{});
 }
 
