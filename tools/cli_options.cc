@@ -1,5 +1,8 @@
 #include "tools/cli_options.h"
 
+#include <algorithm>
+#include <map>
+
 #include "autotune/database.h"
 #include "driver/evaluate.h"
 #include "frontend/onnx/importer.h"
@@ -58,15 +61,64 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
   cmd->add_flag("!--no-transfer", o.transfer, "no schedule transfer from similar workloads' records");
 }
 
-relay_ir::Module load(const ModelOptions& o) {
+namespace {
+
+// Each input's --shape values, in the order given.
+std::map<std::string, std::vector<std::vector<int64_t>>> shapes_by_input(const ModelOptions& o) {
+  std::map<std::string, std::vector<std::vector<int64_t>>> shapes;
+  for (const auto& s : o.shapes) {
+    auto [name, dims] = parse_shape(s);
+    shapes[name].push_back(dims);
+  }
+  return shapes;
+}
+
+relay_ir::Module import_at(const ModelOptions& o, const std::map<std::string, std::vector<int64_t>>& shapes) {
   frontend::onnx::ImportOptions options;
-  for (const auto& s : o.shapes) options.shapes.insert(parse_shape(s));
+  options.shapes = shapes;
   for (const auto& b : o.binds) {
     auto [name, file] = parse_assignment(b, "--bind");
     options.bind[name] = runtime::load_npy(file);
   }
   options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
   return frontend::onnx::import_model(o.model, options);
+}
+
+}  // namespace
+
+relay_ir::Module load(const ModelOptions& o) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& [name, sizes] : shapes_by_input(o)) {
+    if (sizes.size() > 1)
+      fail("--shape is given ", sizes.size(), " times for input '", name,
+           "' (several sizes are for `tessera tune`, which tunes each)");
+    shapes[name] = sizes[0];
+  }
+  return import_at(o, shapes);
+}
+
+std::vector<std::pair<std::string, relay_ir::Module>> load_sizes(const ModelOptions& o) {
+  const auto given = shapes_by_input(o);
+  size_t count = 1;
+  for (const auto& [name, sizes] : given) {
+    if (sizes.size() > 1 && count > 1 && sizes.size() != count)
+      fail("--shape: inputs given several sizes must be given the same number of them ('", name, "' has ", sizes.size(),
+           ", another ", count, ")");
+    count = std::max(count, sizes.size());
+  }
+  std::vector<std::pair<std::string, relay_ir::Module>> modules;
+  for (size_t k = 0; k < count; ++k) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    std::string label;
+    for (const auto& [name, sizes] : given) {
+      shapes[name] = sizes[sizes.size() > 1 ? k : 0];
+      std::string dims;
+      for (int64_t d : shapes[name]) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+      label += (label.empty() ? "" : " ") + name + "=" + dims;
+    }
+    modules.emplace_back(label, import_at(o, shapes));
+  }
+  return modules;
 }
 
 std::string db_path(const std::string& db) { return db.empty() ? autotune::TuningDatabase::default_path() : db; }

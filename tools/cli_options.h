@@ -20,8 +20,12 @@ struct ModelOptions {
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& o);
-// The ONNX model with its --shape and --bind applied.
+// The ONNX model with its --shape and --bind applied (one --shape per input).
 relay_ir::Module load(const ModelOptions& o);
+// The model at each size given: an input with several --shape options takes each in turn, inputs
+// with one keep it (a model of symbolic sizes tuned at representative sizes). The sizes are
+// described as "x=1,128,256" for progress lines.
+std::vector<std::pair<std::string, relay_ir::Module>> load_sizes(const ModelOptions& o);
 // "x=in.npy" -> {"x", "in.npy"}; throws naming `option` when there is no '='.
 std::pair<std::string, std::string> parse_assignment(const std::string& s, const char* option);
 // --db, else $TESSERA_DB, else ~/.cache/tessera/tuning.db.

@@ -52,6 +52,14 @@ int terminal_columns() {
   return ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0 ? w.ws_col : 80;
 }
 
+// "t.report.html" -> "t.report.2.html": the report of the second of several sizes.
+std::string numbered(const std::string& path, size_t k) {
+  const size_t dot = path.rfind('.');
+  const bool has_extension = dot != std::string::npos && path.find('/', dot) == std::string::npos;
+  return has_extension ? path.substr(0, dot) + "." + std::to_string(k) + path.substr(dot)
+                       : path + "." + std::to_string(k);
+}
+
 int cmd_tune(TuneArgs& a) {
   autotune::TuneOptions& o = a.options.tune;
   o.target = a.model.target;
@@ -61,30 +69,42 @@ int cmd_tune(TuneArgs& a) {
   a.options.opt_level = a.model.opt_level;
   driver::validate(a.options);  // before the model is loaded: a wrong option is quicker to hear about
 
-  relay_ir::Module module = load(a.model);
+  // Several --shape values of an input (a model of symbolic sizes): a session per size, sharing
+  // the trials and the time.
+  const std::vector<std::pair<std::string, relay_ir::Module>> sizes = load_sizes(a.model);
+  const int per_size_trials = std::max(1, o.trials / static_cast<int>(sizes.size()));
+  if (timeout_option->count()) o.max_seconds = a.timeout / static_cast<double>(sizes.size());
   int columns = terminal_columns();
-  bool opened = false;
-  auto progress = [&](const autotune::Progress& p) {
-    if (!opened) {
-      std::fprintf(stderr, "tuning %zu tasks of %s for %s, %d trials, database %s\n", p.tasks->size(),
-                   a.model.model.c_str(), o.target.c_str(), o.trials, o.db_path.c_str());
-      opened = true;
-    }
-    std::fputs(driver::progress_text(autotune::progress_line(p), columns).c_str(), stderr);
-    if (interrupted) throw Interrupted{};
-  };
   std::signal(SIGINT, on_sigint);
-  driver::TuneReport report;
-  try {
-    report = driver::tune_model(module, a.options, progress);
-  } catch (const Interrupted&) {
-    std::fprintf(stderr, "\ninterrupted: every measured batch is in %s; run again to resume. Report: %s\n",
-                 o.db_path.c_str(), o.report_path.c_str());
-    return 130;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    const auto& [size, module] = sizes[k];
+    driver::TuneModelOptions options = a.options;
+    options.tune.trials = per_size_trials;
+    if (sizes.size() > 1) options.tune.report_path = numbered(o.report_path, k + 1);  // a report per size
+    bool opened = false;
+    auto progress = [&](const autotune::Progress& p) {
+      if (!opened) {
+        std::fprintf(stderr, "tuning %zu tasks of %s%s%s for %s, %d trials, database %s\n", p.tasks->size(),
+                     a.model.model.c_str(), sizes.size() > 1 ? " at " : "", sizes.size() > 1 ? size.c_str() : "",
+                     o.target.c_str(), options.tune.trials, o.db_path.c_str());
+        opened = true;
+      }
+      std::fputs(driver::progress_text(autotune::progress_line(p), columns).c_str(), stderr);
+      if (interrupted) throw Interrupted{};
+    };
+    driver::TuneReport report;
+    try {
+      report = driver::tune_model(module, options, progress);
+    } catch (const Interrupted&) {
+      std::fprintf(stderr, "\ninterrupted: every measured batch is in %s; run again to resume. Report: %s\n",
+                   o.db_path.c_str(), options.tune.report_path.c_str());
+      return 130;
+    }
+    if (columns > 0) std::fprintf(stderr, "\n");
+    if (sizes.size() > 1) std::printf("== %s\n", size.c_str());
+    std::printf("%s", driver::format_tune_report(report).c_str());
   }
   std::signal(SIGINT, SIG_DFL);
-  if (columns > 0) std::fprintf(stderr, "\n");
-  std::printf("%s", driver::format_tune_report(report).c_str());
   return 0;
 }
 
@@ -178,7 +198,10 @@ void add_tuning_commands(CLI::App& app) {
       app.add_subcommand("tune", "search schedules for every kernel of a model and store them in the tuning database");
   add_model_options(tune_cmd, t.model);
   autotune::TuneOptions& o = t.options.tune;
-  tune_cmd->add_option("--trials", o.trials, "measurements in all, across the model's kernels");
+  tune_cmd->add_option("--trials", o.trials,
+                       "measurements in all, across the model's kernels (and its sizes: a model of symbolic sizes is "
+                       "tuned at each size given by repeating --shape for an input, e.g. --shape x=1,128 --shape "
+                       "x=1,512)");
   tune_cmd->add_option("--batch", o.batch, "candidates measured per batch (one transaction each)");
   tune_cmd->add_option("--policy", o.policy, "search policy: evolutionary (cost-model guided) or random");
   tune_cmd->add_option("--early-stopping", o.early_stopping,

@@ -26,6 +26,12 @@ namespace {
 // rejected by name, never ignored.
 constexpr int kMinOpset = 1;
 
+// How a caller fixes an input's shape, in Python and on the command line.
+std::string how_to_give_shape(const std::string& input) {
+  return "give its shape with shapes={'" + input + "': (...)} in Python or --shape " + input +
+         "=D0,D1,... on the command line";
+}
+
 class Importer {
  public:
   Importer(const ::onnx::ModelProto& model, std::string base_dir, const ImportOptions& options)
@@ -148,8 +154,7 @@ class Importer {
           fail("graph input '", name, "' has ", tt.shape().dim_size(), " dimensions, the given shape ",
                runtime::shape_str(s->second), " has ", s->second.size());
       } else {
-        if (!tt.has_shape())
-          fail("graph input '", name, "' has no shape in the model; give it with shapes={'", name, "': (...)}");
+        if (!tt.has_shape()) fail("graph input '", name, "' has no shape in the model; ", how_to_give_shape(name));
         for (int d = 0; d < tt.shape().dim_size(); ++d) {
           const auto& dim = tt.shape().dim(d);
           if (dim.has_dim_value()) spec.shape.push_back(dim.dim_value());
@@ -172,8 +177,8 @@ class Importer {
     for (const runtime::BufferSpec& in : declared_inputs()) {
       for (const runtime::ShapeExpr& d : in.shape)
         if (!d.is_constant())
-          fail("graph input '", in.name, "' has symbolic dimension '", d.str(), "'; give its shape with shapes={'",
-               in.name, "': (...)}");
+          fail("graph input '", in.name, "' has symbolic dimension '", d.str(), "'; ", how_to_give_shape(in.name),
+               " (tessera.onnx.load without shapes= gives a DynamicModule, which runs at any size)");
       relay_ir::Var v(in.name, relay_ir::tensor_type(runtime::static_shape(in.shape, in.name), in.dtype));
       params_.push_back(v);
       values_[in.name] = v;

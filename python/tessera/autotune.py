@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import _tessera as _t
-from ._tessera import Module, Schedule, Tensor, TuneOptions
+from ._tessera import DynamicModule, Module, Schedule, Tensor, TuneOptions
 
-__all__ = ["tune", "tasks", "register_schedule", "TuneReport", "TuneOptions"]
+__all__ = ["tune", "tune_sizes", "tasks", "register_schedule", "TuneReport", "TuneOptions"]
 
 _DEFAULTS = TuneOptions()  # the C++ tuner's defaults, the one place they are written
 
@@ -62,6 +62,19 @@ def tasks(mod: Module, target: str = _DEFAULTS.target, opt_level: int = _DEFAULT
     """The kernels tuning for `target` would search, as dicts: description, workload (key),
     structure (shape-erased key), weight (calls in the model), flops, kernel (name)."""
     return _t.autotune_tasks(mod, target, opt_level)
+
+
+def tune_sizes(mod: DynamicModule, sizes: Sequence[Mapping[str, Sequence[int]]], trials: int = _DEFAULTS.trials,
+               timeout: float | None = _DEFAULTS.timeout, **options: Any) -> list[TuneReport]:
+    """Tunes a model of symbolic sizes (a DynamicModule) at representative sizes, each a dict
+    {input name: shape}, as `tessera tune --shape x=... --shape x=...` does: one session per size
+    sharing `trials` and `timeout`, the other options as tune() takes them. A DynamicLibrary built
+    with the database then uses the records at those sizes and transfers them to others."""
+    if not sizes:
+        raise ValueError("tune_sizes: give at least one size ({input name: shape})")
+    share = max(1, trials // len(sizes))
+    return [tune(mod.specialize({k: list(v) for k, v in size.items()}), trials=share,
+                 timeout=None if timeout is None else timeout / len(sizes), **options) for size in sizes]
 
 
 def tune(mod: Module, target: str = _DEFAULTS.target, db: os.PathLike | str | None = None, trials: int = _DEFAULTS.trials,

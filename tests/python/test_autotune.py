@@ -79,6 +79,23 @@ def test_every_kernel_gets_a_first_batch_before_any_gets_a_second(tmp_path):
     assert [t["trials"] for t in report.tasks] == [1 + FAST["batch"]] * 2
 
 
+def test_a_model_of_symbolic_sizes_is_tuned_at_representative_sizes(tmp_path, rng):
+    mod = mlp(tmp_path / "m.onnx", "N")
+    assert isinstance(mod, tessera.DynamicModule)
+    db = tmp_path / "t.db"
+    reports = tessera.autotune.tune_sizes(mod, [{"x": (4, 24)}, {"x": (64, 24)}], db=db, trials=8, progress=False,
+                                          model_check=False, **FAST)
+    assert [sum(t["trials"] for t in r.tasks) for r in reports] == [4, 4]  # the trials shared
+    lib = tessera.build(mod, db=db, transfer=False)
+    x = rng.standard_normal((64, 24)).astype("float32")
+    lib.run([x])
+    origins = {k["schedule"].split(" (")[0] + " (" + k["schedule"].split(" (")[1].split(" ")[0]
+               for k in lib.specialize({"x": (64, 24)}).kernels}
+    assert origins <= {"tuned (record", "default (measured"}, origins  # every kernel from the database
+    with pytest.raises(ValueError, match="at least one size"):
+        tessera.autotune.tune_sizes(mod, [], db=db)
+
+
 def test_tune_fills_the_database_builds_replay_it_and_a_rerun_resumes(tmp_path, rng):
     mod = mlp(tmp_path / "m.onnx", 9)
     db = tmp_path / "t.db"

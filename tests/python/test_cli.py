@@ -66,6 +66,24 @@ def test_errors_are_one_clear_line(model, tmp_path):
     assert "not a .npy file" in proc.stderr
 
 
+def test_a_model_of_symbolic_sizes_is_tuned_at_each_size_given(tmp_path):
+    w = helper.make_tensor("w", TensorProto.FLOAT, [48, 40], list(np.linspace(-1, 1, 48 * 40)))
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 48])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 40])], [w])
+    model = tmp_path / "mm.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(model))
+    db = tmp_path / "t.db"
+    proc = tessera("tune", model, "--db", db, "--trials", 4, "--batch", 2, "--repeat", 2, "--no-model-check",
+                   "--shape", "x=8,48", "--shape", "x=32,48")
+    assert "== x=8,48" in proc.stdout and "== x=32,48" in proc.stdout, proc.stdout
+    assert "tuning 1 tasks of" in proc.stderr and "at x=32,48 for llvm, 2 trials" in proc.stderr  # the trials shared
+    assert len(tessera("db", "--db", db, "list").stdout.splitlines()) == 3  # a workload per size
+    assert (tmp_path / "t.report.1.html").exists() and (tmp_path / "t.report.2.html").exists()
+    proc = tessera("compile", model, "--shape", "x=8,48", "--shape", "x=32,48", "-o", tmp_path / "m.so", ok=False)
+    assert proc.returncode == 1 and "--shape is given 2 times for input 'x'" in proc.stderr
+
+
 def test_tune_then_db_commands(tmp_path):
     w = helper.make_tensor("w", TensorProto.FLOAT, [48, 40], list(np.linspace(-1, 1, 48 * 40)))
     g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
