@@ -1,7 +1,6 @@
 #include "runtime/shape_expr.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
@@ -30,87 +29,6 @@ const char* function_name(ShapeExpr::Op op) {
   }
 }
 
-// Recursive descent over what str() writes: sums of products of atoms; an atom is a number, a
-// name, a parenthesized expression or one of the functions.
-class Parser {
- public:
-  explicit Parser(const std::string& text) : s_(text) {}
-
-  ShapeExpr all() {
-    ShapeExpr e = sum();
-    skip();
-    if (p_ != s_.size()) bad("unexpected '" + s_.substr(p_) + "'");
-    return e;
-  }
-
- private:
-  ShapeExpr sum() {
-    ShapeExpr e = product();
-    while (true) {
-      if (eat('+')) e = ShapeExpr::binary(ShapeExpr::Op::Add, e, product());
-      else if (eat('-')) e = ShapeExpr::binary(ShapeExpr::Op::Sub, e, product());
-      else return e;
-    }
-  }
-  ShapeExpr product() {
-    ShapeExpr e = atom();
-    while (eat('*')) e = ShapeExpr::binary(ShapeExpr::Op::Mul, e, atom());
-    return e;
-  }
-  ShapeExpr atom() {
-    skip();
-    if (eat('(')) {
-      ShapeExpr e = sum();
-      expect(')');
-      return e;
-    }
-    const bool negative = eat('-');
-    if (p_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p_]))) {
-      size_t end = p_;
-      while (end < s_.size() && std::isdigit(static_cast<unsigned char>(s_[end]))) ++end;
-      if (end - p_ > 18) bad("the number " + s_.substr(p_, end - p_) + " is too large");
-      int64_t v = std::stoll(s_.substr(p_, end - p_));
-      p_ = end;
-      return negative ? -v : v;
-    }
-    if (negative) return ShapeExpr::binary(ShapeExpr::Op::Sub, 0, atom());
-    size_t end = p_;
-    while (end < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[end])) || s_[end] == '_' || s_[end] == '.'))
-      ++end;
-    if (end == p_) bad(p_ < s_.size() ? "unexpected '" + s_.substr(p_) + "'" : "it ends early");
-    std::string name = s_.substr(p_, end - p_);
-    p_ = end;
-    for (ShapeExpr::Op op :
-         {ShapeExpr::Op::FloorDiv, ShapeExpr::Op::FloorMod, ShapeExpr::Op::Min, ShapeExpr::Op::Max}) {
-      if (name != function_name(op) || !eat('(')) continue;
-      ShapeExpr a = sum();
-      expect(',');
-      ShapeExpr b = sum();
-      expect(')');
-      return ShapeExpr::binary(op, a, b);
-    }
-    return ShapeExpr::var(name);
-  }
-  void skip() {
-    while (p_ < s_.size() && s_[p_] == ' ') ++p_;
-  }
-  bool eat(char c) {
-    skip();
-    if (p_ < s_.size() && s_[p_] == c) {
-      ++p_;
-      return true;
-    }
-    return false;
-  }
-  void expect(char c) {
-    if (!eat(c)) bad(std::string("expected '") + c + "'");
-  }
-  [[noreturn]] void bad(const std::string& why) const { fail("invalid shape expression '", s_, "': ", why); }
-
-  const std::string& s_;
-  size_t p_ = 0;
-};
-
 }  // namespace
 
 ShapeExpr::ShapeExpr(int64_t value) : node_(std::make_shared<const Node>(Node{Op::Const, value, {}, {}, {}})) {}
@@ -124,8 +42,6 @@ ShapeExpr ShapeExpr::binary(Op op, ShapeExpr a, ShapeExpr b) {
   if (op == Op::Const || op == Op::Var) fail("internal error: ShapeExpr::binary of a leaf");
   return ShapeExpr(std::make_shared<const Node>(Node{op, 0, {}, a.node_, b.node_}));
 }
-
-ShapeExpr ShapeExpr::parse(const std::string& text) { return Parser(text).all(); }
 
 int64_t ShapeExpr::constant() const {
   if (!is_constant()) fail("the dimension ", str(), " is not a constant");

@@ -18,8 +18,6 @@ class ShapeExpr {
   ShapeExpr(int64_t value = 0);  // NOLINT: a constant dimension reads as its value
   static ShapeExpr var(std::string name);
   static ShapeExpr binary(Op op, ShapeExpr a, ShapeExpr b);
-  // Reads what str() writes; throws tessera::Error naming `text` on anything else.
-  static ShapeExpr parse(const std::string& text);
 
   Op op() const { return node_->op; }
   bool is_constant() const { return node_->op == Op::Const; }
