@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Models as people export them today (issue 25), in two parts.
+"""Models as people export them today (issue 25), in three parts.
 
 --conformance: the current ONNX release's node suite, Tessera against ONNX Runtime through the
 same runner (tests/onnx/run_node_tests.py) on the same cases (tests/onnx/write_current_cases.py),
@@ -17,6 +17,14 @@ taking turns in rounds, at 2 threads. Each size's first run builds the model for
 reported as first_run_s. Run with the benchmark peers' venv (benchmarks/setup.sh):
 
     benchmarks/.venv/bin/python benchmarks/dynamic.py --models [--repeat 20]
+
+--control-flow: models a static graph cannot express, run as programs (tessera.ProgramLibrary)
+against ONNX Runtime on the same model, in turns, at 2 threads: a greedy decoding Loop (a
+recurrent cell and an argmax per step, stopping at an end token: data-dependent termination)
+and detection post-processing (NonMaxSuppression over 80 classes, then gathering the kept
+boxes). Written here with onnx's helper, weights random:
+
+    benchmarks/.venv/bin/python benchmarks/dynamic.py --control-flow [--repeat 20]
 """
 import argparse
 import json
@@ -101,6 +109,95 @@ def models_worker(args):
     return 1 if failed else 0
 
 
+def decoder_loop_model(path, hidden, vocab, steps):
+    """tokens = Loop(steps, cond=True, h=h0): h = tanh(h W + b); token = argmax(h V); stop when the
+    token is the end token (-1 here, never: the condition is still computed from the data)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    consts = {"W": rng.standard_normal((hidden, hidden)).astype("float32") / np.sqrt(hidden),
+              "b": rng.standard_normal(hidden).astype("float32") * 0.1,
+              "V": rng.standard_normal((hidden, vocab)).astype("float32") / np.sqrt(hidden),
+              "eos": np.array([-1], np.int64), "M": np.array(steps, np.int64), "true": np.array(True)}
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["h_in", "W"], ["hw"]), helper.make_node("Add", ["hw", "b"], ["hb"]),
+         helper.make_node("Tanh", ["hb"], ["h_out"]), helper.make_node("MatMul", ["h_out", "V"], ["logits"]),
+         helper.make_node("ArgMax", ["logits"], ["token"], axis=1, keepdims=0),
+         helper.make_node("Equal", ["token", "eos"], ["at_end"]), helper.make_node("Not", ["at_end"], ["go_v"]),
+         helper.make_node("Squeeze", ["go_v"], ["go"])],
+        "step", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("h_in", TensorProto.FLOAT, [1, hidden])],
+        [helper.make_tensor_value_info("go", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [1, hidden]),
+         helper.make_tensor_value_info("token", TensorProto.INT64, [1])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["M", "true", "h0"], ["h", "tokens"], body=body)], "decoder",
+        [helper.make_tensor_value_info("h0", TensorProto.FLOAT, [1, hidden])],
+        [helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, hidden]),
+         helper.make_tensor_value_info("tokens", TensorProto.INT64, [None, 1])],
+        [numpy_helper.from_array(v, k) for k, v in consts.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return {"h0": rng.standard_normal((1, hidden)).astype("float32")}
+
+
+def nms_model(path, boxes, classes):
+    """The kept boxes: NonMaxSuppression (at most 100 per class, IOU 0.5, score 0.3), then Gather."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(0)
+    consts = {"max_out": np.array([100], np.int64), "iou": np.array([0.5], np.float32),
+              "score": np.array([0.3], np.float32), "two": np.array([2], np.int64)}
+    graph = helper.make_graph(
+        [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou", "score"], ["sel"]),
+         helper.make_node("Gather", ["sel", "two"], ["box_col"], axis=1),
+         helper.make_node("Squeeze", ["box_col", "one"], ["box_idx"]),
+         helper.make_node("Squeeze", ["boxes", "zero"], ["all_boxes"]),
+         helper.make_node("Gather", ["all_boxes", "box_idx"], ["kept"], axis=0)], "nms",
+        [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, boxes, 4]),
+         helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, classes, boxes])],
+        [helper.make_tensor_value_info("sel", TensorProto.INT64, [None, 3]),
+         helper.make_tensor_value_info("kept", TensorProto.FLOAT, [None, 4])],
+        [numpy_helper.from_array(v, k) for k, v in consts.items()] +
+        [numpy_helper.from_array(np.array([1], np.int64), "one"), numpy_helper.from_array(np.array([0], np.int64), "zero")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    corner = rng.uniform(0, 600, (1, boxes, 2)).astype("float32")
+    return {"boxes": np.concatenate([corner, corner + rng.uniform(10, 100, (1, boxes, 2)).astype("float32")], axis=2),
+            "scores": rng.uniform(0, 1, (1, classes, boxes)).astype("float32")}
+
+
+def control_flow_worker(args):
+    """Each program against ONNX Runtime: outputs compared, then timed in turns."""
+    import tempfile
+    import numpy as np
+    import tessera
+    failed = False
+    cases = {"decoder Loop, hidden 256, vocab 1000, 32 steps": lambda p: decoder_loop_model(p, 256, 1000, 32),
+             "NonMaxSuppression, 1000 boxes, 80 classes": lambda p: nms_model(p, 1000, 80)}
+    with tempfile.TemporaryDirectory() as d:
+        for case, make in cases.items():
+            path = os.path.join(d, "model.onnx")
+            feed = make(path)
+            lib = tessera.build(tessera.onnx.load(path), db=False)
+            session = ort_session(path, args.threads)
+            start = time.time()
+            got = lib.run(feed)
+            first_run_s = time.time() - start
+            for g, w in zip(got, session.run(None, feed)):
+                if g.shape != w.shape or not np.allclose(g, w, rtol=1e-4, atol=1e-5):
+                    print(f"  {case}: Tessera differs from ONNX Runtime ({g.shape} vs {w.shape})")
+                    failed = True
+            runs = {"tessera": lambda: lib.run(feed), "ort": lambda: session.run(None, feed)}
+            times = common.measure_rounds(runs, args.repeat)
+            for name, (best, median) in times.items():
+                print(f"  {case:48s} {name:8s} min {best * 1e3:9.3f} ms  median {median * 1e3:9.3f} ms", flush=True)
+            extra = {"first_run_s": round(first_run_s, 2)}
+            print(common.result_line("dynamic", case, args.threads, times, ["ort"], extra=extra), flush=True)
+    return 1 if failed else 0
+
+
 def conformance(args):
     import onnx
     import onnxruntime
@@ -124,6 +221,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conformance", action="store_true", help="the node-suite counts")
     parser.add_argument("--models", nargs="*", help="the dynamic models (default: transformer resnet18)")
+    parser.add_argument("--control-flow", action="store_true", help="programs: a decoding Loop, NonMaxSuppression")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--cases", default=os.path.join(common.BUILD, "onnx-node-cases"))
     parser.add_argument("--repeat", type=int, default=20)
@@ -133,12 +231,14 @@ def main():
     if args.models is not None and not args.models:
         args.models = list(SIZES)
     if args.worker:
-        return models_worker(args)
-    if not args.conformance and args.models is None:
-        parser.error("choose --conformance, --models or both")
+        return control_flow_worker(args) if args.control_flow else models_worker(args)
+    if not args.conformance and args.models is None and not args.control_flow:
+        parser.error("choose --conformance, --models, --control-flow or several")
     failed = conformance(args) if args.conformance else 0
     if args.models is not None:
         failed |= common.run_workers(__file__, [2], ["--models", *args.models, "--repeat", str(args.repeat)])
+    if args.control_flow:
+        failed |= common.run_workers(__file__, [2], ["--control-flow", "--repeat", str(args.repeat)])
     return failed
 
 

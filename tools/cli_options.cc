@@ -6,6 +6,7 @@
 #include "autotune/database.h"
 #include "driver/evaluate.h"
 #include "frontend/onnx/importer.h"
+#include "frontend/onnx/program.h"
 #include "runtime/error.h"
 #include "runtime/npy.h"
 
@@ -73,7 +74,8 @@ std::map<std::string, std::vector<std::vector<int64_t>>> shapes_by_input(const M
   return shapes;
 }
 
-relay_ir::Module import_at(const ModelOptions& o, const std::map<std::string, std::vector<int64_t>>& shapes) {
+frontend::onnx::ImportOptions import_options(const ModelOptions& o,
+                                             const std::map<std::string, std::vector<int64_t>>& shapes) {
   frontend::onnx::ImportOptions options;
   options.shapes = shapes;
   for (const auto& b : o.binds) {
@@ -81,10 +83,27 @@ relay_ir::Module import_at(const ModelOptions& o, const std::map<std::string, st
     options.bind[name] = runtime::load_npy(file);
   }
   options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
-  return frontend::onnx::import_model(o.model, options);
+  return options;
+}
+
+relay_ir::Module import_at(const ModelOptions& o, const std::map<std::string, std::vector<int64_t>>& shapes) {
+  return frontend::onnx::import_model(o.model, import_options(o, shapes));
 }
 
 }  // namespace
+
+std::shared_ptr<const relay_ir::Program> load_program(const ModelOptions& o) {
+  return frontend::onnx::import_program(o.model, import_options(o, {}));
+}
+
+driver::BuildOptions build_options(const ModelOptions& o, bool jit) {
+  driver::BuildOptions options;
+  options.opt_level = o.opt_level;
+  options.jit = jit;
+  options.db_path = db_path(o.db);
+  options.transfer = o.transfer;
+  return options;
+}
 
 relay_ir::Module load(const ModelOptions& o) {
   std::map<std::string, std::vector<int64_t>> shapes;

@@ -7,6 +7,7 @@
 
 #include "driver/build.h"
 #include "relay_ir/module.h"
+#include "relay_ir/program.h"
 
 namespace tessera::cli {
 
@@ -22,6 +23,11 @@ struct ModelOptions {
 void add_model_options(CLI::App* cmd, ModelOptions& o);
 // The ONNX model with its --shape and --bind applied (one --shape per input).
 relay_ir::Module load(const ModelOptions& o);
+// The ONNX model as a program when one static graph cannot express it (control flow decided at
+// run time, data-dependent shapes: frontend/onnx/program.h); null otherwise.
+std::shared_ptr<const relay_ir::Program> load_program(const ModelOptions& o);
+// The build options the model options give.
+driver::BuildOptions build_options(const ModelOptions& o, bool jit);
 // The model at each size given: an input with several --shape options takes each in turn, inputs
 // with one keep it (a model of symbolic sizes tuned at representative sizes). The sizes are
 // described as "x=1,128,256" for progress lines.

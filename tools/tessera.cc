@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "driver/build.h"
 #include "driver/evaluate.h"
 #include "driver/export.h"
+#include "driver/program_executor.h"
 #include "relay_ir/dot.h"
 #include "relay_ir/printer.h"
 #include "runtime/error.h"
@@ -36,12 +38,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 driver::BuildResult compile(const ModelOptions& o, double* seconds, bool jit = true) {
   auto start = std::chrono::steady_clock::now();
   relay_ir::Module m = load(o);
-  driver::BuildOptions options;
-  options.opt_level = o.opt_level;
-  options.jit = jit;
-  options.db_path = db_path(o.db);
-  options.transfer = o.transfer;
-  driver::BuildResult r = driver::build(m, targets::Target::parse(o.target), options);
+  driver::BuildResult r = driver::build(m, targets::Target::parse(o.target), build_options(o, jit));
   *seconds = seconds_since(start);
   return r;
 }
@@ -83,9 +80,55 @@ int cmd_compile(const ModelOptions& o, const std::string& output) {
   return 0;
 }
 
-// Runs an exported module (loaded by the runtime alone) or an ONNX model (compiled here).
-// `device` ("opencl:1"; empty: the module's default) applies to modules only: an ONNX model runs
-// where its -t puts it.
+// Runs `run` once, printing its outputs' types and writing them to `output_dir` (if given), then
+// `bench` more times, timed.
+int report_runs(const std::function<std::vector<runtime::NDArray>()>& run, const std::string& output_dir, int bench) {
+  const std::vector<runtime::NDArray> outputs = run();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::printf("output %zu: %s%s\n", i, outputs[i].dtype().str().c_str(), outputs[i].shape_str().c_str());
+    if (!output_dir.empty()) {
+      std::filesystem::create_directories(output_dir);
+      runtime::save_npy(output_dir + "/output" + std::to_string(i) + ".npy", outputs[i]);
+    }
+  }
+  if (bench > 0) {
+    std::vector<double> ms;
+    for (int i = 0; i < bench; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      run();
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("latency over %d runs: min %.3f ms, median %.3f ms, p90 %.3f ms\n", bench, ms.front(),
+                ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)]);
+  }
+  return 0;
+}
+
+// --input name=FILE.npy values by name; throws naming an input of `names` that is not given.
+std::vector<runtime::NDArray> read_inputs(const std::vector<std::string>& inputs,
+                                          const std::vector<std::string>& names) {
+  std::map<std::string, runtime::NDArray> given;
+  for (const auto& in : inputs) {
+    auto [name, file] = parse_assignment(in, "--input");
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      fail("the model has no input '", name, "' (its inputs are: ", list, ")");
+    }
+    given[name] = runtime::load_npy(file);
+  }
+  std::vector<runtime::NDArray> out;
+  for (const auto& name : names) {
+    if (!given.count(name)) fail("input '", name, "' is not given (--input ", name, "=FILE.npy)");
+    out.push_back(given[name]);
+  }
+  return out;
+}
+
+// Runs an exported module (loaded by the runtime alone) or an ONNX model (compiled here; one with
+// control flow or data-dependent shapes as a program). `device` ("opencl:1"; empty: the module's
+// default) applies to modules only: an ONNX model runs where its -t puts it.
 int cmd_run(const ModelOptions& o, const std::string& device, const std::vector<std::string>& inputs,
             const std::string& output_dir, int bench) {
   std::shared_ptr<runtime::GraphExecutor> executor;
@@ -101,40 +144,28 @@ int cmd_run(const ModelOptions& o, const std::string& device, const std::vector<
     executor = m.executor;
   } else {
     if (!device.empty()) fail("--device applies to modules; for an ONNX model give the target with -t");
+    if (auto program = load_program(o)) {
+      auto ex = std::make_shared<driver::ProgramExecutor>(program, targets::Target::parse(o.target),
+                                                          build_options(o, /*jit=*/true));
+      const std::vector<runtime::NDArray> values = read_inputs(inputs, program->inputs);
+      return report_runs([&] { return ex->run(values); }, output_dir, bench);
+    }
     double seconds = 0;
     executor = compile(o, &seconds).executor;
   }
   auto& ex = *executor;
-  std::vector<bool> given(ex.num_inputs(), false);
-  for (const auto& in : inputs) {
-    auto [name, file] = parse_assignment(in, "--input");
-    size_t i = ex.input_index(name);
-    ex.set_input(i, runtime::load_npy(file));
-    given[i] = true;
-  }
-  for (size_t i = 0; i < given.size(); ++i)
-    if (!given[i])
-      fail("input '", ex.input_info(i).name, "' is not given (--input ", ex.input_info(i).name, "=FILE.npy)");
-  ex.run();
-  for (size_t i = 0; i < ex.num_outputs(); ++i) {
-    std::printf("output %zu: %s%s\n", i, ex.output(i).dtype().str().c_str(), ex.output(i).shape_str().c_str());
-    if (!output_dir.empty()) {
-      std::filesystem::create_directories(output_dir);
-      runtime::save_npy(output_dir + "/output" + std::to_string(i) + ".npy", ex.output(i));
-    }
-  }
-  if (bench > 0) {
-    std::vector<double> ms;
-    for (int i = 0; i < bench; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      ex.run();
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    std::printf("latency over %d runs: min %.3f ms, median %.3f ms, p90 %.3f ms\n", bench, ms.front(),
-                ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)]);
-  }
-  return 0;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < ex.num_inputs(); ++i) names.push_back(ex.input_info(i).name);
+  const std::vector<runtime::NDArray> values = read_inputs(inputs, names);
+  for (size_t i = 0; i < values.size(); ++i) ex.set_input(i, values[i]);
+  return report_runs(
+      [&] {
+        ex.run();
+        std::vector<runtime::NDArray> out;
+        for (size_t i = 0; i < ex.num_outputs(); ++i) out.push_back(ex.output(i));
+        return out;
+      },
+      output_dir, bench);
 }
 
 // Each kernel's source for the target (for opencl and cuda, with the default GPU schedules or the

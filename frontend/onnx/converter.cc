@@ -142,6 +142,8 @@ void ConverterTable::unsupported(const std::string& op_type, const std::string& 
   entries_[op_type] = {nullptr, reason};
 }
 
+void ConverterTable::program_step(const std::string& op_type) { entries_[op_type] = {nullptr, "", true}; }
+
 const ConverterTable::Entry* ConverterTable::find(const std::string& domain, const std::string& op_type) const {
   if (!domain.empty() && domain != "ai.onnx" && domain != "ai.onnx.ml") return nullptr;
   auto it = entries_.find(domain == "ai.onnx.ml" ? domain + "." + op_type : op_type);
@@ -160,7 +162,7 @@ const ConverterTable& ConverterTable::global() {
 std::vector<std::string> supported_operators() {
   std::vector<std::string> out;
   for (const auto& [name, e] : ConverterTable::global().entries())
-    if (e.convert) out.push_back(name);
+    if (e.convert || e.program_step) out.push_back(name);
   return out;
 }
 

@@ -71,11 +71,14 @@ class ConverterTable {
  public:
   struct Entry {
     Converter convert;
-    std::string unsupported;  // non-empty: the reason the op is not supported
+    std::string unsupported;    // non-empty: the reason the op is not supported
+    bool program_step = false;  // control flow or a data-dependent shape: a step of a program
   };
   void add(const std::string& op_type, Converter c);
-  // Known but deliberately unsupported (data-dependent shapes, control flow, ...).
+  // Known but deliberately unsupported (sequences, random numbers, ...).
   void unsupported(const std::string& op_type, const std::string& reason);
+  // Run by the program executor between compiled stages (frontend/onnx/program.h).
+  void program_step(const std::string& op_type);
   const Entry* find(const std::string& domain, const std::string& op_type) const;
   const std::map<std::string, Entry>& entries() const { return entries_; }
 

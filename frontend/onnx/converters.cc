@@ -9,11 +9,10 @@ void register_all_converters(ConverterTable& t) {
   register_transform_converters(t);
   register_extra_converters(t);
   register_ml_converters(t);
-  // Data-dependent output shapes cannot be compiled for static shapes.
-  for (const char* op : {"NonZero", "Unique", "Compress", "NonMaxSuppression"})
-    t.unsupported(op, "its output shape depends on the input values; Tessera compiles for static shapes");
-  // (If whose condition is known at compile time is the importer's own.)
-  for (const char* op : {"Loop", "Scan"}) t.unsupported(op, "control flow (subgraphs) is not supported");
+  // Control flow and output sizes that depend on the data (an If whose condition is known at
+  // compile time is the importer's own).
+  for (const char* op : {"If", "Loop", "Scan", "NonZero", "Unique", "Compress", "NonMaxSuppression"})
+    t.program_step(op);
   for (const char* op :
        {"SequenceConstruct", "SequenceAt", "SequenceEmpty", "SequenceInsert", "SequenceErase", "SequenceLength",
         "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalHasElement", "OptionalGetElement"})

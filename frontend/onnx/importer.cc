@@ -1,8 +1,6 @@
 #include "frontend/onnx/importer.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -10,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "frontend/onnx/converter.h"
+#include "frontend/onnx/model_proto.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "relay_ir/functor.h"
 #include "relay_ir/transforms/infer_type.h"
@@ -39,6 +38,11 @@ class Importer {
 
   relay_ir::Module run() {
     check_model();
+    if (program_)
+      fail("the model has control flow decided at run time or outputs whose size depends on the data (",
+           program_steps(graph_),
+           "): it runs as a program of compiled stages (tessera.onnx.load and tessera.build "
+           "in Python), not as one static graph");
     for (const auto& init : graph_.initializer())
       values_[init.name()] = relay_ir::constant(tensor_from_proto(init, base_dir_));
     read_inputs();
@@ -65,6 +69,7 @@ class Importer {
   void check_model() {
     read_opset();
     check_nodes();
+    program_ = needs_program(model_, options_);
     check_operators(graph_);
   }
 
@@ -104,21 +109,11 @@ class Importer {
 
   static bool is_if(const ::onnx::NodeProto& node) { return node.op_type() == "If" && node.domain().empty(); }
 
-  // One error for every unsupported operator of `graph`, before anything is converted (an If's
-  // branches are checked when one is chosen).
+  // One error for every unsupported operator of `graph`, before anything is converted: of a
+  // program, in every subgraph; of a static graph, an If's branches when one is chosen.
   void check_operators(const ::onnx::GraphProto& graph) {
     std::map<std::string, std::vector<std::string>> unsupported;  // "Op (opset N): reason" -> nodes
-    for (const auto& node : graph.node()) {
-      if (is_if(node)) continue;
-      const auto* entry = ConverterTable::global().find(node.domain(), node.op_type());
-      if (entry && entry->convert) continue;
-      std::string domain = node.domain().empty() ? "" : node.domain() + ".";
-      std::string key = domain + node.op_type() + " (opset " + std::to_string(opset_of(node.domain())) + ")";
-      if (entry) key += ": " + entry->unsupported;
-      else if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != "ai.onnx.ml")
-        key += ": operators of domain " + node.domain() + " are not supported";
-      unsupported[key].push_back(node.name().empty() ? node.output(0) : node.name());
-    }
+    collect_unsupported(graph, unsupported);
     if (unsupported.empty()) return;
     std::string msg = "the ONNX model uses " + std::to_string(unsupported.size()) + " unsupported operator(s):";
     for (const auto& [op, nodes] : unsupported) {
@@ -127,6 +122,27 @@ class Importer {
       if (nodes.size() > 5) msg += " and " + std::to_string(nodes.size() - 5) + " more";
     }
     fail(msg);
+  }
+
+  void collect_unsupported(const ::onnx::GraphProto& graph, std::map<std::string, std::vector<std::string>>& out) {
+    for (const auto& node : graph.node()) {
+      const auto* entry = ConverterTable::global().find(node.domain(), node.op_type());
+      if (entry && entry->program_step) {  // of a static graph, only an If of a known condition
+        for (const auto& a : node.attribute()) {
+          if (!program_) break;
+          if (a.has_g()) collect_unsupported(a.g(), out);
+          for (const auto& g : a.graphs()) collect_unsupported(g, out);
+        }
+        continue;
+      }
+      if (entry && entry->convert) continue;
+      std::string domain = node.domain().empty() ? "" : node.domain() + ".";
+      std::string key = domain + node.op_type() + " (opset " + std::to_string(opset_of(node.domain())) + ")";
+      if (entry) key += ": " + entry->unsupported;
+      else if (!node.domain().empty() && node.domain() != "ai.onnx" && node.domain() != "ai.onnx.ml")
+        key += ": operators of domain " + node.domain() + " are not supported";
+      out[key].push_back(node.name().empty() ? node.output(0) : node.name());
+    }
   }
 
   // The inputs to give at run time, as declared (bound ones and initializers aside): a dimension
@@ -196,14 +212,13 @@ class Importer {
     }
   }
 
-  // If (ONNX 1 and later) whose condition is known when the model is compiled, from constants or
-  // bound inputs: the chosen branch's nodes are converted in its place (they may read any value
-  // of the enclosing graphs). A condition only known at run time needs control flow in the
-  // compiled graph, which Tessera does not have yet: that is an error naming what to bind.
+  // If (ONNX 1 and later) whose condition is known when the model is compiled, from constants,
+  // shapes or bound inputs: the chosen branch's nodes are converted in its place (they may read
+  // any value of the enclosing graphs). A condition that depends on the data makes the model a
+  // program (frontend/onnx/program.h), which chooses the branch at run time.
   void convert_if(const ::onnx::NodeProto& node) {
     ConvertContext ctx(node, opset_, {values_.at(node.input(0))}, {node.input(0)}, base_dir_);
-    const runtime::NDArray cond =
-        ctx.constant_input(0, "the condition (branches chosen at run time are not supported)");
+    const runtime::NDArray cond = ctx.constant_input(0, "the condition");
     if (cond.numel() != 1) ctx.error("the condition must hold one value, got shape " + cond.shape_str());
     const char* chosen = runtime::element_as_double(cond, 0) != 0 ? "then_branch" : "else_branch";
     const ::onnx::GraphProto* branch = nullptr;
@@ -319,9 +334,12 @@ class Importer {
   std::string base_dir_;
   const ImportOptions& options_;
   int opset_ = 0;
+  bool program_ = false;  // needs_program: imported as a program's stages, not as one graph
   std::unordered_map<std::string, Expr> values_;
   std::vector<relay_ir::Var> params_;
 };
+
+}  // namespace
 
 ::onnx::ModelProto parse_model(const std::string& bytes) {
   ::onnx::ModelProto model;
@@ -330,37 +348,25 @@ class Importer {
   return model;
 }
 
-// `f(bytes, base_dir)` on the file at `path`, its errors prefixed with the path.
-template <typename F>
-auto with_model_file(const std::string& path, F f) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open ONNX model '", path, "'");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  try {
-    return f(bytes, dir.empty() ? "." : dir);
-  } catch (const BindingRequired&) {
-    throw;
-  } catch (const Error& e) {
-    fail(path, ": ", e.what());
-  }
+relay_ir::Module import_model_proto(const ::onnx::ModelProto& model, const std::string& base_dir,
+                                    const ImportOptions& options) {
+  return Importer(model, base_dir, options).run();
 }
-
-}  // namespace
 
 relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir,
                                     const ImportOptions& options) {
-  return Importer(parse_model(bytes), base_dir, options).run();
+  return import_model_proto(parse_model(bytes), base_dir, options);
 }
 
 relay_ir::Module import_model(const std::string& path, const ImportOptions& options) {
-  return with_model_file(
-      path, [&](const std::string& bytes, const std::string& dir) { return import_model_bytes(bytes, dir, options); });
+  return with_model_file(path, [&](const ::onnx::ModelProto& model, const std::string& dir) {
+    return import_model_proto(model, dir, options);
+  });
 }
 
 std::vector<runtime::BufferSpec> model_inputs(const std::string& path, const ImportOptions& options) {
-  return with_model_file(path, [&](const std::string& bytes, const std::string& dir) {
-    return Importer(parse_model(bytes), dir, options).inputs();
+  return with_model_file(path, [&](const ::onnx::ModelProto& model, const std::string& dir) {
+    return Importer(model, dir, options).inputs();
   });
 }
 

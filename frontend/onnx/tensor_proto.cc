@@ -89,6 +89,13 @@ DataType dtype_from_onnx(int t, const std::string& what) {
   }
 }
 
+int onnx_type_of(DataType dtype) {
+  for (int code = TP::FLOAT; code <= kInt2; ++code)
+    if (code != TP::STRING && code != TP::COMPLEX64 && code != TP::COMPLEX128 && dtype_from_onnx(code, "") == dtype)
+      return code;
+  fail("the data type ", dtype.str(), " has no ONNX type");
+}
+
 namespace {
 
 // Reads [offset, offset + length) of an external data file that must lie inside base_dir.

@@ -13,6 +13,9 @@ namespace tessera::frontend::onnx {
 // complex numbers, bfloat16 and unknown codes.
 runtime::DataType dtype_from_onnx(int onnx_type, const std::string& what);
 
+// The ONNX TensorProto_DataType of a Tessera dtype; throws for one ONNX has not.
+int onnx_type_of(runtime::DataType dtype);
+
 runtime::NDArray tensor_from_proto(const ::onnx::TensorProto& t, const std::string& base_dir);
 
 }  // namespace tessera::frontend::onnx

@@ -10,6 +10,7 @@
 #include "driver/evaluate.h"
 #include "driver/shape_specialized_build.h"
 #include "frontend/onnx/importer.h"
+#include "frontend/onnx/program.h"
 #include "python/src/bindings.h"
 #include "python/src/library.h"
 #include "runtime/error.h"
@@ -18,14 +19,20 @@ namespace tessera::python {
 
 namespace {
 
-// An ONNX model with its import options, whose inputs have symbolic dimensions.
+// An ONNX model with its import options, whose inputs have symbolic dimensions, or which needs a
+// program (control flow decided at run time, data-dependent shapes).
 struct DynamicModule {
   std::string path;
   frontend::onnx::ImportOptions options;
   std::vector<runtime::BufferSpec> inputs;
+  std::shared_ptr<const relay_ir::Program> program;  // null: one static graph at each size
 
   // The module at concrete shapes (input name -> shape).
   relay_ir::Module at(const std::map<std::string, std::vector<int64_t>>& shapes) const {
+    if (program)
+      fail(
+          "specialize: the model has control flow or data-dependent shapes, so no one graph computes it; "
+          "tessera.build(module) runs it as a program");
     frontend::onnx::ImportOptions o = options;
     for (const auto& [name, shape] : shapes) o.shapes[name] = shape;
     return frontend::onnx::import_model(path, o);
@@ -48,6 +55,12 @@ std::vector<std::string> names_of(const std::vector<runtime::BufferSpec>& inputs
   std::vector<std::string> names;
   for (const runtime::BufferSpec& in : inputs) names.push_back(in.name);
   return names;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
 }
 
 class DynamicLibrary {
@@ -83,36 +96,16 @@ class DynamicLibrary {
       if (inputs[i].name == name) return i;
     fail("the model has no input '", name, "' (its inputs are: ", join(names_of(inputs)), ")");
   }
-  static std::string join(const std::vector<std::string>& names) {
-    std::string s;
-    for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-    return s;
-  }
 
   // The shapes of run()'s inputs (a list in order or a dict by name), in input order; Library::run
   // then checks the rest (dtype, device) against the build for these shapes.
   std::vector<std::vector<int64_t>> shapes_of(const py::object& inputs) const {
-    const size_t n = build_->inputs().size();
-    std::vector<py::object> given(n);
-    if (py::isinstance<py::dict>(inputs)) {
-      for (auto item : py::reinterpret_borrow<py::dict>(inputs))
-        given[input_index(py::str(item.first))] = py::reinterpret_borrow<py::object>(item.second);
-    } else if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
-      auto list = py::reinterpret_borrow<py::sequence>(inputs);
-      if (list.size() != n)
-        fail("the model takes ", n, " inputs, got ", list.size(),
-             " (its inputs are: ", join(names_of(build_->inputs())), ")");
-      for (size_t i = 0; i < n; ++i) given[i] = list[i];
-    } else {
-      throw py::type_error(std::string("run: expected a list of inputs or a dict {name: input}, got ") +
-                           Py_TYPE(inputs.ptr())->tp_name);
-    }
+    const std::vector<py::object> given = ordered_inputs(inputs, build_->inputs());
     std::vector<std::vector<int64_t>> shapes;
-    for (size_t i = 0; i < n; ++i) {
-      const std::string what = "input '" + build_->inputs()[i].name + "' (#" + std::to_string(i) + ")";
-      if (!given[i]) fail(what, " is not given (the model's inputs are: ", join(names_of(build_->inputs())), ")");
+    for (size_t i = 0; i < given.size(); ++i) {
       if (!py::hasattr(given[i], "shape"))
-        throw py::type_error(what + ": expected an array, got " + std::string(py::str(py::type::handle_of(given[i]))));
+        throw py::type_error("input '" + build_->inputs()[i].name + "' (#" + std::to_string(i) +
+                             "): expected an array, got " + std::string(py::str(py::type::handle_of(given[i]))));
       shapes.push_back(given[i].attr("shape").cast<std::vector<int64_t>>());
     }
     return shapes;
@@ -134,6 +127,32 @@ class DynamicLibrary {
 };
 
 }  // namespace
+
+std::vector<py::object> ordered_inputs(const py::object& inputs, const std::vector<runtime::BufferSpec>& specs) {
+  const size_t n = specs.size();
+  auto index_of = [&](const std::string& name) {
+    for (size_t i = 0; i < n; ++i)
+      if (specs[i].name == name) return i;
+    fail("the model has no input '", name, "' (its inputs are: ", join(names_of(specs)), ")");
+  };
+  std::vector<py::object> given(n);
+  if (py::isinstance<py::dict>(inputs)) {
+    for (auto item : py::reinterpret_borrow<py::dict>(inputs))
+      given[index_of(py::str(item.first))] = py::reinterpret_borrow<py::object>(item.second);
+  } else if (py::isinstance<py::list>(inputs) || py::isinstance<py::tuple>(inputs)) {
+    auto list = py::reinterpret_borrow<py::sequence>(inputs);
+    if (list.size() != n)
+      fail("the model takes ", n, " inputs, got ", list.size(), " (its inputs are: ", join(names_of(specs)), ")");
+    for (size_t i = 0; i < n; ++i) given[i] = list[i];
+  } else {
+    throw py::type_error(std::string("run: expected a list of inputs or a dict {name: input}, got ") +
+                         Py_TYPE(inputs.ptr())->tp_name);
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!given[i])
+      fail("input '", specs[i].name, "' (#", i, ") is not given (the model's inputs are: ", join(names_of(specs)), ")");
+  return given;
+}
 
 py::object dimension_object(const runtime::ShapeExpr& dim) {
   return dim.is_constant() ? py::object(py::int_(dim.constant())) : py::object(py::str(dim.str()));
@@ -215,15 +234,23 @@ void bind_dynamic(py::module_& m) {
         }
         options.evaluate = [](const relay_ir::Expr& e) { return driver::evaluate(e); };
         std::vector<runtime::BufferSpec> inputs;
+        std::shared_ptr<const relay_ir::Program> program;
         std::optional<relay_ir::Module> module;
         {
           py::gil_scoped_release release;
           inputs = frontend::onnx::model_inputs(path, options);
-          if (std::all_of(inputs.begin(), inputs.end(), [](const auto& in) { return runtime::is_static(in.shape); }))
-            module = frontend::onnx::import_model(path, options);
+          program = frontend::onnx::import_program(path, options);
+          if (!program &&
+              std::all_of(inputs.begin(), inputs.end(), [](const auto& in) { return runtime::is_static(in.shape); })) {
+            try {
+              module = frontend::onnx::import_model(path, options);
+            } catch (const frontend::onnx::BindingRequired&) {
+              program = frontend::onnx::import_program(path, options, true);  // specialized on their values
+            }
+          }
         }
         if (module) return py::cast(std::move(*module));
-        return py::cast(DynamicModule{path, std::move(options), std::move(inputs)});
+        return py::cast(DynamicModule{path, std::move(options), std::move(inputs), std::move(program)});
       },
       py::arg("path"), py::arg("shapes") = std::map<std::string, std::vector<int64_t>>{}, py::arg("bind") = py::dict(),
       py::arg("trainable") = std::vector<std::string>{},
@@ -231,14 +258,15 @@ void bind_dynamic(py::module_& m) {
       "dimensions.");
   m.def(
       "build_module",
-      [](const DynamicModule& mod, const std::string& target, const driver::BuildOptions& options) {
+      [](const DynamicModule& mod, const std::string& target, const driver::BuildOptions& options) -> py::object {
+        if (mod.program) return program_library(mod.program, mod.inputs, target, options);
         auto specialize = [mod](const std::map<std::string, std::vector<int64_t>>& shapes) { return mod.at(shapes); };
-        return DynamicLibrary(std::make_shared<driver::ShapeSpecializedBuild>(mod.inputs, specialize,
-                                                                              targets::Target::parse(target), options));
+        return py::cast(DynamicLibrary(std::make_shared<driver::ShapeSpecializedBuild>(
+            mod.inputs, specialize, targets::Target::parse(target), options)));
       },
       py::arg("module"), py::arg("target"), py::arg("options"),
-      "A DynamicLibrary of a model with symbolic input dimensions (backs tessera.build); it builds on first run "
-      "at each size.");
+      "A DynamicLibrary of a model with symbolic input dimensions (backs tessera.build), which builds on first run "
+      "at each size; a ProgramLibrary of a model with control flow or data-dependent shapes.");
 }
 
 }  // namespace tessera::python

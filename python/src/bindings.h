@@ -3,7 +3,10 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "driver/build.h"
+#include "relay_ir/program.h"
 #include "runtime/dlpack.h"
+#include "runtime/kernel.h"
 #include "runtime/shape_expr.h"
 #include "tensor_ir/tensor.h"
 
@@ -22,6 +25,7 @@ void bind_schedule(py::module_& m);
 void bind_build(py::module_& m);
 void bind_graph(py::module_& m);
 void bind_dynamic(py::module_& m);  // after bind_graph, whose Library and build_module it extends
+void bind_program(py::module_& m);
 void bind_relay(py::module_& m);
 
 // A Python value as an expression: Expr, IterVar, bool, int (int64) or float (float64); the
@@ -59,6 +63,14 @@ BorrowedTensor borrow_dlpack(const py::handle& obj, const std::string& what);
 // Throws "WHAT: expected shape (2, 3) float32, got (2, 4) float32" unless shape and dtype agree.
 void check_array(const std::string& what, const std::vector<int64_t>& shape, runtime::DataType dtype,
                  const std::vector<int64_t>& got_shape, const std::string& got_dtype);
+
+// run()'s inputs (a list in order or a dict by name) in the order of `specs`; throws naming an
+// input that is missing or unknown.
+std::vector<py::object> ordered_inputs(const py::object& inputs, const std::vector<runtime::BufferSpec>& specs);
+
+// A ProgramLibrary (bind_program.cc) running `program` for `target`.
+py::object program_library(std::shared_ptr<const relay_ir::Program> program, std::vector<runtime::BufferSpec> inputs,
+                           const std::string& target, const driver::BuildOptions& options);
 
 // A dimension as Python shows it: its number, or a symbolic one's expression as a str ("N").
 py::object dimension_object(const runtime::ShapeExpr& dim);

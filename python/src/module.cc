@@ -55,6 +55,7 @@ PYBIND11_MODULE(_tessera, m) {
   tessera::python::bind_options(m);
   tessera::python::bind_graph(m);
   tessera::python::bind_dynamic(m);
+  tessera::python::bind_program(m);
   tessera::python::bind_relay(m);
   tessera::python::bind_autotune(m);
 }

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 
 from . import _tessera as _t
-from ._tessera import Error, num_threads, empty, Device, Module, Library, DynamicModule, DynamicLibrary, BuildOptions
+from ._tessera import Error, num_threads, empty, Device, Module, Library, DynamicModule, DynamicLibrary, ProgramLibrary, BuildOptions
 
 __all__ = ["Error", "num_threads", "empty", "device", "Device", "nd", "te", "onnx", "relay", "train", "autotune", "build",
-           "load", "Module", "Library", "DynamicModule", "DynamicLibrary", "BuildOptions"]
+           "load", "Module", "Library", "DynamicModule", "DynamicLibrary", "ProgramLibrary", "BuildOptions"]
 __version__ = "0.1.0"
 
 _BUILD_DEFAULTS = BuildOptions()  # the C++ driver's defaults, the one place they are written
@@ -26,7 +26,7 @@ def device(kind: str, id: int = 0) -> Device:
 
 def build(mod: Module | DynamicModule, target: str = "llvm", db: os.PathLike | str | bool | None = None,
           opt_level: int = _BUILD_DEFAULTS.opt_level, jit: bool = _BUILD_DEFAULTS.jit,
-          transfer: bool = _BUILD_DEFAULTS.transfer) -> Library | DynamicLibrary:
+          transfer: bool = _BUILD_DEFAULTS.transfer) -> Library | DynamicLibrary | ProgramLibrary:
     """Compiles a graph module (tessera.onnx.load, tessera.relay) for `target`; the result runs
     with lib.run([inputs]) or lib.run({name: input}) and lib.export("model.so") writes it as one
     shared library. Kernels take the best schedule recorded in the tuning database `db` (a path;
@@ -42,7 +42,9 @@ def build(mod: Module | DynamicModule, target: str = "llvm", db: os.PathLike | s
     output's scale); 0 computes the graph as written. Raises tessera.Error for an invalid target or
     option, or a graph that cannot be compiled. The options are those of tessera.BuildOptions.
     A DynamicModule (a model with symbolic input dimensions) gives a DynamicLibrary, which builds
-    the model with these options for each new size it is run at."""
+    the model with these options for each new size it is run at; a DynamicModule of a model with
+    control flow decided at run time or data-dependent shapes gives a ProgramLibrary, which builds
+    the static parts between those nodes at the shapes it meets."""
     path = "" if db is False else str(db) if db is not None else _t.default_db_path()
     options = BuildOptions(opt_level=opt_level, db=path, jit=jit, transfer=transfer)
     return _t.build_module(mod, target, options)

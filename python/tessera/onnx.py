@@ -1,8 +1,9 @@
 """ONNX import: tessera.onnx.load("model.onnx", shapes={"x": (1, 3, 224, 224)}, bind={...}).
 
-Tessera compiles for static shapes: `shapes` fixes symbolic input dimensions, and `bind` turns
-inputs that set shapes or indices (Reshape's shape, Slice's starts, ...) into constants. When an
-input must be bound, load raises BindingRequired whose `inputs` names them."""
+`shapes` fixes symbolic input dimensions, and `bind` turns inputs that set shapes or indices
+(Reshape's shape, Slice's starts, ...) into constants: both give one static graph, the fastest
+code. Without them such a model still loads, as a DynamicModule built at the sizes and values it
+is run with; so does a model with control flow or data-dependent shapes."""
 from __future__ import annotations
 
 import os
@@ -24,11 +25,15 @@ def load(path: os.PathLike | str, shapes: Mapping[str, Sequence[int]] | None = N
     `shapes` gives input name -> full shape, fixing symbolic dimensions (others come from the
     file). A model whose inputs keep symbolic dimensions (a dynamic batch or sequence length)
     gives a tessera.DynamicModule: tessera.build() of it runs at any size, building the model
-    for each new one on its first run. `bind` gives input name -> value for inputs that must be constants (shapes, indices).
+    for each new one on its first run. A model with control flow decided at run time (If on the
+    data, Loop, Scan), outputs whose size depends on the data (NonZero, Unique, Compress,
+    NonMaxSuppression) or inputs that set shapes or counts gives a DynamicModule too, which
+    tessera.build() makes a ProgramLibrary. `bind` gives input name -> value for inputs to import
+    as constants (shapes, indices).
     `trainable` names initializers (weights) to import as inputs instead of constants, after
     the model's own inputs, so they can be differentiated and trained (fine-tuning); their
-    values come from initializer_values(). Raises BindingRequired when an input must be bound,
-    tessera.Error for a malformed file, an unsupported operator or inconsistent shapes."""
+    values come from initializer_values(). Raises tessera.Error for a malformed file, unsupported
+    operators (all of them named, in every subgraph) or inconsistent shapes."""
     shapes = {k: [int(d) for d in v] for k, v in (shapes or {}).items()}
     bind = {k: np.ascontiguousarray(v) for k, v in (bind or {}).items()}
     return _t.onnx_load(str(path), shapes, bind, list(trainable or []))

@@ -146,3 +146,29 @@ def test_inspect_writes_each_kernels_source(model, tmp_path):
     tessera("inspect", model, "--shape", "x=3,8", "-t", "cuda -arch=sm_80", "--source", tmp_path / "cu")
     assert {f.suffix for f in (tmp_path / "cu").iterdir()} == {".cu", ".ptx", ".txt"}
     assert "threadIdx.x" in next((tmp_path / "cu").glob("*.cu")).read_text()
+
+
+def test_run_takes_a_model_with_control_flow_as_a_program(tmp_path):
+    """y = If(sum(x) > 0, x * 2, -x): the branch is chosen on the data at every run."""
+    then_g = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    g = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0), helper.make_node("Greater", ["s", "zero"], ["c"]),
+         helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])],
+        [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0]), helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])])
+    path = tmp_path / "if.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    for x in [np.array([1, -0.5, 2], "float32"), np.array([-1, -2], "float32")]:
+        np.save(tmp_path / "x.npy", x)
+        out = tessera("run", path, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out",
+                      "--bench", 3).stdout
+        assert f"output 0: float32({len(x)},)" in out and "latency over 3 runs" in out
+        np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0.npy"), x * 2 if x.sum() > 0 else -x)
+    proc = tessera("compile", path, ok=False)
+    assert "it runs as a program of compiled stages" in proc.stderr and "If (node 'y')" in proc.stderr
+    proc = tessera("run", path, "--input", f"y={tmp_path / 'x.npy'}", ok=False)
+    assert "the model has no input 'y' (its inputs are: x)" in proc.stderr

@@ -1,0 +1,61 @@
+// Runs a relay_ir::Program (relay_ir/program.h): the executor of models with control flow and
+// data-dependent shapes. Each stage is built with build() the first time it meets a signature
+// (its inputs' shapes and dtypes, and the values of the inputs its graph needs as constants) and
+// reused after that, so a loop whose state keeps its shape compiles its body once. Branches,
+// loops and the data-dependent operators (runtime/data_dependent_ops.h) run here, on the host,
+// between stages; values cross between stages as host arrays.
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "driver/build.h"
+#include "relay_ir/program.h"
+
+namespace tessera::driver {
+
+class ProgramExecutor {
+ public:
+  ProgramExecutor(std::shared_ptr<const relay_ir::Program> program, targets::Target target, BuildOptions options);
+
+  // Runs the program on `inputs` (in the program's input order); the outputs are new host arrays.
+  // Throws naming the step (and the stage's input shapes) that fails. One run at a time.
+  std::vector<runtime::NDArray> run(const std::vector<runtime::NDArray>& inputs);
+
+  const relay_ir::Program& program() const { return *program_; }
+  const targets::Target& target() const { return target_; }
+
+  // What has been built so far: per stage (by origin), the signatures it was built for.
+  std::vector<std::pair<std::string, std::vector<std::string>>> builds() const;
+
+ private:
+  struct Frame;
+  struct StageBuild {
+    std::shared_ptr<const BuildResult> result;
+    std::string signature;  // for builds(): "float32[2, 3], int64[] = 4"
+  };
+  struct StageCache {
+    std::vector<bool> bound;                   // the inputs its graph needed as constants (grows, never shrinks)
+    std::map<std::string, StageBuild> builds;  // by key(): shapes, dtypes, bound values
+  };
+
+  std::vector<runtime::NDArray> run_program(const relay_ir::Program& p, const std::vector<runtime::NDArray>& inputs,
+                                            const Frame* outer);
+  void run_step(const relay_ir::ProgramStep& step, Frame& frame);
+  std::vector<runtime::NDArray> run_stage(const relay_ir::ProgramStep& step, const std::vector<runtime::NDArray>& in);
+  std::vector<runtime::NDArray> run_builtin(const relay_ir::ProgramStep& step, const std::vector<runtime::NDArray>& in);
+  std::vector<runtime::NDArray> run_loop(const relay_ir::ProgramStep& step, const std::vector<runtime::NDArray>& in,
+                                         const Frame& frame);
+  std::vector<runtime::NDArray> run_scan(const relay_ir::ProgramStep& step, const std::vector<runtime::NDArray>& in,
+                                         const Frame& frame);
+
+  std::shared_ptr<const relay_ir::Program> program_;
+  targets::Target target_;
+  BuildOptions options_;
+  mutable std::mutex mutex_;
+  std::map<const relay_ir::ProgramStep*, StageCache> stages_;
+};
+
+}  // namespace tessera::driver

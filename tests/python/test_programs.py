@@ -1,0 +1,207 @@
+"""Models with control flow decided at run time and data-dependent shapes: If on the data, Loop,
+Scan, NonZero/Unique/Compress/NonMaxSuppression, inputs that set shapes, run as programs of
+compiled stages (frontend/onnx/program.h, driver/program_executor.h), against numpy."""
+import os
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def vi(name, shape, elem=F):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def save(tmp_path, nodes, inputs, outputs, initializers=(), opset=17, name="model.onnx"):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    path = os.path.join(str(tmp_path), name)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+    return path
+
+
+def const(name, value):
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def doubling_loop(tmp_path):
+    """y, sums = Loop(M, cond=True, y=x): y *= two (read from outside) while sum(y) < limit; each
+    iteration's sum(y) stacked."""
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["y_in", "two"], ["y_out"]),
+         helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
+         helper.make_node("Less", ["s", "limit"], ["go"])],
+        "body", [vi("i", [], I64), vi("c", [], B), vi("y_in", None)],
+        [vi("go", [], B), vi("y_out", None), vi("s", [], F)])
+    nodes = [helper.make_node("Loop", ["M", "true", "x"], ["y", "sums"], body=body, name="doubling")]
+    return save(tmp_path, nodes, [vi("x", ["N"]), vi("M", [], I64), vi("limit", [], F)],
+                [vi("y", ["N"]), vi("sums", [None], F)], [const("two", np.float32(2)), const("true", True)])
+
+
+def doubling_reference(x, m, limit):
+    y, sums = x, []
+    for _ in range(m):
+        y = y * 2
+        sums.append(y.sum(dtype=np.float32))
+        if not sums[-1] < limit:
+            break
+    return y, np.array(sums, np.float32)
+
+
+def test_loop_runs_until_its_condition_or_trip_count_and_stacks_scan_outputs(tmp_path):
+    lib = tessera.build(tessera.onnx.load(doubling_loop(tmp_path)))
+    assert isinstance(lib, tessera.ProgramLibrary)
+    for x, m, limit in [(np.array([1, 2, 3], np.float32), 10, 100), (np.array([1, 2, 3], np.float32), 2, 1e9),
+                        (np.array([0.5], np.float32), 10, 3), (np.arange(7, dtype=np.float32), 10, 1e3)]:
+        y, sums = lib.run([x, np.array(m, np.int64), np.array(limit, np.float32)])
+        want_y, want_sums = doubling_reference(x, m, limit)
+        np.testing.assert_array_equal(y, want_y)
+        np.testing.assert_array_equal(sums, want_sums)
+    # The body's stage (the program's only one) is built once per shape of its state, however many
+    # iterations run: for sizes 3, 1 and 7.
+    ((_, signatures),) = lib.builds
+    assert len(signatures) == 3, lib.builds
+
+
+def test_loop_of_no_iteration_gives_its_initial_states_and_empty_scan_outputs(tmp_path):
+    lib = tessera.build(tessera.onnx.load(doubling_loop(tmp_path)))
+    x = np.array([1, 2], np.float32)
+    y, sums = lib.run([x, np.array(0, np.int64), np.array(5, np.float32)])
+    np.testing.assert_array_equal(y, x)
+    assert sums.shape == (0,) and sums.dtype == np.float32
+
+
+def test_loop_state_that_changes_shape_every_iteration(tmp_path):
+    """acc = Concat(acc, [i]) for i < M: the state grows, so its stage builds for each size."""
+    body = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["i", "zero"], ["i1"]),
+         helper.make_node("Concat", ["acc_in", "i1"], ["acc_out"], axis=0),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "body", [vi("i", [], I64), vi("c", [], B), vi("acc_in", [None], I64)],
+        [vi("c_out", [], B), vi("acc_out", [None], I64)])
+    path = save(tmp_path, [helper.make_node("Loop", ["M", "", "start"], ["acc"], body=body, name="grow")],
+                [vi("M", [], I64), vi("start", [1], I64)], [vi("acc", [None], I64)],
+                [const("zero", np.array([0], np.int64))])
+    lib = tessera.build(tessera.onnx.load(path))
+    for m in [0, 1, 5]:
+        (acc,) = lib.run([np.array(m, np.int64), np.array([-1], np.int64)])
+        np.testing.assert_array_equal(acc, np.array([-1] + list(range(m)), np.int64))
+
+
+def test_loop_without_trip_count_or_condition_is_refused(tmp_path):
+    body = helper.make_graph([helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Neg", ["v"], ["v_out"])],
+                             "body", [vi("i", [], I64), vi("c", [], B), vi("v", [2])], [vi("c_out", [], B), vi("v_out", [2])])
+    path = save(tmp_path, [helper.make_node("Loop", ["", "", "x"], ["y"], body=body, name="forever")],
+                [vi("x", [2])], [vi("y", [2])])
+    with pytest.raises(tessera.Error, match=r"Loop \(node 'forever'\): has neither a trip count nor a condition"):
+        tessera.build(tessera.onnx.load(path)).run([np.zeros(2, np.float32)])
+
+
+def test_scan_with_reversed_inputs_and_outputs_along_other_axes(tmp_path, rng):
+    """Running sums: state += x[:, t] (scanned along axis 1, backwards), the states stacked along axis 1."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_t"])],
+        "body", [vi("s_in", [3]), vi("x_t", [3])], [vi("s_out", [3]), vi("y_t", [3])])
+    node = helper.make_node("Scan", ["s0", "x"], ["s", "y"], body=body, num_scan_inputs=1, scan_input_axes=[1],
+                            scan_input_directions=[1], scan_output_axes=[-1], scan_output_directions=[0], name="sums")
+    path = save(tmp_path, [node], [vi("s0", [3]), vi("x", [3, "T"])], [vi("s", [3]), vi("y", [3, "T"])], opset=11)
+    lib = tessera.build(tessera.onnx.load(path))
+    for t in [1, 4]:
+        s0, x = rng.standard_normal(3).astype(np.float32), rng.standard_normal((3, t)).astype(np.float32)
+        s, y = lib.run([s0, x])
+        want = s0[:, None] + np.cumsum(x[:, ::-1], axis=1)
+        np.testing.assert_allclose(y, want, rtol=1e-6)
+        np.testing.assert_allclose(s, want[:, -1], rtol=1e-6)
+
+
+def test_if_on_the_data_chooses_a_branch_per_run_and_reads_values_around_it(tmp_path):
+    """y = If(sum(x) > 0, then: x * scale (scale from outside), else: Abs(x)[::-1] of another shape's stage)."""
+    then_g = helper.make_graph([helper.make_node("Mul", ["x", "scale"], ["t"])], "then", [], [vi("t", None)])
+    else_g = helper.make_graph([helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["e"])], "else",
+                               [], [vi("e", None)])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["positive"]),
+             helper.make_node("Exp", ["x"], ["scale"]),
+             helper.make_node("If", ["positive"], ["y"], then_branch=then_g, else_branch=else_g, name="branch")]
+    path = save(tmp_path, nodes, [vi("x", ["N"])], [vi("y", ["N"])], [const("zero", np.float32(0))])
+    lib = tessera.build(tessera.onnx.load(path))
+    for x in [np.array([1, -0.5, 2], np.float32), np.array([-1, -2], np.float32), np.array([3], np.float32)]:
+        want = x * np.exp(x) if x.sum() > 0 else -np.abs(x)
+        np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-6)
+
+
+def test_nonzero_feeds_compiled_stages_at_every_count(tmp_path):
+    """The positive elements of x, doubled: NonZero -> Transpose -> GatherND -> Mul, as x[x > 0] * 2."""
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["mask"]),
+             helper.make_node("NonZero", ["mask"], ["idx"], name="where"),
+             helper.make_node("Transpose", ["idx"], ["idx_t"], perm=[1, 0]),
+             helper.make_node("GatherND", ["x", "idx_t"], ["vals"]),
+             helper.make_node("Mul", ["vals", "two"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", [3, 4])], [vi("y", [None])],
+                [const("zero", np.float32(0)), const("two", np.float32(2))])
+    lib = tessera.build(tessera.onnx.load(path))
+    rng = np.random.default_rng(1)
+    for x in [rng.standard_normal((3, 4)).astype(np.float32), np.full((3, 4), -1, np.float32),
+              np.ones((3, 4), np.float32)]:
+        np.testing.assert_array_equal(lib.run([x])[0], x[x > 0] * 2)
+
+
+def test_unique_compress_and_nms_as_steps(tmp_path):
+    nodes = [helper.make_node("Unique", ["v"], ["u", "idx", "inv", "cnt"], sorted=1),
+             helper.make_node("Compress", ["m", "keep"], ["rows"], axis=0),
+             helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou"], ["sel"])]
+    path = save(tmp_path, nodes,
+                [vi("v", [6], I64), vi("m", [3, 2]), vi("keep", [3], B), vi("boxes", [1, 3, 4]), vi("scores", [1, 1, 3])],
+                [vi("u", [None], I64), vi("idx", [None], I64), vi("inv", [None], I64), vi("cnt", [None], I64),
+                 vi("rows", [None, 2]), vi("sel", [None, 3], I64)],
+                [const("max_out", np.array([2], np.int64)), const("iou", np.array([0.5], np.float32))], opset=11)
+    lib = tessera.build(tessera.onnx.load(path))
+    v = np.array([3, 1, 3, 2 ** 60 + 1, 2 ** 60, 1], np.int64)
+    m = np.arange(6, dtype=np.float32).reshape(3, 2)
+    keep = np.array([True, False, True])
+    boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 5, 1, 6]]], np.float32)
+    scores = np.array([[[0.9, 0.8, 0.7]]], np.float32)
+    u, idx, inv, cnt, rows, sel = lib.run([v, m, keep, boxes, scores])
+    want = np.unique(v, return_index=True, return_inverse=True, return_counts=True)
+    for got, w in zip([u, idx, inv, cnt], want):
+        np.testing.assert_array_equal(got, w)
+    np.testing.assert_array_equal(rows, m[keep])
+    np.testing.assert_array_equal(sel, [[0, 0, 0], [0, 0, 2]])
+
+
+def test_an_input_that_sets_a_shape_is_taken_at_run_time(tmp_path):
+    """Reshape's shape from a graph input: built for each value met (its stage binds it)."""
+    path = save(tmp_path, [helper.make_node("Reshape", ["x", "shape"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
+                [vi("x", [2, 6]), vi("shape", [2], I64)], [vi("z", [None, None])])
+    lib = tessera.build(tessera.onnx.load(path))
+    x = np.arange(-6, 6, dtype=np.float32).reshape(2, 6)
+    for shape in [(3, 4), (12, 1), (3, 4)]:
+        np.testing.assert_array_equal(lib.run([x, np.array(shape, np.int64)])[0], np.maximum(x.reshape(shape), 0))
+    ((_, signatures),) = lib.builds
+    assert sorted(signatures) == ["float32(2, 6), int64(2,) = 12 1", "float32(2, 6), int64(2,) = 3 4"]
+    with pytest.raises(tessera.Error, match=r"at inputs float32\(2, 6\), int64\(2,\) = 5 5: .*Reshape"):
+        lib.run([x, np.array([5, 5], np.int64)])
+    np.testing.assert_array_equal(lib.run([x, np.array([6, 2], np.int64)])[0], np.maximum(x.reshape(6, 2), 0))
+
+
+def test_programs_check_inputs_name_unsupported_operators_in_bodies_and_refuse_export(tmp_path):
+    path = doubling_loop(tmp_path)
+    lib = tessera.build(tessera.onnx.load(path))
+    assert lib.input_names == ["x", "M", "limit"]
+    with pytest.raises(tessera.Error, match=r"input 'M' \(#1\): expected int64 elements, got float32"):
+        lib.run([np.ones(2, np.float32), np.ones((), np.float32), np.ones((), np.float32)])
+    with pytest.raises(tessera.Error, match="cannot be written as a module yet"):
+        lib.export(str(tmp_path / "m.so"))
+    with pytest.raises(tessera.Error, match="no one graph computes it"):
+        tessera.onnx.load(path).specialize({"x": (3,)})
+    body = helper.make_graph([helper.make_node("FancyOp", ["y_in"], ["y_out"], name="fancy"),
+                              helper.make_node("Identity", ["c"], ["go"])], "body",
+                             [vi("i", [], I64), vi("c", [], B), vi("y_in", None)], [vi("go", [], B), vi("y_out", None)])
+    bad = save(tmp_path, [helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)],
+               [vi("x", [2]), vi("M", [], I64)], [vi("y", [2])], name="bad.onnx")
+    with pytest.raises(tessera.Error, match=r"1 unsupported operator\(s\):\n  FancyOp \(opset 17\) — node 'fancy'"):
+        tessera.onnx.load(bad)
