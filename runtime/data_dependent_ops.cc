@@ -243,16 +243,37 @@ bool suppressed_by(const Extent& candidate, const Extent& kept, float iou_thresh
   return intersection / union_area > iou_threshold;
 }
 
-// The boxes of one class that compete, best first: score descending, NaN last, ties by index.
-std::vector<int64_t> ranked_boxes(const float* scores, int64_t num_boxes, std::optional<float> score_threshold) {
-  std::vector<int64_t> boxes;
-  for (int64_t i = 0; i < num_boxes; ++i)
-    if (!score_threshold || scores[i] > *score_threshold) boxes.push_back(i);
-  std::stable_sort(boxes.begin(), boxes.end(), [scores](int64_t a, int64_t b) {
-    return !std::isnan(scores[a]) && (std::isnan(scores[b]) || scores[a] > scores[b]);
-  });
-  return boxes;
-}
+// The boxes of one class that compete, taken best first: score descending, NaN last, ties by index.
+// A heap, since suppression usually stops after a few of them (max_output_boxes_per_class) and
+// sorting them all would be wasted.
+class RankedBoxes {
+ public:
+  RankedBoxes(const float* scores, int64_t num_boxes, std::optional<float> score_threshold) : after_{scores} {
+    for (int64_t i = 0; i < num_boxes; ++i)
+      if (!score_threshold || scores[i] > *score_threshold) boxes_.push_back(i);
+    std::make_heap(boxes_.begin(), boxes_.end(), after_);
+  }
+  bool empty() const { return boxes_.empty(); }
+  int64_t take_best() {
+    std::pop_heap(boxes_.begin(), boxes_.end(), after_);
+    const int64_t best = boxes_.back();
+    boxes_.pop_back();
+    return best;
+  }
+
+ private:
+  struct RanksAfter {
+    const float* scores;
+    bool operator()(int64_t a, int64_t b) const {
+      const bool a_nan = std::isnan(scores[a]), b_nan = std::isnan(scores[b]);
+      if (a_nan != b_nan) return a_nan;
+      if (!a_nan && scores[a] != scores[b]) return scores[a] < scores[b];
+      return a > b;
+    }
+  };
+  RanksAfter after_;
+  std::vector<int64_t> boxes_;
+};
 
 void check_nms_input(const NDArray& a, const char* name, const char* layout) {
   check_host_array(a, "NonMaxSuppression", name);
@@ -321,8 +342,9 @@ NDArray non_max_suppression(const NDArray& boxes, const NDArray& scores, int64_t
       const float* class_scores = scores.data_as<float>() + (b * num_classes + c) * num_boxes;
       const Extent* batch_extents = extents.data() + b * num_boxes;
       std::vector<int64_t> kept;
-      for (int64_t box : ranked_boxes(class_scores, num_boxes, score_threshold)) {
-        if (static_cast<int64_t>(kept.size()) >= max_output_boxes_per_class) break;
+      RankedBoxes ranked(class_scores, num_boxes, score_threshold);
+      while (!ranked.empty() && static_cast<int64_t>(kept.size()) < max_output_boxes_per_class) {
+        const int64_t box = ranked.take_best();
         if (std::any_of(kept.begin(), kept.end(),
                         [&](int64_t k) { return suppressed_by(batch_extents[box], batch_extents[k], iou_threshold); }))
           continue;
