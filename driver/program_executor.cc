@@ -7,7 +7,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "runtime/data_dependent_ops.h"
+#include "driver/program_builtins.h"
 #include "runtime/element.h"
 #include "runtime/error.h"
 #include "runtime/shape_expr.h"
@@ -32,63 +32,6 @@ NDArray scalar_of(runtime::DataType dtype, double value) {
   NDArray a = NDArray::empty({}, dtype);
   runtime::store_element(a, 0, value);
   return a;
-}
-
-// The one element of `a` (a condition, a trip count), read as an integer.
-int64_t single_value(const NDArray& a, const std::string& what) {
-  if (a.numel() != 1) fail(what, " must hold one value, got shape ", a.shape_str());
-  if (a.dtype() == runtime::kInt64) return a.data_as<int64_t>()[0];
-  return static_cast<int64_t>(runtime::element_as_double(a, 0));
-}
-
-int64_t normalized_axis(int64_t axis, int64_t rank, const std::string& what) {
-  if (axis < -rank || axis >= rank) fail(what, ": axis ", axis, " is out of range for rank ", rank);
-  return axis < 0 ? axis + rank : axis;
-}
-
-// Bytes of one element, and the products of the dimensions before and after `axis`.
-struct AxisSplit {
-  int64_t outer = 1, inner = 1;
-};
-AxisSplit split_at(const std::vector<int64_t>& shape, int64_t axis, size_t element_bytes) {
-  AxisSplit s;
-  for (int64_t d = 0; d < axis; ++d) s.outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
-  s.inner *= static_cast<int64_t>(element_bytes);
-  return s;
-}
-
-// Entry `i` of `x` along `axis`, that dimension dropped.
-NDArray take(const NDArray& x, int64_t axis, int64_t i) {
-  std::vector<int64_t> shape = x.shape();
-  const int64_t n = shape[axis];
-  const AxisSplit s = split_at(shape, axis, x.dtype().element_bytes());
-  shape.erase(shape.begin() + axis);
-  NDArray out = NDArray::empty(shape, x.dtype());
-  const char* src = static_cast<const char*>(x.data());
-  char* dst = static_cast<char*>(out.data());
-  for (int64_t o = 0; o < s.outer; ++o) std::memcpy(dst + o * s.inner, src + (o * n + i) * s.inner, s.inner);
-  return out;
-}
-
-// `pieces` (of one shape and dtype) stacked along a new dimension `axis`.
-NDArray stack(const std::vector<NDArray>& pieces, int64_t axis, const std::string& what) {
-  const NDArray& first = pieces.at(0);
-  for (const NDArray& p : pieces)
-    if (p.shape() != first.shape() || p.dtype() != first.dtype())
-      fail(what, ": the iterations' values differ, ", first.dtype().str(), first.shape_str(), " and ", p.dtype().str(),
-           p.shape_str(), " (a scan output is stacked, so every iteration must give one shape)");
-  std::vector<int64_t> shape = first.shape();
-  shape.insert(shape.begin() + axis, static_cast<int64_t>(pieces.size()));
-  NDArray out = NDArray::empty(shape, first.dtype());
-  const AxisSplit s = split_at(shape, axis, first.dtype().element_bytes());
-  const int64_t n = static_cast<int64_t>(pieces.size());
-  char* dst = static_cast<char*>(out.data());
-  for (int64_t i = 0; i < n; ++i) {
-    const char* src = static_cast<const char*>(pieces[i].data());
-    for (int64_t o = 0; o < s.outer; ++o) std::memcpy(dst + (o * n + i) * s.inner, src + o * s.inner, s.inner);
-  }
-  return out;
 }
 
 std::string signature_of(const std::vector<NDArray>& inputs, const std::vector<bool>& bound) {
@@ -125,18 +68,21 @@ std::string key_of(const std::vector<NDArray>& inputs, const std::vector<bool>& 
 
 // Throws naming the first input whose dtype or shape does not fit its declared type (a dimension
 // variable must have one value across the inputs).
-void check_inputs(const std::vector<runtime::BufferSpec>& declared, const std::vector<NDArray>& inputs) {
-  if (declared.empty()) return;
+void check_inputs(const relay_ir::Program& p, const std::vector<ProgramValue>& inputs) {
   std::vector<runtime::SymbolicShape> shapes;
   std::vector<std::vector<int64_t>> given;
   std::vector<std::string> names;
-  for (size_t i = 0; i < declared.size(); ++i) {
-    if (inputs[i].dtype() != declared[i].dtype)
-      fail("input '", declared[i].name, "' (#", i, "): expected ", declared[i].dtype.str(), " elements, got ",
-           inputs[i].dtype().str());
-    shapes.push_back(declared[i].shape);
-    given.push_back(inputs[i].shape());
-    names.push_back("input '" + declared[i].name + "'");
+  for (size_t i = 0; i < p.input_types.size(); ++i) {
+    const std::string what = "input '" + p.inputs[i] + "' (#" + std::to_string(i) + ")";
+    const relay_ir::ProgramInputType& t = p.input_types[i];
+    if (t.kind == relay_ir::ProgramInputType::Sequence) inputs[i].as_sequence(what);
+    if (t.kind == relay_ir::ProgramInputType::Optional || t.kind == relay_ir::ProgramInputType::Sequence) continue;
+    const NDArray& a = inputs[i].as_tensor(what);
+    if (a.dtype() != t.tensor.dtype)
+      fail(what, ": expected ", t.tensor.dtype.str(), " elements, got ", a.dtype().str());
+    shapes.push_back(t.tensor.shape);
+    given.push_back(a.shape());
+    names.push_back("input '" + p.inputs[i] + "'");
   }
   runtime::bind_shape_vars(shapes, given, names, "model:");
 }
@@ -146,9 +92,9 @@ void check_inputs(const std::vector<runtime::BufferSpec>& declared, const std::v
 // The values a program sees: its own, then those of the programs around it, by name.
 struct ProgramExecutor::Frame {
   const Frame* outer = nullptr;
-  std::unordered_map<std::string, NDArray> values;
+  std::unordered_map<std::string, ProgramValue> values;
 
-  const NDArray& get(const std::string& name, const std::string& reader) const {
+  const ProgramValue& get(const std::string& name, const std::string& reader) const {
     for (const Frame* f = this; f; f = f->outer) {
       auto it = f->values.find(name);
       if (it != f->values.end()) return it->second;
@@ -163,30 +109,30 @@ ProgramExecutor::ProgramExecutor(std::shared_ptr<const Program> program, targets
   if (!options_.jit) fail("a program of stages is built while it runs: build it with jit on");
 }
 
-std::vector<NDArray> ProgramExecutor::run(const std::vector<NDArray>& inputs) {
+std::vector<ProgramValue> ProgramExecutor::run(const std::vector<ProgramValue>& inputs) {
   if (inputs.size() != program_->inputs.size())
     fail("the model takes ", program_->inputs.size(), " inputs, got ", inputs.size());
-  check_inputs(program_->input_types, inputs);
+  check_inputs(*program_, inputs);
   std::lock_guard<std::mutex> lock(mutex_);
   return run_program(*program_, inputs, nullptr);
 }
 
-std::vector<NDArray> ProgramExecutor::run_program(const Program& p, const std::vector<NDArray>& inputs,
-                                                  const Frame* outer) {
+ProgramExecutor::Values ProgramExecutor::run_program(const Program& p, const Values& inputs, const Frame* outer) {
   Frame frame{outer, {}};
   for (const auto& [name, value] : p.constants) frame.values[name] = value;
   for (size_t i = 0; i < inputs.size() && i < p.inputs.size(); ++i)
     if (!p.inputs[i].empty()) frame.values[p.inputs[i]] = inputs[i];
   for (const ProgramStep& step : p.steps) run_step(step, frame);
-  std::vector<NDArray> outputs;
+  Values outputs;
   for (const std::string& name : p.outputs) outputs.push_back(frame.get(name, "the output list"));
   return outputs;
 }
 
 void ProgramExecutor::run_step(const ProgramStep& step, Frame& frame) {
-  std::vector<NDArray> in;
-  for (const std::string& name : step.inputs) in.push_back(name.empty() ? NDArray() : frame.get(name, step.origin));
-  std::vector<NDArray> out;
+  Values in;
+  for (const std::string& name : step.inputs)
+    in.push_back(name.empty() ? ProgramValue() : frame.get(name, step.origin));
+  Values out;
   switch (step.kind) {
     case ProgramStep::Kind::Stage:
       out = run_stage(step, in);
@@ -195,7 +141,8 @@ void ProgramExecutor::run_step(const ProgramStep& step, Frame& frame) {
       out = run_builtin(step, in);
       break;
     case ProgramStep::Kind::If: {
-      const bool then = single_value(in.at(0), step.origin + ": the condition") != 0;
+      const std::string what = step.origin + ": the condition";
+      const bool then = single_value(in.at(0).as_tensor(what), what) != 0;
       out = run_program(*step.bodies.at(then ? 0 : 1), {}, &frame);
       break;
     }
@@ -205,6 +152,9 @@ void ProgramExecutor::run_step(const ProgramStep& step, Frame& frame) {
     case ProgramStep::Kind::Scan:
       out = run_scan(step, in, frame);
       break;
+    case ProgramStep::Kind::SequenceMap:
+      out = run_sequence_map(step, in, frame);
+      break;
   }
   if (out.size() < step.outputs.size())
     fail(step.origin, ": gives ", out.size(), " values for its ", step.outputs.size(), " outputs");
@@ -212,7 +162,10 @@ void ProgramExecutor::run_step(const ProgramStep& step, Frame& frame) {
     if (!step.outputs[i].empty()) frame.values[step.outputs[i]] = out[i];
 }
 
-std::vector<NDArray> ProgramExecutor::run_stage(const ProgramStep& step, const std::vector<NDArray>& in) {
+ProgramExecutor::Values ProgramExecutor::run_stage(const ProgramStep& step, const Values& values) {
+  std::vector<NDArray> in;
+  for (size_t i = 0; i < values.size(); ++i)
+    in.push_back(values[i].as_tensor(step.origin + ": its input '" + step.inputs[i] + "'"));
   StageCache& cache = stages_[&step];
   if (cache.bound.empty()) cache.bound.assign(in.size(), false);
   auto it = cache.builds.find(key_of(in, cache.bound));
@@ -231,70 +184,42 @@ std::vector<NDArray> ProgramExecutor::run_stage(const ProgramStep& step, const s
   std::vector<NDArray> args;
   for (size_t i = 0; i < in.size(); ++i)
     if (!cache.bound[i]) args.push_back(in[i]);
-  std::vector<NDArray> out;
+  Values out;
   for (const NDArray& o : it->second.result->executor->run(args)) out.push_back(owned(o));
   return out;
 }
 
-std::vector<NDArray> ProgramExecutor::run_builtin(const ProgramStep& step, const std::vector<NDArray>& in) {
-  auto input = [&](size_t i) -> const NDArray& {
-    if (i >= in.size() || !in[i].defined()) fail(step.origin, ": input ", i, " is missing");
-    return in[i];
-  };
-  auto optional_axis = [&]() -> std::optional<int64_t> {
-    if (!step.attrs.has("axis")) return std::nullopt;
-    return step.attrs.get_int("axis");
-  };
-  try {
-    if (step.builtin == "nonzero") return {runtime::nonzero(input(0))};
-    if (step.builtin == "compress") return {runtime::compress(input(0), input(1), optional_axis())};
-    if (step.builtin == "unique") return runtime::unique(input(0), optional_axis(), step.attrs.get_int("sorted") != 0);
-    if (step.builtin == "non_max_suppression") {
-      auto given = [&](size_t i) { return i < in.size() && in[i].defined() && in[i].numel() > 0; };
-      const int64_t max_boxes = given(2) ? single_value(in[2], "max_output_boxes_per_class") : 0;
-      const float iou = given(3) ? static_cast<float>(runtime::element_as_double(in[3], 0)) : 0.0f;
-      std::optional<float> score;
-      if (given(4)) score = static_cast<float>(runtime::element_as_double(in[4], 0));
-      return {runtime::non_max_suppression(input(0), input(1), max_boxes, iou, score,
-                                           step.attrs.get_int("center_point_box") != 0)};
-    }
-  } catch (const Error& e) {
-    fail(step.origin, ": ", e.what());
-  }
-  fail(step.origin, ": no builtin '", step.builtin, "'");
-}
-
 // ONNX Loop: while the condition holds and fewer than the trip count iterations ran, the body
 // maps (iteration, condition, states...) to (condition, states..., scan values...); the states
-// carry over, the scan values of every iteration are stacked.
-std::vector<NDArray> ProgramExecutor::run_loop(const ProgramStep& step, const std::vector<NDArray>& in,
-                                               const Frame& frame) {
+// (tensors, sequences, optionals) carry over, the scan values of every iteration are stacked.
+ProgramExecutor::Values ProgramExecutor::run_loop(const ProgramStep& step, const Values& in, const Frame& frame) {
   const Program& body = *step.bodies.at(0);
   const size_t n_states = in.size() - 2;
   if (body.inputs.size() != n_states + 2 || body.outputs.size() < n_states + 1)
     fail(step.origin, ": the body takes ", body.inputs.size(), " inputs and gives ", body.outputs.size(),
          " outputs; with ", n_states, " loop-carried values it must take ", n_states + 2, " and give at least ",
          n_states + 1);
-  const bool has_trip_count = in[0].defined() && in[0].numel() > 0;
-  const bool has_condition = in[1].defined() && in[1].numel() > 0;
-  if (!has_trip_count && !has_condition)
-    fail(step.origin, ": has neither a trip count nor a condition, so it would never end");
-  const int64_t trip_count =
-      has_trip_count ? single_value(in[0], step.origin + ": the trip count") : std::numeric_limits<int64_t>::max();
-  bool keep_going = !has_condition || single_value(in[1], step.origin + ": the condition") != 0;
-  std::vector<NDArray> states(in.begin() + 2, in.end());
+  auto scalar = [&](const ProgramValue& v, const std::string& what) -> std::optional<int64_t> {
+    if (v.is_none() || v.as_tensor(what).numel() == 0) return std::nullopt;
+    return single_value(v.tensor, what);
+  };
+  const std::optional<int64_t> trip_count = scalar(in[0], step.origin + ": the trip count");
+  const std::optional<int64_t> condition = scalar(in[1], step.origin + ": the condition");
+  if (!trip_count && !condition) fail(step.origin, ": has neither a trip count nor a condition, so it would never end");
+  bool keep_going = !condition || *condition != 0;
+  Values states(in.begin() + 2, in.end());
   std::vector<std::vector<NDArray>> scans(body.outputs.size() - 1 - n_states);
-  int64_t i = 0;
-  for (; i < trip_count && keep_going; ++i) {
-    std::vector<NDArray> body_in = {scalar_of(runtime::kInt64, static_cast<double>(i)),
-                                    scalar_of(runtime::kBool, keep_going ? 1 : 0)};
+  for (int64_t i = 0; (!trip_count || i < *trip_count) && keep_going; ++i) {
+    Values body_in = {scalar_of(runtime::kInt64, static_cast<double>(i)), scalar_of(runtime::kBool, keep_going)};
     body_in.insert(body_in.end(), states.begin(), states.end());
-    std::vector<NDArray> out = run_program(body, body_in, &frame);
-    keep_going = single_value(out[0], step.origin + ": the body's condition") != 0;
+    Values out = run_program(body, body_in, &frame);
+    const std::string what = step.origin + ": the body's condition";
+    keep_going = single_value(out[0].as_tensor(what), what) != 0;
     std::copy(out.begin() + 1, out.begin() + 1 + n_states, states.begin());
-    for (size_t k = 0; k < scans.size(); ++k) scans[k].push_back(out[1 + n_states + k]);
+    for (size_t k = 0; k < scans.size(); ++k)
+      scans[k].push_back(out[1 + n_states + k].as_tensor(step.origin + " scan output " + std::to_string(k)));
   }
-  std::vector<NDArray> result = states;
+  Values result = states;
   for (size_t k = 0; k < scans.size(); ++k) {
     if (!scans[k].empty()) {
       result.push_back(stack(scans[k], 0, step.origin + " scan output " + std::to_string(k)));
@@ -311,21 +236,18 @@ std::vector<NDArray> ProgramExecutor::run_loop(const ProgramStep& step, const st
 // ONNX Scan (opset 9 and later): the body maps (states..., one slice of each scanned input) to
 // (states..., one slice of each scan output), along each input's axis and direction; opset 8's
 // Scan has a batch dimension first (each batch entry scanned on its own) and sequence lengths.
-std::vector<NDArray> ProgramExecutor::run_scan(const ProgramStep& step, const std::vector<NDArray>& given,
-                                               const Frame& frame) {
+ProgramExecutor::Values ProgramExecutor::run_scan(const ProgramStep& step, const Values& given, const Frame& frame) {
   const Program& body = *step.bodies.at(0);
   const relay_ir::Attrs& a = step.attrs;
   const bool batched = a.get_int("batched") != 0;  // opset 8
-  std::vector<NDArray> in = given;
-  if (batched) {
-    if (in[0].defined() && in[0].numel() > 0) {  // sequence_lens: only whole sequences are supported
-      const NDArray& lens = in[0];
-      for (int64_t b = 0; b < lens.numel(); ++b)
-        if (static_cast<int64_t>(runtime::element_as_double(lens, b)) != in.back().shape().at(1))
-          fail(step.origin, ": sequence_lens[", b,
-               "] is shorter than the sequence; only whole sequences are supported");
-    }
-    in.erase(in.begin());
+  std::vector<NDArray> in;
+  for (size_t i = batched ? 1 : 0; i < given.size(); ++i)
+    in.push_back(given[i].as_tensor(step.origin + " input " + std::to_string(i)));
+  if (batched && !given[0].is_none() && given[0].as_tensor("sequence_lens").numel() > 0) {
+    const NDArray& lens = given[0].tensor;  // only whole sequences are supported
+    for (int64_t b = 0; b < lens.numel(); ++b)
+      if (in.empty() || static_cast<int64_t>(runtime::element_as_double(lens, b)) != in.back().shape().at(1))
+        fail(step.origin, ": sequence_lens[", b, "] is shorter than the sequence; only whole sequences are supported");
   }
   const size_t n_scan_in = static_cast<size_t>(a.get_int("num_scan_inputs"));
   if (n_scan_in > in.size()) fail(step.origin, ": num_scan_inputs is ", n_scan_in, ", it has ", in.size(), " inputs");
@@ -357,11 +279,12 @@ std::vector<NDArray> ProgramExecutor::run_scan(const ProgramStep& step, const st
     }
     std::vector<std::vector<NDArray>> pieces(n_scan_out);
     for (int64_t t = 0; t < length; ++t) {
-      std::vector<NDArray> body_in = states;
+      Values body_in(states.begin(), states.end());
       for (size_t j = 0; j < n_scan_in; ++j) body_in.push_back(take(xs[j], axes[j], in_dirs[j] ? length - 1 - t : t));
-      std::vector<NDArray> out = run_program(body, body_in, &frame);
-      std::copy(out.begin(), out.begin() + n_states, states.begin());
-      for (size_t k = 0; k < n_scan_out; ++k) pieces[k].push_back(out[n_states + k]);
+      Values out = run_program(body, body_in, &frame);
+      for (size_t k = 0; k < n_states; ++k) states[k] = out[k].as_tensor(step.origin + " state " + std::to_string(k));
+      for (size_t k = 0; k < n_scan_out; ++k)
+        pieces[k].push_back(out[n_states + k].as_tensor(step.origin + " scan output " + std::to_string(k)));
     }
     for (size_t k = 0; k < n_scan_out; ++k) {
       if (pieces[k].empty()) fail(step.origin, ": scans a sequence of length 0 (its outputs' shapes are unknown)");
@@ -373,19 +296,47 @@ std::vector<NDArray> ProgramExecutor::run_scan(const ProgramStep& step, const st
   };
 
   const std::vector<NDArray> states(in.begin(), in.begin() + n_states), xs(in.begin() + n_states, in.end());
-  if (!batched) return scan_one(states, xs);
-  const int64_t batch = in.at(0).ndim() ? in[0].shape()[0] : 0;
-  if (batch == 0) fail(step.origin, ": has a batch of 0 sequences (its outputs' shapes are unknown)");
-  std::vector<std::vector<NDArray>> per_output(n_states + n_scan_out);
-  for (int64_t b = 0; b < batch; ++b) {
-    std::vector<NDArray> sb, xb;
-    for (const NDArray& s : states) sb.push_back(take(s, 0, b));
-    for (const NDArray& x : xs) xb.push_back(take(x, 0, b));
-    std::vector<NDArray> out = scan_one(sb, xb);
-    for (size_t k = 0; k < out.size(); ++k) per_output[k].push_back(out[k]);
-  }
   std::vector<NDArray> result;
-  for (const auto& pieces : per_output) result.push_back(stack(pieces, 0, step.origin + " output"));
+  if (!batched) {
+    result = scan_one(states, xs);
+  } else {
+    const int64_t batch = !in.empty() && in[0].ndim() ? in[0].shape()[0] : 0;
+    if (batch == 0) fail(step.origin, ": has a batch of 0 sequences (its outputs' shapes are unknown)");
+    std::vector<std::vector<NDArray>> per_output(n_states + n_scan_out);
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<NDArray> sb, xb;
+      for (const NDArray& s : states) sb.push_back(take(s, 0, b));
+      for (const NDArray& x : xs) xb.push_back(take(x, 0, b));
+      std::vector<NDArray> out = scan_one(sb, xb);
+      for (size_t k = 0; k < out.size(); ++k) per_output[k].push_back(out[k]);
+    }
+    for (const auto& pieces : per_output) result.push_back(stack(pieces, 0, step.origin + " output"));
+  }
+  return Values(result.begin(), result.end());
+}
+
+// ONNX SequenceMap: the body runs once per element of the first input (a sequence), given that
+// element of every sequence input and the whole of every tensor input; each output collects one
+// element per run.
+ProgramExecutor::Values ProgramExecutor::run_sequence_map(const ProgramStep& step, const Values& in,
+                                                          const Frame& frame) {
+  const Program& body = *step.bodies.at(0);
+  if (body.inputs.size() != in.size())
+    fail(step.origin, ": the body takes ", body.inputs.size(), " inputs, the node has ", in.size());
+  const size_t length = in.at(0).as_sequence(step.origin + " input 0").size();
+  for (size_t j = 1; j < in.size(); ++j)
+    if (in[j].is_sequence() && in[j].sequence.size() != length)
+      fail(step.origin, ": input ", j, " is a sequence of ", in[j].sequence.size(), " tensors, input 0 of ", length);
+  std::vector<std::vector<NDArray>> outputs(body.outputs.size());
+  for (size_t i = 0; i < length; ++i) {
+    Values body_in;
+    for (const ProgramValue& v : in) body_in.push_back(v.is_sequence() ? ProgramValue(v.sequence[i]) : v);
+    Values out = run_program(body, body_in, &frame);
+    for (size_t k = 0; k < out.size(); ++k)
+      outputs[k].push_back(out[k].as_tensor(step.origin + " output " + std::to_string(k)));
+  }
+  Values result;
+  for (auto& elements : outputs) result.push_back(ProgramValue::of_sequence(std::move(elements)));
   return result;
 }
 

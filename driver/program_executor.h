@@ -2,8 +2,8 @@
 // data-dependent shapes. Each stage is built with build() the first time it meets a signature
 // (its inputs' shapes and dtypes, and the values of the inputs its graph needs as constants) and
 // reused after that, so a loop whose state keeps its shape compiles its body once. Branches,
-// loops and the data-dependent operators (runtime/data_dependent_ops.h) run here, on the host,
-// between stages; values cross between stages as host arrays.
+// loops, the data-dependent operators and the sequence operators (driver/program_builtins.h) run
+// here, on the host, between stages; values cross between stages as host arrays.
 #pragma once
 #include <map>
 #include <memory>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "driver/build.h"
+#include "driver/program_value.h"
 #include "relay_ir/program.h"
 
 namespace tessera::driver {
@@ -21,8 +22,9 @@ class ProgramExecutor {
   ProgramExecutor(std::shared_ptr<const relay_ir::Program> program, targets::Target target, BuildOptions options);
 
   // Runs the program on `inputs` (in the program's input order); the outputs are new host arrays.
-  // Throws naming the step (and the stage's input shapes) that fails. One run at a time.
-  std::vector<runtime::NDArray> run(const std::vector<runtime::NDArray>& inputs);
+  // Throws naming the input that does not fit its declared type, or the step (and a stage's input
+  // shapes) that fails. One run at a time.
+  std::vector<ProgramValue> run(const std::vector<ProgramValue>& inputs);
 
   const relay_ir::Program& program() const { return *program_; }
   const targets::Target& target() const { return target_; }
@@ -41,15 +43,13 @@ class ProgramExecutor {
     std::map<std::string, StageBuild> builds;  // by key(): shapes, dtypes, bound values
   };
 
-  std::vector<runtime::NDArray> run_program(const relay_ir::Program& p, const std::vector<runtime::NDArray>& inputs,
-                                            const Frame* outer);
+  using Values = std::vector<ProgramValue>;
+  Values run_program(const relay_ir::Program& p, const Values& inputs, const Frame* outer);
   void run_step(const relay_ir::ProgramStep& step, Frame& frame);
-  std::vector<runtime::NDArray> run_stage(const relay_ir::ProgramStep& step, const std::vector<runtime::NDArray>& in);
-  std::vector<runtime::NDArray> run_builtin(const relay_ir::ProgramStep& step, const std::vector<runtime::NDArray>& in);
-  std::vector<runtime::NDArray> run_loop(const relay_ir::ProgramStep& step, const std::vector<runtime::NDArray>& in,
-                                         const Frame& frame);
-  std::vector<runtime::NDArray> run_scan(const relay_ir::ProgramStep& step, const std::vector<runtime::NDArray>& in,
-                                         const Frame& frame);
+  Values run_stage(const relay_ir::ProgramStep& step, const Values& in);
+  Values run_loop(const relay_ir::ProgramStep& step, const Values& in, const Frame& frame);
+  Values run_scan(const relay_ir::ProgramStep& step, const Values& in, const Frame& frame);
+  Values run_sequence_map(const relay_ir::ProgramStep& step, const Values& in, const Frame& frame);
 
   std::shared_ptr<const relay_ir::Program> program_;
   targets::Target target_;

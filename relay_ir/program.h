@@ -39,29 +39,37 @@ class StageSource {
 
 struct Program;
 
+// A program input's declared type: a tensor (its dtype and shape, a dimension possibly a
+// variable), a sequence of tensors, or an optional value.
+struct ProgramInputType {
+  enum Kind { Tensor, Sequence, Optional } kind = Tensor;
+  runtime::BufferSpec tensor;  // a Tensor's
+};
+
 struct ProgramStep {
   enum class Kind {
-    Stage,    // `stage` computes the outputs from the inputs
-    Builtin,  // `builtin` ("nonzero", "compress", "unique", "non_max_suppression"), ONNX's semantics
-    If,       // inputs: the condition; bodies: then, else (no inputs of their own)
-    Loop,     // ONNX Loop: inputs: trip count, condition, initial states; bodies: the iteration
-    Scan,     // ONNX Scan: inputs: initial states then scanned inputs; bodies: the iteration; attrs
+    Stage,        // `stage` computes the outputs from the inputs
+    Builtin,      // `builtin` ("nonzero", "compress", "unique", "non_max_suppression"), ONNX's semantics
+    If,           // inputs: the condition; bodies: then, else (no inputs of their own)
+    Loop,         // ONNX Loop: inputs: trip count, condition, initial states; bodies: the iteration
+    Scan,         // ONNX Scan: inputs: initial states then scanned inputs; bodies: the iteration; attrs
+    SequenceMap,  // ONNX SequenceMap: inputs: sequences or tensors; bodies: the function of one element
   };
   Kind kind = Kind::Stage;
   std::string origin;                // what messages name: "Loop (node 'decode')"
   std::vector<std::string> inputs;   // "" for an omitted optional input
   std::vector<std::string> outputs;  // "" for an output nobody reads
   std::shared_ptr<const StageSource> stage;
-  std::string builtin;
+  std::string builtin;  // also "identity", and ONNX's sequence and optional operators: "sequence_at", ...
   Attrs attrs;  // a builtin's and Scan's attributes, as ONNX names them
   std::vector<std::shared_ptr<const Program>> bodies;
 };
 
 struct Program {
   std::vector<std::string> inputs;  // given by the caller (a body: by its step), in order
-  // The inputs' declared types, a dimension possibly a variable (a model's; a body's are not
-  // declared): the executor checks the values it is given against them.
-  std::vector<runtime::BufferSpec> input_types;
+  // The inputs' declared types (a model's; a body's are not declared): the executor checks the
+  // values it is given against them.
+  std::vector<ProgramInputType> input_types;
   std::vector<std::string> outputs;  // a body's: as ONNX orders a subgraph's outputs
   // The outputs' element types where declared (empty: none is); what a loop that runs no
   // iteration gives its empty scan outputs.

@@ -147,8 +147,16 @@ int cmd_run(const ModelOptions& o, const std::string& device, const std::vector<
     if (auto program = load_program(o)) {
       auto ex = std::make_shared<driver::ProgramExecutor>(program, targets::Target::parse(o.target),
                                                           build_options(o, /*jit=*/true));
-      const std::vector<runtime::NDArray> values = read_inputs(inputs, program->inputs);
-      return report_runs([&] { return ex->run(values); }, output_dir, bench);
+      const std::vector<runtime::NDArray> arrays = read_inputs(inputs, program->inputs);
+      const std::vector<driver::ProgramValue> values(arrays.begin(), arrays.end());
+      return report_runs(
+          [&] {
+            std::vector<runtime::NDArray> out;
+            for (const driver::ProgramValue& v : ex->run(values))
+              out.push_back(v.as_tensor("output " + std::to_string(out.size()) + " (tessera run writes tensors)"));
+            return out;
+          },
+          output_dir, bench);
     }
     double seconds = 0;
     executor = compile(o, &seconds).executor;

@@ -13,10 +13,11 @@ void register_all_converters(ConverterTable& t) {
   // compile time is the importer's own).
   for (const char* op : {"If", "Loop", "Scan", "NonZero", "Unique", "Compress", "NonMaxSuppression"})
     t.program_step(op);
+  // Sequences and optionals are values of programs, not tensors.
   for (const char* op :
        {"SequenceConstruct", "SequenceAt", "SequenceEmpty", "SequenceInsert", "SequenceErase", "SequenceLength",
-        "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalHasElement", "OptionalGetElement"})
-    t.unsupported(op, "sequence and optional values are not supported");
+        "SplitToSequence", "ConcatFromSequence", "SequenceMap", "Optional", "OptionalHasElement", "OptionalGetElement"})
+    t.program_step(op);
   for (const char* op :
        {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"})
     t.unsupported(op, "random-number operators are not supported");

@@ -145,8 +145,9 @@ class Importer {
     }
   }
 
-  // The inputs to give at run time, as declared (bound ones and initializers aside): a dimension
-  // with no value is a variable named by its dim_param, or `input.d` when it has none.
+  // The tensor inputs to give at run time, as declared (bound ones, initializers and a program's
+  // sequences and optionals aside): a dimension with no value is a variable named by its
+  // dim_param, or `input.d` when it has none.
   std::vector<runtime::BufferSpec> declared_inputs() {
     std::set<std::string> used_options;
     std::vector<runtime::BufferSpec> inputs;
@@ -159,8 +160,10 @@ class Importer {
         used_options.insert(name);
         continue;
       }
+      if (!in.type().has_tensor_type() && program_ && (in.type().has_sequence_type() || in.type().has_optional_type()))
+        continue;  // a program's value (frontend/onnx/program.h)
       if (!in.type().has_tensor_type())
-        fail("ONNX graph input '", name, "' is not a tensor (sequences and maps are not supported)");
+        fail("ONNX graph input '", name, "' is neither a tensor, a sequence nor an optional (maps are not supported)");
       const auto& tt = in.type().tensor_type();
       runtime::BufferSpec spec{name, {}, dtype_from_onnx(tt.elem_type(), "graph input '" + name + "'")};
       if (auto s = options_.shapes.find(name); s != options_.shapes.end()) {

@@ -1,5 +1,6 @@
 #include "frontend/onnx/program.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -19,6 +20,18 @@ namespace {
 // A stage binds an input to its value when a converter needs it as a constant (a shape, an axis,
 // a count); binding a larger one would build the stage again for every new value of real data.
 constexpr int64_t kMaxBoundElements = 4096;
+
+// ONNX's sequence and optional operators without attributes of their own, by their builtins' names.
+const std::map<std::string, std::string> kSequenceBuiltins = {{"Identity", "identity"},
+                                                              {"SequenceConstruct", "sequence_construct"},
+                                                              {"SequenceEmpty", "sequence_empty"},
+                                                              {"SequenceInsert", "sequence_insert"},
+                                                              {"SequenceAt", "sequence_at"},
+                                                              {"SequenceErase", "sequence_erase"},
+                                                              {"SequenceLength", "sequence_length"},
+                                                              {"Optional", "optional"},
+                                                              {"OptionalHasElement", "optional_has_element"},
+                                                              {"OptionalGetElement", "optional_get_element"}};
 
 bool is_step(const ::onnx::NodeProto& node) {
   const auto* entry = ConverterTable::global().find(node.domain(), node.op_type());
@@ -52,6 +65,24 @@ void collect_reads(const ::onnx::NodeProto& node, std::set<std::string>& out) {
     for (const auto& n : g.node()) collect_reads(n, out);
     for (const auto& o : g.output()) out.insert(o.name());
   });
+}
+
+bool is_non_tensor(const ::onnx::TypeProto& t) { return t.has_sequence_type() || t.has_optional_type(); }
+
+// The names of sequence and optional values, in `graph` and its subgraphs: declared so (inputs,
+// outputs, value_info), made by a sequence or optional operator, or passed on by Identity.
+void collect_non_tensors(const ::onnx::GraphProto& graph, std::set<std::string>& out) {
+  static const std::set<std::string> kMakers = {"SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceErase",
+                                                "SplitToSequence",   "SequenceMap",   "Optional"};
+  for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()})
+    for (const auto& v : *list)
+      if (is_non_tensor(v.type())) out.insert(v.name());
+  for (const auto& node : graph.node()) {
+    const bool identity = node.op_type() == "Identity" && node.input_size() == 1 && out.count(node.input(0));
+    if (identity || kMakers.count(node.op_type()))
+      for (const auto& o : node.output()) out.insert(o);
+    for_each_subgraph(node, [&](const ::onnx::GraphProto& g) { collect_non_tensors(g, out); });
+  }
 }
 
 // Which values depend on the data rather than only on constants and shapes: an If whose condition
@@ -184,7 +215,9 @@ class ProgramBuilder {
       : model_(model),
         base_dir_(std::move(base_dir)),
         options_(options),
-        constants_(std::make_shared<std::map<std::string, NDArray>>(options.bind.begin(), options.bind.end())) {}
+        constants_(std::make_shared<std::map<std::string, NDArray>>(options.bind.begin(), options.bind.end())) {
+    collect_non_tensors(model.graph(), non_tensors_);
+  }
 
   std::shared_ptr<Program> main() {
     std::vector<std::string> inputs;
@@ -220,7 +253,7 @@ class ProgramBuilder {
 
     std::vector<int> stage;  // node indices
     for (int i = 0; i < graph.node_size(); ++i) {
-      if (!is_step(graph.node(i))) {
+      if (!is_step(graph.node(i)) && !passes_non_tensor(graph.node(i))) {
         stage.push_back(i);
         continue;
       }
@@ -332,6 +365,10 @@ class ProgramBuilder {
            {"directions", "scan_input_axes", "scan_input_directions", "scan_output_axes", "scan_output_directions"})
         ints_attr(name);
       step.bodies.push_back(program(graph_attr("body"), body_inputs(graph_attr("body"))));
+    } else if (op == "SequenceMap") {
+      check_attrs({"body"});
+      step.kind = ProgramStep::Kind::SequenceMap;
+      step.bodies.push_back(program(graph_attr("body"), body_inputs(graph_attr("body"))));
     } else {
       step.kind = ProgramStep::Kind::Builtin;
       if (op == "NonZero") {
@@ -350,11 +387,30 @@ class ProgramBuilder {
         check_attrs({"center_point_box"});
         step.builtin = "non_max_suppression";
         int_attr("center_point_box", 0);
+      } else if (op == "SplitToSequence") {
+        check_attrs({"axis", "keepdims"});
+        step.builtin = "split_to_sequence";
+        int_attr("axis", 0);
+        int_attr("keepdims", 1);
+      } else if (op == "ConcatFromSequence") {
+        check_attrs({"axis", "new_axis"});
+        if (!attrs.count("axis")) fail(step.origin, ": has no axis attribute");
+        step.builtin = "concat_from_sequence";
+        int_attr("axis", 0);
+        int_attr("new_axis", 0);
+      } else if (kSequenceBuiltins.count(op)) {
+        check_attrs({"dtype", "type"});  // SequenceEmpty's and Optional's element types: values carry theirs
+        step.builtin = kSequenceBuiltins.at(op);
       } else {
         fail(step.origin, ": not a program step");
       }
     }
     return step;
+  }
+
+  // Identity of a sequence or an optional: a step, since stages compute tensors only.
+  bool passes_non_tensor(const ::onnx::NodeProto& node) const {
+    return node.op_type() == "Identity" && node.input_size() == 1 && non_tensors_.count(node.input(0));
   }
 
   int opset_of(const ::onnx::NodeProto& node) const {
@@ -368,11 +424,15 @@ class ProgramBuilder {
   std::string base_dir_;
   const ImportOptions& options_;
   std::shared_ptr<std::map<std::string, NDArray>> constants_;  // every graph's initializers, the bound inputs
+  std::set<std::string> non_tensors_;                          // collect_non_tensors
 };
 
 }  // namespace
 
 bool needs_program(const ::onnx::ModelProto& model, const ImportOptions& options) {
+  for (const auto* list : {&model.graph().input(), &model.graph().output()})
+    for (const auto& v : *list)
+      if (is_non_tensor(v.type())) return true;
   DataDependence data(model, options);
   bool needs = false;
   for_each_node(model.graph(), [&](const ::onnx::NodeProto& node) {
@@ -397,9 +457,19 @@ std::shared_ptr<const Program> import_program(const std::string& path, const Imp
   return with_model_file(
       path, [&](const ::onnx::ModelProto& model, const std::string& dir) -> std::shared_ptr<const Program> {
         if (!always && !needs_program(model, options)) return nullptr;
-        std::vector<runtime::BufferSpec> declared = model_inputs(path, options);  // checks every operator too
+        const std::vector<runtime::BufferSpec> tensors = model_inputs(path, options);  // checks every operator too
         std::shared_ptr<Program> program = ProgramBuilder(model, dir, options).main();
-        program->input_types = std::move(declared);
+        for (const std::string& name : program->inputs) {
+          relay_ir::ProgramInputType t;
+          auto declared = std::find_if(tensors.begin(), tensors.end(), [&](const auto& s) { return s.name == name; });
+          if (declared != tensors.end()) t.tensor = *declared;
+          for (const auto& in : model.graph().input()) {
+            if (in.name() != name) continue;
+            if (in.type().has_sequence_type()) t.kind = relay_ir::ProgramInputType::Sequence;
+            if (in.type().has_optional_type()) t.kind = relay_ir::ProgramInputType::Optional;
+          }
+          program->input_types.push_back(std::move(t));
+        }
         return program;
       });
 }

@@ -259,7 +259,7 @@ void bind_dynamic(py::module_& m) {
   m.def(
       "build_module",
       [](const DynamicModule& mod, const std::string& target, const driver::BuildOptions& options) -> py::object {
-        if (mod.program) return program_library(mod.program, mod.inputs, target, options);
+        if (mod.program) return program_library(mod.program, target, options);
         auto specialize = [mod](const std::map<std::string, std::vector<int64_t>>& shapes) { return mod.at(shapes); };
         return py::cast(DynamicLibrary(std::make_shared<driver::ShapeSpecializedBuild>(
             mod.inputs, specialize, targets::Target::parse(target), options)));

@@ -11,25 +11,47 @@ namespace tessera::python {
 
 namespace {
 
+// A Python value as a program's: a list or tuple of arrays is a sequence, None an empty optional.
+driver::ProgramValue to_value(const py::handle& obj, const std::string& what) {
+  auto host = [](runtime::NDArray a) {
+    return a.device().type == runtime::DeviceType::CPU ? a : a.copy_to(runtime::Device::cpu());
+  };
+  if (obj.is_none()) return {};
+  if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
+    std::vector<runtime::NDArray> elements;
+    for (const py::handle& e : py::reinterpret_borrow<py::sequence>(obj))
+      elements.push_back(host(to_ndarray(e, what + " element " + std::to_string(elements.size()))));
+    return driver::ProgramValue::of_sequence(std::move(elements));
+  }
+  return host(to_ndarray(obj, what));
+}
+
+py::object to_python(const driver::ProgramValue& v) {
+  if (v.is_tensor()) return to_numpy(v.tensor);
+  if (v.is_none()) return py::none();
+  py::list elements;
+  for (const runtime::NDArray& e : v.sequence) elements.append(to_numpy(e));
+  return std::move(elements);
+}
+
 class ProgramLibrary {
  public:
-  ProgramLibrary(std::shared_ptr<driver::ProgramExecutor> executor, std::vector<runtime::BufferSpec> inputs)
-      : executor_(std::move(executor)), inputs_(std::move(inputs)) {}
+  explicit ProgramLibrary(std::shared_ptr<driver::ProgramExecutor> executor) : executor_(std::move(executor)) {
+    for (const std::string& name : executor_->program().inputs) inputs_.push_back({name, {}, {}});
+  }
 
   std::vector<py::object> run(const py::object& given) {
-    std::vector<runtime::NDArray> arrays;
+    std::vector<driver::ProgramValue> values;
     const std::vector<py::object> ordered = ordered_inputs(given, inputs_);
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-      runtime::NDArray a = to_ndarray(ordered[i], "input '" + inputs_[i].name + "' (#" + std::to_string(i) + ")");
-      arrays.push_back(a.device().type == runtime::DeviceType::CPU ? a : a.copy_to(runtime::Device::cpu()));
-    }
-    std::vector<runtime::NDArray> out;
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      values.push_back(to_value(ordered[i], "input '" + inputs_[i].name + "' (#" + std::to_string(i) + ")"));
+    std::vector<driver::ProgramValue> out;
     {
       py::gil_scoped_release release;
-      out = executor_->run(arrays);
+      out = executor_->run(values);
     }
     std::vector<py::object> result;
-    for (const runtime::NDArray& o : out) result.push_back(to_numpy(o));
+    for (const driver::ProgramValue& o : out) result.push_back(to_python(o));
     return result;
   }
 
@@ -38,16 +60,16 @@ class ProgramLibrary {
 
  private:
   std::shared_ptr<driver::ProgramExecutor> executor_;
-  std::vector<runtime::BufferSpec> inputs_;
+  std::vector<runtime::BufferSpec> inputs_;  // their names, for ordered_inputs
 };
 
 }  // namespace
 
-py::object program_library(std::shared_ptr<const relay_ir::Program> program, std::vector<runtime::BufferSpec> inputs,
-                           const std::string& target, const driver::BuildOptions& options) {
+py::object program_library(std::shared_ptr<const relay_ir::Program> program, const std::string& target,
+                           const driver::BuildOptions& options) {
   auto executor =
       std::make_shared<driver::ProgramExecutor>(std::move(program), targets::Target::parse(target), options);
-  return py::cast(ProgramLibrary(std::move(executor), std::move(inputs)));
+  return py::cast(ProgramLibrary(std::move(executor)));
 }
 
 void bind_program(py::module_& m) {
@@ -59,7 +81,8 @@ void bind_program(py::module_& m) {
       "signature (its inputs' shapes, and the values of inputs the compiler needs as constants) and reused after "
       "that; branches, loops and the data-dependent operators run between them.")
       .def("run", &ProgramLibrary::run, py::arg("inputs"),
-           "Runs the model: run([x, ...]) or run({name: x}); the outputs as numpy arrays.")
+           "Runs the model: run([x, ...]) or run({name: x}); the outputs as numpy arrays. A sequence is a list of "
+           "arrays, an empty optional None, in the inputs and the outputs.")
       .def(
           "export",
           [](const ProgramLibrary&, const py::object&) {

@@ -69,8 +69,8 @@ void check_array(const std::string& what, const std::vector<int64_t>& shape, run
 std::vector<py::object> ordered_inputs(const py::object& inputs, const std::vector<runtime::BufferSpec>& specs);
 
 // A ProgramLibrary (bind_program.cc) running `program` for `target`.
-py::object program_library(std::shared_ptr<const relay_ir::Program> program, std::vector<runtime::BufferSpec> inputs,
-                           const std::string& target, const driver::BuildOptions& options);
+py::object program_library(std::shared_ptr<const relay_ir::Program> program, const std::string& target,
+                           const driver::BuildOptions& options);
 
 // A dimension as Python shows it: its number, or a symbolic one's expression as a str ("N").
 py::object dimension_object(const runtime::ShapeExpr& dim);

@@ -16,14 +16,27 @@ import tessera
 RTOL, ATOL = 1e-3, 1e-5
 
 
-def read_pb(path):
-    t = onnx.TensorProto()
+def read_pb(path, type_proto):
+    """The value in `path`, as its declared type says: an array, a list of arrays (a sequence), or
+    (an optional) None or its value."""
+    kind = type_proto.WhichOneof("value")
+    proto = {"sequence_type": onnx.SequenceProto, "optional_type": onnx.OptionalProto}.get(kind, onnx.TensorProto)()
     with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return numpy_helper.to_array(t)
+        proto.ParseFromString(f.read())
+    if kind == "sequence_type":
+        return numpy_helper.to_list(proto)
+    if kind == "optional_type":
+        return numpy_helper.to_optional(proto)
+    return numpy_helper.to_array(proto)
 
 
 def compare(name, got, want):
+    if want is None or got is None:
+        return None if got is None and want is None else f"output {name}: {got!r}, expected {want!r}"
+    if isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            return f"output {name}: {type(got).__name__} of {len(got)}, expected a sequence of {len(want)}"
+        return next((p for i, (g, w) in enumerate(zip(got, want)) if (p := compare(f"{name}[{i}]", g, w))), None)
     if got.shape != want.shape:
         return f"output {name}: shape {got.shape}, expected {want.shape}"
     if got.dtype != want.dtype:
@@ -60,17 +73,21 @@ def run_onnxruntime(model_path, feed, output_names):
 def run_test(test_dir):
     model_path = os.path.join(test_dir, "model.onnx")
     model = onnx.load(model_path)
-    input_names = [i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}]
+    initializers = {t.name for t in model.graph.initializer}
+    inputs_declared = [i for i in model.graph.input if i.name not in initializers]
+    input_names = [i.name for i in inputs_declared]
     output_names = [o.name for o in model.graph.output]
     data_sets = sorted(glob.glob(os.path.join(test_dir, "test_data_set_*")))
     for data_set in data_sets:
-        inputs = [read_pb(p) for p in sorted(glob.glob(os.path.join(data_set, "input_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))]
-        outputs = [read_pb(p) for p in sorted(glob.glob(os.path.join(data_set, "output_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))]
+        def values(prefix, declared):
+            paths = sorted(glob.glob(os.path.join(data_set, prefix + "_*.pb")), key=lambda p: int(p.rsplit("_", 1)[1][:-3]))
+            return [read_pb(p, v.type) for p, v in zip(paths, declared)]
+        inputs, outputs = values("input", inputs_declared), values("output", model.graph.output)
         feed = dict(zip(input_names, inputs))
         if BACKEND == "onnxruntime":
             got = run_onnxruntime(model_path, feed, output_names)
             for name, g, w in zip(output_names, got, outputs):
-                problem = compare(name, np.asarray(g), w)
+                problem = compare(name, g if g is None or isinstance(g, list) else np.asarray(g), w)
                 if problem:
                     return problem
             continue

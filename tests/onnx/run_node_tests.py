@@ -36,9 +36,6 @@ EXPECTED = os.path.join(HERE, "expected_failures.txt")
 BATCH, BATCH_TIMEOUT, SINGLE_TIMEOUT = 16, 240, 60
 
 OUT_OF_SCOPE = {
-    "sequence and optional values": {"SequenceConstruct", "SequenceAt", "SequenceEmpty", "SequenceInsert", "SequenceErase",
-                                     "SequenceLength", "SplitToSequence", "ConcatFromSequence", "SequenceMap", "Optional",
-                                     "OptionalHasElement", "OptionalGetElement"},
     "random numbers": {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"},
     "string tensors": {"StringNormalizer", "TfIdfVectorizer", "RegexFullMatch"},
 }
@@ -55,9 +52,9 @@ def scope_of(test_dir):
                 return reason
     for v in list(model.graph.input) + list(model.graph.output):
         t = v.type
-        if not t.HasField("tensor_type"):
-            return "sequence and optional values"
-        if t.tensor_type.elem_type == onnx.TensorProto.STRING:
+        if t.HasField("map_type"):
+            return "map values"
+        if t.HasField("tensor_type") and t.tensor_type.elem_type == onnx.TensorProto.STRING:
             return "string tensors"
     return None
 

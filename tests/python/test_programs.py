@@ -205,3 +205,63 @@ def test_programs_check_inputs_name_unsupported_operators_in_bodies_and_refuse_e
                [vi("x", [2]), vi("M", [], I64)], [vi("y", [2])], name="bad.onnx")
     with pytest.raises(tessera.Error, match=r"1 unsupported operator\(s\):\n  FancyOp \(opset 17\) — node 'fancy'"):
         tessera.onnx.load(bad)
+
+
+def seq_vi(name, elem=F):
+    return helper.make_tensor_sequence_value_info(name, elem, None)
+
+
+def test_sequences_go_in_and_out_as_lists_and_loops_carry_them(tmp_path, rng):
+    """parts = SplitToSequence(x, [1, 2]) along 1; each part + 1 (SequenceMap); then a Loop appends
+    Sum(x) M times (a sequence carried from iteration to iteration); y = ConcatFromSequence(given + parts)."""
+    add_one = helper.make_graph([helper.make_node("Add", ["p", "one"], ["q"])], "add_one", [vi("p", None)],
+                                [vi("q", None)])
+    body = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=1),
+         helper.make_node("Reshape", ["s", "shape_1x1"], ["s11"]),
+         helper.make_node("SequenceInsert", ["acc_in", "s11"], ["acc_out"]),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "body", [vi("i", [], I64), vi("c", [], B), seq_vi("acc_in")], [vi("c_out", [], B), seq_vi("acc_out")])
+    nodes = [helper.make_node("SplitToSequence", ["x", "split"], ["parts"], axis=1),
+             helper.make_node("SequenceMap", ["parts"], ["plus_one"], body=add_one),
+             helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
+             helper.make_node("Loop", ["M", "", "empty"], ["sums"], body=body),
+             helper.make_node("SequenceLength", ["sums"], ["n_sums"]),
+             helper.make_node("ConcatFromSequence", ["plus_one"], ["joined"], axis=1),
+             helper.make_node("SequenceAt", ["given", "minus_one"], ["last_given"])]
+    path = save(tmp_path, nodes, [vi("x", [2, 3]), vi("M", [], I64), seq_vi("given")],
+                [vi("joined", [2, 3]), seq_vi("plus_one"), seq_vi("sums"), vi("n_sums", [], I64), vi("last_given", None)],
+                [const("split", np.array([1, 2], np.int64)), const("one", np.float32(1)),
+                 const("shape_1x1", np.array([1, 1], np.int64)), const("minus_one", np.array(-1, np.int64))])
+    lib = tessera.build(tessera.onnx.load(path))
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    given = [np.zeros(2, np.float32), np.arange(4, dtype=np.float32)]
+    joined, plus_one, sums, n_sums, last_given = lib.run([x, np.array(3, np.int64), given])
+    np.testing.assert_allclose(joined, x + 1, rtol=1e-6)
+    assert isinstance(plus_one, list) and [p.shape for p in plus_one] == [(2, 1), (2, 2)]
+    assert isinstance(sums, list) and len(sums) == 3 and n_sums == 3
+    for s in sums:
+        np.testing.assert_allclose(s, [[x.sum()]], rtol=1e-5)
+    np.testing.assert_array_equal(last_given, given[-1])
+    with pytest.raises(tessera.Error, match=r"input 'given' \(#2\) must be a sequence, got a tensor"):
+        lib.run([x, np.array(3, np.int64), np.zeros(2, np.float32)])
+    with pytest.raises(tessera.Error, match=r"SequenceAt \(node 'last_given'\).*out of range for a sequence of 0"):
+        lib.run([x, np.array(0, np.int64), []])
+
+
+def test_optionals_hold_a_value_or_none(tmp_path):
+    opt = helper.make_tensor_type_proto(F, None)
+    nodes = [helper.make_node("OptionalHasElement", ["maybe"], ["has"]),
+             helper.make_node("If", ["has"], ["y"],
+                              then_branch=helper.make_graph([helper.make_node("OptionalGetElement", ["maybe"], ["v"])],
+                                                            "then", [], [vi("v", None)]),
+                              else_branch=helper.make_graph([helper.make_node("Identity", ["x"], ["w"])], "else", [],
+                                                            [vi("w", None)]))]
+    path = save(tmp_path, nodes, [vi("x", [2]), helper.make_value_info("maybe", helper.make_optional_type_proto(opt))],
+                [vi("has", [], B), vi("y", [2])], opset=18)
+    lib = tessera.build(tessera.onnx.load(path))
+    x = np.array([1, 2], np.float32)
+    has, y = lib.run([x, None])
+    assert not has and np.array_equal(y, x)
+    has, y = lib.run([x, np.array([5, 6], np.float32)])
+    assert has and np.array_equal(y, [5, 6])

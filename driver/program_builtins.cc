@@ -1,0 +1,259 @@
+#include "driver/program_builtins.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "runtime/data_dependent_ops.h"
+#include "runtime/element.h"
+
+namespace tessera::driver {
+
+using relay_ir::ProgramStep;
+using runtime::NDArray;
+
+int64_t normalized_axis(int64_t axis, int64_t rank, const std::string& what) {
+  if (axis < -rank || axis >= rank) fail(what, ": axis ", axis, " is out of range for rank ", rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+int64_t single_value(const NDArray& a, const std::string& what) {
+  if (a.numel() != 1) fail(what, " must hold one value, got shape ", a.shape_str());
+  if (a.dtype() == runtime::kInt64) return a.data_as<int64_t>()[0];
+  return static_cast<int64_t>(runtime::element_as_double(a, 0));
+}
+
+namespace {
+
+// The products of the dimensions before `axis` and (in bytes) after it.
+struct AxisSplit {
+  int64_t outer = 1, inner = 1;
+};
+AxisSplit split_at(const std::vector<int64_t>& shape, int64_t axis, size_t element_bytes) {
+  AxisSplit s;
+  for (int64_t d = 0; d < axis; ++d) s.outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
+  s.inner *= static_cast<int64_t>(element_bytes);
+  return s;
+}
+
+std::vector<int64_t> with_new_axis(std::vector<int64_t> shape, int64_t axis) {
+  shape.insert(shape.begin() + axis, 1);
+  return shape;
+}
+
+}  // namespace
+
+NDArray slice_along(const NDArray& x, int64_t axis, int64_t begin, int64_t end) {
+  std::vector<int64_t> shape = x.shape();
+  const int64_t n = shape.at(axis);
+  const AxisSplit s = split_at(shape, axis, x.dtype().element_bytes());
+  shape[axis] = end - begin;
+  NDArray out = NDArray::empty(shape, x.dtype());
+  const char* src = static_cast<const char*>(x.data());
+  char* dst = static_cast<char*>(out.data());
+  const int64_t bytes = (end - begin) * s.inner;
+  for (int64_t o = 0; o < s.outer; ++o) std::memcpy(dst + o * bytes, src + (o * n + begin) * s.inner, bytes);
+  return out;
+}
+
+NDArray take(const NDArray& x, int64_t axis, int64_t i) {
+  std::vector<int64_t> shape = x.shape();
+  shape.erase(shape.begin() + axis);
+  return slice_along(x, axis, i, i + 1).view_as(shape, x.dtype());
+}
+
+NDArray concat(const std::vector<NDArray>& pieces, int64_t axis, const std::string& what) {
+  if (pieces.empty()) fail(what, ": nothing to join");
+  std::vector<int64_t> shape = pieces[0].shape();
+  axis = normalized_axis(axis, static_cast<int64_t>(shape.size()), what);
+  int64_t total = 0;
+  for (const NDArray& p : pieces) {
+    std::vector<int64_t> other = p.shape();
+    if (p.dtype() != pieces[0].dtype() || other.size() != shape.size() ||
+        !std::equal(other.begin(), other.begin() + axis, shape.begin()) ||
+        !std::equal(other.begin() + axis + 1, other.end(), shape.begin() + axis + 1))
+      fail(what, ": cannot join ", pieces[0].dtype().str(), pieces[0].shape_str(), " and ", p.dtype().str(),
+           p.shape_str(), " along axis ", axis);
+    total += other[axis];
+  }
+  shape[axis] = total;
+  NDArray out = NDArray::empty(shape, pieces[0].dtype());
+  const AxisSplit s = split_at(shape, axis, pieces[0].dtype().element_bytes());
+  char* dst = static_cast<char*>(out.data());
+  int64_t offset = 0;  // in bytes, within one outer row
+  for (const NDArray& p : pieces) {
+    const int64_t bytes = p.shape()[axis] * s.inner;
+    const char* src = static_cast<const char*>(p.data());
+    for (int64_t o = 0; o < s.outer; ++o) std::memcpy(dst + o * total * s.inner + offset, src + o * bytes, bytes);
+    offset += bytes;
+  }
+  return out;
+}
+
+NDArray stack(const std::vector<NDArray>& pieces, int64_t axis, const std::string& what) {
+  std::vector<NDArray> expanded;
+  for (const NDArray& p : pieces) {
+    if (p.shape() != pieces[0].shape() || p.dtype() != pieces[0].dtype())
+      fail(what, ": the values to stack differ, ", pieces[0].dtype().str(), pieces[0].shape_str(), " and ",
+           p.dtype().str(), p.shape_str());
+    expanded.push_back(p.view_as(with_new_axis(p.shape(), axis), p.dtype()));
+  }
+  return concat(expanded, axis, what);
+}
+
+namespace {
+
+// ONNX's sequence operators: positions count from the back when negative.
+int64_t position_in(const std::vector<NDArray>& seq, const ProgramValue& given, int64_t fallback, bool may_be_end,
+                    const std::string& what) {
+  if (given.is_none()) return fallback;
+  const int64_t n = static_cast<int64_t>(seq.size());
+  int64_t p = single_value(given.as_tensor(what + ": the position"), what + ": the position");
+  const int64_t last = may_be_end ? n : n - 1;
+  if (p < -n || p > last) fail(what, ": position ", p, " is out of range for a sequence of ", n, " tensors");
+  return p < 0 ? p + n : p;
+}
+
+void check_element_type(const std::vector<NDArray>& seq, const NDArray& t, const std::string& what) {
+  if (!seq.empty() && seq[0].dtype() != t.dtype())
+    fail(what, ": a sequence of ", seq[0].dtype().str(), " tensors cannot hold a ", t.dtype().str(), " tensor");
+}
+
+std::vector<NDArray> split_to_sequence(const NDArray& x, const ProgramValue& split, int64_t axis, bool keepdims,
+                                       const std::string& what) {
+  axis = normalized_axis(axis, x.ndim(), what);
+  const int64_t n = x.shape()[axis];
+  std::vector<int64_t> lengths;
+  if (split.is_none()) {
+    lengths.assign(n, 1);
+  } else {
+    const NDArray& s = split.as_tensor(what + ": split");
+    if (s.ndim() == 0) {
+      const int64_t size = single_value(s, what + ": split");
+      if (size <= 0) fail(what, ": split must be positive, got ", size);
+      for (int64_t begin = 0; begin < n; begin += size) lengths.push_back(std::min(size, n - begin));
+    } else {
+      int64_t sum = 0;
+      for (int64_t i = 0; i < s.numel(); ++i) {
+        lengths.push_back(static_cast<int64_t>(runtime::element_as_double(s, i)));
+        if (lengths.back() < 0) fail(what, ": split has a negative length ", lengths.back());
+        sum += lengths.back();
+      }
+      if (sum != n) fail(what, ": split's lengths add up to ", sum, ", the axis has ", n);
+    }
+  }
+  std::vector<NDArray> out;
+  int64_t begin = 0;
+  for (int64_t length : lengths) {
+    NDArray piece = slice_along(x, axis, begin, begin + length);
+    if (split.is_none() && !keepdims) piece = take(piece, axis, 0);
+    out.push_back(piece);
+    begin += length;
+  }
+  return out;
+}
+
+std::vector<ProgramValue> data_dependent(const ProgramStep& step, const std::vector<ProgramValue>& in) {
+  auto tensor = [&](size_t i) -> const NDArray& {
+    if (i >= in.size() || in[i].is_none()) fail("input ", i, " is missing");
+    return in[i].as_tensor("input " + std::to_string(i));
+  };
+  auto given = [&](size_t i) { return i < in.size() && in[i].is_tensor() && in[i].tensor.numel() > 0; };
+  std::optional<int64_t> axis;
+  if (step.attrs.has("axis")) axis = step.attrs.get_int("axis");
+  const std::string& op = step.builtin;
+  if (op == "nonzero") return {runtime::nonzero(tensor(0))};
+  if (op == "compress") return {runtime::compress(tensor(0), tensor(1), axis)};
+  if (op == "unique") {
+    std::vector<ProgramValue> out;
+    for (NDArray& a : runtime::unique(tensor(0), axis, step.attrs.get_int("sorted") != 0)) out.emplace_back(a);
+    return out;
+  }
+  if (op == "non_max_suppression") {
+    const int64_t max_boxes = given(2) ? single_value(in[2].tensor, "max_output_boxes_per_class") : 0;
+    const float iou = given(3) ? static_cast<float>(runtime::element_as_double(in[3].tensor, 0)) : 0.0f;
+    std::optional<float> score;
+    if (given(4)) score = static_cast<float>(runtime::element_as_double(in[4].tensor, 0));
+    return {runtime::non_max_suppression(tensor(0), tensor(1), max_boxes, iou, score,
+                                         step.attrs.get_int("center_point_box") != 0)};
+  }
+  fail("no builtin '", op, "'");
+}
+
+std::vector<ProgramValue> sequence_or_optional(const ProgramStep& step, const std::vector<ProgramValue>& in) {
+  const std::string& op = step.builtin;
+  auto input = [&](size_t i) -> const ProgramValue& {
+    static const ProgramValue kNone;
+    return i < in.size() ? in[i] : kNone;
+  };
+  auto sequence = [&](size_t i) { return input(i).as_sequence("input " + std::to_string(i)); };
+  auto tensor = [&](size_t i) -> const NDArray& { return input(i).as_tensor("input " + std::to_string(i)); };
+  if (op == "identity" || op == "optional_get_element") {
+    if (input(0).is_none()) fail("input 0 holds no value (an empty optional)");
+    return {input(0)};
+  }
+  if (op == "optional") return {input(0)};
+  if (op == "optional_has_element") {
+    NDArray has = NDArray::empty({}, runtime::kBool);
+    runtime::store_element(has, 0, input(0).is_none() ? 0 : 1);
+    return {has};
+  }
+  if (op == "sequence_empty") return {ProgramValue::of_sequence({})};
+  if (op == "sequence_construct") {
+    std::vector<NDArray> elements;
+    for (size_t i = 0; i < in.size(); ++i) {
+      check_element_type(elements, tensor(i), "SequenceConstruct");
+      elements.push_back(tensor(i));
+    }
+    return {ProgramValue::of_sequence(std::move(elements))};
+  }
+  if (op == "sequence_length") {
+    NDArray n = NDArray::empty({}, runtime::kInt64);
+    n.data_as<int64_t>()[0] = static_cast<int64_t>(sequence(0).size());
+    return {n};
+  }
+  if (op == "sequence_at") {
+    const std::vector<NDArray> seq = sequence(0);
+    return {seq[position_in(seq, input(1), 0, false, "SequenceAt")]};
+  }
+  if (op == "sequence_insert") {
+    std::vector<NDArray> seq = sequence(0);
+    check_element_type(seq, tensor(1), "SequenceInsert");
+    seq.insert(seq.begin() + position_in(seq, input(2), static_cast<int64_t>(seq.size()), true, "SequenceInsert"),
+               tensor(1));
+    return {ProgramValue::of_sequence(std::move(seq))};
+  }
+  if (op == "sequence_erase") {
+    std::vector<NDArray> seq = sequence(0);
+    if (seq.empty()) fail("SequenceErase: the sequence is empty");
+    seq.erase(seq.begin() + position_in(seq, input(1), static_cast<int64_t>(seq.size()) - 1, false, "SequenceErase"));
+    return {ProgramValue::of_sequence(std::move(seq))};
+  }
+  if (op == "split_to_sequence")
+    return {ProgramValue::of_sequence(split_to_sequence(tensor(0), input(1), step.attrs.get_int("axis"),
+                                                        step.attrs.get_int("keepdims") != 0, "SplitToSequence"))};
+  if (op == "concat_from_sequence") {
+    const std::vector<NDArray> seq = sequence(0);
+    if (seq.empty()) fail("ConcatFromSequence: the sequence is empty");
+    const int64_t axis = step.attrs.get_int("axis");
+    if (step.attrs.get_int("new_axis") == 0) return {concat(seq, axis, "ConcatFromSequence")};
+    return {stack(seq, normalized_axis(axis, seq[0].ndim() + 1, "ConcatFromSequence"), "ConcatFromSequence")};
+  }
+  fail("no builtin '", op, "'");
+}
+
+}  // namespace
+
+std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in) {
+  static const std::vector<std::string> kDataDependent = {"nonzero", "compress", "unique", "non_max_suppression"};
+  try {
+    if (std::find(kDataDependent.begin(), kDataDependent.end(), step.builtin) != kDataDependent.end())
+      return data_dependent(step, in);
+    return sequence_or_optional(step, in);
+  } catch (const Error& e) {
+    fail(step.origin, ": ", e.what());
+  }
+}
+
+}  // namespace tessera::driver
