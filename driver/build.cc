@@ -4,6 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "driver/constant_pool.h"
 #include "driver/lower_call.h"
 #include "relay_ir/compute_of_call.h"
 #include "driver/memory_plan.h"
@@ -29,7 +30,7 @@ class PlanBuilder {
  public:
   explicit PlanBuilder(ScheduleContext ctx) : ctx_(std::move(ctx)) {}
 
-  BuildResult run(const Module& m, const targets::Target& target, bool jit) {
+  BuildResult run(const Module& m, const targets::Target& target, bool jit, ConstantPool* constants) {
     const Function& main = m.main();
     for (size_t i = 0; i < main->params.size(); ++i) {
       const auto& t = as_tensor(main->params[i]->checked_type, "input %" + main->params[i]->name);
@@ -45,6 +46,7 @@ class PlanBuilder {
       if (!inner.count(e.get())) visit(e);
     mark_outputs(ids_.at(main->body.get()));
     plan_memory(plan_);
+    if (constants) constants->intern(plan_.constants);
     BuildResult result;
     result.kernels = kernels_;
     result.optimized = m;
@@ -232,7 +234,7 @@ BuildResult build(const Module& module, const targets::Target& target, const Bui
   std::unique_ptr<autotune::ScheduleTransfer> transfer;
   if (db && options.transfer && runs_here) transfer = std::make_unique<autotune::ScheduleTransfer>(*db, key);
   ScheduleContext ctx{db.get(), key, transfer.get(), hardware};
-  return PlanBuilder(ctx).run(optimized, target, options.jit);
+  return PlanBuilder(ctx).run(optimized, target, options.jit, options.constants.get());
 }
 
 }  // namespace tessera::driver

@@ -16,6 +16,8 @@
 
 namespace tessera::driver {
 
+class ConstantPool;
+
 struct BuildOptions {
   // The graph passes (relay_ir/transforms): 0 none; 1 and 2 fold constants and batch norms,
   // eliminate common subexpressions and fuse; 3 also packs weights in their kernels' layouts,
@@ -33,6 +35,8 @@ struct BuildOptions {
   // measuring the best few against its default schedule and storing the results
   // (autotune/transfer.h). Only for targets this host runs, with a database.
   bool transfer = true;
+  // Constants shared with the other builds of the same model (driver/constant_pool.h); null: none.
+  std::shared_ptr<ConstantPool> constants;
 };
 
 // Throws tessera::Error naming the first invalid option (opt_level outside 0-3).

@@ -7,7 +7,9 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "driver/constant_pool.h"
 #include "driver/program_builtins.h"
+#include "driver/shape_specialized_build.h"
 #include "runtime/element.h"
 #include "runtime/error.h"
 #include "runtime/shape_expr.h"
@@ -107,6 +109,7 @@ ProgramExecutor::ProgramExecutor(std::shared_ptr<const Program> program, targets
     : program_(std::move(program)), target_(std::move(target)), options_(options) {
   validate(options_);
   if (!options_.jit) fail("a program of stages is built while it runs: build it with jit on");
+  if (!options_.constants) options_.constants = std::make_shared<ConstantPool>();
 }
 
 std::vector<ProgramValue> ProgramExecutor::run(const std::vector<ProgramValue>& inputs) {
@@ -175,12 +178,17 @@ ProgramExecutor::Values ProgramExecutor::run_stage(const ProgramStep& step, cons
       relay_ir::StageSpecialization spec = step.stage->specialize(in, cache.bound);
       for (size_t i = 0; i < in.size(); ++i) cache.bound[i] = cache.bound[i] || spec.bound.at(i);
       b.signature = signature_of(in, cache.bound);
-      b.result = std::make_shared<const BuildResult>(build(spec.module, target_, options_));
+      b.result = std::make_shared<const BuildResult>(kept(build(spec.module, target_, options_)));
     } catch (const Error& e) {
       fail(step.origin, " at inputs ", signature_of(in, cache.bound), ": ", e.what());
     }
+    if (cache.builds.size() >= kMaxBuildsPerStage)
+      cache.builds.erase(std::min_element(cache.builds.begin(), cache.builds.end(), [](const auto& x, const auto& y) {
+        return x.second.last_use < y.second.last_use;
+      }));
     it = cache.builds.emplace(key_of(in, cache.bound), std::move(b)).first;
   }
+  it->second.last_use = ++uses_;
   std::vector<NDArray> args;
   for (size_t i = 0; i < in.size(); ++i)
     if (!cache.bound[i]) args.push_back(in[i]);

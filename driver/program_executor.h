@@ -19,6 +19,10 @@ namespace tessera::driver {
 
 class ProgramExecutor {
  public:
+  // The builds a stage keeps, past which its least recently used is dropped (a stage after a
+  // data-dependent operator meets a new shape for each new count).
+  static constexpr size_t kMaxBuildsPerStage = 64;
+
   ProgramExecutor(std::shared_ptr<const relay_ir::Program> program, targets::Target target, BuildOptions options);
 
   // Runs the program on `inputs` (in the program's input order); the outputs are new host arrays.
@@ -29,14 +33,15 @@ class ProgramExecutor {
   const relay_ir::Program& program() const { return *program_; }
   const targets::Target& target() const { return target_; }
 
-  // What has been built so far: per stage (by origin), the signatures it was built for.
+  // What is built: per stage (by origin), the signatures of the builds it keeps.
   std::vector<std::pair<std::string, std::vector<std::string>>> builds() const;
 
  private:
   struct Frame;
   struct StageBuild {
     std::shared_ptr<const BuildResult> result;
-    std::string signature;  // for builds(): "float32[2, 3], int64[] = 4"
+    std::string signature;  // for builds(): "float32(2, 3), int64() = 4"
+    uint64_t last_use = 0;
   };
   struct StageCache {
     std::vector<bool> bound;                   // the inputs its graph needed as constants (grows, never shrinks)
@@ -56,6 +61,7 @@ class ProgramExecutor {
   BuildOptions options_;
   mutable std::mutex mutex_;
   std::map<const relay_ir::ProgramStep*, StageCache> stages_;
+  uint64_t uses_ = 0;
 };
 
 }  // namespace tessera::driver

@@ -1,13 +1,22 @@
 #include "driver/shape_specialized_build.h"
 
+#include <algorithm>
+
+#include "driver/constant_pool.h"
 #include "runtime/error.h"
 
 namespace tessera::driver {
+
+BuildResult kept(BuildResult r) {
+  r.optimized = relay_ir::Module();
+  return r;
+}
 
 ShapeSpecializedBuild::ShapeSpecializedBuild(std::vector<runtime::BufferSpec> inputs, Specialize specialize,
                                              targets::Target target, BuildOptions options)
     : inputs_(std::move(inputs)), specialize_(std::move(specialize)), target_(std::move(target)), options_(options) {
   validate(options_);
+  if (!options_.constants) options_.constants = std::make_shared<ConstantPool>();
   for (const runtime::BufferSpec& in : inputs_)
     for (const runtime::ShapeExpr& d : in.shape) d.collect_vars(vars_);
 }
@@ -25,18 +34,24 @@ std::shared_ptr<const BuildResult> ShapeSpecializedBuild::get(const std::vector<
   for (const std::string& v : vars_) key.push_back(values.at(v));
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = builds_.find(key);
-  if (it != builds_.end()) return it->second;
+  if (it != builds_.end()) {
+    it->second.last_use = ++uses_;
+    return it->second.build;
+  }
   std::map<std::string, std::vector<int64_t>> at;
   for (size_t i = 0; i < inputs_.size(); ++i) at[inputs_[i].name] = shapes[i];
   std::string sizes;
   for (const std::string& v : vars_) sizes += (sizes.empty() ? "" : ", ") + v + " = " + std::to_string(values.at(v));
   std::shared_ptr<const BuildResult> result;
   try {
-    result = std::make_shared<const BuildResult>(build(specialize_(at), target_, options_));
+    result = std::make_shared<const BuildResult>(kept(build(specialize_(at), target_, options_)));
   } catch (const Error& e) {
     fail("the model at ", sizes, ": ", e.what());
   }
-  builds_[key] = result;
+  if (builds_.size() >= kMaxKept)
+    builds_.erase(std::min_element(builds_.begin(), builds_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.last_use < b.second.last_use; }));
+  builds_[key] = {result, ++uses_};
   order_.push_back(key);
   return result;
 }

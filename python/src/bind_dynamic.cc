@@ -111,19 +111,18 @@ class DynamicLibrary {
     return shapes;
   }
 
-  Library& library_for(const std::vector<std::vector<int64_t>>& shapes) {
+  // A Library of the build for `shapes`: a handle, made for each call, so that a build the
+  // ShapeSpecializedBuild drops is freed once no call runs it.
+  Library library_for(const std::vector<std::vector<int64_t>>& shapes) {
     std::shared_ptr<const driver::BuildResult> built;
     {
       py::gil_scoped_release release;
       built = build_->get(shapes);
     }
-    auto& library = libraries_[built.get()];
-    if (!library) library = std::make_shared<Library>(built);
-    return *library;
+    return Library(built);
   }
 
   std::shared_ptr<driver::ShapeSpecializedBuild> build_;
-  std::map<const driver::BuildResult*, std::shared_ptr<Library>> libraries_;
 };
 
 }  // namespace
@@ -188,7 +187,8 @@ void bind_dynamic(py::module_& m) {
       "A model with symbolic input dimensions, compiled (tessera.build of a DynamicModule): run() takes inputs of any "
       "size that fits the declared shapes and the model's relations. The first run at a new size builds the model "
       "for that size (as tessera.build does for a fixed one: the same static code) and keeps it; later runs at "
-      "that size run it directly. specialize() gives the build of one size as a Library (to export it).")
+      "that size run it directly (the builds share the weights; the 32 most recently used sizes are kept). "
+      "specialize() gives the build of one size as a Library (to export it).")
       .def("run", &DynamicLibrary::run, py::arg("inputs"),
            "Runs the model at the inputs' size: run([x, ...]) or run({name: x}), as Library.run.")
       .def("profile", &DynamicLibrary::profile, py::arg("inputs"), py::arg("repeat") = 10,

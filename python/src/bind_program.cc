@@ -103,7 +103,8 @@ void bind_program(py::module_& m) {
           "The names of the inputs, in the order run() takes them.")
       .def_property_readonly(
           "builds", [](const ProgramLibrary& l) { return l.executor().builds(); },
-          "[(stage, [signature, ...])]: each stage built so far and the input signatures it was built for.");
+          "[(stage, [signature, ...])]: each stage built so far and the input signatures of the builds it keeps (the "
+          "64 most recently used).");
 }
 
 }  // namespace tessera::python
