@@ -105,19 +105,18 @@ NDArray stack(const std::vector<NDArray>& pieces, int64_t axis, const std::strin
 namespace {
 
 // ONNX's sequence operators: positions count from the back when negative.
-int64_t position_in(const std::vector<NDArray>& seq, const ProgramValue& given, int64_t fallback, bool may_be_end,
-                    const std::string& what) {
+int64_t position_in(const std::vector<NDArray>& seq, const ProgramValue& given, int64_t fallback, bool may_be_end) {
   if (given.is_none()) return fallback;
   const int64_t n = static_cast<int64_t>(seq.size());
-  int64_t p = single_value(given.as_tensor(what + ": the position"), what + ": the position");
+  const int64_t p = single_value(given.as_tensor("the position"), "the position");
   const int64_t last = may_be_end ? n : n - 1;
-  if (p < -n || p > last) fail(what, ": position ", p, " is out of range for a sequence of ", n, " tensors");
+  if (p < -n || p > last) fail("position ", p, " is out of range for a sequence of ", n, " tensors");
   return p < 0 ? p + n : p;
 }
 
-void check_element_type(const std::vector<NDArray>& seq, const NDArray& t, const std::string& what) {
+void check_element_type(const std::vector<NDArray>& seq, const NDArray& t) {
   if (!seq.empty() && seq[0].dtype() != t.dtype())
-    fail(what, ": a sequence of ", seq[0].dtype().str(), " tensors cannot hold a ", t.dtype().str(), " tensor");
+    fail("a sequence of ", seq[0].dtype().str(), " tensors cannot hold a ", t.dtype().str(), " tensor");
 }
 
 std::vector<NDArray> split_to_sequence(const NDArray& x, const ProgramValue& split, int64_t axis, bool keepdims,
@@ -189,11 +188,8 @@ std::vector<ProgramValue> sequence_or_optional(const ProgramStep& step, const st
   };
   auto sequence = [&](size_t i) { return input(i).as_sequence("input " + std::to_string(i)); };
   auto tensor = [&](size_t i) -> const NDArray& { return input(i).as_tensor("input " + std::to_string(i)); };
-  if (op == "identity" || op == "optional_get_element") {
-    if (input(0).is_none()) fail("input 0 holds no value (an empty optional)");
-    return {input(0)};
-  }
-  if (op == "optional") return {input(0)};
+  if (op == "optional_get_element" && input(0).is_none()) fail("the optional holds no value");
+  if (op == "identity" || op == "optional" || op == "optional_get_element") return {input(0)};
   if (op == "optional_has_element") {
     NDArray has = NDArray::empty({}, runtime::kBool);
     runtime::store_element(has, 0, input(0).is_none() ? 0 : 1);
@@ -203,7 +199,7 @@ std::vector<ProgramValue> sequence_or_optional(const ProgramStep& step, const st
   if (op == "sequence_construct") {
     std::vector<NDArray> elements;
     for (size_t i = 0; i < in.size(); ++i) {
-      check_element_type(elements, tensor(i), "SequenceConstruct");
+      check_element_type(elements, tensor(i));
       elements.push_back(tensor(i));
     }
     return {ProgramValue::of_sequence(std::move(elements))};
@@ -215,30 +211,30 @@ std::vector<ProgramValue> sequence_or_optional(const ProgramStep& step, const st
   }
   if (op == "sequence_at") {
     const std::vector<NDArray> seq = sequence(0);
-    return {seq[position_in(seq, input(1), 0, false, "SequenceAt")]};
+    return {seq[position_in(seq, input(1), 0, false)]};
   }
   if (op == "sequence_insert") {
     std::vector<NDArray> seq = sequence(0);
-    check_element_type(seq, tensor(1), "SequenceInsert");
-    seq.insert(seq.begin() + position_in(seq, input(2), static_cast<int64_t>(seq.size()), true, "SequenceInsert"),
-               tensor(1));
+    check_element_type(seq, tensor(1));
+    seq.insert(seq.begin() + position_in(seq, input(2), static_cast<int64_t>(seq.size()), true), tensor(1));
     return {ProgramValue::of_sequence(std::move(seq))};
   }
   if (op == "sequence_erase") {
     std::vector<NDArray> seq = sequence(0);
-    if (seq.empty()) fail("SequenceErase: the sequence is empty");
-    seq.erase(seq.begin() + position_in(seq, input(1), static_cast<int64_t>(seq.size()) - 1, false, "SequenceErase"));
+    if (seq.empty()) fail("the sequence is empty");
+    seq.erase(seq.begin() + position_in(seq, input(1), static_cast<int64_t>(seq.size()) - 1, false));
     return {ProgramValue::of_sequence(std::move(seq))};
   }
   if (op == "split_to_sequence")
     return {ProgramValue::of_sequence(split_to_sequence(tensor(0), input(1), step.attrs.get_int("axis"),
-                                                        step.attrs.get_int("keepdims") != 0, "SplitToSequence"))};
+                                                        step.attrs.get_int("keepdims") != 0, "the input"))};
   if (op == "concat_from_sequence") {
     const std::vector<NDArray> seq = sequence(0);
-    if (seq.empty()) fail("ConcatFromSequence: the sequence is empty");
+    if (seq.empty()) fail("the sequence is empty");
     const int64_t axis = step.attrs.get_int("axis");
-    if (step.attrs.get_int("new_axis") == 0) return {concat(seq, axis, "ConcatFromSequence")};
-    return {stack(seq, normalized_axis(axis, seq[0].ndim() + 1, "ConcatFromSequence"), "ConcatFromSequence")};
+    const std::string what = "the sequence's tensors";
+    if (step.attrs.get_int("new_axis") == 0) return {concat(seq, axis, what)};
+    return {stack(seq, normalized_axis(axis, seq[0].ndim() + 1, what), what)};
   }
   fail("no builtin '", op, "'");
 }

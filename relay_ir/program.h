@@ -79,4 +79,8 @@ struct Program {
   std::vector<std::pair<std::string, runtime::NDArray>> constants;
 };
 
+// The program as text, a line per step (its outputs, its kind, its inputs, where it came from),
+// bodies indented under their steps: what `tessera inspect` prints for such a model.
+std::string to_text(const Program& program);
+
 }  // namespace tessera::relay_ir

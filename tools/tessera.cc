@@ -188,6 +188,14 @@ void write_kernel_sources(const ModelOptions& o, const std::string& dir) {
 }
 
 int cmd_inspect(const ModelOptions& o, const std::string& dot, const std::string& source_dir) {
+  if (auto program = load_program(o)) {
+    if (!dot.empty() || !source_dir.empty())
+      fail(
+          "the model runs as a program of stages built at the shapes they meet: --dot and --source need one static "
+          "graph");
+    std::printf("%s", relay_ir::to_text(*program).c_str());
+    return 0;
+  }
   if (!source_dir.empty()) {
     write_kernel_sources(o, source_dir);
     return 0;

@@ -273,6 +273,10 @@ class ProgramBuilder {
   void add_stage(Program& p, const ::onnx::GraphProto& graph, const std::vector<int>& nodes,
                  const std::map<std::string, int>& last_read) {
     if (nodes.empty()) return;
+    if (nodes.size() == 1 && graph.node(nodes[0]).op_type() == "Identity") {  // nothing to compile
+      p.steps.push_back(step_of(graph.node(nodes[0])));
+      return;
+    }
     ::onnx::ModelProto proto;
     proto.set_ir_version(model_.ir_version());
     *proto.mutable_opset_import() = model_.opset_import();

@@ -176,6 +176,10 @@ void bind_dynamic(py::module_& m) {
           },
           py::arg("shapes"),
           "The graph module at the given shapes ({name: shape}), as tessera.onnx.load(shapes=) gives.")
+      .def("__str__",
+           [](const DynamicModule& d) {
+             return d.program ? relay_ir::to_text(*d.program) : py::repr(py::cast(d)).cast<std::string>();
+           })
       .def("__repr__", [](const DynamicModule& d) {
         std::string s = "DynamicModule(" + d.path;
         for (const auto& in : d.inputs) s += ", " + in.name + ": " + runtime::symbolic_shape_str(in.shape);

@@ -168,6 +168,8 @@ def test_run_takes_a_model_with_control_flow_as_a_program(tmp_path):
                       "--bench", 3).stdout
         assert f"output 0: float32({len(x)},)" in out and "latency over 3 runs" in out
         np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0.npy"), x * 2 if x.sum() > 0 else -x)
+    out = tessera("inspect", path).stdout
+    assert out.startswith("program(x) -> (y)\n") and "y = if(c)  # If (node 'y')" in out and "then() -> (t)" in out
     proc = tessera("compile", path, ok=False)
     assert "it runs as a program of compiled stages" in proc.stderr and "If (node 'y')" in proc.stderr
     proc = tessera("run", path, "--input", f"y={tmp_path / 'x.npy'}", ok=False)

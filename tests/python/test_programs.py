@@ -245,7 +245,7 @@ def test_sequences_go_in_and_out_as_lists_and_loops_carry_them(tmp_path, rng):
     np.testing.assert_array_equal(last_given, given[-1])
     with pytest.raises(tessera.Error, match=r"input 'given' \(#2\) must be a sequence, got a tensor"):
         lib.run([x, np.array(3, np.int64), np.zeros(2, np.float32)])
-    with pytest.raises(tessera.Error, match=r"SequenceAt \(node 'last_given'\).*out of range for a sequence of 0"):
+    with pytest.raises(tessera.Error, match=r"SequenceAt \(node .last_given.\): position -1 is out of range for a sequence of 0"):
         lib.run([x, np.array(0, np.int64), []])
 
 
@@ -265,3 +265,64 @@ def test_optionals_hold_a_value_or_none(tmp_path):
     assert not has and np.array_equal(y, x)
     has, y = lib.run([x, np.array([5, 6], np.float32)])
     assert has and np.array_equal(y, [5, 6])
+
+
+class GreedyDecoder:
+    """A TorchScript greedy decoder (an embedding, a recurrent cell, an argmax per step, stopping
+    at an end token or after max_len steps), as PyTorch's exporter writes it: a Loop carrying a
+    sequence (SequenceInsert per step), a data-dependent condition, ConcatFromSequence after."""
+    source = '''
+import torch
+
+
+class Decoder(torch.nn.Module):
+    def __init__(self, eos: int):
+        super().__init__()
+        self.eos = eos
+        self.embed = torch.nn.Embedding(50, 16)
+        self.wi = torch.nn.Linear(16, 32)
+        self.wh = torch.nn.Linear(32, 32)
+        self.out = torch.nn.Linear(32, 50)
+
+    def forward(self, h, max_len: torch.Tensor):
+        tok = torch.zeros(1, dtype=torch.long)
+        tokens = []
+        for i in range(int(max_len)):
+            h = torch.tanh(self.wi(self.embed(tok)) + self.wh(h))
+            tok = self.out(h).argmax(-1)
+            tokens.append(tok)
+            if bool(tok[0] == self.eos):
+                break
+        return torch.stack(tokens, 1), h
+'''
+
+
+def test_a_decoding_loop_exported_by_pytorch_matches_pytorch(tmp_path):
+    torch = pytest.importorskip("torch")
+    import importlib.util
+    (tmp_path / "decoder_model.py").write_text(GreedyDecoder.source)
+    spec = importlib.util.spec_from_file_location("decoder_model", tmp_path / "decoder_model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # TorchScript reads the class's source from its file
+    torch.manual_seed(0)
+    h0 = torch.randn(1, 32, generator=torch.Generator().manual_seed(0))
+    probe = torch.jit.script(module.Decoder(eos=-1))
+    eos = int(probe(h0, torch.tensor(8))[0][0, 5])  # a token the loop meets: it stops there
+    torch.manual_seed(0)
+    model = torch.jit.script(module.Decoder(eos=eos))
+    path = str(tmp_path / "decoder.onnx")
+    torch.onnx.export(model, (h0, torch.tensor(10)), path, input_names=["h", "max_len"],
+                      output_names=["tokens", "h_out"], opset_version=15)
+    lib = tessera.build(tessera.onnx.load(path))
+    stopped_early = False
+    for seed in range(4):
+        h = torch.randn(1, 32, generator=torch.Generator().manual_seed(seed))
+        for n in [1, 3, 12]:
+            want_tokens, want_h = model(h, torch.tensor(n))
+            tokens, h_out = lib.run([h.numpy(), np.array(n, np.int64)])
+            np.testing.assert_array_equal(tokens, want_tokens.numpy())
+            np.testing.assert_allclose(h_out, want_h.detach().numpy(), rtol=1e-5, atol=1e-6)
+            stopped_early |= tokens.shape[1] < n
+    assert stopped_early  # the end token ended some loop before max_len
+    with pytest.raises(tessera.Error, match=r"ConcatFromSequence \(node .*\): the sequence is empty"):
+        lib.run([h0.numpy(), np.array(0, np.int64)])  # as torch.stack([]) fails
