@@ -1,8 +1,6 @@
 #include "driver/program_executor.h"
 
 #include <algorithm>
-#include <cstring>
-#include <limits>
 #include <optional>
 #include <sstream>
 #include <unordered_map>

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <unordered_map>
 
-#include "frontend/onnx/converter.h"
 #include "frontend/onnx/model_proto.h"
+#include "frontend/onnx/program_graph.h"
+#include "frontend/onnx/program_stage.h"
 #include "frontend/onnx/tensor_proto.h"
 
 namespace tessera::frontend::onnx {
@@ -16,10 +16,6 @@ using relay_ir::ProgramStep;
 using runtime::NDArray;
 
 namespace {
-
-// A stage binds an input to its value when a converter needs it as a constant (a shape, an axis,
-// a count); binding a larger one would build the stage again for every new value of real data.
-constexpr int64_t kMaxBoundElements = 4096;
 
 // ONNX's sequence and optional operators without attributes of their own, by their builtins' names.
 const std::map<std::string, std::string> kSequenceBuiltins = {{"Identity", "identity"},
@@ -32,182 +28,6 @@ const std::map<std::string, std::string> kSequenceBuiltins = {{"Identity", "iden
                                                               {"Optional", "optional"},
                                                               {"OptionalHasElement", "optional_has_element"},
                                                               {"OptionalGetElement", "optional_get_element"}};
-
-bool is_step(const ::onnx::NodeProto& node) {
-  const auto* entry = ConverterTable::global().find(node.domain(), node.op_type());
-  return entry && entry->program_step;
-}
-
-std::string node_name(const ::onnx::NodeProto& node) { return node.name().empty() ? node.output(0) : node.name(); }
-std::string origin_of(const ::onnx::NodeProto& node) { return node.op_type() + " (node '" + node_name(node) + "')"; }
-
-template <typename F>
-void for_each_subgraph(const ::onnx::NodeProto& node, F f) {
-  for (const auto& a : node.attribute()) {
-    if (a.has_g()) f(a.g());
-    for (const auto& g : a.graphs()) f(g);
-  }
-}
-
-template <typename F>
-void for_each_node(const ::onnx::GraphProto& graph, F f) {
-  for (const auto& node : graph.node()) {
-    f(node);
-    for_each_subgraph(node, [&](const ::onnx::GraphProto& g) { for_each_node(g, f); });
-  }
-}
-
-// The names a node reads, its subgraphs' reads included (a body reads values around it by name).
-void collect_reads(const ::onnx::NodeProto& node, std::set<std::string>& out) {
-  for (const auto& in : node.input())
-    if (!in.empty()) out.insert(in);
-  for_each_subgraph(node, [&](const ::onnx::GraphProto& g) {
-    for (const auto& n : g.node()) collect_reads(n, out);
-    for (const auto& o : g.output()) out.insert(o.name());
-  });
-}
-
-bool is_non_tensor(const ::onnx::TypeProto& t) { return t.has_sequence_type() || t.has_optional_type(); }
-
-// The names of sequence and optional values, in `graph` and its subgraphs: declared so (inputs,
-// outputs, value_info), made by a sequence or optional operator, or passed on by Identity.
-void collect_non_tensors(const ::onnx::GraphProto& graph, std::set<std::string>& out) {
-  static const std::set<std::string> kMakers = {"SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceErase",
-                                                "SplitToSequence",   "SequenceMap",   "Optional"};
-  for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()})
-    for (const auto& v : *list)
-      if (is_non_tensor(v.type())) out.insert(v.name());
-  for (const auto& node : graph.node()) {
-    const bool identity = node.op_type() == "Identity" && node.input_size() == 1 && out.count(node.input(0));
-    if (identity || kMakers.count(node.op_type()))
-      for (const auto& o : node.output()) out.insert(o);
-    for_each_subgraph(node, [&](const ::onnx::GraphProto& g) { collect_non_tensors(g, out); });
-  }
-}
-
-// Which values depend on the data rather than only on constants and shapes: an If whose condition
-// does must choose its branch at run time.
-class DataDependence {
- public:
-  DataDependence(const ::onnx::ModelProto& model, const ImportOptions& options) {
-    const auto& graph = model.graph();
-    for (const auto& [name, value] : options.bind) known_[name] = false;
-    add_graph(graph);
-    for (const auto& in : graph.input())
-      if (!known_.count(in.name())) known_[in.name()] = true;
-  }
-
-  bool depends(const std::string& name) {
-    auto it = known_.find(name);
-    if (it != known_.end()) return it->second;
-    known_[name] = true;  // a cycle or an unknown producer: assume the data
-    auto p = producers_.find(name);
-    bool result = true;
-    if (p != producers_.end()) {
-      const ::onnx::NodeProto& node = *p->second;
-      bool has_subgraph = false;
-      for_each_subgraph(node, [&](const ::onnx::GraphProto&) { has_subgraph = true; });
-      if (node.op_type() == "Shape" || node.op_type() == "Size") result = false;
-      else if (!has_subgraph && !is_step(node)) {
-        result = false;
-        for (const auto& in : node.input()) result = result || (!in.empty() && depends(in));
-      }
-    }
-    return known_[name] = result;
-  }
-
- private:
-  void add_graph(const ::onnx::GraphProto& g) {
-    for (const auto& init : g.initializer()) known_[init.name()] = false;
-    for (const auto& node : g.node()) {
-      for (const auto& out : node.output()) producers_[out] = &node;
-      for_each_subgraph(node, [&](const ::onnx::GraphProto& sub) {
-        for (const auto& in : sub.input()) known_[in.name()] = true;
-        add_graph(sub);
-      });
-    }
-  }
-
-  std::unordered_map<std::string, bool> known_;
-  std::unordered_map<std::string, const ::onnx::NodeProto*> producers_;
-};
-
-// A run of static nodes, imported at the values the executor gives it.
-class OnnxStage : public relay_ir::StageSource {
- public:
-  OnnxStage(::onnx::ModelProto proto, std::vector<std::string> inputs, std::vector<std::string> constant_names,
-            std::shared_ptr<const std::map<std::string, NDArray>> constants, std::string base_dir,
-            ConstantEvaluator evaluate)
-      : proto_(std::move(proto)),
-        inputs_(std::move(inputs)),
-        constant_names_(std::move(constant_names)),
-        constants_(std::move(constants)),
-        base_dir_(std::move(base_dir)),
-        evaluate_(std::move(evaluate)) {}
-
-  relay_ir::StageSpecialization specialize(const std::vector<NDArray>& values,
-                                           const std::vector<bool>& bound) const override {
-    std::vector<bool> b = bound;
-    for (;;) {
-      try {
-        return {import_model_proto(at(values), base_dir_, options(values, b)), b};
-      } catch (const BindingRequired& e) {
-        if (!bind_more(e, values, b)) throw;
-      }
-    }
-  }
-
- private:
-  // The stage's model with its inputs' element types (the importer takes their shapes as options).
-  ::onnx::ModelProto at(const std::vector<NDArray>& values) const {
-    ::onnx::ModelProto m = proto_;
-    auto add_input = [&](const std::string& name, runtime::DataType dtype) {
-      auto* v = m.mutable_graph()->add_input();
-      v->set_name(name);
-      v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx_type_of(dtype));
-    };
-    for (size_t i = 0; i < inputs_.size(); ++i) add_input(inputs_[i], values[i].dtype());
-    for (const std::string& c : constant_names_) add_input(c, constants_->at(c).dtype());
-    return m;
-  }
-
-  ImportOptions options(const std::vector<NDArray>& values, const std::vector<bool>& bound) const {
-    ImportOptions o;
-    o.evaluate = evaluate_;
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-      if (!bound[i]) {
-        o.shapes[inputs_[i]] = values[i].shape();
-        continue;
-      }
-      NDArray copy = NDArray::empty(values[i].shape(), values[i].dtype());  // the build keeps it as a constant
-      copy.copy_from(values[i]);
-      o.bind[inputs_[i]] = copy;
-    }
-    for (const std::string& c : constant_names_) o.bind[c] = constants_->at(c);
-    return o;
-  }
-
-  // Marks the inputs `e` names as bound; false when none is left to bind.
-  bool bind_more(const BindingRequired& e, const std::vector<NDArray>& values, std::vector<bool>& bound) const {
-    bool more = false;
-    for (const std::string& name : e.inputs)
-      for (size_t i = 0; i < inputs_.size(); ++i) {
-        if (inputs_[i] != name || bound[i]) continue;
-        if (values[i].numel() > kMaxBoundElements)
-          fail(e.what(), "; '", name, "' holds ", values[i].numel(),
-               " values, too many to compile for each of them: compute it from fewer values");
-        bound[i] = more = true;
-      }
-    return more;
-  }
-
-  ::onnx::ModelProto proto_;  // the nodes and outputs; inputs are added per specialization
-  std::vector<std::string> inputs_;
-  std::vector<std::string> constant_names_;
-  std::shared_ptr<const std::map<std::string, NDArray>> constants_;
-  std::string base_dir_;
-  ConstantEvaluator evaluate_;
-};
 
 class ProgramBuilder {
  public:
@@ -307,8 +127,7 @@ class ProgramBuilder {
     if (step.outputs.empty()) return;  // nothing after it reads what it computes
     step.origin = "the nodes '" + node_name(graph.node(nodes.front())) + "' to '" +
                   node_name(graph.node(nodes.back())) + "' (" + std::to_string(nodes.size()) + ")";
-    step.stage =
-        std::make_shared<OnnxStage>(std::move(proto), inputs, constants, constants_, base_dir_, options_.evaluate);
+    step.stage = onnx_stage(std::move(proto), inputs, constants, constants_, base_dir_, options_.evaluate);
     p.steps.push_back(std::move(step));
   }
 
@@ -432,30 +251,6 @@ class ProgramBuilder {
 };
 
 }  // namespace
-
-bool needs_program(const ::onnx::ModelProto& model, const ImportOptions& options) {
-  for (const auto* list : {&model.graph().input(), &model.graph().output()})
-    for (const auto& v : *list)
-      if (is_non_tensor(v.type())) return true;
-  DataDependence data(model, options);
-  bool needs = false;
-  for_each_node(model.graph(), [&](const ::onnx::NodeProto& node) {
-    if (!needs && is_step(node))
-      needs = node.op_type() != "If" || (node.input_size() > 0 && data.depends(node.input(0)));
-  });
-  return needs;
-}
-
-std::string program_steps(const ::onnx::GraphProto& graph) {
-  std::string out;
-  int count = 0;
-  for_each_node(graph, [&](const ::onnx::NodeProto& node) {
-    if (!is_step(node) || ++count > 5) return;
-    out += (out.empty() ? "" : ", ") + origin_of(node);
-  });
-  if (count > 5) out += " and " + std::to_string(count - 5) + " more";
-  return out;
-}
 
 std::shared_ptr<const Program> import_program(const std::string& path, const ImportOptions& options, bool always) {
   return with_model_file(

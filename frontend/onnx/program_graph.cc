@@ -1,0 +1,118 @@
+#include "frontend/onnx/program_graph.h"
+
+#include <unordered_map>
+
+#include "frontend/onnx/converter.h"
+#include "frontend/onnx/model_proto.h"
+
+namespace tessera::frontend::onnx {
+
+bool is_step(const ::onnx::NodeProto& node) {
+  const auto* entry = ConverterTable::global().find(node.domain(), node.op_type());
+  return entry && entry->program_step;
+}
+
+std::string node_name(const ::onnx::NodeProto& node) { return node.name().empty() ? node.output(0) : node.name(); }
+std::string origin_of(const ::onnx::NodeProto& node) { return node.op_type() + " (node '" + node_name(node) + "')"; }
+
+void collect_reads(const ::onnx::NodeProto& node, std::set<std::string>& out) {
+  for (const auto& in : node.input())
+    if (!in.empty()) out.insert(in);
+  for_each_subgraph(node, [&](const ::onnx::GraphProto& g) {
+    for (const auto& n : g.node()) collect_reads(n, out);
+    for (const auto& o : g.output()) out.insert(o.name());
+  });
+}
+
+bool is_non_tensor(const ::onnx::TypeProto& t) { return t.has_sequence_type() || t.has_optional_type(); }
+
+void collect_non_tensors(const ::onnx::GraphProto& graph, std::set<std::string>& out) {
+  static const std::set<std::string> kMakers = {"SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceErase",
+                                                "SplitToSequence",   "SequenceMap",   "Optional"};
+  for (const auto* list : {&graph.input(), &graph.output(), &graph.value_info()})
+    for (const auto& v : *list)
+      if (is_non_tensor(v.type())) out.insert(v.name());
+  for (const auto& node : graph.node()) {
+    const bool identity = node.op_type() == "Identity" && node.input_size() == 1 && out.count(node.input(0));
+    if (identity || kMakers.count(node.op_type()))
+      for (const auto& o : node.output()) out.insert(o);
+    for_each_subgraph(node, [&](const ::onnx::GraphProto& g) { collect_non_tensors(g, out); });
+  }
+}
+
+namespace {
+
+// Which values depend on the data rather than only on constants and shapes: an If whose condition
+// does must choose its branch at run time.
+class DataDependence {
+ public:
+  DataDependence(const ::onnx::ModelProto& model, const ImportOptions& options) {
+    const auto& graph = model.graph();
+    for (const auto& [name, value] : options.bind) known_[name] = false;
+    add_graph(graph);
+    for (const auto& in : graph.input())
+      if (!known_.count(in.name())) known_[in.name()] = true;
+  }
+
+  bool depends(const std::string& name) {
+    auto it = known_.find(name);
+    if (it != known_.end()) return it->second;
+    known_[name] = true;  // a cycle or an unknown producer: assume the data
+    auto p = producers_.find(name);
+    bool result = true;
+    if (p != producers_.end()) {
+      const ::onnx::NodeProto& node = *p->second;
+      bool has_subgraph = false;
+      for_each_subgraph(node, [&](const ::onnx::GraphProto&) { has_subgraph = true; });
+      if (node.op_type() == "Shape" || node.op_type() == "Size") result = false;
+      else if (!has_subgraph && !is_step(node)) {
+        result = false;
+        for (const auto& in : node.input()) result = result || (!in.empty() && depends(in));
+      }
+    }
+    return known_[name] = result;
+  }
+
+ private:
+  void add_graph(const ::onnx::GraphProto& g) {
+    for (const auto& init : g.initializer()) known_[init.name()] = false;
+    for (const auto& node : g.node()) {
+      for (const auto& out : node.output()) producers_[out] = &node;
+      for_each_subgraph(node, [&](const ::onnx::GraphProto& sub) {
+        for (const auto& in : sub.input()) known_[in.name()] = true;
+        add_graph(sub);
+      });
+    }
+  }
+
+  std::unordered_map<std::string, bool> known_;
+  std::unordered_map<std::string, const ::onnx::NodeProto*> producers_;
+};
+
+}  // namespace
+
+bool needs_program(const ::onnx::ModelProto& model, const ImportOptions& options) {
+  for (const auto* list : {&model.graph().input(), &model.graph().output()})
+    for (const auto& v : *list)
+      if (is_non_tensor(v.type())) return true;
+  DataDependence data(model, options);
+  bool needs = false;
+  for_each_node(model.graph(), [&](const ::onnx::NodeProto& node) {
+    if (!needs && is_step(node))
+      needs = node.op_type() != "If" || (node.input_size() > 0 && data.depends(node.input(0)));
+  });
+  return needs;
+}
+
+std::string program_steps(const ::onnx::GraphProto& graph) {
+  std::string out;
+  int count = 0;
+  for_each_node(graph, [&](const ::onnx::NodeProto& node) {
+    if (!is_step(node) || ++count > 5) return;
+    out += (out.empty() ? "" : ", ") + origin_of(node);
+  });
+  if (count > 5) out += " and " + std::to_string(count - 5) + " more";
+  return out;
+}
+
+}  // namespace tessera::frontend::onnx

@@ -1,0 +1,41 @@
+// Walking ONNX graphs for the program builder (frontend/onnx/program.cc): subgraphs, the nodes
+// that are a program's steps, the names that are sequences or optionals, what a node reads.
+#pragma once
+#include <set>
+#include <string>
+
+#include <onnx/onnx_pb.h>
+
+namespace tessera::frontend::onnx {
+
+// A node the program executor runs between stages (control flow, a data-dependent shape, a
+// sequence or optional operator: ConverterTable's program steps).
+bool is_step(const ::onnx::NodeProto& node);
+std::string node_name(const ::onnx::NodeProto& node);  // its name, else its first output's
+std::string origin_of(const ::onnx::NodeProto& node);  // "Loop (node 'decode')"
+
+template <typename F>
+void for_each_subgraph(const ::onnx::NodeProto& node, F f) {
+  for (const auto& a : node.attribute()) {
+    if (a.has_g()) f(a.g());
+    for (const auto& g : a.graphs()) f(g);
+  }
+}
+
+template <typename F>
+void for_each_node(const ::onnx::GraphProto& graph, F f) {
+  for (const auto& node : graph.node()) {
+    f(node);
+    for_each_subgraph(node, [&](const ::onnx::GraphProto& g) { for_each_node(g, f); });
+  }
+}
+
+// The names a node reads, its subgraphs' reads included (a body reads values around it by name).
+void collect_reads(const ::onnx::NodeProto& node, std::set<std::string>& out);
+
+bool is_non_tensor(const ::onnx::TypeProto& t);  // a sequence or an optional
+// The names of sequence and optional values, in `graph` and its subgraphs: declared so (inputs,
+// outputs, value_info), made by a sequence or optional operator, or passed on by Identity.
+void collect_non_tensors(const ::onnx::GraphProto& graph, std::set<std::string>& out);
+
+}  // namespace tessera::frontend::onnx
