@@ -12,12 +12,14 @@ namespace tessera::frontend::onnx {
 using relay_ir::Expr;
 
 ConvertContext::ConvertContext(const ::onnx::NodeProto& node, int opset, std::vector<Expr> inputs,
-                               std::vector<std::string> input_names, std::string base_dir)
+                               std::vector<std::string> input_names, std::string base_dir,
+                               std::vector<int> value_inputs)
     : node_(node),
       opset_(opset),
       inputs_(std::move(inputs)),
       input_names_(std::move(input_names)),
-      base_dir_(std::move(base_dir)) {}
+      base_dir_(std::move(base_dir)),
+      value_inputs_(std::move(value_inputs)) {}
 
 std::string ConvertContext::where() const {
   return node_.op_type() + " (node '" + (node_.name().empty() ? node_.output(0) : node_.name()) + "', opset " +
@@ -44,6 +46,9 @@ std::optional<runtime::NDArray> ConvertContext::try_constant_input(size_t i) con
 }
 
 runtime::NDArray ConvertContext::constant_input(size_t i, const std::string& what) const {
+  if (std::find(value_inputs_.begin(), value_inputs_.end(), static_cast<int>(i)) == value_inputs_.end())
+    fail("internal error: the converter of ", op_type(), " reads input ", i, " (", what,
+         ") as a constant without declaring it a value input");
   if (auto c = try_constant_input(i)) return *c;
   input(i);
   // The graph inputs it is computed from: binding them makes it a constant.
@@ -133,16 +138,16 @@ Expr ConvertContext::call(const std::string& name, std::vector<Expr> args, relay
   }
 }
 
-void ConverterTable::add(const std::string& op_type, Converter c) {
+void ConverterTable::add(const std::string& op_type, Converter c, std::vector<int> value_inputs) {
   if (entries_.count(op_type)) fail("internal error: two converters for ONNX ", op_type);
-  entries_[op_type] = {std::move(c), ""};
+  entries_[op_type] = {std::move(c), "", false, std::move(value_inputs)};
 }
 
 void ConverterTable::unsupported(const std::string& op_type, const std::string& reason) {
-  entries_[op_type] = {nullptr, reason};
+  entries_[op_type] = {nullptr, reason, false, {}};
 }
 
-void ConverterTable::program_step(const std::string& op_type) { entries_[op_type] = {nullptr, "", true}; }
+void ConverterTable::program_step(const std::string& op_type) { entries_[op_type] = {nullptr, "", true, {}}; }
 
 const ConverterTable::Entry* ConverterTable::find(const std::string& domain, const std::string& op_type) const {
   if (!domain.empty() && domain != "ai.onnx" && domain != "ai.onnx.ml") return nullptr;

@@ -16,8 +16,9 @@ namespace tessera::frontend::onnx {
 
 class ConvertContext {
  public:
+  // `value_inputs`: the inputs it may read as constants (ConverterTable::Entry::value_inputs).
   ConvertContext(const ::onnx::NodeProto& node, int opset, std::vector<relay_ir::Expr> inputs,
-                 std::vector<std::string> input_names, std::string base_dir);
+                 std::vector<std::string> input_names, std::string base_dir, std::vector<int> value_inputs);
 
   const ::onnx::NodeProto& node() const { return node_; }
   const std::string& op_type() const { return node_.op_type(); }
@@ -33,7 +34,8 @@ class ConvertContext {
   const relay_ir::Expr& input(size_t i) const;  // throws if absent
   const relay_ir::TensorTypeNode& input_type(size_t i) const;
   // The input's value when it is known at import time (initializer, Constant, bound input,
-  // folded subgraph). Throws BindingRequired when it comes from a graph input.
+  // folded subgraph). Throws BindingRequired when it comes from a graph input. Only a declared
+  // value input may be read so.
   runtime::NDArray constant_input(size_t i, const std::string& what) const;
   std::optional<runtime::NDArray> try_constant_input(size_t i) const;
   // A constant int64/int32 input as integers (e.g. a shape or axes input).
@@ -63,6 +65,7 @@ class ConvertContext {
   std::vector<relay_ir::Expr> inputs_;
   std::vector<std::string> input_names_;
   std::string base_dir_;
+  std::vector<int> value_inputs_;
 };
 
 using Converter = std::function<std::vector<relay_ir::Expr>(ConvertContext&)>;
@@ -73,8 +76,12 @@ class ConverterTable {
     Converter convert;
     std::string unsupported;    // non-empty: the reason the op is not supported
     bool program_step = false;  // control flow or a data-dependent shape: a step of a program
+    // The inputs the converter reads as constants (a shape, a count, axes, a padding value): a
+    // program ends its stage before a node whose value input is computed from the data, so that
+    // the next stage takes it as an input and binds it (frontend/onnx/program.cc).
+    std::vector<int> value_inputs;
   };
-  void add(const std::string& op_type, Converter c);
+  void add(const std::string& op_type, Converter c, std::vector<int> value_inputs = {});
   // Known but deliberately unsupported (sequences, random numbers, ...).
   void unsupported(const std::string& op_type, const std::string& reason);
   // Run by the program executor between compiled stages (frontend/onnx/program.h).

@@ -220,7 +220,7 @@ class Importer {
   // any value of the enclosing graphs). A condition that depends on the data makes the model a
   // program (frontend/onnx/program.h), which chooses the branch at run time.
   void convert_if(const ::onnx::NodeProto& node) {
-    ConvertContext ctx(node, opset_, {values_.at(node.input(0))}, {node.input(0)}, base_dir_);
+    ConvertContext ctx(node, opset_, {values_.at(node.input(0))}, {node.input(0)}, base_dir_, {0});
     const runtime::NDArray cond = ctx.constant_input(0, "the condition");
     if (cond.numel() != 1) ctx.error("the condition must hold one value, got shape " + cond.shape_str());
     const char* chosen = runtime::element_as_double(cond, 0) != 0 ? "then_branch" : "else_branch";
@@ -278,8 +278,8 @@ class Importer {
         "Cast",    "CastLike",  "BitCast", "QuantizeLinear", "DequantizeLinear", "Identity", "Reshape", "Transpose",
         "Squeeze", "Unsqueeze", "Flatten", "Slice",          "Gather",           "Expand",   "Tile",    "Split",
         "Concat",  "Pad",       "Where"};
-    const auto& convert = ConverterTable::global().find(node.domain(), node.op_type())->convert;
-    ConvertContext as_given(node, opset_of(node.domain()), inputs, names, base_dir_);
+    const ConverterTable::Entry& entry = *ConverterTable::global().find(node.domain(), node.op_type());
+    ConvertContext as_given(node, opset_of(node.domain()), inputs, names, base_dir_, entry.value_inputs);
     std::optional<runtime::DataType> narrow;
     if (!kTakesNarrowTypes.count(node.op_type()))
       for (size_t i = 0; i < inputs.size(); ++i) {
@@ -288,9 +288,9 @@ class Importer {
         if (!narrow) narrow = t;
         inputs[i] = widened(as_given, inputs[i], t.compute_type());
       }
-    if (!narrow) return convert(as_given);
-    ConvertContext ctx(node, opset_of(node.domain()), inputs, names, base_dir_);
-    std::vector<Expr> outputs = convert(ctx);
+    if (!narrow) return entry.convert(as_given);
+    ConvertContext ctx(node, opset_of(node.domain()), inputs, names, base_dir_, entry.value_inputs);
+    std::vector<Expr> outputs = entry.convert(ctx);
     for (auto& e : outputs) {
       if (!e) continue;
       relay_ir::infer_type(e);

@@ -114,7 +114,7 @@ void register_extra_converters(ConverterTable& t) {
   register_extra_signal_converters(t);
   register_extra_rnn_converters(t);
   t.add("GridSample", grid_sample);
-  t.add("AffineGrid", affine_grid);
+  t.add("AffineGrid", affine_grid, {1});
   t.add("RoiAlign", roi_align);
   t.add("DeformConv", deform_conv);
   t.add("Det", [](ConvertContext& c) {

@@ -362,9 +362,9 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
 }  // namespace
 
 void register_extra_rnn_converters(ConverterTable& t) {
-  t.add("RNN", [](ConvertContext& c) { return convert(c, Cell::Rnn); });
-  t.add("GRU", [](ConvertContext& c) { return convert(c, Cell::Gru); });
-  t.add("LSTM", [](ConvertContext& c) { return convert(c, Cell::Lstm); });
+  t.add("RNN", [](ConvertContext& c) { return convert(c, Cell::Rnn); }, {4});
+  t.add("GRU", [](ConvertContext& c) { return convert(c, Cell::Gru); }, {4});
+  t.add("LSTM", [](ConvertContext& c) { return convert(c, Cell::Lstm); }, {4});
 }
 
 }  // namespace tessera::frontend::onnx

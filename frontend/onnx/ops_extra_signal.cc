@@ -284,12 +284,12 @@ Converter one(F f) {
 }  // namespace
 
 void register_extra_signal_converters(ConverterTable& t) {
-  t.add("HannWindow", one([](ConvertContext& c) { return cosine_window(c, 0.5, 0.5, 0); }));
-  t.add("HammingWindow", one([](ConvertContext& c) { return cosine_window(c, 25.0 / 46, 21.0 / 46, 0); }));
-  t.add("BlackmanWindow", one([](ConvertContext& c) { return cosine_window(c, 0.42, 0.5, 0.08); }));
-  t.add("MelWeightMatrix", one(mel_weight_matrix));
-  t.add("DFT", one(convert_dft));
-  t.add("STFT", one(convert_stft));
+  t.add("HannWindow", one([](ConvertContext& c) { return cosine_window(c, 0.5, 0.5, 0); }), {0});
+  t.add("HammingWindow", one([](ConvertContext& c) { return cosine_window(c, 25.0 / 46, 21.0 / 46, 0); }), {0});
+  t.add("BlackmanWindow", one([](ConvertContext& c) { return cosine_window(c, 0.42, 0.5, 0.08); }), {0});
+  t.add("MelWeightMatrix", one(mel_weight_matrix), {0, 1, 2, 3, 4});
+  t.add("DFT", one(convert_dft), {1, 2});
+  t.add("STFT", one(convert_stft), {1, 3});
 }
 
 }  // namespace tessera::frontend::onnx

@@ -32,7 +32,8 @@ void reduction(ConverterTable& t, const std::string& onnx_op, const std::string&
             return c.call("cast", {r}, {{"dtype", std::string("bool")}});
           }
           return c.call(op, {c.input(0)}, {{"axes", axes}, {"keepdims", keepdims}});
-        }));
+        }),
+        {1});
 }
 
 void arg_reduction(ConverterTable& t, const std::string& onnx_op, const std::string& op) {
@@ -69,8 +70,8 @@ void register_math_reduce_converters(ConverterTable& t) {
   reduction(t, "ReduceSumSquare", "reduce_sum_square");
   arg_reduction(t, "ArgMax", "argmax");
   arg_reduction(t, "ArgMin", "argmin");
-  t.add("CumSum", one([](ConvertContext& c) { return running(c, "cumsum"); }));
-  t.add("CumProd", one([](ConvertContext& c) { return running(c, "cumprod"); }));
+  t.add("CumSum", one([](ConvertContext& c) { return running(c, "cumsum"); }), {1});
+  t.add("CumProd", one([](ConvertContext& c) { return running(c, "cumprod"); }), {1});
 }
 
 }  // namespace tessera::frontend::onnx

@@ -249,7 +249,7 @@ void register_math_unary_converters(ConverterTable& t) {
           c.check_attrs({});
           return c.input(0);
         }));
-  t.add("Dropout", dropout);
+  t.add("Dropout", dropout, {1, 2});
   t.add("Cast", one(cast));
   t.add("CastLike", one([](ConvertContext& c) {
           c.check_attrs({"saturate", "round_mode"});

@@ -184,7 +184,7 @@ std::vector<Expr> causal_conv_with_state(ConvertContext& c) {
 
 void register_nn_conv_converters(ConverterTable& t) {
   t.add("CausalConvWithState", causal_conv_with_state);
-  t.add("Col2Im", nn::one(col2im));
+  t.add("Col2Im", nn::one(col2im), {1, 2});
   t.add("Conv", nn::one([](ConvertContext& c) {
           c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
           std::vector<Expr> args{c.input(0), c.input(1)};

@@ -95,7 +95,8 @@ void register_nn_pool_converters(ConverterTable& t) {
           Attrs a{{"kernel", kernel}, {"strides", nn::spatial_attr(c, "strides", rank, 1)}, {"pads", pads}};
           if (c.has_input(2)) a.set("output_shape", c.constant_ints(2, "output_shape"));
           return c.call("max_unpool", {c.input(0), c.input(1)}, a);
-        }));
+        }),
+        {2});
 }
 
 }  // namespace tessera::frontend::onnx

@@ -298,22 +298,22 @@ Exprs convert_reverse_sequence(ConvertContext& c) {
 }  // namespace
 
 void register_transform_converters(ConverterTable& t) {
-  t.add("Reshape", convert_reshape);
+  t.add("Reshape", convert_reshape, {1});
   t.add("Flatten", convert_flatten);
-  t.add("Squeeze", convert_squeeze);
-  t.add("Unsqueeze", convert_unsqueeze);
+  t.add("Squeeze", convert_squeeze, {1});
+  t.add("Unsqueeze", convert_unsqueeze, {1});
   t.add("Transpose", convert_transpose);
-  t.add("Expand", convert_expand);
-  t.add("Tile", convert_tile);
+  t.add("Expand", convert_expand, {1});
+  t.add("Tile", convert_tile, {1});
   t.add("Concat", convert_concat);
-  t.add("Split", convert_split);
-  t.add("Slice", convert_slice);
-  t.add("Pad", convert_pad);
-  t.add("CenterCropPad", convert_center_crop_pad);
+  t.add("Split", convert_split, {1});
+  t.add("Slice", convert_slice, {1, 2, 3, 4});
+  t.add("Pad", convert_pad, {1, 2, 3});
+  t.add("CenterCropPad", convert_center_crop_pad, {1});
   t.add("DepthToSpace", convert_depth_to_space);
   t.add("SpaceToDepth", convert_space_to_depth);
-  t.add("Trilu", convert_trilu);
-  t.add("OneHot", convert_one_hot);
+  t.add("Trilu", convert_trilu, {1});
+  t.add("OneHot", convert_one_hot, {1});
   t.add("ReverseSequence", convert_reverse_sequence);
   register_transform_const_converters(t);
   register_transform_index_converters(t);

@@ -160,8 +160,8 @@ void register_transform_const_converters(ConverterTable& t) {
   t.add("Constant", convert_constant);
   t.add("Shape", convert_shape);
   t.add("Size", convert_size);
-  t.add("ConstantOfShape", convert_constant_of_shape);
-  t.add("Range", convert_range);
+  t.add("ConstantOfShape", convert_constant_of_shape, {0});
+  t.add("Range", convert_range, {0, 1, 2});
   t.add("EyeLike", convert_eye_like);
 }
 

@@ -161,9 +161,9 @@ Exprs convert_topk(ConvertContext& c) {
 }  // namespace
 
 void register_transform_resize_converters(ConverterTable& t) {
-  t.add("Resize", convert_resize);
-  t.add("Upsample", convert_upsample);
-  t.add("TopK", convert_topk);
+  t.add("Resize", convert_resize, {1, 2, 3});
+  t.add("Upsample", convert_upsample, {1});
+  t.add("TopK", convert_topk, {1});
 }
 
 }  // namespace tessera::frontend::onnx

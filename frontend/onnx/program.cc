@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "frontend/onnx/converter.h"
 #include "frontend/onnx/model_proto.h"
 #include "frontend/onnx/program_graph.h"
 #include "frontend/onnx/program_stage.h"
@@ -35,7 +36,8 @@ class ProgramBuilder {
       : model_(model),
         base_dir_(std::move(base_dir)),
         options_(options),
-        constants_(std::make_shared<std::map<std::string, NDArray>>(options.bind.begin(), options.bind.end())) {
+        constants_(std::make_shared<std::map<std::string, NDArray>>(options.bind.begin(), options.bind.end())),
+        data_(model, options) {
     collect_non_tensors(model.graph(), non_tensors_);
   }
 
@@ -74,6 +76,10 @@ class ProgramBuilder {
     std::vector<int> stage;  // node indices
     for (int i = 0; i < graph.node_size(); ++i) {
       if (!is_step(graph.node(i)) && !passes_non_tensor(graph.node(i))) {
+        if (reads_data_as_constant(graph, stage, graph.node(i))) {
+          add_stage(*p, graph, stage, last_read);
+          stage.clear();
+        }
         stage.push_back(i);
         continue;
       }
@@ -231,6 +237,22 @@ class ProgramBuilder {
     return step;
   }
 
+  // Whether `node` reads as a constant (a shape, a count, axes) a value that `stage` computes from
+  // the data:
+  // the stage ends before it, so that the value reaches it as an input, which its stage binds.
+  bool reads_data_as_constant(const ::onnx::GraphProto& graph, const std::vector<int>& stage,
+                              const ::onnx::NodeProto& node) {
+    const ConverterTable::Entry* entry = ConverterTable::global().find(node.domain(), node.op_type());
+    if (!entry) return false;
+    for (int i : entry->value_inputs) {
+      if (i >= node.input_size() || node.input(i).empty() || !data_.depends(node.input(i))) continue;
+      for (int s : stage)
+        for (const auto& out : graph.node(s).output())
+          if (out == node.input(i)) return true;
+    }
+    return false;
+  }
+
   // Identity of a sequence or an optional: a step, since stages compute tensors only.
   bool passes_non_tensor(const ::onnx::NodeProto& node) const {
     return node.op_type() == "Identity" && node.input_size() == 1 && non_tensors_.count(node.input(0));
@@ -248,6 +270,7 @@ class ProgramBuilder {
   const ImportOptions& options_;
   std::shared_ptr<std::map<std::string, NDArray>> constants_;  // every graph's initializers, the bound inputs
   std::set<std::string> non_tensors_;                          // collect_non_tensors
+  DataDependence data_;
 };
 
 }  // namespace

@@ -40,56 +40,43 @@ void collect_non_tensors(const ::onnx::GraphProto& graph, std::set<std::string>&
   }
 }
 
-namespace {
+DataDependence::DataDependence(const ::onnx::ModelProto& model, const ImportOptions& options) {
+  const auto& graph = model.graph();
+  for (const auto& [name, value] : options.bind) known_[name] = false;
+  add_graph(graph);
+  for (const auto& in : graph.input())
+    if (!known_.count(in.name())) known_[in.name()] = true;
+}
 
-// Which values depend on the data rather than only on constants and shapes: an If whose condition
-// does must choose its branch at run time.
-class DataDependence {
- public:
-  DataDependence(const ::onnx::ModelProto& model, const ImportOptions& options) {
-    const auto& graph = model.graph();
-    for (const auto& [name, value] : options.bind) known_[name] = false;
-    add_graph(graph);
-    for (const auto& in : graph.input())
-      if (!known_.count(in.name())) known_[in.name()] = true;
-  }
-
-  bool depends(const std::string& name) {
-    auto it = known_.find(name);
-    if (it != known_.end()) return it->second;
-    known_[name] = true;  // a cycle or an unknown producer: assume the data
-    auto p = producers_.find(name);
-    bool result = true;
-    if (p != producers_.end()) {
-      const ::onnx::NodeProto& node = *p->second;
-      bool has_subgraph = false;
-      for_each_subgraph(node, [&](const ::onnx::GraphProto&) { has_subgraph = true; });
-      if (node.op_type() == "Shape" || node.op_type() == "Size") result = false;
-      else if (!has_subgraph && !is_step(node)) {
-        result = false;
-        for (const auto& in : node.input()) result = result || (!in.empty() && depends(in));
-      }
-    }
-    return known_[name] = result;
-  }
-
- private:
-  void add_graph(const ::onnx::GraphProto& g) {
-    for (const auto& init : g.initializer()) known_[init.name()] = false;
-    for (const auto& node : g.node()) {
-      for (const auto& out : node.output()) producers_[out] = &node;
-      for_each_subgraph(node, [&](const ::onnx::GraphProto& sub) {
-        for (const auto& in : sub.input()) known_[in.name()] = true;
-        add_graph(sub);
-      });
+bool DataDependence::depends(const std::string& name) {
+  auto it = known_.find(name);
+  if (it != known_.end()) return it->second;
+  known_[name] = true;  // a cycle or an unknown producer: assume the data
+  auto p = producers_.find(name);
+  bool result = true;
+  if (p != producers_.end()) {
+    const ::onnx::NodeProto& node = *p->second;
+    bool has_subgraph = false;
+    for_each_subgraph(node, [&](const ::onnx::GraphProto&) { has_subgraph = true; });
+    if (node.op_type() == "Shape" || node.op_type() == "Size") result = false;
+    else if (!has_subgraph && !is_step(node)) {
+      result = false;
+      for (const auto& in : node.input()) result = result || (!in.empty() && depends(in));
     }
   }
+  return known_[name] = result;
+}
 
-  std::unordered_map<std::string, bool> known_;
-  std::unordered_map<std::string, const ::onnx::NodeProto*> producers_;
-};
-
-}  // namespace
+void DataDependence::add_graph(const ::onnx::GraphProto& g) {
+  for (const auto& init : g.initializer()) known_[init.name()] = false;
+  for (const auto& node : g.node()) {
+    for (const auto& out : node.output()) producers_[out] = &node;
+    for_each_subgraph(node, [&](const ::onnx::GraphProto& sub) {
+      for (const auto& in : sub.input()) known_[in.name()] = true;
+      add_graph(sub);
+    });
+  }
+}
 
 bool needs_program(const ::onnx::ModelProto& model, const ImportOptions& options) {
   for (const auto* list : {&model.graph().input(), &model.graph().output()})

@@ -3,8 +3,11 @@
 #pragma once
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include <onnx/onnx_pb.h>
+
+#include "frontend/onnx/importer.h"
 
 namespace tessera::frontend::onnx {
 
@@ -37,5 +40,20 @@ bool is_non_tensor(const ::onnx::TypeProto& t);  // a sequence or an optional
 // The names of sequence and optional values, in `graph` and its subgraphs: declared so (inputs,
 // outputs, value_info), made by a sequence or optional operator, or passed on by Identity.
 void collect_non_tensors(const ::onnx::GraphProto& graph, std::set<std::string>& out);
+
+// Which values depend on the data rather than only on constants and shapes (a Shape's output does
+// not): an If whose condition does chooses its branch at run time, and an input that sets a shape
+// or a count and does is cut from the stage that computes it, to be taken as a value.
+class DataDependence {
+ public:
+  DataDependence(const ::onnx::ModelProto& model, const ImportOptions& options);
+  bool depends(const std::string& name);
+
+ private:
+  void add_graph(const ::onnx::GraphProto& g);
+
+  std::unordered_map<std::string, bool> known_;
+  std::unordered_map<std::string, const ::onnx::NodeProto*> producers_;
+};
 
 }  // namespace tessera::frontend::onnx

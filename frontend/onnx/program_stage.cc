@@ -73,9 +73,14 @@ class OnnxStage : public relay_ir::StageSource {
     for (const std::string& name : e.inputs)
       for (size_t i = 0; i < inputs_.size(); ++i) {
         if (inputs_[i] != name || bound[i]) continue;
-        if (values[i].numel() > kMaxBoundElements)
-          fail(e.what(), "; '", name, "' holds ", values[i].numel(),
-               " values, too many to compile for each of them: compute it from fewer values");
+        if (values[i].numel() > kMaxBoundElements) {
+          const std::string need = e.what();
+          fail(need.substr(0, need.find("; bind")), ", and it is computed from '", name, "', which holds ",
+               values[i].numel(),
+               " values: a part of a model is built for each value of its inputs it meets only when "
+               "those hold at most ",
+               kMaxBoundElements);
+        }
         bound[i] = more = true;
       }
     return more;

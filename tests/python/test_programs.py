@@ -329,3 +329,23 @@ def test_a_decoding_loop_exported_by_pytorch_matches_pytorch(tmp_path):
     assert stopped_early  # the end token ended some loop before max_len
     with pytest.raises(tessera.Error, match=r"ConcatFromSequence \(node .*\): the sequence is empty"):
         lib.run([array(h0, np.float32), np.array(0, np.int64)])  # as torch.stack([]) fails
+
+
+def test_a_count_computed_from_the_data_is_taken_as_a_value(tmp_path):
+    """y = Range(0, the number of positive elements of x) + 0.5: the count, computed from x's 5000
+    values, ends its stage; the next stage takes it as an input, and binds it."""
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["positive"]),
+             helper.make_node("Cast", ["positive"], ["ones"], to=I64),
+             helper.make_node("ReduceSum", ["ones"], ["count"], keepdims=0),
+             helper.make_node("Range", ["zero_i", "count", "one_i"], ["r"], name="range"),
+             helper.make_node("Cast", ["r"], ["rf"], to=F),
+             helper.make_node("Add", ["rf", "half"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", [5000])], [vi("y", [None])],
+                [const("zero", np.float32(0)), const("zero_i", np.int64(0)), const("one_i", np.int64(1)),
+                 const("half", np.float32(0.5))])
+    lib = tessera.build(tessera.onnx.load(path))
+    rng = np.random.default_rng(2)
+    for _ in range(2):
+        x = rng.standard_normal(5000).astype(np.float32)
+        np.testing.assert_array_equal(lib.run([x])[0], np.arange((x > 0).sum(), dtype=np.float32) + 0.5)
+    assert "= stage(count)  # the nodes 'range' to 'y' (3)" in str(tessera.onnx.load(path))
