@@ -90,6 +90,18 @@ relay_ir::Module import_at(const ModelOptions& o, const std::map<std::string, st
   return frontend::onnx::import_model(o.model, import_options(o, shapes));
 }
 
+// Each input's --shape; fails for an input given several (only `tessera tune` takes several).
+std::map<std::string, std::vector<int64_t>> single_shapes(const ModelOptions& o) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& [name, sizes] : shapes_by_input(o)) {
+    if (sizes.size() > 1)
+      fail("--shape is given ", sizes.size(), " times for input '", name,
+           "' (several sizes are for `tessera tune`, which tunes each)");
+    shapes[name] = sizes[0];
+  }
+  return shapes;
+}
+
 }  // namespace
 
 std::shared_ptr<const relay_ir::Program> load_program(const ModelOptions& o) {
@@ -105,15 +117,20 @@ driver::BuildOptions build_options(const ModelOptions& o, bool jit) {
   return options;
 }
 
-relay_ir::Module load(const ModelOptions& o) {
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const auto& [name, sizes] : shapes_by_input(o)) {
-    if (sizes.size() > 1)
-      fail("--shape is given ", sizes.size(), " times for input '", name,
-           "' (several sizes are for `tessera tune`, which tunes each)");
-    shapes[name] = sizes[0];
-  }
-  return import_at(o, shapes);
+relay_ir::Module load(const ModelOptions& o) { return import_at(o, single_shapes(o)); }
+
+std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& o) {
+  const auto fixed = single_shapes(o);
+  std::vector<runtime::BufferSpec> inputs = frontend::onnx::model_inputs(o.model, import_options(o, fixed));
+  if (std::all_of(inputs.begin(), inputs.end(), [](const auto& in) { return runtime::is_static(in.shape); }))
+    return nullptr;
+  auto specialize = [o, fixed](const std::map<std::string, std::vector<int64_t>>& shapes) {
+    auto all = shapes;
+    all.insert(fixed.begin(), fixed.end());
+    return import_at(o, all);
+  };
+  return std::make_shared<driver::ShapeSpecializedBuild>(
+      std::move(inputs), specialize, targets::Target::parse(o.target), build_options(o, /*jit=*/true));
 }
 
 std::vector<std::pair<std::string, relay_ir::Module>> load_sizes(const ModelOptions& o) {

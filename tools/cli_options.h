@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "driver/build.h"
+#include "driver/shape_specialized_build.h"
 #include "relay_ir/module.h"
 #include "relay_ir/program.h"
 
@@ -26,6 +27,9 @@ relay_ir::Module load(const ModelOptions& o);
 // The ONNX model as a program when one static graph cannot express it (control flow decided at
 // run time, data-dependent shapes: frontend/onnx/program.h); null otherwise.
 std::shared_ptr<const relay_ir::Program> load_program(const ModelOptions& o);
+// The ONNX model built once per size it is run at, when inputs keep symbolic dimensions that no
+// --shape fixes; null otherwise.
+std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& o);
 // The build options the model options give.
 driver::BuildOptions build_options(const ModelOptions& o, bool jit);
 // The model at each size given: an input with several --shape options takes each in turn, inputs

@@ -80,16 +80,36 @@ int cmd_compile(const ModelOptions& o, const std::string& output) {
   return 0;
 }
 
+// Writes output `i`: a tensor as output<i>.npy, a sequence as output<i>/<k>.npy (one file per
+// element), nothing for an empty optional.
+void write_output(const std::string& dir, size_t i, const driver::ProgramValue& v) {
+  const std::string path = dir + "/output" + std::to_string(i);
+  if (v.is_tensor()) runtime::save_npy(path + ".npy", v.tensor);
+  if (!v.is_sequence()) return;
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  for (size_t k = 0; k < v.sequence.size(); ++k)
+    runtime::save_npy(path + "/" + std::to_string(k) + ".npy", v.sequence[k]);
+}
+
+// "float32(2, 3)", "a sequence of 2 tensors: float32(2,), float32(3,)", "no value (an empty optional)".
+std::string describe(const driver::ProgramValue& v) {
+  if (v.is_tensor()) return v.tensor.dtype().str() + v.tensor.shape_str();
+  std::string s = v.describe();
+  for (size_t k = 0; k < v.sequence.size(); ++k)
+    s += (k ? ", " : ": ") + v.sequence[k].dtype().str() + v.sequence[k].shape_str();
+  return s;
+}
+
 // Runs `run` once, printing its outputs' types and writing them to `output_dir` (if given), then
 // `bench` more times, timed.
-int report_runs(const std::function<std::vector<runtime::NDArray>()>& run, const std::string& output_dir, int bench) {
-  const std::vector<runtime::NDArray> outputs = run();
+int report_runs(const std::function<std::vector<driver::ProgramValue>()>& run, const std::string& output_dir,
+                int bench) {
+  const std::vector<driver::ProgramValue> outputs = run();
+  if (!output_dir.empty()) std::filesystem::create_directories(output_dir);
   for (size_t i = 0; i < outputs.size(); ++i) {
-    std::printf("output %zu: %s%s\n", i, outputs[i].dtype().str().c_str(), outputs[i].shape_str().c_str());
-    if (!output_dir.empty()) {
-      std::filesystem::create_directories(output_dir);
-      runtime::save_npy(output_dir + "/output" + std::to_string(i) + ".npy", outputs[i]);
-    }
+    std::printf("output %zu: %s\n", i, describe(outputs[i]).c_str());
+    if (!output_dir.empty()) write_output(output_dir, i, outputs[i]);
   }
   if (bench > 0) {
     std::vector<double> ms;
@@ -105,10 +125,11 @@ int report_runs(const std::function<std::vector<runtime::NDArray>()>& run, const
   return 0;
 }
 
-// --input name=FILE.npy values by name; throws naming an input of `names` that is not given.
-std::vector<runtime::NDArray> read_inputs(const std::vector<std::string>& inputs,
-                                          const std::vector<std::string>& names) {
-  std::map<std::string, runtime::NDArray> given;
+// --input NAME=FILE: the files by input name, in the order of `names`; fails naming an input
+// that the model lacks or that is not given (unless `optional` says it may be absent: "").
+std::vector<std::string> input_files(const std::vector<std::string>& inputs, const std::vector<std::string>& names,
+                                     const std::function<bool(size_t)>& optional = nullptr) {
+  std::map<std::string, std::string> given;
   for (const auto& in : inputs) {
     auto [name, file] = parse_assignment(in, "--input");
     if (std::find(names.begin(), names.end(), name) == names.end()) {
@@ -116,22 +137,89 @@ std::vector<runtime::NDArray> read_inputs(const std::vector<std::string>& inputs
       for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
       fail("the model has no input '", name, "' (its inputs are: ", list, ")");
     }
-    given[name] = runtime::load_npy(file);
+    given[name] = file;
   }
-  std::vector<runtime::NDArray> out;
-  for (const auto& name : names) {
-    if (!given.count(name)) fail("input '", name, "' is not given (--input ", name, "=FILE.npy)");
-    out.push_back(given[name]);
+  std::vector<std::string> files;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!given.count(names[i]) && !(optional && optional(i)))
+      fail("input '", names[i], "' is not given (--input ", names[i], "=FILE.npy)");
+    files.push_back(given[names[i]]);
   }
-  return out;
+  return files;
 }
 
-// Runs an exported module (loaded by the runtime alone) or an ONNX model (compiled here; one with
-// control flow or data-dependent shapes as a program). `device` ("opencl:1"; empty: the module's
-// default) applies to modules only: an ONNX model runs where its -t puts it.
+// A program input from its file: a tensor from FILE.npy, a sequence from a folder of 0.npy,
+// 1.npy, ... (as run writes them); an optional input not given has no value.
+driver::ProgramValue read_program_input(const std::string& name, const std::string& file,
+                                        const relay_ir::ProgramInputType& type) {
+  if (file.empty()) return {};
+  if (!std::filesystem::is_directory(file)) {
+    if (type.kind == relay_ir::ProgramInputType::Sequence)
+      fail("input '", name, "' is a sequence: give a folder of 0.npy, 1.npy, ... (--input ", name, "=FOLDER), not ",
+           file);
+    return runtime::load_npy(file);
+  }
+  std::vector<runtime::NDArray> elements;
+  while (std::filesystem::exists(file + "/" + std::to_string(elements.size()) + ".npy"))
+    elements.push_back(runtime::load_npy(file + "/" + std::to_string(elements.size()) + ".npy"));
+  const size_t files = std::distance(std::filesystem::directory_iterator(file), {});
+  if (files != elements.size())
+    fail("input '", name, "': the folder ", file, " must hold only 0.npy, 1.npy, ... (a sequence's elements in order)");
+  return driver::ProgramValue::of_sequence(std::move(elements));
+}
+
+// The arrays of --input NAME=FILE.npy, in the order of `names`.
+std::vector<runtime::NDArray> read_arrays(const std::vector<std::string>& inputs,
+                                          const std::vector<std::string>& names) {
+  std::vector<runtime::NDArray> arrays;
+  for (const std::string& file : input_files(inputs, names)) arrays.push_back(runtime::load_npy(file));
+  return arrays;
+}
+
+// Runs `ex` on `values` (one per input) as report_runs says.
+int run_graph(runtime::GraphExecutor& ex, const std::vector<runtime::NDArray>& values, const std::string& output_dir,
+              int bench) {
+  for (size_t i = 0; i < values.size(); ++i) ex.set_input(i, values[i]);
+  return report_runs(
+      [&] {
+        ex.run();
+        std::vector<driver::ProgramValue> out;
+        for (size_t i = 0; i < ex.num_outputs(); ++i) out.push_back(ex.output(i));
+        return out;
+      },
+      output_dir, bench);
+}
+
+std::vector<std::string> input_names(const runtime::GraphExecutor& ex) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < ex.num_inputs(); ++i) names.push_back(ex.input_info(i).name);
+  return names;
+}
+
+// Runs a model of symbolic input dimensions at the sizes of the inputs given.
+int run_dynamic(driver::ShapeSpecializedBuild& dynamic, const ModelOptions& o, const std::vector<std::string>& inputs,
+                const std::string& output_dir, int bench) {
+  std::vector<std::string> names;
+  for (const auto& in : dynamic.inputs()) names.push_back(in.name);
+  const std::vector<runtime::NDArray> arrays = read_arrays(inputs, names);
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& a : arrays) shapes.push_back(a.shape());
+  auto start = std::chrono::steady_clock::now();
+  const std::shared_ptr<const driver::BuildResult> build = dynamic.get(shapes);
+  const std::map<std::string, int64_t> vars = dynamic.built().back();
+  std::string sizes;
+  for (const auto& [var, value] : vars) sizes += (sizes.empty() ? "" : ", ") + var + " = " + std::to_string(value);
+  std::printf("built %s for %s at %s in %.2f s\n", o.model.c_str(), o.target.c_str(), sizes.c_str(),
+              seconds_since(start));
+  return run_graph(*build->executor, arrays, output_dir, bench);
+}
+
+// Runs an exported module (loaded by the runtime alone) or an ONNX model (compiled here: one with
+// control flow or data-dependent shapes as a program, one of symbolic sizes at the inputs' sizes).
+// `device` ("opencl:1"; empty: the module's default) applies to modules only: an ONNX model runs
+// where its -t puts it.
 int cmd_run(const ModelOptions& o, const std::string& device, const std::vector<std::string>& inputs,
             const std::string& output_dir, int bench) {
-  std::shared_ptr<runtime::GraphExecutor> executor;
   if (runtime::is_module_file(o.model)) {
     if (!o.shapes.empty() || !o.binds.empty())
       fail("--shape and --bind apply to ONNX models, not to the module ", o.model);
@@ -141,39 +229,24 @@ int cmd_run(const ModelOptions& o, const std::string& device, const std::vector<
     runtime::LoadedModule m = runtime::load_module(o.model, on);
     std::printf("loaded %s (target %s) on %s in %.1f ms\n", o.model.c_str(), m.target.c_str(),
                 m.executor->device().str().c_str(), seconds_since(start) * 1e3);
-    executor = m.executor;
-  } else {
-    if (!device.empty()) fail("--device applies to modules; for an ONNX model give the target with -t");
-    if (auto program = load_program(o)) {
-      auto ex = std::make_shared<driver::ProgramExecutor>(program, targets::Target::parse(o.target),
-                                                          build_options(o, /*jit=*/true));
-      const std::vector<runtime::NDArray> arrays = read_inputs(inputs, program->inputs);
-      const std::vector<driver::ProgramValue> values(arrays.begin(), arrays.end());
-      return report_runs(
-          [&] {
-            std::vector<runtime::NDArray> out;
-            for (const driver::ProgramValue& v : ex->run(values))
-              out.push_back(v.as_tensor("output " + std::to_string(out.size()) + " (tessera run writes tensors)"));
-            return out;
-          },
-          output_dir, bench);
-    }
-    double seconds = 0;
-    executor = compile(o, &seconds).executor;
+    return run_graph(*m.executor, read_arrays(inputs, input_names(*m.executor)), output_dir, bench);
   }
-  auto& ex = *executor;
-  std::vector<std::string> names;
-  for (size_t i = 0; i < ex.num_inputs(); ++i) names.push_back(ex.input_info(i).name);
-  const std::vector<runtime::NDArray> values = read_inputs(inputs, names);
-  for (size_t i = 0; i < values.size(); ++i) ex.set_input(i, values[i]);
-  return report_runs(
-      [&] {
-        ex.run();
-        std::vector<runtime::NDArray> out;
-        for (size_t i = 0; i < ex.num_outputs(); ++i) out.push_back(ex.output(i));
-        return out;
-      },
-      output_dir, bench);
+  if (!device.empty()) fail("--device applies to modules; for an ONNX model give the target with -t");
+  if (auto program = load_program(o)) {
+    auto ex = std::make_shared<driver::ProgramExecutor>(program, targets::Target::parse(o.target),
+                                                        build_options(o, /*jit=*/true));
+    const std::vector<std::string> files = input_files(inputs, program->inputs, [&](size_t i) {
+      return program->input_types[i].kind == relay_ir::ProgramInputType::Optional;
+    });
+    std::vector<driver::ProgramValue> values;
+    for (size_t i = 0; i < files.size(); ++i)
+      values.push_back(read_program_input(program->inputs[i], files[i], program->input_types[i]));
+    return report_runs([&] { return ex->run(values); }, output_dir, bench);
+  }
+  if (auto dynamic = load_dynamic(o)) return run_dynamic(*dynamic, o, inputs, output_dir, bench);
+  double seconds = 0;
+  const std::shared_ptr<runtime::GraphExecutor> executor = compile(o, &seconds).executor;
+  return run_graph(*executor, read_arrays(inputs, input_names(*executor)), output_dir, bench);
 }
 
 // Each kernel's source for the target (for opencl and cuda, with the default GPU schedules or the
@@ -237,8 +310,9 @@ int main(int argc, char** argv) {
                           "the device code for opencl and cuda");
   auto* run_cmd = app.add_subcommand("run", "run a module (model.so) or compile and run an ONNX model, on .npy inputs");
   add_model_options(run_cmd, run_opts);
-  run_cmd->add_option("--input", inputs, "an input: NAME=FILE.npy");
-  run_cmd->add_option("--output-dir", output_dir, "write outputs as output<N>.npy here");
+  run_cmd->add_option("--input", inputs, "an input: NAME=FILE.npy (a sequence: NAME=FOLDER of 0.npy, 1.npy, ...)");
+  run_cmd->add_option("--output-dir", output_dir,
+                      "write outputs as output<N>.npy here (a sequence as output<N>/0.npy, 1.npy, ...)");
   run_cmd->add_option("--bench", bench, "time this many runs and print latency statistics");
   std::string device;
   run_cmd->add_option("-d,--device", device,

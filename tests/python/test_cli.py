@@ -44,6 +44,20 @@ def test_run_writes_outputs_and_times(model, tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0.npy"), np.maximum(x + (np.arange(8) - 4).astype("float32"), 0))
 
 
+
+def test_run_builds_a_model_of_symbolic_sizes_at_its_inputs_sizes(model, tmp_path):
+    """Without --shape, the model's dimension 'batch' takes the input's size (one build per run)."""
+    for rows in [3, 1, 0]:
+        x = np.linspace(-3, 3, rows * 8, dtype="float32").reshape(rows, 8)
+        np.save(tmp_path / "x.npy", x)
+        out = tessera("run", model, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out").stdout
+        assert f"at batch = {rows} in" in out and f"output 0: float32({rows}, 8)" in out
+        np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0.npy"),
+                                      np.maximum(x + (np.arange(8) - 4).astype("float32"), 0))
+    np.save(tmp_path / "bad.npy", np.zeros((3, 7), "float32"))
+    proc = tessera("run", model, "--input", f"x={tmp_path / 'bad.npy'}", ok=False)
+    assert "input 'x' (#0): dimension 1 must be 8" in proc.stderr
+
 def test_inspect_prints_graph_kernels_memory_and_dot(model, tmp_path):
     out = tessera("inspect", model, "--shape", "x=3,8", "--dot", tmp_path / "g.dot").stdout
     assert "def @main(%x: float32[3, 8])" in out
@@ -174,3 +188,38 @@ def test_run_takes_a_model_with_control_flow_as_a_program(tmp_path):
     assert "it runs as a program of compiled stages" in proc.stderr and "If (node 'y')" in proc.stderr
     proc = tessera("run", path, "--input", f"y={tmp_path / 'x.npy'}", ok=False)
     assert "the model has no input 'y' (its inputs are: x)" in proc.stderr
+
+
+def test_run_reads_and_writes_sequences_and_optionals_as_folders(tmp_path):
+    """s2 = SequenceInsert(seq, x), its length, and whether the optional input `opt` was given:
+    a sequence is a folder of 0.npy, 1.npy, ... both ways; an optional input may be left out."""
+    seq_type = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    opt_type = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    g = helper.make_graph(
+        [helper.make_node("SequenceInsert", ["seq", "x"], ["s2"]), helper.make_node("SequenceLength", ["s2"], ["n"]),
+         helper.make_node("OptionalHasElement", ["opt"], ["has"])], "g",
+        [helper.make_value_info("seq", seq_type), helper.make_tensor_value_info("x", TensorProto.FLOAT, ["k"]),
+         helper.make_value_info("opt", opt_type)],
+        [helper.make_value_info("s2", seq_type), helper.make_tensor_value_info("n", TensorProto.INT64, []),
+         helper.make_tensor_value_info("has", TensorProto.BOOL, [])])
+    path = tmp_path / "seq.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    elements = [np.arange(3, dtype="float32"), np.ones(5, "float32")]
+    (tmp_path / "seq").mkdir()
+    for k, e in enumerate(elements):
+        np.save(tmp_path / "seq" / f"{k}.npy", e)
+    x = np.array([7, 8], "float32")
+    np.save(tmp_path / "x.npy", x)
+    given = ["--input", f"seq={tmp_path / 'seq'}", "--input", f"x={tmp_path / 'x.npy'}"]
+    out = tessera("run", path, *given, "--output-dir", tmp_path / "out").stdout
+    assert "output 0: a sequence of 3 tensors: float32(3,), float32(5,), float32(2,)" in out
+    for k, e in enumerate(elements + [x]):
+        np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0" / f"{k}.npy"), e)
+    assert np.load(tmp_path / "out" / "output1.npy") == 3 and not np.load(tmp_path / "out" / "output2.npy")
+    tessera("run", path, *given, "--input", f"opt={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out")
+    assert np.load(tmp_path / "out" / "output2.npy")
+    proc = tessera("run", path, "--input", f"seq={tmp_path / 'x.npy'}", "--input", f"x={tmp_path / 'x.npy'}", ok=False)
+    assert "input 'seq' is a sequence: give a folder of 0.npy, 1.npy, ..." in proc.stderr
+    np.save(tmp_path / "seq" / "3.npy", x)  # 2.npy is missing
+    proc = tessera("run", path, *given, ok=False)
+    assert "must hold only 0.npy, 1.npy, ..." in proc.stderr
