@@ -77,7 +77,8 @@ int cmd_tune(TuneArgs& a) {
   int columns = terminal_columns();
   std::signal(SIGINT, on_sigint);
   for (size_t k = 0; k < sizes.size(); ++k) {
-    const auto& [size, module] = sizes[k];
+    const std::string& size = sizes[k].first;  // not a structured binding: the lambda below reads it
+    const relay_ir::Module& module = sizes[k].second;
     driver::TuneModelOptions options = a.options;
     options.tune.trials = per_size_trials;
     if (sizes.size() > 1) options.tune.report_path = numbered(o.report_path, k + 1);  // a report per size
