@@ -34,6 +34,15 @@ NDArray scalar_of(runtime::DataType dtype, double value) {
   return a;
 }
 
+// The scan output of no iteration: the declared shape of one with a dimension 0 at `axis`; none
+// where the shape is not declared.
+std::optional<NDArray> empty_scan(const relay_ir::ProgramOutputType& type, int64_t axis) {
+  if (!type.shape) return std::nullopt;
+  std::vector<int64_t> shape = *type.shape;
+  shape.insert(shape.begin() + axis, 0);
+  return NDArray::empty(shape, type.dtype);
+}
+
 std::string signature_of(const std::vector<NDArray>& inputs, const std::vector<bool>& bound) {
   std::string s;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -232,9 +241,10 @@ ProgramExecutor::Values ProgramExecutor::run_loop(const ProgramStep& step, const
       continue;
     }
     const size_t o = 1 + n_states + k;
-    if (o >= body.output_dtypes.size())
+    if (o >= body.output_types.size())
       fail(step.origin, ": ran no iteration, and the type of its scan output ", k, " is not declared");
-    result.push_back(NDArray::empty({0}, body.output_dtypes[o]));
+    // Without a declared shape, ONNX says nothing of an iteration's: (0,), as for scalars.
+    result.push_back(empty_scan(body.output_types[o], 0).value_or(NDArray::empty({0}, body.output_types[o].dtype)));
   }
   return result;
 }
@@ -293,9 +303,20 @@ ProgramExecutor::Values ProgramExecutor::run_scan(const ProgramStep& step, const
         pieces[k].push_back(out[n_states + k].as_tensor(step.origin + " scan output " + std::to_string(k)));
     }
     for (size_t k = 0; k < n_scan_out; ++k) {
-      if (pieces[k].empty()) fail(step.origin, ": scans a sequence of length 0 (its outputs' shapes are unknown)");
-      if (out_dirs[k]) std::reverse(pieces[k].begin(), pieces[k].end());
       const std::string what = step.origin + " scan output " + std::to_string(k);
+      if (pieces[k].empty()) {
+        std::optional<NDArray> empty;
+        if (n_states + k < body.output_types.size()) {
+          const relay_ir::ProgramOutputType& type = body.output_types[n_states + k];
+          if (type.shape)
+            empty = empty_scan(type, normalized_axis(out_axes[k], static_cast<int64_t>(type.shape->size()) + 1, what));
+        }
+        if (!empty)
+          fail(step.origin, ": scans a sequence of length 0, and the shape of its scan output ", k, " is not declared");
+        states.push_back(*empty);
+        continue;
+      }
+      if (out_dirs[k]) std::reverse(pieces[k].begin(), pieces[k].end());
       states.push_back(stack(pieces[k], normalized_axis(out_axes[k], pieces[k][0].ndim() + 1, what), what));
     }
     return states;

@@ -9,6 +9,7 @@
 // value of the programs around it, as ONNX subgraphs do.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,15 +66,21 @@ struct ProgramStep {
   std::vector<std::shared_ptr<const Program>> bodies;
 };
 
+// A program output's declared type: what a loop that runs no iteration, or a scan over nothing,
+// gives its empty scan outputs.
+struct ProgramOutputType {
+  runtime::DataType dtype;
+  std::optional<std::vector<int64_t>> shape;  // where every dimension is declared a number
+};
+
 struct Program {
   std::vector<std::string> inputs;  // given by the caller (a body: by its step), in order
   // The inputs' declared types (a model's; a body's are not declared): the executor checks the
   // values it is given against them.
   std::vector<ProgramInputType> input_types;
   std::vector<std::string> outputs;  // a body's: as ONNX orders a subgraph's outputs
-  // The outputs' element types where declared (empty: none is); what a loop that runs no
-  // iteration gives its empty scan outputs.
-  std::vector<runtime::DataType> output_dtypes;
+  // The outputs' declared types (empty unless every output declares its element type).
+  std::vector<ProgramOutputType> output_types;
   std::vector<ProgramStep> steps;  // in order of execution
   // Values its steps (not its stages, which hold their own) and outputs read: initializers.
   std::vector<std::pair<std::string, runtime::NDArray>> constants;

@@ -58,11 +58,19 @@ class ProgramBuilder {
     bool typed = true;
     for (const auto& out : graph.output()) {
       p->outputs.push_back(out.name());
-      const int t = out.type().tensor_type().elem_type();
-      typed = typed && t != 0;
-      if (typed) p->output_dtypes.push_back(dtype_from_onnx(t, "graph output '" + out.name() + "'"));
+      const auto& tensor = out.type().tensor_type();
+      typed = typed && tensor.elem_type() != 0;
+      if (!typed) continue;
+      relay_ir::ProgramOutputType type{dtype_from_onnx(tensor.elem_type(), "graph output '" + out.name() + "'"), {}};
+      if (tensor.has_shape()) {
+        std::vector<int64_t> shape;
+        for (const auto& d : tensor.shape().dim())
+          if (d.has_dim_value()) shape.push_back(d.dim_value());
+        if (static_cast<int>(shape.size()) == tensor.shape().dim_size()) type.shape = shape;
+      }
+      p->output_types.push_back(type);
     }
-    if (!typed) p->output_dtypes.clear();
+    if (!typed) p->output_types.clear();
 
     // The last node (graph.node_size() for the outputs) that reads each name.
     std::map<std::string, int> last_read;

@@ -75,6 +75,38 @@ def test_loop_of_no_iteration_gives_its_initial_states_and_empty_scan_outputs(tm
     assert sums.shape == (0,) and sums.dtype == np.float32
 
 
+def test_empty_scan_outputs_take_the_shape_the_body_declares(tmp_path):
+    """A Loop of no iteration and a Scan over nothing: their scan outputs are 0 slices of the
+    shape the body declares for one (as ONNX Runtime's Loop gives), stacked along the output axis."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "one"], ["s_out"]), helper.make_node("Unsqueeze", ["s_out", "zero"], ["sc"])],
+        "body", [vi("i", [], I64), vi("c", [], B), vi("s_in", [2])], [vi("c", [], B), vi("s_out", [2]), vi("sc", [1, 2])])
+    path = save(tmp_path, [helper.make_node("Loop", ["M", "", "s0"], ["s", "scans"], body=body)],
+                [vi("M", [], I64), vi("s0", [2])], [vi("s", [2]), vi("scans", None)],
+                [const("one", np.float32(1)), const("zero", np.array([0], np.int64))], name="loop.onnx")
+    lib = tessera.build(tessera.onnx.load(path))
+    for m in [0, 2]:
+        s, scans = lib.run([np.array(m, np.int64), np.ones(2, np.float32)])
+        assert scans.shape == (m, 1, 2) and scans.dtype == np.float32
+
+    def scan(out_shape):
+        body = helper.make_graph(
+            [helper.make_node("Add", ["a_in", "x_t"], ["a_out"]), helper.make_node("Neg", ["a_out"], ["o"])],
+            "body", [vi("a_in", [2]), vi("x_t", [2])], [vi("a_out", [2]), vi("o", out_shape)])
+        node = helper.make_node("Scan", ["a0", "xs"], ["a", "os"], body=body, num_scan_inputs=1, scan_output_axes=[1],
+                                name="sums")
+        return tessera.build(tessera.onnx.load(save(tmp_path, [node], [vi("a0", [2]), vi("xs", ["T", 2])],
+                                                    [vi("a", [2]), vi("os", None)], name="scan.onnx")))
+    for t in [0, 3]:
+        a0, xs = np.ones(2, np.float32), np.arange(2 * t, dtype=np.float32).reshape(t, 2)
+        a, os_ = scan([2]).run([a0, xs])
+        np.testing.assert_array_equal(a, a0 + xs.sum(0))
+        np.testing.assert_array_equal(os_, -(a0 + np.cumsum(xs, 0)).T.reshape(2, t))
+    with pytest.raises(tessera.Error, match=r"Scan \(node 'sums'\): scans a sequence of length 0, and the shape of "
+                                            r"its scan output 0 is not declared"):
+        scan(["d"]).run([np.ones(2, np.float32), np.zeros((0, 2), np.float32)])
+
+
 def test_loop_state_that_changes_shape_every_iteration(tmp_path):
     """acc = Concat(acc, [i]) for i < M: the state grows, so its stage builds for each size."""
     body = helper.make_graph(
