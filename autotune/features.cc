@@ -151,7 +151,7 @@ class Extractor : public IRVisitor {
     int64_t extent = ext.bounded() ? std::max<int64_t>(ext.max, 0) : 1;
     ++loops;
     parallel_loops += op->for_kind == ForKind::Parallel;
-    stack_.push_back({op->var.get(), extent, op->for_kind});
+    stack_.push_back({op->var.get(), extent, op->for_kind, ""});
     if (min.bounded()) bounds_[op->var.get()] = {min.min, min.max + std::max<int64_t>(extent - 1, 0)};
     visit(op->body);
     bounds_.erase(op->var.get());
