@@ -10,6 +10,7 @@
 
 #include "frontend/onnx/ops_extra.h"
 #include "relay_ir/transforms/infer_type.h"
+#include "runtime/element.h"
 #include "runtime/error.h"
 
 namespace tessera::frontend::onnx {
@@ -288,12 +289,14 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
               runtime::shape_str(l.shape));
     u.set_lengths_dtype(l.dtype);
     bool full = false;
-    if (c.try_constant_input(4)) {
-      Ints v = c.constant_ints(4, "sequence_lens");
-      for (int64_t n : v)
+    if (auto v = c.try_constant_input(4)) {  // else masked at run time: not a value input
+      full = true;
+      for (int64_t i = 0; i < v->numel(); ++i) {
+        const auto n = static_cast<int64_t>(runtime::element_as_double(*v, i));
         if (n < 0 || n > S)
           c.error("sequence_lens holds " + std::to_string(n) + ", outside [0, " + std::to_string(S) + "]");
-      full = std::all_of(v.begin(), v.end(), [&](int64_t n) { return n == S; });
+        full = full && n == S;
+      }
     }
     if (!full) lengths = c.input(4);
   }
@@ -362,9 +365,9 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
 }  // namespace
 
 void register_extra_rnn_converters(ConverterTable& t) {
-  t.add("RNN", [](ConvertContext& c) { return convert(c, Cell::Rnn); }, {4});
-  t.add("GRU", [](ConvertContext& c) { return convert(c, Cell::Gru); }, {4});
-  t.add("LSTM", [](ConvertContext& c) { return convert(c, Cell::Lstm); }, {4});
+  t.add("RNN", [](ConvertContext& c) { return convert(c, Cell::Rnn); });
+  t.add("GRU", [](ConvertContext& c) { return convert(c, Cell::Gru); });
+  t.add("LSTM", [](ConvertContext& c) { return convert(c, Cell::Lstm); });
 }
 
 }  // namespace tessera::frontend::onnx
