@@ -55,10 +55,7 @@ runtime::NDArray ConvertContext::constant_input(size_t i, const std::string& wha
   std::vector<std::string> graph_inputs;
   for (const Expr& e : relay_ir::post_order(inputs_[i]))
     if (const auto* v = e.as<relay_ir::VarNode>()) graph_inputs.push_back(v->name);
-  std::string names;
-  for (const auto& n : graph_inputs) names += (names.empty() ? "'" : ", '") + n + "'";
-  throw BindingRequired(where() + ": " + what + " (input '" + input_names_[i] + "') must be known at compile time; " +
-                            "bind graph input(s) " + names + " to values (bind={name: array})",
+  throw BindingRequired(where() + ": " + what + " (input '" + input_names_[i] + "') must be known at compile time",
                         graph_inputs);
 }
 

@@ -34,9 +34,21 @@ struct ImportOptions {
 // names them, so a caller can bind them and import again.
 class BindingRequired : public Error {
  public:
-  BindingRequired(const std::string& message, std::vector<std::string> inputs)
-      : Error(message), inputs(std::move(inputs)) {}
+  // `need`: what needs a value, "Reshape (node 'r', opset 17): the target shape (input 's') must
+  // be known at compile time"; the message adds which inputs to bind.
+  BindingRequired(std::string need, std::vector<std::string> inputs)
+      : Error(need + "; bind graph input(s) " + quoted(inputs) + " to values (bind={name: array})"),
+        need(std::move(need)),
+        inputs(std::move(inputs)) {}
+  std::string need;
   std::vector<std::string> inputs;
+
+ private:
+  static std::string quoted(const std::vector<std::string>& names) {
+    std::string s;
+    for (const auto& n : names) s += (s.empty() ? "'" : ", '") + n + "'";
+    return s;
+  }
 };
 
 relay_ir::Module import_model(const std::string& path, const ImportOptions& options);

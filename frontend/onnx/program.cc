@@ -246,8 +246,8 @@ class ProgramBuilder {
   }
 
   // Whether `node` reads as a constant (a shape, a count, axes) a value that `stage` computes from
-  // the data:
-  // the stage ends before it, so that the value reaches it as an input, which its stage binds.
+  // the data: the stage ends before it, so that the value reaches it as an input, which its stage
+  // binds.
   bool reads_data_as_constant(const ::onnx::GraphProto& graph, const std::vector<int>& stage,
                               const ::onnx::NodeProto& node) {
     const ConverterTable::Entry* entry = ConverterTable::global().find(node.domain(), node.op_type());

@@ -74,9 +74,7 @@ class OnnxStage : public relay_ir::StageSource {
       for (size_t i = 0; i < inputs_.size(); ++i) {
         if (inputs_[i] != name || bound[i]) continue;
         if (values[i].numel() > kMaxBoundElements) {
-          const std::string need = e.what();
-          fail(need.substr(0, need.find("; bind")), ", and it is computed from '", name, "', which holds ",
-               values[i].numel(),
+          fail(e.need, ", and it is computed from '", name, "', which holds ", values[i].numel(),
                " values: a part of a model is built for each value of its inputs it meets only when "
                "those hold at most ",
                kMaxBoundElements);

@@ -381,3 +381,12 @@ def test_a_count_computed_from_the_data_is_taken_as_a_value(tmp_path):
         x = rng.standard_normal(5000).astype(np.float32)
         np.testing.assert_array_equal(lib.run([x])[0], np.arange((x > 0).sum(), dtype=np.float32) + 0.5)
     assert "= stage(count)  # the nodes 'range' to 'y' (3)" in str(tessera.onnx.load(path))
+
+
+def test_a_constant_from_an_input_of_many_values_is_refused_naming_both(tmp_path):
+    """Range's start given by an input of 5000 values: building once per value would never end."""
+    path = save(tmp_path, [helper.make_node("Range", ["s", "lim", "one"], ["r"], name="range")],
+                [vi("s", [5000], I64)], [vi("r", [None], I64)], [const("lim", np.int64(10)), const("one", np.int64(1))])
+    with pytest.raises(tessera.Error, match=r"Range \(node 'range', opset 17\): start \(input 's'\) must be known at "
+                                            r"compile time, and it is computed from 's', which holds 5000 values"):
+        tessera.build(tessera.onnx.load(path)).run([np.zeros(5000, np.int64)])
