@@ -13,8 +13,11 @@ Runtime:
 transformer encoder with batch N and sequence L, resnet18 with batch N), loaded without shapes=
 and run at several sizes by one DynamicLibrary, against a static build at each size
 (tessera.onnx.load(shapes=)) and ONNX Runtime on the same dynamic model, in the same process,
-taking turns in rounds, at 2 threads. Each size's first run builds the model for it: its time is
-reported as first_run_s. Run with the benchmark peers' venv (benchmarks/setup.sh):
+taking turns in rounds, at 2 threads. A model whose operators all take symbolic sizes is built
+once, on the first run, for every size (tiles chosen for that first size); otherwise each size's
+first run builds the model for it. The first run's time at each size is reported as first_run_s,
+and each RESULT line says which build served it ("build": "symbolic" or "per size"). Run with the
+benchmark peers' venv (benchmarks/setup.sh):
 
     benchmarks/.venv/bin/python benchmarks/dynamic.py --models [--repeat 20]
 
@@ -103,9 +106,14 @@ def models_worker(args):
             for lib, (best, median) in times.items():
                 print(f"  {case:32s} {lib:8s} min {best * 1e3:9.2f} ms  median {median * 1e3:9.2f} ms", flush=True)
             # speedup_vs_static is the dynamic build's speed relative to the static one (goal: >= 0.9).
-            extra = {"first_run_s": round(first_run_s, 2), "static_build_s": round(static_build_s, 2)}
+            extra = {"first_run_s": round(first_run_s, 2), "static_build_s": round(static_build_s, 2),
+                     "build": "symbolic" if dynamic.symbolic else "per size"}
             print(common.result_line("dynamic", case, args.threads, times, ["static", "ort"], extra=extra), flush=True)
-        print(f"  {name}: sizes built by the dynamic library: {dynamic.built}")
+        if dynamic.symbolic:
+            print(f"  {name}: one build for every size")
+        else:
+            print(f"  {name}: sizes built by the dynamic library: {dynamic.built} "
+                  f"(per size because {dynamic.symbolic_reason})")
     return 1 if failed else 0
 
 

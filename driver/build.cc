@@ -16,6 +16,8 @@
 #include "runtime/error.h"
 #include "targets/build.h"
 #include "tensor_ir/printer.h"
+#include "tensor_ir/shape_expr.h"
+#include "tensor_ir/size_hint.h"
 
 namespace tessera::driver {
 
@@ -32,6 +34,10 @@ class PlanBuilder {
 
   BuildResult run(const Module& m, const targets::Target& target, bool jit, ConstantPool* constants) {
     const Function& main = m.main();
+    for (const auto& p : main->params) {  // a symbolic plan names the variables of the inputs' shapes
+      const Shape& shape = as_tensor(p->checked_type, "input %" + p->name).shape;
+      for (const auto& d : tensor_ir::to_symbolic_shape(shape.dims())) d.collect_vars(plan_.shape_vars);
+    }
     for (size_t i = 0; i < main->params.size(); ++i) {
       const auto& t = as_tensor(main->params[i]->checked_type, "input %" + main->params[i]->name);
       ids_[main->params[i].get()] = {add_tensor(Info::Input, main->params[i]->name, t, static_cast<int>(i))};
@@ -62,7 +68,21 @@ class PlanBuilder {
 
  private:
   int add_tensor(Info::Kind kind, const std::string& name, const TensorTypeNode& t, int index) {
-    plan_.tensors.push_back({kind, name, t.shape, t.dtype, index});
+    // A symbolic shape's values come with the sizes of each call (GraphExecutor).
+    plan_.tensors.push_back(
+        {kind, name, t.shape.is_static() ? t.shape.ints() : std::vector<int64_t>(t.shape.size()), t.dtype, index});
+    if (plan_.is_symbolic()) {
+      runtime::SymbolicShape shape = tensor_ir::to_symbolic_shape(t.shape.dims());
+      std::vector<std::string> vars;
+      for (const auto& d : shape) d.collect_vars(vars);
+      for (const auto& v : vars)
+        if (std::find(plan_.shape_vars.begin(), plan_.shape_vars.end(), v) == plan_.shape_vars.end())
+          fail(name, ": its shape ", runtime::symbolic_shape_str(shape), " has the variable ", v,
+               ", which no input's shape has, so no call can give it a value");
+      plan_.symbolic_shapes.push_back(std::move(shape));
+    } else if (!t.shape.is_static()) {
+      fail("internal error: ", name, " has the symbolic shape ", t.shape.str(), " in a plan of static inputs");
+    }
     return static_cast<int>(plan_.tensors.size()) - 1;
   }
 
@@ -191,6 +211,7 @@ class PlanBuilder {
       copy.index = static_cast<int>(i);
       copy.name = name;
       plan_.tensors.push_back(copy);
+      if (plan_.is_symbolic()) plan_.symbolic_shapes.push_back(plan_.symbolic_shapes.at(ids[i]));
       int id = static_cast<int>(plan_.tensors.size()) - 1;
       plan_.steps.push_back({"", {ids[i], id}});
       plan_.outputs.push_back(id);
@@ -234,6 +255,7 @@ BuildResult build(const Module& module, const targets::Target& target, const Bui
   std::unique_ptr<autotune::ScheduleTransfer> transfer;
   if (db && options.transfer && runs_here) transfer = std::make_unique<autotune::ScheduleTransfer>(*db, key);
   ScheduleContext ctx{db.get(), key, transfer.get(), hardware};
+  tensor_ir::SizeHintScope hints(options.size_hints);
   return PlanBuilder(ctx).run(optimized, target, options.jit, options.constants.get());
 }
 

@@ -5,6 +5,7 @@
 // target, and plans memory for the executor.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ struct BuildOptions {
   // measuring the best few against its default schedule and storing the results
   // (autotune/transfer.h). Only for targets this host runs, with a database.
   bool transfer = true;
+  // For a module of symbolic sizes: the sizes its choices of tiles and forms are made at
+  // (dimension variable -> value; tensor_ir/size_hint.h). The code runs at any size.
+  std::map<std::string, int64_t> size_hints;
   // Constants shared with the other builds of the same model (driver/constant_pool.h); null: none.
   std::shared_ptr<ConstantPool> constants;
 };

@@ -1,5 +1,7 @@
 #include "driver/export.h"
 
+#include "runtime/error.h"
+
 #include "runtime/device_program.h"
 #include "runtime/module_file.h"
 #include "targets/build.h"
@@ -23,6 +25,10 @@ runtime::ModuleMetadata device_metadata(const BuildResult& result) {
 }  // namespace
 
 void export_module(const BuildResult& result, const std::string& path) {
+  if (result.plan.is_symbolic())
+    fail(
+        "export: a module of symbolic sizes cannot be written yet; build and export it at fixed sizes "
+        "(tessera.onnx.load(shapes=...), DynamicLibrary.specialize, tessera compile --shape)");
   if (result.target.device_type() != runtime::DeviceType::CPU) {
     runtime::ModuleMetadata metadata = device_metadata(result);
     metadata.plan = result.plan;

@@ -2,6 +2,7 @@
 
 #include "autotune/apply_record.h"
 #include "autotune/task.h"
+#include "tensor_ir/op.h"
 #include "autotune/workload.h"
 #include "relay_ir/compute_of_call.h"
 #include "relay_ir/op.h"
@@ -83,7 +84,12 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
       ctx.hardware.is_gpu() ? nullptr
                             : schedule::apply_custom_schedule(compute.outputs, workload, call_description(call), &key);
   std::string note;
-  std::optional<autotune::Record> record = chosen_record(call, workload, ctx, ctx.transfer && !custom, note);
+  // Transfer measures the kernel, which needs sizes: a symbolic one takes records of its own only.
+  bool symbolic = false;
+  for (const auto& t : compute.inputs)
+    for (const auto& d : t->shape) symbolic |= !tensor_ir::as_const_int(d);
+  std::optional<autotune::Record> record =
+      chosen_record(call, workload, ctx, ctx.transfer && !custom && !symbolic, note);
   if (custom) {
     // Compared by times taken alone: the model check never times a custom schedule.
     std::optional<autotune::Record> measured, fastest;

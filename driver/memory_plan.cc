@@ -1,17 +1,38 @@
 #include "driver/memory_plan.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
+
+#include "tensor_ir/size_hint.h"
 
 namespace tessera::driver {
 
 namespace {
 
 using Info = runtime::GraphPlan::TensorInfo;
+using runtime::ShapeExpr;
 
-int64_t bytes_of(const Info& t) {
-  int64_t n = t.dtype.element_bytes();
-  for (int64_t d : t.shape) n *= d;
-  return (n + 63) / 64 * 64;  // every slot starts 64-byte aligned
+ShapeExpr folded(ShapeExpr::Op op, const ShapeExpr& a, const ShapeExpr& b) {
+  if (a.is_constant() && b.is_constant()) return ShapeExpr::binary(op, a, b).evaluate({});
+  if ((op == ShapeExpr::Op::Max || op == ShapeExpr::Op::Min) && a == b) return a;
+  if (op == ShapeExpr::Op::Mul && a.is_constant() && a.constant() == 1) return b;
+  if (op == ShapeExpr::Op::Mul && b.is_constant() && b.constant() == 1) return a;
+  return ShapeExpr::binary(op, a, b);
+}
+
+// A tensor's bytes in the arena (every slot starts 64-byte aligned), with its value at the
+// sizes that guide choices between slots (a symbolic plan's slots fit every size anyway).
+struct Bytes {
+  ShapeExpr expr;
+  int64_t hint = 0;
+};
+
+// The sizes choices are made at (tensor_ir/size_hint.h).
+std::map<std::string, int64_t> hint_sizes(const runtime::GraphPlan& plan) {
+  std::map<std::string, int64_t> values;
+  for (const std::string& v : plan.shape_vars) values[v] = tensor_ir::size_hint(v);
+  return values;
 }
 
 // The tensor whose storage `id` uses (itself unless it is a view).
@@ -23,7 +44,9 @@ int storage_of(const runtime::GraphPlan& plan, int id) {
 class Planner {
  public:
   explicit Planner(runtime::GraphPlan& plan)
-      : plan_(plan), last_use_(plan.tensors.size(), -1), slot_of_(plan.tensors.size(), -1) {
+      : plan_(plan), hints_(hint_sizes(plan)), last_use_(plan.tensors.size(), -1), slot_of_(plan.tensors.size(), -1) {
+    if (!plan.is_symbolic())
+      for (const Info& t : plan.tensors) static_shapes_.push_back(runtime::symbolic_shape(t.shape));
     // A view keeps its storage alive as long as the view itself is used.
     for (int s = 0; s < static_cast<int>(plan.steps.size()); ++s)
       for (int id : plan.steps[s].args) last_use_[storage_of(plan, id)] = s;
@@ -39,7 +62,7 @@ class Planner {
         if (donor >= 0) {
           take_slot(id, slot_of_[donor]);
         } else {
-          take_slot(id, free_slot(bytes_of(plan_.tensors[id])));
+          take_slot(id, free_slot(bytes_of(id)));
         }
       }
       for (int id : step.args) {
@@ -51,10 +74,15 @@ class Planner {
       }
     }
     plan_.slot_offsets.clear();
+    plan_.slot_bytes.clear();
     plan_.arena_bytes = 0;
-    for (int64_t size : slot_size_) {
+    for (const Bytes& size : slot_size_) {
+      if (plan_.is_symbolic()) {
+        plan_.slot_bytes.push_back(size.expr);  // offsets follow at each size (GraphExecutor)
+        continue;
+      }
       plan_.slot_offsets.push_back(plan_.arena_bytes);
-      plan_.arena_bytes += size;
+      plan_.arena_bytes += size.expr.constant();
     }
     for (size_t id = 0; id < plan_.tensors.size(); ++id)
       if (plan_.tensors[id].kind == Info::Intermediate && plan_.tensors[id].alias_of < 0)
@@ -62,6 +90,18 @@ class Planner {
   }
 
  private:
+  const runtime::SymbolicShape& shape_of(int id) const {
+    return plan_.is_symbolic() ? plan_.symbolic_shapes.at(id) : static_shapes_.at(id);
+  }
+
+  Bytes bytes_of(int id) const {
+    const Info& t = plan_.tensors[id];
+    ShapeExpr n = t.dtype.element_bytes();
+    for (const ShapeExpr& d : shape_of(id)) n = folded(ShapeExpr::Op::Mul, n, d);
+    n = folded(ShapeExpr::Op::Mul, folded(ShapeExpr::Op::FloorDiv, folded(ShapeExpr::Op::Add, n, 63), 64), 64);
+    return {n, n.evaluate(hints_)};
+  }
+
   bool is_unplaced_intermediate(int id) const {
     const Info& t = plan_.tensors[id];
     return t.kind == Info::Intermediate && t.alias_of < 0 && slot_of_[id] < 0;
@@ -76,7 +116,8 @@ class Planner {
       int root = storage_of(plan_, id);
       const Info& t = plan_.tensors[root];
       if (root != id || t.kind != Info::Intermediate || slot_of_[root] < 0 || last_use_[root] != s) continue;
-      if (t.shape == o.shape && t.dtype == o.dtype && !slot_taken_this_step(s, slot_of_[root])) return root;
+      if (shape_of(root) == shape_of(out) && t.dtype == o.dtype && !slot_taken_this_step(s, slot_of_[root]))
+        return root;
     }
     return -1;
   }
@@ -91,17 +132,16 @@ class Planner {
   }
 
   // The smallest free slot that fits, else the largest free one (grown), else a new one.
-  int free_slot(int64_t need) {
+  int free_slot(const Bytes& need) {
     auto best = free_.end();
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (best == free_.end()) {
         best = it;
         continue;
       }
-      bool fits = slot_size_[*it] >= need, best_fits = slot_size_[*best] >= need;
-      if ((fits && (!best_fits || slot_size_[*it] < slot_size_[*best])) ||
-          (!fits && !best_fits && slot_size_[*it] > slot_size_[*best]))
-        best = it;
+      int64_t size = slot_size_[*it].hint, best_size = slot_size_[*best].hint;
+      bool fits = size >= need.hint, best_fits = best_size >= need.hint;
+      if ((fits && (!best_fits || size < best_size)) || (!fits && !best_fits && size > best_size)) best = it;
     }
     if (best == free_.end()) {
       slot_size_.push_back(need);
@@ -109,18 +149,25 @@ class Planner {
     }
     int slot = *best;
     free_.erase(best);
-    slot_size_[slot] = std::max(slot_size_[slot], need);
+    grow(slot, need);
     return slot;
+  }
+
+  void grow(int slot, const Bytes& need) {
+    Bytes& size = slot_size_[slot];
+    size = {folded(ShapeExpr::Op::Max, size.expr, need.expr), std::max(size.hint, need.hint)};
   }
 
   void take_slot(int id, int slot) {
     slot_of_[id] = slot;
-    slot_size_[slot] = std::max(slot_size_[slot], bytes_of(plan_.tensors[id]));
+    grow(slot, bytes_of(id));
   }
 
   runtime::GraphPlan& plan_;
+  const std::map<std::string, int64_t> hints_;
+  std::vector<runtime::SymbolicShape> static_shapes_;  // a static plan's shapes as expressions
   std::vector<int> last_use_, slot_of_;
-  std::vector<int64_t> slot_size_;
+  std::vector<Bytes> slot_size_;
   std::vector<int> free_;
 };
 

@@ -1,4 +1,4 @@
-// Static memory planning: intermediates share slots of one arena when their lifetimes do not
+// Memory planning: intermediates share slots of one arena when their lifetimes do not
 // overlap (liveness over the step order), so the peak is far below the sum of all of them. An
 // elementwise step writes its output over an input that dies there (in place), and views
 // (reshapes) share their base's storage, keeping it alive while they are used.

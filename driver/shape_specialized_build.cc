@@ -13,15 +13,19 @@ BuildResult kept(BuildResult r) {
 }
 
 ShapeSpecializedBuild::ShapeSpecializedBuild(std::vector<runtime::BufferSpec> inputs, Specialize specialize,
-                                             targets::Target target, BuildOptions options)
-    : inputs_(std::move(inputs)), specialize_(std::move(specialize)), target_(std::move(target)), options_(options) {
+                                             targets::Target target, BuildOptions options, Symbolic symbolic)
+    : inputs_(std::move(inputs)),
+      specialize_(std::move(specialize)),
+      symbolic_module_(std::move(symbolic)),
+      target_(std::move(target)),
+      options_(options) {
   validate(options_);
   if (!options_.constants) options_.constants = std::make_shared<ConstantPool>();
   for (const runtime::BufferSpec& in : inputs_)
     for (const runtime::ShapeExpr& d : in.shape) d.collect_vars(vars_);
 }
 
-std::shared_ptr<const BuildResult> ShapeSpecializedBuild::get(const std::vector<std::vector<int64_t>>& shapes) {
+std::map<std::string, int64_t> ShapeSpecializedBuild::bind(const std::vector<std::vector<int64_t>>& shapes) const {
   if (shapes.size() != inputs_.size()) fail("the model takes ", inputs_.size(), " inputs, got ", shapes.size());
   std::vector<runtime::SymbolicShape> declared;
   std::vector<std::string> names;
@@ -29,7 +33,40 @@ std::shared_ptr<const BuildResult> ShapeSpecializedBuild::get(const std::vector<
     declared.push_back(in.shape);
     names.push_back("input '" + in.name + "'");
   }
-  const std::map<std::string, int64_t> values = runtime::bind_shape_vars(declared, shapes, names, "model:");
+  return runtime::bind_shape_vars(declared, shapes, names, "model:");
+}
+
+std::shared_ptr<const BuildResult> ShapeSpecializedBuild::get(const std::vector<std::vector<int64_t>>& shapes) {
+  const std::map<std::string, int64_t> values = bind(shapes);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (symbolic_module_ && !symbolic_tried_) {
+      symbolic_tried_ = true;
+      BuildOptions o = options_;
+      o.size_hints = values;  // tiles chosen for the sizes of the first call
+      try {
+        symbolic_ = std::make_shared<const BuildResult>(kept(build(symbolic_module_(), target_, o)));
+      } catch (const Error& e) {
+        symbolic_reason_ = e.what();
+      }
+    }
+    if (symbolic_) return symbolic_;
+  }
+  return specialized(shapes);
+}
+
+std::shared_ptr<const BuildResult> ShapeSpecializedBuild::symbolic() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return symbolic_;
+}
+
+std::string ShapeSpecializedBuild::symbolic_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return symbolic_reason_;
+}
+
+std::shared_ptr<const BuildResult> ShapeSpecializedBuild::specialized(const std::vector<std::vector<int64_t>>& shapes) {
+  const std::map<std::string, int64_t> values = bind(shapes);
   std::vector<int64_t> key;
   for (const std::string& v : vars_) key.push_back(values.at(v));
   std::lock_guard<std::mutex> lock(mutex_);

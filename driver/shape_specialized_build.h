@@ -1,10 +1,13 @@
-// A model whose inputs have symbolic dimensions (an exported dynamic batch or sequence length),
-// built once per combination of the dimensions' values: a call at a new size imports the model at
-// those shapes, which checks every relation between them (a reshape's product, a broadcast),
-// builds it like any static model and keeps the result for the next call of that size. The code
-// is the static build's; a new size costs one build (the graph IR's symbolic types, which would
-// compile one kernel set for all sizes, are not there yet). The builds share their constants
-// (driver/constant_pool.h), and the least recently used is dropped past kMaxKept sizes.
+// A model whose inputs have symbolic dimensions (an exported dynamic batch or sequence length).
+// First it is built once for every size: imported with its dimensions as variables (graph-IR
+// symbolic types), its kernels compiled with their sizes as arguments and its memory planned as
+// expressions of them, the tiles chosen for the sizes of the first call (size hints). Where the
+// model needs a dimension as a constant (an operator not written for symbolic sizes), it is built
+// once per combination of the dimensions' values instead, and symbolic_reason() says why: a call
+// at a new size imports the model at those shapes, which checks every relation between them (a
+// reshape's product, a broadcast), builds it like any static model and keeps the result for the
+// next call of that size. Those builds share their constants (driver/constant_pool.h), and the
+// least recently used is dropped past kMaxKept sizes.
 #pragma once
 #include <functional>
 #include <map>
@@ -29,26 +32,40 @@ class ShapeSpecializedBuild {
   // The module at concrete input shapes (input name -> shape).
   using Specialize = std::function<relay_ir::Module(const std::map<std::string, std::vector<int64_t>>& shapes)>;
 
-  // `inputs`: the model's inputs in run order, their symbolic shapes as declared.
+  // The module with its dimensions as variables (the importer's `symbolic`); it throws naming the
+  // operator that needs a constant.
+  using Symbolic = std::function<relay_ir::Module()>;
+
+  // `inputs`: the model's inputs in run order, their symbolic shapes as declared. Without
+  // `symbolic`, every size is built on its own.
   ShapeSpecializedBuild(std::vector<runtime::BufferSpec> inputs, Specialize specialize, targets::Target target,
-                        BuildOptions options);
+                        BuildOptions options, Symbolic symbolic = nullptr);
 
   const std::vector<runtime::BufferSpec>& inputs() const { return inputs_; }
   // The dimension variables, in order of first appearance in the inputs.
   const std::vector<std::string>& vars() const { return vars_; }
   const targets::Target& target() const { return target_; }
 
-  // The build for inputs of `shapes` (one per input, in order), built on first use; throws naming
-  // the input and dimension that do not fit the declared shapes (a constant dimension, or a
-  // variable that two inputs give different values).
+  // The build that runs inputs of `shapes` (one per input, in order): the one for every size when
+  // there is one (built on the first call), else the one for these sizes, built on first use.
+  // Throws naming the input and dimension that do not fit the declared shapes (a constant
+  // dimension, or a variable that two inputs give different values).
   std::shared_ptr<const BuildResult> get(const std::vector<std::vector<int64_t>>& shapes);
-  // The variables' values of each build so far (kept or dropped since), in the order they were built.
+  // The build of these sizes alone (static shapes: for export), built on first use.
+  std::shared_ptr<const BuildResult> specialized(const std::vector<std::vector<int64_t>>& shapes);
+  // The build for every size, if the first call made one.
+  std::shared_ptr<const BuildResult> symbolic() const;
+  // Why there is no build for every size ("" while none was tried, or when there is one).
+  std::string symbolic_reason() const;
+  // The variables' values of each build of one size so far (kept or dropped since), in the order
+  // they were built.
   std::vector<std::map<std::string, int64_t>> built() const;
 
  private:
   std::vector<runtime::BufferSpec> inputs_;
   std::vector<std::string> vars_;
   Specialize specialize_;
+  Symbolic symbolic_module_;
   targets::Target target_;
   BuildOptions options_;
   mutable std::mutex mutex_;  // one build at a time; calls of built sizes wait for it too
@@ -59,6 +76,12 @@ class ShapeSpecializedBuild {
   std::map<std::vector<int64_t>, Kept> builds_;  // by the vars' values
   uint64_t uses_ = 0;
   std::vector<std::vector<int64_t>> order_;
+  bool symbolic_tried_ = false;
+  std::shared_ptr<const BuildResult> symbolic_;
+  std::string symbolic_reason_;
+
+  // The declared shapes bound to `shapes`: the variables' values (throws naming what does not fit).
+  std::map<std::string, int64_t> bind(const std::vector<std::vector<int64_t>>& shapes) const;
 };
 
 }  // namespace tessera::driver

@@ -9,7 +9,7 @@
 namespace tessera::relay_ir {
 
 const char* attr_kind_name(const AttrValue& v) {
-  static const char* names[] = {"int", "float", "string", "ints", "floats"};
+  static const char* names[] = {"int", "float", "string", "ints", "floats", "dims"};
   return names[v.index()];
 }
 
@@ -48,6 +48,11 @@ std::string attr_to_string(const AttrValue& v) {
       const auto& xs = std::get<std::vector<int64_t>>(v);
       for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + std::to_string(xs[i]);
       return s + "]";
+    }
+    case 5: {
+      std::string s = std::get<Shape>(v).str();  // "(N, 512)"; a rank-1 shape's "(N,)"
+      if (s.size() > 2 && s[s.size() - 2] == ',') s.erase(s.size() - 2, 1);
+      return "[" + s.substr(1, s.size() - 2) + "]";
     }
     default: {
       std::string s = "[";
@@ -92,7 +97,13 @@ double Attrs::get_float(const std::string& name) const {
 const std::string& Attrs::get_str(const std::string& name) const { return typed<std::string>(*this, name, "string"); }
 
 const std::vector<int64_t>& Attrs::get_ints(const std::string& name) const {
+  if (const auto* dims = std::get_if<Shape>(&get(name))) return dims->ints();  // throws naming the symbolic one
   return typed<std::vector<int64_t>>(*this, name, "ints");
+}
+
+Shape Attrs::get_shape(const std::string& name) const {
+  if (const auto* dims = std::get_if<Shape>(&get(name))) return *dims;
+  return typed<std::vector<int64_t>>(*this, name, "ints or dims");
 }
 
 std::vector<double> Attrs::get_floats(const std::string& name) const {
@@ -102,6 +113,7 @@ std::vector<double> Attrs::get_floats(const std::string& name) const {
 }
 
 void Attrs::set(const std::string& name, AttrValue value) {
+  if (const auto* dims = std::get_if<Shape>(&value); dims && dims->is_static()) value = dims->ints();
   auto it = std::lower_bound(items_.begin(), items_.end(), name,
                              [](const auto& p, const std::string& n) { return p.first < n; });
   if (it != items_.end() && it->first == name) it->second = std::move(value);

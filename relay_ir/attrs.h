@@ -8,11 +8,15 @@
 #include <variant>
 #include <vector>
 
+#include "relay_ir/shape.h"
+
 namespace tessera::relay_ir {
 
-using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
+// A list of dimensions (`Shape`) is an attribute of its own only when one is symbolic (a
+// reshape's target in a model of symbolic sizes); a static one is stored as ints.
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>, Shape>;
 
-const char* attr_kind_name(const AttrValue& v);  // "int", "float", "string", "ints", "floats"
+const char* attr_kind_name(const AttrValue& v);  // "int", "float", "string", "ints", "floats", "dims"
 std::string attr_to_string(const AttrValue& v);
 
 class Attrs {
@@ -27,7 +31,8 @@ class Attrs {
   const std::string& get_str(const std::string& name) const;
   const std::vector<int64_t>& get_ints(const std::string& name) const;
   std::vector<double> get_floats(const std::string& name) const;  // ints convert
-  void set(const std::string& name, AttrValue value);
+  Shape get_shape(const std::string& name) const;                 // ints or dims
+  void set(const std::string& name, AttrValue value);             // a static Shape is stored as ints
 
   // Sorted by name, so equal attribute sets compare and print alike.
   const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }

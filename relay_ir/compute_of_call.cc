@@ -100,9 +100,7 @@ CallCompute compute_of_call(const CallNode* call, const schedule::HardwareParams
     c.hardware = hardware;
     for (size_t i = 0; i < call->args.size(); ++i) {
       const auto& t = as_tensor(call->args[i]->checked_type, "argument " + std::to_string(i));
-      std::vector<tensor_ir::Expr> shape;
-      for (int64_t d : t.shape) shape.push_back(tensor_ir::Expr(d));
-      c.inputs.push_back(tensor_ir::placeholder(shape, t.dtype, "p" + std::to_string(i)));
+      c.inputs.push_back(tensor_ir::placeholder(t.shape.dims(), t.dtype, "p" + std::to_string(i)));
     }
     c.outputs = fn ? compose(fn, c.inputs, hardware, &c.anchor)
                    : def->compute(c.inputs, with_registers(call->attrs, hardware), call->checked_type);
@@ -110,10 +108,9 @@ CallCompute compute_of_call(const CallNode* call, const schedule::HardwareParams
     if (c.outputs.size() != expected.size())
       fail("internal error: compute made ", c.outputs.size(), " outputs, the type has ", expected.size());
     for (size_t i = 0; i < c.outputs.size(); ++i) {
-      std::vector<int64_t> shape;
-      for (size_t d = 0; d < c.outputs[i].ndim(); ++d) shape.push_back(c.outputs[i]->dim(d));
+      Shape shape(c.outputs[i]->shape);
       if (shape != expected[i]->shape || c.outputs[i].dtype() != expected[i]->dtype)
-        fail("internal error: compute output ", i, " is ", c.outputs[i].dtype().str(), runtime::shape_str(shape),
+        fail("internal error: compute output ", i, " is ", c.outputs[i].dtype().str(), shape.str(),
              ", the type relation says ", to_string(Type(expected[i])));
     }
     return c;

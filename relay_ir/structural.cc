@@ -132,7 +132,10 @@ class Hasher {
     if (const auto* tt = t.as<TensorTypeNode>()) {
       dtype(tt->dtype);
       mix(tt->shape.size());
-      for (int64_t d : tt->shape) mix(static_cast<uint64_t>(d));
+      // A symbolic dimension mixes a marker only: dims_equal may prove differently written
+      // expressions equal, and equal types must hash alike.
+      for (size_t i = 0; i < tt->shape.size(); ++i)
+        mix(tt->shape.is_static(i) ? static_cast<uint64_t>(tt->shape[i]) : 0x5e5ab01cULL);
     } else if (const auto* tu = t.as<TupleTypeNode>()) {
       mix(tu->elements.size());
       for (const Type& e : tu->elements) type(e);
@@ -153,6 +156,7 @@ class Hasher {
       else if (const auto* d = std::get_if<double>(&v)) real(*d);
       else if (const auto* s = std::get_if<std::string>(&v)) str(*s);
       else if (const auto* is = std::get_if<std::vector<int64_t>>(&v)) bytes(is->data(), is->size() * sizeof(int64_t));
+      else if (const auto* dims = std::get_if<Shape>(&v)) mix(dims->size());  // equal dims may print differently
       else
         for (double x : std::get<std::vector<double>>(v)) real(x);
     }

@@ -7,13 +7,13 @@ namespace tessera::relay_ir {
 
 int64_t TensorTypeNode::numel() const {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape.ints()) n *= d;
   return n;
 }
 
-Type tensor_type(std::vector<int64_t> shape, DataType dtype) {
-  for (int64_t d : shape)
-    if (d < 0) fail("tensor type: negative dimension in ", runtime::shape_str(shape));
+Type tensor_type(Shape shape, DataType dtype) {
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape.is_static(i) && shape[i] < 0) fail("tensor type: negative dimension in ", shape.str());
   if (dtype.is_vector() || dtype.is_handle()) fail("tensor type: invalid element type ", dtype.str());
   return Type(new TensorTypeNode(std::move(shape), dtype));
 }
@@ -30,9 +30,10 @@ const TensorTypeNode& as_tensor(const Type& t, const std::string& what) {
 std::string to_string(const Type& t) {
   if (!t) return "?";
   if (const auto* tt = t.as<TensorTypeNode>()) {
-    std::string s = tt->dtype.str() + "[";
-    for (size_t i = 0; i < tt->shape.size(); ++i) s += (i ? ", " : "") + std::to_string(tt->shape[i]);
-    return s + "]";
+    std::string dims = tt->shape.str();  // "(a, b)"; a rank-1 shape's "(a,)"
+    dims = dims.substr(1, dims.size() - 2);
+    if (!dims.empty() && dims.back() == ',') dims.pop_back();
+    return tt->dtype.str() + "[" + dims + "]";
   }
   if (const auto* tu = t.as<TupleTypeNode>()) {
     std::string s = "(";

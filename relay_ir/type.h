@@ -1,10 +1,12 @@
-// Types of graph values: tensors with a static shape and a dtype, tuples, functions. Tessera
-// compiles for static shapes, so a TensorType's dimensions are plain integers.
+// Types of graph values: tensors with a shape and a dtype, tuples, functions. A shape's
+// dimensions are integers, or expressions of dimension variables for a model of symbolic sizes
+// (relay_ir/shape.h).
 #pragma once
 #include <string>
 #include <vector>
 
 #include "relay_ir/node.h"
+#include "relay_ir/shape.h"
 #include "runtime/data_type.h"
 
 namespace tessera::relay_ir {
@@ -28,11 +30,11 @@ class Type : public Ref<TypeNode> {
 
 struct TensorTypeNode : TypeNode {
   TESSERA_RELAY_NODE(TensorType)
-  std::vector<int64_t> shape;
+  Shape shape;
   DataType dtype;
   TESSERA_FIELDS(shape, dtype)
-  TensorTypeNode(std::vector<int64_t> s, DataType t) : TypeNode(kKind), shape(std::move(s)), dtype(t) {}
-  int64_t numel() const;
+  TensorTypeNode(Shape s, DataType t) : TypeNode(kKind), shape(std::move(s)), dtype(t) {}
+  int64_t numel() const;  // throws if the shape is symbolic
   size_t ndim() const { return shape.size(); }
 };
 
@@ -51,7 +53,7 @@ struct FuncTypeNode : TypeNode {
   FuncTypeNode(std::vector<Type> p, Type r) : TypeNode(kKind), params(std::move(p)), ret(std::move(r)) {}
 };
 
-Type tensor_type(std::vector<int64_t> shape, DataType dtype);
+Type tensor_type(Shape shape, DataType dtype);
 Type tuple_type(std::vector<Type> fields);
 Type func_type(std::vector<Type> params, Type ret);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 
 #include "runtime/device_api.h"
 #include "runtime/error.h"
@@ -15,25 +16,30 @@ GraphExecutor::GraphExecutor(std::shared_ptr<const Module> kernels, GraphPlan pl
     : module_(std::move(kernels)), plan_(std::move(plan)), device_(device) {
   inputs_.resize(plan_.inputs.size());
   input_copies_.resize(plan_.inputs.size());
-  for (int id : plan_.outputs) {
-    const auto& t = plan_.tensors.at(id);
-    outputs_.push_back(NDArray::empty(t.shape, t.dtype, device_));
-  }
+  step_vars_.resize(plan_.steps.size());
+  if (plan_.is_symbolic() && plan_.symbolic_shapes.size() != plan_.tensors.size())
+    fail("graph plan: ", plan_.symbolic_shapes.size(), " symbolic shapes for ", plan_.tensors.size(), " tensors");
+  if (!plan_.is_symbolic())  // a symbolic plan's outputs are allocated for each size
+    for (int id : plan_.outputs) {
+      const auto& t = plan_.tensors.at(id);
+      outputs_.push_back(NDArray::empty(t.shape, t.dtype, device_));
+    }
   for (const auto& step : plan_.steps)
     if (step.kernel.empty() && step.args.size() != 2) fail("graph plan: a copy step needs 2 tensors");
   if (on_device()) {
     resolve_device_programs();
   } else {
-    arena_ = NDArray::empty({plan_.arena_bytes}, DataType::UInt(8));
+    if (!plan_.is_symbolic()) arena_ = NDArray::empty({plan_.arena_bytes}, DataType::UInt(8));
     resolve_cpu_kernels();
   }
 }
 
 namespace {
 
+// A symbolic plan's arguments are checked at each size (bind_sizes), by their values.
 void check_step_argument(const GraphPlan& plan, const std::string& kernel, size_t a, int id, const BufferSpec& spec) {
   const auto& t = plan.tensors.at(id);
-  if (!equals(spec.shape, t.shape) || t.dtype != spec.dtype)
+  if ((!plan.is_symbolic() && !equals(spec.shape, t.shape)) || t.dtype != spec.dtype)
     fail("graph plan: kernel ", kernel, " argument ", a, " is ", spec.dtype.str(), symbolic_shape_str(spec.shape),
          ", the tensor '", t.name, "' is ", t.dtype.str(), shape_str(t.shape));
 }
@@ -71,6 +77,7 @@ void GraphExecutor::resolve_device_programs() {
     step_programs_.push_back(std::move(program));
   }
   for (const NDArray& c : plan_.constants) constants_.push_back(c.copy_to(device_));
+  if (plan_.is_symbolic()) return;  // slots come with each size
   // Each slot as large as the largest tensor it holds (a device buffer is no address to offset).
   std::vector<size_t> slot_bytes(plan_.slot_offsets.size(), 1);
   for (const auto& t : plan_.tensors)
@@ -93,8 +100,15 @@ void GraphExecutor::check_input(size_t i, const NDArray& value) const {
   const auto& info = input_info(i);
   if (value.dtype() != info.dtype)
     fail("input '", info.name, "': expected dtype ", info.dtype.str(), ", got ", value.dtype().str());
-  if (value.shape() != info.shape)
+  if (plan_.is_symbolic()) {
+    const SymbolicShape& want = plan_.symbolic_shapes.at(plan_.inputs.at(i));
+    bool fits = value.shape().size() == want.size();
+    for (size_t d = 0; fits && d < want.size(); ++d)
+      fits = !want[d].is_constant() || want[d].constant() == value.shape()[d];
+    if (!fits) fail("input '", info.name, "': expected shape ", symbolic_shape_str(want), ", got ", value.shape_str());
+  } else if (value.shape() != info.shape) {
     fail("input '", info.name, "': expected shape ", shape_str(info.shape), ", got ", value.shape_str());
+  }
   if (!(value.device() == device_) && value.device().type != DeviceType::CPU)
     fail("input '", info.name, "': the array is on ", value.device().str(), "; the graph runs on ", device_.str());
 }
@@ -106,8 +120,8 @@ void GraphExecutor::set_input(size_t i, const NDArray& value) {
     inputs_[i] = value;
     return;
   }
-  if (!input_copies_[i].defined() || input_copies_[i].numel() != value.numel())
-    input_copies_[i] = NDArray::empty(info.shape, info.dtype, device_);
+  if (!input_copies_[i].defined() || input_copies_[i].shape() != value.shape())
+    input_copies_[i] = NDArray::empty(value.shape(), info.dtype, device_);
   if (on_device())
     input_copies_[i].copy_from(value);
   else
@@ -159,6 +173,74 @@ void GraphExecutor::check_inputs_set() const {
       fail("input '", input_info(i).name, "' is not set");
 }
 
+void GraphExecutor::bind_sizes() {
+  std::vector<SymbolicShape> expected;
+  std::vector<std::vector<int64_t>> got;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    expected.push_back(plan_.symbolic_shapes.at(plan_.inputs[i]));
+    got.push_back(inputs_[i].shape());
+    names.push_back("'" + input_info(i).name + "'");
+  }
+  const std::map<std::string, int64_t> values = bind_shape_vars(expected, got, names, "input");
+  std::vector<int64_t> bound;
+  for (const std::string& v : plan_.shape_vars) {
+    auto it = values.find(v);
+    if (it == values.end()) fail("graph plan: no input's shape gives the dimension variable ", v, " a value");
+    bound.push_back(it->second);
+  }
+  if (bound == bound_) return;
+  bound_.clear();  // unbound until every size-dependent part is updated (an error may come first)
+  std::string at;
+  for (size_t v = 0; v < bound.size(); ++v)
+    at += (v ? ", " : "") + plan_.shape_vars[v] + " = " + std::to_string(bound[v]);
+  for (size_t id = 0; id < plan_.tensors.size(); ++id) {
+    auto& t = plan_.tensors[id];
+    t.shape.clear();
+    for (const ShapeExpr& d : plan_.symbolic_shapes[id]) {
+      t.shape.push_back(d.evaluate(values));
+      if (t.shape.back() < 0)
+        fail("the tensor '", t.name, "' of shape ", symbolic_shape_str(plan_.symbolic_shapes[id]),
+             " has a negative dimension at ", at);
+    }
+  }
+  plan_.slot_offsets.clear();
+  plan_.arena_bytes = 0;
+  for (size_t slot = 0; slot < plan_.slot_bytes.size(); ++slot) {
+    const int64_t bytes = plan_.slot_bytes[slot].evaluate(values);
+    plan_.slot_offsets.push_back(plan_.arena_bytes);
+    plan_.arena_bytes += bytes;
+    if (on_device() && (slot >= slots_.size() || slots_[slot].numel() < bytes)) {
+      slots_.resize(std::max(slots_.size(), slot + 1));
+      slots_[slot] = NDArray::empty({std::max<int64_t>(bytes, 1)}, DataType::UInt(8), device_);
+    }
+  }
+  if (!on_device() && (!arena_.defined() || arena_.numel() < plan_.arena_bytes))
+    arena_ = NDArray::empty({std::max<int64_t>(plan_.arena_bytes, 1)}, DataType::UInt(8));
+  outputs_.clear();
+  for (int id : plan_.outputs)
+    outputs_.push_back(NDArray::empty(plan_.tensors[id].shape, plan_.tensors[id].dtype, device_));
+  // Each kernel's arguments at these sizes, and the values of its variables in its order.
+  for (size_t s = 0; s < plan_.steps.size(); ++s) {
+    const auto& step = plan_.steps[s];
+    if (step.kernel.empty()) continue;
+    const std::vector<BufferSpec>& args =
+        on_device() ? step_programs_[s]->spec().args : step_kernels_[s].signature().args;
+    for (size_t a = 0; a < args.size(); ++a) {
+      const auto& t = plan_.tensors[step.args[a]];
+      bool same = args[a].shape.size() == t.shape.size();
+      for (size_t d = 0; same && d < t.shape.size(); ++d) same = args[a].shape[d].evaluate(values) == t.shape[d];
+      if (!same)
+        fail("graph plan: at ", at, ", kernel ", step.kernel, " argument ", a, " ", symbolic_shape_str(args[a].shape),
+             " differs from the tensor '", t.name, "' ", shape_str(t.shape));
+    }
+    step_vars_[s].clear();
+    if (!on_device())
+      for (const std::string& v : step_kernels_[s].signature().shape_vars) step_vars_[s].push_back(values.at(v));
+  }
+  bound_ = std::move(bound);
+}
+
 void GraphExecutor::run_step(size_t s, std::vector<void*>& args, bool wait) const {
   const auto& step = plan_.steps[s];
   if (on_device()) {
@@ -173,6 +255,7 @@ void GraphExecutor::run_step(size_t s, std::vector<void*>& args, bool wait) cons
   }
   args.clear();
   for (int id : step.args) args.push_back(data_of(id));
+  if (!step_vars_[s].empty()) args.push_back(const_cast<int64_t*>(step_vars_[s].data()));
   if (step.kernel.empty()) {
     const auto& t = plan_.tensors.at(step.args[0]);
     int64_t n = 1;
@@ -185,6 +268,7 @@ void GraphExecutor::run_step(size_t s, std::vector<void*>& args, bool wait) cons
 
 void GraphExecutor::run() {
   check_inputs_set();
+  if (plan_.is_symbolic()) bind_sizes();
   std::vector<void*> args;
   // On a device the steps queue in order; the run waits once, for the last.
   for (size_t s = 0; s < plan_.steps.size(); ++s) run_step(s, args, /*wait=*/false);
@@ -193,6 +277,7 @@ void GraphExecutor::run() {
 
 std::vector<double> GraphExecutor::run_profiled() {
   check_inputs_set();
+  if (plan_.is_symbolic()) bind_sizes();
   std::vector<void*> args;
   std::vector<double> ms;
   for (size_t s = 0; s < plan_.steps.size(); ++s) {

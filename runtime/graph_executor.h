@@ -5,6 +5,9 @@
 // graph's inputs and outputs stays there: the constants are uploaded once, the intermediates
 // live in one device buffer per slot of the memory plan, outputs are device arrays, and inputs
 // given in host memory are copied to the device.
+// A plan of symbolic sizes (GraphPlan::shape_vars) runs at any sizes its inputs give: at each new
+// size the executor evaluates the tensors' shapes and the arena's slots, grows the arena if
+// needed, allocates the outputs, and hands each kernel its dimension variables' values.
 #pragma once
 #include <memory>
 #include <string>
@@ -28,7 +31,8 @@ class GraphExecutor {
   // The index of the input called `name`; throws listing the inputs if there is none.
   size_t input_index(const std::string& name) const;
 
-  // Throws unless `value` has input i's shape and dtype (the message names the input).
+  // Throws unless `value` has input i's shape and dtype (the message names the input; a symbolic
+  // dimension takes any size here, and run() checks the sizes of all inputs together).
   void check_input(size_t i, const NDArray& value) const;
   // check_input, then keeps a reference (a copy if `value` is not 64-byte aligned).
   void set_input(size_t i, const NDArray& value);
@@ -52,6 +56,8 @@ class GraphExecutor {
   void* data_of(int tensor) const;
   NDArray array_of(int tensor) const;  // on a device
   void check_inputs_set() const;
+  // A symbolic plan at the sizes of the inputs set: the shapes, arena and outputs for them.
+  void bind_sizes();
   // `wait`: on a device, return when the step is done (CPU steps always are).
   void run_step(size_t step, std::vector<void*>& args, bool wait) const;
 
@@ -63,6 +69,10 @@ class GraphExecutor {
   NDArray arena_;
   std::vector<NDArray> slots_, constants_;  // on a device: the arena's slots, the uploaded constants
   std::vector<NDArray> inputs_, input_copies_, outputs_;
+  // A symbolic plan's variables at the sizes bound last (empty: none yet), and each step's
+  // kernel's values of them in the kernel's order (empty for a static kernel).
+  std::vector<int64_t> bound_;
+  std::vector<std::vector<int64_t>> step_vars_;
 };
 
 }  // namespace tessera::runtime

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/ndarray.h"
+#include "runtime/shape_expr.h"
 
 namespace tessera::runtime {
 
@@ -32,6 +33,15 @@ struct GraphPlan {
   std::vector<NDArray> constants;
   std::vector<int64_t> slot_offsets;  // byte offset of each arena slot (64-byte aligned)
   int64_t arena_bytes = 0;
+
+  // A plan of symbolic sizes (a model built once for every size) names its dimension variables;
+  // each tensor's shape and each slot's size are then expressions of them, and the fields above
+  // (tensors' shapes, slot_offsets, arena_bytes) hold their values at the sizes bound last:
+  // GraphExecutor evaluates them for each new size. Empty for a static plan.
+  std::vector<std::string> shape_vars;
+  std::vector<SymbolicShape> symbolic_shapes;  // one per tensor
+  std::vector<ShapeExpr> slot_bytes;           // one per slot, multiples of 64
+  bool is_symbolic() const { return !shape_vars.empty(); }
 };
 
 }  // namespace tessera::runtime

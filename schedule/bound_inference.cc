@@ -326,9 +326,27 @@ class BoundInference {
       }
     }
     if (!any) fail("compute_at: no stage inside ", st.attach_stage()->name(), " reads ", st.name());
+    // The loops around the stage, over their whole ranges: where the region lies inside the
+    // tensor in every iteration of them, it needs no clipping (with symbolic sizes the simplifier
+    // cannot drop a clip such as min(fused // 448, N - 1) alone).
+    arith::IntervalMap around;
+    bool symbolic = false;
+    for (const auto& [var, ext] : p.context) {
+      around[var.get()] = {make_zero(kIndexType), arith::eval_interval(simplify(ext - 1), around).max};
+      symbolic |= !as_const_int(ext);
+    }
+    auto provably_nonnegative = [&](const Expr& e) {
+      return e.defined() && arith::const_bound(simplify(e), var_bounds_).min >= 0;
+    };
     for (size_t d = 0; d < t.ndim(); ++d) {
       arith::Interval domain{make_zero(kIndexType), simplify(t->shape[d] - 1)};
       arith::Interval clipped = arith::intersect(needed[d], domain);
+      if (symbolic || !as_const_int(t->shape[d])) {
+        if (provably_nonnegative(arith::eval_interval(needed[d].min, around).min)) clipped.min = needed[d].min;
+        if (const Expr most = arith::eval_interval(needed[d].max, around).max;
+            most.defined() && provably_nonnegative(domain.max - most))
+          clipped.max = needed[d].max;
+      }
       Expr lo = simplify(clipped.min);
       p.region.push_back(Range(lo, simplify(clipped.max - lo + 1)));
       // The buffer must hold the unclipped region in any iteration; its extent cancels outer

@@ -129,8 +129,13 @@ std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& 
     all.insert(fixed.begin(), fixed.end());
     return import_at(o, all);
   };
+  auto symbolic = [o, fixed] {
+    frontend::onnx::ImportOptions options = import_options(o, fixed);
+    options.symbolic = true;
+    return frontend::onnx::import_model(o.model, options);
+  };
   return std::make_shared<driver::ShapeSpecializedBuild>(
-      std::move(inputs), specialize, targets::Target::parse(o.target), build_options(o, /*jit=*/true));
+      std::move(inputs), specialize, targets::Target::parse(o.target), build_options(o, /*jit=*/true), symbolic);
 }
 
 std::vector<std::pair<std::string, relay_ir::Module>> load_sizes(const ModelOptions& o) {

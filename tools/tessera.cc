@@ -206,11 +206,15 @@ int run_dynamic(driver::ShapeSpecializedBuild& dynamic, const ModelOptions& o, c
   for (const auto& a : arrays) shapes.push_back(a.shape());
   auto start = std::chrono::steady_clock::now();
   const std::shared_ptr<const driver::BuildResult> build = dynamic.get(shapes);
-  const std::map<std::string, int64_t> vars = dynamic.built().back();
-  std::string sizes;
-  for (const auto& [var, value] : vars) sizes += (sizes.empty() ? "" : ", ") + var + " = " + std::to_string(value);
-  std::printf("built %s for %s at %s in %.2f s\n", o.model.c_str(), o.target.c_str(), sizes.c_str(),
-              seconds_since(start));
+  if (build == dynamic.symbolic()) {
+    std::printf("built %s for %s for every size in %.2f s\n", o.model.c_str(), o.target.c_str(), seconds_since(start));
+  } else {
+    std::string sizes;
+    for (const auto& [var, value] : dynamic.built().back())
+      sizes += (sizes.empty() ? "" : ", ") + var + " = " + std::to_string(value);
+    std::printf("built %s for %s at %s in %.2f s (one build per size: %s)\n", o.model.c_str(), o.target.c_str(),
+                sizes.c_str(), seconds_since(start), dynamic.symbolic_reason().c_str());
+  }
   return run_graph(*build->executor, arrays, output_dir, bench);
 }
 

@@ -21,10 +21,12 @@ ConvertContext::ConvertContext(const ::onnx::NodeProto& node, int opset, std::ve
       base_dir_(std::move(base_dir)),
       value_inputs_(std::move(value_inputs)) {}
 
-std::string ConvertContext::where() const {
-  return node_.op_type() + " (node '" + (node_.name().empty() ? node_.output(0) : node_.name()) + "', opset " +
-         std::to_string(opset_) + ")";
+std::string node_description(const ::onnx::NodeProto& node, int opset) {
+  return node.op_type() + " (node '" + (node.name().empty() ? node.output(0) : node.name()) + "', opset " +
+         std::to_string(opset) + ")";
 }
+
+std::string ConvertContext::where() const { return node_description(node_, opset_); }
 
 void ConvertContext::error(const std::string& message) const { fail(where(), ": ", message); }
 

@@ -14,6 +14,9 @@
 
 namespace tessera::frontend::onnx {
 
+// "Conv (node 'conv1', opset 13)": how errors name a node.
+std::string node_description(const ::onnx::NodeProto& node, int opset);
+
 class ConvertContext {
  public:
   // `value_inputs`: the inputs it may read as constants (ConverterTable::Entry::value_inputs).

@@ -194,11 +194,19 @@ class Importer {
   void read_inputs() {
     for (const auto& [name, value] : options_.bind) values_[name] = relay_ir::constant(value);
     for (const runtime::BufferSpec& in : declared_inputs()) {
-      for (const runtime::ShapeExpr& d : in.shape)
-        if (!d.is_constant())
+      std::vector<tensor_ir::Expr> dims;
+      for (const runtime::ShapeExpr& d : in.shape) {
+        if (d.is_constant()) {
+          dims.push_back(d.constant());
+          continue;
+        }
+        if (!options_.symbolic)
           fail("graph input '", in.name, "' has symbolic dimension '", d.str(), "'; ", how_to_give_shape(in.name),
                " (tessera.onnx.load without shapes= gives a DynamicModule, which runs at any size)");
-      relay_ir::Var v(in.name, relay_ir::tensor_type(runtime::static_shape(in.shape, in.name), in.dtype));
+        auto var = dim_vars_.try_emplace(*d.var_name(), *d.var_name()).first;
+        dims.push_back(var->second);
+      }
+      relay_ir::Var v(in.name, relay_ir::tensor_type(relay_ir::Shape(dims), in.dtype));
       params_.push_back(v);
       values_[in.name] = v;
     }
@@ -258,7 +266,17 @@ class Importer {
         fail("ONNX node '", node.name(), "' (", node.op_type(), ") reads '", in, "', which no earlier node produces");
       inputs.push_back(it->second);
     }
-    std::vector<Expr> outputs = convert_widened(node, inputs, names);
+    std::vector<Expr> outputs;
+    try {
+      outputs = convert_widened(node, inputs, names);
+    } catch (const BindingRequired&) {
+      throw;
+    } catch (const Error& e) {
+      // A converter's own checks name the node; a shape read as constants (symbolic) may not.
+      const std::string where = node_description(node, opset_of(node.domain()));
+      if (std::string(e.what()).rfind(where, 0) == 0) throw;
+      fail(where, ": ", e.what());
+    }
     if (outputs.size() < static_cast<size_t>(node.output_size())) {
       // Optional outputs a converter does not produce must not be used.
       outputs.resize(node.output_size());
@@ -340,6 +358,7 @@ class Importer {
   bool program_ = false;  // needs_program: imported as a program's stages, not as one graph
   std::unordered_map<std::string, Expr> values_;
   std::vector<relay_ir::Var> params_;
+  std::map<std::string, tensor_ir::Var> dim_vars_;  // one variable per symbolic dimension name
 };
 
 }  // namespace

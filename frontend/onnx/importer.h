@@ -1,6 +1,6 @@
-// ONNX import: a model file becomes a graph-IR module. The graph IR has static shapes, so
-// symbolic input dimensions are fixed by `shapes` (model_inputs tells which there are: a build per
-// size serves a dynamic model, driver/shape_specialized_build.h), and inputs that set shapes or indices
+// ONNX import: a model file becomes a graph-IR module. Symbolic input dimensions are fixed by
+// `shapes` (model_inputs tells which there are: a build per size serves a dynamic model,
+// driver/shape_specialized_build.h), or kept as dimension variables (`symbolic`), and inputs that set shapes or indices
 // (Reshape's shape, Slice's starts, TopK's k, ...) can be bound to values with `bind`. Node
 // outputs computed from known values only are folded into constants as they are imported, by
 // an evaluator the caller supplies (the frontend runs nothing itself). Models with unsupported
@@ -28,6 +28,10 @@ struct ImportOptions {
   // Initializers that become graph inputs instead of constants (the weights to train when
   // fine-tuning), in this order after the model's own inputs.
   std::vector<std::string> initializers_as_inputs;
+  // Import the symbolic input dimensions that `shapes` does not fix as dimension variables
+  // (relay_ir/shape.h) instead of refusing them: one module for every size, as far as the
+  // operators it reaches type symbolic shapes (one that needs a constant throws naming itself).
+  bool symbolic = false;
 };
 
 // Thrown when values the compiler needs at compile time come from graph inputs: `inputs`

@@ -25,7 +25,8 @@ Expr pow(ConvertContext& c) {
   const auto& x_shape = c.input_type(0).shape;
   auto e = c.try_constant_input(1);
   std::optional<double> k = e ? uniform_value(*e) : std::nullopt;
-  if (k && (*k == 1 || *k == 2 || *k == 3) && relay_ir::broadcast_shapes(x_shape, e->shape()) == x_shape) {
+  if (k && (*k == 1 || *k == 2 || *k == 3) &&
+      relay_ir::broadcast_shapes(x_shape, relay_ir::Shape(e->shape())) == x_shape) {
     Expr out = c.input(0);
     for (int i = 1; i < *k; ++i) out = c.call("mul", {out, c.input(0)});
     return out;

@@ -25,11 +25,10 @@ struct Window {
 void spatial_sizes(const ConvertContext& c, std::vector<int64_t>& in, std::vector<int64_t>& kernel, size_t weight = 1) {
   const auto& x = c.input_type(0);
   const auto& w = c.input_type(weight);
-  if (x.ndim() < 3) c.error("input X must be [N, C, spatial...], got shape " + runtime::shape_str(x.shape));
-  if (w.ndim() != x.ndim())
-    c.error("weight W " + runtime::shape_str(w.shape) + " must have the rank of X " + runtime::shape_str(x.shape));
-  in.assign(x.shape.begin() + 2, x.shape.end());
-  kernel.assign(w.shape.begin() + 2, w.shape.end());
+  if (x.ndim() < 3) c.error("input X must be [N, C, spatial...], got shape " + x.shape.str());
+  if (w.ndim() != x.ndim()) c.error("weight W " + w.shape.str() + " must have the rank of X " + x.shape.str());
+  in = x.shape.ints_from(2);  // the batch may be symbolic
+  kernel = w.shape.ints_from(2);
   if (c.has_attr("kernel_shape") && c.attr_ints("kernel_shape", {}) != kernel)
     c.error("kernel_shape " + runtime::shape_str(c.attr_ints("kernel_shape", {})) +
             " differs from the weight's kernel " + runtime::shape_str(kernel));

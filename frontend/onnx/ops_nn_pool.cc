@@ -12,7 +12,7 @@ namespace {
 
 size_t pool_rank(const ConvertContext& c) {
   const auto& x = c.input_type(0);
-  if (x.ndim() < 3) c.error("input X must be [N, C, spatial...], got shape " + runtime::shape_str(x.shape));
+  if (x.ndim() < 3) c.error("input X must be [N, C, spatial...], got shape " + x.shape.str());
   return x.ndim() - 2;
 }
 
@@ -28,7 +28,7 @@ Attrs window_attrs(const ConvertContext& c) {
   std::vector<int64_t> strides = nn::spatial_attr(c, "strides", rank, 1);
   std::vector<int64_t> dilations = nn::spatial_attr(c, "dilations", rank, 1);
   const auto& x = c.input_type(0);
-  std::vector<int64_t> in(x.shape.begin() + 2, x.shape.end()), extent(rank);
+  std::vector<int64_t> in = x.shape.ints_from(2), extent(rank);
   for (size_t d = 0; d < rank; ++d) extent[d] = (kernel[d] - 1) * dilations[d] + 1;
   int64_t ceil_mode = c.attr_int("ceil_mode", 0);
   if (ceil_mode != 0 && ceil_mode != 1) c.error("ceil_mode must be 0 or 1, got " + std::to_string(ceil_mode));

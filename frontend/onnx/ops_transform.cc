@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "relay_ir/ops/type_relations.h"
+#include "tensor_ir/op.h"
 #include "runtime/error.h"
 
 namespace tessera::frontend::onnx {
@@ -76,9 +77,9 @@ Exprs convert_flatten(ConvertContext& c) {
   if (axis < -rank || axis > rank)
     c.error("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   if (axis < 0) axis += rank;
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= in[d];
-  return {c.call("reshape", {c.input(0)}, {{"shape", std::vector<int64_t>{outer, inner}}})};
+  tensor_ir::Expr outer = int64_t{1}, inner = int64_t{1};
+  for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) = (d < axis ? outer : inner) * in.dim(d);
+  return {c.call("reshape", {c.input(0)}, {{"shape", relay_ir::Shape({outer, inner})}})};
 }
 
 Exprs convert_squeeze(ConvertContext& c) {
@@ -104,7 +105,7 @@ Exprs convert_expand(ConvertContext& c) {
   std::vector<int64_t> shape = c.constant_ints(1, "the target shape");
   std::vector<int64_t> out;
   try {
-    out = relay_ir::broadcast_shapes(in, shape);  // ONNX Expand broadcasts both ways
+    out = relay_ir::broadcast_shapes(in.ints(), shape);  // ONNX Expand broadcasts both ways
   } catch (const Error& e) {
     c.error(e.what());
   }

@@ -37,6 +37,14 @@ struct DynamicModule {
     for (const auto& [name, shape] : shapes) o.shapes[name] = shape;
     return frontend::onnx::import_model(path, o);
   }
+
+  // The module with its symbolic dimensions kept as variables: one graph for every size.
+  relay_ir::Module symbolic() const {
+    if (program) fail("symbolic: the model has control flow or data-dependent shapes; it runs as a program");
+    frontend::onnx::ImportOptions o = options;
+    o.symbolic = true;
+    return frontend::onnx::import_model(path, o);
+  }
 };
 
 // [{name, shape, dtype}] with a symbolic dimension as its name ("N") or expression.
@@ -85,7 +93,12 @@ class DynamicLibrary {
     } else {
       given = shapes.cast<std::vector<std::vector<int64_t>>>();
     }
-    return library_for(given);  // a copy sharing the build and its executor
+    std::shared_ptr<const driver::BuildResult> built;
+    {
+      py::gil_scoped_release release;
+      built = build_->specialized(given);
+    }
+    return Library(built);  // a copy sharing the build and its executor
   }
   const driver::ShapeSpecializedBuild& build() const { return *build_; }
 
@@ -176,6 +189,14 @@ void bind_dynamic(py::module_& m) {
           },
           py::arg("shapes"),
           "The graph module at the given shapes ({name: shape}), as tessera.onnx.load(shapes=) gives.")
+      .def(
+          "symbolic",
+          [](const DynamicModule& d) {
+            py::gil_scoped_release release;
+            return d.symbolic();
+          },
+          "The graph module with the symbolic dimensions kept as variables (types such as float32[N, 1000]); "
+          "raises tessera.Error naming the first operator that needs a dimension as a constant.")
       .def("__str__",
            [](const DynamicModule& d) {
              return d.program ? relay_ir::to_text(*d.program) : py::repr(py::cast(d)).cast<std::string>();
@@ -189,9 +210,12 @@ void bind_dynamic(py::module_& m) {
   py::class_<DynamicLibrary>(
       m, "DynamicLibrary",
       "A model with symbolic input dimensions, compiled (tessera.build of a DynamicModule): run() takes inputs of any "
-      "size that fits the declared shapes and the model's relations. The first run at a new size builds the model "
-      "for that size (as tessera.build does for a fixed one: the same static code) and keeps it; later runs at "
-      "that size run it directly (the builds share the weights; the 32 most recently used sizes are kept). "
+      "size that fits the declared shapes and the model's relations. The first run builds the model once for every "
+      "size (symbolic: its kernels take the sizes as arguments, tiles chosen for the first run's sizes). Where the "
+      "model needs a dimension as a constant (symbolic_reason names the operator), the first run at a new size "
+      "builds the model for that size instead (as tessera.build does for a fixed one: the same static code) and "
+      "keeps it; later runs at that size run it directly (the builds share the weights; the 32 most recently used "
+      "sizes are kept). "
       "specialize() gives the build of one size as a Library (to export it).")
       .def("run", &DynamicLibrary::run, py::arg("inputs"),
            "Runs the model at the inputs' size: run([x, ...]) or run({name: x}), as Library.run.")
@@ -220,7 +244,23 @@ void bind_dynamic(py::module_& m) {
           "[{name, shape, dtype}] of the inputs, a symbolic dimension as its name.")
       .def_property_readonly(
           "built", [](const DynamicLibrary& l) { return l.build().built(); },
-          "The sizes built so far, each as {dimension: value}, in the order they were built.");
+          "The sizes built one by one so far (none when one build serves every size), each as {dimension: "
+          "value}, in the order they were built.")
+      .def_property_readonly(
+          "symbolic", [](const DynamicLibrary& l) { return l.build().symbolic() != nullptr; },
+          "Whether one build, made on the first run, serves every size (its kernels take the sizes as "
+          "arguments); else each size is built on its first run, and symbolic_reason says why.")
+      .def_property_readonly(
+          "symbolic_reason", [](const DynamicLibrary& l) { return l.build().symbolic_reason(); },
+          "Why the model is built per size (the operator that needs a dimension as a constant); \"\" before "
+          "the first run or when one build serves every size.")
+      .def_property_readonly(
+          "kernels",
+          [](const DynamicLibrary& l) -> py::object {
+            auto s = l.build().symbolic();
+            return s ? py::cast(Library(s)).attr("kernels") : py::object(py::none());
+          },
+          "The kernels of the build for every size (as Library.kernels), or None when there is none.");
 
   m.def(
       "onnx_load",
@@ -265,8 +305,9 @@ void bind_dynamic(py::module_& m) {
       [](const DynamicModule& mod, const std::string& target, const driver::BuildOptions& options) -> py::object {
         if (mod.program) return program_library(mod.program, target, options);
         auto specialize = [mod](const std::map<std::string, std::vector<int64_t>>& shapes) { return mod.at(shapes); };
+        auto symbolic = [mod] { return mod.symbolic(); };
         return py::cast(DynamicLibrary(std::make_shared<driver::ShapeSpecializedBuild>(
-            mod.inputs, specialize, targets::Target::parse(target), options)));
+            mod.inputs, specialize, targets::Target::parse(target), options, symbolic)));
       },
       py::arg("module"), py::arg("target"), py::arg("options"),
       "A DynamicLibrary of a model with symbolic input dimensions (backs tessera.build), which builds on first run "

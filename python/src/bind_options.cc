@@ -37,17 +37,19 @@ void bind_build_options(py::module_& m) {
                            "How tessera.build compiles a graph module: the graph optimization level, the tuning "
                            "database the kernels take their schedules from, JIT compilation and schedule transfer. "
                            "Keyword arguments only; the defaults are the C++ driver's.")
-      .def(py::init([](int opt_level, std::string db, bool jit, bool transfer) {
-             BuildOptions o;
-             o.opt_level = opt_level;
-             o.db_path = std::move(db);
-             o.jit = jit;
-             o.transfer = transfer;
-             driver::validate(o);
-             return o;
-           }),
+      .def(py::init(
+               [](int opt_level, std::string db, bool jit, bool transfer, std::map<std::string, int64_t> size_hints) {
+                 BuildOptions o;
+                 o.opt_level = opt_level;
+                 o.db_path = std::move(db);
+                 o.jit = jit;
+                 o.transfer = transfer;
+                 o.size_hints = std::move(size_hints);
+                 driver::validate(o);
+                 return o;
+               }),
            py::kw_only(), py::arg("opt_level") = d.opt_level, py::arg("db") = d.db_path, py::arg("jit") = d.jit,
-           py::arg("transfer") = d.transfer,
+           py::arg("transfer") = d.transfer, py::arg("size_hints") = d.size_hints,
            "Options for tessera.build; raises tessera.Error naming an invalid one (opt_level outside 0-3).")
       .def_readwrite("opt_level", &BuildOptions::opt_level,
                      "The graph passes: 0 none; 1 and 2 fold constants and batch norms, fuse; 3 (the default, the "
@@ -58,8 +60,11 @@ void bind_build_options(py::module_& m) {
                      "Compile the kernels to run in this process; False: lower and plan only, for export.")
       .def_readwrite("transfer", &BuildOptions::transfer,
                      "A kernel without records tries those of similar workloads, measured against its default.")
+      .def_readwrite("size_hints", &BuildOptions::size_hints,
+                     "For a module of symbolic sizes: {dimension: value}, the sizes its kernels' tiles are chosen "
+                     "for (the code runs at any size); a dimension not given counts as 16.")
       .def("__repr__", [](const py::object& self) {
-        return repr_fields("BuildOptions", self, {"opt_level", "db", "jit", "transfer"});
+        return repr_fields("BuildOptions", self, {"opt_level", "db", "jit", "transfer", "size_hints"});
       });
 }
 

@@ -5,6 +5,7 @@ and any array with __dlpack__ (PyTorch tensors, ...)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from . import _tessera as _t
 from ._tessera import Error, num_threads, empty, Device, Module, Library, DynamicModule, DynamicLibrary, ProgramLibrary, BuildOptions
@@ -26,7 +27,8 @@ def device(kind: str, id: int = 0) -> Device:
 
 def build(mod: Module | DynamicModule, target: str = "llvm", db: os.PathLike | str | bool | None = None,
           opt_level: int = _BUILD_DEFAULTS.opt_level, jit: bool = _BUILD_DEFAULTS.jit,
-          transfer: bool = _BUILD_DEFAULTS.transfer) -> Library | DynamicLibrary | ProgramLibrary:
+          transfer: bool = _BUILD_DEFAULTS.transfer,
+          size_hints: Mapping[str, int] | None = None) -> Library | DynamicLibrary | ProgramLibrary:
     """Compiles a graph module (tessera.onnx.load, tessera.relay) for `target`; the result runs
     with lib.run([inputs]) or lib.run({name: input}) and lib.export("model.so") writes it as one
     shared library. Kernels take the best schedule recorded in the tuning database `db` (a path;
@@ -44,9 +46,12 @@ def build(mod: Module | DynamicModule, target: str = "llvm", db: os.PathLike | s
     A DynamicModule (a model with symbolic input dimensions) gives a DynamicLibrary, which builds
     the model with these options for each new size it is run at; a DynamicModule of a model with
     control flow decided at run time or data-dependent shapes gives a ProgramLibrary, which builds
-    the static parts between those nodes at the shapes it meets."""
+    the static parts between those nodes at the shapes it meets. `size_hints` ({dimension: value})
+    are the sizes a module of symbolic sizes has its tiles chosen for (a dimension not given counts
+    as 16); its code runs at any size."""
     path = "" if db is False else str(db) if db is not None else _t.default_db_path()
-    options = BuildOptions(opt_level=opt_level, db=path, jit=jit, transfer=transfer)
+    options = BuildOptions(opt_level=opt_level, db=path, jit=jit, transfer=transfer,
+                           size_hints={k: int(v) for k, v in (size_hints or {}).items()})
     return _t.build_module(mod, target, options)
 
 

@@ -57,12 +57,12 @@ void check_bias(const std::vector<Type>& args, const TensorTypeNode& data, int64
 
 // The shape of the weight a packed one holds ([packed_channels, C / groups, kernel...]), after
 // checking it is the packing this convolution reads (conv_pack_weight or conv_winograd_weight).
-std::vector<int64_t> unpacked_weight(const TensorTypeNode& d, const TensorTypeNode& w, int64_t channels,
-                                     const ops::ConvGeometry& g, const Attrs& attrs) {
+std::vector<int64_t> unpacked_weight(const TensorTypeNode& d, const std::vector<int64_t>& data, const TensorTypeNode& w,
+                                     int64_t channels, const ops::ConvGeometry& g, const Attrs& attrs) {
   DataType want = ops::packed_weight_dtype(d.dtype);
   if (w.dtype != want)
     fail("a packed weight (packed_channels=", channels, ") must be ", want.str(), ", got ", w.dtype.str());
-  return ops::conv_unpacked_weight_shape(d.shape, w.shape, channels, g, d.dtype, registers_of(attrs, "a packed conv"));
+  return ops::conv_unpacked_weight_shape(data, w.shape, channels, g, d.dtype, registers_of(attrs, "a packed conv"));
 }
 
 Type conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -73,7 +73,9 @@ Type conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
   int64_t channels = attrs.get_int("packed_channels");
   if (channels < 0) fail("packed_channels must not be negative, got ", channels);
   if (channels == 0 && w.dtype != d.dtype) fail("weight dtype ", w.dtype.str(), " differs from data's ", d.dtype.str());
-  auto out = ops::conv_shape(d.shape, channels ? unpacked_weight(d, w, channels, g, attrs) : w.shape, g);
+  Shape out = keep_batch(d.shape, [&](const std::vector<int64_t>& data) {
+    return ops::conv_shape(data, channels ? unpacked_weight(d, data, w, channels, g, attrs) : w.shape.ints(), g);
+  });
   check_bias(args, d, out[1]);
   return tensor_type(out, d.dtype);
 }

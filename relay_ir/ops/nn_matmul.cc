@@ -12,7 +12,9 @@
 
 #include "relay_ir/ops/nn_ops.h"
 #include "runtime/error.h"
+#include "tensor_ir/op.h"
 #include "tensor_ir/ops/nn.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::relay_ir {
 
@@ -69,22 +71,24 @@ Type gemm_rel(const std::vector<Type>& args, const Attrs& attrs) {
   bool ta = attrs.get_int("trans_a"), tb = attrs.get_int("trans_b");
   if (tb && attrs.get_int("packed_columns"))
     fail("a packed B is not transposed (trans_b must be 0; the packing transposed it)");
-  int64_t m = a.shape[ta ? 1 : 0], k = a.shape[ta ? 0 : 1], kb = b[tb ? 1 : 0], n = b[tb ? 0 : 1];
+  // A's rows may be symbolic (a batch); B is a weight of static shape.
+  tensor_ir::Expr m = a.shape.dim(ta ? 1 : 0);
+  int64_t k = a.shape[ta ? 0 : 1], kb = b[tb ? 1 : 0], n = b[tb ? 0 : 1];
   if (k != kb)
-    fail("inner dimensions differ: A ", runtime::shape_str(a.shape), (ta ? " (transposed)" : ""), " and B ",
-         runtime::shape_str(b), (tb ? " (transposed)" : ""), " give ", k, " vs ", kb);
+    fail("inner dimensions differ: A ", a.shape.str(), (ta ? " (transposed)" : ""), " and B ", runtime::shape_str(b),
+         (tb ? " (transposed)" : ""), " give ", k, " vs ", kb);
+  Shape out({m, tensor_ir::Expr(n)});
   if (args.size() > 2) {
     const auto& c = tensor_arg(args, 2, "C");
     if (c.dtype != a.dtype) fail("C dtype ", c.dtype.str(), " differs from A's ", a.dtype.str());
-    if (c.ndim() > 2) fail("C must have rank <= 2, got ", runtime::shape_str(c.shape));
-    std::vector<int64_t> want{m, n};
+    if (c.ndim() > 2) fail("C must have rank <= 2, got ", c.shape.str());
     for (size_t d = 0; d < c.ndim(); ++d) {
-      int64_t w = want[2 - c.ndim() + d];
-      if (c.shape[d] != 1 && c.shape[d] != w)
-        fail("C of shape ", runtime::shape_str(c.shape), " does not broadcast to [", m, ", ", n, "]");
+      tensor_ir::Expr want = out.dim(2 - c.ndim() + d);
+      if (!tensor_ir::is_const_int(c.shape.dim(d), 1) && !dims_equal(c.shape.dim(d), want))
+        fail("C of shape ", c.shape.str(), " does not broadcast to ", out.str());
     }
   }
-  return tensor_type({m, n}, a.dtype);
+  return tensor_type(out, a.dtype);
 }
 
 Type matmul_integer_rel(const std::vector<Type>& args, const Attrs&) {

@@ -53,13 +53,15 @@ const TensorTypeNode& pool_data(const std::vector<Type>& args, bool any_numeric)
   } else {
     require_float(d, "data");
   }
-  if (d.ndim() < 3) fail("data must be [N, C, spatial...], got ", runtime::shape_str(d.shape));
+  if (d.ndim() < 3) fail("data must be [N, C, spatial...], got ", d.shape.str());
   return d;
 }
 
 Type pool_rel(const std::vector<Type>& args, const Attrs& attrs, bool any_numeric) {
   const auto& d = pool_data(args, any_numeric);
-  return tensor_type(ops::pool_shape(d.shape, nn::pool_geometry(attrs)), d.dtype);
+  auto g = nn::pool_geometry(attrs);
+  return tensor_type(keep_batch(d.shape, [&](const std::vector<int64_t>& data) { return ops::pool_shape(data, g); }),
+                     d.dtype);
 }
 
 Type max_pool_rel(const std::vector<Type>& args, const Attrs& attrs) { return pool_rel(args, attrs, true); }
@@ -81,9 +83,9 @@ Type lp_pool_rel(const std::vector<Type>& args, const Attrs& attrs) {
 Type global_pool_rel(const std::vector<Type>& args, const Attrs& attrs, bool any_numeric) {
   const auto& d = pool_data(args, any_numeric);
   if (attrs.has("p") && !(attrs.get_float("p") > 0)) fail("p must be positive, got ", attrs.get_float("p"));
-  std::vector<int64_t> shape(d.shape.begin(), d.shape.begin() + 2);
+  std::vector<tensor_ir::Expr> shape{d.shape.dim(0), d.shape.dim(1)};
   shape.resize(d.ndim(), 1);
-  return tensor_type(shape, d.dtype);
+  return tensor_type(Shape(shape), d.dtype);
 }
 
 const TensorTypeNode& pooled_input(const std::vector<Type>& args, const Attrs& attrs) {

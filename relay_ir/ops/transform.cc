@@ -10,6 +10,7 @@
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/ops/transform.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::relay_ir {
 
@@ -82,6 +83,21 @@ TypeRelation unary_shape(std::function<ops::Shape(const ops::Shape&, const Attrs
     const auto& x = tensor_arg(args, 0, "input");
     return tensor_type(shape_fn(x.shape, attrs), x.dtype);
   };
+}
+
+// A target with symbolic dimensions must have as many elements as the input, provably.
+Type reshape_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& x = tensor_arg(args, 0, "input");
+  const Shape target = attrs.get_shape("shape");
+  if (x.shape.is_static() && target.is_static()) return tensor_type(ops::reshape_shape(x.shape, target), x.dtype);
+  for (size_t d = 0; d < target.size(); ++d)
+    if (target.is_static(d) && target[d] < 0)
+      fail("reshape: the target shape ", target.str(), " has a negative dimension (give the full shape)");
+  if (!dims_equal(x.shape.numel(), target.numel()))
+    fail("reshape: cannot reshape ", x.shape.str(), " to ", target.str(), ": their element counts (",
+         tensor_ir::to_string(x.shape.numel()), " and ", tensor_ir::to_string(target.numel()),
+         ") are not provably equal");
+  return tensor_type(target, x.dtype);
 }
 
 Type concat_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -268,9 +284,12 @@ void register_transform_ops(OpRegistry& r) {
          1,
          1,
          {required_ints("shape")},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::reshape_shape(in, a.get_ints("shape")); }),
+         reshape_rel,
          injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::reshape(in[0], a.get_ints("shape")); }),
+         single_output([](const Tensors& in, const Attrs& a) {
+           const Shape target = a.get_shape("shape");
+           return target.is_static() ? ops::reshape(in[0], target.ints()) : ops::reshape(in[0], target.dims());
+         }),
          "transform",
          reshape_back,
          /*is_view=*/true});

@@ -4,7 +4,9 @@
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/op.h"
 #include "tensor_ir/ops/math_reduce.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::relay_ir {
 
@@ -87,6 +89,22 @@ Type float_to_bool(const std::vector<Type>& args, const Attrs&) {
   return tensor_type(operand(args, 0, "input", Kind::Float).shape, runtime::kBool);
 }
 
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  if (a.is_static() && b.is_static()) return broadcast_shapes(a.ints(), b.ints());
+  size_t n = std::max(a.size(), b.size());
+  std::vector<tensor_ir::Expr> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    tensor_ir::Expr x = i < n - a.size() ? tensor_ir::Expr(1) : a.dim(i - (n - a.size()));
+    tensor_ir::Expr y = i < n - b.size() ? tensor_ir::Expr(1) : b.dim(i - (n - b.size()));
+    if (tensor_ir::is_const_int(x, 1)) out[i] = y;
+    else if (tensor_ir::is_const_int(y, 1) || dims_equal(x, y)) out[i] = x;
+    else
+      fail("shapes ", a.str(), " and ", b.str(), " broadcast only if dimension ", i, " is equal (",
+           tensor_ir::to_string(x), " vs ", tensor_ir::to_string(y), "), which their symbolic sizes do not tell");
+  }
+  return Shape(out);
+}
+
 std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   size_t n = std::max(a.size(), b.size());
   std::vector<int64_t> out(n);
@@ -99,6 +117,23 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::
     out[i] = x == 1 ? y : x;
   }
   return out;
+}
+
+std::vector<int64_t> sizes_per_image(const Shape& data) {
+  if (data.is_static()) return data.ints();
+  std::vector<int64_t> sizes = data.ints_from(1);
+  sizes.insert(sizes.begin(), 1);
+  return sizes;
+}
+
+Shape keep_batch(const Shape& data, const std::function<std::vector<int64_t>(const std::vector<int64_t>&)>& relation) {
+  if (data.is_static()) return relation(data.ints());
+  if (data.empty()) fail("internal error: keep_batch of a scalar");
+  std::vector<int64_t> out = relation(sizes_per_image(data));
+  TESSERA_CHECK(!out.empty() && out[0] == 1, "the relation does not keep the batch");
+  std::vector<tensor_ir::Expr> dims{data.dim(0)};
+  for (size_t i = 1; i < out.size(); ++i) dims.push_back(out[i]);
+  return Shape(dims);
 }
 
 Type broadcast_binary(const std::vector<Type>& args, const Attrs&) { return binary(args, Kind::Any, false); }

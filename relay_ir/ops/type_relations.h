@@ -1,6 +1,7 @@
 // Type relations shared by many ops. Each validates its arguments and throws tessera::Error
 // saying what is wrong (the caller adds the op and node).
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,17 @@ Type broadcast_compare(const std::vector<Type>& args, const Attrs& attrs);
 // where(condition bool, x, y): all three broadcast; x and y share the result dtype.
 Type where_relation(const std::vector<Type>& args, const Attrs& attrs);
 
-// The broadcast shape of two shapes; throws naming both if they do not broadcast.
+// The broadcast shape of two shapes; throws naming both if they do not broadcast. Symbolic
+// dimensions broadcast against 1 or an equal dimension only.
 std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+
+// The sizes of [N, C, spatial...] data, N as 1 when it is symbolic (each image is computed alike).
+std::vector<int64_t> sizes_per_image(const Shape& data);
+// The output shape of an operator that keeps dimension 0 (the batch) and computes each of its
+// indices alike (convolution, pooling): `relation` computes it from the other dimensions, which
+// must be constants, with a batch of 1; a symbolic batch passes through.
+Shape keep_batch(const Shape& data, const std::function<std::vector<int64_t>(const std::vector<int64_t>&)>& relation);
 
 // Reductions with attrs axes (ints, empty: all) and keepdims (0/1): the input's dtype.
 Type reduce_relation(const std::vector<Type>& args, const Attrs& attrs);

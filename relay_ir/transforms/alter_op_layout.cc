@@ -52,8 +52,8 @@ class LayoutAlterer : public ExprMutator {
     Attrs attrs = set_registers(c->attrs, regs_);
     if (name == "conv") {
       if (c->attrs.get_int("packed_channels")) return node;
-      auto packing =
-          ops::conv_weight_packing(x.shape, w.shape, nn::conv_geometry(attrs, x.ndim() - 2, false), x.dtype, regs_);
+      auto packing = ops::conv_weight_packing(sizes_per_image(x.shape), w.shape,
+                                              nn::conv_geometry(attrs, x.ndim() - 2, false), x.dtype, regs_);
       if (packing.kind == ops::ConvWeightPacking::Unpacked) return node;
       args[1] = packing.kind == ops::ConvWeightPacking::Winograd
                     ? call("conv_winograd_weight", {args[1]}, set_registers({}, regs_))
@@ -61,7 +61,7 @@ class LayoutAlterer : public ExprMutator {
       attrs.set("packed_channels", w.shape[0]);
     } else {
       bool trans = name == "gemm" && attrs.get_int("trans_b");
-      if (c->attrs.get_int("packed_columns") || !ops::matmul_weight_packable(x.shape, w.shape, trans, x.dtype, regs_))
+      if (c->attrs.get_int("packed_columns") || !ops::matmul_weight_packable(x.ndim(), w.shape, trans, x.dtype, regs_))
         return node;
       args[1] = call("matmul_pack_weight", {args[1]}, set_registers({{"trans", int64_t(trans)}}, regs_));
       attrs.set("packed_columns", w.shape[w.ndim() - (trans ? 2 : 1)]);

@@ -1,6 +1,7 @@
 #include <unordered_set>
 
 #include "schedule/templates/cpu.h"
+#include "schedule/templates/extent_hint.h"
 #include "tensor_ir/graph.h"
 
 namespace tessera::schedule {
@@ -39,11 +40,11 @@ void schedule_generic_stage(Schedule& s, const Tensor& t) {
   std::vector<Loop> data, reduce;
   for (const auto& l : st.leaf_loops()) (l->kind == tensor_ir::IterKind::Reduce ? reduce : data).push_back(l);
   int64_t elements = 1;
-  for (size_t d = 0; d < c->axis.size(); ++d) elements *= c->dim(d);
+  for (size_t d = 0; d < c->axis.size(); ++d) elements *= dim_hint(c, d);
   // Innermost data axis: vector lanes. A reduction then runs outside it (the accumulators of
   // one vector stay in a register across the reduction).
   std::vector<Loop> outer(data.begin(), data.end() - 1);
-  Loop vec = split_into_vectors(st, data.back(), c->dim(c->axis.size() - 1), s.hardware().lanes(c->dtype), outer);
+  Loop vec = split_into_vectors(st, data.back(), dim_hint(c, c->axis.size() - 1), s.hardware().lanes(c->dtype), outer);
   std::vector<Loop> order = outer;
   order.insert(order.end(), reduce.begin(), reduce.end());
   if (vec) order.push_back(vec);

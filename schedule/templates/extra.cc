@@ -1,5 +1,6 @@
 // CPU templates of the extra family's compute definitions, by tag.
 #include "schedule/templates/cpu.h"
+#include "schedule/templates/extent_hint.h"
 #include "tensor_ir/graph.h"
 
 namespace tessera::schedule {
@@ -34,16 +35,16 @@ void schedule_window_reduction(Schedule& s, const Tensor& output) {
     std::vector<Loop> order = {outer, channel, row, loops[4], loops[5]};
     int lanes = s.hardware().lanes(c->dtype);
     Loop vec = col;
-    if (c->dim(3) > lanes) {
+    if (dim_hint(c, 3) > lanes) {
       auto [o, i] = st.split(col, lanes);
       order.insert(order.begin() + 3, o);
       vec = i;
     }
     order.push_back(vec);
     st.reorder(order);
-    if (c->dim(3) > 1) st.vectorize(vec);
+    if (dim_hint(c, 3) > 1) st.vectorize(vec);
     Loop rows = st.fuse(channel, row);
-    if (c->dim(1) * c->dim(2) * c->dim(3) >= 1024) st.parallel(rows);
+    if (dim_hint(c, 1) * dim_hint(c, 2) * dim_hint(c, 3) >= 1024) st.parallel(rows);
   }
 }
 

@@ -1,4 +1,5 @@
 #include "schedule/templates/gpu.h"
+#include "schedule/templates/extent_hint.h"
 
 #include <algorithm>
 #include <limits>
@@ -19,7 +20,7 @@ namespace {
 using tensor_ir::ComputeOp;
 using tensor_ir::IterKind;
 
-int64_t extent(const tensor_ir::IterVar& iv) { return *tensor_ir::as_const_int(iv->dom.extent); }
+int64_t extent(const tensor_ir::IterVar& iv) { return extent_hint(iv->dom.extent); }
 
 int64_t product(const std::vector<tensor_ir::IterVar>& axes) {
   int64_t n = 1;
@@ -138,7 +139,7 @@ int64_t panel_bytes(const Tensor& op, const std::vector<int64_t>& along, int64_t
         if (!b.bounded()) return std::numeric_limits<int64_t>::max();
         lo = std::min(lo, b.min), hi = std::max(hi, b.max);
       }
-      elements *= std::min(hi - lo + 1, input->dim(d));
+      elements *= std::min(hi - lo + 1, dim_hint(input, d));
     }
     bytes += elements * input.dtype().element_bytes();
   }
@@ -500,7 +501,7 @@ class GpuScheduler {
     const std::vector<Stage*> consumers = computed_consumers(st);
     if (consumers.size() != 1) return false;
     auto it = thread_loop_.find(consumers[0]);
-    if (it == thread_loop_.end() || consumers[0]->op()->dims() != st.op()->dims()) return false;
+    if (it == thread_loop_.end() || !same_shape(consumers[0]->op(), st.op())) return false;
     st.compute_at(*consumers[0], it->second);
     return true;
   }

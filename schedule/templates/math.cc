@@ -1,5 +1,6 @@
 // CPU templates of the math family's compute definitions, by tag.
 #include "schedule/templates/math.h"
+#include "schedule/templates/extent_hint.h"
 
 #include "schedule/templates/cpu.h"
 #include "tensor_ir/functor.h"
@@ -48,7 +49,7 @@ bool vectorizable_along(const std::vector<Expr>& loads, const Var& v) {
   return true;
 }
 
-int64_t extent_of(const tensor_ir::IterVar& iv) { return *tensor_ir::as_const_int(iv->dom.extent); }
+int64_t extent_of(const tensor_ir::IterVar& iv) { return extent_hint(iv->dom.extent); }
 
 // The reduction loops whose variables index the load's trailing dimensions, innermost last, in
 // order and alone (x[..., r1, r2]): fused, they walk memory contiguously.

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "schedule/templates/cpu.h"
+#include "schedule/templates/extent_hint.h"
 #include "schedule/templates/math.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/op.h"
@@ -49,7 +50,7 @@ class LeafLoads : public tensor_ir::IRVisitor {
 // arithmetic of three fused axes, which would leave vector divisions and gathers.
 size_t fusable_suffix(const ComputeOp* c, const std::vector<Expr>& loads) {
   size_t n = c->axis.size();
-  auto extent = [&](size_t d) { return *tensor_ir::as_const_int(c->axis[d]->dom.extent); };
+  auto extent = [&](size_t d) { return extent_hint(c->axis[d]->dom.extent); };
   auto qualifies = [&](const ProducerLoad* load, size_t k) {
     const auto& idx = load->indices;
     bool any = false;
@@ -62,7 +63,7 @@ size_t fusable_suffix(const ComputeOp* c, const std::vector<Expr>& loads) {
       const Expr& e = idx[idx.size() - k + j];
       bool same = e.as<tensor_ir::VarNode>() == c->axis[d].var().get();
       if (!same && !(extent(d) == 1 && tensor_ir::is_zero(e))) return false;
-      if (load->tensor->dim(idx.size() - k + j) != extent(d)) return false;
+      if (!same_extent(load->tensor->shape[idx.size() - k + j], c->axis[d]->dom.extent)) return false;
     }
     for (size_t j = 0; j + k < idx.size(); ++j)
       for (size_t d = n - k; d < n; ++d)
@@ -94,7 +95,7 @@ void schedule_elementwise_stage(Schedule& s, const Tensor& t) {
   size_t n = c->axis.size(), k = fusable_suffix(c, loads);
   int64_t elements = 1, inner_extent = 1;
   for (size_t d = 0; d < n; ++d) {
-    int64_t e = *tensor_ir::as_const_int(c->axis[d]->dom.extent);
+    int64_t e = extent_hint(c->axis[d]->dom.extent);
     elements *= e;
     if (d >= n - k) inner_extent *= e;
   }

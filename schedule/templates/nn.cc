@@ -1,6 +1,8 @@
 // CPU templates of the nn family's compute definitions, by tag; each group adds its own from
 // nn_*.cc. The helpers here find a template's stages by tag and shape its outer loops.
 #include "schedule/templates/nn.h"
+#include "schedule/templates/extent_hint.h"
+#include "tensor_ir/structural.h"
 
 #include <unordered_set>
 
@@ -68,18 +70,12 @@ void vectorize_in_registers(Stage& st, const Loop& loop, int64_t extent, int lan
 Tensor epilogue_target(Schedule& s, const Tensor& main) {
   if (s.outputs().size() != 1 || s.outputs()[0].same_as(main)) return main;
   Tensor out = s.outputs()[0];
-  auto same_shape = [&](const Tensor& t) {
-    if (t.ndim() != main.ndim()) return false;
-    for (size_t d = 0; d < t.ndim(); ++d)
-      if (t->dim(d) != main->dim(d)) return false;
-    return true;
-  };
   std::unordered_set<const tensor_ir::Object*> before;
   for (const Tensor& t : tensor_ir::topological_order({main})) before.insert(t.get());
   for (const Tensor& t : tensor_ir::topological_order({out})) {
     if (before.count(t.get()) || t.as<tensor_ir::PlaceholderOp>()) continue;
     const auto* c = t.as<tensor_ir::ComputeOp>();
-    if (!c || !c->reduce_axis().empty() || (c->tag != "elemwise" && c->tag != "broadcast") || !same_shape(t))
+    if (!c || !c->reduce_axis().empty() || (c->tag != "elemwise" && c->tag != "broadcast") || !same_shape(t, main))
       return main;
   }
   if (!main.as<tensor_ir::ComputeOp>()->reduce_axis().empty()) return main;
@@ -89,11 +85,17 @@ Tensor epilogue_target(Schedule& s, const Tensor& main) {
 
 int64_t num_elements(const Tensor& t) {
   int64_t n = 1;
-  for (size_t d = 0; d < t.ndim(); ++d) n *= t->dim(d);
+  for (size_t d = 0; d < t.ndim(); ++d) n *= dim_hint(t, d);
   return n;
 }
 
 }  // namespace nn
+
+bool same_extent(const tensor_ir::Expr& a, const tensor_ir::Expr& b) {
+  const int64_t *ca = tensor_ir::as_const_int(a), *cb = tensor_ir::as_const_int(b);
+  if (ca || cb) return ca && cb && *ca == *cb;
+  return tensor_ir::structural_equal(a, b);
+}
 
 void add_nn_templates(std::map<std::string, TunableTemplate>& t) {
   add_nn_matmul_templates(t);

@@ -22,6 +22,7 @@
 #include <algorithm>
 
 #include "schedule/templates/nn.h"
+#include "schedule/templates/extent_hint.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/nn.h"
@@ -34,7 +35,7 @@ namespace {
 
 int64_t reduction_volume(const Tensor& t) {
   int64_t v = 1;
-  for (const auto& r : t.as<ComputeOp>()->reduce_axis()) v *= *tensor_ir::as_const_int(r->dom.extent);
+  for (const auto& r : t.as<ComputeOp>()->reduce_axis()) v *= extent_hint(r->dom.extent);
   return v;
 }
 
@@ -47,8 +48,8 @@ void schedule_copy(Schedule& s, const Tensor& t) {
   for (size_t d = 0; d + 1 < c->axis.size(); ++d) rows.push_back(st.loop(c->axis[d]));
   Loop last = st.loop(c->axis.back());
   int lanes = s.hardware().lanes(t.dtype());
-  if (t->dim(t.ndim() - 1) >= lanes) st.vectorize(st.split(last, lanes).second);
-  else if (t->dim(t.ndim() - 1) > 1) st.vectorize(last);
+  if (dim_hint(t, t.ndim() - 1) >= lanes) st.vectorize(st.split(last, lanes).second);
+  else if (dim_hint(t, t.ndim() - 1) > 1) st.vectorize(last);
   Loop fused = nn::fuse_all(st, rows);
   if (fused && nn::num_elements(t) >= nn::kMinParallelWork / 8) st.parallel(fused);
 }
@@ -66,9 +67,9 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   const auto* oc = out.as<ComputeOp>();
   const auto* pc = product.as<ComputeOp>();
   size_t rank = oc->axis.size() - 2;
-  int64_t ocv = product->dim(product.ndim() - 1);
-  int64_t tile = tensor_ir::ops::conv_tile_width(out->dim(out.ndim() - 1), ocv / s.hardware().lanes(product.dtype()),
-                                                 s.hardware().registers);
+  int64_t ocv = dim_hint(product, product.ndim() - 1);
+  int64_t tile = tensor_ir::ops::conv_tile_width(dim_hint(out, out.ndim() - 1),
+                                                 ocv / s.hardware().lanes(product.dtype()), s.hardware().registers);
 
   Stage& y = s[out];
   auto [mo, mi] = y.split(y.loop(oc->axis[1]), ocv);
@@ -94,7 +95,7 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   std::vector<Loop> inner;
   const auto& reduce = pc->reduce_axis();
   for (size_t i = 0; i < reduce.size(); ++i) inner.push_back(r.loop(reduce[i]));
-  bool pointwise = reduction_volume(product) == *tensor_ir::as_const_int(reduce[0]->dom.extent);
+  bool pointwise = reduction_volume(product) == extent_hint(reduce[0]->dom.extent);
   Loop channel_unroll;
   if (pointwise) {
     // A 1x1 kernel leaves one step per input channel: unroll channels by 4 instead.
@@ -114,9 +115,10 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   // input channel: in a model they come from memory (ResNet's 3x3 layers at 7x7 and 14x14 read
   // 2.4 to 9.4 MB of them per call), and the first tile of a block would wait on them. With
   // rows outermost, consecutive tiles are consecutive blocks.
-  int64_t tiles_per_block = (out->dim(out.ndim() - 1) + tile - 1) / tile;
-  for (size_t d = 0; d + 1 < rank; ++d) tiles_per_block *= out->dim(2 + d);
-  if (knobs.choose_flag("conv.prefetch", true))
+  int64_t tiles_per_block = (dim_hint(out, out.ndim() - 1) + tile - 1) / tile;
+  for (size_t d = 0; d + 1 < rank; ++d) tiles_per_block *= dim_hint(out, 2 + d);
+  // A prefetch's region is indexed by the loops it spans, which need constant extents.
+  if (knobs.choose_flag("conv.prefetch", true) && has_static_shape(out))
     r.prefetch(nn::stored_source(s, inputs.back()), inner[0], y, fused, by_rows ? 1 : tiles_per_block);
 }
 
@@ -132,9 +134,9 @@ enum DepthwisePad : int64_t { kPadInPlace, kPadPerPlane, kPadPerBlock };
 // in place elsewhere (the 7x7 planes were slower copied).
 int64_t default_pad(const Tensor& product, const Tensor& padded, int lanes) {
   const auto* pc = product.as<ComputeOp>();
-  int64_t width = product->dim(product.ndim() - 1);
-  int64_t kernel = *tensor_ir::as_const_int(pc->reduce_axis().back()->dom.extent);
-  bool unit_stride = padded.ndim() == product.ndim() && padded->dim(padded.ndim() - 1) == width + kernel - 1;
+  int64_t width = dim_hint(product, product.ndim() - 1);
+  int64_t kernel = extent_hint(pc->reduce_axis().back()->dom.extent);
+  bool unit_stride = padded.ndim() == product.ndim() && dim_hint(padded, padded.ndim() - 1) == width + kernel - 1;
   return unit_stride && 2 * width > lanes && width < lanes ? kPadPerBlock : kPadInPlace;
 }
 
@@ -155,13 +157,13 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
     y.parallel(plane);
   // Rows narrower than a vector are one vector each (planes of 7x7 and 14x14 positions).
   Loop x = y.loop(oc->axis.back());
-  if (out->dim(out.ndim() - 1) >= lanes) y.vectorize(y.split(x, lanes).second);
-  else if (out->dim(out.ndim() - 1) > 1) y.vectorize(x);
+  if (dim_hint(out, out.ndim() - 1) >= lanes) y.vectorize(y.split(x, lanes).second);
+  else if (dim_hint(out, out.ndim() - 1) > 1) y.vectorize(x);
   // A block of rows per product stage: each input row loaded feeds every output row it touches.
   Loop at = plane;
   Loop rows;
   if (rank >= 2) {
-    int64_t most = tensor_ir::ops::depthwise_row_block(out->dim(out.ndim() - 2));
+    int64_t most = tensor_ir::ops::depthwise_row_block(dim_hint(out, out.ndim() - 2));
     std::vector<int64_t> blocks;
     for (int64_t b : {most, int64_t{2}, int64_t{1}})
       if (most % b == 0) blocks.push_back(b);
@@ -182,7 +184,7 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
   Loop w = r.loop(pc->axis.back());
   std::vector<Loop> order;
   Loop wi = w;
-  if (product->dim(product.ndim() - 1) >= lanes) {
+  if (dim_hint(product, product.ndim() - 1) >= lanes) {
     auto split = r.split(w, lanes);
     order.push_back(split.first);
     wi = split.second;
@@ -206,8 +208,8 @@ void schedule_depthwise(Schedule& s, const Tensor& out, const Tensor& product, c
     Loop pl = p.loop(pp->axis.back());
     // A row narrower than a vector is one vector (split by phase, one load of every stride-th
     // element per phase).
-    if (padded->dim(padded.ndim() - 1) >= lanes) p.vectorize(p.split(pl, lanes).second);
-    else if (padded->dim(padded.ndim() - 1) > 1) p.vectorize(pl);
+    if (dim_hint(padded, padded.ndim() - 1) >= lanes) p.vectorize(p.split(pl, lanes).second);
+    else if (dim_hint(padded, padded.ndim() - 1) > 1) p.vectorize(pl);
   }
 }
 
@@ -240,7 +242,7 @@ void schedule_strip(Schedule& s, const Tensor& out, const Tensor& product, Templ
   Loop channels = r.loop(pc->axis[1]), positions = r.loop(pc->axis.back());
   inner.insert(inner.end(), {channels, positions});
   r.reorder(inner);
-  if (*tensor_ir::as_const_int(pc->reduce_axis().back()->dom.extent) <= 8)
+  if (extent_hint(pc->reduce_axis().back()->dom.extent) <= 8)
     r.unroll(inner[inner.size() - 3]);  // the last kernel axis (its loads only shift by a lane)
   r.unroll(channels);
   r.vectorize(positions);
@@ -257,12 +259,12 @@ void schedule_pointwise(Schedule& s, const Tensor& out, const Tensor& product, c
   int64_t num_positions = 1;
   for (size_t d = 2; d < oc->axis.size(); ++d) {
     spatial.push_back(y.loop(oc->axis[d]));
-    num_positions *= out->dim(d);
+    num_positions *= dim_hint(out, d);
   }
   Loop positions = nn::fuse_all(y, spatial), channels = y.loop(oc->axis[1]);
   if (nn::find_tagged(out, "conv_weight_panels").defined())
-    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, positions, channels, out->dim(1), knobs,
-                              true);
+    nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, positions, channels, dim_hint(out, 1),
+                              knobs, true);
   else
     nn::schedule_matmul_tiles(s, out, product, packed, {y.loop(oc->axis[0])}, channels, positions, num_positions,
                               knobs);
@@ -278,7 +280,7 @@ void schedule_transform(Schedule& s, const Tensor& t, size_t tile_axis, const st
   int lanes = s.hardware().lanes(t.dtype());
   std::vector<Loop> order{tiles};
   Loop vector = channels;
-  if (t->dim(t.ndim() - 1) > lanes) {
+  if (dim_hint(t, t.ndim() - 1) > lanes) {
     auto [co, ci] = st.split(channels, lanes);
     order.push_back(co);
     vector = ci;
@@ -321,7 +323,7 @@ void schedule_winograd(Schedule& s, const Tensor& out, const Tensor& output_tran
   const auto* pc = products.as<ComputeOp>();
   Stage& p = s[products];
   nn::schedule_matmul_tiles(s, products, product, panels, {p.loop(pc->axis[0])}, p.loop(pc->axis[1]),
-                            p.loop(pc->axis[2]), products->dim(2), knobs);
+                            p.loop(pc->axis[2]), dim_hint(products, 2), knobs);
   schedule_transform(s, output_transform, 0, {1, 2});
   schedule_unblocking(s, out);
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "schedule/templates/nn.h"
+#include "schedule/templates/extent_hint.h"
 #include "tensor_ir/ops/nn.h"
 
 namespace tessera::schedule {
@@ -38,7 +39,7 @@ void schedule_conv_nhwc(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
   const auto* oc = out.as<ComputeOp>();
   const auto* pc = product.as<ComputeOp>();
   int lanes = s.hardware().lanes(product.dtype());
-  int64_t width = out->dim(2), channels = out->dim(3);
+  int64_t width = dim_hint(out, 2), channels = dim_hint(out, 3);
 
   // A depthwise tile reuses each weight vector across its positions only, so one vector of
   // channels; a dense one also reuses each broadcast input across its vectors.
@@ -83,7 +84,7 @@ void schedule_conv_nhwc(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
   p.compute_at(y, rows);
   const auto* pp = padded.as<ComputeOp>();
   Loop pm = p.loop(pp->axis[3]);
-  if (padded->dim(3) >= lanes) p.vectorize(p.split(pm, lanes).second);
+  if (dim_hint(padded, 3) >= lanes) p.vectorize(p.split(pm, lanes).second);
   else p.vectorize(pm);
 }
 

@@ -12,6 +12,7 @@
 //  * "batch_norm_train": per-channel statistics stay stages of their own (each channel's
 //    reduction runs over contiguous memory), the rest is elementwise.
 #include "schedule/templates/math.h"
+#include "schedule/templates/extent_hint.h"
 #include "schedule/templates/nn.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
@@ -41,7 +42,7 @@ void schedule_conv_weight_grad(Schedule& s, const Tensor& out) {
   // The product's dimensions: [mo, co, k_0 .. k_{rank-2}, ko, TM, TC, TK, lanes].
   const auto* pc = product.as<ComputeOp>();
   size_t pr = pc->axis.size();
-  int64_t tm = product->dim(pr - 4), tc = product->dim(pr - 3), tk = product->dim(pr - 2);
+  int64_t tm = dim_hint(product, pr - 4), tc = dim_hint(product, pr - 3), tk = dim_hint(product, pr - 2);
   const auto* wc = w.as<ComputeOp>();
   size_t rank = wc->axis.size() - 2;
   Stage& y = s[w];

@@ -8,6 +8,7 @@
 // Panels packed ahead of time ("matmul_prepacked", a copy of an input, inlined) are read as
 // they are.
 #include "schedule/templates/nn.h"
+#include "schedule/templates/extent_hint.h"
 #include "tensor_ir/ops/nn.h"
 
 namespace tessera::schedule {
@@ -51,11 +52,11 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
                            TemplateKnobs& knobs, bool rows_contiguous) {
   const auto* pc = product.as<ComputeOp>();
   size_t nb = pc->axis.size() - 2;
-  int64_t m = product->dim(nb);  // padded to whole tiles
-  int64_t nr = packed->dim(packed.ndim() - 1);
+  int64_t m = dim_hint(product, nb);  // padded to whole tiles
+  int64_t nr = dim_hint(packed, packed.ndim() - 1);
   int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m), nr / s.hardware().lanes(product.dtype()),
                          s.hardware().registers.count - 4, knobs);
-  int64_t k = packed->dim(packed.ndim() - 2);
+  int64_t k = dim_hint(packed, packed.ndim() - 2);
 
   Stage& o = s[out];
   auto tiles = o.tile(rows, cols, mr, nr);  // io, jo, ii, ji
@@ -74,7 +75,7 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   // positions, read once per thread otherwise). Neither order wins everywhere, so it is a knob
   // (benchmarks/NOTES.md, "Matrix-product templates").
   int64_t panels = 1;
-  for (size_t d = 0; d + 2 < packed.ndim(); ++d) panels *= packed->dim(d);
+  for (size_t d = 0; d + 2 < packed.ndim(); ++d) panels *= dim_hint(packed, d);
   bool rows_first = m / mr >= 8 && columns <= 4 * m && k * columns * packed.dtype().element_bytes() <= kMaxStreamedB;
   bool panel_outer = knobs.choose_flag("matmul.panel_outer", panels >= 4 && !rows_first);
   int64_t k_unroll = knobs.choose("matmul.k_unroll", {4, 2, 8});
@@ -136,7 +137,9 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   // does not wait on memory. With panels outer the next panel is a panel's row tiles ahead on
   // the tile loop, otherwise one tile.
   bool prefetch = knobs.choose_flag("matmul.prefetch", true);
-  if (!copied && prefetch) p.prefetch(stored_source(s, packed), ko, o, tile, panel_outer ? m / mr : 1);
+  // A prefetch's region is indexed by the loops it spans, which need constant extents.
+  if (!copied && prefetch && has_static_shape(product))
+    p.prefetch(stored_source(s, packed), ko, o, tile, panel_outer ? m / mr : 1);
 
   if (!copied) return;
   const auto* bc = packed.as<ComputeOp>();
@@ -161,14 +164,14 @@ void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, cons
   const auto* oc = out.as<ComputeOp>();
   size_t nb = product.as<ComputeOp>()->axis.size() - 2, last = oc->axis.size() - 1;
   int64_t rows = 1;
-  for (size_t d = nb; d < last; ++d) rows *= out->dim(d);
-  int64_t padded = product->dim(nb), mr = tensor_ir::ops::matmul_tile_rows(padded);
+  for (size_t d = nb; d < last; ++d) rows *= dim_hint(out, d);
+  int64_t padded = dim_hint(product, nb), mr = tensor_ir::ops::matmul_tile_rows(padded);
   if (last < nb + 1 || (rows + mr - 1) / mr * mr != padded) nb = last - 1;  // an epilogue broadcasting the product
   Stage& o = s[out];
   std::vector<Loop> batch, row_dims;
   for (size_t d = 0; d < last; ++d) (d < nb ? batch : row_dims).push_back(o.loop(oc->axis[d]));
   nn::schedule_matmul_tiles(s, out, product, packed, batch, nn::fuse_all(o, row_dims), o.loop(oc->axis[last]),
-                            out->dim(last), knobs);
+                            dim_hint(out, last), knobs);
 }
 
 void schedule_matmul(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {

@@ -6,6 +6,7 @@
 // them from the cache. Stages another output of the same kernel (max_pool's indices) already
 // scheduled are left alone.
 #include "schedule/templates/nn.h"
+#include "schedule/templates/extent_hint.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
 
@@ -51,7 +52,7 @@ namespace nn {
 
 int64_t reduction_volume(const ComputeOp* c) {
   int64_t v = 1;
-  for (const auto& r : c->reduce_axis()) v *= *tensor_ir::as_const_int(r->dom.extent);
+  for (const auto& r : c->reduce_axis()) v *= extent_hint(r->dom.extent);
   return v;
 }
 
@@ -61,8 +62,8 @@ Loop schedule_rows_of_vectors(Schedule& s, const Tensor& t, int64_t work_per_ele
   std::vector<Loop> rows;
   for (size_t d = 0; d + 1 < c->axis.size(); ++d) rows.push_back(st.loop(c->axis[d]));
   std::vector<Loop> order = rows;
-  Loop vec =
-      split_into_vectors(st, st.loop(c->axis.back()), c->dim(c->axis.size() - 1), s.hardware().lanes(c->dtype), order);
+  Loop vec = split_into_vectors(st, st.loop(c->axis.back()), dim_hint(c, c->axis.size() - 1),
+                                s.hardware().lanes(c->dtype), order);
   for (const auto& r : c->reduce_axis()) order.push_back(st.loop(r));
   if (vec) order.push_back(vec);
   st.reorder(order);

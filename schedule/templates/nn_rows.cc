@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "schedule/templates/math.h"
+#include "schedule/templates/extent_hint.h"
 #include "schedule/templates/nn.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
@@ -32,13 +33,13 @@ int row_split(const std::vector<Tensor>& stages, const Tensor& out) {
     const auto* c = t.as<ComputeOp>();
     if (t.ndim() != out.ndim()) return -1;
     size_t d = 0;
-    while (d < t.ndim() && t->dim(d) == out->dim(d)) ++d;
+    while (d < t.ndim() && same_extent(t->shape[d], out->shape[d])) ++d;
     if (!c->body.as<tensor_ir::Reduce>()) {
       if (d != t.ndim()) return -1;
       continue;
     }
     for (size_t e = d; e < t.ndim(); ++e)
-      if (t->dim(e) != 1) return -1;
+      if (dim_hint(t, e) != 1) return -1;
     if (d == t.ndim()) return -1;
     if (first >= 0 && first != static_cast<int>(d)) return -1;
     first = static_cast<int>(d);
@@ -72,11 +73,11 @@ void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>&
     Stage& st = s[t];
     if (!st.op().as<ComputeOp>()->body.as<tensor_ir::Reduce>()) {  // a row intermediate
       const auto* c = st.op().as<ComputeOp>();
-      if (t->dim(t.ndim() - 1) >= lanes) st.vectorize(st.split(st.loop(c->axis.back()), lanes).second);
+      if (dim_hint(t, t.ndim() - 1) >= lanes) st.vectorize(st.split(st.loop(c->axis.back()), lanes).second);
       continue;
     }
     const auto& reduce = st.op().as<ComputeOp>()->reduce_axis();
-    int64_t extent = *tensor_ir::as_const_int(reduce.back()->dom.extent);
+    int64_t extent = extent_hint(reduce.back()->dom.extent);
     if (extent < lanes) continue;
     auto inner = st.split(st.loop(reduce.back()), lanes).second;
     Tensor rf = s.rfactor(t, inner, static_cast<int>(t.ndim()));
@@ -92,10 +93,10 @@ void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>&
   std::vector<Loop> rows, row;
   for (size_t d = 0; d < oc->axis.size(); ++d) (d < split ? rows : row).push_back(y.loop(oc->axis[d]));
   Loop last = row.back();
-  if (out->dim(out.ndim() - 1) >= lanes) y.vectorize(y.split(last, lanes).second);
+  if (dim_hint(out, out.ndim() - 1) >= lanes) y.vectorize(y.split(last, lanes).second);
   Loop outer = nn::fuse_all(y, rows);
   int64_t count = 1;
-  for (size_t d = 0; d < split; ++d) count *= out->dim(d);
+  for (size_t d = 0; d < split; ++d) count *= dim_hint(out, d);
   int64_t work = nn::num_elements(out) * static_cast<int64_t>(stats.size() + 1);
   if (work >= nn::kMinParallelWork / 4 && count > 1) y.parallel(outer);
   for (const Tensor& t : partials) s[t].compute_at(y, outer);

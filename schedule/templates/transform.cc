@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "schedule/templates/cpu.h"
+#include "schedule/templates/extent_hint.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
 
@@ -33,7 +34,7 @@ bool scheduled(const Stage& st) {
 
 int64_t elements_of(const ComputeOp* c) {
   int64_t n = 1;
-  for (size_t d = 0; d < c->axis.size(); ++d) n *= c->dim(d);
+  for (size_t d = 0; d < c->axis.size(); ++d) n *= dim_hint(c, d);
   return n;
 }
 
@@ -55,7 +56,7 @@ void schedule_rows(Schedule& s, const Tensor& t) {
   if (rank == 0) return;
   Stage& st = s[t];
   int lanes = s.hardware().lanes(c->dtype);
-  int64_t extent = c->dim(rank - 1), elements = elements_of(c);
+  int64_t extent = dim_hint(c, rank - 1), elements = elements_of(c);
   std::vector<Loop> outer, reduce;
   for (size_t d = 0; d + 1 < rank; ++d) outer.push_back(st.loop(c->axis[d]));
   int64_t work = elements;  // for the parallel threshold: reductions multiply the work
@@ -119,7 +120,7 @@ void schedule_transpose(Schedule& s, const Tensor& output) {
     for (size_t d = 0; d < rank; ++d)
       if (load->indices.back().get() == c->axis[d].var().get()) q = d;
   int lanes = s.hardware().lanes(c->dtype);
-  if (q + 1 >= rank || c->dim(q) < lanes || c->dim(rank - 1) < lanes) {
+  if (q + 1 >= rank || dim_hint(c, q) < lanes || dim_hint(c, rank - 1) < lanes) {
     schedule_data_movement(s, output);
     return;
   }

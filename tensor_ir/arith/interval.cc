@@ -1,9 +1,14 @@
 #include "tensor_ir/arith/interval.h"
 
+#include <algorithm>
+#include <optional>
+#include <vector>
+
 #include "runtime/error.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/structural.h"
 #include "tensor_ir/substitute.h"
 
 namespace tessera::tensor_ir::arith {
@@ -105,6 +110,7 @@ class Evaluator {
   Interval div(const Expr& ea, const Expr& eb) {
     Interval a = eval(ea), b = eval(eb);
     const int64_t* c = as_const_int(b.min);
+    if (!c && !depends_on_domain(eb)) return symbolic_div(a, eb);
     if (!c || !b.min.same_as(b.max) || *c <= 0) return {};
     return {a.min ? simplify(floordiv(a.min, b.min)) : Expr(), a.max ? simplify(floordiv(a.max, b.min)) : Expr()};
   }
@@ -112,11 +118,53 @@ class Evaluator {
   Interval mod(const Expr& ea, const Expr& eb) {
     Interval a = eval(ea), b = eval(eb);
     const int64_t* c = as_const_int(b.min);
+    // A symbolic divisor (a loop fused with one of symbolic extent): a remainder lies below it.
+    if (!c && !depends_on_domain(eb))
+      return {make_zero(ea.type()), a.min && can_prove(a.min >= 0) ? simplify(eb - 1) : Expr()};
     if (!c || !b.min.same_as(b.max) || *c <= 0) return {};
     // When the whole interval lies in one block of c, the remainder is exact.
     if (a.bounded() && can_prove(floordiv(a.min, b.min) == floordiv(a.max, b.min)))
       return {simplify(floormod(a.min, b.min)), simplify(floormod(a.max, b.min))};
     return {make_zero(ea.type()), IntImm::make(ea.type(), *c - 1)};
+  }
+
+  // x // d for a symbolic d, when x ranges over [0, d * q - 1] (a loop of extent d * q, fused
+  // over one of extent d): [0, q - 1]. A size d of 0 leaves such a loop without iterations, so
+  // its bounds are never used. Otherwise unbounded.
+  Interval symbolic_div(const Interval& a, const Expr& d) {
+    if (!a.bounded() || !can_prove(a.min >= 0)) return {};
+    std::optional<Expr> q = exact_quotient(simplify(a.max + 1), simplify(d));
+    if (!q) return {};
+    return {is_zero(a.min) ? a.min : Expr(), simplify(*q - 1)};
+  }
+
+  // The factors of a product: its constant coefficient and the other factors.
+  static void factors(const Expr& e, int64_t& coefficient, std::vector<Expr>& rest) {
+    if (const auto* m = e.as<Mul>()) {
+      factors(m->a, coefficient, rest);
+      factors(m->b, coefficient, rest);
+    } else if (const int64_t* c = as_const_int(e)) {
+      coefficient *= *c;
+    } else {
+      rest.push_back(e);
+    }
+  }
+
+  // p / d when d's factors are among p's (its coefficient dividing p's), else nothing.
+  static std::optional<Expr> exact_quotient(const Expr& p, const Expr& d) {
+    int64_t pc = 1, dc = 1;
+    std::vector<Expr> pf, df;
+    factors(p, pc, pf);
+    factors(d, dc, df);
+    if (dc <= 0 || pc % dc != 0) return std::nullopt;
+    for (const Expr& f : df) {
+      auto it = std::find_if(pf.begin(), pf.end(), [&](const Expr& g) { return structural_equal(f, g); });
+      if (it == pf.end()) return std::nullopt;
+      pf.erase(it);
+    }
+    Expr q = IntImm::make(p.type(), pc / dc);
+    for (const Expr& f : pf) q = q * f;
+    return q;
   }
 
   bool depends_on_domain(const Expr& e) {

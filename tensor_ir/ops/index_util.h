@@ -12,6 +12,7 @@ namespace tessera::tensor_ir::ops {
 inline std::vector<Expr> shape_exprs(const std::vector<int64_t>& shape) {
   return std::vector<Expr>(shape.begin(), shape.end());
 }
+inline std::vector<Expr> shape_exprs(const std::vector<Expr>& shape) { return shape; }
 // A compute's index variables as expressions (to modify some and read a tensor with them).
 inline std::vector<Expr> as_exprs(const std::vector<Var>& vars) { return std::vector<Expr>(vars.begin(), vars.end()); }
 // The row-major position of coordinates `idx` in a shape `dims`.

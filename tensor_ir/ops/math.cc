@@ -5,6 +5,8 @@
 
 #include "runtime/error.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
+#include "tensor_ir/structural.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -13,7 +15,7 @@ namespace ti = tessera::tensor_ir;
 std::vector<Expr> broadcast_indices(const Tensor& t, const std::vector<Var>& out) {
   std::vector<Expr> idx;
   size_t offset = out.size() - t.ndim();
-  for (size_t d = 0; d < t.ndim(); ++d) idx.push_back(t->dim(d) == 1 ? Expr(0) : Expr(out[offset + d]));
+  for (size_t d = 0; d < t.ndim(); ++d) idx.push_back(is_const_int(t->shape[d], 1) ? Expr(0) : Expr(out[offset + d]));
   return idx;
 }
 
@@ -21,18 +23,19 @@ std::vector<Expr> broadcast_shape(const std::vector<Tensor>& ts) {
   size_t n = 0;
   for (const auto& t : ts) n = std::max(n, t.ndim());
   std::vector<Expr> shape;
+  // A symbolic dimension broadcasts against 1 or the same expression only.
   for (size_t i = 0; i < n; ++i) {
-    int64_t out = 1;
+    Expr out = 1;
     for (const auto& t : ts) {
-      int64_t x = i < n - t.ndim() ? 1 : t->dim(i - (n - t.ndim()));
-      if (x != 1 && out != 1 && x != out) {
+      Expr x = i < n - t.ndim() ? Expr(1) : t->shape[i - (n - t.ndim())];
+      if (!is_const_int(x, 1) && !is_const_int(out, 1) && !structural_equal(x, out)) {
         std::string names;
         for (const auto& u : ts) names += (names.empty() ? "" : ", ") + u.name();
-        fail("broadcast of ", names, ": dimension ", i, " is ", out, " vs ", x);
+        fail("broadcast of ", names, ": dimension ", i, " is ", to_string(out), " vs ", to_string(x));
       }
-      if (x != 1) out = x;
+      if (!is_const_int(x, 1)) out = x;
     }
-    shape.push_back(Expr(out));
+    shape.push_back(out);
   }
   return shape;
 }

@@ -47,9 +47,9 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& c, bool trans_a, boo
 // [batch.., K, N] (or [batch.., N, K] with `trans`) as the panels [batch.., N / nr, K, nr] (zeros
 // past N, in the accumulation type) the product's kernel reads. A product reads a packed operand
 // whatever its row count (packing per call pays only with 4 rows or more): packable when both
-// operands have rank >= 2 and b at least one vector of columns. The unpacked shape is that of
+// operands have rank >= 2 (a's rank given) and b at least one vector of columns. The unpacked shape is that of
 // the operand a packing of `columns` columns came from; it fails for any other shape.
-bool matmul_weight_packable(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool trans, DataType dtype,
+bool matmul_weight_packable(size_t a_rank, const std::vector<int64_t>& b, bool trans, DataType dtype,
                             const Registers& regs);
 std::vector<int64_t> matmul_packed_weight_shape(const std::vector<int64_t>& b, bool trans, DataType dtype,
                                                 const Registers& regs);

@@ -493,8 +493,9 @@ ConvCore forward_sizes(const std::string& name, const std::vector<int64_t>& ds, 
 ConvCore forward_core(const std::string& name, const Tensor& data, const Tensor& weight, const std::vector<int64_t>& ws,
                       const ConvGeometry& g, DataType acc, const Tensor& data_zero, const Tensor& weight_zero,
                       const Registers& regs) {
-  std::vector<int64_t> ds = data->dims();
+  std::vector<int64_t> ds = sizes_per_image(data);
   ConvCore c = forward_sizes(name, ds, ws, g, acc, regs);
+  c.n = data->shape[0];
   size_t rank = ds.size() - 2;
   if (c.unpadded && acc == data.dtype() && !data_zero.defined()) c.raw = data;
   c.source = [data, data_zero, ds, g, acc, rank](const Expr& n, const Expr& ch, const std::vector<Expr>& pos) {
@@ -677,7 +678,7 @@ Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const 
   // A weight packed ahead of time in the layout this convolution's form reads.
   if (weight.dtype() != acc) fail("conv: a packed weight must be ", acc.str(), ", got ", weight.dtype().str());
   std::vector<int64_t> ws =
-      conv_unpacked_weight_shape(data->dims(), weight->dims(), packed_channels, g, data.dtype(), regs);
+      conv_unpacked_weight_shape(sizes_per_image(data), weight->dims(), packed_channels, g, data.dtype(), regs);
   ConvCore c = forward_core("conv", data, weight, ws, g, acc, Tensor(), Tensor(), regs);
   // The packed forms read it as it is, so c.weight, which reads the unpacked layout, is never used.
   c.packed_weight = weight;

@@ -12,7 +12,8 @@ namespace tessera::tensor_ir::ops::nn_detail {
 
 struct ConvCore {
   std::string name;
-  int64_t n = 1, c = 1, m = 1, groups = 1;
+  Expr n = 1;  // the batch, which may be symbolic
+  int64_t c = 1, m = 1, groups = 1;
   std::vector<int64_t> kernel, strides, dilations, out;  // per spatial dimension
   DataType acc, out_type;
   // The input in `acc` at padded coordinates (padding, zero points and dilation applied).

@@ -18,6 +18,7 @@
 #include "runtime/error.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/nn_conv_core.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/ops/nn_util.h"
 
 namespace tessera::tensor_ir::ops::nn_detail {
@@ -115,6 +116,7 @@ Tensor winograd(const ConvCore& c) {
   if (!c.packed_weight.defined()) fail(c.name, ": the Winograd form reads its weight transformed ahead of time");
   Tiles tiles = tiles_of(c);
   int64_t per_image = tiles.per_image(), cols = tiles.cols;
+  const Expr blocks = arith::simplify(c.n * Expr(per_image));  // the product's rows: every image's tiles
   Tensor pw = compute({Expr(c.n), Expr(tiles.rows * kTile + 2), Expr(cols * kTile + 2), Expr(c.c)},
                       [&](const std::vector<Var>& v) {
                         return c.source(v[0], v[3], {v[1], v[2]});
@@ -122,7 +124,7 @@ Tensor winograd(const ConvCore& c) {
                       c.name + "_winograd_pad", "winograd_pad", {"n", "y", "x", "c"});
 
   Tensor v =
-      compute({Expr(kPositions), Expr(c.n * per_image), Expr(c.c)},
+      compute({Expr(kPositions), blocks, Expr(c.c)},
               [&](const std::vector<Var>& x) {
                 Expr image = floordiv(x[1], Expr(per_image)), tile = floormod(x[1], Expr(per_image));
                 Expr y0 = floordiv(tile, Expr(cols)) * Expr(kTile), x0 = floormod(tile, Expr(cols)) * Expr(kTile);
@@ -142,7 +144,7 @@ Tensor winograd(const ConvCore& c) {
 
   MatmulCore mc;
   mc.batch = {kPositions};
-  mc.m = c.n * per_image, mc.n = c.m, mc.k = c.c;
+  mc.m = blocks, mc.n = c.m, mc.k = c.c;
   mc.acc = c.acc;
   mc.registers = c.registers;
   mc.a = [v](const std::vector<Expr>& batch, const Expr& b, const Expr& k) { return v({batch[0], b, k}); };
@@ -151,7 +153,7 @@ Tensor winograd(const ConvCore& c) {
   mc.packed_b = c.packed_weight;
   Tensor product = matmul_core(mc, c.name + "_winograd_product");
 
-  Tensor z = compute({Expr(c.n * per_image), Expr(kTile), Expr(kTile), Expr(c.m)},
+  Tensor z = compute({blocks, Expr(kTile), Expr(kTile), Expr(c.m)},
                      [&](const std::vector<Var>& x) {
                        std::vector<Expr> branches;
                        for (int i = 0; i < kTile; ++i)

@@ -12,6 +12,8 @@
 #include "tensor_ir/graph.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/nn_util.h"
+#include "tensor_ir/printer.h"
+#include "tensor_ir/size_hint.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -72,12 +74,16 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
   // when B comes packed). The packed form also pads the result to whole tiles (rows read A
   // clamped, columns read the zero-filled panel) so a tile's loops have constant extents; the
   // epilogue drops the padding.
-  bool pack = c.packed_b.defined() || (c.has_i && c.has_j && c.n >= lanes && c.m >= 4 && !c.registers.is_scalar_device());
+  // A symbolic row count is taken at its size hint for these choices; the padding past it is
+  // computed at run time.
+  const int64_t rows = size_hint(c.m);
+  bool pack =
+      c.packed_b.defined() || (c.has_i && c.has_j && c.n >= lanes && rows >= 4 && !c.registers.is_scalar_device());
   if (!pack) {
     std::vector<Expr> shape = shape_exprs(c.batch);
     std::vector<std::string> names;
     for (size_t d = 0; d < c.batch.size(); ++d) names.push_back("b" + std::to_string(d));
-    if (c.has_i) shape.push_back(Expr(c.m)), names.push_back("i");
+    if (c.has_i) shape.push_back(c.m), names.push_back("i");
     if (c.has_j) shape.push_back(Expr(c.n)), names.push_back("j");
     IterVar k = reduce_axis(Range(Expr(0), Expr(c.k)), "k");
     size_t nb = c.batch.size();
@@ -91,15 +97,16 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
         },
         name, "matmul", names);
   }
-  int64_t nr = matmul_tile_cols(c.acc, c.n, c.registers), mr = matmul_tile_rows(c.m);
-  int64_t n = c.n, m = c.m;
+  int64_t nr = matmul_tile_cols(c.acc, c.n, c.registers), mr = matmul_tile_rows(rows);
+  int64_t n = c.n;
+  Expr m = c.m;
   Tensor bp = c.packed_b.defined()
                   ? compute(
                         c.packed_b->shape, [&](const std::vector<Var>& v) { return c.packed_b(as_exprs(v)); },
                         name + "_prepacked", "matmul_prepacked", panel_axis_names(c.b_batch.size()))
                   : pack_panels(c, name);
   std::vector<Expr> shape = shape_exprs(c.batch);
-  shape.push_back(Expr((m + mr - 1) / mr * mr));
+  shape.push_back(as_const_int(m) ? Expr((rows + mr - 1) / mr * mr) : floordiv(m + Expr(mr - 1), Expr(mr)) * Expr(mr));
   shape.push_back(Expr((n + nr - 1) / nr * nr));
   std::vector<std::string> names;
   for (size_t d = 0; d < c.batch.size(); ++d) names.push_back("b" + std::to_string(d));
@@ -113,12 +120,12 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
         std::vector<Expr> idx = c.b_batch_of(batch);
         idx.insert(idx.end(), {floordiv(v[nb + 1], Expr(nr)), k, floormod(v[nb + 1], Expr(nr))});
         // Padding rows read row m - 1: their results are dropped, and no select sits in the loop.
-        return sum(c.a(batch, min(v[nb], Expr(m - 1)), k) * bp(idx), {k});
+        return sum(c.a(batch, min(v[nb], m - Expr(1)), k) * bp(idx), {k});
       },
       name, "matmul", names);
   // The unpadded result, which callers' epilogues build on.
   std::vector<Expr> out_shape = shape_exprs(c.batch);
-  out_shape.push_back(Expr(m));
+  out_shape.push_back(m);
   out_shape.push_back(Expr(n));
   return compute(
       out_shape, [&](const std::vector<Var>& v) { return r(as_exprs(v)); }, name + "_out", "matmul_epilogue", names);
@@ -195,9 +202,9 @@ std::vector<int64_t> matmul_unpacked_weight_shape(const std::vector<int64_t>& pa
   return b;
 }
 
-bool matmul_weight_packable(const std::vector<int64_t>& a, const std::vector<int64_t>& b, bool trans, DataType dtype,
+bool matmul_weight_packable(size_t a_rank, const std::vector<int64_t>& b, bool trans, DataType dtype,
                             const Registers& regs) {
-  return a.size() >= 2 && b.size() >= 2 && b[b.size() - (trans ? 2 : 1)] >= regs.lanes(accumulation_type(dtype));
+  return a_rank >= 2 && b.size() >= 2 && b[b.size() - (trans ? 2 : 1)] >= regs.lanes(accumulation_type(dtype));
 }
 
 Tensor matmul_pack_weight(const Tensor& b, bool trans, const Registers& regs) {
@@ -252,7 +259,7 @@ MatmulCore broadcast_matmul(const std::vector<int64_t>& as, const std::vector<in
     if (has_j) idx.push_back(j);
     return read_b(idx, j);
   };
-  std::vector<int64_t> b_batch = c.b_batch;
+  std::vector<int64_t> b_batch(bs.begin(), bs.end() - std::min<size_t>(bs.size(), 2));
   c.b_batch_of = [b_batch](const std::vector<Expr>& batch) { return broadcast_batch(b_batch, batch); };
   return c;
 }
@@ -266,8 +273,9 @@ Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<
   std::vector<int64_t> lead(as.begin(), as.end() - 1);  // b.., m
   MatmulCore c;
   c.registers = regs;
-  c.m = 1;
-  for (int64_t d : lead) c.m *= d;
+  int64_t rows = 1;
+  for (int64_t d : lead) rows *= d;
+  c.m = rows;
   c.n = n, c.k = as.back();
   c.acc = accumulation_type(a.dtype());
   DataType acc = c.acc;
@@ -337,7 +345,7 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
   if (a.ndim() != 2 || bs.size() != 2) fail("gemm: operands must be 2-D, got ranks ", a.ndim(), " and ", bs.size());
   MatmulCore c;
   c.registers = regs;
-  c.m = a->dim(trans_a ? 1 : 0);
+  c.m = a->shape[trans_a ? 1 : 0];  // may be symbolic (a batch of rows)
   c.k = a->dim(trans_a ? 0 : 1);
   c.n = bs[trans_b ? 0 : 1];
   int64_t kb = bs[trans_b ? 1 : 0];
@@ -358,9 +366,10 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
     std::vector<int64_t> bshape = bias->dims();
     if (bshape.size() > 2) fail("gemm: C must have rank <= 2, got ", runtime::shape_str(bshape));
     for (size_t d = 0; d < bshape.size(); ++d) {
-      int64_t want = d + bshape.size() == 2 ? c.m : c.n;
-      if (bshape[d] != 1 && bshape[d] != want)
-        fail("gemm: C of shape ", runtime::shape_str(bshape), " does not broadcast to [", c.m, ", ", c.n, "]");
+      Expr want = d + bshape.size() == 2 ? c.m : Expr(c.n);
+      if (bshape[d] != 1 && !is_const_int(want, bshape[d]))
+        fail("gemm: C of shape ", runtime::shape_str(bshape), " does not broadcast to [", to_string(c.m), ", ", c.n,
+             "]");
     }
   }
   if (alpha == 1 && !use_bias && acc == a.dtype()) return r;

@@ -51,8 +51,8 @@ Expr count_in(const Expr& start, int64_t kernel, int64_t dilation, int64_t lo, i
 
 Tensor pool_compute(const Tensor& data, const PoolGeometry& g, const std::string& name,
                     const std::function<Expr(const std::vector<Var>&)>& body) {
-  std::vector<int64_t> out = pool_shape(data->dims(), g);
-  return compute(shape_exprs(out), body, name, "pool", nc_axis_names(out.size()));
+  std::vector<int64_t> out = pool_shape(sizes_per_image(data), g);
+  return compute(with_batch_of(data, out), body, name, "pool", nc_axis_names(out.size()));
 }
 
 }  // namespace
@@ -100,12 +100,12 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
   }
   size_t last = rank - 1;
   int64_t stride = g.strides[last], dilation = g.dilations[last];
-  std::vector<int64_t> out = pool_shape(data->dims(), g);
+  std::vector<int64_t> out = pool_shape(sizes_per_image(data), g);
   std::vector<int64_t> columns = out;
   columns.back() = (out.back() - 1) * stride + (g.kernel[last] - 1) * dilation + 1;
   std::vector<std::string> names = nc_axis_names(out.size());
   Tensor leading = compute(
-      shape_exprs(columns),
+      with_batch_of(data, columns),
       [&](const std::vector<Var>& o) {
         Window w = window(data, g, o, last);
         Expr x = o.back() - Expr(g.pads[last]);
@@ -120,7 +120,7 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
     shape.back() = width;
     IterVar k = reduce_axis(Range(Expr(0), Expr(g.kernel[last])), "r" + std::to_string(last));
     return compute(
-        shape_exprs(shape),
+        with_batch_of(data, shape),
         [&](const std::vector<Var>& o) {
           std::vector<Expr> idx = as_exprs(o);
           idx.back() = o.back() + k * Expr(dilation);
@@ -131,7 +131,7 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
   if (stride == 1) return along_last(out.back(), "max_pool", "pool");
   Tensor window_max = along_last((out.back() - 1) * stride + 1, "max_pool_window", "pool_partial");
   return compute(
-      shape_exprs(out),
+      with_batch_of(data, out),
       [&](const std::vector<Var>& o) {
         std::vector<Expr> idx = as_exprs(o);
         idx.back() = o.back() * Expr(stride);
@@ -217,7 +217,7 @@ Tensor global_pool(const Tensor& data, const std::string& kind, double p) {
   if (data.ndim() < 3) fail("global_pool: data must be [N, C, spatial...], got rank ", data.ndim());
   size_t rank = data.ndim() - 2;
   DataType acc = accumulation_type(data.dtype());
-  std::vector<int64_t> shape{data->dim(0), data->dim(1)};
+  std::vector<int64_t> shape{1, data->dim(1)};
   std::vector<IterVar> axes;
   int64_t count = 1;
   for (size_t d = 0; d < rank; ++d) {
@@ -232,12 +232,12 @@ Tensor global_pool(const Tensor& data, const std::string& kind, double p) {
   };
   if (kind == "max")
     return compute(
-        shape_exprs(shape), [&](const std::vector<Var>& o) { return max_reduce(at(o), axes); }, "global_max_pool",
-        "global_pool", nc_axis_names(rank + 2));
+        with_batch_of(data, shape), [&](const std::vector<Var>& o) { return max_reduce(at(o), axes); },
+        "global_max_pool", "global_pool", nc_axis_names(rank + 2));
   if (kind != "avg" && kind != "lp") fail("global_pool: kind must be avg, max or lp, got '", kind, "'");
   if (kind == "lp" && !(p > 0)) fail("global_pool: p must be positive, got ", p);
   Tensor total = compute(
-      shape_exprs(shape),
+      with_batch_of(data, shape),
       [&](const std::vector<Var>& o) {
         Expr x = cast(acc, at(o));
         if (kind == "lp") x = p == 1 ? abs(x) : p == 2 ? x * x : call(Intrinsic::pow, {abs(x), make_const(acc, p)});

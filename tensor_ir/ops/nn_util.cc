@@ -4,6 +4,19 @@
 
 namespace tessera::tensor_ir::ops::nn_detail {
 
+std::vector<int64_t> sizes_per_image(const Tensor& data) {
+  std::vector<int64_t> ds{1};
+  for (size_t d = 1; d < data.ndim(); ++d) ds.push_back(data->dim(d));
+  if (const int64_t* n = as_const_int(data->shape.at(0))) ds[0] = *n;
+  return ds;
+}
+
+std::vector<Expr> with_batch_of(const Tensor& data, const std::vector<int64_t>& shape) {
+  std::vector<Expr> out(shape.begin(), shape.end());
+  out.at(0) = data->shape.at(0);
+  return out;
+}
+
 std::vector<std::string> nc_axis_names(size_t rank) {
   std::vector<std::string> names;
   for (size_t d = 0; d < rank; ++d) names.push_back(d == 0 ? "n" : d == 1 ? "c" : "d" + std::to_string(d - 2));

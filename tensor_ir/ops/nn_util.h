@@ -41,13 +41,14 @@ inline Expr requantize(const Expr& acc, const Expr& multiplier, const Expr& zero
 // An operand element in the accumulation type: (batch indices of the result, row or column, k).
 using MatmulAccess = std::function<Expr(const std::vector<Expr>& batch, const Expr& index, const Expr& k)>;
 struct MatmulCore {
-  std::vector<int64_t> batch;  // of the result
-  int64_t m = 1, n = 1, k = 1;
+  std::vector<Expr> batch;  // of the result; symbolic sizes allowed, as for m
+  Expr m = 1;
+  int64_t n = 1, k = 1;
   bool has_i = true, has_j = true;  // whether the result keeps the row / column axis
   DataType acc;
   MatmulAccess a, b;  // a(batch, i, k), b(batch, j, k)
   // B's own batch dimensions: packing runs over these, not the broadcast ones.
-  std::vector<int64_t> b_batch;
+  std::vector<Expr> b_batch;
   // B's batch indices for the result's batch indices.
   std::function<std::vector<Expr>(const std::vector<Expr>&)> b_batch_of;
   // B already packed into panels (matmul_pack_weight), or undefined; `b` is then not read.
@@ -68,6 +69,12 @@ Tensor keepdims_reduce(const Tensor& x, const std::vector<int64_t>& axes, Reduce
                        const std::function<Expr(const std::vector<Expr>&, const std::vector<Var>&)>& f);
 // The index of a keepdims statistic for an element of x at `v`: `axes` pinned to 0.
 std::vector<Expr> keepdims_index(const std::vector<Var>& v, const std::vector<int64_t>& axes);
+
+// The sizes of [N, C, spatial...] data, N as 1 when it is symbolic (convolutions and pooling
+// treat each image alike); the other dimensions must be constants.
+std::vector<int64_t> sizes_per_image(const Tensor& data);
+// `shape`, computed from sizes_per_image(data), with data's own batch (symbolic or not) first.
+std::vector<Expr> with_batch_of(const Tensor& data, const std::vector<int64_t>& shape);
 
 // A name for an axis of rank-`rank` data: n, c, then spatial d0, d1, ...
 std::vector<std::string> nc_axis_names(size_t rank);

@@ -6,6 +6,7 @@
 #include "runtime/ndarray.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/index_util.h"
+#include "tensor_ir/structural.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -54,6 +55,51 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
       [&](const std::vector<Var>& o) {
         // An empty tensor has no element to read; any body will do.
         return empty ? make_zero(x.dtype()) : x(reshape_indices(in, shape, o));
+      },
+      "reshape", "transform");
+}
+
+Tensor reshape(const Tensor& x, const std::vector<Expr>& shape) {
+  const std::vector<Expr>& in = x->shape;
+  auto constant = [](const std::vector<Expr>& dims, size_t from, Shape& out) {
+    out.clear();
+    for (size_t d = from; d < dims.size(); ++d) {
+      const int64_t* c = as_const_int(dims[d]);
+      if (!c) return false;
+      out.push_back(*c);
+    }
+    return true;
+  };
+  // The leading dimensions both shapes share (a symbolic batch) are indexed directly; a static
+  // rest reshapes as static shapes do, keeping the innermost dimension contiguous.
+  size_t same = 0;
+  while (same < in.size() && same < shape.size() && structural_equal(in[same], shape[same])) ++same;
+  Shape in_rest, out_rest;
+  if (constant(in, same, in_rest) && constant(shape, same, out_rest)) {
+    reshape_shape(in_rest, out_rest);
+    bool empty = numel(out_rest) == 0;
+    return compute(
+        shape,
+        [&](const std::vector<Var>& o) {
+          std::vector<Expr> idx(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(same));
+          std::vector<Var> rest(o.begin() + static_cast<std::ptrdiff_t>(same), o.end());
+          for (const Expr& e : reshape_indices(in_rest, out_rest, rest)) idx.push_back(e);
+          return empty ? make_zero(x.dtype()) : x(idx);
+        },
+        "reshape", "transform");
+  }
+  // Symbolic sizes past the shared ones: through the row-major position.
+  return compute(
+      shape,
+      [&](const std::vector<Var>& o) {
+        Expr flat = Expr(0);
+        for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + o[d];
+        std::vector<Expr> idx(in.size());
+        for (size_t d = in.size(); d-- > 0;) {
+          idx[d] = d == 0 ? flat : floormod(flat, in[d]);
+          flat = floordiv(flat, in[d]);
+        }
+        return x(idx);
       },
       "reshape", "transform");
 }

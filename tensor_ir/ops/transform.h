@@ -14,6 +14,8 @@ namespace tessera::tensor_ir::ops {
 
 // `shape` is the full output shape (same element count, row-major order kept).
 Tensor reshape(const Tensor& x, const Shape& shape);
+// The same for symbolic shapes: `shape`'s element count must equal x's (the caller checks it).
+Tensor reshape(const Tensor& x, const std::vector<Expr>& shape);
 // out.shape[i] = x.shape[perm[i]]; an empty perm reverses the axes.
 Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm);
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis);

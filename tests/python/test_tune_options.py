@@ -51,8 +51,9 @@ def test_options_take_keywords_only_and_repr_rebuilds_them():
     assert repr(o).startswith("TuneOptions(target='llvm', db='x.db', trials=12, batch=16, policy='random'")
     o.trials = 3
     assert o.trials == 3
-    b = tessera.BuildOptions(opt_level=1, jit=False)
-    assert repr(b) == "BuildOptions(opt_level=1, db='', jit=False, transfer=True)"
+    b = tessera.BuildOptions(opt_level=1, jit=False, size_hints={"N": 4})
+    assert repr(b) == "BuildOptions(opt_level=1, db='', jit=False, transfer=True, size_hints={'N': 4})"
+    assert eval(repr(b), {"BuildOptions": tessera.BuildOptions}).size_hints == {"N": 4}
     with pytest.raises(TypeError):
         TuneOptions(12)
     with pytest.raises(TypeError):

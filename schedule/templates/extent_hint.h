@@ -1,0 +1,32 @@
+// Templates choose tiles, unrolling and thresholds from loop extents. A symbolic extent (a batch
+// or sequence length that a kernel takes at run time) counts as its size hint for those choices
+// (tensor_ir/size_hint.h): the splits they lead to get their tails from lowering, which also keeps
+// a vectorized or unrolled loop of unknown extent serial, so every size computes correctly.
+#pragma once
+#include <cstdint>
+
+#include "tensor_ir/op.h"
+#include "tensor_ir/size_hint.h"
+#include "tensor_ir/tensor.h"
+
+namespace tessera::schedule {
+
+inline int64_t extent_hint(const tensor_ir::Expr& extent) { return tensor_ir::size_hint(extent); }
+inline int64_t dim_hint(const tensor_ir::OperationNode* t, size_t d) { return extent_hint(t->shape.at(d)); }
+inline int64_t dim_hint(const tensor_ir::Tensor& t, size_t d) { return dim_hint(t.get(), d); }
+inline bool has_static_shape(const tensor_ir::Tensor& t) {
+  for (const auto& d : t->shape)
+    if (!tensor_ir::as_const_int(d)) return false;
+  return true;
+}
+// Whether two extents are the same (equal constants, or the same expression): where a template
+// relies on equal shapes, a hint will not do.
+bool same_extent(const tensor_ir::Expr& a, const tensor_ir::Expr& b);
+inline bool same_shape(const tensor_ir::Tensor& a, const tensor_ir::Tensor& b) {
+  if (a.ndim() != b.ndim()) return false;
+  for (size_t d = 0; d < a.ndim(); ++d)
+    if (!same_extent(a->shape[d], b->shape[d])) return false;
+  return true;
+}
+
+}  // namespace tessera::schedule

@@ -1,0 +1,75 @@
+// Symbolic shapes in the graph IR: what static code reads, how dimensions compare, and the type
+// relations that keep dimension variables (broadcast, a kept batch, reshape).
+#include <gtest/gtest.h>
+
+#include "relay_ir/expr.h"
+#include "relay_ir/ops/type_relations.h"
+#include "relay_ir/transforms/infer_type.h"
+#include "runtime/error.h"
+#include "tensor_ir/op.h"
+
+namespace tessera::relay_ir {
+namespace {
+
+using Dim = tensor_ir::Expr;
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Shape, StaticCodeReadsIntegersAndASymbolicDimensionIsAnErrorNamingIt) {
+  tensor_ir::Var n("N");
+  Shape s({Dim(n), Dim(3), Dim(224)});
+  EXPECT_FALSE(s.is_static());
+  EXPECT_FALSE(s.is_static(0));
+  EXPECT_TRUE(s.is_static(1));
+  EXPECT_EQ(s[1], 3);
+  EXPECT_EQ(s.ints_from(1), (std::vector<int64_t>{3, 224}));
+  EXPECT_EQ(s.str(), "(N, 3, 224)");
+  EXPECT_NE(message_of([&] { (void)s.ints(); }).find("dimension 0 of (N, 3, 224) is symbolic (N)"), std::string::npos);
+  // Constant expressions fold: the shape is static.
+  Shape folded({Dim(2) * Dim(3), Dim(4)});
+  EXPECT_TRUE(folded.is_static());
+  EXPECT_EQ(folded.ints(), (std::vector<int64_t>{6, 4}));
+}
+
+TEST(Shape, DimensionsCompareAsSimplifiedExpressions) {
+  tensor_ir::Var n("N"), l("L");
+  EXPECT_EQ(Shape({n * Dim(4), Dim(2)}), Shape({Dim(4) * n, Dim(2)}));
+  EXPECT_NE(Shape({Dim(n)}), Shape({Dim(l)}));
+  EXPECT_NE(Shape({Dim(n)}), Shape(std::vector<int64_t>{4}));
+  EXPECT_EQ(Shape({n * l * Dim(2)}).numel().as<tensor_ir::IntImm>(), nullptr);
+}
+
+TEST(TypeRelations, SymbolicDimensionsBroadcastAgainstOneOrThemselves) {
+  tensor_ir::Var n("N");
+  Shape x({Dim(n), Dim(5)});
+  EXPECT_EQ(broadcast_shapes(x, Shape(std::vector<int64_t>{1, 5})), x);
+  EXPECT_EQ(broadcast_shapes(x, Shape(std::vector<int64_t>{5})), x);
+  EXPECT_NE(message_of([&] {
+              broadcast_shapes(x, Shape(std::vector<int64_t>{3, 5}));
+            }).find("broadcast only if"),
+            std::string::npos);
+}
+
+TEST(TypeRelations, AConvolutionKeepsASymbolicBatchAndReshapeChecksElementCounts) {
+  tensor_ir::Var n("N");
+  Var x("x", tensor_type(Shape({Dim(n), Dim(3), Dim(8), Dim(8)}), runtime::kFloat32));
+  Expr w = constant(runtime::NDArray::empty({4, 3, 3, 3}, runtime::kFloat32));
+  Expr conv = call("conv", {x, w}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  infer_type(conv);
+  EXPECT_EQ(to_string(conv->checked_type), "float32[N, 4, 8, 8]");
+  Expr flat = call("reshape", {conv}, {{"shape", Shape({Dim(n), Dim(256)})}});
+  infer_type(flat);
+  EXPECT_EQ(to_string(flat->checked_type), "float32[N, 256]");
+  Expr wrong = call("reshape", {conv}, {{"shape", Shape({Dim(n), Dim(255)})}});
+  EXPECT_NE(message_of([&] { infer_type(wrong); }).find("not provably equal"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::relay_ir
