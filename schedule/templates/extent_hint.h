@@ -14,11 +14,6 @@ namespace tessera::schedule {
 inline int64_t extent_hint(const tensor_ir::Expr& extent) { return tensor_ir::size_hint(extent); }
 inline int64_t dim_hint(const tensor_ir::OperationNode* t, size_t d) { return extent_hint(t->shape.at(d)); }
 inline int64_t dim_hint(const tensor_ir::Tensor& t, size_t d) { return dim_hint(t.get(), d); }
-inline bool has_static_shape(const tensor_ir::Tensor& t) {
-  for (const auto& d : t->shape)
-    if (!tensor_ir::as_const_int(d)) return false;
-  return true;
-}
 // Whether two extents are the same (equal constants, or the same expression): where a template
 // relies on equal shapes, a hint will not do.
 bool same_extent(const tensor_ir::Expr& a, const tensor_ir::Expr& b);

@@ -117,8 +117,7 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   // rows outermost, consecutive tiles are consecutive blocks.
   int64_t tiles_per_block = (dim_hint(out, out.ndim() - 1) + tile - 1) / tile;
   for (size_t d = 0; d + 1 < rank; ++d) tiles_per_block *= dim_hint(out, 2 + d);
-  // A prefetch's region is indexed by the loops it spans, which need constant extents.
-  if (knobs.choose_flag("conv.prefetch", true) && has_static_shape(out))
+  if (knobs.choose_flag("conv.prefetch", true))
     r.prefetch(nn::stored_source(s, inputs.back()), inner[0], y, fused, by_rows ? 1 : tiles_per_block);
 }
 

@@ -137,9 +137,7 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   // does not wait on memory. With panels outer the next panel is a panel's row tiles ahead on
   // the tile loop, otherwise one tile.
   bool prefetch = knobs.choose_flag("matmul.prefetch", true);
-  // A prefetch's region is indexed by the loops it spans, which need constant extents.
-  if (!copied && prefetch && has_static_shape(product))
-    p.prefetch(stored_source(s, packed), ko, o, tile, panel_outer ? m / mr : 1);
+  if (!copied && prefetch) p.prefetch(stored_source(s, packed), ko, o, tile, panel_outer ? m / mr : 1);
 
   if (!copied) return;
   const auto* bc = packed.as<ComputeOp>();
