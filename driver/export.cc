@@ -25,11 +25,11 @@ runtime::ModuleMetadata device_metadata(const BuildResult& result) {
 }  // namespace
 
 void export_module(const BuildResult& result, const std::string& path) {
-  if (result.plan.is_symbolic())
-    fail(
-        "export: a module of symbolic sizes cannot be written yet; build and export it at fixed sizes "
-        "(tessera.onnx.load(shapes=...), DynamicLibrary.specialize, tessera compile --shape)");
   if (result.target.device_type() != runtime::DeviceType::CPU) {
+    if (result.plan.is_symbolic())
+      fail(
+          "export: a device module of symbolic sizes cannot be written yet; export the build of fixed sizes "
+          "(tessera.onnx.load(shapes=...), DynamicLibrary.specialize, tessera compile --shape)");
     runtime::ModuleMetadata metadata = device_metadata(result);
     metadata.plan = result.plan;
     runtime::write_module_file(path, "", metadata);

@@ -19,6 +19,8 @@ struct TesseraModule {
   std::string device;  // where it runs: "opencl(0)"
   // On a device, each run's outputs copied to the host, where the C API hands them out.
   std::vector<tessera::runtime::NDArray> host_outputs;
+  // A module of symbolic sizes: each tensor's shape as declared, -1 for a symbolic dimension.
+  std::vector<std::vector<int64_t>> declared_shapes;
 };
 struct TesseraArray {
   tessera::runtime::NDArray array;
@@ -78,6 +80,11 @@ TesseraModule* load(const char* path, std::optional<tessera::runtime::Device> de
   m->loaded = tessera::runtime::load_module(require(path, "the path"), device);
   const auto& ex = *m->loaded.executor;
   m->device = ex.device().str();
+  for (const auto& shape : ex.plan().symbolic_shapes) {
+    std::vector<int64_t> dims;
+    for (const auto& d : shape) dims.push_back(d.is_constant() ? d.constant() : -1);
+    m->declared_shapes.push_back(std::move(dims));
+  }
   if (ex.device().type != tessera::runtime::DeviceType::CPU)
     for (size_t i = 0; i < ex.num_outputs(); ++i)
       m->host_outputs.push_back(NDArray::empty(ex.output_info(i).shape, ex.output_info(i).dtype));
@@ -89,13 +96,15 @@ const NDArray& host_output(const TesseraModule* m, size_t i) {
   return m->host_outputs.empty() ? m->loaded.executor->output(i) : m->host_outputs[i];
 }
 
-void describe(const tessera::runtime::GraphPlan::TensorInfo& t, TesseraTensorInfo* info) {
+void describe(const TesseraModule* m, int id, TesseraTensorInfo* info) {
+  const auto& t = m->loaded.executor->plan().tensors.at(id);
+  const std::vector<int64_t>& shape = m->declared_shapes.empty() ? t.shape : m->declared_shapes.at(id);
   info->name = t.name.c_str();
   info->dtype = to_c(t.dtype);
-  info->ndim = static_cast<int32_t>(t.shape.size());
-  info->shape = t.shape.data();
+  info->ndim = static_cast<int32_t>(shape.size());
+  info->shape = shape.data();
   size_t n = static_cast<size_t>(t.dtype.element_bytes());
-  for (int64_t d : t.shape) n *= static_cast<size_t>(d);
+  for (int64_t d : shape) n = d < 0 ? 0 : n * static_cast<size_t>(d);
   info->nbytes = n;
 }
 
@@ -177,14 +186,16 @@ TesseraStatus tessera_module_num_outputs(const TesseraModule* module, int32_t* c
 TesseraStatus tessera_module_input_info(const TesseraModule* module, int32_t index, TesseraTensorInfo* info) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
     const auto& ex = *require(module, "the module")->loaded.executor;
-    describe(ex.input_info(checked_index(index, ex.num_inputs(), "input")), require(info, "the info pointer"));
+    describe(module, ex.plan().inputs[checked_index(index, ex.num_inputs(), "input")],
+             require(info, "the info pointer"));
   });
 }
 
 TesseraStatus tessera_module_output_info(const TesseraModule* module, int32_t index, TesseraTensorInfo* info) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
     const auto& ex = *require(module, "the module")->loaded.executor;
-    describe(ex.output_info(checked_index(index, ex.num_outputs(), "output")), require(info, "the info pointer"));
+    describe(module, ex.plan().outputs[checked_index(index, ex.num_outputs(), "output")],
+             require(info, "the info pointer"));
   });
 }
 

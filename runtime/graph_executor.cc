@@ -167,10 +167,39 @@ NDArray GraphExecutor::array_of(int id) const {
   return storage.view_as(view.shape, view.dtype);
 }
 
+const NDArray& GraphExecutor::output(size_t i) const {
+  if (i >= plan_.outputs.size())
+    fail("output index ", i, " out of range (the model has ", plan_.outputs.size(), " outputs)");
+  if (outputs_.empty()) fail("output '", output_info(i).name, "' has no value yet: the model has not run at any size");
+  return outputs_[i];
+}
+
 void GraphExecutor::check_inputs_set() const {
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!inputs_[i].defined() || (inputs_[i].device_data() == nullptr && inputs_[i].numel() > 0))
       fail("input '", input_info(i).name, "' is not set");
+}
+
+void GraphExecutor::check_sizes(const std::string& at) const {
+  auto bytes = [&](int id) {
+    return checked_nbytes(plan_.tensors[id].shape, plan_.tensors[id].dtype, plan_.tensors[id].name);
+  };
+  for (size_t id = 0; id < plan_.tensors.size(); ++id) {
+    const auto& t = plan_.tensors[id];
+    const size_t need = bytes(static_cast<int>(id));
+    if (t.alias_of >= 0 && need > bytes(t.alias_of))
+      fail("graph plan: at ", at, ", the view '", t.name, "' is larger than the tensor it views");
+    if (t.alias_of < 0 && t.kind == GraphPlan::TensorInfo::Intermediate &&
+        need > static_cast<size_t>(plan_.arena_bytes - plan_.slot_offsets.at(t.index)))
+      fail("graph plan: at ", at, ", the tensor '", t.name, "' does not fit in the arena");
+    if (t.alias_of < 0 && t.kind == GraphPlan::TensorInfo::Intermediate &&
+        t.index + 1 < static_cast<int>(plan_.slot_offsets.size()) &&
+        need > static_cast<size_t>(plan_.slot_offsets[t.index + 1] - plan_.slot_offsets[t.index]))
+      fail("graph plan: at ", at, ", the tensor '", t.name, "' does not fit in its arena slot");
+  }
+  for (const auto& step : plan_.steps)
+    if (step.kernel.empty() && bytes(step.args[0]) != bytes(step.args[1]))
+      fail("graph plan: at ", at, ", a copy between tensors of different sizes");
 }
 
 void GraphExecutor::bind_sizes() {
@@ -215,6 +244,7 @@ void GraphExecutor::bind_sizes() {
       slots_[slot] = NDArray::empty({std::max<int64_t>(bytes, 1)}, DataType::UInt(8), device_);
     }
   }
+  check_sizes(at);
   if (!on_device() && (!arena_.defined() || arena_.numel() < plan_.arena_bytes))
     arena_ = NDArray::empty({std::max<int64_t>(plan_.arena_bytes, 1)}, DataType::UInt(8));
   outputs_.clear();

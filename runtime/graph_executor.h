@@ -40,7 +40,7 @@ class GraphExecutor {
   // Runs once, timing each step: milliseconds per step, in plan order.
   std::vector<double> run_profiled();
   // The executor's own output buffer: valid until the next run().
-  const NDArray& output(size_t i) const { return outputs_.at(i); }
+  const NDArray& output(size_t i) const;
   // set_input for each, run, and the outputs.
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
 
@@ -58,6 +58,9 @@ class GraphExecutor {
   void check_inputs_set() const;
   // A symbolic plan at the sizes of the inputs set: the shapes, arena and outputs for them.
   void bind_sizes();
+  // Throws unless every tensor fits its storage at the sizes bound (`at` names them): a plan read
+  // from a file is checked at each size as a static one is when it is read.
+  void check_sizes(const std::string& at) const;
   // `wait`: on a device, return when the step is done (CPU steps always are).
   void run_step(size_t step, std::vector<void*>& args, bool wait) const;
 

@@ -1,5 +1,6 @@
 #include "runtime/module_metadata.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -19,8 +20,12 @@ uint64_t bytes_of(const std::vector<int64_t>& shape, DataType dtype) {
   return n;
 }
 
+// The deepest shape expression a module may hold (a corrupt one must not overflow the stack).
+constexpr int kMaxShapeExprDepth = 32;
+
 class Writer {
  public:
+  explicit Writer(uint32_t version) : version_(version) {}
   template <typename T>
   void pod(T v) {
     out_.append(reinterpret_cast<const char*>(&v), sizeof v);
@@ -38,17 +43,37 @@ class Writer {
     u32(v.size());
     for (int x : v) pod(static_cast<int32_t>(x));
   }
+  // A dimension in prefix order: its operation, then a constant's value, a variable's name or
+  // the two operands.
+  void dim(const ShapeExpr& e) {
+    pod(static_cast<uint8_t>(e.op()));
+    if (e.is_constant()) return pod(e.constant());
+    if (const std::string* name = e.var_name()) return str(*name);
+    dim(e.lhs());
+    dim(e.rhs());
+  }
+  // Version 3 on: a shape of expressions; before, constants only.
+  void shape(const SymbolicShape& s, const std::string& what) {
+    if (version_ < 3) return shape(static_shape(s, what + " (module format " + std::to_string(version_) + ")"));
+    u32(s.size());
+    for (const ShapeExpr& d : s) dim(d);
+  }
+  void strs(const std::vector<std::string>& v) {
+    u32(v.size());
+    for (const std::string& s : v) str(s);
+  }
   void buffers(const std::vector<BufferSpec>& specs) {
     u32(specs.size());
     for (const BufferSpec& a : specs) {
       str(a.name);
-      shape(static_shape(a.shape, "argument '" + a.name + "' (a module holds kernels of static shapes only)"));
+      shape(a.shape, "argument '" + a.name + "'");
       str(a.dtype.str());
     }
   }
   std::string take() { return std::move(out_); }
 
  private:
+  uint32_t version_;
   std::string out_;
 };
 
@@ -56,7 +81,7 @@ class Writer {
 // allocated for it, so a corrupt count cannot ask for gigabytes.
 class Reader {
  public:
-  Reader(const char* data, size_t size) : p_(data), end_(data + size) {}
+  Reader(const char* data, size_t size, uint32_t version) : p_(data), end_(data + size), version_(version) {}
 
   template <typename T>
   T pod(const char* what) {
@@ -93,6 +118,42 @@ class Reader {
     }
     return s;
   }
+  ShapeExpr dim(const char* what, int depth = 0) {
+    if (depth > kMaxShapeExprDepth) bad(what, " has a dimension nested more than ", kMaxShapeExprDepth, " deep");
+    const uint8_t op = pod<uint8_t>(what);
+    if (op > static_cast<uint8_t>(ShapeExpr::Op::Max)) bad(what, " has a dimension of unknown operation ", int(op));
+    switch (static_cast<ShapeExpr::Op>(op)) {
+      case ShapeExpr::Op::Const: {
+        const int64_t v = pod<int64_t>(what);
+        if (v < -(int64_t(1) << 40) || v > (int64_t(1) << 40)) bad(what, " has an invalid dimension ", v);
+        return v;
+      }
+      case ShapeExpr::Op::Var: {
+        std::string name = str(what);
+        if (name.empty()) bad(what, " has a dimension variable without a name");
+        return ShapeExpr::var(std::move(name));
+      }
+      default: {
+        ShapeExpr a = dim(what, depth + 1);
+        return ShapeExpr::binary(static_cast<ShapeExpr::Op>(op), a, dim(what, depth + 1));
+      }
+    }
+  }
+  // Version 3 on: a shape of expressions; before, constants only.
+  SymbolicShape symbolic(const char* what) {
+    if (version_ < 3) return symbolic_shape(shape(what));
+    SymbolicShape s(count(what, 9));
+    for (ShapeExpr& d : s) {
+      d = dim(what);
+      if (d.is_constant() && d.constant() < 0) bad(what, " has an invalid dimension ", d.constant());
+    }
+    return s;
+  }
+  std::vector<std::string> strs(const char* what) {
+    std::vector<std::string> v(count(what, 4));
+    for (std::string& s : v) s = str(what);
+    return v;
+  }
   std::vector<int> ints(const char* what) {
     std::vector<int> v(count(what, 4));
     for (auto& x : v) x = pod<int32_t>(what);
@@ -102,7 +163,7 @@ class Reader {
     std::vector<BufferSpec> specs(count(what, 12));
     for (BufferSpec& a : specs) {
       a.name = str("a buffer name");
-      a.shape = symbolic_shape(shape("a buffer shape"));
+      a.shape = symbolic("a buffer shape");
       a.dtype = dtype("a buffer");
     }
     return specs;
@@ -120,6 +181,7 @@ class Reader {
   }
   const char* p_;
   const char* end_;
+  uint32_t version_;
 };
 
 void check_index(int v, size_t size, const std::string& what) {
@@ -194,17 +256,44 @@ std::vector<DeviceProgramSpec> decode_device_programs(Reader& r) {
   return programs;
 }
 
+// Every variable of `shape` is one of `vars`.
+void check_vars(const SymbolicShape& shape, const std::vector<std::string>& vars, const std::string& what) {
+  std::vector<std::string> used;
+  for (const ShapeExpr& d : shape) d.collect_vars(used);
+  for (const std::string& v : used)
+    if (std::find(vars.begin(), vars.end(), v) == vars.end())
+      Reader::bad(what, " has the dimension variable ", v, ", which is not among its variables");
+}
+
+// A symbolic plan's variables are the ones its shapes, slots and kernels use; the sizes that
+// depend on them are checked at each size (GraphExecutor).
+void validate_symbolic(const ModuleMetadata& m) {
+  const GraphPlan& p = m.plan;
+  for (size_t id = 0; id < p.tensors.size(); ++id)
+    check_vars(p.symbolic_shapes[id], p.shape_vars, "tensor '" + p.tensors[id].name + "'");
+  check_vars(p.slot_bytes, p.shape_vars, "the arena slots");
+  for (const KernelSignature& k : m.kernels) {
+    for (const std::string& v : k.shape_vars)
+      if (std::find(p.shape_vars.begin(), p.shape_vars.end(), v) == p.shape_vars.end())
+        Reader::bad("kernel '", k.name, "' takes the dimension variable ", v, ", which the plan does not have");
+    for (const BufferSpec& a : k.args)
+      check_vars(a.shape, k.shape_vars, "kernel '" + k.name + "' argument '" + a.name + "'");
+  }
+}
+
 // The plan must be safe to follow: the executor indexes with these numbers without checks.
 void validate(const ModuleMetadata& m) {
   const GraphPlan& p = m.plan;
   const size_t n = p.tensors.size();
+  const bool symbolic = p.is_symbolic();
+  if (symbolic) validate_symbolic(m);
   for (size_t id = 0; id < n; ++id) {
     const Info& t = p.tensors[id];
     const std::string what = "tensor " + std::to_string(id) + " ('" + t.name + "')";
     if (t.alias_of >= 0) {
       // Views point back at an earlier tensor, so alias chains end.
       if (static_cast<size_t>(t.alias_of) >= id) Reader::bad(what, " aliases a later tensor");
-      if (bytes_of(t.shape, t.dtype) > bytes_of(p.tensors[t.alias_of].shape, p.tensors[t.alias_of].dtype))
+      if (!symbolic && bytes_of(t.shape, t.dtype) > bytes_of(p.tensors[t.alias_of].shape, p.tensors[t.alias_of].dtype))
         Reader::bad(what, " is larger than the tensor it aliases");
       continue;
     }
@@ -217,10 +306,15 @@ void validate(const ModuleMetadata& m) {
         break;
       case Info::Constant:
         check_index(t.index, p.constants.size(), what + ": constant index");
-        if (p.constants[t.index].shape() != t.shape || p.constants[t.index].dtype() != t.dtype)
+        if (!equals(symbolic ? p.symbolic_shapes[id] : symbolic_shape(t.shape), p.constants[t.index].shape()) ||
+            p.constants[t.index].dtype() != t.dtype)
           Reader::bad(what, " does not match its constant's shape and dtype");
         break;
       case Info::Intermediate:
+        if (symbolic) {
+          check_index(t.index, p.slot_bytes.size(), what + ": arena slot");
+          break;
+        }
         check_index(t.index, p.slot_offsets.size(), what + ": arena slot");
         if (p.slot_offsets[t.index] < 0 || p.slot_offsets[t.index] % 64 != 0 ||
             static_cast<uint64_t>(p.slot_offsets[t.index]) + bytes_of(t.shape, t.dtype) >
@@ -247,8 +341,8 @@ void validate(const ModuleMetadata& m) {
       Reader::bad("step ", s, " calls '", p.steps[s].kernel, "', which is neither a kernel nor a device program");
     if (p.steps[s].kernel.empty() &&
         (p.steps[s].args.size() != 2 ||
-         bytes_of(p.tensors[p.steps[s].args[0]].shape, p.tensors[p.steps[s].args[0]].dtype) !=
-             bytes_of(p.tensors[p.steps[s].args[1]].shape, p.tensors[p.steps[s].args[1]].dtype)))
+         (!symbolic && bytes_of(p.tensors[p.steps[s].args[0]].shape, p.tensors[p.steps[s].args[0]].dtype) !=
+                           bytes_of(p.tensors[p.steps[s].args[1]].shape, p.tensors[p.steps[s].args[1]].dtype))))
       Reader::bad("step ", s, " copies between tensors of different sizes");
   }
 }
@@ -269,7 +363,9 @@ std::vector<uint64_t> weights_layout(const GraphPlan& plan, uint64_t* total_byte
 std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
   if (version < 2 && !m.device_programs.empty())
     fail("internal error: module format version ", version, " cannot hold device programs");
-  Writer w;
+  if (version < 3 && m.plan.is_symbolic())
+    fail("internal error: module format version ", version, " cannot hold a plan of symbolic sizes");
+  Writer w(version);
   w.str(m.target);
   w.str(m.arch);
   w.u32(m.cpu_features.size());
@@ -278,13 +374,15 @@ std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
   for (const KernelSignature& k : m.kernels) {
     w.str(k.name);
     w.buffers(k.args);
+    if (version >= 3) w.strs(k.shape_vars);
   }
   const GraphPlan& p = m.plan;
   w.u32(p.tensors.size());
-  for (const Info& t : p.tensors) {
+  for (size_t id = 0; id < p.tensors.size(); ++id) {
+    const Info& t = p.tensors[id];
     w.pod(static_cast<uint8_t>(t.kind));
     w.str(t.name);
-    w.shape(t.shape);
+    w.shape(p.is_symbolic() ? p.symbolic_shapes.at(id) : symbolic_shape(t.shape), "tensor '" + t.name + "'");
     w.str(t.dtype.str());
     w.pod(static_cast<int32_t>(t.index));
     w.pod(static_cast<int32_t>(t.alias_of));
@@ -305,16 +403,23 @@ std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
     w.str(p.constants[i].dtype().str());
     w.pod(offsets[i]);
   }
-  w.u32(p.slot_offsets.size());
-  for (int64_t o : p.slot_offsets) w.pod(o);
-  w.pod(p.arena_bytes);
+  // A symbolic plan's offsets come with each size: it stores its slots' sizes instead.
+  const bool symbolic = p.is_symbolic();
+  w.u32(symbolic ? 0 : p.slot_offsets.size());
+  if (!symbolic)
+    for (int64_t o : p.slot_offsets) w.pod(o);
+  w.pod(symbolic ? int64_t{0} : p.arena_bytes);
   if (version >= 2) encode_device_programs(w, m.device_programs);
+  if (version >= 3) {
+    w.strs(p.shape_vars);
+    w.shape(p.slot_bytes, "the arena slots");
+  }
   return w.take();
 }
 
 ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, char* weights, size_t weights_size,
                                std::shared_ptr<void> owner) {
-  Reader r(data, size);
+  Reader r(data, size, version);
   ModuleMetadata m;
   m.target = r.str("the target");
   m.arch = r.str("the architecture");
@@ -324,15 +429,17 @@ ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, 
   for (KernelSignature& k : m.kernels) {
     k.name = r.str("a kernel name");
     k.args = r.buffers("a kernel's arguments");
+    if (version >= 3) k.shape_vars = r.strs("a kernel's dimension variables");
   }
   GraphPlan& p = m.plan;
   p.tensors.resize(r.count("the tensors", 17));
+  std::vector<SymbolicShape> shapes;  // symbolic until the plan says whether it has variables
   for (Info& t : p.tensors) {
     uint8_t kind = r.pod<uint8_t>("a tensor kind");
     if (kind > Info::Intermediate) Reader::bad("a tensor has the unknown kind ", int(kind));
     t.kind = static_cast<Info::Kind>(kind);
     t.name = r.str("a tensor name");
-    t.shape = r.shape("a tensor shape");
+    shapes.push_back(r.symbolic("a tensor shape"));
     t.dtype = r.dtype("a tensor");
     t.index = r.pod<int32_t>("a tensor index");
     t.alias_of = r.pod<int32_t>("a tensor alias");
@@ -362,7 +469,21 @@ ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, 
   if (p.arena_bytes < 0 || p.arena_bytes > (int64_t(1) << 40))
     Reader::bad("the arena size ", p.arena_bytes, " is invalid");
   if (version >= 2) m.device_programs = decode_device_programs(r);
+  if (version >= 3) {
+    p.shape_vars = r.strs("the dimension variables");
+    p.slot_bytes = r.symbolic("the arena slots");
+  }
   if (!r.done()) Reader::bad("it has trailing bytes");
+  for (size_t id = 0; id < p.tensors.size(); ++id) {
+    if (p.is_symbolic()) {
+      p.tensors[id].shape.assign(shapes[id].size(), 0);  // values come with each size
+    } else if (is_static(shapes[id])) {
+      p.tensors[id].shape = static_shape(shapes[id], "a tensor shape");
+    } else {
+      Reader::bad("tensor '", p.tensors[id].name, "' has a symbolic shape in a plan without dimension variables");
+    }
+  }
+  if (p.is_symbolic()) p.symbolic_shapes = std::move(shapes);
   validate(m);
   return m;
 }

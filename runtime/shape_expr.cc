@@ -48,6 +48,16 @@ int64_t ShapeExpr::constant() const {
   return node_->value;
 }
 
+ShapeExpr ShapeExpr::lhs() const {
+  if (!node_->a) fail("internal error: ShapeExpr::lhs of a leaf");
+  return ShapeExpr(node_->a);
+}
+
+ShapeExpr ShapeExpr::rhs() const {
+  if (!node_->b) fail("internal error: ShapeExpr::rhs of a leaf");
+  return ShapeExpr(node_->b);
+}
+
 void ShapeExpr::collect_vars(std::vector<std::string>& names) const {
   if (const std::string* name = var_name()) {
     if (std::find(names.begin(), names.end(), *name) == names.end()) names.push_back(*name);

@@ -24,6 +24,9 @@ class ShapeExpr {
   int64_t constant() const;  // throws unless is_constant()
   // The variable's name when the dimension is one variable by itself, else null.
   const std::string* var_name() const { return node_->op == Op::Var ? &node_->name : nullptr; }
+  // The operands of a binary expression (throws for a constant or a variable).
+  ShapeExpr lhs() const;
+  ShapeExpr rhs() const;
   // Its variables, each once, in the order they first appear.
   void collect_vars(std::vector<std::string>& names) const;
   // Its value under `values`; throws naming a variable `values` lacks, or a division by zero.

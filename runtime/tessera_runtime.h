@@ -49,7 +49,10 @@ typedef struct {
   const int64_t* shape;
 } TesseraTensor;
 
-/* What a module's input or output is; the strings and the shape belong to the module. */
+/* What a module's input or output is; the strings and the shape belong to the module. In a module
+ * of symbolic sizes (a dynamic batch) a symbolic dimension is -1 and nbytes 0: an input takes
+ * any size the module's shapes allow, set with the data (TesseraTensor's shape), and an output's
+ * shape comes with tessera_module_get_output after a run. */
 typedef struct {
   const char* name;
   TesseraDType dtype;

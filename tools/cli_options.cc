@@ -119,6 +119,12 @@ driver::BuildOptions build_options(const ModelOptions& o, bool jit) {
 
 relay_ir::Module load(const ModelOptions& o) { return import_at(o, single_shapes(o)); }
 
+relay_ir::Module load_symbolic(const ModelOptions& o) {
+  frontend::onnx::ImportOptions options = import_options(o, single_shapes(o));
+  options.symbolic = true;
+  return frontend::onnx::import_model(o.model, options);
+}
+
 std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& o) {
   const auto fixed = single_shapes(o);
   std::vector<runtime::BufferSpec> inputs = frontend::onnx::model_inputs(o.model, import_options(o, fixed));
@@ -129,11 +135,7 @@ std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& 
     all.insert(fixed.begin(), fixed.end());
     return import_at(o, all);
   };
-  auto symbolic = [o, fixed] {
-    frontend::onnx::ImportOptions options = import_options(o, fixed);
-    options.symbolic = true;
-    return frontend::onnx::import_model(o.model, options);
-  };
+  auto symbolic = [o] { return load_symbolic(o); };
   return std::make_shared<driver::ShapeSpecializedBuild>(
       std::move(inputs), specialize, targets::Target::parse(o.target), build_options(o, /*jit=*/true), symbolic);
 }

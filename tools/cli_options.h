@@ -27,9 +27,12 @@ relay_ir::Module load(const ModelOptions& o);
 // The ONNX model as a program when one static graph cannot express it (control flow decided at
 // run time, data-dependent shapes: frontend/onnx/program.h); null otherwise.
 std::shared_ptr<const relay_ir::Program> load_program(const ModelOptions& o);
-// The ONNX model built once per size it is run at, when inputs keep symbolic dimensions that no
-// --shape fixes; null otherwise.
+// The ONNX model built once for every size, or else once per size it is run at, when inputs keep
+// symbolic dimensions that no --shape fixes; null otherwise.
 std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& o);
+// The ONNX model with the symbolic dimensions no --shape fixes kept as variables (one graph for
+// every size); throws naming the operator that needs a dimension as a constant.
+relay_ir::Module load_symbolic(const ModelOptions& o);
 // The build options the model options give.
 driver::BuildOptions build_options(const ModelOptions& o, bool jit);
 // The model at each size given: an input with several --shape options takes each in turn, inputs

@@ -35,16 +35,30 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// A model whose inputs keep symbolic dimensions (no --shape) compiles once for every size where its
+// operators allow; otherwise the error says which operator needs --shape.
 driver::BuildResult compile(const ModelOptions& o, double* seconds, bool jit = true) {
   auto start = std::chrono::steady_clock::now();
-  relay_ir::Module m = load(o);
+  relay_ir::Module m;
+  if (load_dynamic(o)) {
+    try {
+      m = load_symbolic(o);
+    } catch (const Error& e) {
+      fail(o.model, ": it has symbolic dimensions, and it cannot be compiled for every size: ", e.what(),
+           "; give its inputs' shapes with --shape");
+    }
+  } else {
+    m = load(o);
+  }
   driver::BuildResult r = driver::build(m, targets::Target::parse(o.target), build_options(o, jit));
   *seconds = seconds_since(start);
   return r;
 }
 
-std::string describe(const runtime::GraphPlan::TensorInfo& t) {
-  return t.name + ": " + t.dtype.str() + runtime::shape_str(t.shape);
+std::string describe(const runtime::GraphPlan& plan, int id) {
+  const auto& t = plan.tensors[id];
+  return t.name + ": " + t.dtype.str() +
+         (plan.is_symbolic() ? runtime::symbolic_shape_str(plan.symbolic_shapes[id]) : runtime::shape_str(t.shape));
 }
 
 int64_t intermediate_bytes(const runtime::GraphPlan& plan) {
@@ -59,8 +73,8 @@ int64_t intermediate_bytes(const runtime::GraphPlan& plan) {
 }
 
 void print_inputs_outputs(const runtime::GraphPlan& plan) {
-  for (int id : plan.inputs) std::printf("  input  %s\n", describe(plan.tensors[id]).c_str());
-  for (int id : plan.outputs) std::printf("  output %s\n", describe(plan.tensors[id]).c_str());
+  for (int id : plan.inputs) std::printf("  input  %s\n", describe(plan, id).c_str());
+  for (int id : plan.outputs) std::printf("  output %s\n", describe(plan, id).c_str());
 }
 
 // With -o the kernels are compiled once, for the file (no JIT), so any target can be exported.
@@ -68,8 +82,12 @@ int cmd_compile(const ModelOptions& o, const std::string& output) {
   double seconds = 0;
   driver::BuildResult r = compile(o, &seconds, /*jit=*/output.empty());
   const auto& plan = r.plan;
-  std::printf("compiled %s for %s in %.2f s: %zu kernels, %zu steps, memory plan %.1f KiB\n", o.model.c_str(),
-              o.target.c_str(), seconds, r.kernels.size(), plan.steps.size(), plan.arena_bytes / 1024.0);
+  if (plan.is_symbolic())
+    std::printf("compiled %s for %s in %.2f s for every size: %zu kernels, %zu steps, memory planned at each size\n",
+                o.model.c_str(), o.target.c_str(), seconds, r.kernels.size(), plan.steps.size());
+  else
+    std::printf("compiled %s for %s in %.2f s: %zu kernels, %zu steps, memory plan %.1f KiB\n", o.model.c_str(),
+                o.target.c_str(), seconds, r.kernels.size(), plan.steps.size(), plan.arena_bytes / 1024.0);
   print_inputs_outputs(plan);
   if (!output.empty()) {
     auto start = std::chrono::steady_clock::now();

@@ -226,14 +226,19 @@ void bind_dynamic(py::module_& m) {
            "was not.")
       .def(
           "export",
-          [](const DynamicLibrary&, const py::object&) {
-            fail(
-                "export: a module of symbolic sizes cannot be written yet; export the build of one size: "
-                "lib.specialize({name: shape}).export(path)");
+          [](const DynamicLibrary& l, const py::object& path) {
+            if (auto s = l.build().symbolic()) return Library(s).export_to(py::str(path));
+            const std::string reason = l.build().symbolic_reason();
+            fail("export: ",
+                 reason.empty() ? "the build for every size is made on the first run (its tiles chosen for that "
+                                  "run's sizes): run the model once, then export it"
+                                : "the model is built per size (" + reason + ")",
+                 "; or export the build of one size: lib.specialize({name: shape}).export(path)");
           },
           py::arg("path"),
-          "Not yet possible for symbolic sizes (raises tessera.Error): export the Library of one size from "
-          "specialize().")
+          "Writes the build for every size (made on the first run) as one shared library that runs at any size "
+          "(tessera.load, the C API with shapes given with the data); raises tessera.Error when the model is "
+          "built per size (symbolic_reason says why) or has not run yet. specialize() gives one size's build.")
       .def_property_readonly(
           "target", [](const DynamicLibrary& l) { return l.build().target().str(); }, "The target string.")
       .def_property_readonly(

@@ -26,8 +26,11 @@ std::vector<py::dict> describe(const runtime::GraphPlan& plan, const std::vector
   std::vector<py::dict> out;
   for (int id : ids) {
     const auto& t = plan.tensors.at(id);
-    out.push_back(py::dict(py::arg("name") = t.name, py::arg("shape") = py::tuple(py::cast(t.shape)),
-                           py::arg("dtype") = t.dtype.str()));
+    py::list shape;  // a plan of symbolic sizes shows its dimensions as declared ("N")
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      shape.append(plan.is_symbolic() ? dimension_object(plan.symbolic_shapes.at(id)[d]) : py::int_(t.shape[d]));
+    out.push_back(
+        py::dict(py::arg("name") = t.name, py::arg("shape") = py::tuple(shape), py::arg("dtype") = t.dtype.str()));
   }
   return out;
 }

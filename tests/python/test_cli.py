@@ -66,8 +66,8 @@ def test_inspect_prints_graph_kernels_memory_and_dot(model, tmp_path):
 
 
 def test_errors_are_one_clear_line(model, tmp_path):
-    proc = tessera("compile", model, ok=False)
-    assert proc.returncode == 1 and "symbolic dimension 'batch'" in proc.stderr
+    # Without --shape the model compiles once for every size (test_symbolic_build.py).
+    assert "for every size" in tessera("compile", model).stdout
     proc = tessera("run", model, "--shape", "x=3,8", ok=False)
     assert "input 'x' is not given (--input x=FILE.npy)" in proc.stderr
     np.save(tmp_path / "bad.npy", np.zeros((2, 8), "float32"))

@@ -135,3 +135,83 @@ def test_a_symbolic_build_runs_on_opencl(tmp_path, rng):
         y, f = lib.run([x])
         np.testing.assert_allclose(y, reference(x)[0], rtol=1e-5, atol=1e-5)
     assert lib.symbolic
+
+
+def test_a_module_of_symbolic_sizes_is_exported_and_runs_at_any_size(tmp_path, rng):
+    mod = tessera.onnx.load(conv_net(tmp_path, rng))
+    lib = tessera.build(mod, db=False)
+    x1 = rng.standard_normal((1, 3, 18, 18)).astype("float32")
+    lib.run([x1])  # the build for every size is made on the first run
+    lib.export(tmp_path / "m.so")
+    loaded = tessera.load(tmp_path / "m.so")
+    assert loaded.inputs == [{"name": "x", "shape": ("N", 3, 18, 18), "dtype": "float32"}]
+    for n in [3, 1, 0]:
+        x = rng.standard_normal((n, 3, 18, 18)).astype("float32")
+        np.testing.assert_array_equal(loaded.run([x])[0], lib.run([x])[0])
+    with pytest.raises(tessera.Error, match=r"input .x.: expected shape \(N, 3, 18, 18\), got \(2, 3, 18, 19\)"):
+        loaded.run([np.zeros((2, 3, 18, 19), "float32")])
+
+
+def test_the_c_api_passes_the_sizes_with_the_data(tmp_path, rng):
+    import package_under_test
+    root, build = package_under_test.ROOT, package_under_test.BUILD
+    lib = tessera.build(tessera.onnx.load(conv_net(tmp_path, rng)), db=False)
+    lib.run([np.zeros((1, 3, 18, 18), "float32")])
+    lib.export(tmp_path / "m.so")
+    program = tmp_path / "run.c"
+    program.write_text(r'''#include <stdio.h>
+#include <stdlib.h>
+#include "tessera_runtime.h"
+int main(void) {
+  TesseraModule* m;
+  TesseraTensorInfo info;
+  if (tessera_module_load("m.so", &m) || tessera_module_input_info(m, 0, &info)) return 1;
+  printf("input %s (%lld, %lld, %lld, %lld) %zu bytes\n", info.name, (long long)info.shape[0],
+         (long long)info.shape[1], (long long)info.shape[2], (long long)info.shape[3], info.nbytes);
+  for (int n = 1; n <= 3; n += 2) {
+    int64_t shape[4] = {n, 3, 18, 18};
+    float* x = calloc((size_t)n * 3 * 18 * 18, sizeof(float));
+    for (int i = 0; i < n * 3 * 18 * 18; ++i) x[i] = (float)(i % 7) - 3;
+    TesseraTensor in = {x, TESSERA_FLOAT32, 4, shape}, out;
+    if (tessera_module_set_input(m, 0, &in, TESSERA_COPY) || tessera_module_run(m) ||
+        tessera_module_get_output(m, 0, &out)) {
+      puts(tessera_last_error());
+      return 1;
+    }
+    printf("batch %d: output (%lld, %lld) first %.6f\n", n, (long long)out.shape[0], (long long)out.shape[1],
+           ((float*)out.data)[0]);
+    free(x);
+  }
+  tessera_module_free(m);
+  return 0;
+}
+''')
+    import subprocess
+    subprocess.run(["cc", str(program), "-I", f"{root}/runtime", f"{build}/lib/libtessera_runtime.a", "-lstdc++", "-lm",
+                    "-pthread", "-ldl", "-o", str(tmp_path / "run")], check=True)
+    out = subprocess.run([str(tmp_path / "run")], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    assert "input x (-1, 3, 18, 18) 0 bytes" in out
+    for n in [1, 3]:
+        x = ((np.arange(n * 3 * 18 * 18) % 7) - 3).astype("float32").reshape(n, 3, 18, 18)
+        assert f"batch {n}: output ({n}, 10) first {lib.run([x])[0][0, 0]:.6f}" in out
+
+
+def test_the_command_line_compiles_for_every_size_or_says_which_operator_needs_a_shape(tmp_path, rng):
+    import subprocess
+    from package_under_test import program
+    tessera_cli = program("tessera")
+    model = conv_net(tmp_path, rng)
+    out = subprocess.run([tessera_cli, "compile", model, "-o", str(tmp_path / "m.so")], capture_output=True, text=True,
+                         check=True).stdout
+    assert "for every size" in out and "input  x: float32(N, 3, 18, 18)" in out
+    x = rng.standard_normal((5, 3, 18, 18)).astype("float32")
+    np.save(tmp_path / "x.npy", x)
+    out = subprocess.run([tessera_cli, "run", str(tmp_path / "m.so"), "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
+                          str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    assert "output 0: float32(5, 10)" in out
+    np.testing.assert_allclose(np.load(tmp_path / "output0.npy"), tessera.build(tessera.onnx.load(model), db=False).run([x])[0],
+                               rtol=1e-5, atol=1e-5)
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y"])]
+    shaped = save(tmp_path, nodes, [vi("x", ["N", 4])], [vi("y", ["N", 4])], [], name="shaped.onnx")
+    proc = subprocess.run([tessera_cli, "compile", shaped], capture_output=True, text=True)
+    assert proc.returncode != 0 and "cannot be compiled for every size" in proc.stderr and "--shape" in proc.stderr
