@@ -1,4 +1,4 @@
-// Modules for a device (format version 2): device programs in the metadata, no host code. A
+// Modules for a device (format version 2 on): device programs in the metadata, no host code. A
 // hand-written OpenCL program round-trips and runs on PoCL; the ways such a file can be wrong or
 // meet the wrong device are each reported.
 #include <gtest/gtest.h>
@@ -62,7 +62,7 @@ TEST(DeviceModuleFile, RoundTripsAndRunsOnTheDevice) {
   EXPECT_TRUE(is_module_file(path));
   LoadedModule m = load_module(path);
   EXPECT_EQ(m.target, "opencl");
-  EXPECT_EQ(m.format_version, 2u);
+  EXPECT_EQ(m.format_version, kModuleFormatVersion);
   ASSERT_EQ(m.executor->device(), kOpenCL);
   NDArray x = NDArray::empty({4}, kFloat32);
   for (int i = 0; i < 4; ++i) x.data_as<float>()[i] = float(i);
