@@ -10,6 +10,7 @@
 // needed, allocates the outputs, and hands each kernel its dimension variables' values.
 #pragma once
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ class GraphExecutor {
   // Where the kernels run and the outputs live.
   Device device() const { return device_; }
   const Module& kernels() const { return *module_; }
+  // For callers that share the executor between threads: set_input, run and output make one call
+  // only while this is held (the executor itself takes no lock).
+  std::mutex& call_mutex() const { return call_mutex_; }
 
  private:
   bool on_device() const { return device_.type != DeviceType::CPU; }
@@ -76,6 +80,7 @@ class GraphExecutor {
   // kernel's values of them in the kernel's order (empty for a static kernel).
   std::vector<int64_t> bound_;
   std::vector<std::vector<int64_t>> step_vars_;
+  mutable std::mutex call_mutex_;
 };
 
 }  // namespace tessera::runtime

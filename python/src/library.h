@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ class Library {
   // Outputs as numpy arrays, or, when the inputs were given on the graph's device, as arrays there.
   std::vector<py::object> run(py::object inputs) {
     auto& ex = executor();
+    const std::unique_lock<std::mutex> lock = exclusive(ex);
     const bool on_device = set_inputs(ex, inputs) && ex.device().type != runtime::DeviceType::CPU;
     {
       py::gil_scoped_release release;
@@ -46,6 +48,7 @@ class Library {
   // Per step, the kernel and its median time over `repeat` runs (ms), slowest first.
   std::vector<std::pair<std::string, double>> profile(py::object inputs, int repeat) {
     auto& ex = executor();
+    const std::unique_lock<std::mutex> lock = exclusive(ex);
     set_inputs(ex, inputs);
     std::vector<std::vector<double>> runs;
     {
@@ -87,6 +90,14 @@ class Library {
       fail("this module was built without JIT compilation (target '", target_,
            "'); export it and run it where it runs");
     return *executor_;
+  }
+
+  // The executor holds a run's inputs and outputs (and a build for every size its sizes), and runs
+  // without the GIL: one call at a time, from setting the inputs to reading the outputs. The wait
+  // releases the GIL, so a call holding the lock can take it back.
+  static std::unique_lock<std::mutex> exclusive(runtime::GraphExecutor& ex) {
+    py::gil_scoped_release release;
+    return std::unique_lock<std::mutex>(ex.call_mutex());
   }
 
   // Checks the inputs (a list in order, or a dict by name) against the model's and sets them;

@@ -215,3 +215,26 @@ def test_the_command_line_compiles_for_every_size_or_says_which_operator_needs_a
     shaped = save(tmp_path, nodes, [vi("x", ["N", 4])], [vi("y", ["N", 4])], [], name="shaped.onnx")
     proc = subprocess.run([tessera_cli, "compile", shaped], capture_output=True, text=True)
     assert proc.returncode != 0 and "cannot be compiled for every size" in proc.stderr and "--shape" in proc.stderr
+
+
+def test_threads_running_one_build_at_different_sizes_each_get_their_own_results(tmp_path, rng):
+    import threading
+    path, reference = dense_model(tmp_path, rng)
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    inputs = {n: rng.standard_normal((n, 7)).astype("float32") for n in [1, 8, 33]}
+    lib.run([inputs[1]])
+    errors = []
+
+    def work(n):
+        for _ in range(200):
+            y = lib.run([inputs[n]])[0]
+            if y.shape != (n, 5) or not np.allclose(y, reference(inputs[n])[0], rtol=1e-5, atol=1e-5):
+                errors.append(n)
+                return
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in inputs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert lib.symbolic and errors == []
