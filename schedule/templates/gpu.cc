@@ -1,5 +1,4 @@
 #include "schedule/templates/gpu.h"
-#include "schedule/templates/extent_hint.h"
 
 #include <algorithm>
 #include <limits>
@@ -9,6 +8,7 @@
 
 #include "runtime/error.h"
 #include "schedule/templates/cpu.h"
+#include "schedule/templates/extent_hint.h"
 #include "tensor_ir/arith/const_bound.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"

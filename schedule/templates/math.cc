@@ -1,8 +1,8 @@
 // CPU templates of the math family's compute definitions, by tag.
 #include "schedule/templates/math.h"
-#include "schedule/templates/extent_hint.h"
 
 #include "schedule/templates/cpu.h"
+#include "schedule/templates/extent_hint.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"

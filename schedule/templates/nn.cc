@@ -1,12 +1,12 @@
 // CPU templates of the nn family's compute definitions, by tag; each group adds its own from
 // nn_*.cc. The helpers here find a template's stages by tag and shape its outer loops.
 #include "schedule/templates/nn.h"
-#include "schedule/templates/extent_hint.h"
-#include "tensor_ir/structural.h"
 
 #include <unordered_set>
 
+#include "schedule/templates/extent_hint.h"
 #include "tensor_ir/graph.h"
+#include "tensor_ir/structural.h"
 
 namespace tessera::schedule {
 
