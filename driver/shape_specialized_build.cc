@@ -52,7 +52,7 @@ std::shared_ptr<const BuildResult> ShapeSpecializedBuild::get(const std::vector<
     }
     if (symbolic_) return symbolic_;
   }
-  return specialized(shapes);
+  return specialized_at(shapes, values);
 }
 
 std::shared_ptr<const BuildResult> ShapeSpecializedBuild::symbolic() const {
@@ -66,7 +66,11 @@ std::string ShapeSpecializedBuild::symbolic_reason() const {
 }
 
 std::shared_ptr<const BuildResult> ShapeSpecializedBuild::specialized(const std::vector<std::vector<int64_t>>& shapes) {
-  const std::map<std::string, int64_t> values = bind(shapes);
+  return specialized_at(shapes, bind(shapes));
+}
+
+std::shared_ptr<const BuildResult> ShapeSpecializedBuild::specialized_at(
+    const std::vector<std::vector<int64_t>>& shapes, const std::map<std::string, int64_t>& values) {
   std::vector<int64_t> key;
   for (const std::string& v : vars_) key.push_back(values.at(v));
   std::lock_guard<std::mutex> lock(mutex_);

@@ -82,6 +82,9 @@ class ShapeSpecializedBuild {
 
   // The declared shapes bound to `shapes`: the variables' values (throws naming what does not fit).
   std::map<std::string, int64_t> bind(const std::vector<std::vector<int64_t>>& shapes) const;
+  // specialized() for shapes already bound to `values`.
+  std::shared_ptr<const BuildResult> specialized_at(const std::vector<std::vector<int64_t>>& shapes,
+                                                    const std::map<std::string, int64_t>& values);
 };
 
 }  // namespace tessera::driver

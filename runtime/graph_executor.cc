@@ -203,6 +203,11 @@ void GraphExecutor::check_sizes(const std::string& at) const {
 }
 
 void GraphExecutor::bind_sizes() {
+  // Every run comes here: the sizes of the last run are the usual case, checked without allocating.
+  bool same = bound_shapes_.size() == inputs_.size();
+  for (size_t i = 0; same && i < inputs_.size(); ++i) same = inputs_[i].shape() == bound_shapes_[i];
+  if (same) return;
+  bound_shapes_.clear();  // unbound until every size-dependent part is updated (an error may come first)
   std::vector<SymbolicShape> expected;
   std::vector<std::vector<int64_t>> got;
   std::vector<std::string> names;
@@ -212,17 +217,12 @@ void GraphExecutor::bind_sizes() {
     names.push_back("'" + input_info(i).name + "'");
   }
   const std::map<std::string, int64_t> values = bind_shape_vars(expected, got, names, "input");
-  std::vector<int64_t> bound;
+  std::string at;  // "N = 3, L = 16", for errors
   for (const std::string& v : plan_.shape_vars) {
     auto it = values.find(v);
     if (it == values.end()) fail("graph plan: no input's shape gives the dimension variable ", v, " a value");
-    bound.push_back(it->second);
+    at += (at.empty() ? "" : ", ") + v + " = " + std::to_string(it->second);
   }
-  if (bound == bound_) return;
-  bound_.clear();  // unbound until every size-dependent part is updated (an error may come first)
-  std::string at;
-  for (size_t v = 0; v < bound.size(); ++v)
-    at += (v ? ", " : "") + plan_.shape_vars[v] + " = " + std::to_string(bound[v]);
   for (size_t id = 0; id < plan_.tensors.size(); ++id) {
     auto& t = plan_.tensors[id];
     t.shape.clear();
@@ -268,7 +268,7 @@ void GraphExecutor::bind_sizes() {
     if (!on_device())
       for (const std::string& v : step_kernels_[s].signature().shape_vars) step_vars_[s].push_back(values.at(v));
   }
-  bound_ = std::move(bound);
+  bound_shapes_ = std::move(got);
 }
 
 void GraphExecutor::run_step(size_t s, std::vector<void*>& args, bool wait) const {

@@ -76,9 +76,9 @@ class GraphExecutor {
   NDArray arena_;
   std::vector<NDArray> slots_, constants_;  // on a device: the arena's slots, the uploaded constants
   std::vector<NDArray> inputs_, input_copies_, outputs_;
-  // A symbolic plan's variables at the sizes bound last (empty: none yet), and each step's
-  // kernel's values of them in the kernel's order (empty for a static kernel).
-  std::vector<int64_t> bound_;
+  // A symbolic plan's input shapes bound last (empty: none yet), and each step's kernel's values
+  // of its dimension variables in the kernel's order (empty for a static kernel).
+  std::vector<std::vector<int64_t>> bound_shapes_;
   std::vector<std::vector<int64_t>> step_vars_;
   mutable std::mutex call_mutex_;
 };
