@@ -4,6 +4,7 @@
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/ir.h"
 #include "tensor_ir/op.h"
@@ -71,8 +72,7 @@ bool dims_equal(const Expr& a, const Expr& b) {
   const auto* cb = b.as<tensor_ir::IntImm>();
   if (ca || cb) return ca && cb && ca->value == cb->value;
   if (tensor_ir::structural_equal(a, b)) return true;
-  const auto* diff = tensor_ir::arith::simplify(a - b).as<tensor_ir::IntImm>();
-  return diff && diff->value == 0;
+  return tensor_ir::arith::equal_as_polynomials(a, b);
 }
 
 bool Shape::operator==(const Shape& o) const {

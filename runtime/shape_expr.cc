@@ -1,5 +1,7 @@
 #include "runtime/shape_expr.h"
 
+#include <optional>
+
 #include <algorithm>
 
 #include "runtime/error.h"
@@ -150,26 +152,43 @@ std::string symbolic_shape_str(const SymbolicShape& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+std::optional<std::pair<std::string, int64_t>> scaled_var(const ShapeExpr& e) {
+  if (const std::string* name = e.var_name()) return std::pair{*name, int64_t{1}};
+  if (e.op() != ShapeExpr::Op::Mul) return std::nullopt;
+  for (const auto& [v, c] : {std::pair{e.lhs(), e.rhs()}, std::pair{e.rhs(), e.lhs()}})
+    if (v.var_name() && c.is_constant() && c.constant() > 0) return std::pair{*v.var_name(), c.constant()};
+  return std::nullopt;
+}
+
 std::map<std::string, int64_t> bind_shape_vars(const std::vector<SymbolicShape>& expected,
                                                const std::vector<std::vector<int64_t>>& got,
                                                const std::vector<std::string>& names, const std::string& where) {
   std::map<std::string, int64_t> values;
   std::map<std::string, std::string> source;  // where each value came from, for errors
   auto arg = [&](size_t i) { return where + " " + names.at(i) + " (#" + std::to_string(i) + ")"; };
-  for (size_t i = 0; i < expected.size(); ++i) {
+  for (size_t i = 0; i < expected.size(); ++i)
     if (got[i].size() != expected[i].size())
       fail(arg(i), ": expected ", expected[i].size(), " dimensions ", symbolic_shape_str(expected[i]), ", got ",
            got[i].size());
-    for (size_t d = 0; d < expected[i].size(); ++d) {
-      const std::string* name = expected[i][d].var_name();
-      if (!name || values.count(*name)) continue;
-      values[*name] = got[i][d];
-      source[*name] = names.at(i) + " dimension " + std::to_string(d);
-    }
-  }
+  // A variable by itself first, then one a constant multiplies (N*4: the heads of N sequences);
+  // the checks below catch a size the constant does not divide.
+  for (bool scaled : {false, true})
+    for (size_t i = 0; i < expected.size(); ++i)
+      for (size_t d = 0; d < expected[i].size(); ++d) {
+        const auto var = scaled_var(expected[i][d]);
+        if (!var || values.count(var->first) || (var->second != 1) != scaled) continue;
+        values[var->first] = got[i][d] / var->second;
+        source[var->first] = names.at(i) + " dimension " + std::to_string(d);
+      }
   for (size_t i = 0; i < expected.size(); ++i) {
     for (size_t d = 0; d < expected[i].size(); ++d) {
       const ShapeExpr& e = expected[i][d];
+      std::vector<std::string> unbound;
+      e.collect_vars(unbound);
+      for (const std::string& v : unbound)
+        if (!values.count(v))
+          fail(arg(i), ": dimension ", d, " is ", e.str(), ", and no argument has the dimension ", v,
+               " by itself or times a constant to tell its value");
       const int64_t want = e.evaluate(values);
       if (got[i][d] == want) continue;
       std::string because;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,9 +58,12 @@ bool equals(const SymbolicShape& shape, const std::vector<int64_t>& dims);
 // "(n, 7)" as shape_str writes static shapes.
 std::string symbolic_shape_str(const SymbolicShape& shape);
 
+// The variable and the constant factor of a dimension `v` or `v*c` (c > 0), else nothing.
+std::optional<std::pair<std::string, int64_t>> scaled_var(const ShapeExpr& e);
 // The values of dimension variables fixed by the shapes of one call: each variable takes the
-// first dimension that is that variable by itself; every dimension must then equal its
-// expression. Errors begin with `where` and name argument i as `names[i]` ("input 'x'").
+// first dimension that is that variable by itself, else the first that is it times a constant,
+// divided by it; every dimension must then equal its expression. Errors begin with `where` and name argument i as
+// `names[i]` ("input 'x'").
 std::map<std::string, int64_t> bind_shape_vars(const std::vector<SymbolicShape>& expected,
                                                const std::vector<std::vector<int64_t>>& got,
                                                const std::vector<std::string>& names, const std::string& where);

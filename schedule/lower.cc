@@ -61,16 +61,14 @@ void check_args(const Schedule& schedule, const std::vector<Tensor>& args) {
   }
 }
 
-// The variables of the arguments' symbolic dimensions, in order of first appearance. Each must be
-// some argument's dimension by itself (or converted to the index type), so a call's shapes tell
-// its value.
+// The variables of the arguments' symbolic dimensions, in order of first appearance. A caller
+// gives their values: the graph executor from its plan, a call with shapes alone from an argument
+// dimension that is the variable by itself or times a constant (runtime::bind_shape_vars, which
+// names a variable no argument tells).
 std::vector<Var> shape_vars_of(const std::vector<Tensor>& args) {
   std::vector<Var> vars;
-  std::vector<const Object*> alone;
   for (const Tensor& t : args)
-    for (const Expr& d : t->shape) {
-      const auto* c = d.as<Cast>();
-      alone.push_back(c ? c->value.get() : d.get());
+    for (const Expr& d : t->shape)
       for (const Var& v : vars_of(d)) {
         if (std::any_of(vars.begin(), vars.end(), [&](const Var& x) { return x.same_as(v); })) continue;
         // The runtime binds values by name.
@@ -78,12 +76,6 @@ std::vector<Var> shape_vars_of(const std::vector<Tensor>& args) {
           fail("lower: two different dimension variables are named ", v.name(), " (make one te.var and use it)");
         vars.push_back(v);
       }
-    }
-  for (const Var& v : vars)
-    if (std::find(alone.begin(), alone.end(), v.get()) == alone.end())
-      fail("lower: the dimension variable ", v.name(),
-           " is no argument's dimension by itself, so a call cannot tell its value (add an argument of that "
-           "dimension, or write the shapes in terms of a variable that is one)");
   return vars;
 }
 

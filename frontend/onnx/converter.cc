@@ -6,6 +6,7 @@
 #include "frontend/onnx/tensor_proto.h"
 #include "relay_ir/functor.h"
 #include "relay_ir/transforms/infer_type.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::frontend::onnx {
 
@@ -32,6 +33,7 @@ void ConvertContext::error(const std::string& message) const { fail(where(), ": 
 
 const Expr& ConvertContext::input(size_t i) const {
   if (!has_input(i)) error("missing input " + std::to_string(i));
+  if (is_dim_input(i)) error("input " + std::to_string(i) + " is a shape value of symbolic sizes, not a tensor");
   return inputs_[i];
 }
 
@@ -52,6 +54,12 @@ runtime::NDArray ConvertContext::constant_input(size_t i, const std::string& wha
     fail("internal error: the converter of ", op_type(), " reads input ", i, " (", what,
          ") as a constant without declaring it a value input");
   if (auto c = try_constant_input(i)) return *c;
+  if (is_dim_input(i)) {
+    std::string dims;
+    for (const auto& e : dim_inputs_[i]) dims += (dims.empty() ? "" : ", ") + tensor_ir::to_string(e);
+    error(what + " (input '" + input_names_[i] + "') is [" + dims +
+          "], of symbolic sizes, where this operator needs constants");
+  }
   input(i);
   // The graph inputs it is computed from: binding them makes it a constant.
   std::vector<std::string> graph_inputs;
@@ -68,6 +76,18 @@ std::vector<int64_t> ConvertContext::constant_ints(size_t i, const std::string& 
   else if (a.dtype() == runtime::kInt32) std::copy(a.data_as<int32_t>(), a.data_as<int32_t>() + a.numel(), out.begin());
   else error(what + " must be int32 or int64, got " + a.dtype().str());
   return out;
+}
+
+std::vector<tensor_ir::Expr> ConvertContext::dim_ints(size_t i, const std::string& what) const {
+  if (is_dim_input(i)) return dim_inputs_[i];
+  std::vector<tensor_ir::Expr> out;
+  for (int64_t v : constant_ints(i, what)) out.emplace_back(v);
+  return out;
+}
+
+void ConvertContext::set_dim_input(size_t i, std::vector<tensor_ir::Expr> elements) {
+  if (dim_inputs_.size() <= i) dim_inputs_.resize(i + 1);
+  dim_inputs_[i] = std::move(elements);
 }
 
 const ::onnx::AttributeProto* ConvertContext::find_attr(const std::string& name) const {

@@ -33,7 +33,9 @@ class ConvertContext {
   // --- inputs ------------------------------------------------------------------------
   size_t num_inputs() const { return inputs_.size(); }
   // False for an input that is absent or given as "" (an omitted optional input).
-  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].defined(); }
+  bool has_input(size_t i) const {
+    return (i < inputs_.size() && inputs_[i].defined()) || (i < dim_inputs_.size() && !dim_inputs_[i].empty());
+  }
   const relay_ir::Expr& input(size_t i) const;  // throws if absent
   const relay_ir::TensorTypeNode& input_type(size_t i) const;
   // The input's value when it is known at import time (initializer, Constant, bound input,
@@ -43,6 +45,12 @@ class ConvertContext {
   std::optional<runtime::NDArray> try_constant_input(size_t i) const;
   // A constant int64/int32 input as integers (e.g. a shape or axes input).
   std::vector<int64_t> constant_ints(size_t i, const std::string& what) const;
+  // A value input of a model of symbolic sizes: its elements as expressions of the dimension
+  // variables (frontend/onnx/dim_values.h), or a constant's as integers.
+  std::vector<tensor_ir::Expr> dim_ints(size_t i, const std::string& what) const;
+  bool is_dim_input(size_t i) const { return i < dim_inputs_.size() && !dim_inputs_[i].empty(); }
+  // Gives value input i as the elements of a shape value of symbolic sizes.
+  void set_dim_input(size_t i, std::vector<tensor_ir::Expr> elements);
 
   // --- attributes --------------------------------------------------------------------
   bool has_attr(const std::string& name) const;
@@ -69,6 +77,7 @@ class ConvertContext {
   std::vector<std::string> input_names_;
   std::string base_dir_;
   std::vector<int> value_inputs_;
+  std::vector<std::vector<tensor_ir::Expr>> dim_inputs_;  // by input; empty where it is none
 };
 
 using Converter = std::function<std::vector<relay_ir::Expr>(ConvertContext&)>;

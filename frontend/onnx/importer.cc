@@ -8,11 +8,13 @@
 #include <onnx/onnx_pb.h>
 
 #include "frontend/onnx/converter.h"
+#include "frontend/onnx/dim_values.h"
 #include "frontend/onnx/model_proto.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "relay_ir/functor.h"
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/element.h"
+#include "tensor_ir/arith/simplify.h"
 
 namespace tessera::frontend::onnx {
 
@@ -50,6 +52,9 @@ class Importer {
     for (const auto& node : graph_.node()) convert(node);
     std::vector<Expr> outputs;
     for (const auto& out : graph_.output()) {
+      if (dim_values_.count(out.name()))
+        fail("ONNX graph output '", out.name(), "' is the shape value ", dim_values_.at(out.name()).str(),
+             " of symbolic sizes; outputs computed from sizes alone are not supported");
       auto it = values_.find(out.name());
       if (it == values_.end() || !it->second) fail("ONNX graph output '", out.name(), "' is not produced by any node");
       outputs.push_back(it->second);
@@ -203,7 +208,8 @@ class Importer {
         if (!options_.symbolic)
           fail("graph input '", in.name, "' has symbolic dimension '", d.str(), "'; ", how_to_give_shape(in.name),
                " (tessera.onnx.load without shapes= gives a DynamicModule, which runs at any size)");
-        auto var = dim_vars_.try_emplace(*d.var_name(), *d.var_name()).first;
+        auto [var, added] = dim_vars_.try_emplace(*d.var_name(), *d.var_name());
+        if (added) dim_bounds_[var->second.get()] = {0, tensor_ir::arith::ConstBound::kPosInf};
         dims.push_back(var->second);
       }
       relay_ir::Var v(in.name, relay_ir::tensor_type(relay_ir::Shape(dims), in.dtype));
@@ -244,6 +250,10 @@ class Importer {
       values_[init.name()] = relay_ir::constant(tensor_from_proto(init, base_dir_));
     for (const auto& inner : branch->node()) convert(inner);
     for (int i = 0; i < node.output_size(); ++i) {
+      if (auto d = dim_values_.find(branch->output(i).name()); d != dim_values_.end()) {
+        if (!node.output(i).empty()) dim_values_[node.output(i)] = d->second;
+        continue;
+      }
       auto it = values_.find(branch->output(i).name());
       if (it == values_.end() || !it->second)
         ctx.error(std::string(chosen) + " output '" + branch->output(i).name() + "' is not produced by any node");
@@ -253,12 +263,13 @@ class Importer {
 
   void convert(const ::onnx::NodeProto& node) {
     if (is_if(node)) return convert_if(node);
+    if (convert_dim_arithmetic(node)) return;
     std::vector<Expr> inputs;
     std::vector<std::string> names;
     for (const auto& in : node.input()) {
       names.push_back(in);
-      if (in.empty()) {
-        inputs.emplace_back();  // an omitted optional input
+      if (in.empty() || dim_values_.count(in)) {
+        inputs.emplace_back();  // an omitted optional input, or a shape value the context holds
         continue;
       }
       auto it = values_.find(in);
@@ -268,6 +279,7 @@ class Importer {
     }
     std::vector<Expr> outputs;
     try {
+      check_dim_inputs(node);
       outputs = convert_widened(node, inputs, names);
     } catch (const BindingRequired&) {
       throw;
@@ -306,8 +318,10 @@ class Importer {
         if (!narrow) narrow = t;
         inputs[i] = widened(as_given, inputs[i], t.compute_type());
       }
+    add_dim_inputs(node, as_given);
     if (!narrow) return entry.convert(as_given);
     ConvertContext ctx(node, opset_of(node.domain()), inputs, names, base_dir_, entry.value_inputs);
+    add_dim_inputs(node, ctx);
     std::vector<Expr> outputs = entry.convert(ctx);
     for (auto& e : outputs) {
       if (!e) continue;
@@ -316,6 +330,73 @@ class Importer {
       if (t && t->dtype == narrow->compute_type()) e = ctx.call("cast", {e}, {{"dtype", narrow->str()}});
     }
     return outputs;
+  }
+
+  // Shape arithmetic on symbolic sizes (frontend/onnx/dim_values.h): Shape or Size of a tensor
+  // of symbolic shape, and the shape arithmetic on their values, give DimValues (constants when
+  // the sizes cancel). False when `node` is not such a node: it is converted as usual.
+  bool convert_dim_arithmetic(const ::onnx::NodeProto& node) {
+    std::vector<DimValue> outputs;
+    const int opset = opset_of(node.domain());
+    const bool shape_op = (node.op_type() == "Shape" || node.op_type() == "Size") && node.domain().empty();
+    if (shape_op && node.input_size() == 1 && values_.count(node.input(0))) {
+      relay_ir::infer_type(values_.at(node.input(0)));
+      const auto* t = values_.at(node.input(0))->checked_type.as<relay_ir::TensorTypeNode>();
+      if (!t || t->shape.is_static()) return false;
+      if (node.op_type() == "Size") {
+        outputs.push_back(DimValue{{tensor_ir::arith::simplify(t->shape.numel())}, true});
+      } else {
+        ConvertContext ctx(node, opset, {}, {}, base_dir_, {});
+        ctx.check_attrs({"start", "end"});
+        const int64_t rank = static_cast<int64_t>(t->shape.size());
+        auto clamp = [&](int64_t d) { return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank); };
+        outputs.push_back(shape_value(t->shape, clamp(ctx.attr_int("start", 0)), clamp(ctx.attr_int("end", rank))));
+      }
+    } else {
+      std::vector<DimOperand> operands;
+      bool reads_dims = false;
+      for (const auto& in : node.input()) {
+        DimOperand& o = operands.emplace_back();
+        if (in.empty()) continue;
+        if (auto d = dim_values_.find(in); d != dim_values_.end()) {
+          o.dims = d->second;
+          reads_dims = true;
+        } else if (auto v = values_.find(in); v != values_.end() && v->second.as<relay_ir::ConstantNode>()) {
+          o.constant = v->second.as<relay_ir::ConstantNode>()->data;
+        } else {
+          return false;  // a tensor: a converter's value input, or an operator computing on it
+        }
+      }
+      if (!reads_dims) return false;
+      auto values = evaluate_dim_node(node, opset, operands, dim_bounds_);
+      if (!values) return false;
+      outputs = std::move(*values);
+    }
+    for (int i = 0; i < node.output_size() && i < static_cast<int>(outputs.size()); ++i) {
+      if (node.output(i).empty()) continue;
+      if (outputs[i].is_constant()) values_[node.output(i)] = relay_ir::constant(outputs[i].constant());
+      else dim_values_[node.output(i)] = outputs[i];
+    }
+    return true;
+  }
+
+  // A shape value of symbolic sizes may only reach a converter as a value input (a Reshape's
+  // target), never as a tensor to compute on.
+  void check_dim_inputs(const ::onnx::NodeProto& node) const {
+    const ConverterTable::Entry* entry = ConverterTable::global().find(node.domain(), node.op_type());
+    for (int i = 0; i < node.input_size(); ++i) {
+      auto d = dim_values_.find(node.input(i));
+      if (d == dim_values_.end()) continue;
+      const auto& value_inputs = entry->value_inputs;
+      if (std::find(value_inputs.begin(), value_inputs.end(), i) == value_inputs.end())
+        fail("input '", node.input(i), "' is the shape value ", d->second.str(),
+             " of symbolic sizes, which this operator would compute with as a tensor");
+    }
+  }
+
+  void add_dim_inputs(const ::onnx::NodeProto& node, ConvertContext& ctx) const {
+    for (int i = 0; i < node.input_size(); ++i)
+      if (auto d = dim_values_.find(node.input(i)); d != dim_values_.end()) ctx.set_dim_input(i, d->second.elements);
   }
 
   // `e` converted to `type`; a constant converted here, for converters that read its values.
@@ -359,6 +440,8 @@ class Importer {
   std::unordered_map<std::string, Expr> values_;
   std::vector<relay_ir::Var> params_;
   std::map<std::string, tensor_ir::Var> dim_vars_;  // one variable per symbolic dimension name
+  tensor_ir::arith::BoundMap dim_bounds_;           // each of them non-negative
+  std::unordered_map<std::string, DimValue> dim_values_;  // shape values of symbolic sizes
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "relay_ir/ops/type_relations.h"
+#include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/op.h"
 #include "runtime/error.h"
 
@@ -62,11 +63,48 @@ std::vector<int64_t> reshape_target(const ConvertContext& c, const std::vector<i
   return shape;
 }
 
+// reshape_target for a symbolic input shape or target (frontend/onnx/dim_values.h): a -1 is the
+// element count divided by the other dimensions' product, which must divide it provably.
+relay_ir::Shape symbolic_reshape_target(const ConvertContext& c, const relay_ir::Shape& in,
+                                        std::vector<tensor_ir::Expr> shape, bool allowzero) {
+  tensor_ir::Expr known = int64_t{1};
+  int64_t infer = -1;
+  auto str = [&] { return relay_ir::Shape(shape).str(); };
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t* v = tensor_ir::as_const_int(shape[i]);
+    if (v && *v == 0 && !allowzero) {
+      if (i >= in.size())
+        c.error("shape entry " + std::to_string(i) + " is 0 (copy the input dimension), but the input has rank " +
+                std::to_string(in.size()));
+      shape[i] = in.dim(i);
+    } else if (v && *v == -1) {
+      if (infer >= 0) c.error("the shape " + str() + " has more than one -1");
+      infer = static_cast<int64_t>(i);
+      continue;
+    } else if (v && *v < 0) {
+      c.error("the shape " + str() + " has the invalid dimension " + std::to_string(*v));
+    }
+    known = known * shape[i];
+  }
+  if (infer >= 0) {
+    std::optional<tensor_ir::Expr> inferred = tensor_ir::arith::exact_quotient(in.numel(), known);
+    if (!inferred)
+      c.error("cannot infer the -1 of shape " + str() + " for an input of shape " + in.str() +
+              ": the other dimensions do not provably divide its element count");
+    shape[infer] = *inferred;
+  }
+  return relay_ir::Shape(shape);
+}
+
 Exprs convert_reshape(ConvertContext& c) {
   c.check_attrs({"allowzero"});
   const auto& in = c.input_type(0).shape;
-  std::vector<int64_t> shape =
-      reshape_target(c, in, c.constant_ints(1, "the target shape"), c.attr_int("allowzero", 0) != 0);
+  const bool allowzero = c.attr_int("allowzero", 0) != 0;
+  if (in.is_static() && !c.is_dim_input(1)) {
+    std::vector<int64_t> shape = reshape_target(c, in, c.constant_ints(1, "the target shape"), allowzero);
+    return {c.call("reshape", {c.input(0)}, {{"shape", shape}})};
+  }
+  relay_ir::Shape shape = symbolic_reshape_target(c, in, c.dim_ints(1, "the target shape"), allowzero);
   return {c.call("reshape", {c.input(0)}, {{"shape", shape}})};
 }
 

@@ -46,7 +46,12 @@ Type matmul_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& a = tensor_arg(args, 0, "left operand");
   const auto& b = tensor_arg(args, 1, "right operand");
   nn::require_dtype(a, "the left operand", kMatmulTypes);
-  return tensor_type(ops::matmul_shape(a.shape, right_operand(a, b, attrs)), a.dtype);
+  if (a.shape.is_static() && b.shape.is_static())
+    return tensor_type(ops::matmul_shape(a.shape, right_operand(a, b, attrs)), a.dtype);
+  const Shape right = attrs.get_int("packed_columns") ? Shape(right_operand(a, b, attrs)) : b.shape;
+  if (a.dtype != b.dtype && !attrs.get_int("packed_columns"))
+    fail("operand dtypes differ: ", a.dtype.str(), " vs ", b.dtype.str());
+  return tensor_type(Shape(ops::matmul_shape(a.shape.dims(), right.dims())), a.dtype);
 }
 
 Type matmul_pack_weight_rel(const std::vector<Type>& args, const Attrs& attrs) {

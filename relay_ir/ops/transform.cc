@@ -100,6 +100,14 @@ Type reshape_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(target, x.dtype);
 }
 
+Type transpose_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& x = tensor_arg(args, 0, "input");
+  std::vector<tensor_ir::Expr> out;
+  for (int64_t d : ops::transpose_perm(attrs.get_ints("perm"), static_cast<int64_t>(x.shape.size())))
+    out.push_back(x.shape.dim(d));
+  return tensor_type(Shape(out), x.dtype);
+}
+
 Type concat_rel(const std::vector<Type>& args, const Attrs& attrs) {
   std::vector<ops::Shape> shapes;
   const auto& first = tensor_arg(args, 0, "input 0");
@@ -119,12 +127,12 @@ Type split_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tuple_type(parts);
 }
 
-ops::Shape slice_shape(const ops::Shape& in, const Attrs& a) {
-  ops::Shape out;
-  for (const auto& d :
-       ops::slice_dims(in, a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps")))
-    out.push_back(d.length);
-  return out;
+Type slice_rel(const std::vector<Type>& args, const Attrs& a) {
+  const auto& x = tensor_arg(args, 0, "input");
+  const std::vector<tensor_ir::Expr> in = x.shape.dims();
+  const auto dims =
+      ops::slice_dims(in, a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));
+  return tensor_type(Shape(ops::slice_shape(in, dims)), x.dtype);
 }
 
 Type one_hot_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -298,7 +306,7 @@ void register_transform_ops(OpRegistry& r) {
          1,
          1,
          {optional_ints("perm")},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::transpose_shape(in, a.get_ints("perm")); }),
+         transpose_rel,
          injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::transpose(in[0], a.get_ints("perm")); }),
          "transpose",
@@ -375,7 +383,7 @@ void register_transform_ops(OpRegistry& r) {
          1,
          1,
          {required_ints("starts"), required_ints("ends"), optional_ints("axes"), optional_ints("steps")},
-         unary_shape(slice_shape),
+         slice_rel,
          injective,
          single_output([](const Tensors& in, const Attrs& a) {
            return ops::slice(in[0], a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));

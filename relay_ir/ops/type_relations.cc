@@ -156,7 +156,7 @@ Type reduce_relation(const std::vector<Type>& args, const Attrs& attrs) {
   auto axes = tensor_ir::ops::reduce_axes(attrs.get_ints("axes"), x.ndim(), "axes");
   int64_t keepdims = attrs.get_int("keepdims");
   if (keepdims != 0 && keepdims != 1) fail("keepdims must be 0 or 1, got ", keepdims);
-  return tensor_type(tensor_ir::ops::reduce_shape(x.shape, axes, keepdims != 0), x.dtype);
+  return tensor_type(Shape(tensor_ir::ops::reduce_shape(x.shape.dims(), axes, keepdims != 0)), x.dtype);
 }
 
 Type arg_reduce_relation(const std::vector<Type>& args, const Attrs& attrs) {

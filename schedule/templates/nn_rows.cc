@@ -103,10 +103,24 @@ void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>&
   for (const Tensor& t : attached) s[t].compute_at(y, outer);
 }
 
+// Whether a row of `t` (its dimensions from `split` on) has a constant size, as a row buffer needs.
+bool constant_row(const Tensor& t, int split) {
+  for (size_t d = std::max(split, 0); d < t.ndim(); ++d)
+    if (!tensor_ir::as_const_int(t->shape[d])) return false;
+  return true;
+}
+
 void schedule_rows(Schedule& s, const Tensor& out) {
-  nn::inline_injective_except(s, out, {nn::find_tagged(out, "softmax_exp")});
+  const Tensor exponentials = nn::find_tagged(out, "softmax_exp");
+  nn::inline_injective_except(s, out, {exponentials});
   std::vector<Tensor> todo = nn::unscheduled_stages(s, out);
   int split = row_split(todo, out);
+  if (exponentials.defined() && !constant_row(exponentials, split)) {
+    // A row of symbolic length has no row buffer: the exponentials are computed where read.
+    s[exponentials].compute_inline();
+    todo = nn::unscheduled_stages(s, out);
+    split = row_split(todo, out);
+  }
   if (split > 0) {
     std::vector<Tensor> stats;
     for (const Tensor& t : todo)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/op.h"
@@ -97,7 +98,23 @@ class Evaluator {
     if (cb && b.min.same_as(b.max)) return scale(a, *cb);
     const int64_t* ca = as_const_int(a.min);
     if (ca && a.min.same_as(a.max)) return scale(b, *ca);
+    // A symbolic size (the stride of a fused or flattened symbolic dimension) keeps the order.
+    if (!depends_on_domain(eb) && nonnegative(eb)) return scale(a, eb);
+    if (!depends_on_domain(ea) && nonnegative(ea)) return scale(b, ea);
     return {};
+  }
+
+  // Whether `e` is a positive multiple of a product of variables: the variables an interval does
+  // not range over are sizes and loop indices, never negative.
+  static bool nonnegative(const Expr& e) {
+    int64_t coefficient = 1;
+    std::vector<Expr> rest;
+    factors(e, coefficient, rest);
+    return coefficient > 0 && std::all_of(rest.begin(), rest.end(), [](const Expr& f) { return f.as<VarNode>(); });
+  }
+
+  Interval scale(const Interval& a, const Expr& k) {
+    return {a.min ? simplify(a.min * k) : Expr(), a.max ? simplify(a.max * k) : Expr()};
   }
 
   Interval scale(const Interval& a, int64_t c) {
@@ -133,7 +150,7 @@ class Evaluator {
   // its bounds are never used. Otherwise unbounded.
   Interval symbolic_div(const Interval& a, const Expr& d) {
     if (!a.bounded() || !can_prove(a.min >= 0)) return {};
-    std::optional<Expr> q = exact_quotient(simplify(a.max + 1), simplify(d));
+    std::optional<Expr> q = arith::exact_quotient(simplify(a.max + 1), simplify(d));
     if (!q) return {};
     return {is_zero(a.min) ? a.min : Expr(), simplify(*q - 1)};
   }
@@ -148,23 +165,6 @@ class Evaluator {
     } else {
       rest.push_back(e);
     }
-  }
-
-  // p / d when d's factors are among p's (its coefficient dividing p's), else nothing.
-  static std::optional<Expr> exact_quotient(const Expr& p, const Expr& d) {
-    int64_t pc = 1, dc = 1;
-    std::vector<Expr> pf, df;
-    factors(p, pc, pf);
-    factors(d, dc, df);
-    if (dc <= 0 || pc % dc != 0) return std::nullopt;
-    for (const Expr& f : df) {
-      auto it = std::find_if(pf.begin(), pf.end(), [&](const Expr& g) { return structural_equal(f, g); });
-      if (it == pf.end()) return std::nullopt;
-      pf.erase(it);
-    }
-    Expr q = IntImm::make(p.type(), pc / dc);
-    for (const Expr& f : pf) q = q * f;
-    return q;
   }
 
   bool depends_on_domain(const Expr& e) {

@@ -35,6 +35,30 @@ void LinearForm::add(const LinearForm& other, int64_t scale) {
   constant = wrapping_add(constant, wrapping_mul(other.constant, scale));
 }
 
+bool LinearForm::merge_symbolic_div_mod(size_t i) {
+  // (x // d)*d*k with a symbolic d (a fused loop over a symbolic extent), in either order.
+  const auto* product = terms[i].first.as<Mul>();
+  if (!product) return false;
+  for (const auto& [quotient, divisor] : {std::pair{product->a, product->b}, std::pair{product->b, product->a}}) {
+    const auto* div = quotient.as<FloorDiv>();
+    if (!div || as_const_int(div->b) || !structural_equal(div->b, divisor)) continue;
+    for (size_t j = 0; j < terms.size(); ++j) {
+      const auto* mod = terms[j].first.as<FloorMod>();
+      if (!mod || terms[j].second != terms[i].second || !structural_equal(mod->a, div->a) ||
+          !structural_equal(mod->b, divisor))
+        continue;
+      // ... plus (x % d)*k: together x*k.
+      const int64_t k = terms[i].second;
+      const Expr x = div->a;
+      terms.erase(terms.begin() + std::max(i, j));
+      terms.erase(terms.begin() + std::min(i, j));
+      add(to_linear_form(x), k);
+      return true;
+    }
+  }
+  return false;
+}
+
 void LinearForm::merge_div_mod_pairs() {
   for (bool changed = true; changed;) {
     changed = false;
@@ -45,6 +69,10 @@ void LinearForm::merge_div_mod_pairs() {
       const int64_t* m = outer_mod ? as_const_int(outer_mod->b) : nullptr;
       const auto* div = outer_mod ? outer_mod->a.as<FloorDiv>() : high.as<FloorDiv>();
       const int64_t* c = div ? as_const_int(div->b) : nullptr;
+      if (!div && merge_symbolic_div_mod(i)) {
+        changed = true;
+        break;
+      }
       if (!c || *c <= 0 || (outer_mod && (!m || *m <= 0))) continue;
       for (size_t j = 0; j < terms.size(); ++j) {
         const auto* mod = terms[j].first.as<FloorMod>();

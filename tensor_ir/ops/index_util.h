@@ -15,20 +15,26 @@ inline std::vector<Expr> shape_exprs(const std::vector<int64_t>& shape) {
 inline std::vector<Expr> shape_exprs(const std::vector<Expr>& shape) { return shape; }
 // A compute's index variables as expressions (to modify some and read a tensor with them).
 inline std::vector<Expr> as_exprs(const std::vector<Var>& vars) { return std::vector<Expr>(vars.begin(), vars.end()); }
-// The row-major position of coordinates `idx` in a shape `dims`.
-inline Expr flat_index(const std::vector<Expr>& idx, const std::vector<int64_t>& dims) {
+// The row-major position of coordinates `idx` in a shape `dims` (constant or symbolic).
+inline Expr flat_index(const std::vector<Expr>& idx, const std::vector<Expr>& dims) {
   Expr flat = idx[0];
-  for (size_t d = 1; d < idx.size(); ++d) flat = flat * Expr(dims[d]) + idx[d];
+  for (size_t d = 1; d < idx.size(); ++d) flat = flat * dims[d] + idx[d];
   return flat;
 }
+inline Expr flat_index(const std::vector<Expr>& idx, const std::vector<int64_t>& dims) {
+  return flat_index(idx, shape_exprs(dims));
+}
 // The coordinates in a shape `dims` of row-major position `flat`.
-inline std::vector<Expr> unflat_index(Expr flat, const std::vector<int64_t>& dims) {
+inline std::vector<Expr> unflat_index(Expr flat, const std::vector<Expr>& dims) {
   std::vector<Expr> idx(dims.size());
   for (size_t d = dims.size(); d-- > 0;) {
-    idx[d] = d == 0 ? flat : floormod(flat, Expr(dims[d]));
-    flat = floordiv(flat, Expr(dims[d]));
+    idx[d] = d == 0 ? flat : floormod(flat, dims[d]);
+    flat = floordiv(flat, dims[d]);
   }
   return idx;
+}
+inline std::vector<Expr> unflat_index(Expr flat, const std::vector<int64_t>& dims) {
+  return unflat_index(std::move(flat), shape_exprs(dims));
 }
 
 }  // namespace tessera::tensor_ir::ops

@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/ops/index_util.h"
 #include "tensor_ir/ops/math.h"
 
 namespace tessera::tensor_ir::ops {
@@ -23,19 +25,30 @@ std::vector<int64_t> reduce_axes(const std::vector<int64_t>& axes, size_t ndim, 
   return out;
 }
 
-std::vector<int64_t> reduce_shape(const std::vector<int64_t>& shape, const std::vector<int64_t>& axes, bool keepdims) {
-  std::vector<int64_t> out;
+namespace {
+
+template <typename Dim>
+std::vector<Dim> reduced_shape(const std::vector<Dim>& shape, const std::vector<int64_t>& axes, bool keepdims) {
+  std::vector<Dim> out;
   for (size_t d = 0; d < shape.size(); ++d) {
     bool reduced = axes.empty() || std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
     if (!reduced) out.push_back(shape[d]);
-    else if (keepdims) out.push_back(1);
+    else if (keepdims) out.push_back(Dim(1));
   }
   return out;
 }
 
-namespace {
+}  // namespace
 
-std::vector<Expr> to_exprs(const std::vector<int64_t>& v) { return std::vector<Expr>(v.begin(), v.end()); }
+std::vector<int64_t> reduce_shape(const std::vector<int64_t>& shape, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduced_shape(shape, axes, keepdims);
+}
+
+std::vector<Expr> reduce_shape(const std::vector<Expr>& shape, const std::vector<int64_t>& axes, bool keepdims) {
+  return reduced_shape(shape, axes, keepdims);
+}
+
+namespace {
 
 // float16 accumulates in float32: a float16 running sum loses digits after a few thousand terms.
 DataType accumulation_type(DataType t) { return t.is_float() && t.bits == 16 ? runtime::kFloat32 : t; }
@@ -54,14 +67,14 @@ Tensor reduce_stage(const Tensor& x, ReduceKind kind, std::vector<int64_t> axes,
   axes = reduce_axes(axes, x.ndim(), name);
   if (axes.empty())
     for (size_t d = 0; d < x.ndim(); ++d) axes.push_back(static_cast<int64_t>(d));
-  std::vector<int64_t> shape = reduce_shape(x->dims(), axes, keepdims);
+  std::vector<Expr> shape = reduce_shape(x->shape, axes, keepdims);
   if (axes.empty())
     return epilogue(
         x, [&](Expr v) { return pre(ti::cast(acc, v)); }, name);
   std::vector<IterVar> raxis;
-  for (int64_t a : axes) raxis.push_back(reduce_axis(Range(Expr(0), Expr(x->dim(a))), "r" + std::to_string(a)));
+  for (int64_t a : axes) raxis.push_back(reduce_axis(Range(Expr(0), x->shape[a]), "r" + std::to_string(a)));
   return compute(
-      to_exprs(shape),
+      shape,
       [&](const std::vector<Var>& out) {
         std::vector<Expr> idx;
         size_t o = 0, r = 0;
@@ -127,13 +140,18 @@ Tensor reduce_mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepd
   DataType t = x.dtype();
   DataType acc = accumulation_type(t);
   std::vector<int64_t> ax = reduce_axes(axes, x.ndim(), "reduce_mean");
-  int64_t count = 1;
+  Expr count = 1;
   for (size_t d = 0; d < x.ndim(); ++d)
-    if (ax.empty() || std::binary_search(ax.begin(), ax.end(), static_cast<int64_t>(d))) count *= x->dim(d);
+    if (ax.empty() || std::binary_search(ax.begin(), ax.end(), static_cast<int64_t>(d))) count = count * x->shape[d];
+  count = arith::simplify(count);
   Tensor s = reduce_stage(x, ReduceKind::Sum, ax, keepdims, acc, identity, "reduce_mean");
   // An empty reduction divides 0 by 0: NaN for floats (numpy), 0 for integers.
+  const int64_t* n = as_const_int(count);
   return epilogue(
-      s, [&](Expr v) { return ti::cast(t, safe_div(v, make_const(acc, static_cast<double>(count)))); },
+      s,
+      [&](Expr v) {
+        return ti::cast(t, safe_div(v, n ? make_const(acc, static_cast<double>(*n)) : ti::cast(acc, count)));
+      },
       "reduce_mean_out");
 }
 
@@ -222,7 +240,7 @@ Tensor arg_reduce(const Tensor& x, int64_t axis, bool keepdims, bool last, bool 
   std::vector<int64_t> shape = reduce_shape(x->dims(), {axis}, keepdims);
   IterVar k = reduce_axis(Range(Expr(0), Expr(n)), "r");
   return compute(
-      to_exprs(shape),
+      shape_exprs(shape),
       [&](const std::vector<Var>& out) {
         std::vector<Expr> xi, mi;
         size_t o = 0;

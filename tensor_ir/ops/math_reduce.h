@@ -16,6 +16,7 @@ namespace tessera::tensor_ir::ops {
 std::vector<int64_t> reduce_axes(const std::vector<int64_t>& axes, size_t ndim, const std::string& op);
 // The output shape of reducing `shape` over normalized `axes`.
 std::vector<int64_t> reduce_shape(const std::vector<int64_t>& shape, const std::vector<int64_t>& axes, bool keepdims);
+std::vector<Expr> reduce_shape(const std::vector<Expr>& shape, const std::vector<int64_t>& axes, bool keepdims);
 
 // combiner over `axes` of f(x) (f maps an element, already in the accumulation type).
 Tensor reduce(const Tensor& x, ReduceKind kind, const std::vector<int64_t>& axes, bool keepdims,

@@ -33,6 +33,8 @@ struct Registers {
 // With packed_columns > 0, `b` is matmul_pack_weight's packing of a [.., K, packed_columns] operand.
 Tensor matmul(const Tensor& a, const Tensor& b, const Registers& regs, int64_t packed_columns = 0);
 std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+// The same for symbolic extents: inner and batch dimensions must be provably equal (or 1).
+std::vector<Expr> matmul_shape(const std::vector<Expr>& a, const std::vector<Expr>& b);
 // The register tile of a packed product: rows of the result, and columns (two vectors of the
 // accumulation type, one when n fits in one, three when that alone makes whole panels). The
 // packed result is padded to whole tiles.

@@ -9,6 +9,8 @@
 #include <algorithm>
 
 #include "runtime/error.h"
+#include "tensor_ir/arith/polynomial.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/nn_util.h"
@@ -47,11 +49,22 @@ std::vector<std::string> panel_axis_names(size_t batch) {
   return names;
 }
 
+// ceil(n / d), folded when n is constant.
+Expr ceil_div(const Expr& n, int64_t d) {
+  const int64_t* v = as_const_int(n);
+  return v ? Expr((*v + d - 1) / d) : floordiv(n + Expr(d - 1), Expr(d));
+}
+Expr round_up(const Expr& n, int64_t d) {
+  const int64_t* v = as_const_int(n);
+  return v ? Expr((*v + d - 1) / d * d) : ceil_div(n, d) * Expr(d);
+}
+
 // B's panels Bp[b_batch.., j / nr, k, j % nr] (zeros past n), in the accumulation type.
 Tensor pack_panels(const MatmulCore& c, const std::string& name) {
-  int64_t nr = matmul_tile_cols(c.acc, c.n, c.registers), n = c.n;
+  int64_t nr = matmul_tile_cols(c.acc, size_hint(c.n), c.registers);
+  Expr n = c.n;
   std::vector<Expr> shape = shape_exprs(c.b_batch);
-  shape.insert(shape.end(), {Expr((c.n + nr - 1) / nr), Expr(c.k), Expr(nr)});
+  shape.insert(shape.end(), {ceil_div(c.n, nr), c.k, Expr(nr)});
   size_t nbb = c.b_batch.size();
   return compute(
       shape,
@@ -59,7 +72,7 @@ Tensor pack_panels(const MatmulCore& c, const std::string& name) {
         std::vector<Expr> batch(v.begin(), v.begin() + nbb);
         Expr j = v[nbb] * Expr(nr) + v[nbb + 2];
         // The select is lazy (past n nothing is read): no clamp, which would make the loads gathers.
-        return select(j < Expr(n), c.b(batch, j, v[nbb + 1]), make_zero(c.acc));
+        return select(j < n, c.b(batch, j, v[nbb + 1]), make_zero(c.acc));
       },
       name + "_packed", "matmul_pack", panel_axis_names(nbb));
 }
@@ -76,16 +89,16 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
   // epilogue drops the padding.
   // A symbolic row count is taken at its size hint for these choices; the padding past it is
   // computed at run time.
-  const int64_t rows = size_hint(c.m);
+  const int64_t rows = size_hint(c.m), cols = size_hint(c.n);
   bool pack =
-      c.packed_b.defined() || (c.has_i && c.has_j && c.n >= lanes && rows >= 4 && !c.registers.is_scalar_device());
+      c.packed_b.defined() || (c.has_i && c.has_j && cols >= lanes && rows >= 4 && !c.registers.is_scalar_device());
   if (!pack) {
     std::vector<Expr> shape = shape_exprs(c.batch);
     std::vector<std::string> names;
     for (size_t d = 0; d < c.batch.size(); ++d) names.push_back("b" + std::to_string(d));
     if (c.has_i) shape.push_back(c.m), names.push_back("i");
-    if (c.has_j) shape.push_back(Expr(c.n)), names.push_back("j");
-    IterVar k = reduce_axis(Range(Expr(0), Expr(c.k)), "k");
+    if (c.has_j) shape.push_back(c.n), names.push_back("j");
+    IterVar k = reduce_axis(Range(Expr(0), c.k), "k");
     size_t nb = c.batch.size();
     return compute(
         shape,
@@ -97,8 +110,7 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
         },
         name, "matmul", names);
   }
-  int64_t nr = matmul_tile_cols(c.acc, c.n, c.registers), mr = matmul_tile_rows(rows);
-  int64_t n = c.n;
+  int64_t nr = matmul_tile_cols(c.acc, cols, c.registers), mr = matmul_tile_rows(rows);
   Expr m = c.m;
   Tensor bp = c.packed_b.defined()
                   ? compute(
@@ -106,12 +118,12 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
                         name + "_prepacked", "matmul_prepacked", panel_axis_names(c.b_batch.size()))
                   : pack_panels(c, name);
   std::vector<Expr> shape = shape_exprs(c.batch);
-  shape.push_back(as_const_int(m) ? Expr((rows + mr - 1) / mr * mr) : floordiv(m + Expr(mr - 1), Expr(mr)) * Expr(mr));
-  shape.push_back(Expr((n + nr - 1) / nr * nr));
+  shape.push_back(round_up(m, mr));
+  shape.push_back(round_up(c.n, nr));
   std::vector<std::string> names;
   for (size_t d = 0; d < c.batch.size(); ++d) names.push_back("b" + std::to_string(d));
   names.insert(names.end(), {"i", "j"});
-  IterVar k = reduce_axis(Range(Expr(0), Expr(c.k)), "k");
+  IterVar k = reduce_axis(Range(Expr(0), c.k), "k");
   size_t nb = c.batch.size();
   Tensor r = compute(
       shape,
@@ -126,7 +138,7 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
   // The unpadded result, which callers' epilogues build on.
   std::vector<Expr> out_shape = shape_exprs(c.batch);
   out_shape.push_back(m);
-  out_shape.push_back(Expr(n));
+  out_shape.push_back(c.n);
   return compute(
       out_shape, [&](const std::vector<Var>& v) { return r(as_exprs(v)); }, name + "_out", "matmul_epilogue", names);
 }
@@ -147,11 +159,21 @@ Tensor epilogue(const Tensor& r, const std::string& name, const std::function<Ex
 }
 
 // Indices into `t`'s leading `nb` (batch) dimensions for result batch indices aligned at the right.
-std::vector<Expr> broadcast_batch(const std::vector<int64_t>& t_batch, const std::vector<Expr>& out_batch) {
+std::vector<Expr> broadcast_batch(const std::vector<Expr>& t_batch, const std::vector<Expr>& out_batch) {
   std::vector<Expr> idx;
   size_t offset = out_batch.size() - t_batch.size();
-  for (size_t d = 0; d < t_batch.size(); ++d) idx.push_back(t_batch[d] == 1 ? Expr(0) : out_batch[offset + d]);
+  for (size_t d = 0; d < t_batch.size(); ++d)
+    idx.push_back(is_const_int(t_batch[d], 1) ? Expr(0) : out_batch[offset + d]);
   return idx;
+}
+
+// Whether two extents are provably equal.
+bool same(const Expr& a, const Expr& b) { return arith::equal_as_polynomials(a, b); }
+
+std::string str(const std::vector<Expr>& shape) {
+  std::string s = "(";
+  for (size_t d = 0; d < shape.size(); ++d) s += (d ? ", " : "") + to_string(shape[d]);
+  return s + (shape.size() == 1 ? ",)" : ")");
 }
 
 }  // namespace
@@ -173,6 +195,29 @@ std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vect
     if (x != y && x != 1 && y != 1)
       fail("matmul: batch dimensions of ", runtime::shape_str(a), " and ", runtime::shape_str(b), " do not broadcast");
     out[i] = x == 1 ? y : x;
+  }
+  if (a.size() > 1) out.push_back(as[as.size() - 2]);
+  if (b.size() > 1) out.push_back(bs.back());
+  return out;
+}
+
+std::vector<Expr> matmul_shape(const std::vector<Expr>& a, const std::vector<Expr>& b) {
+  if (a.empty() || b.empty()) fail("matmul operands must have rank >= 1, got ranks ", a.size(), " and ", b.size());
+  std::vector<Expr> as = a.size() == 1 ? std::vector<Expr>{Expr(1), a[0]} : a;
+  std::vector<Expr> bs = b.size() == 1 ? std::vector<Expr>{b[0], Expr(1)} : b;
+  const Expr &ka = as.back(), &kb = bs[bs.size() - 2];
+  if (!same(ka, kb))
+    fail("matmul: inner dimensions differ: ", str(a), " @ ", str(b), " (", to_string(ka), " vs ", to_string(kb),
+         ", not provably equal)");
+  std::vector<Expr> ba(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  size_t nb = std::max(ba.size(), bb.size());
+  std::vector<Expr> out(nb);
+  for (size_t i = 0; i < nb; ++i) {
+    Expr x = i < nb - ba.size() ? Expr(1) : ba[i - (nb - ba.size())];
+    Expr y = i < nb - bb.size() ? Expr(1) : bb[i - (nb - bb.size())];
+    if (!same(x, y) && !is_const_int(x, 1) && !is_const_int(y, 1))
+      fail("matmul: batch dimensions of ", str(a), " and ", str(b), " do not provably broadcast");
+    out[i] = is_const_int(x, 1) ? y : x;
   }
   if (a.size() > 1) out.push_back(as[as.size() - 2]);
   if (b.size() > 1) out.push_back(bs.back());
@@ -215,7 +260,7 @@ Tensor matmul_pack_weight(const Tensor& b, bool trans, const Registers& regs) {
   c.k = bs[bs.size() - (trans ? 1 : 2)];
   c.n = bs[bs.size() - (trans ? 2 : 1)];
   c.acc = accumulation_type(b.dtype());
-  c.b_batch.assign(bs.begin(), bs.end() - 2);
+  c.b_batch = shape_exprs(std::vector<int64_t>(bs.begin(), bs.end() - 2));
   DataType acc = c.acc;
   c.b = [&](const std::vector<Expr>& batch, const Expr& j, const Expr& k) {
     std::vector<Expr> idx = batch;
@@ -233,18 +278,18 @@ using ReadOperand = std::function<Expr(const std::vector<Expr>& idx, const Expr&
 
 // The core of ONNX MatMul semantics: batch dimensions broadcast like numpy's, a rank-1 A is a row
 // and a rank-1 B a column (dropped from the result).
-MatmulCore broadcast_matmul(const std::vector<int64_t>& as, const std::vector<int64_t>& bs, DataType acc,
-                            ReadOperand read_a, ReadOperand read_b) {
-  std::vector<int64_t> out = matmul_shape(as, bs);
+MatmulCore broadcast_matmul(const std::vector<Expr>& as, const std::vector<Expr>& bs, DataType acc, ReadOperand read_a,
+                            ReadOperand read_b) {
+  std::vector<Expr> out = matmul_shape(as, bs);
   MatmulCore c;
   c.has_i = as.size() > 1;
   c.has_j = bs.size() > 1;
   c.k = as.back();
-  c.m = c.has_i ? as[as.size() - 2] : 1;
-  c.n = c.has_j ? bs.back() : 1;
+  c.m = c.has_i ? as[as.size() - 2] : Expr(1);
+  c.n = c.has_j ? bs.back() : Expr(1);
   c.batch.assign(out.begin(), out.end() - (c.has_i ? 1 : 0) - (c.has_j ? 1 : 0));
   c.acc = acc;
-  std::vector<int64_t> a_batch(as.begin(), as.end() - std::min<size_t>(as.size(), 2));
+  std::vector<Expr> a_batch(as.begin(), as.end() - std::min<size_t>(as.size(), 2));
   c.b_batch.assign(bs.begin(), bs.end() - std::min<size_t>(bs.size(), 2));
   bool has_i = c.has_i, has_j = c.has_j;
   c.a = [=](const std::vector<Expr>& batch, const Expr& i, const Expr& k) {
@@ -259,7 +304,7 @@ MatmulCore broadcast_matmul(const std::vector<int64_t>& as, const std::vector<in
     if (has_j) idx.push_back(j);
     return read_b(idx, j);
   };
-  std::vector<int64_t> b_batch(bs.begin(), bs.end() - std::min<size_t>(bs.size(), 2));
+  std::vector<Expr> b_batch(bs.begin(), bs.end() - std::min<size_t>(bs.size(), 2));
   c.b_batch_of = [b_batch](const std::vector<Expr>& batch) { return broadcast_batch(b_batch, batch); };
   return c;
 }
@@ -268,14 +313,14 @@ MatmulCore broadcast_matmul(const std::vector<int64_t>& as, const std::vector<in
 // [b.., m, k] @ [k, n] is one product of b.. x m rows (whole register tiles), not b.. products
 // of m rows each (a sequence-first [128, 1, 256] activation made 128 one-row products). The
 // result stage (tag "matmul_epilogue") reads the product's row b.. x m + i for [b.., i, j].
-Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<int64_t>& as, int64_t n,
+Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<Expr>& as, const Expr& n,
                             int64_t packed_columns, const Registers& regs) {
-  std::vector<int64_t> lead(as.begin(), as.end() - 1);  // b.., m
+  std::vector<Expr> lead(as.begin(), as.end() - 1);  // b.., m
   MatmulCore c;
   c.registers = regs;
-  int64_t rows = 1;
-  for (int64_t d : lead) rows *= d;
-  c.m = rows;
+  Expr rows = 1;
+  for (const Expr& d : lead) rows = rows * d;
+  c.m = arith::simplify(rows);
   c.n = n, c.k = as.back();
   c.acc = accumulation_type(a.dtype());
   DataType acc = c.acc;
@@ -289,14 +334,14 @@ Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<
   if (packed_columns > 0) c.packed_b = b;
   Tensor r = matmul_core(c, "matmul");
   Tensor src = r.as<ComputeOp>()->tag == "matmul_epilogue" ? input_tensors(r)[0] : r;  // the padded product
-  std::vector<int64_t> out = lead;
+  std::vector<Expr> out = lead;
   out.push_back(n);
   std::vector<std::string> names;
   for (size_t d = 0; d + 2 < out.size(); ++d) names.push_back("b" + std::to_string(d));
   names.insert(names.end(), {"i", "j"});
   DataType t = a.dtype();
   return compute(
-      shape_exprs(out),
+      out,
       [&](const std::vector<Var>& v) {
         Expr y = src({flat_index(std::vector<Expr>(v.begin(), v.end() - 1), lead), v.back()});
         return acc == t ? y : cast(t, y);
@@ -307,16 +352,17 @@ Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, const Registers& regs, int64_t packed_columns) {
-  std::vector<int64_t> as = a->dims(), bs = b->dims();
+  std::vector<Expr> as = a->shape, bs = b->shape;
   if (packed_columns > 0) {
-    bs = matmul_unpacked_weight_shape(bs, packed_columns, a.dtype(), regs);
+    bs = shape_exprs(matmul_unpacked_weight_shape(b->dims(), packed_columns, a.dtype(), regs));
     if (b.dtype() != accumulation_type(a.dtype()) || as.size() < 2)
       fail("matmul: a packed right operand must be ", accumulation_type(a.dtype()).str(),
-           " and the left one of rank >= 2, got ", b.dtype().str(), " and ", runtime::shape_str(as));
+           " and the left one of rank >= 2, got ", b.dtype().str(), " and ", str(as));
   } else if (a.dtype() != b.dtype()) {
     fail("matmul: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
   }
-  bool empty = std::find(as.begin(), as.end(), 0) != as.end();
+  // A symbolic extent may be 0 at run time; the folded form handles that as the plain one does.
+  bool empty = std::any_of(as.begin(), as.end(), [](const Expr& d) { return is_zero(d); });
   if (as.size() >= 3 && bs.size() == 2 && !empty)
     return matmul_folding_batch(a, b, as, bs.back(), packed_columns, regs);
   DataType acc = accumulation_type(a.dtype());
@@ -349,7 +395,7 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
   c.k = a->dim(trans_a ? 0 : 1);
   c.n = bs[trans_b ? 0 : 1];
   int64_t kb = bs[trans_b ? 1 : 0];
-  if (kb != c.k) fail("gemm: inner dimensions differ (", c.k, " vs ", kb, ")");
+  if (!is_const_int(c.k, kb)) fail("gemm: inner dimensions differ (", to_string(c.k), " vs ", kb, ")");
   c.acc = accumulation_type(a.dtype());
   DataType acc = c.acc;
   c.a = [&](const std::vector<Expr>&, const Expr& i, const Expr& k) {
@@ -366,10 +412,10 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
     std::vector<int64_t> bshape = bias->dims();
     if (bshape.size() > 2) fail("gemm: C must have rank <= 2, got ", runtime::shape_str(bshape));
     for (size_t d = 0; d < bshape.size(); ++d) {
-      Expr want = d + bshape.size() == 2 ? c.m : Expr(c.n);
+      Expr want = d + bshape.size() == 2 ? c.m : c.n;
       if (bshape[d] != 1 && !is_const_int(want, bshape[d]))
-        fail("gemm: C of shape ", runtime::shape_str(bshape), " does not broadcast to [", to_string(c.m), ", ", c.n,
-             "]");
+        fail("gemm: C of shape ", runtime::shape_str(bshape), " does not broadcast to [", to_string(c.m), ", ",
+             to_string(c.n), "]");
     }
   }
   if (alpha == 1 && !use_bias && acc == a.dtype()) return r;
@@ -390,7 +436,7 @@ Tensor gemm(const Tensor& a, const Tensor& b, const Tensor& bias, bool trans_a, 
 Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, const Tensor& b_zero,
                       const Registers& regs) {
   if (a.ndim() < 1 || b.ndim() < 1) fail("matmul_integer: operands must have rank >= 1");
-  std::vector<int64_t> as = a->dims(), bs = b->dims();
+  std::vector<Expr> as = shape_exprs(a->dims()), bs = shape_exprs(b->dims());
   DataType acc = runtime::kInt32;
   MatmulCore c = broadcast_matmul(
       as, bs, acc,

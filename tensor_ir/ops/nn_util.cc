@@ -26,14 +26,14 @@ std::vector<std::string> nc_axis_names(size_t rank) {
 Tensor keepdims_reduce(const Tensor& x, const std::vector<int64_t>& axes, ReduceKind kind, const std::string& name,
                        const std::string& tag,
                        const std::function<Expr(const std::vector<Expr>&, const std::vector<Var>&)>& f) {
-  std::vector<int64_t> shape = x->dims();
+  std::vector<Expr> shape = x->shape;  // symbolic extents allowed
   std::vector<IterVar> r;
   for (int64_t a : axes) {
-    r.push_back(reduce_axis(Range(Expr(0), Expr(shape[a])), "r" + std::to_string(a)));
-    shape[a] = 1;
+    r.push_back(reduce_axis(Range(Expr(0), shape[a]), "r" + std::to_string(a)));
+    shape[a] = Expr(1);
   }
   return compute(
-      shape_exprs(shape),
+      shape,
       [&](const std::vector<Var>& v) {
         std::vector<Expr> idx = as_exprs(v);
         for (size_t i = 0; i < axes.size(); ++i) idx[axes[i]] = r[i];

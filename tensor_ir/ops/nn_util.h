@@ -42,8 +42,7 @@ inline Expr requantize(const Expr& acc, const Expr& multiplier, const Expr& zero
 using MatmulAccess = std::function<Expr(const std::vector<Expr>& batch, const Expr& index, const Expr& k)>;
 struct MatmulCore {
   std::vector<Expr> batch;  // of the result; symbolic sizes allowed, as for m
-  Expr m = 1;
-  int64_t n = 1, k = 1;
+  Expr m = 1, n = 1, k = 1;         // symbolic sizes allowed (an attention's sequence length)
   bool has_i = true, has_j = true;  // whether the result keeps the row / column axis
   DataType acc;
   MatmulAccess a, b;  // a(batch, i, k), b(batch, j, k)

@@ -1,4 +1,5 @@
 #include "tensor_ir/ops/transform.h"
+#include "tensor_ir/printer.h"
 
 #include <algorithm>
 
@@ -105,10 +106,12 @@ Tensor reshape(const Tensor& x, const std::vector<Expr>& shape) {
 }
 
 Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm) {
-  Shape in = x->dims();
+  const std::vector<Expr>& in = x->shape;  // symbolic extents move as constant ones do
   std::vector<int64_t> p = transpose_perm(perm, static_cast<int64_t>(in.size()));
+  std::vector<Expr> out;
+  for (int64_t d : p) out.push_back(in[d]);
   return compute(
-      shape_exprs(transpose_shape(in, p)),
+      out,
       [&](const std::vector<Var>& o) {
         std::vector<Expr> idx(in.size());
         for (size_t d = 0; d < p.size(); ++d) idx[p[d]] = o[d];
@@ -223,13 +226,32 @@ Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats) {
       "tile", "transform");
 }
 
+std::vector<Expr> slice_shape(const std::vector<Expr>& in, const std::vector<SliceDim>& dims) {
+  std::vector<Expr> out;
+  for (size_t d = 0; d < dims.size(); ++d) out.push_back(dims[d].length == kWholeAxis ? in[d] : Expr(dims[d].length));
+  return out;
+}
+
+std::vector<SliceDim> slice_dims(const std::vector<Expr>& in, const std::vector<int64_t>& starts,
+                                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                                 const std::vector<int64_t>& steps) {
+  // A symbolic axis stands in as an extent no real one reaches: it is unsliced exactly when its
+  // slice is the whole of that extent.
+  Shape proxy;
+  for (const Expr& d : in) proxy.push_back(as_const_int(d) ? *as_const_int(d) : kWholeAxis);
+  std::vector<SliceDim> dims = slice_dims(proxy, starts, ends, axes, steps);
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (!as_const_int(in[d]) && (dims[d].start != 0 || dims[d].step != 1 || dims[d].length != kWholeAxis))
+      fail("slice: axis ", d, " has the symbolic extent ", to_string(in[d]),
+           "; only whole symbolic axes are kept, constant ones sliced");
+  return dims;
+}
+
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
-  std::vector<SliceDim> dims = slice_dims(x->dims(), starts, ends, axes, steps);
-  Shape out;
-  for (const auto& d : dims) out.push_back(d.length);
+  std::vector<SliceDim> dims = slice_dims(x->shape, starts, ends, axes, steps);
   return compute(
-      shape_exprs(out),
+      slice_shape(x->shape, dims),
       [&](const std::vector<Var>& o) {
         std::vector<Expr> idx;
         for (size_t d = 0; d < dims.size(); ++d) {

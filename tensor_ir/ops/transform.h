@@ -27,6 +27,13 @@ Tensor expand_dims(const Tensor& x, const std::vector<int64_t>& axes);
 // numpy broadcasting of x to `shape`.
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats);
+// slice_dims of a shape whose symbolic axes are kept whole (their length is kWholeAxis), and the
+// output shape they give.
+constexpr int64_t kWholeAxis = int64_t{1} << 60;
+std::vector<SliceDim> slice_dims(const std::vector<Expr>& in, const std::vector<int64_t>& starts,
+                                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                                 const std::vector<int64_t>& steps);
+std::vector<Expr> slice_shape(const std::vector<Expr>& in, const std::vector<SliceDim>& dims);
 // ONNX Slice semantics (see slice_dims).
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);

@@ -1,8 +1,9 @@
 """One build for every size (issue 25, item 2): a model whose symbolic dimensions reach only
 operators written for symbolic sizes is imported with its dimensions as variables (graph-IR types
 such as float32[N, 10]), compiled once with kernels that take the sizes as arguments and a memory
-plan of expressions of them, and run at any size; a model that needs a dimension as a constant is
-built per size as before, saying why."""
+plan of expressions of them, and run at any size, shapes computed from the input's (Shape, shape
+arithmetic, Reshape) included; a model that needs a dimension as a constant is built per size as
+before, saying why."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -114,15 +115,76 @@ def test_sizes_that_do_not_fit_name_the_input_and_dimension(tmp_path, rng):
         lib.run([np.zeros((3, 18, 18), "float32")])
 
 
+def needs_constant_shape(tmp_path, name="model.onnx"):
+    """x + 1 of (N, 4), the ones made by ConstantOfShape from x's shape: ConstantOfShape needs its
+    shape as constants."""
+    one = helper.make_tensor("value", TensorProto.FLOAT, [1], [1.0])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("ConstantOfShape", ["s"], ["ones"], value=one),
+             helper.make_node("Add", ["x", "ones"], ["y"])]
+    return save(tmp_path, nodes, [vi("x", ["N", 4])], [vi("y", ["N", 4])], [], name=name)
+
+
 def test_a_model_that_needs_a_dimension_as_a_constant_is_built_per_size_saying_why(tmp_path, rng):
-    x_shape = helper.make_node("Shape", ["x"], ["s"])
-    nodes = [x_shape, helper.make_node("Reshape", ["x", "s"], ["y"])]
-    path = save(tmp_path, nodes, [vi("x", ["N", 4])], [vi("y", ["N", 4])], [])
-    lib = tessera.build(tessera.onnx.load(path), db=False)
+    lib = tessera.build(tessera.onnx.load(needs_constant_shape(tmp_path)), db=False)
     x = rng.standard_normal((3, 4)).astype("float32")
-    np.testing.assert_array_equal(lib.run([x])[0], x)
+    np.testing.assert_array_equal(lib.run([x])[0], x + 1)
     assert not lib.symbolic and lib.built == [{"N": 3}] and lib.kernels is None
-    assert "Shape" in lib.symbolic_reason or "Reshape" in lib.symbolic_reason
+    assert "ConstantOfShape" in lib.symbolic_reason and "[N, 4]" in lib.symbolic_reason
+
+
+def attention_model(tmp_path, rng):
+    """Self-attention over x of (N, L, 16) with 2 heads of 8, its reshapes computed from x's shape
+    as exporters write them (Shape, Gather, shape arithmetic, Unsqueeze, Concat, Reshape), then
+    the mean over the features subtracted; and its numpy reference."""
+    w = rng.standard_normal((16, 16)).astype("float32") * 0.3
+    def const(name, values):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(values, "int64"), name))
+    nodes = [
+        const("zero", 0), const("one", 1), const("two", 2), const("axis0", [0]), const("heads", [2]),
+        const("head_dim", [8]), const("rest", [-1]),
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"]),
+        helper.make_node("Gather", ["s", "one"], ["l"]),
+        # l * 2 / 2: division of a symbolic size, exact here
+        helper.make_node("Mul", ["l", "two"], ["l2"]), helper.make_node("Div", ["l2", "two"], ["l1"]),
+        helper.make_node("Unsqueeze", ["n", "axis0"], ["un"]), helper.make_node("Unsqueeze", ["l1", "axis0"], ["ul"]),
+        helper.make_node("Concat", ["un", "ul", "heads", "head_dim"], ["split_shape"], axis=0),
+        helper.make_node("Concat", ["un", "ul", "rest"], ["merged_shape"], axis=0),
+        helper.make_node("MatMul", ["x", "w"], ["q"]),
+        helper.make_node("Reshape", ["q", "split_shape"], ["qh"]),
+        helper.make_node("Transpose", ["qh"], ["qt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["qh"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("MatMul", ["qt", "kt"], ["scores"]),  # (N, 2, L, L)
+        helper.make_node("Softmax", ["scores"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "qt"], ["o"]),  # a reduction over L
+        helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ot", "merged_shape"], ["merged"]),  # -1 is (N*L*16) / (N*L)
+        helper.make_node("ReduceMean", ["merged"], ["mean"], axes=[-1]),
+        helper.make_node("Sub", ["merged", "mean"], ["y"]),
+    ]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L", 16])], [vi("y", ["N", "L", 16])],
+                [numpy_helper.from_array(w, "w")], name="attention.onnx")
+
+    def reference(x):
+        q = (x @ w).reshape(x.shape[0], x.shape[1], 2, 8).transpose(0, 2, 1, 3)
+        scores = q @ q.transpose(0, 1, 3, 2)
+        p = np.exp(scores - scores.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        merged = (p @ q).transpose(0, 2, 1, 3).reshape(x.shape)
+        return merged - merged.mean(-1, keepdims=True)
+    return path, reference
+
+
+def test_attention_with_shapes_computed_from_the_input_builds_once_for_every_size(tmp_path, rng):
+    path, reference = attention_model(tmp_path, rng)
+    mod = tessera.onnx.load(path)
+    assert "shape=[N, L, 2, 8]" in str(mod.symbolic())  # the target computed from the shape
+    for level in [2, 3]:
+        lib = tessera.build(mod, db=False, opt_level=level)
+        for n, l in [(2, 5), (1, 16), (3, 1), (1, 33)]:
+            x = rng.standard_normal((n, l, 16)).astype("float32")
+            np.testing.assert_allclose(lib.run([x])[0], reference(x), rtol=1e-4, atol=1e-4)
+        assert lib.symbolic and lib.built == []
 
 
 def test_a_symbolic_build_runs_on_opencl(tmp_path, rng):
@@ -211,8 +273,7 @@ def test_the_command_line_compiles_for_every_size_or_says_which_operator_needs_a
     assert "output 0: float32(5, 10)" in out
     np.testing.assert_allclose(np.load(tmp_path / "output0.npy"), tessera.build(tessera.onnx.load(model), db=False).run([x])[0],
                                rtol=1e-5, atol=1e-5)
-    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y"])]
-    shaped = save(tmp_path, nodes, [vi("x", ["N", 4])], [vi("y", ["N", 4])], [], name="shaped.onnx")
+    shaped = needs_constant_shape(tmp_path, name="shaped.onnx")
     proc = subprocess.run([tessera_cli, "compile", shaped], capture_output=True, text=True)
     assert proc.returncode != 0 and "cannot be compiled for every size" in proc.stderr and "--shape" in proc.stderr
 

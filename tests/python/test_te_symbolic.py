@@ -164,12 +164,29 @@ def test_int32_size_variables():
     np.testing.assert_array_equal(b, a * 2 + 1)
 
 
-def test_what_symbolic_kernels_cannot_do_is_an_error_that_says_so():
+def test_a_variable_a_constant_multiplies_is_bound_from_the_shapes():
+    # [N*4, L, 64]: an attention's heads; the call tells n from the first dimension.
     n = te.var("n")
-    A = te.placeholder((n * 2,), name="A")
-    B = te.compute((n * 2,), lambda i: A[i], name="B")
-    with pytest.raises(tessera.Error, match="the dimension variable n is no argument's dimension by itself"):
-        te.build(te.create_schedule(B), [A, B])
+    A = te.placeholder((n * 2, 3), name="A")
+    B = te.placeholder((n,), name="B")
+    C = te.compute((n * 2, 3), lambda i, j: A[i, j] + B[i // 2], name="C")
+    f = te.build(te.create_schedule(C), [A, C, B])
+    a = np.arange(30, dtype="float32").reshape(10, 3)
+    b = np.arange(5, dtype="float32")
+    c = np.empty_like(a)
+    f(a, c, b)
+    np.testing.assert_array_equal(c, a + np.repeat(b, 2)[:, None])
+    with pytest.raises(tessera.Error, match="dimension 0 must be n\\*2 = 8"):
+        f(np.zeros((9, 3), "float32"), np.zeros((9, 3), "float32"), np.zeros(4, "float32"))
+
+
+def test_what_symbolic_kernels_cannot_do_is_an_error_that_says_so():
+    n, m = te.var("n"), te.var("m")
+    A = te.placeholder((n * m,), name="A")
+    B = te.compute((n * m,), lambda i: A[i], name="B")
+    f = te.build(te.create_schedule(B), [A, B])
+    with pytest.raises(tessera.Error, match="no argument has the dimension n by itself or times a constant"):
+        f(np.zeros(6, "float32"), np.zeros(6, "float32"))
 
     A = te.placeholder((n,), name="A")
     B = te.compute((te.var("n"),), lambda i: A[i], name="B")

@@ -1,0 +1,54 @@
+// Shape arithmetic on symbolic dimensions. Exporters compute a reshape's target from the input's
+// sizes at run time (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, with Add/Mul/Div on the
+// way); in a model of symbolic sizes those values are integer tensors whose elements are
+// expressions of the dimension variables (`[N, L * 4, 64]`). The importer keeps them as DimValues
+// and evaluates the shape arithmetic on them, as ONNX Runtime's symbolic shape inference and
+// TVM Relax's shape values do, so that Reshape, Expand and ConstantOfShape get symbolic targets.
+// An operator that would compute with such a value on tensors is refused by name.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "relay_ir/shape.h"
+#include "runtime/ndarray.h"
+#include "tensor_ir/arith/const_bound.h"
+
+namespace tessera::frontend::onnx {
+
+// An integer (or, from a comparison, bool) tensor of rank 0 or 1 whose elements are integer
+// expressions, simplified.
+struct DimValue {
+  std::vector<tensor_ir::Expr> elements;
+  bool scalar = false;
+  runtime::DataType dtype = runtime::kInt64;
+
+  bool is_constant() const;
+  runtime::NDArray constant() const;  // throws unless is_constant()
+  std::string str() const;            // "[N, L*4, 64]"
+};
+
+// The value of ONNX Shape (opset 15's start and end given) of a tensor of shape `shape`.
+DimValue shape_value(const relay_ir::Shape& shape, int64_t start, int64_t end);
+
+// An operand of shape arithmetic: a DimValue, or a constant (any array; only integer arrays of
+// rank 0 or 1 take part).
+struct DimOperand {
+  std::optional<DimValue> dims;
+  std::optional<runtime::NDArray> constant;
+};
+
+// Evaluates `node`, whose operands at least one of which is a DimValue, when it is shape
+// arithmetic (Identity, Cast to an integer, Gather, Unsqueeze, Squeeze, Concat, Slice, Add, Sub,
+// Mul, Div, Mod, Min, Max, Neg, Abs, Equal, Less, Greater, Where with a known condition, Shape,
+// Size): one DimValue per output. std::nullopt when `node` is none of those; an error naming
+// the node when it is one but the operands do not decide its value (a division of a
+// symbolic size that may not be exact, a comparison the sizes do not decide). `dim_bounds`
+// bounds the dimension variables (non-negative).
+std::optional<std::vector<DimValue>> evaluate_dim_node(const ::onnx::NodeProto& node, int opset,
+                                                       const std::vector<DimOperand>& operands,
+                                                       const tensor_ir::arith::BoundMap& dim_bounds);
+
+}  // namespace tessera::frontend::onnx
