@@ -57,6 +57,9 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m), nr / s.hardware().lanes(product.dtype()),
                          s.hardware().registers.count - 4, knobs);
   int64_t k = dim_hint(packed, packed.ndim() - 2);
+  // A panel packed inside the tile loops lives in a buffer of its own size: k must be constant.
+  const bool local_panel = tensor_ir::as_const_int(packed->shape[packed.ndim() - 2]) &&
+                           k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel;
 
   Stage& o = s[out];
   auto tiles = o.tile(rows, cols, mr, nr);  // io, jo, ii, ji
@@ -95,12 +98,12 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
       Loop outer = fuse_all(o, batch);
       if (parallel) o.parallel(outer);
       tile = rest;
-      if (k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel) b.compute_at(o, tiles[1]);
+      if (local_panel) b.compute_at(o, tiles[1]);
     } else if (copied) {
       Loop panel = fuse_all(o, batch);
       if (parallel) o.parallel(panel);
       tile = tiles[0];
-      if (k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel) b.compute_at(o, panel);
+      if (local_panel) b.compute_at(o, panel);
     } else {
       // Panels packed ahead of time: the threads share out (panel, row tile) pairs, each a run
       // of consecutive ones, so 3 or 5 panels do not leave a thread idle for a third or a

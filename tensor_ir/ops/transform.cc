@@ -89,17 +89,21 @@ Tensor reshape(const Tensor& x, const std::vector<Expr>& shape) {
         },
         "reshape", "transform");
   }
-  // Symbolic sizes past the shared ones: through the row-major position.
+  // Symbolic sizes past the shared ones: through the row-major position past those, which
+  // multiplies and divides by every extent but the first of the rest ([L, N, 256] to
+  // [L, N*4, 64], attention's heads, divides by constants only).
   return compute(
       shape,
       [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(same));
         Expr flat = Expr(0);
-        for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + o[d];
-        std::vector<Expr> idx(in.size());
-        for (size_t d = in.size(); d-- > 0;) {
-          idx[d] = d == 0 ? flat : floormod(flat, in[d]);
+        for (size_t d = same; d < shape.size(); ++d) flat = d == same ? Expr(o[d]) : flat * shape[d] + o[d];
+        std::vector<Expr> rest(in.size() - same);
+        for (size_t d = in.size(); d-- > same;) {
+          rest[d - same] = d == same ? flat : floormod(flat, in[d]);
           flat = floordiv(flat, in[d]);
         }
+        idx.insert(idx.end(), rest.begin(), rest.end());
         return x(idx);
       },
       "reshape", "transform");
