@@ -1,6 +1,6 @@
 """Models with symbolic input dimensions (issue 25): tessera.onnx.load without shapes= gives a
 DynamicModule, tessera.build a DynamicLibrary that runs at any size fitting the declared shapes,
-building the model for each new size once; the relations between sizes are checked with errors
+built once for every size or, where the model needs its sizes as constants, once per new size; the relations between sizes are checked with errors
 that name the input, the dimension and the sizes."""
 import numpy as np
 import pytest
@@ -22,13 +22,18 @@ def vi(name, shape, elem=TensorProto.FLOAT):
     return helper.make_tensor_value_info(name, elem, shape)
 
 
-def dense_model(tmp_path, rng):
+def dense_model(tmp_path, rng, per_size=False):
     """y = relu(x @ w + b) reshaped to (N, L*16) through the Shape/Slice/Concat chain exporters
-    write, and its mean over the sequence; x is (N, L, 8)."""
+    write, and its mean over the sequence; x is (N, L, 8). With `per_size`, x is first multiplied
+    by ones that ConstantOfShape makes from its shape, which needs the sizes as constants."""
     w = rng.standard_normal((8, 16)).astype("float32")
     b = rng.standard_normal(16).astype("float32")
-    nodes = [
-        helper.make_node("MatMul", ["x", "w"], ["xw"]),
+    one = helper.make_tensor("value", TensorProto.FLOAT, [1], [1.0])
+    scaled = [helper.make_node("Shape", ["x"], ["x_shape"]),
+              helper.make_node("ConstantOfShape", ["x_shape"], ["ones"], value=one),
+              helper.make_node("Mul", ["x", "ones"], ["xs"])] if per_size else []
+    nodes = scaled + [
+        helper.make_node("MatMul", ["xs" if per_size else "x", "w"], ["xw"]),
         helper.make_node("Add", ["xw", "b"], ["h"]),
         helper.make_node("Relu", ["h"], ["r"]),
         helper.make_node("Shape", ["x"], ["shape"]),
@@ -48,8 +53,9 @@ def dense_model(tmp_path, rng):
     return path, reference
 
 
-def test_a_dynamic_model_runs_at_every_size_and_builds_each_once(tmp_path, rng):
-    path, reference = dense_model(tmp_path, rng)
+@pytest.mark.parametrize("per_size", [False, True], ids=["for_every_size", "per_size"])
+def test_a_dynamic_model_runs_at_every_size_built_once_or_once_per_size(tmp_path, rng, per_size):
+    path, reference = dense_model(tmp_path, rng, per_size)
     mod = tessera.onnx.load(path)
     assert isinstance(mod, tessera.DynamicModule)
     assert mod.inputs == [{"name": "x", "shape": ("N", "L", 8), "dtype": "float32"}]
@@ -61,7 +67,8 @@ def test_a_dynamic_model_runs_at_every_size_and_builds_each_once(tmp_path, rng):
         ref_flat, ref_mean = reference(x)
         np.testing.assert_allclose(flat, ref_flat, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(mean, ref_mean, rtol=1e-5, atol=1e-5)
-    assert lib.built == [{"L": 1, "N": 1}, {"L": 5, "N": 2}, {"L": 17, "N": 3}]
+    assert lib.symbolic != per_size
+    assert lib.built == ([{"L": 1, "N": 1}, {"L": 5, "N": 2}, {"L": 17, "N": 3}] if per_size else [])
     x = rng.standard_normal((4, 2, 8)).astype("float32")
     np.testing.assert_allclose(lib.run({"x": x})[1], reference(x)[1], rtol=1e-5, atol=1e-5)
 
