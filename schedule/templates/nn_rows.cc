@@ -4,13 +4,15 @@
 // parallel: each statistic of the row is computed right before the output row needs it (the
 // row stays in cache across the passes), as vector partial results (the innermost reduction
 // split by the vector width and factored out, rfactor) combined at the end; row intermediates
-// (softmax's exponentials) live in a row buffer; the output row is vectorized. Other layouts get the math family's
+// (softmax's exponentials) live in a row buffer, or, in a row of symbolic length, are recomputed
+// where read; the output row is vectorized. Other layouts get the math family's
 // reduction and elementwise schedules stage by stage. Stages another output of the same kernel already scheduled are
 // left alone.
+#include <functional>
 #include <unordered_set>
 
-#include "schedule/templates/math.h"
 #include "schedule/templates/extent_hint.h"
+#include "schedule/templates/math.h"
 #include "schedule/templates/nn.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
@@ -53,12 +55,17 @@ void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>&
   Stage& y = s[out];
   // A statistic runs inside the row loop when only the output (or statistics that do) read it;
   // one another output of the kernel reads (layer_norm's mean) stays a stage of its own.
+  // (A stage inlined into its readers, such as exponentials recomputed where read, reads inside when
+  // they all do.)
   std::unordered_set<const Stage*> inside{&y};
+  std::function<bool(const Stage&)> read_inside = [&](const Stage& st) {
+    for (const Stage* reader : s.consumers(st))
+      if (!inside.count(reader) && !(reader->attach_kind() == AttachKind::Inline && read_inside(*reader))) return false;
+    return true;
+  };
   std::vector<Tensor> attached;
   for (auto it = stats.rbegin(); it != stats.rend(); ++it) {
-    bool ok = true;
-    for (const Stage* reader : s.consumers(s[*it])) ok &= inside.count(reader) > 0;
-    if (!ok) continue;
+    if (!read_inside(s[*it])) continue;
     inside.insert(&s[*it]);
     attached.insert(attached.begin(), *it);
   }

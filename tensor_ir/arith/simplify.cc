@@ -1,6 +1,7 @@
 #include "tensor_ir/arith/simplify.h"
 
 #include <cmath>
+#include <numeric>
 #include <optional>
 
 #include "tensor_ir/arith/linear_form.h"
@@ -212,6 +213,18 @@ class Simplifier : public IRMutator {
     return s;
   }
 
+  // Bounds of base % c: its own, tightened where base is a multiple of g (every coefficient and
+  // the constant of its linear form are), so that the remainder is one too, at most c - gcd(g, c).
+  // A row of a head of 64 starts at h*64 + k*16: a vector of 16 from there never crosses 256.
+  ConstBound remainder_bound(const Expr& base, int64_t c) {
+    ConstBound rem = bound(mutate(FloorMod::make(base, IntImm::make(base.type(), c))));
+    const LinearForm f = to_linear_form(base);
+    int64_t g = std::llabs(f.constant);
+    for (const auto& [term, coeff] : f.terms) g = std::gcd(g, std::llabs(coeff));
+    if (g > 0 && rem.bounded()) rem.max = std::min(rem.max, c - std::gcd(g, c));
+    return rem;
+  }
+
   Expr mutate_(const FloorDiv* op) override {
     Expr a = mutate(op->a), b = mutate(op->b);
     if (Expr c = fold(
@@ -227,7 +240,7 @@ class Simplifier : public IRMutator {
         if (*stride % *c == 0)
           return mutate(Ramp::make(FloorDiv::make(r->base, cs), IntImm::make(r->base.type(), *stride / *c), r->lanes));
         // All lanes fall in one block of c when the base's remainder leaves room for the ramp.
-        ConstBound rem = bound(mutate(FloorMod::make(r->base, cs)));
+        ConstBound rem = remainder_bound(r->base, *c);
         if (rem.bounded() && rem.max + *stride * (r->lanes - 1) < *c)
           return Broadcast::make(mutate(FloorDiv::make(r->base, cs)), r->lanes);
       }
@@ -267,7 +280,7 @@ class Simplifier : public IRMutator {
         Expr cs = scalar_of(b);
         Expr base_mod = mutate(FloorMod::make(r->base, cs));
         if (*stride % *c == 0) return Broadcast::make(base_mod, r->lanes);
-        ConstBound rem = bound(base_mod);
+        ConstBound rem = remainder_bound(r->base, *c);
         if (rem.bounded() && rem.max + *stride * (r->lanes - 1) < *c)
           return mutate(Ramp::make(base_mod, r->stride, r->lanes));
       }

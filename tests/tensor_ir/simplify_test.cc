@@ -86,6 +86,18 @@ TEST(Simplify, VectorAlgebra) {
   EXPECT_EQ(s(Ramp::make(i, Expr(0), 4)), "x4(i)");
 }
 
+TEST(Simplify, AVectorFromAMultipleOfItsWidthStaysInOneBlock) {
+  // A head of 64 values starting at h*64 + k*16 (h unbounded: a symbolic number of heads) never
+  // crosses a block of 256 with 16 lanes: the loads stay contiguous.
+  Var h("h"), k("k");
+  Expr x16 = Ramp::make(h * 64 + k * 16, Expr(1), 16);
+  EXPECT_EQ(s(floordiv(x16, Broadcast::make(Expr(256), 16))), "x16((h*64 + k*16) // 256)");
+  EXPECT_EQ(s(floormod(x16, Broadcast::make(Expr(256), 16))), "ramp((h*64 + k*16) % 256, 1, 16)");
+  // Starting at h*8 it may cross one.
+  Expr x16_8 = Ramp::make(h * 8, Expr(1), 16);
+  EXPECT_NE(s(floordiv(x16_8, Broadcast::make(Expr(256), 16))).rfind("x16(", 0), 0u);
+}
+
 TEST(Simplify, Statements) {
   Var i("i"), j("j");
   Buffer buf = BufferNode::make("A", runtime::kFloat32, {Expr(64)}, MemoryScope::Global);
