@@ -8,6 +8,7 @@
 #include "runtime/error.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/ops/transform_shape.h"
 #include "tensor_ir/printer.h"
 
 namespace tessera::frontend::onnx {
@@ -37,8 +38,10 @@ std::string DimValue::str() const {
 }
 
 DimValue shape_value(const relay_ir::Shape& shape, int64_t start, int64_t end) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  auto clamp = [&](int64_t d) { return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank); };
   DimValue v;
-  for (int64_t d = start; d < end; ++d) v.elements.push_back(shape.dim(d));
+  for (int64_t d = clamp(start); d < clamp(end); ++d) v.elements.push_back(shape.dim(d));
   return v;
 }
 
@@ -140,9 +143,7 @@ class DimEvaluator {
   std::optional<std::vector<DimValue>> shape() {
     const DimValue v = operand(0);
     relay_ir::Shape shape = v.scalar ? std::vector<int64_t>{} : std::vector<int64_t>{int64_t(v.elements.size())};
-    const int64_t rank = static_cast<int64_t>(shape.size());
-    auto clamp = [&](int64_t d) { return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank); };
-    return one(shape_value(shape, clamp(attr_int("start", 0)), clamp(attr_int("end", rank))));
+    return one(shape_value(shape, attr_int("start", 0), attr_int("end", static_cast<int64_t>(shape.size()))));
   }
 
   std::optional<std::vector<DimValue>> gather() {
@@ -199,16 +200,19 @@ class DimEvaluator {
     DimValue data = operand(0);
     const std::vector<int64_t> starts = ints(1, "starts"), ends = ints(2, "ends");
     const std::vector<int64_t> axes = has_operand(3) ? ints(3, "axes") : std::vector<int64_t>{0};
-    const std::vector<int64_t> steps = has_operand(4) ? ints(4, "steps") : std::vector<int64_t>{1};
-    if (data.scalar || starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps.size() != 1 ||
-        (axes[0] != 0 && axes[0] != -1) || steps[0] == 0)
+    const std::vector<int64_t> steps = has_operand(4) ? ints(4, "steps") : std::vector<int64_t>{};
+    if (data.scalar || starts.size() != 1 || axes.size() != 1 || (axes[0] != 0 && axes[0] != -1))
       error("slices a shape value on more than its one axis");
-    const int64_t n = static_cast<int64_t>(data.elements.size()), step = steps[0];
-    auto clamp = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? v + n : v, lo, hi); };
-    int64_t begin = step > 0 ? clamp(starts[0], 0, n) : clamp(starts[0], -1, n - 1);
-    int64_t end = step > 0 ? clamp(ends[0], 0, n) : clamp(ends[0], -1, n - 1);
+    // ONNX Slice's clamping, as tensors slice.
+    tensor_ir::ops::SliceDim dim;
+    try {
+      dim = tensor_ir::ops::slice_dims({static_cast<int64_t>(data.elements.size())}, starts, ends, {0}, steps)[0];
+    } catch (const Error& e) {
+      error(e.what());
+    }
+    const auto [start, step, length] = dim;
     DimValue out{{}, false, data.dtype};
-    for (int64_t i = begin; step > 0 ? i < end : i > end; i += step) out.elements.push_back(data.elements[i]);
+    for (int64_t i = 0; i < length; ++i) out.elements.push_back(data.elements[start + i * step]);
     return one(out);
   }
 

@@ -30,7 +30,8 @@ struct DimValue {
   std::string str() const;            // "[N, L*4, 64]"
 };
 
-// The value of ONNX Shape (opset 15's start and end given) of a tensor of shape `shape`.
+// The value of ONNX Shape of a tensor of shape `shape`, with opset 15's start and end as given
+// (negative ones count from the end; both are clamped to [0, rank]).
 DimValue shape_value(const relay_ir::Shape& shape, int64_t start, int64_t end);
 
 // An operand of shape arithmetic: a DimValue, or a constant (any array; only integer arrays of

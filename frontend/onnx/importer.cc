@@ -348,9 +348,8 @@ class Importer {
       } else {
         ConvertContext ctx(node, opset, {}, {}, base_dir_, {});
         ctx.check_attrs({"start", "end"});
-        const int64_t rank = static_cast<int64_t>(t->shape.size());
-        auto clamp = [&](int64_t d) { return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank); };
-        outputs.push_back(shape_value(t->shape, clamp(ctx.attr_int("start", 0)), clamp(ctx.attr_int("end", rank))));
+        const auto rank = static_cast<int64_t>(t->shape.size());
+        outputs.push_back(shape_value(t->shape, ctx.attr_int("start", 0), ctx.attr_int("end", rank)));
       }
     } else {
       std::vector<DimOperand> operands;
