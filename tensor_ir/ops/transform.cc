@@ -95,15 +95,11 @@ Tensor reshape(const Tensor& x, const std::vector<Expr>& shape) {
   return compute(
       shape,
       [&](const std::vector<Var>& o) {
-        std::vector<Expr> idx(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(same));
-        Expr flat = Expr(0);
-        for (size_t d = same; d < shape.size(); ++d) flat = d == same ? Expr(o[d]) : flat * shape[d] + o[d];
-        std::vector<Expr> rest(in.size() - same);
-        for (size_t d = in.size(); d-- > same;) {
-          rest[d - same] = d == same ? flat : floormod(flat, in[d]);
-          flat = floordiv(flat, in[d]);
-        }
-        idx.insert(idx.end(), rest.begin(), rest.end());
+        const auto from = static_cast<std::ptrdiff_t>(same);
+        std::vector<Expr> idx(o.begin(), o.begin() + from);
+        Expr flat = flat_index(std::vector<Expr>(o.begin() + from, o.end()),
+                               std::vector<Expr>(shape.begin() + from, shape.end()));
+        for (const Expr& e : unflat_index(flat, std::vector<Expr>(in.begin() + from, in.end()))) idx.push_back(e);
         return x(idx);
       },
       "reshape", "transform");
