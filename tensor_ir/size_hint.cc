@@ -18,8 +18,9 @@ SizeHintScope::SizeHintScope(std::map<std::string, int64_t> hints)
 SizeHintScope::~SizeHintScope() { current_hints = previous_; }
 
 int64_t size_hint(const std::string& name) {
+  // An empty size (a first run of no rows) says nothing of the sizes to come.
   if (current_hints)
-    if (auto it = current_hints->find(name); it != current_hints->end()) return it->second;
+    if (auto it = current_hints->find(name); it != current_hints->end() && it->second > 0) return it->second;
   return kDefaultSizeHint;
 }
 

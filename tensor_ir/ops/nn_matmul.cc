@@ -28,7 +28,7 @@ int64_t Registers::lanes(DataType acc) const {
 }
 
 // 8 rows, or 7 where that divides the rows and 8 does not (49, 196: no padded rows).
-int64_t matmul_tile_rows(int64_t m) { return m % 8 != 0 && m % 7 == 0 ? 7 : std::min<int64_t>(m, 8); }
+int64_t matmul_tile_rows(int64_t m) { return m % 8 != 0 && m % 7 == 0 ? 7 : std::clamp<int64_t>(m, 1, 8); }
 // Two vectors, or one where n fits in one; three where that fills whole panels and two does not
 // (144 columns: 3 panels of 48 instead of 5 of 32, the last half zeros). Between one and two
 // vectors (MobileNet-v2's 24 channels), one panel of two (the second vector partly zeros) beats

@@ -30,6 +30,14 @@ def test_matmul_shapes(rng, sa, sb):
     assert_close(y, np.matmul(a.astype("float64"), b.astype("float64")), "float32")
 
 
+@pytest.mark.parametrize("sa", [(0, 24), (0, 3, 24), (1, 24)])
+def test_matmul_of_a_constant_weight_packs_it_whatever_the_rows(rng, sa):
+    """A constant right operand is packed ahead of time (opt level 3), even for no rows."""
+    a, b = rand(rng, sa, "float32"), rand(rng, (24, 40), "float32")
+    (y,) = run("MatMul", [a, b], constants=(1,))
+    assert_close(y, np.matmul(a.astype("float64"), b.astype("float64")), "float32")
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float64", "int32", "int64", "uint32", "uint64"])
 def test_matmul_dtypes(rng, dtype):
     a, b = rand(rng, (2, 19, 11), dtype), rand(rng, (11, 37), dtype)
