@@ -40,10 +40,12 @@ std::shared_ptr<const BuildResult> ShapeSpecializedBuild::get(const std::vector<
   const std::map<std::string, int64_t> values = bind(shapes);
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    auto hot = builds_.find(key_of(values));
+    if (hot != builds_.end() && hot->second.hot) return hot->second.build;
     if (symbolic_module_ && !symbolic_tried_) {
       symbolic_tried_ = true;
       BuildOptions o = options_;
-      o.size_hints = values;  // tiles chosen for the sizes of the first call
+      o.size_hints.insert(values.begin(), values.end());  // tiles chosen for the first call's sizes, unless given
       try {
         symbolic_ = std::make_shared<const BuildResult>(kept(build(symbolic_module_(), target_, o)));
       } catch (const Error& e) {
@@ -53,6 +55,49 @@ std::shared_ptr<const BuildResult> ShapeSpecializedBuild::get(const std::vector<
     if (symbolic_) return symbolic_;
   }
   return specialized_at(shapes, values);
+}
+
+void ShapeSpecializedBuild::specialize_sizes(const std::vector<std::map<std::string, int64_t>>& sizes) {
+  for (const std::map<std::string, int64_t>& values : sizes) {
+    for (const auto& [var, value] : values)
+      if (std::find(vars_.begin(), vars_.end(), var) == vars_.end())
+        fail("specialize: the model has no dimension '", var, "' (its dimensions are: ", sizes_str({}), ")");
+    for (const std::string& v : vars_)
+      if (!values.count(v)) fail("specialize: ", sizes_str(values), " gives no value for the dimension ", v);
+    const std::vector<std::vector<int64_t>> shapes = shapes_at(values);
+    specialized_at(shapes, bind(shapes), /*hot=*/true);
+  }
+}
+
+std::vector<std::vector<int64_t>> ShapeSpecializedBuild::shapes_at(const std::map<std::string, int64_t>& values) const {
+  std::vector<std::vector<int64_t>> shapes;
+  for (const runtime::BufferSpec& in : inputs_) {
+    std::vector<int64_t> shape;
+    for (const runtime::ShapeExpr& d : in.shape) shape.push_back(d.evaluate(values));
+    shapes.push_back(std::move(shape));
+  }
+  return shapes;
+}
+
+std::vector<std::map<std::string, int64_t>> ShapeSpecializedBuild::hot_sizes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::map<std::string, int64_t>> out;
+  for (const auto& key : order_) {
+    auto it = builds_.find(key);
+    if (it != builds_.end() && it->second.hot) out.push_back(values_of(key));
+  }
+  return out;
+}
+
+std::string ShapeSpecializedBuild::served_by(const std::vector<std::vector<int64_t>>& shapes) const {
+  const std::map<std::string, int64_t> values = bind(shapes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = builds_.find(key_of(values));
+  if (it != builds_.end() && it->second.hot) return "specialized for " + sizes_str(values);
+  if (symbolic_) return "the build for every size";
+  if (it != builds_.end()) return "built for " + sizes_str(values) + " on its first run";
+  if (!symbolic_tried_ && symbolic_module_) return "not built yet: the first run builds the model for every size";
+  return "not built yet: the first run at " + sizes_str(values) + " builds the model for these sizes";
 }
 
 std::shared_ptr<const BuildResult> ShapeSpecializedBuild::symbolic() const {
@@ -69,30 +114,53 @@ std::shared_ptr<const BuildResult> ShapeSpecializedBuild::specialized(const std:
   return specialized_at(shapes, bind(shapes));
 }
 
-std::shared_ptr<const BuildResult> ShapeSpecializedBuild::specialized_at(
-    const std::vector<std::vector<int64_t>>& shapes, const std::map<std::string, int64_t>& values) {
+std::vector<int64_t> ShapeSpecializedBuild::key_of(const std::map<std::string, int64_t>& values) const {
   std::vector<int64_t> key;
   for (const std::string& v : vars_) key.push_back(values.at(v));
+  return key;
+}
+
+std::map<std::string, int64_t> ShapeSpecializedBuild::values_of(const std::vector<int64_t>& key) const {
+  std::map<std::string, int64_t> values;
+  for (size_t i = 0; i < vars_.size(); ++i) values[vars_[i]] = key[i];
+  return values;
+}
+
+std::string ShapeSpecializedBuild::sizes_str(const std::map<std::string, int64_t>& values) const {
+  std::string s;
+  for (const std::string& v : vars_) {
+    s += (s.empty() ? "" : ", ") + v;
+    if (values.count(v)) s += " = " + std::to_string(values.at(v));
+  }
+  return s;
+}
+
+std::shared_ptr<const BuildResult> ShapeSpecializedBuild::specialized_at(
+    const std::vector<std::vector<int64_t>>& shapes, const std::map<std::string, int64_t>& values, bool hot) {
+  const std::vector<int64_t> key = key_of(values);
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = builds_.find(key);
   if (it != builds_.end()) {
     it->second.last_use = ++uses_;
+    it->second.hot |= hot;
     return it->second.build;
   }
   std::map<std::string, std::vector<int64_t>> at;
   for (size_t i = 0; i < inputs_.size(); ++i) at[inputs_[i].name] = shapes[i];
-  std::string sizes;
-  for (const std::string& v : vars_) sizes += (sizes.empty() ? "" : ", ") + v + " = " + std::to_string(values.at(v));
   std::shared_ptr<const BuildResult> result;
   try {
     result = std::make_shared<const BuildResult>(kept(build(specialize_(at), target_, options_)));
   } catch (const Error& e) {
-    fail("the model at ", sizes, ": ", e.what());
+    fail("the model at ", sizes_str(values), ": ", e.what());
   }
-  if (builds_.size() >= kMaxKept)
-    builds_.erase(std::min_element(builds_.begin(), builds_.end(),
-                                   [](const auto& a, const auto& b) { return a.second.last_use < b.second.last_use; }));
-  builds_[key] = {result, ++uses_};
+  std::vector<decltype(builds_)::iterator> droppable;
+  for (auto b = builds_.begin(); b != builds_.end(); ++b)
+    if (!b->second.hot) droppable.push_back(b);
+  if (droppable.size() >= kMaxKept)
+    builds_.erase(*std::min_element(droppable.begin(), droppable.end(), [](const auto& a, const auto& b) {
+      return a->second.last_use < b->second.last_use;
+    }));
+  builds_[key] = {result, ++uses_, hot};
   order_.push_back(key);
   return result;
 }
@@ -100,11 +168,7 @@ std::shared_ptr<const BuildResult> ShapeSpecializedBuild::specialized_at(
 std::vector<std::map<std::string, int64_t>> ShapeSpecializedBuild::built() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::map<std::string, int64_t>> out;
-  for (const auto& key : order_) {
-    std::map<std::string, int64_t> values;
-    for (size_t i = 0; i < vars_.size(); ++i) values[vars_[i]] = key[i];
-    out.push_back(std::move(values));
-  }
+  for (const auto& key : order_) out.push_back(values_of(key));
   return out;
 }
 

@@ -8,6 +8,9 @@
 // reshape's product, a broadcast), builds it like any static model and keeps the result for the
 // next call of that size. Those builds share their constants (driver/constant_pool.h), and the
 // least recently used is dropped past kMaxKept sizes.
+// Hot sizes (specialize_sizes) are built now, each as a static model, and serve the calls of
+// their sizes however the others are built: the static code where the sizes are known in
+// advance, the build for every size for the rest (as TVM's Relax dispatches specialized kernels).
 #pragma once
 #include <functional>
 #include <map>
@@ -51,6 +54,18 @@ class ShapeSpecializedBuild {
   // Throws naming the input and dimension that do not fit the declared shapes (a constant
   // dimension, or a variable that two inputs give different values).
   std::shared_ptr<const BuildResult> get(const std::vector<std::vector<int64_t>>& shapes);
+  // Builds the model at each of `sizes` (a value for every variable) now, as static models that
+  // calls at those sizes run (never dropped). Throws naming a missing or unknown variable, or the
+  // size whose build fails.
+  void specialize_sizes(const std::vector<std::map<std::string, int64_t>>& sizes);
+  // The inputs' shapes at the variables' `values` (throws naming a variable without one).
+  std::vector<std::vector<int64_t>> shapes_at(const std::map<std::string, int64_t>& values) const;
+  // The sizes specialize_sizes built, in order.
+  std::vector<std::map<std::string, int64_t>> hot_sizes() const;
+  // Which build get() runs inputs of `shapes` with, without building one: "specialized for N = 1,
+  // L = 128", "the build for every size", "built for N = 2, L = 7 on its first run", or "not
+  // built yet: ..." (throws as get() does for shapes that do not fit).
+  std::string served_by(const std::vector<std::vector<int64_t>>& shapes) const;
   // The build of these sizes alone (static shapes: for export), built on first use.
   std::shared_ptr<const BuildResult> specialized(const std::vector<std::vector<int64_t>>& shapes);
   // The build for every size, if the first call made one.
@@ -72,6 +87,7 @@ class ShapeSpecializedBuild {
   struct Kept {
     std::shared_ptr<const BuildResult> build;
     uint64_t last_use = 0;
+    bool hot = false;  // from specialize_sizes: never dropped, and chosen before the build for every size
   };
   std::map<std::vector<int64_t>, Kept> builds_;  // by the vars' values
   uint64_t uses_ = 0;
@@ -82,9 +98,14 @@ class ShapeSpecializedBuild {
 
   // The declared shapes bound to `shapes`: the variables' values (throws naming what does not fit).
   std::map<std::string, int64_t> bind(const std::vector<std::vector<int64_t>>& shapes) const;
-  // specialized() for shapes already bound to `values`.
+  // The variables' values in vars() order: the key of a build of one size.
+  std::vector<int64_t> key_of(const std::map<std::string, int64_t>& values) const;
+  std::map<std::string, int64_t> values_of(const std::vector<int64_t>& key) const;
+  // "N = 1, L = 128" (a variable without a value by its name alone).
+  std::string sizes_str(const std::map<std::string, int64_t>& values) const;
+  // specialized() for shapes already bound to `values`; a hot build is kept for good.
   std::shared_ptr<const BuildResult> specialized_at(const std::vector<std::vector<int64_t>>& shapes,
-                                                    const std::map<std::string, int64_t>& values);
+                                                    const std::map<std::string, int64_t>& values, bool hot = false);
 };
 
 }  // namespace tessera::driver

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 
 #include "autotune/database.h"
 #include "driver/evaluate.h"
@@ -14,26 +15,42 @@ namespace tessera::cli {
 
 namespace {
 
+// `text` as a whole integer; throws saying what it is (`what`: "--shape x=1,a").
+int64_t parse_integer(const std::string& text, const std::string& what) {
+  try {
+    size_t used = 0;
+    const int64_t value = std::stoll(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::logic_error&) {
+  }
+  fail(what, ": '", text, "' is not an integer");
+}
+
 // "x=1,3,224,224" -> {"x", {1, 3, 224, 224}}
 std::pair<std::string, std::vector<int64_t>> parse_shape(const std::string& s) {
   auto eq = s.find('=');
   if (eq == std::string::npos) fail("--shape ", s, ": expected NAME=D0,D1,...");
   std::vector<int64_t> dims;
-  std::string rest = s.substr(eq + 1);
-  for (size_t i = 0; i <= rest.size();) {
-    size_t j = rest.find(',', i);
-    if (j == std::string::npos) j = rest.size();
-    std::string d = rest.substr(i, j - i);
-    if (!d.empty()) {
-      try {
-        dims.push_back(std::stoll(d));
-      } catch (...) {
-        fail("--shape ", s, ": '", d, "' is not a number");
-      }
-    }
-    i = j + 1;
-  }
+  std::stringstream rest(s.substr(eq + 1));
+  for (std::string d; std::getline(rest, d, ',');)
+    if (!d.empty()) dims.push_back(parse_integer(d, "--shape " + s));
   return {s.substr(0, eq), dims};
+}
+
+// --specialize "N=1,L=128" -> {N: 1, L: 128}, for each option.
+std::vector<std::map<std::string, int64_t>> hot_sizes(const std::vector<std::string>& options) {
+  std::vector<std::map<std::string, int64_t>> sizes;
+  for (const std::string& option : options) {
+    std::map<std::string, int64_t> values;
+    std::stringstream items(option);
+    for (std::string item; std::getline(items, item, ',');) {
+      auto eq = item.find('=');
+      if (eq == std::string::npos) fail("--specialize ", option, ": expected DIM=VALUE,DIM=VALUE,...");
+      values[item.substr(0, eq)] = parse_integer(item.substr(eq + 1), "--specialize " + option);
+    }
+    sizes.push_back(std::move(values));
+  }
+  return sizes;
 }
 
 }  // namespace
@@ -60,6 +77,12 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
       ->capture_default_str();
   cmd->add_option("--db", o.db, "tuning database (default: $TESSERA_DB or ~/.cache/tessera/tuning.db)");
   cmd->add_flag("!--no-transfer", o.transfer, "no schedule transfer from similar workloads' records");
+}
+
+void add_specialize_option(CLI::App* cmd, ModelOptions& o) {
+  cmd->add_option("--specialize", o.specialize,
+                  "for a model of symbolic sizes: build these sizes as static models (the fastest code), the others "
+                  "once for every size: DIM=VALUE,DIM=VALUE (every dimension; repeat for more sizes)");
 }
 
 namespace {
@@ -128,16 +151,21 @@ relay_ir::Module load_symbolic(const ModelOptions& o) {
 std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& o) {
   const auto fixed = single_shapes(o);
   std::vector<runtime::BufferSpec> inputs = frontend::onnx::model_inputs(o.model, import_options(o, fixed));
-  if (std::all_of(inputs.begin(), inputs.end(), [](const auto& in) { return runtime::is_static(in.shape); }))
+  if (std::all_of(inputs.begin(), inputs.end(), [](const auto& in) { return runtime::is_static(in.shape); })) {
+    if (!o.specialize.empty())
+      fail("--specialize applies to models of symbolic sizes; every input of ", o.model, " has a fixed shape");
     return nullptr;
+  }
   auto specialize = [o, fixed](const std::map<std::string, std::vector<int64_t>>& shapes) {
     auto all = shapes;
     all.insert(fixed.begin(), fixed.end());
     return import_at(o, all);
   };
   auto symbolic = [o] { return load_symbolic(o); };
-  return std::make_shared<driver::ShapeSpecializedBuild>(
+  auto build = std::make_shared<driver::ShapeSpecializedBuild>(
       std::move(inputs), specialize, targets::Target::parse(o.target), build_options(o, /*jit=*/true), symbolic);
+  build->specialize_sizes(hot_sizes(o.specialize));
+  return build;
 }
 
 std::vector<std::pair<std::string, relay_ir::Module>> load_sizes(const ModelOptions& o) {

@@ -19,16 +19,22 @@ struct ModelOptions {
   std::vector<std::string> shapes, binds;
   int opt_level = driver::BuildOptions{}.opt_level;
   bool transfer = true;  // schedule transfer for workloads without records (driver::BuildOptions)
+  // Hot sizes of a model of symbolic sizes, "N=1,L=128" each: built as static models
+  // (driver::ShapeSpecializedBuild::specialize_sizes).
+  std::vector<std::string> specialize;
 };
 
 void add_model_options(CLI::App* cmd, ModelOptions& o);
+// --specialize, for the subcommands that build a model in process (run, inspect).
+void add_specialize_option(CLI::App* cmd, ModelOptions& o);
 // The ONNX model with its --shape and --bind applied (one --shape per input).
 relay_ir::Module load(const ModelOptions& o);
 // The ONNX model as a program when one static graph cannot express it (control flow decided at
 // run time, data-dependent shapes: frontend/onnx/program.h); null otherwise.
 std::shared_ptr<const relay_ir::Program> load_program(const ModelOptions& o);
 // The ONNX model built once for every size, or else once per size it is run at, when inputs keep
-// symbolic dimensions that no --shape fixes; null otherwise.
+// symbolic dimensions that no --shape fixes, its --specialize sizes built now; null otherwise
+// (an error when --specialize is given).
 std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& o);
 // The ONNX model with the symbolic dimensions no --shape fixes kept as variables (one graph for
 // every size); throws naming the operator that needs a dimension as a constant.

@@ -224,15 +224,10 @@ int run_dynamic(driver::ShapeSpecializedBuild& dynamic, const ModelOptions& o, c
   for (const auto& a : arrays) shapes.push_back(a.shape());
   auto start = std::chrono::steady_clock::now();
   const std::shared_ptr<const driver::BuildResult> build = dynamic.get(shapes);
-  if (build == dynamic.symbolic()) {
-    std::printf("built %s for %s for every size in %.2f s\n", o.model.c_str(), o.target.c_str(), seconds_since(start));
-  } else {
-    std::string sizes;
-    for (const auto& [var, value] : dynamic.built().back())
-      sizes += (sizes.empty() ? "" : ", ") + var + " = " + std::to_string(value);
-    std::printf("built %s for %s at %s in %.2f s (one build per size: %s)\n", o.model.c_str(), o.target.c_str(),
-                sizes.c_str(), seconds_since(start), dynamic.symbolic_reason().c_str());
-  }
+  const std::string reason = dynamic.symbolic_reason();
+  std::printf("%s for %s at these sizes: %s (%.2f s)%s\n", o.model.c_str(), o.target.c_str(),
+              dynamic.served_by(shapes).c_str(), seconds_since(start),
+              reason.empty() ? "" : (" (one build per size: " + reason + ")").c_str());
   return run_graph(*build->executor, arrays, output_dir, bench);
 }
 
@@ -282,6 +277,19 @@ void write_kernel_sources(const ModelOptions& o, const std::string& dir) {
               dir.c_str());
 }
 
+// The builds of --specialize sizes beside the build for every size printed before them.
+void print_hot_sizes(driver::ShapeSpecializedBuild& dynamic) {
+  std::printf("\nspecialized sizes (static builds; every other size runs the kernels above):\n");
+  for (const auto& values : dynamic.hot_sizes()) {
+    const std::vector<std::vector<int64_t>> shapes = dynamic.shapes_at(values);
+    const std::shared_ptr<const driver::BuildResult> build = dynamic.get(shapes);
+    int tuned = 0;
+    for (const auto& k : build->kernels) tuned += k.record != 0;
+    std::printf("  %s: %zu kernels (%d from tuning records), memory plan %.1f KiB\n", dynamic.served_by(shapes).c_str(),
+                build->kernels.size(), tuned, build->plan.arena_bytes / 1024.0);
+  }
+}
+
 int cmd_inspect(const ModelOptions& o, const std::string& dot, const std::string& source_dir) {
   if (auto program = load_program(o)) {
     if (!dot.empty() || !source_dir.empty())
@@ -311,6 +319,7 @@ int cmd_inspect(const ModelOptions& o, const std::string& dot, const std::string
   const auto& plan = r.executor->plan();
   std::printf("memory plan: peak %lld bytes for intermediates, %lld bytes if each had its own buffer\n",
               static_cast<long long>(plan.arena_bytes), static_cast<long long>(intermediate_bytes(plan)));
+  if (!o.specialize.empty()) print_hot_sizes(*load_dynamic(o));
   return 0;
 }
 
@@ -332,6 +341,7 @@ int main(int argc, char** argv) {
                           "the device code for opencl and cuda");
   auto* run_cmd = app.add_subcommand("run", "run a module (model.so) or compile and run an ONNX model, on .npy inputs");
   add_model_options(run_cmd, run_opts);
+  add_specialize_option(run_cmd, run_opts);
   run_cmd->add_option("--input", inputs, "an input: NAME=FILE.npy (a sequence: NAME=FOLDER of 0.npy, 1.npy, ...)");
   run_cmd->add_option("--output-dir", output_dir,
                       "write outputs as output<N>.npy here (a sequence as output<N>/0.npy, 1.npy, ...)");
@@ -342,6 +352,7 @@ int main(int argc, char** argv) {
                       "first of its kind)");
   auto* inspect_cmd = app.add_subcommand("inspect", "print the optimized graph, its kernels and memory plan");
   add_model_options(inspect_cmd, inspect_opts);
+  add_specialize_option(inspect_cmd, inspect_opts);
   std::string dot;
   inspect_cmd->add_option("--dot", dot, "write the optimized graph with its fused groups as Graphviz");
   std::string source_dir;

@@ -81,18 +81,7 @@ class DynamicLibrary {
   }
   // The build at `shapes` ({name: shape} or shapes in input order) as a Library of its own.
   Library specialize(py::object shapes) {
-    std::vector<std::vector<int64_t>> given(build_->inputs().size());
-    if (py::isinstance<py::dict>(shapes)) {
-      for (auto item : py::reinterpret_borrow<py::dict>(shapes)) {
-        const std::string name = py::str(item.first);
-        given.at(input_index(name)) = item.second.cast<std::vector<int64_t>>();
-      }
-      for (size_t i = 0; i < given.size(); ++i)
-        if (given[i].empty() && !build_->inputs()[i].shape.empty())
-          fail("specialize: no shape given for input '", build_->inputs()[i].name, "'");
-    } else {
-      given = shapes.cast<std::vector<std::vector<int64_t>>>();
-    }
+    const std::vector<std::vector<int64_t>> given = shapes_given(shapes);
     std::shared_ptr<const driver::BuildResult> built;
     {
       py::gil_scoped_release release;
@@ -100,6 +89,7 @@ class DynamicLibrary {
     }
     return Library(built);  // a copy sharing the build and its executor
   }
+  std::string served_by(py::object shapes) const { return build_->served_by(shapes_given(shapes)); }
   const driver::ShapeSpecializedBuild& build() const { return *build_; }
 
  private:
@@ -108,6 +98,22 @@ class DynamicLibrary {
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].name == name) return i;
     fail("the model has no input '", name, "' (its inputs are: ", join(names_of(inputs)), ")");
+  }
+
+  // Shapes given as {name: shape} or a list in input order, in input order.
+  std::vector<std::vector<int64_t>> shapes_given(const py::object& shapes) const {
+    if (!py::isinstance<py::dict>(shapes)) return shapes.cast<std::vector<std::vector<int64_t>>>();
+    std::vector<std::vector<int64_t>> given(build_->inputs().size());
+    std::vector<bool> seen(given.size());
+    for (auto item : py::reinterpret_borrow<py::dict>(shapes)) {
+      const size_t i = input_index(py::str(item.first));
+      given[i] = item.second.cast<std::vector<int64_t>>();
+      seen[i] = true;
+    }
+    for (size_t i = 0; i < given.size(); ++i)
+      if (!seen[i] && !build_->inputs()[i].shape.empty())
+        fail("no shape given for input '", build_->inputs()[i].name, "'");
+    return given;
   }
 
   // The shapes of run()'s inputs (a list in order or a dict by name), in input order; Library::run
@@ -215,8 +221,9 @@ void bind_dynamic(py::module_& m) {
       "model needs a dimension as a constant (symbolic_reason names the operator), the first run at a new size "
       "builds the model for that size instead (as tessera.build does for a fixed one: the same static code) and "
       "keeps it; later runs at that size run it directly (the builds share the weights; the 32 most recently used "
-      "sizes are kept). "
-      "specialize() gives the build of one size as a Library (to export it).")
+      "sizes are kept). Sizes given to tessera.build(specialize=[{dimension: value}, ...]) are built then, as "
+      "static models, and run their calls whichever way the others are built (served_by says which build runs a "
+      "size). specialize() gives the build of one size as a Library (to export it).")
       .def("run", &DynamicLibrary::run, py::arg("inputs"),
            "Runs the model at the inputs' size: run([x, ...]) or run({name: x}), as Library.run.")
       .def("profile", &DynamicLibrary::profile, py::arg("inputs"), py::arg("repeat") = 10,
@@ -224,9 +231,27 @@ void bind_dynamic(py::module_& m) {
       .def("specialize", &DynamicLibrary::specialize, py::arg("shapes"),
            "The Library built for inputs of `shapes` ({name: shape} or a list in input order), built now if it "
            "was not.")
+      .def("served_by", &DynamicLibrary::served_by, py::arg("shapes"),
+           "Which build runs inputs of `shapes` ({name: shape} or a list in input order), without building: "
+           "\"specialized for N = 1, L = 128\", \"the build for every size\", \"built for N = 2, L = 7 on its "
+           "first run\" or \"not built yet: ...\".")
+      .def_property_readonly(
+          "specialized", [](const DynamicLibrary& l) { return l.build().hot_sizes(); },
+          "The sizes built as static models by tessera.build(specialize=...), each as {dimension: value}.")
       .def(
           "export",
           [](const DynamicLibrary& l, const py::object& path) {
+            std::string hot;
+            for (const auto& size : l.build().hot_sizes()) {
+              std::string values;
+              for (const auto& [var, value] : size)
+                values += (values.empty() ? "" : ", ") + var + " = " + std::to_string(value);
+              hot += (hot.empty() ? "(" : "; (") + values + ")";
+            }
+            if (!hot.empty())
+              fail("export: a module holds one build, and this library runs builds specialized for ", hot,
+                   " beside the others; export one of them (lib.specialize({name: shape}).export(path)) or build "
+                   "without specialize=");
             if (auto s = l.build().symbolic()) return Library(s).export_to(py::str(path));
             const std::string reason = l.build().symbolic_reason();
             fail("export: ",
@@ -307,14 +332,27 @@ void bind_dynamic(py::module_& m) {
       "dimensions.");
   m.def(
       "build_module",
-      [](const DynamicModule& mod, const std::string& target, const driver::BuildOptions& options) -> py::object {
-        if (mod.program) return program_library(mod.program, target, options);
+      [](const DynamicModule& mod, const std::string& target, const driver::BuildOptions& options,
+         const std::vector<std::map<std::string, int64_t>>& hot_sizes) -> py::object {
+        if (mod.program) {
+          if (!hot_sizes.empty())
+            fail(
+                "specialize=: the model runs as a program (control flow or data-dependent shapes), whose stages "
+                "are built at the shapes they meet");
+          return program_library(mod.program, target, options);
+        }
         auto specialize = [mod](const std::map<std::string, std::vector<int64_t>>& shapes) { return mod.at(shapes); };
         auto symbolic = [mod] { return mod.symbolic(); };
-        return py::cast(DynamicLibrary(std::make_shared<driver::ShapeSpecializedBuild>(
-            mod.inputs, specialize, targets::Target::parse(target), options, symbolic)));
+        auto build = std::make_shared<driver::ShapeSpecializedBuild>(mod.inputs, specialize,
+                                                                     targets::Target::parse(target), options, symbolic);
+        {
+          py::gil_scoped_release release;
+          build->specialize_sizes(hot_sizes);
+        }
+        return py::cast(DynamicLibrary(build));
       },
       py::arg("module"), py::arg("target"), py::arg("options"),
+      py::arg("specialize") = std::vector<std::map<std::string, int64_t>>{},
       "A DynamicLibrary of a model with symbolic input dimensions (backs tessera.build), which builds on first run "
       "at each size; a ProgramLibrary of a model with control flow or data-dependent shapes.");
 }

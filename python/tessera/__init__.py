@@ -5,7 +5,7 @@ and any array with __dlpack__ (PyTorch tensors, ...)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from . import _tessera as _t
 from ._tessera import Error, num_threads, empty, Device, Module, Library, DynamicModule, DynamicLibrary, ProgramLibrary, BuildOptions
@@ -28,7 +28,8 @@ def device(kind: str, id: int = 0) -> Device:
 def build(mod: Module | DynamicModule, target: str = "llvm", db: os.PathLike | str | bool | None = None,
           opt_level: int = _BUILD_DEFAULTS.opt_level, jit: bool = _BUILD_DEFAULTS.jit,
           transfer: bool = _BUILD_DEFAULTS.transfer,
-          size_hints: Mapping[str, int] | None = None) -> Library | DynamicLibrary | ProgramLibrary:
+          size_hints: Mapping[str, int] | None = None,
+          specialize: Sequence[Mapping[str, int]] = ()) -> Library | DynamicLibrary | ProgramLibrary:
     """Compiles a graph module (tessera.onnx.load, tessera.relay) for `target`; the result runs
     with lib.run([inputs]) or lib.run({name: input}) and lib.export("model.so") writes it as one
     shared library. Kernels take the best schedule recorded in the tuning database `db` (a path;
@@ -48,11 +49,20 @@ def build(mod: Module | DynamicModule, target: str = "llvm", db: os.PathLike | s
     control flow decided at run time or data-dependent shapes gives a ProgramLibrary, which builds
     the static parts between those nodes at the shapes it meets. `size_hints` ({dimension: value})
     are the sizes a module of symbolic sizes has its tiles chosen for (a dimension not given counts
-    as 16); its code runs at any size."""
+    as 16, unless the first run gives it); its code runs at any size. `specialize` lists sizes
+    ({dimension: value} for every dimension, e.g. [{"N": 1, "L": 128}]) that a DynamicLibrary
+    builds now as static models, the fastest code, and runs at those sizes; other sizes run the
+    build for every size (lib.served_by says which build runs a size)."""
     path = "" if db is False else str(db) if db is not None else _t.default_db_path()
     options = BuildOptions(opt_level=opt_level, db=path, jit=jit, transfer=transfer,
                            size_hints={k: int(v) for k, v in (size_hints or {}).items()})
-    return _t.build_module(mod, target, options)
+    if not isinstance(mod, DynamicModule):
+        if specialize:
+            raise Error("specialize= applies to models of symbolic sizes (a DynamicModule); this module's "
+                        "sizes are fixed")
+        return _t.build_module(mod, target, options)
+    sizes = [{k: int(v) for k, v in size.items()} for size in specialize]
+    return _t.build_module(mod, target, options, specialize=sizes)
 
 
 def load(path: os.PathLike | str, device: Device | str | None = None) -> Library:

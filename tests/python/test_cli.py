@@ -51,12 +51,32 @@ def test_run_builds_a_model_of_symbolic_sizes_at_its_inputs_sizes(model, tmp_pat
         x = np.linspace(-3, 3, rows * 8, dtype="float32").reshape(rows, 8)
         np.save(tmp_path / "x.npy", x)
         out = tessera("run", model, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out").stdout
-        assert "for llvm for every size in" in out and f"output 0: float32({rows}, 8)" in out
+        assert "for llvm at these sizes: the build for every size" in out and f"output 0: float32({rows}, 8)" in out
         np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0.npy"),
                                       np.maximum(x + (np.arange(8) - 4).astype("float32"), 0))
     np.save(tmp_path / "bad.npy", np.zeros((3, 7), "float32"))
     proc = tessera("run", model, "--input", f"x={tmp_path / 'bad.npy'}", ok=False)
     assert "input 'x' (#0): dimension 1 must be 8" in proc.stderr
+
+def test_specialized_sizes_run_static_builds_and_inspect_lists_them(model, tmp_path):
+    x = np.linspace(-3, 3, 24, dtype="float32").reshape(3, 8)
+    np.save(tmp_path / "x.npy", x)
+    for given, served in [("batch=3", "specialized for batch = 3"), ("batch=2", "the build for every size")]:
+        out = tessera("run", model, "--specialize", given, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
+                      tmp_path / "out").stdout
+        assert f"at these sizes: {served}" in out
+        np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0.npy"),
+                                      np.maximum(x + (np.arange(8) - 4).astype("float32"), 0))
+    out = tessera("inspect", model, "--specialize", "batch=1", "--specialize", "batch=16").stdout
+    assert "def @main(%x: float32[batch, 8])" in out
+    assert "specialized for batch = 1: 1 kernels" in out and "specialized for batch = 16: 1 kernels" in out
+    assert "--specialize batch=x: 'x' is not an integer" in tessera("inspect", model, "--specialize", "batch=x",
+                                                                    ok=False).stderr
+    assert "no dimension 'n'" in tessera("inspect", model, "--specialize", "n=2", ok=False).stderr
+    assert "--specialize applies to models of symbolic sizes" in tessera(
+        "run", model, "--shape", "x=3,8", "--specialize", "batch=3", "--input", f"x={tmp_path / 'x.npy'}",
+        ok=False).stderr
+
 
 def test_inspect_prints_graph_kernels_memory_and_dot(model, tmp_path):
     out = tessera("inspect", model, "--shape", "x=3,8", "--dot", tmp_path / "g.dot").stdout
@@ -74,7 +94,7 @@ def test_errors_are_one_clear_line(model, tmp_path):
     proc = tessera("run", model, "--shape", "x=3,8", "--input", f"x={tmp_path / 'bad.npy'}", ok=False)
     assert "input 'x': expected shape (3, 8), got (2, 8)" in proc.stderr
     proc = tessera("compile", model, "--shape", "x=3,eight", ok=False)
-    assert "'eight' is not a number" in proc.stderr
+    assert "'eight' is not an integer" in proc.stderr
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
     proc = tessera("run", model, "--shape", "x=3,8", "--input", f"x={tmp_path / 'junk.npy'}", ok=False)
     assert "not a .npy file" in proc.stderr
