@@ -2,7 +2,6 @@
 
 #include "autotune/apply_record.h"
 #include "autotune/task.h"
-#include "tensor_ir/op.h"
 #include "autotune/workload.h"
 #include "relay_ir/compute_of_call.h"
 #include "relay_ir/op.h"
@@ -11,6 +10,9 @@
 #include "schedule/custom.h"
 #include "schedule/lower.h"
 #include "schedule/templates/default.h"
+#include "tensor_ir/bind_sizes.h"
+#include "tensor_ir/op.h"
+#include "tensor_ir/size_hint.h"
 
 namespace tessera::driver {
 
@@ -31,9 +33,10 @@ std::string kernel_key(const CallNode* call) {
 
 namespace {
 
-// How a record is described in `inspect`.
-std::string record_label(const autotune::Record& r) {
-  std::string id = "record " + std::to_string(r.id);
+// How a record is described in `inspect`; `measured_at` (" at L = 128") names the sizes of the
+// static kernel it was measured on, when a symbolic kernel replays it.
+std::string record_label(const autotune::Record& r, const std::string& measured_at) {
+  std::string id = "record " + std::to_string(r.id) + measured_at;
   switch (r.kind) {
     case autotune::RecordKind::Transfer:
       return "transferred (" + id + ")";
@@ -84,12 +87,22 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
       ctx.hardware.is_gpu() ? nullptr
                             : schedule::apply_custom_schedule(compute.outputs, workload, call_description(call), &key);
   std::string note;
-  // Transfer measures the kernel, which needs sizes: a symbolic one takes records of its own only.
-  bool symbolic = false;
-  for (const auto& t : compute.inputs)
-    for (const auto& d : t->shape) symbolic |= !tensor_ir::as_const_int(d);
+  // Transfer measures the kernel, which needs sizes: a symbolic one takes its own records, else
+  // those of the static kernel it is at the size hints (tuned at representative sizes).
+  const std::vector<tensor_ir::Var> sizes = tensor_ir::size_vars(compute.outputs);
   std::optional<autotune::Record> record =
-      chosen_record(call, workload, ctx, ctx.transfer && !custom && !symbolic, note);
+      chosen_record(call, workload, ctx, ctx.transfer && !custom && sizes.empty(), note);
+  std::string measured_at;
+  if (!record && !sizes.empty() && ctx.db) {
+    std::map<std::string, int64_t> hints;
+    for (const tensor_ir::Var& v : sizes) {
+      hints[v.name()] = tensor_ir::size_hint(v.name());
+      measured_at += (measured_at.empty() ? " at " : ", ") + v.name() + " = " + std::to_string(hints[v.name()]);
+    }
+    const auto hinted = autotune::make_workload(tensor_ir::bind_sizes(compute.outputs, hints), "");
+    record = ctx.db->chosen(hinted.key, ctx.target);
+    if (!record) note = " (no record of its own, nor of its static kernel" + measured_at + ")";
+  }
   if (custom) {
     // Compared by times taken alone: the model check never times a custom schedule.
     std::optional<autotune::Record> measured, fastest;
@@ -109,7 +122,7 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
   if (record) {
     try {
       auto s = autotune::schedule_from_record(*record, compute.outputs);
-      label = record_label(*record);
+      label = record_label(*record, measured_at);
       record_id = record->id;
       return s;
     } catch (const Error& e) {

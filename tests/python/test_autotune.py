@@ -92,6 +92,16 @@ def test_a_model_of_symbolic_sizes_is_tuned_at_representative_sizes(tmp_path, rn
     origins = {k["schedule"].split(" (")[0] + " (" + k["schedule"].split(" (")[1].split(" ")[0]
                for k in lib.specialize({"x": (64, 24)}).kernels}
     assert origins <= {"tuned (record", "default (measured"}, origins  # every kernel from the database
+    # The build for every size, its tiles chosen at the first run's N = 64, replays the records of
+    # its static kernels at N = 64, and is right at every size.
+    assert lib.symbolic and all(" at N = 64)" in k["schedule"] for k in lib.kernels), labels(lib)
+    plain = tessera.build(mod, db=False)
+    for n in [64, 1, 5, 100, 0]:
+        x = rng.standard_normal((n, 24)).astype("float32")
+        np.testing.assert_allclose(lib.run([x])[0], plain.run([x])[0], rtol=1e-5, atol=1e-5)
+    elsewhere = tessera.build(mod, db=db, transfer=False, size_hints={"N": 5})
+    elsewhere.run([x])
+    assert all("no record of its own, nor of its static kernel at N = 5" in k["schedule"] for k in elsewhere.kernels)
     with pytest.raises(ValueError, match="at least one size"):
         tessera.autotune.tune_sizes(mod, [], db=db)
 
