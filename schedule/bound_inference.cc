@@ -352,9 +352,19 @@ class BoundInference {
       // The buffer must hold the unclipped region in any iteration; its extent cancels outer
       // loop variables (io*8 + 7 - io*8 + 1 = 8), where the clipped one would not.
       int64_t extent = arith::upper_bound(simplify(needed[d].max) - needed[d].min + 1, var_bounds_);
-      if (extent == arith::ConstBound::kPosInf)
-        fail("bound inference: the region of ", st.name(), " dimension ", d, " has no constant size (",
-             to_string(needed[d].min), " to ", to_string(needed[d].max), ")");
+      if (extent == arith::ConstBound::kPosInf) {
+        // A region of symbolic size (a panel of symbolic depth) is held by a buffer of that size
+        // when it depends on the dimension variables alone, not on the loops around the stage.
+        Expr size = simplify(needed[d].max - needed[d].min + 1);
+        bool loop_invariant = true;
+        for (const auto& [var, ext] : p.context) loop_invariant &= !uses_var(size, var.get());
+        if (!loop_invariant)
+          fail("bound inference: the region of ", st.name(), " dimension ", d,
+               " has no size independent of the loops around it (", to_string(needed[d].min), " to ",
+               to_string(needed[d].max), ")");
+        p.buffer_extent.push_back(size);
+        continue;
+      }
       const int64_t* whole = as_const_int(t->shape[d]);
       p.buffer_extent.push_back(Expr(whole ? std::min(extent, *whole) : extent));
     }

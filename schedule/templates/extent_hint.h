@@ -17,6 +17,15 @@ inline int64_t dim_hint(const tensor_ir::Tensor& t, size_t d) { return dim_hint(
 // Whether two extents are the same (equal constants, or the same expression): where a template
 // relies on equal shapes, a hint will not do.
 bool same_extent(const tensor_ir::Expr& a, const tensor_ir::Expr& b);
+// Whether `t`'s loops (its dimensions and, for a compute, its reductions) have a symbolic extent.
+bool has_symbolic_extent(const tensor_ir::Tensor& t);
+// Whether a stage of `t` doing `work` (counted at the size hints) is worth a parallel loop: the
+// work reaches `threshold`, or it grows with a size known at run time only. A hint is one size of
+// many, and the costs are uneven: a parallel loop costs microseconds at small sizes, a serial one
+// the other threads' share of the time at large ones, where the time goes.
+inline bool worth_parallel(const tensor_ir::Tensor& t, int64_t work, int64_t threshold) {
+  return work >= threshold || has_symbolic_extent(t);
+}
 inline bool same_shape(const tensor_ir::Tensor& a, const tensor_ir::Tensor& b) {
   if (a.ndim() != b.ndim()) return false;
   for (size_t d = 0; d < a.ndim(); ++d)

@@ -117,7 +117,7 @@ void schedule_elementwise_stage(Schedule& s, const Tensor& t) {
   if (outer.empty()) return;
   Loop fused = outer[0];
   for (size_t i = 1; i < outer.size(); ++i) fused = st.fuse(fused, outer[i]);
-  if (elements >= kMinParallelElements) st.parallel(fused);
+  if (worth_parallel(st.op(), elements, kMinParallelElements)) st.parallel(fused);
 }
 
 }  // namespace tessera::schedule

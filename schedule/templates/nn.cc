@@ -91,6 +91,15 @@ int64_t num_elements(const Tensor& t) {
 
 }  // namespace nn
 
+bool has_symbolic_extent(const tensor_ir::Tensor& t) {
+  for (const Expr& d : t->shape)
+    if (!tensor_ir::as_const_int(d)) return true;
+  if (const auto* c = t.as<tensor_ir::ComputeOp>())
+    for (const auto& iv : c->reduce_axis())
+      if (!tensor_ir::as_const_int(iv->dom.extent)) return true;
+  return false;
+}
+
 bool same_extent(const tensor_ir::Expr& a, const tensor_ir::Expr& b) {
   const int64_t *ca = tensor_ir::as_const_int(a), *cb = tensor_ir::as_const_int(b);
   if (ca || cb) return ca && cb && *ca == *cb;

@@ -57,16 +57,17 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m), nr / s.hardware().lanes(product.dtype()),
                          s.hardware().registers.count - 4, knobs);
   int64_t k = dim_hint(packed, packed.ndim() - 2);
-  // A panel packed inside the tile loops lives in a buffer of its own size: k must be constant.
-  const bool local_panel = tensor_ir::as_const_int(packed->shape[packed.ndim() - 2]) &&
-                           k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel;
+  // A panel packed inside the tile loops lives in a buffer of its own size (on the heap when its
+  // depth is symbolic, allocated once per panel: a small cost beside the panel's k x nr x m work).
+  const bool local_panel = k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel;
 
   Stage& o = s[out];
   auto tiles = o.tile(rows, cols, mr, nr);  // io, jo, ii, ji
   Stage& p = s[product];
   Stage& b = s[packed];
   bool copied = b.attach_kind() != AttachKind::Inline;  // not when they come packed
-  bool parallel = knobs.choose_flag("matmul.parallel", num_elements(product) * k >= kMinParallelWork);
+  bool parallel =
+      knobs.choose_flag("matmul.parallel", worth_parallel(product, num_elements(product) * k, kMinParallelWork));
   // Panels outermost when there are enough of them for the threads: each is packed right before
   // its row tiles use it (so it is read from cache, not memory) and stays there across them; A
   // is re-read once per panel, 4x less traffic than B once per row tile (nr = 4 mr). But then
@@ -149,7 +150,7 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
     std::vector<Loop> outer;
     for (size_t d = 0; d + 2 < bc->axis.size(); ++d) outer.push_back(b.loop(bc->axis[d]));
     Loop fused = fuse_all(b, outer);
-    if (num_elements(packed) >= kMinParallelWork / 8) b.parallel(fused);
+    if (worth_parallel(packed, num_elements(packed), kMinParallelWork / 8)) b.parallel(fused);
   }
 }
 

@@ -4,8 +4,8 @@
 // parallel: each statistic of the row is computed right before the output row needs it (the
 // row stays in cache across the passes), as vector partial results (the innermost reduction
 // split by the vector width and factored out, rfactor) combined at the end; row intermediates
-// (softmax's exponentials) live in a row buffer, or, in a row of symbolic length, are recomputed
-// where read; the output row is vectorized. Other layouts get the math family's
+// (softmax's exponentials) live in a row buffer (on the heap for a row of symbolic length); the
+// output row is vectorized. Other layouts get the math family's
 // reduction and elementwise schedules stage by stage. Stages another output of the same kernel already scheduled are
 // left alone.
 #include <functional>
@@ -105,16 +105,9 @@ void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>&
   int64_t count = 1;
   for (size_t d = 0; d < split; ++d) count *= dim_hint(out, d);
   int64_t work = nn::num_elements(out) * static_cast<int64_t>(stats.size() + 1);
-  if (work >= nn::kMinParallelWork / 4 && count > 1) y.parallel(outer);
+  if (worth_parallel(out, work, nn::kMinParallelWork / 4) && count > 1) y.parallel(outer);
   for (const Tensor& t : partials) s[t].compute_at(y, outer);
   for (const Tensor& t : attached) s[t].compute_at(y, outer);
-}
-
-// Whether a row of `t` (its dimensions from `split` on) has a constant size, as a row buffer needs.
-bool constant_row(const Tensor& t, int split) {
-  for (size_t d = std::max(split, 0); d < t.ndim(); ++d)
-    if (!tensor_ir::as_const_int(t->shape[d])) return false;
-  return true;
 }
 
 void schedule_rows(Schedule& s, const Tensor& out) {
@@ -122,12 +115,6 @@ void schedule_rows(Schedule& s, const Tensor& out) {
   nn::inline_injective_except(s, out, {exponentials});
   std::vector<Tensor> todo = nn::unscheduled_stages(s, out);
   int split = row_split(todo, out);
-  if (exponentials.defined() && !constant_row(exponentials, split)) {
-    // A row of symbolic length has no row buffer: the exponentials are computed where read.
-    s[exponentials].compute_inline();
-    todo = nn::unscheduled_stages(s, out);
-    split = row_split(todo, out);
-  }
   if (split > 0) {
     std::vector<Tensor> stats;
     for (const Tensor& t : todo)
