@@ -106,6 +106,8 @@ class CodeGenLLVM {
   void emit_stmt(const IfThenElse* op);
   void emit_stmt(const Store* op);
   void emit_stmt(const Allocate* op);
+  // aligned_alloc of `bytes` for `buffer`, returning from the kernel with kStatusOutOfMemory on failure.
+  llvm::Value* heap_allocate(const BufferNode* buffer, llvm::Value* bytes);
   void emit_stmt(const Block* op);
   void emit_stmt(const Evaluate* op);
   // A loop over [begin, end) binding `var`; `loop_md` are llvm.loop hints for its back edge.

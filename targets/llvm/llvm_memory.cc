@@ -254,8 +254,12 @@ void CodeGenLLVM::emit_stmt(const Allocate* op) {
   if (count < 0) fail("kernel '", kernel_name_, "': buffer '", buffer->name, "' has a negative size");
   llvm::Type* mem = memory_type(buffer->dtype);
   const bool on_stack = static_size && bytes <= kMaxStackBuffer && state_.stack_bytes + bytes <= kMaxStackPerFunction;
+  // A buffer of symbolic size may go on the stack when the call's size is small: its room is
+  // reserved against the function's cap at the largest size it takes there.
+  const bool maybe_stack = !static_size && state_.stack_bytes + kMaxStackBuffer <= kMaxStackPerFunction;
   llvm::AllocaInst* slot = nullptr;
-  llvm::Value* heap = nullptr;
+  llvm::Value* heap = nullptr;         // what to free (null where the buffer is on the stack)
+  llvm::Value* saved_stack = nullptr;  // the stack pointer to restore after a dynamic stack buffer
   llvm::Value* pointer;
   if (on_stack) {
     slot = entry_alloca(mem, builder_.getInt64(count), buffer->name);
@@ -263,14 +267,35 @@ void CodeGenLLVM::emit_stmt(const Allocate* op) {
     // Lifetime markers let LLVM overlap the stack slots of buffers that are never live together.
     builder_.CreateLifetimeStart(slot, builder_.getInt64(bytes));
     pointer = slot;
+  } else if (maybe_stack) {
+    // Saved and restored around the buffer's scope, so a buffer allocated in every iteration of a
+    // loop (a row buffer per row) costs a stack adjustment, not an allocation, and does not grow
+    // the stack.
+    state_.stack_bytes += kMaxStackBuffer;
+    llvm::Value* size = allocation_bytes(buffer);
+    saved_stack = builder_.CreateIntrinsic(llvm::Intrinsic::stacksave, {}, {});
+    auto* stack_block = llvm::BasicBlock::Create(ctx_, "stack_buffer", state_.function);
+    auto* heap_block = llvm::BasicBlock::Create(ctx_, "heap_buffer", state_.function);
+    auto* done = llvm::BasicBlock::Create(ctx_, "buffer", state_.function);
+    llvm::Value* small = builder_.CreateICmpULE(size, builder_.getInt64(kMaxStackBuffer));
+    builder_.CreateCondBr(small, stack_block, heap_block);
+    builder_.SetInsertPoint(stack_block);
+    llvm::AllocaInst* dynamic = builder_.CreateAlloca(builder_.getInt8Ty(), size, buffer->name);
+    dynamic->setAlignment(llvm::Align(runtime::kAllocAlignment));
+    builder_.CreateBr(done);
+    builder_.SetInsertPoint(heap_block);
+    llvm::Value* allocated = heap_allocate(buffer, size);
+    llvm::BasicBlock* heap_end = builder_.GetInsertBlock();
+    builder_.CreateBr(done);
+    builder_.SetInsertPoint(done);
+    llvm::PHINode* raw = builder_.CreatePHI(builder_.getInt8PtrTy(), 2, buffer->name);
+    raw->addIncoming(dynamic, stack_block);
+    raw->addIncoming(allocated, heap_end);
+    heap = builder_.CreateSelect(small, llvm::ConstantPointerNull::get(builder_.getInt8PtrTy()), raw);
+    state_.heap_buffers.push_back(heap);
+    pointer = builder_.CreateBitCast(raw, mem->getPointerTo());
   } else {
-    llvm::Type* i64 = builder_.getInt64Ty();
-    llvm::FunctionCallee aligned_alloc =
-        external_function("aligned_alloc", llvm::FunctionType::get(builder_.getInt8PtrTy(), {i64, i64}, false));
-    heap = builder_.CreateCall(aligned_alloc, {builder_.getInt64(runtime::kAllocAlignment), allocation_bytes(buffer)},
-                               buffer->name);
-    return_if_failed(builder_.CreateSelect(builder_.CreateIsNull(heap), builder_.getInt32(kStatusOutOfMemory),
-                                           builder_.getInt32(0)));
+    heap = heap_allocate(buffer, allocation_bytes(buffer));
     state_.heap_buffers.push_back(heap);
     pointer = builder_.CreateBitCast(heap, mem->getPointerTo());
   }
@@ -282,12 +307,24 @@ void CodeGenLLVM::emit_stmt(const Allocate* op) {
   else state_.buffers.erase(buffer);
   if (on_stack) {
     builder_.CreateLifetimeEnd(slot, builder_.getInt64(bytes));
-  } else {
-    state_.heap_buffers.pop_back();
-    builder_.CreateCall(
-        external_function("free", llvm::FunctionType::get(builder_.getVoidTy(), {builder_.getInt8PtrTy()}, false)),
-        {heap});
+    return;
   }
+  state_.heap_buffers.pop_back();
+  builder_.CreateCall(
+      external_function("free", llvm::FunctionType::get(builder_.getVoidTy(), {builder_.getInt8PtrTy()}, false)),
+      {heap});
+  if (saved_stack) builder_.CreateIntrinsic(llvm::Intrinsic::stackrestore, {}, {saved_stack});
+}
+
+llvm::Value* CodeGenLLVM::heap_allocate(const BufferNode* buffer, llvm::Value* bytes) {
+  llvm::Type* i64 = builder_.getInt64Ty();
+  llvm::FunctionCallee aligned_alloc =
+      external_function("aligned_alloc", llvm::FunctionType::get(builder_.getInt8PtrTy(), {i64, i64}, false));
+  llvm::Value* heap =
+      builder_.CreateCall(aligned_alloc, {builder_.getInt64(runtime::kAllocAlignment), bytes}, buffer->name);
+  return_if_failed(
+      builder_.CreateSelect(builder_.CreateIsNull(heap), builder_.getInt32(kStatusOutOfMemory), builder_.getInt32(0)));
+  return heap;
 }
 
 }  // namespace tessera::targets::llvm_backend

@@ -38,6 +38,11 @@ class CaptureCollector : public IRVisitor {
     add(op->buffer.get());
     IRVisitor::visit_(op);
   }
+  // A buffer allocated inside may be sized by variables the body does not otherwise read.
+  void visit_(const Allocate* op) override {
+    for (const Expr& d : op->buffer->shape) visit(d);
+    IRVisitor::visit_(op);
+  }
   void visit_(const Store* op) override {
     add(op->buffer.get());
     IRVisitor::visit_(op);

@@ -299,3 +299,17 @@ def test_threads_running_one_build_at_different_sizes_each_get_their_own_results
     for t in threads:
         t.join()
     assert lib.symbolic and errors == []
+
+
+@pytest.mark.parametrize("target", ["llvm", "c"])
+def test_a_row_of_symbolic_length_is_buffered_on_the_stack_or_the_heap_by_its_size(tmp_path, rng, target):
+    """Softmax keeps a row of symbolic length in a row buffer: on the stack for short rows, on the
+    heap past 256 KiB (80000 floats), in every row of a parallel loop."""
+    path = save(tmp_path, [helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [vi("x", ["N", "L"])],
+                [vi("y", ["N", "L"])], [])
+    lib = tessera.build(tessera.onnx.load(path), target=target, db=False)
+    for n, length in [(3, 40), (2, 80000), (64, 7), (1, 1)]:
+        x = rng.standard_normal((n, length)).astype("float32")
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(lib.run([x])[0], e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    assert lib.symbolic

@@ -211,6 +211,38 @@ TEST(CodeGen, FailedAllocationIsReportedFromSerialAndParallelCode) {
   }
 }
 
+TEST(CodeGen, ABufferOfSymbolicSizeInEveryIterationOfALoopNeitherGrowsTheStackNorLeaks) {
+  // 20000 iterations of a buffer of `n` floats, n read from an argument: 64 KiB each (on the stack)
+  // would take 1.25 GiB of a stack that kept them, 4 MiB each (on the heap) 80 GiB of a heap that
+  // did; 2^60 floats cannot be allocated at all. The buffer is written and read at positions
+  // loaded from the arguments (both n - 1), so LLVM cannot delete it.
+  Buffer args = make_buffer("args", kInt64, {3}), C = make_buffer("C", kFloat32, {1});
+  Var n("n"), i("i");
+  Buffer scratch = BufferNode::make("scratch", kFloat32, {n}, MemoryScope::Local);
+  Stmt use = Block::make({store(scratch, cast(kFloat32, i), load(args, 1)), store(C, load(scratch, load(args, 2)), 0)});
+  for (ForKind kind : {ForKind::Serial, ForKind::Parallel}) {
+    Stmt body = LetStmt::make(n, load(args, 0), loop(i, 20000, Allocate::make(scratch, use), kind));
+    auto kernel = compile({"scratch", {args, C}, body});
+    for (int64_t floats : {int64_t{16} << 10, int64_t{1} << 20}) {
+      auto c = NDArray::empty({1}, kFloat32);
+      kernel({array<int64_t>({3}, kInt64, {floats, floats - 1, floats - 1}), c});
+      // In parallel, the threads' last iterations race to C: any iteration's value will do.
+      const float last = static_cast<const float*>(c.data())[0];
+      if (kind == ForKind::Serial) EXPECT_EQ(last, 19999.0f) << floats;
+      else EXPECT_TRUE(last >= 0 && last < 20000 && last == static_cast<int>(last)) << last;
+    }
+    auto c = NDArray::empty({1}, kFloat32);
+    const int64_t huge = int64_t{1} << 60;
+    try {
+      kernel({array<int64_t>({3}, kInt64, {huge, huge - 1, huge - 1}), c});
+      FAIL() << "expected an allocation failure";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("status " + std::to_string(kStatusOutOfMemory)), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(CodeGen, Float16IsComputedInFloat32) {
   const int64_t n = 32;
   Buffer A = make_buffer("A", runtime::kFloat16, {n}), C = make_buffer("C", runtime::kFloat16, {n});
