@@ -13,6 +13,7 @@
 #include "tensor_ir/transforms/hoist_shared_allocations.h"
 #include "tensor_ir/transforms/insert_barriers.h"
 #include "tensor_ir/transforms/legalize.h"
+#include "tensor_ir/transforms/unswitch_clamps.h"
 #include "tensor_ir/transforms/narrow_types.h"
 #include "tensor_ir/transforms/loop_partition.h"
 #include "tensor_ir/transforms/merge_thread_extents.h"
@@ -138,6 +139,8 @@ LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, cons
   Stmt body = partition_loops(func.body, dims);
   body = arith::simplify(body, dims);
   log("partition_loops", body);
+  body = arith::simplify(unswitch_clamps(body, dims), dims);
+  log("unswitch_clamps", body);
   body = vectorize_loops(body);
   log("vectorize", body);
   func.body = arith::simplify(legalize_for_codegen(body), dims);

@@ -1,5 +1,6 @@
-// Lowering passes on hand-written statements: loop partitioning, vectorization, storage
-// flattening with storage_align, and the legalization before code generation.
+// Lowering passes on hand-written statements: loop partitioning, unswitched clamps,
+// vectorization, storage flattening with storage_align, and the legalization before code
+// generation.
 #include <gtest/gtest.h>
 
 #include "runtime/error.h"
@@ -10,6 +11,7 @@
 #include "tensor_ir/transforms/loop_partition.h"
 #include "tensor_ir/transforms/narrow_types.h"
 #include "tensor_ir/transforms/storage_flatten.h"
+#include "tensor_ir/transforms/unswitch_clamps.h"
 #include "tensor_ir/transforms/vectorize.h"
 
 namespace tessera::tensor_ir {
@@ -50,6 +52,33 @@ TEST(LoopPartition, LeavesUnmarkedConditionsAlone) {
   Stmt s = For::make(i, Expr(0), Expr(10), ForKind::Serial,
                      IfThenElse::make(i < 5, Store::make(a, make_const(kFloat32, 1), i)));
   EXPECT_TRUE(partition_loops(s).same_as(s));
+}
+
+// for t in [0, (m + 7) // 8): for i in [0, 8): C[t*8 + i] = A[min(t*8 + i, m - 1)] + A[min(t, 3)]
+TEST(UnswitchClamps, TilesBeforeTheLastReadUnclamped) {
+  Var t("t"), i("i"), m("m");
+  Buffer a = BufferNode::make("A", kFloat32, {m}, MemoryScope::Global);
+  Buffer c = BufferNode::make("C", kFloat32, {m}, MemoryScope::Global);
+  Stmt body = Store::make(c, Load::make(a, min(t * 8 + i, m - 1)) + Load::make(a, min(t, Expr(3))), t * 8 + i);
+  Stmt s = For::make(t, Expr(0), floordiv(m + 7, Expr(8)), ForKind::Parallel,
+                     For::make(i, Expr(0), Expr(8), ForKind::Unrolled, body));
+  EXPECT_EQ(to_string(arith::simplify(unswitch_clamps(s))),
+            "parallel (t, 0, (m + 7) // 8) {\n"
+            "  if (t*8 + 7 <= m - 1) {\n"
+            "    unrolled (i, 0, 8) {\n"
+            "      C[t*8 + i] = A[t*8 + i] + A[min(t, 3)]\n"
+            "    }\n"
+            "  } else {\n"
+            "    unrolled (i, 0, 8) {\n"
+            "      C[t*8 + i] = A[min(t*8 + i, m - 1)] + A[min(t, 3)]\n"
+            "    }\n"
+            "  }\n"
+            "}\n");
+  // A clamp that every tile needs (a bound below the tile's reach) stays, with no branch.
+  Stmt always = For::make(
+      t, Expr(0), Expr(4), ForKind::Serial,
+      For::make(i, Expr(0), Expr(8), ForKind::Serial, Store::make(c, Load::make(a, min(t * 8 + i, Expr(5))), i)));
+  EXPECT_EQ(to_string(unswitch_clamps(always)), to_string(always));
 }
 
 TEST(Vectorize, MainBodyBecomesVectorCode) {
