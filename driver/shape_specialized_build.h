@@ -60,6 +60,8 @@ class ShapeSpecializedBuild {
   void specialize_sizes(const std::vector<std::map<std::string, int64_t>>& sizes);
   // The inputs' shapes at the variables' `values` (throws naming a variable without one).
   std::vector<std::vector<int64_t>> shapes_at(const std::map<std::string, int64_t>& values) const;
+  // "N = 1, L = 128" in the order of vars() (a variable without a value by its name alone).
+  std::string sizes_str(const std::map<std::string, int64_t>& values) const;
   // The sizes specialize_sizes built, in order.
   std::vector<std::map<std::string, int64_t>> hot_sizes() const;
   // Which build get() runs inputs of `shapes` with, without building one: "specialized for N = 1,
@@ -101,8 +103,6 @@ class ShapeSpecializedBuild {
   // The variables' values in vars() order: the key of a build of one size.
   std::vector<int64_t> key_of(const std::map<std::string, int64_t>& values) const;
   std::map<std::string, int64_t> values_of(const std::vector<int64_t>& key) const;
-  // "N = 1, L = 128" (a variable without a value by its name alone).
-  std::string sizes_str(const std::map<std::string, int64_t>& values) const;
   // specialized() for shapes already bound to `values`; a hot build is kept for good.
   std::shared_ptr<const BuildResult> specialized_at(const std::vector<std::vector<int64_t>>& shapes,
                                                     const std::map<std::string, int64_t>& values, bool hot = false);

@@ -242,12 +242,8 @@ void bind_dynamic(py::module_& m) {
           "export",
           [](const DynamicLibrary& l, const py::object& path) {
             std::string hot;
-            for (const auto& size : l.build().hot_sizes()) {
-              std::string values;
-              for (const auto& [var, value] : size)
-                values += (values.empty() ? "" : ", ") + var + " = " + std::to_string(value);
-              hot += (hot.empty() ? "(" : "; (") + values + ")";
-            }
+            for (const auto& size : l.build().hot_sizes())
+              hot += (hot.empty() ? "(" : "; (") + l.build().sizes_str(size) + ")";
             if (!hot.empty())
               fail("export: a module holds one build, and this library runs builds specialized for ", hot,
                    " beside the others; export one of them (lib.specialize({name: shape}).export(path)) or build "
