@@ -354,14 +354,15 @@ class BoundInference {
       int64_t extent = arith::upper_bound(simplify(needed[d].max) - needed[d].min + 1, var_bounds_);
       if (extent == arith::ConstBound::kPosInf) {
         // A region of symbolic size (a panel of symbolic depth) is held by a buffer of that size
-        // when it depends on the dimension variables alone, not on the loops around the stage.
+        // when it depends on the dimension variables alone, not on the loops around the stage;
+        // on a CPU only (a GPU's shared and local memory are sized when the kernel is compiled).
         Expr size = simplify(needed[d].max - needed[d].min + 1);
-        bool loop_invariant = true;
-        for (const auto& [var, ext] : p.context) loop_invariant &= !uses_var(size, var.get());
-        if (!loop_invariant)
+        bool holdable = !schedule_.hardware().is_gpu();
+        for (const auto& [var, ext] : p.context) holdable &= !uses_var(size, var.get());
+        if (!holdable)
           fail("bound inference: the region of ", st.name(), " dimension ", d,
-               " has no size independent of the loops around it (", to_string(needed[d].min), " to ",
-               to_string(needed[d].max), ")");
+               " has no constant size, nor one independent of the loops around it on a CPU (", to_string(needed[d].min),
+               " to ", to_string(needed[d].max), ")");
         p.buffer_extent.push_back(size);
         continue;
       }
