@@ -225,9 +225,9 @@ int run_dynamic(driver::ShapeSpecializedBuild& dynamic, const ModelOptions& o, c
   auto start = std::chrono::steady_clock::now();
   const std::shared_ptr<const driver::BuildResult> build = dynamic.get(shapes);
   const std::string reason = dynamic.symbolic_reason();
+  const std::string why = reason.empty() ? "" : " (one build per size: " + reason + ")";
   std::printf("%s for %s at these sizes: %s (%.2f s)%s\n", o.model.c_str(), o.target.c_str(),
-              dynamic.served_by(shapes).c_str(), seconds_since(start),
-              reason.empty() ? "" : (" (one build per size: " + reason + ")").c_str());
+              dynamic.served_by(shapes).c_str(), seconds_since(start), why.c_str());
   return run_graph(*build->executor, arrays, output_dir, bench);
 }
 
