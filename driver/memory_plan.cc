@@ -28,6 +28,14 @@ struct Bytes {
   int64_t hint = 0;
 };
 
+// The largest of `terms` (at least one) as a balanced tree of max, so a slot that many tensors
+// share stays shallow (modules bound how deeply a dimension may nest).
+ShapeExpr max_of(const std::vector<ShapeExpr>& terms, size_t begin, size_t end) {
+  if (end - begin == 1) return terms[begin];
+  const size_t middle = begin + (end - begin) / 2;
+  return folded(ShapeExpr::Op::Max, max_of(terms, begin, middle), max_of(terms, middle, end));
+}
+
 // The sizes choices are made at (tensor_ir/size_hint.h).
 std::map<std::string, int64_t> hint_sizes(const runtime::GraphPlan& plan) {
   std::map<std::string, int64_t> values;
@@ -145,6 +153,7 @@ class Planner {
     }
     if (best == free_.end()) {
       slot_size_.push_back(need);
+      slot_terms_.push_back({need.expr});
       return static_cast<int>(slot_size_.size()) - 1;
     }
     int slot = *best;
@@ -153,9 +162,11 @@ class Planner {
     return slot;
   }
 
+  // The slot's size: the largest of the distinct sizes of the tensors it holds.
   void grow(int slot, const Bytes& need) {
-    Bytes& size = slot_size_[slot];
-    size = {folded(ShapeExpr::Op::Max, size.expr, need.expr), std::max(size.hint, need.hint)};
+    std::vector<ShapeExpr>& terms = slot_terms_[slot];
+    if (std::find(terms.begin(), terms.end(), need.expr) == terms.end()) terms.push_back(need.expr);
+    slot_size_[slot] = {max_of(terms, 0, terms.size()), std::max(slot_size_[slot].hint, need.hint)};
   }
 
   void take_slot(int id, int slot) {
@@ -168,6 +179,7 @@ class Planner {
   std::vector<runtime::SymbolicShape> static_shapes_;  // a static plan's shapes as expressions
   std::vector<int> last_use_, slot_of_;
   std::vector<Bytes> slot_size_;
+  std::vector<std::vector<ShapeExpr>> slot_terms_;  // each slot's distinct sizes
   std::vector<int> free_;
 };
 

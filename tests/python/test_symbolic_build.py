@@ -313,3 +313,24 @@ def test_a_row_of_symbolic_length_is_buffered_on_the_stack_or_the_heap_by_its_si
         e = np.exp(x - x.max(axis=1, keepdims=True))
         np.testing.assert_allclose(lib.run([x])[0], e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
     assert lib.symbolic
+
+
+def test_a_module_whose_slots_many_tensors_share_loads(tmp_path, rng):
+    """80 products of symbolic rows, each wider than the last, share two arena slots: each slot's
+    size is the largest of its tensors' sizes as a balanced tree, shallow enough for the module
+    loader (a chain of 40 maxima was refused as corrupt)."""
+    weights = [rng.standard_normal((k, k + 1)).astype("float32") / np.sqrt(k) for k in range(8, 88)]
+    nodes = [helper.make_node("MatMul", ["x" if i == 0 else f"h{i - 1}", f"w{i}"], [f"h{i}"])
+             for i in range(len(weights))]
+    inits = [numpy_helper.from_array(w, f"w{i}") for i, w in enumerate(weights)]
+    path = save(tmp_path, nodes, [vi("x", ["N", 8])], [vi(f"h{len(weights) - 1}", ["N", 88])], inits)
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    lib.run([np.zeros((3, 8), "float32")])
+    lib.export(tmp_path / "m.so")
+    module = tessera.load(tmp_path / "m.so")
+    for n in [3, 11]:
+        x = rng.standard_normal((n, 8)).astype("float32")
+        want = x.astype("float64")
+        for w in weights:
+            want = want @ w
+        np.testing.assert_allclose(module.run([x])[0], want, rtol=1e-4, atol=1e-5)
