@@ -319,7 +319,7 @@ def test_a_module_whose_slots_many_tensors_share_loads(tmp_path, rng):
     """80 products of symbolic rows, each wider than the last, share two arena slots: each slot's
     size is the largest of its tensors' sizes as a balanced tree, shallow enough for the module
     loader (a chain of 40 maxima was refused as corrupt)."""
-    weights = [rng.standard_normal((k, k + 1)).astype("float32") / np.sqrt(k) for k in range(8, 88)]
+    weights = [(rng.standard_normal((k, k + 1)) / np.sqrt(k)).astype("float32") for k in range(8, 88)]
     nodes = [helper.make_node("MatMul", ["x" if i == 0 else f"h{i - 1}", f"w{i}"], [f"h{i}"])
              for i in range(len(weights))]
     inits = [numpy_helper.from_array(w, f"w{i}") for i, w in enumerate(weights)]
