@@ -73,6 +73,7 @@ struct ThreadPool::State {
   std::mutex launch_mutex;
   std::atomic<uint64_t> generation{0};
   std::shared_ptr<Job> job;  // the latest; read and written with std::atomic_load / atomic_store
+  std::atomic<int64_t> shared_calls{0};
 
   void worker_loop() {
     uint64_t seen = 0;
@@ -118,6 +119,7 @@ void ThreadPool::parallel_for(int num_tasks, const std::function<void(int)>& fn)
   }
   State& s = *state_;
   std::lock_guard<std::mutex> launch(s.launch_mutex);
+  s.shared_calls.fetch_add(1, std::memory_order_relaxed);
   auto job = std::make_shared<Job>();
   job->fn = &fn;
   job->num_tasks = num_tasks;
@@ -132,6 +134,8 @@ void ThreadPool::parallel_for(int num_tasks, const std::function<void(int)>& fn)
   while (job->remaining.load(std::memory_order_acquire) > 0) std::this_thread::yield();
   if (job->error) std::rethrow_exception(job->error);
 }
+
+int64_t ThreadPool::shared_calls() const { return state_->shared_calls.load(std::memory_order_relaxed); }
 
 void parallel_copy(void* to, const void* from, size_t bytes) {
   // An empty array may have no storage: memcpy must not be handed its null pointer, even for 0 bytes.

@@ -15,6 +15,9 @@ class ThreadPool {
   // Runs fn(task) for task in [0, num_tasks), spread over the pool; returns when all are done.
   // The first exception a task throws is rethrown here.
   void parallel_for(int num_tasks, const std::function<void(int)>& fn);
+  // How many parallel_for calls were shared out to the pool's threads (rather than run on the
+  // calling thread alone) since it started: whether a kernel's parallel loop ran in parallel.
+  int64_t shared_calls() const;
 
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

@@ -53,7 +53,7 @@ void schedule_generic_stage(Schedule& s, const Tensor& t) {
   if (outer.empty()) return;
   Loop fused = outer[0];
   for (size_t i = 1; i < outer.size(); ++i) fused = st.fuse(fused, outer[i]);
-  if (worth_parallel(st.op(), elements, kMinParallelElements)) st.parallel(fused);
+  parallel_if_worth(st, fused, st.op(), elements, kMinParallelElements);
 }
 
 TunableTemplate without_knobs(CpuTemplate schedule) {

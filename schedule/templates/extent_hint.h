@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 
+#include "schedule/schedule.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/size_hint.h"
 #include "tensor_ir/tensor.h"
@@ -25,6 +26,14 @@ bool has_symbolic_extent(const tensor_ir::Tensor& t);
 // the other threads' share of the time at large ones, where the time goes.
 inline bool worth_parallel(const tensor_ir::Tensor& t, int64_t work, int64_t threshold) {
   return work >= threshold || has_symbolic_extent(t);
+}
+// Makes `loop` of the stage of `t` parallel; for a stage of symbolic extents, only at the calls
+// whose work reaches `threshold` (tensor_ir/parallel_work.h), which the call's sizes decide.
+void parallel_above(Stage& st, const Loop& loop, const tensor_ir::Tensor& t, int64_t threshold);
+// parallel_above where worth_parallel says so.
+inline void parallel_if_worth(Stage& st, const Loop& loop, const tensor_ir::Tensor& t, int64_t work,
+                              int64_t threshold) {
+  if (worth_parallel(t, work, threshold)) parallel_above(st, loop, t, threshold);
 }
 inline bool same_shape(const tensor_ir::Tensor& a, const tensor_ir::Tensor& b) {
   if (a.ndim() != b.ndim()) return false;

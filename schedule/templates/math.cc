@@ -108,7 +108,7 @@ void schedule_reduced_innermost(Schedule& s, const Tensor& t, const tensor_ir::P
   if (data.empty()) return;
   Loop fused = data[0];
   for (size_t i = 1; i < data.size(); ++i) fused = st->fuse(fused, data[i]);
-  if (worth_parallel(t, work, kMinParallelWork) && out > 1) st->parallel(fused);
+  if (out > 1) parallel_if_worth(*st, fused, t, work, kMinParallelWork);
 }
 
 void schedule_kept_innermost(Schedule& s, const Tensor& t, int64_t work) {
@@ -144,7 +144,7 @@ void schedule_kept_innermost(Schedule& s, const Tensor& t, int64_t work) {
   if (outer.empty()) return;
   Loop fused = outer[0];
   for (size_t i = 1; i < outer.size(); ++i) fused = st.fuse(fused, outer[i]);
-  if (worth_parallel(t, work, kMinParallelWork)) st.parallel(fused);
+  parallel_if_worth(st, fused, t, work, kMinParallelWork);
 }
 
 void schedule_stage(Schedule& s, const Tensor& t, bool may_split) {

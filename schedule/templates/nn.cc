@@ -6,6 +6,7 @@
 
 #include "schedule/templates/extent_hint.h"
 #include "tensor_ir/graph.h"
+#include "tensor_ir/parallel_work.h"
 #include "tensor_ir/structural.h"
 
 namespace tessera::schedule {
@@ -98,6 +99,11 @@ bool has_symbolic_extent(const tensor_ir::Tensor& t) {
     for (const auto& iv : c->reduce_axis())
       if (!tensor_ir::as_const_int(iv->dom.extent)) return true;
   return false;
+}
+
+void parallel_above(Stage& st, const Loop& loop, const tensor_ir::Tensor& t, int64_t threshold) {
+  st.parallel(loop);
+  if (has_symbolic_extent(t)) st.pragma(loop, tensor_ir::kParallelMinWork, threshold);
 }
 
 bool same_extent(const tensor_ir::Expr& a, const tensor_ir::Expr& b) {

@@ -99,12 +99,12 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
       o.reorder({chunk, tiles[1], rest});
       batch.push_back(chunk);
       Loop outer = fuse_all(o, batch);
-      if (parallel) o.parallel(outer);
+      if (parallel) parallel_above(o, outer, product, kMinParallelWork);
       tile = rest;
       if (local_panel) b.compute_at(o, tiles[1]);
     } else if (copied) {
       Loop panel = fuse_all(o, batch);
-      if (parallel) o.parallel(panel);
+      if (parallel) parallel_above(o, panel, product, kMinParallelWork);
       tile = tiles[0];
       if (local_panel) b.compute_at(o, panel);
     } else {
@@ -113,13 +113,13 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
       // fifth of the time.
       batch.push_back(tiles[0]);
       tile = fuse_all(o, batch);
-      if (parallel) o.parallel(tile);
+      if (parallel) parallel_above(o, tile, product, kMinParallelWork);
     }
   } else {
     batch.push_back(tiles[0]);
     batch.push_back(tiles[1]);
     tile = fuse_all(o, batch);
-    if (parallel) o.parallel(tile);
+    if (parallel) parallel_above(o, tile, product, kMinParallelWork);
   }
   int lanes = s.hardware().lanes(out.dtype());
   if (rows_contiguous) {  // each column's rows are a vector (read from the tile by a gather)
@@ -152,7 +152,7 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
     std::vector<Loop> outer;
     for (size_t d = 0; d + 2 < bc->axis.size(); ++d) outer.push_back(b.loop(bc->axis[d]));
     Loop fused = fuse_all(b, outer);
-    if (worth_parallel(packed, num_elements(packed), kMinParallelWork / 8)) b.parallel(fused);
+    parallel_if_worth(b, fused, packed, num_elements(packed), kMinParallelWork / 8);
   }
 }
 

@@ -105,7 +105,7 @@ void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>&
   int64_t count = 1;
   for (size_t d = 0; d < split; ++d) count *= dim_hint(out, d);
   int64_t work = nn::num_elements(out) * static_cast<int64_t>(stats.size() + 1);
-  if (worth_parallel(out, work, nn::kMinParallelWork / 4) && count > 1) y.parallel(outer);
+  if (count > 1) parallel_if_worth(y, outer, out, work, nn::kMinParallelWork / 4);
   for (const Tensor& t : partials) s[t].compute_at(y, outer);
   for (const Tensor& t : attached) s[t].compute_at(y, outer);
 }

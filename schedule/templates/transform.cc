@@ -43,7 +43,7 @@ void fuse_parallel(Stage& st, const std::vector<Loop>& outer, int64_t elements) 
   if (outer.empty()) return;
   Loop fused = outer[0];
   for (size_t i = 1; i < outer.size(); ++i) fused = st.fuse(fused, outer[i]);
-  if (worth_parallel(st.op(), elements, kMinParallelElements)) st.parallel(fused);
+  parallel_if_worth(st, fused, st.op(), elements, kMinParallelElements);
 }
 
 // Rows: [fused outer axes (parallel)] [row: innermost axis / lanes] [reductions] [lanes (vector)].

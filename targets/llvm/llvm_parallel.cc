@@ -1,7 +1,8 @@
 // Parallel loops. The body is outlined into a task the runtime's thread pool runs once per
 // thread; each task runs one contiguous chunk of the iterations, so neighbouring iterations
-// (which share cache lines) stay on one core. Everything the body uses from outside is passed
-// through a closure struct on the launching function's stack.
+// (which share cache lines) stay on one core. A loop marked with its least work
+// (tensor_ir/parallel_work.h) runs as one task, on the calling thread, below it. Everything the body uses from outside
+// is passed through a closure struct on the launching function's stack.
 //
 //   int32_t name_parallel(int32_t task, int32_t num_tasks, void* closure)
 //     loads the closure's fields and calls
@@ -15,6 +16,7 @@
 #include "runtime/error.h"
 #include "targets/llvm/codegen_llvm.h"
 #include "tensor_ir/functor.h"
+#include "tensor_ir/parallel_work.h"
 
 namespace tessera::targets::llvm_backend {
 
@@ -94,6 +96,11 @@ void CodeGenLLVM::emit_parallel_for(const For* op) {
       builder_.CreateCall(external_function("tessera_num_threads", llvm::FunctionType::get(i32, false))), i64);
   llvm::Value* tasks = builder_.CreateSelect(builder_.CreateICmpSLT(extent, threads), extent, threads);
   tasks = builder_.CreateSelect(builder_.CreateICmpSLT(tasks, builder_.getInt64(0)), builder_.getInt64(0), tasks);
+  if (Expr worth = worth_parallel_launch(op); worth.defined()) {
+    llvm::Value* one_task =
+        builder_.CreateSelect(builder_.CreateICmpSLT(tasks, builder_.getInt64(1)), tasks, builder_.getInt64(1));
+    tasks = builder_.CreateSelect(emit(worth), tasks, one_task);
+  }
   auto* launch_type = llvm::FunctionType::get(i32, {task_type->getPointerTo(), builder_.getInt8PtrTy(), i32}, false);
   llvm::Value* status = builder_.CreateCall(
       external_function("tessera_parallel_launch", launch_type),

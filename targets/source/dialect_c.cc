@@ -10,6 +10,7 @@
 #include "targets/source/source_printer.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/parallel_work.h"
 
 namespace tessera::targets::source {
 
@@ -196,10 +197,12 @@ class CPrinter final : public SourcePrinter {
     line() << "struct " << closure << " tessera_closure = {" << values << "};\n";
     line() << "const int64_t tessera_threads = " << runtime::kRuntimeHooks[1].hook << "();\n";
     line() << "const int64_t tessera_extent = tessera_closure.tessera_extent;\n";
-    line()
-        << "const int32_t tessera_status = " << runtime::kRuntimeHooks[0].hook << "(" << task
-        << ", &tessera_closure, (int32_t)(tessera_extent < tessera_threads ? (tessera_extent > 0 ? tessera_extent : 0) "
-           ": tessera_threads));\n";
+    line() << "int64_t tessera_tasks = tessera_extent < tessera_threads ? (tessera_extent > 0 ? tessera_extent : 0) "
+              ": tessera_threads;\n";
+    if (Expr worth = worth_parallel_launch(op); worth.defined())
+      line() << "if (!(" << expr(worth) << ") && tessera_tasks > 1) tessera_tasks = 1;\n";
+    line() << "const int32_t tessera_status = " << runtime::kRuntimeHooks[0].hook << "(" << task
+           << ", &tessera_closure, (int32_t)tessera_tasks);\n";
     line() << "if (tessera_status != 0) { " << return_statement("tessera_status") << " }\n";
     --indent_;
     line() << "}\n";

@@ -12,7 +12,9 @@
 #include "runtime/device_program.h"
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "runtime/thread_pool.h"
 #include "targets/build.h"
+#include "tensor_ir/parallel_work.h"
 #include "error_of.h"
 
 namespace tessera::targets {
@@ -194,6 +196,33 @@ TEST(CTarget, ALoopVariableReusedInAParallelBody) {
   NDArray x = random_array({n}, 9), from_c = NDArray::empty({n}, runtime::kFloat32);
   build({f}, Target::parse("c"))->get_kernel("reuse")({x, from_c});
   for (int64_t k = 0; k < n; ++k) ASSERT_EQ(from_c.data_as<float>()[k], x.data_as<float>()[k] * x.data_as<float>()[k]);
+}
+
+TEST(CpuTargets, AParallelLoopMarkedWithItsLeastWorkRunsInParallelOnlyAtSizesThatReachIt) {
+  // parallel for i in [0, n): for j in [0, 64): C[i*64 + j] = A[i*64 + j] + 1, where n is read
+  // from an argument, marked worth a launch from 64 * 100 values on: 10 rows run on the calling
+  // thread, 1000 are shared out.
+  Buffer args = device_buffer("args", {1}), a = device_buffer("A", {64000}), c = device_buffer("C", {64000});
+  Var n("n", runtime::kInt64), i("i"), j("j");
+  Stmt row = For::make(j, 0, 64, ForKind::Serial,
+                       Store::make(c, Load::make(a, i * 64 + j) + make_const(runtime::kFloat32, 1), i * 64 + j));
+  Stmt rows = For::make(i, 0, n, ForKind::Parallel, row, {{tensor_ir::kParallelMinWork, 6400}});
+  LoweredFunc f{"rows", {args, a, c}, LetStmt::make(n, cast(runtime::kInt64, Load::make(args, 0)), rows)};
+  runtime::ThreadPool& pool = runtime::ThreadPool::global();
+  if (pool.num_threads() < 2) GTEST_SKIP() << "one thread: nothing runs in parallel";
+  for (const char* target : {"llvm", "c"}) {
+    const runtime::Kernel kernel = build({f}, Target::parse(target))->get_kernel("rows");
+    NDArray x = NDArray::empty({64000}, runtime::kFloat32), y = NDArray::empty({64000}, runtime::kFloat32);
+    for (int64_t k = 0; k < 64000; ++k) x.data_as<float>()[k] = static_cast<float>(k);
+    for (int64_t count : {10, 99, 100, 1000}) {
+      NDArray size = NDArray::empty({1}, runtime::kFloat32);
+      size.data_as<float>()[0] = static_cast<float>(count);
+      const int64_t before = pool.shared_calls();
+      kernel({size, x, y});
+      EXPECT_EQ(pool.shared_calls() - before, count >= 100 ? 1 : 0) << target << " at " << count << " rows";
+      for (int64_t k = 0; k < count * 64; ++k) ASSERT_EQ(y.data_as<float>()[k], k + 1.0f) << target << " " << k;
+    }
+  }
 }
 
 TEST(CTarget, CompilerErrorsAndABI) {

@@ -6,6 +6,7 @@
 #include "runtime/error.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/parallel_work.h"
 #include "tensor_ir/printer.h"
 #include "tensor_ir/transforms/legalize.h"
 #include "tensor_ir/transforms/loop_partition.h"
@@ -79,6 +80,27 @@ TEST(UnswitchClamps, TilesBeforeTheLastReadUnclamped) {
       t, Expr(0), Expr(4), ForKind::Serial,
       For::make(i, Expr(0), Expr(8), ForKind::Serial, Store::make(c, Load::make(a, min(t * 8 + i, Expr(5))), i)));
   EXPECT_EQ(to_string(unswitch_clamps(always)), to_string(always));
+}
+
+// parallel for t in [0, (m + 7) // 8): { for i in [0, min(8, m - t*8)): C[t*8 + i] = 0
+//                                        for r in [0, n): C[t*8 .. +8] = 1 (8 lanes) }
+TEST(ParallelWork, StoresCountedWithTheirLanesAndInnerExtentsByTheirBounds) {
+  Var t("t"), i("i"), r("r"), m("m"), n("n");
+  Buffer c = BufferNode::make("C", kFloat32, {m}, MemoryScope::Global);
+  Stmt tail = For::make(i, Expr(0), min(Expr(8), m - t * 8), ForKind::Serial,
+                        Store::make(c, make_const(kFloat32, 0), t * 8 + i));
+  Stmt vector = For::make(r, Expr(0), n, ForKind::Serial,
+                          Store::make(c, Broadcast::make(make_const(kFloat32, 1), 8), Ramp::make(t * 8, Expr(1), 8)));
+  Stmt body = Block::make({tail, vector});
+  Expr tiles = floordiv(m + 7, Expr(8));
+  Stmt marked = For::make(t, Expr(0), tiles, ForKind::Parallel, body, {{kParallelMinWork, 4096}});
+  EXPECT_EQ(to_string(stored_values(For::make(t, Expr(0), tiles, ForKind::Serial, body))), "(m + 7) // 8*(n*8 + 8)");
+  EXPECT_EQ(to_string(worth_parallel_launch(marked.as<For>())), "(m + 7) // 8*(n*8 + 8) >= 4096");
+  // Unmarked, a loop is always worth it; an inner extent without a bound cannot be counted.
+  Stmt unmarked = For::make(t, Expr(0), tiles, ForKind::Parallel, body);
+  EXPECT_FALSE(worth_parallel_launch(unmarked.as<For>()).defined());
+  Stmt unbounded = For::make(i, Expr(0), m - t, ForKind::Serial, Store::make(c, make_const(kFloat32, 0), i));
+  EXPECT_FALSE(stored_values(For::make(t, Expr(0), m, ForKind::Serial, unbounded)).defined());
 }
 
 TEST(Vectorize, MainBodyBecomesVectorCode) {
