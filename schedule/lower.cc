@@ -136,7 +136,9 @@ LoweredFunc lower(Schedule& schedule, const std::vector<Tensor>& user_args, cons
   StepLog log(name);
   LoweredFunc func = lower_loop_nest(schedule, user_args, name, /*device=*/nullptr, log);
   const arith::BoundMap dims = dimension_bounds(func.shape_vars);
-  Stmt body = partition_loops(func.body, dims);
+  Stmt body = arith::simplify(unswitch_tile_guards(func.body, dims), dims);
+  log("unswitch_tile_guards", body);
+  body = partition_loops(body, dims);
   body = arith::simplify(body, dims);
   log("partition_loops", body);
   body = arith::simplify(unswitch_clamps(body, dims), dims);

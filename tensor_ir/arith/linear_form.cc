@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
+#include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/structural.h"
 
@@ -35,24 +37,42 @@ void LinearForm::add(const LinearForm& other, int64_t scale) {
   constant = wrapping_add(constant, wrapping_mul(other.constant, scale));
 }
 
+namespace {
+
+// A term `x % d` or `(x % d)*g` (either order): its FloorMod and g (1 for the first).
+std::pair<const FloorMod*, Expr> mod_times(const Expr& term) {
+  if (const auto* mod = term.as<FloorMod>()) return {mod, Expr(int64_t{1})};
+  if (const auto* product = term.as<Mul>()) {
+    if (const auto* mod = product->a.as<FloorMod>()) return {mod, product->b};
+    if (const auto* mod = product->b.as<FloorMod>()) return {mod, product->a};
+  }
+  return {nullptr, Expr()};
+}
+
+}  // namespace
+
 bool LinearForm::merge_symbolic_div_mod(size_t i) {
-  // (x // d)*d*k with a symbolic d (a fused loop over a symbolic extent), in either order.
+  // (x // d)*f with a symbolic d (a fused loop over a symbolic extent) and f a multiple of d, in
+  // either order: the outer digit of x in base d, scaled by f / d.
   const auto* product = terms[i].first.as<Mul>();
   if (!product) return false;
-  for (const auto& [quotient, divisor] : {std::pair{product->a, product->b}, std::pair{product->b, product->a}}) {
+  for (const auto& [quotient, factor] : {std::pair{product->a, product->b}, std::pair{product->b, product->a}}) {
     const auto* div = quotient.as<FloorDiv>();
-    if (!div || as_const_int(div->b) || !structural_equal(div->b, divisor)) continue;
+    if (!div || as_const_int(div->b)) continue;
+    std::optional<Expr> scale = structural_equal(div->b, factor) ? Expr(int64_t{1}) : exact_quotient(factor, div->b);
+    if (!scale) continue;
+    const Expr scaled = *scale * make_const(div->b.type(), static_cast<double>(terms[i].second));
     for (size_t j = 0; j < terms.size(); ++j) {
-      const auto* mod = terms[j].first.as<FloorMod>();
-      if (!mod || terms[j].second != terms[i].second || !structural_equal(mod->a, div->a) ||
-          !structural_equal(mod->b, divisor))
-        continue;
-      // ... plus (x % d)*k: together x*k.
-      const int64_t k = terms[i].second;
+      const auto [mod, g] = mod_times(terms[j].first);
+      if (j == i || !mod || !structural_equal(mod->a, div->a) || !structural_equal(mod->b, div->b)) continue;
+      const int64_t k = terms[j].second;
+      if (!equal_as_polynomials(scaled, g * make_const(g.type(), static_cast<double>(k)))) continue;
+      // ... plus the last digit, (x % d)*g*k with g*k the same scale: together x*g*k.
       const Expr x = div->a;
+      const Expr merged = as_const_int(g) ? x * g : Mul::make(x, g);
       terms.erase(terms.begin() + std::max(i, j));
       terms.erase(terms.begin() + std::min(i, j));
-      add(to_linear_form(x), k);
+      add(to_linear_form(merged), k);
       return true;
     }
   }

@@ -22,8 +22,9 @@ struct LinearForm {
   // Replaces (x // c)*(c*k) + (x % c)*k by x*k, and (x // c % m)*(c*k) + (x % c)*k by
   // (x % (c*m))*k: what fusing loops and splitting them again produces.
   void merge_div_mod_pairs();
-  // The same for a symbolic divisor d: (x // d)*d*k + (x % d)*k is x*k. Term i is the first
-  // product; true when it merged.
+  // The same for a symbolic divisor d: (x // d)*(d*g)*k + (x % d)*g*k is x*g*k, g a constant or
+  // an expression (the row length L of rows over L*L). Term i is the first product; true when it
+  // merged.
   bool merge_symbolic_div_mod(size_t i);
   // Terms sorted by decreasing |coefficient| (first appearance breaks ties), then the constant:
   // i*48 + j + 3.

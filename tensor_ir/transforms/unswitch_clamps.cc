@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "tensor_ir/arith/interval.h"
+#include "tensor_ir/arith/linear_form.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/op.h"
@@ -15,16 +16,22 @@ namespace tessera::tensor_ir {
 
 namespace {
 
-// The clamps of the loads in one outermost loop's body that the loops inside keep below their
-// bound under a condition on the loops outside, and those conditions.
+enum class Unswitch { Clamps, TileGuards };
+
+// In one outermost loop's body, the clamps of loads (or the likely() guards of tiles) that the
+// loops inside keep below their bound under a condition on the loops outside, and those
+// conditions.
 class ClampFinder : public IRVisitor {
  public:
   // `outer`: the outermost loop, over its range.
-  ClampFinder(const arith::BoundMap& known, arith::IntervalMap outer) : known_(known), outer_(std::move(outer)) {}
+  ClampFinder(Unswitch what, const arith::BoundMap& known, const Var& outer_var, arith::IntervalMap outer)
+      : what_(what), known_(known), outer_var_(outer_var), outer_(std::move(outer)) {}
 
   std::unordered_map<const Min*, Expr> unclamped;  // a clamp -> its x
+  std::unordered_set<const Call*> true_guards;     // guards that hold under the conditions
   std::map<std::string, Expr> conditions;          // by their text, each once
-  std::unordered_set<const Min*> kept;             // clamps some read needs
+  std::unordered_set<const Min*> kept_clamps;      // clamps some read needs
+  std::unordered_set<const Call*> kept_guards;     // guards some write needs
 
   using IRVisitor::visit;
 
@@ -53,26 +60,45 @@ class ClampFinder : public IRVisitor {
   }
   void visit_(const Min* op) override {
     IRVisitor::visit_(op);
-    if (in_index_ == 0 || !op->type.is_int() || !op->type.is_scalar()) return;
-    if (!(try_unclamp(op, op->a, op->b) || try_unclamp(op, op->b, op->a))) kept.insert(op);
+    if (what_ != Unswitch::Clamps || in_index_ == 0 || !op->type.is_int() || !op->type.is_scalar()) return;
+    if (try_bound(op->a, op->b, 0)) unclamped[op] = op->a;
+    else if (try_bound(op->b, op->a, 0)) unclamped[op] = op->b;
+    else kept_clamps.insert(op);
+  }
+  void visit_(const Call* op) override {
+    IRVisitor::visit_(op);
+    if (what_ != Unswitch::TileGuards || op->op != Intrinsic::likely) return;
+    const auto* lt = op->args[0].as<LT>();
+    const auto* le = op->args[0].as<LE>();
+    if (lt && try_bound(lt->a, lt->b, 1, /*linear_ok=*/false)) true_guards.insert(op);
+    else if (le && try_bound(le->a, le->b, 0, /*linear_ok=*/false)) true_guards.insert(op);
+    else kept_guards.insert(op);
   }
 
  private:
-  // Whether min(x, y) is x over the loops inside under a condition on the ones outside.
-  bool try_unclamp(const Min* op, const Expr& x, const Expr& y) {
-    if (uses_bound(y) || !uses_bound(x)) return false;
+  // Whether x + gap <= y (gap 0 or 1: x <= y or x < y) over the loops inside under a condition on the ones outside,
+  // which it records. A guard is left to loop partitioning where the condition is linear in the outermost loop's
+  // variable: partitioning that loop removes it with no branch.
+  bool try_bound(const Expr& x, const Expr& y, int64_t gap, bool linear_ok = true) {
+    if (!x.type().is_int() || uses_bound(y) || !uses_bound(x)) return false;
     const Expr most = arith::eval_interval(x, inner_).max;
     if (!most.defined() || uses_bound(most)) return false;
+    const Expr excess_expr = arith::simplify(most + make_const(most.type(), static_cast<double>(gap)) - y, known_);
+    if (!linear_ok && linear_in_outer_var(excess_expr)) return false;
     // Over the outermost loop's range, the condition may hold always, sometimes or never.
-    const arith::Interval excess = arith::eval_interval(arith::simplify(most - y, known_), outer_);
-    const arith::ConstBound least = arith::const_bound(excess.min.defined() ? excess.min : most - y, known_);
+    const arith::Interval excess = arith::eval_interval(excess_expr, outer_);
+    const arith::ConstBound least = arith::const_bound(excess.min.defined() ? excess.min : excess_expr, known_);
     if (least.min > 0) return false;
-    unclamped[op] = x;
-    const arith::ConstBound largest = arith::const_bound(excess.max.defined() ? excess.max : most - y, known_);
+    const arith::ConstBound largest = arith::const_bound(excess.max.defined() ? excess.max : excess_expr, known_);
     if (largest.max > 0) {
-      Expr condition = arith::simplify(most <= y, known_);
+      Expr condition = arith::simplify(gap == 0 ? most <= y : most < y, known_);
       conditions.emplace(to_string(condition), condition);
     }
+    return true;
+  }
+  bool linear_in_outer_var(const Expr& e) const {
+    for (const auto& [term, coeff] : arith::to_linear_form(e).terms)
+      if (term.as<VarNode>() != outer_var_.get() && uses_var(term, outer_var_.get())) return false;
     return true;
   }
   bool uses_bound(const Expr& e) const {
@@ -81,54 +107,68 @@ class ClampFinder : public IRVisitor {
     return false;
   }
 
+  const Unswitch what_;
   const arith::BoundMap& known_;
+  const Var outer_var_;
   const arith::IntervalMap outer_;
   std::unordered_set<const VarNode*> bound_;  // variables bound inside the body
   arith::IntervalMap inner_;                  // the loops inside, over their ranges
   int in_index_ = 0;                          // inside how many loads' indices
 };
 
-// The body with the clamps `unclamped` maps replaced by their x.
+// The body with the clamps `unclamped` maps replaced by their x and the guards `true_guards` by
+// true.
 class Unclamper : public IRMutator {
  public:
-  explicit Unclamper(const std::unordered_map<const Min*, Expr>& unclamped) : unclamped_(unclamped) {}
+  explicit Unclamper(const ClampFinder& found) : found_(found) {}
   using IRMutator::mutate;
 
  protected:
   Expr mutate_(const Min* op) override {
-    auto it = unclamped_.find(op);
-    return it == unclamped_.end() ? IRMutator::mutate_(op) : mutate(it->second);
+    auto it = found_.unclamped.find(op);
+    return it == found_.unclamped.end() ? IRMutator::mutate_(op) : mutate(it->second);
   }
+  Expr mutate_(const Call* op) override { return found_.true_guards.count(op) ? const_true() : IRMutator::mutate_(op); }
 
  private:
-  const std::unordered_map<const Min*, Expr>& unclamped_;
+  const ClampFinder& found_;
 };
 
 class Unswitcher : public IRMutator {
  public:
-  explicit Unswitcher(const arith::BoundMap& known) : known_(known) {}
+  Unswitcher(Unswitch what, const arith::BoundMap& known) : what_(what), known_(known) {}
   using IRMutator::mutate;
 
  protected:
   // An outermost loop: its body is unswitched once, the loops inside it left as they are.
   Stmt mutate_(const For* op) override {
-    ClampFinder finder(known_, {{op->var.get(), arith::Interval::from_range(Range(op->min, op->extent))}});
+    ClampFinder finder(what_, known_, op->var,
+                       {{op->var.get(), arith::Interval::from_range(Range(op->min, op->extent))}});
     finder.visit(op->body);
-    for (const Min* m : finder.kept) finder.unclamped.erase(m);  // a read elsewhere needs it
-    if (finder.unclamped.empty()) return Stmt(op);
-    Stmt fast = Unclamper(finder.unclamped).mutate(op->body);
+    // A use elsewhere needs them.
+    for (const Min* m : finder.kept_clamps) finder.unclamped.erase(m);
+    for (const Call* g : finder.kept_guards) finder.true_guards.erase(g);
+    if (finder.unclamped.empty() && finder.true_guards.empty()) return Stmt(op);
+    Stmt fast = Unclamper(finder).mutate(op->body);
     Expr condition;
-    for (const auto& [text, c] : finder.conditions) condition = condition.defined() ? condition && c : c;
+    for (const auto& [text, c] : finder.conditions) condition = condition.defined() ? logical_and(condition, c) : c;
     Stmt body = condition.defined() ? IfThenElse::make(condition, fast, op->body) : fast;
     return For::make(op->var, op->min, op->extent, op->for_kind, body, op->pragmas);
   }
 
  private:
+  const Unswitch what_;
   const arith::BoundMap& known_;
 };
 
 }  // namespace
 
-Stmt unswitch_clamps(const Stmt& s, const arith::BoundMap& known) { return Unswitcher(known).mutate(s); }
+Stmt unswitch_clamps(const Stmt& s, const arith::BoundMap& known) {
+  return Unswitcher(Unswitch::Clamps, known).mutate(s);
+}
+
+Stmt unswitch_tile_guards(const Stmt& s, const arith::BoundMap& known) {
+  return Unswitcher(Unswitch::TileGuards, known).mutate(s);
+}
 
 }  // namespace tessera::tensor_ir

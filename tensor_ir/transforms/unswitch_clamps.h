@@ -13,4 +13,12 @@ namespace tessera::tensor_ir {
 // `known` bounds free variables (a kernel's symbolic dimensions are never negative).
 Stmt unswitch_clamps(const Stmt& s, const arith::BoundMap& known = {});
 
+// The same for the likely() guards of writes past the end of a tile (C[t*16 + j] where
+// t*16 + j < L), before loop partitioning: it splits a loop in two where a guard is linear in
+// its variable, but a tile index fused with others (t = f % T) leaves it splitting each inner
+// loop at a point only known at run time, which the vectorizer cannot take: there every tile's
+// writes became scalar. So the guards nonlinear in the outermost loop's variable are unswitched:
+// if (every guard holds across the tile) { the body unguarded } else { the body }.
+Stmt unswitch_tile_guards(const Stmt& s, const arith::BoundMap& known = {});
+
 }  // namespace tessera::tensor_ir

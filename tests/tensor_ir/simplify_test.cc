@@ -56,6 +56,15 @@ TEST(Simplify, FusedIndexRecombines) {
   EXPECT_EQ(s((floordiv(f, 48) * 48 + floormod(f, 48)) * 2), "f*2");
   // Three fused axes split again: (f // 8 % 6)*8 + f % 8 is f % 48.
   EXPECT_EQ(s(floormod(floordiv(f, 8), 6) * 8 + floormod(f, 8)), "f % 48");
+  // Rows of 256 over a symbolic count L, fused and split again: (f % L)*256 + (f // L)*(L*256).
+  Var l("L");
+  EXPECT_EQ(s(floormod(f, l) * 256 + floordiv(f, l) * (l * 256)), "f*256");
+  EXPECT_EQ(s(floordiv(f, l) * (Expr(512) * l) + floormod(f, l) * 512 + 3), "f*512 + 3");
+  EXPECT_EQ(s(floordiv(f, l) * l + floormod(f, l)), "f");
+  // Rows of L over L*L: (f // L)*(L*L) + (f % L)*L is f*L.
+  EXPECT_EQ(s(Var("k") * 16 + floordiv(f, l) * (l * l) + floormod(f, l) * l), "k*16 + f*L");
+  // Not the same digits: a coefficient that is not the row length times the divisor stays.
+  EXPECT_EQ(s(floormod(f, l) * 256 + floordiv(f, l) * (l * 128)), "f % L*256 + f // L*(L*128)");
 }
 
 TEST(Simplify, MinMaxAndComparisons) {

@@ -82,6 +82,39 @@ TEST(UnswitchClamps, TilesBeforeTheLastReadUnclamped) {
   EXPECT_EQ(to_string(unswitch_clamps(always)), to_string(always));
 }
 
+// parallel for f in [0, 2*T), T = (m + 15) // 16: for r in [0, 2): for j in [0, 16):
+//   if (likely(f // T * 2 + r < 3)) if (likely(f % T*16 + j < m)) C[(f // T*2 + r)*m + f % T*16 + j] = 1
+// (a 3 x m result in tiles of 2 x 16, the tile's row and column fused into f)
+TEST(UnswitchTileGuards, WholeTilesWriteUnguarded) {
+  Var f("f"), r("r"), j("j"), m("m");
+  Buffer c = BufferNode::make("C", kFloat32, {m * 3}, MemoryScope::Global);
+  Expr tiles = floordiv(m + 15, Expr(16)), row = floordiv(f, tiles) * 2 + r, col = floormod(f, tiles) * 16 + j;
+  Stmt write = Store::make(c, make_const(kFloat32, 1), row * m + col);
+  Stmt guarded =
+      IfThenElse::make(call(Intrinsic::likely, {row < 3}), IfThenElse::make(call(Intrinsic::likely, {col < m}), write));
+  Stmt s = For::make(
+      f, Expr(0), tiles * 2, ForKind::Parallel,
+      For::make(r, Expr(0), Expr(2), ForKind::Serial, For::make(j, Expr(0), Expr(16), ForKind::Serial, guarded)));
+  const arith::BoundMap sizes{{m.get(), {0, arith::ConstBound::kPosInf}}};
+  const std::string unswitched = to_string(arith::simplify(unswitch_tile_guards(s, sizes), sizes));
+  EXPECT_NE(unswitched.find("  if (f % ((m + 15) // 16)*16 + 15 < m && f // ((m + 15) // 16)*2 + 1 < 3) {\n"
+                            "    for (r, 0, 2) {\n"
+                            "      for (j, 0, 16) {\n"
+                            "        C["),
+            std::string::npos)
+      << unswitched;
+  EXPECT_NE(unswitched.find("  } else {\n    for (r, 0, 2) {\n      for (j, 0, 16) {\n        if (likely("),
+            std::string::npos)
+      << unswitched;
+  // A guard linear in the outermost loop's variable is left to loop partitioning.
+  Var t("t");
+  Stmt linear = For::make(t, Expr(0), tiles, ForKind::Serial,
+                          For::make(j, Expr(0), Expr(16), ForKind::Serial,
+                                    IfThenElse::make(call(Intrinsic::likely, {t * 16 + j < m}),
+                                                     Store::make(c, make_const(kFloat32, 1), t * 16 + j))));
+  EXPECT_EQ(to_string(unswitch_tile_guards(linear, sizes)), to_string(linear));
+}
+
 // parallel for t in [0, (m + 7) // 8): { for i in [0, min(8, m - t*8)): C[t*8 + i] = 0
 //                                        for r in [0, n): C[t*8 .. +8] = 1 (8 lanes) }
 TEST(ParallelWork, StoresCountedWithTheirLanesAndInnerExtentsByTheirBounds) {
