@@ -31,6 +31,9 @@ class Expr : public Ref<ExprNode> {
   Expr() = default;
   Expr(int64_t value);                                    // NOLINT: an int64 constant, so A[i + 1] reads naturally
   Expr(int value) : Expr(static_cast<int64_t>(value)) {}  // NOLINT
+  // Not from a bool: `a && b` on two handles is a C++ bool (both defined), which would become the
+  // int64 1 where logical_and(a, b) was meant.
+  Expr(bool) = delete;
   DataType type() const { return get()->type; }
 };
 

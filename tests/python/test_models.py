@@ -24,3 +24,19 @@ def test_model_matches_pytorch(name):
     assert out.shape == ref.shape
     rel = np.abs(out - ref).max() / np.abs(ref).max()
     assert rel <= 1e-3, f"{name}: relative error {rel:.2e}"
+
+
+def test_the_dynamic_transformer_is_built_once_for_every_size():
+    """The benchmark's dynamic model (benchmarks/dynamic.py) builds as one symbolic library, not
+    once per size (which a kernel failing to build for symbolic sizes falls back to), and matches
+    the static build at each size."""
+    import make_models
+    path = make_models.ensure("transformer", MODEL_DIR, dynamic=True)
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    rng = np.random.default_rng(0)
+    for shape in [(1, 16, 256), (2, 7, 256), (1, 33, 256)]:
+        x = rng.standard_normal(shape).astype("float32")
+        static = tessera.build(tessera.onnx.load(path, shapes={"input": shape}), db=False)
+        np.testing.assert_allclose(lib.run([x])[0], static.run([x])[0], rtol=1e-4, atol=1e-4)
+        assert lib.symbolic, lib.symbolic_reason
+        assert lib.served_by({"input": shape}) == "the build for every size"

@@ -1,6 +1,8 @@
 // IR construction, type checking, printing and structural equality.
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include "runtime/error.h"
 #include "tensor_ir/functor.h"
 #include "tensor_ir/graph.h"
@@ -12,6 +14,10 @@ namespace tessera::tensor_ir {
 namespace {
 
 using runtime::kFloat32;
+
+// `cond && other` on handles is a C++ bool; made an Expr it would be the int64 1.
+static_assert(!std::is_convertible_v<bool, Expr>, "a bool must not become an Expr");
+static_assert(std::is_convertible_v<int64_t, Expr> && std::is_convertible_v<int, Expr>);
 
 TEST(IR, ConstantsAdoptTheOtherOperandsType) {
   Tensor A = placeholder({Expr(4)}, kFloat32, "A");
