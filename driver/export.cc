@@ -26,10 +26,6 @@ runtime::ModuleMetadata device_metadata(const BuildResult& result) {
 
 void export_module(const BuildResult& result, const std::string& path) {
   if (result.target.device_type() != runtime::DeviceType::CPU) {
-    if (result.plan.is_symbolic())
-      fail(
-          "export: a device module of symbolic sizes cannot be written yet; export the build of fixed sizes "
-          "(tessera.onnx.load(shapes=...), DynamicLibrary.specialize, tessera compile --shape)");
     runtime::ModuleMetadata metadata = device_metadata(result);
     metadata.plan = result.plan;
     runtime::write_module_file(path, "", metadata);

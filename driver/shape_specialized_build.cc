@@ -42,19 +42,28 @@ std::shared_ptr<const BuildResult> ShapeSpecializedBuild::get(const std::vector<
     std::lock_guard<std::mutex> lock(mutex_);
     auto hot = builds_.find(key_of(values));
     if (hot != builds_.end() && hot->second.hot) return hot->second.build;
-    if (symbolic_module_ && !symbolic_tried_) {
-      symbolic_tried_ = true;
-      BuildOptions o = options_;
-      o.size_hints.insert(values.begin(), values.end());  // tiles chosen for the first call's sizes, unless given
-      try {
-        symbolic_ = std::make_shared<const BuildResult>(kept(build(symbolic_module_(), target_, o)));
-      } catch (const Error& e) {
-        symbolic_reason_ = e.what();
-      }
-    }
+    try_symbolic(values);  // tiles chosen for the first call's sizes, unless given
     if (symbolic_) return symbolic_;
   }
   return specialized_at(shapes, values);
+}
+
+void ShapeSpecializedBuild::try_symbolic(const std::map<std::string, int64_t>& hints) {
+  if (!symbolic_module_ || symbolic_tried_) return;
+  symbolic_tried_ = true;
+  BuildOptions o = options_;
+  o.size_hints.insert(hints.begin(), hints.end());
+  try {
+    symbolic_ = std::make_shared<const BuildResult>(kept(build(symbolic_module_(), target_, o)));
+  } catch (const Error& e) {
+    symbolic_reason_ = e.what();
+  }
+}
+
+std::shared_ptr<const BuildResult> ShapeSpecializedBuild::symbolic_now() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  try_symbolic({});
+  return symbolic_;
 }
 
 void ShapeSpecializedBuild::specialize_sizes(const std::vector<std::map<std::string, int64_t>>& sizes) {

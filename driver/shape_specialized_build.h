@@ -72,6 +72,10 @@ class ShapeSpecializedBuild {
   std::shared_ptr<const BuildResult> specialized(const std::vector<std::vector<int64_t>>& shapes);
   // The build for every size, if the first call made one.
   std::shared_ptr<const BuildResult> symbolic() const;
+  // The build for every size, made now if no call has tried it yet (its tiles chosen at the
+  // options' size hints, else the default): what an export needs where the model cannot run here
+  // (a GPU's). Null when the model is built per size (symbolic_reason() says why).
+  std::shared_ptr<const BuildResult> symbolic_now();
   // Why there is no build for every size ("" while none was tried, or when there is one).
   std::string symbolic_reason() const;
   // The variables' values of each build of one size so far (kept or dropped since), in the order
@@ -94,6 +98,8 @@ class ShapeSpecializedBuild {
   std::map<std::vector<int64_t>, Kept> builds_;  // by the vars' values
   uint64_t uses_ = 0;
   std::vector<std::vector<int64_t>> order_;
+  // Builds the build for every size once, its hints the options' and then `hints`. mutex_ held.
+  void try_symbolic(const std::map<std::string, int64_t>& hints);
   bool symbolic_tried_ = false;
   std::shared_ptr<const BuildResult> symbolic_;
   std::string symbolic_reason_;

@@ -196,54 +196,86 @@ bool has_code_for(const ModuleMetadata& m, const std::string& kernel) {
   return false;
 }
 
-void encode_device_programs(Writer& w, const std::vector<DeviceProgramSpec>& programs) {
+// Every variable of `shape` is one of `vars`.
+void check_vars(const SymbolicShape& shape, const std::vector<std::string>& vars, const std::string& what) {
+  std::vector<std::string> used;
+  for (const ShapeExpr& d : shape) d.collect_vars(used);
+  for (const std::string& v : used)
+    if (std::find(vars.begin(), vars.end(), v) == vars.end())
+      Reader::bad(what, " has the dimension variable ", v, ", which is not among its variables");
+}
+
+// Version 4 on, a program's dimension variables follow its name, a launch's grid is three
+// dimensions (expressions of them) and its variables follow its buffers; before, programs of
+// static shapes only, their grids constants.
+void encode_device_programs(Writer& w, const std::vector<DeviceProgramSpec>& programs, uint32_t version) {
   w.u32(programs.size());
   for (const DeviceProgramSpec& d : programs) {
-    if (!d.shape_vars.empty())
-      fail("device program '", d.name, "' has symbolic dimensions; a module holds programs of static shapes only");
+    if (version < 4 && !d.shape_vars.empty())
+      fail("internal error: module format version ", version, " cannot hold device program '", d.name,
+           "' of symbolic sizes");
     w.str(d.name);
+    if (version >= 4) w.strs(d.shape_vars);
     w.buffers(d.args);
     w.buffers(d.workspace);
     w.u32(d.kernels.size());
     for (const DeviceKernelLaunch& k : d.kernels) {
       w.str(k.name);
-      for (const ShapeExpr& e : k.grid) w.pod(static_cast<uint64_t>(e.constant()));
+      for (const ShapeExpr& e : k.grid) {
+        if (version >= 4) w.dim(e);
+        else w.pod(static_cast<uint64_t>(e.constant()));
+      }
       for (size_t e : k.config.block) w.pod(static_cast<uint64_t>(e));
       w.pod(static_cast<uint64_t>(k.config.dynamic_shared_bytes));
       w.ints(k.buffers);
+      if (version >= 4) w.ints(k.shape_vars);
     }
     w.pod(static_cast<uint8_t>(d.format));
     w.str(d.code);
   }
 }
 
-std::vector<DeviceProgramSpec> decode_device_programs(Reader& r) {
+// A launch's grid extent: a constant any device could launch (more would overflow OpenCL's
+// grid * block), or an expression of the program's variables, checked at each call.
+ShapeExpr grid_extent(Reader& r, const DeviceProgramSpec& d, const std::string& kernel, uint32_t version) {
+  if (version >= 4) {
+    ShapeExpr e = r.dim("a launch's grid");
+    if (e.is_constant() && (e.constant() <= 0 || e.constant() >= (int64_t(1) << 31)))
+      Reader::bad("device kernel '", kernel, "' has a grid extent of ", e.constant());
+    check_vars({e}, d.shape_vars, "device kernel '" + kernel + "' grid");
+    return e;
+  }
+  const uint64_t g = r.pod<uint64_t>("a launch's grid");
+  if (g == 0 || g >= (uint64_t(1) << 31)) Reader::bad("device kernel '", kernel, "' has a grid extent of ", g);
+  return static_cast<int64_t>(g);
+}
+
+std::vector<DeviceProgramSpec> decode_device_programs(Reader& r, uint32_t version) {
   std::vector<DeviceProgramSpec> programs(r.count("the device programs", 14));
   for (DeviceProgramSpec& d : programs) {
     d.name = r.str("a device program's name");
+    if (version >= 4) d.shape_vars = r.strs("a device program's dimension variables");
     d.args = r.buffers("a device program's arguments");
     d.workspace = r.buffers("a device program's workspace");
+    for (const BufferSpec& b : d.args) check_vars(b.shape, d.shape_vars, "device program '" + d.name + "' argument");
+    for (const BufferSpec& b : d.workspace)
+      check_vars(b.shape, d.shape_vars, "device program '" + d.name + "' workspace");
     d.kernels.resize(r.count("a device program's kernels", 60));
     const size_t buffers = d.args.size() + d.workspace.size();
     for (DeviceKernelLaunch& k : d.kernels) {
       k.name = r.str("a device kernel's name");
-      std::array<uint64_t, 3> grid;
-      for (uint64_t& e : grid) e = r.pod<uint64_t>("a launch's grid");
+      for (ShapeExpr& e : k.grid) e = grid_extent(r, d, k.name, version);
       for (size_t& e : k.config.block) e = r.pod<uint64_t>("a launch's block");
       k.config.dynamic_shared_bytes = r.pod<uint64_t>("a launch's shared memory");
-      // What any device could launch; anything else would overflow OpenCL's grid * block.
       size_t threads = 1;
       for (size_t e : k.config.block) threads = e > 4096 ? 0 : threads * e;
-      for (int g = 0; g < 3; ++g) {
-        if (grid[g] == 0 || grid[g] >= (uint64_t(1) << 31))
-          Reader::bad("device kernel '", k.name, "' has a grid extent of ", grid[g]);
-        k.grid[g] = static_cast<int64_t>(grid[g]);
-      }
       if (threads == 0 || threads > 4096 || k.config.dynamic_shared_bytes > (size_t(1) << 24))
         Reader::bad("device kernel '", k.name, "' has an invalid block (", threads, " threads, ",
                     k.config.dynamic_shared_bytes, " bytes of shared memory)");
       k.buffers = r.ints("a device kernel's buffers");
       for (int b : k.buffers) check_index(b, buffers, "device kernel '" + k.name + "': buffer");
+      if (version >= 4) k.shape_vars = r.ints("a device kernel's dimension variables");
+      for (int v : k.shape_vars) check_index(v, d.shape_vars.size(), "device kernel '" + k.name + "': variable");
     }
     const uint8_t format = r.pod<uint8_t>("a device program's code format");
     if (format > static_cast<uint8_t>(DeviceCodeFormat::PTX))
@@ -254,15 +286,6 @@ std::vector<DeviceProgramSpec> decode_device_programs(Reader& r) {
     d.code = r.str("a device program's code");
   }
   return programs;
-}
-
-// Every variable of `shape` is one of `vars`.
-void check_vars(const SymbolicShape& shape, const std::vector<std::string>& vars, const std::string& what) {
-  std::vector<std::string> used;
-  for (const ShapeExpr& d : shape) d.collect_vars(used);
-  for (const std::string& v : used)
-    if (std::find(vars.begin(), vars.end(), v) == vars.end())
-      Reader::bad(what, " has the dimension variable ", v, ", which is not among its variables");
 }
 
 // A symbolic plan's variables are the ones its shapes, slots and kernels use; the sizes that
@@ -409,7 +432,7 @@ std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
   if (!symbolic)
     for (int64_t o : p.slot_offsets) w.pod(o);
   w.pod(symbolic ? int64_t{0} : p.arena_bytes);
-  if (version >= 2) encode_device_programs(w, m.device_programs);
+  if (version >= 2) encode_device_programs(w, m.device_programs, version);
   if (version >= 3) {
     w.strs(p.shape_vars);
     w.shape(p.slot_bytes, "the arena slots");
@@ -468,7 +491,7 @@ ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, 
   p.arena_bytes = r.pod<int64_t>("the arena size");
   if (p.arena_bytes < 0 || p.arena_bytes > (int64_t(1) << 40))
     Reader::bad("the arena size ", p.arena_bytes, " is invalid");
-  if (version >= 2) m.device_programs = decode_device_programs(r);
+  if (version >= 2) m.device_programs = decode_device_programs(r, version);
   if (version >= 3) {
     p.shape_vars = r.strs("the dimension variables");
     p.slot_bytes = r.symbolic("the arena slots");

@@ -91,6 +91,11 @@ class DynamicLibrary {
   }
   std::string served_by(py::object shapes) const { return build_->served_by(shapes_given(shapes)); }
   const driver::ShapeSpecializedBuild& build() const { return *build_; }
+  // The build for every size, built now if no run has (null for a model built per size).
+  std::shared_ptr<const driver::BuildResult> symbolic_now() {
+    py::gil_scoped_release release;
+    return build_->symbolic_now();
+  }
 
  private:
   size_t input_index(const std::string& name) const {
@@ -240,7 +245,7 @@ void bind_dynamic(py::module_& m) {
           "The sizes built as static models by tessera.build(specialize=...), each as {dimension: value}.")
       .def(
           "export",
-          [](const DynamicLibrary& l, const py::object& path) {
+          [](DynamicLibrary& l, const py::object& path) {
             std::string hot;
             for (const auto& size : l.build().hot_sizes())
               hot += (hot.empty() ? "(" : "; (") + l.build().sizes_str(size) + ")";
@@ -248,18 +253,15 @@ void bind_dynamic(py::module_& m) {
               fail("export: a module holds one build, and this library runs builds specialized for ", hot,
                    " beside the others; export one of them (lib.specialize({name: shape}).export(path)) or build "
                    "without specialize=");
-            if (auto s = l.build().symbolic()) return Library(s).export_to(py::str(path));
-            const std::string reason = l.build().symbolic_reason();
-            fail("export: ",
-                 reason.empty() ? "the build for every size is made on the first run (its tiles chosen for that "
-                                  "run's sizes): run the model once, then export it"
-                                : "the model is built per size (" + reason + ")",
-                 "; or export the build of one size: lib.specialize({name: shape}).export(path)");
+            if (auto s = l.symbolic_now()) return Library(s).export_to(py::str(path));
+            fail("export: the model is built per size (", l.build().symbolic_reason(),
+                 "); export the build of one size: lib.specialize({name: shape}).export(path)");
           },
           py::arg("path"),
-          "Writes the build for every size (made on the first run) as one shared library that runs at any size "
-          "(tessera.load, the C API with shapes given with the data); raises tessera.Error when the model is "
-          "built per size (symbolic_reason says why) or has not run yet. specialize() gives one size's build.")
+          "Writes the build for every size as one shared library that runs at any size (tessera.load, the C API "
+          "with shapes given with the data): the first run's build, or, before any, one built now with its tiles "
+          "chosen at the size_hints given to tessera.build (else a default). Raises tessera.Error when the model "
+          "is built per size (symbolic_reason says why). specialize() gives one size's build.")
       .def_property_readonly(
           "target", [](const DynamicLibrary& l) { return l.build().target().str(); }, "The target string.")
       .def_property_readonly(

@@ -1,10 +1,12 @@
 """Modules for devices (issue 24, item 3): a model built for opencl or cuda exports as one file
 holding its device code (OpenCL C, PTX), plan and weights, with no host code; tessera.load, the
 C API (examples/deploy) and `tessera run` run it on a device of its kind, and refuse, naming
-what is wrong, a device of another kind, a missing one or a missing driver."""
+what is wrong, a device of another kind, a missing one or a missing driver. A model of symbolic
+sizes exports as one device module that runs at any size (issue 25, item 5)."""
 import os
 
 import numpy as np
+import onnx
 import pytest
 
 import tessera
@@ -38,6 +40,45 @@ def test_an_opencl_module_runs_as_the_in_process_build_does(cnn, tmp_path):
     # Built without JIT compilation (nothing runs here), the export is the same file.
     tessera.build(cnn["mod"], target="opencl", db=False, jit=False).export(tmp_path / "cnn_nojit.so")
     assert (tmp_path / "cnn_nojit.so").read_bytes() == (tmp_path / "cnn.so").read_bytes()
+
+
+def symbolic_batch(path, to):
+    """The model at `path` with its batch dimension named N (dynamic_axes), saved to `to`."""
+    model = onnx.load(str(path))
+    for value in list(model.graph.input) + list(model.graph.output):
+        value.type.tensor_type.shape.dim[0].dim_param = "N"
+    onnx.save(model, str(to))
+    return to
+
+
+def test_an_opencl_module_of_symbolic_sizes_runs_at_any_batch(cnn, tmp_path):
+    mod = tessera.onnx.load(str(symbolic_batch(cnn["dir"] / "cnn.onnx", tmp_path / "cnn_n.onnx")))
+    lib = tessera.build(mod, target="opencl", db=False)
+    rng = np.random.default_rng(2)
+    lib.run([rng.standard_normal((2, 3, 16, 16)).astype("float32")])  # builds for every size
+    lib.export(tmp_path / "cnn_n.so")
+    loaded = tessera.load(tmp_path / "cnn_n.so")
+    cpu = tessera.build(mod, db=False)
+    for batch in (1, 5, 2, 0):
+        x = rng.standard_normal((batch, 3, 16, 16)).astype("float32")
+        for got, built, ref in zip(loaded.run([x]), lib.run([x]), cpu.run([x])):
+            assert got.shape == ref.shape
+            np.testing.assert_array_equal(got, built)
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    assert lib.symbolic
+    with pytest.raises(tessera.Error, match=r"input .x.: expected shape \(N, 3, 16, 16\), got \(2, 4, 16, 16\)"):
+        loaded.run([np.zeros((2, 4, 16, 16), "float32")])
+    # The command line runs it at the input's size.
+    np.save(tmp_path / "x3.npy", rng.standard_normal((3, 3, 16, 16)).astype("float32"))
+    run(TESSERA, "run", tmp_path / "cnn_n.so", "--input", f"x={tmp_path / 'x3.npy'}", "--output-dir", tmp_path / "out")
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "output0.npy"), cpu.run([np.load(tmp_path / "x3.npy")])[0],
+                               rtol=1e-5, atol=1e-5)
+    # For CUDA, compiled here by NVRTC; it loads where a driver is.
+    cuda = tessera.build(mod, target="cuda -arch=sm_80", db=False, jit=False, size_hints={"N": 2})
+    cuda.export(tmp_path / "cnn_n_cuda.so")
+    if not CUDA:
+        with pytest.raises(tessera.Error, match="no CUDA driver found"):
+            tessera.load(tmp_path / "cnn_n_cuda.so")
 
 
 def test_devices_of_the_wrong_kind_are_refused(cnn, tmp_path):

@@ -83,8 +83,15 @@ def test_shapes_fix_some_dimensions_and_a_size_can_be_built_and_exported(tmp_pat
     size.export(str(tmp_path / "m.so"))
     x = rng.standard_normal((2, 3, 8)).astype("float32")
     np.testing.assert_allclose(tessera.load(str(tmp_path / "m.so")).run([x])[0], reference(x)[0], rtol=1e-5, atol=1e-5)
-    with pytest.raises(tessera.Error, match=r"lib.specialize\(\{name: shape\}\).export\(path\)"):
-        lib.export(str(tmp_path / "all.so"))
+    # The build for every size exports before any run made it; a model built per size cannot.
+    lib.export(str(tmp_path / "all.so"))
+    x = rng.standard_normal((3, 4, 8)).astype("float32")
+    np.testing.assert_allclose(tessera.load(str(tmp_path / "all.so")).run([x])[0], reference(x)[0], rtol=1e-5, atol=1e-5)
+    (tmp_path / "per_size").mkdir()
+    per_size = tessera.build(tessera.onnx.load(dense_model(tmp_path / "per_size", rng, per_size=True)[0]))
+    with pytest.raises(tessera.Error, match=r"export: the model is built per size \(.*\); export the build of one "
+                                            r"size: lib.specialize\(\{name: shape\}\).export\(path\)"):
+        per_size.export(str(tmp_path / "per_size.so"))
 
 
 def test_sizes_that_do_not_fit_are_errors_naming_the_input_and_dimension(tmp_path, rng):

@@ -212,6 +212,12 @@ def test_a_module_of_symbolic_sizes_is_exported_and_runs_at_any_size(tmp_path, r
         np.testing.assert_array_equal(loaded.run([x])[0], lib.run([x])[0])
     with pytest.raises(tessera.Error, match=r"input .x.: expected shape \(N, 3, 18, 18\), got \(2, 3, 18, 19\)"):
         loaded.run([np.zeros((2, 3, 18, 19), "float32")])
+    # Exported before any run (as for a GPU this machine lacks): built then, at the given hints.
+    tessera.build(mod, db=False, size_hints={"N": 4}).export(tmp_path / "m_before_run.so")
+    before_run = tessera.load(tmp_path / "m_before_run.so")
+    for n in [4, 2]:
+        x = rng.standard_normal((n, 3, 18, 18)).astype("float32")
+        np.testing.assert_allclose(before_run.run([x])[0], lib.run([x])[0], rtol=1e-5, atol=1e-5)
 
 
 def test_the_c_api_passes_the_sizes_with_the_data(tmp_path, rng):

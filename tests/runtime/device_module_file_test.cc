@@ -5,6 +5,7 @@
 
 #include "runtime/device_api.h"
 #include "runtime/error.h"
+#include "runtime/module_file.h"
 #include "runtime/module_loader.h"
 #include "tests/runtime/test_module.h"
 
@@ -119,6 +120,41 @@ TEST(DeviceModuleFile, InconsistentDeviceModulesAreCorrupt) {
   m.device_programs[0].kernels[0].buffers = {0, 1, 3};
   EXPECT_TRUE(contains(load_error(write_device_module("buffer.so", m)), "device kernel 'add4_kernel0': buffer 3 is "
                                                                         "out of range (0..3)"));
+}
+
+// Programs of symbolic sizes (format version 4): the variables, grids and kernels' variables
+// round-trip; an older version cannot hold them; a grid of an unknown variable or a kernel's
+// variable out of range is corrupt.
+TEST(DeviceModuleFile, ProgramsOfSymbolicSizesRoundTripFromVersionFour) {
+  ModuleMetadata m = opencl_add4();
+  DeviceProgramSpec& p = m.device_programs[0];
+  const ShapeExpr n = ShapeExpr::var("n");
+  p.shape_vars = {"n"};
+  for (BufferSpec& a : p.args) a.shape = {n};
+  p.kernels[0].grid[0] = ShapeExpr::binary(ShapeExpr::Op::FloorDiv, ShapeExpr::binary(ShapeExpr::Op::Add, n, 3), 4);
+  p.kernels[0].shape_vars = {0};
+  const ModuleFile f = read_module_file(write_device_module("symbolic.so", m));
+  const DeviceProgramSpec& read = f.metadata.device_programs.at(0);
+  EXPECT_EQ(read.shape_vars, std::vector<std::string>{"n"});
+  EXPECT_EQ(read.args.at(1).shape, SymbolicShape{n});
+  EXPECT_EQ(read.kernels.at(0).grid[0], p.kernels[0].grid[0]);
+  EXPECT_EQ(read.kernels.at(0).grid[1], ShapeExpr(1));
+  EXPECT_EQ(read.kernels.at(0).shape_vars, std::vector<int>{0});
+  try {
+    write_module_file(temp_path("symbolic_v3.so"), "", m, 3);
+    ADD_FAILURE() << "a version 3 file was written with a program of symbolic sizes";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "version 3 cannot hold device program 'add4' of symbolic sizes")) << e.what();
+  }
+  ModuleMetadata unknown = m;
+  unknown.device_programs[0].kernels[0].grid[2] = ShapeExpr::var("m");
+  EXPECT_TRUE(contains(load_error(write_device_module("grid_var.so", unknown)),
+                       "device kernel 'add4_kernel0' grid has the dimension variable m, which is not among its "
+                       "variables"));
+  ModuleMetadata out_of_range = m;
+  out_of_range.device_programs[0].kernels[0].shape_vars = {1};
+  EXPECT_TRUE(contains(load_error(write_device_module("kernel_var.so", out_of_range)),
+                       "device kernel 'add4_kernel0': variable 1 is out of range (0..1)"));
 }
 
 TEST(DeviceModuleFile, VersionOneFilesStillLoadAndCannotHoldDevicePrograms) {
