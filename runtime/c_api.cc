@@ -232,7 +232,12 @@ TesseraStatus tessera_module_run(TesseraModule* module) {
   return api(TESSERA_ERROR_RUN, [&] {
     auto& ex = *require(module, "the module")->loaded.executor;
     ex.run();
-    for (size_t i = 0; i < module->host_outputs.size(); ++i) module->host_outputs[i].copy_from(ex.output(i));
+    for (size_t i = 0; i < module->host_outputs.size(); ++i) {
+      const NDArray& out = ex.output(i);
+      NDArray& host = module->host_outputs[i];
+      if (host.shape() != out.shape()) host = NDArray::empty(out.shape(), out.dtype());  // a symbolic plan's new size
+      host.copy_from(out);
+    }
   });
 }
 

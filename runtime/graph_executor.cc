@@ -167,7 +167,14 @@ NDArray GraphExecutor::array_of(int id) const {
   return storage.view_as(view.shape, view.dtype);
 }
 
+const GraphPlan::TensorInfo& GraphExecutor::output_info(size_t i) const {
+  if (i >= plan_.outputs.size())
+    fail("output index ", i, " out of range (the model has ", plan_.outputs.size(), " outputs)");
+  return plan_run().tensors.at(plan_run().outputs[i]);
+}
+
 const NDArray& GraphExecutor::output(size_t i) const {
+  if (ran_) return ran_->output(i);
   if (i >= plan_.outputs.size())
     fail("output index ", i, " out of range (the model has ", plan_.outputs.size(), " outputs)");
   if (outputs_.empty()) fail("output '", output_info(i).name, "' has no value yet: the model has not run at any size");
@@ -296,8 +303,51 @@ void GraphExecutor::run_step(size_t s, std::vector<void*>& args, bool wait) cons
   }
 }
 
+void GraphExecutor::specialize(GraphPlan plan) {
+  std::map<std::string, int64_t> values = hot_sizes_of(plan_, plan);
+  for (const Specialized& s : specialized_)
+    if (s.values == values) fail("graph plan: two specialized plans for ", sizes_str(plan_, values));
+  specialized_.push_back({std::make_unique<GraphExecutor>(module_, std::move(plan), device_), std::move(values)});
+}
+
+namespace {
+
+bool takes_shapes(const GraphExecutor& ex, const std::vector<std::vector<int64_t>>& shapes) {
+  for (size_t i = 0; i < shapes.size(); ++i)
+    if (ex.input_info(i).shape != shapes[i]) return false;
+  return shapes.size() == ex.num_inputs();
+}
+
+}  // namespace
+
+std::string GraphExecutor::specialized_sizes(const std::vector<std::vector<int64_t>>& shapes) const {
+  for (const Specialized& s : specialized_)
+    if (takes_shapes(*s.executor, shapes)) return sizes_str(plan_, s.values);
+  return "";
+}
+
+std::vector<std::map<std::string, int64_t>> GraphExecutor::hot_sizes() const {
+  std::vector<std::map<std::string, int64_t>> sizes;
+  for (const Specialized& s : specialized_) sizes.push_back(s.values);
+  return sizes;
+}
+
+GraphExecutor* GraphExecutor::specialized_for_inputs() {
+  ran_ = nullptr;
+  if (specialized_.empty()) return nullptr;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const NDArray& in : inputs_) shapes.push_back(in.shape());
+  for (const Specialized& s : specialized_) {
+    if (!takes_shapes(*s.executor, shapes)) continue;
+    for (size_t i = 0; i < inputs_.size(); ++i) s.executor->set_input(i, inputs_[i]);
+    return ran_ = s.executor.get();
+  }
+  return nullptr;
+}
+
 void GraphExecutor::run() {
   check_inputs_set();
+  if (GraphExecutor* specialized = specialized_for_inputs()) return specialized->run();
   if (plan_.is_symbolic()) bind_sizes();
   std::vector<void*> args;
   // On a device the steps queue in order; the run waits once, for the last.
@@ -307,6 +357,7 @@ void GraphExecutor::run() {
 
 std::vector<double> GraphExecutor::run_profiled() {
   check_inputs_set();
+  if (GraphExecutor* specialized = specialized_for_inputs()) return specialized->run_profiled();
   if (plan_.is_symbolic()) bind_sizes();
   std::vector<void*> args;
   std::vector<double> ms;
@@ -322,7 +373,7 @@ std::vector<NDArray> GraphExecutor::run(const std::vector<NDArray>& inputs) {
   if (inputs.size() != inputs_.size()) fail("the model takes ", inputs_.size(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) set_input(i, inputs[i]);
   run();
-  return outputs_;
+  return ran_ ? ran_->outputs_ : outputs_;
 }
 
 }  // namespace tessera::runtime

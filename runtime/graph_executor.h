@@ -8,7 +8,10 @@
 // A plan of symbolic sizes (GraphPlan::shape_vars) runs at any sizes its inputs give: at each new
 // size the executor evaluates the tensors' shapes and the arena's slots, grows the arena if
 // needed, allocates the outputs, and hands each kernel its dimension variables' values.
+// Such a plan may have specialized plans beside it (specialize()): static plans of the same model
+// at hot sizes, which serve the calls of exactly their sizes, as a dispatch on the inputs' shapes.
 #pragma once
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,7 +31,8 @@ class GraphExecutor {
   size_t num_inputs() const { return plan_.inputs.size(); }
   size_t num_outputs() const { return plan_.outputs.size(); }
   const GraphPlan::TensorInfo& input_info(size_t i) const { return plan_.tensors.at(plan_.inputs.at(i)); }
-  const GraphPlan::TensorInfo& output_info(size_t i) const { return plan_.tensors.at(plan_.outputs.at(i)); }
+  // At the sizes of the last run (of the specialized plan that served it, if one did).
+  const GraphPlan::TensorInfo& output_info(size_t i) const;
   // The index of the input called `name`; throws listing the inputs if there is none.
   size_t input_index(const std::string& name) const;
 
@@ -46,6 +50,18 @@ class GraphExecutor {
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
 
   const GraphPlan& plan() const { return plan_; }
+  // The plan the last run followed: plan(), or the specialized plan that served its sizes.
+  const GraphPlan& plan_run() const { return ran_ ? ran_->plan_ : plan_; }
+
+  // Serves the calls whose inputs have the static shapes of `plan` with it (its kernels are in
+  // this executor's module): a build of hot sizes beside this plan of symbolic sizes. Throws unless
+  // this plan is symbolic and `plan` takes and gives what this one does at its sizes.
+  void specialize(GraphPlan plan);
+  // The sizes of the specialized plan that serves inputs of `shapes` ("N = 1, L = 128"), in the
+  // order of the plan's variables; "" when none does.
+  std::string specialized_sizes(const std::vector<std::vector<int64_t>>& shapes) const;
+  // The dimension variables' values of each specialized plan, in the order they were given.
+  std::vector<std::map<std::string, int64_t>> hot_sizes() const;
   // Where the kernels run and the outputs live.
   Device device() const { return device_; }
   const Module& kernels() const { return *module_; }
@@ -81,6 +97,15 @@ class GraphExecutor {
   std::vector<std::vector<int64_t>> bound_shapes_;
   std::vector<std::vector<int64_t>> step_vars_;
   mutable std::mutex call_mutex_;
+
+  struct Specialized {
+    std::unique_ptr<GraphExecutor> executor;
+    std::map<std::string, int64_t> values;  // the dimension variables' values it serves
+  };
+  std::vector<Specialized> specialized_;
+  GraphExecutor* ran_ = nullptr;  // the specialized executor that ran last; null: this one
+  // The specialized executor for the inputs set, its inputs set to them; null: none.
+  GraphExecutor* specialized_for_inputs();
 };
 
 }  // namespace tessera::runtime

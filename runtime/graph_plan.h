@@ -2,6 +2,7 @@
 // tensors (inputs, outputs, constants, intermediates in slots of one memory arena), and the
 // steps that call kernels on them. The driver makes it; exported modules store it (module_metadata.h).
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,5 +44,11 @@ struct GraphPlan {
   std::vector<ShapeExpr> slot_bytes;           // one per slot, multiples of 64
   bool is_symbolic() const { return !shape_vars.empty(); }
 };
+
+// Checks that `hot`, a plan of static sizes, takes and gives what `plan`, of symbolic sizes, does
+// at those sizes, and returns plan's variables' values there; throws naming what differs.
+std::map<std::string, int64_t> hot_sizes_of(const GraphPlan& plan, const GraphPlan& hot);
+// "N = 1, L = 128": `values` of plan's variables, in its order.
+std::string sizes_str(const GraphPlan& plan, const std::map<std::string, int64_t>& values);
 
 }  // namespace tessera::runtime

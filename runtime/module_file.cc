@@ -105,11 +105,14 @@ void write_module_file(const std::string& path, const std::string& code, const M
                        uint32_t version) {
   if (version < 1 || version > kModuleFormatVersion) fail("cannot write module format version ", version);
   const std::string meta = encode_metadata(metadata, version);
-  uint64_t weights_size = 0;
-  const std::vector<uint64_t> offsets = weights_layout(metadata.plan, &weights_size);
-  std::string weights(weights_size, '\0');
-  for (size_t i = 0; i < offsets.size(); ++i)
-    std::memcpy(weights.data() + offsets[i], metadata.plan.constants[i].data(), metadata.plan.constants[i].nbytes());
+  const WeightsLayout layout = weights_layout(metadata);
+  std::string weights(layout.bytes, '\0');
+  const std::vector<const GraphPlan*> plans = plans_of(metadata);
+  for (size_t p = 0; p < plans.size(); ++p)
+    for (size_t i = 0; i < plans[p]->constants.size(); ++i) {
+      const NDArray& c = plans[p]->constants[i];
+      if (c.nbytes() > 0) std::memcpy(weights.data() + layout.offsets[p][i], c.data(), c.nbytes());
+    }
 
   Header h{};
   std::memcpy(h.magic, kHeaderMagic, sizeof h.magic);

@@ -26,9 +26,9 @@ namespace tessera::runtime {
 
 // 2: device modules (device programs in the metadata, no host code). 3: symbolic sizes (shapes as
 // expressions of dimension variables, a kernel's variables, a plan's slots as expressions). 4:
-// device programs of symbolic sizes (their variables, grids as expressions). Versions 1 to 3
-// still load.
-constexpr uint32_t kModuleFormatVersion = 4;
+// device programs of symbolic sizes (their variables, grids as expressions). 5: plans specialized
+// for hot sizes beside a plan of symbolic sizes. Versions 1 to 4 still load.
+constexpr uint32_t kModuleFormatVersion = 5;
 
 // Writes `code` (a linked shared object) and `metadata` (with its plan's constants) to `path`,
 // through a temporary file renamed into place: a module already loaded from `path` keeps its

@@ -145,6 +145,13 @@ LoadedModule load_module(const std::string& path, std::optional<Device> device) 
   const ModuleMetadata& m = file.metadata;
   LoadedModule loaded;
   loaded.executor = m.device_programs.empty() ? cpu_executor(file, device) : device_executor(file, device);
+  for (const GraphPlan& hot : m.specialized) {
+    try {
+      loaded.executor->specialize(hot);
+    } catch (const Error& e) {
+      fail("cannot load module '", path, "': ", e.what());
+    }
+  }
   loaded.target = m.target;
   loaded.arch = m.arch;
   loaded.cpu_features = m.cpu_features;

@@ -2,7 +2,8 @@
 // its code is for this architecture and that this CPU has every feature the code was compiled
 // for, and only then hand the code to the dynamic loader. The result is a ready GraphExecutor
 // whose constants are the file's mapped weights. A module for a device (opencl, cuda) has no host
-// code: its device programs run on a device of their kind, where its constants are uploaded.
+// code: its device programs run on a device of their kind, where its constants are uploaded. The
+// plans a module holds for hot sizes serve the calls of those sizes (GraphExecutor::specialize).
 #pragma once
 #include <memory>
 #include <optional>

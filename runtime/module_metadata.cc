@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <map>
 
 #include "runtime/error.h"
 
@@ -196,6 +197,14 @@ bool has_code_for(const ModuleMetadata& m, const std::string& kernel) {
   return false;
 }
 
+// Whether CPU kernel `kernel` takes dimension variables' values, which only a plan of symbolic
+// sizes passes (a device program finds them in its arguments' shapes).
+bool takes_sizes(const ModuleMetadata& m, const std::string& kernel) {
+  for (const KernelSignature& k : m.kernels)
+    if (k.name == kernel && !k.shape_vars.empty()) return true;
+  return false;
+}
+
 // Every variable of `shape` is one of `vars`.
 void check_vars(const SymbolicShape& shape, const std::vector<std::string>& vars, const std::string& what) {
   std::vector<std::string> used;
@@ -290,8 +299,7 @@ std::vector<DeviceProgramSpec> decode_device_programs(Reader& r, uint32_t versio
 
 // A symbolic plan's variables are the ones its shapes, slots and kernels use; the sizes that
 // depend on them are checked at each size (GraphExecutor).
-void validate_symbolic(const ModuleMetadata& m) {
-  const GraphPlan& p = m.plan;
+void validate_symbolic(const GraphPlan& p, const ModuleMetadata& m) {
   for (size_t id = 0; id < p.tensors.size(); ++id)
     check_vars(p.symbolic_shapes[id], p.shape_vars, "tensor '" + p.tensors[id].name + "'");
   check_vars(p.slot_bytes, p.shape_vars, "the arena slots");
@@ -304,12 +312,12 @@ void validate_symbolic(const ModuleMetadata& m) {
   }
 }
 
-// The plan must be safe to follow: the executor indexes with these numbers without checks.
-void validate(const ModuleMetadata& m) {
-  const GraphPlan& p = m.plan;
+// A plan of `m` (its plan or a specialized one) must be safe to follow: the executor indexes with
+// these numbers without checks.
+void validate(const GraphPlan& p, const ModuleMetadata& m) {
   const size_t n = p.tensors.size();
   const bool symbolic = p.is_symbolic();
-  if (symbolic) validate_symbolic(m);
+  if (symbolic) validate_symbolic(p, m);
   for (size_t id = 0; id < n; ++id) {
     const Info& t = p.tensors[id];
     const std::string what = "tensor " + std::to_string(id) + " ('" + t.name + "')";
@@ -362,6 +370,9 @@ void validate(const ModuleMetadata& m) {
     for (int a : p.steps[s].args) check_index(a, n, "step " + std::to_string(s) + ": tensor");
     if (!p.steps[s].kernel.empty() && !has_code_for(m, p.steps[s].kernel))
       Reader::bad("step ", s, " calls '", p.steps[s].kernel, "', which is neither a kernel nor a device program");
+    if (!symbolic && takes_sizes(m, p.steps[s].kernel))
+      Reader::bad("step ", s, " of a plan of static sizes calls '", p.steps[s].kernel,
+                  "', which takes dimension variables");
     if (p.steps[s].kernel.empty() &&
         (p.steps[s].args.size() != 2 ||
          (!symbolic && bytes_of(p.tensors[p.steps[s].args[0]].shape, p.tensors[p.steps[s].args[0]].dtype) !=
@@ -370,36 +381,23 @@ void validate(const ModuleMetadata& m) {
   }
 }
 
-}  // namespace
-
-std::vector<uint64_t> weights_layout(const GraphPlan& plan, uint64_t* total_bytes) {
-  std::vector<uint64_t> offsets;
-  uint64_t at = 0;
-  for (const NDArray& c : plan.constants) {
-    offsets.push_back(at);
-    at = align64(at + c.nbytes());
+// Each specialized plan takes and gives what the plan does at its sizes, which no other has.
+void validate_specialized(const ModuleMetadata& m) {
+  std::vector<std::map<std::string, int64_t>> seen;
+  for (const GraphPlan& hot : m.specialized) {
+    try {
+      seen.push_back(hot_sizes_of(m.plan, hot));
+    } catch (const Error& e) {
+      Reader::bad(e.what());
+    }
+    if (std::count(seen.begin(), seen.end(), seen.back()) > 1)
+      Reader::bad("two specialized plans for ", sizes_str(m.plan, seen.back()));
   }
-  *total_bytes = at;
-  return offsets;
 }
 
-std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
-  if (version < 2 && !m.device_programs.empty())
-    fail("internal error: module format version ", version, " cannot hold device programs");
-  if (version < 3 && m.plan.is_symbolic())
-    fail("internal error: module format version ", version, " cannot hold a plan of symbolic sizes");
-  Writer w(version);
-  w.str(m.target);
-  w.str(m.arch);
-  w.u32(m.cpu_features.size());
-  for (const auto& f : m.cpu_features) w.str(f);
-  w.u32(m.kernels.size());
-  for (const KernelSignature& k : m.kernels) {
-    w.str(k.name);
-    w.buffers(k.args);
-    if (version >= 3) w.strs(k.shape_vars);
-  }
-  const GraphPlan& p = m.plan;
+// A plan's tensors, steps, inputs, outputs, constants (their places in the weights) and static
+// arena; a symbolic plan's variables and slots follow elsewhere (encode_metadata).
+void encode_plan(Writer& w, const GraphPlan& p, const std::vector<uint64_t>& offsets) {
   w.u32(p.tensors.size());
   for (size_t id = 0; id < p.tensors.size(); ++id) {
     const Info& t = p.tensors[id];
@@ -418,8 +416,6 @@ std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
   }
   w.ints(p.inputs);
   w.ints(p.outputs);
-  uint64_t total = 0;
-  std::vector<uint64_t> offsets = weights_layout(p, &total);
   w.u32(p.constants.size());
   for (size_t i = 0; i < p.constants.size(); ++i) {
     w.shape(p.constants[i].shape());
@@ -432,31 +428,14 @@ std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
   if (!symbolic)
     for (int64_t o : p.slot_offsets) w.pod(o);
   w.pod(symbolic ? int64_t{0} : p.arena_bytes);
-  if (version >= 2) encode_device_programs(w, m.device_programs, version);
-  if (version >= 3) {
-    w.strs(p.shape_vars);
-    w.shape(p.slot_bytes, "the arena slots");
-  }
-  return w.take();
 }
 
-ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, char* weights, size_t weights_size,
-                               std::shared_ptr<void> owner) {
-  Reader r(data, size, version);
-  ModuleMetadata m;
-  m.target = r.str("the target");
-  m.arch = r.str("the architecture");
-  m.cpu_features.resize(r.count("the CPU features", 4));
-  for (auto& f : m.cpu_features) f = r.str("a CPU feature");
-  m.kernels.resize(r.count("the kernels", 8));
-  for (KernelSignature& k : m.kernels) {
-    k.name = r.str("a kernel name");
-    k.args = r.buffers("a kernel's arguments");
-    if (version >= 3) k.shape_vars = r.strs("a kernel's dimension variables");
-  }
-  GraphPlan& p = m.plan;
+// What encode_plan wrote, the constants views of `weights`; the tensors' shapes go to `shapes`
+// until finish_plan knows whether the plan has variables.
+GraphPlan decode_plan(Reader& r, std::vector<SymbolicShape>& shapes, char* weights, size_t weights_size,
+                      const std::shared_ptr<void>& owner) {
+  GraphPlan p;
   p.tensors.resize(r.count("the tensors", 17));
-  std::vector<SymbolicShape> shapes;  // symbolic until the plan says whether it has variables
   for (Info& t : p.tensors) {
     uint8_t kind = r.pod<uint8_t>("a tensor kind");
     if (kind > Info::Intermediate) Reader::bad("a tensor has the unknown kind ", int(kind));
@@ -491,12 +470,11 @@ ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, 
   p.arena_bytes = r.pod<int64_t>("the arena size");
   if (p.arena_bytes < 0 || p.arena_bytes > (int64_t(1) << 40))
     Reader::bad("the arena size ", p.arena_bytes, " is invalid");
-  if (version >= 2) m.device_programs = decode_device_programs(r, version);
-  if (version >= 3) {
-    p.shape_vars = r.strs("the dimension variables");
-    p.slot_bytes = r.symbolic("the arena slots");
-  }
-  if (!r.done()) Reader::bad("it has trailing bytes");
+  return p;
+}
+
+// The tensors' shapes: expressions in a plan with variables, else values.
+void finish_plan(GraphPlan& p, std::vector<SymbolicShape> shapes) {
   for (size_t id = 0; id < p.tensors.size(); ++id) {
     if (p.is_symbolic()) {
       p.tensors[id].shape.assign(shapes[id].size(), 0);  // values come with each size
@@ -507,7 +485,101 @@ ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, 
     }
   }
   if (p.is_symbolic()) p.symbolic_shapes = std::move(shapes);
-  validate(m);
+}
+
+}  // namespace
+
+std::vector<const GraphPlan*> plans_of(const ModuleMetadata& m) {
+  std::vector<const GraphPlan*> plans{&m.plan};
+  for (const GraphPlan& p : m.specialized) plans.push_back(&p);
+  return plans;
+}
+
+WeightsLayout weights_layout(const ModuleMetadata& m) {
+  WeightsLayout layout;
+  // A constant that several plans share (driver/constant_pool.h) is written once.
+  std::map<std::pair<const void*, size_t>, uint64_t> placed;
+  for (const GraphPlan* p : plans_of(m)) {
+    layout.offsets.emplace_back();
+    for (const NDArray& c : p->constants) {
+      auto [it, inserted] = placed.emplace(std::make_pair(c.data(), c.nbytes()), layout.bytes);
+      if (inserted) layout.bytes = align64(layout.bytes + c.nbytes());
+      layout.offsets.back().push_back(it->second);
+    }
+  }
+  return layout;
+}
+
+std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
+  if (version < 2 && !m.device_programs.empty())
+    fail("internal error: module format version ", version, " cannot hold device programs");
+  if (version < 3 && m.plan.is_symbolic())
+    fail("internal error: module format version ", version, " cannot hold a plan of symbolic sizes");
+  if (version < 5 && !m.specialized.empty())
+    fail("internal error: module format version ", version, " cannot hold plans specialized for hot sizes");
+  Writer w(version);
+  w.str(m.target);
+  w.str(m.arch);
+  w.u32(m.cpu_features.size());
+  for (const auto& f : m.cpu_features) w.str(f);
+  w.u32(m.kernels.size());
+  for (const KernelSignature& k : m.kernels) {
+    w.str(k.name);
+    w.buffers(k.args);
+    if (version >= 3) w.strs(k.shape_vars);
+  }
+  const WeightsLayout weights = weights_layout(m);
+  encode_plan(w, m.plan, weights.offsets[0]);
+  if (version >= 2) encode_device_programs(w, m.device_programs, version);
+  if (version >= 3) {
+    w.strs(m.plan.shape_vars);
+    w.shape(m.plan.slot_bytes, "the arena slots");
+  }
+  if (version >= 5) {
+    w.u32(m.specialized.size());
+    for (size_t i = 0; i < m.specialized.size(); ++i) {
+      if (m.specialized[i].is_symbolic()) fail("internal error: a specialized plan has symbolic sizes");
+      encode_plan(w, m.specialized[i], weights.offsets[i + 1]);
+    }
+  }
+  return w.take();
+}
+
+ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, char* weights, size_t weights_size,
+                               std::shared_ptr<void> owner) {
+  Reader r(data, size, version);
+  ModuleMetadata m;
+  m.target = r.str("the target");
+  m.arch = r.str("the architecture");
+  m.cpu_features.resize(r.count("the CPU features", 4));
+  for (auto& f : m.cpu_features) f = r.str("a CPU feature");
+  m.kernels.resize(r.count("the kernels", 8));
+  for (KernelSignature& k : m.kernels) {
+    k.name = r.str("a kernel name");
+    k.args = r.buffers("a kernel's arguments");
+    if (version >= 3) k.shape_vars = r.strs("a kernel's dimension variables");
+  }
+  std::vector<SymbolicShape> shapes;
+  m.plan = decode_plan(r, shapes, weights, weights_size, owner);
+  if (version >= 2) m.device_programs = decode_device_programs(r, version);
+  if (version >= 3) {
+    m.plan.shape_vars = r.strs("the dimension variables");
+    m.plan.slot_bytes = r.symbolic("the arena slots");
+  }
+  finish_plan(m.plan, std::move(shapes));
+  if (version >= 5) {
+    m.specialized.resize(r.count("the specialized plans", 30));
+    if (!m.specialized.empty() && !m.plan.is_symbolic())
+      Reader::bad("it has plans specialized for hot sizes beside a plan of static sizes");
+    for (GraphPlan& p : m.specialized) {
+      std::vector<SymbolicShape> specialized_shapes;
+      p = decode_plan(r, specialized_shapes, weights, weights_size, owner);
+      finish_plan(p, std::move(specialized_shapes));
+    }
+  }
+  if (!r.done()) Reader::bad("it has trailing bytes");
+  for (const GraphPlan* p : plans_of(m)) validate(*p, m);
+  validate_specialized(m);
   return m;
 }
 

@@ -1,8 +1,10 @@
 // What an exported module says about itself besides its code: the target it was compiled for,
 // the CPU features that code needs, the kernels' signatures and the execution plan (whose
 // constants live in the weights section); for a device target (format version 2), the device
-// programs, whose code (OpenCL C, PTX) the metadata holds while the code section stays empty. Encoded as little-endian binary: counts and lengths
-// are u32, sizes and offsets u64, strings a u32 length then bytes, dtypes their names.
+// programs, whose code (OpenCL C, PTX) the metadata holds while the code section stays empty; for
+// a model of symbolic sizes with hot sizes (version 5), the static plans of those sizes. Encoded as
+// little-endian binary: counts and lengths are u32, sizes and offsets u64, strings a u32 length
+// then bytes, dtypes their names.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -22,11 +24,22 @@ struct ModuleMetadata {
   std::vector<KernelSignature> kernels;
   GraphPlan plan;
   std::vector<DeviceProgramSpec> device_programs;  // none for a CPU target
+  // Version 5 on: static plans of the same model at hot sizes beside a plan of symbolic sizes,
+  // each serving the calls of its sizes (GraphExecutor::specialize); their kernels are among the
+  // module's.
+  std::vector<GraphPlan> specialized;
 };
 
-// Where each constant of `plan` lies in the weights section (each 64-byte aligned), and the
-// section's size.
-std::vector<uint64_t> weights_layout(const GraphPlan& plan, uint64_t* total_bytes);
+// The plan, then the specialized ones.
+std::vector<const GraphPlan*> plans_of(const ModuleMetadata& metadata);
+
+// Where each constant of each plan (in plans_of order) lies in the weights section, each 64-byte
+// aligned, a constant that several plans share (the same bytes) once; and the section's size.
+struct WeightsLayout {
+  std::vector<std::vector<uint64_t>> offsets;
+  uint64_t bytes = 0;
+};
+WeightsLayout weights_layout(const ModuleMetadata& metadata);
 
 // In the layout of module format `version` (1 cannot hold device programs).
 std::string encode_metadata(const ModuleMetadata& metadata, uint32_t version);

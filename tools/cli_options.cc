@@ -148,7 +148,7 @@ relay_ir::Module load_symbolic(const ModelOptions& o) {
   return frontend::onnx::import_model(o.model, options);
 }
 
-std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& o) {
+std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& o, bool jit) {
   const auto fixed = single_shapes(o);
   std::vector<runtime::BufferSpec> inputs = frontend::onnx::model_inputs(o.model, import_options(o, fixed));
   if (std::all_of(inputs.begin(), inputs.end(), [](const auto& in) { return runtime::is_static(in.shape); })) {
@@ -163,7 +163,7 @@ std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& 
   };
   auto symbolic = [o] { return load_symbolic(o); };
   auto build = std::make_shared<driver::ShapeSpecializedBuild>(
-      std::move(inputs), specialize, targets::Target::parse(o.target), build_options(o, /*jit=*/true), symbolic);
+      std::move(inputs), specialize, targets::Target::parse(o.target), build_options(o, jit), symbolic);
   build->specialize_sizes(hot_sizes(o.specialize));
   return build;
 }

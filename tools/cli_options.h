@@ -34,8 +34,8 @@ relay_ir::Module load(const ModelOptions& o);
 std::shared_ptr<const relay_ir::Program> load_program(const ModelOptions& o);
 // The ONNX model built once for every size, or else once per size it is run at, when inputs keep
 // symbolic dimensions that no --shape fixes, its --specialize sizes built now; null otherwise
-// (an error when --specialize is given).
-std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& o);
+// (an error when --specialize is given). Without `jit`, for export: no build runs here.
+std::shared_ptr<driver::ShapeSpecializedBuild> load_dynamic(const ModelOptions& o, bool jit = true);
 // The ONNX model with the symbolic dimensions no --shape fixes kept as variables (one graph for
 // every size); throws naming the operator that needs a dimension as a constant.
 relay_ir::Module load_symbolic(const ModelOptions& o);

@@ -77,10 +77,37 @@ void print_inputs_outputs(const runtime::GraphPlan& plan) {
   for (int id : plan.outputs) std::printf("  output %s\n", describe(plan, id).c_str());
 }
 
+// The builds of --specialize sizes beside the build for every size printed before them.
+void print_hot_sizes(driver::ShapeSpecializedBuild& dynamic) {
+  std::printf("\nspecialized sizes (static builds; every other size runs the kernels above):\n");
+  for (const auto& values : dynamic.hot_sizes()) {
+    const std::vector<std::vector<int64_t>> shapes = dynamic.shapes_at(values);
+    const std::shared_ptr<const driver::BuildResult> build = dynamic.specialized(shapes);
+    int tuned = 0;
+    for (const auto& k : build->kernels) tuned += k.record != 0;
+    std::printf("  %s: %zu kernels (%d from tuning records), memory plan %.1f KiB\n", dynamic.served_by(shapes).c_str(),
+                build->kernels.size(), tuned, build->plan.arena_bytes / 1024.0);
+  }
+}
+
 // With -o the kernels are compiled once, for the file (no JIT), so any target can be exported.
+// With --specialize, the build for every size and the static builds of those sizes, in one file.
 int cmd_compile(const ModelOptions& o, const std::string& output) {
   double seconds = 0;
-  driver::BuildResult r = compile(o, &seconds, /*jit=*/output.empty());
+  const bool jit = output.empty();
+  std::shared_ptr<driver::ShapeSpecializedBuild> dynamic;
+  driver::BuildResult r;
+  if (o.specialize.empty()) {
+    r = compile(o, &seconds, jit);
+  } else {
+    auto start = std::chrono::steady_clock::now();
+    dynamic = load_dynamic(o, jit);
+    std::shared_ptr<const driver::BuildResult> every_size = dynamic->symbolic_now();
+    if (!every_size)
+      fail(o.model, ": --specialize: the model cannot be compiled for every size (", dynamic->symbolic_reason(), ")");
+    r = *every_size;
+    seconds = seconds_since(start);
+  }
   const auto& plan = r.plan;
   if (plan.is_symbolic())
     std::printf("compiled %s for %s in %.2f s for every size: %zu kernels, %zu steps, memory planned at each size\n",
@@ -89,9 +116,11 @@ int cmd_compile(const ModelOptions& o, const std::string& output) {
     std::printf("compiled %s for %s in %.2f s: %zu kernels, %zu steps, memory plan %.1f KiB\n", o.model.c_str(),
                 o.target.c_str(), seconds, r.kernels.size(), plan.steps.size(), plan.arena_bytes / 1024.0);
   print_inputs_outputs(plan);
+  if (dynamic) print_hot_sizes(*dynamic);
   if (!output.empty()) {
     auto start = std::chrono::steady_clock::now();
-    driver::export_module(r, output);
+    if (dynamic) driver::export_module(*dynamic, output);
+    else driver::export_module(r, output);
     std::printf("wrote %s (%.1f MiB) in %.2f s\n", output.c_str(), std::filesystem::file_size(output) / 1048576.0,
                 seconds_since(start));
   }
@@ -246,7 +275,15 @@ int cmd_run(const ModelOptions& o, const std::string& device, const std::vector<
     runtime::LoadedModule m = runtime::load_module(o.model, on);
     std::printf("loaded %s (target %s) on %s in %.1f ms\n", o.model.c_str(), m.target.c_str(),
                 m.executor->device().str().c_str(), seconds_since(start) * 1e3);
-    return run_graph(*m.executor, read_arrays(inputs, input_names(*m.executor)), output_dir, bench);
+    const std::vector<runtime::NDArray> arrays = read_arrays(inputs, input_names(*m.executor));
+    if (!m.executor->hot_sizes().empty()) {
+      std::vector<std::vector<int64_t>> shapes;
+      for (const auto& a : arrays) shapes.push_back(a.shape());
+      const std::string hot = m.executor->specialized_sizes(shapes);
+      const std::string served = hot.empty() ? "the build for every size" : "specialized for " + hot;
+      std::printf("at these sizes: %s\n", served.c_str());
+    }
+    return run_graph(*m.executor, arrays, output_dir, bench);
   }
   if (!device.empty()) fail("--device applies to modules; for an ONNX model give the target with -t");
   if (auto program = load_program(o)) {
@@ -275,19 +312,6 @@ void write_kernel_sources(const ModelOptions& o, const std::string& dir) {
   const std::vector<std::string> paths = targets::write_sources(r.lowered, target, dir);
   std::printf("wrote %zu files of %zu kernels' %s source to %s\n", paths.size(), r.lowered.size(), target.kind.c_str(),
               dir.c_str());
-}
-
-// The builds of --specialize sizes beside the build for every size printed before them.
-void print_hot_sizes(driver::ShapeSpecializedBuild& dynamic) {
-  std::printf("\nspecialized sizes (static builds; every other size runs the kernels above):\n");
-  for (const auto& values : dynamic.hot_sizes()) {
-    const std::vector<std::vector<int64_t>> shapes = dynamic.shapes_at(values);
-    const std::shared_ptr<const driver::BuildResult> build = dynamic.get(shapes);
-    int tuned = 0;
-    for (const auto& k : build->kernels) tuned += k.record != 0;
-    std::printf("  %s: %zu kernels (%d from tuning records), memory plan %.1f KiB\n", dynamic.served_by(shapes).c_str(),
-                build->kernels.size(), tuned, build->plan.arena_bytes / 1024.0);
-  }
 }
 
 int cmd_inspect(const ModelOptions& o, const std::string& dot, const std::string& source_dir) {
@@ -336,6 +360,7 @@ int main(int argc, char** argv) {
 
   auto* compile_cmd = app.add_subcommand("compile", "compile a model and report what was built");
   add_model_options(compile_cmd, compile_opts);
+  add_specialize_option(compile_cmd, compile_opts);
   compile_cmd->add_option("-o,--output", output,
                           "write the model as one file (model.so) the runtime loads alone: a shared library for a CPU, "
                           "the device code for opencl and cuda");

@@ -91,10 +91,13 @@ class DynamicLibrary {
   }
   std::string served_by(py::object shapes) const { return build_->served_by(shapes_given(shapes)); }
   const driver::ShapeSpecializedBuild& build() const { return *build_; }
-  // The build for every size, built now if no run has (null for a model built per size).
-  std::shared_ptr<const driver::BuildResult> symbolic_now() {
+  // The build for every size (built now if no run has) with the hot sizes' builds, as one module.
+  void export_to(const std::string& path) {
     py::gil_scoped_release release;
-    return build_->symbolic_now();
+    if (!build_->symbolic_now())
+      fail("export: the model is built per size (", build_->symbolic_reason(),
+           "); export the build of one size: lib.specialize({name: shape}).export(path)");
+    driver::export_module(*build_, path);
   }
 
  private:
@@ -244,24 +247,12 @@ void bind_dynamic(py::module_& m) {
           "specialized", [](const DynamicLibrary& l) { return l.build().hot_sizes(); },
           "The sizes built as static models by tessera.build(specialize=...), each as {dimension: value}.")
       .def(
-          "export",
-          [](DynamicLibrary& l, const py::object& path) {
-            std::string hot;
-            for (const auto& size : l.build().hot_sizes())
-              hot += (hot.empty() ? "(" : "; (") + l.build().sizes_str(size) + ")";
-            if (!hot.empty())
-              fail("export: a module holds one build, and this library runs builds specialized for ", hot,
-                   " beside the others; export one of them (lib.specialize({name: shape}).export(path)) or build "
-                   "without specialize=");
-            if (auto s = l.symbolic_now()) return Library(s).export_to(py::str(path));
-            fail("export: the model is built per size (", l.build().symbolic_reason(),
-                 "); export the build of one size: lib.specialize({name: shape}).export(path)");
-          },
-          py::arg("path"),
+          "export", [](DynamicLibrary& l, const py::object& path) { l.export_to(py::str(path)); }, py::arg("path"),
           "Writes the build for every size as one shared library that runs at any size (tessera.load, the C API "
           "with shapes given with the data): the first run's build, or, before any, one built now with its tiles "
-          "chosen at the size_hints given to tessera.build (else a default). Raises tessera.Error when the model "
-          "is built per size (symbolic_reason says why). specialize() gives one size's build.")
+          "chosen at the size_hints given to tessera.build (else a default); with the builds of the sizes given "
+          "to tessera.build(specialize=...), which serve the calls of those sizes there too. Raises tessera.Error "
+          "when the model is built per size (symbolic_reason says why). specialize() gives one size's build.")
       .def_property_readonly(
           "target", [](const DynamicLibrary& l) { return l.build().target().str(); }, "The target string.")
       .def_property_readonly(

@@ -126,6 +126,23 @@ void bind_graph(py::module_& m) {
           "Writes the model as one file (kernels, plan, weights) that tessera.load() and the C runtime "
           "(tessera_runtime.h) load without the compiler: a shared library for a CPU target; for opencl and cuda, "
           "the device code (OpenCL C, PTX) and no host code.")
+      .def(
+          "served_by",
+          [](const Library& l, const py::object& shapes) {
+            std::vector<runtime::BufferSpec> inputs(l.plan().inputs.size());
+            for (size_t i = 0; i < inputs.size(); ++i) inputs[i].name = l.plan().tensors.at(l.plan().inputs[i]).name;
+            std::vector<std::vector<int64_t>> given;
+            for (const py::object& shape : ordered_inputs(shapes, inputs))
+              given.push_back(shape.cast<std::vector<int64_t>>());
+            return l.served_by(given);
+          },
+          py::arg("shapes"),
+          "Which plan runs inputs of `shapes` ({name: shape} or a list in input order): \"specialized for N = 1, "
+          "L = 128\" (a module exported with hot sizes), \"the build for every size\" or \"the build of its one "
+          "size\". Raises tessera.Error when the shapes do not fit the model's inputs.")
+      .def_property_readonly("specialized", &Library::hot_sizes,
+                             "The sizes a loaded module holds static plans for, each as {dimension: value} "
+                             "(exported from tessera.build(..., specialize=[...])); they serve those sizes.")
       .def_property_readonly("target", &Library::target, "The target string it was compiled for, in canonical form.")
       .def_property_readonly("device", &Library::device,
                              "The device its kernels run on and its outputs live on (the CPU for a CPU target).")

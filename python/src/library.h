@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,7 +61,7 @@ class Library {
       std::vector<double> t;
       for (const auto& run : runs) t.push_back(run[s]);
       std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-      const auto& kernel = ex.plan().steps[s].kernel;
+      const auto& kernel = ex.plan_run().steps[s].kernel;
       out.emplace_back(kernel.empty() ? "copy" : kernel, t[t.size() / 2]);
     }
     std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
@@ -79,6 +80,27 @@ class Library {
     return *built_;
   }
   const runtime::GraphPlan& plan() const { return built_ ? built_->plan : executor_->plan(); }
+  // The sizes a loaded module holds plans of its own for (runtime::GraphExecutor::specialize).
+  std::vector<std::map<std::string, int64_t>> hot_sizes() const {
+    return executor_ ? executor_->hot_sizes() : std::vector<std::map<std::string, int64_t>>{};
+  }
+  // Which plan runs inputs of `shapes` (in input order): "specialized for N = 1, L = 128", "the
+  // build for every size" or "the build of its one size"; throws naming an input they do not fit.
+  std::string served_by(const std::vector<std::vector<int64_t>>& shapes) const {
+    const runtime::GraphPlan& p = plan();
+    if (shapes.size() != p.inputs.size())
+      fail("the model takes ", p.inputs.size(), " inputs, got ", shapes.size(), " shapes");
+    std::vector<runtime::SymbolicShape> expected;
+    std::vector<std::string> names;
+    for (int id : p.inputs) {
+      expected.push_back(p.is_symbolic() ? p.symbolic_shapes.at(id) : runtime::symbolic_shape(p.tensors.at(id).shape));
+      names.push_back("'" + p.tensors.at(id).name + "'");
+    }
+    runtime::bind_shape_vars(expected, shapes, names, "input");
+    if (!p.is_symbolic()) return "the build of its one size";
+    const std::string hot = executor_ ? executor_->specialized_sizes(shapes) : "";
+    return hot.empty() ? "the build for every size" : "specialized for " + hot;
+  }
   const std::string& target() const { return target_; }
   runtime::Device device() const {
     return executor_ ? executor_->device() : runtime::Device{built_->target.device_type(), 0};

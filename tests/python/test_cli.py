@@ -76,6 +76,16 @@ def test_specialized_sizes_run_static_builds_and_inspect_lists_them(model, tmp_p
     assert "--specialize applies to models of symbolic sizes" in tessera(
         "run", model, "--shape", "x=3,8", "--specialize", "batch=3", "--input", f"x={tmp_path / 'x.npy'}",
         ok=False).stderr
+    # compile -o writes them into the module, which serves them as the model does.
+    out = tessera("compile", model, "--specialize", "batch=3", "-o", tmp_path / "hot.so").stdout
+    assert "for every size" in out and "specialized for batch = 3: 1 kernels" in out
+    for rows, served in [(3, "specialized for batch = 3"), (2, "the build for every size")]:
+        np.save(tmp_path / "x.npy", x[:rows])
+        out = tessera("run", tmp_path / "hot.so", "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
+                      tmp_path / "out").stdout
+        assert f"at these sizes: {served}" in out
+        np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0.npy"),
+                                      np.maximum(x[:rows] + (np.arange(8) - 4).astype("float32"), 0))
 
 
 def test_inspect_prints_graph_kernels_memory_and_dot(model, tmp_path):

@@ -81,6 +81,31 @@ def test_an_opencl_module_of_symbolic_sizes_runs_at_any_batch(cnn, tmp_path):
             tessera.load(tmp_path / "cnn_n_cuda.so")
 
 
+def test_an_opencl_module_with_hot_sizes_serves_them_with_their_static_builds(cnn, tmp_path):
+    """The build for every size and the static builds of the hot sizes in one device module (issue
+    25, items 3 and 5). The C example (examples/deploy) runs it at a hot size and at others: its
+    host copies of the outputs take each run's size."""
+    mod = tessera.onnx.load(str(symbolic_batch(cnn["dir"] / "cnn.onnx", tmp_path / "cnn_n.onnx")))
+    tessera.build(mod, target="opencl", db=False, specialize=[{"N": 2}]).export(tmp_path / "hot.so")
+    loaded = tessera.load(tmp_path / "hot.so")
+    assert loaded.specialized == [{"N": 2}]
+    assert loaded.served_by([(2, 3, 16, 16)]) == "specialized for N = 2"
+    assert loaded.served_by({"x": (4, 3, 16, 16)}) == "the build for every size"
+    cpu = tessera.build(mod, db=False)
+    exe = deploy_example(tmp_path)
+    rng = np.random.default_rng(3)
+    for batch in (2, 3, 2, 1):
+        x = rng.standard_normal((batch, 3, 16, 16)).astype("float32")
+        kernels = [k for k, _ in loaded.profile([x], repeat=1)]
+        assert {k.startswith("hot1_") for k in kernels if k != "copy"} == {batch == 2}, kernels
+        for got, ref in zip(loaded.run([x]), cpu.run([x])):
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+        np.save(tmp_path / "x.npy", x)
+        scores = cpu.run([x])[0].ravel()
+        got = top5(run(exe, tmp_path / "hot.so", tmp_path / "x.npy").stdout)
+        np.testing.assert_allclose([s for _, s in got], np.sort(scores)[::-1][:5], rtol=1e-5, atol=1e-5)
+
+
 def test_devices_of_the_wrong_kind_are_refused(cnn, tmp_path):
     tessera.build(cnn["mod"], target="opencl", db=False).export(tmp_path / "cl.so")
     tessera.build(cnn["mod"], db=False).export(tmp_path / "cpu.so")
@@ -125,13 +150,19 @@ def test_the_cli_compiles_and_runs_device_modules(cnn, tmp_path):
     assert "--device applies to modules" in failed.stderr
 
 
-@pytest.mark.parametrize("source", ["classify.c", "classify.cpp"])
-def test_the_deploy_examples_run_a_device_module(cnn, tmp_path, source):
-    tessera.build(cnn["mod"], target="opencl", db=False).export(tmp_path / "cnn.so")
+def deploy_example(tmp_path, source="classify.c"):
+    """examples/deploy/`source` compiled against the static runtime."""
     exe = tmp_path / "classify"
     compiler = ["cc"] if source.endswith(".c") else ["c++", "-std=c++17"]
     run(*compiler, "-O2", os.path.join(ROOT, "examples", "deploy", source), "-I", os.path.join(ROOT, "runtime"),
         os.path.join(BUILD, "lib", "libtessera_runtime.a"), "-lstdc++", "-lm", "-pthread", "-ldl", "-o", exe)
+    return exe
+
+
+@pytest.mark.parametrize("source", ["classify.c", "classify.cpp"])
+def test_the_deploy_examples_run_a_device_module(cnn, tmp_path, source):
+    tessera.build(cnn["mod"], target="opencl", db=False).export(tmp_path / "cnn.so")
+    exe = deploy_example(tmp_path, source)
     scores = cnn["cpu"][0].ravel()
     order = list(np.argsort(-scores, kind="stable")[:5])
     for device in [[], ["-d", "opencl"]]:

@@ -1,7 +1,7 @@
 """Hot sizes of a model of symbolic sizes (issue 25, item 3): tessera.build(specialize=[...])
 builds the listed sizes now as static models, which run the calls of those sizes; the other sizes
 run the build for every size (or their own, for a model built per size). served_by says which
-build runs a size."""
+build runs a size. An exported module holds them all and serves each size as the library does."""
 import numpy as np
 import pytest
 
@@ -53,12 +53,24 @@ def test_hot_sizes_that_do_not_fit_are_errors_naming_the_dimension(tmp_path, rng
         lib.served_by({"x": (2, 6)})
 
 
-def test_a_library_with_hot_sizes_says_it_cannot_be_one_module(tmp_path, rng):
-    path, _ = dense_model(tmp_path, rng)
-    lib = tessera.build(tessera.onnx.load(path), db=False, specialize=[{"N": 2}])
-    lib.run([np.zeros((3, 7), "float32")])
-    with pytest.raises(tessera.Error, match=r"a module holds one build.*specialized for \(N = 2\)"):
-        lib.export(tmp_path / "m.so")
-    lib.specialize({"x": (2, 7)}).export(tmp_path / "m2.so")
-    y = tessera.load(tmp_path / "m2.so").run([np.ones((2, 7), "float32")])[0]
-    np.testing.assert_allclose(y, lib.run([np.ones((2, 7), "float32")])[0], rtol=1e-6)
+def test_a_library_with_hot_sizes_exports_them_in_one_module(tmp_path, rng):
+    """The module holds the build for every size and the hot sizes' static builds (module format
+    5), written before any run, and serves each size with the build the library would."""
+    path, reference = dense_model(tmp_path, rng)
+    tessera.build(tessera.onnx.load(path), db=False, specialize=[{"N": 2}, {"N": 5}]).export(tmp_path / "hot.so")
+    m = tessera.load(tmp_path / "hot.so")
+    assert m.specialized == [{"N": 2}, {"N": 5}]
+    assert m.served_by({"x": (5, 7)}) == "specialized for N = 5"
+    assert m.served_by([(3, 7)]) == "the build for every size"
+    with pytest.raises(tessera.Error, match="input 'x'.*dimension 1 must be 7, got 6"):
+        m.served_by({"x": (2, 6)})
+    for n in [2, 3, 5, 0, 2]:
+        x = rng.standard_normal((n, 7)).astype("float32")
+        y, f = m.run([x])
+        ref_y, ref_f = reference(x)
+        np.testing.assert_allclose(y, ref_y, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(f, ref_f, rtol=1e-6, atol=1e-6)
+        kernels = [k for k, _ in m.profile([x], repeat=1)]
+        assert {k.startswith("hot") for k in kernels if k != "copy"} == {n in (2, 5)}, kernels
+    static = tessera.build(tessera.onnx.load(path).specialize({"x": (2, 7)}), db=False)
+    assert static.served_by([(2, 7)]) == "the build of its one size" and static.specialized == []

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <functional>
+#include <map>
+
 #include "runtime/error.h"
 #include "runtime/module_loader.h"
 #include "tests/runtime/test_module.h"
@@ -143,6 +146,66 @@ TEST(ModuleFile, RejectsInputsOfTheWrongShapeOrDtype) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "input 'x': expected dtype float32, got int32");
   }
+}
+
+// y = addn(x, c) for x of symbolic size n, with a plan specialized for n = 4 (add4's) that shares
+// its constant c: metadata only, the test library having no kernel of symbolic sizes.
+ModuleMetadata hot_size_metadata() {
+  ModuleMetadata m = add4_metadata();
+  m.specialized = {m.plan};
+  const ShapeExpr n = ShapeExpr::var("n");
+  m.kernels.push_back({"addn", {{"", {n}, kFloat32}, {"", {4}, kFloat32}, {"", {n}, kFloat32}}, {"n"}});
+  GraphPlan& p = m.plan;
+  p.steps[0].kernel = "addn";
+  p.shape_vars = {"n"};
+  p.symbolic_shapes = {{n}, {4}, {n}};
+  return m;
+}
+
+std::string hot_size_error(const std::string& name, const std::function<void(ModuleMetadata&)>& edit) {
+  ModuleMetadata m = hot_size_metadata();
+  edit(m);
+  return load_error(write_add4_module(name, m));
+}
+
+TEST(ModuleFile, PlansSpecializedForHotSizesRoundTripFromVersionFiveWithSharedWeightsOnce) {
+  const ModuleMetadata m = hot_size_metadata();
+  EXPECT_EQ(weights_layout(m).bytes, 64u);  // c once
+  const ModuleFile f = read_module_file(write_add4_module("hot.so", m));
+  ASSERT_EQ(f.metadata.specialized.size(), 1u);
+  const GraphPlan& hot = f.metadata.specialized[0];
+  EXPECT_FALSE(hot.is_symbolic());
+  EXPECT_EQ(hot.tensors[0].shape, std::vector<int64_t>{4});
+  EXPECT_EQ(hot.steps[0].kernel, "add4");
+  EXPECT_EQ(hot.constants[0].data(), f.metadata.plan.constants[0].data());
+  EXPECT_EQ(hot_sizes_of(f.metadata.plan, hot), (std::map<std::string, int64_t>{{"n", 4}}));
+  try {
+    write_module_file(temp_path("hot_v4.so"), "", m, 4);
+    ADD_FAILURE() << "a version 4 file was written with a specialized plan";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("version 4 cannot hold plans specialized for hot sizes"), std::string::npos);
+  }
+}
+
+TEST(ModuleFile, RejectsSpecializedPlansThatDoNotFitTheirModel) {
+  const std::string prefix = "corrupt module metadata: ";
+  auto expect = [&](const std::string& message, const std::string& part) {
+    EXPECT_NE(message.find(prefix + part), std::string::npos) << message;
+  };
+  expect(hot_size_error("static.so",
+                        [](ModuleMetadata& m) {
+                          m.plan = m.specialized[0];
+                          m.kernels.pop_back();
+                        }),
+         "it has plans specialized for hot sizes beside a plan of static sizes");
+  expect(hot_size_error("renamed.so", [](ModuleMetadata& m) { m.specialized[0].tensors[0].name = "z"; }),
+         "graph plan: a specialized plan's input 0 is 'z' float32, the model's is 'x' float32");
+  expect(hot_size_error("output.so", [](ModuleMetadata& m) { m.specialized[0].tensors[2].shape = {5}; }),
+         "graph plan: the plan specialized for n = 4 gives output 'y' of shape (5,), the model (4,)");
+  expect(hot_size_error("twice.so", [](ModuleMetadata& m) { m.specialized.push_back(m.specialized[0]); }),
+         "two specialized plans for n = 4");
+  expect(hot_size_error("sizes.so", [](ModuleMetadata& m) { m.specialized[0].steps[0].kernel = "addn"; }),
+         "step 0 of a plan of static sizes calls 'addn', which takes dimension variables");
 }
 
 }  // namespace
