@@ -42,7 +42,7 @@ void DeviceProgram::size_workspace(OnDevice& d, Device device, const std::map<st
   d.workspace = std::move(workspace);  // set last: a failed allocation leaves the old one whole
 }
 
-void DeviceProgram::operator()(const std::vector<NDArray>& args, bool wait) const {
+void DeviceProgram::operator()(const std::vector<NDArray>& args, bool wait, const std::vector<int64_t>& given) const {
   if (args.size() != spec_.args.size())
     fail("device program '", spec_.name, "' takes ", spec_.args.size(), " arrays, got ", args.size());
   const DeviceType type = device_type_of(spec_.format);
@@ -66,12 +66,22 @@ void DeviceProgram::operator()(const std::vector<NDArray>& args, bool wait) cons
     shapes.push_back(a.shape());
   }
   // Symbolic dimensions: their values, checked against every argument (none for a static program).
+  if (!given.empty() && given.size() != spec_.shape_vars.size())
+    fail("device program '", spec_.name, "' takes ", spec_.shape_vars.size(), " dimension values, got ", given.size());
   const std::vector<int64_t> values =
-      spec_.shape_vars.empty()
-          ? std::vector<int64_t>{}
+      spec_.shape_vars.empty() || !given.empty()
+          ? given
           : shape_var_values(spec_.args, spec_.shape_vars, shapes, "device program '" + spec_.name + "'");
   std::map<std::string, int64_t> named;
   for (size_t i = 0; i < values.size(); ++i) named[spec_.shape_vars[i]] = values[i];
+  for (size_t i = 0; !given.empty() && i < args.size(); ++i) {
+    const SymbolicShape& want = spec_.args[i].shape;
+    bool fits = want.size() == shapes[i].size();
+    for (size_t d = 0; fits && d < want.size(); ++d) fits = want[d].evaluate(named) == shapes[i][d];
+    if (!fits)
+      fail("device program '", spec_.name, "' argument ", i, " ('", spec_.args[i].name, "'): expected shape ",
+           symbolic_shape_str(want), " at the values given, got ", args[i].shape_str());
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     OnDevice& d = on(device);

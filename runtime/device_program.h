@@ -50,8 +50,10 @@ class DeviceProgram {
   // Checks every array's shape and dtype and that all are on one device of the code's kind, then
   // queues the kernels there in order and, with `wait`, waits for them; without, the device's
   // one queue runs them before anything queued later (a graph waits once, at its end). Throws,
-  // naming the program, the argument and what was expected.
-  void operator()(const std::vector<NDArray>& args, bool wait = true) const;
+  // naming the program, the argument and what was expected. `values`: the dimension variables'
+  // values in shape_vars order, as a graph's plan knows them (every argument's shape is checked
+  // against them); empty: found from the arguments' shapes, which must give each.
+  void operator()(const std::vector<NDArray>& args, bool wait = true, const std::vector<int64_t>& values = {}) const;
 
  private:
   // The code loaded on a device and the workspace its kernels pass data through there, allocated

@@ -272,8 +272,9 @@ void GraphExecutor::bind_sizes() {
              " differs from the tensor '", t.name, "' ", shape_str(t.shape));
     }
     step_vars_[s].clear();
-    if (!on_device())
-      for (const std::string& v : step_kernels_[s].signature().shape_vars) step_vars_[s].push_back(values.at(v));
+    for (const std::string& v :
+         on_device() ? step_programs_[s]->spec().shape_vars : step_kernels_[s].signature().shape_vars)
+      step_vars_[s].push_back(values.at(v));
   }
   bound_shapes_ = std::move(got);
 }
@@ -285,8 +286,7 @@ void GraphExecutor::run_step(size_t s, std::vector<void*>& args, bool wait) cons
     for (int id : step.args) arrays.push_back(array_of(id));
     if (step.kernel.empty())
       arrays[1].copy_from(arrays[0]);
-    else
-      (*step_programs_[s])(arrays, /*wait=*/false);
+    else (*step_programs_[s])(arrays, /*wait=*/false, step_vars_[s]);
     if (wait) DeviceAPI::get(device_).synchronize();
     return;
   }

@@ -92,8 +92,8 @@ class GraphExecutor {
   NDArray arena_;
   std::vector<NDArray> slots_, constants_;  // on a device: the arena's slots, the uploaded constants
   std::vector<NDArray> inputs_, input_copies_, outputs_;
-  // A symbolic plan's input shapes bound last (empty: none yet), and each step's kernel's values
-  // of its dimension variables in the kernel's order (empty for a static kernel).
+  // A symbolic plan's input shapes bound last (empty: none yet), and each step's kernel's (or
+  // device program's) values of its dimension variables in its order (empty for a static one).
   std::vector<std::vector<int64_t>> bound_shapes_;
   std::vector<std::vector<int64_t>> step_vars_;
   mutable std::mutex call_mutex_;

@@ -385,4 +385,10 @@ std::string to_string(const std::vector<Tensor>& outputs) {
 std::ostream& operator<<(std::ostream& os, const Expr& e) { return os << to_string(e); }
 std::ostream& operator<<(std::ostream& os, const Stmt& s) { return os << to_string(s); }
 
+std::string shape_str(const std::vector<Expr>& shape) {
+  std::string s = "(";
+  for (size_t d = 0; d < shape.size(); ++d) s += (d ? ", " : "") + to_string(shape[d]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
 }  // namespace tessera::tensor_ir

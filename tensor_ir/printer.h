@@ -15,6 +15,8 @@ std::string to_string(const Stmt& s);
 std::string to_string(const LoweredFunc& f);
 // The compute definitions `outputs` depend on, inputs first, one line per operation.
 std::string to_string(const std::vector<Tensor>& outputs);
+// A shape of expressions as "(N, 3, L*4)", as runtime::shape_str writes static ones.
+std::string shape_str(const std::vector<Expr>& shape);
 
 std::ostream& operator<<(std::ostream& os, const Expr& e);
 std::ostream& operator<<(std::ostream& os, const Stmt& s);

@@ -419,12 +419,14 @@ class Importer {
     return false;
   }
 
-  // Replaces outputs computed from constants only by their values.
+  // Replaces outputs computed from constants only by their values; one of symbolic shape (a
+  // constant broadcast to a shape of the sizes) stays computed, at each call's sizes.
   void fold(std::vector<Expr>& outputs, const std::vector<Expr>& inputs) {
     for (auto& e : outputs) {
       if (!e || e.as<relay_ir::ConstantNode>() || !from_constants(e, inputs)) continue;
       relay_ir::infer_type(e);
-      if (!e->checked_type.as<relay_ir::TensorTypeNode>()) continue;
+      const auto* type = e->checked_type.as<relay_ir::TensorTypeNode>();
+      if (!type || !type->shape.is_static()) continue;
       std::vector<runtime::NDArray> values = options_.evaluate(e);
       e = relay_ir::constant(values.at(0));
     }

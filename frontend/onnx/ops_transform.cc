@@ -137,9 +137,30 @@ Exprs convert_transpose(ConvertContext& c) {
   return {c.call("transpose", {c.input(0)}, {{"perm", c.attr_ints("perm", {})}})};
 }
 
+// Expand of a symbolic input or to a target computed from symbolic sizes: each dimension of 1
+// takes the other side's, and the others must be provably equal (an undecided pair, N against 5,
+// is an error, so the model is built per size).
+Exprs convert_symbolic_expand(ConvertContext& c) {
+  const relay_ir::Shape& in = c.input_type(0).shape;
+  const std::vector<tensor_ir::Expr> target = c.dim_ints(1, "the target shape");
+  const size_t rank = std::max(in.size(), target.size());
+  std::vector<tensor_ir::Expr> out;
+  for (size_t d = 0; d < rank; ++d) {
+    const tensor_ir::Expr a = d < rank - in.size() ? tensor_ir::Expr(1) : in.dim(d - (rank - in.size()));
+    const tensor_ir::Expr b = d < rank - target.size() ? tensor_ir::Expr(1) : target[d - (rank - target.size())];
+    if (tensor_ir::is_const_int(a, 1) || relay_ir::dims_equal(a, b)) out.push_back(b);
+    else if (tensor_ir::is_const_int(b, 1)) out.push_back(a);
+    else
+      c.error("dimension " + std::to_string(d) + " of the input " + in.str() + " and of the target shape " +
+              relay_ir::Shape(target).str() + " are neither 1 nor provably equal");
+  }
+  return {c.call("broadcast_to", {c.input(0)}, {{"shape", relay_ir::Shape(out)}})};
+}
+
 Exprs convert_expand(ConvertContext& c) {
   c.check_attrs({});
   const auto& in = c.input_type(0).shape;
+  if (!in.is_static() || c.is_dim_input(1)) return convert_symbolic_expand(c);
   std::vector<int64_t> shape = c.constant_ints(1, "the target shape");
   std::vector<int64_t> out;
   try {

@@ -1,11 +1,16 @@
 // Converters of ONNX operators whose output is known at import time: Constant, Shape, Size,
-// ConstantOfShape, Range, EyeLike. They become graph constants (shapes are static).
+// ConstantOfShape, Range, EyeLike. They become graph constants (shapes are static), but for
+// ConstantOfShape of a shape of symbolic sizes (its value broadcast to that shape) and Range to a
+// limit of symbolic sizes (the arange op).
 #include <cmath>
 #include <cstring>
 
 #include "frontend/onnx/ops_transform.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/op.h"
+#include "tensor_ir/substitute.h"
 
 namespace tessera::frontend::onnx {
 
@@ -62,9 +67,6 @@ Exprs convert_size(ConvertContext& c) {
 
 Exprs convert_constant_of_shape(ConvertContext& c) {
   c.check_attrs({"value"});
-  std::vector<int64_t> shape = c.constant_ints(0, "the shape");
-  for (int64_t d : shape)
-    if (d < 0) c.error("the shape " + runtime::shape_str(shape) + " has a negative dimension");
   NDArray value;
   if (c.has_attr("value")) {
     value = c.attr_tensor("value");
@@ -72,6 +74,15 @@ Exprs convert_constant_of_shape(ConvertContext& c) {
   } else {
     value = NDArray::empty({1}, runtime::kFloat32);
   }
+  if (c.is_dim_input(0)) {  // a shape of symbolic sizes: the value broadcast to it
+    const relay_ir::Shape shape(c.dim_ints(0, "the shape"));
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape.is_static(d) && shape[d] < 0) c.error("the shape " + shape.str() + " has a negative dimension");
+    return {c.call("broadcast_to", {constant(value.view_as({}, value.dtype()))}, {{"shape", shape}})};
+  }
+  std::vector<int64_t> shape = c.constant_ints(0, "the shape");
+  for (int64_t d : shape)
+    if (d < 0) c.error("the shape " + runtime::shape_str(shape) + " has a negative dimension");
   NDArray out = NDArray::empty(shape, value.dtype());
   size_t bytes = value.dtype().element_bytes();
   auto* dst = static_cast<char*>(out.data());
@@ -79,8 +90,31 @@ Exprs convert_constant_of_shape(ConvertContext& c) {
   return {constant(out)};
 }
 
+// Range to a limit computed from symbolic sizes: its length an expression of them; start and
+// delta constant integers.
+Exprs convert_symbolic_range(ConvertContext& c) {
+  NDArray start = c.constant_input(0, "start"), delta = c.constant_input(2, "delta");
+  const std::vector<tensor_ir::Expr> limit = c.dim_ints(1, "limit");
+  if (start.numel() != 1 || delta.numel() != 1 || limit.size() != 1) c.error("start, limit and delta must be scalars");
+  if (!start.dtype().is_integer() || delta.dtype() != start.dtype())
+    c.error("start and delta must be integers of one dtype, got " + start.dtype().str() + " and " +
+            delta.dtype().str());
+  const int64_t s = static_cast<int64_t>(element_as_double(start, 0)),
+                d = static_cast<int64_t>(element_as_double(delta, 0));
+  if (d == 0) c.error("delta is 0");
+  const tensor_ir::Expr span = d > 0 ? limit[0] - s : s - limit[0];
+  tensor_ir::Expr length = tensor_ir::max(tensor_ir::floordiv(span + (std::abs(d) - 1), std::abs(d)), 0);
+  tensor_ir::arith::BoundMap sizes;  // the dimension variables are non-negative
+  for (const tensor_ir::Var& v : tensor_ir::vars_of(length))
+    sizes[v.get()] = {0, tensor_ir::arith::ConstBound::kPosInf};
+  length = tensor_ir::arith::simplify(length, sizes);
+  return {c.call("arange", {constant(start.view_as({}, start.dtype())), constant(delta.view_as({}, delta.dtype()))},
+                 {{"shape", relay_ir::Shape(std::vector<tensor_ir::Expr>{length})}})};
+}
+
 Exprs convert_range(ConvertContext& c) {
   c.check_attrs({});
+  if (c.is_dim_input(1)) return convert_symbolic_range(c);
   NDArray start = c.constant_input(0, "start"), limit = c.constant_input(1, "limit"),
           delta = c.constant_input(2, "delta");
   DataType t = start.dtype();

@@ -100,6 +100,33 @@ Type reshape_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(target, x.dtype);
 }
 
+// numpy broadcasting; with symbolic dimensions each input dimension is 1 or provably the target's.
+Type broadcast_to_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& x = tensor_arg(args, 0, "input");
+  const Shape target = attrs.get_shape("shape");
+  if (x.shape.is_static() && target.is_static()) {
+    ops::check_broadcast_to(x.shape, target.ints());
+    return tensor_type(target, x.dtype);
+  }
+  bool ok = x.shape.size() <= target.size();
+  const size_t offset = ok ? target.size() - x.shape.size() : 0;
+  for (size_t d = 0; ok && d < x.shape.size(); ++d)
+    ok = (x.shape.is_static(d) && x.shape[d] == 1) || dims_equal(x.shape.dim(d), target.dim(offset + d));
+  if (!ok) fail("broadcast_to: shape ", x.shape.str(), " does not provably broadcast to ", target.str());
+  return tensor_type(target, x.dtype);
+}
+
+Type arange_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& start = tensor_arg(args, 0, "start");
+  const auto& delta = tensor_arg(args, 1, "delta");
+  if (!start.shape.empty() || !delta.shape.empty() || start.dtype != delta.dtype)
+    fail("arange: start and delta must be scalars of one dtype, got ", start.dtype.str(), start.shape.str(), " and ",
+         delta.dtype.str(), delta.shape.str());
+  const Shape shape = attrs.get_shape("shape");
+  if (shape.size() != 1) fail("arange: the output shape must have one dimension, got ", shape.str());
+  return tensor_type(shape, start.dtype);
+}
+
 Type transpose_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& x = tensor_arg(args, 0, "input");
   std::vector<tensor_ir::Expr> out;
@@ -338,7 +365,10 @@ void register_transform_ops(OpRegistry& r) {
          1,
          1,
          {optional_ints("axes")},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::squeeze_shape(in, a.get_ints("axes")); }),
+         [](const std::vector<Type>& args, const Attrs& a) {
+           const auto& x = tensor_arg(args, 0, "input");
+           return tensor_type(Shape(ops::squeeze_dims(x.shape.dims(), a.get_ints("axes"))), x.dtype);
+         },
          injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::squeeze(in[0], a.get_ints("axes")); }),
          "transform",
@@ -349,7 +379,10 @@ void register_transform_ops(OpRegistry& r) {
          1,
          1,
          {required_ints("axes")},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::expand_dims_shape(in, a.get_ints("axes")); }),
+         [](const std::vector<Type>& args, const Attrs& a) {
+           const auto& x = tensor_arg(args, 0, "input");
+           return tensor_type(Shape(ops::expand_dims_dims(x.shape.dims(), a.get_ints("axes"))), x.dtype);
+         },
          injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::expand_dims(in[0], a.get_ints("axes")); }),
          "transform",
@@ -360,14 +393,26 @@ void register_transform_ops(OpRegistry& r) {
          1,
          1,
          {required_ints("shape")},
-         unary_shape([](const auto& in, const Attrs& a) {
-           ops::check_broadcast_to(in, a.get_ints("shape"));
-           return a.get_ints("shape");
-         }),
+         broadcast_to_rel,
          OpPattern::Broadcast,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::broadcast_to(in[0], a.get_ints("shape")); }),
+         single_output([](const Tensors& in, const Attrs& a) {
+           const Shape target = a.get_shape("shape");
+           return target.is_static() ? ops::broadcast_to(in[0], target.ints())
+                                     : ops::broadcast_to(in[0], target.dims());
+         }),
          "transform",
          broadcast_to_gradient});
+  r.add({"arange",
+         "start + i * delta for i below the length, the output shape's one dimension (ONNX Range whose length "
+         "depends on symbolic sizes; a static one is a constant)",
+         2,
+         2,
+         {required_ints("shape")},
+         arange_rel,
+         injective,
+         single_output(
+             [](const Tensors& in, const Attrs& a) { return ops::arange(in[0], in[1], a.get_shape("shape").dim(0)); }),
+         "transform"});
   r.add({"tile",
          "repeats the tensor along every axis",
          1,

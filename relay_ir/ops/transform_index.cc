@@ -26,6 +26,26 @@ TypeRelation gather_rel(std::function<ops::Shape(const ops::Shape&, const ops::S
   };
 }
 
+// data.shape[:axis] + indices.shape + data.shape[axis + 1:]; with symbolic dimensions the gathered
+// axis must be a constant.
+Type take_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& data = tensor_arg(args, 0, "data");
+  const auto& indices = tensor_arg(args, 1, "indices");
+  require_integer(indices, "indices");
+  const int64_t axis = attrs.get_int("axis");
+  if (data.shape.is_static() && indices.shape.is_static())
+    return tensor_type(ops::take_shape(data.shape, indices.shape, axis), data.dtype);
+  const size_t a =
+      static_cast<size_t>(ops::normalize_axis(axis, static_cast<int64_t>(data.shape.size()), "take: axis"));
+  if (!data.shape.is_static(a))
+    fail("take: the gathered axis ", a, " of ", data.shape.str(), " is symbolic, where a constant is needed");
+  std::vector<tensor_ir::Expr> out;
+  for (size_t d = 0; d < a; ++d) out.push_back(data.shape.dim(d));
+  for (const tensor_ir::Expr& d : indices.shape.dims()) out.push_back(d);
+  for (size_t d = a + 1; d < data.shape.size(); ++d) out.push_back(data.shape.dim(d));
+  return tensor_type(Shape(out), data.dtype);
+}
+
 // (data, indices, updates) -> data's type, after `check` validates the shapes.
 TypeRelation scatter_rel(
     std::function<void(const ops::Shape&, const ops::Shape&, const ops::Shape&, const Attrs&)> check) {
@@ -188,8 +208,7 @@ void register_index_ops(OpRegistry& r) {
          2,
          2,
          {{"axis", int64_t{0}}},
-         gather_rel(
-             [](const auto& d, const auto& i, const Attrs& a) { return ops::take_shape(d, i, a.get_int("axis")); }),
+         take_rel,
          injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::take(in[0], in[1], a.get_int("axis")); }),
          "transform",

@@ -28,9 +28,17 @@ class ConstantFolder : public ExprMutator {
     for (const auto& a : call->args)
       if (!is_constant(a)) return node;
     infer_type(node);
+    // Nested tuples stay as they are, and so does a value of symbolic shape (a constant broadcast
+    // to a shape of the sizes), which each call computes at its sizes.
+    auto foldable = [](const Type& t) {
+      const auto* tensor = t.as<TensorTypeNode>();
+      return tensor && tensor->shape.is_static();
+    };
     if (const auto* tt = node->checked_type.as<TupleTypeNode>()) {
       for (const auto& e : tt->elements)
-        if (!e.as<TensorTypeNode>()) return node;  // nested tuples stay as they are
+        if (!foldable(e)) return node;
+    } else if (!foldable(node->checked_type)) {
+      return node;
     }
     std::vector<runtime::NDArray> values = ctx_.evaluate(node);
     if (node->checked_type.as<TensorTypeNode>()) return constant(values.at(0));

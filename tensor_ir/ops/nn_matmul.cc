@@ -170,12 +170,6 @@ std::vector<Expr> broadcast_batch(const std::vector<Expr>& t_batch, const std::v
 // Whether two extents are provably equal.
 bool same(const Expr& a, const Expr& b) { return arith::equal_as_polynomials(a, b); }
 
-std::string str(const std::vector<Expr>& shape) {
-  std::string s = "(";
-  for (size_t d = 0; d < shape.size(); ++d) s += (d ? ", " : "") + to_string(shape[d]);
-  return s + (shape.size() == 1 ? ",)" : ")");
-}
-
 }  // namespace
 
 std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
@@ -207,8 +201,8 @@ std::vector<Expr> matmul_shape(const std::vector<Expr>& a, const std::vector<Exp
   std::vector<Expr> bs = b.size() == 1 ? std::vector<Expr>{b[0], Expr(1)} : b;
   const Expr &ka = as.back(), &kb = bs[bs.size() - 2];
   if (!same(ka, kb))
-    fail("matmul: inner dimensions differ: ", str(a), " @ ", str(b), " (", to_string(ka), " vs ", to_string(kb),
-         ", not provably equal)");
+    fail("matmul: inner dimensions differ: ", shape_str(a), " @ ", shape_str(b), " (", to_string(ka), " vs ",
+         to_string(kb), ", not provably equal)");
   std::vector<Expr> ba(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
   size_t nb = std::max(ba.size(), bb.size());
   std::vector<Expr> out(nb);
@@ -216,7 +210,7 @@ std::vector<Expr> matmul_shape(const std::vector<Expr>& a, const std::vector<Exp
     Expr x = i < nb - ba.size() ? Expr(1) : ba[i - (nb - ba.size())];
     Expr y = i < nb - bb.size() ? Expr(1) : bb[i - (nb - bb.size())];
     if (!same(x, y) && !is_const_int(x, 1) && !is_const_int(y, 1))
-      fail("matmul: batch dimensions of ", str(a), " and ", str(b), " do not provably broadcast");
+      fail("matmul: batch dimensions of ", shape_str(a), " and ", shape_str(b), " do not provably broadcast");
     out[i] = is_const_int(x, 1) ? y : x;
   }
   if (a.size() > 1) out.push_back(as[as.size() - 2]);
@@ -357,7 +351,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Registers& regs, int64_t p
     bs = shape_exprs(matmul_unpacked_weight_shape(b->dims(), packed_columns, a.dtype(), regs));
     if (b.dtype() != accumulation_type(a.dtype()) || as.size() < 2)
       fail("matmul: a packed right operand must be ", accumulation_type(a.dtype()).str(),
-           " and the left one of rank >= 2, got ", b.dtype().str(), " and ", str(as));
+           " and the left one of rank >= 2, got ", b.dtype().str(), " and ", shape_str(as));
   } else if (a.dtype() != b.dtype()) {
     fail("matmul: operand dtypes differ: ", a.dtype().str(), " vs ", b.dtype().str());
   }

@@ -170,10 +170,10 @@ std::vector<Tensor> split(const Tensor& x, int64_t axis, const std::vector<int64
 }
 
 Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
-  Shape in = x->dims();
+  const std::vector<Expr>& in = x->shape;
   std::vector<int64_t> drop = squeeze_axes(in, axes);
   return compute(
-      shape_exprs(squeeze_shape(in, axes)),
+      squeeze_dims(in, axes),
       [&](const std::vector<Var>& o) {
         std::vector<Expr> idx;
         size_t next = 0;
@@ -186,10 +186,10 @@ Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes) {
 }
 
 Tensor expand_dims(const Tensor& x, const std::vector<int64_t>& axes) {
-  Shape out = expand_dims_shape(x->dims(), axes);
+  std::vector<Expr> out = expand_dims_dims(x->shape, axes);
   std::vector<int64_t> inserted = normalize_axes(axes, static_cast<int64_t>(out.size()));
   return compute(
-      shape_exprs(out),
+      out,
       [&](const std::vector<Var>& o) {
         std::vector<Expr> idx;
         for (size_t d = 0; d < out.size(); ++d)
@@ -208,6 +208,32 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
         std::vector<Expr> idx;
         size_t offset = shape.size() - in.size();
         for (size_t d = 0; d < in.size(); ++d) idx.push_back(in[d] == 1 ? Expr(0) : Expr(o[offset + d]));
+        return x(idx);
+      },
+      "broadcast_to", "transform");
+}
+
+Tensor arange(const Tensor& start, const Tensor& delta, const Expr& length) {
+  return compute(
+      {length},
+      [&](const std::vector<Var>& i) {
+        return start(std::vector<Expr>{}) + cast(start.dtype(), i[0]) * delta(std::vector<Expr>{});
+      },
+      "arange", "transform");
+}
+
+Tensor broadcast_to(const Tensor& x, const std::vector<Expr>& shape) {
+  const std::vector<Expr>& in = x->shape;
+  bool ok = in.size() <= shape.size();
+  const size_t offset = ok ? shape.size() - in.size() : 0;
+  for (size_t d = 0; ok && d < in.size(); ++d)
+    ok = is_const_int(in[d], 1) || structural_equal(in[d], shape[offset + d]);
+  if (!ok) fail("broadcast_to: shape ", shape_str(in), " does not provably broadcast to ", shape_str(shape));
+  return compute(
+      shape,
+      [&](const std::vector<Var>& o) {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < in.size(); ++d) idx.push_back(is_const_int(in[d], 1) ? Expr(0) : Expr(o[offset + d]));
         return x(idx);
       },
       "broadcast_to", "transform");

@@ -26,6 +26,11 @@ Tensor squeeze(const Tensor& x, const std::vector<int64_t>& axes);
 Tensor expand_dims(const Tensor& x, const std::vector<int64_t>& axes);
 // numpy broadcasting of x to `shape`.
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
+// The same for symbolic shapes: each of x's dimensions is 1 or structurally `shape`'s.
+Tensor broadcast_to(const Tensor& x, const std::vector<Expr>& shape);
+// start + i * delta for i below `length` (ONNX Range of a length of symbolic size); start and
+// delta are scalars of the output's dtype.
+Tensor arange(const Tensor& start, const Tensor& delta, const Expr& length);
 Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats);
 // slice_dims of a shape whose symbolic axes are kept whole (their length is kWholeAxis), and the
 // output shape they give.

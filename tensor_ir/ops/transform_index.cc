@@ -1,9 +1,12 @@
 #include "tensor_ir/ops/transform_index.h"
 
+#include <algorithm>
+
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/index_util.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -73,8 +76,39 @@ Expr wrap_and_clamp_index(const Expr& index, int64_t n) {
   return min(max(wrapped, Expr(0)), Expr(n - 1));
 }
 
+namespace {
+
+bool is_static(const Tensor& t) {
+  return std::all_of(t->shape.begin(), t->shape.end(), [](const Expr& d) { return as_const_int(d) != nullptr; });
+}
+
+// take where data or indices have symbolic dimensions; the gathered axis must be a constant.
+Tensor take_of_symbolic_shapes(const Tensor& data, const Tensor& indices, int64_t axis) {
+  const std::vector<Expr>& ds = data->shape;
+  const int64_t a = normalize_axis(axis, static_cast<int64_t>(ds.size()), "take: axis");
+  const int64_t* n = as_const_int(ds[a]);
+  if (!n) fail("take: the gathered axis ", a, " of ", shape_str(ds), " is symbolic, where a constant is needed");
+  std::vector<Expr> out(ds.begin(), ds.begin() + a);
+  out.insert(out.end(), indices->shape.begin(), indices->shape.end());
+  out.insert(out.end(), ds.begin() + a + 1, ds.end());
+  const size_t ni = indices.ndim();
+  return compute(
+      out,
+      [&](const std::vector<Var>& o) {
+        if (*n == 0) return make_zero(data.dtype());  // then out is empty too, or the indices are all invalid
+        std::vector<Expr> idx(o.begin(), o.begin() + a);
+        idx.push_back(wrap_and_clamp_index(indices(std::vector<Expr>(o.begin() + a, o.begin() + a + ni)), *n));
+        idx.insert(idx.end(), o.begin() + a + ni, o.end());
+        return data(idx);
+      },
+      "take", "transform");
+}
+
+}  // namespace
+
 Tensor take(const Tensor& data, const Tensor& indices, int64_t axis) {
   check_indices("take", indices);
+  if (!is_static(data) || !is_static(indices)) return take_of_symbolic_shapes(data, indices, axis);
   Shape ds = data->dims();
   Shape out = take_shape(ds, indices->dims(), axis);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(ds.size()));

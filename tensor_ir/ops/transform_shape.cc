@@ -5,6 +5,8 @@
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -99,35 +101,38 @@ std::vector<Shape> split_shapes(const Shape& in, int64_t axis, const std::vector
   return out;
 }
 
-std::vector<int64_t> squeeze_axes(const Shape& in, const std::vector<int64_t>& axes) {
-  int64_t rank = static_cast<int64_t>(in.size());
-  std::vector<int64_t> out;
-  if (axes.empty()) {
-    for (int64_t d = 0; d < rank; ++d)
-      if (in[d] == 1) out.push_back(d);
-    return out;
-  }
-  out = normalize_axes(axes, rank, "squeeze: axes");
+std::vector<int64_t> squeeze_axes(const std::vector<Expr>& in, const std::vector<int64_t>& axes) {
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> out = axes.empty() ? std::vector<int64_t>{} : normalize_axes(axes, rank, "squeeze: axes");
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d) {
+      if (!as_const_int(in[d]))
+        fail("squeeze: dimension ", d, " of ", shape_str(in),
+             " is symbolic, so which are 1 is not known: name the axes");
+      if (is_const_int(in[d], 1)) out.push_back(d);
+    }
   for (int64_t a : out)
-    if (in[a] != 1) fail("squeeze: dimension ", a, " of ", shape_str(in), " is ", in[a], ", not 1");
+    if (!is_const_int(in[a], 1))
+      fail("squeeze: dimension ", a, " of ", shape_str(in), " is ", to_string(in[a]), ", not 1");
   std::sort(out.begin(), out.end());
   return out;
 }
 
-Shape squeeze_shape(const Shape& in, const std::vector<int64_t>& axes) {
+std::vector<Expr> squeeze_dims(const std::vector<Expr>& in, const std::vector<int64_t>& axes) {
   std::vector<int64_t> drop = squeeze_axes(in, axes);
-  Shape out;
+  std::vector<Expr> out;
   for (int64_t d = 0; d < static_cast<int64_t>(in.size()); ++d)
     if (!std::binary_search(drop.begin(), drop.end(), d)) out.push_back(in[d]);
   return out;
 }
 
-Shape expand_dims_shape(const Shape& in, const std::vector<int64_t>& axes) {
-  int64_t rank = static_cast<int64_t>(in.size() + axes.size());
+std::vector<Expr> expand_dims_dims(const std::vector<Expr>& in, const std::vector<int64_t>& axes) {
+  const int64_t rank = static_cast<int64_t>(in.size() + axes.size());
   std::vector<int64_t> inserted = normalize_axes(axes, rank, "expand_dims: axes");
-  Shape out;
+  std::vector<Expr> out;
   size_t next = 0;
-  for (int64_t d = 0; d < rank; ++d) out.push_back(std::count(inserted.begin(), inserted.end(), d) ? 1 : in[next++]);
+  for (int64_t d = 0; d < rank; ++d)
+    out.push_back(std::count(inserted.begin(), inserted.end(), d) ? Expr(1) : in[next++]);
   return out;
 }
 

@@ -1,11 +1,13 @@
 // Static shape arithmetic of the transform operators (reshape, slice, pad, gather, ...), on
-// plain integer shapes. The compute definitions and the graph ops' type relations share it, so
-// an op validates its arguments and computes its output shape one way only. Every function
-// throws tessera::Error naming the offending argument.
+// plain integer shapes (squeeze and expand_dims: on dimensions that may be symbolic). The compute definitions
+// and the graph ops' type relations share it, so an op validates its arguments and computes its output shape one way
+// only. Every function throws tessera::Error naming the offending argument.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "tensor_ir/expr.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -23,11 +25,12 @@ std::vector<int64_t> transpose_perm(const std::vector<int64_t>& perm, int64_t ra
 Shape transpose_shape(const Shape& in, const std::vector<int64_t>& perm);
 Shape concat_shape(const std::vector<Shape>& ins, int64_t axis);
 std::vector<Shape> split_shapes(const Shape& in, int64_t axis, const std::vector<int64_t>& sizes);
-// Empty `axes`: every size-1 dimension.
-std::vector<int64_t> squeeze_axes(const Shape& in, const std::vector<int64_t>& axes);
-Shape squeeze_shape(const Shape& in, const std::vector<int64_t>& axes);
+// Squeeze's dimensions to drop, sorted; empty `axes`: every dimension of size 1 (then none may be
+// symbolic: a symbolic one may be 1 or not).
+std::vector<int64_t> squeeze_axes(const std::vector<Expr>& in, const std::vector<int64_t>& axes);
+std::vector<Expr> squeeze_dims(const std::vector<Expr>& in, const std::vector<int64_t>& axes);
 // `axes` index the output (rank in.size() + axes.size()).
-Shape expand_dims_shape(const Shape& in, const std::vector<int64_t>& axes);
+std::vector<Expr> expand_dims_dims(const std::vector<Expr>& in, const std::vector<int64_t>& axes);
 // `to` must be the numpy broadcast of `in` and `to` (so `in` stretches into it).
 void check_broadcast_to(const Shape& in, const Shape& to);
 Shape tile_shape(const Shape& in, const std::vector<int64_t>& repeats);

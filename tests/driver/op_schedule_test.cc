@@ -45,6 +45,7 @@ std::map<std::string, Sample> explicit_samples() {
   using Ints = std::vector<int64_t>;
   const Attrs registers{{"vector_bytes", int64_t(64)}, {"vector_registers", int64_t(32)}};
   return {
+      {"arange", {{{{}, i64}, {{}, i64}}, {{"shape", Ints{5}}}}},
       {"batch_norm", {{{{2, 3, 4, 4}, f}, {{3}, f}, {{3}, f}, {{3}, f}, {{3}, f}}, {}}},
       {"batch_norm_train", {{{{2, 3, 4, 4}, f}, {{3}, f}, {{3}, f}, {{3}, f}, {{3}, f}}, {}}},
       {"instance_norm", {{{{2, 3, 4, 4}, f}, {{3}, f}, {{3}, f}}, {}}},

@@ -116,12 +116,76 @@ def test_sizes_that_do_not_fit_name_the_input_and_dimension(tmp_path, rng):
 
 
 def needs_constant_shape(tmp_path, name="model.onnx"):
-    """x + 1 of (N, 4), the ones made by ConstantOfShape from x's shape: ConstantOfShape needs its
-    shape as constants."""
-    one = helper.make_tensor("value", TensorProto.FLOAT, [1], [1.0])
-    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("ConstantOfShape", ["s"], ["ones"], value=one),
-             helper.make_node("Add", ["x", "ones"], ["y"])]
-    return save(tmp_path, nodes, [vi("x", ["N", 4])], [vi("y", ["N", 4])], [], name=name)
+    """x + 1 of (N, 4), x first tiled by repeats computed from its shape (min(shape, 1): once where
+    it has rows): Tile needs its repeats as constants."""
+    inits = [numpy_helper.from_array(np.ones(2, "int64"), "ones"), numpy_helper.from_array(np.ones(1, "float32"), "one")]
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Min", ["s", "ones"], ["repeats"]),
+             helper.make_node("Tile", ["x", "repeats"], ["t"]), helper.make_node("Add", ["t", "one"], ["y"])]
+    return save(tmp_path, nodes, [vi("x", ["N", 4])], [vi("y", ["N", 4])], inits, name=name)
+
+
+def embedding_model(tmp_path, rng):
+    """What transformer exporters write around their layers, from the sizes of ids (N, L): token
+    embeddings (Gather of a table by ids), positions (Range to L, Gather), a mask of ones
+    (ConstantOfShape of the ids' shape) and a bias Expanded to the embeddings' shape; and every
+    second position from 3 (Range(3, L, 2)). Its numpy reference."""
+    table = rng.standard_normal((50, 4)).astype("float32")
+    positions = rng.standard_normal((64, 4)).astype("float32")
+    bias = rng.standard_normal((1, 1, 4)).astype("float32")
+    two = helper.make_tensor("value", TensorProto.FLOAT, [1], [2.0])
+    ints = {name: np.array(v, "int64") for name, v in [("zero", 0), ("one", 1), ("three", 3), ("two_i", 2)]}
+    inits = [numpy_helper.from_array(table, "table"), numpy_helper.from_array(positions, "positions"),
+             numpy_helper.from_array(bias, "bias"), numpy_helper.from_array(np.array([4], "int64"), "four")]
+    inits += [numpy_helper.from_array(v, k) for k, v in ints.items()]
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["tokens"]),
+             helper.make_node("Shape", ["ids"], ["s"]), helper.make_node("Gather", ["s", "one"], ["L"]),
+             helper.make_node("Range", ["zero", "L", "one"], ["pos"]),
+             helper.make_node("Gather", ["positions", "pos"], ["at"]),
+             helper.make_node("ConstantOfShape", ["s"], ["mask"], value=two),
+             helper.make_node("Unsqueeze", ["mask", "minus_one"], ["mask3"]),
+             helper.make_node("Concat", ["s", "four"], ["s3"], axis=0),
+             helper.make_node("Expand", ["bias", "s3"], ["b"]),
+             helper.make_node("Add", ["tokens", "at"], ["h"]), helper.make_node("Mul", ["h", "mask3"], ["hm"]),
+             helper.make_node("Add", ["hm", "b"], ["y"]),
+             helper.make_node("Range", ["three", "L", "two_i"], ["every_second"])]
+    inits.append(numpy_helper.from_array(np.array([-1], "int64"), "minus_one"))
+    path = save(tmp_path, nodes, [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", "L"])],
+                [vi("y", ["N", "L", 4]), helper.make_tensor_value_info("every_second", TensorProto.INT64, [None])], inits,
+                name="embedding.onnx")
+
+    def reference(ids):
+        y = (table[ids] + positions[:ids.shape[1]]) * 2 + bias
+        return y, np.arange(3, ids.shape[1], 2)
+    return path, reference
+
+
+@pytest.mark.parametrize("target", ["llvm", "opencl"])
+def test_tensors_made_from_the_sizes_are_built_once_for_every_size(tmp_path, rng, target):
+    """Gather by ids of symbolic shape, Range to a limit of the sizes, ConstantOfShape and Expand
+    to shapes of the sizes compile once for every size (the arange and broadcast_to ops)."""
+    path, reference = embedding_model(tmp_path, rng)
+    lib = tessera.build(tessera.onnx.load(path), target=target, db=False)
+    for n, length in [(2, 5), (1, 1), (3, 0), (1, 17), (0, 4)]:
+        ids = rng.integers(0, 50, (n, length)).astype("int64")
+        for got, want in zip(lib.run([ids]), reference(ids)):
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert lib.symbolic and lib.symbolic_reason == "" and lib.built == []
+    text = str(tessera.onnx.load(path).symbolic())
+    assert "arange(" in text and "shape=[L]" in text and "int64[max(L // 2 - 1, 0)]" in text
+
+
+def test_an_expand_the_sizes_do_not_decide_is_built_per_size(tmp_path, rng):
+    nodes = [helper.make_node("Expand", ["x", "to"], ["y"])]
+    inits = [numpy_helper.from_array(np.array([3, 4], "int64"), "to")]
+    lib = tessera.build(tessera.onnx.load(save(tmp_path, nodes, [vi("x", ["N", 4])], [vi("y", [3, 4])], inits)),
+                        db=False)
+    for n in [1, 3]:
+        x = rng.standard_normal((n, 4)).astype("float32")
+        np.testing.assert_array_equal(lib.run([x])[0], np.broadcast_to(x, (3, 4)))
+    assert not lib.symbolic and "neither 1 nor provably equal" in lib.symbolic_reason
+    with pytest.raises(tessera.Error, match="Expand"):
+        lib.run([np.zeros((2, 4), "float32")])
 
 
 def test_a_model_that_needs_a_dimension_as_a_constant_is_built_per_size_saying_why(tmp_path, rng):
@@ -129,7 +193,7 @@ def test_a_model_that_needs_a_dimension_as_a_constant_is_built_per_size_saying_w
     x = rng.standard_normal((3, 4)).astype("float32")
     np.testing.assert_array_equal(lib.run([x])[0], x + 1)
     assert not lib.symbolic and lib.built == [{"N": 3}] and lib.kernels is None
-    assert "ConstantOfShape" in lib.symbolic_reason and "[N, 4]" in lib.symbolic_reason
+    assert "Tile" in lib.symbolic_reason and "[min(N, 1), 1]" in lib.symbolic_reason
 
 
 def attention_model(tmp_path, rng):
