@@ -165,6 +165,7 @@ class PlanBuilder {
       kernel = found->second;
     }
     kernels_[kernel].calls++;
+    add_nonempty_dims(call);
     runtime::GraphPlan::Step step{kernels_[kernel].name, {}, is_elementwise(call)};
     for (const auto& a : call->args) {
       const auto& sub = ids_.at(a.get());
@@ -182,6 +183,18 @@ class PlanBuilder {
     step.args.insert(step.args.end(), outs.begin(), outs.end());
     plan_.steps.push_back(step);
     return outs;
+  }
+
+  // The dimensions the ops of `call` (a fused group's members) need non-empty at each call.
+  void add_nonempty_dims(const CallNode* call) {
+    std::vector<const CallNode*> ops{call};
+    if (const auto* f = call->op.as<FunctionNode>()) ops = member_calls(f);
+    for (const CallNode* op : ops) {
+      if (!op->op_def() || !op->op_def()->nonempty_dims) continue;
+      for (const tensor_ir::Expr& dim : op->op_def()->nonempty_dims(*op))
+        plan_.nonempty.push_back({tensor_ir::to_symbolic_shape({dim}).at(0),
+                                  call_origin(op) + " reads an element along a dimension that must have one"});
+    }
   }
 
   static void flatten_types(const Type& t, std::vector<Type>& out) {

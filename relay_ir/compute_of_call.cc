@@ -21,14 +21,6 @@ std::vector<const TensorTypeNode*> flatten(const Type& t) {
   return out;
 }
 
-// The calls of ops inside a primitive function, producers first.
-std::vector<const CallNode*> member_calls(const FunctionNode* f) {
-  std::vector<const CallNode*> calls;
-  for (const Expr& e : post_order(f->body))
-    if (const auto* c = e.as<CallNode>()) calls.push_back(c);
-  return calls;
-}
-
 // Each op's compute applied to its inputs' tensors; the anchor is the op of highest pattern.
 std::vector<tensor_ir::Tensor> compose(const FunctionNode* f, const std::vector<tensor_ir::Tensor>& inputs,
                                        const schedule::HardwareParams& hardware, tensor_ir::Tensor* anchor) {
@@ -117,6 +109,13 @@ CallCompute compute_of_call(const CallNode* call, const schedule::HardwareParams
   } catch (const Error& e) {
     fail(call_origin(call), ": ", e.what());
   }
+}
+
+std::vector<const CallNode*> member_calls(const FunctionNode* f) {
+  std::vector<const CallNode*> calls;
+  for (const Expr& e : post_order(f->body))
+    if (const auto* c = e.as<CallNode>()) calls.push_back(c);
+  return calls;
 }
 
 }  // namespace tessera::relay_ir

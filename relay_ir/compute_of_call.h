@@ -29,6 +29,8 @@ Attrs with_registers(const Attrs& attrs, const schedule::HardwareParams& hardwar
 Attrs set_registers(Attrs attrs, const tensor_ir::ops::Registers& regs);
 // The registers in attributes from with_registers; throws naming the op when they are missing.
 tensor_ir::ops::Registers registers_of(const Attrs& attrs, const std::string& op);
+// The calls of ops inside a primitive function, producers first.
+std::vector<const CallNode*> member_calls(const FunctionNode* f);
 // What the call computes: "conv" or "fused_conv_add_relu".
 std::string call_description(const CallNode* call);
 // The description plus the model node it came from, for messages.

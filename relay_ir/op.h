@@ -72,6 +72,9 @@ struct OpDef {
   GradientFn gradient = nullptr;
   // The output is the input's bytes under another shape (reshape): run as a view, no kernel.
   bool is_view = false;
+  // Dimensions of a call's arguments that must not be empty at run time, beyond what its types
+  // say (Gather reads an element along its axis): a plan of symbolic sizes checks them at each call.
+  std::function<std::vector<tensor_ir::Expr>(const CallNode& call)> nonempty_dims = nullptr;
 };
 
 class OpRegistry {

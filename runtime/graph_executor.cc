@@ -230,6 +230,8 @@ void GraphExecutor::bind_sizes() {
     if (it == values.end()) fail("graph plan: no input's shape gives the dimension variable ", v, " a value");
     at += (at.empty() ? "" : ", ") + v + " = " + std::to_string(it->second);
   }
+  for (const GraphPlan::NonEmpty& n : plan_.nonempty)
+    if (n.dim.evaluate(values) < 1) fail(n.what, ": ", n.dim.str(), " is ", n.dim.evaluate(values), " at ", at);
   for (size_t id = 0; id < plan_.tensors.size(); ++id) {
     auto& t = plan_.tensors[id];
     t.shape.clear();

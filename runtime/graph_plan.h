@@ -42,6 +42,14 @@ struct GraphPlan {
   std::vector<std::string> shape_vars;
   std::vector<SymbolicShape> symbolic_shapes;  // one per tensor
   std::vector<ShapeExpr> slot_bytes;           // one per slot, multiples of 64
+  // Dimensions that must be at least 1 at each call, with what needs them (an operator that reads
+  // an element along a dimension of symbolic size, as Gather does): a call at sizes that make one
+  // 0 is an error naming it, before any kernel runs.
+  struct NonEmpty {
+    ShapeExpr dim;
+    std::string what;
+  };
+  std::vector<NonEmpty> nonempty;
   bool is_symbolic() const { return !shape_vars.empty(); }
 };
 

@@ -541,6 +541,13 @@ std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
       if (m.specialized[i].is_symbolic()) fail("internal error: a specialized plan has symbolic sizes");
       encode_plan(w, m.specialized[i], weights.offsets[i + 1]);
     }
+    w.u32(m.plan.nonempty.size());
+    for (const GraphPlan::NonEmpty& n : m.plan.nonempty) {
+      w.dim(n.dim);
+      w.str(n.what);
+    }
+  } else if (!m.plan.nonempty.empty()) {
+    fail("internal error: module format version ", version, " cannot hold the dimensions a plan needs non-empty");
   }
   return w.take();
 }
@@ -575,6 +582,12 @@ ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, 
       std::vector<SymbolicShape> specialized_shapes;
       p = decode_plan(r, specialized_shapes, weights, weights_size, owner);
       finish_plan(p, std::move(specialized_shapes));
+    }
+    m.plan.nonempty.resize(r.count("the dimensions needed non-empty", 13));
+    for (GraphPlan::NonEmpty& n : m.plan.nonempty) {
+      n.dim = r.dim("a dimension needed non-empty");
+      n.what = r.str("what needs a dimension non-empty");
+      check_vars({n.dim}, m.plan.shape_vars, "a dimension needed non-empty");
     }
   }
   if (!r.done()) Reader::bad("it has trailing bytes");

@@ -2,7 +2,8 @@
 // the CPU features that code needs, the kernels' signatures and the execution plan (whose
 // constants live in the weights section); for a device target (format version 2), the device
 // programs, whose code (OpenCL C, PTX) the metadata holds while the code section stays empty; for
-// a model of symbolic sizes with hot sizes (version 5), the static plans of those sizes. Encoded as
+// a model of symbolic sizes (version 5), the static plans of its hot sizes and the dimensions its
+// plan needs non-empty. Encoded as
 // little-endian binary: counts and lengths are u32, sizes and offsets u64, strings a u32 length
 // then bytes, dtypes their names.
 #pragma once

@@ -12,6 +12,7 @@
 #include "relay_ir/ops/nn_ops.h"
 #include "runtime/error.h"
 #include "tensor_ir/ops/nn.h"
+#include "tensor_ir/op.h"
 #include "tensor_ir/ops/nn_grad.h"
 
 namespace tessera::relay_ir {
@@ -60,19 +61,18 @@ Type layer_norm_rel(const std::vector<Type>& args, const Attrs& attrs) {
     const auto& p = tensor_arg(args, i, name);
     if (p.dtype != x.dtype) fail(name, " dtype ", p.dtype.str(), " differs from x's ", x.dtype.str());
     // numpy broadcasting onto x, without growing x
-    if (p.ndim() > x.ndim())
-      fail(name, " ", runtime::shape_str(p.shape), " has a higher rank than x ", runtime::shape_str(x.shape));
+    if (p.ndim() > x.ndim()) fail(name, " ", p.shape.str(), " has a higher rank than x ", x.shape.str());
     for (size_t d = 0; d < p.ndim(); ++d) {
-      int64_t xd = x.shape[x.ndim() - p.ndim() + d];
-      if (p.shape[d] != 1 && p.shape[d] != xd)
-        fail(name, " ", runtime::shape_str(p.shape), " does not broadcast to x ", runtime::shape_str(x.shape));
+      const tensor_ir::Expr pd = p.shape.dim(d);
+      if (!tensor_ir::is_const_int(pd, 1) && !dims_equal(pd, x.shape.dim(x.ndim() - p.ndim() + d)))
+        fail(name, " ", p.shape.str(), " does not broadcast to x ", x.shape.str());
     }
   }
   DataType stat = DataType::parse(attrs.get_str("stat_dtype"));
   if (!stat.is_float() || !stat.is_scalar()) fail("stat_dtype must be a float type, got ", stat.str());
-  std::vector<int64_t> s = x.shape;
+  std::vector<tensor_ir::Expr> s = x.shape.dims();
   for (size_t d = axis; d < s.size(); ++d) s[d] = 1;
-  return tuple_type({args[0], tensor_type(s, stat), tensor_type(s, stat)});
+  return tuple_type({args[0], tensor_type(Shape(s), stat), tensor_type(Shape(s), stat)});
 }
 
 Type batch_norm_train_rel(const std::vector<Type>& args, const Attrs& attrs) {

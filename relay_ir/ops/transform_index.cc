@@ -26,8 +26,7 @@ TypeRelation gather_rel(std::function<ops::Shape(const ops::Shape&, const ops::S
   };
 }
 
-// data.shape[:axis] + indices.shape + data.shape[axis + 1:]; with symbolic dimensions the gathered
-// axis must be a constant.
+// data.shape[:axis] + indices.shape + data.shape[axis + 1:].
 Type take_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& data = tensor_arg(args, 0, "data");
   const auto& indices = tensor_arg(args, 1, "indices");
@@ -37,13 +36,20 @@ Type take_rel(const std::vector<Type>& args, const Attrs& attrs) {
     return tensor_type(ops::take_shape(data.shape, indices.shape, axis), data.dtype);
   const size_t a =
       static_cast<size_t>(ops::normalize_axis(axis, static_cast<int64_t>(data.shape.size()), "take: axis"));
-  if (!data.shape.is_static(a))
-    fail("take: the gathered axis ", a, " of ", data.shape.str(), " is symbolic, where a constant is needed");
   std::vector<tensor_ir::Expr> out;
   for (size_t d = 0; d < a; ++d) out.push_back(data.shape.dim(d));
   for (const tensor_ir::Expr& d : indices.shape.dims()) out.push_back(d);
   for (size_t d = a + 1; d < data.shape.size(); ++d) out.push_back(data.shape.dim(d));
   return tensor_type(Shape(out), data.dtype);
+}
+
+// A gathered axis of symbolic size must have an element to read at each call.
+std::vector<tensor_ir::Expr> take_nonempty(const CallNode& call) {
+  const Shape& shape = tensor_of(call.args.at(0)).shape;
+  const int64_t axis =
+      ops::normalize_axis(call.attrs.get_int("axis"), static_cast<int64_t>(shape.size()), "take: axis");
+  if (shape.is_static(static_cast<size_t>(axis))) return {};
+  return {shape.dim(static_cast<size_t>(axis))};
 }
 
 // (data, indices, updates) -> data's type, after `check` validates the shapes.
@@ -212,7 +218,9 @@ void register_index_ops(OpRegistry& r) {
          injective,
          single_output([](const Tensors& in, const Attrs& a) { return ops::take(in[0], in[1], a.get_int("axis")); }),
          "transform",
-         take_gradient});
+         take_gradient,
+         /*is_view=*/false,
+         take_nonempty});
   r.add({"gather_elements",
          "gather_elements(data, indices): out[i] = data[i with indices[i] on the axis]",
          2,

@@ -70,6 +70,12 @@ Tensor combine(const Tensor& data, const Tensor& reduced, ScatterReduction r, co
 
 }  // namespace
 
+Expr wrap_and_clamp_index(const Expr& index, const Expr& n) {
+  Expr i = cast(kIndexType, index);
+  Expr wrapped = select(i < Expr(0), i + n, i);
+  return min(max(wrapped, Expr(0)), n - Expr(1));
+}
+
 Expr wrap_and_clamp_index(const Expr& index, int64_t n) {
   Expr i = cast(kIndexType, index);
   Expr wrapped = select(i < Expr(0), i + Expr(n), i);
@@ -82,12 +88,12 @@ bool is_static(const Tensor& t) {
   return std::all_of(t->shape.begin(), t->shape.end(), [](const Expr& d) { return as_const_int(d) != nullptr; });
 }
 
-// take where data or indices have symbolic dimensions; the gathered axis must be a constant.
+// take where data or indices have symbolic dimensions. A gathered axis of symbolic size must not
+// be empty at run time (a graph checks it: relay_ir's take_nonempty); indices are clamped to it.
 Tensor take_of_symbolic_shapes(const Tensor& data, const Tensor& indices, int64_t axis) {
   const std::vector<Expr>& ds = data->shape;
   const int64_t a = normalize_axis(axis, static_cast<int64_t>(ds.size()), "take: axis");
   const int64_t* n = as_const_int(ds[a]);
-  if (!n) fail("take: the gathered axis ", a, " of ", shape_str(ds), " is symbolic, where a constant is needed");
   std::vector<Expr> out(ds.begin(), ds.begin() + a);
   out.insert(out.end(), indices->shape.begin(), indices->shape.end());
   out.insert(out.end(), ds.begin() + a + 1, ds.end());
@@ -95,9 +101,10 @@ Tensor take_of_symbolic_shapes(const Tensor& data, const Tensor& indices, int64_
   return compute(
       out,
       [&](const std::vector<Var>& o) {
-        if (*n == 0) return make_zero(data.dtype());  // then out is empty too, or the indices are all invalid
+        if (n && *n == 0) return make_zero(data.dtype());  // then out is empty too, or the indices are all invalid
         std::vector<Expr> idx(o.begin(), o.begin() + a);
-        idx.push_back(wrap_and_clamp_index(indices(std::vector<Expr>(o.begin() + a, o.begin() + a + ni)), *n));
+        Expr at = indices(std::vector<Expr>(o.begin() + a, o.begin() + a + ni));
+        idx.push_back(n ? wrap_and_clamp_index(at, *n) : wrap_and_clamp_index(at, ds[a]));
         idx.insert(idx.end(), o.begin() + a + ni, o.end());
         return data(idx);
       },

@@ -127,3 +127,49 @@ def test_unsupported_operators_are_named_at_load_not_at_the_first_run(tmp_path):
     path = save(tmp_path, [helper.make_node("Bernoulli", ["x"], ["y"], name="nz")], [vi("x", ["N"])], [vi("y", ["N"])])
     with pytest.raises(tessera.Error, match=r"(?s)unsupported operator.*Bernoulli \(opset 13\).* node 'nz'"):
         tessera.onnx.load(path)
+
+
+def test_a_pytorch_text_classifier_exported_with_dynamic_axes_builds_once_for_every_size(tmp_path):
+    """As a user exports one today (torch.onnx.export with dynamic batch and sequence, opset 17):
+    token and position embeddings (nn.Embedding, torch.arange), a TransformerEncoder (its
+    LayerNormalization and attention reshapes) and the first token's state classified. One build
+    serves every size and matches PyTorch, here and exported; a sequence of no tokens has no first
+    token, which a run refuses naming the Gather."""
+    torch = pytest.importorskip("torch")
+    from torch_numpy import array, tensor
+
+    class Classifier(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokens, self.positions = torch.nn.Embedding(100, 32), torch.nn.Embedding(64, 32)
+            layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+            self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.head = torch.nn.Linear(32, 5)
+
+        def forward(self, ids):
+            positions = torch.arange(ids.shape[1]).unsqueeze(0)
+            return self.head(self.encoder(self.tokens(ids) + self.positions(positions))[:, 0])
+
+    torch.manual_seed(0)
+    model = Classifier().eval()
+    path = str(tmp_path / "classifier.onnx")
+    torch.onnx.export(model, (tensor(np.zeros((2, 7), "int64")),), path, input_names=["ids"], output_names=["logits"],
+                      dynamic_axes={"ids": {0: "N", 1: "L"}, "logits": {0: "N"}}, opset_version=17)
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    rng = np.random.default_rng(0)
+    sizes = [(2, 7), (1, 1), (3, 20), (1, 64)]
+    for n, length in sizes:
+        ids = rng.integers(0, 100, (n, length)).astype("int64")
+        with torch.no_grad():
+            want = array(model(tensor(ids)))
+        np.testing.assert_allclose(lib.run([ids])[0], want, rtol=1e-5, atol=1e-5)
+    assert lib.symbolic and lib.symbolic_reason == "" and lib.built == []
+    refused = r"take \(node '/Gather_1'\) reads an element along a dimension that must have one: L is 0 at N = 2, L = 0"
+    with pytest.raises(tessera.Error, match=refused):
+        lib.run([np.zeros((2, 0), "int64")])
+    lib.export(tmp_path / "classifier.so")
+    loaded = tessera.load(tmp_path / "classifier.so")
+    ids = rng.integers(0, 100, (3, 11)).astype("int64")
+    np.testing.assert_array_equal(loaded.run([ids])[0], lib.run([ids])[0])
+    with pytest.raises(tessera.Error, match=refused):
+        loaded.run([np.zeros((2, 0), "int64")])

@@ -175,6 +175,25 @@ def test_tensors_made_from_the_sizes_are_built_once_for_every_size(tmp_path, rng
     assert "arange(" in text and "shape=[L]" in text and "int64[max(L // 2 - 1, 0)]" in text
 
 
+def test_a_gather_along_a_dimension_of_symbolic_size_needs_an_element_there(tmp_path, rng):
+    """x[:, -1] and x[:, [0, 0]] of x (N, L, 4): Gather along L, which a call must make at least 1."""
+    inits = [numpy_helper.from_array(np.array(-1, "int64"), "last"),
+             numpy_helper.from_array(np.array([0, 0], "int64"), "firsts")]
+    nodes = [helper.make_node("Gather", ["x", "last"], ["y"], axis=1),
+             helper.make_node("Gather", ["x", "firsts"], ["z"], axis=1)]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L", 4])], [vi("y", ["N", 4]), vi("z", ["N", 2, 4])], inits)
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    for n, length in [(2, 5), (1, 1), (3, 2), (0, 3)]:
+        x = rng.standard_normal((n, length, 4)).astype("float32")
+        y, z = lib.run([x])
+        np.testing.assert_array_equal(y, x[:, -1])
+        np.testing.assert_array_equal(z, x[:, [0, 0]])
+    assert lib.symbolic
+    with pytest.raises(tessera.Error, match=r"take \(node 'y'\) reads an element along a dimension that must have "
+                                            r"one: L is 0 at N = 2, L = 0"):
+        lib.run([np.zeros((2, 0, 4), "float32")])
+
+
 def test_an_expand_the_sizes_do_not_decide_is_built_per_size(tmp_path, rng):
     nodes = [helper.make_node("Expand", ["x", "to"], ["y"])]
     inits = [numpy_helper.from_array(np.array([3, 4], "int64"), "to")]
