@@ -28,6 +28,13 @@ and detection post-processing (NonMaxSuppression over 80 classes, then gathering
 boxes). Written here with onnx's helper, weights random:
 
     benchmarks/.venv/bin/python benchmarks/dynamic.py --control-flow [--repeat 20]
+
+--hot-sizes: the transformer exported as one module holding the hot size 1x128 beside the build
+for every size (tessera.build(..., specialize=[...]).export), loaded by the runtime, against its
+module without hot sizes, at the hot size and at one it does not hold, in turns at 2 threads (both
+builds' tiles chosen at 1x16, as the --models first run chooses them):
+
+    benchmarks/.venv/bin/python benchmarks/dynamic.py --hot-sizes [--repeat 20]
 """
 import argparse
 import json
@@ -114,6 +121,39 @@ def models_worker(args):
         else:
             print(f"  {name}: sizes built by the dynamic library: {dynamic.built} "
                   f"(per size because {dynamic.symbolic_reason})")
+    return 1 if failed else 0
+
+
+def hot_sizes_worker(args):
+    """The transformer's module with a hot size against its module without, both loaded from files."""
+    import tempfile
+
+    import numpy as np
+    import make_models
+    import tessera
+    path = make_models.ensure("transformer", MODEL_DIR, dynamic=True)
+    failed = False
+    with tempfile.TemporaryDirectory() as tmp:
+        modules = {}
+        for name, hot in (("tessera", [{"N": 1, "L": 128}]), ("every_size", [])):
+            lib = tessera.build(tessera.onnx.load(path), db=False, size_hints={"N": 1, "L": 16}, specialize=hot)
+            lib.export(os.path.join(tmp, name + ".so"))
+            modules[name] = tessera.load(os.path.join(tmp, name + ".so"))
+        for shape in [(1, 128, 256), (1, 384, 256)]:
+            x = np.random.default_rng(1).standard_normal(shape).astype("float32")
+            got, want = modules["tessera"].run([x])[0], modules["every_size"].run([x])[0]
+            err = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+            if err > 1e-4:
+                print(f"  transformer {shape}: the module with hot sizes differs by {err:.2e} (relative)")
+                failed = True
+            runs = {name: (lambda m=m: m.run([x])[0]) for name, m in modules.items()}
+            times = common.measure_rounds(runs, args.repeat)
+            case = f"transformer module input {'x'.join(map(str, shape))}"
+            for lib, (best, median) in times.items():
+                print(f"  {case:40s} {lib:10s} min {best * 1e3:9.2f} ms  median {median * 1e3:9.2f} ms", flush=True)
+            served = modules["tessera"].served_by([shape])
+            print(common.result_line("dynamic", case, args.threads, times, ["every_size"], extra={"served_by": served}),
+                  flush=True)
     return 1 if failed else 0
 
 
@@ -230,6 +270,7 @@ def main():
     parser.add_argument("--conformance", action="store_true", help="the node-suite counts")
     parser.add_argument("--models", nargs="*", help="the dynamic models (default: transformer resnet18)")
     parser.add_argument("--control-flow", action="store_true", help="programs: a decoding Loop, NonMaxSuppression")
+    parser.add_argument("--hot-sizes", action="store_true", help="a module holding a hot size against one without")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--cases", default=os.path.join(common.BUILD, "onnx-node-cases"))
     parser.add_argument("--repeat", type=int, default=20)
@@ -239,14 +280,18 @@ def main():
     if args.models is not None and not args.models:
         args.models = list(SIZES)
     if args.worker:
+        if args.hot_sizes:
+            return hot_sizes_worker(args)
         return control_flow_worker(args) if args.control_flow else models_worker(args)
-    if not args.conformance and args.models is None and not args.control_flow:
-        parser.error("choose --conformance, --models, --control-flow or several")
+    if not args.conformance and args.models is None and not args.control_flow and not args.hot_sizes:
+        parser.error("choose --conformance, --models, --control-flow, --hot-sizes or several")
     failed = conformance(args) if args.conformance else 0
     if args.models is not None:
         failed |= common.run_workers(__file__, [2], ["--models", *args.models, "--repeat", str(args.repeat)])
     if args.control_flow:
         failed |= common.run_workers(__file__, [2], ["--control-flow", "--repeat", str(args.repeat)])
+    if args.hot_sizes:
+        failed |= common.run_workers(__file__, [2], ["--hot-sizes", "--repeat", str(args.repeat)])
     return failed
 
 
