@@ -467,10 +467,11 @@ void register_transform_ops(OpRegistry& r) {
          1,
          1,
          {{"upper", int64_t{1}}, {"k", int64_t{0}}},
-         unary_shape([](const auto& in, const Attrs&) {
-           if (in.size() < 2) fail("the input must have rank >= 2, got ", runtime::shape_str(in));
-           return in;
-         }),
+         [](const std::vector<Type>& args, const Attrs&) {
+           const auto& x = tensor_arg(args, 0, "input");
+           if (x.shape.size() < 2) fail("the input must have rank >= 2, got ", x.shape.str());
+           return tensor_type(x.shape, x.dtype);
+         },
          injective,
          single_output([](const Tensors& in, const Attrs& a) {
            return ops::trilu(in[0], a.get_int("upper") != 0, a.get_int("k"));

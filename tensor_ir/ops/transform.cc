@@ -359,7 +359,7 @@ Tensor space_to_depth(const Tensor& x, int64_t b) {
 }
 
 Tensor trilu(const Tensor& x, bool upper, int64_t k) {
-  if (x.ndim() < 2) fail("trilu: the input must have rank >= 2, got ", runtime::shape_str(x->dims()));
+  if (x.ndim() < 2) fail("trilu: the input must have rank >= 2, got ", shape_str(x->shape));
   return compute(
       x->shape,
       [&](const std::vector<Var>& o) {

@@ -194,6 +194,23 @@ def test_a_gather_along_a_dimension_of_symbolic_size_needs_an_element_there(tmp_
         lib.run([np.zeros((2, 0, 4), "float32")])
 
 
+def test_triangles_of_symbolic_size_are_built_once_for_every_size(tmp_path, rng):
+    """Trilu of (N, L, L), as a causal mask's torch.triu exports (the upper triangle above the
+    diagonal, the lower one with it)."""
+    inits = [numpy_helper.from_array(np.array(1, "int64"), "one"), numpy_helper.from_array(np.array(0, "int64"), "zero")]
+    nodes = [helper.make_node("Trilu", ["x", "one"], ["upper"], upper=1),
+             helper.make_node("Trilu", ["x", "zero"], ["lower"], upper=0)]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L", "L"])], [vi("upper", ["N", "L", "L"]), vi("lower", ["N", "L", "L"])],
+                inits)
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    for n, length in [(2, 5), (1, 1), (1, 17), (0, 3)]:
+        x = rng.standard_normal((n, length, length)).astype("float32")
+        upper, lower = lib.run([x])
+        np.testing.assert_array_equal(upper, np.triu(x, 1))
+        np.testing.assert_array_equal(lower, np.tril(x))
+    assert lib.symbolic
+
+
 def test_an_expand_the_sizes_do_not_decide_is_built_per_size(tmp_path, rng):
     nodes = [helper.make_node("Expand", ["x", "to"], ["y"])]
     inits = [numpy_helper.from_array(np.array([3, 4], "int64"), "to")]
