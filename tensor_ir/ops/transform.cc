@@ -200,17 +200,8 @@ Tensor expand_dims(const Tensor& x, const std::vector<int64_t>& axes) {
 }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
-  Shape in = x->dims();
-  check_broadcast_to(in, shape);
-  return compute(
-      shape_exprs(shape),
-      [&](const std::vector<Var>& o) {
-        std::vector<Expr> idx;
-        size_t offset = shape.size() - in.size();
-        for (size_t d = 0; d < in.size(); ++d) idx.push_back(in[d] == 1 ? Expr(0) : Expr(o[offset + d]));
-        return x(idx);
-      },
-      "broadcast_to", "transform");
+  check_broadcast_to(x->dims(), shape);
+  return broadcast_to(x, shape_exprs(shape));
 }
 
 Tensor arange(const Tensor& start, const Tensor& delta, const Expr& length) {

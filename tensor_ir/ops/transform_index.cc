@@ -73,14 +73,11 @@ Tensor combine(const Tensor& data, const Tensor& reduced, ScatterReduction r, co
 Expr wrap_and_clamp_index(const Expr& index, const Expr& n) {
   Expr i = cast(kIndexType, index);
   Expr wrapped = select(i < Expr(0), i + n, i);
-  return min(max(wrapped, Expr(0)), n - Expr(1));
+  const int64_t* constant = as_const_int(n);
+  return min(max(wrapped, Expr(0)), constant ? Expr(*constant - 1) : n - Expr(1));
 }
 
-Expr wrap_and_clamp_index(const Expr& index, int64_t n) {
-  Expr i = cast(kIndexType, index);
-  Expr wrapped = select(i < Expr(0), i + Expr(n), i);
-  return min(max(wrapped, Expr(0)), Expr(n - 1));
-}
+Expr wrap_and_clamp_index(const Expr& index, int64_t n) { return wrap_and_clamp_index(index, Expr(n)); }
 
 namespace {
 
@@ -104,7 +101,7 @@ Tensor take_of_symbolic_shapes(const Tensor& data, const Tensor& indices, int64_
         if (n && *n == 0) return make_zero(data.dtype());  // then out is empty too, or the indices are all invalid
         std::vector<Expr> idx(o.begin(), o.begin() + a);
         Expr at = indices(std::vector<Expr>(o.begin() + a, o.begin() + a + ni));
-        idx.push_back(n ? wrap_and_clamp_index(at, *n) : wrap_and_clamp_index(at, ds[a]));
+        idx.push_back(wrap_and_clamp_index(at, ds[a]));
         idx.insert(idx.end(), o.begin() + a + ni, o.end());
         return data(idx);
       },

@@ -14,7 +14,7 @@ namespace tessera::tensor_ir::ops {
 // An index value read from a tensor (any integer type) as an int64 in [0, n): negative ones
 // wrap once, the rest is clamped.
 Expr wrap_and_clamp_index(const Expr& index, int64_t n);
-// The same for an axis of symbolic size n, which must be at least 1.
+// The same for an axis of size n that may be symbolic, which must then be at least 1.
 Expr wrap_and_clamp_index(const Expr& index, const Expr& n);
 
 Tensor take(const Tensor& data, const Tensor& indices, int64_t axis);
