@@ -129,7 +129,7 @@ int cmd_compile(const ModelOptions& o, const std::string& output) {
 
 // Writes output `i`: a tensor as output<i>.npy, a sequence as output<i>/<k>.npy (one file per
 // element), nothing for an empty optional.
-void write_output(const std::string& dir, size_t i, const driver::ProgramValue& v) {
+void write_output(const std::string& dir, size_t i, const runtime::ProgramValue& v) {
   const std::string path = dir + "/output" + std::to_string(i);
   if (v.is_tensor()) runtime::save_npy(path + ".npy", v.tensor);
   if (!v.is_sequence()) return;
@@ -140,7 +140,7 @@ void write_output(const std::string& dir, size_t i, const driver::ProgramValue& 
 }
 
 // "float32(2, 3)", "a sequence of 2 tensors: float32(2,), float32(3,)", "no value (an empty optional)".
-std::string describe(const driver::ProgramValue& v) {
+std::string describe(const runtime::ProgramValue& v) {
   if (v.is_tensor()) return v.tensor.dtype().str() + v.tensor.shape_str();
   std::string s = v.describe();
   for (size_t k = 0; k < v.sequence.size(); ++k)
@@ -150,9 +150,9 @@ std::string describe(const driver::ProgramValue& v) {
 
 // Runs `run` once, printing its outputs' types and writing them to `output_dir` (if given), then
 // `bench` more times, timed.
-int report_runs(const std::function<std::vector<driver::ProgramValue>()>& run, const std::string& output_dir,
+int report_runs(const std::function<std::vector<runtime::ProgramValue>()>& run, const std::string& output_dir,
                 int bench) {
-  const std::vector<driver::ProgramValue> outputs = run();
+  const std::vector<runtime::ProgramValue> outputs = run();
   if (!output_dir.empty()) std::filesystem::create_directories(output_dir);
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::printf("output %zu: %s\n", i, describe(outputs[i]).c_str());
@@ -197,11 +197,11 @@ std::vector<std::string> input_files(const std::vector<std::string>& inputs, con
 
 // A program input from its file: a tensor from FILE.npy, a sequence from a folder of 0.npy,
 // 1.npy, ... (as run writes them); an optional input not given has no value.
-driver::ProgramValue read_program_input(const std::string& name, const std::string& file,
-                                        const relay_ir::ProgramInputType& type) {
+runtime::ProgramValue read_program_input(const std::string& name, const std::string& file,
+                                         const runtime::ProgramInputType& type) {
   if (file.empty()) return {};
   if (!std::filesystem::is_directory(file)) {
-    if (type.kind == relay_ir::ProgramInputType::Sequence)
+    if (type.kind == runtime::ProgramInputType::Sequence)
       fail("input '", name, "' is a sequence: give a folder of 0.npy, 1.npy, ... (--input ", name, "=FOLDER), not ",
            file);
     return runtime::load_npy(file);
@@ -212,7 +212,7 @@ driver::ProgramValue read_program_input(const std::string& name, const std::stri
   const size_t files = std::distance(std::filesystem::directory_iterator(file), {});
   if (files != elements.size())
     fail("input '", name, "': the folder ", file, " must hold only 0.npy, 1.npy, ... (a sequence's elements in order)");
-  return driver::ProgramValue::of_sequence(std::move(elements));
+  return runtime::ProgramValue::of_sequence(std::move(elements));
 }
 
 // The arrays of --input NAME=FILE.npy, in the order of `names`.
@@ -230,7 +230,7 @@ int run_graph(runtime::GraphExecutor& ex, const std::vector<runtime::NDArray>& v
   return report_runs(
       [&] {
         ex.run();
-        std::vector<driver::ProgramValue> out;
+        std::vector<runtime::ProgramValue> out;
         for (size_t i = 0; i < ex.num_outputs(); ++i) out.push_back(ex.output(i));
         return out;
       },
@@ -287,14 +287,14 @@ int cmd_run(const ModelOptions& o, const std::string& device, const std::vector<
   }
   if (!device.empty()) fail("--device applies to modules; for an ONNX model give the target with -t");
   if (auto program = load_program(o)) {
-    auto ex = std::make_shared<driver::ProgramExecutor>(program, targets::Target::parse(o.target),
+    auto ex = std::make_shared<driver::ProgramExecutor>(*program, targets::Target::parse(o.target),
                                                         build_options(o, /*jit=*/true));
-    const std::vector<std::string> files = input_files(inputs, program->inputs, [&](size_t i) {
-      return program->input_types[i].kind == relay_ir::ProgramInputType::Optional;
-    });
-    std::vector<driver::ProgramValue> values;
+    const runtime::ProgramPlan& plan = *program->plan;
+    const std::vector<std::string> files = input_files(
+        inputs, plan.inputs, [&](size_t i) { return plan.input_types[i].kind == runtime::ProgramInputType::Optional; });
+    std::vector<runtime::ProgramValue> values;
     for (size_t i = 0; i < files.size(); ++i)
-      values.push_back(read_program_input(program->inputs[i], files[i], program->input_types[i]));
+      values.push_back(read_program_input(plan.inputs[i], files[i], plan.input_types[i]));
     return report_runs([&] { return ex->run(values); }, output_dir, bench);
   }
   if (auto dynamic = load_dynamic(o)) return run_dynamic(*dynamic, o, inputs, output_dir, bench);
@@ -320,7 +320,7 @@ int cmd_inspect(const ModelOptions& o, const std::string& dot, const std::string
       fail(
           "the model runs as a program of stages built at the shapes they meet: --dot and --source need one static "
           "graph");
-    std::printf("%s", relay_ir::to_text(*program).c_str());
+    std::printf("%s", runtime::to_text(*program->plan).c_str());
     return 0;
   }
   if (!source_dir.empty()) {

@@ -12,9 +12,9 @@
 
 namespace tessera::frontend::onnx {
 
-using relay_ir::Program;
-using relay_ir::ProgramStep;
 using runtime::NDArray;
+using runtime::ProgramPlan;
+using runtime::ProgramStep;
 
 namespace {
 
@@ -41,7 +41,10 @@ class ProgramBuilder {
     collect_non_tensors(model.graph(), non_tensors_);
   }
 
-  std::shared_ptr<Program> main() {
+  // The stages of every program built so far, by ProgramStep::stage.
+  std::vector<std::shared_ptr<const relay_ir::StageSource>> stages;
+
+  std::shared_ptr<ProgramPlan> main() {
     std::vector<std::string> inputs;
     std::set<std::string> initializers;
     for (const auto& init : model_.graph().initializer()) initializers.insert(init.name());
@@ -51,9 +54,9 @@ class ProgramBuilder {
   }
 
  private:
-  std::shared_ptr<Program> program(const ::onnx::GraphProto& graph, std::vector<std::string> inputs) {
+  std::shared_ptr<ProgramPlan> program(const ::onnx::GraphProto& graph, std::vector<std::string> inputs) {
     for (const auto& init : graph.initializer()) (*constants_)[init.name()] = tensor_from_proto(init, base_dir_);
-    auto p = std::make_shared<Program>();
+    auto p = std::make_shared<ProgramPlan>();
     p->inputs = std::move(inputs);
     bool typed = true;
     for (const auto& out : graph.output()) {
@@ -61,7 +64,7 @@ class ProgramBuilder {
       const auto& tensor = out.type().tensor_type();
       typed = typed && tensor.elem_type() != 0;
       if (!typed) continue;
-      relay_ir::ProgramOutputType type{dtype_from_onnx(tensor.elem_type(), "graph output '" + out.name() + "'"), {}};
+      runtime::ProgramOutputType type{dtype_from_onnx(tensor.elem_type(), "graph output '" + out.name() + "'"), {}};
       if (tensor.has_shape()) {
         std::vector<int64_t> shape;
         for (const auto& d : tensor.shape().dim())
@@ -104,7 +107,7 @@ class ProgramBuilder {
     return p;
   }
 
-  void add_stage(Program& p, const ::onnx::GraphProto& graph, const std::vector<int>& nodes,
+  void add_stage(ProgramPlan& p, const ::onnx::GraphProto& graph, const std::vector<int>& nodes,
                  const std::map<std::string, int>& last_read) {
     if (nodes.empty()) return;
     if (nodes.size() == 1 && graph.node(nodes[0]).op_type() == "Identity") {  // nothing to compile
@@ -141,7 +144,8 @@ class ProgramBuilder {
     if (step.outputs.empty()) return;  // nothing after it reads what it computes
     step.origin = "the nodes '" + node_name(graph.node(nodes.front())) + "' to '" +
                   node_name(graph.node(nodes.back())) + "' (" + std::to_string(nodes.size()) + ")";
-    step.stage = onnx_stage(std::move(proto), inputs, constants, constants_, base_dir_, options_.evaluate);
+    step.stage = static_cast<int>(stages.size());
+    stages.push_back(onnx_stage(std::move(proto), inputs, constants, constants_, base_dir_, options_.evaluate));
     p.steps.push_back(std::move(step));
   }
 
@@ -283,24 +287,26 @@ class ProgramBuilder {
 
 }  // namespace
 
-std::shared_ptr<const Program> import_program(const std::string& path, const ImportOptions& options, bool always) {
+std::shared_ptr<const relay_ir::Program> import_program(const std::string& path, const ImportOptions& options,
+                                                        bool always) {
   return with_model_file(
-      path, [&](const ::onnx::ModelProto& model, const std::string& dir) -> std::shared_ptr<const Program> {
+      path, [&](const ::onnx::ModelProto& model, const std::string& dir) -> std::shared_ptr<const relay_ir::Program> {
         if (!always && !needs_program(model, options)) return nullptr;
         const std::vector<runtime::BufferSpec> tensors = model_inputs(path, options);  // checks every operator too
-        std::shared_ptr<Program> program = ProgramBuilder(model, dir, options).main();
+        ProgramBuilder builder(model, dir, options);
+        std::shared_ptr<ProgramPlan> program = builder.main();
         for (const std::string& name : program->inputs) {
-          relay_ir::ProgramInputType t;
+          runtime::ProgramInputType t;
           auto declared = std::find_if(tensors.begin(), tensors.end(), [&](const auto& s) { return s.name == name; });
           if (declared != tensors.end()) t.tensor = *declared;
           for (const auto& in : model.graph().input()) {
             if (in.name() != name) continue;
-            if (in.type().has_sequence_type()) t.kind = relay_ir::ProgramInputType::Sequence;
-            if (in.type().has_optional_type()) t.kind = relay_ir::ProgramInputType::Optional;
+            if (in.type().has_sequence_type()) t.kind = runtime::ProgramInputType::Sequence;
+            if (in.type().has_optional_type()) t.kind = runtime::ProgramInputType::Optional;
           }
           program->input_types.push_back(std::move(t));
         }
-        return program;
+        return std::make_shared<const relay_ir::Program>(relay_ir::Program{program, std::move(builder.stages)});
       });
 }
 

@@ -30,23 +30,46 @@ class OnnxStage : public relay_ir::StageSource {
     std::vector<bool> b = bound;
     for (;;) {
       try {
-        return {import_model_proto(at(values), base_dir_, options(values, b)), b};
+        std::vector<runtime::DataType> dtypes;
+        for (const NDArray& v : values) dtypes.push_back(v.dtype());
+        return {import_model_proto(at(dtypes), base_dir_, options(values, b)), b};
       } catch (const BindingRequired& e) {
         if (!bind_more(e, values, b)) throw;
       }
     }
   }
 
+  relay_ir::Module specialize_symbolic(const std::vector<runtime::BufferSpec>& inputs) const override {
+    std::vector<runtime::DataType> dtypes;
+    for (const runtime::BufferSpec& in : inputs) dtypes.push_back(in.dtype);
+    ::onnx::ModelProto m = at(dtypes);
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      auto* shape =
+          m.mutable_graph()->mutable_input(static_cast<int>(i))->mutable_type()->mutable_tensor_type()->mutable_shape();
+      for (const runtime::ShapeExpr& d : inputs.at(i).shape) {
+        auto* dim = shape->add_dim();
+        if (d.is_constant()) dim->set_dim_value(d.constant());
+        else if (d.var_name()) dim->set_dim_param(*d.var_name());
+        // else unnamed: a variable of its own (the stage binds it from the input's shape)
+      }
+    }
+    ImportOptions o;
+    o.evaluate = evaluate_;
+    o.symbolic = true;
+    for (const std::string& c : constant_names_) o.bind[c] = constants_->at(c);
+    return import_model_proto(m, base_dir_, o);
+  }
+
  private:
   // The stage's model with its inputs' element types (the importer takes their shapes as options).
-  ::onnx::ModelProto at(const std::vector<NDArray>& values) const {
+  ::onnx::ModelProto at(const std::vector<runtime::DataType>& dtypes) const {
     ::onnx::ModelProto m = proto_;
     auto add_input = [&](const std::string& name, runtime::DataType dtype) {
       auto* v = m.mutable_graph()->add_input();
       v->set_name(name);
       v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx_type_of(dtype));
     };
-    for (size_t i = 0; i < inputs_.size(); ++i) add_input(inputs_[i], values[i].dtype());
+    for (size_t i = 0; i < inputs_.size(); ++i) add_input(inputs_[i], dtypes.at(i));
     for (const std::string& c : constant_names_) add_input(c, constants_->at(c).dtype());
     return m;
   }

@@ -213,7 +213,7 @@ void bind_dynamic(py::module_& m) {
           "raises tessera.Error naming the first operator that needs a dimension as a constant.")
       .def("__str__",
            [](const DynamicModule& d) {
-             return d.program ? relay_ir::to_text(*d.program) : py::repr(py::cast(d)).cast<std::string>();
+             return d.program ? runtime::to_text(*d.program->plan) : py::repr(py::cast(d)).cast<std::string>();
            })
       .def("__repr__", [](const DynamicModule& d) {
         std::string s = "DynamicModule(" + d.path;

@@ -12,7 +12,7 @@ namespace tessera::python {
 namespace {
 
 // A Python value as a program's: a list or tuple of arrays is a sequence, None an empty optional.
-driver::ProgramValue to_value(const py::handle& obj, const std::string& what) {
+runtime::ProgramValue to_value(const py::handle& obj, const std::string& what) {
   auto host = [](runtime::NDArray a) {
     return a.device().type == runtime::DeviceType::CPU ? a : a.copy_to(runtime::Device::cpu());
   };
@@ -21,12 +21,12 @@ driver::ProgramValue to_value(const py::handle& obj, const std::string& what) {
     std::vector<runtime::NDArray> elements;
     for (const py::handle& e : py::reinterpret_borrow<py::sequence>(obj))
       elements.push_back(host(to_ndarray(e, what + " element " + std::to_string(elements.size()))));
-    return driver::ProgramValue::of_sequence(std::move(elements));
+    return runtime::ProgramValue::of_sequence(std::move(elements));
   }
   return host(to_ndarray(obj, what));
 }
 
-py::object to_python(const driver::ProgramValue& v) {
+py::object to_python(const runtime::ProgramValue& v) {
   if (v.is_tensor()) return to_numpy(v.tensor);
   if (v.is_none()) return py::none();
   py::list elements;
@@ -37,21 +37,21 @@ py::object to_python(const driver::ProgramValue& v) {
 class ProgramLibrary {
  public:
   explicit ProgramLibrary(std::shared_ptr<driver::ProgramExecutor> executor) : executor_(std::move(executor)) {
-    for (const std::string& name : executor_->program().inputs) inputs_.push_back({name, {}, {}});
+    for (const std::string& name : executor_->program().plan->inputs) inputs_.push_back({name, {}, {}});
   }
 
   std::vector<py::object> run(const py::object& given) {
-    std::vector<driver::ProgramValue> values;
+    std::vector<runtime::ProgramValue> values;
     const std::vector<py::object> ordered = ordered_inputs(given, inputs_);
     for (size_t i = 0; i < inputs_.size(); ++i)
       values.push_back(to_value(ordered[i], "input '" + inputs_[i].name + "' (#" + std::to_string(i) + ")"));
-    std::vector<driver::ProgramValue> out;
+    std::vector<runtime::ProgramValue> out;
     {
       py::gil_scoped_release release;
       out = executor_->run(values);
     }
     std::vector<py::object> result;
-    for (const driver::ProgramValue& o : out) result.push_back(to_python(o));
+    for (const runtime::ProgramValue& o : out) result.push_back(to_python(o));
     return result;
   }
 
@@ -67,8 +67,7 @@ class ProgramLibrary {
 
 py::object program_library(std::shared_ptr<const relay_ir::Program> program, const std::string& target,
                            const driver::BuildOptions& options) {
-  auto executor =
-      std::make_shared<driver::ProgramExecutor>(std::move(program), targets::Target::parse(target), options);
+  auto executor = std::make_shared<driver::ProgramExecutor>(*program, targets::Target::parse(target), options);
   return py::cast(ProgramLibrary(std::move(executor)));
 }
 

@@ -1,32 +1,32 @@
-// The builtin steps of a program (relay_ir/program.h), run on the host between stages: operators
+// The builtin steps of a program (runtime/program_plan.h), run on the host between stages: operators
 // whose output size depends on the data (runtime/data_dependent_ops.h), ONNX's sequence and
 // optional operators, and the array moves that loops and sequences need.
 #pragma once
 #include <string>
 #include <vector>
 
-#include "driver/program_value.h"
-#include "relay_ir/program.h"
+#include "runtime/program_plan.h"
+#include "runtime/program_value.h"
 
-namespace tessera::driver {
+namespace tessera::runtime {
 
 // The outputs of builtin `step` (ProgramStep::builtin, its attrs) on `in` (an omitted optional
 // input is ProgramValue::Kind::None); throws naming the step.
-std::vector<ProgramValue> run_builtin(const relay_ir::ProgramStep& step, const std::vector<ProgramValue>& in);
+std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in);
 
 // The entries [begin, end) of `x` along `axis`.
-runtime::NDArray slice_along(const runtime::NDArray& x, int64_t axis, int64_t begin, int64_t end);
+NDArray slice_along(const NDArray& x, int64_t axis, int64_t begin, int64_t end);
 // Entry `i` of `x` along `axis`, that dimension dropped.
-runtime::NDArray take(const runtime::NDArray& x, int64_t axis, int64_t i);
+NDArray take(const NDArray& x, int64_t axis, int64_t i);
 // `pieces` joined along `axis` (they must agree in dtype and every other dimension); `what` names
 // them in errors.
-runtime::NDArray concat(const std::vector<runtime::NDArray>& pieces, int64_t axis, const std::string& what);
+NDArray concat(const std::vector<NDArray>& pieces, int64_t axis, const std::string& what);
 // `pieces` (of one shape and dtype) stacked along a new dimension `axis`.
-runtime::NDArray stack(const std::vector<runtime::NDArray>& pieces, int64_t axis, const std::string& what);
+NDArray stack(const std::vector<NDArray>& pieces, int64_t axis, const std::string& what);
 
 // `axis` in [-rank, rank) as a non-negative one; throws naming `what` otherwise.
 int64_t normalized_axis(int64_t axis, int64_t rank, const std::string& what);
 // The one element of `a` (a condition, a count, a position) as an integer.
-int64_t single_value(const runtime::NDArray& a, const std::string& what);
+int64_t single_value(const NDArray& a, const std::string& what);
 
-}  // namespace tessera::driver
+}  // namespace tessera::runtime

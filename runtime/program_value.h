@@ -9,17 +9,17 @@
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 
-namespace tessera::driver {
+namespace tessera::runtime {
 
 struct ProgramValue {
   enum class Kind { Tensor, Sequence, None };
   Kind kind = Kind::None;
-  runtime::NDArray tensor;
-  std::vector<runtime::NDArray> sequence;
+  NDArray tensor;
+  std::vector<NDArray> sequence;
 
   ProgramValue() = default;
-  ProgramValue(runtime::NDArray t) : kind(Kind::Tensor), tensor(std::move(t)) {}  // NOLINT
-  static ProgramValue of_sequence(std::vector<runtime::NDArray> elements) {
+  ProgramValue(NDArray t) : kind(Kind::Tensor), tensor(std::move(t)) {}  // NOLINT
+  static ProgramValue of_sequence(std::vector<NDArray> elements) {
     ProgramValue v;
     v.kind = Kind::Sequence;
     v.sequence = std::move(elements);
@@ -36,14 +36,14 @@ struct ProgramValue {
     return "no value (an empty optional)";
   }
   // The tensor, or an error saying that `what` needs one.
-  const runtime::NDArray& as_tensor(const std::string& what) const {
+  const NDArray& as_tensor(const std::string& what) const {
     if (!is_tensor()) fail(what, " must be a tensor, got ", describe());
     return tensor;
   }
-  const std::vector<runtime::NDArray>& as_sequence(const std::string& what) const {
+  const std::vector<NDArray>& as_sequence(const std::string& what) const {
     if (!is_sequence()) fail(what, " must be a sequence, got ", describe());
     return sequence;
   }
 };
 
-}  // namespace tessera::driver
+}  // namespace tessera::runtime

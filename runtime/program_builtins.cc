@@ -1,4 +1,4 @@
-#include "driver/program_builtins.h"
+#include "runtime/program_builtins.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,10 +7,7 @@
 #include "runtime/data_dependent_ops.h"
 #include "runtime/element.h"
 
-namespace tessera::driver {
-
-using relay_ir::ProgramStep;
-using runtime::NDArray;
+namespace tessera::runtime {
 
 int64_t normalized_axis(int64_t axis, int64_t rank, const std::string& what) {
   if (axis < -rank || axis >= rank) fail(what, ": axis ", axis, " is out of range for rank ", rank);
@@ -19,8 +16,8 @@ int64_t normalized_axis(int64_t axis, int64_t rank, const std::string& what) {
 
 int64_t single_value(const NDArray& a, const std::string& what) {
   if (a.numel() != 1) fail(what, " must hold one value, got shape ", a.shape_str());
-  if (a.dtype() == runtime::kInt64) return a.data_as<int64_t>()[0];
-  return static_cast<int64_t>(runtime::element_as_double(a, 0));
+  if (a.dtype() == kInt64) return a.data_as<int64_t>()[0];
+  return static_cast<int64_t>(element_as_double(a, 0));
 }
 
 namespace {
@@ -135,7 +132,7 @@ std::vector<NDArray> split_to_sequence(const NDArray& x, const ProgramValue& spl
     } else {
       int64_t sum = 0;
       for (int64_t i = 0; i < s.numel(); ++i) {
-        lengths.push_back(static_cast<int64_t>(runtime::element_as_double(s, i)));
+        lengths.push_back(static_cast<int64_t>(element_as_double(s, i)));
         if (lengths.back() < 0) fail(what, ": split has a negative length ", lengths.back());
         sum += lengths.back();
       }
@@ -162,20 +159,20 @@ std::vector<ProgramValue> data_dependent(const ProgramStep& step, const std::vec
   std::optional<int64_t> axis;
   if (step.attrs.has("axis")) axis = step.attrs.get_int("axis");
   const std::string& op = step.builtin;
-  if (op == "nonzero") return {runtime::nonzero(tensor(0))};
-  if (op == "compress") return {runtime::compress(tensor(0), tensor(1), axis)};
+  if (op == "nonzero") return {nonzero(tensor(0))};
+  if (op == "compress") return {compress(tensor(0), tensor(1), axis)};
   if (op == "unique") {
     std::vector<ProgramValue> out;
-    for (NDArray& a : runtime::unique(tensor(0), axis, step.attrs.get_int("sorted") != 0)) out.emplace_back(a);
+    for (NDArray& a : unique(tensor(0), axis, step.attrs.get_int("sorted") != 0)) out.emplace_back(a);
     return out;
   }
   if (op == "non_max_suppression") {
     const int64_t max_boxes = given(2) ? single_value(in[2].tensor, "max_output_boxes_per_class") : 0;
-    const float iou = given(3) ? static_cast<float>(runtime::element_as_double(in[3].tensor, 0)) : 0.0f;
+    const float iou = given(3) ? static_cast<float>(element_as_double(in[3].tensor, 0)) : 0.0f;
     std::optional<float> score;
-    if (given(4)) score = static_cast<float>(runtime::element_as_double(in[4].tensor, 0));
-    return {runtime::non_max_suppression(tensor(0), tensor(1), max_boxes, iou, score,
-                                         step.attrs.get_int("center_point_box") != 0)};
+    if (given(4)) score = static_cast<float>(element_as_double(in[4].tensor, 0));
+    return {
+        non_max_suppression(tensor(0), tensor(1), max_boxes, iou, score, step.attrs.get_int("center_point_box") != 0)};
   }
   fail("no builtin '", op, "'");
 }
@@ -191,8 +188,8 @@ std::vector<ProgramValue> sequence_or_optional(const ProgramStep& step, const st
   if (op == "optional_get_element" && input(0).is_none()) fail("the optional holds no value");
   if (op == "identity" || op == "optional" || op == "optional_get_element") return {input(0)};
   if (op == "optional_has_element") {
-    NDArray has = NDArray::empty({}, runtime::kBool);
-    runtime::store_element(has, 0, input(0).is_none() ? 0 : 1);
+    NDArray has = NDArray::empty({}, kBool);
+    store_element(has, 0, input(0).is_none() ? 0 : 1);
     return {has};
   }
   if (op == "sequence_empty") return {ProgramValue::of_sequence({})};
@@ -205,7 +202,7 @@ std::vector<ProgramValue> sequence_or_optional(const ProgramStep& step, const st
     return {ProgramValue::of_sequence(std::move(elements))};
   }
   if (op == "sequence_length") {
-    NDArray n = NDArray::empty({}, runtime::kInt64);
+    NDArray n = NDArray::empty({}, kInt64);
     n.data_as<int64_t>()[0] = static_cast<int64_t>(sequence(0).size());
     return {n};
   }
@@ -252,4 +249,4 @@ std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector
   }
 }
 
-}  // namespace tessera::driver
+}  // namespace tessera::runtime

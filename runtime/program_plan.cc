@@ -1,8 +1,37 @@
-#include "relay_ir/program.h"
+#include "runtime/program_plan.h"
 
+#include <algorithm>
 #include <sstream>
 
-namespace tessera::relay_ir {
+#include "runtime/error.h"
+
+namespace tessera::runtime {
+
+bool StepAttrs::has(const std::string& name) const {
+  return std::any_of(items_.begin(), items_.end(), [&](const Item& i) { return i.name == name; });
+}
+
+const std::vector<int64_t>& StepAttrs::get_ints(const std::string& name) const {
+  for (const Item& i : items_)
+    if (i.name == name) return i.values;
+  fail("no attribute '", name, "'");
+}
+
+int64_t StepAttrs::get_int(const std::string& name) const {
+  const std::vector<int64_t>& v = get_ints(name);
+  if (v.size() != 1) fail("attribute '", name, "' holds ", v.size(), " integers, not one");
+  return v[0];
+}
+
+void StepAttrs::set(const std::string& name, std::vector<int64_t> values, bool scalar) {
+  for (Item& i : items_)
+    if (i.name == name) {
+      i.values = std::move(values);
+      i.scalar = scalar;
+      return;
+    }
+  items_.push_back({name, std::move(values), scalar});
+}
 
 namespace {
 
@@ -30,7 +59,7 @@ const char* kind_name(ProgramStep::Kind kind) {
   return "?";
 }
 
-void print(std::ostringstream& out, const Program& p, const std::string& name, int indent) {
+void print(std::ostringstream& out, const ProgramPlan& p, const std::string& name, int indent) {
   const std::string pad(indent, ' ');
   out << pad << name << "(" << joined(p.inputs) << ") -> (" << joined(p.outputs) << ")\n";
   for (const ProgramStep& step : p.steps) {
@@ -45,10 +74,19 @@ void print(std::ostringstream& out, const Program& p, const std::string& name, i
 
 }  // namespace
 
-std::string to_text(const Program& program) {
+std::string to_text(const ProgramPlan& program) {
   std::ostringstream out;
   print(out, program, "program", 0);
   return out.str();
 }
 
-}  // namespace tessera::relay_ir
+int count_stages(const ProgramPlan& program) {
+  int n = 0;
+  for (const ProgramStep& step : program.steps) {
+    n = std::max(n, step.stage + 1);
+    for (const auto& body : step.bodies) n = std::max(n, count_stages(*body));
+  }
+  return n;
+}
+
+}  // namespace tessera::runtime
