@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "driver/build.h"
+#include "driver/program_build.h"
 #include "driver/shape_specialized_build.h"
 
 namespace tessera::driver {
@@ -22,5 +23,9 @@ void export_module(const BuildResult& result, const std::string& path,
 // size (made now if no call has made it) with the builds of its hot sizes. Throws naming why when
 // the model is built per size (its symbolic_reason).
 void export_module(ShapeSpecializedBuild& model, const std::string& path);
+
+// Writes a program built for every size: its plan and each stage's plan and kernels, which the
+// runtime runs with no compiler (runtime/program_module.h).
+void export_module(const ProgramBuild& program, const std::string& path);
 
 }  // namespace tessera::driver

@@ -1,5 +1,6 @@
-// The C API (tessera_runtime.h) over load_module and GraphExecutor: exceptions become status
-// codes plus a thread-local message.
+// The C API (tessera_runtime.h) over load_module and GraphExecutor, or a module's program
+// (ProgramModule) when its inputs and outputs are tensors: exceptions become status codes plus a
+// thread-local message.
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -21,6 +22,18 @@ struct TesseraModule {
   std::vector<tessera::runtime::NDArray> host_outputs;
   // A module of symbolic sizes: each tensor's shape as declared, -1 for a symbolic dimension.
   std::vector<std::vector<int64_t>> declared_shapes;
+  // A program's (loaded.program) inputs and outputs as declared (an output whose rank is not
+  // declared has none), its inputs as set, and its last run's outputs (in host_outputs).
+  struct Declared {
+    std::string name;
+    std::optional<tessera::runtime::DataType> dtype;
+    std::optional<std::vector<int64_t>> shape;
+  };
+  std::vector<Declared> program_inputs, program_outputs;
+  std::vector<tessera::runtime::NDArray> inputs_set;
+
+  size_t num_inputs() const { return loaded.program ? program_inputs.size() : loaded.executor->num_inputs(); }
+  size_t num_outputs() const { return loaded.program ? program_outputs.size() : loaded.executor->num_outputs(); }
 };
 struct TesseraArray {
   tessera::runtime::NDArray array;
@@ -75,16 +88,47 @@ size_t checked_index(int32_t index, size_t count, const char* what) {
   return static_cast<size_t>(index);
 }
 
+std::vector<int64_t> declared_dims(const tessera::runtime::SymbolicShape& shape) {
+  std::vector<int64_t> dims;
+  for (const auto& d : shape) dims.push_back(d.is_constant() ? d.constant() : -1);
+  return dims;
+}
+
+// A program's inputs and outputs, which must be tensors (the C API passes nothing else).
+void declare_program(TesseraModule& m, const std::string& path) {
+  using tessera::runtime::ProgramInputType;
+  const tessera::runtime::ProgramPlan& plan = m.loaded.program->plan();
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    const ProgramInputType& t = plan.input_types.at(i);
+    if (t.kind != ProgramInputType::Tensor)
+      tessera::fail("cannot load module '", path, "' through the C API: its input '", plan.inputs[i], "' is ",
+                    t.kind == ProgramInputType::Sequence ? "a sequence" : "an optional",
+                    ", and the C API passes tensors only");
+    m.program_inputs.push_back({plan.inputs[i], t.tensor.dtype, declared_dims(t.tensor.shape)});
+  }
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    TesseraModule::Declared d{plan.outputs[i], {}, {}};
+    if (i < plan.output_types.size()) {
+      d.dtype = plan.output_types[i].dtype;
+      d.shape = plan.output_types[i].shape;
+    }
+    m.program_outputs.push_back(d);
+  }
+  m.inputs_set.resize(plan.inputs.size());
+  const auto& stages = m.loaded.program->stages();
+  m.device = stages.empty() ? "cpu(0)" : stages[0]->device().str();
+}
+
 TesseraModule* load(const char* path, std::optional<tessera::runtime::Device> device) {
   auto m = std::make_unique<TesseraModule>();
   m->loaded = tessera::runtime::load_module(require(path, "the path"), device);
+  if (m->loaded.program) {
+    declare_program(*m, path);
+    return m.release();
+  }
   const auto& ex = *m->loaded.executor;
   m->device = ex.device().str();
-  for (const auto& shape : ex.plan().symbolic_shapes) {
-    std::vector<int64_t> dims;
-    for (const auto& d : shape) dims.push_back(d.is_constant() ? d.constant() : -1);
-    m->declared_shapes.push_back(std::move(dims));
-  }
+  for (const auto& shape : ex.plan().symbolic_shapes) m->declared_shapes.push_back(declared_dims(shape));
   if (ex.device().type != tessera::runtime::DeviceType::CPU)
     for (size_t i = 0; i < ex.num_outputs(); ++i)
       m->host_outputs.push_back(NDArray::empty(ex.output_info(i).shape, ex.output_info(i).dtype));
@@ -93,19 +137,49 @@ TesseraModule* load(const char* path, std::optional<tessera::runtime::Device> de
 
 // Output i in host memory.
 const NDArray& host_output(const TesseraModule* m, size_t i) {
+  if (m->loaded.program && m->host_outputs.empty()) tessera::fail("the module has not run yet: no output to read");
   return m->host_outputs.empty() ? m->loaded.executor->output(i) : m->host_outputs[i];
 }
 
+std::string output_name(const TesseraModule* m, size_t i) {
+  return m->loaded.program ? m->program_outputs.at(i).name : m->loaded.executor->output_info(i).name;
+}
+
+// Runs a program on the inputs set, its outputs (which must be tensors) kept in host_outputs.
+void run_program(TesseraModule& m) {
+  std::vector<tessera::runtime::ProgramValue> in;
+  for (size_t i = 0; i < m.inputs_set.size(); ++i) {
+    if (!m.inputs_set[i].defined()) tessera::fail("input '", m.program_inputs[i].name, "' is not set");
+    in.emplace_back(m.inputs_set[i]);
+  }
+  std::vector<NDArray> out;
+  for (const tessera::runtime::ProgramValue& v : m.loaded.program->run(in))
+    out.push_back(v.as_tensor("output '" + m.program_outputs.at(out.size()).name + "' (the C API gives tensors)"));
+  m.host_outputs = std::move(out);
+}
+
+void describe(const std::string& name, DataType dtype, const std::vector<int64_t>* shape, TesseraTensorInfo* info) {
+  info->name = name.c_str();
+  info->dtype = to_c(dtype);
+  info->ndim = shape ? static_cast<int32_t>(shape->size()) : -1;
+  info->shape = shape ? shape->data() : nullptr;
+  size_t n = static_cast<size_t>(dtype.element_bytes());
+  if (!shape) n = 0;
+  for (int64_t d : shape ? *shape : std::vector<int64_t>{}) n = d < 0 ? 0 : n * static_cast<size_t>(d);
+  info->nbytes = n;
+}
+
+// Tensor `id` of the module's plan.
 void describe(const TesseraModule* m, int id, TesseraTensorInfo* info) {
   const auto& t = m->loaded.executor->plan().tensors.at(id);
-  const std::vector<int64_t>& shape = m->declared_shapes.empty() ? t.shape : m->declared_shapes.at(id);
-  info->name = t.name.c_str();
-  info->dtype = to_c(t.dtype);
-  info->ndim = static_cast<int32_t>(shape.size());
-  info->shape = shape.data();
-  size_t n = static_cast<size_t>(t.dtype.element_bytes());
-  for (int64_t d : shape) n = d < 0 ? 0 : n * static_cast<size_t>(d);
-  info->nbytes = n;
+  describe(t.name, t.dtype, m->declared_shapes.empty() ? &t.shape : &m->declared_shapes.at(id), info);
+}
+
+void describe(const TesseraModule::Declared& d, const char* what, TesseraTensorInfo* info) {
+  if (!d.dtype)
+    invalid(std::string("the model does not declare the element type of its ") + what + " '" + d.name +
+            "'; run the module and read the output");
+  describe(d.name, *d.dtype, d.shape ? &*d.shape : nullptr, info);
 }
 
 // The status for what `body` throws: the caller's mistakes are TESSERA_ERROR_INVALID_ARGUMENT,
@@ -171,21 +245,22 @@ const char* tessera_module_device(const TesseraModule* module) { return module ?
 
 TesseraStatus tessera_module_num_inputs(const TesseraModule* module, int32_t* count) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
-    *require(count, "the count pointer") =
-        static_cast<int32_t>(require(module, "the module")->loaded.executor->num_inputs());
+    *require(count, "the count pointer") = static_cast<int32_t>(require(module, "the module")->num_inputs());
   });
 }
 
 TesseraStatus tessera_module_num_outputs(const TesseraModule* module, int32_t* count) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
-    *require(count, "the count pointer") =
-        static_cast<int32_t>(require(module, "the module")->loaded.executor->num_outputs());
+    *require(count, "the count pointer") = static_cast<int32_t>(require(module, "the module")->num_outputs());
   });
 }
 
 TesseraStatus tessera_module_input_info(const TesseraModule* module, int32_t index, TesseraTensorInfo* info) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
-    const auto& ex = *require(module, "the module")->loaded.executor;
+    if (require(module, "the module")->loaded.program)
+      return describe(module->program_inputs[checked_index(index, module->num_inputs(), "input")], "input",
+                      require(info, "the info pointer"));
+    const auto& ex = *module->loaded.executor;
     describe(module, ex.plan().inputs[checked_index(index, ex.num_inputs(), "input")],
              require(info, "the info pointer"));
   });
@@ -193,7 +268,10 @@ TesseraStatus tessera_module_input_info(const TesseraModule* module, int32_t ind
 
 TesseraStatus tessera_module_output_info(const TesseraModule* module, int32_t index, TesseraTensorInfo* info) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
-    const auto& ex = *require(module, "the module")->loaded.executor;
+    if (require(module, "the module")->loaded.program)
+      return describe(module->program_outputs[checked_index(index, module->num_outputs(), "output")], "output",
+                      require(info, "the info pointer"));
+    const auto& ex = *module->loaded.executor;
     describe(module, ex.plan().outputs[checked_index(index, ex.num_outputs(), "output")],
              require(info, "the info pointer"));
   });
@@ -201,7 +279,16 @@ TesseraStatus tessera_module_output_info(const TesseraModule* module, int32_t in
 
 TesseraStatus tessera_module_input_index(const TesseraModule* module, const char* name, int32_t* index) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
-    const auto& ex = *require(module, "the module")->loaded.executor;
+    if (require(module, "the module")->loaded.program) {
+      const std::string wanted = require(name, "the name");
+      for (size_t i = 0; i < module->program_inputs.size(); ++i)
+        if (module->program_inputs[i].name == wanted) {
+          *require(index, "the index pointer") = static_cast<int32_t>(i);
+          return;
+        }
+      invalid("the module has no input '" + wanted + "'");
+    }
+    const auto& ex = *module->loaded.executor;
     try {
       *require(index, "the index pointer") = static_cast<int32_t>(ex.input_index(require(name, "the name")));
     } catch (const tessera::Error& e) {
@@ -213,10 +300,14 @@ TesseraStatus tessera_module_input_index(const TesseraModule* module, const char
 TesseraStatus tessera_module_set_input(TesseraModule* module, int32_t index, const TesseraTensor* value,
                                        TesseraInputMode mode) {
   return api(TESSERA_ERROR_INPUT_MISMATCH, [&] {
-    auto& ex = *require(module, "the module")->loaded.executor;
-    size_t i = checked_index(index, ex.num_inputs(), "input");
+    size_t i = checked_index(index, require(module, "the module")->num_inputs(), "input");
     if (mode != TESSERA_COPY && mode != TESSERA_BORROW) invalid("invalid input mode " + std::to_string(mode));
     NDArray given = view_of(value);
+    if (module->loaded.program) {  // checked against its declared type when the program runs
+      module->inputs_set[i] = mode == TESSERA_BORROW ? given : tessera::runtime::owned_copy(given);
+      return;
+    }
+    auto& ex = *module->loaded.executor;
     if (mode == TESSERA_BORROW) {
       ex.set_input(i, given);
       return;
@@ -230,7 +321,8 @@ TesseraStatus tessera_module_set_input(TesseraModule* module, int32_t index, con
 
 TesseraStatus tessera_module_run(TesseraModule* module) {
   return api(TESSERA_ERROR_RUN, [&] {
-    auto& ex = *require(module, "the module")->loaded.executor;
+    if (require(module, "the module")->loaded.program) return run_program(*module);
+    auto& ex = *module->loaded.executor;
     ex.run();
     for (size_t i = 0; i < module->host_outputs.size(); ++i) {
       const NDArray& out = ex.output(i);
@@ -243,23 +335,22 @@ TesseraStatus tessera_module_run(TesseraModule* module) {
 
 TesseraStatus tessera_module_get_output(const TesseraModule* module, int32_t index, TesseraTensor* out) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
-    const auto& ex = *require(module, "the module")->loaded.executor;
-    size_t i = checked_index(index, ex.num_outputs(), "output");
+    size_t i = checked_index(index, require(module, "the module")->num_outputs(), "output");
     const NDArray& a = host_output(module, i);
     require(out, "the output pointer");
     out->data = a.data();
     out->dtype = to_c(a.dtype());
     out->ndim = a.ndim();
-    out->shape = ex.output_info(i).shape.data();
+    out->shape = module->loaded.program ? a.shape().data() : module->loaded.executor->output_info(i).shape.data();
   });
 }
 
 TesseraStatus tessera_module_copy_output(const TesseraModule* module, int32_t index, void* dst, size_t nbytes) {
   return api(TESSERA_ERROR_INVALID_ARGUMENT, [&] {
-    const auto& ex = *require(module, "the module")->loaded.executor;
-    const NDArray& a = host_output(module, checked_index(index, ex.num_outputs(), "output"));
+    size_t i = checked_index(index, require(module, "the module")->num_outputs(), "output");
+    const NDArray& a = host_output(module, i);
     if (nbytes < a.nbytes())
-      invalid("output '" + ex.output_info(index).name + "' needs " + std::to_string(a.nbytes()) +
+      invalid("output '" + output_name(module, i) + "' needs " + std::to_string(a.nbytes()) +
               " bytes, the buffer has " + std::to_string(nbytes));
     std::memcpy(require(dst, "the destination"), a.data(), a.nbytes());
   });

@@ -27,9 +27,10 @@ namespace tessera::runtime {
 // 2: device modules (device programs in the metadata, no host code). 3: symbolic sizes (shapes as
 // expressions of dimension variables, a kernel's variables, a plan's slots as expressions). 4:
 // device programs of symbolic sizes (their variables, grids as expressions). 5: plans specialized
-// for hot sizes beside a plan of symbolic sizes, and the dimensions a plan needs non-empty.
+// for hot sizes beside a plan of symbolic sizes, and the dimensions a plan needs non-empty. 6:
+// programs (control flow, data-dependent shapes) and the plans of their stages.
 // Versions 1 to 4 still load.
-constexpr uint32_t kModuleFormatVersion = 5;
+constexpr uint32_t kModuleFormatVersion = 6;
 
 // Writes `code` (a linked shared object) and `metadata` (with its plan's constants) to `path`,
 // through a temporary file renamed into place: a module already loaded from `path` keeps its

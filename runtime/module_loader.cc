@@ -92,9 +92,14 @@ void check_cuda_arch(const ModuleFile& file, Device device) {
     fail("the device (", a.name, ", sm_", has, ") is older than the code's sm_", needed, "; build it for -arch=sm_", has);
 }
 
-// The device programs of `file` on `device` (by default the first of their kind); the constants
-// are uploaded there now, so a missing driver or device fails here, naming it.
-std::shared_ptr<GraphExecutor> device_executor(const ModuleFile& file, std::optional<Device> device) {
+// A module's code and the device it runs on.
+struct Code {
+  std::shared_ptr<const Module> kernels;
+  Device device = Device::cpu();
+};
+
+// The device programs of `file` on `device` (by default the first of their kind).
+Code device_code(const ModuleFile& file, std::optional<Device> device) {
   const ModuleMetadata& m = file.metadata;
   const DeviceType kind = device_type_of(m.device_programs.front().format);
   const Device on = device.value_or(Device{kind, 0});
@@ -105,13 +110,13 @@ std::shared_ptr<GraphExecutor> device_executor(const ModuleFile& file, std::opti
   for (const DeviceProgramSpec& spec : m.device_programs) programs.push_back(std::make_shared<DeviceProgram>(spec));
   try {
     if (kind == DeviceType::CUDA) check_cuda_arch(file, on);
-    return std::make_shared<GraphExecutor>(std::make_shared<DeviceProgramModule>(std::move(programs)), m.plan, on);
   } catch (const Error& e) {
     fail("cannot load module '", file.path, "' (target '", m.target, "') on ", on.str(), ": ", e.what());
   }
+  return {std::make_shared<DeviceProgramModule>(std::move(programs)), on};
 }
 
-std::shared_ptr<GraphExecutor> cpu_executor(const ModuleFile& file, std::optional<Device> device) {
+Code cpu_code(const ModuleFile& file, std::optional<Device> device) {
   const std::string& path = file.path;
   const ModuleMetadata& m = file.metadata;
   if (device && device->type != DeviceType::CPU)
@@ -134,8 +139,18 @@ std::shared_ptr<GraphExecutor> cpu_executor(const ModuleFile& file, std::optiona
   const std::string fd_path = "/proc/self/fd/" + std::to_string(*file.fd);
   void* handle = dlopen(access(fd_path.c_str(), R_OK) == 0 ? fd_path.c_str() : path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) fail("cannot load module '", path, "': the dynamic loader refused its code: ", dlerror());
-  auto module = std::make_shared<SharedLibraryModule>(path, handle, file.fd, m.kernels);
-  return std::make_shared<GraphExecutor>(module, m.plan);
+  return {std::make_shared<SharedLibraryModule>(path, handle, file.fd, m.kernels)};
+}
+
+// An executor of `plan` with `code`; a device's uploads the constants now, so a missing driver or
+// device fails here, naming it.
+std::shared_ptr<GraphExecutor> executor_of(const ModuleFile& file, const Code& code, const GraphPlan& plan) {
+  try {
+    return std::make_shared<GraphExecutor>(code.kernels, plan, code.device);
+  } catch (const Error& e) {
+    fail("cannot load module '", file.path, "' (target '", file.metadata.target, "') on ", code.device.str(), ": ",
+         e.what());
+  }
 }
 
 }  // namespace
@@ -144,7 +159,14 @@ LoadedModule load_module(const std::string& path, std::optional<Device> device) 
   ModuleFile file = read_module_file(path);
   const ModuleMetadata& m = file.metadata;
   LoadedModule loaded;
-  loaded.executor = m.device_programs.empty() ? cpu_executor(file, device) : device_executor(file, device);
+  const Code code = m.device_programs.empty() ? cpu_code(file, device) : device_code(file, device);
+  if (m.program) {
+    std::vector<std::shared_ptr<GraphExecutor>> stages;
+    for (const GraphPlan& stage : m.stages) stages.push_back(executor_of(file, code, stage));
+    loaded.program = std::make_shared<ProgramModule>(m.program, std::move(stages));
+  } else {
+    loaded.executor = executor_of(file, code, m.plan);
+  }
   for (const GraphPlan& hot : m.specialized) {
     try {
       loaded.executor->specialize(hot);

@@ -3,7 +3,9 @@
 // for, and only then hand the code to the dynamic loader. The result is a ready GraphExecutor
 // whose constants are the file's mapped weights. A module for a device (opencl, cuda) has no host
 // code: its device programs run on a device of their kind, where its constants are uploaded. The
-// plans a module holds for hot sizes serve the calls of those sizes (GraphExecutor::specialize).
+// plans a module holds for hot sizes serve the calls of those sizes (GraphExecutor::specialize). A
+// module of a program (format 6) gives a ProgramModule instead, its stages' executors sharing the
+// code.
 #pragma once
 #include <memory>
 #include <optional>
@@ -11,11 +13,13 @@
 #include <vector>
 
 #include "runtime/graph_executor.h"
+#include "runtime/program_module.h"
 
 namespace tessera::runtime {
 
 struct LoadedModule {
-  std::shared_ptr<GraphExecutor> executor;  // runs on executor->device()
+  std::shared_ptr<GraphExecutor> executor;  // runs on executor->device(); null for a program
+  std::shared_ptr<ProgramModule> program;   // a model with control flow or data-dependent shapes
   std::string target;  // what the code was compiled for
   std::string arch;  // empty for a device module
   std::vector<std::string> cpu_features;  // the features it needs (all present on this CPU)

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "runtime/error.h"
+#include "runtime/program_builtins.h"
 
 namespace tessera::runtime {
 
@@ -62,6 +63,10 @@ class Writer {
   void strs(const std::vector<std::string>& v) {
     u32(v.size());
     for (const std::string& s : v) str(s);
+  }
+  void i64s(const std::vector<int64_t>& v) {
+    u32(v.size());
+    for (int64_t x : v) pod(x);
   }
   void buffers(const std::vector<BufferSpec>& specs) {
     u32(specs.size());
@@ -153,6 +158,11 @@ class Reader {
   std::vector<std::string> strs(const char* what) {
     std::vector<std::string> v(count(what, 4));
     for (std::string& s : v) s = str(what);
+    return v;
+  }
+  std::vector<int64_t> i64s(const char* what) {
+    std::vector<int64_t> v(count(what, 8));
+    for (auto& x : v) x = pod<int64_t>(what);
     return v;
   }
   std::vector<int> ints(const char* what) {
@@ -304,6 +314,9 @@ void validate_symbolic(const GraphPlan& p, const ModuleMetadata& m) {
     check_vars(p.symbolic_shapes[id], p.shape_vars, "tensor '" + p.tensors[id].name + "'");
   check_vars(p.slot_bytes, p.shape_vars, "the arena slots");
   for (const KernelSignature& k : m.kernels) {
+    const bool called =
+        std::any_of(p.steps.begin(), p.steps.end(), [&](const GraphPlan::Step& s) { return s.kernel == k.name; });
+    if (!called) continue;  // another plan's (a program's stages each have their own variables)
     for (const std::string& v : k.shape_vars)
       if (std::find(p.shape_vars.begin(), p.shape_vars.end(), v) == p.shape_vars.end())
         Reader::bad("kernel '", k.name, "' takes the dimension variable ", v, ", which the plan does not have");
@@ -487,11 +500,151 @@ void finish_plan(GraphPlan& p, std::vector<SymbolicShape> shapes) {
   if (p.is_symbolic()) p.symbolic_shapes = std::move(shapes);
 }
 
+void encode_nonempty(Writer& w, const GraphPlan& p) {
+  w.u32(p.nonempty.size());
+  for (const GraphPlan::NonEmpty& n : p.nonempty) {
+    w.dim(n.dim);
+    w.str(n.what);
+  }
+}
+
+void decode_nonempty(Reader& r, GraphPlan& p) {
+  p.nonempty.resize(r.count("the dimensions needed non-empty", 13));
+  for (GraphPlan::NonEmpty& n : p.nonempty) {
+    n.dim = r.dim("a dimension needed non-empty");
+    n.what = r.str("what needs a dimension non-empty");
+    check_vars({n.dim}, p.shape_vars, "a dimension needed non-empty");
+  }
+}
+
+// A program: its inputs and their types, outputs and their types, steps (bodies nested), and the
+// constants its steps read, whose bytes it holds.
+void encode_program(Writer& w, const ProgramPlan& p) {
+  w.strs(p.inputs);
+  w.u32(p.input_types.size());
+  for (const ProgramInputType& t : p.input_types) {
+    w.pod(static_cast<uint8_t>(t.kind));
+    w.buffers({t.tensor});
+  }
+  w.strs(p.outputs);
+  w.u32(p.output_types.size());
+  for (const ProgramOutputType& t : p.output_types) {
+    w.str(t.dtype.str());
+    w.pod(static_cast<uint8_t>(t.shape.has_value()));
+    if (t.shape) w.i64s(*t.shape);
+  }
+  w.u32(p.steps.size());
+  for (const ProgramStep& step : p.steps) {
+    w.pod(static_cast<uint8_t>(step.kind));
+    w.str(step.origin);
+    w.strs(step.inputs);
+    w.strs(step.outputs);
+    w.pod(static_cast<int32_t>(step.stage));
+    w.str(step.builtin);
+    w.u32(step.attrs.items().size());
+    for (const StepAttrs::Item& a : step.attrs.items()) {
+      w.str(a.name);
+      w.pod(static_cast<uint8_t>(a.scalar));
+      w.i64s(a.values);
+    }
+    w.u32(step.bodies.size());
+    for (const auto& body : step.bodies) encode_program(w, *body);
+  }
+  w.u32(p.constants.size());
+  for (const auto& [name, value] : p.constants) {
+    w.str(name);
+    w.shape(value.shape());
+    w.str(value.dtype().str());
+    w.str(std::string(static_cast<const char*>(value.data()), value.nbytes()));
+  }
+}
+
+// The bodies each kind of step has.
+size_t bodies_of(ProgramStep::Kind kind) {
+  switch (kind) {
+    case ProgramStep::Kind::If:
+      return 2;
+    case ProgramStep::Kind::Loop:
+    case ProgramStep::Kind::Scan:
+    case ProgramStep::Kind::SequenceMap:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+// What encode_program wrote, validated: every stage a plan of the module taking the step's inputs
+// and giving at least its outputs, every builtin one the runtime has, the bodies each kind needs.
+std::shared_ptr<const ProgramPlan> decode_program(Reader& r, const std::vector<GraphPlan>& stages, int depth) {
+  if (depth > kMaxShapeExprDepth) Reader::bad("its program nests bodies more than ", kMaxShapeExprDepth, " deep");
+  auto p = std::make_shared<ProgramPlan>();
+  p->inputs = r.strs("the program's inputs");
+  p->input_types.resize(r.count("the program's input types", 13));
+  for (ProgramInputType& t : p->input_types) {
+    const uint8_t kind = r.pod<uint8_t>("a program input's kind");
+    if (kind > ProgramInputType::Optional) Reader::bad("a program input has the unknown kind ", int(kind));
+    t.kind = static_cast<ProgramInputType::Kind>(kind);
+    std::vector<BufferSpec> spec = r.buffers("a program input's type");
+    if (spec.size() != 1) Reader::bad("a program input has ", spec.size(), " types");
+    t.tensor = spec[0];
+  }
+  if (!p->input_types.empty() && p->input_types.size() != p->inputs.size())
+    Reader::bad("the program has ", p->inputs.size(), " inputs and ", p->input_types.size(), " input types");
+  p->outputs = r.strs("the program's outputs");
+  p->output_types.resize(r.count("the program's output types", 5));
+  for (ProgramOutputType& t : p->output_types) {
+    t.dtype = r.dtype("a program output");
+    if (r.pod<uint8_t>("whether a program output's shape is declared")) t.shape = r.shape("a program output's shape");
+  }
+  p->steps.resize(r.count("the program's steps", 26));
+  for (ProgramStep& step : p->steps) {
+    const uint8_t kind = r.pod<uint8_t>("a step's kind");
+    if (kind > static_cast<uint8_t>(ProgramStep::Kind::SequenceMap))
+      Reader::bad("a step has the unknown kind ", int(kind));
+    step.kind = static_cast<ProgramStep::Kind>(kind);
+    step.origin = r.str("a step's origin");
+    step.inputs = r.strs("a step's inputs");
+    step.outputs = r.strs("a step's outputs");
+    step.stage = r.pod<int32_t>("a step's stage");
+    step.builtin = r.str("a step's builtin");
+    const size_t n_attrs = r.count("a step's attributes", 9);
+    for (size_t a = 0; a < n_attrs; ++a) {
+      std::string name = r.str("an attribute's name");
+      const bool scalar = r.pod<uint8_t>("an attribute's kind") != 0;
+      step.attrs.set(name, r.i64s("an attribute's values"), scalar);
+    }
+    step.bodies.resize(r.count("a step's bodies", 16));
+    for (auto& body : step.bodies) body = decode_program(r, stages, depth + 1);
+    const std::string what = "step '" + step.origin + "'";
+    if (step.bodies.size() != bodies_of(step.kind)) Reader::bad(what, " has ", step.bodies.size(), " bodies");
+    if (step.kind == ProgramStep::Kind::Builtin && !is_builtin(step.builtin))
+      Reader::bad(what, " runs the unknown builtin '", step.builtin, "'");
+    if (step.kind != ProgramStep::Kind::Stage) continue;
+    check_index(step.stage, stages.size(), what + ": stage");
+    const GraphPlan& stage = stages[step.stage];
+    if (stage.inputs.size() != step.inputs.size() || stage.outputs.size() < step.outputs.size())
+      Reader::bad(what, " passes ", step.inputs.size(), " inputs and takes ", step.outputs.size(),
+                  " outputs; its stage's plan has ", stage.inputs.size(), " and ", stage.outputs.size());
+  }
+  p->constants.resize(r.count("the program's constants", 16));
+  for (auto& [name, value] : p->constants) {
+    name = r.str("a program constant's name");
+    std::vector<int64_t> shape = r.shape("a program constant's shape");
+    const DataType dtype = r.dtype("a program constant");
+    const std::string bytes = r.str("a program constant's bytes");
+    if (bytes.size() != bytes_of(shape, dtype))
+      Reader::bad("program constant '", name, "' has the wrong number of bytes");
+    value = NDArray::empty(shape, dtype);
+    std::memcpy(value.data(), bytes.data(), bytes.size());
+  }
+  return p;
+}
 }  // namespace
 
 std::vector<const GraphPlan*> plans_of(const ModuleMetadata& m) {
   std::vector<const GraphPlan*> plans{&m.plan};
   for (const GraphPlan& p : m.specialized) plans.push_back(&p);
+  for (const GraphPlan& p : m.stages) plans.push_back(&p);
   return plans;
 }
 
@@ -541,13 +694,24 @@ std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
       if (m.specialized[i].is_symbolic()) fail("internal error: a specialized plan has symbolic sizes");
       encode_plan(w, m.specialized[i], weights.offsets[i + 1]);
     }
-    w.u32(m.plan.nonempty.size());
-    for (const GraphPlan::NonEmpty& n : m.plan.nonempty) {
-      w.dim(n.dim);
-      w.str(n.what);
-    }
+    encode_nonempty(w, m.plan);
   } else if (!m.plan.nonempty.empty()) {
     fail("internal error: module format version ", version, " cannot hold the dimensions a plan needs non-empty");
+  }
+  if (version >= 6) {
+    w.pod(static_cast<uint8_t>(m.program != nullptr));
+    if (m.program) {
+      w.u32(m.stages.size());
+      for (size_t i = 0; i < m.stages.size(); ++i) {
+        encode_plan(w, m.stages[i], weights.offsets[1 + m.specialized.size() + i]);
+        w.strs(m.stages[i].shape_vars);
+        w.shape(m.stages[i].slot_bytes, "the arena slots");
+        encode_nonempty(w, m.stages[i]);
+      }
+      encode_program(w, *m.program);
+    }
+  } else if (m.program) {
+    fail("internal error: module format version ", version, " cannot hold a program");
   }
   return w.take();
 }
@@ -583,12 +747,21 @@ ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, 
       p = decode_plan(r, specialized_shapes, weights, weights_size, owner);
       finish_plan(p, std::move(specialized_shapes));
     }
-    m.plan.nonempty.resize(r.count("the dimensions needed non-empty", 13));
-    for (GraphPlan::NonEmpty& n : m.plan.nonempty) {
-      n.dim = r.dim("a dimension needed non-empty");
-      n.what = r.str("what needs a dimension non-empty");
-      check_vars({n.dim}, m.plan.shape_vars, "a dimension needed non-empty");
+    decode_nonempty(r, m.plan);
+  }
+  if (version >= 6 && r.pod<uint8_t>("whether it holds a program")) {
+    if (!m.plan.steps.empty() || !m.plan.inputs.empty() || !m.specialized.empty())
+      Reader::bad("it holds a program beside a plan");
+    m.stages.resize(r.count("the stages", 30));
+    for (GraphPlan& p : m.stages) {
+      std::vector<SymbolicShape> stage_shapes;
+      p = decode_plan(r, stage_shapes, weights, weights_size, owner);
+      p.shape_vars = r.strs("a stage's dimension variables");
+      p.slot_bytes = r.symbolic("a stage's arena slots");
+      finish_plan(p, std::move(stage_shapes));
+      decode_nonempty(r, p);
     }
+    m.program = decode_program(r, m.stages, 0);
   }
   if (!r.done()) Reader::bad("it has trailing bytes");
   for (const GraphPlan* p : plans_of(m)) validate(*p, m);

@@ -3,7 +3,8 @@
 // constants live in the weights section); for a device target (format version 2), the device
 // programs, whose code (OpenCL C, PTX) the metadata holds while the code section stays empty; for
 // a model of symbolic sizes (version 5), the static plans of its hot sizes and the dimensions its
-// plan needs non-empty. Encoded as
+// plan needs non-empty; for a model with control flow (version 6), its program and the plans of its
+// stages. Encoded as
 // little-endian binary: counts and lengths are u32, sizes and offsets u64, strings a u32 length
 // then bytes, dtypes their names.
 #pragma once
@@ -15,6 +16,7 @@
 #include "runtime/device_program.h"
 #include "runtime/graph_plan.h"
 #include "runtime/kernel.h"
+#include "runtime/program_plan.h"
 
 namespace tessera::runtime {
 
@@ -29,9 +31,13 @@ struct ModuleMetadata {
   // each serving the calls of its sizes (GraphExecutor::specialize); their kernels are among the
   // module's.
   std::vector<GraphPlan> specialized;
+  // Version 6 on: a program (a model with control flow or data-dependent shapes), whose stages
+  // are the plans `stages` (ProgramStep::stage indexes them); the plan is then empty.
+  std::shared_ptr<const ProgramPlan> program;
+  std::vector<GraphPlan> stages;
 };
 
-// The plan, then the specialized ones.
+// The plan, then the specialized ones, then a program's stages.
 std::vector<const GraphPlan*> plans_of(const ModuleMetadata& metadata);
 
 // Where each constant of each plan (in plans_of order) lies in the weights section, each 64-byte

@@ -238,11 +238,25 @@ std::vector<ProgramValue> sequence_or_optional(const ProgramStep& step, const st
 
 }  // namespace
 
+namespace {
+
+const std::vector<std::string> kDataDependent = {"nonzero", "compress", "unique", "non_max_suppression"};
+const std::vector<std::string> kSequenceOrOptional = {
+    "identity",        "optional",           "optional_get_element", "optional_has_element",
+    "sequence_empty",  "sequence_construct", "sequence_length",      "sequence_at",
+    "sequence_insert", "sequence_erase",     "split_to_sequence",    "concat_from_sequence"};
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+bool is_builtin(const std::string& name) { return listed(kDataDependent, name) || listed(kSequenceOrOptional, name); }
+
 std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in) {
-  static const std::vector<std::string> kDataDependent = {"nonzero", "compress", "unique", "non_max_suppression"};
   try {
-    if (std::find(kDataDependent.begin(), kDataDependent.end(), step.builtin) != kDataDependent.end())
-      return data_dependent(step, in);
+    if (listed(kDataDependent, step.builtin)) return data_dependent(step, in);
     return sequence_or_optional(step, in);
   } catch (const Error& e) {
     fail(step.origin, ": ", e.what());

@@ -13,6 +13,8 @@ namespace tessera::runtime {
 // The outputs of builtin `step` (ProgramStep::builtin, its attrs) on `in` (an omitted optional
 // input is ProgramValue::Kind::None); throws naming the step.
 std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in);
+// Whether run_builtin knows the builtin `name`.
+bool is_builtin(const std::string& name);
 
 // The entries [begin, end) of `x` along `axis`.
 NDArray slice_along(const NDArray& x, int64_t axis, int64_t begin, int64_t end);

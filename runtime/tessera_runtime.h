@@ -52,7 +52,10 @@ typedef struct {
 /* What a module's input or output is; the strings and the shape belong to the module. In a module
  * of symbolic sizes (a dynamic batch) a symbolic dimension is -1 and nbytes 0: an input takes
  * any size the module's shapes allow, set with the data (TesseraTensor's shape), and an output's
- * shape comes with tessera_module_get_output after a run. */
+ * shape comes with tessera_module_get_output after a run. A module holding a program (a model
+ * with control flow or data-dependent shapes, whose inputs and outputs are tensors) describes
+ * what the model declares: an output of undeclared rank has ndim -1 and no shape, one of
+ * undeclared element type fails output_info. */
 typedef struct {
   const char* name;
   TesseraDType dtype;

@@ -16,6 +16,7 @@
 #include "driver/build.h"
 #include "driver/evaluate.h"
 #include "driver/export.h"
+#include "driver/program_build.h"
 #include "driver/program_executor.h"
 #include "relay_ir/dot.h"
 #include "relay_ir/printer.h"
@@ -93,6 +94,21 @@ void print_hot_sizes(driver::ShapeSpecializedBuild& dynamic) {
 // With -o the kernels are compiled once, for the file (no JIT), so any target can be exported.
 // With --specialize, the build for every size and the static builds of those sizes, in one file.
 int cmd_compile(const ModelOptions& o, const std::string& output) {
+  if (auto program = load_program(o)) {
+    if (!o.specialize.empty())
+      fail(o.model, ": --specialize: the model runs as a program, whose stages have no hot sizes");
+    auto start = std::chrono::steady_clock::now();
+    const driver::ProgramBuild built =
+        driver::build_for_every_size(*program, targets::Target::parse(o.target), build_options(o, /*jit=*/false));
+    std::printf("compiled %s for %s in %.2f s for every size: a program of %zu stages\n", o.model.c_str(),
+                o.target.c_str(), seconds_since(start), built.stages.size());
+    if (output.empty()) return 0;
+    start = std::chrono::steady_clock::now();
+    driver::export_module(built, output);
+    std::printf("wrote %s (%.1f MiB) in %.2f s\n", output.c_str(), std::filesystem::file_size(output) / 1048576.0,
+                seconds_since(start));
+    return 0;
+  }
   double seconds = 0;
   const bool jit = output.empty();
   std::shared_ptr<driver::ShapeSpecializedBuild> dynamic;
@@ -215,6 +231,17 @@ runtime::ProgramValue read_program_input(const std::string& name, const std::str
   return runtime::ProgramValue::of_sequence(std::move(elements));
 }
 
+// The values of a program's inputs from --input NAME=FILE (an optional one may be left out).
+std::vector<runtime::ProgramValue> read_program_inputs(const std::vector<std::string>& inputs,
+                                                       const runtime::ProgramPlan& plan) {
+  const std::vector<std::string> files = input_files(
+      inputs, plan.inputs, [&](size_t i) { return plan.input_types[i].kind == runtime::ProgramInputType::Optional; });
+  std::vector<runtime::ProgramValue> values;
+  for (size_t i = 0; i < files.size(); ++i)
+    values.push_back(read_program_input(plan.inputs[i], files[i], plan.input_types[i]));
+  return values;
+}
+
 // The arrays of --input NAME=FILE.npy, in the order of `names`.
 std::vector<runtime::NDArray> read_arrays(const std::vector<std::string>& inputs,
                                           const std::vector<std::string>& names) {
@@ -273,6 +300,14 @@ int cmd_run(const ModelOptions& o, const std::string& device, const std::vector<
     std::optional<runtime::Device> on;
     if (!device.empty()) on = runtime::Device::parse(device);
     runtime::LoadedModule m = runtime::load_module(o.model, on);
+    if (m.program) {
+      std::printf("loaded %s (target %s, a program of %zu stages) on %s in %.1f ms\n", o.model.c_str(),
+                  m.target.c_str(), m.program->stages().size(),
+                  m.program->stages().empty() ? "the CPU" : m.program->stages()[0]->device().str().c_str(),
+                  seconds_since(start) * 1e3);
+      const std::vector<runtime::ProgramValue> values = read_program_inputs(inputs, m.program->plan());
+      return report_runs([&] { return m.program->run(values); }, output_dir, bench);
+    }
     std::printf("loaded %s (target %s) on %s in %.1f ms\n", o.model.c_str(), m.target.c_str(),
                 m.executor->device().str().c_str(), seconds_since(start) * 1e3);
     const std::vector<runtime::NDArray> arrays = read_arrays(inputs, input_names(*m.executor));
@@ -289,12 +324,7 @@ int cmd_run(const ModelOptions& o, const std::string& device, const std::vector<
   if (auto program = load_program(o)) {
     auto ex = std::make_shared<driver::ProgramExecutor>(*program, targets::Target::parse(o.target),
                                                         build_options(o, /*jit=*/true));
-    const runtime::ProgramPlan& plan = *program->plan;
-    const std::vector<std::string> files = input_files(
-        inputs, plan.inputs, [&](size_t i) { return plan.input_types[i].kind == runtime::ProgramInputType::Optional; });
-    std::vector<runtime::ProgramValue> values;
-    for (size_t i = 0; i < files.size(); ++i)
-      values.push_back(read_program_input(plan.inputs[i], files[i], plan.input_types[i]));
+    const std::vector<runtime::ProgramValue> values = read_program_inputs(inputs, *program->plan);
     return report_runs([&] { return ex->run(values); }, output_dir, bench);
   }
   if (auto dynamic = load_dynamic(o)) return run_dynamic(*dynamic, o, inputs, output_dir, bench);

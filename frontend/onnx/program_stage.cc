@@ -57,7 +57,13 @@ class OnnxStage : public relay_ir::StageSource {
     o.evaluate = evaluate_;
     o.symbolic = true;
     for (const std::string& c : constant_names_) o.bind[c] = constants_->at(c);
-    return import_model_proto(m, base_dir_, o);
+    try {
+      return import_model_proto(m, base_dir_, o);
+    } catch (const BindingRequired& e) {
+      fail(e.need,
+           ", and here it is a value the model computes while it runs (built for each value it meets in "
+           "this process, never ahead of time)");
+    }
   }
 
  private:

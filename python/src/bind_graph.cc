@@ -195,8 +195,13 @@ void bind_graph(py::module_& m) {
       [](const std::string& path, const py::object& device) {
         std::optional<runtime::Device> on;
         if (!device.is_none()) on = to_device(device);
-        py::gil_scoped_release release;
-        return Library(runtime::load_module(path, on));
+        runtime::LoadedModule loaded;
+        {
+          py::gil_scoped_release release;
+          loaded = runtime::load_module(path, on);
+        }
+        if (loaded.program) return loaded_program_library(std::move(loaded));
+        return py::cast(Library(std::move(loaded)));
       },
       py::arg("path"), py::arg("device") = py::none(),
       "Loads an exported module with the runtime alone, on `device` (backs tessera.load).");

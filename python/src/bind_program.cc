@@ -1,9 +1,13 @@
 // Models with control flow or data-dependent shapes in Python: tessera.build of such a
 // DynamicModule gives a ProgramLibrary, which runs the model's program (driver/program_executor.h),
-// building each stage at the shapes it meets.
+// building each stage at the shapes it meets; its export() writes the program with every stage
+// built for every size, which tessera.load gives back as a ProgramLibrary.
 #include <pybind11/stl.h>
 
+#include "driver/export.h"
+#include "driver/program_build.h"
 #include "driver/program_executor.h"
+#include "runtime/module_loader.h"
 #include "python/src/bindings.h"
 #include "runtime/error.h"
 
@@ -34,33 +38,52 @@ py::object to_python(const runtime::ProgramValue& v) {
   return std::move(elements);
 }
 
+// Built in this process (its stages built at the shapes they meet), or loaded from a module (its
+// stages built for every size).
 class ProgramLibrary {
  public:
-  explicit ProgramLibrary(std::shared_ptr<driver::ProgramExecutor> executor) : executor_(std::move(executor)) {
-    for (const std::string& name : executor_->program().plan->inputs) inputs_.push_back({name, {}, {}});
-  }
+  explicit ProgramLibrary(std::shared_ptr<driver::ProgramExecutor> executor)
+      : executor_(std::move(executor)), target_(executor_->target().str()) {}
+  explicit ProgramLibrary(runtime::LoadedModule loaded)
+      : loaded_(std::move(loaded.program)), target_(std::move(loaded.target)) {}
+
+  const runtime::ProgramPlan& plan() const { return executor_ ? *executor_->program().plan : loaded_->plan(); }
+  const std::string& target() const { return target_; }
 
   std::vector<py::object> run(const py::object& given) {
+    const std::vector<std::string>& names = plan().inputs;
+    std::vector<runtime::BufferSpec> inputs;
+    for (const std::string& name : names) inputs.push_back({name, {}, {}});
     std::vector<runtime::ProgramValue> values;
-    const std::vector<py::object> ordered = ordered_inputs(given, inputs_);
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      values.push_back(to_value(ordered[i], "input '" + inputs_[i].name + "' (#" + std::to_string(i) + ")"));
+    const std::vector<py::object> ordered = ordered_inputs(given, inputs);
+    for (size_t i = 0; i < names.size(); ++i)
+      values.push_back(to_value(ordered[i], "input '" + names[i] + "' (#" + std::to_string(i) + ")"));
     std::vector<runtime::ProgramValue> out;
     {
       py::gil_scoped_release release;
-      out = executor_->run(values);
+      out = executor_ ? executor_->run(values) : loaded_->run(values);
     }
     std::vector<py::object> result;
     for (const runtime::ProgramValue& o : out) result.push_back(to_python(o));
     return result;
   }
 
-  const driver::ProgramExecutor& executor() const { return *executor_; }
-  const std::vector<runtime::BufferSpec>& inputs() const { return inputs_; }
+  void export_module(const std::string& path) const {
+    if (!executor_) fail("export: the program was loaded from a module, which is written already");
+    const driver::ProgramExecutor& ex = *executor_;
+    py::gil_scoped_release release;
+    driver::export_module(driver::build_for_every_size(ex.program(), ex.target(), ex.options()), path);
+  }
+
+  std::vector<std::pair<std::string, std::vector<std::string>>> builds() const {
+    if (!executor_) return {};
+    return executor_->builds();
+  }
 
  private:
-  std::shared_ptr<driver::ProgramExecutor> executor_;
-  std::vector<runtime::BufferSpec> inputs_;  // their names, for ordered_inputs
+  std::shared_ptr<driver::ProgramExecutor> executor_;  // built in this process
+  std::shared_ptr<runtime::ProgramModule> loaded_;     // loaded from a module
+  std::string target_;
 };
 
 }  // namespace
@@ -70,6 +93,8 @@ py::object program_library(std::shared_ptr<const relay_ir::Program> program, con
   auto executor = std::make_shared<driver::ProgramExecutor>(*program, targets::Target::parse(target), options);
   return py::cast(ProgramLibrary(std::move(executor)));
 }
+
+py::object loaded_program_library(runtime::LoadedModule loaded) { return py::cast(ProgramLibrary(std::move(loaded))); }
 
 void bind_program(py::module_& m) {
   py::class_<ProgramLibrary>(
@@ -83,27 +108,23 @@ void bind_program(py::module_& m) {
            "Runs the model: run([x, ...]) or run({name: x}); the outputs as numpy arrays. A sequence is a list of "
            "arrays, an empty optional None, in the inputs and the outputs.")
       .def(
-          "export",
-          [](const ProgramLibrary&, const py::object&) {
-            fail(
-                "export: a model with control flow or data-dependent shapes cannot be written as a module yet; it "
-                "runs in this process only");
-          },
-          py::arg("path"), "Not yet possible (raises tessera.Error).")
+          "export", [](const ProgramLibrary& l, const py::object& path) { l.export_module(py::str(path)); },
+          py::arg("path"),
+          "Writes the model as a module that runs at any size with the runtime alone (tessera.load, `tessera run`): "
+          "every stage built now for inputs of any size, the program's branches, loops and data-dependent "
+          "operators with them. Raises tessera.Error naming the step that cannot be built ahead of time (a stage "
+          "that needs a value computed at run time as a constant, a value whose rank only the run tells).")
+      .def_property_readonly("target", &ProgramLibrary::target, "The target string.")
       .def_property_readonly(
-          "target", [](const ProgramLibrary& l) { return l.executor().target().str(); }, "The target string.")
-      .def_property_readonly(
-          "input_names",
-          [](const ProgramLibrary& l) {
-            std::vector<std::string> names;
-            for (const auto& in : l.inputs()) names.push_back(in.name);
-            return names;
-          },
+          "input_names", [](const ProgramLibrary& l) { return l.plan().inputs; },
           "The names of the inputs, in the order run() takes them.")
       .def_property_readonly(
-          "builds", [](const ProgramLibrary& l) { return l.executor().builds(); },
-          "[(stage, [signature, ...])]: each stage built so far and the input signatures of the builds it keeps (the "
-          "64 most recently used).");
+          "program", [](const ProgramLibrary& l) { return runtime::to_text(l.plan()); },
+          "The program as text: its steps, stages and bodies.")
+      .def_property_readonly("builds", &ProgramLibrary::builds,
+                             "[(stage, [signature, ...])]: each stage built so far in this process and the input "
+                             "signatures of the builds it keeps (the 64 most recently used); empty for a program "
+                             "loaded from a module, whose stages are built for every size.");
 }
 
 }  // namespace tessera::python

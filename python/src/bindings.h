@@ -7,6 +7,7 @@
 #include "relay_ir/program.h"
 #include "runtime/dlpack.h"
 #include "runtime/kernel.h"
+#include "runtime/module_loader.h"
 #include "runtime/shape_expr.h"
 #include "tensor_ir/tensor.h"
 
@@ -71,6 +72,8 @@ std::vector<py::object> ordered_inputs(const py::object& inputs, const std::vect
 // A ProgramLibrary (bind_program.cc) running `program` for `target`.
 py::object program_library(std::shared_ptr<const relay_ir::Program> program, const std::string& target,
                            const driver::BuildOptions& options);
+// A ProgramLibrary of a module holding a program (`loaded.program`).
+py::object loaded_program_library(runtime::LoadedModule loaded);
 
 // A dimension as Python shows it: its number, or a symbolic one's expression as a str ("N").
 py::object dimension_object(const runtime::ShapeExpr& dim);

@@ -136,14 +136,14 @@ Type transpose_rel(const std::vector<Type>& args, const Attrs& attrs) {
 }
 
 Type concat_rel(const std::vector<Type>& args, const Attrs& attrs) {
-  std::vector<ops::Shape> shapes;
+  std::vector<std::vector<tensor_ir::Expr>> shapes;
   const auto& first = tensor_arg(args, 0, "input 0");
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& t = tensor_arg(args, i, "concat input");
     if (t.dtype != first.dtype) fail("input ", i, " is ", t.dtype.str(), ", input 0 is ", first.dtype.str());
-    shapes.push_back(t.shape);
+    shapes.push_back(t.shape.dims());
   }
-  return tensor_type(ops::concat_shape(shapes, attrs.get_int("axis")), first.dtype);
+  return tensor_type(Shape(ops::concat_dims(shapes, attrs.get_int("axis"))), first.dtype);
 }
 
 Type split_rel(const std::vector<Type>& args, const Attrs& attrs) {

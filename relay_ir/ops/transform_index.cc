@@ -52,6 +52,29 @@ std::vector<tensor_ir::Expr> take_nonempty(const CallNode& call) {
   return {shape.dim(static_cast<size_t>(axis))};
 }
 
+Type gather_nd_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& data = tensor_arg(args, 0, "data");
+  const auto& indices = tensor_arg(args, 1, "indices");
+  require_integer(indices, "indices");
+  const int64_t b = attrs.get_int("batch_dims");
+  if (data.shape.is_static() && indices.shape.is_static())
+    return tensor_type(ops::gather_nd_shape(data.shape, indices.shape, b), data.dtype);
+  return tensor_type(Shape(ops::gather_nd_dims(data.shape.dims(), indices.shape.dims(), b)), data.dtype);
+}
+
+// The indexed dimensions of symbolic size must have an element to read at each call.
+std::vector<tensor_ir::Expr> gather_nd_nonempty(const CallNode& call) {
+  const Shape& data = tensor_of(call.args.at(0)).shape;
+  const Shape& indices = tensor_of(call.args.at(1)).shape;
+  const int64_t b = call.attrs.get_int("batch_dims");
+  if (indices.empty() || !indices.is_static(indices.size() - 1)) return {};
+  const int64_t depth = indices[indices.size() - 1];
+  std::vector<tensor_ir::Expr> dims;
+  for (int64_t d = b; d < b + depth && d < static_cast<int64_t>(data.size()); ++d)
+    if (!data.is_static(static_cast<size_t>(d))) dims.push_back(data.dim(static_cast<size_t>(d)));
+  return dims;
+}
+
 // (data, indices, updates) -> data's type, after `check` validates the shapes.
 TypeRelation scatter_rel(
     std::function<void(const ops::Shape&, const ops::Shape&, const ops::Shape&, const Attrs&)> check) {
@@ -239,14 +262,14 @@ void register_index_ops(OpRegistry& r) {
          2,
          2,
          {{"batch_dims", int64_t{0}}},
-         gather_rel([](const auto& d, const auto& i, const Attrs& a) {
-           return ops::gather_nd_shape(d, i, a.get_int("batch_dims"));
-         }),
+         gather_nd_rel,
          injective,
          single_output(
              [](const Tensors& in, const Attrs& a) { return ops::gather_nd(in[0], in[1], a.get_int("batch_dims")); }),
          "transform",
-         gather_nd_gradient});
+         gather_nd_gradient,
+         /*is_view=*/false,
+         gather_nd_nonempty});
   r.add({"scatter_elements",
          "scatter_elements(data, indices, updates): data with updates written along an axis (reduction none|add|mul)",
          3,

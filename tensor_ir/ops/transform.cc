@@ -5,6 +5,7 @@
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/index_util.h"
 #include "tensor_ir/structural.h"
@@ -121,28 +122,29 @@ Tensor transpose(const Tensor& x, const std::vector<int64_t>& perm) {
 }
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
-  std::vector<Shape> shapes;
+  std::vector<std::vector<Expr>> shapes;
   for (const auto& x : xs) {
     if (x.dtype() != xs[0].dtype())
       fail("concat: input ", shapes.size(), " is ", x.dtype().str(), ", input 0 is ", xs[0].dtype().str());
-    shapes.push_back(x->dims());
+    shapes.push_back(x->shape);
   }
-  Shape out = concat_shape(shapes, axis);
+  const std::vector<Expr> out = concat_dims(shapes, axis);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(out.size()));
   return compute(
-      shape_exprs(out),
+      out,
       [&](const std::vector<Var>& o) {
         // Nested selects from the last input outwards; Select reads lazily, so an input is only
         // read inside its own range.
         Expr body;
-        int64_t end = out[a];
+        Expr end = out[a];
         for (size_t i = xs.size(); i-- > 0;) {
-          int64_t size = shapes[i][a], begin = end - size;
-          if (size == 0) continue;
+          const Expr& size = shapes[i][a];
+          const Expr begin = arith::simplify(end - size);
+          if (is_const_int(size, 0)) continue;
           std::vector<Expr> idx = as_exprs(o);
-          idx[a] = begin == 0 ? Expr(o[a]) : o[a] - Expr(begin);
+          idx[a] = is_const_int(begin, 0) ? Expr(o[a]) : o[a] - begin;
           Expr read = xs[i](idx);
-          body = body ? select(o[a] < Expr(end), read, body) : read;
+          body = body ? select(o[a] < end, read, body) : read;
           end = begin;
         }
         return body ? body : make_zero(xs[0].dtype());

@@ -6,6 +6,8 @@
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/arith/polynomial.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir::ops {
@@ -62,22 +64,31 @@ Shape transpose_shape(const Shape& in, const std::vector<int64_t>& perm) {
   return out;
 }
 
-Shape concat_shape(const std::vector<Shape>& ins, int64_t axis) {
+std::vector<Expr> concat_dims(const std::vector<std::vector<Expr>>& ins, int64_t axis) {
   if (ins.empty()) fail("concat: no inputs");
   int64_t rank = static_cast<int64_t>(ins[0].size());
   if (rank == 0) fail("concat: inputs must have rank >= 1, input 0 is a scalar");
   int64_t a = normalize_axis(axis, rank, "concat: axis");
-  Shape out = ins[0];
+  std::vector<Expr> out = ins[0];
   for (size_t i = 1; i < ins.size(); ++i) {
     if (static_cast<int64_t>(ins[i].size()) != rank)
       fail("concat: input ", i, " has shape ", shape_str(ins[i]), ", input 0 has ", shape_str(ins[0]),
            " (ranks differ)");
     for (int64_t d = 0; d < rank; ++d)
-      if (d != a && ins[i][d] != ins[0][d])
-        fail("concat: input ", i, " has shape ", shape_str(ins[i]), ", input 0 has ", shape_str(ins[0]),
-             "; they must agree in every dimension but axis ", a);
-    out[a] += ins[i][a];
+      if (d != a && !arith::equal_as_polynomials(ins[i][d], ins[0][d]))
+        fail("concat: input ", i, " has shape ", shape_str(ins[i]), ", input 0 has ", shape_str(ins[0]), "; they must ",
+             as_const_int(ins[i][d]) && as_const_int(ins[0][d]) ? "" : "provably ",
+             "agree in every dimension but axis ", a);
+    out[a] = arith::simplify(out[a] + ins[i][a]);
   }
+  return out;
+}
+
+Shape concat_shape(const std::vector<Shape>& ins, int64_t axis) {
+  std::vector<std::vector<Expr>> dims;
+  for (const Shape& s : ins) dims.push_back(std::vector<Expr>(s.begin(), s.end()));
+  Shape out;
+  for (const Expr& d : concat_dims(dims, axis)) out.push_back(*as_const_int(d));
   return out;
 }
 
@@ -273,6 +284,27 @@ Shape gather_nd_shape(const Shape& data, const Shape& indices, int64_t b) {
       fail("gather_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
   Shape out(indices.begin(), indices.end() - 1);
   out.insert(out.end(), data.begin() + b + depth, data.end());
+  return out;
+}
+
+std::vector<Expr> gather_nd_dims(const std::vector<Expr>& data, const std::vector<Expr>& indices, int64_t b) {
+  if (data.empty() || indices.empty()) fail("gather_nd: data and indices must have rank >= 1");
+  const int64_t r = static_cast<int64_t>(data.size()), q = static_cast<int64_t>(indices.size());
+  if (b < 0 || b >= std::min(r, q)) fail("gather_nd: batch_dims ", b, " must be in [0, ", std::min(r, q) - 1, "]");
+  const int64_t* depth = as_const_int(indices.back());
+  if (!depth)
+    fail("gather_nd: the index tuples' length (the last dimension of indices ", shape_str(indices),
+         ") must be a constant");
+  if (b + *depth > r)
+    fail("gather_nd: index tuples of length ", *depth, " after ", b, " batch dimensions exceed data rank ", r);
+  for (int64_t d = 0; d < b; ++d)
+    if (!arith::equal_as_polynomials(data[d], indices[d]))
+      fail("gather_nd: batch dimension ", d, " does not provably agree: data ", shape_str(data), ", indices ",
+           shape_str(indices));
+  for (int64_t d = b; d < b + *depth; ++d)
+    if (is_const_int(data[d], 0)) fail("gather_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
+  std::vector<Expr> out(indices.begin(), indices.end() - 1);
+  out.insert(out.end(), data.begin() + b + *depth, data.end());
   return out;
 }
 

@@ -24,6 +24,8 @@ Shape reshape_shape(const Shape& in, const Shape& out);  // checks the element c
 std::vector<int64_t> transpose_perm(const std::vector<int64_t>& perm, int64_t rank);
 Shape transpose_shape(const Shape& in, const std::vector<int64_t>& perm);
 Shape concat_shape(const std::vector<Shape>& ins, int64_t axis);
+// Dimensions that may be symbolic: every one but `axis` provably equal across the inputs.
+std::vector<Expr> concat_dims(const std::vector<std::vector<Expr>>& ins, int64_t axis);
 std::vector<Shape> split_shapes(const Shape& in, int64_t axis, const std::vector<int64_t>& sizes);
 // Squeeze's dimensions to drop, sorted; empty `axes`: every dimension of size 1 (then none may be
 // symbolic: a symbolic one may be 1 or not).
@@ -59,6 +61,9 @@ Shape take_shape(const Shape& data, const Shape& indices, int64_t axis);
 Shape gather_elements_shape(const Shape& data, const Shape& indices, int64_t axis);
 // GatherND: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:].
 Shape gather_nd_shape(const Shape& data, const Shape& indices, int64_t batch_dims);
+// With dimensions that may be symbolic: the index tuples' length a constant, the batch dimensions
+// provably equal; an indexed dimension of symbolic size must have an element at run time.
+std::vector<Expr> gather_nd_dims(const std::vector<Expr>& data, const std::vector<Expr>& indices, int64_t batch_dims);
 // ScatterElements: indices and updates alike, not exceeding data but along `axis`.
 void check_scatter_elements(const Shape& data, const Shape& indices, const Shape& updates, int64_t axis);
 // ScatterND: updates.shape == indices.shape[:-1] + data.shape[indices.shape[-1]:].

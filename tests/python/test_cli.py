@@ -214,10 +214,17 @@ def test_run_takes_a_model_with_control_flow_as_a_program(tmp_path):
         np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0.npy"), x * 2 if x.sum() > 0 else -x)
     out = tessera("inspect", path).stdout
     assert out.startswith("program(x) -> (y)\n") and "y = if(c)  # If (node 'y')" in out and "then() -> (t)" in out
-    proc = tessera("compile", path, ok=False)
-    assert "it runs as a program of compiled stages" in proc.stderr and "If (node 'y')" in proc.stderr
     proc = tessera("run", path, "--input", f"y={tmp_path / 'x.npy'}", ok=False)
     assert "the model has no input 'y' (its inputs are: x)" in proc.stderr
+    # Compiled ahead of time for every size, into a module that `run` loads with the runtime alone.
+    out = tessera("compile", path, "-o", tmp_path / "if.so").stdout
+    assert "for every size: a program of 3 stages" in out and "wrote " in out
+    for x in [np.array([1, -0.5, 2, 4], "float32"), np.array([-1], "float32")]:
+        np.save(tmp_path / "x.npy", x)
+        out = tessera("run", tmp_path / "if.so", "--input", f"x={tmp_path / 'x.npy'}", "--output-dir",
+                      tmp_path / "out").stdout
+        assert "a program of 3 stages) on cpu" in out
+        np.testing.assert_array_equal(np.load(tmp_path / "out" / "output0.npy"), x * 2 if x.sum() > 0 else -x)
 
 
 def test_run_reads_and_writes_sequences_and_optionals_as_folders(tmp_path):

@@ -1,7 +1,10 @@
 """Models with control flow decided at run time and data-dependent shapes: If on the data, Loop,
 Scan, NonZero/Unique/Compress/NonMaxSuppression, inputs that set shapes, run as programs of
-compiled stages (frontend/onnx/program.h, driver/program_executor.h), against numpy."""
+compiled stages (frontend/onnx/program.h, driver/program_executor.h), against numpy; and the same
+programs exported with every stage built for every size, loaded back by the runtime alone
+(driver/program_build.h, runtime/program_module.h)."""
 import os
+import re
 
 import numpy as np
 import onnx
@@ -28,6 +31,25 @@ def const(name, value):
     return numpy_helper.from_array(np.asarray(value), name)
 
 
+@pytest.fixture(params=["in_process", "module"])
+def build(request, tmp_path):
+    """tessera.build of the ONNX model at a path: in this process (stages built at the shapes they
+    meet), or exported and loaded back as a module (every stage built for every size)."""
+    def make(path):
+        lib = tessera.build(tessera.onnx.load(path))
+        assert isinstance(lib, tessera.ProgramLibrary)
+        if request.param == "in_process":
+            return lib
+        module = str(tmp_path / f"exported{len(list(tmp_path.glob('exported*.so')))}.so")
+        lib.export(module)
+        loaded = tessera.load(module)
+        assert isinstance(loaded, tessera.ProgramLibrary) and loaded.builds == []
+        assert loaded.input_names == lib.input_names and loaded.program == lib.program
+        return loaded
+    make.in_process = request.param == "in_process"
+    return make
+
+
 def doubling_loop(tmp_path):
     """y, sums = Loop(M, cond=True, y=x): y *= two (read from outside) while sum(y) < limit; each
     iteration's sum(y) stacked."""
@@ -52,30 +74,31 @@ def doubling_reference(x, m, limit):
     return y, np.array(sums, np.float32)
 
 
-def test_loop_runs_until_its_condition_or_trip_count_and_stacks_scan_outputs(tmp_path):
-    lib = tessera.build(tessera.onnx.load(doubling_loop(tmp_path)))
-    assert isinstance(lib, tessera.ProgramLibrary)
+def test_loop_runs_until_its_condition_or_trip_count_and_stacks_scan_outputs(tmp_path, build):
+    lib = build(doubling_loop(tmp_path))
     for x, m, limit in [(np.array([1, 2, 3], np.float32), 10, 100), (np.array([1, 2, 3], np.float32), 2, 1e9),
-                        (np.array([0.5], np.float32), 10, 3), (np.arange(7, dtype=np.float32), 10, 1e3)]:
+                        (np.array([0.5], np.float32), 10, 3), (np.arange(7, dtype=np.float32), 10, 1e3),
+                        (np.zeros(0, np.float32), 3, 1)]:
         y, sums = lib.run([x, np.array(m, np.int64), np.array(limit, np.float32)])
         want_y, want_sums = doubling_reference(x, m, limit)
         np.testing.assert_array_equal(y, want_y)
         np.testing.assert_array_equal(sums, want_sums)
-    # The body's stage (the program's only one) is built once per shape of its state, however many
-    # iterations run: for sizes 3, 1 and 7.
-    ((_, signatures),) = lib.builds
-    assert len(signatures) == 3, lib.builds
+    if build.in_process:
+        # The body's stage (the program's only one) is built once per shape of its state, however
+        # many iterations run: for sizes 3, 1, 7 and 0.
+        ((_, signatures),) = lib.builds
+        assert len(signatures) == 4, lib.builds
 
 
-def test_loop_of_no_iteration_gives_its_initial_states_and_empty_scan_outputs(tmp_path):
-    lib = tessera.build(tessera.onnx.load(doubling_loop(tmp_path)))
+def test_loop_of_no_iteration_gives_its_initial_states_and_empty_scan_outputs(tmp_path, build):
+    lib = build(doubling_loop(tmp_path))
     x = np.array([1, 2], np.float32)
     y, sums = lib.run([x, np.array(0, np.int64), np.array(5, np.float32)])
     np.testing.assert_array_equal(y, x)
     assert sums.shape == (0,) and sums.dtype == np.float32
 
 
-def test_empty_scan_outputs_take_the_shape_the_body_declares(tmp_path):
+def test_empty_scan_outputs_take_the_shape_the_body_declares(tmp_path, build):
     """A Loop of no iteration and a Scan over nothing: their scan outputs are 0 slices of the
     shape the body declares for one (as ONNX Runtime's Loop gives), stacked along the output axis."""
     body = helper.make_graph(
@@ -84,7 +107,7 @@ def test_empty_scan_outputs_take_the_shape_the_body_declares(tmp_path):
     path = save(tmp_path, [helper.make_node("Loop", ["M", "", "s0"], ["s", "scans"], body=body)],
                 [vi("M", [], I64), vi("s0", [2])], [vi("s", [2]), vi("scans", None)],
                 [const("one", np.float32(1)), const("zero", np.array([0], np.int64))], name="loop.onnx")
-    lib = tessera.build(tessera.onnx.load(path))
+    lib = build(path)
     for m in [0, 2]:
         s, scans = lib.run([np.array(m, np.int64), np.ones(2, np.float32)])
         assert scans.shape == (m, 1, 2) and scans.dtype == np.float32
@@ -95,8 +118,8 @@ def test_empty_scan_outputs_take_the_shape_the_body_declares(tmp_path):
             "body", [vi("a_in", [2]), vi("x_t", [2])], [vi("a_out", [2]), vi("o", out_shape)])
         node = helper.make_node("Scan", ["a0", "xs"], ["a", "os"], body=body, num_scan_inputs=1, scan_output_axes=[1],
                                 name="sums")
-        return tessera.build(tessera.onnx.load(save(tmp_path, [node], [vi("a0", [2]), vi("xs", ["T", 2])],
-                                                    [vi("a", [2]), vi("os", None)], name="scan.onnx")))
+        return build(save(tmp_path, [node], [vi("a0", [2]), vi("xs", ["T", 2])], [vi("a", [2]), vi("os", None)],
+                          name="scan.onnx"))
     for t in [0, 3]:
         a0, xs = np.ones(2, np.float32), np.arange(2 * t, dtype=np.float32).reshape(t, 2)
         a, os_ = scan([2]).run([a0, xs])
@@ -107,7 +130,7 @@ def test_empty_scan_outputs_take_the_shape_the_body_declares(tmp_path):
         scan(["d"]).run([np.ones(2, np.float32), np.zeros((0, 2), np.float32)])
 
 
-def test_loop_state_that_changes_shape_every_iteration(tmp_path):
+def test_loop_state_that_changes_shape_every_iteration(tmp_path, build):
     """acc = Concat(acc, [i]) for i < M: the state grows, so its stage builds for each size."""
     body = helper.make_graph(
         [helper.make_node("Unsqueeze", ["i", "zero"], ["i1"]),
@@ -118,7 +141,7 @@ def test_loop_state_that_changes_shape_every_iteration(tmp_path):
     path = save(tmp_path, [helper.make_node("Loop", ["M", "", "start"], ["acc"], body=body, name="grow")],
                 [vi("M", [], I64), vi("start", [1], I64)], [vi("acc", [None], I64)],
                 [const("zero", np.array([0], np.int64))])
-    lib = tessera.build(tessera.onnx.load(path))
+    lib = build(path)
     for m in [0, 1, 5]:
         (acc,) = lib.run([np.array(m, np.int64), np.array([-1], np.int64)])
         np.testing.assert_array_equal(acc, np.array([-1] + list(range(m)), np.int64))
@@ -133,7 +156,7 @@ def test_loop_without_trip_count_or_condition_is_refused(tmp_path):
         tessera.build(tessera.onnx.load(path)).run([np.zeros(2, np.float32)])
 
 
-def test_scan_with_reversed_inputs_and_outputs_along_other_axes(tmp_path, rng):
+def test_scan_with_reversed_inputs_and_outputs_along_other_axes(tmp_path, rng, build):
     """Running sums: state += x[:, t] (scanned along axis 1, backwards), the states stacked along axis 1."""
     body = helper.make_graph(
         [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_t"])],
@@ -141,7 +164,7 @@ def test_scan_with_reversed_inputs_and_outputs_along_other_axes(tmp_path, rng):
     node = helper.make_node("Scan", ["s0", "x"], ["s", "y"], body=body, num_scan_inputs=1, scan_input_axes=[1],
                             scan_input_directions=[1], scan_output_axes=[-1], scan_output_directions=[0], name="sums")
     path = save(tmp_path, [node], [vi("s0", [3]), vi("x", [3, "T"])], [vi("s", [3]), vi("y", [3, "T"])], opset=11)
-    lib = tessera.build(tessera.onnx.load(path))
+    lib = build(path)
     for t in [1, 4]:
         s0, x = rng.standard_normal(3).astype(np.float32), rng.standard_normal((3, t)).astype(np.float32)
         s, y = lib.run([s0, x])
@@ -150,7 +173,7 @@ def test_scan_with_reversed_inputs_and_outputs_along_other_axes(tmp_path, rng):
         np.testing.assert_allclose(s, want[:, -1], rtol=1e-6)
 
 
-def test_if_on_the_data_chooses_a_branch_per_run_and_reads_values_around_it(tmp_path):
+def test_if_on_the_data_chooses_a_branch_per_run_and_reads_values_around_it(tmp_path, build):
     """y = If(sum(x) > 0, then: x * scale (scale from outside), else: Abs(x)[::-1] of another shape's stage)."""
     then_g = helper.make_graph([helper.make_node("Mul", ["x", "scale"], ["t"])], "then", [], [vi("t", None)])
     else_g = helper.make_graph([helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["e"])], "else",
@@ -160,13 +183,13 @@ def test_if_on_the_data_chooses_a_branch_per_run_and_reads_values_around_it(tmp_
              helper.make_node("Exp", ["x"], ["scale"]),
              helper.make_node("If", ["positive"], ["y"], then_branch=then_g, else_branch=else_g, name="branch")]
     path = save(tmp_path, nodes, [vi("x", ["N"])], [vi("y", ["N"])], [const("zero", np.float32(0))])
-    lib = tessera.build(tessera.onnx.load(path))
+    lib = build(path)
     for x in [np.array([1, -0.5, 2], np.float32), np.array([-1, -2], np.float32), np.array([3], np.float32)]:
         want = x * np.exp(x) if x.sum() > 0 else -np.abs(x)
         np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-6)
 
 
-def test_nonzero_feeds_compiled_stages_at_every_count(tmp_path):
+def test_nonzero_feeds_compiled_stages_at_every_count(tmp_path, build):
     """The positive elements of x, doubled: NonZero -> Transpose -> GatherND -> Mul, as x[x > 0] * 2."""
     nodes = [helper.make_node("Greater", ["x", "zero"], ["mask"]),
              helper.make_node("NonZero", ["mask"], ["idx"], name="where"),
@@ -175,14 +198,14 @@ def test_nonzero_feeds_compiled_stages_at_every_count(tmp_path):
              helper.make_node("Mul", ["vals", "two"], ["y"])]
     path = save(tmp_path, nodes, [vi("x", [3, 4])], [vi("y", [None])],
                 [const("zero", np.float32(0)), const("two", np.float32(2))])
-    lib = tessera.build(tessera.onnx.load(path))
+    lib = build(path)
     rng = np.random.default_rng(1)
     for x in [rng.standard_normal((3, 4)).astype(np.float32), np.full((3, 4), -1, np.float32),
               np.ones((3, 4), np.float32)]:
         np.testing.assert_array_equal(lib.run([x])[0], x[x > 0] * 2)
 
 
-def test_unique_compress_and_nms_as_steps(tmp_path):
+def test_unique_compress_and_nms_as_steps(tmp_path, build):
     nodes = [helper.make_node("Unique", ["v"], ["u", "idx", "inv", "cnt"], sorted=1),
              helper.make_node("Compress", ["m", "keep"], ["rows"], axis=0),
              helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou"], ["sel"])]
@@ -191,7 +214,7 @@ def test_unique_compress_and_nms_as_steps(tmp_path):
                 [vi("u", [None], I64), vi("idx", [None], I64), vi("inv", [None], I64), vi("cnt", [None], I64),
                  vi("rows", [None, 2]), vi("sel", [None, 3], I64)],
                 [const("max_out", np.array([2], np.int64)), const("iou", np.array([0.5], np.float32))], opset=11)
-    lib = tessera.build(tessera.onnx.load(path))
+    lib = build(path)
     v = np.array([3, 1, 3, 2 ** 60 + 1, 2 ** 60, 1], np.int64)
     m = np.arange(6, dtype=np.float32).reshape(3, 2)
     keep = np.array([True, False, True])
@@ -220,14 +243,39 @@ def test_an_input_that_sets_a_shape_is_taken_at_run_time(tmp_path):
     np.testing.assert_array_equal(lib.run([x, np.array([6, 2], np.int64)])[0], np.maximum(x.reshape(6, 2), 0))
 
 
-def test_programs_check_inputs_name_unsupported_operators_in_bodies_and_refuse_export(tmp_path):
-    path = doubling_loop(tmp_path)
+def test_a_program_whose_stage_needs_a_value_it_computes_is_not_exported(tmp_path):
+    """A Reshape whose target is an input runs in this process (built for each target it meets),
+    but no module can hold a build for every target: export names the step, the node and why."""
+    path = save(tmp_path, [helper.make_node("Reshape", ["x", "shape"], ["y"], name="r"),
+                           helper.make_node("Relu", ["y"], ["z"])],
+                [vi("x", [2, 6]), vi("shape", [2], I64)], [vi("z", [None, None])])
     lib = tessera.build(tessera.onnx.load(path))
+    with pytest.raises(tessera.Error, match=r"export: the nodes 'r' to 'z' \(2\) cannot be built for every size of "
+                                            r"its inputs \(x: float32\(2, 6\), shape: int64\(2,\)\): Reshape "
+                                            r"\(node 'r', opset 17\): the target shape \(input 'shape'\) must be "
+                                            r"known at compile time, and here it is a value the model computes"):
+        lib.export(str(tmp_path / "m.so"))
+    assert not (tmp_path / "m.so").exists()
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    np.testing.assert_array_equal(lib.run([x, np.array([3, 4], np.int64)])[0], x.reshape(3, 4))
+
+
+def test_an_exported_program_loads_only_as_what_it_is(tmp_path):
+    lib = tessera.build(tessera.onnx.load(doubling_loop(tmp_path)))
+    module = str(tmp_path / "m.so")
+    lib.export(module)
+    loaded = tessera.load(module)
+    with pytest.raises(tessera.Error, match="loaded from a module, which is written already"):
+        loaded.export(str(tmp_path / "again.so"))
+    assert loaded.target.startswith("llvm -mtriple=") and "y, sums = loop(M, true, x)" in loaded.program
+
+
+def test_programs_check_inputs_and_name_unsupported_operators_in_bodies(tmp_path, build):
+    path = doubling_loop(tmp_path)
+    lib = build(path)
     assert lib.input_names == ["x", "M", "limit"]
     with pytest.raises(tessera.Error, match=r"input 'M' \(#1\): expected int64 elements, got float32"):
         lib.run([np.ones(2, np.float32), np.ones((), np.float32), np.ones((), np.float32)])
-    with pytest.raises(tessera.Error, match="cannot be written as a module yet"):
-        lib.export(str(tmp_path / "m.so"))
     with pytest.raises(tessera.Error, match="no one graph computes it"):
         tessera.onnx.load(path).specialize({"x": (3,)})
     body = helper.make_graph([helper.make_node("FancyOp", ["y_in"], ["y_out"], name="fancy"),
@@ -243,7 +291,7 @@ def seq_vi(name, elem=F):
     return helper.make_tensor_sequence_value_info(name, elem, None)
 
 
-def test_sequences_go_in_and_out_as_lists_and_loops_carry_them(tmp_path, rng):
+def test_sequences_go_in_and_out_as_lists_and_loops_carry_them(tmp_path, rng, build):
     """parts = SplitToSequence(x, [1, 2]) along 1; each part + 1 (SequenceMap); then a Loop appends
     Sum(x) M times (a sequence carried from iteration to iteration); y = ConcatFromSequence(given + parts)."""
     add_one = helper.make_graph([helper.make_node("Add", ["p", "one"], ["q"])], "add_one", [vi("p", None)],
@@ -265,7 +313,7 @@ def test_sequences_go_in_and_out_as_lists_and_loops_carry_them(tmp_path, rng):
                 [vi("joined", [2, 3]), seq_vi("plus_one"), seq_vi("sums"), vi("n_sums", [], I64), vi("last_given", None)],
                 [const("split", np.array([1, 2], np.int64)), const("one", np.float32(1)),
                  const("shape_1x1", np.array([1, 1], np.int64)), const("minus_one", np.array(-1, np.int64))])
-    lib = tessera.build(tessera.onnx.load(path))
+    lib = build(path)
     x = rng.standard_normal((2, 3)).astype(np.float32)
     given = [np.zeros(2, np.float32), np.arange(4, dtype=np.float32)]
     joined, plus_one, sums, n_sums, last_given = lib.run([x, np.array(3, np.int64), given])
@@ -281,7 +329,7 @@ def test_sequences_go_in_and_out_as_lists_and_loops_carry_them(tmp_path, rng):
         lib.run([x, np.array(0, np.int64), []])
 
 
-def test_optionals_hold_a_value_or_none(tmp_path):
+def test_optionals_hold_a_value_or_none(tmp_path, build):
     opt = helper.make_tensor_type_proto(F, None)
     nodes = [helper.make_node("OptionalHasElement", ["maybe"], ["has"]),
              helper.make_node("If", ["has"], ["y"],
@@ -291,7 +339,7 @@ def test_optionals_hold_a_value_or_none(tmp_path):
                                                             [vi("w", None)]))]
     path = save(tmp_path, nodes, [vi("x", [2]), helper.make_value_info("maybe", helper.make_optional_type_proto(opt))],
                 [vi("has", [], B), vi("y", [2])], opset=18)
-    lib = tessera.build(tessera.onnx.load(path))
+    lib = build(path)
     x = np.array([1, 2], np.float32)
     has, y = lib.run([x, None])
     assert not has and np.array_equal(y, x)
@@ -329,7 +377,7 @@ class Decoder(torch.nn.Module):
 '''
 
 
-def test_a_decoding_loop_exported_by_pytorch_matches_pytorch(tmp_path):
+def test_a_decoding_loop_exported_by_pytorch_matches_pytorch(tmp_path, build):
     torch = pytest.importorskip("torch")
     import importlib.util
     (tmp_path / "decoder_model.py").write_text(GreedyDecoder.source)
@@ -345,7 +393,7 @@ def test_a_decoding_loop_exported_by_pytorch_matches_pytorch(tmp_path):
     path = str(tmp_path / "decoder.onnx")
     torch.onnx.export(model, (h0, torch.tensor(10)), path, input_names=["h", "max_len"],
                       output_names=["tokens", "h_out"], opset_version=15)
-    lib = tessera.build(tessera.onnx.load(path))
+    lib = build(path)
     def array(t, dtype):  # through lists: Debian's torch may be built for another numpy than this one
         return np.array(t.tolist(), dtype)
 
@@ -390,3 +438,65 @@ def test_a_constant_from_an_input_of_many_values_is_refused_naming_both(tmp_path
     with pytest.raises(tessera.Error, match=r"Range \(node 'range', opset 17\): start \(input 's'\) must be known at "
                                             r"compile time, and it is computed from 's', which holds 5000 values"):
         tessera.build(tessera.onnx.load(path)).run([np.zeros(5000, np.int64)])
+
+
+def test_a_program_exports_for_devices_and_runs_on_opencl(tmp_path):
+    """Device modules hold a program as CPU modules do: its stages' device programs run on PoCL at
+    every count NonZero gives; a CUDA module compiles here (NVRTC) and is refused at load for want
+    of a driver."""
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["mask"]),
+             helper.make_node("NonZero", ["mask"], ["idx"], name="where"),
+             helper.make_node("Transpose", ["idx"], ["idx_t"], perm=[1, 0]),
+             helper.make_node("GatherND", ["x", "idx_t"], ["vals"]),
+             helper.make_node("Mul", ["vals", "two"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", [3, 4])], [vi("y", [None])],
+                [const("zero", np.float32(0)), const("two", np.float32(2))])
+    tessera.build(tessera.onnx.load(path), target="opencl").export(str(tmp_path / "cl.so"))
+    lib = tessera.load(str(tmp_path / "cl.so"))
+    assert lib.target == "opencl"
+    rng = np.random.default_rng(3)
+    for x in [rng.standard_normal((3, 4)).astype(np.float32), np.full((3, 4), -1, np.float32)]:
+        np.testing.assert_array_equal(lib.run([x])[0], x[x > 0] * 2)
+    tessera.build(tessera.onnx.load(path), target="cuda -arch=sm_80").export(str(tmp_path / "cuda.so"))
+    try:
+        cuda = tessera.load(str(tmp_path / "cuda.so"))
+    except tessera.Error as e:
+        assert re.search(r"cannot load module .*cuda.so' \(target 'cuda -arch=sm_80'\) on cuda\(0\): no CUDA driver",
+                         str(e)), e
+    else:  # a machine with an NVIDIA GPU
+        np.testing.assert_array_equal(cuda.run([x])[0], x[x > 0] * 2)
+
+
+def test_an_exported_program_runs_through_the_c_api_at_any_size(tmp_path):
+    """The C example (examples/deploy/classify.c) runs a program module as any other: x[x > 0] * 2
+    for x of N rows, N = 3, 1, 7; its scores are the run's output, of the length the data gives."""
+    from test_device_modules import deploy_example, run
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["mask"]),
+             helper.make_node("NonZero", ["mask"], ["idx"], name="where"),
+             helper.make_node("Transpose", ["idx"], ["idx_t"], perm=[1, 0]),
+             helper.make_node("GatherND", ["x", "idx_t"], ["vals"], name="gather"),
+             helper.make_node("Mul", ["vals", "two"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", ["N", 4])], [vi("y", [None])],
+                [const("zero", np.float32(0)), const("two", np.float32(2))])
+    tessera.build(tessera.onnx.load(path)).export(str(tmp_path / "m.so"))
+    exe = deploy_example(tmp_path)
+    rng = np.random.default_rng(4)
+    for n in [3, 1, 7]:
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        np.save(tmp_path / "x.npy", x)
+        out = run(exe, tmp_path / "m.so", tmp_path / "x.npy", tmp_path / "y.npy").stdout
+        assert f"of {(x > 0).sum()} classes" in out
+        np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), x[x > 0] * 2)
+    # No row to gather from: an error naming the node, never a read outside x.
+    np.save(tmp_path / "x.npy", np.zeros((0, 4), np.float32))
+    failed = run(exe, tmp_path / "m.so", tmp_path / "x.npy", ok=False)
+    assert "gather_nd (node 'gather') reads an element along a dimension that must have one: N is 0" in failed.stderr
+
+
+def test_the_c_api_refuses_a_program_that_takes_a_sequence(tmp_path):
+    from test_device_modules import deploy_example, run
+    path = save(tmp_path, [helper.make_node("SequenceLength", ["s"], ["n"])], [seq_vi("s")], [vi("n", [], I64)])
+    tessera.build(tessera.onnx.load(path)).export(str(tmp_path / "m.so"))
+    np.save(tmp_path / "x.npy", np.zeros(1, np.float32))
+    failed = run(deploy_example(tmp_path), tmp_path / "m.so", tmp_path / "x.npy", ok=False)
+    assert "its input 's' is a sequence, and the C API passes tensors only" in failed.stderr

@@ -208,5 +208,93 @@ TEST(ModuleFile, RejectsSpecializedPlansThatDoNotFitTheirModel) {
          "step 0 of a plan of static sizes calls 'addn', which takes dimension variables");
 }
 
+// A program over add4's plan as its one stage: y = stage0(x), then If(flag) choosing y or x,
+// which reads both from the program around it; `flag` a constant of the program.
+ModuleMetadata program_metadata(bool flag) {
+  ModuleMetadata m = add4_metadata();
+  m.stages = {m.plan};
+  m.plan = GraphPlan();
+  auto body = [](const std::string& value) {
+    auto b = std::make_shared<ProgramPlan>();
+    b->outputs = {value};
+    return b;
+  };
+  auto p = std::make_shared<ProgramPlan>();
+  p->inputs = {"x"};
+  p->input_types = {{ProgramInputType::Tensor, {"x", {4}, kFloat32}}};
+  p->outputs = {"z"};
+  ProgramStep stage;
+  stage.kind = ProgramStep::Kind::Stage;
+  stage.origin = "the add";
+  stage.inputs = {"x"};
+  stage.outputs = {"y"};
+  stage.stage = 0;
+  ProgramStep branch;
+  branch.kind = ProgramStep::Kind::If;
+  branch.origin = "the branch";
+  branch.inputs = {"flag"};
+  branch.outputs = {"z"};
+  branch.bodies = {body("y"), body("x")};
+  p->steps = {stage, branch};
+  NDArray f = NDArray::empty({}, kBool);
+  *static_cast<bool*>(f.data()) = flag;
+  p->constants = {{"flag", f}};
+  m.program = p;
+  return m;
+}
+
+TEST(ModuleFile, ProgramsRoundTripFromVersionSixAndRunTheirStages) {
+  for (bool flag : {true, false}) {
+    LoadedModule loaded = load_module(write_add4_module("program.so", program_metadata(flag)));
+    ASSERT_TRUE(loaded.program);
+    EXPECT_EQ(loaded.executor, nullptr);
+    NDArray x = NDArray::empty({4}, kFloat32);
+    for (int i = 0; i < 4; ++i) x.data_as<float>()[i] = static_cast<float>(i);
+    const std::vector<ProgramValue> out = loaded.program->run({ProgramValue(x)});
+    ASSERT_EQ(out.size(), 1u);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(out[0].tensor.data_as<float>()[i], flag ? 11.0f * i + 10.0f : i);
+    try {
+      loaded.program->run({ProgramValue(NDArray::empty({5}, kFloat32))});
+      ADD_FAILURE() << "a program ran on an input of the wrong shape";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("input 'x'"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    write_module_file(temp_path("program_v5.so"), "", program_metadata(true), 5);
+    ADD_FAILURE() << "a version 5 file was written with a program";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("version 5 cannot hold a program"), std::string::npos);
+  }
+}
+
+TEST(ModuleFile, RejectsProgramsThatDoNotFitTheirStages) {
+  auto error = [](const std::string& name, const std::function<void(ModuleMetadata&, ProgramPlan&)>& edit) {
+    ModuleMetadata m = program_metadata(true);
+    auto p = std::make_shared<ProgramPlan>(*m.program);
+    edit(m, *p);
+    m.program = p;
+    return load_error(write_add4_module(name, m));
+  };
+  auto expect = [](const std::string& message, const std::string& part) {
+    EXPECT_NE(message.find("corrupt module metadata: " + part), std::string::npos) << message;
+  };
+  expect(error("stage.so", [](ModuleMetadata&, ProgramPlan& p) { p.steps[0].stage = 3; }),
+         "step 'the add': stage 3 is out of range (0..1)");
+  expect(error("inputs.so", [](ModuleMetadata&, ProgramPlan& p) { p.steps[0].inputs.push_back("x"); }),
+         "step 'the add' passes 2 inputs and takes 1 outputs; its stage's plan has 1 and 1");
+  expect(error("builtin.so",
+               [](ModuleMetadata&, ProgramPlan& p) {
+                 p.steps[1].kind = ProgramStep::Kind::Builtin;
+                 p.steps[1].builtin = "fancy";
+                 p.steps[1].bodies.clear();
+               }),
+         "step 'the branch' runs the unknown builtin 'fancy'");
+  expect(error("bodies.so", [](ModuleMetadata&, ProgramPlan& p) { p.steps[1].bodies.pop_back(); }),
+         "step 'the branch' has 1 bodies");
+  expect(error("beside.so", [](ModuleMetadata& m, ProgramPlan&) { m.plan = m.stages[0]; }),
+         "it holds a program beside a plan");
+}
+
 }  // namespace
 }  // namespace tessera::runtime

@@ -1,0 +1,354 @@
+#include "driver/program_build.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "runtime/error.h"
+
+namespace tessera::driver {
+
+using runtime::ProgramPlan;
+using runtime::ProgramStep;
+using runtime::ShapeExpr;
+using runtime::SymbolicShape;
+
+namespace {
+
+// What a value is known to be before the program runs: a tensor (or a sequence of tensors) of
+// a dtype and a shape, either possibly unknown; nothing (an omitted optional); or unknown.
+struct ValueType {
+  enum class Kind { Tensor, Sequence, None, Unknown };
+  Kind kind = Kind::Unknown;
+  std::optional<runtime::DataType> dtype;  // a tensor's or a sequence's elements'
+  std::optional<SymbolicShape> shape;      // none: its rank is not known
+
+  static ValueType tensor(runtime::DataType dtype, SymbolicShape shape) {
+    return {Kind::Tensor, dtype, std::move(shape)};
+  }
+};
+
+bool same_type(const ValueType& a, const ValueType& b) {
+  return a.kind == b.kind && a.dtype == b.dtype && a.shape == b.shape;
+}
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const relay_ir::Program& program, targets::Target target, BuildOptions options)
+      : program_(program), target_(std::move(target)), options_(std::move(options)) {
+    options_.jit = false;  // compiled again when exported
+    builds_.resize(program.stages.size());
+  }
+
+  ProgramBuild run() {
+    const ProgramPlan& p = *program_.plan;
+    Frame frame;
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      const runtime::ProgramInputType& t = p.input_types.at(i);
+      ValueType v;
+      if (t.kind == runtime::ProgramInputType::Tensor) v = ValueType::tensor(t.tensor.dtype, t.tensor.shape);
+      if (t.kind == runtime::ProgramInputType::Sequence) v.kind = ValueType::Kind::Sequence;
+      frame.values[p.inputs[i]] = v;  // an optional: unknown
+    }
+    type_program(p, frame);
+    ProgramBuild out{program_.plan, {}, target_};
+    for (size_t s = 0; s < builds_.size(); ++s) {
+      if (!builds_[s]) fail("export: internal error: stage ", s, " was never typed");
+      out.stages.push_back(builds_[s]);
+    }
+    return out;
+  }
+
+ private:
+  struct Frame {
+    const Frame* outer = nullptr;
+    std::unordered_map<std::string, ValueType> values;
+    ValueType get(const std::string& name) const {
+      for (const Frame* f = this; f; f = f->outer)
+        if (auto it = f->values.find(name); it != f->values.end()) return it->second;
+      return {};
+    }
+  };
+
+  // A dimension of its own (unique in the whole program, so no two values share it by accident).
+  ShapeExpr fresh() { return ShapeExpr::var("?" + std::to_string(fresh_++)); }
+  SymbolicShape fresh_shape(size_t rank) {
+    SymbolicShape s;
+    for (size_t d = 0; d < rank; ++d) s.push_back(fresh());
+    return s;
+  }
+
+  // `a` and `b` as one type: a dimension they disagree on a variable of its own.
+  ValueType join(const ValueType& a, const ValueType& b) {
+    if (a.kind != b.kind) return {};
+    ValueType j = a;
+    if (a.dtype != b.dtype) j.dtype.reset();
+    if (!a.shape || !b.shape || a.shape->size() != b.shape->size()) {
+      j.shape.reset();
+      return j;
+    }
+    for (size_t d = 0; d < a.shape->size(); ++d)
+      if ((*a.shape)[d] != (*b.shape)[d]) (*j.shape)[d] = fresh();
+    return j;
+  }
+
+  std::vector<ValueType> type_program(const ProgramPlan& p, Frame& frame) {
+    for (const auto& [name, value] : p.constants)
+      frame.values[name] = ValueType::tensor(value.dtype(), runtime::symbolic_shape(value.shape()));
+    for (const ProgramStep& step : p.steps) {
+      std::vector<ValueType> in;
+      for (const std::string& name : step.inputs)
+        in.push_back(name.empty() ? ValueType{ValueType::Kind::None} : frame.get(name));
+      std::vector<ValueType> out = type_step(step, in, frame);
+      out.resize(std::max(out.size(), step.outputs.size()));
+      for (size_t i = 0; i < step.outputs.size(); ++i)
+        if (!step.outputs[i].empty()) frame.values[step.outputs[i]] = out[i];
+    }
+    std::vector<ValueType> outputs;
+    for (const std::string& name : p.outputs) outputs.push_back(frame.get(name));
+    return outputs;
+  }
+
+  std::vector<ValueType> type_body(const ProgramPlan& body, const std::vector<ValueType>& in, const Frame& outer) {
+    Frame frame{&outer, {}};
+    for (size_t i = 0; i < body.inputs.size() && i < in.size(); ++i)
+      if (!body.inputs[i].empty()) frame.values[body.inputs[i]] = in[i];
+    return type_program(body, frame);
+  }
+
+  std::vector<ValueType> type_step(const ProgramStep& step, const std::vector<ValueType>& in, const Frame& frame) {
+    switch (step.kind) {
+      case ProgramStep::Kind::Stage:
+        return build_stage(step, in);
+      case ProgramStep::Kind::Builtin:
+        return type_builtin(step, in);
+      case ProgramStep::Kind::If: {
+        std::vector<ValueType> then = type_body(*step.bodies.at(0), {}, frame);
+        std::vector<ValueType> other = type_body(*step.bodies.at(1), {}, frame);
+        for (size_t i = 0; i < then.size() && i < other.size(); ++i) then[i] = join(then[i], other[i]);
+        return then;
+      }
+      case ProgramStep::Kind::Loop:
+        return type_loop(step, in, frame);
+      case ProgramStep::Kind::Scan:
+        return type_scan(step, in, frame);
+      case ProgramStep::Kind::SequenceMap: {
+        std::vector<ValueType> elements;
+        for (const ValueType& v : in) {
+          ValueType e = v;
+          if (v.kind == ValueType::Kind::Sequence) e.kind = ValueType::Kind::Tensor;
+          elements.push_back(e);
+        }
+        std::vector<ValueType> out = type_body(*step.bodies.at(0), elements, frame);
+        for (ValueType& o : out)
+          o.kind = o.kind == ValueType::Kind::Tensor ? ValueType::Kind::Sequence : ValueType::Kind::Unknown;
+        return out;
+      }
+    }
+    return {};
+  }
+
+  // The body typed twice: with the states' initial types, then with every dimension the first
+  // pass changed a variable of its own (the stages built in the second pass are kept).
+  std::vector<ValueType> iterate(const ProgramStep& step, std::vector<ValueType> states,
+                                 const std::function<std::vector<ValueType>(const std::vector<ValueType>&)>& body,
+                                 size_t first_state_out) {
+    for (int pass = 0; pass < 2; ++pass) {
+      std::vector<ValueType> out = body(states);
+      bool changed = false;
+      for (size_t k = 0; k < states.size(); ++k) {
+        const ValueType& o = first_state_out + k < out.size() ? out[first_state_out + k] : ValueType{};
+        if (same_type(o, states[k])) continue;
+        if (pass == 1) continue;  // the dimensions that change are variables now: any value binds them
+        states[k] = join(states[k], o);
+        changed = true;
+      }
+      if (!changed || pass == 1) {
+        std::vector<ValueType> result(out.begin() + std::min(first_state_out, out.size()), out.end());
+        for (size_t k = 0; k < states.size() && k < result.size(); ++k) result[k] = join(states[k], result[k]);
+        return result;
+      }
+    }
+    fail("internal error: ", step.origin, ": typing its body did not end");
+  }
+
+  std::vector<ValueType> type_loop(const ProgramStep& step, const std::vector<ValueType>& in, const Frame& frame) {
+    const ProgramPlan& body = *step.bodies.at(0);
+    const std::vector<ValueType> initial(in.begin() + 2, in.end());
+    const size_t n_states = initial.size();
+    std::vector<ValueType> result = iterate(
+        step, initial,
+        [&](const std::vector<ValueType>& states) {
+          std::vector<ValueType> body_in = {ValueType::tensor(runtime::kInt64, {}),
+                                            ValueType::tensor(runtime::kBool, {})};
+          body_in.insert(body_in.end(), states.begin(), states.end());
+          return type_body(body, body_in, frame);
+        },
+        1);
+    for (size_t k = n_states; k < result.size(); ++k) result[k] = stacked(result[k], 0);
+    return result;
+  }
+
+  std::vector<ValueType> type_scan(const ProgramStep& step, const std::vector<ValueType>& in, const Frame& frame) {
+    if (step.attrs.get_int("batched") != 0)
+      fail("export: ", step.origin, ": Scan of opset 8 (a batch of sequences) runs in this process only");
+    const ProgramPlan& body = *step.bodies.at(0);
+    const size_t n_scan_in = static_cast<size_t>(step.attrs.get_int("num_scan_inputs"));
+    if (n_scan_in > in.size()) fail("export: ", step.origin, ": num_scan_inputs is larger than its inputs");
+    const size_t n_states = in.size() - n_scan_in;
+    auto axes = [&](const char* name, size_t n) {
+      return step.attrs.has(name) ? step.attrs.get_ints(name) : std::vector<int64_t>(n, 0);
+    };
+    const std::vector<int64_t> in_axes = axes("scan_input_axes", n_scan_in);
+    std::vector<ValueType> slices;
+    for (size_t j = 0; j < n_scan_in && j < in_axes.size(); ++j) slices.push_back(sliced(in[n_states + j], in_axes[j]));
+    std::vector<ValueType> result = iterate(
+        step, {in.begin(), in.begin() + n_states},
+        [&](const std::vector<ValueType>& states) {
+          std::vector<ValueType> body_in = states;
+          body_in.insert(body_in.end(), slices.begin(), slices.end());
+          return type_body(body, body_in, frame);
+        },
+        0);
+    const std::vector<int64_t> out_axes = axes("scan_output_axes", result.size() - std::min(n_states, result.size()));
+    for (size_t k = n_states; k < result.size(); ++k)
+      result[k] = stacked(result[k], k - n_states < out_axes.size() ? out_axes[k - n_states] : 0);
+    return result;
+  }
+
+  // One entry of `v` along `axis` (that dimension dropped) / entries stacked along a new `axis`.
+  static ValueType sliced(ValueType v, int64_t axis) {
+    if (!v.shape) return v;
+    const int64_t rank = static_cast<int64_t>(v.shape->size());
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return {};
+    v.shape->erase(v.shape->begin() + axis);
+    return v;
+  }
+  ValueType stacked(ValueType v, int64_t axis) {
+    if (v.kind != ValueType::Kind::Tensor || !v.shape) return v;
+    const int64_t rank = static_cast<int64_t>(v.shape->size()) + 1;
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return {};
+    v.shape->insert(v.shape->begin() + axis, fresh());
+    return v;
+  }
+  // `v` with dimension `axis` of a size only the data tells.
+  ValueType resized(ValueType v, int64_t axis) {
+    if (!v.shape) return v;
+    const int64_t rank = static_cast<int64_t>(v.shape->size());
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) return {};
+    (*v.shape)[axis] = fresh();
+    return v;
+  }
+
+  std::vector<ValueType> type_builtin(const ProgramStep& step, const std::vector<ValueType>& in) {
+    const std::string& op = step.builtin;
+    auto input = [&](size_t i) { return i < in.size() ? in[i] : ValueType{ValueType::Kind::None}; };
+    auto of = [&](runtime::DataType dtype, SymbolicShape shape) { return ValueType::tensor(dtype, std::move(shape)); };
+    auto as = [](ValueType v, ValueType::Kind kind) {
+      if (v.kind == ValueType::Kind::Tensor || v.kind == ValueType::Kind::Sequence) v.kind = kind;
+      return v;
+    };
+    const std::optional<int64_t> axis =
+        step.attrs.has("axis") ? std::optional<int64_t>(step.attrs.get_int("axis")) : std::nullopt;
+    const ValueType x = input(0);
+    if (op == "nonzero")
+      return {of(runtime::kInt64, {x.shape ? ShapeExpr(static_cast<int64_t>(x.shape->size())) : fresh(), fresh()})};
+    if (op == "compress" || op == "unique") {
+      ValueType y = axis ? resized(x, *axis) : ValueType{ValueType::Kind::Tensor, x.dtype, SymbolicShape{fresh()}};
+      if (op == "compress") return {y};
+      return {y, of(runtime::kInt64, {fresh()}), of(runtime::kInt64, {fresh()}), of(runtime::kInt64, {fresh()})};
+    }
+    if (op == "non_max_suppression") return {of(runtime::kInt64, {fresh(), 3})};
+    if (op == "identity" || op == "optional" || op == "optional_get_element") return {x};
+    if (op == "optional_has_element") return {of(runtime::kBool, {})};
+    if (op == "sequence_length") return {of(runtime::kInt64, {})};
+    if (op == "sequence_empty") return {ValueType{ValueType::Kind::Sequence}};
+    if (op == "sequence_at") return {as(x, ValueType::Kind::Tensor)};
+    if (op == "sequence_erase") return {x};
+    if (op == "sequence_construct" || op == "sequence_insert") {
+      ValueType element = op == "sequence_insert" ? input(1) : x;
+      const bool empty_before = op == "sequence_insert" && !x.dtype;
+      if (op == "sequence_insert" && !empty_before) element = join(as(x, ValueType::Kind::Tensor), element);
+      for (size_t i = 1; op == "sequence_construct" && i < in.size(); ++i) element = join(element, in[i]);
+      return {as(element, ValueType::Kind::Sequence)};
+    }
+    if (op == "split_to_sequence") {
+      const int64_t a = step.attrs.get_int("axis");
+      const bool keeps = step.attrs.get_int("keepdims") != 0 || input(1).kind != ValueType::Kind::None;
+      return {as(keeps ? resized(x, a) : sliced(x, a), ValueType::Kind::Sequence)};
+    }
+    if (op == "concat_from_sequence") {
+      const ValueType e = as(x, ValueType::Kind::Tensor);
+      return {step.attrs.get_int("new_axis") ? stacked(e, step.attrs.get_int("axis"))
+                                             : resized(e, step.attrs.get_int("axis"))};
+    }
+    fail("export: ", step.origin, ": no builtin '", op, "'");
+  }
+
+  std::vector<ValueType> build_stage(const ProgramStep& step, const std::vector<ValueType>& in) {
+    std::vector<runtime::BufferSpec> specs;
+    std::string key;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const ValueType& v = in[i];
+      const std::string& name = step.inputs[i];
+      if (v.kind != ValueType::Kind::Tensor || !v.dtype || !v.shape)
+        fail("export: ", step.origin, " reads '", name, "', whose ",
+             v.kind != ValueType::Kind::Tensor ? "kind (a tensor?)"
+             : !v.dtype                        ? "element type"
+                                               : "rank",
+             " is not known before the model runs, so it cannot be built ahead of time; the model runs in this "
+             "process only");
+      SymbolicShape shape = *v.shape;
+      for (ShapeExpr& d : shape)
+        if (!d.is_constant() && !d.var_name()) d = fresh();  // the stage binds variables, not expressions
+      specs.push_back({name, shape, *v.dtype});
+      key += v.dtype->str() + runtime::symbolic_shape_str(specs.back().shape) + ";";
+    }
+    auto& build_of = builds_.at(step.stage);
+    if (!build_of || built_keys_[step.stage] != key) {
+      try {
+        relay_ir::Module module = program_.stages.at(step.stage)->specialize_symbolic(specs);
+        build_of = std::make_shared<const BuildResult>(build(module, target_, options_));
+      } catch (const Error& e) {
+        fail("export: ", step.origin, " cannot be built for every size of its inputs (", shapes_str(specs),
+             "): ", e.what());
+      }
+      built_keys_[step.stage] = key;
+    }
+    std::vector<ValueType> out;
+    const runtime::GraphPlan& plan = build_of->plan;
+    for (int t : plan.outputs) {
+      const auto& info = plan.tensors.at(t);
+      out.push_back(ValueType::tensor(
+          info.dtype, plan.is_symbolic() ? plan.symbolic_shapes.at(t) : runtime::symbolic_shape(info.shape)));
+    }
+    return out;
+  }
+
+  static std::string shapes_str(const std::vector<runtime::BufferSpec>& specs) {
+    std::string s;
+    for (const auto& b : specs)
+      s += (s.empty() ? "" : ", ") + b.name + ": " + b.dtype.str() + runtime::symbolic_shape_str(b.shape);
+    return s;
+  }
+
+  const relay_ir::Program& program_;
+  targets::Target target_;
+  BuildOptions options_;
+  std::vector<std::shared_ptr<const BuildResult>> builds_;
+  std::map<int, std::string> built_keys_;
+  int fresh_ = 0;
+};
+
+}  // namespace
+
+ProgramBuild build_for_every_size(const relay_ir::Program& program, const targets::Target& target,
+                                  BuildOptions options) {
+  return ProgramBuilder(program, target, std::move(options)).run();
+}
+
+}  // namespace tessera::driver
