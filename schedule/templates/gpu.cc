@@ -12,6 +12,7 @@
 #include "tensor_ir/arith/const_bound.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/structural.h"
 
 namespace tessera::schedule {
 
@@ -144,6 +145,22 @@ int64_t panel_bytes(const Tensor& op, const std::vector<int64_t>& along, int64_t
     bytes += elements * input.dtype().element_bytes();
   }
   return bytes;
+}
+
+// Whether a consumer of `reduction` with these loops can compute it in its register tiles: loops
+// of the same extents, or any of its own size when every extent is a constant. A consumer that
+// reshaped the product at symbolic sizes reads it through divisions by the sizes, and the part a
+// tile needs then has no constant size, which registers must have.
+bool tiles_hold_reduction(const ComputeOp& consumer, const ComputeOp& reduction) {
+  auto constant = [](const ComputeOp& c) {
+    return std::all_of(c.axis.begin(), c.axis.end(),
+                       [](const auto& a) { return tensor_ir::as_const_int(a->dom.extent); });
+  };
+  if (constant(consumer) && constant(reduction)) return product(consumer.axis) == product(reduction.axis);
+  if (consumer.axis.size() != reduction.axis.size()) return false;
+  for (size_t d = 0; d < consumer.axis.size(); ++d)
+    if (!tensor_ir::structural_equal(consumer.axis[d]->dom.extent, reduction.axis[d]->dom.extent)) return false;
+  return true;
 }
 
 bool shares_reduction(const ComputeOp& c) {
@@ -325,7 +342,7 @@ class GpuScheduler {
       const std::vector<Stage*> consumers = computed_consumers(*st);
       const auto* reader = consumers.size() == 1 ? consumers[0]->op().as<ComputeOp>() : nullptr;
       if (reader && reader->reduce_axis().empty() && consumers[0]->attach_kind() == AttachKind::Root &&
-          !consumers[0]->has_loop_schedule() && product(reader->axis) == product(c->axis) &&
+          !consumers[0]->has_loop_schedule() && tiles_hold_reduction(*reader, *c) &&
           asked_.insert(consumers[0]).second) {
         TilePlan plan = ask_tile_knobs(*consumers[0], *st);
         plan.reduction = st;

@@ -134,7 +134,8 @@ def test_a_pytorch_text_classifier_exported_with_dynamic_axes_builds_once_for_ev
     token and position embeddings (nn.Embedding, torch.arange), a TransformerEncoder (its
     LayerNormalization and attention reshapes) and the first token's state classified. One build
     serves every size and matches PyTorch, here and exported; a sequence of no tokens has no first
-    token, which a run refuses naming the Gather."""
+    token, which a run refuses naming the Gather. The same for OpenCL, built for every size at the
+    default size hints."""
     torch = pytest.importorskip("torch")
     from torch_numpy import array, tensor
 
@@ -173,3 +174,12 @@ def test_a_pytorch_text_classifier_exported_with_dynamic_axes_builds_once_for_ev
     np.testing.assert_array_equal(loaded.run([ids])[0], lib.run([ids])[0])
     with pytest.raises(tessera.Error, match=refused):
         loaded.run([np.zeros((2, 0), "int64")])
+    # For OpenCL, exported before any run (its tiles chosen at the default size hints): the
+    # attention products, which the graph reshaped at symbolic sizes, are not register-tiled
+    # through the reshape (the region a tile needs has no constant size there).
+    cl = tessera.build(tessera.onnx.load(path), target="opencl", db=False)
+    cl.export(tmp_path / "classifier_cl.so")
+    on_device = tessera.load(tmp_path / "classifier_cl.so")
+    for n, length in [(3, 11), (1, 64)]:
+        ids = rng.integers(0, 100, (n, length)).astype("int64")
+        np.testing.assert_allclose(on_device.run([ids])[0], lib.run([ids])[0], rtol=1e-5, atol=1e-6)
