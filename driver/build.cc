@@ -191,9 +191,10 @@ class PlanBuilder {
     if (const auto* f = call->op.as<FunctionNode>()) ops = member_calls(f);
     for (const CallNode* op : ops) {
       if (!op->op_def() || !op->op_def()->nonempty_dims) continue;
-      for (const tensor_ir::Expr& dim : op->op_def()->nonempty_dims(*op))
-        plan_.nonempty.push_back({tensor_ir::to_symbolic_shape({dim}).at(0),
-                                  call_origin(op) + " reads an element along a dimension that must have one"});
+      for (const OpDef::NonEmptyDim& n : op->op_def()->nonempty_dims(*op))
+        plan_.nonempty.push_back({tensor_ir::to_symbolic_shape({n.dim}).at(0),
+                                  call_origin(op) + " reads an element along a dimension that must have one",
+                                  tensor_ir::to_symbolic_shape({n.reads}).at(0)});
     }
   }
 

@@ -48,7 +48,11 @@ class ProgramBuilder {
       const runtime::ProgramInputType& t = p.input_types.at(i);
       ValueType v;
       if (t.kind == runtime::ProgramInputType::Tensor) v = ValueType::tensor(t.tensor.dtype, t.tensor.shape);
-      if (t.kind == runtime::ProgramInputType::Sequence) v.kind = ValueType::Kind::Sequence;
+      if (t.kind == runtime::ProgramInputType::Sequence) {
+        v.kind = ValueType::Kind::Sequence;
+        if (t.element_dtype) v.dtype = t.tensor.dtype;
+        if (t.element_shape) v.shape = t.tensor.shape;
+      }
       frame.values[p.inputs[i]] = v;  // an optional: unknown
     }
     type_program(p, frame);

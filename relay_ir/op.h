@@ -73,8 +73,12 @@ struct OpDef {
   // The output is the input's bytes under another shape (reshape): run as a view, no kernel.
   bool is_view = false;
   // Dimensions of a call's arguments that must not be empty at run time, beyond what its types
-  // say (Gather reads an element along its axis): a plan of symbolic sizes checks them at each call.
-  std::function<std::vector<tensor_ir::Expr>(const CallNode& call)> nonempty_dims = nullptr;
+  // say (Gather reads an element along its axis), each with the number of reads that need it (none:
+  // an empty dimension is fine): a plan of symbolic sizes checks them at each call.
+  struct NonEmptyDim {
+    tensor_ir::Expr dim, reads;
+  };
+  std::function<std::vector<NonEmptyDim>(const CallNode& call)> nonempty_dims = nullptr;
 };
 
 class OpRegistry {

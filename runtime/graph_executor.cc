@@ -231,7 +231,8 @@ void GraphExecutor::bind_sizes() {
     at += (at.empty() ? "" : ", ") + v + " = " + std::to_string(it->second);
   }
   for (const GraphPlan::NonEmpty& n : plan_.nonempty)
-    if (n.dim.evaluate(values) < 1) fail(n.what, ": ", n.dim.str(), " is ", n.dim.evaluate(values), " at ", at);
+    if (n.dim.evaluate(values) < 1 && n.reads.evaluate(values) > 0)
+      fail(n.what, ": ", n.dim.str(), " is ", n.dim.evaluate(values), " at ", at);
   for (size_t id = 0; id < plan_.tensors.size(); ++id) {
     auto& t = plan_.tensors[id];
     t.shape.clear();

@@ -45,9 +45,11 @@ struct GraphPlan {
   // Dimensions that must be at least 1 at each call, with what needs them (an operator that reads
   // an element along a dimension of symbolic size, as Gather does): a call at sizes that make one
   // 0 is an error naming it, before any kernel runs.
+  // A dimension that must not be 0 where `reads` (the reads along it) is not 0.
   struct NonEmpty {
     ShapeExpr dim;
     std::string what;
+    ShapeExpr reads = 1;
   };
   std::vector<NonEmpty> nonempty;
   bool is_symbolic() const { return !shape_vars.empty(); }

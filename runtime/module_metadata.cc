@@ -500,20 +500,23 @@ void finish_plan(GraphPlan& p, std::vector<SymbolicShape> shapes) {
   if (p.is_symbolic()) p.symbolic_shapes = std::move(shapes);
 }
 
-void encode_nonempty(Writer& w, const GraphPlan& p) {
+// Version 6 on: with the number of reads that need each (before: always some).
+void encode_nonempty(Writer& w, const GraphPlan& p, uint32_t version) {
   w.u32(p.nonempty.size());
   for (const GraphPlan::NonEmpty& n : p.nonempty) {
     w.dim(n.dim);
     w.str(n.what);
+    if (version >= 6) w.dim(n.reads);
   }
 }
 
-void decode_nonempty(Reader& r, GraphPlan& p) {
+void decode_nonempty(Reader& r, GraphPlan& p, uint32_t version) {
   p.nonempty.resize(r.count("the dimensions needed non-empty", 13));
   for (GraphPlan::NonEmpty& n : p.nonempty) {
     n.dim = r.dim("a dimension needed non-empty");
     n.what = r.str("what needs a dimension non-empty");
-    check_vars({n.dim}, p.shape_vars, "a dimension needed non-empty");
+    if (version >= 6) n.reads = r.dim("the reads that need a dimension non-empty");
+    check_vars({n.dim, n.reads}, p.shape_vars, "a dimension needed non-empty");
   }
 }
 
@@ -525,6 +528,7 @@ void encode_program(Writer& w, const ProgramPlan& p) {
   for (const ProgramInputType& t : p.input_types) {
     w.pod(static_cast<uint8_t>(t.kind));
     w.buffers({t.tensor});
+    w.pod(static_cast<uint8_t>(t.element_dtype | t.element_shape << 1));
   }
   w.strs(p.outputs);
   w.u32(p.output_types.size());
@@ -579,7 +583,7 @@ std::shared_ptr<const ProgramPlan> decode_program(Reader& r, const std::vector<G
   if (depth > kMaxShapeExprDepth) Reader::bad("its program nests bodies more than ", kMaxShapeExprDepth, " deep");
   auto p = std::make_shared<ProgramPlan>();
   p->inputs = r.strs("the program's inputs");
-  p->input_types.resize(r.count("the program's input types", 13));
+  p->input_types.resize(r.count("the program's input types", 14));
   for (ProgramInputType& t : p->input_types) {
     const uint8_t kind = r.pod<uint8_t>("a program input's kind");
     if (kind > ProgramInputType::Optional) Reader::bad("a program input has the unknown kind ", int(kind));
@@ -587,6 +591,9 @@ std::shared_ptr<const ProgramPlan> decode_program(Reader& r, const std::vector<G
     std::vector<BufferSpec> spec = r.buffers("a program input's type");
     if (spec.size() != 1) Reader::bad("a program input has ", spec.size(), " types");
     t.tensor = spec[0];
+    const uint8_t element = r.pod<uint8_t>("what a program input's elements declare");
+    t.element_dtype = element & 1;
+    t.element_shape = element & 2;
   }
   if (!p->input_types.empty() && p->input_types.size() != p->inputs.size())
     Reader::bad("the program has ", p->inputs.size(), " inputs and ", p->input_types.size(), " input types");
@@ -694,7 +701,7 @@ std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
       if (m.specialized[i].is_symbolic()) fail("internal error: a specialized plan has symbolic sizes");
       encode_plan(w, m.specialized[i], weights.offsets[i + 1]);
     }
-    encode_nonempty(w, m.plan);
+    encode_nonempty(w, m.plan, version);
   } else if (!m.plan.nonempty.empty()) {
     fail("internal error: module format version ", version, " cannot hold the dimensions a plan needs non-empty");
   }
@@ -706,7 +713,7 @@ std::string encode_metadata(const ModuleMetadata& m, uint32_t version) {
         encode_plan(w, m.stages[i], weights.offsets[1 + m.specialized.size() + i]);
         w.strs(m.stages[i].shape_vars);
         w.shape(m.stages[i].slot_bytes, "the arena slots");
-        encode_nonempty(w, m.stages[i]);
+        encode_nonempty(w, m.stages[i], version);
       }
       encode_program(w, *m.program);
     }
@@ -747,7 +754,7 @@ ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, 
       p = decode_plan(r, specialized_shapes, weights, weights_size, owner);
       finish_plan(p, std::move(specialized_shapes));
     }
-    decode_nonempty(r, m.plan);
+    decode_nonempty(r, m.plan, version);
   }
   if (version >= 6 && r.pod<uint8_t>("whether it holds a program")) {
     if (!m.plan.steps.empty() || !m.plan.inputs.empty() || !m.specialized.empty())
@@ -759,7 +766,7 @@ ModuleMetadata decode_metadata(const char* data, size_t size, uint32_t version, 
       p.shape_vars = r.strs("a stage's dimension variables");
       p.slot_bytes = r.symbolic("a stage's arena slots");
       finish_plan(p, std::move(stage_shapes));
-      decode_nonempty(r, p);
+      decode_nonempty(r, p, version);
     }
     m.program = decode_program(r, m.stages, 0);
   }

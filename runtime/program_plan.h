@@ -45,7 +45,8 @@ struct ProgramPlan;
 // variable), a sequence of tensors, or an optional value.
 struct ProgramInputType {
   enum Kind { Tensor, Sequence, Optional } kind = Tensor;
-  BufferSpec tensor;  // a Tensor's
+  BufferSpec tensor;  // a Tensor's; a Sequence's elements', as far as the flags say it is declared
+  bool element_dtype = false, element_shape = false;
 };
 
 struct ProgramStep {

@@ -4,11 +4,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "runtime/error.h"
 #include "schedule/bound_inference.h"
 #include "schedule/schedule_ops.h"
 #include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/functor.h"
 #include "tensor_ir/printer.h"
 #include "tensor_ir/transforms/hoist_shared_allocations.h"
 #include "tensor_ir/transforms/insert_barriers.h"
@@ -80,6 +82,41 @@ std::vector<Var> shape_vars_of(const std::vector<Tensor>& args) {
   return vars;
 }
 
+// Variables `body` reads that nothing in it binds: dimension variables a computation uses without
+// any argument having them in its shape (a graph's shape values: relay_ir's shape_values).
+class UnboundVars : public IRVisitor {
+ public:
+  std::vector<Var> vars;
+
+ protected:
+  void visit_(const VarNode* op) override {
+    if (bound_.count(op) || std::any_of(vars.begin(), vars.end(), [&](const Var& v) { return v.get() == op; })) return;
+    vars.push_back(Var(op));
+  }
+  void visit_(const For* op) override { bind(op->var, op); }
+  void visit_(const LetStmt* op) override { bind(op->var, op); }
+  void visit_(const ThreadExtent* op) override { bind(op->var, op); }
+  void visit_(const Let* op) override { bind(op->var, op); }
+
+ private:
+  template <typename T>
+  void bind(const Var& v, const T* op) {
+    bound_.insert(v.get());
+    IRVisitor::visit_(op);
+  }
+  std::set<const VarNode*> bound_;
+};
+
+// The arguments' dimension variables, then those only the body uses.
+std::vector<Var> kernel_shape_vars(const std::vector<Tensor>& args, const Stmt& body) {
+  std::vector<Var> vars = shape_vars_of(args);
+  UnboundVars unbound;
+  unbound.visit(body);
+  for (const Var& v : unbound.vars)
+    if (std::none_of(vars.begin(), vars.end(), [&](const Var& x) { return x.same_as(v); })) vars.push_back(v);
+  return vars;
+}
+
 // What simplification may assume of a kernel's symbolic dimensions: they are never negative.
 arith::BoundMap dimension_bounds(const std::vector<Var>& shape_vars) {
   arith::BoundMap bounds;
@@ -111,7 +148,7 @@ LoweredFunc lower_loop_nest(Schedule& schedule, const std::vector<Tensor>& user_
     flatten.args.emplace_back(args[i], buffer);
     func.args.push_back(buffer);
   }
-  func.shape_vars = shape_vars_of(args);
+  func.shape_vars = kernel_shape_vars(args, body);
   for (const auto& st : schedule.stages()) flatten.storage_align[st->op().get()] = st->storage_align();
   if (device)
     for (const auto& p : plan.stages) flatten.scopes[p.stage->op().get()] = parse_memory_scope(p.scope);

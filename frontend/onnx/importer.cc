@@ -52,9 +52,10 @@ class Importer {
     for (const auto& node : graph_.node()) convert(node);
     std::vector<Expr> outputs;
     for (const auto& out : graph_.output()) {
-      if (dim_values_.count(out.name()))
-        fail("ONNX graph output '", out.name(), "' is the shape value ", dim_values_.at(out.name()).str(),
-             " of symbolic sizes; outputs computed from sizes alone are not supported");
+      if (auto d = dim_values_.find(out.name()); d != dim_values_.end()) {
+        outputs.push_back(shape_tensor(d->second, out.name()));
+        continue;
+      }
       auto it = values_.find(out.name());
       if (it == values_.end() || !it->second) fail("ONNX graph output '", out.name(), "' is not produced by any node");
       outputs.push_back(it->second);
@@ -266,10 +267,17 @@ class Importer {
     if (convert_dim_arithmetic(node)) return;
     std::vector<Expr> inputs;
     std::vector<std::string> names;
+    const std::vector<int>& value_inputs = ConverterTable::global().find(node.domain(), node.op_type())->value_inputs;
     for (const auto& in : node.input()) {
       names.push_back(in);
-      if (in.empty() || dim_values_.count(in)) {
+      const bool value_input =
+          std::find(value_inputs.begin(), value_inputs.end(), static_cast<int>(names.size()) - 1) != value_inputs.end();
+      if (in.empty() || (dim_values_.count(in) && value_input)) {
         inputs.emplace_back();  // an omitted optional input, or a shape value the context holds
+        continue;
+      }
+      if (auto d = dim_values_.find(in); d != dim_values_.end()) {  // a shape value computed with as a tensor
+        inputs.push_back(shape_tensor(d->second, in));
         continue;
       }
       auto it = values_.find(in);
@@ -279,7 +287,6 @@ class Importer {
     }
     std::vector<Expr> outputs;
     try {
-      check_dim_inputs(node);
       outputs = convert_widened(node, inputs, names);
     } catch (const BindingRequired&) {
       throw;
@@ -379,23 +386,24 @@ class Importer {
     return true;
   }
 
-  // A shape value of symbolic sizes may only reach a converter as a value input (a Reshape's
-  // target), never as a tensor to compute on.
-  void check_dim_inputs(const ::onnx::NodeProto& node) const {
-    const ConverterTable::Entry* entry = ConverterTable::global().find(node.domain(), node.op_type());
-    for (int i = 0; i < node.input_size(); ++i) {
-      auto d = dim_values_.find(node.input(i));
-      if (d == dim_values_.end()) continue;
-      const auto& value_inputs = entry->value_inputs;
-      if (std::find(value_inputs.begin(), value_inputs.end(), i) == value_inputs.end())
-        fail("input '", node.input(i), "' is the shape value ", d->second.str(),
-             " of symbolic sizes, which this operator would compute with as a tensor");
-    }
+  // A shape value of symbolic sizes as a tensor, for an operator that computes with it (or a graph
+  // output): its elements computed from the sizes at each call.
+  static Expr shape_tensor(const DimValue& d, const std::string& name) {
+    if (!d.dtype.is_integer())
+      fail("'", name, "' is the ", d.dtype.str(), " value ", d.str(),
+           " of symbolic sizes, which is only known at run "
+           "time; an operator computes with it as a tensor");
+    return relay_ir::call(
+        "shape_values", {},
+        {{"dims", relay_ir::Shape(d.elements)}, {"dtype", d.dtype.str()}, {"scalar", int64_t{d.scalar}}});
   }
 
+  // The shape values a converter reads as values (the others it was given as tensors).
   void add_dim_inputs(const ::onnx::NodeProto& node, ConvertContext& ctx) const {
-    for (int i = 0; i < node.input_size(); ++i)
-      if (auto d = dim_values_.find(node.input(i)); d != dim_values_.end()) ctx.set_dim_input(i, d->second.elements);
+    const std::vector<int>& value_inputs = ConverterTable::global().find(node.domain(), node.op_type())->value_inputs;
+    for (int i : value_inputs)
+      if (i < node.input_size())
+        if (auto d = dim_values_.find(node.input(i)); d != dim_values_.end()) ctx.set_dim_input(i, d->second.elements);
   }
 
   // `e` converted to `type`; a constant converted here, for converters that read its values.
@@ -409,6 +417,7 @@ class Importer {
   // its output can be a constant while that input is not.)
   static bool from_constants(const Expr& e, const std::vector<Expr>& inputs) {
     if (e.as<relay_ir::ConstantNode>()) return true;
+    if (const auto* call = e.as<relay_ir::CallNode>(); call && call->args.empty()) return false;  // shape values
     if (std::any_of(inputs.begin(), inputs.end(), [&](const Expr& in) { return in.same_as(e); })) return false;
     if (const auto* call = e.as<relay_ir::CallNode>())
       return std::all_of(call->args.begin(), call->args.end(), [&](const Expr& a) { return from_constants(a, inputs); });

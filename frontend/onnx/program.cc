@@ -285,6 +285,24 @@ class ProgramBuilder {
   DataDependence data_;
 };
 
+// What a sequence input declares of its elements: their dtype, and their shape (an unnamed
+// dimension a variable of its own).
+void declare_elements(const ::onnx::TypeProto& element, runtime::ProgramInputType& t) {
+  if (!element.has_tensor_type() || element.tensor_type().elem_type() == 0) return;
+  const auto& tensor = element.tensor_type();
+  t.tensor.dtype = dtype_from_onnx(tensor.elem_type(), "sequence input '" + t.tensor.name + "'");
+  t.element_dtype = true;
+  if (!tensor.has_shape()) return;
+  for (int d = 0; d < tensor.shape().dim_size(); ++d) {
+    const auto& dim = tensor.shape().dim(d);
+    if (dim.has_dim_value()) t.tensor.shape.push_back(dim.dim_value());
+    else
+      t.tensor.shape.push_back(runtime::ShapeExpr::var(
+          dim.dim_param().empty() ? t.tensor.name + "[]." + std::to_string(d) : dim.dim_param()));
+  }
+  t.element_shape = true;
+}
+
 }  // namespace
 
 std::shared_ptr<const relay_ir::Program> import_program(const std::string& path, const ImportOptions& options,
@@ -297,11 +315,15 @@ std::shared_ptr<const relay_ir::Program> import_program(const std::string& path,
         std::shared_ptr<ProgramPlan> program = builder.main();
         for (const std::string& name : program->inputs) {
           runtime::ProgramInputType t;
+          t.tensor.name = name;
           auto declared = std::find_if(tensors.begin(), tensors.end(), [&](const auto& s) { return s.name == name; });
           if (declared != tensors.end()) t.tensor = *declared;
           for (const auto& in : model.graph().input()) {
             if (in.name() != name) continue;
-            if (in.type().has_sequence_type()) t.kind = runtime::ProgramInputType::Sequence;
+            if (in.type().has_sequence_type()) {
+              t.kind = runtime::ProgramInputType::Sequence;
+              declare_elements(in.type().sequence_type().elem_type(), t);
+            }
             if (in.type().has_optional_type()) t.kind = runtime::ProgramInputType::Optional;
           }
           program->input_types.push_back(std::move(t));

@@ -127,6 +127,16 @@ Type arange_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(shape, start.dtype);
 }
 
+Type shape_values_rel(const std::vector<Type>&, const Attrs& attrs) {
+  const Shape dims = attrs.get_shape("dims");
+  const bool scalar = attrs.get_int("scalar") != 0;
+  if (dims.size() == 0 || (scalar && dims.size() != 1))
+    fail("shape_values: ", dims.size(), " values for a ", scalar ? "scalar" : "vector");
+  const runtime::DataType dtype = runtime::DataType::parse(attrs.get_str("dtype"));
+  if (!dtype.is_int() && !dtype.is_uint()) fail("shape_values: the dtype must be an integer type, got ", dtype.str());
+  return tensor_type(scalar ? Shape() : Shape({static_cast<int64_t>(dims.size())}), dtype);
+}
+
 Type transpose_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& x = tensor_arg(args, 0, "input");
   std::vector<tensor_ir::Expr> out;
@@ -412,6 +422,19 @@ void register_transform_ops(OpRegistry& r) {
          injective,
          single_output(
              [](const Tensors& in, const Attrs& a) { return ops::arange(in[0], in[1], a.get_shape("shape").dim(0)); }),
+         "transform"});
+  r.add({"shape_values",
+         "the values of dimensions of symbolic size (ONNX Shape of such a tensor, or arithmetic on it) as an integer "
+         "tensor, for an operator that computes with them; a static one is a constant",
+         0,
+         0,
+         {required_ints("dims"), {"dtype", std::string("int64")}, {"scalar", int64_t{0}}},
+         shape_values_rel,
+         injective,
+         single_output([](const Tensors&, const Attrs& a) {
+           return ops::shape_values(a.get_shape("dims").dims(), runtime::DataType::parse(a.get_str("dtype")),
+                                    a.get_int("scalar") != 0);
+         }),
          "transform"});
   r.add({"tile",
          "repeats the tensor along every axis",

@@ -6,6 +6,8 @@
 // cotangent at their targets. Indices never have a cotangent.
 #include "relay_ir/ops/transform_common.h"
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/op.h"
 #include "tensor_ir/ops/transform_index.h"
 #include "tensor_ir/ops/transform_shape.h"
 
@@ -43,13 +45,13 @@ Type take_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(Shape(out), data.dtype);
 }
 
-// A gathered axis of symbolic size must have an element to read at each call.
-std::vector<tensor_ir::Expr> take_nonempty(const CallNode& call) {
+// A gathered axis of symbolic size must have an element to read, where there are indices.
+std::vector<OpDef::NonEmptyDim> take_nonempty(const CallNode& call) {
   const Shape& shape = tensor_of(call.args.at(0)).shape;
   const int64_t axis =
       ops::normalize_axis(call.attrs.get_int("axis"), static_cast<int64_t>(shape.size()), "take: axis");
   if (shape.is_static(static_cast<size_t>(axis))) return {};
-  return {shape.dim(static_cast<size_t>(axis))};
+  return {{shape.dim(static_cast<size_t>(axis)), tensor_of(call.args.at(1)).shape.numel()}};
 }
 
 Type gather_nd_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -62,16 +64,20 @@ Type gather_nd_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(Shape(ops::gather_nd_dims(data.shape.dims(), indices.shape.dims(), b)), data.dtype);
 }
 
-// The indexed dimensions of symbolic size must have an element to read at each call.
-std::vector<tensor_ir::Expr> gather_nd_nonempty(const CallNode& call) {
+// The indexed dimensions of symbolic size must have an element to read, where there are index
+// tuples.
+std::vector<OpDef::NonEmptyDim> gather_nd_nonempty(const CallNode& call) {
   const Shape& data = tensor_of(call.args.at(0)).shape;
   const Shape& indices = tensor_of(call.args.at(1)).shape;
   const int64_t b = call.attrs.get_int("batch_dims");
   if (indices.empty() || !indices.is_static(indices.size() - 1)) return {};
   const int64_t depth = indices[indices.size() - 1];
-  std::vector<tensor_ir::Expr> dims;
+  tensor_ir::Expr tuples = 1;
+  for (size_t d = 0; d + 1 < indices.size(); ++d) tuples = tuples * indices.dim(d);
+  tuples = tensor_ir::arith::simplify(tuples);
+  std::vector<OpDef::NonEmptyDim> dims;
   for (int64_t d = b; d < b + depth && d < static_cast<int64_t>(data.size()); ++d)
-    if (!data.is_static(static_cast<size_t>(d))) dims.push_back(data.dim(static_cast<size_t>(d)));
+    if (!data.is_static(static_cast<size_t>(d))) dims.push_back({data.dim(static_cast<size_t>(d)), tuples});
   return dims;
 }
 

@@ -60,7 +60,7 @@ class Simplifier : public ExprMutator {
  protected:
   Expr rewrite(const Expr&, const Expr& node) override {
     const auto* c = node.as<CallNode>();
-    if (!c || !c->op_def()) return node;
+    if (!c || !c->op_def() || c->args.empty()) return node;
     infer_type(node);
     const std::string& name = op_name(c);
     const auto* out = tensor_of(node);

@@ -215,6 +215,22 @@ Tensor arange(const Tensor& start, const Tensor& delta, const Expr& length) {
       "arange", "transform");
 }
 
+Tensor shape_values(const std::vector<Expr>& dims, runtime::DataType dtype, bool scalar) {
+  if (dims.empty() || (scalar && dims.size() != 1))
+    fail("shape_values: ", dims.size(), " values for a ", scalar ? "scalar" : "vector");
+  const std::vector<Expr> shape =
+      scalar ? std::vector<Expr>{} : std::vector<Expr>{Expr(static_cast<int64_t>(dims.size()))};
+  return compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        Expr body = cast(dtype, dims.back());
+        for (size_t k = dims.size() - 1; k-- > 0;)
+          body = select(i[0] == Expr(static_cast<int64_t>(k)), cast(dtype, dims[k]), body);
+        return body;
+      },
+      "shape_values", "transform");
+}
+
 Tensor broadcast_to(const Tensor& x, const std::vector<Expr>& shape) {
   const std::vector<Expr>& in = x->shape;
   bool ok = in.size() <= shape.size();

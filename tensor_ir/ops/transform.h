@@ -31,6 +31,9 @@ Tensor broadcast_to(const Tensor& x, const std::vector<Expr>& shape);
 // start + i * delta for i below `length` (ONNX Range of a length of symbolic size); start and
 // delta are scalars of the output's dtype.
 Tensor arange(const Tensor& start, const Tensor& delta, const Expr& length);
+// The values of `dims` (expressions of the sizes) as a tensor of `dtype`: a scalar of the one
+// element, or a vector.
+Tensor shape_values(const std::vector<Expr>& dims, runtime::DataType dtype, bool scalar);
 Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats);
 // slice_dims of a shape whose symbolic axes are kept whole (their length is kWholeAxis), and the
 // output shape they give.

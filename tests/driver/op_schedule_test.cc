@@ -50,6 +50,7 @@ std::map<std::string, Sample> explicit_samples() {
       {"batch_norm_train", {{{{2, 3, 4, 4}, f}, {{3}, f}, {{3}, f}, {{3}, f}, {{3}, f}}, {}}},
       {"instance_norm", {{{{2, 3, 4, 4}, f}, {{3}, f}, {{3}, f}}, {}}},
       {"broadcast_to", {{{{3, 1}, f}}, {{"shape", Ints{2, 3, 4}}}}},
+      {"shape_values", {{}, {{"dims", Ints{2, 7}}}}},
       {"conv_integer", {{{{1, 2, 5, 5}, u8}, {{2, 2, 3, 3}, u8}, {{}, u8}, {{}, u8}}, {}}},
       {"conv_transpose", {{{{1, 2, 4, 4}, f}, {{2, 3, 3, 3}, f}}, {}}},
       {"conv_weight_grad", {{{{1, 2, 5, 5}, f}, {{1, 3, 3, 3}, f}}, {{"kernel", Ints{3, 3}}}}},

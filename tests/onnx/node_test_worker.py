@@ -5,6 +5,7 @@ import glob
 import json
 import os
 import sys
+import tempfile
 import traceback
 
 import numpy as np
@@ -61,6 +62,19 @@ def compare(name, got, want):
 OPT_LEVELS = [int(x) for x in os.environ.get("TESSERA_OPT_LEVELS", "2").split(",")]
 TARGET = os.environ.get("TESSERA_TARGET", "llvm")
 BACKEND = os.environ.get("TESSERA_NODE_BACKEND", "tessera")
+EXPORT = os.environ.get("TESSERA_NODE_EXPORT") == "1"
+
+
+def built(mod, level):
+    """The library of `mod`; with --export, written as a module and loaded back with the runtime
+    alone, which then runs it."""
+    lib = tessera.build(mod, target=TARGET, opt_level=level)
+    if not EXPORT:
+        return lib
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "model.so")
+        lib.export(path)
+        return tessera.load(path)  # the module stays mapped after its file is removed
 
 
 def run_onnxruntime(model_path, feed, output_names):
@@ -96,7 +110,7 @@ def run_test(test_dir):
         mod = tessera.onnx.load(model_path)
         # Every optimization level must reproduce the reference outputs (and so level 0's).
         for level in OPT_LEVELS:
-            got = tessera.build(mod, target=TARGET, opt_level=level).run(feed)
+            got = built(mod, level).run(feed)
             if len(got) != len(outputs):
                 return f"opt level {level}: {len(got)} outputs, expected {len(outputs)}"
             for name, g, w in zip(output_names, got, outputs):

@@ -8,7 +8,7 @@ in expected_failures.txt. Exits nonzero when an unlisted test fails or a listed 
 
     /usr/bin/python3 tests/onnx/run_node_tests.py [-k REGEX] [-j 2] [--opt-levels 0,1,2,3] [--target TARGET]
                                                   [--data DIR --expected FILE] [--write-expected]
-                                                  [--backend onnxruntime]
+                                                  [--backend onnxruntime] [--export]
 
 The current suite runs in the venv that has its onnx (scripts/setup.sh: ensure_onnx_current):
     build/onnx-current/bin/python tests/onnx/run_node_tests.py --data build/onnx-node-cases \
@@ -17,6 +17,9 @@ The current suite runs in the venv that has its onnx (scripts/setup.sh: ensure_o
 Each test is built for TARGET (default: llvm, the host; opencl runs on PoCL's device) and checked
 at every listed graph optimization level. The expected failures are the same on every target.
 The summary counts the tests passed by opset band (a test's opset: its model's default domain).
+With --export each library is written as a module and loaded back (tessera.load), and the module
+runs the test; the tests whose model cannot be exported are expected failures of their own
+(expected_failures_export.txt), beside the suite's.
 """
 import argparse
 import json
@@ -33,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 DATA = "/usr/share/libonnx-testdata/data/node"
 EXPECTED = os.path.join(HERE, "expected_failures.txt")
+EXPORT_EXPECTED = os.path.join(HERE, "expected_failures_export.txt")
 BATCH, BATCH_TIMEOUT, SINGLE_TIMEOUT = 16, 240, 60
 
 OUT_OF_SCOPE = {
@@ -59,10 +63,10 @@ def scope_of(test_dir):
     return None
 
 
-def read_expected():
+def read_expected(path):
     expected = {}
-    if os.path.exists(EXPECTED):
-        for line in open(EXPECTED):
+    if os.path.exists(path):
+        for line in open(path):
             line = line.strip()
             if line and not line.startswith("#"):
                 name, _, reason = line.partition(" ")
@@ -126,9 +130,13 @@ def main():
     parser.add_argument("--backend", default="tessera", choices=["tessera", "onnxruntime"],
                         help="onnxruntime: run the same tests through ONNX Runtime (no expected failures)")
     parser.add_argument("--write-expected", action="store_true", help="write the current failures as the expected list")
+    parser.add_argument("--export", action="store_true",
+                        help="export each test's library and run the module loaded back with the runtime alone; the "
+                             "tests that cannot be exported are listed in expected_failures_export.txt")
     args = parser.parse_args()
     DATA, EXPECTED = args.data, args.expected
     os.environ["TESSERA_NODE_BACKEND"] = args.backend
+    os.environ["TESSERA_NODE_EXPORT"] = "1" if args.export else "0"
 
     start = time.time()
     tests, skipped = [], {}
@@ -148,7 +156,9 @@ def main():
         for r in pool.map(lambda b: run_batch(b, BATCH_TIMEOUT), batches):
             results.update(r)
 
-    expected = read_expected() if args.backend == "tessera" else {}
+    expected = read_expected(EXPECTED) if args.backend == "tessera" else {}
+    if args.export:
+        expected.update(read_expected(EXPORT_EXPECTED))
     passed = sorted(t for t in tests if results[t]["status"] == "pass")
     failed = sorted(t for t in tests if results[t]["status"] != "pass")
     unexpected = [t for t in failed if t not in expected]
@@ -163,8 +173,9 @@ def main():
             f.write("# ONNX node tests expected to fail, each with the reason. run_node_tests.py fails when a\n"
                     "# test not listed here fails, or a listed one passes.\n")
             for t in failed:
-                f.write(f"{t}  # {expected.get(t) or reason_of(results[t]['message'])}\n")
-    ran = f"target {args.target}" if args.backend == "tessera" else args.backend
+                if not (args.export and t in read_expected(EXPORT_EXPECTED)):
+                    f.write(f"{t}  # {expected.get(t) or reason_of(results[t]['message'])}\n")
+    ran = f"target {args.target}{' (exported)' if args.export else ''}" if args.backend == "tessera" else args.backend
     print(f"{ran}, opt levels {args.opt_levels}: {len(unexpected)} unexpected failures, "
           f"{len(fixed)} newly passing, {len(failed) - len(unexpected)} expected failures, {len(skipped)} out of scope, "
           f"in {time.time() - start:.0f} s")

@@ -175,8 +175,35 @@ def test_tensors_made_from_the_sizes_are_built_once_for_every_size(tmp_path, rng
     assert "arange(" in text and "shape=[L]" in text and "int64[max(L // 2 - 1, 0)]" in text
 
 
+@pytest.mark.parametrize("target", ["llvm", "opencl"])
+def test_shape_values_computed_with_as_tensors_are_built_once_for_every_size(tmp_path, rng, target):
+    """y = x / sqrt(L), L read from x's shape (Shape, Gather, Cast to float, Sqrt: attention's
+    scale as exporters write it), and x's shape itself as an output: the shape_values op computes
+    them from the sizes at each call, here and in an exported module."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "one"], ["l"], axis=0),
+             helper.make_node("Cast", ["l"], ["lf"], to=TensorProto.FLOAT),
+             helper.make_node("Sqrt", ["lf"], ["r"]),
+             helper.make_node("Div", ["x", "r"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L"])],
+                [vi("y", ["N", "L"]), helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+                [numpy_helper.from_array(np.array(1, "int64"), "one")])
+    lib = tessera.build(tessera.onnx.load(path), target=target, db=False)
+    lib.export(tmp_path / "m.so")
+    loaded = tessera.load(tmp_path / "m.so")
+    for n, length in [(2, 5), (1, 16), (3, 1)]:
+        x = rng.standard_normal((n, length)).astype("float32")
+        for run in [lib.run, loaded.run]:
+            y, shape = run([x])
+            np.testing.assert_allclose(y, x / np.sqrt(np.float32(length)), rtol=1e-6)
+            np.testing.assert_array_equal(shape, [n, length])
+    assert lib.symbolic and lib.symbolic_reason == "" and lib.built == []
+    assert "shape_values(dims=[N, L]" in str(tessera.onnx.load(path).symbolic())
+
+
 def test_a_gather_along_a_dimension_of_symbolic_size_needs_an_element_there(tmp_path, rng):
-    """x[:, -1] and x[:, [0, 0]] of x (N, L, 4): Gather along L, which a call must make at least 1."""
+    """x[:, -1] and x[:, [0, 0]] of x (N, L, 4): Gather along L, which a call must make at least 1;
+    and x[ids] by ids of symbolic length K along the symbolic N, which may be empty when ids are."""
     inits = [numpy_helper.from_array(np.array(-1, "int64"), "last"),
              numpy_helper.from_array(np.array([0, 0], "int64"), "firsts")]
     nodes = [helper.make_node("Gather", ["x", "last"], ["y"], axis=1),
@@ -192,6 +219,17 @@ def test_a_gather_along_a_dimension_of_symbolic_size_needs_an_element_there(tmp_
     with pytest.raises(tessera.Error, match=r"take \(node 'y'\) reads an element along a dimension that must have "
                                             r"one: L is 0 at N = 2, L = 0"):
         lib.run([np.zeros((2, 0, 4), "float32")])
+    rows = save(tmp_path, [helper.make_node("Gather", ["x", "ids"], ["y"], axis=0, name="rows")],
+                [vi("x", ["N", 4]), helper.make_tensor_value_info("ids", TensorProto.INT64, ["K"])],
+                [vi("y", ["K", 4])], [], name="rows.onnx")
+    lib = tessera.build(tessera.onnx.load(rows), db=False)
+    for n, ids in [(3, [2, 0, -1]), (3, []), (0, [])]:
+        x = rng.standard_normal((n, 4)).astype("float32")
+        np.testing.assert_array_equal(lib.run([x, np.array(ids, "int64")])[0], x[ids])
+    assert lib.symbolic
+    with pytest.raises(tessera.Error, match=r"take \(node 'rows'\) reads an element along a dimension that must have "
+                                            r"one: N is 0 at N = 0, K = 1"):
+        lib.run([np.zeros((0, 4), "float32"), np.zeros(1, "int64")])
 
 
 def test_triangles_of_symbolic_size_are_built_once_for_every_size(tmp_path, rng):
