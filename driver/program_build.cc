@@ -153,28 +153,26 @@ class ProgramBuilder {
     return {};
   }
 
-  // The body typed twice: with the states' initial types, then with every dimension the first
-  // pass changed a variable of its own (the stages built in the second pass are kept).
-  std::vector<ValueType> iterate(const ProgramStep& step, std::vector<ValueType> states,
+  // The body typed with the states' initial types and, where it changes a dimension of a state,
+  // typed again with that dimension a variable of its own (which any value binds); the stages of
+  // the last typing are kept. Its outputs from `first_state_out` on, the states as the loop ends.
+  std::vector<ValueType> iterate(std::vector<ValueType> states,
                                  const std::function<std::vector<ValueType>(const std::vector<ValueType>&)>& body,
                                  size_t first_state_out) {
-    for (int pass = 0; pass < 2; ++pass) {
-      std::vector<ValueType> out = body(states);
-      bool changed = false;
-      for (size_t k = 0; k < states.size(); ++k) {
-        const ValueType& o = first_state_out + k < out.size() ? out[first_state_out + k] : ValueType{};
-        if (same_type(o, states[k])) continue;
-        if (pass == 1) continue;  // the dimensions that change are variables now: any value binds them
-        states[k] = join(states[k], o);
-        changed = true;
-      }
-      if (!changed || pass == 1) {
-        std::vector<ValueType> result(out.begin() + std::min(first_state_out, out.size()), out.end());
-        for (size_t k = 0; k < states.size() && k < result.size(); ++k) result[k] = join(states[k], result[k]);
-        return result;
-      }
+    auto state_out = [&](const std::vector<ValueType>& out, size_t k) {
+      return first_state_out + k < out.size() ? out[first_state_out + k] : ValueType{};
+    };
+    std::vector<ValueType> out = body(states);
+    bool changed = false;
+    for (size_t k = 0; k < states.size(); ++k) {
+      if (same_type(state_out(out, k), states[k])) continue;
+      states[k] = join(states[k], state_out(out, k));
+      changed = true;
     }
-    fail("internal error: ", step.origin, ": typing its body did not end");
+    if (changed) out = body(states);
+    std::vector<ValueType> result(out.begin() + std::min(first_state_out, out.size()), out.end());
+    for (size_t k = 0; k < states.size() && k < result.size(); ++k) result[k] = join(states[k], result[k]);
+    return result;
   }
 
   std::vector<ValueType> type_loop(const ProgramStep& step, const std::vector<ValueType>& in, const Frame& frame) {
@@ -182,7 +180,7 @@ class ProgramBuilder {
     const std::vector<ValueType> initial(in.begin() + 2, in.end());
     const size_t n_states = initial.size();
     std::vector<ValueType> result = iterate(
-        step, initial,
+        initial,
         [&](const std::vector<ValueType>& states) {
           std::vector<ValueType> body_in = {ValueType::tensor(runtime::kInt64, {}),
                                             ValueType::tensor(runtime::kBool, {})};
@@ -208,7 +206,7 @@ class ProgramBuilder {
     std::vector<ValueType> slices;
     for (size_t j = 0; j < n_scan_in && j < in_axes.size(); ++j) slices.push_back(sliced(in[n_states + j], in_axes[j]));
     std::vector<ValueType> result = iterate(
-        step, {in.begin(), in.begin() + n_states},
+        {in.begin(), in.begin() + n_states},
         [&](const std::vector<ValueType>& states) {
           std::vector<ValueType> body_in = states;
           body_in.insert(body_in.end(), slices.begin(), slices.end());
@@ -273,11 +271,13 @@ class ProgramBuilder {
     if (op == "sequence_empty") return {ValueType{ValueType::Kind::Sequence}};
     if (op == "sequence_at") return {as(x, ValueType::Kind::Tensor)};
     if (op == "sequence_erase") return {x};
-    if (op == "sequence_construct" || op == "sequence_insert") {
-      ValueType element = op == "sequence_insert" ? input(1) : x;
-      const bool empty_before = op == "sequence_insert" && !x.dtype;
-      if (op == "sequence_insert" && !empty_before) element = join(as(x, ValueType::Kind::Tensor), element);
-      for (size_t i = 1; op == "sequence_construct" && i < in.size(); ++i) element = join(element, in[i]);
+    if (op == "sequence_insert") {  // into a sequence of elements not known yet (an empty one): the tensor's type
+      const ValueType& t = input(1);
+      return {as(x.dtype ? join(as(x, ValueType::Kind::Tensor), t) : t, ValueType::Kind::Sequence)};
+    }
+    if (op == "sequence_construct") {
+      ValueType element = x;
+      for (size_t i = 1; i < in.size(); ++i) element = join(element, in[i]);
       return {as(element, ValueType::Kind::Sequence)};
     }
     if (op == "split_to_sequence") {
@@ -299,11 +299,12 @@ class ProgramBuilder {
     for (size_t i = 0; i < in.size(); ++i) {
       const ValueType& v = in[i];
       const std::string& name = step.inputs[i];
-      if (v.kind != ValueType::Kind::Tensor || !v.dtype || !v.shape)
-        fail("export: ", step.origin, " reads '", name, "', whose ",
-             v.kind != ValueType::Kind::Tensor ? "kind (a tensor?)"
-             : !v.dtype                        ? "element type"
-                                               : "rank",
+      const char* unknown = v.kind != ValueType::Kind::Tensor ? "kind"
+                            : !v.dtype                        ? "element type"
+                            : !v.shape                        ? "rank"
+                                                              : nullptr;
+      if (unknown)
+        fail("export: ", step.origin, " reads '", name, "', whose ", unknown,
              " is not known before the model runs, so it cannot be built ahead of time; the model runs in this "
              "process only");
       SymbolicShape shape = *v.shape;

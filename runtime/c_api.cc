@@ -88,6 +88,14 @@ size_t checked_index(int32_t index, size_t count, const char* what) {
   return static_cast<size_t>(index);
 }
 
+// "(N, 4)" as a declared shape: a symbolic dimension as "?".
+std::string declared_str(const std::vector<int64_t>& dims) {
+  std::string s = "(";
+  for (size_t k = 0; k < dims.size(); ++k)
+    s += (k ? ", " : "") + (dims[k] < 0 ? std::string("?") : std::to_string(dims[k]));
+  return s + (dims.size() == 1 ? ",)" : ")");
+}
+
 std::vector<int64_t> declared_dims(const tessera::runtime::SymbolicShape& shape) {
   std::vector<int64_t> dims;
   for (const auto& d : shape) dims.push_back(d.is_constant() ? d.constant() : -1);
@@ -143,6 +151,15 @@ const NDArray& host_output(const TesseraModule* m, size_t i) {
 
 std::string output_name(const TesseraModule* m, size_t i) {
   return m->loaded.program ? m->program_outputs.at(i).name : m->loaded.executor->output_info(i).name;
+}
+
+// `given` has the dtype and rank a program's input declares, and its constant dimensions.
+void check_declared(const TesseraModule::Declared& d, const NDArray& given) {
+  bool fits = given.dtype() == d.dtype && given.ndim() == static_cast<int64_t>(d.shape->size());
+  for (size_t k = 0; fits && k < d.shape->size(); ++k) fits = (*d.shape)[k] < 0 || (*d.shape)[k] == given.shape()[k];
+  if (!fits)
+    tessera::fail("input '", d.name, "': expected ", d.dtype->str(), " of shape ", declared_str(*d.shape), ", got ",
+                  given.dtype().str(), given.shape_str());
 }
 
 // Runs a program on the inputs set, its outputs (which must be tensors) kept in host_outputs.
@@ -303,7 +320,8 @@ TesseraStatus tessera_module_set_input(TesseraModule* module, int32_t index, con
     size_t i = checked_index(index, require(module, "the module")->num_inputs(), "input");
     if (mode != TESSERA_COPY && mode != TESSERA_BORROW) invalid("invalid input mode " + std::to_string(mode));
     NDArray given = view_of(value);
-    if (module->loaded.program) {  // checked against its declared type when the program runs
+    if (module->loaded.program) {  // its sizes checked against each other when the program runs
+      check_declared(module->program_inputs[i], given);
       module->inputs_set[i] = mode == TESSERA_BORROW ? given : tessera::runtime::owned_copy(given);
       return;
     }

@@ -108,31 +108,6 @@ Tensor take_of_symbolic_shapes(const Tensor& data, const Tensor& indices, int64_
       "take", "transform");
 }
 
-// gather_nd where data or indices have symbolic dimensions: the index tuples' length (the last
-// dimension of indices) is a constant; an indexed dimension of symbolic size must not be empty at
-// run time (relay_ir's gather_nd_nonempty), and indices are clamped to it.
-Tensor gather_nd_of_symbolic_shapes(const Tensor& data, const Tensor& indices, int64_t batch_dims) {
-  const std::vector<Expr>& ds = data->shape;
-  const std::vector<Expr>& is = indices->shape;
-  const std::vector<Expr> out = gather_nd_dims(ds, is, batch_dims);
-  const size_t rows = is.size() - 1, depth = static_cast<size_t>(*as_const_int(is.back()));
-  const size_t b = static_cast<size_t>(batch_dims);
-  return compute(
-      out,
-      [&](const std::vector<Var>& o) {
-        std::vector<Expr> idx(o.begin(), o.begin() + b);
-        std::vector<Expr> at(o.begin(), o.begin() + rows);
-        at.push_back(Expr(0));
-        for (size_t j = 0; j < depth; ++j) {
-          at.back() = Expr(static_cast<int64_t>(j));
-          idx.push_back(wrap_and_clamp_index(indices(at), ds[b + j]));
-        }
-        idx.insert(idx.end(), o.begin() + rows, o.end());
-        return data(idx);
-      },
-      "gather_nd", "transform");
-}
-
 }  // namespace
 
 Tensor take(const Tensor& data, const Tensor& indices, int64_t axis) {
@@ -170,16 +145,23 @@ Tensor gather_elements(const Tensor& data, const Tensor& indices, int64_t axis) 
       "gather_elements", "transform");
 }
 
+// Data and indices may have symbolic dimensions (the index tuples' length, indices' last, is a
+// constant): an indexed dimension of symbolic size must then not be empty where a tuple reads it
+// (relay_ir's gather_nd_nonempty); indices are clamped to it.
 Tensor gather_nd(const Tensor& data, const Tensor& indices, int64_t batch_dims) {
   check_indices("gather_nd", indices);
-  if (!is_static(data) || !is_static(indices)) return gather_nd_of_symbolic_shapes(data, indices, batch_dims);
-  Shape ds = data->dims(), is = indices->dims();
-  Shape out = gather_nd_shape(ds, is, batch_dims);
-  size_t rows = is.size() - 1, depth = static_cast<size_t>(is.back()), b = static_cast<size_t>(batch_dims);
+  const std::vector<Expr>& ds = data->shape;
+  const std::vector<Expr>& is = indices->shape;
+  const std::vector<Expr> out = is_static(data) && is_static(indices)
+                                    ? shape_exprs(gather_nd_shape(data->dims(), indices->dims(), batch_dims))
+                                    : gather_nd_dims(ds, is, batch_dims);
+  const bool empty = std::any_of(out.begin(), out.end(), [](const Expr& d) { return is_const_int(d, 0); });
+  const size_t rows = is.size() - 1, depth = static_cast<size_t>(*as_const_int(is.back()));
+  const size_t b = static_cast<size_t>(batch_dims);
   return compute(
-      shape_exprs(out),
+      out,
       [&](const std::vector<Var>& o) {
-        if (numel(out) == 0) return make_zero(data.dtype());
+        if (empty) return make_zero(data.dtype());
         std::vector<Expr> idx(o.begin(), o.begin() + b);
         std::vector<Expr> at(o.begin(), o.begin() + rows);
         at.push_back(Expr(0));

@@ -189,15 +189,20 @@ def test_if_on_the_data_chooses_a_branch_per_run_and_reads_values_around_it(tmp_
         np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-6)
 
 
-def test_nonzero_feeds_compiled_stages_at_every_count(tmp_path, build):
-    """The positive elements of x, doubled: NonZero -> Transpose -> GatherND -> Mul, as x[x > 0] * 2."""
+def positives_doubled(tmp_path, shape):
+    """x[x > 0] * 2 for x of `shape`: NonZero -> Transpose -> GatherND -> Mul."""
     nodes = [helper.make_node("Greater", ["x", "zero"], ["mask"]),
              helper.make_node("NonZero", ["mask"], ["idx"], name="where"),
              helper.make_node("Transpose", ["idx"], ["idx_t"], perm=[1, 0]),
-             helper.make_node("GatherND", ["x", "idx_t"], ["vals"]),
+             helper.make_node("GatherND", ["x", "idx_t"], ["vals"], name="gather"),
              helper.make_node("Mul", ["vals", "two"], ["y"])]
-    path = save(tmp_path, nodes, [vi("x", [3, 4])], [vi("y", [None])],
+    return save(tmp_path, nodes, [vi("x", shape)], [vi("y", [None])],
                 [const("zero", np.float32(0)), const("two", np.float32(2))])
+
+
+def test_nonzero_feeds_compiled_stages_at_every_count(tmp_path, build):
+    """The positive elements of x, doubled, at every count of them."""
+    path = positives_doubled(tmp_path, [3, 4])
     lib = build(path)
     rng = np.random.default_rng(1)
     for x in [rng.standard_normal((3, 4)).astype(np.float32), np.full((3, 4), -1, np.float32),
@@ -444,13 +449,7 @@ def test_a_program_exports_for_devices_and_runs_on_opencl(tmp_path):
     """Device modules hold a program as CPU modules do: its stages' device programs run on PoCL at
     every count NonZero gives; a CUDA module compiles here (NVRTC) and is refused at load for want
     of a driver."""
-    nodes = [helper.make_node("Greater", ["x", "zero"], ["mask"]),
-             helper.make_node("NonZero", ["mask"], ["idx"], name="where"),
-             helper.make_node("Transpose", ["idx"], ["idx_t"], perm=[1, 0]),
-             helper.make_node("GatherND", ["x", "idx_t"], ["vals"]),
-             helper.make_node("Mul", ["vals", "two"], ["y"])]
-    path = save(tmp_path, nodes, [vi("x", [3, 4])], [vi("y", [None])],
-                [const("zero", np.float32(0)), const("two", np.float32(2))])
+    path = positives_doubled(tmp_path, [3, 4])
     tessera.build(tessera.onnx.load(path), target="opencl").export(str(tmp_path / "cl.so"))
     lib = tessera.load(str(tmp_path / "cl.so"))
     assert lib.target == "opencl"
@@ -471,13 +470,7 @@ def test_an_exported_program_runs_through_the_c_api_at_any_size(tmp_path):
     """The C example (examples/deploy/classify.c) runs a program module as any other: x[x > 0] * 2
     for x of N rows, N = 3, 1, 7; its scores are the run's output, of the length the data gives."""
     from test_device_modules import deploy_example, run
-    nodes = [helper.make_node("Greater", ["x", "zero"], ["mask"]),
-             helper.make_node("NonZero", ["mask"], ["idx"], name="where"),
-             helper.make_node("Transpose", ["idx"], ["idx_t"], perm=[1, 0]),
-             helper.make_node("GatherND", ["x", "idx_t"], ["vals"], name="gather"),
-             helper.make_node("Mul", ["vals", "two"], ["y"])]
-    path = save(tmp_path, nodes, [vi("x", ["N", 4])], [vi("y", [None])],
-                [const("zero", np.float32(0)), const("two", np.float32(2))])
+    path = positives_doubled(tmp_path, ["N", 4])
     tessera.build(tessera.onnx.load(path)).export(str(tmp_path / "m.so"))
     exe = deploy_example(tmp_path)
     rng = np.random.default_rng(4)
@@ -491,6 +484,9 @@ def test_an_exported_program_runs_through_the_c_api_at_any_size(tmp_path):
     np.save(tmp_path / "x.npy", np.zeros((0, 4), np.float32))
     assert "of 0 classes" in run(exe, tmp_path / "m.so", tmp_path / "x.npy", tmp_path / "y.npy").stdout
     assert np.load(tmp_path / "y.npy").shape == (0,)
+    np.save(tmp_path / "x.npy", np.zeros((2, 5), np.float32))
+    failed = run(exe, tmp_path / "m.so", tmp_path / "x.npy", ok=False)
+    assert "setting the input: input 'x': expected float32 of shape (?, 4), got float32(2, 5)" in failed.stderr
 
 
 def test_the_c_api_refuses_a_program_that_takes_a_sequence(tmp_path):
