@@ -23,6 +23,7 @@ struct ValueType {
   Kind kind = Kind::Unknown;
   std::optional<runtime::DataType> dtype;  // a tensor's or a sequence's elements'
   std::optional<SymbolicShape> shape;      // none: its rank is not known
+  bool empty = false;                      // a sequence known to be empty (its elements any type)
 
   static ValueType tensor(runtime::DataType dtype, SymbolicShape shape) {
     return {Kind::Tensor, dtype, std::move(shape)};
@@ -30,7 +31,7 @@ struct ValueType {
 };
 
 bool same_type(const ValueType& a, const ValueType& b) {
-  return a.kind == b.kind && a.dtype == b.dtype && a.shape == b.shape;
+  return a.kind == b.kind && a.dtype == b.dtype && a.shape == b.shape && a.empty == b.empty;
 }
 
 class ProgramBuilder {
@@ -86,6 +87,7 @@ class ProgramBuilder {
   // `a` and `b` as one type: a dimension they disagree on a variable of its own.
   ValueType join(const ValueType& a, const ValueType& b) {
     if (a.kind != b.kind) return {};
+    if (a.empty || b.empty) return a.empty ? b : a;  // an empty sequence adds no element type
     ValueType j = a;
     if (a.dtype != b.dtype) j.dtype.reset();
     if (!a.shape || !b.shape || a.shape->size() != b.shape->size()) {
@@ -268,12 +270,13 @@ class ProgramBuilder {
     if (op == "identity" || op == "optional" || op == "optional_get_element") return {x};
     if (op == "optional_has_element") return {of(runtime::kBool, {})};
     if (op == "sequence_length") return {of(runtime::kInt64, {})};
-    if (op == "sequence_empty") return {ValueType{ValueType::Kind::Sequence}};
+    if (op == "sequence_empty") return {ValueType{ValueType::Kind::Sequence, {}, {}, true}};
     if (op == "sequence_at") return {as(x, ValueType::Kind::Tensor)};
     if (op == "sequence_erase") return {x};
-    if (op == "sequence_insert") {  // into a sequence of elements not known yet (an empty one): the tensor's type
-      const ValueType& t = input(1);
-      return {as(x.dtype ? join(as(x, ValueType::Kind::Tensor), t) : t, ValueType::Kind::Sequence)};
+    if (op == "sequence_insert") {
+      ValueType elements = join(as(x, ValueType::Kind::Tensor), input(1));
+      elements.empty = false;
+      return {as(elements, ValueType::Kind::Sequence)};
     }
     if (op == "sequence_construct") {
       ValueType element = x;

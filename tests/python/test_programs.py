@@ -334,6 +334,25 @@ def test_sequences_go_in_and_out_as_lists_and_loops_carry_them(tmp_path, rng, bu
         lib.run([x, np.array(0, np.int64), []])
 
 
+def test_a_sequence_a_loop_builds_from_empty_feeds_a_stage(tmp_path, build):
+    """rows = Loop(M, seq = SequenceEmpty): seq += [x * i]; y = Relu(ConcatFromSequence(rows)):
+    the stage after the loop reads a tensor whose type comes from the elements the body inserts."""
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=F), helper.make_node("Mul", ["x", "fi"], ["row"]),
+         helper.make_node("SequenceInsert", ["seq_in", "row"], ["seq_out"]),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "body", [vi("i", [], I64), vi("c", [], B), seq_vi("seq_in")], [vi("c_out", [], B), seq_vi("seq_out")])
+    nodes = [helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
+             helper.make_node("Loop", ["M", "", "empty"], ["rows"], body=body),
+             helper.make_node("ConcatFromSequence", ["rows"], ["joined"], axis=0),
+             helper.make_node("Relu", ["joined"], ["y"])]
+    lib = build(save(tmp_path, nodes, [vi("x", [1, "K"]), vi("M", [], I64)], [vi("y", [None, "K"])]))
+    for m, k in [(3, 4), (1, 2), (5, 1)]:
+        x = np.linspace(-1, 1, k, dtype=np.float32).reshape(1, k)
+        want = np.maximum(np.concatenate([x * i for i in range(m)]), 0)
+        np.testing.assert_array_equal(lib.run([x, np.array(m, np.int64)])[0], want)
+
+
 def test_optionals_hold_a_value_or_none(tmp_path, build):
     opt = helper.make_tensor_type_proto(F, None)
     nodes = [helper.make_node("OptionalHasElement", ["maybe"], ["has"]),
