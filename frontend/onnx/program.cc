@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "frontend/onnx/converter.h"
@@ -86,6 +87,12 @@ class ProgramBuilder {
 
     std::vector<int> stage;  // node indices
     for (int i = 0; i < graph.node_size(); ++i) {
+      if (auto value = constant_node_value(graph.node(i))) {
+        // A constant, not a stage's output: the stages and bodies that read it take its value, as
+        // they do an initializer's (a stage built for every size needs its axes and shapes so).
+        (*constants_)[graph.node(i).output(0)] = *value;
+        continue;
+      }
       if (!is_step(graph.node(i)) && !passes_non_tensor(graph.node(i))) {
         if (reads_data_as_constant(graph, stage, graph.node(i))) {
           add_stage(*p, graph, stage, last_read);
@@ -247,6 +254,28 @@ class ProgramBuilder {
       }
     }
     return step;
+  }
+
+  // The value of an ONNX Constant node of a tensor or numbers; none for any other node (and for a
+  // sparse or string Constant, which the stage's converter refuses by name).
+  std::optional<NDArray> constant_node_value(const ::onnx::NodeProto& node) const {
+    if (node.op_type() != "Constant" || !(node.domain().empty() || node.domain() == "ai.onnx") ||
+        node.attribute_size() != 1 || node.output_size() != 1)
+      return std::nullopt;
+    const auto& a = node.attribute(0);
+    auto numbers = [](const auto& values, bool scalar) {
+      using T = std::decay_t<decltype(values[0])>;
+      const std::vector<int64_t> shape = scalar ? std::vector<int64_t>{} : std::vector<int64_t>{values.size()};
+      NDArray out = NDArray::empty(shape, std::is_same_v<T, float> ? runtime::kFloat32 : runtime::kInt64);
+      std::copy(values.begin(), values.end(), out.data_as<T>());
+      return out;
+    };
+    if (a.name() == "value" && a.has_t()) return tensor_from_proto(a.t(), base_dir_);
+    if (a.name() == "value_int") return numbers(std::vector<int64_t>{a.i()}, true);
+    if (a.name() == "value_ints") return numbers(std::vector<int64_t>(a.ints().begin(), a.ints().end()), false);
+    if (a.name() == "value_float") return numbers(std::vector<float>{a.f()}, true);
+    if (a.name() == "value_floats") return numbers(std::vector<float>(a.floats().begin(), a.floats().end()), false);
+    return std::nullopt;
   }
 
   // Whether `node` reads as a constant (a shape, a count, axes) a value that `stage` computes from
