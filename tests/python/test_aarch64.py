@@ -68,3 +68,16 @@ def test_aarch64_example_is_aarch64_with_the_runtime_linked_in(request, tmp_path
     assert needed <= {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1"}, needed
     usage = run(RUN_AARCH64, ok=False)
     assert usage.returncode == 2 and "usage:" in usage.stderr
+
+
+def test_a_program_cross_compiled_for_aarch64_runs_at_every_count(tmp_path):
+    """A model with a data-dependent shape (x[x > 0] * 2 of N rows) compiled for every size as a
+    program, cross-compiled, and run under qemu through the C API at two sizes."""
+    from test_programs import positives_doubled
+    path = positives_doubled(tmp_path, ["N", 4])
+    run(TESSERA, "compile", path, "-t", AARCH64, "-o", tmp_path / "arm.so")
+    for n in [5, 2]:
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        np.save(tmp_path / "x.npy", x)
+        run(RUN_AARCH64, tmp_path / "arm.so", tmp_path / "x.npy", tmp_path / "y.npy")
+        np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), x[x > 0] * 2)
