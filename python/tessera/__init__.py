@@ -65,13 +65,14 @@ def build(mod: Module | DynamicModule, target: str = "llvm", db: os.PathLike | s
     return _t.build_module(mod, target, options, specialize=sizes)
 
 
-def load(path: os.PathLike | str, device: Device | str | None = None) -> Library:
+def load(path: os.PathLike | str, device: Device | str | None = None) -> Library | ProgramLibrary:
     """Loads a module written by lib.export() or `tessera compile -o` with the runtime alone (no
     compiler): the file is validated (format, version, checksums, this CPU's features) before
     any of its code runs. A module built for opencl or cuda runs on `device` (tessera.device(...)
     or "opencl:1"), by default the first of its kind; a CPU module on the CPU. The result runs
-    like a built one; tessera.Error says why a file cannot be loaded (a device or driver that is
-    missing, a device of the wrong kind, a GPU older than the code's -arch)."""
+    like a built one (a ProgramLibrary for a model with control flow or data-dependent shapes);
+    tessera.Error says why a file cannot be loaded (a device or driver that is missing, a device
+    of the wrong kind, a GPU older than the code's -arch)."""
     return _t.load_module(str(path), device)
 
 
