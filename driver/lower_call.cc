@@ -99,8 +99,12 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
       hints[v.name()] = tensor_ir::size_hint(v.name());
       measured_at += (measured_at.empty() ? " at " : ", ") + v.name() + " = " + std::to_string(hints[v.name()]);
     }
-    const auto hinted = autotune::make_workload(tensor_ir::bind_sizes(compute.outputs, hints), "");
-    record = ctx.db->chosen(hinted.key, ctx.target);
+    // The static kernel as the graph at those sizes builds it: the same compute, or (a batch of 1)
+    // its broadcasts reading the dimensions of size 1 at 0.
+    for (bool as_static : {false, true}) {
+      const auto hinted = autotune::make_workload(tensor_ir::bind_sizes(compute.outputs, hints, as_static), "");
+      if ((record = ctx.db->chosen(hinted.key, ctx.target))) break;
+    }
     if (!record) note = " (no record of its own, nor of its static kernel" + measured_at + ")";
   }
   if (custom) {

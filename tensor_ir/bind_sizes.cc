@@ -35,6 +35,9 @@ class SizeBinder : public IRMutator {
   // A product of dimensions (`L*N`, a flattened batch) is one dimension, an integer at constant
   // sizes; other arithmetic on dimensions (`m - 1`) is the operator's, written as it is.
   Expr mutate(const Expr& e) override { return is_size_product(e) ? fold(IRMutator::mutate(e)) : IRMutator::mutate(e); }
+  // Set while rebuilding the body of a broadcasting compute (tag "broadcast"), as_static.
+  bool broadcasting_ = false;
+
   IterVar axis(const IterVar& iv) {
     return IterVarNode::make(iv->var, Range(extent(iv->dom.min), extent(iv->dom.extent)), iv->iter_kind);
   }
@@ -53,9 +56,14 @@ class SizeBinder : public IRMutator {
     return it == values_.end() ? Expr(op) : it->second;
   }
   Expr mutate_(const ProducerLoad* op) override {
+    const Tensor& tensor = rebuilt_.at(op->tensor.get());
     std::vector<Expr> indices;
-    for (const Expr& i : op->indices) indices.push_back(mutate(i));
-    return ProducerLoad::make(rebuilt_.at(op->tensor.get()), std::move(indices));
+    for (size_t d = 0; d < op->indices.size(); ++d) {
+      // A broadcasting operator reads a dimension of size 1 at 0 when the size is a constant.
+      const bool at_zero = broadcasting_ && op->indices[d].as<VarNode>() && is_const_int(tensor->shape[d], 1);
+      indices.push_back(at_zero ? Expr(0) : mutate(op->indices[d]));
+    }
+    return ProducerLoad::make(tensor, std::move(indices));
   }
   Expr mutate_(const Reduce* op) override {
     std::vector<IterVar> axes;
@@ -80,7 +88,8 @@ std::vector<Var> size_vars(const std::vector<Tensor>& outputs) {
   return vars;
 }
 
-std::vector<Tensor> bind_sizes(const std::vector<Tensor>& outputs, const std::map<std::string, int64_t>& values) {
+std::vector<Tensor> bind_sizes(const std::vector<Tensor>& outputs, const std::map<std::string, int64_t>& values,
+                               bool as_static) {
   VarMap map;
   for (const Var& v : size_vars(outputs)) {
     auto it = values.find(v.name());
@@ -93,6 +102,7 @@ std::vector<Tensor> bind_sizes(const std::vector<Tensor>& outputs, const std::ma
     if (const auto* c = t.as<ComputeOp>()) {
       std::vector<IterVar> axes;
       for (const IterVar& iv : c->axis) axes.push_back(binder.axis(iv));
+      binder.broadcasting_ = as_static && c->tag == "broadcast";
       rebuilt[t.get()] = ComputeOp::make(c->name, std::move(axes), binder.mutate(c->body), c->tag);
     } else {
       std::vector<Expr> shape;

@@ -20,7 +20,11 @@ namespace tessera::tensor_ir {
 std::vector<Var> size_vars(const std::vector<Tensor>& outputs);
 
 // The graph behind `outputs` with each dimension variable at `values` (by name); throws naming a
-// variable without one.
-std::vector<Tensor> bind_sizes(const std::vector<Tensor>& outputs, const std::map<std::string, int64_t>& values);
+// variable without one. `as_static`: broadcasting operators (tag "broadcast") read a dimension
+// that became 1 at index 0, as they do a dimension of constant size 1 (ops::broadcast_indices), so
+// that a graph with a batch of 1 has the static kernel's key; a broadcasting operator that reads
+// such a dimension otherwise (prelu's input) then differs from its static kernel.
+std::vector<Tensor> bind_sizes(const std::vector<Tensor>& outputs, const std::map<std::string, int64_t>& values,
+                               bool as_static = false);
 
 }  // namespace tessera::tensor_ir

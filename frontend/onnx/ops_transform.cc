@@ -173,6 +173,8 @@ Exprs convert_expand(ConvertContext& c) {
 
 Exprs convert_tile(ConvertContext& c) {
   c.check_attrs({});
+  if (c.is_dim_input(1))  // repeat counts computed from the sizes
+    return {c.call("tile", {c.input(0)}, {{"repeats", relay_ir::Shape(c.dim_ints(1, "repeats"))}})};
   return {c.call("tile", {c.input(0)}, {{"repeats", c.constant_ints(1, "repeats")}})};
 }
 

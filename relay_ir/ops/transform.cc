@@ -436,16 +436,20 @@ void register_transform_ops(OpRegistry& r) {
                                     a.get_int("scalar") != 0);
          }),
          "transform"});
-  r.add({"tile",
-         "repeats the tensor along every axis",
-         1,
-         1,
-         {required_ints("repeats")},
-         unary_shape([](const auto& in, const Attrs& a) { return ops::tile_shape(in, a.get_ints("repeats")); }),
-         injective,
-         single_output([](const Tensors& in, const Attrs& a) { return ops::tile(in[0], a.get_ints("repeats")); }),
-         "transform",
-         tile_gradient});
+  r.add(
+      {"tile",
+       "repeats the tensor along every axis",
+       1,
+       1,
+       {required_ints("repeats")},
+       [](const std::vector<Type>& args, const Attrs& a) {
+         const auto& x = tensor_arg(args, 0, "input");
+         return tensor_type(Shape(ops::tile_dims(x.shape.dims(), a.get_shape("repeats").dims())), x.dtype);
+       },
+       injective,
+       single_output([](const Tensors& in, const Attrs& a) { return ops::tile(in[0], a.get_shape("repeats").dims()); }),
+       "transform",
+       tile_gradient});
   r.add({"slice",
          "ONNX Slice: starts/ends clamped, negative ones from the end, any nonzero steps",
          1,

@@ -248,14 +248,16 @@ Tensor broadcast_to(const Tensor& x, const std::vector<Expr>& shape) {
       "broadcast_to", "transform");
 }
 
-Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats) {
-  Shape in = x->dims();
+Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats) { return tile(x, shape_exprs(repeats)); }
+
+Tensor tile(const Tensor& x, const std::vector<Expr>& repeats) {
+  const std::vector<Expr>& in = x->shape;
   return compute(
-      shape_exprs(tile_shape(in, repeats)),
+      tile_dims(in, repeats),
       [&](const std::vector<Var>& o) {
         std::vector<Expr> idx;
         for (size_t d = 0; d < in.size(); ++d)
-          idx.push_back(in[d] == 1 ? Expr(0) : repeats[d] == 1 ? Expr(o[d]) : o[d] % Expr(in[d]));
+          idx.push_back(is_const_int(in[d], 1) ? Expr(0) : is_const_int(repeats[d], 1) ? Expr(o[d]) : o[d] % in[d]);
         return x(idx);
       },
       "tile", "transform");

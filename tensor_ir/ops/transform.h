@@ -35,6 +35,8 @@ Tensor arange(const Tensor& start, const Tensor& delta, const Expr& length);
 // element, or a vector.
 Tensor shape_values(const std::vector<Expr>& dims, runtime::DataType dtype, bool scalar);
 Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats);
+// Dimensions or repeat counts that may be symbolic.
+Tensor tile(const Tensor& x, const std::vector<Expr>& repeats);
 // slice_dims of a shape whose symbolic axes are kept whole (their length is kWholeAxis), and the
 // output shape they give.
 constexpr int64_t kWholeAxis = int64_t{1} << 60;

@@ -6,6 +6,7 @@
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/ops/index_util.h"
 #include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/printer.h"
@@ -157,12 +158,19 @@ void check_broadcast_to(const Shape& in, const Shape& to) {
 }
 
 Shape tile_shape(const Shape& in, const std::vector<int64_t>& repeats) {
+  Shape out;
+  for (const Expr& d : tile_dims(shape_exprs(in), shape_exprs(repeats))) out.push_back(*as_const_int(d));
+  return out;
+}
+
+std::vector<Expr> tile_dims(const std::vector<Expr>& in, const std::vector<Expr>& repeats) {
   if (repeats.size() != in.size())
     fail("tile: repeats ", shape_str(repeats), " has ", repeats.size(), " entries for an input of rank ", in.size());
-  Shape out;
+  std::vector<Expr> out;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (repeats[d] < 0) fail("tile: negative repeat count in ", shape_str(repeats));
-    out.push_back(in[d] * repeats[d]);
+    const int64_t* r = as_const_int(repeats[d]);
+    if (r && *r < 0) fail("tile: negative repeat count in ", shape_str(repeats));
+    out.push_back(arith::simplify(in[d] * repeats[d]));
   }
   return out;
 }

@@ -36,6 +36,9 @@ std::vector<Expr> expand_dims_dims(const std::vector<Expr>& in, const std::vecto
 // `to` must be the numpy broadcast of `in` and `to` (so `in` stretches into it).
 void check_broadcast_to(const Shape& in, const Shape& to);
 Shape tile_shape(const Shape& in, const std::vector<int64_t>& repeats);
+// With dimensions or repeat counts that may be symbolic (a count must not be negative: a symbolic
+// one is a size).
+std::vector<Expr> tile_dims(const std::vector<Expr>& in, const std::vector<Expr>& repeats);
 
 // One output dimension of a slice: element i reads input index start + i * step.
 struct SliceDim {

@@ -1,6 +1,7 @@
 """Tuning sessions end to end, with a handful of trials: tasks, the database they fill, builds
 that replay its records, resuming, interruption, custom schedules and schedule transfer."""
 import json
+import re
 import sqlite3
 
 import numpy as np
@@ -104,6 +105,27 @@ def test_a_model_of_symbolic_sizes_is_tuned_at_representative_sizes(tmp_path, rn
     assert all("no record of its own, nor of its static kernel at N = 5" in k["schedule"] for k in elsewhere.kernels)
     with pytest.raises(ValueError, match="at least one size"):
         tessera.autotune.tune_sizes(mod, [], db=db)
+
+
+def test_records_measured_at_a_batch_of_one_reach_the_build_for_every_size(tmp_path, rng):
+    """relu(x * y) of (N, 64): at N = 1 the static kernel reads row 0 of both (a dimension of size 1
+    broadcasts), where the build for every size reads row i; its static kernel at the size hint
+    N = 1 is found all the same, so the records of a session at N = 1 serve it."""
+    g = helper.make_graph([helper.make_node("Mul", ["x", "y"], ["p"]), helper.make_node("Relu", ["p"], ["r"])], "g",
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", 64]) for n in "xy"],
+                          [helper.make_tensor_value_info("r", TensorProto.FLOAT, ["N", 64])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "m.onnx"))
+    mod = tessera.onnx.load(tmp_path / "m.onnx")
+    db = tmp_path / "t.db"
+    tessera.autotune.tune_sizes(mod, [{"x": (1, 64), "y": (1, 64)}], db=db, trials=4, progress=False,
+                                model_check=False, **FAST)
+    lib = tessera.build(mod, db=db, transfer=False)
+    x, y = rng.standard_normal((2, 1, 64)).astype("float32")
+    np.testing.assert_array_equal(lib.run([x, y])[0], np.maximum(x * y, 0))
+    assert lib.symbolic and all(re.search(r"\(record \d+ at N = 1\)", k["schedule"]) for k in lib.kernels), labels(lib)
+    for n in [3, 0]:
+        x, y = rng.standard_normal((2, n, 64)).astype("float32")
+        np.testing.assert_array_equal(lib.run([x, y])[0], np.maximum(x * y, 0))
 
 
 def test_tune_fills_the_database_builds_replay_it_and_a_rerun_resumes(tmp_path, rng):

@@ -24,13 +24,16 @@ def vi(name, shape, elem=TensorProto.FLOAT):
 
 def dense_model(tmp_path, rng, per_size=False):
     """y = relu(x @ w + b) reshaped to (N, L*16) through the Shape/Slice/Concat chain exporters
-    write, and its mean over the sequence; x is (N, L, 8). With `per_size`, x is first tiled by
-    repeats computed from its shape (min(shape, 1)), which Tile needs as constants."""
+    write, and its mean over the sequence; x is (N, L, 8). With `per_size`, x is first padded by
+    pads computed from its shape (min(N, 1) - 1 at the end of the batch: none), which Pad needs as
+    constants."""
     w = rng.standard_normal((8, 16)).astype("float32")
     b = rng.standard_normal(16).astype("float32")
     scaled = [helper.make_node("Shape", ["x"], ["x_shape"]),
-              helper.make_node("Min", ["x_shape", "ones"], ["repeats"]),
-              helper.make_node("Tile", ["x", "repeats"], ["xs"])] if per_size else []
+              helper.make_node("Min", ["x_shape", "ones"], ["m"]),
+              helper.make_node("Sub", ["m", "ones"], ["ends"]),
+              helper.make_node("Concat", ["zeros", "ends"], ["pads"], axis=0),
+              helper.make_node("Pad", ["x", "pads"], ["xs"])] if per_size else []
     nodes = scaled + [
         helper.make_node("MatMul", ["xs" if per_size else "x", "w"], ["xw"]),
         helper.make_node("Add", ["xw", "b"], ["h"]),
@@ -43,7 +46,8 @@ def dense_model(tmp_path, rng, per_size=False):
     ]
     inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
              numpy_helper.from_array(np.array([0], "int64"), "zero"), numpy_helper.from_array(np.array([1], "int64"), "one"),
-             numpy_helper.from_array(np.array([-1], "int64"), "minus_one"), numpy_helper.from_array(np.ones(3, "int64"), "ones")]
+             numpy_helper.from_array(np.array([-1], "int64"), "minus_one"), numpy_helper.from_array(np.ones(3, "int64"), "ones"),
+             numpy_helper.from_array(np.zeros(3, "int64"), "zeros")]
     path = save(tmp_path, nodes, [vi("x", ["N", "L", 8])], [vi("flat", ["N", None]), vi("mean", ["N", 16])], inits)
 
     def reference(x):

@@ -116,11 +116,13 @@ def test_sizes_that_do_not_fit_name_the_input_and_dimension(tmp_path, rng):
 
 
 def needs_constant_shape(tmp_path, name="model.onnx"):
-    """x + 1 of (N, 4), x first tiled by repeats computed from its shape (min(shape, 1): once where
-    it has rows): Tile needs its repeats as constants."""
-    inits = [numpy_helper.from_array(np.ones(2, "int64"), "ones"), numpy_helper.from_array(np.ones(1, "float32"), "one")]
-    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Min", ["s", "ones"], ["repeats"]),
-             helper.make_node("Tile", ["x", "repeats"], ["t"]), helper.make_node("Add", ["t", "one"], ["y"])]
+    """x + 1 of (N, 4), x first padded at the end of its rows by pads computed from its shape
+    (min(N, 1) - 1: none where it has rows): Pad needs its pads as constants."""
+    inits = [numpy_helper.from_array(np.ones(2, "int64"), "ones"), numpy_helper.from_array(np.ones(1, "float32"), "one"),
+             numpy_helper.from_array(np.zeros(2, "int64"), "zeros")]
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Min", ["s", "ones"], ["m"]),
+             helper.make_node("Sub", ["m", "ones"], ["ends"]), helper.make_node("Concat", ["zeros", "ends"], ["pads"], axis=0),
+             helper.make_node("Pad", ["x", "pads"], ["t"]), helper.make_node("Add", ["t", "one"], ["y"])]
     return save(tmp_path, nodes, [vi("x", ["N", 4])], [vi("y", ["N", 4])], inits, name=name)
 
 
@@ -201,6 +203,27 @@ def test_shape_values_computed_with_as_tensors_are_built_once_for_every_size(tmp
     assert "shape_values(dims=[N, L]" in str(tessera.onnx.load(path).symbolic())
 
 
+def test_tiles_by_counts_of_the_sizes_are_built_once_for_every_size(tmp_path, rng):
+    """y = x + Tile(cls, [N, 1]) for x of (N, 4) (a class token repeated for the batch, as
+    torch's repeat exports it) and z = Tile(x, [1, L]) for L from another input's shape."""
+    cls = rng.standard_normal((1, 4)).astype("float32")
+    inits = [numpy_helper.from_array(cls, "cls"), numpy_helper.from_array(np.array([0], "int64"), "zero"),
+             numpy_helper.from_array(np.array([1], "int64"), "one")]
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Gather", ["s", "zero"], ["n"]),
+             helper.make_node("Concat", ["n", "one"], ["rows"], axis=0),
+             helper.make_node("Tile", ["cls", "rows"], ["c"]), helper.make_node("Add", ["x", "c"], ["y"]),
+             helper.make_node("Shape", ["w"], ["ws"]), helper.make_node("Gather", ["ws", "zero"], ["l"]),
+             helper.make_node("Concat", ["one", "l"], ["cols"], axis=0), helper.make_node("Tile", ["x", "cols"], ["z"])]
+    path = save(tmp_path, nodes, [vi("x", ["N", 4]), vi("w", ["L"])], [vi("y", ["N", 4]), vi("z", ["N", None])], inits)
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    for n, length in [(3, 2), (1, 1), (2, 0), (0, 3)]:
+        x = rng.standard_normal((n, 4)).astype("float32")
+        y, z = lib.run([x, np.zeros(length, "float32")])
+        np.testing.assert_array_equal(y, x + np.tile(cls, (n, 1)))
+        np.testing.assert_array_equal(z, np.tile(x, (1, length)))
+    assert lib.symbolic and lib.symbolic_reason == "" and lib.built == []
+
+
 def test_a_gather_along_a_dimension_of_symbolic_size_needs_an_element_there(tmp_path, rng):
     """x[:, -1] and x[:, [0, 0]] of x (N, L, 4): Gather along L, which a call must make at least 1;
     and x[ids] by ids of symbolic length K along the symbolic N, which may be empty when ids are."""
@@ -267,7 +290,7 @@ def test_a_model_that_needs_a_dimension_as_a_constant_is_built_per_size_saying_w
     x = rng.standard_normal((3, 4)).astype("float32")
     np.testing.assert_array_equal(lib.run([x])[0], x + 1)
     assert not lib.symbolic and lib.built == [{"N": 3}] and lib.kernels is None
-    assert "Tile" in lib.symbolic_reason and "[min(N, 1), 1]" in lib.symbolic_reason
+    assert "Pad" in lib.symbolic_reason and "[0, 0, min(N, 1) - 1, 0]" in lib.symbolic_reason, lib.symbolic_reason
 
 
 def attention_model(tmp_path, rng):
