@@ -92,29 +92,48 @@ Exprs convert_constant_of_shape(ConvertContext& c) {
 
 // Range to a limit computed from symbolic sizes: its length an expression of them; start and
 // delta constant integers.
+// Range whose start or limit is computed from the sizes (positions after a cache of past tokens,
+// arange(past, past + L)): an integer range with a constant step, its length an expression of the
+// sizes.
 Exprs convert_symbolic_range(ConvertContext& c) {
-  NDArray start = c.constant_input(0, "start"), delta = c.constant_input(2, "delta");
-  const std::vector<tensor_ir::Expr> limit = c.dim_ints(1, "limit");
-  if (start.numel() != 1 || delta.numel() != 1 || limit.size() != 1) c.error("start, limit and delta must be scalars");
-  if (!start.dtype().is_integer() || delta.dtype() != start.dtype())
-    c.error("start and delta must be integers of one dtype, got " + start.dtype().str() + " and " +
-            delta.dtype().str());
-  const int64_t s = static_cast<int64_t>(element_as_double(start, 0)),
-                d = static_cast<int64_t>(element_as_double(delta, 0));
+  NDArray delta = c.constant_input(2, "delta");
+  if (delta.numel() != 1 || !delta.dtype().is_integer())
+    c.error("delta must be one integer where start or limit is computed from the sizes, got " + delta.dtype().str() +
+            delta.shape_str());
+  const int64_t d = static_cast<int64_t>(element_as_double(delta, 0));
   if (d == 0) c.error("delta is 0");
-  const tensor_ir::Expr span = d > 0 ? limit[0] - s : s - limit[0];
+  // Start and limit as expressions of the sizes (a constant one must be of delta's dtype).
+  auto bound = [&](size_t i, const char* what) -> tensor_ir::Expr {
+    if (c.is_dim_input(i)) {
+      const std::vector<tensor_ir::Expr> v = c.dim_ints(i, what);
+      if (v.size() != 1) c.error(std::string(what) + " must be a scalar");
+      return v[0];
+    }
+    NDArray a = c.constant_input(i, what);
+    if (a.numel() != 1 || a.dtype() != delta.dtype())
+      c.error(std::string(what) + " must be a scalar of delta's dtype " + delta.dtype().str());
+    return static_cast<int64_t>(element_as_double(a, 0));
+  };
+  const tensor_ir::Expr start = bound(0, "start"), limit = bound(1, "limit");
+  const tensor_ir::Expr span = d > 0 ? limit - start : start - limit;
   tensor_ir::Expr length = tensor_ir::max(tensor_ir::floordiv(span + (std::abs(d) - 1), std::abs(d)), 0);
   tensor_ir::arith::BoundMap sizes;  // the dimension variables are non-negative
   for (const tensor_ir::Var& v : tensor_ir::vars_of(length))
     sizes[v.get()] = {0, tensor_ir::arith::ConstBound::kPosInf};
   length = tensor_ir::arith::simplify(length, sizes);
-  return {c.call("arange", {constant(start.view_as({}, start.dtype())), constant(delta.view_as({}, delta.dtype()))},
+  const relay_ir::Expr first = c.is_dim_input(0)
+                                   ? c.call("shape_values", {},
+                                            {{"dims", relay_ir::Shape(std::vector<tensor_ir::Expr>{start})},
+                                             {"dtype", delta.dtype().str()},
+                                             {"scalar", int64_t{1}}})
+                                   : constant(c.constant_input(0, "start").view_as({}, delta.dtype()));
+  return {c.call("arange", {first, constant(delta.view_as({}, delta.dtype()))},
                  {{"shape", relay_ir::Shape(std::vector<tensor_ir::Expr>{length})}})};
 }
 
 Exprs convert_range(ConvertContext& c) {
   c.check_attrs({});
-  if (c.is_dim_input(1)) return convert_symbolic_range(c);
+  if (c.is_dim_input(0) || c.is_dim_input(1)) return convert_symbolic_range(c);
   NDArray start = c.constant_input(0, "start"), limit = c.constant_input(1, "limit"),
           delta = c.constant_input(2, "delta");
   DataType t = start.dtype();

@@ -203,6 +203,25 @@ def test_shape_values_computed_with_as_tensors_are_built_once_for_every_size(tmp
     assert "shape_values(dims=[N, L]" in str(tessera.onnx.load(path).symbolic())
 
 
+def test_positions_after_a_cache_of_past_tokens_are_built_once_for_every_size(tmp_path, rng):
+    """y = x + table[arange(P, P + L)] for x of (N, L, 4) and a cache of (N, P, 4): a decoder's
+    positions after P past tokens (Range from one size to a sum of two)."""
+    table = rng.standard_normal((64, 4)).astype("float32")
+    inits = [numpy_helper.from_array(table, "table"), numpy_helper.from_array(np.array(1, "int64"), "one"),
+             numpy_helper.from_array(np.array(1, "int64"), "axis1")]
+    nodes = [helper.make_node("Shape", ["past"], ["ps"]), helper.make_node("Gather", ["ps", "axis1"], ["p"]),
+             helper.make_node("Shape", ["x"], ["xs"]), helper.make_node("Gather", ["xs", "axis1"], ["l"]),
+             helper.make_node("Add", ["p", "l"], ["end"]), helper.make_node("Range", ["p", "end", "one"], ["pos"]),
+             helper.make_node("Gather", ["table", "pos"], ["e"], axis=0), helper.make_node("Add", ["x", "e"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L", 4]), vi("past", ["N", "P", 4])], [vi("y", ["N", "L", 4])], inits)
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    for n, length, p in [(2, 3, 5), (1, 1, 0), (3, 4, 60), (1, 0, 2)]:
+        x = rng.standard_normal((n, length, 4)).astype("float32")
+        y, = lib.run([x, np.zeros((n, p, 4), "float32")])
+        np.testing.assert_array_equal(y, x + table[np.arange(p, p + length)])
+    assert lib.symbolic and lib.symbolic_reason == "" and lib.built == []
+
+
 def test_tiles_by_counts_of_the_sizes_are_built_once_for_every_size(tmp_path, rng):
     """y = x + Tile(cls, [N, 1]) for x of (N, 4) (a class token repeated for the batch, as
     torch's repeat exports it) and z = Tile(x, [1, L]) for L from another input's shape."""
