@@ -180,9 +180,9 @@ void describe(const std::string& name, DataType dtype, const std::vector<int64_t
   info->dtype = to_c(dtype);
   info->ndim = shape ? static_cast<int32_t>(shape->size()) : -1;
   info->shape = shape ? shape->data() : nullptr;
-  size_t n = static_cast<size_t>(dtype.element_bytes());
-  if (!shape) n = 0;
-  for (int64_t d : shape ? *shape : std::vector<int64_t>{}) n = d < 0 ? 0 : n * static_cast<size_t>(d);
+  size_t n = shape ? static_cast<size_t>(dtype.element_bytes()) : 0;  // 0: sized by each run
+  if (shape)
+    for (int64_t d : *shape) n = d < 0 ? 0 : n * static_cast<size_t>(d);
   info->nbytes = n;
 }
 

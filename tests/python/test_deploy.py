@@ -177,7 +177,7 @@ def test_loading_refuses_bad_files_before_running_them(cnn, tmp_path):
     assert "weights section fails its checksum" in load_error(bytes(weight_byte), "corrupt_weights.so")
     newer = bytearray(good)
     newer[-24] += 1  # the trailer's u32 format version (module_file.h)
-    assert "written by a newer Tessera (module format version 6" in load_error(bytes(newer), "newer.so")
+    assert "written by a newer Tessera (module format version 7" in load_error(bytes(newer), "newer.so")
 
 
 # LLVM's name and /proc/cpuinfo's for features some x86 CPUs lack.
