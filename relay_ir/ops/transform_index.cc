@@ -58,10 +58,8 @@ Type gather_nd_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& data = tensor_arg(args, 0, "data");
   const auto& indices = tensor_arg(args, 1, "indices");
   require_integer(indices, "indices");
-  const int64_t b = attrs.get_int("batch_dims");
-  if (data.shape.is_static() && indices.shape.is_static())
-    return tensor_type(ops::gather_nd_shape(data.shape, indices.shape, b), data.dtype);
-  return tensor_type(Shape(ops::gather_nd_dims(data.shape.dims(), indices.shape.dims(), b)), data.dtype);
+  return tensor_type(Shape(ops::gather_nd_dims(data.shape.dims(), indices.shape.dims(), attrs.get_int("batch_dims"))),
+                     data.dtype);
 }
 
 // The indexed dimensions of symbolic size must have an element to read, where there are index

@@ -152,9 +152,7 @@ Tensor gather_nd(const Tensor& data, const Tensor& indices, int64_t batch_dims) 
   check_indices("gather_nd", indices);
   const std::vector<Expr>& ds = data->shape;
   const std::vector<Expr>& is = indices->shape;
-  const std::vector<Expr> out = is_static(data) && is_static(indices)
-                                    ? shape_exprs(gather_nd_shape(data->dims(), indices->dims(), batch_dims))
-                                    : gather_nd_dims(ds, is, batch_dims);
+  const std::vector<Expr> out = gather_nd_dims(ds, is, batch_dims);
   const bool empty = std::any_of(out.begin(), out.end(), [](const Expr& d) { return is_const_int(d, 0); });
   const size_t rows = is.size() - 1, depth = static_cast<size_t>(*as_const_int(is.back()));
   const size_t b = static_cast<size_t>(batch_dims);

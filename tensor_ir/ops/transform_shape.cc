@@ -277,24 +277,6 @@ Shape gather_elements_shape(const Shape& data, const Shape& indices, int64_t axi
   return indices;
 }
 
-Shape gather_nd_shape(const Shape& data, const Shape& indices, int64_t b) {
-  if (data.empty() || indices.empty()) fail("gather_nd: data and indices must have rank >= 1");
-  int64_t r = static_cast<int64_t>(data.size()), q = static_cast<int64_t>(indices.size());
-  if (b < 0 || b >= std::min(r, q)) fail("gather_nd: batch_dims ", b, " must be in [0, ", std::min(r, q) - 1, "]");
-  int64_t depth = indices.back();
-  if (b + depth > r)
-    fail("gather_nd: index tuples of length ", depth, " after ", b, " batch dimensions exceed data rank ", r);
-  for (int64_t d = 0; d < b; ++d)
-    if (data[d] != indices[d])
-      fail("gather_nd: batch dimension ", d, " differs: data ", shape_str(data), ", indices ", shape_str(indices));
-  for (int64_t d = b; d < b + depth; ++d)
-    if (data[d] == 0 && numel(indices) > 0)
-      fail("gather_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
-  Shape out(indices.begin(), indices.end() - 1);
-  out.insert(out.end(), data.begin() + b + depth, data.end());
-  return out;
-}
-
 std::vector<Expr> gather_nd_dims(const std::vector<Expr>& data, const std::vector<Expr>& indices, int64_t b) {
   if (data.empty() || indices.empty()) fail("gather_nd: data and indices must have rank >= 1");
   const int64_t r = static_cast<int64_t>(data.size()), q = static_cast<int64_t>(indices.size());
@@ -307,10 +289,14 @@ std::vector<Expr> gather_nd_dims(const std::vector<Expr>& data, const std::vecto
     fail("gather_nd: index tuples of length ", *depth, " after ", b, " batch dimensions exceed data rank ", r);
   for (int64_t d = 0; d < b; ++d)
     if (!arith::equal_as_polynomials(data[d], indices[d]))
-      fail("gather_nd: batch dimension ", d, " does not provably agree: data ", shape_str(data), ", indices ",
-           shape_str(indices));
+      fail("gather_nd: batch dimension ", d,
+           as_const_int(data[d]) && as_const_int(indices[d]) ? " differs" : " does not provably agree", ": data ",
+           shape_str(data), ", indices ", shape_str(indices));
+  // An empty indexed dimension is an error unless there are provably no index tuples to read it.
+  const bool no_tuples = std::any_of(indices.begin(), indices.end(), [](const Expr& d) { return is_const_int(d, 0); });
   for (int64_t d = b; d < b + *depth; ++d)
-    if (is_const_int(data[d], 0)) fail("gather_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
+    if (is_const_int(data[d], 0) && !no_tuples)
+      fail("gather_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
   std::vector<Expr> out(indices.begin(), indices.end() - 1);
   out.insert(out.end(), data.begin() + b + *depth, data.end());
   return out;

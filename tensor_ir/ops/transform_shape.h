@@ -62,10 +62,9 @@ Shape space_to_depth_shape(const Shape& in, int64_t blocksize);
 Shape take_shape(const Shape& data, const Shape& indices, int64_t axis);
 // GatherElements: the indices' shape, which must not exceed data's in any axis but `axis`.
 Shape gather_elements_shape(const Shape& data, const Shape& indices, int64_t axis);
-// GatherND: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:].
-Shape gather_nd_shape(const Shape& data, const Shape& indices, int64_t batch_dims);
-// With dimensions that may be symbolic: the index tuples' length a constant, the batch dimensions
-// provably equal; an indexed dimension of symbolic size must have an element at run time.
+// GatherND: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:], dimensions that may
+// be symbolic: the index tuples' length a constant, the batch dimensions provably equal; an
+// indexed dimension of symbolic size must have an element at run time where tuples read it.
 std::vector<Expr> gather_nd_dims(const std::vector<Expr>& data, const std::vector<Expr>& indices, int64_t batch_dims);
 // ScatterElements: indices and updates alike, not exceeding data but along `axis`.
 void check_scatter_elements(const Shape& data, const Shape& indices, const Shape& updates, int64_t axis);
