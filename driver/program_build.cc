@@ -1,7 +1,6 @@
 #include "driver/program_build.h"
 
 #include <functional>
-#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -59,8 +58,8 @@ class ProgramBuilder {
     type_program(p, frame);
     ProgramBuild out{program_.plan, {}, target_};
     for (size_t s = 0; s < builds_.size(); ++s) {
-      if (!builds_[s]) fail("export: internal error: stage ", s, " was never typed");
-      out.stages.push_back(builds_[s]);
+      if (!builds_[s].result) fail("export: internal error: stage ", s, " was never typed");
+      out.stages.push_back(builds_[s].result);
     }
     return out;
   }
@@ -314,21 +313,21 @@ class ProgramBuilder {
       for (ShapeExpr& d : shape)
         if (!d.is_constant() && !d.var_name()) d = fresh();  // the stage binds variables, not expressions
       specs.push_back({name, shape, *v.dtype});
-      key += v.dtype->str() + runtime::symbolic_shape_str(specs.back().shape) + ";";
+      key += v.dtype->str() + runtime::symbolic_shape_str(*v.shape) + ";";  // as typed, before the fresh names
     }
-    auto& build_of = builds_.at(step.stage);
-    if (!build_of || built_keys_[step.stage] != key) {
+    StageBuild& stage = builds_.at(step.stage);
+    if (!stage.result || stage.key != key) {
       try {
         relay_ir::Module module = program_.stages.at(step.stage)->specialize_symbolic(specs);
-        build_of = std::make_shared<const BuildResult>(build(module, target_, options_));
+        stage.result = std::make_shared<const BuildResult>(build(module, target_, options_));
       } catch (const Error& e) {
         fail("export: ", step.origin, " cannot be built for every size of its inputs (", shapes_str(specs),
              "): ", e.what());
       }
-      built_keys_[step.stage] = key;
+      stage.key = key;
     }
     std::vector<ValueType> out;
-    const runtime::GraphPlan& plan = build_of->plan;
+    const runtime::GraphPlan& plan = stage.result->plan;
     for (int t : plan.outputs) {
       const auto& info = plan.tensors.at(t);
       out.push_back(ValueType::tensor(
@@ -347,8 +346,13 @@ class ProgramBuilder {
   const relay_ir::Program& program_;
   targets::Target target_;
   BuildOptions options_;
-  std::vector<std::shared_ptr<const BuildResult>> builds_;
-  std::map<int, std::string> built_keys_;
+  // Each stage's build, with the input types it was built for (typing a loop's body again may
+  // change them).
+  struct StageBuild {
+    std::string key;
+    std::shared_ptr<const BuildResult> result;
+  };
+  std::vector<StageBuild> builds_;
   int fresh_ = 0;
 };
 

@@ -37,6 +37,13 @@ std::string DimValue::str() const {
   return s + (scalar ? "" : "]");
 }
 
+relay_ir::Attrs shape_values_attrs(const DimValue& value, const std::string& name) {
+  if (!value.dtype.is_integer())
+    fail("'", name, "' is the ", value.dtype.str(), " value ", value.str(),
+         " of symbolic sizes, which is only known at run time; an operator computes with it as a tensor");
+  return {{"dims", relay_ir::Shape(value.elements)}, {"dtype", value.dtype.str()}, {"scalar", int64_t{value.scalar}}};
+}
+
 DimValue shape_value(const relay_ir::Shape& shape, int64_t start, int64_t end) {
   const int64_t rank = static_cast<int64_t>(shape.size());
   auto clamp = [&](int64_t d) { return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank); };

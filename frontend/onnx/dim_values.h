@@ -12,6 +12,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "relay_ir/attrs.h"
 #include "relay_ir/shape.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/arith/const_bound.h"
@@ -33,6 +34,11 @@ struct DimValue {
 // The value of ONNX Shape of a tensor of shape `shape`, with opset 15's start and end as given
 // (negative ones count from the end; both are clamped to [0, rank]).
 DimValue shape_value(const relay_ir::Shape& shape, int64_t start, int64_t end);
+
+// The attributes of the graph op shape_values that computes `value` (of an integer dtype) from the
+// sizes at each call, for an operator that computes with it as a tensor; `name` names it in the
+// error for another dtype.
+relay_ir::Attrs shape_values_attrs(const DimValue& value, const std::string& name);
 
 // An operand of shape arithmetic: a DimValue, or a constant (any array; only integer arrays of
 // rank 0 or 1 take part).

@@ -389,13 +389,7 @@ class Importer {
   // A shape value of symbolic sizes as a tensor, for an operator that computes with it (or a graph
   // output): its elements computed from the sizes at each call.
   static Expr shape_tensor(const DimValue& d, const std::string& name) {
-    if (!d.dtype.is_integer())
-      fail("'", name, "' is the ", d.dtype.str(), " value ", d.str(),
-           " of symbolic sizes, which is only known at run "
-           "time; an operator computes with it as a tensor");
-    return relay_ir::call(
-        "shape_values", {},
-        {{"dims", relay_ir::Shape(d.elements)}, {"dtype", d.dtype.str()}, {"scalar", int64_t{d.scalar}}});
+    return relay_ir::call("shape_values", {}, shape_values_attrs(d, name));
   }
 
   // The shape values a converter reads as values (the others it was given as tensors).

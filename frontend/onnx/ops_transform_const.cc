@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "frontend/onnx/dim_values.h"
 #include "frontend/onnx/ops_transform.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "runtime/error.h"
@@ -121,12 +122,10 @@ Exprs convert_symbolic_range(ConvertContext& c) {
   for (const tensor_ir::Var& v : tensor_ir::vars_of(length))
     sizes[v.get()] = {0, tensor_ir::arith::ConstBound::kPosInf};
   length = tensor_ir::arith::simplify(length, sizes);
-  const relay_ir::Expr first = c.is_dim_input(0)
-                                   ? c.call("shape_values", {},
-                                            {{"dims", relay_ir::Shape(std::vector<tensor_ir::Expr>{start})},
-                                             {"dtype", delta.dtype().str()},
-                                             {"scalar", int64_t{1}}})
-                                   : constant(c.constant_input(0, "start").view_as({}, delta.dtype()));
+  const relay_ir::Expr first =
+      c.is_dim_input(0)
+          ? c.call("shape_values", {}, shape_values_attrs(DimValue{{start}, true, delta.dtype()}, "start"))
+          : constant(c.constant_input(0, "start").view_as({}, delta.dtype()));
   return {c.call("arange", {first, constant(delta.view_as({}, delta.dtype()))},
                  {{"shape", relay_ir::Shape(std::vector<tensor_ir::Expr>{length})}})};
 }
