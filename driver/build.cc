@@ -192,9 +192,11 @@ class PlanBuilder {
     for (const CallNode* op : ops) {
       if (!op->op_def() || !op->op_def()->nonempty_dims) continue;
       for (const OpDef::NonEmptyDim& n : op->op_def()->nonempty_dims(*op))
-        plan_.nonempty.push_back({tensor_ir::to_symbolic_shape({n.dim}).at(0),
-                                  call_origin(op) + " reads an element along a dimension that must have one",
-                                  tensor_ir::to_symbolic_shape({n.reads}).at(0)});
+        plan_.nonempty.push_back(
+            {tensor_ir::to_symbolic_shape({n.dim}).at(0),
+             call_origin(op) + " " +
+                 (n.need.empty() ? "reads an element along a dimension that must have one" : n.need),
+             tensor_ir::to_symbolic_shape({n.reads}).at(0)});
     }
   }
 

@@ -77,6 +77,8 @@ struct OpDef {
   // an empty dimension is fine): a plan of symbolic sizes checks them at each call.
   struct NonEmptyDim {
     tensor_ir::Expr dim, reads;
+    // Why, after the call's name; empty: it reads an element along `dim`.
+    std::string need;
   };
   std::function<std::vector<NonEmptyDim>(const CallNode& call)> nonempty_dims = nullptr;
 };

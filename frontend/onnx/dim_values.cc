@@ -16,12 +16,18 @@ namespace tessera::frontend::onnx {
 using tensor_ir::Expr;
 using tensor_ir::arith::BoundMap;
 
+DimValue DimValue::vector(std::vector<Expr> elements, runtime::DataType dtype) {
+  const auto n = static_cast<int64_t>(elements.size());
+  return {std::move(elements), {n}, dtype};
+}
+
+DimValue DimValue::scalar_of(Expr element, runtime::DataType dtype) { return {{std::move(element)}, {}, dtype}; }
+
 bool DimValue::is_constant() const {
   return std::all_of(elements.begin(), elements.end(), [](const Expr& e) { return tensor_ir::as_const_int(e); });
 }
 
 runtime::NDArray DimValue::constant() const {
-  const std::vector<int64_t> shape = scalar ? std::vector<int64_t>{} : std::vector<int64_t>{int64_t(elements.size())};
   runtime::NDArray a = runtime::NDArray::empty(shape, dtype);
   for (size_t i = 0; i < elements.size(); ++i) {
     const int64_t* v = tensor_ir::as_const_int(elements[i]);
@@ -32,24 +38,30 @@ runtime::NDArray DimValue::constant() const {
 }
 
 std::string DimValue::str() const {
-  std::string s = scalar ? "" : "[";
-  for (size_t i = 0; i < elements.size(); ++i) s += (i ? ", " : "") + tensor_ir::to_string(elements[i]);
-  return s + (scalar ? "" : "]");
+  if (scalar()) return tensor_ir::to_string(elements.at(0));
+  const int64_t inner = static_cast<int64_t>(elements.size()) / std::max<int64_t>(shape[0], 1);
+  std::string s = "[";
+  for (int64_t i = 0; i < shape[0]; ++i) {
+    std::vector<Expr> part(elements.begin() + i * inner, elements.begin() + (i + 1) * inner);
+    DimValue row{part, std::vector<int64_t>(shape.begin() + 1, shape.end()), dtype};
+    s += (i ? ", " : "") + row.str();
+  }
+  return s + "]";
 }
 
 relay_ir::Attrs shape_values_attrs(const DimValue& value, const std::string& name) {
-  if (!value.dtype.is_integer())
+  if (!value.dtype.is_integer() || value.shape.size() > 1)
     fail("'", name, "' is the ", value.dtype.str(), " value ", value.str(),
          " of symbolic sizes, which is only known at run time; an operator computes with it as a tensor");
-  return {{"dims", relay_ir::Shape(value.elements)}, {"dtype", value.dtype.str()}, {"scalar", int64_t{value.scalar}}};
+  return {{"dims", relay_ir::Shape(value.elements)}, {"dtype", value.dtype.str()}, {"scalar", int64_t{value.scalar()}}};
 }
 
 DimValue shape_value(const relay_ir::Shape& shape, int64_t start, int64_t end) {
   const int64_t rank = static_cast<int64_t>(shape.size());
   auto clamp = [&](int64_t d) { return std::clamp<int64_t>(d < 0 ? d + rank : d, 0, rank); };
-  DimValue v;
-  for (int64_t d = clamp(start); d < clamp(end); ++d) v.elements.push_back(shape.dim(d));
-  return v;
+  std::vector<Expr> dims;
+  for (int64_t d = clamp(start); d < clamp(end); ++d) dims.push_back(shape.dim(d));
+  return DimValue::vector(dims);
 }
 
 namespace {
@@ -70,8 +82,10 @@ class DimEvaluator {
     if (op == "Squeeze") return squeeze();
     if (op == "Concat") return concat();
     if (op == "Slice") return slice();
+    if (op == "Reshape") return reshape();
+    if (op == "Transpose") return transpose();
     if (op == "Shape") return shape();
-    if (op == "Size") return one(DimValue{{Expr(int64_t(operand(0).elements.size()))}, true});
+    if (op == "Size") return one(DimValue::scalar_of(Expr(int64_t(operand(0).elements.size()))));
     if (op == "Neg") return unary([](const Expr& a) { return -a; });
     if (op == "Abs") return unary([this](const Expr& a) { return provably(a >= Expr(int64_t{0})) ? a : undecided(a); });
     if (op == "Add") return binary([](const Expr& a, const Expr& b) { return a + b; });
@@ -111,15 +125,15 @@ class DimEvaluator {
 
   bool has_operand(size_t i) const { return i < operands_.size() && (operands_[i].dims || operands_[i].constant); }
 
-  // Operand i as a DimValue; a constant must be an integer or bool array of rank 0 or 1.
+  // Operand i as a DimValue; a constant must be an integer or bool array.
   DimValue operand(size_t i) const {
     if (!has_operand(i)) error("missing input " + std::to_string(i));
     if (operands_[i].dims) return *operands_[i].dims;
     const runtime::NDArray& a = *operands_[i].constant;
-    if (!(a.dtype().is_integer() || a.dtype() == runtime::kBool) || a.ndim() > 1)
+    if (!(a.dtype().is_integer() || a.dtype() == runtime::kBool))
       error("computes with a shape value of symbolic sizes and a " + a.dtype().str() + " tensor of shape " +
-            a.shape_str() + ", which only integer tensors of rank 0 or 1 can join");
-    DimValue v{{}, a.ndim() == 0, a.dtype()};
+            a.shape_str() + ", which only integer tensors can join");
+    DimValue v{{}, a.shape(), a.dtype()};
     for (int64_t k = 0; k < a.numel(); ++k)
       v.elements.push_back(Expr(static_cast<int64_t>(runtime::element_as_double(a, k))));
     return v;
@@ -146,19 +160,25 @@ class DimEvaluator {
     return one(v);
   }
 
-  // The shape of a shape value: its length, or nothing for a scalar.
+  // Operand i, which must be a scalar or a vector for `what`.
+  DimValue at_most_1d(size_t i, const std::string& what) const {
+    DimValue v = operand(i);
+    if (v.shape.size() > 1) error(what + " the shape value " + v.str() + " of rank " + std::to_string(v.shape.size()));
+    return v;
+  }
+
+  // The shape of a shape value.
   std::optional<std::vector<DimValue>> shape() {
-    const DimValue v = operand(0);
-    relay_ir::Shape shape = v.scalar ? std::vector<int64_t>{} : std::vector<int64_t>{int64_t(v.elements.size())};
+    const relay_ir::Shape shape(operand(0).shape);
     return one(shape_value(shape, attr_int("start", 0), attr_int("end", static_cast<int64_t>(shape.size()))));
   }
 
   std::optional<std::vector<DimValue>> gather() {
-    DimValue data = operand(0);
-    if (data.scalar) error("gathers from a scalar");
+    DimValue data = at_most_1d(0, "gathers from");
+    if (data.scalar()) error("gathers from a scalar");
     if (attr_int("axis", 0) != 0 && attr_int("axis", 0) != -1) error("axis must be 0 for a 1-D shape value");
     const int64_t n = static_cast<int64_t>(data.elements.size());
-    DimValue out{{}, operand(1).scalar, data.dtype};
+    DimValue out{{}, operand(1).shape, data.dtype};
     for (int64_t i : ints(1, "the indices")) {
       if (i < -n || i >= n) error("index " + std::to_string(i) + " is out of range for " + data.str());
       out.elements.push_back(data.elements[i < 0 ? i + n : i]);
@@ -177,50 +197,116 @@ class DimEvaluator {
   std::optional<std::vector<DimValue>> unsqueeze() {
     DimValue v = operand(0);
     const std::vector<int64_t> axes = axes_operand(1);
-    if (!v.scalar || axes.size() != 1 || (axes[0] != 0 && axes[0] != -1))
+    if (!v.scalar() || axes.size() != 1 || (axes[0] != 0 && axes[0] != -1))
       error("only a scalar shape value unsqueezes (to one element) when sizes are symbolic");
-    v.scalar = false;
+    v.shape = {1};
     return one(v);
   }
 
   std::optional<std::vector<DimValue>> squeeze() {
     DimValue v = operand(0);
     const std::vector<int64_t> axes = axes_operand(1);
-    if (v.scalar || v.elements.size() != 1 || axes.size() > 1 || (axes.size() == 1 && axes[0] != 0 && axes[0] != -1))
+    if (v.shape != std::vector<int64_t>{1} || axes.size() > 1 || (axes.size() == 1 && axes[0] != 0 && axes[0] != -1))
       error("only a one-element shape value squeezes (to a scalar) when sizes are symbolic");
-    v.scalar = true;
+    v.shape = {};
     return one(v);
   }
 
   std::optional<std::vector<DimValue>> concat() {
-    DimValue out{{}, false, operand(0).dtype};
+    std::vector<Expr> elements;
     for (size_t i = 0; i < operands_.size(); ++i) {
-      DimValue v = operand(i);
-      if (v.scalar) error("concatenates a scalar");
-      out.elements.insert(out.elements.end(), v.elements.begin(), v.elements.end());
+      DimValue v = at_most_1d(i, "concatenates");
+      if (v.scalar()) error("concatenates a scalar");
+      elements.insert(elements.end(), v.elements.begin(), v.elements.end());
     }
-    return one(out);
+    return one(DimValue::vector(elements, operand(0).dtype));
   }
 
   std::optional<std::vector<DimValue>> slice() {
     if (opset_ < 10) return std::nullopt;
     DimValue data = operand(0);
+    if (data.scalar()) error("slices a scalar");
     const std::vector<int64_t> starts = ints(1, "starts"), ends = ints(2, "ends");
-    const std::vector<int64_t> axes = has_operand(3) ? ints(3, "axes") : std::vector<int64_t>{0};
+    const std::vector<int64_t> axes = has_operand(3) ? ints(3, "axes") : std::vector<int64_t>{};
     const std::vector<int64_t> steps = has_operand(4) ? ints(4, "steps") : std::vector<int64_t>{};
-    if (data.scalar || starts.size() != 1 || axes.size() != 1 || (axes[0] != 0 && axes[0] != -1))
-      error("slices a shape value on more than its one axis");
     // ONNX Slice's clamping, as tensors slice.
-    tensor_ir::ops::SliceDim dim;
+    std::vector<tensor_ir::ops::SliceDim> dims;
     try {
-      dim = tensor_ir::ops::slice_dims({static_cast<int64_t>(data.elements.size())}, starts, ends, {0}, steps)[0];
+      dims = tensor_ir::ops::slice_dims(data.shape, starts, ends, axes, steps);
     } catch (const Error& e) {
       error(e.what());
     }
-    const auto [start, step, length] = dim;
-    DimValue out{{}, false, data.dtype};
-    for (int64_t i = 0; i < length; ++i) out.elements.push_back(data.elements[start + i * step]);
+    DimValue out{{}, {}, data.dtype};
+    for (const auto& d : dims) out.shape.push_back(d.length);
+    for_each_index(out.shape, [&](const std::vector<int64_t>& o) {
+      std::vector<int64_t> in(o.size());
+      for (size_t d = 0; d < o.size(); ++d) in[d] = dims[d].start + o[d] * dims[d].step;
+      out.elements.push_back(data.elements[flat(data.shape, in)]);
+    });
     return one(out);
+  }
+
+  // Reshape to a constant target (0 copies a dimension unless allowzero, one -1 is inferred).
+  std::optional<std::vector<DimValue>> reshape() {
+    DimValue v = operand(0);
+    std::vector<int64_t> target = ints(1, "the target shape");
+    const auto numel = static_cast<int64_t>(v.elements.size());
+    int64_t known = 1, infer = -1;
+    for (size_t i = 0; i < target.size(); ++i) {
+      if (target[i] == 0 && attr_int("allowzero", 0) == 0) {
+        if (i >= v.shape.size()) error("shape entry " + std::to_string(i) + " copies a dimension the input lacks");
+        target[i] = v.shape[i];
+      }
+      if (target[i] == -1 && infer < 0) infer = static_cast<int64_t>(i);
+      else if (target[i] < 0) error("the target shape " + runtime::shape_str(target) + " is invalid");
+      else known *= target[i];
+    }
+    if (infer >= 0 && known > 0) target[infer] = numel / known;
+    if (infer >= 0 ? known == 0 || numel % known : known != numel)
+      error("cannot reshape the shape value " + v.str() + " to " + runtime::shape_str(target));
+    v.shape = target;
+    return one(v);
+  }
+
+  std::optional<std::vector<DimValue>> transpose() {
+    DimValue v = operand(0);
+    const auto rank = static_cast<int64_t>(v.shape.size());
+    std::vector<int64_t> perm;
+    if (const auto* a = attr("perm")) perm.assign(a->ints().begin(), a->ints().end());
+    for (int64_t d = 0; perm.empty() && d < rank; ++d) perm.insert(perm.begin(), d);
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t d = 0; d < rank; ++d)
+      if (static_cast<int64_t>(sorted.size()) != rank || sorted[d] != d)
+        error("perm " + runtime::shape_str(perm) + " is not a permutation of the axes of " + v.str());
+    DimValue out{{}, {}, v.dtype};
+    for (int64_t p : perm) out.shape.push_back(v.shape[p]);
+    for_each_index(out.shape, [&](const std::vector<int64_t>& o) {
+      std::vector<int64_t> in(o.size());
+      for (size_t d = 0; d < o.size(); ++d) in[perm[d]] = o[d];
+      out.elements.push_back(v.elements[flat(v.shape, in)]);
+    });
+    return one(out);
+  }
+
+  static int64_t flat(const std::vector<int64_t>& shape, const std::vector<int64_t>& index) {
+    int64_t f = 0;
+    for (size_t d = 0; d < shape.size(); ++d) f = f * shape[d] + index[d];
+    return f;
+  }
+
+  // Calls f with every index of `shape`, in row-major order.
+  template <typename F>
+  static void for_each_index(const std::vector<int64_t>& shape, F f) {
+    for (int64_t d : shape)
+      if (d == 0) return;
+    std::vector<int64_t> index(shape.size(), 0);
+    for (;;) {
+      f(index);
+      size_t d = shape.size();
+      while (d > 0 && ++index[d - 1] == shape[d - 1]) index[--d] = 0;
+      if (d == 0) return;
+    }
   }
 
   // Elementwise with ONNX broadcasting of rank-0 and rank-1 operands.
@@ -228,9 +314,9 @@ class DimEvaluator {
   DimValue elementwise(const DimValue& a, const DimValue& b, F f, runtime::DataType dtype) const {
     const size_t n = std::max(a.elements.size(), b.elements.size());
     for (const DimValue* v : {&a, &b})
-      if (v->elements.size() != n && v->elements.size() != 1)
+      if ((v->elements.size() != n && v->elements.size() != 1) || v->shape.size() > 1)
         error("the shape values " + a.str() + " and " + b.str() + " do not broadcast");
-    DimValue out{{}, a.scalar && b.scalar, dtype};
+    DimValue out{{}, a.scalar() && b.scalar() ? std::vector<int64_t>{} : std::vector<int64_t>{int64_t(n)}, dtype};
     for (size_t i = 0; i < n; ++i)
       out.elements.push_back(
           simplified(f(a.elements[a.elements.size() == 1 ? 0 : i], b.elements[b.elements.size() == 1 ? 0 : i])));
@@ -286,7 +372,8 @@ class DimEvaluator {
     for (size_t i = 0; i < picked.elements.size(); ++i)
       if (*tensor_ir::as_const_int(cond.elements[cond.elements.size() == 1 ? 0 : i]) == 0)
         picked.elements[i] = other.elements[i];
-    picked.scalar = picked.scalar && cond.scalar;
+    if (cond.shape.size() > 1) error("the condition " + cond.str() + " is not a scalar or a vector");
+    if (!cond.scalar()) picked.shape = {static_cast<int64_t>(picked.elements.size())};
     return one(picked);
   }
 

@@ -19,16 +19,20 @@
 
 namespace tessera::frontend::onnx {
 
-// An integer (or, from a comparison, bool) tensor of rank 0 or 1 whose elements are integer
-// expressions, simplified.
+// An integer (or, from a comparison, bool) tensor whose elements are integer expressions,
+// simplified, in row-major order: a scalar or a shape, or a matrix on the way of reordered pads
+// (exporters write Reshape to [-1, 2], Slice backwards, Transpose).
 struct DimValue {
   std::vector<tensor_ir::Expr> elements;
-  bool scalar = false;
+  std::vector<int64_t> shape;  // {} for a scalar
   runtime::DataType dtype = runtime::kInt64;
 
+  static DimValue vector(std::vector<tensor_ir::Expr> elements, runtime::DataType dtype = runtime::kInt64);
+  static DimValue scalar_of(tensor_ir::Expr element, runtime::DataType dtype = runtime::kInt64);
+  bool scalar() const { return shape.empty(); }
   bool is_constant() const;
   runtime::NDArray constant() const;  // throws unless is_constant()
-  std::string str() const;            // "[N, L*4, 64]"
+  std::string str() const;            // "[N, L*4, 64]", "[[0, 0], [0, (8 - L % 8) % 8]]"
 };
 
 // The value of ONNX Shape of a tensor of shape `shape`, with opset 15's start and end as given

@@ -351,7 +351,7 @@ class Importer {
       const auto* t = values_.at(node.input(0))->checked_type.as<relay_ir::TensorTypeNode>();
       if (!t || t->shape.is_static()) return false;
       if (node.op_type() == "Size") {
-        outputs.push_back(DimValue{{tensor_ir::arith::simplify(t->shape.numel())}, true});
+        outputs.push_back(DimValue::scalar_of(tensor_ir::arith::simplify(t->shape.numel())));
       } else {
         ConvertContext ctx(node, opset, {}, {}, base_dir_, {});
         ctx.check_attrs({"start", "end"});
@@ -397,7 +397,12 @@ class Importer {
     const std::vector<int>& value_inputs = ConverterTable::global().find(node.domain(), node.op_type())->value_inputs;
     for (int i : value_inputs)
       if (i < node.input_size())
-        if (auto d = dim_values_.find(node.input(i)); d != dim_values_.end()) ctx.set_dim_input(i, d->second.elements);
+        if (auto d = dim_values_.find(node.input(i)); d != dim_values_.end()) {
+          if (d->second.shape.size() > 1)
+            ctx.error("input '" + node.input(i) + "' is the shape value " + d->second.str() + " of rank " +
+                      std::to_string(d->second.shape.size()) + ", where a scalar or a list is needed");
+          ctx.set_dim_input(i, d->second.elements);
+        }
   }
 
   // `e` converted to `type`; a constant converted here, for converters that read its values.

@@ -265,6 +265,11 @@ Exprs convert_pad(ConvertContext& c) {
     value = c.attr_float("value", 0);
   } else {
     c.check_attrs({"mode"});
+    if (c.is_dim_input(1) && !c.has_input(3)) {  // pads computed from symbolic sizes
+      if (c.has_input(2)) value = constant_scalar(c, 2, "constant_value");
+      return {c.call("pad", {c.input(0)},
+                     {{"pads", relay_ir::Shape(c.dim_ints(1, "pads"))}, {"mode", mode}, {"value", value}})};
+    }
     pads = c.constant_ints(1, "pads");
     if (c.has_input(2)) value = constant_scalar(c, 2, "constant_value");
     if (c.has_input(3)) pads = pads_of_axes(c, pads, c.constant_ints(3, "axes"));

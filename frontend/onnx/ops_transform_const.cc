@@ -124,7 +124,7 @@ Exprs convert_symbolic_range(ConvertContext& c) {
   length = tensor_ir::arith::simplify(length, sizes);
   const relay_ir::Expr first =
       c.is_dim_input(0)
-          ? c.call("shape_values", {}, shape_values_attrs(DimValue{{start}, true, delta.dtype()}, "start"))
+          ? c.call("shape_values", {}, shape_values_attrs(DimValue::scalar_of(start, delta.dtype()), "start"))
           : constant(c.constant_input(0, "start").view_as({}, delta.dtype()));
   return {c.call("arange", {first, constant(delta.view_as({}, delta.dtype()))},
                  {{"shape", relay_ir::Shape(std::vector<tensor_ir::Expr>{length})}})};

@@ -159,8 +159,8 @@ Type concat_rel(const std::vector<Type>& args, const Attrs& attrs) {
 Type split_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& x = tensor_arg(args, 0, "input");
   std::vector<Type> parts;
-  for (const auto& s : ops::split_shapes(x.shape, attrs.get_int("axis"), attrs.get_ints("sizes")))
-    parts.push_back(tensor_type(s, x.dtype));
+  for (const auto& s : ops::split_dims(x.shape.dims(), attrs.get_int("axis"), attrs.get_ints("sizes")))
+    parts.push_back(tensor_type(Shape(s), x.dtype));
   return tuple_type(parts);
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "relay_ir/ops/transform_common.h"
+#include "relay_ir/ops/grad_util.h"
 #include "tensor_ir/ops/transform.h"
 #include "tensor_ir/ops/transform_shape.h"
 
@@ -94,7 +95,26 @@ std::vector<Expr> pad_gradient(const Expr& c, const Expr& g) {
 
 Type pad_rel(const std::vector<Type>& args, const Attrs& a) {
   const auto& x = tensor_arg(args, 0, "input");
-  return tensor_type(ops::pad_shape(x.shape, a.get_ints("pads"), ops::parse_pad_mode(a.get_str("mode"))), x.dtype);
+  const ops::PadMode mode = ops::parse_pad_mode(a.get_str("mode"));
+  return tensor_type(Shape(ops::pad_dims(x.shape.dims(), a.get_shape("pads").dims(), mode)), x.dtype);
+}
+
+// Edge, reflect and wrap padding read an element of a dimension of symbolic size where the output
+// has any (of what negative pads leave of it, for wrap).
+std::vector<OpDef::NonEmptyDim> pad_nonempty(const CallNode& call) {
+  const Shape& shape = tensor_of(call.args.at(0)).shape;
+  const ops::PadMode mode = ops::parse_pad_mode(call.attrs.get_str("mode"));
+  const std::vector<tensor_ir::Expr> pads = call.attrs.get_shape("pads").dims();
+  if (mode == ops::PadMode::Constant) return {};
+  const tensor_ir::Expr out = Shape(ops::pad_dims(shape.dims(), pads, mode)).numel();
+  std::vector<OpDef::NonEmptyDim> dims;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape.is_static(d) && call.attrs.get_shape("pads").is_static()) continue;
+    const tensor_ir::Expr& n = shape.dim(d);
+    dims.push_back({mode == ops::PadMode::Wrap ? ops::wrapped_length(n, pads[d], pads[d + shape.size()]) : n, out,
+                    "pads by reading elements of a dimension that must have one"});
+  }
+  return dims;
 }
 
 }  // namespace
@@ -108,10 +128,13 @@ void register_pad_ops(OpRegistry& r) {
          pad_rel,
          OpPattern::Injective,
          single_output([](const std::vector<tensor_ir::Tensor>& in, const Attrs& a) {
-           return ops::pad(in[0], a.get_ints("pads"), ops::parse_pad_mode(a.get_str("mode")), a.get_float("value"));
+           return ops::pad(in[0], a.get_shape("pads").dims(), ops::parse_pad_mode(a.get_str("mode")),
+                           a.get_float("value"));
          }),
          "transform",
-         pad_gradient});
+         pad_gradient,
+         /*is_view=*/false,
+         pad_nonempty});
 }
 
 }  // namespace tessera::relay_ir::transform

@@ -8,6 +8,8 @@
 
 #include "relay_ir/ops/transform_common.h"
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/op.h"
 #include "tensor_ir/ops/transform_resize.h"
 #include "tensor_ir/ops/transform_topk.h"
 
@@ -47,8 +49,20 @@ Type resize_rel(const std::vector<Type>& args, const Attrs& attrs) {
 Type topk_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& x = tensor_arg(args, 0, "input");
   if (x.dtype.is_bool()) fail("bool inputs are not supported");
-  ops::Shape out = ops::topk_shape(x.shape, attrs.get_int("k"), attrs.get_int("axis"));
+  const Shape out(ops::topk_dims(x.shape.dims(), attrs.get_int("k"), attrs.get_int("axis")));
   return tuple_type({tensor_type(out, x.dtype), tensor_type(out, runtime::kInt64)});
+}
+
+// A dimension of symbolic size to take the k best of must hold k elements: `dim - (k - 1)` must
+// be at least 1.
+std::vector<OpDef::NonEmptyDim> topk_nonempty(const CallNode& call) {
+  const Shape& shape = tensor_of(call.args.at(0)).shape;
+  const int64_t k = call.attrs.get_int("k");
+  const auto axis =
+      static_cast<size_t>(ops::normalize_axis(call.attrs.get_int("axis"), static_cast<int64_t>(shape.size())));
+  if (shape.is_static(axis) || k == 0) return {};
+  return {{tensor_ir::arith::simplify(shape.dim(axis) - tensor_ir::Expr(k - 1)), tensor_ir::Expr(k),
+           "takes the " + std::to_string(k) + " best elements along a dimension that must hold them"}};
 }
 
 }  // namespace
@@ -233,7 +247,9 @@ void register_resize_ops(OpRegistry& r) {
            return ops::topk(in[0], a.get_int("k"), a.get_int("axis"), a.get_int("largest") != 0);
          },
          "topk",
-         topk_gradient});
+         topk_gradient,
+         /*is_view=*/false,
+         topk_nonempty});
 }
 
 }  // namespace tessera::relay_ir::transform

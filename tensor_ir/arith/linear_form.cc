@@ -79,6 +79,26 @@ bool LinearForm::merge_symbolic_div_mod(size_t i) {
   return false;
 }
 
+void LinearForm::round_up_to_multiples() {
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const auto* mod = terms[i].first.as<FloorMod>();
+    const int64_t k = terms[i].second;
+    const int64_t* c = mod ? as_const_int(mod->b) : nullptr;
+    if (!c || *c <= 0 || k <= 0) continue;
+    // x*k + (e % c)*k = x*k + e*k - (e // c)*c*k, which is -(e // c)*c*k where e*k cancels x*k.
+    LinearForm rest = *this;
+    const Expr e = mod->a;
+    rest.terms.erase(rest.terms.begin() + static_cast<std::ptrdiff_t>(i));
+    const size_t before = rest.terms.size();
+    const LinearForm expanded = to_linear_form(e);
+    rest.add(expanded, k);
+    if (expanded.terms.empty() || rest.terms.size() + expanded.terms.size() != before) continue;
+    rest.add_term(FloorDiv::make(e, mod->b), -*c * k);
+    *this = rest;
+    return;
+  }
+}
+
 void LinearForm::merge_div_mod_pairs() {
   for (bool changed = true; changed;) {
     changed = false;

@@ -26,6 +26,9 @@ struct LinearForm {
   // an expression (the row length L of rows over L*L). Term i is the first product; true when it
   // merged.
   bool merge_symbolic_div_mod(size_t i);
+  // Replaces x*k + (-x % c)*k (k > 0) by -(-x // c)*c*k: x rounded up to a multiple of c, as pads
+  // computed from symbolic sizes give it (L + (8 - L % 8) % 8), so that c provably divides it.
+  void round_up_to_multiples();
   // Terms sorted by decreasing |coefficient| (first appearance breaks ties), then the constant:
   // i*48 + j + 3.
   Expr to_expr() const;

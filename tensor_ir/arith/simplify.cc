@@ -114,6 +114,7 @@ class Simplifier : public IRMutator {
   Expr linear(const Expr& e) {
     LinearForm f = to_linear_form(e);
     f.merge_div_mod_pairs();
+    f.round_up_to_multiples();
     return f.to_expr();
   }
 
@@ -266,6 +267,26 @@ class Simplifier : public IRMutator {
     return q.to_expr();
   }
 
+  // `a` with each term (x % m)*k, m a multiple of c, as x*k: the same remainder modulo c
+  // ((8 - L % 8) % 8 is (-L) % 8). `a` itself when it has none.
+  static Expr without_inner_mods(const Expr& a, int64_t c) {
+    if (!is_scalar_int(a)) return a;
+    LinearForm f = to_linear_form(a);
+    bool changed = false;
+    for (auto& [term, k] : f.terms) {
+      const auto* mod = term.as<FloorMod>();
+      const int64_t* m = mod ? as_const_int(mod->b) : nullptr;
+      if (m && *m > 0 && *m % c == 0) {
+        term = mod->a;
+        changed = true;
+      }
+    }
+    if (!changed) return a;
+    LinearForm merged{f.type, {}, f.constant};
+    for (const auto& [term, k] : f.terms) merged.add(to_linear_form(term), k);
+    return merged.to_expr();
+  }
+
   Expr mutate_(const FloorMod* op) override {
     Expr a = mutate(op->a), b = mutate(op->b);
     if (Expr c = fold(
@@ -293,6 +314,7 @@ class Simplifier : public IRMutator {
       if (const int64_t* c2 = as_const_int(inner->b); c2 && *c2 > 0 && *c2 % *c == 0)
         return mutate(FloorMod::make(inner->a, b));
     }
+    if (Expr inner = without_inner_mods(a, *c); !inner.same_as(a)) return mutate(FloorMod::make(inner, b));
     DivSplit s = split_by(a, *c);
     Expr rest = s.rest.to_expr();
     ConstBound rb = bound(rest);

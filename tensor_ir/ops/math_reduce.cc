@@ -287,7 +287,7 @@ Expr combine(ReduceKind kind, Expr a, Expr b) { return kind == ReduceKind::Sum ?
 // masked (O(n^2)).
 Tensor scan_direct(const Tensor& x, int64_t axis, bool exclusive, bool reverse, DataType acc, ReduceKind kind,
                    const std::string& name) {
-  IterVar k = reduce_axis(Range(Expr(0), Expr(x->dim(axis))), "r");
+  IterVar k = reduce_axis(Range(Expr(0), x->shape[axis]), "r");
   return compute(
       x->shape,
       [&](const std::vector<Var>& i) {
@@ -306,9 +306,10 @@ Tensor scan_direct(const Tensor& x, int64_t axis, bool exclusive, bool reverse, 
 // operations instead of n^2, both vectorized along the block or block index.
 Tensor scan_blocked(const Tensor& x, int64_t axis, bool exclusive, bool reverse, DataType acc, int64_t b,
                     ReduceKind kind, const std::string& name) {
-  int64_t n = x->dim(axis), blocks = (n + b - 1) / b;
+  const Expr n = x->shape[axis], last = arith::simplify(n - Expr(1));
+  const Expr blocks = arith::simplify(floordiv(n + Expr(b - 1), Expr(b)));
   // Scan order -> index, clamped: the last block reaches past the end, where it reads nothing.
-  auto position = [&](Expr q) { return reverse ? max(Expr(n - 1) - q, Expr(0)) : min(q, Expr(n - 1)); };
+  auto position = [&](Expr q) { return reverse ? max(last - q, Expr(0)) : min(q, last); };
   auto with_axis = [&](const std::vector<Var>& v, size_t first, size_t count, std::vector<Expr> at) {
     std::vector<Expr> idx(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(first));
     idx.insert(idx.end(), at.begin(), at.end());
@@ -317,20 +318,20 @@ Tensor scan_blocked(const Tensor& x, int64_t axis, bool exclusive, bool reverse,
   };
   std::vector<Expr> local_shape = x->shape;
   local_shape[axis] = Expr(b);
-  local_shape.insert(local_shape.begin() + axis, Expr(blocks));
+  local_shape.insert(local_shape.begin() + axis, blocks);
   IterVar t = reduce_axis(Range(Expr(0), Expr(b)), "t");
   Tensor local = compute(
       local_shape,
       [&](const std::vector<Var>& v) {
         Expr q = Expr(v[axis]) * Expr(b) + Expr(t);
-        Expr in = logical_and(exclusive ? Expr(t) < Expr(v[axis + 1]) : Expr(t) <= Expr(v[axis + 1]), q < Expr(n));
+        Expr in = logical_and(exclusive ? Expr(t) < Expr(v[axis + 1]) : Expr(t) <= Expr(v[axis + 1]), q < n);
         return Reduce::make(kind, masked(kind, in, ti::cast(acc, x(with_axis(v, axis, 2, {position(q)})))), {t},
                             Expr());
       },
       name + "_local", "reduce");
   std::vector<Expr> carry_shape = x->shape;
-  carry_shape[axis] = Expr(blocks);
-  IterVar c = reduce_axis(Range(Expr(0), Expr(blocks)), "c");
+  carry_shape[axis] = blocks;
+  IterVar c = reduce_axis(Range(Expr(0), blocks), "c");
   Tensor carry = compute(
       carry_shape,
       [&](const std::vector<Var>& v) {
@@ -344,7 +345,7 @@ Tensor scan_blocked(const Tensor& x, int64_t axis, bool exclusive, bool reverse,
   return compute(
       x->shape,
       [&](const std::vector<Var>& v) {
-        Expr q = reverse ? Expr(n - 1) - Expr(v[axis]) : Expr(v[axis]);
+        Expr q = reverse ? last - Expr(v[axis]) : Expr(v[axis]);
         Expr blk = floordiv(q, Expr(b)), within = floormod(q, Expr(b));
         return ti::cast(x.dtype(), combine(kind, local(with_axis(v, axis, 1, {blk, within})), carry(with_axis(v, axis, 1, {blk}))));
       },
@@ -358,10 +359,11 @@ Tensor scan(const Tensor& x, int64_t axis, bool exclusive, bool reverse, ReduceK
   axis = reduce_axes({axis}, x.ndim(), name.c_str())[0];
   DataType t = x.dtype();
   DataType acc = accumulation_type(t);
-  int64_t n = x->dim(axis);
-  if (n > 64) {
-    // Blocks of about (2n)^(1/3), a multiple of 16, balance the two parts' work.
-    auto b = static_cast<int64_t>(std::llround(std::cbrt(2.0 * static_cast<double>(n)) / 16)) * 16;
+  const int64_t* n = as_const_int(x->shape[axis]);
+  if (!n || *n > 64) {
+    // Blocks of about (2n)^(1/3), a multiple of 16, balance the two parts' work (16 up to n = 2048:
+    // for an axis of symbolic length too).
+    auto b = n ? static_cast<int64_t>(std::llround(std::cbrt(2.0 * static_cast<double>(*n)) / 16)) * 16 : 16;
     return scan_blocked(x, axis, exclusive, reverse, acc, std::max<int64_t>(b, 16), kind, name);
   }
   Tensor s = scan_direct(x, axis, exclusive, reverse, acc, kind, name);

@@ -153,13 +153,13 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t axis, const std::vector<int64_t>& sizes) {
-  std::vector<Shape> shapes = split_shapes(x->dims(), axis, sizes);
+  std::vector<std::vector<Expr>> shapes = split_dims(x->shape, axis, sizes);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(x.ndim()));
   std::vector<Tensor> outs;
   int64_t begin = 0;
   for (size_t k = 0; k < shapes.size(); ++k) {
     outs.push_back(compute(
-        shape_exprs(shapes[k]),
+        shapes[k],
         [&](const std::vector<Var>& o) {
           std::vector<Expr> idx = as_exprs(o);
           if (begin) idx[a] = o[a] + Expr(begin);
@@ -300,39 +300,45 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
       "slice", "transform");
 }
 
-Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, double value) {
-  Shape in = x->dims();
-  Shape out = pad_shape(in, pads, mode);
+Tensor pad(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, double value) {
+  const std::vector<Expr>& in = x->shape;
+  const std::vector<Expr> out = pad_dims(in, pads, mode);
   size_t rank = in.size();
-  bool empty = numel(in) == 0;
+  bool empty = std::any_of(in.begin(), in.end(), [](const Expr& d) { return is_const_int(d, 0); });
   return compute(
-      shape_exprs(out),
+      out,
       [&](const std::vector<Var>& o) {
         Expr fill = x.dtype().is_bool() ? make_const(x.dtype(), value != 0) : make_const(x.dtype(), value);
         if (empty) return fill;
         std::vector<Expr> idx;
         Expr inside;
         for (size_t d = 0; d < rank; ++d) {
-          int64_t begin = pads[d], n = in[d];
-          Expr i = begin ? o[d] - Expr(begin) : Expr(o[d]);
-          bool padded = begin > 0 || pads[d + rank] > 0;
+          const Expr &begin = pads[d], &end = pads[d + rank], &n = in[d];
+          Expr i = is_const_int(begin, 0) ? Expr(o[d]) : o[d] - begin;
+          // A symbolic pad is not negative (pad_dims), and may be 0.
+          auto positive = [](const Expr& p) { return !as_const_int(p) || *as_const_int(p) > 0; };
+          bool padded = positive(begin) || positive(end);
           if (padded && mode == PadMode::Constant) {
-            Expr c = logical_and(i >= Expr(0), i < Expr(n));
+            Expr c = logical_and(i >= Expr(0), i < n);
             inside = inside ? logical_and(inside, c) : c;
           } else if (padded && mode == PadMode::Edge) {
-            i = min(max(i, Expr(0)), Expr(n - 1));
+            i = min(max(i, Expr(0)), arith::simplify(n - Expr(1)));
           } else if (padded && mode == PadMode::Wrap) {
             // Wrapped around what is left of the axis after negative pads crop it.
-            const int64_t cropped_begin = std::max<int64_t>(0, -begin), end = pads[d + rank];
-            const int64_t kept = n - cropped_begin - std::max<int64_t>(0, -end);
-            i = Expr(cropped_begin) + floormod(o[d] - Expr(std::max<int64_t>(begin, 0)), Expr(kept));
+            const int64_t* b = as_const_int(begin);
+            const int64_t cropped_begin = b ? std::max<int64_t>(0, -*b) : 0;
+            const Expr shifted = o[d] - (b ? Expr(std::max<int64_t>(*b, 0)) : begin);
+            i = Expr(cropped_begin) + floormod(shifted, wrapped_length(n, begin, end));
           } else if (padded && mode == PadMode::Reflect) {
-            // Reflection repeats with period 2 (n - 1), as numpy's for pads wider than n - 1.
-            if (n == 1) {
+            // Reflection repeats with period 2 (n - 1), as numpy's for pads wider than n - 1; a
+            // symbolic n of 1 reflects with period 1, onto its one element.
+            if (is_const_int(n, 1)) {
               i = Expr(0);
             } else {
-              Expr m = floormod(i, Expr(2 * (n - 1)));
-              i = select(m < Expr(n), m, Expr(2 * (n - 1)) - m);
+              Expr period = arith::simplify(Expr(2) * (n - Expr(1)));
+              if (!as_const_int(n)) period = max(period, Expr(1));
+              Expr m = floormod(i, period);
+              i = select(m < n, m, period - m);
             }
           }
           idx.push_back(i);

@@ -48,7 +48,7 @@ std::vector<Expr> slice_shape(const std::vector<Expr>& in, const std::vector<Sli
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
 // pads: begins of every dimension, then ends; `value` fills constant padding.
-Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, PadMode mode, double value);
+Tensor pad(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, double value);
 // DCR (depth-column-row) or CRD ordering of the channels, as ONNX DepthToSpace's `mode`.
 Tensor depth_to_space(const Tensor& x, int64_t blocksize, bool crd);
 Tensor space_to_depth(const Tensor& x, int64_t blocksize);

@@ -93,7 +93,8 @@ Shape concat_shape(const std::vector<Shape>& ins, int64_t axis) {
   return out;
 }
 
-std::vector<Shape> split_shapes(const Shape& in, int64_t axis, const std::vector<int64_t>& sizes) {
+std::vector<std::vector<Expr>> split_dims(const std::vector<Expr>& in, int64_t axis,
+                                          const std::vector<int64_t>& sizes) {
   int64_t a = normalize_axis(axis, static_cast<int64_t>(in.size()), "split: axis");
   if (sizes.empty()) fail("split: no sizes");
   int64_t total = 0;
@@ -101,13 +102,13 @@ std::vector<Shape> split_shapes(const Shape& in, int64_t axis, const std::vector
     if (s < 0) fail("split: negative size in ", shape_str(sizes));
     total += s;
   }
-  if (total != in[a])
+  if (!is_const_int(in[a], total))
     fail("split: sizes ", shape_str(sizes), " add up to ", total, ", but dimension ", a, " of ", shape_str(in), " is ",
-         in[a]);
-  std::vector<Shape> out;
+         to_string(in[a]));
+  std::vector<std::vector<Expr>> out;
   for (int64_t s : sizes) {
-    Shape o = in;
-    o[a] = s;
+    std::vector<Expr> o = in;
+    o[a] = Expr(s);
     out.push_back(o);
   }
   return out;
@@ -219,22 +220,36 @@ PadMode parse_pad_mode(const std::string& mode) {
   fail("pad: mode '", mode, "' is not one of constant, reflect, edge, wrap");
 }
 
-Shape pad_shape(const Shape& in, const std::vector<int64_t>& pads, PadMode mode) {
+Expr wrapped_length(const Expr& in, const Expr& begin, const Expr& end) {
+  auto crop = [](const Expr& p) {
+    const int64_t* c = as_const_int(p);
+    return c ? std::max<int64_t>(0, -*c) : 0;  // a symbolic pad is not negative (pad_dims)
+  };
+  return arith::simplify(in - Expr(crop(begin) + crop(end)));
+}
+
+std::vector<Expr> pad_dims(const std::vector<Expr>& in, const std::vector<Expr>& pads, PadMode mode) {
   size_t rank = in.size();
   if (pads.size() != 2 * rank)
     fail("pad: pads ", shape_str(pads), " has ", pads.size(), " entries; an input of rank ", rank, " needs ", 2 * rank);
-  Shape out;
+  for (const Expr& p : pads)
+    if (!as_const_int(p) && !arith::can_prove(p >= Expr(int64_t{0})))
+      fail("pad: the pad ", to_string(p), " of pads ", shape_str(pads),
+           " may be negative (a crop) depending on the sizes; a build for every size needs it provably not negative");
+  std::vector<Expr> out;
   for (size_t d = 0; d < rank; ++d) {
-    int64_t n = in[d] + pads[d] + pads[d + rank];
-    if (n < 0) fail("pad: pads ", shape_str(pads), " crop dimension ", d, " of ", shape_str(in), " below zero");
-    const int64_t kept = in[d] - std::max<int64_t>(0, -pads[d]) - std::max<int64_t>(0, -pads[d + rank]);
-    if (mode == PadMode::Wrap && kept <= 0 && n > 0)
+    out.push_back(arith::simplify(in[d] + pads[d] + pads[d + rank]));
+    const int64_t *n = as_const_int(out.back()), *length = as_const_int(in[d]);
+    if (n && *n < 0) fail("pad: pads ", shape_str(pads), " crop dimension ", d, " of ", shape_str(in), " below zero");
+    const int64_t* kept = as_const_int(wrapped_length(in[d], pads[d], pads[d + rank]));
+    if (mode == PadMode::Wrap && kept && *kept <= 0 && n && *n > 0)
       fail("pad: wrap padding of dimension ", d, " of ", shape_str(in), " with nothing left of it after cropping");
-    if (mode != PadMode::Constant && in[d] == 0 && n > 0)
-      fail("pad: ", mode == PadMode::Edge ? "edge" : mode == PadMode::Wrap ? "wrap" : "reflect",
-           " padding of the empty dimension ", d, " of ",
-           shape_str(in));
-    out.push_back(n);
+    if (mode != PadMode::Constant && length && *length == 0 && !is_const_int(out.back(), 0))
+      fail("pad: ",
+           mode == PadMode::Edge   ? "edge"
+           : mode == PadMode::Wrap ? "wrap"
+                                   : "reflect",
+           " padding of the empty dimension ", d, " of ", shape_str(in));
   }
   return out;
 }
@@ -329,13 +344,14 @@ Shape one_hot_shape(const Shape& indices, int64_t depth, int64_t axis) {
   return out;
 }
 
-Shape topk_shape(const Shape& in, int64_t k, int64_t axis) {
+std::vector<Expr> topk_dims(const std::vector<Expr>& in, int64_t k, int64_t axis) {
   if (in.empty()) fail("topk: the input must have rank >= 1");
   int64_t a = normalize_axis(axis, static_cast<int64_t>(in.size()), "topk: axis");
-  if (k < 0 || k > in[a])
-    fail("topk: k = ", k, " is not in [0, ", in[a], "] (dimension ", a, " of ", shape_str(in), ")");
-  Shape out = in;
-  out[a] = k;
+  const int64_t* n = as_const_int(in[a]);
+  if (k < 0 || (n && k > *n))
+    fail("topk: k = ", k, " is not in [0, ", to_string(in[a]), "] (dimension ", a, " of ", shape_str(in), ")");
+  std::vector<Expr> out = in;
+  out[a] = Expr(k);
   return out;
 }
 

@@ -26,7 +26,8 @@ Shape transpose_shape(const Shape& in, const std::vector<int64_t>& perm);
 Shape concat_shape(const std::vector<Shape>& ins, int64_t axis);
 // Dimensions that may be symbolic: every one but `axis` provably equal across the inputs.
 std::vector<Expr> concat_dims(const std::vector<std::vector<Expr>>& ins, int64_t axis);
-std::vector<Shape> split_shapes(const Shape& in, int64_t axis, const std::vector<int64_t>& sizes);
+// Dimensions that may be symbolic but along `axis`, which the sizes must add up to.
+std::vector<std::vector<Expr>> split_dims(const std::vector<Expr>& in, int64_t axis, const std::vector<int64_t>& sizes);
 // Squeeze's dimensions to drop, sorted; empty `axes`: every dimension of size 1 (then none may be
 // symbolic: a symbolic one may be 1 or not).
 std::vector<int64_t> squeeze_axes(const std::vector<Expr>& in, const std::vector<int64_t>& axes);
@@ -52,8 +53,13 @@ std::vector<SliceDim> slice_dims(const Shape& in, const std::vector<int64_t>& st
 
 enum class PadMode { Constant, Reflect, Edge, Wrap };
 PadMode parse_pad_mode(const std::string& mode);
-// pads: every dimension's begin, then every dimension's end; negative pads crop.
-Shape pad_shape(const Shape& in, const std::vector<int64_t>& pads, PadMode mode);
+// pads: every dimension's begin, then every dimension's end; negative pads crop. Dimensions and
+// pads may be symbolic; a symbolic pad must be provably non-negative (a crop the sizes decide is not
+// built), and an edge, reflect or wrap padding of a symbolic dimension needs an element of it at run
+// time (relay_ir's pad_nonempty).
+std::vector<Expr> pad_dims(const std::vector<Expr>& in, const std::vector<Expr>& pads, PadMode mode);
+// What wrap padding wraps around: dimension `in` less what negative (constant) pads crop.
+Expr wrapped_length(const Expr& in, const Expr& begin, const Expr& end);
 
 Shape depth_to_space_shape(const Shape& in, int64_t blocksize);
 Shape space_to_depth_shape(const Shape& in, int64_t blocksize);
@@ -73,7 +79,8 @@ void check_scatter_nd(const Shape& data, const Shape& indices, const Shape& upda
 
 // OneHot: `depth` inserted at `axis` of the indices' shape (axis in [-rank-1, rank]).
 Shape one_hot_shape(const Shape& indices, int64_t depth, int64_t axis);
-// TopK: `k` along `axis`.
-Shape topk_shape(const Shape& in, int64_t k, int64_t axis);
+// TopK: `k` along `axis`, whose dimension must hold k (a symbolic one is checked at run time: relay_ir's
+// topk_nonempty).
+std::vector<Expr> topk_dims(const std::vector<Expr>& in, int64_t k, int64_t axis);
 
 }  // namespace tessera::tensor_ir::ops

@@ -1,5 +1,6 @@
 #include "tensor_ir/ops/transform_topk.h"
 
+#include <algorithm>
 #include <climits>
 
 #include "runtime/error.h"
@@ -36,10 +37,9 @@ std::vector<Expr> without(const std::vector<Var>& o, size_t axis) {
 // The k best one at a time: step t takes the best element ranked after step t-1's (value
 // first, then index), as a max (min) reduction for the value and a min reduction for the
 // lowest index holding it.
-std::vector<Tensor> topk_by_selection(const Row& row, const Shape& out, const Shape& rest, int64_t n, bool largest) {
-  std::vector<Expr> rest_shape(rest.begin(), rest.end());
+std::vector<Tensor> topk_by_selection(const Row& row, const std::vector<Expr>& out, const std::vector<Expr>& rest,
+                                      const Expr& n, int64_t k, bool largest) {
   std::vector<Tensor> value_steps, index_steps;
-  int64_t k = out[row.axis];
   for (int64_t t = 0; t < k; ++t) {
     // Is x[j] (value v) ranked after step t-1's pick: strictly worse, or equal at a higher index?
     auto after_previous = [&](const std::vector<Var>& o, const Expr& v, const Expr& j) {
@@ -49,9 +49,9 @@ std::vector<Tensor> topk_by_selection(const Row& row, const Shape& out, const Sh
       return logical_or(largest ? v < pv : v > pv, logical_and(v == pv, j > pi));
     };
     value_steps.push_back(compute(
-        rest_shape,
+        rest,
         [&](const std::vector<Var>& o) {
-          IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
+          IterVar j = reduce_axis(Range(Expr(0), n), "j");
           Expr v = row.at(o, j.var());
           Expr cond = after_previous(o, v, j.var());
           return largest ? max_reduce(masked(ReduceKind::Max, cond, v), {j})
@@ -59,9 +59,9 @@ std::vector<Tensor> topk_by_selection(const Row& row, const Shape& out, const Sh
         },
         "topk_value" + std::to_string(t), "topk"));
     index_steps.push_back(compute(
-        rest_shape,
+        rest,
         [&](const std::vector<Var>& o) {
-          IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
+          IterVar j = reduce_axis(Range(Expr(0), n), "j");
           Expr v = row.at(o, j.var());
           Expr cond = v == value_steps[t](std::vector<Expr>(o.begin(), o.end()));
           if (t > 0) cond = logical_and(cond, after_previous(o, v, j.var()));
@@ -71,7 +71,7 @@ std::vector<Tensor> topk_by_selection(const Row& row, const Shape& out, const Sh
   }
   auto gather_steps = [&](const std::vector<Tensor>& steps, const char* name) {
     return compute(
-        std::vector<Expr>(out.begin(), out.end()),
+        out,
         [&](const std::vector<Var>& o) {
           std::vector<Expr> idx = without(o, row.axis);
           Expr body = steps[k - 1](idx);
@@ -84,13 +84,15 @@ std::vector<Tensor> topk_by_selection(const Row& row, const Shape& out, const Sh
 }
 
 // Every element's rank (how many elements come before it), then the element of each rank.
-std::vector<Tensor> topk_by_rank(const Row& row, const Shape& in, const Shape& out, int64_t n, bool largest) {
+std::vector<Tensor> topk_by_rank(const Row& row, const std::vector<Expr>& in, const std::vector<Expr>& out,
+                                 const Expr& n, bool largest) {
   // int32 counters where they fit: twice the vector lanes of int64.
-  DataType count = n <= INT32_MAX ? runtime::kInt32 : kIndexType;
+  const int64_t* length = as_const_int(n);
+  DataType count = length && *length <= INT32_MAX ? runtime::kInt32 : kIndexType;
   Tensor rank = compute(
-      std::vector<Expr>(in.begin(), in.end()),
+      in,
       [&](const std::vector<Var>& o) {
-        IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
+        IterVar j = reduce_axis(Range(Expr(0), n), "j");
         std::vector<Var> rest = o;
         rest.erase(rest.begin() + row.axis);
         Expr mine = row.x(std::vector<Expr>(o.begin(), o.end())), other = row.at(rest, j.var());
@@ -101,9 +103,9 @@ std::vector<Tensor> topk_by_rank(const Row& row, const Shape& in, const Shape& o
       "topk_rank", "topk");
   auto pick = [&](bool values) {
     return compute(
-        std::vector<Expr>(out.begin(), out.end()),
+        out,
         [&](const std::vector<Var>& o) {
-          IterVar j = reduce_axis(Range(Expr(0), Expr(n)), "j");
+          IterVar j = reduce_axis(Range(Expr(0), n), "j");
           std::vector<Var> rest = o;
           rest.erase(rest.begin() + row.axis);
           std::vector<Expr> ridx(o.begin(), o.end());
@@ -120,28 +122,26 @@ std::vector<Tensor> topk_by_rank(const Row& row, const Shape& in, const Shape& o
 }  // namespace
 
 std::vector<Tensor> topk(const Tensor& x, int64_t k, int64_t axis, bool largest) {
-  Shape in;
-  for (size_t d = 0; d < x.ndim(); ++d) in.push_back(x->dim(d));
-  Shape out = topk_shape(in, k, axis);
+  const std::vector<Expr>& in = x->shape;
+  const std::vector<Expr> out = topk_dims(in, k, axis);
   if (x.dtype().is_bool()) fail("topk: bool inputs are not supported");
   size_t a = static_cast<size_t>(normalize_axis(axis, static_cast<int64_t>(in.size())));
   Row row{x, a};
-  int64_t n = in[a];
-  if (k == 0 || numel(out) == 0) {
+  const bool empty = std::any_of(out.begin(), out.end(), [](const Expr& d) { return is_const_int(d, 0); });
+  if (empty) {
     // Nothing to select: empty outputs of the right types.
     auto empty = [&](DataType t, const char* name) {
       return compute(
-          std::vector<Expr>(out.begin(), out.end()), [&](const std::vector<Var>&) { return make_zero(t); }, name,
-          "topk");
+          out, [&](const std::vector<Var>&) { return make_zero(t); }, name, "topk");
     };
     return {empty(x.dtype(), "topk_values"), empty(kIndexType, "topk_indices")};
   }
   if (k <= kTopkSelectionMaxK) {
-    Shape rest = in;
+    std::vector<Expr> rest = in;
     rest.erase(rest.begin() + a);
-    return topk_by_selection(row, out, rest, n, largest);
+    return topk_by_selection(row, out, rest, in[a], k, largest);
   }
-  return topk_by_rank(row, in, out, n, largest);
+  return topk_by_rank(row, in, out, in[a], largest);
 }
 
 }  // namespace tessera::tensor_ir::ops

@@ -1,0 +1,198 @@
+"""Operators that models exported with dynamic axes use on symbolic sizes, built once for every
+size (issue 25, item 2): Split of a (N, L, 3E) projection into queries, keys and values, TopK
+over a row of symbolic length, CumSum along a sequence, Pad of symbolic dimensions and by pads
+computed from the sizes (PyTorch's F.pad to a multiple, its pads reordered through a matrix).
+Each runs at sizes that do not divide the tiles, at 1 and 0, and from its exported module."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+
+
+def save(tmp_path, nodes, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    path = str(tmp_path / "model.onnx")
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+    return path
+
+
+def vi(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+def ints(name, values):
+    return numpy_helper.from_array(np.array(values, "int64"), name)
+
+
+def built_once(tmp_path, path):
+    """The library built for every size, and its module loaded back."""
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    lib.export(str(tmp_path / "m.so"))  # builds it: an error if it is built per size
+    assert lib.symbolic
+    return lib, tessera.load(str(tmp_path / "m.so"))
+
+
+def test_split_of_symbolic_rows_into_queries_keys_and_values(tmp_path, rng):
+    nodes = [helper.make_node("Split", ["x", "sizes"], ["q", "k", "v"], axis=-1)]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L", 24])],
+                [vi("q", ["N", "L", 8]), vi("k", ["N", "L", 8]), vi("v", ["N", "L", 8])], [ints("sizes", [8, 8, 8])])
+    lib, module = built_once(tmp_path, path)
+    for n, length in [(2, 7), (1, 1), (3, 0), (1, 33)]:
+        x = rng.standard_normal((n, length, 24)).astype("float32")
+        for run in (lib.run, module.run):
+            for got, want in zip(run([x]), np.split(x, 3, axis=-1)):
+                np.testing.assert_array_equal(got, want)
+
+
+def test_split_sizes_must_add_up_to_a_constant_dimension(tmp_path):
+    nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1)]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L"])], [vi("a", ["N", 2]), vi("b", ["N", None])],
+                [ints("sizes", [2, 3])])
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    with pytest.raises(tessera.Error, match="add up to 5"):
+        lib.run([np.zeros((1, 4), "float32")])
+    assert not lib.symbolic and "split" in lib.symbolic_reason
+
+
+@pytest.mark.parametrize("k", [3, 11])  # selected one by one, ranked
+def test_topk_along_a_row_of_symbolic_length(tmp_path, rng, k):
+    nodes = [helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1)]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L"])],
+                [vi("values", ["N", k]), vi("indices", ["N", k], TensorProto.INT64)], [ints("k", [k])])
+    lib, module = built_once(tmp_path, path)
+    for n, length in [(2, 17), (1, k), (0, 20), (3, 40)]:
+        x = rng.permutation(n * length).reshape(n, length).astype("float32")  # no ties
+        order = np.argsort(-x, axis=1, kind="stable")[:, :k]
+        for run in (lib.run, module.run):
+            values, indices = run([x])
+            np.testing.assert_array_equal(indices, order)
+            np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=1))
+    for run in (lib.run, module.run):
+        with pytest.raises(tessera.Error, match=rf"topk \(node 'values'\) takes the {k} best elements along a dimension that must "
+                                                rf"hold them: \(L - {k - 1}\) is 0 at N = 2, L = {k - 1}"):
+            run([np.zeros((2, k - 1), "float32")])
+
+
+@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 1)])
+def test_cumsum_along_a_sequence_of_symbolic_length(tmp_path, rng, exclusive, reverse):
+    nodes = [helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L"], TensorProto.INT64)], [vi("y", ["N", "L"], TensorProto.INT64)],
+                [ints("axis", 1)])
+    lib, module = built_once(tmp_path, path)
+    for n, length in [(2, 9), (1, 1), (2, 0), (3, 100)]:  # 100: more than one block of the scan
+        x = rng.integers(-5, 5, (n, length))
+        want = np.flip(np.cumsum(np.flip(x, 1), 1), 1) if reverse else np.cumsum(x, 1)
+        if exclusive:
+            want = want - x
+        for run in (lib.run, module.run):
+            np.testing.assert_array_equal(run([x])[0], want)
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
+def test_pad_of_symbolic_dimensions(tmp_path, rng, mode):
+    nodes = [helper.make_node("Pad", ["x", "pads", "value"], ["y"], mode=mode)]
+    path = save(tmp_path, nodes, [vi("x", ["N", "H", "W"])], [vi("y", None)],
+                [ints("pads", [0, 2, 1, 0, 1, 3]), numpy_helper.from_array(np.array(0.5, "float32"), "value")])
+    lib, module = built_once(tmp_path, path)
+    numpy_mode = mode
+    extra = {"constant_values": 0.5} if mode == "constant" else {}
+    for shape in [(2, 5, 6), (1, 1, 1), (1, 3, 2), (0, 4, 4)]:
+        x = rng.standard_normal(shape).astype("float32")
+        if mode == "wrap":  # numpy before 1.26 wraps pads wider than the axis otherwise
+            want = x.take(np.arange(-2, shape[1] + 1) % shape[1], 1).take(np.arange(-1, shape[2] + 3) % shape[2], 2)
+        else:
+            want = np.pad(x, [(0, 0), (2, 1), (1, 3)], mode=numpy_mode, **extra)
+        for run in (lib.run, module.run):
+            np.testing.assert_array_equal(run([x])[0], want)
+    if mode != "constant":
+        for run in (lib.run, module.run):
+            with pytest.raises(tessera.Error, match=r"pad \(node 'y'\) pads by reading elements of a dimension that must have one"):
+                run([np.zeros((1, 0, 3), "float32")])
+
+
+def test_pad_to_a_multiple_by_pads_computed_from_the_sizes(tmp_path, rng):
+    """F.pad(x, (0, (8 - L % 8) % 8)).reshape(N, -1, 8).sum(-1) as PyTorch exports it: the pads
+    reordered through a [-1, 2] matrix (Reshape, Slice backwards, Transpose), and a reshape that
+    needs 8 to divide the padded length."""
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(v, "int64")))
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]), c("one", 1), helper.make_node("Gather", ["shape", "one"], ["L"]),
+        c("eight", 8), helper.make_node("Mod", ["L", "eight"], ["m"]), helper.make_node("Sub", ["eight", "m"], ["s"]),
+        helper.make_node("Mod", ["s", "eight"], ["p"]), c("zero_axis", [0]),
+        helper.make_node("Unsqueeze", ["p", "zero_axis"], ["p1"]), c("zeros", [0]),
+        helper.make_node("Concat", ["zeros", "p1"], ["last"], axis=0), c("front", [0, 0]),
+        helper.make_node("Concat", ["last", "front"], ["flat"], axis=0), c("pairs", [-1, 2]),
+        helper.make_node("Reshape", ["flat", "pairs"], ["matrix"]), c("start", [-1]), c("end", [-(2 ** 63)]),
+        c("axes", [0]), c("step", [-1]),
+        helper.make_node("Slice", ["matrix", "start", "end", "axes", "step"], ["reversed"]),
+        helper.make_node("Transpose", ["reversed"], ["columns"], perm=[1, 0]), c("flat_shape", [-1]),
+        helper.make_node("Reshape", ["columns", "flat_shape"], ["pads"]),
+        helper.make_node("Pad", ["x", "pads"], ["padded"]),
+        helper.make_node("Gather", ["shape", "zero_axis"], ["n"]), c("rest", [-1, 8]),
+        helper.make_node("Concat", ["n", "rest"], ["target"], axis=0),
+        helper.make_node("Reshape", ["padded", "target"], ["groups"]),
+        helper.make_node("ReduceSum", ["groups", "minus_one"], ["y"], keepdims=0),
+    ]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L"])], [vi("y", ["N", None])], [ints("minus_one", [-1])])
+    lib, module = built_once(tmp_path, path)
+    for n, length in [(2, 9), (3, 16), (1, 3), (1, 0)]:
+        x = rng.standard_normal((n, length)).astype("float32")
+        padded = np.pad(x, [(0, 0), (0, (8 - length % 8) % 8)])
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([x])[0], padded.reshape(n, -1, 8).sum(-1), rtol=1e-6, atol=1e-6)
+
+
+def test_pads_that_may_crop_depending_on_the_sizes_are_built_per_size(tmp_path, rng):
+    c = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(v, "int64")))
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), c("zero", [0]), c("three", [3]),
+             helper.make_node("Gather", ["shape", "zero"], ["n"]), helper.make_node("Sub", ["three", "n"], ["p"]),
+             helper.make_node("Concat", ["zero", "p"], ["pads"], axis=0), helper.make_node("Pad", ["x", "pads"], ["y"])]
+    lib = tessera.build(tessera.onnx.load(save(tmp_path, nodes, [vi("x", ["N"])], [vi("y", [3])])), db=False)
+    for n in [1, 3, 5]:
+        x = rng.standard_normal(n).astype("float32")
+        np.testing.assert_array_equal(lib.run([x])[0], np.pad(x, (0, 3 - n)) if n <= 3 else x[:3])
+    assert not lib.symbolic and "may be negative (a crop)" in lib.symbolic_reason
+
+
+def test_a_pytorch_decoder_block_exported_with_dynamic_axes_builds_once_for_every_size(tmp_path):
+    """As PyTorch exports a GPT-style block (opset 17, dynamic batch and length): positions by
+    arange, the projection split into queries, keys and values, a causal mask by triu of a
+    (L, L) ones, the next-token candidates by topk, and the sequence padded to a multiple of 8 by
+    F.pad. One build serves every size, as the library and from its module, and matches PyTorch."""
+    torch = pytest.importorskip("torch")
+    from torch_numpy import array, tensor
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokens, self.positions = torch.nn.Embedding(50, 16), torch.nn.Embedding(64, 16)
+            self.qkv, self.out = torch.nn.Linear(16, 48), torch.nn.Linear(16, 50)
+
+        def forward(self, ids):
+            n, length = ids.shape
+            h = self.tokens(ids) + self.positions(torch.arange(length))[None]
+            q, k, v = (t.view(n, length, 2, 8).transpose(1, 2) for t in self.qkv(h).split(16, dim=-1))
+            mask = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)
+            a = (q @ k.transpose(-1, -2) / 8 ** 0.5).masked_fill(mask, float("-inf")).softmax(-1)
+            logits = self.out((a @ v).transpose(1, 2).reshape(n, length, 16))
+            padded = torch.nn.functional.pad(h, (0, 0, 0, (8 - length % 8) % 8))
+            return logits.topk(3, dim=-1)[1], padded.reshape(n, -1, 8, 16).sum(2)
+
+    torch.manual_seed(0)
+    model = Block().eval()
+    path = str(tmp_path / "block.onnx")
+    torch.onnx.export(model, (tensor(np.zeros((2, 7), "int64")),), path, input_names=["ids"],
+                      dynamic_axes={"ids": {0: "N", 1: "L"}}, opset_version=17)
+    lib, module = built_once(tmp_path, path)
+    rng = np.random.default_rng(0)
+    for n, length in [(2, 7), (1, 1), (3, 20), (1, 64)]:
+        ids = rng.integers(0, 50, (n, length)).astype("int64")
+        with torch.no_grad():
+            want = [array(t) for t in model(tensor(ids))]
+        for run in (lib.run, module.run):
+            top, sums = run([ids])
+            np.testing.assert_array_equal(top, want[0])
+            np.testing.assert_allclose(sums, want[1], rtol=1e-5, atol=1e-5)
