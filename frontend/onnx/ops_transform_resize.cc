@@ -20,18 +20,20 @@ std::vector<double> constant_floats(const ConvertContext& c, size_t input, const
   return out;
 }
 
-// Output sizes from scales, as ONNX's reference: floor(input size * scale).
-std::vector<int64_t> sizes_from_scales(const ConvertContext& c, const std::vector<int64_t>& in,
-                                       const std::vector<double>& scales) {
+// Output sizes from scales, as ONNX's reference: floor(input size * scale); a symbolic dimension
+// (a dynamic batch) where the scale is 1.
+relay_ir::Shape sizes_from_scales(const ConvertContext& c, const relay_ir::Shape& in,
+                                  const std::vector<double>& scales) {
   if (scales.size() != in.size())
     c.error(std::to_string(scales.size()) + " scales for an input of rank " + std::to_string(in.size()));
-  std::vector<int64_t> sizes;
+  std::vector<tensor_ir::Expr> sizes;
   for (size_t d = 0; d < in.size(); ++d) {
     if (!(scales[d] > 0) || !std::isfinite(scales[d]))
       c.error("scale " + std::to_string(scales[d]) + " is not a positive number");
-    sizes.push_back(static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * scales[d])));
+    if (scales[d] == 1) sizes.push_back(in.dim(d));
+    else sizes.emplace_back(static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * scales[d])));
   }
-  return sizes;
+  return relay_ir::Shape(sizes);
 }
 
 // Resize 10 and Upsample: asymmetric coordinates, nearest rounds down.
@@ -84,7 +86,7 @@ Exprs convert_resize(ConvertContext& c) {
     // Axes left out keep their size: scale 1, roi from 0 to 1.
     std::vector<double> full_scales(rank, 1.0), full_roi(2 * rank, 0.0);
     std::fill(full_roi.begin() + rank, full_roi.end(), 1.0);
-    std::vector<int64_t> full_sizes = in;
+    std::vector<int64_t> full_sizes = sizes.empty() ? std::vector<int64_t>{} : in.ints();
     for (size_t i = 0; i < n; ++i) {
       if (!scales.empty()) full_scales[axes[i]] = scales[i];
       if (!sizes.empty()) full_sizes[axes[i]] = sizes[i];
@@ -99,8 +101,9 @@ Exprs convert_resize(ConvertContext& c) {
   const std::string policy = c.attr_string("keep_aspect_ratio_policy", "stretch");
   if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
     c.error("keep_aspect_ratio_policy must be stretch, not_larger or not_smaller, got '" + policy + "'");
+  relay_ir::Shape out;  // symbolic where a scale of 1 keeps a symbolic dimension (a dynamic batch)
   if (sizes.empty()) {
-    sizes = sizes_from_scales(c, in, scales);
+    out = sizes_from_scales(c, in, scales);
   } else if (sizes.size() != in.size()) {
     c.error(std::to_string(sizes.size()) + " sizes for an input of rank " + std::to_string(in.size()));
   } else if (policy != "stretch") {
@@ -116,7 +119,8 @@ Exprs convert_resize(ConvertContext& c) {
       sizes[d] = static_cast<int64_t>(scale * static_cast<double>(in[d]) + 0.5);  // halves round up
     }
   }
-  Attrs attrs{{"sizes", sizes},
+  if (!sizes.empty()) out = relay_ir::Shape(sizes);
+  Attrs attrs{{"sizes", out},
               {"scales", scales},
               {"roi", roi},
               {"mode", c.attr_string("mode", "nearest")},

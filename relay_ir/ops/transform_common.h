@@ -25,7 +25,7 @@ void require_integer(const TensorTypeNode& t, const char* what);
 
 // The parameters of a resize call on data of shape `in`, as its compute reads them (scales from
 // sizes when only sizes are given), checked.
-tensor_ir::ops::ResizeParams resize_params(const std::vector<int64_t>& in, const Attrs& a);
+tensor_ir::ops::ResizeParams resize_params(const Shape& in, const Attrs& a);
 
 // For gradients: element `i` (flat) of an integer or float array, as int64 / double.
 int64_t int_at(const runtime::NDArray& a, int64_t i);

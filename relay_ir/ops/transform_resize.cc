@@ -17,13 +17,15 @@ namespace tessera::relay_ir::transform {
 
 namespace ops = tensor_ir::ops;
 
-ops::ResizeParams resize_params(const std::vector<int64_t>& in, const Attrs& a) {
+ops::ResizeParams resize_params(const Shape& in, const Attrs& a) {
   ops::ResizeParams p;
-  p.out_shape = a.get_ints("sizes");
+  p.out_shape = a.get_shape("sizes").dims();
   p.scales = a.get_floats("scales");
-  if (p.scales.empty() && p.out_shape.size() == in.size())
+  if (p.scales.empty() && p.out_shape.size() == in.size()) {
+    const std::vector<int64_t> out = p.static_out_shape();
     for (size_t d = 0; d < in.size(); ++d)
-      p.scales.push_back(in[d] == 0 ? 1.0 : static_cast<double>(p.out_shape[d]) / static_cast<double>(in[d]));
+      p.scales.push_back(in[d] == 0 ? 1.0 : static_cast<double>(out[d]) / static_cast<double>(in[d]));
+  }
   p.roi = a.get_floats("roi");
   p.mode = ops::parse_resize_mode(a.get_str("mode"));
   p.coordinates = ops::parse_resize_coordinates(a.get_str("coordinate_transformation_mode"));
@@ -32,7 +34,7 @@ ops::ResizeParams resize_params(const std::vector<int64_t>& in, const Attrs& a) 
   p.exclude_outside = a.get_int("exclude_outside") != 0;
   p.antialias = a.get_int("antialias") != 0;
   p.extrapolation_value = a.get_float("extrapolation_value");
-  ops::check_resize(in, p);
+  ops::check_resize(in.dims(), p);
   return p;
 }
 
@@ -43,7 +45,7 @@ using Tensors = std::vector<tensor_ir::Tensor>;
 Type resize_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& x = tensor_arg(args, 0, "input");
   if (!x.dtype.is_float() && !x.dtype.is_integer()) fail("unsupported dtype ", x.dtype.str());
-  return tensor_type(resize_params(x.shape, attrs).out_shape, x.dtype);
+  return tensor_type(Shape(resize_params(x.shape, attrs).out_shape), x.dtype);
 }
 
 Type topk_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -72,7 +74,7 @@ namespace ops = tensor_ir::ops;
 using E = const Expr&;
 
 bool is_identity(const ops::ResizeParams& p, size_t d, int64_t in) {
-  if (p.scales[d] != 1 || p.out_shape[d] != in) return false;
+  if (p.scales[d] != 1 || !tensor_ir::is_const_int(p.out_shape[d], in)) return false;
   switch (p.coordinates) {
     case ops::ResizeCoordinates::TfHalfPixelForNn:
       return false;
@@ -174,7 +176,7 @@ void add_taps(const ops::ResizeParams& p, size_t d, double x, int64_t in, AxisMa
 // coordinate leaves the input hold the extrapolation value and get no taps' weight.
 AxisMap axis_map(const ops::ResizeParams& p, size_t d, int64_t in) {
   AxisMap map;
-  map.rows = p.out_shape[d];
+  map.rows = p.static_out_shape()[d];
   const ops::AntialiasTaps antialias = ops::antialias_taps(p, d);
   map.taps = antialias.count > 0                     ? antialias.count
              : p.mode == ops::ResizeMode::Nearest ? 1
@@ -230,9 +232,7 @@ void register_resize_ops(OpRegistry& r) {
          resize_rel,
          OpPattern::Injective,
          single_output([](const Tensors& in, const Attrs& a) {
-           ops::Shape shape;
-           for (size_t d = 0; d < in[0].ndim(); ++d) shape.push_back(in[0]->dim(d));
-           return ops::resize(in[0], resize_params(shape, a));
+           return ops::resize(in[0], resize_params(Shape(in[0]->shape), a));
          }),
          "resize",
          resize_gradient});

@@ -1,10 +1,13 @@
 #include "tensor_ir/ops/transform_resize.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
+#include "tensor_ir/structural.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -31,9 +34,19 @@ double resize_kernel(const ResizeParams& p, double u) {
   return 0;
 }
 
+Shape ResizeParams::static_out_shape() const {
+  Shape out;
+  for (const Expr& d : out_shape) {
+    const int64_t* n = as_const_int(d);
+    if (!n) fail("resize: the output shape ", shape_str(out_shape), " is symbolic where a constant is needed");
+    out.push_back(*n);
+  }
+  return out;
+}
+
 double half_pixel_symmetric_offset(const ResizeParams& p, size_t d, int64_t in) {
   const double fractional = p.scales[d] * static_cast<double>(in);
-  const double adjustment = static_cast<double>(p.out_shape[d]) / fractional;
+  const double adjustment = static_cast<double>(*as_const_int(p.out_shape[d])) / fractional;
   return static_cast<double>(in) / 2 * (1 - adjustment);
 }
 
@@ -59,21 +72,40 @@ ResizeNearest parse_resize_nearest(const std::string& name) {
   fail("resize: nearest_mode '", name, "' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil");
 }
 
-void check_resize(const Shape& in, const ResizeParams& p) {
+namespace {
+
+// Does the axis map every output index to itself (so it needs no interpolation)?
+bool is_identity(const ResizeParams& p, size_t d, const Expr& in) {
+  if (p.scales[d] != 1 || !structural_equal(p.out_shape[d], in)) return false;
+  switch (p.coordinates) {
+    case ResizeCoordinates::TfHalfPixelForNn:
+      return false;
+    case ResizeCoordinates::TfCropAndResize:
+      return p.roi[d] == 0 && p.roi[d + p.scales.size()] == 1;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+void check_resize(const std::vector<Expr>& in, const ResizeParams& p) {
   size_t rank = in.size();
   if (p.out_shape.size() != rank)
-    fail("resize: output shape ", runtime::shape_str(p.out_shape), " and input ", runtime::shape_str(in),
-         " differ in rank");
+    fail("resize: output shape ", shape_str(p.out_shape), " and input ", shape_str(in), " differ in rank");
   if (p.scales.size() != rank) fail("resize: ", p.scales.size(), " scales for an input of rank ", rank);
+  if (p.coordinates == ResizeCoordinates::TfCropAndResize && p.roi.size() != 2 * rank)
+    fail("resize: tf_crop_and_resize needs a roi of ", 2 * rank, " values (starts, then ends), got ", p.roi.size());
   for (size_t d = 0; d < rank; ++d) {
     if (!(p.scales[d] > 0) || !std::isfinite(p.scales[d]))
       fail("resize: scale ", p.scales[d], " of axis ", d, " is not a positive number");
-    if (p.out_shape[d] < 0) fail("resize: negative output size in ", runtime::shape_str(p.out_shape));
-    if (in[d] == 0 && p.out_shape[d] > 0)
-      fail("resize: cannot resize the empty axis ", d, " of ", runtime::shape_str(in));
+    const int64_t *n = as_const_int(in[d]), *out = as_const_int(p.out_shape[d]);
+    if ((!n || !out) && !is_identity(p, d, in[d]))
+      fail("resize: dimension ", d, " of ", shape_str(in), " is resized to ", to_string(p.out_shape[d]),
+           ": only the axes a resize leaves as they are may be symbolic");
+    if (out && *out < 0) fail("resize: negative output size in ", shape_str(p.out_shape));
+    if (n && out && *n == 0 && *out > 0) fail("resize: cannot resize the empty axis ", d, " of ", shape_str(in));
   }
-  if (p.coordinates == ResizeCoordinates::TfCropAndResize && p.roi.size() != 2 * rank)
-    fail("resize: tf_crop_and_resize needs a roi of ", 2 * rank, " values (starts, then ends), got ", p.roi.size());
 }
 
 namespace {
@@ -106,19 +138,6 @@ Expr input_coordinate(const ResizeParams& p, size_t d, int64_t in, const Var& o)
     }
   }
   return x;
-}
-
-// Does the axis map every output index to itself (so it needs no interpolation)?
-bool is_identity(const ResizeParams& p, size_t d, int64_t in) {
-  if (p.scales[d] != 1 || p.out_shape[d] != in) return false;
-  switch (p.coordinates) {
-    case ResizeCoordinates::TfHalfPixelForNn:
-      return false;
-    case ResizeCoordinates::TfCropAndResize:
-      return p.roi[d] == 0 && p.roi[d + p.scales.size()] == 1;
-    default:
-      return true;
-  }
 }
 
 // The neighbours one output index reads along one axis: input indices (clamped) and weights.
@@ -208,15 +227,14 @@ Taps axis_taps(const ResizeParams& p, size_t d, const Expr& x, int64_t in) {
 }  // namespace
 
 Tensor resize(const Tensor& x, const ResizeParams& p) {
-  Shape in;
-  for (size_t d = 0; d < x.ndim(); ++d) in.push_back(x->dim(d));
+  const std::vector<Expr>& in = x->shape;
   check_resize(in, p);
   DataType dt = x.dtype();
   if (!dt.is_float() && !dt.is_integer()) fail("resize: unsupported dtype ", dt.str());
   DataType acc = dt == runtime::kFloat64 ? runtime::kFloat64 : runtime::kFloat32;
-  bool empty = numel(p.out_shape) == 0;
+  bool empty = std::any_of(p.out_shape.begin(), p.out_shape.end(), [](const Expr& d) { return is_const_int(d, 0); });
   return compute(
-      std::vector<Expr>(p.out_shape.begin(), p.out_shape.end()),
+      p.out_shape,
       [&](const std::vector<Var>& o) {
         if (empty) return make_zero(dt);
         std::vector<Taps> taps(in.size());
@@ -226,10 +244,11 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
             taps[d].index = {Expr(o[d])};
             continue;
           }
-          Expr c = input_coordinate(p, d, in[d], o[d]);
+          const int64_t n = *as_const_int(in[d]);  // check_resize: a resized axis is static
+          Expr c = input_coordinate(p, d, n, o[d]);
           if (p.coordinates == ResizeCoordinates::TfCropAndResize)
-            outside.push_back(logical_or(c<f64(0), c> f64(static_cast<double>(in[d] - 1))));
-          taps[d] = axis_taps(p, d, c, in[d]);
+            outside.push_back(logical_or(c<f64(0), c> f64(static_cast<double>(n - 1))));
+          taps[d] = axis_taps(p, d, c, n);
         }
         // Sum over every combination of taps, the weights of the interpolated axes multiplied.
         Expr total;

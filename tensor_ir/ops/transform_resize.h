@@ -29,7 +29,9 @@ ResizeCoordinates parse_resize_coordinates(const std::string& name);
 ResizeNearest parse_resize_nearest(const std::string& name);
 
 struct ResizeParams {
-  Shape out_shape;
+  // Symbolic only along axes the resize leaves as they are (scale 1, the input's dimension).
+  std::vector<Expr> out_shape;
+  Shape static_out_shape() const;  // throws naming a symbolic dimension
   // Per axis: the scale the coordinate transformation divides by (output / input size when
   // the sizes were given).
   std::vector<double> scales;
@@ -58,8 +60,9 @@ double resize_kernel(const ResizeParams& p, double u);
 // the fractional output size (scale * in) that rounding it to the output size dropped.
 double half_pixel_symmetric_offset(const ResizeParams& p, size_t d, int64_t in);
 
-// Checks the parameters against an input shape (ranks, positive scales, roi length).
-void check_resize(const Shape& in, const ResizeParams& p);
+// Checks the parameters against an input shape (ranks, positive scales, roi length; symbolic
+// dimensions only along axes left as they are).
+void check_resize(const std::vector<Expr>& in, const ResizeParams& p);
 Tensor resize(const Tensor& x, const ResizeParams& p);
 
 }  // namespace tessera::tensor_ir::ops

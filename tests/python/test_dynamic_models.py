@@ -25,8 +25,8 @@ def vi(name, shape, elem=TensorProto.FLOAT):
 def dense_model(tmp_path, rng, per_size=False):
     """y = relu(x @ w + b) reshaped to (N, L*16) through the Shape/Slice/Concat chain exporters
     write, and its mean over the sequence; x is (N, L, 8). With `per_size`, x is first padded by
-    pads computed from its shape (min(N, 1) - 1 at the end of the batch: none), which Pad needs as
-    constants."""
+    pads computed from its shape (min(N, 1) - 1 at the end of the batch: none), which may crop (Pad
+    builds those per size)."""
     w = rng.standard_normal((8, 16)).astype("float32")
     b = rng.standard_normal(16).astype("float32")
     scaled = [helper.make_node("Shape", ["x"], ["x_shape"]),

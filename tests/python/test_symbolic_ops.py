@@ -157,6 +157,28 @@ def test_pads_that_may_crop_depending_on_the_sizes_are_built_per_size(tmp_path, 
     assert not lib.symbolic and "may be negative (a crop)" in lib.symbolic_reason
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_of_a_dynamic_batch(tmp_path, rng, mode):
+    """Upsampling by 2 (F.interpolate's scales) of (N, C, 5, 6); the batch's scale of 1 keeps it
+    symbolic. A resized axis of symbolic size is built per size, saying which."""
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode)]
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], "float32"), "scales")
+    path = save(tmp_path, nodes, [vi("x", ["N", 3, 5, 6])], [vi("y", ["N", 3, 10, 12])], [scales])
+    lib, module = built_once(tmp_path, path)
+    static = {n: tessera.build(tessera.onnx.load(path, shapes={"x": (n, 3, 5, 6)}), db=False) for n in [1, 2]}
+    for n in [2, 1, 0, 7]:
+        x = rng.standard_normal((n, 3, 5, 6)).astype("float32")
+        want = np.concatenate([static[1].run([x[i:i + 1]])[0] for i in range(n)]) if n else np.zeros((0, 3, 10, 12))
+        if mode == "nearest":
+            np.testing.assert_array_equal(want, x.repeat(2, 2).repeat(2, 3))
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([x])[0], want, rtol=1e-6, atol=1e-6)
+    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", 6])], [vi("y", None)], [scales])
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    assert lib.run([np.ones((1, 3, 4, 6), "float32")])[0].shape == (1, 3, 8, 12)
+    assert not lib.symbolic and "dimension 2 of (N, 3, H, 6) is symbolic (H)" in lib.symbolic_reason
+
+
 def test_a_pytorch_decoder_block_exported_with_dynamic_axes_builds_once_for_every_size(tmp_path):
     """As PyTorch exports a GPT-style block (opset 17, dynamic batch and length): positions by
     arange, the projection split into queries, keys and values, a causal mask by triu of a
