@@ -1,6 +1,8 @@
 #include "driver/program_build.h"
 
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -56,7 +58,7 @@ class ProgramBuilder {
       frame.values[p.inputs[i]] = v;  // an optional: unknown
     }
     type_program(p, frame);
-    ProgramBuild out{program_.plan, {}, target_};
+    ProgramBuild out{by_shape_.empty() ? program_.plan : with_carriers(*program_.plan), {}, target_};
     for (size_t s = 0; s < builds_.size(); ++s) {
       if (!builds_[s].result) fail("export: internal error: stage ", s, " was never typed");
       out.stages.push_back(builds_[s].result);
@@ -316,22 +318,62 @@ class ProgramBuilder {
       key += v.dtype->str() + runtime::symbolic_shape_str(*v.shape) + ";";  // as typed, before the fresh names
     }
     StageBuild& stage = builds_.at(step.stage);
+    std::vector<size_t>& by_shape = by_shape_[&step];
     if (!stage.result || stage.key != key) {
       try {
-        relay_ir::Module module = program_.stages.at(step.stage)->specialize_symbolic(specs);
-        stage.result = std::make_shared<const BuildResult>(build(module, target_, options_));
+        stage.result = std::make_shared<const BuildResult>(build(specialize(step, specs, by_shape), target_, options_));
       } catch (const Error& e) {
         fail("export: ", step.origin, " cannot be built for every size of its inputs (", shapes_str(specs),
              "): ", e.what());
       }
       stage.key = key;
     }
+    if (by_shape.empty()) by_shape_.erase(&step);
     std::vector<ValueType> out;
     const runtime::GraphPlan& plan = stage.result->plan;
     for (int t : plan.outputs) {
       const auto& info = plan.tensors.at(t);
       out.push_back(ValueType::tensor(
           info.dtype, plan.is_symbolic() ? plan.symbolic_shapes.at(t) : runtime::symbolic_shape(info.shape)));
+    }
+    return out;
+  }
+
+  // The stage of `step` for inputs `specs`, taking by shape (adding to `by_shape`) the inputs whose
+  // values its operators need.
+  relay_ir::Module specialize(const ProgramStep& step, const std::vector<runtime::BufferSpec>& specs,
+                              std::vector<size_t>& by_shape) const {
+    for (;;) {
+      try {
+        return program_.stages.at(step.stage)->specialize_symbolic(specs, by_shape);
+      } catch (const relay_ir::ValuesRequired& e) {
+        for (size_t i : e.inputs)
+          if (std::find(by_shape.begin(), by_shape.end(), i) != by_shape.end()) throw;
+        by_shape.insert(by_shape.end(), e.inputs.begin(), e.inputs.end());
+      }
+    }
+  }
+
+  // The program with a values_as_shape step before each stage step that takes inputs by shape,
+  // which then reads the shape instead.
+  std::shared_ptr<const ProgramPlan> with_carriers(const ProgramPlan& p) const {
+    auto out = std::make_shared<ProgramPlan>(p);
+    out->steps.clear();
+    for (const ProgramStep& step : p.steps) {
+      ProgramStep rewritten = step;
+      for (auto& body : rewritten.bodies) body = with_carriers(*body);
+      if (auto it = by_shape_.find(&step); it != by_shape_.end())
+        for (size_t i : it->second) {
+          ProgramStep carrier;
+          carrier.kind = ProgramStep::Kind::Builtin;
+          carrier.builtin = "values_as_shape";
+          carrier.origin = step.origin;
+          carrier.inputs = {step.inputs.at(i)};
+          carrier.outputs = {step.inputs[i] + "#shape@" + std::to_string(step.stage)};
+          rewritten.inputs[i] = carrier.outputs[0];
+          out->steps.push_back(std::move(carrier));
+        }
+      out->steps.push_back(std::move(rewritten));
     }
     return out;
   }
@@ -353,6 +395,8 @@ class ProgramBuilder {
     std::shared_ptr<const BuildResult> result;
   };
   std::vector<StageBuild> builds_;
+  // The inputs each stage step takes by shape (relay_ir::StageSource::specialize_symbolic).
+  std::map<const ProgramStep*, std::vector<size_t>> by_shape_;
   int fresh_ = 0;
 };
 

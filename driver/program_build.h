@@ -7,7 +7,10 @@
 // [rank, count], a Loop's states: their initial types, a dimension the body changes a variable
 // of its own, ...). A dimension nothing fixes is a variable of its own: the stage binds it from
 // the shapes it is given and checks every relation its graph needs there, so the types only
-// decide what is compiled, never what is accepted unchecked.
+// decide what is compiled, never what is accepted unchecked. A stage whose operators need the
+// values of integer inputs (pads, counts, a shape from the data) takes them by shape: a
+// values_as_shape step before it (runtime/program_builtins.h) makes each an empty tensor whose
+// shape holds them, and the stage binds them as dimension variables.
 #pragma once
 #include <memory>
 #include <vector>

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "relay_ir/module.h"
+#include "runtime/error.h"
 #include "runtime/program_plan.h"
 
 namespace tessera::relay_ir {
@@ -31,9 +32,19 @@ class StageSource {
   virtual StageSpecialization specialize(const std::vector<runtime::NDArray>& inputs,
                                          const std::vector<bool>& bound) const = 0;
   // The stage for inputs of any size that fits `inputs` (dtypes and shapes, a dimension possibly a
-  // variable), with no input bound: what a module that runs at any size holds. Throws naming the
-  // operator that needs a value or a constant size (BindingRequired where an input sets it).
-  virtual Module specialize_symbolic(const std::vector<runtime::BufferSpec>& inputs) const = 0;
+  // variable), with no input bound: what a module that runs at any size holds. The inputs listed
+  // in `by_shape` (integer tensors of static shape) it takes instead as shapes that hold their
+  // values (values_as_shape in runtime/program_builtins.h), so that the operators that need them
+  // (a pad, a count, a shape) get them as dimension variables. Throws ValuesRequired where
+  // operators need the values of inputs not in `by_shape`, naming the operator otherwise.
+  virtual Module specialize_symbolic(const std::vector<runtime::BufferSpec>& inputs,
+                                     const std::vector<size_t>& by_shape = {}) const = 0;
+};
+
+// What specialize_symbolic throws where operators need the values of stage inputs.
+struct ValuesRequired : Error {
+  ValuesRequired(const std::string& what, std::vector<size_t> inputs) : Error(what), inputs(std::move(inputs)) {}
+  std::vector<size_t> inputs;  // stage input indices
 };
 
 // A program (runtime/program_plan.h) and where its stages come from: step.stage indexes

@@ -236,6 +236,23 @@ std::vector<ProgramValue> sequence_or_optional(const ProgramStep& step, const st
   fail("no builtin '", op, "'");
 }
 
+// An integer scalar or list as the shape (its values..., 0) of an empty uint8 tensor, for a stage
+// built for every size that takes those values as sizes (relay_ir's StageSource::specialize_symbolic).
+NDArray values_as_shape(const NDArray& values, const std::string& name) {
+  if (!values.dtype().is_integer() || values.ndim() > 1)
+    fail(name, ", ", values.dtype().str(), values.shape_str(), ", is not an integer scalar or list");
+  std::vector<int64_t> shape;
+  for (int64_t i = 0; i < values.numel(); ++i) {
+    const double v = element_as_double(values, i);
+    if (v < 0 || v > static_cast<double>(int64_t{1} << 53))
+      fail(name, " holds ", static_cast<int64_t>(v), " (element ", i,
+           "), which the part of the model built for every size takes as a size: it must not be negative");
+    shape.push_back(static_cast<int64_t>(v));
+  }
+  shape.push_back(0);
+  return NDArray::empty(shape, DataType::UInt(8));
+}
+
 }  // namespace
 
 namespace {
@@ -252,11 +269,17 @@ bool listed(const std::vector<std::string>& names, const std::string& name) {
 
 }  // namespace
 
-bool is_builtin(const std::string& name) { return listed(kDataDependent, name) || listed(kSequenceOrOptional, name); }
+bool is_builtin(const std::string& name) {
+  return listed(kDataDependent, name) || listed(kSequenceOrOptional, name) || name == "values_as_shape";
+}
 
 std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   try {
     if (listed(kDataDependent, step.builtin)) return data_dependent(step, in);
+    if (step.builtin == "values_as_shape") {
+      const std::string name = "'" + step.inputs.at(0) + "'";
+      return {values_as_shape(in.at(0).as_tensor(name), name)};
+    }
     return sequence_or_optional(step, in);
   } catch (const Error& e) {
     fail(step.origin, ": ", e.what());

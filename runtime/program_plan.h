@@ -63,7 +63,8 @@ struct ProgramStep {
   std::vector<std::string> inputs;   // "" for an omitted optional input
   std::vector<std::string> outputs;  // "" for an output nobody reads
   int stage = -1;                    // a Stage's index among the whole program's stages
-  std::string builtin;               // also "identity", and ONNX's sequence and optional operators: "sequence_at", ...
+  std::string
+      builtin;  // also "identity", "values_as_shape", ONNX's sequence and optional operators: "sequence_at", ...
   StepAttrs attrs;                   // a builtin's and Scan's attributes
   std::vector<std::shared_ptr<const ProgramPlan>> bodies;
 };

@@ -1,5 +1,8 @@
 #include "frontend/onnx/program_stage.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "frontend/onnx/model_proto.h"
 #include "frontend/onnx/tensor_proto.h"
 
@@ -39,11 +42,21 @@ class OnnxStage : public relay_ir::StageSource {
     }
   }
 
-  relay_ir::Module specialize_symbolic(const std::vector<runtime::BufferSpec>& inputs) const override {
+  relay_ir::Module specialize_symbolic(const std::vector<runtime::BufferSpec>& inputs,
+                                       const std::vector<size_t>& by_shape) const override {
     std::vector<runtime::DataType> dtypes;
     for (const runtime::BufferSpec& in : inputs) dtypes.push_back(in.dtype);
     ::onnx::ModelProto m = at(dtypes);
+    ImportOptions o;
+    o.evaluate = evaluate_;
+    o.symbolic = true;
+    for (const std::string& c : constant_names_) o.bind[c] = constants_->at(c);
+    ::onnx::GraphProto prelude;
     for (size_t i = 0; i < inputs_.size(); ++i) {
+      if (std::find(by_shape.begin(), by_shape.end(), i) != by_shape.end()) {
+        take_by_shape(m, i, inputs.at(i), o, prelude);
+        continue;
+      }
       auto* shape =
           m.mutable_graph()->mutable_input(static_cast<int>(i))->mutable_type()->mutable_tensor_type()->mutable_shape();
       for (const runtime::ShapeExpr& d : inputs.at(i).shape) {
@@ -53,13 +66,17 @@ class OnnxStage : public relay_ir::StageSource {
         // else unnamed: a variable of its own (the stage binds it from the input's shape)
       }
     }
-    ImportOptions o;
-    o.evaluate = evaluate_;
-    o.symbolic = true;
-    for (const std::string& c : constant_names_) o.bind[c] = constants_->at(c);
+    prelude.mutable_node()->MergeFrom(m.graph().node());
+    m.mutable_graph()->mutable_node()->Swap(prelude.mutable_node());
     try {
       return import_model_proto(m, base_dir_, o);
     } catch (const BindingRequired& e) {
+      std::vector<size_t> needed;
+      for (const std::string& name : e.inputs)
+        for (size_t i = 0; i < inputs_.size(); ++i)
+          if (inputs_[i] == name && std::find(by_shape.begin(), by_shape.end(), i) == by_shape.end())
+            needed.push_back(i);
+      if (!needed.empty()) throw relay_ir::ValuesRequired(e.need, needed);
       fail(e.need,
            ", and here it is a value the model computes while it runs (built for each value it meets in "
            "this process, never ahead of time)");
@@ -94,6 +111,52 @@ class OnnxStage : public relay_ir::StageSource {
     }
     for (const std::string& c : constant_names_) o.bind[c] = constants_->at(c);
     return o;
+  }
+
+  // Stage input i, an integer tensor of static shape, taken as a carrier of uint8 and shape
+  // (its values..., 0) that values_as_shape makes: the nodes put first in `prelude` give its values
+  // back under its name as Shape and Gather of the carrier, which the importer keeps as dimension
+  // variables (frontend/onnx/dim_values.h).
+  void take_by_shape(::onnx::ModelProto& m, size_t i, const runtime::BufferSpec& spec, ImportOptions& o,
+                     ::onnx::GraphProto& prelude) const {
+    const std::string& x = inputs_[i];
+    if (!spec.dtype.is_integer() || !runtime::is_static(spec.shape) || spec.shape.size() > 1)
+      fail("the stage needs the values of '", x, "', ", spec.dtype.str(), runtime::symbolic_shape_str(spec.shape),
+           ", which only an integer scalar or list of a known length can give as sizes");
+    const std::vector<int64_t> shape = runtime::static_shape(spec.shape, x);
+    const int64_t n = shape.empty() ? 1 : shape[0];
+    auto* input = m.mutable_graph()->mutable_input(static_cast<int>(i));
+    input->set_name(x + "#shape");
+    auto* type = input->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(onnx_type_of(runtime::DataType::UInt(8)));
+    std::string base;
+    for (char ch : x) base += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    for (int64_t j = 0; j < n; ++j)
+      type->mutable_shape()->add_dim()->set_dim_param(base + "_value" + std::to_string(j));
+    type->mutable_shape()->add_dim()->set_dim_value(0);
+    NDArray indices = NDArray::empty(shape, runtime::kInt64);
+    for (int64_t j = 0; j < n; ++j) indices.data_as<int64_t>()[j] = j;
+    o.bind[x + "#indices"] = indices;
+    auto* v = m.mutable_graph()->add_input();
+    v->set_name(x + "#indices");
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx_type_of(runtime::kInt64));
+    auto node = [&](const std::string& op, std::vector<std::string> in, const std::string& out) {
+      auto* nd = prelude.add_node();
+      nd->set_op_type(op);
+      nd->set_name(x + "#" + op);
+      for (const std::string& name : in) nd->add_input(name);
+      nd->add_output(out);
+      return nd;
+    };
+    node("Shape", {x + "#shape"}, x + "#dims");
+    const bool cast = spec.dtype != runtime::kInt64;
+    node("Gather", {x + "#dims", x + "#indices"}, cast ? x + "#int64" : x);
+    if (cast) {
+      auto* a = node("Cast", {x + "#int64"}, x)->add_attribute();
+      a->set_name("to");
+      a->set_type(::onnx::AttributeProto::INT);
+      a->set_i(onnx_type_of(spec.dtype));
+    }
   }
 
   // Marks the inputs `e` names as bound; false when none is left to bind.

@@ -267,16 +267,16 @@ class Simplifier : public IRMutator {
     return q.to_expr();
   }
 
-  // `a` with each term (x % m)*k, m a multiple of c, as x*k: the same remainder modulo c
-  // ((8 - L % 8) % 8 is (-L) % 8). `a` itself when it has none.
+  // `a` with each term -(x % c)*k (k > 0) as -x*k: the same remainder modulo c ((8 - L % 8) % 8 is
+  // (-L) % 8, which round_up_to_multiples recognizes). `a` itself when it has none. Positive terms
+  // stay: (x % c)*k + ... is how split loops index, which merge_div_mod_pairs recognizes.
   static Expr without_inner_mods(const Expr& a, int64_t c) {
     if (!is_scalar_int(a)) return a;
     LinearForm f = to_linear_form(a);
     bool changed = false;
     for (auto& [term, k] : f.terms) {
       const auto* mod = term.as<FloorMod>();
-      const int64_t* m = mod ? as_const_int(mod->b) : nullptr;
-      if (m && *m > 0 && *m % c == 0) {
+      if (k < 0 && mod && is_const_int(mod->b, c)) {
         term = mod->a;
         changed = true;
       }

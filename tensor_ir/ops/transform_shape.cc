@@ -10,6 +10,7 @@
 #include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/printer.h"
+#include "tensor_ir/substitute.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -220,6 +221,17 @@ PadMode parse_pad_mode(const std::string& mode) {
   fail("pad: mode '", mode, "' is not one of constant, reflect, edge, wrap");
 }
 
+namespace {
+
+// Each variable of `e` a size: not negative.
+arith::BoundMap sizes_bounds(const Expr& e) {
+  arith::BoundMap bounds;
+  for (const Var& v : vars_of(e)) bounds[v.get()] = {0, arith::ConstBound::kPosInf};
+  return bounds;
+}
+
+}  // namespace
+
 Expr wrapped_length(const Expr& in, const Expr& begin, const Expr& end) {
   auto crop = [](const Expr& p) {
     const int64_t* c = as_const_int(p);
@@ -233,7 +245,7 @@ std::vector<Expr> pad_dims(const std::vector<Expr>& in, const std::vector<Expr>&
   if (pads.size() != 2 * rank)
     fail("pad: pads ", shape_str(pads), " has ", pads.size(), " entries; an input of rank ", rank, " needs ", 2 * rank);
   for (const Expr& p : pads)
-    if (!as_const_int(p) && !arith::can_prove(p >= Expr(int64_t{0})))
+    if (!as_const_int(p) && !arith::can_prove(p >= Expr(int64_t{0}), sizes_bounds(p)))
       fail("pad: the pad ", to_string(p), " of pads ", shape_str(pads),
            " may be negative (a crop) depending on the sizes; a build for every size needs it provably not negative");
   std::vector<Expr> out;

@@ -31,6 +31,12 @@ def const(name, value):
     return numpy_helper.from_array(np.asarray(value), name)
 
 
+def without_values_as_shape(program):
+    """An exported program as the library's: without the steps that give stages values as sizes."""
+    lines = [line for line in program.splitlines(keepends=True) if "= values_as_shape(" not in line]
+    return re.sub(r"#shape@\d+", "", "".join(lines))
+
+
 @pytest.fixture(params=["in_process", "module"])
 def build(request, tmp_path):
     """tessera.build of the ONNX model at a path: in this process (stages built at the shapes they
@@ -44,7 +50,7 @@ def build(request, tmp_path):
         lib.export(module)
         loaded = tessera.load(module)
         assert isinstance(loaded, tessera.ProgramLibrary) and loaded.builds == []
-        assert loaded.input_names == lib.input_names and loaded.program == lib.program
+        assert loaded.input_names == lib.input_names and without_values_as_shape(loaded.program) == lib.program
         return loaded
     make.in_process = request.param == "in_process"
     return make
@@ -250,15 +256,17 @@ def test_an_input_that_sets_a_shape_is_taken_at_run_time(tmp_path):
 
 def test_a_program_whose_stage_needs_a_value_it_computes_is_not_exported(tmp_path):
     """A Reshape whose target is an input runs in this process (built for each target it meets),
-    but no module can hold a build for every target: export names the step, the node and why."""
+    but no module can hold a build for every target (taken as sizes, the target's element count is
+    not provably the input's, and a -1 or 0 has no size): export names the step, the node and why."""
     path = save(tmp_path, [helper.make_node("Reshape", ["x", "shape"], ["y"], name="r"),
                            helper.make_node("Relu", ["y"], ["z"])],
                 [vi("x", [2, 6]), vi("shape", [2], I64)], [vi("z", [None, None])])
     lib = tessera.build(tessera.onnx.load(path))
     with pytest.raises(tessera.Error, match=r"export: the nodes 'r' to 'z' \(2\) cannot be built for every size of "
                                             r"its inputs \(x: float32\(2, 6\), shape: int64\(2,\)\): Reshape "
-                                            r"\(node 'r', opset 17\): the target shape \(input 'shape'\) must be "
-                                            r"known at compile time, and here it is a value the model computes"):
+                                            r"\(node 'r', opset 17\): .*cannot reshape \(2, 6\) to \(shape_value0, "
+                                            r"shape_value1\): their element counts \(12 and shape_value0\*shape_value1\) "
+                                            r"are not provably equal"):
         lib.export(str(tmp_path / "m.so"))
     assert not (tmp_path / "m.so").exists()
     x = np.arange(12, dtype=np.float32).reshape(2, 6)
@@ -453,6 +461,47 @@ def test_a_count_computed_from_the_data_is_taken_as_a_value(tmp_path):
         x = rng.standard_normal(5000).astype(np.float32)
         np.testing.assert_array_equal(lib.run([x])[0], np.arange((x > 0).sum(), dtype=np.float32) + 0.5)
     assert "= stage(count)  # the nodes 'range' to 'y' (3)" in str(tessera.onnx.load(path))
+    # Exported, the stage takes the count as a size: a values_as_shape step before it.
+    lib.export(str(tmp_path / "m.so"))
+    module = tessera.load(str(tmp_path / "m.so"))
+    assert "count#shape@1 = values_as_shape(count)" in module.program
+    for x in [rng.standard_normal(5000).astype(np.float32), -np.ones(5000, np.float32)]:
+        np.testing.assert_array_equal(module.run([x])[0], np.arange((x > 0).sum(), dtype=np.float32) + 0.5)
+
+
+def test_values_given_at_run_time_set_sizes_of_every_build(tmp_path, build):
+    """A length n and pads given as inputs: positions Range(0, n), a ConstantOfShape of [n, 2], x
+    padded by the pads and tiled by [1, n]. In this process each value is built once; exported,
+    the stage takes them as sizes (values_as_shape) and one build serves them all, a negative value
+    refused there by name."""
+    nodes = [helper.make_node("Range", ["zero", "n", "one"], ["positions"]),
+             helper.make_node("Unsqueeze", ["n", "axis0"], ["n1"]),
+             helper.make_node("Concat", ["n1", "two"], ["shape"], axis=0),
+             helper.make_node("ConstantOfShape", ["shape"], ["ones"], value=numpy_helper.from_array(np.ones(1, np.float32))),
+             helper.make_node("Pad", ["x", "pads"], ["padded"]),
+             helper.make_node("Concat", ["one1", "n1"], ["repeats"], axis=0),
+             helper.make_node("Tile", ["x", "repeats"], ["tiled"])]
+    path = save(tmp_path, nodes, [vi("x", [2, 3]), vi("n", [], I64), vi("pads", [4], I64)],
+                [vi("positions", [None], I64), vi("ones", [None, 2]), vi("padded", [None, None]), vi("tiled", [2, None])],
+                [const("zero", np.int64(0)), const("one", np.int64(1)), const("axis0", np.array([0], np.int64)),
+                 const("two", np.array([2], np.int64)), const("one1", np.array([1], np.int64))])
+    lib = build(path)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for n, pads in [(3, [0, 1, 2, 0]), (0, [0, 0, 0, 0]), (5, [1, 0, 0, 4]), (3, [2, 2, 2, 2])]:
+        positions, ones, padded, tiled = lib.run([x, np.int64(n), np.array(pads, np.int64)])
+        np.testing.assert_array_equal(positions, np.arange(n))
+        np.testing.assert_array_equal(ones, np.ones((n, 2), np.float32))
+        np.testing.assert_array_equal(padded, np.pad(x, [(pads[0], pads[2]), (pads[1], pads[3])]))
+        np.testing.assert_array_equal(tiled, np.tile(x, (1, n)))
+    if build.in_process:
+        assert len(lib.builds[0][1]) == 3  # n = 0, 3, 5
+        np.testing.assert_array_equal(lib.run([x, np.int64(1), np.array([0, -1, 0, 0], np.int64)])[2], x[:, 1:])
+    else:
+        assert "pads#shape@1 = values_as_shape(pads)" in lib.program
+        assert "repeats#shape@2 = values_as_shape(repeats)" in lib.program  # a value the stage before computes
+        with pytest.raises(tessera.Error, match=r"'pads' holds -1 \(element 1\), which the part of the model built "
+                                                r"for every size takes as a size: it must not be negative"):
+            lib.run([x, np.int64(1), np.array([0, -1, 0, 0], np.int64)])
 
 
 def test_a_constant_from_an_input_of_many_values_is_refused_naming_both(tmp_path):
