@@ -27,19 +27,20 @@ def ints(name, values):
     return numpy_helper.from_array(np.array(values, "int64"), name)
 
 
-def built_once(tmp_path, path):
+def built_once(tmp_path, path, target="llvm"):
     """The library built for every size, and its module loaded back."""
-    lib = tessera.build(tessera.onnx.load(path), db=False)
+    lib = tessera.build(tessera.onnx.load(path), target=target, db=False)
     lib.export(str(tmp_path / "m.so"))  # builds it: an error if it is built per size
     assert lib.symbolic
     return lib, tessera.load(str(tmp_path / "m.so"))
 
 
-def test_split_of_symbolic_rows_into_queries_keys_and_values(tmp_path, rng):
+@pytest.mark.parametrize("target", ["llvm", "opencl"])
+def test_split_of_symbolic_rows_into_queries_keys_and_values(tmp_path, rng, target):
     nodes = [helper.make_node("Split", ["x", "sizes"], ["q", "k", "v"], axis=-1)]
     path = save(tmp_path, nodes, [vi("x", ["N", "L", 24])],
                 [vi("q", ["N", "L", 8]), vi("k", ["N", "L", 8]), vi("v", ["N", "L", 8])], [ints("sizes", [8, 8, 8])])
-    lib, module = built_once(tmp_path, path)
+    lib, module = built_once(tmp_path, path, target)
     for n, length in [(2, 7), (1, 1), (3, 0), (1, 33)]:
         x = rng.standard_normal((n, length, 24)).astype("float32")
         for run in (lib.run, module.run):
@@ -57,12 +58,12 @@ def test_split_sizes_must_add_up_to_a_constant_dimension(tmp_path):
     assert not lib.symbolic and "split" in lib.symbolic_reason
 
 
-@pytest.mark.parametrize("k", [3, 11])  # selected one by one, ranked
-def test_topk_along_a_row_of_symbolic_length(tmp_path, rng, k):
+@pytest.mark.parametrize("k,target", [(3, "llvm"), (11, "llvm"), (3, "opencl")])  # selected one by one, ranked
+def test_topk_along_a_row_of_symbolic_length(tmp_path, rng, k, target):
     nodes = [helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1)]
     path = save(tmp_path, nodes, [vi("x", ["N", "L"])],
                 [vi("values", ["N", k]), vi("indices", ["N", k], TensorProto.INT64)], [ints("k", [k])])
-    lib, module = built_once(tmp_path, path)
+    lib, module = built_once(tmp_path, path, target)
     for n, length in [(2, 17), (1, k), (0, 20), (3, 40)]:
         x = rng.permutation(n * length).reshape(n, length).astype("float32")  # no ties
         order = np.argsort(-x, axis=1, kind="stable")[:, :k]
@@ -76,12 +77,12 @@ def test_topk_along_a_row_of_symbolic_length(tmp_path, rng, k):
             run([np.zeros((2, k - 1), "float32")])
 
 
-@pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 1)])
-def test_cumsum_along_a_sequence_of_symbolic_length(tmp_path, rng, exclusive, reverse):
+@pytest.mark.parametrize("exclusive,reverse,target", [(0, 0, "llvm"), (1, 1, "llvm"), (1, 1, "opencl")])
+def test_cumsum_along_a_sequence_of_symbolic_length(tmp_path, rng, exclusive, reverse, target):
     nodes = [helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)]
     path = save(tmp_path, nodes, [vi("x", ["N", "L"], TensorProto.INT64)], [vi("y", ["N", "L"], TensorProto.INT64)],
                 [ints("axis", 1)])
-    lib, module = built_once(tmp_path, path)
+    lib, module = built_once(tmp_path, path, target)
     for n, length in [(2, 9), (1, 1), (2, 0), (3, 100)]:  # 100: more than one block of the scan
         x = rng.integers(-5, 5, (n, length))
         want = np.flip(np.cumsum(np.flip(x, 1), 1), 1) if reverse else np.cumsum(x, 1)
@@ -91,12 +92,13 @@ def test_cumsum_along_a_sequence_of_symbolic_length(tmp_path, rng, exclusive, re
             np.testing.assert_array_equal(run([x])[0], want)
 
 
-@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
-def test_pad_of_symbolic_dimensions(tmp_path, rng, mode):
+@pytest.mark.parametrize("mode,target", [("constant", "llvm"), ("edge", "llvm"), ("reflect", "llvm"), ("wrap", "llvm"),
+                                         ("reflect", "opencl")])
+def test_pad_of_symbolic_dimensions(tmp_path, rng, mode, target):
     nodes = [helper.make_node("Pad", ["x", "pads", "value"], ["y"], mode=mode)]
     path = save(tmp_path, nodes, [vi("x", ["N", "H", "W"])], [vi("y", None)],
                 [ints("pads", [0, 2, 1, 0, 1, 3]), numpy_helper.from_array(np.array(0.5, "float32"), "value")])
-    lib, module = built_once(tmp_path, path)
+    lib, module = built_once(tmp_path, path, target)
     numpy_mode = mode
     extra = {"constant_values": 0.5} if mode == "constant" else {}
     for shape in [(2, 5, 6), (1, 1, 1), (1, 3, 2), (0, 4, 4)]:
@@ -157,14 +159,14 @@ def test_pads_that_may_crop_depending_on_the_sizes_are_built_per_size(tmp_path, 
     assert not lib.symbolic and "may be negative (a crop)" in lib.symbolic_reason
 
 
-@pytest.mark.parametrize("mode", ["nearest", "linear"])
-def test_resize_of_a_dynamic_batch(tmp_path, rng, mode):
+@pytest.mark.parametrize("mode,target", [("nearest", "llvm"), ("linear", "llvm"), ("linear", "opencl")])
+def test_resize_of_a_dynamic_batch(tmp_path, rng, mode, target):
     """Upsampling by 2 (F.interpolate's scales) of (N, C, 5, 6); the batch's scale of 1 keeps it
     symbolic. A resized axis of symbolic size is built per size, saying which."""
     nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode)]
     scales = numpy_helper.from_array(np.array([1, 1, 2, 2], "float32"), "scales")
     path = save(tmp_path, nodes, [vi("x", ["N", 3, 5, 6])], [vi("y", ["N", 3, 10, 12])], [scales])
-    lib, module = built_once(tmp_path, path)
+    lib, module = built_once(tmp_path, path, target)
     static = {n: tessera.build(tessera.onnx.load(path, shapes={"x": (n, 3, 5, 6)}), db=False) for n in [1, 2]}
     for n in [2, 1, 0, 7]:
         x = rng.standard_normal((n, 3, 5, 6)).astype("float32")
