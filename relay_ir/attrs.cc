@@ -106,6 +106,11 @@ Shape Attrs::get_shape(const std::string& name) const {
   return typed<std::vector<int64_t>>(*this, name, "ints or dims");
 }
 
+tensor_ir::Expr Attrs::get_dim(const std::string& name) const {
+  if (const auto* dims = std::get_if<Shape>(&get(name)); dims && dims->size() == 1) return dims->dim(0);
+  return typed<int64_t>(*this, name, "int or one dimension");
+}
+
 std::vector<double> Attrs::get_floats(const std::string& name) const {
   const AttrValue& v = get(name);
   if (const auto* i = std::get_if<std::vector<int64_t>>(&v)) return std::vector<double>(i->begin(), i->end());

@@ -13,7 +13,8 @@
 namespace tessera::relay_ir {
 
 // A list of dimensions (`Shape`) is an attribute of its own only when one is symbolic (a
-// reshape's target in a model of symbolic sizes); a static one is stored as ints.
+// reshape's target in a model of symbolic sizes); a static one is stored as ints. An int attribute
+// may be symbolic too, as dims of one dimension (trilu's diagonal after a cache of P tokens, P + 1).
 using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>, Shape>;
 
 const char* attr_kind_name(const AttrValue& v);  // "int", "float", "string", "ints", "floats", "dims"
@@ -32,6 +33,7 @@ class Attrs {
   const std::vector<int64_t>& get_ints(const std::string& name) const;
   std::vector<double> get_floats(const std::string& name) const;  // ints convert
   Shape get_shape(const std::string& name) const;                 // ints or dims
+  tensor_ir::Expr get_dim(const std::string& name) const;         // an int, or dims of one dimension
   void set(const std::string& name, AttrValue value);             // a static Shape is stored as ints
 
   // Sorted by name, so equal attribute sets compare and print alike.

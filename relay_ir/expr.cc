@@ -71,6 +71,9 @@ namespace {
 AttrValue coerce(const OpDef& def, const AttrSpec& spec, AttrValue v) {
   if (v.index() == spec.default_value.index()) return v;
   if (std::holds_alternative<Shape>(v) && std::holds_alternative<std::vector<int64_t>>(spec.default_value)) return v;
+  if (std::holds_alternative<Shape>(v) && std::get<Shape>(v).size() == 1 &&
+      std::holds_alternative<int64_t>(spec.default_value))
+    return v;  // a symbolic int (Attrs::get_dim)
   if (std::holds_alternative<int64_t>(v) && std::holds_alternative<double>(spec.default_value))
     return static_cast<double>(std::get<int64_t>(v));
   if (std::holds_alternative<std::vector<int64_t>>(v) &&

@@ -338,11 +338,12 @@ Exprs convert_space_to_depth(ConvertContext& c) {
 
 Exprs convert_trilu(ConvertContext& c) {
   c.check_attrs({"upper"});
-  int64_t k = 0;
+  relay_ir::AttrValue k = int64_t{0};
   if (c.has_input(1)) {
-    std::vector<int64_t> ks = c.constant_ints(1, "k");
+    const std::vector<tensor_ir::Expr> ks = c.dim_ints(1, "k");  // symbolic after a cache of past tokens
     if (ks.size() != 1) c.error("k must hold one value, got " + std::to_string(ks.size()));
-    k = ks[0];
+    const int64_t* constant = tensor_ir::as_const_int(ks[0]);
+    k = constant ? relay_ir::AttrValue(*constant) : relay_ir::AttrValue(relay_ir::Shape(ks));
   }
   return {c.call("trilu", {c.input(0)}, {{"upper", c.attr_int("upper", 1)}, {"k", k}})};
 }

@@ -501,7 +501,7 @@ void register_transform_ops(OpRegistry& r) {
          },
          injective,
          single_output([](const Tensors& in, const Attrs& a) {
-           return ops::trilu(in[0], a.get_int("upper") != 0, a.get_int("k"));
+           return ops::trilu(in[0], a.get_int("upper") != 0, a.get_dim("k"));
          }),
          "transform",
          trilu_gradient});

@@ -375,13 +375,13 @@ Tensor space_to_depth(const Tensor& x, int64_t b) {
       "space_to_depth", "transform");
 }
 
-Tensor trilu(const Tensor& x, bool upper, int64_t k) {
+Tensor trilu(const Tensor& x, bool upper, const Expr& k) {
   if (x.ndim() < 2) fail("trilu: the input must have rank >= 2, got ", shape_str(x->shape));
   return compute(
       x->shape,
       [&](const std::vector<Var>& o) {
         Expr diff = o[o.size() - 1] - o[o.size() - 2];
-        Expr keep = upper ? diff >= Expr(k) : diff <= Expr(k);
+        Expr keep = upper ? diff >= k : diff <= k;
         return select(keep, x(as_exprs(o)), make_zero(x.dtype()));
       },
       upper ? "triu" : "tril", "transform");

@@ -220,3 +220,45 @@ def test_a_pytorch_decoder_block_exported_with_dynamic_axes_builds_once_for_ever
             top, sums = run([ids])
             np.testing.assert_array_equal(top, want[0])
             np.testing.assert_allclose(sums, want[1], rtol=1e-5, atol=1e-5)
+
+
+def test_a_pytorch_decoder_step_with_a_cache_of_past_tokens_builds_once_for_every_size(tmp_path):
+    """One decoding step as PyTorch exports it for generation: L new tokens after a cache of P past
+    keys and values (dynamic N, L, P), positions arange(P, P + L), the cache extended by Concat, and
+    the causal mask triu(ones(L, P + L), P + 1), whose diagonal depends on the sizes. One build
+    serves a prompt (P = 0) and every step after it."""
+    torch = pytest.importorskip("torch")
+    from torch_numpy import array, tensor
+
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokens, self.positions = torch.nn.Embedding(50, 16), torch.nn.Embedding(128, 16)
+            self.qkv, self.out = torch.nn.Linear(16, 48), torch.nn.Linear(16, 50)
+
+        def forward(self, ids, past_k, past_v):
+            n, length, past = ids.shape[0], ids.shape[1], past_k.shape[2]
+            h = self.tokens(ids) + self.positions(torch.arange(past, past + length))[None]
+            q, k, v = (t.view(n, length, 2, 8).transpose(1, 2) for t in self.qkv(h).split(16, -1))
+            k, v = torch.cat([past_k, k], 2), torch.cat([past_v, v], 2)
+            mask = torch.triu(torch.ones(length, past + length, dtype=torch.bool), diagonal=past + 1)
+            a = (q @ k.transpose(-1, -2) / 8 ** 0.5).masked_fill(mask, float("-inf")).softmax(-1)
+            return self.out((a @ v).transpose(1, 2).reshape(n, length, 16)), k, v
+
+    torch.manual_seed(0)
+    model = Step().eval()
+    path = str(tmp_path / "step.onnx")
+    axes = {"ids": {0: "N", 1: "L"}, "past_k": {0: "N", 2: "P"}, "past_v": {0: "N", 2: "P"}}
+    torch.onnx.export(model, (tensor(np.zeros((1, 3), "int64")), tensor(np.zeros((1, 2, 4, 8), "float32")),
+                              tensor(np.zeros((1, 2, 4, 8), "float32"))),
+                      path, input_names=list(axes), dynamic_axes=axes, opset_version=17)
+    lib, module = built_once(tmp_path, path)
+    rng = np.random.default_rng(0)
+    for n, length, past in [(1, 5, 0), (1, 1, 5), (2, 3, 9), (1, 1, 40)]:
+        ins = [rng.integers(0, 50, (n, length)).astype("int64"), rng.standard_normal((n, 2, past, 8)).astype("float32"),
+               rng.standard_normal((n, 2, past, 8)).astype("float32")]
+        with torch.no_grad():
+            want = [array(t) for t in model(*[tensor(a) for a in ins])]
+        for run in (lib.run, module.run):
+            for got, w in zip(run(ins), want):
+                np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
