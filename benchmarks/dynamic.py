@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Models as people export them today (issue 25), in three parts.
+"""Models as people export them today (issue 25), in five parts.
 
 --conformance: the current ONNX release's node suite, Tessera against ONNX Runtime through the
 same runner (tests/onnx/run_node_tests.py) on the same cases (tests/onnx/write_current_cases.py),
@@ -35,6 +35,13 @@ module without hot sizes, at the hot size and at one it does not hold, in turns 
 builds' tiles chosen at 1x16, as the --models first run chooses them):
 
     benchmarks/.venv/bin/python benchmarks/dynamic.py --hot-sizes [--repeat 20]
+
+--decoder-step: one decoding step of a GPT-style decoder (2 layers, hidden 256, 4 heads, vocabulary
+1000) as torch.onnx.export writes it for generation, with a key/value cache of P past tokens per
+layer (dynamic N, L, P; the causal mask's diagonal P + 1): one build for every size against a static
+build of each size and ONNX Runtime, at a prompt of 64 tokens and single tokens after 64 and 512:
+
+    benchmarks/.venv/bin/python benchmarks/dynamic.py --decoder-step [--repeat 20]
 """
 import argparse
 import json
@@ -261,6 +268,85 @@ def control_flow_worker(args):
     return 1 if failed else 0
 
 
+def decoder_step_model(path, hidden=256, heads=4, vocab=1000, layers=2):
+    """One decoding step of a GPT-style decoder as torch.onnx.export writes it for generation: L
+    new tokens after a cache of P past keys and values per layer (dynamic N, L, P), positions
+    arange(P, P + L), the cache extended by Concat, the causal mask triu(ones(L, P + L), P + 1).
+    Returns the input names."""
+    import torch
+
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tokens, self.positions = torch.nn.Embedding(vocab, hidden), torch.nn.Embedding(1024, hidden)
+            self.qkv = torch.nn.ModuleList(torch.nn.Linear(hidden, 3 * hidden) for _ in range(layers))
+            self.ff = torch.nn.ModuleList(torch.nn.Sequential(torch.nn.Linear(hidden, 4 * hidden), torch.nn.GELU(),
+                                                              torch.nn.Linear(4 * hidden, hidden)) for _ in range(layers))
+            self.out = torch.nn.Linear(hidden, vocab)
+
+        def forward(self, ids, *cache):
+            n, length, past = ids.shape[0], ids.shape[1], cache[0].shape[2]
+            h = self.tokens(ids) + self.positions(torch.arange(past, past + length))[None]
+            mask = torch.triu(torch.ones(length, past + length, dtype=torch.bool), diagonal=past + 1)
+            new_cache = []
+            for layer in range(layers):
+                d = hidden // heads
+                q, k, v = (t.view(n, length, heads, d).transpose(1, 2) for t in self.qkv[layer](h).split(hidden, -1))
+                k, v = torch.cat([cache[2 * layer], k], 2), torch.cat([cache[2 * layer + 1], v], 2)
+                a = (q @ k.transpose(-1, -2) / d ** 0.5).masked_fill(mask, float("-inf")).softmax(-1)
+                h = h + (a @ v).transpose(1, 2).reshape(n, length, hidden)
+                h = h + self.ff[layer](h)
+                new_cache += [k, v]
+            return (self.out(h[:, -1]), *new_cache)
+
+    torch.manual_seed(0)
+    names = ["ids"] + [f"past_{kv}{layer}" for layer in range(layers) for kv in "kv"]
+    axes = {"ids": {0: "N", 1: "L"}, **{name: {0: "N", 2: "P"} for name in names[1:]}}
+    example = [torch.zeros(1, 3, dtype=torch.long)] + [torch.zeros(1, heads, 4, hidden // heads)] * (2 * layers)
+    torch.onnx.export(Step().eval(), tuple(example), path, input_names=names, dynamic_axes=axes, opset_version=17)
+    return names, heads, hidden // heads
+
+
+def decoder_step_worker(args):
+    """The decoding step built once for every size against a static build of each size and ONNX
+    Runtime's session of the same model: a prompt of 64 tokens, then single tokens after caches of
+    64 and 512, and a batch of 4 after 128."""
+    import tempfile
+    import numpy as np
+    import tessera
+    failed = False
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "step.onnx")
+        names, heads, head_dim = decoder_step_model(path)
+        dynamic = tessera.build(tessera.onnx.load(path), db=False)
+        session = ort_session(path, args.threads)
+        rng = np.random.default_rng(1)
+        for n, length, past in [(1, 64, 0), (1, 1, 64), (1, 1, 512), (4, 1, 128)]:
+            feed = {"ids": rng.integers(0, 1000, (n, length)).astype("int64")}
+            for name in names[1:]:
+                feed[name] = rng.standard_normal((n, heads, past, head_dim)).astype("float32")
+            inputs = [feed[name] for name in names]
+            start = time.time()
+            got = dynamic.run(inputs)
+            first_run_s = time.time() - start
+            static = tessera.build(tessera.onnx.load(path, shapes={k: v.shape for k, v in feed.items()}), db=False)
+            for label, out in (("dynamic", got), ("static", static.run(inputs))):
+                for g, w in zip(out, session.run(None, feed)):
+                    err = float(np.abs(g - w).max() / max(np.abs(w).max(), 1e-30))
+                    if err > 1e-4:
+                        print(f"  decoder step {(n, length, past)}: Tessera ({label}) differs from ONNX Runtime by {err:.2e}")
+                        failed = True
+            runs = {"tessera": lambda: dynamic.run(inputs), "static": lambda: static.run(inputs),
+                    "ort": lambda: session.run(None, feed)}
+            times = common.measure_rounds(runs, args.repeat)
+            case = f"decoder step N={n} L={length} P={past}"
+            for lib, (best, median) in times.items():
+                print(f"  {case:32s} {lib:8s} min {best * 1e3:9.3f} ms  median {median * 1e3:9.3f} ms", flush=True)
+            extra = {"first_run_s": round(first_run_s, 2), "build": "symbolic" if dynamic.symbolic else "per size"}
+            print(common.result_line("dynamic", case, args.threads, times, ["static", "ort"], extra=extra), flush=True)
+    return 1 if failed else 0
+
+
 def conformance(args):
     import onnx
     import onnxruntime
@@ -286,6 +372,7 @@ def main():
     parser.add_argument("--models", nargs="*", help="the dynamic models (default: transformer resnet18)")
     parser.add_argument("--control-flow", action="store_true", help="programs: a decoding Loop, NonMaxSuppression")
     parser.add_argument("--hot-sizes", action="store_true", help="a module holding a hot size against one without")
+    parser.add_argument("--decoder-step", action="store_true", help="a decoding step with a key/value cache")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--cases", default=os.path.join(common.BUILD, "onnx-node-cases"))
     parser.add_argument("--repeat", type=int, default=20)
@@ -297,9 +384,11 @@ def main():
     if args.worker:
         if args.hot_sizes:
             return hot_sizes_worker(args)
+        if args.decoder_step:
+            return decoder_step_worker(args)
         return control_flow_worker(args) if args.control_flow else models_worker(args)
-    if not args.conformance and args.models is None and not args.control_flow and not args.hot_sizes:
-        parser.error("choose --conformance, --models, --control-flow, --hot-sizes or several")
+    if not (args.conformance or args.models is not None or args.control_flow or args.hot_sizes or args.decoder_step):
+        parser.error("choose --conformance, --models, --control-flow, --hot-sizes, --decoder-step or several")
     failed = conformance(args) if args.conformance else 0
     if args.models is not None:
         failed |= common.run_workers(__file__, [2], ["--models", *args.models, "--repeat", str(args.repeat)])
@@ -307,6 +396,8 @@ def main():
         failed |= common.run_workers(__file__, [2], ["--control-flow", "--repeat", str(args.repeat)])
     if args.hot_sizes:
         failed |= common.run_workers(__file__, [2], ["--hot-sizes", "--repeat", str(args.repeat)])
+    if args.decoder_step:
+        failed |= common.run_workers(__file__, [2], ["--decoder-step", "--repeat", str(args.repeat)])
     return failed
 
 

@@ -246,7 +246,8 @@ NDArray values_as_shape(const NDArray& values, const std::string& name) {
     const double v = element_as_double(values, i);
     if (v < 0 || v > static_cast<double>(int64_t{1} << 53))
       fail(name, " holds ", static_cast<int64_t>(v), " (element ", i,
-           "), which the part of the model built for every size takes as a size: it must not be negative");
+           "), which the part of the model built for every size takes as a size: it must ",
+           v < 0 ? "not be negative" : "be at most 2^53");
     shape.push_back(static_cast<int64_t>(v));
   }
   shape.push_back(0);
