@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "frontend/onnx/converter.h"
+#include "frontend/onnx/ops_transform.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "runtime/element.h"
 #include "runtime/error.h"
@@ -246,23 +247,13 @@ class DimEvaluator {
     return one(out);
   }
 
-  // Reshape to a constant target (0 copies a dimension unless allowzero, one -1 is inferred).
+  // Reshape to a constant target, as tensors reshape.
   std::optional<std::vector<DimValue>> reshape() {
     DimValue v = operand(0);
-    std::vector<int64_t> target = ints(1, "the target shape");
-    const auto numel = static_cast<int64_t>(v.elements.size());
-    int64_t known = 1, infer = -1;
-    for (size_t i = 0; i < target.size(); ++i) {
-      if (target[i] == 0 && attr_int("allowzero", 0) == 0) {
-        if (i >= v.shape.size()) error("shape entry " + std::to_string(i) + " copies a dimension the input lacks");
-        target[i] = v.shape[i];
-      }
-      if (target[i] == -1 && infer < 0) infer = static_cast<int64_t>(i);
-      else if (target[i] < 0) error("the target shape " + runtime::shape_str(target) + " is invalid");
-      else known *= target[i];
-    }
-    if (infer >= 0 && known > 0) target[infer] = numel / known;
-    if (infer >= 0 ? known == 0 || numel % known : known != numel)
+    const ConvertContext c(node_, opset_, {}, {}, "", {});
+    std::vector<int64_t> target =
+        reshape_target(c, v.shape, ints(1, "the target shape"), attr_int("allowzero", 0) != 0);
+    if (tensor_ir::ops::numel(target) != static_cast<int64_t>(v.elements.size()))
       error("cannot reshape the shape value " + v.str() + " to " + runtime::shape_str(target));
     v.shape = target;
     return one(v);
@@ -270,15 +261,13 @@ class DimEvaluator {
 
   std::optional<std::vector<DimValue>> transpose() {
     DimValue v = operand(0);
-    const auto rank = static_cast<int64_t>(v.shape.size());
     std::vector<int64_t> perm;
     if (const auto* a = attr("perm")) perm.assign(a->ints().begin(), a->ints().end());
-    for (int64_t d = 0; perm.empty() && d < rank; ++d) perm.insert(perm.begin(), d);
-    std::vector<int64_t> sorted = perm;
-    std::sort(sorted.begin(), sorted.end());
-    for (int64_t d = 0; d < rank; ++d)
-      if (static_cast<int64_t>(sorted.size()) != rank || sorted[d] != d)
-        error("perm " + runtime::shape_str(perm) + " is not a permutation of the axes of " + v.str());
+    try {
+      perm = tensor_ir::ops::transpose_perm(perm, static_cast<int64_t>(v.shape.size()));
+    } catch (const Error& e) {
+      error(e.what());
+    }
     DimValue out{{}, {}, v.dtype};
     for (int64_t p : perm) out.shape.push_back(v.shape[p]);
     for_each_index(out.shape, [&](const std::vector<int64_t>& o) {

@@ -11,22 +11,6 @@
 
 namespace tessera::frontend::onnx {
 
-using relay_ir::Attrs;
-using relay_ir::Expr;
-using Exprs = std::vector<Expr>;
-
-namespace {
-
-// Axes given as an attribute before `opset_as_input`, as input `input` from it on; empty when
-// absent.
-std::vector<int64_t> axes_of(const ConvertContext& c, int opset_as_input, size_t input) {
-  if (c.opset() < opset_as_input) return c.attr_ints("axes", {});
-  if (c.has_attr("axes"))
-    c.error("axes is an input from opset " + std::to_string(opset_as_input) + " on, not an attribute");
-  return c.has_input(input) ? c.constant_ints(input, "axes") : std::vector<int64_t>{};
-}
-
-// ONNX Reshape's target: 0 copies the input dimension (unless allowzero), one -1 is inferred.
 std::vector<int64_t> reshape_target(const ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> shape,
                                     bool allowzero) {
   int64_t known = 1, infer = -1;
@@ -61,6 +45,21 @@ std::vector<int64_t> reshape_target(const ConvertContext& c, const std::vector<i
     shape[infer] = numel / known;
   }
   return shape;
+}
+
+using relay_ir::Attrs;
+using relay_ir::Expr;
+using Exprs = std::vector<Expr>;
+
+namespace {
+
+// Axes given as an attribute before `opset_as_input`, as input `input` from it on; empty when
+// absent.
+std::vector<int64_t> axes_of(const ConvertContext& c, int opset_as_input, size_t input) {
+  if (c.opset() < opset_as_input) return c.attr_ints("axes", {});
+  if (c.has_attr("axes"))
+    c.error("axes is an input from opset " + std::to_string(opset_as_input) + " on, not an attribute");
+  return c.has_input(input) ? c.constant_ints(input, "axes") : std::vector<int64_t>{};
 }
 
 // reshape_target for a symbolic input shape or target (frontend/onnx/dim_values.h): a -1 is the

@@ -18,6 +18,11 @@ void register_transform_resize_converters(ConverterTable& t);
 using runtime::element_as_double;
 using runtime::store_element;
 
+// ONNX Reshape's target for an input of shape `in`: 0 copies the input dimension (unless allowzero),
+// one -1 is inferred; an invalid one is the node's error. Shape values (dim_values.h) reshape so too.
+std::vector<int64_t> reshape_target(const ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> shape,
+                                    bool allowzero);
+
 // A constant input holding one number (a scalar or a one-element tensor of any numeric dtype).
 double constant_scalar(const ConvertContext& c, size_t input, const std::string& what);
 
