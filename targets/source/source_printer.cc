@@ -452,8 +452,17 @@ void SourcePrinter::stmt(const Stmt& s) {
     case NodeKind::Allocate: {
       const auto* a = s.as<Allocate>();
       in_scope_.insert(a->buffer.get());
-      if (a->buffer->scope == MemoryScope::Shared) stmt(a->body);  // declared at the kernel's top
-      else print_local_allocate(a);
+      if (a->buffer->scope == MemoryScope::Shared) {
+        stmt(a->body);  // declared at the kernel's top
+      } else {
+        // A block of its own: loop partitioning and unswitching copy a body, its allocations with
+        // it, into one scope.
+        line() << "{\n";
+        ++indent_;
+        print_local_allocate(a);
+        --indent_;
+        line() << "}\n";
+      }
       in_scope_.erase(a->buffer.get());
       return;
     }

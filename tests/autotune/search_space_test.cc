@@ -48,7 +48,7 @@ TEST(SketchRules, Analyses) {
 }
 
 TEST(SketchRules, MatmulTilesTheProductAtTheOutputsTile) {
-  SearchSpace space(matmul_task(48, 64, 32).compute);
+  SearchSpace space(for_hardware(matmul_task(48, 64, 32), avx512_hardware()).compute);
   ASSERT_EQ(space.sketches().size(), 3u) << ::testing::PrintToString(sketch_names(space));
   EXPECT_TRUE(space.sketches()[0].is_default);
   EXPECT_TRUE(space.sketches()[1].is_template);
@@ -122,13 +122,15 @@ TEST(SketchRules, TemplateKnobsAreASketchWhoseFirstOptionsAreTheDefault) {
   EXPECT_EQ(names, (std::vector<std::string>{"depthwise.parallel", "depthwise.rows", "depthwise.pad"}));
   EXPECT_EQ(depthwise.layout(1)[1].options, (std::vector<int64_t>{4, 2, 1}));
   EXPECT_EQ(depthwise.layout(1)[2].options, (std::vector<int64_t>{0, 1, 2}));
-  // Rows of 14 at stride 1 take a copy per block of rows first.
-  Task rows_of_14 = host_task(
-      kernel("%p0: float32[1, 8, 14, 14], %p1: float32[8, 1, 3, 3]", "float32[1, 8, 14, 14]",
-             "  %0 = fn [primitive=1] (%a: float32[1, 8, 14, 14], %w: float32[8, 1, 3, 3]) -> float32[1, 8, 14, 14] {\n"
-             "    conv(%a, %w, dilations=[], groups=8, packed_channels=0, pads=[1, 1, 1, 1], strides=[1, 1])\n"
-             "  };",
-             "%p0, %p1"));
+  // Rows of 14 at stride 1 take a copy per block of rows first (in vectors of 16).
+  Task rows_of_14 = for_hardware(
+      host_task(kernel(
+          "%p0: float32[1, 8, 14, 14], %p1: float32[8, 1, 3, 3]", "float32[1, 8, 14, 14]",
+          "  %0 = fn [primitive=1] (%a: float32[1, 8, 14, 14], %w: float32[8, 1, 3, 3]) -> float32[1, 8, 14, 14] {\n"
+          "    conv(%a, %w, dilations=[], groups=8, packed_channels=0, pads=[1, 1, 1, 1], strides=[1, 1])\n"
+          "  };",
+          "%p0, %p1")),
+      avx512_hardware());
   EXPECT_EQ(SearchSpace(rows_of_14.compute).layout(1)[2].options, (std::vector<int64_t>{2, 0, 1}));
   // Kernels whose templates have no knobs get no such sketch.
   EXPECT_FALSE(has_sketch(SearchSpace(elementwise_task().compute), "template_knobs"));
@@ -149,7 +151,7 @@ TEST(SketchRules, ReductionsWithoutReuseGetRowsAndRfactorVariants) {
   EXPECT_EQ(space.sketches().size(), 5u) << ::testing::PrintToString(sketch_names(space));
   EXPECT_TRUE(has_sketch(space, "softmax:rows softmax_sum:rfactor softmax_exp:rows softmax_max:rfactor"))
       << ::testing::PrintToString(sketch_names(space));
-  SearchSpace sum(reduce_task().compute);
+  SearchSpace sum(for_hardware(reduce_task(), avx512_hardware()).compute);
   EXPECT_EQ(sketch_names(sum),
             (std::vector<std::string>{"default", "reduce_sum:reduce_rows"}));  // 12 < 16 lanes: no rfactor
 }

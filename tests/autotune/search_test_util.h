@@ -17,6 +17,10 @@ namespace tessera::autotune::testing {
 
 // This machine's registers, as the host target describes them.
 inline schedule::HardwareParams host_hardware() { return targets::Target::parse("llvm").hardware(); }
+// AVX-512's registers (16 float lanes), for rules that depend on the vector width whatever the host.
+inline schedule::HardwareParams avx512_hardware() {
+  return targets::Target::parse("llvm -mcpu=skylake-avx512").hardware();
+}
 // A task for the host target from its kernel text.
 inline Task host_task(const std::string& kernel_text) { return task_from_kernel(kernel_text, host_hardware()); }
 

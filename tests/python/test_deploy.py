@@ -194,7 +194,8 @@ def test_loading_refuses_code_for_cpu_features_this_host_lacks(cnn, tmp_path):
         pytest.skip("this CPU has every feature tried")
     lib = tessera.build(tessera.onnx.load(str(cnn["onnx"])), target=f"llvm -mattr=+{missing[0]}", jit=False)
     lib.export(tmp_path / "needs.so")
-    with pytest.raises(tessera.Error, match=f"needs CPU features this host lacks: {missing[0]} \\(not supported by this CPU\\)"):
+    # The features it implies are named too (avx512fp16 needs avx512f, ...).
+    with pytest.raises(tessera.Error, match=f"needs CPU features this host lacks: .*{missing[0]} \\(not supported by this CPU\\)"):
         tessera.load(tmp_path / "needs.so")
 
 

@@ -161,7 +161,7 @@ TEST(SourcePrinter, LetsBecomeLocalsComputedOnce) {
       split_host_device(LoweredFunc{"lets", {a}, bind(tx, "threadIdx.x", 64, Store::make(a, guarded, tx))});
   const std::string cl = source::print_opencl(program);
   EXPECT_LT(cl.size(), 6000u) << cl;
-  EXPECT_TRUE(contains(cl, "if ((tx < 32L)) {\n    const float v = A[tx];")) << cl;
+  EXPECT_TRUE(contains(cl, "if ((tx < 32L)) {\n      const float v = A[tx];")) << cl;
   build_on_pocl(cl, {"lets_kernel0"});
 }
 
