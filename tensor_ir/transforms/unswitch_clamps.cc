@@ -16,7 +16,9 @@ namespace tessera::tensor_ir {
 
 namespace {
 
-enum class Unswitch { Clamps, TileGuards };
+// TileGuards: every tile guard (a kernel of symbolic sizes); VectorTileGuards: only those in a
+// vectorized loop, where partitioning would make the writes scalar (a static kernel).
+enum class Unswitch { Clamps, TileGuards, VectorTileGuards };
 
 // In one outermost loop's body, the clamps of loads (or the likely() guards of tiles) that the
 // loops inside keep below their bound under a condition on the loops outside, and those
@@ -43,7 +45,10 @@ class ClampFinder : public IRVisitor {
     const arith::Interval extent = arith::eval_interval(op->extent, inner_);
     if (extent.max.defined())
       inner_[op->var.get()] = {op->min, arith::eval_interval(op->min, inner_).max + extent.max - 1};
+    const bool vectorized = op->for_kind == ForKind::Vectorized;
+    in_vectorized_ += vectorized;
     visit(op->body);
+    in_vectorized_ -= vectorized;
   }
   void visit_(const LetStmt* op) override {
     bound_.insert(op->var.get());
@@ -67,7 +72,11 @@ class ClampFinder : public IRVisitor {
   }
   void visit_(const Call* op) override {
     IRVisitor::visit_(op);
-    if (what_ != Unswitch::TileGuards || op->op != Intrinsic::likely) return;
+    if (what_ == Unswitch::Clamps || op->op != Intrinsic::likely) return;
+    if (what_ == Unswitch::VectorTileGuards && in_vectorized_ == 0) {
+      kept_guards.insert(op);
+      return;
+    }
     const auto* lt = op->args[0].as<LT>();
     const auto* le = op->args[0].as<LE>();
     if (lt && try_bound(lt->a, lt->b, 1, /*linear_ok=*/false)) true_guards.insert(op);
@@ -114,6 +123,7 @@ class ClampFinder : public IRVisitor {
   std::unordered_set<const VarNode*> bound_;  // variables bound inside the body
   arith::IntervalMap inner_;                  // the loops inside, over their ranges
   int in_index_ = 0;                          // inside how many loads' indices
+  int in_vectorized_ = 0;                     // inside how many vectorized loops
 };
 
 // The body with the clamps `unclamped` maps replaced by their x and the guards `true_guards` by
@@ -168,8 +178,7 @@ Stmt unswitch_clamps(const Stmt& s, const arith::BoundMap& known) {
 }
 
 Stmt unswitch_tile_guards(const Stmt& s, const arith::BoundMap& known) {
-  if (known.empty()) return s;  // static sizes: see the header
-  return Unswitcher(Unswitch::TileGuards, known).mutate(s);
+  return Unswitcher(known.empty() ? Unswitch::VectorTileGuards : Unswitch::TileGuards, known).mutate(s);
 }
 
 }  // namespace tessera::tensor_ir

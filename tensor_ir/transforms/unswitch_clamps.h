@@ -18,10 +18,10 @@ Stmt unswitch_clamps(const Stmt& s, const arith::BoundMap& known = {});
 // its variable, but a tile index fused with others (t = f % T) leaves it splitting each inner
 // loop at a point only known at run time, which the vectorizer cannot take: there every tile's
 // writes became scalar. So the guards nonlinear in the outermost loop's variable are unswitched:
-// if (every guard holds across the tile) { the body unguarded } else { the body }. Only in a
-// kernel of symbolic sizes (`known` bounds its dimension variables; empty, nothing changes): a
-// static one's tiles are whole but for the last, and the copy of every guarded body lengthened
-// the compilation of the rule-generated sketches tuning measures.
+// if (every guard holds across the tile) { the body unguarded } else { the body }. In a kernel of
+// static sizes (`known` empty) only the guards inside a vectorized loop, where the tiles' writes
+// would be scalar: the copy of every guarded body lengthened the compilation of the
+// rule-generated sketches tuning measures.
 Stmt unswitch_tile_guards(const Stmt& s, const arith::BoundMap& known = {});
 
 }  // namespace tessera::tensor_ir

@@ -115,6 +115,25 @@ TEST(UnswitchTileGuards, WholeTilesWriteUnguarded) {
   EXPECT_EQ(to_string(unswitch_tile_guards(linear, sizes)), to_string(linear));
 }
 
+// for f in [0, 4*65): for j in [0, 8) (vectorized or not): if (likely(f % 65*8 + j < 513))
+//   C[f // 65*513 + f % 65*8 + j] = 1 (4 rows of 513 in vectors of 8, the row and vector fused)
+TEST(UnswitchTileGuards, StaticKernelsUnswitchOnlyGuardsOfVectors) {
+  Var f("f"), j("j");
+  Buffer c = BufferNode::make("C", kFloat32, {Expr(4 * 513)}, MemoryScope::Global);
+  Expr col = floormod(f, Expr(65)) * 8 + j;
+  auto nest = [&](ForKind kind) {
+    Stmt write = Store::make(c, make_const(kFloat32, 1), floordiv(f, Expr(65)) * 513 + col);
+    return For::make(
+        f, Expr(0), Expr(4 * 65), ForKind::Serial,
+        For::make(j, Expr(0), Expr(8), kind, IfThenElse::make(call(Intrinsic::likely, {col < 513}), write)));
+  };
+  const std::string vectors = to_string(arith::simplify(unswitch_tile_guards(nest(ForKind::Vectorized))));
+  EXPECT_NE(vectors.find("  if (f % 65*8 + 7 < 513) {\n    vectorized (j, 0, 8) {\n      C["), std::string::npos)
+      << vectors;
+  // A serial loop gains nothing (partitioning splits it), and the copy costs compilation time.
+  EXPECT_EQ(to_string(unswitch_tile_guards(nest(ForKind::Serial))), to_string(nest(ForKind::Serial)));
+}
+
 // parallel for t in [0, (m + 7) // 8): { for i in [0, min(8, m - t*8)): C[t*8 + i] = 0
 //                                        for r in [0, n): C[t*8 .. +8] = 1 (8 lanes) }
 TEST(ParallelWork, StoresCountedWithTheirLanesAndInnerExtentsByTheirBounds) {
