@@ -3,6 +3,7 @@
 #include "autotune/apply_record.h"
 #include "autotune/task.h"
 #include "autotune/workload.h"
+#include "driver/row_count_versions.h"
 #include "relay_ir/compute_of_call.h"
 #include "relay_ir/op.h"
 #include "relay_ir/printer.h"
@@ -138,21 +139,54 @@ std::unique_ptr<schedule::Schedule> choose_schedule(const CallNode* call, const 
   return schedule::default_schedule(compute.outputs, compute.anchor, compute.hardware);
 }
 
+// The kernel of `compute` under the schedule choose_schedule gives it.
+LoweredCall lower_compute(const CallNode* call, const CallCompute& compute, const std::string& kernel_name,
+                          const ScheduleContext& ctx) {
+  LoweredCall out;
+  out.num_outputs = compute.outputs.size();
+  out.workload = autotune::make_workload(compute.outputs, call_description(call)).key;
+  std::unique_ptr<schedule::Schedule> schedule =
+      choose_schedule(call, compute, out.workload, ctx, out.schedule, out.record);
+  std::vector<tensor_ir::Tensor> args = compute.inputs;
+  args.insert(args.end(), compute.outputs.begin(), compute.outputs.end());
+  out.func = ctx.hardware.is_gpu()
+                 ? schedule::lower_for_device(*schedule, args, kernel_name, ctx.hardware.gpu.warp_size)
+                 : schedule::lower(*schedule, args, kernel_name);
+  return out;
+}
+
 }  // namespace
 
 LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, const ScheduleContext& ctx) {
   CallCompute compute = compute_of_call(call, ctx.hardware);
   try {
-    LoweredCall out;
-    out.num_outputs = compute.outputs.size();
-    out.workload = autotune::make_workload(compute.outputs, call_description(call)).key;
-    std::unique_ptr<schedule::Schedule> schedule =
-        choose_schedule(call, compute, out.workload, ctx, out.schedule, out.record);
-    std::vector<tensor_ir::Tensor> args = compute.inputs;
-    args.insert(args.end(), compute.outputs.begin(), compute.outputs.end());
-    out.func = ctx.hardware.is_gpu()
-                   ? schedule::lower_for_device(*schedule, args, kernel_name, ctx.hardware.gpu.warp_size)
-                   : schedule::lower(*schedule, args, kernel_name);
+    LoweredCall out = lower_compute(call, compute, kernel_name, ctx);
+    // A GPU's product templates take any row count alike.
+    const tensor_ir::Expr main_rows = ctx.hardware.is_gpu() ? tensor_ir::Expr() : product_rows(compute.outputs);
+    if (!main_rows.defined()) return out;
+    const size_t main = row_count_class(tensor_ir::size_hint(main_rows));
+    std::vector<tensor_ir::LoweredFunc> versions(row_count_classes().size());
+    versions[main] = out.func;
+    tensor_ir::Expr rows = main == 0 ? main_rows : tensor_ir::Expr();  // unpadded in the one-row version
+    std::string labels;
+    for (size_t c = 0; c < versions.size(); ++c) {
+      if (c == main) continue;
+      tensor_ir::SizeHintScope hints(hints_for_class(compute.outputs, c));
+      CallCompute version_compute = compute_of_call(call, ctx.hardware);
+      const tensor_ir::Expr version_rows = product_rows(version_compute.outputs);
+      // Rows that stay in another class at those hints (a convolution's positions over a batch of
+      // 1); without a version of one row, the rows are not known unpadded.
+      if (!version_rows.defined() || row_count_class(tensor_ir::size_hint(version_rows)) != c) {
+        if (c == 0) return out;
+        continue;
+      }
+      if (c == 0) rows = version_rows;
+      LoweredCall version = lower_compute(call, version_compute, kernel_name, ctx);
+      versions[c] = version.func;
+      labels += "; at " + row_count_classes()[c].name + ": " + version.schedule;
+    }
+    out.func = choose_by_row_count(versions, main, rows);
+    out.schedule += labels;
     return out;
   } catch (const Error& e) {
     fail(call_origin(call), ": ", e.what());

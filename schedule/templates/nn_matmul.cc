@@ -80,8 +80,9 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   // (benchmarks/NOTES.md, "Matrix-product templates").
   int64_t panels = 1;
   for (size_t d = 0; d + 2 < packed.ndim(); ++d) panels *= dim_hint(packed, d);
-  // Rows of symbolic count are taken as many, as the sizes where the time goes have them.
-  const bool many_rows = !tensor_ir::as_const_int(product->shape[nb]) || (m / mr >= 8 && columns <= 4 * m);
+  // Rows of symbolic count are taken as many, as the sizes where the time goes have them, but in
+  // the version of a kernel for few rows (driver/row_count_versions.h), hinted under a tile.
+  const bool many_rows = tensor_ir::as_const_int(product->shape[nb]) ? m / mr >= 8 && columns <= 4 * m : m >= 8;
   bool rows_first = many_rows && k * columns * packed.dtype().element_bytes() <= kMaxStreamedB;
   bool panel_outer = knobs.choose_flag("matmul.panel_outer", panels >= 4 && !rows_first);
   int64_t k_unroll = knobs.choose("matmul.k_unroll", {4, 2, 8});
