@@ -171,7 +171,7 @@ LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, con
     std::string labels;
     for (size_t c = 0; c < versions.size(); ++c) {
       if (c == main) continue;
-      tensor_ir::SizeHintScope hints(hints_for_class(compute.outputs, c));
+      tensor_ir::SizeHintScope hints(hints_for_class(compute.outputs, main_rows, c));
       CallCompute version_compute = compute_of_call(call, ctx.hardware);
       const tensor_ir::Expr version_rows = product_rows(version_compute.outputs);
       // Rows that stay in another class at those hints (a convolution's positions over a batch of

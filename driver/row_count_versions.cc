@@ -66,9 +66,7 @@ Expr product_rows(const std::vector<Tensor>& outputs) {
   return Expr();
 }
 
-std::map<std::string, int64_t> hints_for_class(const std::vector<Tensor>& outputs, size_t c) {
-  const Expr rows = product_rows(outputs);
-  if (!rows.defined()) return {};
+std::map<std::string, int64_t> hints_for_class(const std::vector<Tensor>& outputs, const Expr& rows, size_t c) {
   std::map<std::string, int64_t> hints;
   for (const Var& v : size_vars(outputs)) hints[v.name()] = size_hint(v.name());
   const int64_t hint = row_count_classes().at(c).hint;
@@ -93,7 +91,7 @@ LoweredFunc choose_by_row_count(const std::vector<LoweredFunc>& versions, size_t
            served.args.size(), " arguments");
     std::unordered_map<const BufferNode*, Buffer> to;
     for (size_t i = 0; i < v.args.size(); ++i) to[v.args[i].get()] = served.args[i];
-    Stmt own = RebindArguments(std::move(to)).mutate(v.body);
+    Stmt own = &v == &served ? v.body : RebindArguments(std::move(to)).mutate(v.body);
     if (above) {
       const int64_t bound = row_count_classes()[c + 1].least;
       own =

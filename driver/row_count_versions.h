@@ -34,10 +34,11 @@ const std::vector<RowCountClass>& row_count_classes();
 // The class of `rows` rows.
 size_t row_count_class(int64_t rows);
 
-// The size hints (of every dimension variable of the graph of `outputs`) that give its product
-// the rows of class `c`: the given ones, with the row count's variables at the class's hint (the
-// first at it, the others at 1). Empty when the product has no symbolic rows.
-std::map<std::string, int64_t> hints_for_class(const std::vector<tensor_ir::Tensor>& outputs, size_t c);
+// The size hints (of every dimension variable of the graph of `outputs`) that give its product of
+// `rows` (product_rows) the rows of class `c`: the given ones, with the row count's variables at
+// the class's hint (the first at it, the others at 1).
+std::map<std::string, int64_t> hints_for_class(const std::vector<tensor_ir::Tensor>& outputs,
+                                               const tensor_ir::Expr& rows, size_t c);
 
 // One kernel of the versions (the same arguments, in order): `versions[c]` runs the row counts of
 // class c, or where its body is undefined (no version of its own) `versions[main]`; `rows` is
