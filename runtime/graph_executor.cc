@@ -24,6 +24,7 @@ GraphExecutor::GraphExecutor(std::shared_ptr<const Module> kernels, GraphPlan pl
       const auto& t = plan_.tensors.at(id);
       outputs_.push_back(NDArray::empty(t.shape, t.dtype, device_));
     }
+  output_taken_.assign(plan_.outputs.size(), false);
   for (const auto& step : plan_.steps)
     if (step.kernel.empty() && step.args.size() != 2) fail("graph plan: a copy step needs 2 tensors");
   if (on_device()) {
@@ -181,6 +182,22 @@ const NDArray& GraphExecutor::output(size_t i) const {
   return outputs_[i];
 }
 
+NDArray GraphExecutor::take_output(size_t i) {
+  if (ran_) return ran_->take_output(i);
+  NDArray out = output(i);
+  output_taken_[i] = true;
+  return out;
+}
+
+void GraphExecutor::renew_taken_outputs() {
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (output_taken_[i]) {
+      const auto& t = plan_.tensors[plan_.outputs[i]];
+      outputs_[i] = NDArray::empty(t.shape, t.dtype, device_);
+      output_taken_[i] = false;
+    }
+}
+
 void GraphExecutor::check_inputs_set() const {
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (!inputs_[i].defined() || (inputs_[i].device_data() == nullptr && inputs_[i].numel() > 0))
@@ -260,6 +277,7 @@ void GraphExecutor::bind_sizes() {
   outputs_.clear();
   for (int id : plan_.outputs)
     outputs_.push_back(NDArray::empty(plan_.tensors[id].shape, plan_.tensors[id].dtype, device_));
+  output_taken_.assign(outputs_.size(), false);
   // Each kernel's arguments at these sizes, and the values of its variables in its order.
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
     const auto& step = plan_.steps[s];
@@ -352,6 +370,7 @@ void GraphExecutor::run() {
   check_inputs_set();
   if (GraphExecutor* specialized = specialized_for_inputs()) return specialized->run();
   if (plan_.is_symbolic()) bind_sizes();
+  renew_taken_outputs();
   std::vector<void*> args;
   // On a device the steps queue in order; the run waits once, for the last.
   for (size_t s = 0; s < plan_.steps.size(); ++s) run_step(s, args, /*wait=*/false);
@@ -362,6 +381,7 @@ std::vector<double> GraphExecutor::run_profiled() {
   check_inputs_set();
   if (GraphExecutor* specialized = specialized_for_inputs()) return specialized->run_profiled();
   if (plan_.is_symbolic()) bind_sizes();
+  renew_taken_outputs();
   std::vector<void*> args;
   std::vector<double> ms;
   for (size_t s = 0; s < plan_.steps.size(); ++s) {

@@ -46,6 +46,9 @@ class GraphExecutor {
   std::vector<double> run_profiled();
   // The executor's own output buffer: valid until the next run().
   const NDArray& output(size_t i) const;
+  // The output buffer itself, handed to the caller: the next run() writes a new one (callers that
+  // return each run's outputs as new arrays take them instead of copying them).
+  NDArray take_output(size_t i);
   // set_input for each, run, and the outputs.
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
 
@@ -76,6 +79,7 @@ class GraphExecutor {
   void* data_of(int tensor) const;
   NDArray array_of(int tensor) const;  // on a device
   void check_inputs_set() const;
+  void renew_taken_outputs();
   // A symbolic plan at the sizes of the inputs set: the shapes, arena and outputs for them.
   void bind_sizes();
   // Throws unless every tensor fits its storage at the sizes bound (`at` names them): a plan read
@@ -92,6 +96,7 @@ class GraphExecutor {
   NDArray arena_;
   std::vector<NDArray> slots_, constants_;  // on a device: the arena's slots, the uploaded constants
   std::vector<NDArray> inputs_, input_copies_, outputs_;
+  std::vector<bool> output_taken_;  // by take_output: run() allocates it anew
   // A symbolic plan's input shapes bound last (empty: none yet), and each step's kernel's (or
   // device program's) values of its dimension variables in its order (empty for a static one).
   std::vector<std::vector<int64_t>> bound_shapes_;

@@ -166,9 +166,17 @@ class BoundInference {
           p.predicates.push_back(call(Intrinsic::likely, {simplify(parent < p.extent.at(s.parent.get()))}));
       } else {
         const auto& f = it->fuse;
-        Expr inner_ext = p.extent.at(f.inner.get());
-        offset[f.outer.get()] = simplify(floordiv(offset.at(f.fused.get()), inner_ext));
-        offset[f.inner.get()] = simplify(floormod(offset.at(f.fused.get()), inner_ext));
+        Expr inner_ext = p.extent.at(f.inner.get()), fused = offset.at(f.fused.get());
+        // A fused loop of one extent-1 loop is the other: without the division, bounds of the
+        // other's uses stay tight (a tile of rows [1, 25] fused would need all 25 rows).
+        if (is_const_int(p.extent.at(f.outer.get()), 1)) {
+          offset[f.outer.get()] = Expr(0), offset[f.inner.get()] = fused;
+        } else if (is_const_int(inner_ext, 1)) {
+          offset[f.outer.get()] = fused, offset[f.inner.get()] = Expr(0);
+        } else {
+          offset[f.outer.get()] = simplify(floordiv(fused, inner_ext));
+          offset[f.inner.get()] = simplify(floormod(fused, inner_ext));
+        }
       }
     }
     for (size_t i = 0; i < roots.size(); ++i)

@@ -203,6 +203,14 @@ py::array to_numpy(const NDArray& a) {
   return out;
 }
 
+py::array numpy_owning(NDArray a) {
+  if (a.numel() == 0 || a.device().type != runtime::DeviceType::CPU) return to_numpy(a);
+  auto* kept = new NDArray(std::move(a));
+  py::capsule owner(kept, [](void* p) { delete static_cast<NDArray*>(p); });
+  std::vector<py::ssize_t> shape(kept->shape().begin(), kept->shape().end());
+  return py::array(numpy_dtype(kept->dtype()), shape, kept->data(), owner);
+}
+
 NDArray to_ndarray(const py::handle& obj, const std::string& what) {
   if (py::isinstance<NDArray>(obj)) return obj.cast<NDArray>();
   if (py::isinstance<py::array>(obj)) return from_numpy(py::reinterpret_borrow<py::array>(obj), what);

@@ -45,6 +45,8 @@ runtime::NDArray to_ndarray(const py::handle& obj, const std::string& what);
 py::dtype numpy_dtype(runtime::DataType t);
 // A numpy array holding a copy of `a`.
 py::array to_numpy(const runtime::NDArray& a);
+// A numpy array over a CPU array's own memory, which it keeps alive (a copy when `a` is empty).
+py::array numpy_owning(runtime::NDArray a);
 // A numpy view of `a`'s memory shaped and typed like `like` (`a` must outlive the view).
 py::array numpy_view(const py::array& like, const runtime::NDArray& a);
 // `a`'s elements copied, whatever its strides, into a new compact 64-byte aligned array of `dtype`.

@@ -41,7 +41,8 @@ class Library {
     for (size_t i = 0; i < ex.num_outputs(); ++i) {
       const NDArray& o = ex.output(i);
       if (on_device) out.push_back(py::cast(o.copy_to(o.device())));
-      else out.push_back(to_numpy(o.device().type == runtime::DeviceType::CPU ? o : o.copy_to(runtime::Device::cpu())));
+      else if (o.device().type == runtime::DeviceType::CPU) out.push_back(numpy_owning(ex.take_output(i)));
+      else out.push_back(to_numpy(o.copy_to(runtime::Device::cpu())));
     }
     return out;
   }

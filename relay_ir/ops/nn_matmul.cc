@@ -46,6 +46,14 @@ Type matmul_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& a = tensor_arg(args, 0, "left operand");
   const auto& b = tensor_arg(args, 1, "right operand");
   nn::require_dtype(a, "the left operand", kMatmulTypes);
+  if (attrs.get_int("trans_b")) {
+    if (b.ndim() < 2 || attrs.get_int("packed_columns"))
+      fail("trans_b needs an unpacked right operand of rank >= 2, got rank ", b.ndim());
+    std::vector<tensor_ir::Expr> dims = b.shape.dims();
+    std::swap(dims[dims.size() - 1], dims[dims.size() - 2]);
+    if (a.dtype != b.dtype) fail("operand dtypes differ: ", a.dtype.str(), " vs ", b.dtype.str());
+    return tensor_type(Shape(ops::matmul_shape(a.shape.dims(), dims)), a.dtype);
+  }
   if (a.shape.is_static() && b.shape.is_static())
     return tensor_type(ops::matmul_shape(a.shape, right_operand(a, b, attrs)), a.dtype);
   const Shape right = attrs.get_int("packed_columns") ? Shape(right_operand(a, b, attrs)) : b.shape;
@@ -165,16 +173,19 @@ Expr swap_last_two(const Expr& x) {
   return call("transpose", {x}, {{"perm", perm}});
 }
 
-// C = A @ B: dA = dC @ B^T and dB = A^T @ dC, batch axes summed back where they broadcast.
+// C = A @ B: dA = dC @ B^T and dB = A^T @ dC, batch axes summed back where they broadcast. With
+// trans_b (C = A @ B^T): dA = dC @ B and dB = dC^T @ A.
 std::vector<Expr> matmul_gradient(const Expr& c, const Expr& g) {
   const auto* node = c.as<CallNode>();
   const Expr &a = node->args[0], &b = node->args[1];
+  const bool trans_b = node->attrs.get_int("trans_b");
   // A 1-D A is a row and a 1-D B a column: work with their matrix forms.
   Expr a2 = tensor_of(a).ndim() == 1 ? reshape(a, {1, tensor_of(a).shape[0]}) : a;
   Expr b2 = tensor_of(b).ndim() == 1 ? reshape(b, {tensor_of(b).shape[0], 1}) : b;
-  Expr g2 = reshape(g, tensor_of(call("matmul", {a2, b2})).shape);
-  Expr da = collapse_sum_to(call("matmul", {g2, swap_last_two(b2)}), a2->checked_type);
-  Expr db = collapse_sum_to(call("matmul", {swap_last_two(a2), g2}), b2->checked_type);
+  Expr g2 = reshape(g, tensor_of(call("matmul", {a2, b2}, {{"trans_b", int64_t(trans_b)}})).shape);
+  Expr da = collapse_sum_to(call("matmul", {g2, trans_b ? b2 : swap_last_two(b2)}), a2->checked_type);
+  Expr db = collapse_sum_to(trans_b ? call("matmul", {swap_last_two(g2), a2}) : call("matmul", {swap_last_two(a2), g2}),
+                            b2->checked_type);
   return {reshape(da, tensor_of(a).shape), reshape(db, tensor_of(b).shape)};
 }
 
@@ -349,10 +360,11 @@ std::vector<Expr> einsum_gradient(const Expr& c, const Expr& g) {
 void register_nn_matmul_ops(OpRegistry& r) {
   r.add({"matmul",
          "numpy matmul: batch dimensions broadcast; a 1-D operand is a row (left) or column (right); the right one may "
-         "come packed (packed_columns=N)",
-         2, 2, nn::with_register_attrs({{"packed_columns", int64_t(0)}}), matmul_rel, OpPattern::OutEWiseFusable,
-         single_output([](const In& in, const Attrs& a) {
-           return ops::matmul(in[0], in[1], registers_of(a, "matmul"), a.get_int("packed_columns"));
+         "come packed (packed_columns=N) or be read with its last two axes swapped (trans_b=1)",
+         2, 2, nn::with_register_attrs({{"packed_columns", int64_t(0)}, {"trans_b", int64_t(0)}}), matmul_rel,
+         OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
+           return ops::matmul(in[0], in[1], registers_of(a, "matmul"), a.get_int("packed_columns"),
+                              a.get_int("trans_b"));
          }),
          "matmul", nn::matmul_gradient});
   r.add({"gemm",

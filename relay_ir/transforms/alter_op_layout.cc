@@ -60,12 +60,12 @@ class LayoutAlterer : public ExprMutator {
                     : call("conv_pack_weight", {args[1]}, {{"block", packing.block}});
       attrs.set("packed_channels", w.shape[0]);
     } else {
-      bool trans = name == "gemm" && attrs.get_int("trans_b");
+      bool trans = attrs.get_int("trans_b");
       if (c->attrs.get_int("packed_columns") || !ops::matmul_weight_packable(x.ndim(), w.shape, trans, x.dtype, regs_))
         return node;
       args[1] = call("matmul_pack_weight", {args[1]}, set_registers({{"trans", int64_t(trans)}}, regs_));
       attrs.set("packed_columns", w.shape[w.ndim() - (trans ? 2 : 1)]);
-      if (name == "gemm") attrs.set("trans_b", int64_t(0));
+      attrs.set("trans_b", int64_t(0));
     }
     constants_.record(args[1]);
     return call(name, args, attrs, c->origin);

@@ -78,7 +78,8 @@ class BatchNormFolder : public ExprMutator {
       attrs.set("beta", 1.0);
       return call(name, args, attrs, p->origin);
     }
-    if (name == "matmul" && !attrs.get_int("packed_columns") && y.ndim() == 2 && tensor(args[1]).ndim() == 2) {
+    if (name == "matmul" && !attrs.get_int("packed_columns") && !attrs.get_int("trans_b") && y.ndim() == 2 &&
+        tensor(args[1]).ndim() == 2) {
       args[1] = call("mul", {args[1], s});
       return call("add", {call(name, args, attrs, p->origin), shift(Expr())}, {}, bn->origin);
     }

@@ -2,6 +2,9 @@
 //  - squeeze and expand_dims are reshapes; a reshape to the input's shape is nothing, and a
 //    reshape of a reshape is one reshape;
 //  - a transpose of a transpose is one transpose (nothing if the permutations cancel);
+//  - a product whose right operand is a transpose of its last two axes reads the operand
+//    transposed instead (matmul's trans_b, as ONNX Runtime's FusedMatMul): attention's keys are
+//    not copied each call, and a product of few rows takes dot products along the contiguous keys;
 //  - a cast to the dtype a value already has is nothing;
 //  - x + 0, x - 0, x * 1 and x / 1 (constants of zeros or ones that do not broadcast x) are x.
 #include <cstring>
@@ -80,6 +83,7 @@ class Simplifier : public ExprMutator {
       }
       return identity_or(x, node, perm);
     }
+    if (name == "matmul") return read_right_operand_transposed(node);
     if (name == "cast" && in && in->dtype == out->dtype) return x;
     if (c->args.size() == 2 && in) {
       const Expr& y = c->args[1];
@@ -100,6 +104,22 @@ class Simplifier : public ExprMutator {
     for (size_t i = 0; i < perm.size(); ++i)
       if (perm[i] != static_cast<int64_t>(i)) return transposed;
     return x;
+  }
+
+  // matmul(a, transpose(b)) -> matmul(a, b, trans_b=1) where the transpose swaps b's last two axes.
+  static Expr read_right_operand_transposed(const Expr& node) {
+    const auto* c = node.as<CallNode>();
+    const auto* t = c->args[1].as<CallNode>();
+    if (op_name(t) != "transpose" || c->attrs.get_int("packed_columns") || c->attrs.get_int("trans_b")) return node;
+    size_t rank = tensor_of(t->args[0])->ndim();
+    std::vector<int64_t> swap_last_two(rank);
+    std::iota(swap_last_two.begin(), swap_last_two.end(), 0);
+    if (rank < 2) return node;
+    std::swap(swap_last_two[rank - 1], swap_last_two[rank - 2]);
+    if (full_perm(t->attrs.get_ints("perm"), rank) != swap_last_two) return node;
+    Attrs attrs = c->attrs;
+    attrs.set("trans_b", int64_t(1));
+    return call("matmul", {c->args[0], t->args[0]}, attrs, c->origin);
   }
 
   // reshape(reshape(x)) -> reshape(x); a reshape that keeps the shape -> x.

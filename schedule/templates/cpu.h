@@ -49,6 +49,14 @@ void schedule_generic_stage(Schedule& s, const Tensor& t);
 // shorter, or left scalar at extent 1 (appended to `outer`). Returns the loop to vectorize, or
 // null when there is none.
 Loop split_into_vectors(Stage& st, const Loop& last, int64_t extent, int lanes, std::vector<Loop>& outer);
+// Fuses the stage's outer loops `outer` (adjacent, outermost first) into the loop to run in
+// parallel. A loop of symbolic extent joins only while the loops fused before it make fewer than
+// kParallelChunks iterations (at their size hints): each iteration of a fused loop recovers the
+// inner indices by dividing by the inner extents, a few cycles for constants but dozens for a
+// value known at run time (a decoding step's cache length: a concatenation of 64-element rows
+// spent most of its time dividing). Left out, it runs as a plain loop in each iteration.
+Loop fuse_for_parallel(Stage& st, const std::vector<Loop>& outer);
+constexpr int64_t kParallelChunks = 4;
 // Inlines every injective (non-reduction) stage feeding `output` that is not an output itself.
 void inline_injective_producers(Schedule& s, const Tensor& output);
 

@@ -1,5 +1,6 @@
 #include <unordered_set>
 
+#include "runtime/error.h"
 #include "schedule/templates/cpu.h"
 #include "schedule/templates/extent_hint.h"
 #include "tensor_ir/graph.h"
@@ -20,6 +21,51 @@ void inline_injective_producers(Schedule& s, const Tensor& output) {
     if (!c || s[t].is_output() || !c->reduce_axis().empty()) continue;
     s[t].compute_inline();
   }
+}
+
+namespace {
+
+struct LoopExtent {
+  int64_t hint;
+  bool symbolic;
+};
+
+// The extent of a loop of `st`, from its root loop's axis through the splits and fuses.
+LoopExtent extent_of(const Stage& st, const Loop& l) {
+  const auto* c = st.op().as<ComputeOp>();
+  const auto& roots = st.root_loops();
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (roots[i] != l) continue;
+    const auto& iv = i < c->axis.size() ? c->axis[i] : c->reduce_axis()[i - c->axis.size()];
+    return {extent_hint(iv->dom.extent), tensor_ir::as_const_int(iv->dom.extent) == nullptr};
+  }
+  for (const Relation& r : st.relations()) {
+    if (r.kind == Relation::Fuse && r.fuse.fused == l) {
+      LoopExtent a = extent_of(st, r.fuse.outer), b = extent_of(st, r.fuse.inner);
+      return {a.hint * b.hint, a.symbolic || b.symbolic};
+    }
+    if (r.kind != Relation::Split || (r.split.outer != l && r.split.inner != l)) continue;
+    const bool given = r.split.factor ? r.split.inner == l : r.split.outer == l;  // the constant part
+    const int64_t parts = r.split.factor ? r.split.factor : r.split.nparts;
+    if (given) return {parts, false};
+    LoopExtent p = extent_of(st, r.split.parent);
+    return {(p.hint + parts - 1) / parts, p.symbolic};
+  }
+  fail("internal error: loop ", l->name, " is not a loop of stage ", st.name());
+}
+
+}  // namespace
+
+Loop fuse_for_parallel(Stage& st, const std::vector<Loop>& outer) {
+  Loop fused = outer.at(0);
+  int64_t iterations = extent_of(st, fused).hint;
+  for (size_t i = 1; i < outer.size(); ++i) {
+    LoopExtent e = extent_of(st, outer[i]);
+    if (e.symbolic && iterations >= kParallelChunks) break;
+    fused = st.fuse(fused, outer[i]);
+    iterations *= e.hint;
+  }
+  return fused;
 }
 
 Loop split_into_vectors(Stage& st, const Loop& last, int64_t extent, int lanes, std::vector<Loop>& outer) {
@@ -51,9 +97,7 @@ void schedule_generic_stage(Schedule& s, const Tensor& t) {
   if (order.size() > 1) st.reorder(order);
   if (vec) st.vectorize(vec);
   if (outer.empty()) return;
-  Loop fused = outer[0];
-  for (size_t i = 1; i < outer.size(); ++i) fused = st.fuse(fused, outer[i]);
-  parallel_if_worth(st, fused, st.op(), elements, kMinParallelElements);
+  parallel_if_worth(st, fuse_for_parallel(st, outer), st.op(), elements, kMinParallelElements);
 }
 
 TunableTemplate without_knobs(CpuTemplate schedule) {

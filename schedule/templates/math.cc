@@ -106,8 +106,7 @@ void schedule_reduced_innermost(Schedule& s, const Tensor& t, const tensor_ir::P
   Loop inner = reduce.back();
   for (size_t k = 1; k < contiguous; ++k) inner = st->fuse(reduce[reduce.size() - 1 - k], inner);
   if (data.empty()) return;
-  Loop fused = data[0];
-  for (size_t i = 1; i < data.size(); ++i) fused = st->fuse(fused, data[i]);
+  Loop fused = fuse_for_parallel(*st, data);
   if (out > 1) parallel_if_worth(*st, fused, t, work, kMinParallelWork);
 }
 
@@ -142,9 +141,7 @@ void schedule_kept_innermost(Schedule& s, const Tensor& t, int64_t work) {
   if (!inner.empty()) st.vectorize(inner.back());
   if (inner.size() == 2) st.unroll(inner[0]);
   if (outer.empty()) return;
-  Loop fused = outer[0];
-  for (size_t i = 1; i < outer.size(); ++i) fused = st.fuse(fused, outer[i]);
-  parallel_if_worth(st, fused, t, work, kMinParallelWork);
+  parallel_if_worth(st, fuse_for_parallel(st, outer), t, work, kMinParallelWork);
 }
 
 void schedule_stage(Schedule& s, const Tensor& t, bool may_split) {

@@ -115,9 +115,7 @@ void schedule_elementwise_stage(Schedule& s, const Tensor& t) {
     outer.push_back(inner);
   }
   if (outer.empty()) return;
-  Loop fused = outer[0];
-  for (size_t i = 1; i < outer.size(); ++i) fused = st.fuse(fused, outer[i]);
-  parallel_if_worth(st, fused, st.op(), elements, kMinParallelElements);
+  parallel_if_worth(st, fuse_for_parallel(st, outer), st.op(), elements, kMinParallelElements);
 }
 
 }  // namespace tessera::schedule

@@ -6,10 +6,13 @@
 // the tile, rows unrolled, columns vectorized, k unrolled by 4), and the epilogue (copy, cast,
 // alpha/beta/bias) stores the tile.
 // Panels packed ahead of time ("matmul_prepacked", a copy of an input, inlined) are read as
-// they are.
-#include "schedule/templates/nn.h"
+// they are. Products left unpacked (few rows) accumulate output vectors in place, or, where an
+// operand is read along k only (trans_b), take the reduction template's dot products along k.
 #include "schedule/templates/extent_hint.h"
+#include "schedule/templates/math.h"
+#include "schedule/templates/nn.h"
 #include "tensor_ir/ops/nn.h"
+#include "tensor_ir/substitute.h"
 
 namespace tessera::schedule {
 
@@ -28,8 +31,8 @@ constexpr int64_t kFewPanels = 16;
 constexpr int64_t kMaxStreamedB = 512 * 1024;
 
 // The tile's rows (knob "matmul.tile_rows"): the product pads its rows to whole multiples of
-// matmul_tile_rows (8, or 7 where that pads none), and a tile may take two of them where the
-// accumulators fit. Rows of 7 (the positions of a 14x14 plane, as a 1x1 convolution with few
+// matmul_tile_rows (8, or 7 where that pads none; 6 or 5 with 16 registers), and a tile may take
+// two of them where the accumulators fit. Rows of 7 (the positions of a 14x14 plane, as a 1x1 convolution with few
 // positions has them) leave half the registers idle and read 7 of the 16 positions each cache
 // line of an input channel holds, then the next tile the other 9: tiles of 14 read whole rows of
 // the plane (benchmarks/NOTES.md, "Matrix-product templates").
@@ -54,8 +57,8 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   size_t nb = pc->axis.size() - 2;
   int64_t m = dim_hint(product, nb);  // padded to whole tiles
   int64_t nr = dim_hint(packed, packed.ndim() - 1);
-  int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m), nr / s.hardware().lanes(product.dtype()),
-                         s.hardware().registers.count - 4, knobs);
+  int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m, s.hardware().registers),
+                         nr / s.hardware().lanes(product.dtype()), s.hardware().registers.count - 4, knobs);
   int64_t k = dim_hint(packed, packed.ndim() - 2);
   // A panel packed inside the tile loops lives in a buffer of its own size (on the heap when its
   // depth is symbolic, allocated once per panel: a small cost beside the panel's k x nr x m work).
@@ -170,13 +173,29 @@ void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, cons
   size_t nb = product.as<ComputeOp>()->axis.size() - 2, last = oc->axis.size() - 1;
   int64_t rows = 1;
   for (size_t d = nb; d < last; ++d) rows *= dim_hint(out, d);
-  int64_t padded = dim_hint(product, nb), mr = tensor_ir::ops::matmul_tile_rows(padded);
+  int64_t padded = dim_hint(product, nb), mr = tensor_ir::ops::matmul_tile_rows(padded, s.hardware().registers);
   if (last < nb + 1 || (rows + mr - 1) / mr * mr != padded) nb = last - 1;  // an epilogue broadcasting the product
   Stage& o = s[out];
   std::vector<Loop> batch, row_dims;
   for (size_t d = 0; d < last; ++d) (d < nb ? batch : row_dims).push_back(o.loop(oc->axis[d]));
   nn::schedule_matmul_tiles(s, out, product, packed, batch, nn::fuse_all(o, row_dims), o.loop(oc->axis[last]),
                             dim_hint(out, last), knobs);
+}
+
+// Whether an operand of the unpacked product reads along the product's last axis other than as
+// its innermost index (B read transposed, or A's rows in a matrix-vector product): vectors along
+// that axis would gather.
+bool reads_columns_strided(Schedule& s, const Tensor& product) {
+  const auto* c = product.as<ComputeOp>();
+  const auto* r = c->body.as<tensor_ir::Reduce>();
+  if (!r || c->axis.empty()) return false;
+  const tensor_ir::VarNode* j = c->axis.back().var().get();
+  for (const Expr& e : leaf_loads(s, r->source)) {
+    const auto& idx = e.as<tensor_ir::ProducerLoad>()->indices;
+    for (size_t d = 0; d + 1 < idx.size(); ++d)
+      if (tensor_ir::uses_var(idx[d], j)) return true;
+  }
+  return false;
 }
 
 void schedule_matmul(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
@@ -190,8 +209,9 @@ void schedule_matmul(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
     schedule_packed(s, out, product, packed, knobs);
     return;
   }
-  // Few rows or narrow columns: no packing; each output vector accumulates over k in place.
-  schedule_generic_stage(s, product);
+  // Few rows or narrow columns: no packing.
+  if (reads_columns_strided(s, product)) schedule_reduction_stage(s, product);
+  else schedule_generic_stage(s, product);
   if (!out.same_as(product)) schedule_generic_stage(s, out);
 }
 

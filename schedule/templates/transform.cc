@@ -38,12 +38,11 @@ int64_t elements_of(const ComputeOp* c) {
   return n;
 }
 
-// Fuses `outer` (adjacent, in order) and parallelizes the result when the stage is big enough.
+// Fuses `outer` (adjacent, in order; see fuse_for_parallel) and parallelizes the result when the
+// stage is big enough.
 void fuse_parallel(Stage& st, const std::vector<Loop>& outer, int64_t elements) {
   if (outer.empty()) return;
-  Loop fused = outer[0];
-  for (size_t i = 1; i < outer.size(); ++i) fused = st.fuse(fused, outer[i]);
-  parallel_if_worth(st, fused, st.op(), elements, kMinParallelElements);
+  parallel_if_worth(st, fuse_for_parallel(st, outer), st.op(), elements, kMinParallelElements);
 }
 
 // Rows: [fused outer axes (parallel)] [row: innermost axis / lanes] [reductions] [lanes (vector)].

@@ -30,15 +30,17 @@ struct Registers {
 
 // numpy matmul: a 1-D `a` is a row, a 1-D `b` a column (the added dimension is removed from the
 // result); leading batch dimensions broadcast.
-// With packed_columns > 0, `b` is matmul_pack_weight's packing of a [.., K, packed_columns] operand.
-Tensor matmul(const Tensor& a, const Tensor& b, const Registers& regs, int64_t packed_columns = 0);
+// With packed_columns > 0, `b` is matmul_pack_weight's packing of a [.., K, packed_columns] operand;
+// with trans_b, `b` is [.., N, K] (rank >= 2, unpacked): a @ swapaxes(b, -1, -2) without the copy.
+Tensor matmul(const Tensor& a, const Tensor& b, const Registers& regs, int64_t packed_columns = 0,
+              bool trans_b = false);
 std::vector<int64_t> matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 // The same for symbolic extents: inner and batch dimensions must be provably equal (or 1).
 std::vector<Expr> matmul_shape(const std::vector<Expr>& a, const std::vector<Expr>& b);
 // The register tile of a packed product: rows of the result, and columns (two vectors of the
 // accumulation type, one when n fits in one, three when that alone makes whole panels). The
 // packed result is padded to whole tiles.
-int64_t matmul_tile_rows(int64_t m);
+int64_t matmul_tile_rows(int64_t m, const Registers& regs);
 int64_t matmul_tile_cols(DataType acc, int64_t n, const Registers& regs);
 // alpha * op(a) @ op(b) + beta * c for 2-D a and b, op transposing when asked; `c` (may be
 // undefined) broadcasts to the result. With packed_columns > 0, `b` is matmul_pack_weight's

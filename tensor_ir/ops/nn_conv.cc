@@ -352,7 +352,7 @@ Tensor pointwise(const ConvCore& c) {
     std::vector<Expr> origin(c.kernel.size(), Expr(0));
     if (!c.prepacked) return c.weight(m, k, origin);
     // Packed as Wp[m / mr, c, 1.., m % mr]: a row tile's weights are one contiguous stream.
-    Expr mr(matmul_tile_rows(c.m));
+    Expr mr(matmul_tile_rows(c.m, c.registers));
     std::vector<Expr> idx{floordiv(m, mr), k};
     idx.insert(idx.end(), origin.begin(), origin.end());
     idx.push_back(floormod(m, mr));
@@ -408,10 +408,10 @@ Tensor pointwise_rows(const ConvCore& c) {
 // instead of 224 columns save about what the gathers cost).
 bool positions_as_rows(const ConvCore& c, int64_t positions) {
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
-  int64_t as_columns =
-      round_up(c.m, matmul_tile_rows(c.m)) * round_up(positions, matmul_tile_cols(c.acc, positions, c.registers));
-  int64_t as_rows =
-      round_up(positions, matmul_tile_rows(positions)) * round_up(c.m, matmul_tile_cols(c.acc, c.m, c.registers));
+  int64_t as_columns = round_up(c.m, matmul_tile_rows(c.m, c.registers)) *
+                       round_up(positions, matmul_tile_cols(c.acc, positions, c.registers));
+  int64_t as_rows = round_up(positions, matmul_tile_rows(positions, c.registers)) *
+                    round_up(c.m, matmul_tile_cols(c.acc, c.m, c.registers));
   return as_rows * (c.c + 14) < as_columns * c.c;
 }
 
@@ -447,7 +447,7 @@ std::vector<int64_t> packed_shape(const ConvCore& c, const ConvForm& form, const
   if (form.kind == ConvForm::Winograd) return winograd_weight_shape(c);
   if (form.kind == ConvForm::Blocked || form.kind == ConvForm::Strip)
     return conv_packed_weight_shape(weight, form.block);
-  if (form.kind == ConvForm::Pointwise) return conv_packed_weight_shape(weight, matmul_tile_rows(c.m));
+  if (form.kind == ConvForm::Pointwise) return conv_packed_weight_shape(weight, matmul_tile_rows(c.m, c.registers));
   if (form.kind == ConvForm::PointwiseRows)
     return conv_packed_weight_shape(weight, matmul_tile_cols(c.acc, c.m, c.registers));
   return {};
@@ -583,7 +583,7 @@ ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const st
   ConvForm form = conv_form(c);
   if (form.kind == ConvForm::Winograd) return {ConvWeightPacking::Winograd};
   if (form.kind == ConvForm::Blocked || form.kind == ConvForm::Strip) return {ConvWeightPacking::Blocked, form.block};
-  if (form.kind == ConvForm::Pointwise) return {ConvWeightPacking::Blocked, matmul_tile_rows(c.m)};
+  if (form.kind == ConvForm::Pointwise) return {ConvWeightPacking::Blocked, matmul_tile_rows(c.m, c.registers)};
   if (form.kind == ConvForm::PointwiseRows)
     return {ConvWeightPacking::Blocked, matmul_tile_cols(c.acc, c.m, c.registers)};
   return {};

@@ -27,16 +27,25 @@ int64_t Registers::lanes(DataType acc) const {
   return std::max<int64_t>(1, vector_bytes / acc.element_bytes());
 }
 
-// 8 rows, or 7 where that divides the rows and 8 does not (49, 196: no padded rows).
-int64_t matmul_tile_rows(int64_t m) { return m % 8 != 0 && m % 7 == 0 ? 7 : std::clamp<int64_t>(m, 1, 8); }
+// With 32 registers: 8 rows, or 7 where that divides the rows and 8 does not (49, 196: no padded
+// rows). With 16 (AVX2) a tile of 8 rows by two vectors needs 16 accumulators beside B's two
+// vectors and A's broadcast, and spills: 6 or 5 rows (12 or 10 accumulators run alike), whichever
+// pads fewer rows. (A GPU's threads tile their own way; its packings keep the first rule.)
+int64_t matmul_tile_rows(int64_t m, const Registers& regs) {
+  if (regs.count >= 32 || regs.is_scalar_device()) return m % 8 != 0 && m % 7 == 0 ? 7 : std::clamp<int64_t>(m, 1, 8);
+  if (m <= 6) return std::max<int64_t>(m, 1);
+  auto padded = [m](int64_t mr) { return (m + mr - 1) / mr * mr; };
+  return padded(5) < padded(6) ? 5 : 6;
+}
 // Two vectors, or one where n fits in one; three where that fills whole panels and two does not
-// (144 columns: 3 panels of 48 instead of 5 of 32, the last half zeros). Between one and two
+// (144 columns: 3 panels of 48 instead of 5 of 32, the last half zeros), and the registers hold
+// the accumulators of 3 vectors by 8 rows (not with 16). Between one and two
 // vectors (MobileNet-v2's 24 channels), one panel of two (the second vector partly zeros) beats
 // two panels of one: tiles of 8 x 2 vectors instead of 8 x 1 and a half-empty second panel
 // (benchmarks/NOTES.md, "Matrix-product templates").
 int64_t matmul_tile_cols(DataType acc, int64_t n, const Registers& regs) {
   int64_t lanes = regs.lanes(acc);
-  if (n % (2 * lanes) != 0 && n % (3 * lanes) == 0) return 3 * lanes;
+  if (regs.count >= 32 && n % (2 * lanes) != 0 && n % (3 * lanes) == 0) return 3 * lanes;
   return n > lanes ? 2 * lanes : lanes;
 }
 
@@ -112,7 +121,7 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
         },
         name, "matmul", names);
   }
-  int64_t nr = matmul_tile_cols(c.acc, cols, c.registers), mr = matmul_tile_rows(rows);
+  int64_t nr = matmul_tile_cols(c.acc, cols, c.registers), mr = matmul_tile_rows(rows, c.registers);
   Expr m = c.m;
   Tensor bp = c.packed_b.defined()
                   ? compute(
@@ -310,7 +319,7 @@ MatmulCore broadcast_matmul(const std::vector<Expr>& as, const std::vector<Expr>
 // of m rows each (a sequence-first [128, 1, 256] activation made 128 one-row products). The
 // result stage (tag "matmul_epilogue") reads the product's row b.. x m + i for [b.., i, j].
 Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<Expr>& as, const Expr& n,
-                            int64_t packed_columns, const Registers& regs) {
+                            int64_t packed_columns, bool trans_b, const Registers& regs) {
   std::vector<Expr> lead(as.begin(), as.end() - 1);  // b.., m
   MatmulCore c;
   c.registers = regs;
@@ -325,7 +334,9 @@ Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<
     idx.push_back(k);
     return read_as(a, idx, acc);
   };
-  c.b = [b, acc](const std::vector<Expr>&, const Expr& j, const Expr& k) { return read_as(b, {k, j}, acc); };
+  c.b = [b, acc, trans_b](const std::vector<Expr>&, const Expr& j, const Expr& k) {
+    return read_as(b, trans_b ? std::vector<Expr>{j, k} : std::vector<Expr>{k, j}, acc);
+  };
   c.b_batch_of = [](const std::vector<Expr>&) { return std::vector<Expr>{}; };
   if (packed_columns > 0) c.packed_b = b;
   Tensor r = matmul_core(c, "matmul");
@@ -347,8 +358,11 @@ Tensor matmul_folding_batch(const Tensor& a, const Tensor& b, const std::vector<
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, const Registers& regs, int64_t packed_columns) {
+Tensor matmul(const Tensor& a, const Tensor& b, const Registers& regs, int64_t packed_columns, bool trans_b) {
   std::vector<Expr> as = a->shape, bs = b->shape;
+  if (trans_b && (packed_columns > 0 || bs.size() < 2))
+    fail("matmul: trans_b needs an unpacked right operand of rank >= 2, got ", shape_str(bs));
+  if (trans_b) std::swap(bs[bs.size() - 1], bs[bs.size() - 2]);
   if (packed_columns > 0) {
     bs = shape_exprs(matmul_unpacked_weight_shape(b->dims(), packed_columns, a.dtype(), regs));
     if (b.dtype() != accumulation_type(a.dtype()) || as.size() < 2)
@@ -360,11 +374,14 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Registers& regs, int64_t p
   // A symbolic extent may be 0 at run time; the folded form handles that as the plain one does.
   bool empty = std::any_of(as.begin(), as.end(), [](const Expr& d) { return is_zero(d); });
   if (as.size() >= 3 && bs.size() == 2 && !empty)
-    return matmul_folding_batch(a, b, as, bs.back(), packed_columns, regs);
+    return matmul_folding_batch(a, b, as, bs.back(), packed_columns, trans_b, regs);
   DataType acc = accumulation_type(a.dtype());
   MatmulCore c = broadcast_matmul(
       as, bs, acc, [a, acc](const std::vector<Expr>& idx, const Expr&) { return read_as(a, idx, acc); },
-      [b, acc](const std::vector<Expr>& idx, const Expr&) { return read_as(b, idx, acc); });
+      [b, acc, trans_b](std::vector<Expr> idx, const Expr&) {
+        if (trans_b) std::swap(idx[idx.size() - 1], idx[idx.size() - 2]);
+        return read_as(b, idx, acc);
+      });
   c.registers = regs;
   if (packed_columns > 0) c.packed_b = b;
   Tensor r = matmul_core(c, "matmul");

@@ -52,11 +52,12 @@ def test_tasks_are_the_models_distinct_kernels(tmp_path):
 def test_a_pointwise_convolutions_work_is_its_multiply_adds():
     """The GFLOP/s a session reports: 2 x M x K per output, the operand reads (x - 0 without a zero
     point) not counted as work; they made it 1.5 times this before."""
-    x, w = np.zeros((1, 256, 28, 32), "float32"), np.ones((64, 256, 1, 1), "float32")
+    # 96 output channels: whole tiles of rows on every CPU (8 with 32 registers, 6 with 16).
+    x, w = np.zeros((1, 256, 28, 32), "float32"), np.ones((96, 256, 1, 1), "float32")
     mod = nn_testing.load(nn_testing.model("Conv", [x, w], constants=[1]))
     for opt_level in (2, 3):
         (task,) = tessera.autotune.tasks(mod, opt_level=opt_level)
-        assert task["flops"] == pytest.approx(2 * 64 * 256 * 28 * 32, rel=0.03), opt_level
+        assert task["flops"] == pytest.approx(2 * 96 * 256 * 28 * 32, rel=0.03), opt_level
 
 
 def test_a_winograd_convolutions_work_is_its_own_arithmetic():
