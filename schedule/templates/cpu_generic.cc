@@ -10,8 +10,9 @@ namespace tessera::schedule {
 using tensor_ir::ComputeOp;
 
 namespace {
-// Below this many output elements a parallel loop costs more than it saves.
-constexpr int64_t kMinParallelElements = 16384;
+// Below this much work (output elements times their reductions' steps) a parallel loop costs
+// more than it saves.
+constexpr int64_t kMinParallelWork = 16384;
 }  // namespace
 
 void inline_injective_producers(Schedule& s, const Tensor& output) {
@@ -85,8 +86,11 @@ void schedule_generic_stage(Schedule& s, const Tensor& t) {
   if (!c || c->axis.empty()) return;
   std::vector<Loop> data, reduce;
   for (const auto& l : st.leaf_loops()) (l->kind == tensor_ir::IterKind::Reduce ? reduce : data).push_back(l);
-  int64_t elements = 1;
-  for (size_t d = 0; d < c->axis.size(); ++d) elements *= dim_hint(c, d);
+  // The work counts each reduction's steps too: a one-row product of 256 outputs over 513 cached
+  // values (a decoding step's attention times values) is not small.
+  int64_t work = 1;
+  for (size_t d = 0; d < c->axis.size(); ++d) work *= dim_hint(c, d);
+  for (const auto& iv : c->reduce_axis()) work *= extent_hint(iv->dom.extent);
   // Innermost data axis: vector lanes. A reduction then runs outside it (the accumulators of
   // one vector stay in a register across the reduction).
   std::vector<Loop> outer(data.begin(), data.end() - 1);
@@ -97,7 +101,7 @@ void schedule_generic_stage(Schedule& s, const Tensor& t) {
   if (order.size() > 1) st.reorder(order);
   if (vec) st.vectorize(vec);
   if (outer.empty()) return;
-  parallel_if_worth(st, fuse_for_parallel(st, outer), st.op(), elements, kMinParallelElements);
+  parallel_if_worth(st, fuse_for_parallel(st, outer), st.op(), work, kMinParallelWork);
 }
 
 TunableTemplate without_knobs(CpuTemplate schedule) {
