@@ -46,20 +46,15 @@ Type matmul_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& a = tensor_arg(args, 0, "left operand");
   const auto& b = tensor_arg(args, 1, "right operand");
   nn::require_dtype(a, "the left operand", kMatmulTypes);
-  if (attrs.get_int("trans_b")) {
-    if (b.ndim() < 2 || attrs.get_int("packed_columns"))
-      fail("trans_b needs an unpacked right operand of rank >= 2, got rank ", b.ndim());
-    std::vector<tensor_ir::Expr> dims = b.shape.dims();
-    std::swap(dims[dims.size() - 1], dims[dims.size() - 2]);
-    if (a.dtype != b.dtype) fail("operand dtypes differ: ", a.dtype.str(), " vs ", b.dtype.str());
-    return tensor_type(Shape(ops::matmul_shape(a.shape.dims(), dims)), a.dtype);
-  }
-  if (a.shape.is_static() && b.shape.is_static())
+  const bool trans_b = attrs.get_int("trans_b"), packed = attrs.get_int("packed_columns");
+  if (trans_b && (b.ndim() < 2 || packed))
+    fail("trans_b needs an unpacked right operand of rank >= 2, got rank ", b.ndim());
+  if (a.shape.is_static() && b.shape.is_static() && !trans_b)
     return tensor_type(ops::matmul_shape(a.shape, right_operand(a, b, attrs)), a.dtype);
-  const Shape right = attrs.get_int("packed_columns") ? Shape(right_operand(a, b, attrs)) : b.shape;
-  if (a.dtype != b.dtype && !attrs.get_int("packed_columns"))
-    fail("operand dtypes differ: ", a.dtype.str(), " vs ", b.dtype.str());
-  return tensor_type(Shape(ops::matmul_shape(a.shape.dims(), right.dims())), a.dtype);
+  std::vector<tensor_ir::Expr> right = packed ? Shape(right_operand(a, b, attrs)).dims() : b.shape.dims();
+  if (trans_b) std::swap(right[right.size() - 1], right[right.size() - 2]);
+  if (a.dtype != b.dtype && !packed) fail("operand dtypes differ: ", a.dtype.str(), " vs ", b.dtype.str());
+  return tensor_type(Shape(ops::matmul_shape(a.shape.dims(), right)), a.dtype);
 }
 
 Type matmul_pack_weight_rel(const std::vector<Type>& args, const Attrs& attrs) {
