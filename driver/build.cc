@@ -261,6 +261,9 @@ void validate(const BuildOptions& options) {
 BuildResult build(const Module& module, const targets::Target& target, const BuildOptions& options) {
   validate(options);
   const schedule::HardwareParams hardware = target.hardware();
+  // The hints are in scope for the graph passes too: where AlterOpLayout packs a weight for a
+  // form chosen by the sizes, lowering reads that packing.
+  tensor_ir::SizeHintScope hints(options.size_hints);
   Module optimized = optimize(module, hardware, options.opt_level);
   std::unique_ptr<autotune::TuningDatabase> db;
   if (!options.db_path.empty()) db = autotune::TuningDatabase::open_existing(options.db_path);
@@ -271,7 +274,6 @@ BuildResult build(const Module& module, const targets::Target& target, const Bui
   std::unique_ptr<autotune::ScheduleTransfer> transfer;
   if (db && options.transfer && runs_here) transfer = std::make_unique<autotune::ScheduleTransfer>(*db, key);
   ScheduleContext ctx{db.get(), key, transfer.get(), hardware};
-  tensor_ir::SizeHintScope hints(options.size_hints);
   return PlanBuilder(ctx).run(optimized, target, options.jit, options.constants.get());
 }
 

@@ -57,6 +57,8 @@ size_t row_count_class(int64_t rows) {
 }
 
 Expr product_rows(const std::vector<Tensor>& outputs) {
+  for (const Tensor& t : topological_order(outputs))
+    if (const auto* c = t.as<ComputeOp>(); c && c->tag == "conv_epilogue") return Expr();
   for (const Tensor& t : topological_order(outputs)) {
     const auto* c = t.as<ComputeOp>();
     if (!c || c->tag != "matmul" || c->reduce_axis().empty()) continue;

@@ -20,7 +20,9 @@ namespace tessera::driver {
 
 // The row count of the matrix product in the graph of `outputs` (the extent of the axis "i" of
 // its stage tagged "matmul"), undefined when it has none or the rows are constant. For the
-// version of one row per tile it is the rows themselves (no padding to whole tiles).
+// version of one row per tile it is the rows themselves (no padding to whole tiles). A
+// convolution's product (Winograd's tiles, a pointwise one's positions) has none: its rows are
+// few only for images of a few pixels, and its versions would multiply a long compilation.
 tensor_ir::Expr product_rows(const std::vector<tensor_ir::Tensor>& outputs);
 
 // A class of row counts: [least, least of the next class).

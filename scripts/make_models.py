@@ -19,8 +19,10 @@ MODELS = {
     "transformer": ("transformer_encoder", (1, 128, 256)),
 }
 # The input dimensions an exporter leaves symbolic in a model's dynamic variant (name_dynamic.onnx):
-# the batch, and a transformer's sequence length.
+# the batch, and a transformer's sequence length; with images, also an image's height and width
+# (name_dynamic_hw.onnx, a convolutional network's variant).
 DYNAMIC_AXES = {"transformer": {0: "N", 1: "L"}}
+IMAGE_AXES = {0: "N", 2: "H", 3: "W"}
 SEED = 0
 
 
@@ -86,16 +88,24 @@ def example_input(name, seed=1):
     return np.random.default_rng(seed).standard_normal(shape).astype("float32")
 
 
-def export(name, out_dir, dynamic=False):
+def model_path(name, out_dir, dynamic=False, images=False):
+    suffix = "_dynamic_hw" if images else "_dynamic" if dynamic else ""
+    return os.path.join(out_dir, f"{name}{suffix}.onnx")
+
+
+def export(name, out_dir, dynamic=False, images=False):
     """Writes name.onnx, or with `dynamic` name_dynamic.onnx, whose input keeps its batch (and a
-    transformer's sequence length) symbolic, as exporters write them with dynamic_axes."""
+    transformer's sequence length) symbolic, as exporters write them with dynamic_axes; with
+    `images`, name_dynamic_hw.onnx, whose batch, height and width are symbolic."""
     import torch
     import torch_numpy
     os.makedirs(out_dir, exist_ok=True)
     model, shape = build_model(name)
-    path = os.path.join(out_dir, f"{name}_dynamic.onnx" if dynamic else f"{name}.onnx")
+    path = model_path(name, out_dir, dynamic, images)
     x = torch_numpy.tensor(example_input(name))
-    axes = {"input": DYNAMIC_AXES.get(name, {0: "N"}), "output": {0: "N"}} if dynamic else None
+    axes = {"input": IMAGE_AXES if images else DYNAMIC_AXES.get(name, {0: "N"}), "output": {0: "N"}}
+    if not (dynamic or images):
+        axes = None
     # Exported with autograd on: under no_grad PyTorch takes fused fast paths for attention
     # that have no ONNX form.
     torch.onnx.export(model, x, path, opset_version=14, input_names=["input"], output_names=["output"],
@@ -108,12 +118,12 @@ def export(name, out_dir, dynamic=False):
     return path
 
 
-def ensure(name, out_dir, dynamic=False):
-    """The path of model `name` (its dynamic variant with `dynamic`) in out_dir, exported if it
-    is not there yet."""
-    path = os.path.join(out_dir, f"{name}_dynamic.onnx" if dynamic else f"{name}.onnx")
+def ensure(name, out_dir, dynamic=False, images=False):
+    """The path of model `name` (its dynamic variant with `dynamic`, its variant of symbolic
+    image sizes with `images`) in out_dir, exported if it is not there yet."""
+    path = model_path(name, out_dir, dynamic, images)
     if not os.path.exists(path) or not os.path.exists(os.path.join(out_dir, f"{name}.output.npy")):
-        export(name, out_dir, dynamic)
+        export(name, out_dir, dynamic, images)
     return path
 
 
@@ -122,12 +132,13 @@ def main():
     parser.add_argument("models", nargs="*", default=["resnet18", "mobilenet_v2", "transformer"], help=", ".join(sorted(MODELS)))
     parser.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
     parser.add_argument("--dynamic", action="store_true", help="the variants with a symbolic batch (and sequence)")
+    parser.add_argument("--images", action="store_true", help="the variants with a symbolic batch, height and width")
     args = parser.parse_args()
     for name in args.models:
         if name not in MODELS:
             parser.error(f"unknown model {name} (known: {', '.join(sorted(MODELS))})")
     for name in args.models:
-        path = export(name, args.out, args.dynamic)
+        path = export(name, args.out, args.dynamic, args.images)
         print(f"wrote {os.path.relpath(path)} (input {MODELS[name][1]})")
     return 0
 

@@ -23,9 +23,9 @@ std::vector<int64_t> spatial_attr(const ConvertContext& c, const char* name, siz
   return v;
 }
 
-std::vector<int64_t> window_pads(const ConvertContext& c, const std::vector<int64_t>& in,
-                                 const std::vector<int64_t>& window, const std::vector<int64_t>& strides) {
-  size_t rank = in.size();
+std::vector<int64_t> window_pads(const ConvertContext& c, const relay_ir::Shape& x, const std::vector<int64_t>& window,
+                                 const std::vector<int64_t>& strides) {
+  size_t rank = window.size();
   std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
     std::vector<int64_t> pads = c.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
@@ -43,8 +43,11 @@ std::vector<int64_t> window_pads(const ConvertContext& c, const std::vector<int6
     c.error("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '" + auto_pad + "'");
   // SAME: output = ceil(in / stride); the odd pad goes at the end (UPPER) or the beginning (LOWER).
   for (size_t d = 0; d < rank; ++d) {
-    int64_t out = (in[d] + strides[d] - 1) / strides[d];
-    int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + window[d] - in[d]);
+    int64_t total = window[d] - 1;  // at stride 1, whatever the size
+    if (strides[d] > 1) {
+      int64_t in = x[2 + d], out = (in + strides[d] - 1) / strides[d];
+      total = std::max<int64_t>(0, (out - 1) * strides[d] + window[d] - in);
+    }
     int64_t small = total / 2, big = total - small;
     pads[d] = auto_pad == "SAME_UPPER" ? small : big;
     pads[d + rank] = auto_pad == "SAME_UPPER" ? big : small;

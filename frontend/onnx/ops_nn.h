@@ -27,10 +27,11 @@ Converter one(F f) {
 // Input `i` when given, else a 0-D zero of `dtype` (an omitted zero point).
 relay_ir::Expr input_or_zero(const ConvertContext& c, size_t i, runtime::DataType dtype);
 
-// Explicit begin/end pads ([begins..., ends...]) for a sliding window over `in` (spatial
-// sizes) given the node's auto_pad / pads attributes; `window` is the dilated kernel extent.
-std::vector<int64_t> window_pads(const ConvertContext& c, const std::vector<int64_t>& in,
-                                 const std::vector<int64_t>& window, const std::vector<int64_t>& strides);
+// Explicit begin/end pads ([begins..., ends...]) for a sliding window over `x` ([N, C,
+// spatial...]) given the node's auto_pad / pads attributes; `window` is the dilated kernel
+// extent. Only SAME pads with a stride depend on a spatial size, which must then be a constant.
+std::vector<int64_t> window_pads(const ConvertContext& c, const relay_ir::Shape& x, const std::vector<int64_t>& window,
+                                 const std::vector<int64_t>& strides);
 
 // An ints attribute of one entry per spatial dimension (default `fill`), checked for length
 // and positivity.

@@ -20,31 +20,29 @@ struct Window {
   int64_t groups = 1;
 };
 
-// The spatial sizes of input 0 and of the weight's kernel (input `weight`), checking
-// kernel_shape against it.
-void spatial_sizes(const ConvertContext& c, std::vector<int64_t>& in, std::vector<int64_t>& kernel, size_t weight = 1) {
+// The weight's kernel (input `weight`), checking kernel_shape against it.
+std::vector<int64_t> kernel_sizes(const ConvertContext& c, size_t weight = 1) {
   const auto& x = c.input_type(0);
   const auto& w = c.input_type(weight);
   if (x.ndim() < 3) c.error("input X must be [N, C, spatial...], got shape " + x.shape.str());
   if (w.ndim() != x.ndim()) c.error("weight W " + w.shape.str() + " must have the rank of X " + x.shape.str());
-  in = x.shape.ints_from(2);  // the batch may be symbolic
-  kernel = w.shape.ints_from(2);
+  std::vector<int64_t> kernel = w.shape.ints_from(2);
   if (c.has_attr("kernel_shape") && c.attr_ints("kernel_shape", {}) != kernel)
     c.error("kernel_shape " + runtime::shape_str(c.attr_ints("kernel_shape", {})) +
             " differs from the weight's kernel " + runtime::shape_str(kernel));
+  return kernel;
 }
 
 Window conv_window(const ConvertContext& c, size_t weight = 1) {
-  std::vector<int64_t> in, kernel;
-  spatial_sizes(c, in, kernel, weight);
-  size_t rank = in.size();
+  std::vector<int64_t> kernel = kernel_sizes(c, weight);
+  size_t rank = kernel.size();
   Window w;
   w.strides = nn::spatial_attr(c, "strides", rank, 1);
   w.dilations = nn::spatial_attr(c, "dilations", rank, 1);
   w.groups = c.attr_int("group", 1);
   std::vector<int64_t> extent(rank);
   for (size_t d = 0; d < rank; ++d) extent[d] = (kernel[d] - 1) * w.dilations[d] + 1;
-  w.pads = nn::window_pads(c, in, extent, w.strides);
+  w.pads = nn::window_pads(c, c.input_type(0).shape, extent, w.strides);
   return w;
 }
 
@@ -59,8 +57,8 @@ Attrs conv_attrs(const Window& w) {
 // the end for SAME_UPPER, at the beginning otherwise (the spec's rule); a size beyond what the
 // input reaches is zeros at the end, i.e. more output padding.
 Window conv_transpose_window(const ConvertContext& c) {
-  std::vector<int64_t> in, kernel;
-  spatial_sizes(c, in, kernel);
+  std::vector<int64_t> kernel = kernel_sizes(c);
+  std::vector<int64_t> in = c.input_type(0).shape.ints_from(2);  // the batch may be symbolic
   size_t rank = in.size();
   Window w;
   w.strides = nn::spatial_attr(c, "strides", rank, 1);

@@ -28,14 +28,14 @@ Attrs window_attrs(const ConvertContext& c) {
   std::vector<int64_t> strides = nn::spatial_attr(c, "strides", rank, 1);
   std::vector<int64_t> dilations = nn::spatial_attr(c, "dilations", rank, 1);
   const auto& x = c.input_type(0);
-  std::vector<int64_t> in = x.shape.ints_from(2), extent(rank);
+  std::vector<int64_t> extent(rank);
   for (size_t d = 0; d < rank; ++d) extent[d] = (kernel[d] - 1) * dilations[d] + 1;
   int64_t ceil_mode = c.attr_int("ceil_mode", 0);
   if (ceil_mode != 0 && ceil_mode != 1) c.error("ceil_mode must be 0 or 1, got " + std::to_string(ceil_mode));
   return {{"kernel", kernel},
           {"strides", strides},
           {"dilations", dilations},
-          {"pads", nn::window_pads(c, in, extent, strides)},
+          {"pads", nn::window_pads(c, x.shape, extent, strides)},
           {"ceil_mode", ceil_mode}};
 }
 

@@ -26,6 +26,17 @@ void check_quant_param(const std::vector<Type>& args, size_t i, const char* name
          ", got shape ", runtime::shape_str(p.shape));
 }
 
+std::vector<OpDef::NonEmptyDim> window_fits(const CallNode& call) {
+  const Shape& out = as_tensor(call.checked_type, "output").shape;
+  std::vector<OpDef::NonEmptyDim> dims;
+  for (size_t d = 2; d < out.size(); ++d)
+    if (!out.is_static(d))
+      dims.push_back({out.dim(d), tensor_ir::Expr(1),
+                      "needs its input (padding included) at least as large as its window in spatial dimension " +
+                          std::to_string(d - 2) + ": its output size there"});
+  return dims;
+}
+
 Expr element(const Expr& tuple_grad, size_t i) {
   const auto* t = tuple_grad.as<TupleNode>();
   return t && i < t->elements.size() ? t->elements[i] : Expr();

@@ -57,8 +57,9 @@ void check_bias(const std::vector<Type>& args, const TensorTypeNode& data, int64
 
 // The shape of the weight a packed one holds ([packed_channels, C / groups, kernel...]), after
 // checking it is the packing this convolution reads (conv_pack_weight or conv_winograd_weight).
-std::vector<int64_t> unpacked_weight(const TensorTypeNode& d, const std::vector<int64_t>& data, const TensorTypeNode& w,
-                                     int64_t channels, const ops::ConvGeometry& g, const Attrs& attrs) {
+std::vector<int64_t> unpacked_weight(const TensorTypeNode& d, const std::vector<tensor_ir::Expr>& data,
+                                     const TensorTypeNode& w, int64_t channels, const ops::ConvGeometry& g,
+                                     const Attrs& attrs) {
   DataType want = ops::packed_weight_dtype(d.dtype);
   if (w.dtype != want)
     fail("a packed weight (packed_channels=", channels, ") must be ", want.str(), ", got ", w.dtype.str());
@@ -73,7 +74,7 @@ Type conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
   int64_t channels = attrs.get_int("packed_channels");
   if (channels < 0) fail("packed_channels must not be negative, got ", channels);
   if (channels == 0 && w.dtype != d.dtype) fail("weight dtype ", w.dtype.str(), " differs from data's ", d.dtype.str());
-  Shape out = keep_batch(d.shape, [&](const std::vector<int64_t>& data) {
+  Shape out = keep_batch(d.shape, [&](const std::vector<tensor_ir::Expr>& data) {
     return ops::conv_shape(data, channels ? unpacked_weight(d, data, w, channels, g, attrs) : w.shape.ints(), g);
   });
   check_bias(args, d, out[1]);
@@ -382,7 +383,7 @@ void register_nn_conv_ops(OpRegistry& r) {
            return ops::conv(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, false),
                             registers_of(a, "conv"), a.get_int("packed_channels"));
          }),
-         "conv_epilogue", nn::conv_gradient});
+         "conv_epilogue", nn::conv_gradient, /*is_view=*/false, nn::window_fits});
   std::vector<AttrSpec> channels_last = conv_attrs(false);
   channels_last.push_back({"data_layout", std::string("NHWC")});
   r.add({"conv_nhwc",

@@ -33,6 +33,10 @@ tensor_ir::ops::ConvGeometry conv_geometry(const Attrs& a, size_t rank, bool tra
 // The window geometry of a pooling call (kernel, strides, dilations, pads, ceil_mode), its empty
 // attributes filled with their defaults.
 tensor_ir::ops::PoolGeometry pool_geometry(const Attrs& a);
+// The output sizes of a windowed call (convolution, pooling) along symbolic spatial dimensions,
+// which an input smaller than the window (padding included) makes less than 1: a plan of symbolic
+// sizes checks them at each call (OpDef::nonempty_dims).
+std::vector<OpDef::NonEmptyDim> window_fits(const CallNode& call);
 // The tensor-IR input at `i`, or an undefined tensor when the call has fewer arguments.
 inline tensor_ir::Tensor optional_input(const std::vector<tensor_ir::Tensor>& in, size_t i) {
   return i < in.size() ? in[i] : tensor_ir::Tensor();

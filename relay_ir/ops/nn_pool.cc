@@ -60,8 +60,8 @@ const TensorTypeNode& pool_data(const std::vector<Type>& args, bool any_numeric)
 Type pool_rel(const std::vector<Type>& args, const Attrs& attrs, bool any_numeric) {
   const auto& d = pool_data(args, any_numeric);
   auto g = nn::pool_geometry(attrs);
-  return tensor_type(keep_batch(d.shape, [&](const std::vector<int64_t>& data) { return ops::pool_shape(data, g); }),
-                     d.dtype);
+  return tensor_type(
+      keep_batch(d.shape, [&](const std::vector<tensor_ir::Expr>& data) { return ops::pool_shape(data, g); }), d.dtype);
 }
 
 Type max_pool_rel(const std::vector<Type>& args, const Attrs& attrs) { return pool_rel(args, attrs, true); }
@@ -266,7 +266,7 @@ void register_nn_pool_ops(OpRegistry& r) {
   r.add({"max_pool", "maximum over each window (padding never wins)", 1, 1, window_attrs(), max_pool_rel,
          OpPattern::OutEWiseFusable,
          single_output([](const In& in, const Attrs& a) { return ops::max_pool(in[0], nn::pool_geometry(a)); }), "pool",
-         nn::max_pool_gradient});
+         nn::max_pool_gradient, /*is_view=*/false, nn::window_fits});
   auto with_indices = window_attrs();
   with_indices.push_back({"storage_order", int64_t(0)});
   r.add(
@@ -285,13 +285,13 @@ void register_nn_pool_ops(OpRegistry& r) {
          OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
            return ops::avg_pool(in[0], nn::pool_geometry(a), a.get_int("count_include_pad") != 0);
          }),
-         "pool_epilogue", nn::avg_pool_gradient});
+         "pool_epilogue", nn::avg_pool_gradient, /*is_view=*/false, nn::window_fits});
   auto lp = window_attrs();
   lp.push_back({"p", 2.0});
   r.add({"lp_pool", "(sum |x|^p over each window)^(1/p)", 1, 1, lp, lp_pool_rel, OpPattern::OutEWiseFusable,
          single_output(
              [](const In& in, const Attrs& a) { return ops::lp_pool(in[0], nn::pool_geometry(a), a.get_float("p")); }),
-         "pool_epilogue", nn::lp_pool_gradient});
+         "pool_epilogue", nn::lp_pool_gradient, /*is_view=*/false, nn::window_fits});
   r.add({"global_avg_pool",
          "mean over all spatial dimensions (kept as size 1)",
          1,

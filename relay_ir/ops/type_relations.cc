@@ -119,21 +119,18 @@ std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::
   return out;
 }
 
-std::vector<int64_t> sizes_per_image(const Shape& data) {
-  if (data.is_static()) return data.ints();
-  std::vector<int64_t> sizes = data.ints_from(1);
-  sizes.insert(sizes.begin(), 1);
-  return sizes;
+std::vector<tensor_ir::Expr> dims_per_image(const Shape& data) {
+  if (data.empty()) fail("internal error: the sizes per image of a scalar");
+  std::vector<tensor_ir::Expr> dims = data.dims();
+  if (!data.is_static(0)) dims[0] = tensor_ir::Expr(1);
+  return dims;
 }
 
-Shape keep_batch(const Shape& data, const std::function<std::vector<int64_t>(const std::vector<int64_t>&)>& relation) {
-  if (data.is_static()) return relation(data.ints());
-  if (data.empty()) fail("internal error: keep_batch of a scalar");
-  std::vector<int64_t> out = relation(sizes_per_image(data));
-  TESSERA_CHECK(!out.empty() && out[0] == 1, "the relation does not keep the batch");
-  std::vector<tensor_ir::Expr> dims{data.dim(0)};
-  for (size_t i = 1; i < out.size(); ++i) dims.push_back(out[i]);
-  return Shape(dims);
+Shape keep_batch(const Shape& data,
+                 const std::function<std::vector<tensor_ir::Expr>(const std::vector<tensor_ir::Expr>&)>& relation) {
+  std::vector<tensor_ir::Expr> out = relation(dims_per_image(data));
+  out.at(0) = data.dim(0);
+  return Shape(out);
 }
 
 Type broadcast_binary(const std::vector<Type>& args, const Attrs&) { return binary(args, Kind::Any, false); }

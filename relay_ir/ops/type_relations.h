@@ -43,12 +43,14 @@ Type where_relation(const std::vector<Type>& args, const Attrs& attrs);
 std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 
-// The sizes of [N, C, spatial...] data, N as 1 when it is symbolic (each image is computed alike).
-std::vector<int64_t> sizes_per_image(const Shape& data);
+// The sizes of [N, C, spatial...] data, N as 1 when it is symbolic (each image is computed alike);
+// the spatial sizes as they are, constants or expressions.
+std::vector<tensor_ir::Expr> dims_per_image(const Shape& data);
 // The output shape of an operator that keeps dimension 0 (the batch) and computes each of its
-// indices alike (convolution, pooling): `relation` computes it from the other dimensions, which
-// must be constants, with a batch of 1; a symbolic batch passes through.
-Shape keep_batch(const Shape& data, const std::function<std::vector<int64_t>(const std::vector<int64_t>&)>& relation);
+// indices alike (convolution, pooling): `relation` computes it from dims_per_image(data); a
+// symbolic batch passes through.
+Shape keep_batch(const Shape& data,
+                 const std::function<std::vector<tensor_ir::Expr>(const std::vector<tensor_ir::Expr>&)>& relation);
 
 // Reductions with attrs axes (ints, empty: all) and keepdims (0/1): the input's dtype.
 Type reduce_relation(const std::vector<Type>& args, const Attrs& attrs);

@@ -52,7 +52,7 @@ class LayoutAlterer : public ExprMutator {
     Attrs attrs = set_registers(c->attrs, regs_);
     if (name == "conv") {
       if (c->attrs.get_int("packed_channels")) return node;
-      auto packing = ops::conv_weight_packing(sizes_per_image(x.shape), w.shape,
+      auto packing = ops::conv_weight_packing(dims_per_image(x.shape), w.shape,
                                               nn::conv_geometry(attrs, x.ndim() - 2, false), x.dtype, regs_);
       if (packing.kind == ops::ConvWeightPacking::Unpacked) return node;
       args[1] = packing.kind == ops::ConvWeightPacking::Winograd

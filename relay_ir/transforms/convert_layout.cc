@@ -64,7 +64,8 @@ ConvKind conv_kind(const CallNode& c, const ConstantValues& constants) {
   infer_type(c.args[1]);
   const auto& x = tensor(c.args[0]);
   const auto& w = tensor(c.args[1]);
-  if (x.ndim() != 4 || !x.dtype.is_float()) return ConvKind::Other;
+  // conv_nhwc's forms take constant heights and widths; symbolic ones stay NCHW.
+  if (x.ndim() != 4 || !x.dtype.is_float() || !x.shape.is_static(2) || !x.shape.is_static(3)) return ConvKind::Other;
   auto g = nn::conv_geometry(c.attrs, 2, false);
   if (w.shape[1] == 1 && g.groups == x.shape[1]) return ConvKind::Depthwise;
   if (g.groups != 1) return ConvKind::Other;

@@ -55,7 +55,8 @@ Loop split_into_vectors(Stage& st, const Loop& last, int64_t extent, int lanes, 
 // inner indices by dividing by the inner extents, a few cycles for constants but dozens for a
 // value known at run time (a decoding step's cache length: a concatenation of 64-element rows
 // spent most of its time dividing). Left out, it runs as a plain loop in each iteration.
-Loop fuse_for_parallel(Stage& st, const std::vector<Loop>& outer);
+// `joined`, when given, receives how many of `outer` the returned loop fuses.
+Loop fuse_for_parallel(Stage& st, const std::vector<Loop>& outer, size_t* joined = nullptr);
 constexpr int64_t kParallelChunks = 4;
 // Inlines every injective (non-reduction) stage feeding `output` that is not an output itself.
 void inline_injective_producers(Schedule& s, const Tensor& output);

@@ -57,15 +57,17 @@ LoopExtent extent_of(const Stage& st, const Loop& l) {
 
 }  // namespace
 
-Loop fuse_for_parallel(Stage& st, const std::vector<Loop>& outer) {
+Loop fuse_for_parallel(Stage& st, const std::vector<Loop>& outer, size_t* joined) {
   Loop fused = outer.at(0);
   int64_t iterations = extent_of(st, fused).hint;
-  for (size_t i = 1; i < outer.size(); ++i) {
+  size_t i = 1;
+  for (; i < outer.size(); ++i) {
     LoopExtent e = extent_of(st, outer[i]);
     if (e.symbolic && iterations >= kParallelChunks) break;
     fused = st.fuse(fused, outer[i]);
     iterations *= e.hint;
   }
+  if (joined) *joined = i;
   return fused;
 }
 

@@ -59,10 +59,11 @@ Tensor epilogue_target(Schedule& s, const Tensor& main);
 int64_t num_elements(const Tensor& t);
 // The product of a compute's reduction extents (1 without reductions).
 int64_t reduction_volume(const tensor_ir::ComputeOp* c);
-// Rows of vectors (nn_pool.cc): every dimension but the last fused into rows, in parallel when
-// the stage does enough work (`work_per_element` times its elements); the last split into whole
-// vectors then a tail; the reduction loops (unrolled when small) between the two, so a vector's
-// accumulator stays in a register. Returns the fused rows loop.
+// Rows of vectors (nn_pool.cc): every dimension but the last fused into rows (those of symbolic
+// extent only as fuse_for_parallel allows), in parallel when the stage does enough work
+// (`work_per_element` times its elements); the last split into whole vectors then a tail; the
+// reduction loops (unrolled when small) between the two, so a vector's accumulator stays in a
+// register. Returns the innermost rows loop (the fused one, or the last left out of it).
 Loop schedule_rows_of_vectors(Schedule& s, const Tensor& t, int64_t work_per_element);
 
 }  // namespace nn

@@ -114,10 +114,11 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   // The tiles of one block of output channels fetch the next block's weights, a share per
   // input channel: in a model they come from memory (ResNet's 3x3 layers at 7x7 and 14x14 read
   // 2.4 to 9.4 MB of them per call), and the first tile of a block would wait on them. With
-  // rows outermost, consecutive tiles are consecutive blocks.
+  // rows outermost, consecutive tiles are consecutive blocks. With blocks outermost, a block's
+  // tiles are counted in constant extents only.
   int64_t tiles_per_block = (dim_hint(out, out.ndim() - 1) + tile - 1) / tile;
   for (size_t d = 0; d + 1 < rank; ++d) tiles_per_block *= dim_hint(out, 2 + d);
-  if (knobs.choose_flag("conv.prefetch", true))
+  if (knobs.choose_flag("conv.prefetch", true) && (by_rows || !has_symbolic_extent(out)))
     r.prefetch(nn::stored_source(s, inputs.back()), inner[0], y, fused, by_rows ? 1 : tiles_per_block);
 }
 

@@ -5,6 +5,7 @@
 // separable max pool ("pool_partial") are computed per output row, right before the row reads
 // them from the cache. Stages another output of the same kernel (max_pool's indices) already
 // scheduled are left alone.
+#include "schedule/templates/cpu.h"
 #include "schedule/templates/nn.h"
 #include "schedule/templates/extent_hint.h"
 #include "tensor_ir/graph.h"
@@ -70,9 +71,11 @@ Loop schedule_rows_of_vectors(Schedule& s, const Tensor& t, int64_t work_per_ele
   if (vec) st.vectorize(vec);
   if (reduction_volume(c) <= 16)
     for (const auto& r : c->reduce_axis()) st.unroll(st.loop(r));
-  Loop fused = fuse_all(st, rows);
-  if (fused && num_elements(t) * work_per_element >= nn::kMinParallelWork) st.parallel(fused);
-  return fused;
+  if (rows.empty()) return nullptr;
+  size_t joined = 0;
+  Loop fused = fuse_for_parallel(st, rows, &joined);
+  if (num_elements(t) * work_per_element >= nn::kMinParallelWork) st.parallel(fused);
+  return joined == rows.size() ? fused : rows.back();
 }
 
 }  // namespace nn

@@ -37,4 +37,17 @@ inline std::vector<Expr> unflat_index(Expr flat, const std::vector<int64_t>& dim
   return unflat_index(std::move(flat), shape_exprs(dims));
 }
 
+// ceil(n / d), folded when n is constant or d is 1.
+inline Expr ceil_div(const Expr& n, int64_t d) {
+  if (d == 1) return n;
+  const int64_t* v = as_const_int(n);
+  return v ? Expr((*v + d - 1) / d) : floordiv(n + Expr(d - 1), Expr(d));
+}
+// n rounded up to a multiple of d, folded likewise.
+inline Expr round_up(const Expr& n, int64_t d) {
+  if (d == 1) return n;
+  const int64_t* v = as_const_int(n);
+  return v ? Expr((*v + d - 1) / d * d) : ceil_div(n, d) * Expr(d);
+}
+
 }  // namespace tessera::tensor_ir::ops

@@ -84,9 +84,12 @@ struct ConvGeometry {
   int64_t groups = 1;
   std::vector<int64_t> output_padding;  // conv_transpose only
 };
-// data [N, C, spatial...], weight [M, C / groups, kernel...] -> [N, M, out...].
+// data [N, C, spatial...], weight [M, C / groups, kernel...] -> [N, M, out...]. The batch and
+// spatial sizes may be symbolic (the channels may not): an output size is then
+// floordiv(size + pads - window, stride) + 1, which is below 1 where the size is too small.
 std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
                                 const ConvGeometry& g);
+std::vector<Expr> conv_shape(const std::vector<Expr>& data, const std::vector<int64_t>& weight, const ConvGeometry& g);
 // The output positions along the last spatial dimension one register tile of a blocked
 // convolution holds, for `vectors` vectors of output channels (the product pads to whole tiles).
 int64_t conv_tile_width(int64_t width, int64_t vectors, const Registers& regs);
@@ -111,7 +114,7 @@ struct ConvWeightPacking {
   enum Kind { Unpacked, Blocked, Winograd } kind = Unpacked;
   int64_t block = 0;  // Blocked: output channels per block
 };
-ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+ConvWeightPacking conv_weight_packing(const std::vector<Expr>& data, const std::vector<int64_t>& weight,
                                       const ConvGeometry& g, DataType dtype, const Registers& regs);
 std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight, int64_t block);
 Tensor conv_pack_weight(const Tensor& weight, int64_t block);
@@ -119,7 +122,7 @@ std::vector<int64_t> conv_winograd_weight_shape(const std::vector<int64_t>& weig
 Tensor conv_winograd_weight(const Tensor& weight, const Registers& regs);
 // The [channels, C / groups, kernel...] weight a packed one came from, for a convolution of
 // `data` that reads that packing; throws naming the packing it reads otherwise.
-std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& packed,
+std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<Expr>& data, const std::vector<int64_t>& packed,
                                                 int64_t channels, const ConvGeometry& g, DataType dtype,
                                                 const Registers& regs);
 // Integer convolution accumulated in int32 over (data - data_zero) and (weight - weight_zero);
@@ -158,6 +161,9 @@ struct PoolGeometry {
 // [N, C, spatial...] -> [N, C, out...]; with ceil_mode a window that would start past the input
 // and its left padding is dropped (as PyTorch and ONNX Runtime do).
 std::vector<int64_t> pool_shape(const std::vector<int64_t>& data, const PoolGeometry& g);
+// The same of symbolic spatial sizes (the window's checks then at each call: an output size
+// below 1 is what a size too small gives).
+std::vector<Expr> pool_shape(const std::vector<Expr>& data, const PoolGeometry& g);
 Tensor max_pool(const Tensor& data, const PoolGeometry& g);
 // The flat index (into the whole input, row-major, or column-major over the spatial dimensions
 // when storage_order is 1) of the first maximum of each window, as int64.

@@ -23,10 +23,13 @@
 #include <algorithm>
 
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/nn_conv_core.h"
 #include "tensor_ir/ops/nn_util.h"
+#include "tensor_ir/printer.h"
+#include "tensor_ir/size_hint.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -34,9 +37,13 @@ using namespace nn_detail;
 
 namespace nn_detail {
 
+bool static_space(const ConvCore& c) {
+  return std::all_of(c.out.begin(), c.out.end(), [](const Expr& o) { return as_const_int(o) != nullptr; });
+}
+
 Tensor epilogue(const ConvCore& c, const std::function<Expr(const std::vector<Var>&)>& product) {
   std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
-  for (int64_t o : c.out) shape.push_back(Expr(o));
+  shape.insert(shape.end(), c.out.begin(), c.out.end());
   std::vector<std::string> names{"n", "m"};
   for (size_t d = 0; d < c.out.size(); ++d) names.push_back("o" + std::to_string(d));
   return compute(
@@ -75,16 +82,16 @@ std::vector<std::string> spatial_names(size_t rank, const std::string& prefix) {
 // q * stride + phase, so a vector of positions along x, every stride-th column, is a contiguous
 // run of one phase for every kernel tap (push_input_pos); the copy into P reads the strided
 // columns once.
-Tensor padded_input(const ConvCore& c, std::vector<int64_t> extent, bool phased = false) {
+Tensor padded_input(const ConvCore& c, std::vector<Expr> extent, bool phased = false) {
   if (c.raw.defined()) return c.raw;
   size_t rank = extent.size();
   int64_t stride = c.strides.back();
   if (phased) {
-    extent.back() = (extent.back() + stride - 1) / stride;
-    extent.insert(extent.end() - 1, stride);
+    extent.back() = ceil_div(extent.back(), stride);
+    extent.insert(extent.end() - 1, Expr(stride));
   }
   std::vector<Expr> shape{Expr(c.n), Expr(c.c)};
-  for (int64_t e : extent) shape.push_back(Expr(e));
+  shape.insert(shape.end(), extent.begin(), extent.end());
   std::vector<std::string> names{"n", "c"};
   for (const auto& s : spatial_names(rank, "p")) names.push_back(s);
   if (phased) {
@@ -102,16 +109,17 @@ Tensor padded_input(const ConvCore& c, std::vector<int64_t> extent, bool phased 
 }
 
 // Positions of P read for output positions 0..out-1 per dimension (`out` padded as the product is).
-std::vector<int64_t> needed_extent(const ConvCore& c, const std::vector<int64_t>& out) {
-  std::vector<int64_t> e;
+std::vector<Expr> needed_extent(const ConvCore& c, const std::vector<Expr>& out) {
+  std::vector<Expr> e;
   for (size_t d = 0; d < out.size(); ++d)
-    e.push_back((out[d] - 1) * c.strides[d] + (c.kernel[d] - 1) * c.dilations[d] + 1);
+    e.push_back(
+        arith::simplify((out[d] - Expr(1)) * Expr(c.strides[d]) + Expr((c.kernel[d] - 1) * c.dilations[d] + 1)));
   return e;
 }
 
 // The output sizes with the last one padded to `last`.
-std::vector<int64_t> with_last(std::vector<int64_t> out, int64_t last) {
-  out.back() = last;
+std::vector<Expr> with_last(std::vector<Expr> out, Expr last) {
+  out.back() = std::move(last);
   return out;
 }
 
@@ -119,7 +127,7 @@ std::vector<int64_t> with_last(std::vector<int64_t> out, int64_t last) {
 // the raw input clamp the padded tail of the last dimension (its results are dropped).
 Expr input_pos(const ConvCore& c, size_t d, const Expr& o, const Expr& k) {
   bool clamp = c.raw.defined() && d + 1 == c.out.size();
-  Expr oo = clamp ? min(o, Expr(c.out[d] - 1)) : o;
+  Expr oo = clamp ? min(o, arith::simplify(c.out[d] - Expr(1))) : o;
   return oo * Expr(c.strides[d]) + k * Expr(c.dilations[d]);
 }
 
@@ -165,13 +173,13 @@ Tensor pack_weight(const ConvCore& c, int64_t ocv) {
 Tensor blocked(const ConvCore& c, int64_t ocv) {
   size_t rank = c.out.size();
   int64_t cg = c.c / c.groups, mg = c.m / c.groups;
-  int64_t tile = conv_tile_width(c.out.back(), ocv / c.registers.lanes(c.acc), c.registers);
-  int64_t last = (c.out.back() + tile - 1) / tile * tile;
-  Tensor p = padded_input(c, needed_extent(c, with_last(c.out, last)));
+  int64_t tile = conv_tile_width(size_hint(c.out.back()), ocv / c.registers.lanes(c.acc), c.registers);
+  std::vector<Expr> padded = with_last(c.out, round_up(c.out.back(), tile));
+  Tensor p = padded_input(c, needed_extent(c, padded));
   int64_t blocks = (c.m + ocv - 1) / ocv;
   Tensor wp = c.packed_weight.defined() ? c.packed_weight : pack_weight(c, ocv);
   std::vector<Expr> shape{Expr(c.n), Expr(blocks)};
-  for (size_t d = 0; d < rank; ++d) shape.push_back(Expr(d + 1 == rank ? last : c.out[d]));
+  shape.insert(shape.end(), padded.begin(), padded.end());
   shape.push_back(Expr(ocv));
   std::vector<std::string> names{"n", "mo"};
   for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
@@ -214,15 +222,14 @@ Tensor blocked(const ConvCore& c, int64_t ocv) {
 Tensor strip(const ConvCore& core, int64_t block) {
   size_t rank = core.out.size();
   int64_t lanes = core.registers.lanes(core.acc);
-  std::vector<int64_t> padded = core.out;
-  padded.back() = (padded.back() + lanes - 1) / lanes * lanes;
+  std::vector<Expr> padded = with_last(core.out, round_up(core.out.back(), lanes));
   ConvCore c = core;
   c.raw = Tensor();  // P always: reads of the raw input would clamp the vectors' tail into gathers
   bool phased = c.strides.back() > 1;
   Tensor p = padded_input(c, needed_extent(c, padded), phased);
   Tensor wp = c.packed_weight.defined() ? c.packed_weight : pack_weight(c, block);
   std::vector<Expr> shape{Expr(c.n), Expr((c.m + block - 1) / block * block)};
-  for (int64_t o : padded) shape.push_back(Expr(o));
+  shape.insert(shape.end(), padded.begin(), padded.end());
   std::vector<std::string> names{"n", "m"};
   for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
   IterVar rc = reduce_axis(Range(Expr(0), Expr(c.c)), "rc");
@@ -252,22 +259,22 @@ Tensor depthwise(const ConvCore& core) {
   // The product is padded to whole vectors along the last dimension and to whole row blocks
   // along the one before (the template computes a block of rows per vector of outputs, so each
   // input row loaded serves every output row of the block).
-  std::vector<int64_t> padded = core.out;
-  if (padded.back() >= lanes) padded.back() = (padded.back() + lanes - 1) / lanes * lanes;
-  if (rank >= 2) {
-    int64_t block = depthwise_row_block(padded[rank - 2]);
-    padded[rank - 2] = (padded[rank - 2] + block - 1) / block * block;
-  }
+  std::vector<Expr> padded = core.out;
+  const int64_t width = size_hint(padded.back());
+  if (width >= lanes) padded.back() = round_up(padded.back(), lanes);
+  if (rank >= 2) padded[rank - 2] = round_up(padded[rank - 2], depthwise_row_block(size_hint(padded[rank - 2])));
   // The padding must come from P, never from clamped reads of the input (vectors along x).
   // With a stride along x, a vector of outputs reads every stride-th column: P is split by phase
   // so that it reads a contiguous run (narrow rows excepted, where the copy into P costs more
   // than the shuffles it saves).
   ConvCore c = core;
-  bool phased = c.strides.back() > 1 && 2 * padded.back() > lanes;
-  if (padded != c.out || phased) c.raw = Tensor();
+  bool phased = c.strides.back() > 1 && 2 * size_hint(padded.back()) > lanes;
+  bool tile_padded = false;
+  for (size_t d = 0; d < rank; ++d) tile_padded = tile_padded || !padded[d].same_as(c.out[d]);
+  if (tile_padded || phased) c.raw = Tensor();
   Tensor p = padded_input(c, needed_extent(c, padded), phased);
   std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
-  for (int64_t o : padded) shape.push_back(Expr(o));
+  shape.insert(shape.end(), padded.begin(), padded.end());
   std::vector<std::string> names{"n", "m"};
   for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
   std::vector<IterVar> rk = kernel_axes(c);
@@ -292,7 +299,7 @@ Tensor direct(const ConvCore& c) {
   int64_t cg = c.c / c.groups, mg = c.m / c.groups;
   Tensor p = padded_input(c, needed_extent(c, c.out));
   std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
-  for (int64_t o : c.out) shape.push_back(Expr(o));
+  shape.insert(shape.end(), c.out.begin(), c.out.end());
   std::vector<std::string> names{"n", "m"};
   for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
   IterVar rc = reduce_axis(Range(Expr(0), Expr(cg)), "rc");
@@ -316,10 +323,10 @@ Tensor direct(const ConvCore& c) {
 }
 
 // How many output positions one image and channel has (the product of the spatial extents).
-int64_t output_positions(const ConvCore& c) {
-  int64_t positions = 1;
-  for (int64_t o : c.out) positions *= o;
-  return positions;
+Expr output_positions(const ConvCore& c) {
+  Expr positions = 1;
+  for (const Expr& o : c.out) positions = positions * o;
+  return arith::simplify(positions);
 }
 
 // The flattened spatial position of output coordinates v[2..] (what pointwise products index).
@@ -340,8 +347,8 @@ std::vector<Expr> strided(const ConvCore& c, std::vector<Expr> o) {
 // X into column panels, so its tiles read contiguous memory however far apart the channel planes
 // lie; the epilogue reads the product at the flattened spatial position.
 Tensor pointwise(const ConvCore& c) {
-  int64_t positions = output_positions(c);
-  std::vector<int64_t> out = c.out;
+  Expr positions = output_positions(c);
+  std::vector<Expr> out = c.out;
   auto coords = [out](const Expr& p) { return unflat_index(p, out); };
   MatmulCore mc;
   mc.batch = {c.n};
@@ -374,8 +381,8 @@ Tensor pointwise(const ConvCore& c) {
 // (conv_pack_weight with a block of nr, read as Bp[m / nr, c, m % nr]); the epilogue stores
 // each output channel's run of positions.
 Tensor pointwise_rows(const ConvCore& c) {
-  int64_t positions = output_positions(c);
-  std::vector<int64_t> out = c.out;
+  Expr positions = output_positions(c);
+  std::vector<Expr> out = c.out;
   int64_t nr = matmul_tile_cols(c.acc, c.m, c.registers);
   Tensor w = c.packed_weight;
   std::vector<Expr> panel_shape{Expr((c.m + nr - 1) / nr), Expr(c.c), Expr(nr)};
@@ -426,12 +433,15 @@ ConvForm conv_form(const ConvCore& c) {
   int64_t lanes = c.registers.lanes(c.acc);
   int64_t cg = c.c / c.groups, mg = c.m / c.groups;
   if (c.registers.is_scalar_device() && !c.prepacked) return {c.groups > 1 && cg == 1 ? ConvForm::Depthwise : ConvForm::Direct};
-  int64_t volume = 1, positions = output_positions(c);
+  // Symbolic sizes choose at their hints, which AlterOpLayout (packing the weight for the form)
+  // and lowering share (driver/build.cc); positions as rows only at constant sizes.
+  int64_t volume = 1, positions = size_hint(output_positions(c));
   for (int64_t k : c.kernel) volume *= k;
   if (c.unpadded && c.groups == 1 && volume == 1 && c.m >= 8 && positions >= lanes)
-    return {c.prepacked && positions_as_rows(c, positions) ? ConvForm::PointwiseRows : ConvForm::Pointwise};
+    return {c.prepacked && static_space(c) && positions_as_rows(c, positions) ? ConvForm::PointwiseRows
+                                                                              : ConvForm::Pointwise};
   if (c.groups > 1 && cg == 1) return {ConvForm::Depthwise};
-  if (c.groups == 1 && c.c <= kMaxStripChannels && c.m >= kStripBlock / 2 && c.out.back() >= lanes &&
+  if (c.groups == 1 && c.c <= kMaxStripChannels && c.m >= kStripBlock / 2 && size_hint(c.out.back()) >= lanes &&
       c.strides.back() <= 4 && c.acc == runtime::kFloat32)
     return {ConvForm::Strip, kStripBlock};
   if (winograd_applies(c)) return {ConvForm::Winograd};
@@ -474,14 +484,15 @@ Tensor conv_core(const ConvCore& c) {
 }
 
 // The sizes of a forward convolution of data `ds` with a weight `ws` (what picks its form).
-ConvCore forward_sizes(const std::string& name, const std::vector<int64_t>& ds, const std::vector<int64_t>& ws,
+ConvCore forward_sizes(const std::string& name, const std::vector<Expr>& ds, const std::vector<int64_t>& ws,
                        const ConvGeometry& g, DataType acc, const Registers& regs) {
-  std::vector<int64_t> out = conv_shape(ds, ws, g);
+  std::vector<Expr> out = conv_shape(ds, ws, g);
   ConvCore c;
   c.name = name;
-  c.n = ds[0], c.c = ds[1], c.m = ws[0], c.groups = g.groups;
+  c.n = ds[0], c.c = *as_const_int(ds[1]), c.m = ws[0], c.groups = g.groups;
   c.kernel.assign(ws.begin() + 2, ws.end());
   c.strides = g.strides, c.dilations = g.dilations;
+  c.in.assign(ds.begin() + 2, ds.end());
   c.out.assign(out.begin() + 2, out.end());
   c.acc = acc;
   c.registers = regs;
@@ -493,17 +504,16 @@ ConvCore forward_sizes(const std::string& name, const std::vector<int64_t>& ds, 
 ConvCore forward_core(const std::string& name, const Tensor& data, const Tensor& weight, const std::vector<int64_t>& ws,
                       const ConvGeometry& g, DataType acc, const Tensor& data_zero, const Tensor& weight_zero,
                       const Registers& regs) {
-  std::vector<int64_t> ds = sizes_per_image(data);
-  ConvCore c = forward_sizes(name, ds, ws, g, acc, regs);
+  ConvCore c = forward_sizes(name, dims_per_image(data), ws, g, acc, regs);
   c.n = data->shape[0];
-  size_t rank = ds.size() - 2;
+  size_t rank = c.in.size();
   if (c.unpadded && acc == data.dtype() && !data_zero.defined()) c.raw = data;
-  c.source = [data, data_zero, ds, g, acc, rank](const Expr& n, const Expr& ch, const std::vector<Expr>& pos) {
+  c.source = [data, data_zero, in = c.in, g, acc, rank](const Expr& n, const Expr& ch, const std::vector<Expr>& pos) {
     std::vector<Expr> idx{n, ch};
     Expr inside = const_true();
     for (size_t d = 0; d < rank; ++d) {
       Expr x = pos[d] - Expr(g.pads[d]);
-      inside = logical_and(inside, logical_and(x >= Expr(0), x < Expr(ds[2 + d])));
+      inside = logical_and(inside, logical_and(x >= Expr(0), x < in[d]));
       idx.push_back(x);
     }
     // The select is lazy: outside the input nothing is read (a masked load in vectors), so the
@@ -542,28 +552,37 @@ int64_t conv_tile_width(int64_t width, int64_t vectors, const Registers& regs) {
   return best;
 }
 
-std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
-                                const ConvGeometry& g) {
-  if (data.size() < 3) fail("conv: data must be [N, C, spatial...], got ", runtime::shape_str(data));
+std::vector<Expr> conv_shape(const std::vector<Expr>& data, const std::vector<int64_t>& weight, const ConvGeometry& g) {
+  if (data.size() < 3) fail("conv: data must be [N, C, spatial...], got ", shape_str(data));
   if (weight.size() != data.size())
-    fail("conv: weight ", runtime::shape_str(weight), " must have the rank of data ", runtime::shape_str(data));
+    fail("conv: weight ", runtime::shape_str(weight), " must have the rank of data ", shape_str(data));
   size_t rank = data.size() - 2;
   check_geometry("conv", rank, g);
-  if (data[1] % g.groups != 0 || weight[0] % g.groups != 0)
-    fail("conv: channels (", data[1], " in, ", weight[0], " out) must be divisible by groups ", g.groups);
-  if (weight[1] * g.groups != data[1])
+  const int64_t* channels = as_const_int(data[1]);
+  if (!channels) fail("conv: the data's channels must be a constant, got ", shape_str(data));
+  if (*channels % g.groups != 0 || weight[0] % g.groups != 0)
+    fail("conv: channels (", *channels, " in, ", weight[0], " out) must be divisible by groups ", g.groups);
+  if (weight[1] * g.groups != *channels)
     fail("conv: weight ", runtime::shape_str(weight), " expects ", weight[1] * g.groups, " input channels (", weight[1],
-         " per group x ", g.groups, " groups), data has ", data[1]);
-  std::vector<int64_t> out{data[0], weight[0]};
+         " per group x ", g.groups, " groups), data has ", *channels);
+  std::vector<Expr> out{data[0], Expr(weight[0])};
   for (size_t d = 0; d < rank; ++d) {
     int64_t window = (weight[2 + d] - 1) * g.dilations[d] + 1;
-    int64_t span = data[2 + d] + g.pads[d] + g.pads[d + rank] - window;
-    if (span < 0)
-      fail("conv: the kernel (", window, " with dilation) is larger than the padded input (",
-           data[2 + d] + g.pads[d] + g.pads[d + rank], ") in spatial dimension ", d);
-    out.push_back(span / g.strides[d] + 1);
+    Expr span = arith::simplify(data[2 + d] + Expr(g.pads[d] + g.pads[d + rank] - window));
+    // A symbolic size too small for the window gives an output size below 1, which the plan
+    // checks at each call (OpDef::nonempty_dims).
+    const int64_t* fixed = as_const_int(span);
+    if (fixed && *fixed < 0)
+      fail("conv: the kernel (", window, " with dilation) is larger than the padded input (", *fixed + window,
+           ") in spatial dimension ", d);
+    out.push_back(arith::simplify(floordiv(span, Expr(g.strides[d])) + Expr(1)));
   }
   return out;
+}
+
+std::vector<int64_t> conv_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+                                const ConvGeometry& g) {
+  return const_dims(conv_shape(shape_exprs(data), weight, g));
 }
 
 std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight, int64_t block) {
@@ -576,7 +595,7 @@ std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight
   return packed;
 }
 
-ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+ConvWeightPacking conv_weight_packing(const std::vector<Expr>& data, const std::vector<int64_t>& weight,
                                       const ConvGeometry& g, DataType dtype, const Registers& regs) {
   ConvCore c = forward_sizes("conv", data, weight, g, accumulation_type(dtype), regs);
   c.prepacked = true;
@@ -589,18 +608,20 @@ ConvWeightPacking conv_weight_packing(const std::vector<int64_t>& data, const st
   return {};
 }
 
-std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& packed,
+std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<Expr>& data, const std::vector<int64_t>& packed,
                                                 int64_t channels, const ConvGeometry& g, DataType dtype,
                                                 const Registers& regs) {
   // The two packings tell their source's shape differently: blocks keep [C / groups, kernel..]
   // between the block count and the block; Winograd panels [36, blocks, C, columns] are 3x3 only.
   std::vector<int64_t> blocked{channels}, winograd{channels, packed.size() == 4 ? packed[2] : 0, 3, 3};
   if (packed.size() == data.size() + 1) blocked.insert(blocked.end(), packed.begin() + 1, packed.end() - 1);
-  for (const auto& ws : {blocked, winograd}) {
+  for (const std::vector<int64_t>* reading : {&blocked, &winograd}) {
+    const std::vector<int64_t>& ws = *reading;
     if (ws.size() != data.size() || ws[1] < 1) continue;
     try {
       ConvCore c = forward_sizes("conv", data, ws, g, accumulation_type(dtype), regs);
       c.prepacked = true;
+      c.winograd_weight = reading == &winograd;
       std::vector<int64_t> want = packed_shape(c, conv_form(c), ws);
       if (want == packed) return ws;
     } catch (const Error&) {
@@ -617,7 +638,7 @@ std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<int64_t>& data
                                 " weight gives " + runtime::shape_str(conv_packed_weight_shape(ws, how.block))
                           : "it reads its weight unpacked: packed_channels must be 0";
   fail("conv: weight ", runtime::shape_str(packed), " is not the packing of a weight with ", channels,
-       " output channels that this convolution of data ", runtime::shape_str(data), " reads for ", regs.vector_bytes,
+       " output channels that this convolution of data ", shape_str(data), " reads for ", regs.vector_bytes,
        "-byte vector registers (", reads, ")");
 }
 
@@ -678,11 +699,12 @@ Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const 
   // A weight packed ahead of time in the layout this convolution's form reads.
   if (weight.dtype() != acc) fail("conv: a packed weight must be ", acc.str(), ", got ", weight.dtype().str());
   std::vector<int64_t> ws =
-      conv_unpacked_weight_shape(sizes_per_image(data), weight->dims(), packed_channels, g, data.dtype(), regs);
+      conv_unpacked_weight_shape(dims_per_image(data), weight->dims(), packed_channels, g, data.dtype(), regs);
   ConvCore c = forward_core("conv", data, weight, ws, g, acc, Tensor(), Tensor(), regs);
   // The packed forms read it as it is, so c.weight, which reads the unpacked layout, is never used.
   c.packed_weight = weight;
   c.prepacked = true;
+  c.winograd_weight = weight.ndim() == 4 && ws.size() == 4;  // panels [36, M / nr, C, nr], not blocks
   c.out_type = data.dtype();
   c.bias = bias;
   return conv_core(c);

@@ -2,6 +2,7 @@
 // input and weight, and the epilogue every form ends in (not part of the public op library).
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,10 @@ struct ConvCore {
   std::string name;
   Expr n = 1;  // the batch, which may be symbolic
   int64_t c = 1, m = 1, groups = 1;
-  std::vector<int64_t> kernel, strides, dilations, out;  // per spatial dimension
+  std::vector<int64_t> kernel, strides, dilations;  // per spatial dimension
+  // The input's and the output's spatial sizes, constants or expressions of the sizes a kernel
+  // takes at run time (an image of symbolic height and width).
+  std::vector<Expr> in, out;
   DataType acc, out_type;
   // The input in `acc` at padded coordinates (padding, zero points and dilation applied).
   std::function<Expr(const Expr& n, const Expr& c, const std::vector<Expr>& pos)> source;
@@ -31,11 +35,18 @@ struct ConvCore {
   // Whether the weight comes, or may come, packed ahead of time: the Winograd form needs its
   // transform precomputed (done per call, it would cost more than the multiplications saved).
   bool prepacked = false;
+  // For symbolic spatial sizes, whether the weight comes transformed for the Winograd form
+  // (unset: choose by the tiles at the size hints). The pass that packs weights chooses at its
+  // hints; lowering, whose row-count versions compute at other hints, follows the packing.
+  std::optional<bool> winograd_weight;
   Tensor bias;          // [m] or undefined
   Registers registers;  // the target's, which size blocks, padded tiles and register tiles
   // The output value from the accumulated one (bias added) at output index v; default: a cast.
   std::function<Expr(const Expr& value, const std::vector<Var>& v)> finish;
 };
+
+// Whether every output spatial size is a constant (the forms chosen by sizes need them).
+bool static_space(const ConvCore& c);
 
 // Throws naming `op` unless the geometry has an entry per spatial dimension (two pads), positive
 // strides, dilations and groups, and no negative pads.

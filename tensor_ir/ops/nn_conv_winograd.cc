@@ -20,6 +20,7 @@
 #include "tensor_ir/ops/nn_conv_core.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/ops/nn_util.h"
+#include "tensor_ir/size_hint.h"
 
 namespace tessera::tensor_ir::ops::nn_detail {
 
@@ -45,11 +46,11 @@ constexpr double kAT[kTile][kAlpha] = {
     {1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}};
 
 struct Tiles {
-  int64_t rows, cols;  // per image
-  int64_t per_image() const { return rows * cols; }
+  Expr rows, cols;  // per image, symbolic with the image's sizes
+  Expr per_image() const { return arith::simplify(rows * cols); }
 };
 
-Tiles tiles_of(const ConvCore& c) { return {(c.out[0] + kTile - 1) / kTile, (c.out[1] + kTile - 1) / kTile}; }
+Tiles tiles_of(const ConvCore& c) { return {ceil_div(c.out[0], kTile), ceil_div(c.out[1], kTile)}; }
 
 // sum of weight * term over the nonzero weights; +-1 without a multiplication.
 Expr combine(const std::vector<std::pair<double, Expr>>& terms, DataType t) {
@@ -90,9 +91,11 @@ Expr transformed_weight(const ConvCore& c, const Expr& xi, const Expr& m, const 
 
 bool winograd_applies(const ConvCore& c) {
   const std::vector<int64_t> three{3, 3}, one{1, 1};
-  return c.prepacked && c.acc == runtime::kFloat32 && !c.finish && c.out.size() == 2 && c.groups == 1 &&
-         c.kernel == three && c.strides == one && c.dilations == one && c.c >= 8 && c.m >= 16 &&
-         tiles_of(c).per_image() >= kMinTilesPerImage;
+  if (!(c.prepacked && c.acc == runtime::kFloat32 && !c.finish && c.out.size() == 2 && c.groups == 1 &&
+        c.kernel == three && c.strides == one && c.dilations == one && c.c >= 8 && c.m >= 16))
+    return false;
+  if (c.winograd_weight && !static_space(c)) return *c.winograd_weight;
+  return size_hint(tiles_of(c).per_image()) >= kMinTilesPerImage;
 }
 
 std::vector<int64_t> winograd_weight_shape(const ConvCore& c) {
@@ -115,9 +118,10 @@ Tensor winograd_weight(const ConvCore& c) {
 Tensor winograd(const ConvCore& c) {
   if (!c.packed_weight.defined()) fail(c.name, ": the Winograd form reads its weight transformed ahead of time");
   Tiles tiles = tiles_of(c);
-  int64_t per_image = tiles.per_image(), cols = tiles.cols;
-  const Expr blocks = arith::simplify(c.n * Expr(per_image));  // the product's rows: every image's tiles
-  Tensor pw = compute({Expr(c.n), Expr(tiles.rows * kTile + 2), Expr(cols * kTile + 2), Expr(c.c)},
+  const Expr per_image = tiles.per_image(), cols = tiles.cols;
+  const Expr blocks = arith::simplify(c.n * per_image);  // the product's rows: every image's tiles
+  Tensor pw = compute({Expr(c.n), arith::simplify(tiles.rows * Expr(kTile) + Expr(2)),
+                       arith::simplify(cols * Expr(kTile) + Expr(2)), Expr(c.c)},
                       [&](const std::vector<Var>& v) {
                         return c.source(v[0], v[3], {v[1], v[2]});
                       },
@@ -126,8 +130,8 @@ Tensor winograd(const ConvCore& c) {
   Tensor v =
       compute({Expr(kPositions), blocks, Expr(c.c)},
               [&](const std::vector<Var>& x) {
-                Expr image = floordiv(x[1], Expr(per_image)), tile = floormod(x[1], Expr(per_image));
-                Expr y0 = floordiv(tile, Expr(cols)) * Expr(kTile), x0 = floormod(tile, Expr(cols)) * Expr(kTile);
+                Expr image = floordiv(x[1], per_image), tile = floormod(x[1], per_image);
+                Expr y0 = floordiv(tile, cols) * Expr(kTile), x0 = floormod(tile, cols) * Expr(kTile);
                 std::vector<Expr> branches;
                 for (int e = 0; e < kAlpha; ++e)
                   for (int f = 0; f < kAlpha; ++f) {
@@ -170,7 +174,7 @@ Tensor winograd(const ConvCore& c) {
                      c.name + "_winograd_output", "winograd_output", {"b", "i", "j", "m"});
 
   return epilogue(c, [&](const std::vector<Var>& x) {
-    Expr b = x[0] * Expr(per_image) + floordiv(x[2], Expr(kTile)) * Expr(cols) + floordiv(x[3], Expr(kTile));
+    Expr b = x[0] * per_image + floordiv(x[2], Expr(kTile)) * cols + floordiv(x[3], Expr(kTile));
     return z({b, floormod(x[2], Expr(kTile)), floormod(x[3], Expr(kTile)), x[1]});
   });
 }

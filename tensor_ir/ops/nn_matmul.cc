@@ -58,18 +58,6 @@ std::vector<std::string> panel_axis_names(size_t batch) {
   return names;
 }
 
-// ceil(n / d), folded when n is constant or d is 1.
-Expr ceil_div(const Expr& n, int64_t d) {
-  if (d == 1) return n;
-  const int64_t* v = as_const_int(n);
-  return v ? Expr((*v + d - 1) / d) : floordiv(n + Expr(d - 1), Expr(d));
-}
-Expr round_up(const Expr& n, int64_t d) {
-  if (d == 1) return n;
-  const int64_t* v = as_const_int(n);
-  return v ? Expr((*v + d - 1) / d * d) : ceil_div(n, d) * Expr(d);
-}
-
 // B's panels Bp[b_batch.., j / nr, k, j % nr] (zeros past n), in the accumulation type.
 Tensor pack_panels(const MatmulCore& c, const std::string& name) {
   int64_t nr = matmul_tile_cols(c.acc, size_hint(c.n), c.registers);

@@ -6,8 +6,10 @@
 #include <limits>
 
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/nn_util.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -31,7 +33,7 @@ Window window(const Tensor& data, const PoolGeometry& g, const std::vector<Var>&
     Expr x = out[2 + d] * Expr(g.strides[d]) + k * Expr(g.dilations[d]) - Expr(g.pads[d]);
     w.axes.push_back(k);
     w.pos.push_back(x);
-    w.inside = logical_and(w.inside, logical_and(x >= Expr(0), x < Expr(data->dim(2 + d))));
+    w.inside = logical_and(w.inside, logical_and(x >= Expr(0), x < data->shape[2 + d]));
   }
   return w;
 }
@@ -43,28 +45,32 @@ Expr read(const Tensor& data, const std::vector<Var>& out, const std::vector<Exp
 }
 
 // How many of kernel positions start + k * dilation (k < kernel) fall in [lo, hi).
-Expr count_in(const Expr& start, int64_t kernel, int64_t dilation, int64_t lo, int64_t hi) {
+Expr count_in(const Expr& start, int64_t kernel, int64_t dilation, int64_t lo, const Expr& hi) {
   Expr first = max(floordiv(Expr(lo) - start + Expr(dilation - 1), Expr(dilation)), Expr(0));
-  Expr last = min(floordiv(Expr(hi - 1) - start, Expr(dilation)), Expr(kernel - 1));
+  Expr last = min(floordiv(hi - Expr(1) - start, Expr(dilation)), Expr(kernel - 1));
   return max(last - first + Expr(1), Expr(0));
 }
 
 Tensor pool_compute(const Tensor& data, const PoolGeometry& g, const std::string& name,
                     const std::function<Expr(const std::vector<Var>&)>& body) {
-  std::vector<int64_t> out = pool_shape(sizes_per_image(data), g);
+  std::vector<Expr> out = pool_shape(dims_per_image(data), g);
   return compute(with_batch_of(data, out), body, name, "pool", nc_axis_names(out.size()));
 }
 
 }  // namespace
 
 std::vector<int64_t> pool_shape(const std::vector<int64_t>& data, const PoolGeometry& g) {
-  if (data.size() < 3) fail("pool: data must be [N, C, spatial...], got ", runtime::shape_str(data));
+  return const_dims(pool_shape(shape_exprs(data), g));
+}
+
+std::vector<Expr> pool_shape(const std::vector<Expr>& data, const PoolGeometry& g) {
+  if (data.size() < 3) fail("pool: data must be [N, C, spatial...], got ", shape_str(data));
   size_t rank = data.size() - 2;
   if (g.kernel.size() != rank || g.strides.size() != rank || g.dilations.size() != rank || g.pads.size() != 2 * rank)
     fail("pool: kernel, strides, dilations and pads must have ", rank, ", ", rank, ", ", rank, " and ", 2 * rank,
-         " entries for data ", runtime::shape_str(data), ", got ", g.kernel.size(), ", ", g.strides.size(), ", ",
+         " entries for data ", shape_str(data), ", got ", g.kernel.size(), ", ", g.strides.size(), ", ",
          g.dilations.size(), " and ", g.pads.size());
-  std::vector<int64_t> out{data[0], data[1]};
+  std::vector<Expr> out{data[0], data[1]};
   for (size_t d = 0; d < rank; ++d) {
     if (g.kernel[d] < 1 || g.strides[d] < 1 || g.dilations[d] < 1)
       fail("pool: kernel, strides and dilations must be positive");
@@ -73,11 +79,14 @@ std::vector<int64_t> pool_shape(const std::vector<int64_t>& data, const PoolGeom
         g.pads[d + rank] >= (g.kernel[d] - 1) * g.dilations[d] + 1)
       fail("pool: pads (", g.pads[d], ", ", g.pads[d + rank], ") must be smaller than the window (",
            (g.kernel[d] - 1) * g.dilations[d] + 1, ") in spatial dimension ", d);
-    int64_t span = data[2 + d] + g.pads[d] + g.pads[d + rank] - ((g.kernel[d] - 1) * g.dilations[d] + 1);
-    if (span < 0) fail("pool: the window is larger than the padded input in spatial dimension ", d);
-    int64_t o = (g.ceil_mode ? (span + g.strides[d] - 1) / g.strides[d] : span / g.strides[d]) + 1;
-    if (g.ceil_mode && (o - 1) * g.strides[d] >= data[2 + d] + g.pads[d]) --o;
-    out.push_back(o);
+    const int64_t window = (g.kernel[d] - 1) * g.dilations[d] + 1, stride = g.strides[d];
+    Expr span = arith::simplify(data[2 + d] + Expr(g.pads[d] + g.pads[d + rank] - window));
+    const int64_t* fixed = as_const_int(span);
+    if (fixed && *fixed < 0) fail("pool: the window is larger than the padded input in spatial dimension ", d);
+    Expr o = (g.ceil_mode ? ceil_div(span, stride) : floordiv(span, Expr(stride))) + Expr(1);
+    // With ceil_mode, the last window must start inside the input or its left padding.
+    if (g.ceil_mode) o = min(o, floordiv(data[2 + d] + Expr(g.pads[d] - 1), Expr(stride)) + Expr(1));
+    out.push_back(arith::simplify(o));
   }
   return out;
 }
@@ -92,7 +101,9 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
   Expr lowest = make_const(data.dtype(), data.dtype().min_value());
   if (data.dtype().is_float()) lowest = make_const(data.dtype(), -std::numeric_limits<double>::infinity());
   size_t rank = g.kernel.size();
-  if (rank < 2) {
+  // Steps are worth their rows' tails only at a constant width: at a symbolic one each row's
+  // tail is a scalar loop with guards per step, which took longer than the row's vectors.
+  if (rank < 2 || !as_const_int(data->shape.back())) {
     return pool_compute(data, g, "max_pool", [&](const std::vector<Var>& o) {
       Window w = window(data, g, o);
       return max_reduce(select(w.inside, read(data, o, w.pos), lowest), w.axes);
@@ -100,9 +111,9 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
   }
   size_t last = rank - 1;
   int64_t stride = g.strides[last], dilation = g.dilations[last];
-  std::vector<int64_t> out = pool_shape(sizes_per_image(data), g);
-  std::vector<int64_t> columns = out;
-  columns.back() = (out.back() - 1) * stride + (g.kernel[last] - 1) * dilation + 1;
+  std::vector<Expr> out = pool_shape(dims_per_image(data), g);
+  std::vector<Expr> columns = out;
+  columns.back() = arith::simplify((out.back() - Expr(1)) * Expr(stride) + Expr((g.kernel[last] - 1) * dilation + 1));
   std::vector<std::string> names = nc_axis_names(out.size());
   Tensor leading = compute(
       with_batch_of(data, columns),
@@ -110,13 +121,13 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
         Window w = window(data, g, o, last);
         Expr x = o.back() - Expr(g.pads[last]);
         w.pos.push_back(x);
-        Expr inside = logical_and(w.inside, logical_and(x >= Expr(0), x < Expr(data->dim(2 + last))));
+        Expr inside = logical_and(w.inside, logical_and(x >= Expr(0), x < data->shape[2 + last]));
         return max_reduce(select(inside, read(data, o, w.pos), lowest), w.axes);
       },
       "max_pool_leading", "pool_partial", names);
   // The window's maximum starting at each column (at every stride-th one: the output).
-  auto along_last = [&](int64_t width, const std::string& name, const std::string& tag) {
-    std::vector<int64_t> shape = out;
+  auto along_last = [&](const Expr& width, const std::string& name, const std::string& tag) {
+    std::vector<Expr> shape = out;
     shape.back() = width;
     IterVar k = reduce_axis(Range(Expr(0), Expr(g.kernel[last])), "r" + std::to_string(last));
     return compute(
@@ -129,7 +140,8 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
         name, tag, names);
   };
   if (stride == 1) return along_last(out.back(), "max_pool", "pool");
-  Tensor window_max = along_last((out.back() - 1) * stride + 1, "max_pool_window", "pool_partial");
+  Tensor window_max =
+      along_last(arith::simplify((out.back() - Expr(1)) * Expr(stride) + Expr(1)), "max_pool_window", "pool_partial");
   return compute(
       with_batch_of(data, out),
       [&](const std::vector<Var>& o) {
@@ -186,7 +198,7 @@ Tensor avg_pool(const Tensor& data, const PoolGeometry& g, bool count_include_pa
         for (size_t d = 0; d < rank; ++d) {
           Expr start = o[2 + d] * Expr(g.strides[d]) - Expr(g.pads[d]);
           int64_t lo = count_include_pad ? -g.pads[d] : 0;
-          int64_t hi = data->dim(2 + d) + (count_include_pad ? g.pads[d + rank] : 0);
+          Expr hi = data->shape[2 + d] + Expr(count_include_pad ? g.pads[d + rank] : 0);
           count = count * count_in(start, g.kernel[d], g.dilations[d], lo, hi);
         }
         return cast(data.dtype(), sum_t(as_exprs(o)) / cast(acc, count));
@@ -217,14 +229,15 @@ Tensor global_pool(const Tensor& data, const std::string& kind, double p) {
   if (data.ndim() < 3) fail("global_pool: data must be [N, C, spatial...], got rank ", data.ndim());
   size_t rank = data.ndim() - 2;
   DataType acc = accumulation_type(data.dtype());
-  std::vector<int64_t> shape{1, data->dim(1)};
+  std::vector<Expr> shape{Expr(1), data->shape[1]};
   std::vector<IterVar> axes;
-  int64_t count = 1;
+  Expr count = 1;
   for (size_t d = 0; d < rank; ++d) {
-    shape.push_back(1);
-    axes.push_back(reduce_axis(Range(Expr(0), Expr(data->dim(2 + d))), "r" + std::to_string(d)));
-    count *= data->dim(2 + d);
+    shape.push_back(Expr(1));
+    axes.push_back(reduce_axis(Range(Expr(0), data->shape[2 + d]), "r" + std::to_string(d)));
+    count = count * data->shape[2 + d];
   }
+  count = arith::simplify(count);
   auto at = [&](const std::vector<Var>& o) {
     std::vector<Expr> idx{o[0], o[1]};
     for (const auto& a : axes) idx.push_back(a);
@@ -248,7 +261,8 @@ Tensor global_pool(const Tensor& data, const std::string& kind, double p) {
       total->shape,
       [&](const std::vector<Var>& o) {
         Expr s = total(as_exprs(o));
-        Expr r = kind == "avg" ? s / make_const(acc, static_cast<double>(count))
+        const int64_t* fixed = as_const_int(count);
+        Expr r = kind == "avg" ? s / (fixed ? make_const(acc, static_cast<double>(*fixed)) : cast(acc, count))
                  : p == 1      ? s
                  : p == 2      ? sqrt(s)
                                : call(Intrinsic::pow, {s, make_const(acc, 1.0 / p)});

@@ -1,6 +1,8 @@
 #include "tensor_ir/ops/nn_util.h"
 
+#include "runtime/error.h"
 #include "tensor_ir/ops/nn.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir::ops::nn_detail {
 
@@ -11,10 +13,25 @@ std::vector<int64_t> sizes_per_image(const Tensor& data) {
   return ds;
 }
 
-std::vector<Expr> with_batch_of(const Tensor& data, const std::vector<int64_t>& shape) {
-  std::vector<Expr> out(shape.begin(), shape.end());
-  out.at(0) = data->shape.at(0);
-  return out;
+std::vector<Expr> dims_per_image(const Tensor& data) {
+  std::vector<Expr> ds = data->shape;
+  if (!as_const_int(ds.at(0))) ds[0] = Expr(1);
+  return ds;
+}
+
+std::vector<Expr> with_batch_of(const Tensor& data, std::vector<Expr> shape) {
+  shape.at(0) = data->shape.at(0);
+  return shape;
+}
+
+std::vector<int64_t> const_dims(const std::vector<Expr>& shape) {
+  std::vector<int64_t> dims;
+  for (const Expr& d : shape) {
+    const int64_t* v = as_const_int(d);
+    if (!v) fail("the shape ", shape_str(shape), " has a symbolic size where a constant one is needed");
+    dims.push_back(*v);
+  }
+  return dims;
 }
 
 std::vector<std::string> nc_axis_names(size_t rank) {

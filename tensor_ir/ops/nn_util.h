@@ -72,8 +72,13 @@ std::vector<Expr> keepdims_index(const std::vector<Var>& v, const std::vector<in
 // The sizes of [N, C, spatial...] data, N as 1 when it is symbolic (convolutions and pooling
 // treat each image alike); the other dimensions must be constants.
 std::vector<int64_t> sizes_per_image(const Tensor& data);
-// `shape`, computed from sizes_per_image(data), with data's own batch (symbolic or not) first.
-std::vector<Expr> with_batch_of(const Tensor& data, const std::vector<int64_t>& shape);
+// The same with the other dimensions as they are (spatial sizes may be symbolic).
+std::vector<Expr> dims_per_image(const Tensor& data);
+// `shape`, computed from sizes_per_image or dims_per_image of data, with data's own batch
+// (symbolic or not) first.
+std::vector<Expr> with_batch_of(const Tensor& data, std::vector<Expr> shape);
+// A shape's sizes as integers; throws naming the shape if one is symbolic.
+std::vector<int64_t> const_dims(const std::vector<Expr>& shape);
 
 // A name for an axis of rank-`rank` data: n, c, then spatial d0, d1, ...
 std::vector<std::string> nc_axis_names(size_t rank);

@@ -81,3 +81,20 @@ def test_a_program_cross_compiled_for_aarch64_runs_at_every_count(tmp_path):
         np.save(tmp_path / "x.npy", x)
         run(RUN_AARCH64, tmp_path / "arm.so", tmp_path / "x.npy", tmp_path / "y.npy")
         np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), x[x > 0] * 2)
+
+
+def test_resnet18_of_symbolic_image_sizes_cross_compiled_for_aarch64_runs_at_any_size(tmp_path):
+    """ResNet-18 exported with a symbolic batch, height and width, compiled once for AArch64 (its
+    convolutions and pools take the sizes at run time), at an image size that no tile divides,
+    against the host's static build of that size."""
+    import make_models
+    import tessera
+    path = make_models.ensure("resnet18", MODEL_DIR, images=True)
+    run(TESSERA, "compile", path, "-t", AARCH64, "-o", tmp_path / "arm.so")
+    x = np.random.default_rng(0).standard_normal((1, 3, 97, 131)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    run(RUN_AARCH64, tmp_path / "arm.so", tmp_path / "x.npy", tmp_path / "arm.npy")
+    host = tessera.build(tessera.onnx.load(path, shapes={"input": x.shape}), db=False).run([x])[0]
+    arm = np.load(tmp_path / "arm.npy")
+    assert arm.shape == host.shape
+    assert float(np.abs(arm - host).max() / np.abs(host).max()) <= 1e-4

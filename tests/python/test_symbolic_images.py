@@ -1,0 +1,227 @@
+"""Convolutions and pooling over images of symbolic height and width (issue 25, item 2), built once
+for every size: each form a convolution takes (blocked, pointwise, strip, depthwise, Winograd,
+direct), strides, dilations and padding, 1-D and 3-D windows, max, average and p-norm pools with
+ceil_mode, global pools, at sizes that divide no tile, of one pixel, and from the exported
+module; an image too small for a window is an error naming the node."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
+from nn_testing import conv_reference, windows
+
+
+def save(tmp_path, nodes, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    path = str(tmp_path / "model.onnx")
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString())
+    return path
+
+
+def vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def built_once(tmp_path, path, size_hints=None, target="llvm"):
+    """The library built for every size (an error if it is built per size), and its module."""
+    lib = tessera.build(tessera.onnx.load(path), target=target, db=False, size_hints=size_hints)
+    lib.export(str(tmp_path / "m.so"))
+    assert lib.symbolic, lib.symbolic_reason
+    return lib, tessera.load(str(tmp_path / "m.so"))
+
+
+def conv_model(tmp_path, rng, spatial, channels, out_channels, kernel, relu=True, **attrs):
+    rank = len(kernel)
+    groups = attrs.get("group", 1)
+    w = rng.standard_normal((out_channels, channels // groups) + tuple(kernel)).astype("float32")
+    b = rng.standard_normal(out_channels).astype("float32")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], **attrs)]
+    nodes.append(helper.make_node("Relu" if relu else "Identity", ["c"], ["y"]))
+    dims = ["N", channels] + spatial[:rank]
+    path = save(tmp_path, nodes, [vi("x", dims)], [vi("y", None)],
+                [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+
+    def reference(x):
+        pads = attrs.get("pads")
+        y = conv_reference(x, w, b, attrs.get("strides"), pads, attrs.get("dilations"), groups)
+        return np.maximum(y, 0) if relu else y
+    return path, reference
+
+
+# (channels, out_channels, kernel, attrs): the form each takes at the size hints given.
+CONVS = {
+    "blocked 3x3": (16, 32, (3, 3), {"pads": [1, 1, 1, 1]}),
+    "blocked strided, uneven pads": (16, 24, (3, 3), {"pads": [0, 1, 2, 1], "strides": [2, 2]}),
+    "blocked dilated": (8, 16, (3, 3), {"pads": [2, 2, 2, 2], "dilations": [2, 2]}),
+    "pointwise": (32, 48, (1, 1), {}),
+    "pointwise strided": (32, 16, (1, 1), {"strides": [2, 2]}),
+    "strip (3 channels, 7x7 stride 2)": (3, 16, (7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),
+    "depthwise": (24, 24, (3, 3), {"pads": [1, 1, 1, 1], "group": 24}),
+    "depthwise strided": (16, 16, (3, 3), {"pads": [1, 1, 1, 1], "group": 16, "strides": [2, 2]}),
+    "direct (grouped)": (12, 6, (3, 3), {"pads": [1, 1, 1, 1], "group": 3}),
+    "1-D": (8, 16, (5,), {"pads": [2, 2], "strides": [3]}),
+    "3-D": (4, 8, (3, 3, 3), {"pads": [1, 1, 1, 1, 1, 1]}),
+}
+
+
+@pytest.mark.parametrize("case", list(CONVS))
+def test_convolution_of_symbolic_height_and_width(tmp_path, rng, case):
+    channels, out_channels, kernel, attrs = CONVS[case]
+    path, reference = conv_model(tmp_path, rng, ["H", "W", "D"], channels, out_channels, kernel, **attrs)
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 20, "W": 30, "D": 6})
+    rank = len(kernel)
+    for n, h, w in [(1, 20, 30), (2, 9, 13), (1, 1, 1), (3, 33, 7), (1, 2, 41)]:
+        x = rng.standard_normal((n, channels) + (h, w, 3)[:rank]).astype("float32")
+        want = reference(x)
+        for runner in (lib, module):
+            got = runner.run([x])[0]
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_winograd_convolutions_of_symbolic_sizes_follow_the_packing_chosen_at_the_hints(tmp_path, rng):
+    """3x3 stride-1 convolutions take the Winograd form where the hints give enough 4x4 tiles (the
+    weight transformed ahead of time says so to every later lowering), the blocked one where they
+    do not; both compute every size."""
+    path, reference = conv_model(tmp_path, rng, ["H", "W"], 16, 32, (3, 3), pads=[1, 1, 1, 1])
+    for hints in ({"N": 1, "H": 56, "W": 56}, {"N": 1, "H": 4, "W": 4}):
+        lib, module = built_once(tmp_path, path, hints)
+        stages = " ".join(k["lowered"] for k in lib.kernels)
+        assert ("winograd" in stages) == (hints["H"] == 56)
+        for n, h, w in [(1, 56, 56), (2, 7, 5), (1, 1, 1), (1, 18, 61)]:
+            x = rng.standard_normal((n, 16, h, w)).astype("float32")
+            np.testing.assert_allclose(module.run([x])[0], reference(x), rtol=1e-4, atol=1e-4)
+
+
+def pool_reference(x, kind, kernel, strides, pads, count_include_pad=False, p=2):
+    fill = -np.inf if kind == "max" else 0.0
+    win = windows(x, kernel, strides, [1] * len(kernel), pads, fill)
+    axes = tuple(range(-len(kernel), 0))
+    if kind == "max":
+        return win.max(axes)
+    if kind == "lp":
+        return (np.abs(win) ** p).sum(axes) ** (1 / p)
+    if count_include_pad:
+        return win.mean(axes)
+    counts = windows(np.ones_like(x), kernel, strides, [1] * len(kernel), pads)
+    return win.sum(axes) / counts.sum(axes)
+
+
+POOLS = {
+    "max 3x3 stride 2": ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    "max 2x2": ("MaxPool", {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    "average, padding not counted": ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    "average, padding counted": ("AveragePool", {"kernel_shape": [3, 2], "pads": [1, 0, 1, 1], "count_include_pad": 1}),
+    "p-norm": ("LpPool", {"kernel_shape": [2, 3], "strides": [1, 2], "p": 2}),
+}
+
+
+@pytest.mark.parametrize("case", list(POOLS))
+def test_pooling_of_symbolic_height_and_width(tmp_path, rng, case):
+    op, attrs = POOLS[case]
+    nodes = [helper.make_node(op, ["x"], ["y"], **attrs), helper.make_node("GlobalAveragePool", ["x"], ["g"]),
+             helper.make_node("GlobalMaxPool", ["x"], ["gm"])]
+    path = save(tmp_path, nodes, [vi("x", ["N", 5, "H", "W"])], [vi("y", None), vi("g", None), vi("gm", None)])
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 24, "W": 24})
+    kind = {"MaxPool": "max", "AveragePool": "avg", "LpPool": "lp"}[op]
+    kernel = attrs["kernel_shape"]
+    for n, h, w in [(1, 24, 24), (2, 9, 13), (1, 3, 3), (1, 4, 37)]:
+        x = rng.standard_normal((n, 5, h, w)).astype("float32")
+        want = pool_reference(x, kind, kernel, attrs.get("strides", [1, 1]), attrs.get("pads", [0] * 4),
+                              attrs.get("count_include_pad", 0))
+        for runner in (lib, module):
+            y, g, gm = runner.run([x])
+            np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(g, x.mean((2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
+            np.testing.assert_array_equal(gm, x.max((2, 3), keepdims=True))
+
+
+def test_ceil_mode_pools_of_symbolic_sizes_drop_windows_starting_in_the_right_padding(tmp_path, rng):
+    """ceil_mode rounds the window count up, but a window that would start past the input and its
+    left padding is dropped (as PyTorch and ONNX Runtime do): at sizes where that happens too."""
+    torch = pytest.importorskip("torch")
+    attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}
+    nodes = [helper.make_node("MaxPool", ["x"], ["m"], **attrs), helper.make_node("AveragePool", ["x"], ["a"], **attrs)]
+    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"])], [vi("m", None), vi("a", None)])
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 16, "W": 16})
+    for h, w in [(16, 16), (5, 6), (1, 2), (8, 9)]:
+        x = rng.standard_normal((1, 3, h, w)).astype("float32")
+        t = torch.from_numpy(x)
+        want_max = torch.nn.functional.max_pool2d(t, 3, 2, 1, ceil_mode=True).numpy()
+        want_avg = torch.nn.functional.avg_pool2d(t, 3, 2, 1, ceil_mode=True, count_include_pad=False).numpy()
+        for runner in (lib, module):
+            m, a = runner.run([x])
+            np.testing.assert_array_equal(m, want_max)
+            np.testing.assert_allclose(a, want_avg, rtol=1e-5, atol=1e-6)
+
+
+def test_an_image_smaller_than_a_window_is_an_error_naming_the_node(tmp_path, rng):
+    path, reference = conv_model(tmp_path, rng, ["H", "W"], 4, 8, (3, 3), relu=False)  # unpadded
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 8, "W": 8})
+    x = rng.standard_normal((1, 4, 3, 5)).astype("float32")
+    np.testing.assert_allclose(module.run([x])[0], reference(x), rtol=1e-4, atol=1e-4)  # one output row
+    for runner in (lib, module):
+        with pytest.raises(tessera.Error, match=r"conv \(node 'c'\) needs its input \(padding included\) at least as large as its "
+                                                r"window in spatial dimension 0.* is 0 at N = 1, H = 2, W = 5"):
+            runner.run([rng.standard_normal((1, 4, 2, 5)).astype("float32")])
+    with pytest.raises(tessera.Error, match=r"input .x.*dimension 1 must be 4, got 5"):
+        lib.run([rng.standard_normal((1, 5, 8, 8)).astype("float32")])
+
+
+def test_a_fully_convolutional_network_runs_at_every_image_size(tmp_path, rng):
+    """A small network as torch.onnx.export writes it with dynamic height and width (stem, max
+    pool, pointwise, depthwise and 3x3 layers, an average pool with ceil_mode, a classifier
+    over the global mean), against PyTorch, at every opt level."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem, self.pool = nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.MaxPool2d(3, 2, 1)
+            self.pw, self.dw = nn.Conv2d(16, 32, 1), nn.Conv2d(32, 32, 3, padding=1, groups=32)
+            self.c3, self.down = nn.Conv2d(32, 32, 3, padding=1), nn.Conv2d(32, 40, 3, stride=2, padding=1)
+            self.avg, self.fc = nn.AvgPool2d(2, ceil_mode=True), nn.Linear(40, 10)
+
+        def forward(self, x):
+            x = self.pool(torch.relu(self.stem(x)))
+            x = torch.relu(self.dw(torch.relu(self.pw(x))))
+            x = self.avg(self.down(torch.relu(self.c3(x)) + x))
+            return self.fc(x.mean((2, 3))), x
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    path = str(tmp_path / "fcn.onnx")
+    torch.onnx.export(net, torch.randn(1, 3, 32, 40), path, input_names=["x"], output_names=["logits", "features"],
+                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=13)
+    for level in (0, 2, 3):
+        lib = tessera.build(tessera.onnx.load(path), opt_level=level, db=False)
+        for shape in [(1, 3, 32, 40), (2, 3, 17, 23), (1, 3, 1, 1), (1, 3, 96, 9)]:
+            x = rng.standard_normal(shape).astype("float32")
+            with torch.no_grad():
+                want = [t.numpy() for t in net(torch.from_numpy(x))]
+            for got, ref in zip(lib.run([x]), want):
+                assert got.shape == ref.shape
+                np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
+        assert lib.symbolic and lib.symbolic_reason == "", lib.symbolic_reason
+
+
+def test_convolutions_and_pools_of_symbolic_sizes_on_opencl(tmp_path, rng):
+    """The same kernels for an OpenCL device (PoCL here): a strided blocked convolution, a
+    depthwise one, a max pool, from the library and from its module, against numpy."""
+    w1 = rng.standard_normal((16, 3, 3, 3)).astype("float32")
+    w2 = rng.standard_normal((16, 1, 3, 3)).astype("float32")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Conv", ["c1", "w2"], ["c2"], pads=[1, 1, 1, 1], group=16),
+             helper.make_node("MaxPool", ["c2"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]
+    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"])], [vi("y", None)],
+                [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 32, "W": 32}, target="opencl")
+    for n, h, w in [(1, 32, 32), (2, 13, 7), (1, 1, 1)]:
+        x = rng.standard_normal((n, 3, h, w)).astype("float32")
+        c2 = conv_reference(conv_reference(x, w1, None, [2, 2], [1, 1, 1, 1]), w2, None, None, [1, 1, 1, 1], None, 16)
+        want = pool_reference(c2.astype("float32"), "max", [3, 3], [2, 2], [1, 1, 1, 1])
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-4, atol=1e-4)
