@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "frontend/onnx/ops_transform.h"
+#include "tensor_ir/ops/transform_resize.h"
 
 namespace tessera::frontend::onnx {
 
@@ -20,8 +21,9 @@ std::vector<double> constant_floats(const ConvertContext& c, size_t input, const
   return out;
 }
 
-// Output sizes from scales, as ONNX's reference: floor(input size * scale); a symbolic dimension
-// (a dynamic batch) where the scale is 1.
+// Output sizes from scales, as ONNX's reference: floor(input size * scale); of a symbolic
+// dimension, the dimension itself where the scale is 1 (a dynamic batch), else an expression of
+// it where the scale is a multiple of 1/1024 (an image upsampled by 2).
 relay_ir::Shape sizes_from_scales(const ConvertContext& c, const relay_ir::Shape& in,
                                   const std::vector<double>& scales) {
   if (scales.size() != in.size())
@@ -30,8 +32,13 @@ relay_ir::Shape sizes_from_scales(const ConvertContext& c, const relay_ir::Shape
   for (size_t d = 0; d < in.size(); ++d) {
     if (!(scales[d] > 0) || !std::isfinite(scales[d]))
       c.error("scale " + std::to_string(scales[d]) + " is not a positive number");
-    if (scales[d] == 1) sizes.push_back(in.dim(d));
-    else sizes.emplace_back(static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * scales[d])));
+    if (scales[d] == 1) {
+      sizes.push_back(in.dim(d));
+    } else if (!in.is_static(d) && tensor_ir::ops::scaled_size(in.dim(d), scales[d]).defined()) {
+      sizes.push_back(tensor_ir::ops::scaled_size(in.dim(d), scales[d]));
+    } else {
+      sizes.emplace_back(static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * scales[d])));
+    }
   }
   return relay_ir::Shape(sizes);
 }

@@ -16,8 +16,8 @@ struct ConvCore {
   Expr n = 1;  // the batch, which may be symbolic
   int64_t c = 1, m = 1, groups = 1;
   std::vector<int64_t> kernel, strides, dilations;  // per spatial dimension
-  // The input's and the output's spatial sizes, constants or expressions of the sizes a kernel
-  // takes at run time (an image of symbolic height and width).
+  // The (forward convolution's) input and the output spatial sizes, constants or expressions of
+  // the sizes a kernel takes at run time (an image of symbolic height and width).
   std::vector<Expr> in, out;
   DataType acc, out_type;
   // The input in `acc` at padded coordinates (padding, zero points and dilation applied).

@@ -5,6 +5,7 @@
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/printer.h"
 #include "tensor_ir/structural.h"
@@ -72,6 +73,26 @@ ResizeNearest parse_resize_nearest(const std::string& name) {
   fail("resize: nearest_mode '", name, "' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil");
 }
 
+bool resize_takes_symbolic(const ResizeParams& p) {
+  switch (p.coordinates) {
+    case ResizeCoordinates::HalfPixel:
+    case ResizeCoordinates::PytorchHalfPixel:
+    case ResizeCoordinates::AlignCorners:
+    case ResizeCoordinates::Asymmetric:
+    case ResizeCoordinates::TfHalfPixelForNn:
+      return true;
+    default:
+      return false;
+  }
+}
+
+Expr scaled_size(const Expr& size, double scale) {
+  constexpr int64_t kDenominator = 1024;
+  const double numerator = scale * static_cast<double>(kDenominator);
+  if (!(numerator >= 1) || numerator != std::floor(numerator) || numerator > 1e9) return Expr();
+  return arith::simplify(floordiv(size * Expr(static_cast<int64_t>(numerator)), Expr(kDenominator)));
+}
+
 namespace {
 
 // Does the axis map every output index to itself (so it needs no interpolation)?
@@ -100,9 +121,10 @@ void check_resize(const std::vector<Expr>& in, const ResizeParams& p) {
     if (!(p.scales[d] > 0) || !std::isfinite(p.scales[d]))
       fail("resize: scale ", p.scales[d], " of axis ", d, " is not a positive number");
     const int64_t *n = as_const_int(in[d]), *out = as_const_int(p.out_shape[d]);
-    if ((!n || !out) && !is_identity(p, d, in[d]))
+    if ((!n || !out) && !is_identity(p, d, in[d]) && !resize_takes_symbolic(p))
       fail("resize: dimension ", d, " of ", shape_str(in), " is resized to ", to_string(p.out_shape[d]),
-           ": only the axes a resize leaves as they are may be symbolic");
+           ": with coordinate_transformation_mode other than half_pixel, pytorch_half_pixel, align_corners, "
+           "asymmetric or tf_half_pixel_for_nn, only the axes a resize leaves as they are may be symbolic");
     if (out && *out < 0) fail("resize: negative output size in ", shape_str(p.out_shape));
     if (n && out && *n == 0 && *out > 0) fail("resize: cannot resize the empty axis ", d, " of ", shape_str(in));
   }
@@ -113,28 +135,41 @@ namespace {
 Expr f64(double v) { return make_const(runtime::kFloat64, v); }
 
 // Where output index `o` of one axis falls in the input, as in ONNX's reference (which uses
-// the fractional output size scale * in_size in align_corners and tf_crop_and_resize).
-Expr input_coordinate(const ResizeParams& p, size_t d, int64_t in, const Var& o) {
-  double scale = p.scales[d], out_size = scale * static_cast<double>(in);
+// the fractional output size scale * in_size in align_corners and tf_crop_and_resize). The
+// modes resize_takes_symbolic names take a symbolic `in`; the others a constant one.
+Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var& o) {
+  double scale = p.scales[d];
   Expr x = cast(runtime::kFloat64, Expr(o));
+  const int64_t* fixed = as_const_int(in);
+  // Folded to a constant at a constant size, so the static kernels stay as they were.
+  auto out_size = [&]() -> Expr {
+    return fixed ? f64(scale * static_cast<double>(*fixed)) : f64(scale) * cast(runtime::kFloat64, in);
+  };
+  auto unless_single = [&](const Expr& single, const Expr& other) {  // out_size == 1 ? single : other
+    if (fixed) return scale * static_cast<double>(*fixed) == 1 ? single : other;
+    return select(out_size() == f64(1), single, other);
+  };
   switch (p.coordinates) {
     case ResizeCoordinates::HalfPixel:
       return (x + f64(0.5)) / f64(scale) - f64(0.5);
     case ResizeCoordinates::HalfPixelSymmetric:
-      return f64(half_pixel_symmetric_offset(p, d, in)) + (x + f64(0.5)) / f64(scale) - f64(0.5);
+      return f64(half_pixel_symmetric_offset(p, d, *fixed)) + (x + f64(0.5)) / f64(scale) - f64(0.5);
     case ResizeCoordinates::PytorchHalfPixel:
-      return out_size == 1 ? f64(-0.5) : (x + f64(0.5)) / f64(scale) - f64(0.5);
+      return unless_single(f64(-0.5), (x + f64(0.5)) / f64(scale) - f64(0.5));
     case ResizeCoordinates::AlignCorners:
-      return out_size == 1 ? f64(0) : x * f64(static_cast<double>(in - 1) / (out_size - 1));
+      if (fixed)
+        return unless_single(f64(0),
+                             x * f64(static_cast<double>(*fixed - 1) / (scale * static_cast<double>(*fixed) - 1)));
+      return unless_single(f64(0), x * (cast(runtime::kFloat64, in - Expr(1)) / (out_size() - f64(1))));
     case ResizeCoordinates::Asymmetric:
       return x / f64(scale);
     case ResizeCoordinates::TfHalfPixelForNn:
       return (x + f64(0.5)) / f64(scale);
     case ResizeCoordinates::TfCropAndResize: {
-      double start = p.roi[d], end = p.roi[d + p.scales.size()], span = static_cast<double>(in - 1);
+      double start = p.roi[d], end = p.roi[d + p.scales.size()], span = static_cast<double>(*fixed - 1);
+      double size = scale * static_cast<double>(*fixed);
       Expr base = f64(start * span);
-      return out_size == 1 ? f64((end - start) * span / 2) + base
-                           : x * f64((end - start) * span / (out_size - 1)) + base;
+      return size == 1 ? f64((end - start) * span / 2) + base : x * f64((end - start) * span / (size - 1)) + base;
     }
   }
   return x;
@@ -146,10 +181,10 @@ struct Taps {
   std::vector<Expr> weight;  // float64; empty for nearest
 };
 
-Expr clamp_to(const Expr& i, int64_t n) { return min(max(i, Expr(0)), Expr(n - 1)); }
+Expr clamp_to(const Expr& i, const Expr& n) { return min(max(i, Expr(0)), arith::simplify(n - Expr(1))); }
 
 // Antialiased taps: the kernel stretched by 1 / scale over `a.count` neighbours, normalized.
-Taps antialiased_taps(const ResizeParams& p, const Expr& f, const Expr& r, int64_t in, double scale,
+Taps antialiased_taps(const ResizeParams& p, const Expr& f, const Expr& r, const Expr& in, double scale,
                       const AntialiasTaps& a) {
   Taps t;
   for (int64_t k = a.first; k < a.first + a.count; ++k) {
@@ -164,7 +199,7 @@ Taps antialiased_taps(const ResizeParams& p, const Expr& f, const Expr& r, int64
       w = select(u <= f64(1), near, select(u < f64(2), far, f64(0)));
     }
     Expr i = f + Expr(k);
-    if (p.exclude_outside) w = select(logical_and(i >= Expr(0), i < Expr(in)), w, f64(0));
+    if (p.exclude_outside) w = select(logical_and(i >= Expr(0), i < in), w, f64(0));
     t.index.push_back(clamp_to(i, in));
     t.weight.push_back(w);
   }
@@ -174,7 +209,7 @@ Taps antialiased_taps(const ResizeParams& p, const Expr& f, const Expr& r, int64
   return t;
 }
 
-Taps axis_taps(const ResizeParams& p, size_t d, const Expr& x, int64_t in) {
+Taps axis_taps(const ResizeParams& p, size_t d, const Expr& x, const Expr& in) {
   Expr fl = call(Intrinsic::floor, {x});
   Expr f = cast(kIndexType, fl), r = x - fl;
   if (const AntialiasTaps a = antialias_taps(p, d); a.count > 0) return antialiased_taps(p, f, r, in, p.scales[d], a);
@@ -215,7 +250,7 @@ Taps axis_taps(const ResizeParams& p, size_t d, const Expr& x, int64_t in) {
   for (int k = -1; k <= 2; ++k) {
     Expr i = f + Expr(k);
     t.index.push_back(clamp_to(i, in));
-    if (p.exclude_outside) t.weight[k + 1] = select(logical_and(i >= Expr(0), i < Expr(in)), t.weight[k + 1], f64(0));
+    if (p.exclude_outside) t.weight[k + 1] = select(logical_and(i >= Expr(0), i < in), t.weight[k + 1], f64(0));
   }
   if (p.exclude_outside) {
     Expr total = t.weight[0] + t.weight[1] + t.weight[2] + t.weight[3];
@@ -244,11 +279,10 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
             taps[d].index = {Expr(o[d])};
             continue;
           }
-          const int64_t n = *as_const_int(in[d]);  // check_resize: a resized axis is static
-          Expr c = input_coordinate(p, d, n, o[d]);
+          Expr c = input_coordinate(p, d, in[d], o[d]);  // check_resize: symbolic only where it may be
           if (p.coordinates == ResizeCoordinates::TfCropAndResize)
-            outside.push_back(logical_or(c<f64(0), c> f64(static_cast<double>(n - 1))));
-          taps[d] = axis_taps(p, d, c, n);
+            outside.push_back(logical_or(c<f64(0), c> f64(static_cast<double>(*as_const_int(in[d]) - 1))));
+          taps[d] = axis_taps(p, d, c, in[d]);
         }
         // Sum over every combination of taps, the weights of the interpolated axes multiplied.
         Expr total;

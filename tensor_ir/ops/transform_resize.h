@@ -29,7 +29,9 @@ ResizeCoordinates parse_resize_coordinates(const std::string& name);
 ResizeNearest parse_resize_nearest(const std::string& name);
 
 struct ResizeParams {
-  // Symbolic only along axes the resize leaves as they are (scale 1, the input's dimension).
+  // Symbolic along axes the resize leaves as they are (scale 1, the input's dimension), and along
+  // symbolic input axes resized by a coordinate transformation that depends on the scale alone
+  // (resize_takes_symbolic), floor(size * scale) an expression of the size.
   std::vector<Expr> out_shape;
   Shape static_out_shape() const;  // throws naming a symbolic dimension
   // Per axis: the scale the coordinate transformation divides by (output / input size when
@@ -46,6 +48,14 @@ struct ResizeParams {
   bool antialias = false;
   double extrapolation_value = 0;  // tf_crop_and_resize: value where the coordinate leaves the input
 };
+
+// Whether the coordinate transformation of `p` computes from the scale and output index alone
+// (half_pixel, pytorch_half_pixel, asymmetric, tf_half_pixel_for_nn, align_corners: these also
+// take a symbolic input size), not from sizes fixed at compile time.
+bool resize_takes_symbolic(const ResizeParams& p);
+// floor(size * scale) as an expression of a symbolic size, for a scale that is a multiple of
+// 1/1024 (2, 0.5, 1.5...), where the product is exact; undefined for other scales.
+Expr scaled_size(const Expr& size, double scale);
 
 // With antialias, axis d's taps: offsets first .. first + count - 1 from the coordinate's floor,
 // each weighing kernel((offset - fraction) * scale), normalized (count 0: no antialiasing there).

@@ -142,15 +142,16 @@ def test_ceil_mode_pools_of_symbolic_sizes_drop_windows_starting_in_the_right_pa
     """ceil_mode rounds the window count up, but a window that would start past the input and its
     left padding is dropped (as PyTorch and ONNX Runtime do): at sizes where that happens too."""
     torch = pytest.importorskip("torch")
+    from torch_numpy import array, tensor
     attrs = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}
     nodes = [helper.make_node("MaxPool", ["x"], ["m"], **attrs), helper.make_node("AveragePool", ["x"], ["a"], **attrs)]
     path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"])], [vi("m", None), vi("a", None)])
     lib, module = built_once(tmp_path, path, {"N": 1, "H": 16, "W": 16})
     for h, w in [(16, 16), (5, 6), (1, 2), (8, 9)]:
         x = rng.standard_normal((1, 3, h, w)).astype("float32")
-        t = torch.from_numpy(x)
-        want_max = torch.nn.functional.max_pool2d(t, 3, 2, 1, ceil_mode=True).numpy()
-        want_avg = torch.nn.functional.avg_pool2d(t, 3, 2, 1, ceil_mode=True, count_include_pad=False).numpy()
+        t = tensor(x)
+        want_max = array(torch.nn.functional.max_pool2d(t, 3, 2, 1, ceil_mode=True))
+        want_avg = array(torch.nn.functional.avg_pool2d(t, 3, 2, 1, ceil_mode=True, count_include_pad=False))
         for runner in (lib, module):
             m, a = runner.run([x])
             np.testing.assert_array_equal(m, want_max)
@@ -173,8 +174,10 @@ def test_an_image_smaller_than_a_window_is_an_error_naming_the_node(tmp_path, rn
 def test_a_fully_convolutional_network_runs_at_every_image_size(tmp_path, rng):
     """A small network as torch.onnx.export writes it with dynamic height and width (stem, max
     pool, pointwise, depthwise and 3x3 layers, an average pool with ceil_mode, a classifier
-    over the global mean), against PyTorch, at every opt level."""
+    over the global mean, the features upsampled by 2 twice, bilinear then nearest), against
+    PyTorch, at every opt level."""
     torch = pytest.importorskip("torch")
+    from torch_numpy import array, tensor
     nn = torch.nn
 
     class Net(nn.Module):
@@ -189,19 +192,20 @@ def test_a_fully_convolutional_network_runs_at_every_image_size(tmp_path, rng):
             x = self.pool(torch.relu(self.stem(x)))
             x = torch.relu(self.dw(torch.relu(self.pw(x))))
             x = self.avg(self.down(torch.relu(self.c3(x)) + x))
-            return self.fc(x.mean((2, 3))), x
+            up = torch.nn.functional.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+            return self.fc(x.mean((2, 3))), torch.nn.functional.interpolate(up, scale_factor=2, mode="nearest")
 
     torch.manual_seed(0)
     net = Net().eval()
     path = str(tmp_path / "fcn.onnx")
-    torch.onnx.export(net, torch.randn(1, 3, 32, 40), path, input_names=["x"], output_names=["logits", "features"],
+    torch.onnx.export(net, torch.randn(1, 3, 32, 40), path, input_names=["x"], output_names=["logits", "upsampled"],
                       dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=13)
     for level in (0, 2, 3):
         lib = tessera.build(tessera.onnx.load(path), opt_level=level, db=False)
         for shape in [(1, 3, 32, 40), (2, 3, 17, 23), (1, 3, 1, 1), (1, 3, 96, 9)]:
             x = rng.standard_normal(shape).astype("float32")
             with torch.no_grad():
-                want = [t.numpy() for t in net(torch.from_numpy(x))]
+                want = [array(t) for t in net(tensor(x))]
             for got, ref in zip(lib.run([x]), want):
                 assert got.shape == ref.shape
                 np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4)
@@ -225,3 +229,34 @@ def test_convolutions_and_pools_of_symbolic_sizes_on_opencl(tmp_path, rng):
         want = pool_reference(c2.astype("float32"), "max", [3, 3], [2, 2], [1, 1, 1, 1])
         for runner in (lib, module):
             np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-4, atol=1e-4)
+
+
+RESIZES = {
+    "nearest x2": ({"mode": "nearest"}, [2, 2]),
+    "nearest x2, asymmetric floor": ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                      "nearest_mode": "floor"}, [2, 2]),
+    "linear x2, half_pixel": ({"mode": "linear"}, [2, 2]),
+    "linear x0.5, pytorch_half_pixel": ({"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+                                        [0.5, 0.5]),
+    "linear x1.5, align_corners": ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, [1.5, 2]),
+    "cubic x2, exclude_outside": ({"mode": "cubic", "exclude_outside": 1}, [2, 1.25]),
+    "linear x0.5 antialiased": ({"mode": "linear", "antialias": 1}, [0.5, 0.5]),
+}
+
+
+@pytest.mark.parametrize("case", list(RESIZES))
+def test_resize_of_symbolic_height_and_width(tmp_path, rng, case):
+    """Resize by scales (F.interpolate's scale_factor) of an image of symbolic size: its output
+    size floor(size * scale) an expression of the size, the coordinates computed from the scale,
+    against the static build of each size (which the ONNX suites check)."""
+    attrs, hw_scales = RESIZES[case]
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], **attrs)]
+    scales = numpy_helper.from_array(np.array([1, 1] + hw_scales, "float32"), "scales")
+    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"])], [vi("y", None)], [scales], opset=18)
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 16, "W": 16})
+    for n, h, w in [(1, 16, 16), (2, 7, 9), (1, 1, 1), (1, 2, 33)]:
+        x = rng.standard_normal((n, 3, h, w)).astype("float32")
+        want = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape}), db=False).run([x])[0]
+        assert want.shape == (n, 3, int(np.floor(h * hw_scales[0])), int(np.floor(w * hw_scales[1])))
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-5, atol=1e-5)

@@ -162,7 +162,8 @@ def test_pads_that_may_crop_depending_on_the_sizes_are_built_per_size(tmp_path, 
 @pytest.mark.parametrize("mode,target", [("nearest", "llvm"), ("linear", "llvm"), ("linear", "opencl")])
 def test_resize_of_a_dynamic_batch(tmp_path, rng, mode, target):
     """Upsampling by 2 (F.interpolate's scales) of (N, C, 5, 6); the batch's scale of 1 keeps it
-    symbolic. A resized axis of symbolic size is built per size, saying which."""
+    symbolic. An axis of symbolic size resized by a scale that no multiple of 1/1024 is (0.3: its
+    size floor(H * 0.3) is no exact expression of H) is built per size, saying which."""
     nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode)]
     scales = numpy_helper.from_array(np.array([1, 1, 2, 2], "float32"), "scales")
     path = save(tmp_path, nodes, [vi("x", ["N", 3, 5, 6])], [vi("y", ["N", 3, 10, 12])], [scales])
@@ -175,9 +176,10 @@ def test_resize_of_a_dynamic_batch(tmp_path, rng, mode, target):
             np.testing.assert_array_equal(want, x.repeat(2, 2).repeat(2, 3))
         for run in (lib.run, module.run):
             np.testing.assert_allclose(run([x])[0], want, rtol=1e-6, atol=1e-6)
-    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", 6])], [vi("y", None)], [scales])
+    odd = numpy_helper.from_array(np.array([1, 1, 0.3, 2], "float32"), "scales")
+    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", 6])], [vi("y", None)], [odd])
     lib = tessera.build(tessera.onnx.load(path), db=False)
-    assert lib.run([np.ones((1, 3, 4, 6), "float32")])[0].shape == (1, 3, 8, 12)
+    assert lib.run([np.ones((1, 3, 10, 6), "float32")])[0].shape == (1, 3, 3, 12)
     assert not lib.symbolic and "dimension 2 of (N, 3, H, 6) is symbolic (H)" in lib.symbolic_reason
 
 
