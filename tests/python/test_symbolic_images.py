@@ -5,23 +5,11 @@ ceil_mode, global pools, at sizes that divide no tile, of one pixel, and from th
 module; an image too small for a window is an error naming the node."""
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 import tessera
 from nn_testing import conv_reference, windows
-
-
-def save(tmp_path, nodes, inputs, outputs, initializers=(), opset=17):
-    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    path = str(tmp_path / "model.onnx")
-    with open(path, "wb") as f:
-        f.write(model.SerializeToString())
-    return path
-
-
-def vi(name, shape):
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+from test_symbolic_ops import save, vi
 
 
 def built_once(tmp_path, path, size_hints=None, target="llvm"):
