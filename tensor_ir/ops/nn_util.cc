@@ -6,13 +6,6 @@
 
 namespace tessera::tensor_ir::ops::nn_detail {
 
-std::vector<int64_t> sizes_per_image(const Tensor& data) {
-  std::vector<int64_t> ds{1};
-  for (size_t d = 1; d < data.ndim(); ++d) ds.push_back(data->dim(d));
-  if (const int64_t* n = as_const_int(data->shape.at(0))) ds[0] = *n;
-  return ds;
-}
-
 std::vector<Expr> dims_per_image(const Tensor& data) {
   std::vector<Expr> ds = data->shape;
   if (!as_const_int(ds.at(0))) ds[0] = Expr(1);

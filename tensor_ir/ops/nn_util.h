@@ -70,12 +70,9 @@ Tensor keepdims_reduce(const Tensor& x, const std::vector<int64_t>& axes, Reduce
 std::vector<Expr> keepdims_index(const std::vector<Var>& v, const std::vector<int64_t>& axes);
 
 // The sizes of [N, C, spatial...] data, N as 1 when it is symbolic (convolutions and pooling
-// treat each image alike); the other dimensions must be constants.
-std::vector<int64_t> sizes_per_image(const Tensor& data);
-// The same with the other dimensions as they are (spatial sizes may be symbolic).
+// treat each image alike); the spatial sizes as they are (constants or expressions).
 std::vector<Expr> dims_per_image(const Tensor& data);
-// `shape`, computed from sizes_per_image or dims_per_image of data, with data's own batch
-// (symbolic or not) first.
+// `shape`, computed from dims_per_image(data), with data's own batch (symbolic or not) first.
 std::vector<Expr> with_batch_of(const Tensor& data, std::vector<Expr> shape);
 // A shape's sizes as integers; throws naming the shape if one is symbolic.
 std::vector<int64_t> const_dims(const std::vector<Expr>& shape);
