@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Models as people export them today (issue 25), in five parts.
+"""Models as people export them today (issue 25), in six parts.
 
 --conformance: the current ONNX release's node suite, Tessera against ONNX Runtime through the
 same runner (tests/onnx/run_node_tests.py) on the same cases (tests/onnx/write_current_cases.py),
@@ -43,6 +43,12 @@ layer (dynamic N, L, P; the causal mask's diagonal P + 1): one build for every s
 build of each size and ONNX Runtime, at a prompt of 64 tokens and single tokens after 64 and 512:
 
     benchmarks/.venv/bin/python benchmarks/dynamic.py --decoder-step [--repeat 20]
+
+--recurrent: an LSTM encoder (2 bidirectional layers, hidden 256) exported with a dynamic batch
+and length, built once for every length (each LSTM runs as a Scan over steps of one: a program)
+against a static build of each size (the LSTMs unrolled) and ONNX Runtime, at lengths 16 to 250:
+
+    benchmarks/.venv/bin/python benchmarks/dynamic.py --recurrent [--repeat 20]
 """
 import argparse
 import json
@@ -228,7 +234,7 @@ def nms_model(path, boxes, classes):
 
 def control_flow_worker(args):
     """Each program against ONNX Runtime: outputs compared, then timed in turns, in this process
-    (stages built at the shapes they meet) and exported as a module (every stage built for every
+    (built on the first run for every size) and exported as a module (every stage built for every
     size), loaded back."""
     import tempfile
     import numpy as np
@@ -310,6 +316,63 @@ def decoder_step_model(path, hidden=256, heads=4, vocab=1000, layers=2):
     return names, heads, hidden // heads
 
 
+def recurrent_model(path):
+    """A speech-style encoder as torch.onnx.export writes it with a dynamic batch N and length L:
+    2 bidirectional LSTM layers (80 features in, hidden 256), a linear layer to 32 outputs."""
+    import torch
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(80, 256, num_layers=2, batch_first=True, bidirectional=True)
+            self.out = torch.nn.Linear(512, 32)
+
+        def forward(self, x):
+            return self.out(self.lstm(x)[0])
+
+    torch.manual_seed(0)
+    torch.onnx.export(Encoder().eval(), (torch.randn(1, 20, 80),), path, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N", 1: "L"}}, opset_version=17)
+
+
+def recurrent_worker(args):
+    """The LSTM encoder built once for every length (each LSTM a Scan of one step: a program)
+    against a static build of each size (the LSTMs unrolled over the length) and ONNX Runtime."""
+    import tempfile
+    import numpy as np
+    import tessera
+    failed = False
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "encoder.onnx")
+        recurrent_model(path)
+        dynamic = tessera.build(tessera.onnx.load(path), db=False)
+        session = ort_session(path, args.threads)
+        for n, length in [(1, 16), (1, 100), (8, 100), (1, 250)]:
+            x = np.random.default_rng(1).standard_normal((n, length, 80)).astype("float32")
+            start = time.time()
+            got = dynamic.run([x])[0]
+            first_run_s = time.time() - start
+            start = time.time()
+            static = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape}), db=False)
+            static_build_s = time.time() - start
+            ref = session.run(None, {"x": x})[0]
+            for label, out in (("dynamic", got), ("static", static.run([x])[0])):
+                err = float(np.abs(out - ref).max() / max(np.abs(ref).max(), 1e-30))
+                if err > 1e-4:
+                    print(f"  LSTM encoder {(n, length)}: Tessera ({label}) differs from ONNX Runtime by {err:.2e}")
+                    failed = True
+            runs = {"tessera": lambda: dynamic.run([x]), "static": lambda: static.run([x]),
+                    "ort": lambda: session.run(None, {"x": x})}
+            times = common.measure_rounds(runs, args.repeat)
+            case = f"LSTM encoder N={n} L={length}"
+            for lib, (best, median) in times.items():
+                print(f"  {case:32s} {lib:8s} min {best * 1e3:9.3f} ms  median {median * 1e3:9.3f} ms", flush=True)
+            extra = {"first_run_s": round(first_run_s, 2), "static_build_s": round(static_build_s, 2),
+                     "build": "every size" if dynamic.symbolic else "per size"}
+            print(common.result_line("dynamic", case, args.threads, times, ["static", "ort"], extra=extra), flush=True)
+    return 1 if failed else 0
+
+
 def decoder_step_worker(args):
     """The decoding step built once for every size against a static build of each size and ONNX
     Runtime's session of the same model: a prompt of 64 tokens, then single tokens after caches of
@@ -376,6 +439,7 @@ def main():
     parser.add_argument("--control-flow", action="store_true", help="programs: a decoding Loop, NonMaxSuppression")
     parser.add_argument("--hot-sizes", action="store_true", help="a module holding a hot size against one without")
     parser.add_argument("--decoder-step", action="store_true", help="a decoding step with a key/value cache")
+    parser.add_argument("--recurrent", action="store_true", help="an LSTM encoder of dynamic length")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--cases", default=os.path.join(common.BUILD, "onnx-node-cases"))
     parser.add_argument("--repeat", type=int, default=20)
@@ -389,9 +453,13 @@ def main():
             return hot_sizes_worker(args)
         if args.decoder_step:
             return decoder_step_worker(args)
+        if args.recurrent:
+            return recurrent_worker(args)
         return control_flow_worker(args) if args.control_flow else models_worker(args)
-    if not (args.conformance or args.models is not None or args.control_flow or args.hot_sizes or args.decoder_step):
-        parser.error("choose --conformance, --models, --control-flow, --hot-sizes, --decoder-step or several")
+    if not (args.conformance or args.models is not None or args.control_flow or args.hot_sizes or args.decoder_step
+            or args.recurrent):
+        parser.error("choose --conformance, --models, --control-flow, --hot-sizes, --decoder-step, --recurrent or "
+                     "several")
     failed = conformance(args) if args.conformance else 0
     if args.models is not None:
         failed |= common.run_workers(__file__, [2], ["--models", *args.models, "--repeat", str(args.repeat)])
@@ -401,6 +469,8 @@ def main():
         failed |= common.run_workers(__file__, [2], ["--hot-sizes", "--repeat", str(args.repeat)])
     if args.decoder_step:
         failed |= common.run_workers(__file__, [2], ["--decoder-step", "--repeat", str(args.repeat)])
+    if args.recurrent:
+        failed |= common.run_workers(__file__, [2], ["--recurrent", "--repeat", str(args.repeat)])
     return failed
 
 

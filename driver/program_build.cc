@@ -39,7 +39,6 @@ class ProgramBuilder {
  public:
   ProgramBuilder(const relay_ir::Program& program, targets::Target target, BuildOptions options)
       : program_(program), target_(std::move(target)), options_(std::move(options)) {
-    options_.jit = false;  // compiled again when exported
     builds_.resize(program.stages.size());
   }
 
@@ -216,13 +215,22 @@ class ProgramBuilder {
           return type_body(body, body_in, frame);
         },
         0);
+    // As many steps as the scanned axis is long (the runner checks that the scan inputs agree).
+    std::optional<ShapeExpr> steps;
+    if (n_scan_in > 0 && !in_axes.empty()) {
+      const ValueType& first = in[n_states];
+      const int64_t rank = first.shape ? static_cast<int64_t>(first.shape->size()) : 0;
+      const int64_t axis = in_axes[0] < 0 ? in_axes[0] + rank : in_axes[0];
+      if (first.kind == ValueType::Kind::Tensor && axis >= 0 && axis < rank) steps = (*first.shape)[axis];
+    }
     const std::vector<int64_t> out_axes = axes("scan_output_axes", result.size() - std::min(n_states, result.size()));
     for (size_t k = n_states; k < result.size(); ++k)
-      result[k] = stacked(result[k], k - n_states < out_axes.size() ? out_axes[k - n_states] : 0);
+      result[k] = stacked(result[k], k - n_states < out_axes.size() ? out_axes[k - n_states] : 0, steps);
     return result;
   }
 
-  // One entry of `v` along `axis` (that dimension dropped) / entries stacked along a new `axis`.
+  // One entry of `v` along `axis` (that dimension dropped) / `count` (unknown: a dimension of its own)
+  // entries stacked along a new `axis`.
   static ValueType sliced(ValueType v, int64_t axis) {
     if (!v.shape) return v;
     const int64_t rank = static_cast<int64_t>(v.shape->size());
@@ -231,12 +239,12 @@ class ProgramBuilder {
     v.shape->erase(v.shape->begin() + axis);
     return v;
   }
-  ValueType stacked(ValueType v, int64_t axis) {
+  ValueType stacked(ValueType v, int64_t axis, const std::optional<ShapeExpr>& count = std::nullopt) {
     if (v.kind != ValueType::Kind::Tensor || !v.shape) return v;
     const int64_t rank = static_cast<int64_t>(v.shape->size()) + 1;
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) return {};
-    v.shape->insert(v.shape->begin() + axis, fresh());
+    v.shape->insert(v.shape->begin() + axis, count ? *count : fresh());
     return v;
   }
   // `v` with dimension `axis` of a size only the data tells.

@@ -26,7 +26,9 @@ struct ProgramBuild {
   targets::Target target;
 };
 
-// Throws naming the step whose stage cannot be built for every size (an operator that needs a
+// Stages are compiled for this process where options.jit is on (a program run here, whose module
+// export writes the same build) and only lowered where it is off (a module written for another
+// machine). Throws naming the step whose stage cannot be built for every size (an operator that needs a
 // value computed at run time, a size it needs constant) or whose input types are not known before
 // the program runs.
 ProgramBuild build_for_every_size(const relay_ir::Program& program, const targets::Target& target,

@@ -1,11 +1,13 @@
 #include "driver/program_executor.h"
 
 #include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "driver/constant_pool.h"
 #include "driver/shape_specialized_build.h"
 #include "runtime/element.h"
+#include "runtime/program_builtins.h"
 #include "runtime/error.h"
 
 namespace tessera::driver {
@@ -62,7 +64,49 @@ ProgramExecutor::ProgramExecutor(relay_ir::Program program, targets::Target targ
 
 std::vector<runtime::ProgramValue> ProgramExecutor::run(const std::vector<runtime::ProgramValue>& inputs) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!every_size_tried_) try_every_size(inputs);
+  if (every_size_runner_) {
+    try {
+      return every_size_runner_->run(inputs);
+    } catch (const runtime::ValueNotASize&) {  // built at its value below instead
+    }
+  }
   return runner_.run(inputs);
+}
+
+void ProgramExecutor::try_every_size(const std::vector<runtime::ProgramValue>& inputs) {
+  every_size_tried_ = true;
+  BuildOptions o = options_;
+  const runtime::ProgramPlan& plan = *program_.plan;
+  for (size_t i = 0; i < plan.input_types.size() && i < inputs.size(); ++i) {
+    const runtime::SymbolicShape& declared = plan.input_types[i].tensor.shape;
+    if (!inputs[i].is_tensor() || inputs[i].tensor.ndim() != declared.size()) continue;
+    for (size_t d = 0; d < declared.size(); ++d)
+      if (const std::string* var = declared[d].var_name()) o.size_hints.emplace(*var, inputs[i].tensor.shape()[d]);
+  }
+  try {
+    every_size_ = std::make_shared<const ProgramBuild>(build_for_every_size(program_, target_, o));
+  } catch (const Error& e) {
+    every_size_reason_ = e.what();
+    return;
+  }
+  every_size_runner_ = std::make_unique<runtime::ProgramRunner>(
+      every_size_->plan, [this](const runtime::ProgramStep& step, const std::vector<NDArray>& in) {
+        std::vector<NDArray> out;
+        for (const NDArray& o : every_size_->stages.at(step.stage)->executor->run(in))
+          out.push_back(runtime::owned_copy(o));
+        return out;
+      });
+}
+
+std::shared_ptr<const ProgramBuild> ProgramExecutor::every_size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return every_size_;
+}
+
+std::string ProgramExecutor::every_size_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return every_size_reason_;
 }
 
 std::vector<NDArray> ProgramExecutor::run_stage(const runtime::ProgramStep& step, const std::vector<NDArray>& in) {
@@ -98,6 +142,17 @@ std::vector<NDArray> ProgramExecutor::run_stage(const runtime::ProgramStep& step
 std::vector<std::pair<std::string, std::vector<std::string>>> ProgramExecutor::builds() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  if (every_size_) {
+    std::vector<std::string> origins(every_size_->stages.size());
+    std::function<void(const runtime::ProgramPlan&)> collect = [&](const runtime::ProgramPlan& p) {
+      for (const runtime::ProgramStep& step : p.steps) {
+        if (step.kind == runtime::ProgramStep::Kind::Stage) origins.at(step.stage) = step.origin;
+        for (const auto& body : step.bodies) collect(*body);
+      }
+    };
+    collect(*every_size_->plan);
+    for (const std::string& origin : origins) out.push_back({origin, {"every size"}});
+  }
   for (const StageCache& cache : stages_) {
     if (cache.builds.empty()) continue;
     std::vector<std::string> signatures;

@@ -1,7 +1,11 @@
 // Runs a relay_ir::Program (relay_ir/program.h) in this process: the runtime's program runner
-// (runtime/program_runner.h) with each stage built by build() the first time it meets a signature
-// (its inputs' shapes and dtypes, and the values of the inputs its graph needs as constants) and
-// reused after that, so a loop whose state keeps its shape compiles its body once.
+// (runtime/program_runner.h) with the program built once for every size (driver/program_build.h)
+// on its first run, tiles chosen for that run's sizes. Where a stage cannot be built so (an
+// operator needs as a constant a value computed at run time), every_size_reason() says why, and
+// each stage is built by build() instead the first time it meets a signature (its inputs' shapes
+// and dtypes, and the values of the inputs its graph needs as constants) and reused after that,
+// so a loop whose state keeps its shape compiles its body once. So is a run with a value the
+// build for every size cannot take as a size (a negative pad).
 #pragma once
 #include <map>
 #include <memory>
@@ -10,6 +14,7 @@
 #include <vector>
 
 #include "driver/build.h"
+#include "driver/program_build.h"
 #include "relay_ir/program.h"
 #include "runtime/program_runner.h"
 
@@ -32,8 +37,14 @@ class ProgramExecutor {
   const targets::Target& target() const { return target_; }
   const BuildOptions& options() const { return options_; }
 
-  // What is built: per stage (by origin), the signatures of the builds it keeps.
+  // What is built: per stage (by origin), "every size" for the build for every size, and the
+  // signatures of the builds it keeps at the signatures it met.
   std::vector<std::pair<std::string, std::vector<std::string>>> builds() const;
+
+  // The build for every size that the first run made; null before it, or when the program
+  // cannot be built so (every_size_reason() says why).
+  std::shared_ptr<const ProgramBuild> every_size() const;
+  std::string every_size_reason() const;
 
  private:
   struct StageBuild {
@@ -47,6 +58,8 @@ class ProgramExecutor {
     std::map<std::string, StageBuild> builds;  // by key(): shapes, dtypes, bound values
   };
   std::vector<runtime::NDArray> run_stage(const runtime::ProgramStep& step, const std::vector<runtime::NDArray>& in);
+  // Builds the program for every size once, its size hints (unless given) the sizes of `inputs`.
+  void try_every_size(const std::vector<runtime::ProgramValue>& inputs);
 
   relay_ir::Program program_;
   targets::Target target_;
@@ -55,6 +68,10 @@ class ProgramExecutor {
   mutable std::mutex mutex_;
   std::vector<StageCache> stages_;  // by ProgramStep::stage
   uint64_t uses_ = 0;
+  bool every_size_tried_ = false;
+  std::shared_ptr<const ProgramBuild> every_size_;
+  std::unique_ptr<runtime::ProgramRunner> every_size_runner_;  // runs every_size_
+  std::string every_size_reason_;
 };
 
 }  // namespace tessera::driver

@@ -245,9 +245,10 @@ NDArray values_as_shape(const NDArray& values, const std::string& name) {
   for (int64_t i = 0; i < values.numel(); ++i) {
     const double v = element_as_double(values, i);
     if (v < 0 || v > static_cast<double>(int64_t{1} << 53))
-      fail(name, " holds ", static_cast<int64_t>(v), " (element ", i,
-           "), which the part of the model built for every size takes as a size: it must ",
-           v < 0 ? "not be negative" : "be at most 2^53");
+      throw ValueNotASize(name + " holds " + std::to_string(static_cast<int64_t>(v)) + " (element " +
+                          std::to_string(i) +
+                          "), which the part of the model built for every size takes as a size: it must " +
+                          (v < 0 ? "not be negative" : "be at most 2^53"));
     shape.push_back(static_cast<int64_t>(v));
   }
   shape.push_back(0);
@@ -282,6 +283,8 @@ std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector
       return {values_as_shape(in.at(0).as_tensor(name), name)};
     }
     return sequence_or_optional(step, in);
+  } catch (const ValueNotASize& e) {
+    throw ValueNotASize(step.origin + ": " + e.what());
   } catch (const Error& e) {
     fail(step.origin, ": ", e.what());
   }

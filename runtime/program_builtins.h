@@ -12,6 +12,13 @@
 
 namespace tessera::runtime {
 
+// What values_as_shape throws for a value that cannot be a size (a negative pad): the build for
+// every size cannot take it, where a build at that value may (driver/program_executor.h).
+class ValueNotASize : public Error {
+ public:
+  using Error::Error;
+};
+
 // The outputs of builtin `step` (ProgramStep::builtin, its attrs) on `in` (an omitted optional
 // input is ProgramValue::Kind::None); throws naming the step.
 std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in);

@@ -1,5 +1,5 @@
 // A program: what one graph plan cannot express. Stages (graph plans, or graphs the compiler
-// builds at the shapes they meet) joined by branches chosen at run time, loops, and operators whose
+// builds for every size or at the shapes they meet) joined by branches chosen at run time, loops, and operators whose
 // output size depends on the data (NonZero, Unique, ...). runtime/program_runner.h runs it, as
 // TVM's Relay VM runs its bytecode: branches, loops and the data-dependent operators run on the
 // host between stages, and whoever holds the stages runs them.

@@ -1,7 +1,7 @@
 // Runs a program (runtime/program_plan.h): branches, loops, the data-dependent operators and the
 // sequence operators (runtime/program_builtins.h) run here, on the host; stages run by the
-// function the runner is given (graph plans of a loaded module, or builds the compiler makes at
-// the shapes they meet: driver/program_executor.h). Values cross between stages as host arrays.
+// function the runner is given (graph plans of a loaded module, or builds the compiler makes in
+// this process: driver/program_executor.h). Values cross between stages as host arrays.
 #pragma once
 #include <functional>
 #include <memory>

@@ -347,9 +347,7 @@ void write_kernel_sources(const ModelOptions& o, const std::string& dir) {
 int cmd_inspect(const ModelOptions& o, const std::string& dot, const std::string& source_dir) {
   if (auto program = load_program(o)) {
     if (!dot.empty() || !source_dir.empty())
-      fail(
-          "the model runs as a program of stages built at the shapes they meet: --dot and --source need one static "
-          "graph");
+      fail("the model runs as a program of stages: --dot and --source need one static graph");
     std::printf("%s", runtime::to_text(*program->plan).c_str());
     return 0;
   }

@@ -10,6 +10,7 @@
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/dim_values.h"
 #include "frontend/onnx/model_proto.h"
+#include "frontend/onnx/recurrence_scan.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "relay_ir/functor.h"
 #include "relay_ir/transforms/infer_type.h"
@@ -37,6 +38,10 @@ class Importer {
  public:
   Importer(const ::onnx::ModelProto& model, std::string base_dir, const ImportOptions& options)
       : model_(model), graph_(model.graph()), base_dir_(std::move(base_dir)), options_(options) {}
+
+  // Makes run() a probe that collects in `found` the recurrent nodes of symbolic sequence length
+  // instead of failing on them, each imported as values of its output types (never to be built).
+  void collect_symbolic_recurrences(std::vector<SymbolicRecurrence>& found) { recurrences_ = &found; }
 
   relay_ir::Module run() {
     check_model();
@@ -290,6 +295,14 @@ class Importer {
       outputs = convert_widened(node, inputs, names);
     } catch (const BindingRequired&) {
       throw;
+    } catch (const SymbolicRecurrence& r) {
+      if (!recurrences_) throw Error(r.what());
+      recurrences_->push_back(r);
+      for (const relay_ir::Type& t : r.output_types) {
+        const auto& tensor = relay_ir::as_tensor(t, "a recurrence's output");
+        outputs.push_back(
+            relay_ir::call("broadcast_to", {relay_ir::scalar(0, tensor.dtype)}, {{"shape", tensor.shape}}));
+      }
     } catch (const Error& e) {
       // A converter's own checks name the node; a shape read as constants (symbolic) may not.
       const std::string where = node_description(node, opset_of(node.domain()));
@@ -446,6 +459,7 @@ class Importer {
   const ImportOptions& options_;
   int opset_ = 0;
   bool program_ = false;  // needs_program: imported as a program's stages, not as one graph
+  std::vector<SymbolicRecurrence>* recurrences_ = nullptr;  // collect_symbolic_recurrences
   std::unordered_map<std::string, Expr> values_;
   std::vector<relay_ir::Var> params_;
   std::map<std::string, tensor_ir::Var> dim_vars_;  // one variable per symbolic dimension name
@@ -476,6 +490,20 @@ relay_ir::Module import_model(const std::string& path, const ImportOptions& opti
   return with_model_file(path, [&](const ::onnx::ModelProto& model, const std::string& dir) {
     return import_model_proto(model, dir, options);
   });
+}
+
+std::vector<SymbolicRecurrence> symbolic_recurrences(const ::onnx::ModelProto& model, const std::string& base_dir,
+                                                     const ImportOptions& options) {
+  ImportOptions symbolic = options;
+  symbolic.symbolic = true;
+  std::vector<SymbolicRecurrence> found;
+  Importer probe(model, base_dir, symbolic);
+  probe.collect_symbolic_recurrences(found);
+  try {
+    probe.run();
+  } catch (const Error&) {  // an operator that needs constant sizes: the nodes before it are found
+  }
+  return found;
 }
 
 std::vector<runtime::BufferSpec> model_inputs(const std::string& path, const ImportOptions& options) {

@@ -9,6 +9,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "frontend/onnx/importer.h"
+#include "frontend/onnx/recurrence_scan.h"
 
 namespace tessera::frontend::onnx {
 
@@ -21,6 +22,11 @@ relay_ir::Module import_model_proto(const ::onnx::ModelProto& model, const std::
 // whose output size depends on the data, or an If whose condition depends on the data (not only
 // on constants and shapes) in any graph.
 bool needs_program(const ::onnx::ModelProto& model, const ImportOptions& options);
+// The recurrent nodes of the model's main graph whose sequence length is symbolic where the model
+// is imported for every size (frontend/onnx/recurrence_scan.h), up to the first operator that needs
+// constant sizes there.
+std::vector<SymbolicRecurrence> symbolic_recurrences(const ::onnx::ModelProto& model, const std::string& base_dir,
+                                                     const ImportOptions& options);
 // The nodes that make a program of `graph` ("Loop (node 'l'), NonZero (node 'n')"), for messages.
 std::string program_steps(const ::onnx::GraphProto& graph);
 

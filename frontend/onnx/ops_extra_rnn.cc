@@ -9,9 +9,12 @@
 #include <optional>
 
 #include "frontend/onnx/ops_extra.h"
+#include "frontend/onnx/recurrence_scan.h"
+#include "frontend/onnx/tensor_proto.h"
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/element.h"
 #include "runtime/error.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::frontend::onnx {
 
@@ -32,7 +35,8 @@ struct Activation {
 
 struct Spec {
   Cell cell;
-  int64_t gates, hidden, directions, steps, batch;
+  int64_t gates, hidden, directions, steps;
+  tensor_ir::Expr batch;  // symbolic in a model of symbolic sizes
   bool layout_batch_first, linear_before_reset, input_forget;
   std::optional<double> clip;
   std::vector<Activation> activations;  // per direction: f (RNN), f g (GRU), f g h (LSTM)
@@ -133,7 +137,10 @@ class Unroller {
   }
   Expr transpose(const Expr& e, Ints perm) const { return op("transpose", {e}, {{"perm", perm}}); }
   Expr scalar(double v) const { return relay_ir::scalar(v, s_.dtype); }
-  Expr zeros(Ints shape) const { return relay_ir::constant(NDArray::empty(shape, s_.dtype)); }
+  Expr zeros(const relay_ir::Shape& shape) const {
+    if (shape.is_static()) return relay_ir::constant(NDArray::empty(shape.ints(), s_.dtype));
+    return op("broadcast_to", {scalar(0)}, {{"shape", shape}});
+  }
   Expr stack(const std::vector<Expr>& parts, int64_t axis) const {
     std::vector<Expr> expanded;
     for (const Expr& p : parts) expanded.push_back(op("expand_dims", {p}, {{"axes", Ints{axis}}}));
@@ -223,13 +230,48 @@ class Unroller {
   runtime::DataType lengths_dtype_ = runtime::kInt32;
 };
 
-const relay_ir::TensorTypeNode& typed(const ConvertContext& c, size_t i, const std::string& what, const Ints& shape,
-                                      runtime::DataType dtype) {
+// A shape of expressions, constant ones as integers.
+relay_ir::Shape dims(const std::vector<tensor_ir::Expr>& d) { return relay_ir::Shape(d); }
+
+const relay_ir::TensorTypeNode& typed(const ConvertContext& c, size_t i, const std::string& what,
+                                      const relay_ir::Shape& shape, runtime::DataType dtype) {
   const auto& t = c.input_type(i);
   if (t.shape != shape || t.dtype != dtype)
-    c.error(what + " must be " + dtype.str() + runtime::shape_str(shape) + ", got " + t.dtype.str() +
-            runtime::shape_str(t.shape));
+    c.error(what + " must be " + dtype.str() + shape.str() + ", got " + t.dtype.str() + t.shape.str());
   return t;
+}
+
+// What the converter throws for a sequence of symbolic length `steps`, which it cannot unroll.
+SymbolicRecurrence symbolic_recurrence(const ConvertContext& c, const Spec& s, const tensor_ir::Expr& steps) {
+  SymbolicRecurrence r(c.where() + ": the sequence length (" + tensor_ir::to_string(steps) +
+                       ") is symbolic: a recurrence unrolls over a constant length only, so the model must be built "
+                       "per length unless it runs the node as a loop (a model of opset 9 or newer loaded for every "
+                       "size, where this node is outside control flow)");
+  r.output = c.node().output(0);
+  r.elem_type = onnx_type_of(s.dtype);
+  r.hidden = s.hidden;
+  const size_t per = s.activations.size() / static_cast<size_t>(s.directions);
+  for (int64_t d = 0; d < s.directions; ++d) {
+    SymbolicRecurrence::Direction dir;
+    for (size_t i = 0; i < per; ++i) {
+      const Activation& a = s.activations[static_cast<size_t>(d) * per + i];
+      dir.activations.push_back(a.name);
+      for (const auto& info : kActivations) {
+        if (a.name != info.name) continue;
+        if (info.takes >= 1) dir.alpha.push_back(static_cast<float>(a.alpha));
+        if (info.takes >= 2) dir.beta.push_back(static_cast<float>(a.beta));
+      }
+    }
+    r.directions.push_back(std::move(dir));
+  }
+  const tensor_ir::Expr D(s.directions), H(s.hidden);
+  auto type = [&](std::vector<tensor_ir::Expr> shape) {
+    return relay_ir::tensor_type(relay_ir::Shape(shape), s.dtype);
+  };
+  r.output_types.push_back(s.layout_batch_first ? type({s.batch, steps, D, H}) : type({steps, D, s.batch, H}));
+  for (int i = 0; i < (s.cell == Cell::Lstm ? 2 : 1); ++i)
+    r.output_types.push_back(s.layout_batch_first ? type({s.batch, D, H}) : type({D, s.batch, H}));
+  return r;
 }
 
 std::vector<Expr> convert(ConvertContext& c, Cell cell) {
@@ -237,6 +279,7 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
                                     "direction",        "hidden_size",     "layout",      "output_sequence"};
   if (cell == Cell::Gru) known.push_back("linear_before_reset");
   if (cell == Cell::Lstm) known.push_back("input_forget");
+  known.push_back(kProjectedInput);
   for (const auto& a : c.node().attribute())
     if (std::none_of(known.begin(), known.end(), [&](const char* k) { return a.name() == k; }))
       c.error("unsupported attribute: " + a.name());
@@ -261,33 +304,42 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
 
   const auto& x = c.input_type(0);
   if (!x.dtype.is_float()) c.error("X must be float16, float32 or float64, got " + x.dtype.str());
-  if (x.ndim() != 3) c.error("X must be 3-D, got shape " + runtime::shape_str(x.shape));
+  if (x.ndim() != 3) c.error("X must be 3-D, got shape " + x.shape.str());
   s.dtype = x.dtype;
-  s.steps = x.shape[layout == 0 ? 0 : 1];
-  s.batch = x.shape[layout == 0 ? 1 : 0];
-  int64_t input_size = x.shape[2], D = s.directions, B = s.batch, S = s.steps;
+  const size_t time_axis = layout == 0 ? 0 : 1;
+  s.batch = x.shape.dim(1 - time_axis);
+  // X holds the input projections already (a Scan's step: recurrence_scan.h); W is not applied.
+  const bool projected = c.attr_int(kProjectedInput, 0) != 0;
+  const int64_t input_size = projected ? c.input_type(1).shape[2] : x.shape[2], D = s.directions;
+  const tensor_ir::Expr B = s.batch;
   const auto& w = c.input_type(1);
   if (s.hidden < 0 && w.ndim() == 3) s.hidden = w.shape[1] / s.gates;  // hidden_size is optional in opset 1
   int64_t H = s.hidden, G = s.gates;
   if (H < 1) c.error("hidden_size must be positive, got " + std::to_string(H));
-  if (S < 1) c.error("the sequence must not be empty, got X of shape " + runtime::shape_str(x.shape));
   typed(c, 1, "W", {D, G * H, input_size}, s.dtype);
+  if (projected && x.shape[2] != G * H)
+    c.error("X of projected inputs must have " + std::to_string(G * H) + " columns, got " + x.shape.str());
   typed(c, 2, "R", {D, G * H, H}, s.dtype);
   if (c.has_input(3)) typed(c, 3, "B", {D, 2 * G * H}, s.dtype);
-  Ints state_shape = s.layout_batch_first ? Ints{B, D, H} : Ints{D, B, H};
+  const relay_ir::Shape state_shape = s.layout_batch_first ? dims({B, D, H}) : dims({D, B, H});
   if (c.has_input(5)) typed(c, 5, "initial_h", state_shape, s.dtype);
   if (cell == Cell::Lstm && c.has_input(6)) typed(c, 6, "initial_c", state_shape, s.dtype);
   if (cell == Cell::Lstm && c.has_input(7)) typed(c, 7, "P", {D, 3 * H}, s.dtype);
+  if (c.has_input(4)) {
+    const auto& l = c.input_type(4);
+    if (!l.dtype.is_integer() || l.shape != dims({B}))
+      c.error("sequence_lens must be int32" + dims({B}).str() + ", got " + l.dtype.str() + l.shape.str());
+  }
+  if (!x.shape.is_static(time_axis)) throw symbolic_recurrence(c, s, x.shape.dim(time_axis));
+  s.steps = x.shape[time_axis];
+  const int64_t S = s.steps;
+  if (S < 1) c.error("the sequence must not be empty, got X of shape " + x.shape.str());
 
   Unroller u(c, s);
   // Sequence lengths: none, all full (ignored), or per batch entry (masking).
   std::optional<Expr> lengths;
   if (c.has_input(4)) {
-    const auto& l = c.input_type(4);
-    if (!l.dtype.is_integer() || l.shape != Ints{B})
-      c.error("sequence_lens must be int32[" + std::to_string(B) + "], got " + l.dtype.str() +
-              runtime::shape_str(l.shape));
-    u.set_lengths_dtype(l.dtype);
+    u.set_lengths_dtype(c.input_type(4).dtype);
     bool full = false;
     if (auto v = c.try_constant_input(4)) {  // else masked at run time: not a value input
       full = true;
@@ -303,13 +355,12 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
 
   Expr xs = s.layout_batch_first ? u.transpose(c.input(0), {1, 0, 2}) : c.input(0);  // [S, B, I]
   auto state = [&](size_t input, int64_t d) {
-    if (!c.has_input(input)) return u.zeros({B, H});
+    if (!c.has_input(input)) return u.zeros(dims({B, H}));
     return u.pick(c.input(input), s.layout_batch_first ? 1 : 0, d);
   };
   std::vector<Expr> y_dirs, h_dirs, c_dirs;
   for (int64_t d = 0; d < D; ++d) {
     bool reverse = direction == "reverse" || d == 1;
-    Expr w_t = u.transpose(u.pick(c.input(1), 0, d), {1, 0});  // [I, G * H]
     Expr r_t = u.transpose(u.pick(c.input(2), 0, d), {1, 0});  // [H, G * H]
     std::optional<Expr> bias, rb_h;
     if (c.has_input(3)) {
@@ -317,7 +368,7 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
       if (cell == Cell::Gru && s.linear_before_reset) {
         // The recurrent bias of the candidate gate is added before the reset gate multiplies.
         rb_h = u.slice(rb, 0, 2 * H, 3 * H);
-        bias = u.op("add", {wb, u.op("concat", {u.slice(rb, 0, 0, 2 * H), u.zeros({H})}, {{"axis", int64_t{0}}})});
+        bias = u.op("add", {wb, u.op("concat", {u.slice(rb, 0, 0, 2 * H), u.zeros(Ints{H})}, {{"axis", int64_t{0}}})});
       } else {
         bias = u.op("add", {wb, rb});
       }
@@ -325,7 +376,8 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
     Expr seq = xs;
     if (reverse && lengths)
       seq = u.op("reverse_sequence", {xs, *lengths}, {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
-    Expr proj = u.op("matmul", {seq, w_t});  // [S, B, G * H]
+    Expr proj =
+        projected ? seq : u.op("matmul", {seq, u.transpose(u.pick(c.input(1), 0, d), {1, 0})});  // [S, B, G * H]
     if (bias) proj = u.op("add", {proj, *bias});
     Expr parts = S == 1 ? Expr() : u.op("split", {proj}, {{"axis", int64_t{0}}, {"sizes", Ints(S, 1)}});
     std::vector<Expr> steps;

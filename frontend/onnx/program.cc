@@ -9,6 +9,7 @@
 #include "frontend/onnx/model_proto.h"
 #include "frontend/onnx/program_graph.h"
 #include "frontend/onnx/program_stage.h"
+#include "frontend/onnx/recurrence_scan.h"
 #include "frontend/onnx/tensor_proto.h"
 
 namespace tessera::frontend::onnx {
@@ -332,15 +333,40 @@ void declare_elements(const ::onnx::TypeProto& element, runtime::ProgramInputTyp
   t.element_shape = true;
 }
 
+// Whether the main graph has a recurrent node and an input of symbolic shape (neither an
+// initializer, nor bound, nor given a shape): only then can a sequence length be symbolic.
+bool recurrent_with_symbolic_inputs(const ::onnx::ModelProto& model, const ImportOptions& options) {
+  const auto& g = model.graph();
+  const bool recurrent = std::any_of(g.node().begin(), g.node().end(), [](const auto& n) {
+    return n.domain().empty() && (n.op_type() == "RNN" || n.op_type() == "GRU" || n.op_type() == "LSTM");
+  });
+  std::set<std::string> initializers;
+  for (const auto& init : g.initializer()) initializers.insert(init.name());
+  return recurrent && std::any_of(g.input().begin(), g.input().end(), [&](const auto& in) {
+           if (initializers.count(in.name()) || options.bind.count(in.name()) || options.shapes.count(in.name()))
+             return false;
+           const auto& dims = in.type().tensor_type().shape().dim();
+           return std::any_of(dims.begin(), dims.end(), [](const auto& d) { return !d.has_dim_value(); });
+         });
+}
+
 }  // namespace
 
 std::shared_ptr<const relay_ir::Program> import_program(const std::string& path, const ImportOptions& options,
                                                         bool always) {
   return with_model_file(
       path, [&](const ::onnx::ModelProto& model, const std::string& dir) -> std::shared_ptr<const relay_ir::Program> {
-        if (!always && !needs_program(model, options)) return nullptr;
+        std::optional<::onnx::ModelProto> rewritten;  // recurrences of symbolic length as Scans
+        if (!always && !needs_program(model, options)) {
+          const std::vector<SymbolicRecurrence> loops = recurrent_with_symbolic_inputs(model, options)
+                                                            ? symbolic_recurrences(model, dir, options)
+                                                            : std::vector<SymbolicRecurrence>{};
+          if (loops.empty()) return nullptr;
+          rewritten = recurrences_as_scans(model, loops, dir);
+          if (!needs_program(*rewritten, options)) return nullptr;  // too old an opset to rewrite
+        }
         const std::vector<runtime::BufferSpec> tensors = model_inputs(path, options);  // checks every operator too
-        ProgramBuilder builder(model, dir, options);
+        ProgramBuilder builder(rewritten ? *rewritten : model, dir, options);
         std::shared_ptr<ProgramPlan> program = builder.main();
         for (const std::string& name : program->inputs) {
           runtime::ProgramInputType t;

@@ -327,7 +327,7 @@ void bind_dynamic(py::module_& m) {
           if (!hot_sizes.empty())
             fail(
                 "specialize=: the model runs as a program (control flow or data-dependent shapes), whose stages "
-                "are built at the shapes they meet");
+                "are built for every size or at the shapes they meet");
           return program_library(mod.program, target, options);
         }
         auto specialize = [mod](const std::map<std::string, std::vector<int64_t>>& shapes) { return mod.at(shapes); };

@@ -1,7 +1,7 @@
 // Models with control flow or data-dependent shapes in Python: tessera.build of such a
 // DynamicModule gives a ProgramLibrary, which runs the model's program (driver/program_executor.h),
-// building each stage at the shapes it meets; its export() writes the program with every stage
-// built for every size, which tessera.load gives back as a ProgramLibrary.
+// built for every size on its first run (else each stage at the shapes it meets); its export()
+// writes the build for every size, which tessera.load gives back as a ProgramLibrary.
 #include <pybind11/stl.h>
 
 #include "driver/export.h"
@@ -38,8 +38,8 @@ py::object to_python(const runtime::ProgramValue& v) {
   return std::move(elements);
 }
 
-// Built in this process (its stages built at the shapes they meet), or loaded from a module (its
-// stages built for every size).
+// Built in this process (driver/program_executor.h), or loaded from a module (its stages built for
+// every size).
 class ProgramLibrary {
  public:
   explicit ProgramLibrary(std::shared_ptr<driver::ProgramExecutor> executor)
@@ -70,10 +70,18 @@ class ProgramLibrary {
 
   void export_module(const std::string& path) const {
     if (!executor_) fail("export: the program was loaded from a module, which is written already");
-    const driver::ProgramExecutor& ex = *executor_;
     py::gil_scoped_release release;
-    driver::export_module(driver::build_for_every_size(ex.program(), ex.target(), ex.options()), path);
+    if (std::shared_ptr<const driver::ProgramBuild> built = executor_->every_size()) {
+      driver::export_module(*built, path);
+      return;
+    }
+    driver::BuildOptions options = executor_->options();
+    options.jit = false;  // compiled for the module only (a CUDA module builds where no driver is)
+    driver::export_module(driver::build_for_every_size(executor_->program(), executor_->target(), options), path);
   }
+
+  bool symbolic() const { return !executor_ || executor_->every_size() != nullptr; }
+  std::string symbolic_reason() const { return executor_ ? executor_->every_size_reason() : ""; }
 
   std::vector<std::pair<std::string, std::vector<std::string>>> builds() const {
     if (!executor_) return {};
@@ -101,9 +109,10 @@ void bind_program(py::module_& m) {
       m, "ProgramLibrary",
       "A model with control flow decided at run time (If, Loop, Scan) or outputs whose size depends on the data "
       "(NonZero, Unique, Compress, NonMaxSuppression), compiled (tessera.build of its DynamicModule). run() runs "
-      "its program: the static parts between those nodes are stages, each built the first time it meets a new "
-      "signature (its inputs' shapes, and the values of inputs the compiler needs as constants) and reused after "
-      "that; branches, loops and the data-dependent operators run between them.")
+      "its program: the static parts between those nodes are stages, all built on the first run for inputs of "
+      "any size (symbolic); where one cannot be (symbolic_reason), each stage is built the first time it meets a "
+      "new signature (its inputs' shapes, and the values of inputs the compiler needs as constants) and reused "
+      "after that. Branches, loops and the data-dependent operators run between the stages.")
       .def("run", &ProgramLibrary::run, py::arg("inputs"),
            "Runs the model: run([x, ...]) or run({name: x}); the outputs as numpy arrays. A sequence is a list of "
            "arrays, an empty optional None, in the inputs and the outputs.")
@@ -121,10 +130,17 @@ void bind_program(py::module_& m) {
       .def_property_readonly(
           "program", [](const ProgramLibrary& l) { return runtime::to_text(l.plan()); },
           "The program as text: its steps, stages and bodies.")
+      .def_property_readonly(
+          "symbolic", &ProgramLibrary::symbolic,
+          "True when the program is built once for every size (on its first run; always for a module): every "
+          "stage compiled for inputs of any size; else each stage is built at the signatures it meets, and "
+          "symbolic_reason says why.")
+      .def_property_readonly("symbolic_reason", &ProgramLibrary::symbolic_reason,
+                             "Why the program is not built for every size (the stage and the operator), or \"\".")
       .def_property_readonly("builds", &ProgramLibrary::builds,
                              "[(stage, [signature, ...])]: each stage built so far in this process and the input "
-                             "signatures of the builds it keeps (the 64 most recently used); empty for a program "
-                             "loaded from a module, whose stages are built for every size.");
+                             "signatures of the builds it keeps (the 64 most recently used), or [\"every size\"] "
+                             "for each stage of the build for every size; empty for a program loaded from a module.");
 }
 
 }  // namespace tessera::python

@@ -46,9 +46,10 @@ def build(mod: Module | DynamicModule, target: str = "llvm", db: os.PathLike | s
     option, or a graph that cannot be compiled. The options are those of tessera.BuildOptions.
     A DynamicModule (a model with symbolic input dimensions) gives a DynamicLibrary, which builds
     the model with these options for each new size it is run at; a DynamicModule of a model with
-    control flow decided at run time or data-dependent shapes gives a ProgramLibrary, which builds
-    the static parts between those nodes at the shapes it meets. `size_hints` ({dimension: value})
-    are the sizes a module of symbolic sizes has its tiles chosen for (a dimension not given counts
+    control flow decided at run time or data-dependent shapes (or recurrent layers over a symbolic
+    length) gives a ProgramLibrary, which builds the static parts between those nodes on its first
+    run for every size (else, where one needs a value as a constant, at the shapes it meets).
+    `size_hints` ({dimension: value}) are the sizes a module of symbolic sizes has its tiles chosen for (a dimension not given counts
     as 16, unless the first run gives it); its code runs at any size. `specialize` lists sizes
     ({dimension: value} for every dimension, e.g. [{"N": 1, "L": 128}]) that a DynamicLibrary
     builds now as static models, the fastest code, and runs at those sizes; other sizes run the

@@ -187,12 +187,12 @@ Type reverse_sequence_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& lengths = tensor_arg(args, 1, "sequence lengths");
   require_integer(lengths, "sequence lengths");
   int64_t rank = static_cast<int64_t>(x.shape.size());
-  if (rank < 2) fail("the input must have rank >= 2, got ", runtime::shape_str(x.shape));
+  if (rank < 2) fail("the input must have rank >= 2, got ", x.shape.str());
   int64_t ba = ops::normalize_axis(attrs.get_int("batch_axis"), rank, "batch_axis");
   int64_t ta = ops::normalize_axis(attrs.get_int("time_axis"), rank, "time_axis");
   if (ba == ta) fail("batch_axis and time_axis are both ", ba);
-  if (lengths.shape != ops::Shape{x.shape[ba]})
-    fail("sequence lengths must have shape [", x.shape[ba], "], got ", runtime::shape_str(lengths.shape));
+  if (lengths.shape != Shape(std::vector<tensor_ir::Expr>{x.shape.dim(ba)}))
+    fail("sequence lengths must have shape (", x.shape.dim(ba), "), got ", lengths.shape.str());
   return args[0];
 }
 

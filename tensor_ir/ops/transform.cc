@@ -5,6 +5,7 @@
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/index_util.h"
@@ -405,20 +406,19 @@ Tensor one_hot(const Tensor& indices, const Tensor& values, int64_t depth, int64
 }
 
 Tensor reverse_sequence(const Tensor& x, const Tensor& lengths, int64_t batch_axis, int64_t time_axis) {
-  Shape in = x->dims();
+  const std::vector<Expr>& in = x->shape;
   int64_t rank = static_cast<int64_t>(in.size());
-  if (rank < 2) fail("reverse_sequence: the input must have rank >= 2, got ", runtime::shape_str(in));
+  if (rank < 2) fail("reverse_sequence: the input must have rank >= 2, got ", shape_str(in));
   int64_t ba = normalize_axis(batch_axis, rank, "reverse_sequence: batch_axis");
   int64_t ta = normalize_axis(time_axis, rank, "reverse_sequence: time_axis");
   if (ba == ta) fail("reverse_sequence: batch_axis and time_axis are both ", ba);
-  if (lengths.ndim() != 1 || lengths->dim(0) != in[ba])
-    fail("reverse_sequence: sequence lengths must have shape [", in[ba], "], got ",
-         runtime::shape_str(lengths->dims()));
+  if (lengths.ndim() != 1 || !arith::equal_as_polynomials(lengths->shape[0], in[ba]))
+    fail("reverse_sequence: sequence lengths must have shape (", in[ba], "), got ", shape_str(lengths->shape));
   return compute(
       x->shape,
       [&](const std::vector<Var>& o) {
         // Lengths outside [0, T] are clamped so nothing is read out of bounds.
-        Expr len = min(max(cast(kIndexType, lengths(o[ba])), Expr(0)), Expr(in[ta]));
+        Expr len = min(max(cast(kIndexType, lengths(o[ba])), Expr(0)), in[ta]);
         std::vector<Expr> idx = as_exprs(o);
         idx[ta] = select(o[ta] < len, len - Expr(1) - o[ta], Expr(o[ta]));
         return x(idx);
