@@ -1,9 +1,11 @@
-// Converters of ONNX Resize (opsets 10, 11, 13, 18, 19), Upsample (7, 9) and TopK. Scales,
-// sizes, roi and k must be constants (or bound inputs): they set output shapes.
+// Converters of ONNX Resize (opsets 10, 11, 13, 18, 19), Upsample (7, 9) and TopK. Scales, roi
+// and k must be constants (or bound inputs): they set output shapes; sizes may be computed from
+// symbolic dimensions (an image resized to the size of another).
 #include <algorithm>
 #include <cmath>
 
 #include "frontend/onnx/ops_transform.h"
+#include "tensor_ir/op.h"
 #include "tensor_ir/ops/transform_resize.h"
 
 namespace tessera::frontend::onnx {
@@ -74,9 +76,9 @@ Exprs convert_resize(ConvertContext& c) {
   if (coordinates == "tf_half_pixel_for_nn" && c.opset() >= 13) c.error("tf_half_pixel_for_nn was removed in opset 13");
   // An empty scales/sizes tensor stands for an absent one (opset 11 requires scales as input).
   std::vector<double> scales;
-  std::vector<int64_t> sizes;
+  std::vector<tensor_ir::Expr> sizes;  // of symbolic dimensions, computed from the input shapes
   if (c.has_input(2)) scales = constant_floats(c, 2, "scales");
-  if (c.has_input(3)) sizes = c.constant_ints(3, "sizes");
+  if (c.has_input(3)) sizes = c.dim_ints(3, "sizes");
   if (scales.empty() == sizes.empty()) c.error("exactly one of scales and sizes must be given");
   std::vector<double> roi;
   if (coordinates == "tf_crop_and_resize") {
@@ -93,7 +95,7 @@ Exprs convert_resize(ConvertContext& c) {
     // Axes left out keep their size: scale 1, roi from 0 to 1.
     std::vector<double> full_scales(rank, 1.0), full_roi(2 * rank, 0.0);
     std::fill(full_roi.begin() + rank, full_roi.end(), 1.0);
-    std::vector<int64_t> full_sizes = sizes.empty() ? std::vector<int64_t>{} : in.ints();
+    std::vector<tensor_ir::Expr> full_sizes = sizes.empty() ? std::vector<tensor_ir::Expr>{} : in.dims();
     for (size_t i = 0; i < n; ++i) {
       if (!scales.empty()) full_scales[axes[i]] = scales[i];
       if (!sizes.empty()) full_sizes[axes[i]] = sizes[i];
@@ -117,13 +119,17 @@ Exprs convert_resize(ConvertContext& c) {
     // One scale for every resized axis: the smallest (not_larger) or largest of sizes / input.
     double scale = policy == "not_larger" ? INFINITY : 0;
     for (int64_t d : axes) {
-      const double s = static_cast<double>(sizes[d]) / static_cast<double>(in[d]);
+      const int64_t* size = tensor_ir::as_const_int(sizes[d]);
+      if (!size || !in.is_static(d))
+        c.error("keep_aspect_ratio_policy " + policy + " needs constant sizes, got " + relay_ir::Shape(sizes).str() +
+                " for an input of shape " + in.str());
+      const double s = static_cast<double>(*size) / static_cast<double>(in[d]);
       scale = policy == "not_larger" ? std::min(scale, s) : std::max(scale, s);
     }
     scales.assign(rank, 1.0);
     for (int64_t d : axes) {
       scales[d] = scale;
-      sizes[d] = static_cast<int64_t>(scale * static_cast<double>(in[d]) + 0.5);  // halves round up
+      sizes[d] = tensor_ir::Expr(static_cast<int64_t>(scale * static_cast<double>(in[d]) + 0.5));  // halves round up
     }
   }
   if (!sizes.empty()) out = relay_ir::Shape(sizes);

@@ -22,9 +22,14 @@ ops::ResizeParams resize_params(const Shape& in, const Attrs& a) {
   p.out_shape = a.get_shape("sizes").dims();
   p.scales = a.get_floats("scales");
   if (p.scales.empty() && p.out_shape.size() == in.size()) {
-    const std::vector<int64_t> out = p.static_out_shape();
-    for (size_t d = 0; d < in.size(); ++d)
-      p.scales.push_back(in[d] == 0 ? 1.0 : static_cast<double>(out[d]) / static_cast<double>(in[d]));
+    // Output / input size; where either is symbolic, 1 for a dimension kept as it is, else 0:
+    // computed at run time.
+    for (size_t d = 0; d < in.size(); ++d) {
+      const int64_t* out = tensor_ir::as_const_int(p.out_shape[d]);
+      if (in.is_static(d) && out)
+        p.scales.push_back(in[d] == 0 ? 1.0 : static_cast<double>(*out) / static_cast<double>(in[d]));
+      else p.scales.push_back(dims_equal(in.dim(d), p.out_shape[d]) ? 1.0 : 0.0);
+    }
   }
   p.roi = a.get_floats("roi");
   p.mode = ops::parse_resize_mode(a.get_str("mode"));

@@ -118,9 +118,15 @@ void check_resize(const std::vector<Expr>& in, const ResizeParams& p) {
   if (p.coordinates == ResizeCoordinates::TfCropAndResize && p.roi.size() != 2 * rank)
     fail("resize: tf_crop_and_resize needs a roi of ", 2 * rank, " values (starts, then ends), got ", p.roi.size());
   for (size_t d = 0; d < rank; ++d) {
-    if (!(p.scales[d] > 0) || !std::isfinite(p.scales[d]))
-      fail("resize: scale ", p.scales[d], " of axis ", d, " is not a positive number");
     const int64_t *n = as_const_int(in[d]), *out = as_const_int(p.out_shape[d]);
+    if (p.scales[d] == 0 && (n && out))
+      fail("resize: the scale of axis ", d, " is left to the run time, but its sizes ", *n, " and ", *out,
+           " are constants");
+    if (p.scales[d] == 0 && p.antialias)
+      fail("resize: antialias needs the scale of axis ", d, " as a constant; it resizes ", to_string(in[d]), " to ",
+           to_string(p.out_shape[d]));
+    if (!(p.scales[d] >= 0) || !std::isfinite(p.scales[d]))
+      fail("resize: scale ", p.scales[d], " of axis ", d, " is not a positive number");
     if ((!n || !out) && !is_identity(p, d, in[d]) && !resize_takes_symbolic(p))
       fail("resize: dimension ", d, " of ", shape_str(in), " is resized to ", to_string(p.out_shape[d]),
            ": with coordinate_transformation_mode other than half_pixel, pytorch_half_pixel, align_corners, "
@@ -138,33 +144,38 @@ Expr f64(double v) { return make_const(runtime::kFloat64, v); }
 // the fractional output size scale * in_size in align_corners and tf_crop_and_resize). The
 // modes resize_takes_symbolic names take a symbolic `in`; the others a constant one.
 Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var& o) {
-  double scale = p.scales[d];
+  const double scale = p.scales[d];
   Expr x = cast(runtime::kFloat64, Expr(o));
   const int64_t* fixed = as_const_int(in);
-  // Folded to a constant at a constant size, so the static kernels stay as they were.
+  // Folded to a constant at a constant size, so the static kernels stay as they were; a scale of
+  // sizes known at run time only (0) is their quotient.
   auto out_size = [&]() -> Expr {
+    if (scale == 0) return cast(runtime::kFloat64, p.out_shape[d]);
     return fixed ? f64(scale * static_cast<double>(*fixed)) : f64(scale) * cast(runtime::kFloat64, in);
   };
+  auto by_scale = [&](const Expr& v) {  // v / scale
+    return scale == 0 ? v * cast(runtime::kFloat64, in) / out_size() : v / f64(scale);
+  };
   auto unless_single = [&](const Expr& single, const Expr& other) {  // out_size == 1 ? single : other
-    if (fixed) return scale * static_cast<double>(*fixed) == 1 ? single : other;
+    if (fixed && scale != 0) return scale * static_cast<double>(*fixed) == 1 ? single : other;
     return select(out_size() == f64(1), single, other);
   };
   switch (p.coordinates) {
     case ResizeCoordinates::HalfPixel:
-      return (x + f64(0.5)) / f64(scale) - f64(0.5);
+      return by_scale(x + f64(0.5)) - f64(0.5);
     case ResizeCoordinates::HalfPixelSymmetric:
       return f64(half_pixel_symmetric_offset(p, d, *fixed)) + (x + f64(0.5)) / f64(scale) - f64(0.5);
     case ResizeCoordinates::PytorchHalfPixel:
-      return unless_single(f64(-0.5), (x + f64(0.5)) / f64(scale) - f64(0.5));
+      return unless_single(f64(-0.5), by_scale(x + f64(0.5)) - f64(0.5));
     case ResizeCoordinates::AlignCorners:
-      if (fixed)
+      if (fixed && scale != 0)
         return unless_single(f64(0),
                              x * f64(static_cast<double>(*fixed - 1) / (scale * static_cast<double>(*fixed) - 1)));
       return unless_single(f64(0), x * (cast(runtime::kFloat64, in - Expr(1)) / (out_size() - f64(1))));
     case ResizeCoordinates::Asymmetric:
-      return x / f64(scale);
+      return by_scale(x);
     case ResizeCoordinates::TfHalfPixelForNn:
-      return (x + f64(0.5)) / f64(scale);
+      return by_scale(x + f64(0.5));
     case ResizeCoordinates::TfCropAndResize: {
       double start = p.roi[d], end = p.roi[d + p.scales.size()], span = static_cast<double>(*fixed - 1);
       double size = scale * static_cast<double>(*fixed);

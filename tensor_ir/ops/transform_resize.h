@@ -35,7 +35,7 @@ struct ResizeParams {
   std::vector<Expr> out_shape;
   Shape static_out_shape() const;  // throws naming a symbolic dimension
   // Per axis: the scale the coordinate transformation divides by (output / input size when
-  // the sizes were given).
+  // the sizes were given); 0 where that quotient is of symbolic sizes, computed at run time.
   std::vector<double> scales;
   std::vector<double> roi;  // tf_crop_and_resize: every axis' start, then every axis' end (fractions)
   ResizeMode mode = ResizeMode::Nearest;

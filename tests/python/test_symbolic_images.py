@@ -248,3 +248,49 @@ def test_resize_of_symbolic_height_and_width(tmp_path, rng, case):
         assert want.shape == (n, 3, int(np.floor(h * hw_scales[0])), int(np.floor(w * hw_scales[1])))
         for runner in (lib, module):
             np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-5, atol=1e-5)
+
+
+RESIZES_TO_SIZES = {
+    "linear, half_pixel": {"mode": "linear"},
+    "nearest, asymmetric floor": {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                  "nearest_mode": "floor"},
+    "nearest, round_prefer_ceil": {"mode": "nearest", "nearest_mode": "round_prefer_ceil"},
+    "linear, align_corners": {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+    "linear, pytorch_half_pixel": {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+    "cubic, exclude_outside": {"mode": "cubic", "exclude_outside": 1},
+}
+
+
+def resize_to_skip_model(tmp_path, attrs):
+    """x resized to the height and width of `skip` (F.interpolate(x, size=skip.shape[2:]) of a U-Net
+    or FPN): the sizes Concat(Shape(x)[:2], Shape(skip)[2:]), of symbolic dimensions."""
+    nodes = [helper.make_node("Shape", ["x"], ["x_shape"], end=2), helper.make_node("Shape", ["skip"], ["skip_hw"], start=2),
+             helper.make_node("Concat", ["x_shape", "skip_hw"], ["sizes"], axis=0),
+             helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], **attrs)]
+    return save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"]), vi("skip", ["N", 3, "H2", "W2"])], [vi("y", None)],
+                opset=18)
+
+
+@pytest.mark.parametrize("case", list(RESIZES_TO_SIZES))
+def test_resize_to_sizes_of_symbolic_dimensions(tmp_path, rng, case):
+    """Resize by sizes computed from other shapes: the scale of each axis, output / input size, is
+    computed at run time; against the static build of each size."""
+    path = resize_to_skip_model(tmp_path, RESIZES_TO_SIZES[case])
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 8, "W": 8, "H2": 16, "W2": 16})
+    for (h, w), (h2, w2) in [((7, 9), (16, 5)), ((1, 1), (3, 4)), ((16, 16), (1, 1)), ((5, 6), (5, 6)), ((8, 8), (3, 13))]:
+        x = rng.standard_normal((2, 3, h, w)).astype("float32")
+        skip = np.zeros((2, 3, h2, w2), "float32")
+        want = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape, "skip": skip.shape}), db=False).run([x, skip])[0]
+        assert want.shape == (2, 3, h2, w2)
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x, skip])[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_antialiased_resize_to_symbolic_sizes_is_built_per_size(tmp_path, rng):
+    path = resize_to_skip_model(tmp_path, {"mode": "linear", "antialias": 1})
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    x = rng.standard_normal((1, 3, 12, 10)).astype("float32")
+    skip = np.zeros((1, 3, 5, 4), "float32")
+    want = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape, "skip": skip.shape}), db=False).run([x, skip])[0]
+    np.testing.assert_allclose(lib.run([x, skip])[0], want, rtol=1e-5, atol=1e-5)
+    assert not lib.symbolic and "antialias needs the scale of axis 2 as a constant" in lib.symbolic_reason
