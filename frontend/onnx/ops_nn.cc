@@ -3,7 +3,11 @@
 // window attributes (auto_pad, pads, strides) that Conv, ConvTranspose and the pools share.
 #include "frontend/onnx/ops_nn.h"
 
+#include <algorithm>
+
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/op.h"
 
 namespace tessera::frontend::onnx {
 
@@ -23,8 +27,14 @@ std::vector<int64_t> spatial_attr(const ConvertContext& c, const char* name, siz
   return v;
 }
 
-std::vector<int64_t> window_pads(const ConvertContext& c, const relay_ir::Shape& x, const std::vector<int64_t>& window,
-                                 const std::vector<int64_t>& strides) {
+namespace {
+
+// [begins..., ends...] of a window over x as expressions: SAME pads with a stride depend on the
+// spatial size (the output is ceil(in / stride); the odd pad goes at the end (UPPER) or the
+// beginning (LOWER)), constants everywhere else.
+std::vector<tensor_ir::Expr> pad_exprs(const ConvertContext& c, const relay_ir::Shape& x,
+                                       const std::vector<int64_t>& window, const std::vector<int64_t>& strides) {
+  using tensor_ir::Expr;
   size_t rank = window.size();
   std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   if (auto_pad == "NOTSET") {
@@ -34,25 +44,57 @@ std::vector<int64_t> window_pads(const ConvertContext& c, const relay_ir::Shape&
               " (begins, then ends)");
     for (int64_t p : pads)
       if (p < 0) c.error("pads must not be negative, got " + std::to_string(p));
-    return pads;
+    return std::vector<Expr>(pads.begin(), pads.end());
   }
   if (c.has_attr("pads")) c.error("pads cannot be given with auto_pad " + auto_pad);
-  std::vector<int64_t> pads(2 * rank, 0);
+  std::vector<Expr> pads(2 * rank, Expr(0));
   if (auto_pad == "VALID") return pads;
   if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
     c.error("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '" + auto_pad + "'");
-  // SAME: output = ceil(in / stride); the odd pad goes at the end (UPPER) or the beginning (LOWER).
   for (size_t d = 0; d < rank; ++d) {
-    int64_t total = window[d] - 1;  // at stride 1, whatever the size
-    if (strides[d] > 1) {
-      int64_t in = x[2 + d], out = (in + strides[d] - 1) / strides[d];
-      total = std::max<int64_t>(0, (out - 1) * strides[d] + window[d] - in);
+    Expr total(window[d] - 1);  // at stride 1, whatever the size
+    if (strides[d] > 1) {       // (ceil(in / stride) - 1) * stride + window - in, at least 0
+      const Expr in = x.dim(2 + d);
+      total = tensor_ir::max(Expr(window[d] - 1) - tensor_ir::floormod(in - Expr(1), Expr(strides[d])), Expr(0));
     }
-    int64_t small = total / 2, big = total - small;
+    const Expr small = tensor_ir::arith::simplify(tensor_ir::floordiv(total, Expr(2)));
+    const Expr big = tensor_ir::arith::simplify(tensor_ir::floordiv(total + Expr(1), Expr(2)));
     pads[d] = auto_pad == "SAME_UPPER" ? small : big;
     pads[d + rank] = auto_pad == "SAME_UPPER" ? big : small;
   }
   return pads;
+}
+
+}  // namespace
+
+std::vector<int64_t> window_pads(const ConvertContext& c, const relay_ir::Shape& x, const std::vector<int64_t>& window,
+                                 const std::vector<int64_t>& strides) {
+  std::vector<int64_t> pads;
+  for (const tensor_ir::Expr& p : pad_exprs(c, x, window, strides)) {
+    const int64_t* v = tensor_ir::as_const_int(p);
+    if (!v)
+      c.error("auto_pad " + c.attr_string("auto_pad", "NOTSET") + " with strides " + runtime::shape_str(strides) +
+              " pads by amounts that depend on the input size " + x.str() + ", which this operator needs constant");
+    pads.push_back(*v);
+  }
+  return pads;
+}
+
+WindowInput window_input(const ConvertContext& c, const std::vector<int64_t>& window,
+                         const std::vector<int64_t>& strides, double fill) {
+  const relay_ir::Shape& x = c.input_type(0).shape;
+  const std::vector<tensor_ir::Expr> pads = pad_exprs(c, x, window, strides);
+  if (std::all_of(pads.begin(), pads.end(), [](const auto& p) { return tensor_ir::as_const_int(p); }))
+    return {c.input(0), window_pads(c, x, window, strides)};
+  const size_t rank = window.size();
+  std::vector<tensor_ir::Expr> full(2 * (rank + 2), tensor_ir::Expr(0));  // batch and channels unpadded
+  for (size_t d = 0; d < rank; ++d) {
+    full[2 + d] = pads[d];
+    full[rank + 4 + d] = pads[rank + d];
+  }
+  relay_ir::Expr padded = c.call("pad", {c.input(0)},
+                                 {{"pads", relay_ir::Shape(full)}, {"mode", std::string("constant")}, {"value", fill}});
+  return {padded, std::vector<int64_t>(2 * rank, 0)};
 }
 
 }  // namespace nn

@@ -33,6 +33,17 @@ relay_ir::Expr input_or_zero(const ConvertContext& c, size_t i, runtime::DataTyp
 std::vector<int64_t> window_pads(const ConvertContext& c, const relay_ir::Shape& x, const std::vector<int64_t>& window,
                                  const std::vector<int64_t>& strides);
 
+// The input of a window (the node's input 0) and the pads the window adds to it. Where SAME pads
+// with a stride depend on a symbolic spatial size, the input comes padded by them already (a pad
+// op of expressions of the size, with `fill`: the value no window can choose over the data), and
+// the window pads nothing.
+struct WindowInput {
+  relay_ir::Expr x;
+  std::vector<int64_t> pads;
+};
+WindowInput window_input(const ConvertContext& c, const std::vector<int64_t>& window,
+                         const std::vector<int64_t>& strides, double fill);
+
 // An ints attribute of one entry per spatial dimension (default `fill`), checked for length
 // and positivity.
 std::vector<int64_t> spatial_attr(const ConvertContext& c, const char* name, size_t rank, int64_t fill);

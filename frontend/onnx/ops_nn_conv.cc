@@ -33,7 +33,9 @@ std::vector<int64_t> kernel_sizes(const ConvertContext& c, size_t weight = 1) {
   return kernel;
 }
 
-Window conv_window(const ConvertContext& c, size_t weight = 1) {
+// The window's attributes; with `input`, that of the input, padded already where SAME pads with a
+// stride depend on a symbolic size (nn::window_input), else the pads must be constants.
+Window conv_window(const ConvertContext& c, size_t weight = 1, Expr* input = nullptr) {
   std::vector<int64_t> kernel = kernel_sizes(c, weight);
   size_t rank = kernel.size();
   Window w;
@@ -42,7 +44,13 @@ Window conv_window(const ConvertContext& c, size_t weight = 1) {
   w.groups = c.attr_int("group", 1);
   std::vector<int64_t> extent(rank);
   for (size_t d = 0; d < rank; ++d) extent[d] = (kernel[d] - 1) * w.dilations[d] + 1;
-  w.pads = nn::window_pads(c, c.input_type(0).shape, extent, w.strides);
+  if (!input) {
+    w.pads = nn::window_pads(c, c.input_type(0).shape, extent, w.strides);
+    return w;
+  }
+  nn::WindowInput in = nn::window_input(c, extent, w.strides, 0);
+  *input = in.x;
+  w.pads = in.pads;
   return w;
 }
 
@@ -184,9 +192,11 @@ void register_nn_conv_converters(ConverterTable& t) {
   t.add("Col2Im", nn::one(col2im), {1, 2});
   t.add("Conv", nn::one([](ConvertContext& c) {
           c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
-          std::vector<Expr> args{c.input(0), c.input(1)};
+          Expr x;
+          const Window w = conv_window(c, 1, &x);
+          std::vector<Expr> args{x, c.input(1)};
           if (c.has_input(2)) args.push_back(c.input(2));
-          return c.call("conv", args, conv_attrs(conv_window(c)));
+          return c.call("conv", args, conv_attrs(w));
         }));
   t.add("ConvTranspose", nn::one([](ConvertContext& c) {
           c.check_attrs(

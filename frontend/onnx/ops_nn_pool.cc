@@ -1,5 +1,8 @@
 // Converters of ONNX pooling operators (opsets 1-17): MaxPool (with its optional Indices
 // output), AveragePool, LpPool, the global pools and MaxUnpool.
+#include <cmath>
+#include <limits>
+
 #include "frontend/onnx/ops_nn.h"
 #include "runtime/error.h"
 
@@ -16,8 +19,10 @@ size_t pool_rank(const ConvertContext& c) {
   return x.ndim() - 2;
 }
 
-// kernel, strides, dilations, pads (auto_pad resolved) and ceil_mode as graph attributes.
-Attrs window_attrs(const ConvertContext& c) {
+// kernel, strides, dilations, pads (auto_pad resolved) and ceil_mode as graph attributes; with
+// `input`, that of the input, padded already with `fill` where SAME pads with a stride depend on
+// a symbolic size (nn::window_input), else the pads must be constants.
+Attrs window_attrs(const ConvertContext& c, Expr* input = nullptr, double fill = 0) {
   size_t rank = pool_rank(c);
   std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {});
   if (kernel.size() != rank)
@@ -32,11 +37,15 @@ Attrs window_attrs(const ConvertContext& c) {
   for (size_t d = 0; d < rank; ++d) extent[d] = (kernel[d] - 1) * dilations[d] + 1;
   int64_t ceil_mode = c.attr_int("ceil_mode", 0);
   if (ceil_mode != 0 && ceil_mode != 1) c.error("ceil_mode must be 0 or 1, got " + std::to_string(ceil_mode));
-  return {{"kernel", kernel},
-          {"strides", strides},
-          {"dilations", dilations},
-          {"pads", nn::window_pads(c, x.shape, extent, strides)},
-          {"ceil_mode", ceil_mode}};
+  std::vector<int64_t> pads;
+  if (input) {
+    nn::WindowInput in = nn::window_input(c, extent, strides, fill);
+    *input = in.x;
+    pads = in.pads;
+  } else {
+    pads = nn::window_pads(c, x.shape, extent, strides);
+  }
+  return {{"kernel", kernel}, {"strides", strides}, {"dilations", dilations}, {"pads", pads}, {"ceil_mode", ceil_mode}};
 }
 
 // LpPool's and GlobalLpPool's p: a float attribute in opset 1, an int from opset 2.
@@ -53,9 +62,17 @@ bool wants_output(const ConvertContext& c, int i) { return c.node().output_size(
 void register_nn_pool_converters(ConverterTable& t) {
   t.add("MaxPool", [](ConvertContext& c) {
     c.check_attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
-    Attrs a = window_attrs(c);
     int64_t order = c.attr_int("storage_order", 0);
-    if (!wants_output(c, 1)) return std::vector<Expr>{c.call("max_pool", {c.input(0)}, a)};
+    if (!wants_output(c, 1)) {  // the indices would count the pads an explicit pad adds
+      const runtime::DataType t = c.input_type(0).dtype;
+      const double lowest = t.is_float() || t.is_narrow_float() ? -std::numeric_limits<double>::infinity()
+                            : t.is_int()                        ? -std::ldexp(1.0, t.bits - 1)
+                                                                : 0.0;
+      Expr x;
+      Attrs a = window_attrs(c, &x, lowest);
+      return std::vector<Expr>{c.call("max_pool", {x}, a)};
+    }
+    Attrs a = window_attrs(c);
     a.set("storage_order", order);
     Expr both = c.call("max_pool_with_indices", {c.input(0)}, a);
     return std::vector<Expr>{relay_ir::tuple_get(both, 0), relay_ir::tuple_get(both, 1)};

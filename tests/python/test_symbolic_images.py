@@ -294,3 +294,26 @@ def test_antialiased_resize_to_symbolic_sizes_is_built_per_size(tmp_path, rng):
     want = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape, "skip": skip.shape}), db=False).run([x, skip])[0]
     np.testing.assert_allclose(lib.run([x, skip])[0], want, rtol=1e-5, atol=1e-5)
     assert not lib.symbolic and "antialias needs the scale of axis 2 as a constant" in lib.symbolic_reason
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_same_pads_with_a_stride_of_symbolic_sizes(tmp_path, rng, auto_pad):
+    """SAME auto_pad with a stride (as tf2onnx writes a dynamic-size image model): the pads depend
+    on the size (the output is ceil(size / stride)), so the input is padded explicitly by
+    expressions of it, zeros before a Conv and the lowest value before a MaxPool; against the static
+    build of each size, sizes of every remainder of the strides."""
+    w1 = rng.standard_normal((8, 3, 3, 3)).astype("float32")
+    w2 = rng.standard_normal((8, 8, 4, 2)).astype("float32")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], auto_pad=auto_pad, strides=[2, 2]),
+             helper.make_node("MaxPool", ["c1"], ["p"], auto_pad=auto_pad, kernel_shape=[3, 3], strides=[2, 3]),
+             helper.make_node("Conv", ["p", "w2"], ["y"], auto_pad=auto_pad, strides=[3, 2], dilations=[1, 2])]
+    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"])], [vi("y", None)],
+                [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 32, "W": 32})
+    for n, h, w in [(1, 32, 32), (2, 17, 23), (1, 1, 1), (1, 6, 13), (1, 45, 7)]:
+        x = rng.standard_normal((n, 3, h, w)).astype("float32")
+        want = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape}), db=False).run([x])[0]
+        h1, w1_ = -(-h // 2), -(-w // 2)
+        assert want.shape == (n, 8, -(-(-(-h1 // 2)) // 3), -(-(-(-w1_ // 3)) // 2))
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-4, atol=1e-4)
