@@ -66,8 +66,7 @@ Attrs conv_attrs(const Window& w) {
 // input reaches is zeros at the end, i.e. more output padding.
 Window conv_transpose_window(const ConvertContext& c) {
   std::vector<int64_t> kernel = kernel_sizes(c);
-  std::vector<int64_t> in = c.input_type(0).shape.ints_from(2);  // the batch may be symbolic
-  size_t rank = in.size();
+  const size_t rank = kernel.size();
   Window w;
   w.strides = nn::spatial_attr(c, "strides", rank, 1);
   w.dilations = nn::spatial_attr(c, "dilations", rank, 1);
@@ -80,25 +79,27 @@ Window conv_transpose_window(const ConvertContext& c) {
   std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
     c.error("auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '" + auto_pad + "'");
-  std::vector<int64_t> out;
-  if (c.has_attr("output_shape")) {
-    out = c.attr_ints("output_shape", {});
-    if (out.size() == rank + 2) out.erase(out.begin(), out.begin() + 2);  // some exporters give N and C too
-    if (out.size() != rank) c.error("output_shape must have one entry per spatial dimension");
-  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    for (size_t d = 0; d < rank; ++d) out.push_back(in[d] * w.strides[d]);
-  }
-  if (out.empty()) {
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (!c.has_attr("output_shape") && !same) {
     w.pads = auto_pad == "VALID" ? std::vector<int64_t>(2 * rank, 0)
                                  : c.attr_ints("pads", std::vector<int64_t>(2 * rank, 0));
     if (w.pads.size() != 2 * rank)
       c.error("pads must have " + std::to_string(2 * rank) + " entries (begins, then ends)");
     return w;
   }
+  std::vector<int64_t> out, in;
+  if (c.has_attr("output_shape")) {
+    in = c.input_type(0).shape.ints_from(2);  // the batch may be symbolic
+    out = c.attr_ints("output_shape", {});
+    if (out.size() == rank + 2) out.erase(out.begin(), out.begin() + 2);  // some exporters give N and C too
+    if (out.size() != rank) c.error("output_shape must have one entry per spatial dimension");
+  }
   w.pads.assign(2 * rank, 0);
   for (size_t d = 0; d < rank; ++d) {
-    int64_t full = w.strides[d] * (in[d] - 1) + w.output_padding[d] + (kernel[d] - 1) * w.dilations[d] + 1;
-    int64_t total = full - out[d];
+    // full - out, where full = stride * (in - 1) + output_padding + dilated kernel; SAME's output,
+    // in * stride, leaves output_padding + dilated kernel - stride whatever the size.
+    const int64_t rest = w.output_padding[d] + (kernel[d] - 1) * w.dilations[d] + 1;
+    int64_t total = out.empty() ? rest - w.strides[d] : w.strides[d] * (in[d] - 1) + rest - out[d];
     if (total < 0) {
       w.output_padding[d] -= total;
       continue;

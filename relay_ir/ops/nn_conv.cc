@@ -149,12 +149,28 @@ Type qlinear_conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(out, yz.dtype);
 }
 
+// A transposed convolution of symbolic sizes reads its input, which must not be empty (of an empty
+// one, stride * (in - 1) would leave the output smaller than the window).
+std::vector<OpDef::NonEmptyDim> input_not_empty(const CallNode& call) {
+  const Shape& in = tensor_of(call.args.at(0)).shape;
+  std::vector<OpDef::NonEmptyDim> dims;
+  for (size_t d = 2; d < in.size(); ++d)
+    if (!in.is_static(d))
+      dims.push_back(
+          {in.dim(d), tensor_ir::Expr(1),
+           "needs an input of at least 1 in spatial dimension " + std::to_string(d - 2) + ": its size there"});
+  return dims;
+}
+
 Type conv_transpose_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& d = tensor_arg(args, 0, "data");
   const auto& w = tensor_arg(args, 1, "weight");
   require_float(d, "data");
   if (w.dtype != d.dtype) fail("weight dtype ", w.dtype.str(), " differs from data's ", d.dtype.str());
-  auto out = ops::conv_transpose_shape(d.shape, w.shape, conv_geometry(attrs, spatial_rank(d), true));
+  const ops::ConvGeometry g = conv_geometry(attrs, spatial_rank(d), true);
+  Shape out = keep_batch(d.shape, [&](const std::vector<tensor_ir::Expr>& data) {
+    return ops::conv_transpose_shape(data, w.shape.ints(), g);
+  });
   check_bias(args, d, out[1]);
   return tensor_type(out, d.dtype);
 }
@@ -438,7 +454,7 @@ void register_nn_conv_ops(OpRegistry& r) {
            return ops::conv_transpose(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, true),
                                       registers_of(a, "conv_transpose"));
          }),
-         "conv_epilogue", nn::conv_transpose_gradient});
+         "conv_epilogue", nn::conv_transpose_gradient, /*is_view=*/false, input_not_empty});
   r.add({"conv_weight_grad",
          "the gradient of conv(x, w) with respect to w for the cotangent dy of its result: x [N, C, spatial...] "
          "correlated with dy "

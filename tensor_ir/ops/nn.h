@@ -139,6 +139,9 @@ Tensor qlinear_conv(const Tensor& data, const Tensor& data_scale, const Tensor& 
 // out = stride * (in - 1) + output_padding + (kernel - 1) * dilation + 1 - pad_begin - pad_end.
 std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
                                           const ConvGeometry& g);
+// The same of symbolic batch and spatial sizes.
+std::vector<Expr> conv_transpose_shape(const std::vector<Expr>& data, const std::vector<int64_t>& weight,
+                                       const ConvGeometry& g);
 Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g,
                       const Registers& regs);
 

@@ -736,29 +736,39 @@ Tensor qlinear_conv(const Tensor& data, const Tensor& data_scale, const Tensor& 
   return conv_core(c);
 }
 
-std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
-                                          const ConvGeometry& g) {
-  if (data.size() < 3) fail("conv_transpose: data must be [N, C, spatial...], got ", runtime::shape_str(data));
+std::vector<Expr> conv_transpose_shape(const std::vector<Expr>& data, const std::vector<int64_t>& weight,
+                                       const ConvGeometry& g) {
+  if (data.size() < 3) fail("conv_transpose: data must be [N, C, spatial...], got ", shape_str(data));
   if (weight.size() != data.size())
-    fail("conv_transpose: weight ", runtime::shape_str(weight), " must have the rank of data ",
-         runtime::shape_str(data));
+    fail("conv_transpose: weight ", runtime::shape_str(weight), " must have the rank of data ", shape_str(data));
   size_t rank = data.size() - 2;
   check_geometry("conv_transpose", rank, g);
   if (g.output_padding.size() != rank) fail("conv_transpose: output_padding must have ", rank, " entries");
-  if (weight[0] != data[1])
+  const int64_t* channels = as_const_int(data[1]);
+  if (!channels) fail("conv_transpose: the data's channels must be a constant, got ", shape_str(data));
+  if (weight[0] != *channels)
     fail("conv_transpose: weight ", runtime::shape_str(weight), " expects ", weight[0], " input channels, data has ",
-         data[1]);
-  if (data[1] % g.groups != 0)
-    fail("conv_transpose: input channels ", data[1], " must be divisible by groups ", g.groups);
-  std::vector<int64_t> out{data[0], weight[1] * g.groups};
+         *channels);
+  if (*channels % g.groups != 0)
+    fail("conv_transpose: input channels ", *channels, " must be divisible by groups ", g.groups);
+  std::vector<Expr> out{data[0], Expr(weight[1] * g.groups)};
   for (size_t d = 0; d < rank; ++d) {
     if (g.output_padding[d] < 0) fail("conv_transpose: output_padding must not be negative");
-    int64_t o = g.strides[d] * (data[2 + d] - 1) + g.output_padding[d] + (weight[2 + d] - 1) * g.dilations[d] + 1 -
-                g.pads[d] - g.pads[d + rank];
-    if (o < 1) fail("conv_transpose: pads leave no output in spatial dimension ", d);
+    // stride * (in - 1) + output_padding + dilated kernel - pads; a symbolic size below 1 gives
+    // the least output, which must still be positive.
+    const int64_t rest = g.output_padding[d] + (weight[2 + d] - 1) * g.dilations[d] + 1 - g.pads[d] - g.pads[d + rank];
+    Expr o = arith::simplify(Expr(g.strides[d]) * (data[2 + d] - Expr(1)) + Expr(rest));
+    const int64_t* fixed = as_const_int(o);
+    if ((fixed && *fixed < 1) || (!fixed && rest < 1))
+      fail("conv_transpose: pads leave no output in spatial dimension ", d);
     out.push_back(o);
   }
   return out;
+}
+
+std::vector<int64_t> conv_transpose_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
+                                          const ConvGeometry& g) {
+  return const_dims(conv_transpose_shape(shape_exprs(data), weight, g));
 }
 
 // A transposed convolution is a stride-1 convolution of the input with zeros inserted between
@@ -768,13 +778,14 @@ Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bi
                       const Registers& regs) {
   if (data.dtype() != weight.dtype())
     fail("conv_transpose: data and weight dtypes differ: ", data.dtype().str(), " vs ", weight.dtype().str());
-  std::vector<int64_t> ds = data->dims(), ws = weight->dims();
-  std::vector<int64_t> out = conv_transpose_shape(ds, ws, g);
+  const std::vector<Expr> ds = data->shape;
+  const std::vector<int64_t> ws = weight->dims();
+  std::vector<Expr> out = conv_transpose_shape(ds, ws, g);
   size_t rank = ds.size() - 2;
   DataType acc = accumulation_type(data.dtype());
   ConvCore c;
   c.name = "conv_transpose";
-  c.n = ds[0], c.c = ds[1], c.m = out[1], c.groups = g.groups;
+  c.n = ds[0], c.c = *as_const_int(ds[1]), c.m = *as_const_int(out[1]), c.groups = g.groups;
   c.kernel.assign(ws.begin() + 2, ws.end());
   c.strides.assign(rank, 1);
   c.dilations = g.dilations;
@@ -791,9 +802,10 @@ Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bi
     for (size_t d = 0; d < rank; ++d) {
       Expr x = pos[d] - Expr(front[d]);  // position in the zero-inserted input
       Expr s(g.strides[d]);
-      inside = logical_and(inside, logical_and(x >= Expr(0), x <= Expr((ds[2 + d] - 1) * g.strides[d])));
+      const Expr last = arith::simplify(ds[2 + d] - Expr(1));
+      inside = logical_and(inside, logical_and(x >= Expr(0), x <= arith::simplify(last * s)));
       if (g.strides[d] > 1) inside = logical_and(inside, floormod(x, s) == Expr(0));
-      idx.push_back(max(min(floordiv(x, s), Expr(ds[2 + d] - 1)), Expr(0)));
+      idx.push_back(max(min(floordiv(x, s), last), Expr(0)));
     }
     return select(inside, read_as(data, idx, acc), make_zero(acc));
   };

@@ -317,3 +317,37 @@ def test_same_pads_with_a_stride_of_symbolic_sizes(tmp_path, rng, auto_pad):
         assert want.shape == (n, 8, -(-(-(-h1 // 2)) // 3), -(-(-(-w1_ // 3)) // 2))
         for runner in (lib, module):
             np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-4, atol=1e-4)
+
+
+# (channels, out_channels / groups, kernel, attrs) of ConvTranspose of symbolic spatial sizes.
+CONV_TRANSPOSES = {
+    "2x up, kernel 4, pads 1": (8, 4, (4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    "output_padding, dilation": (4, 3, (3, 3), {"strides": [2, 3], "output_padding": [1, 0], "dilations": [1, 2]}),
+    "grouped": (6, 2, (3, 3), {"strides": [2, 2], "group": 3, "pads": [0, 1, 1, 0]}),
+    "SAME_UPPER": (4, 4, (3, 3), {"strides": [2, 2], "auto_pad": "SAME_UPPER"}),
+    "1-D": (4, 5, (5,), {"strides": [3], "pads": [2, 1]}),
+    "3-D": (2, 3, (2, 3, 3), {"strides": [2, 1, 2], "pads": [0, 1, 1, 0, 1, 0]}),
+}
+
+
+@pytest.mark.parametrize("case", list(CONV_TRANSPOSES))
+def test_conv_transpose_of_symbolic_spatial_sizes(tmp_path, rng, case):
+    """A decoder's upsampling (torch's ConvTranspose2d) at any image size from one build, against
+    the static build of each size; an empty image is an error naming the node."""
+    channels, per_group, kernel, attrs = CONV_TRANSPOSES[case]
+    rank = len(kernel)
+    w = rng.standard_normal((channels, per_group) + kernel).astype("float32")
+    b = rng.standard_normal(per_group * attrs.get("group", 1)).astype("float32")
+    spatial = ["H", "W", "D"][:rank]
+    path = save(tmp_path, [helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], **attrs)],
+                [vi("x", ["N", channels] + spatial)], [vi("y", None)],
+                [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    lib, module = built_once(tmp_path, path, dict(zip(["N"] + spatial, [1] + [8] * rank)))
+    for size in [(1, 8, 8, 8), (2, 5, 11, 3), (1, 1, 1, 1)]:
+        x = rng.standard_normal((size[0], channels) + size[1:1 + rank]).astype("float32")
+        want = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape}), db=False).run([x])[0]
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(tessera.Error,
+                       match=r"conv_transpose \(node 'y'\) needs an input of at least 1 in spatial dimension 0"):
+        lib.run([np.zeros((1, channels, 0) + (4,) * (rank - 1), "float32")])
