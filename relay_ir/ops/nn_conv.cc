@@ -111,12 +111,19 @@ Type conv_winograd_weight_rel(const std::vector<Type>& args, const Attrs& attrs)
                      ops::packed_weight_dtype(w.dtype));
 }
 
+// The output shape of conv_integer and qlinear_conv, whose batch and spatial sizes may be symbolic.
+Shape quantized_conv_shape(const TensorTypeNode& d, const TensorTypeNode& w, const Attrs& attrs) {
+  const ops::ConvGeometry g = conv_geometry(attrs, spatial_rank(d), false);
+  return keep_batch(d.shape,
+                    [&](const std::vector<tensor_ir::Expr>& data) { return ops::conv_shape(data, w.shape.ints(), g); });
+}
+
 Type conv_integer_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& d = tensor_arg(args, 0, "data");
   const auto& w = tensor_arg(args, 1, "weight");
   nn::require_dtype(d, "data", {"int8", "uint8"});
   nn::require_dtype(w, "weight", {"int8", "uint8"});
-  auto out = ops::conv_shape(d.shape, w.shape, conv_geometry(attrs, spatial_rank(d), false));
+  const Shape out = quantized_conv_shape(d, w, attrs);
   const auto& dz = tensor_arg(args, 2, "data zero point");
   const auto& wz = tensor_arg(args, 3, "weight zero point");
   if (dz.dtype != d.dtype || dz.numel() != 1)
@@ -132,7 +139,7 @@ Type qlinear_conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& w = tensor_arg(args, 3, "w");
   nn::require_dtype(d, "x", {"int8", "uint8"});
   nn::require_dtype(w, "w", {"int8", "uint8"});
-  auto out = ops::conv_shape(d.shape, w.shape, conv_geometry(attrs, spatial_rank(d), false));
+  const Shape out = quantized_conv_shape(d, w, attrs);
   nn::check_quant_param(args, 1, "x_scale", runtime::kFloat32, 0);
   nn::check_quant_param(args, 2, "x_zero_point", d.dtype, 0);
   nn::check_quant_param(args, 4, "w_scale", runtime::kFloat32, out[1]);
@@ -436,7 +443,7 @@ void register_nn_conv_ops(OpRegistry& r) {
            return ops::conv_integer(in[0], in[1], in[2], in[3], conv_geometry(a, in[0].ndim() - 2, false),
                                     registers_of(a, "conv_integer"));
          }),
-         "conv_epilogue"});
+         "conv_epilogue", /*gradient=*/nullptr, /*is_view=*/false, nn::window_fits});
   r.add({"qlinear_conv",
          "quantized convolution (x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, optional "
          "int32 bias): "
@@ -446,7 +453,7 @@ void register_nn_conv_ops(OpRegistry& r) {
            return ops::qlinear_conv(in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], nn::optional_input(in, 8),
                                     conv_geometry(a, in[0].ndim() - 2, false), registers_of(a, "qlinear_conv"));
          }),
-         "conv_epilogue"});
+         "conv_epilogue", /*gradient=*/nullptr, /*is_view=*/false, nn::window_fits});
   r.add({"conv_transpose",
          "transposed convolution of data [N, C, spatial...] with weight [C, M / groups, kernel...], optional bias [M]",
          2, 3, conv_attrs(true), conv_transpose_rel, OpPattern::OutEWiseFusable,

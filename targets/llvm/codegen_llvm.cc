@@ -288,7 +288,15 @@ llvm::Value* CodeGenLLVM::emit_expr(const Sub* op) {
 
 llvm::Value* CodeGenLLVM::emit_expr(const Mul* op) {
   llvm::Value *a = emit(op->a), *b = emit(op->b);
-  if (op->type.is_float()) return builder_.CreateFMul(a, b);
+  if (op->type.is_float()) {
+    // Without reassoc: a * (b / c) as (a * b) / c, or with a reciprocal, moves a product off a
+    // tie that rounding then resolves the other way (a requantization multiplier's).
+    llvm::IRBuilderBase::FastMathFlagGuard guard(builder_);
+    llvm::FastMathFlags exact = builder_.getFastMathFlags();
+    exact.setAllowReassoc(false);
+    builder_.setFastMathFlags(exact);
+    return builder_.CreateFMul(a, b);
+  }
   return builder_.CreateMul(a, b, "", false, no_signed_wrap(op->type));
 }
 
@@ -296,10 +304,11 @@ llvm::Value* CodeGenLLVM::emit_expr(const Div* op) {
   llvm::Value *a = emit(op->a), *b = emit(op->b);
   if (op->type.is_float()) {
     // Without arcp: x * (1 / y) differs from x / y in the last bit, which rounding, floor and
-    // quantization expose (floor(41 / 41) would be 0).
+    // quantization expose (floor(41 / 41) would be 0); without reassoc for the same reason.
     llvm::IRBuilderBase::FastMathFlagGuard guard(builder_);
     llvm::FastMathFlags exact = builder_.getFastMathFlags();
     exact.setAllowReciprocal(false);
+    exact.setAllowReassoc(false);
     builder_.setFastMathFlags(exact);
     return builder_.CreateFDiv(a, b);
   }

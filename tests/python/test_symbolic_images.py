@@ -5,7 +5,7 @@ ceil_mode, global pools, at sizes that divide no tile, of one pixel, and from th
 module; an image too small for a window is an error naming the node."""
 import numpy as np
 import pytest
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 import tessera
 from nn_testing import conv_reference, windows
@@ -351,3 +351,33 @@ def test_conv_transpose_of_symbolic_spatial_sizes(tmp_path, rng, case):
     with pytest.raises(tessera.Error,
                        match=r"conv_transpose \(node 'y'\) needs an input of at least 1 in spatial dimension 0"):
         lib.run([np.zeros((1, channels, 0) + (4,) * (rank - 1), "float32")])
+
+
+def test_quantized_convolutions_of_symbolic_sizes(tmp_path, rng):
+    """QLinearConv and ConvInteger of an image of symbolic size, against numpy: int32 sums, then
+    round_half_even(sum * (x_scale * w_scale / y_scale)) in float32, in ONNX's order. The scales
+    put products on ties (-180 * 0.025000002 is -4.5000005), which a multiplier reassociated by the
+    compiler, 0.05 * (0.1 / 0.2), rounds the other way."""
+    w = rng.integers(-5, 5, (4, 3, 3, 3)).astype("int8")
+    w2 = rng.integers(0, 255, (2, 3, 2, 2)).astype("uint8")
+    scales = {"xs": 0.05, "ws": 0.1, "ys": 0.2}
+    nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], pads=[1, 1, 1, 1],
+                              strides=[2, 2]),
+             helper.make_node("ConvInteger", ["x", "w2", "xz"], ["z"])]
+    inits = [numpy_helper.from_array(np.array(v, "float32"), k) for k, v in scales.items()]
+    inits += [numpy_helper.from_array(np.array(128, "uint8"), "xz"), numpy_helper.from_array(w, "w"),
+              numpy_helper.from_array(np.array(0, "int8"), "wz"), numpy_helper.from_array(np.array(100, "uint8"), "yz"),
+              numpy_helper.from_array(w2, "w2")]
+    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"], TensorProto.UINT8)],
+                [vi("y", None, TensorProto.UINT8), vi("z", None, TensorProto.INT32)], inits)
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 16, "W": 16})
+    multiplier = np.float32(np.float32(0.05) * np.float32(0.1)) / np.float32(0.2)
+    for n, h, wd in [(1, 9, 7), (2, 4, 5), (1, 16, 16)]:
+        x = rng.integers(0, 255, (n, 3, h, wd)).astype("uint8")
+        sums = conv_reference(x.astype("float64") - 128, w.astype("float64"), None, [2, 2], [1, 1, 1, 1])
+        want_y = np.clip(np.round((sums.astype("float32") * multiplier).astype("float32")) + 100, 0, 255).astype("uint8")
+        want_z = conv_reference(x.astype("float64") - 128, w2.astype("float64"), None, None, None).astype("int32")
+        for runner in (lib, module):
+            y, z = runner.run([x])
+            np.testing.assert_array_equal(y, want_y)
+            np.testing.assert_array_equal(z, want_z)
