@@ -117,6 +117,16 @@ void check_resize(const std::vector<Expr>& in, const ResizeParams& p) {
   if (p.scales.size() != rank) fail("resize: ", p.scales.size(), " scales for an input of rank ", rank);
   if (p.coordinates == ResizeCoordinates::TfCropAndResize && p.roi.size() != 2 * rank)
     fail("resize: tf_crop_and_resize needs a roi of ", 2 * rank, " values (starts, then ends), got ", p.roi.size());
+  // Axes whose scale only the run knows interpolate wherever their sizes differ, and their
+  // neighbours multiply: cubic along all four axes of an image (sizes given as values at run
+  // time) would read 256 per output.
+  int64_t taps = 1;
+  for (double scale : p.scales)
+    if (scale == 0) taps *= p.mode == ResizeMode::Cubic ? 4 : p.mode == ResizeMode::Linear ? 2 : 1;
+  if (taps > 16)
+    fail("resize: the scales of its axes to ", shape_str(p.out_shape), " are known at run time only, and ", taps,
+         " neighbours per output would be read; sizes that keep the batch and channels (the input's own dimensions) "
+         "avoid it");
   for (size_t d = 0; d < rank; ++d) {
     const int64_t *n = as_const_int(in[d]), *out = as_const_int(p.out_shape[d]);
     if (p.scales[d] == 0 && (n && out))
