@@ -120,6 +120,17 @@ def test_gru_linear_before_reset_and_only_the_last_state(tmp_path, rng):
                   lambda i: [reference("GRU", i[0], w, r, b, direction="reverse", clip=0.7, lbr=1)[1]])
 
 
+@pytest.mark.parametrize("opset", [9, 12])
+def test_opsets_before_axes_inputs(tmp_path, rng, opset):
+    """Before opset 13 Squeeze and Unsqueeze take their axes as attributes; before 10 there is no
+    ReverseSequence (a reverse direction without sequence_lens reads the Scan backwards)."""
+    _, w, r, b, _, _, _ = make_inputs(rng, "LSTM", 1, 1, 3, 4, 2, "float32")
+    path = recurrent_model(tmp_path, "LSTM", w, r, b, direction="bidirectional", opset=opset)
+    check_lengths(tmp_path, path, "LSTM", [(4, 2), (1, 1)],
+                  lambda steps, batch: [make_inputs(rng, "LSTM", steps, batch, 3, 4, 2, "float32")[0]],
+                  lambda i: reference("LSTM", i[0], w, r, b, direction="bidirectional"), export=True)
+
+
 def test_weights_given_at_run_time(tmp_path, rng):
     """Weights that are graph inputs (not initializers): each step projects its own input."""
     _, w, r, b, _, _, _ = make_inputs(rng, "LSTM", 1, 1, 3, 4, 2, "float32")
