@@ -7,8 +7,8 @@
 #include "driver/constant_pool.h"
 #include "driver/shape_specialized_build.h"
 #include "runtime/element.h"
-#include "runtime/program_builtins.h"
 #include "runtime/error.h"
+#include "runtime/program_builtins.h"
 
 namespace tessera::driver {
 

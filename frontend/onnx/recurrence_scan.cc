@@ -39,7 +39,7 @@ class GraphWriter {
 
   std::string fresh(const std::string& what) { return prefix_ + what + "_" + std::to_string(count_++); }
 
-  // One node of `op` with a fresh output (or `out`), returning it.
+  // One node of `op` reading `inputs` and writing `outputs`; op() gives it one fresh output.
   NodeProto& node(const std::string& op, const std::vector<std::string>& inputs, std::vector<std::string> outputs) {
     NodeProto& n = *g_.add_node();
     n.set_op_type(op);
