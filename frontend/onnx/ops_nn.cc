@@ -84,8 +84,11 @@ WindowInput window_input(const ConvertContext& c, const std::vector<int64_t>& wi
                          const std::vector<int64_t>& strides, double fill) {
   const relay_ir::Shape& x = c.input_type(0).shape;
   const std::vector<tensor_ir::Expr> pads = pad_exprs(c, x, window, strides);
-  if (std::all_of(pads.begin(), pads.end(), [](const auto& p) { return tensor_ir::as_const_int(p); }))
-    return {c.input(0), window_pads(c, x, window, strides)};
+  if (std::all_of(pads.begin(), pads.end(), [](const auto& p) { return tensor_ir::as_const_int(p); })) {
+    std::vector<int64_t> constant;
+    for (const tensor_ir::Expr& p : pads) constant.push_back(*tensor_ir::as_const_int(p));
+    return {c.input(0), constant};
+  }
   const size_t rank = window.size();
   std::vector<tensor_ir::Expr> full(2 * (rank + 2), tensor_ir::Expr(0));  // batch and channels unpadded
   for (size_t d = 0; d < rank; ++d) {

@@ -1,6 +1,5 @@
 // Converters of ONNX pooling operators (opsets 1-17): MaxPool (with its optional Indices
 // output), AveragePool, LpPool, the global pools and MaxUnpool.
-#include <cmath>
 #include <limits>
 
 #include "frontend/onnx/ops_nn.h"
@@ -64,10 +63,8 @@ void register_nn_pool_converters(ConverterTable& t) {
     c.check_attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
     int64_t order = c.attr_int("storage_order", 0);
     if (!wants_output(c, 1)) {  // the indices would count the pads an explicit pad adds
-      const runtime::DataType t = c.input_type(0).dtype;
-      const double lowest = t.is_float() || t.is_narrow_float() ? -std::numeric_limits<double>::infinity()
-                            : t.is_int()                        ? -std::ldexp(1.0, t.bits - 1)
-                                                                : 0.0;
+      const runtime::DataType t = c.input_type(0).dtype;  // narrow floats come widened
+      const double lowest = t.is_float() ? -std::numeric_limits<double>::infinity() : t.min_value();
       Expr x;
       Attrs a = window_attrs(c, &x, lowest);
       return std::vector<Expr>{c.call("max_pool", {x}, a)};
