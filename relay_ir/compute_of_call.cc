@@ -4,8 +4,10 @@
 
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
+#include "runtime/element.h"
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/op.h"
 
 namespace tessera::relay_ir {
 
@@ -21,6 +23,17 @@ std::vector<const TensorTypeNode*> flatten(const Type& t) {
   return out;
 }
 
+// A one-element constant inside a fused function (FuseOps makes them literals).
+tensor_ir::Tensor literal(const ConstantNode* c) {
+  if (c->data.numel() != 1)
+    fail("internal error: a constant of ", c->data.numel(), " elements inside a fused function");
+  std::vector<tensor_ir::Expr> shape;
+  for (int i = 0; i < c->data.ndim(); ++i) shape.push_back(tensor_ir::Expr(c->data.shape()[i]));
+  const tensor_ir::Expr value = tensor_ir::make_const(c->data.dtype(), runtime::element_as_double(c->data, 0));
+  return tensor_ir::compute(
+      shape, [value](const std::vector<tensor_ir::Var>&) { return value; }, "literal", "literal");
+}
+
 // Each op's compute applied to its inputs' tensors; the anchor is the op of highest pattern.
 std::vector<tensor_ir::Tensor> compose(const FunctionNode* f, const std::vector<tensor_ir::Tensor>& inputs,
                                        const schedule::HardwareParams& hardware, tensor_ir::Tensor* anchor) {
@@ -31,7 +44,8 @@ std::vector<tensor_ir::Tensor> compose(const FunctionNode* f, const std::vector<
     const OpDef* def = c->op_def();
     if (!def || !def->compute) fail(def ? def->name : "nested function", ": cannot be fused (no compute definition)");
     std::vector<tensor_ir::Tensor> args;
-    for (const auto& a : c->args) args.push_back(value.at(a.get()));
+    for (const auto& a : c->args)
+      args.push_back(a.as<ConstantNode>() ? literal(a.as<ConstantNode>()) : value.at(a.get()));
     auto outs = def->compute(args, with_registers(c->attrs, hardware), c->checked_type);
     if (outs.size() != 1) fail(def->name, ": operators with several outputs cannot be fused");
     value[c] = outs[0];

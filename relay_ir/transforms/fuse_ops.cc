@@ -221,6 +221,19 @@ class Partitioner {
   std::unordered_map<const ExprNode*, size_t> index_;
 };
 
+// A constant of one float32 or float64 element (GELU's 1/sqrt(2), a scale) becomes a literal in
+// the kernel rather than a parameter: a value loaded through a parameter and broadcast stays in a
+// vector register across the kernel's loops, where the product templates need every register for
+// accumulators (one more spilled an accumulator in the inner loop of a matmul's GELU epilogue),
+// while a literal is rematerialized from the constant pool. The kernel's key, its text, prints
+// the value exactly, so kernels of different constants stay apart.
+bool becomes_literal(const Expr& e) {
+  const auto* c = e.as<ConstantNode>();
+  if (!c || c->data.numel() != 1) return false;
+  const DataType t = c->data.dtype();
+  return t.code == runtime::TypeCode::Float && (t.bits == 32 || t.bits == 64);
+}
+
 // Replaces each multi-op group by a call of a primitive function over its external inputs.
 class GroupOutliner : public ExprMutator {
  public:
@@ -249,7 +262,10 @@ class GroupOutliner : public ExprMutator {
           continue;
         }
         auto it = local.find(a.get());
-        if (it == local.end()) {
+        if (it == local.end() && becomes_literal(a)) {
+          // A node of its own: the build plan skips every node inside a function.
+          it = local.emplace(a.get(), constant(a.as<ConstantNode>()->data)).first;
+        } else if (it == local.end()) {
           Var p("p" + std::to_string(params.size()), a->checked_type);
           params.push_back(p);
           args.push_back(rewritten(a));

@@ -74,8 +74,8 @@ Tensor epilogue_target(Schedule& s, const Tensor& main) {
   std::unordered_set<const tensor_ir::Object*> before;
   for (const Tensor& t : tensor_ir::topological_order({main})) before.insert(t.get());
   for (const Tensor& t : tensor_ir::topological_order({out})) {
-    if (before.count(t.get()) || t.as<tensor_ir::PlaceholderOp>()) continue;
     const auto* c = t.as<tensor_ir::ComputeOp>();
+    if (before.count(t.get()) || t.as<tensor_ir::PlaceholderOp>() || (c && c->tag == "literal")) continue;
     if (!c || !c->reduce_axis().empty() || (c->tag != "elemwise" && c->tag != "broadcast") || !same_shape(t, main))
       return main;
   }

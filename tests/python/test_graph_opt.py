@@ -221,6 +221,33 @@ def test_matmul_epilogue_of_another_shape_keeps_the_product_stage(rng):
     np.testing.assert_allclose(lib.run([x, w, a, b])[0], x.astype("float64") @ w + a + b, rtol=1e-5, atol=1e-5)
 
 
+def test_one_element_constants_of_fused_kernels_are_literals(rng):
+    # Two products whose epilogues differ only in their constants: each kernel holds its own
+    # values (no scalar parameters, two kernels), and the constant the lone Add reads too still
+    # reaches it as the build plan's constant.
+    x = rng.standard_normal((7, 12)).astype("float32")
+    w, v = (rng.standard_normal((12, 9)).astype("float32") for _ in range(2))
+    consts = {"c1": np.float32(0.5), "c2": np.float32(1.25), "c3": np.array([[0.75]], "float32"),
+              "c4": np.float32(-2.0)}
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m1"]), helper.make_node("Mul", ["m1", "c1"], ["a1"]),
+             helper.make_node("Add", ["a1", "c2"], ["y1"]), helper.make_node("MatMul", ["x", "v"], ["m2"]),
+             helper.make_node("Mul", ["m2", "c3"], ["a2"]), helper.make_node("Add", ["a2", "c4"], ["y2"]),
+             helper.make_node("Add", ["x", "c1"], ["y3"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in ["y1", "y2", "y3"]],
+                          initializer=[numpy_helper.from_array(np.asarray(a), n) for n, a in
+                                       {"w": w, "v": v, **consts}.items()])
+    lib = tessera.build(load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])), opt_level=2)
+    y1, y2, y3 = lib.run([x])
+    np.testing.assert_allclose(y1, x.astype("float64") @ w * 0.5 + 1.25, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y2, x.astype("float64") @ v * 0.75 - 2.0, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y3, x + 0.5, rtol=1e-6)
+    fused = [k for k in lib.kernels if k["op"] == "fused_matmul_mul_add"]
+    assert len(fused) == 2, lib.kernels
+    for k in fused:
+        assert k["signature"].count("float32[]") == 0 and "float32[1, 1]" not in k["signature"], k["signature"]
+
+
 @pytest.mark.parametrize("rows", [1, 3, 16])
 @pytest.mark.parametrize("trans_b", [0, 1])
 def test_prepacked_gemm_weights(rng, rows, trans_b):
