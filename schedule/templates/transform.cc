@@ -5,8 +5,9 @@
 //    multi-dimensional index is decomposed once per row rather than once per vector.
 //    Reductions (scatter's and topk's) run between the row and its vector lanes. Stages shared
 //    by several outputs (topk's selection steps) are scheduled once.
-//  - "transpose": when the innermost input axis moves, the output is walked in square tiles
-//    so that the strided reads stay in cache while the writes are contiguous.
+//  - "transpose" (as an output, also of a fused group led by another op): when the innermost
+//    input axis moves, the output is walked in square tiles so that the strided reads stay in
+//    cache while the writes are contiguous.
 #include <tuple>
 
 #include "schedule/templates/cpu.h"
@@ -88,29 +89,11 @@ bool is_output(const Schedule& s, const Tensor& t) {
   return false;
 }
 
-// Every root stage of `output` that no earlier output of the same schedule has scheduled.
-// Called for the anchor of a fused group whose output is an elementwise epilogue (transpose
-// then relu), it schedules the group's outputs instead, with everything injective inlined:
-// data movement has no loop nest worth keeping apart.
-void schedule_data_movement(Schedule& s, const Tensor& output) {
-  if (!is_output(s, output)) {
-    for (const auto& o : s.outputs()) schedule_data_movement(s, o);
-    return;
-  }
-  inline_injective_producers(s, output);
-  for (const Tensor& t : tensor_ir::topological_order({output})) {
-    if (!t.as<ComputeOp>()) continue;
-    Stage& st = s[t];
-    if (st.attach_kind() == AttachKind::Root && !scheduled(st)) schedule_rows(s, t);
-  }
-}
-
-void schedule_transpose(Schedule& s, const Tensor& output) {
-  if (!is_output(s, output)) {
-    schedule_data_movement(s, output);
-    return;
-  }
+// Walks an output transpose in square tiles where its innermost input axis moves (the
+// transpose of a slice of attention's fused projections too); false where it does not.
+bool tile_transpose(Schedule& s, const Tensor& output) {
   const auto* c = output.as<ComputeOp>();
+  if (c->tag != "transpose" || !is_output(s, output)) return false;
   size_t rank = c->axis.size();
   // The output axis that walks the input's innermost axis (the last index of the read).
   const auto* load = c->body.as<tensor_ir::ProducerLoad>();
@@ -119,10 +102,7 @@ void schedule_transpose(Schedule& s, const Tensor& output) {
     for (size_t d = 0; d < rank; ++d)
       if (load->indices.back().get() == c->axis[d].var().get()) q = d;
   int lanes = s.hardware().lanes(c->dtype);
-  if (q + 1 >= rank || dim_hint(c, q) < lanes || dim_hint(c, rank - 1) < lanes) {
-    schedule_data_movement(s, output);
-    return;
-  }
+  if (q + 1 >= rank || dim_hint(c, q) < lanes || dim_hint(c, rank - 1) < lanes) return false;
   Stage& st = s[output];
   auto [qo, qi] = st.split(st.loop(c->axis[q]), lanes);
   auto [lo, li] = st.split(st.loop(c->axis[rank - 1]), lanes);
@@ -137,13 +117,32 @@ void schedule_transpose(Schedule& s, const Tensor& output) {
   st.reorder(order);
   st.vectorize(li);
   fuse_parallel(st, outer, elements_of(c));
+  return true;
+}
+
+// Every root stage of `output` that no earlier output of the same schedule has scheduled.
+// Called for the anchor of a fused group whose output is an elementwise epilogue (transpose
+// then relu), it schedules the group's outputs instead, with everything injective inlined:
+// data movement has no loop nest worth keeping apart. An output transpose is tiled, others
+// walked in rows.
+void schedule_data_movement(Schedule& s, const Tensor& output) {
+  if (!is_output(s, output)) {
+    for (const auto& o : s.outputs()) schedule_data_movement(s, o);
+    return;
+  }
+  inline_injective_producers(s, output);
+  for (const Tensor& t : tensor_ir::topological_order({output})) {
+    if (!t.as<ComputeOp>()) continue;
+    Stage& st = s[t];
+    if (st.attach_kind() == AttachKind::Root && !scheduled(st) && !tile_transpose(s, t)) schedule_rows(s, t);
+  }
 }
 
 }  // namespace
 
 void add_transform_templates(std::map<std::string, TunableTemplate>& t) {
-  for (const char* tag : {"transform", "resize", "scatter", "topk"}) t[tag] = without_knobs(schedule_data_movement);
-  t["transpose"] = without_knobs(schedule_transpose);
+  for (const char* tag : {"transform", "resize", "scatter", "topk", "transpose"})
+    t[tag] = without_knobs(schedule_data_movement);
 }
 
 }  // namespace tessera::schedule

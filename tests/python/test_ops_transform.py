@@ -454,3 +454,26 @@ def test_fused_chains(tmp_path, rng):
     a = np.maximum(x, 0).transpose(2, 1, 0) + y
     want = np.maximum(np.pad(a, ((0, 1), (2, 0), (1, 3)), mode="reflect")[1:-1, :, 2:4], 0)
     check(got, want)
+
+
+@pytest.mark.parametrize("length, heads, dim", [(13, 3, 9), (16, 2, 8), (33, 4, 17), (1, 2, 16), (40, 1, 5)])
+def test_fused_head_split_transposes(tmp_path, rng, length, heads, dim):
+    """Attention's key and value heads out of one fused projection: Slice, Reshape and a
+    Transpose that moves the innermost axis fuse into one kernel walked in tiles, on sizes the
+    tiles do not divide."""
+    width = heads * dim
+    x = make_data(rng, (length, 2, 3 * width), "float32")
+    nodes = [helper.make_node("Slice", ["x", "s", "e", "a"], ["k"]),
+             helper.make_node("Reshape", ["k", "shape"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["kt"], perm=[1, 2, 0])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("kt", TensorProto.UNDEFINED, None)],
+                              [numpy_helper.from_array(I64(width), "s"), numpy_helper.from_array(I64(2 * width), "e"),
+                               numpy_helper.from_array(I64(2), "a"),
+                               numpy_helper.from_array(I64(length, 2 * heads, dim), "shape")])
+    path = tmp_path / "heads.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    lib = tessera.build(tessera.onnx.load(str(path)))
+    assert len(lib.kernels) == 1 and lib.kernels[0]["op"].startswith("fused_slice"), lib.kernels
+    (got,) = lib.run([x])
+    check(got, x[:, :, width:2 * width].reshape(length, 2 * heads, dim).transpose(1, 2, 0))
