@@ -223,7 +223,7 @@ void schedule_strip(Schedule& s, const Tensor& out, const Tensor& product, Templ
   const auto* pc = product.as<ComputeOp>();
   int lanes = s.hardware().lanes(product.dtype());
   Stage& y = s[out];
-  auto [mo, mi] = y.split(y.loop(oc->axis[1]), tensor_ir::ops::kStripBlock);
+  auto [mo, mi] = y.split(y.loop(oc->axis[1]), tensor_ir::ops::strip_block(s.hardware().registers));
   auto [xo, xi] = y.split(y.loop(oc->axis.back()), lanes);
   std::vector<Loop> rows{y.loop(oc->axis[0])};
   for (size_t d = 2; d + 1 < oc->axis.size(); ++d) rows.push_back(y.loop(oc->axis[d]));

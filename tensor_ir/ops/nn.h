@@ -3,6 +3,7 @@
 // their fast schedules need already in the definition) whose `tag` names their CPU template.
 // The shape helpers are shared with the graph-level type relations so both agree exactly.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -96,9 +97,11 @@ int64_t conv_tile_width(int64_t width, int64_t vectors, const Registers& regs);
 // The output rows a depthwise convolution computes together (its product pads the rows to it).
 int64_t depthwise_row_block(int64_t rows);
 // The strip form (float convolutions of at most kMaxStripChannels input channels) computes
-// kStripBlock output channels x one vector of positions together.
+// strip_block(regs) output channels x one vector of positions together: an accumulator per
+// channel, half the registers, leaving the rest for the inputs and broadcast weights (16
+// accumulators on a CPU of 16 registers spilled in the inner loop).
 constexpr int64_t kMaxStripChannels = 4;
-constexpr int64_t kStripBlock = 16;
+inline int64_t strip_block(const Registers& regs) { return std::min<int64_t>(16, regs.count / 2); }
 // `bias` [M] may be undefined. With packed_channels > 0, `weight` is a [packed_channels, C /
 // groups, kernel...] weight packed ahead of time as this convolution reads it (see below).
 Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, const Registers& regs,

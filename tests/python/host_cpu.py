@@ -16,3 +16,8 @@ def float_lanes():
     """float32 lanes of the widest vectors the host target uses."""
     have = flags()
     return 16 if "avx512f" in have else 8 if "avx2" in have else 4
+
+
+def vector_registers():
+    """Vector registers of the host target: 32 with AVX-512, else 16 (AVX2, SSE)."""
+    return 32 if "avx512f" in flags() else 16

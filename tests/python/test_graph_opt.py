@@ -181,16 +181,18 @@ def test_pointwise_convolutions_with_positions_as_rows(rng, n, c, m, size):
 
 @pytest.mark.parametrize("m,kernel,stride", [(32, 3, 2), (64, 7, 2), (24, 3, 1)])
 def test_stem_convolutions_vectorize_positions(rng, m, kernel, stride):
-    # A first layer (3 input channels) keeps positions in the lanes and blocks of 16 output
-    # channels, its weight packed in those blocks at level 3: the same loops as level 2's per-call
-    # packing, so the same values.
+    # A first layer (3 input channels) keeps positions in the lanes and blocks of output channels,
+    # an accumulator each, in half the registers (16 with AVX-512's 32, 8 with AVX2's 16), its
+    # weight packed in those blocks at level 3: the same loops as level 2's per-call packing, so
+    # the same values.
     x = rng.standard_normal((1, 3, 45, 38)).astype("float32")
     mod, want = conv_relu(rng, x, m, kernel, stride)
     y2, y3, _ = exact_at_level3(mod, x)
     np.testing.assert_array_equal(y3, y2)
     np.testing.assert_allclose(y3, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
-    signature = tessera.build(mod, opt_level=3).kernels[0]["signature"]
-    assert f"float32[{(m + 15) // 16}, 3, {kernel}, {kernel}, 16]" in signature, signature
+    for target, block in [("llvm", host_cpu.vector_registers() // 2), (host_cpu.AVX512, 16), ("llvm -mcpu=haswell", 8)]:
+        signature = tessera.build(mod, target=target, opt_level=3, jit=False).kernels[0]["signature"]
+        assert f"float32[{-(-m // block)}, 3, {kernel}, {kernel}, {block}]" in signature, (target, signature)
 
 
 @pytest.mark.parametrize("y_shape", [(32,), (5, 2, 4, 32)])
