@@ -106,7 +106,46 @@ llvm::Value* CodeGenLLVM::load_mask(unsigned lanes) {
   return lanes == 1 ? any : builder_.CreateVectorSplat(lanes, any);
 }
 
+namespace {
+
+// The terms of `index` (a scalar sum) that clamp a row (min or max; A[min(r*6 + i, M - 1)*K + k]
+// in the last tile of a product) and the others, or no clamped terms.
+std::pair<Expr, Expr> split_clamped_terms(const Expr& index) {
+  std::vector<Expr> terms{index}, clamped, rest;
+  while (!terms.empty()) {
+    Expr t = terms.back();
+    terms.pop_back();
+    if (const auto* add = t.as<tensor_ir::Add>()) {
+      terms.push_back(add->a);
+      terms.push_back(add->b);
+      continue;
+    }
+    const auto* mul = t.as<tensor_ir::Mul>();
+    const Expr& factor = mul && tensor_ir::as_const_int(mul->b) ? mul->a : t;
+    (factor.as<tensor_ir::Min>() || factor.as<tensor_ir::Max>() ? clamped : rest).push_back(t);
+  }
+  if (clamped.empty() || rest.empty()) return {};
+  auto sum = [](const std::vector<Expr>& v) {
+    return std::accumulate(v.begin() + 1, v.end(), v.front(), [](const Expr& a, const Expr& b) { return a + b; });
+  };
+  return {sum(clamped), sum(rest)};
+}
+
+}  // namespace
+
 llvm::Value* CodeGenLLVM::element_address(const BufferNode* buffer, const Expr& index, bool masked) {
+  // A clamped row's address is a pointer of its own (hoisted out of the loops over the row): as
+  // one sum with the column, the rows of a tile were added to the column in vectors by LLVM's
+  // SLP vectorizer, their pointers extracted lane by lane in the inner loop, which spilled.
+  if (index.type().is_scalar()) {
+    auto [clamped, rest] = split_clamped_terms(index);
+    if (clamped.defined()) {
+      llvm::Type* element = memory_type(buffer->dtype);
+      llvm::Value* row =
+          builder_.CreateGEP(element, buffer_pointer(buffer), index_to_i64(emit(clamped), clamped.type()));
+      return builder_.CreateGEP(element, row, index_to_i64(emit(rest), rest.type()));
+    }
+  }
   llvm::Value* offset = index_to_i64(emit(index), index.type());
   // Where the mask is off the address may lie outside the buffer (a padded border), which
   // `inbounds` would make poison; the lanes actually read are inside it.

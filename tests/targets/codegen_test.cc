@@ -134,6 +134,50 @@ TEST(CodeGen, VectorLoadsAndStores) {
   EXPECT_NE(ir.find("<16 x float>* %"), std::string::npos);
 }
 
+TEST(CodeGen, ClampedRowsOfATileAreAddressedByRowPointers) {
+  // A matrix product's tiles of 6 rows x 2 vectors over a row count m known at run time: the
+  // last tile's rows past m read row m - 1 (A[min(t*6 + i, m - 1)*K + k]) and are not stored.
+  const int64_t K = 64, kMaxRows = 12, m = 10;
+  Buffer A = make_buffer("A", kFloat32, {kMaxRows, K}), B = make_buffer("B", kFloat32, {K, 16}),
+         C = make_buffer("C", kFloat32, {kMaxRows, 16}), M = make_buffer("M", kInt64, {1});
+  Buffer acc = make_buffer("acc", kFloat32, {96}, MemoryScope::Local);
+  Var t("t"), k("k"), i("i"), jo("jo"), rows("rows");
+  auto each = [&](const Var& v, int64_t n, Stmt body) { return For::make(v, 0, n, ForKind::Unrolled, body); };
+  Expr lanes = ramp(i * 16 + jo * 8, 8);
+  Expr a = Broadcast::make(load(A, min(t * 6 + i, rows - 1) * K + k), 8);
+  Stmt product =
+      loop(k, K, each(i, 6, each(jo, 2, store(acc, load(acc, lanes) + a * load(B, ramp(k * 16 + jo * 8, 8)), lanes))));
+  Stmt tile = Allocate::make(
+      acc, Block::make({each(i, 6, each(jo, 2, store(acc, Broadcast::make(f32(0), 8), lanes))), product,
+                        each(i, 6,
+                             each(jo, 2,
+                                  IfThenElse::make(t * 6 + i < rows,
+                                                   store(C, load(acc, lanes), ramp((t * 6 + i) * 16 + jo * 8, 8)))))}));
+  LoweredFunc f{"tiles", {A, B, C, M}, LetStmt::make(rows, load(M, 0), loop(t, 2, tile))};
+  auto module = build_llvm({f}, Target::parse("llvm -mcpu=haswell"));
+  auto a_arr = array<float>({kMaxRows, K}, kFloat32, iota_f32(kMaxRows * K, 0, 0.01f)),
+       b_arr = array<float>({K, 16}, kFloat32, iota_f32(K * 16, 1, -0.002f)),
+       c_arr = array<float>({kMaxRows, 16}, kFloat32, std::vector<float>(kMaxRows * 16, -1.0f)),
+       m_arr = array<int64_t>({1}, kInt64, {m});
+  module->get_kernel("tiles")({a_arr, b_arr, c_arr, m_arr});
+  auto av = values<float>(a_arr), bv = values<float>(b_arr), cv = values<float>(c_arr);
+  for (int64_t r = 0; r < kMaxRows; ++r)
+    for (int64_t j = 0; j < 16; ++j) {
+      double expect = -1;
+      if (r < m) {
+        expect = 0;
+        for (int64_t x = 0; x < K; ++x) expect += double(av[r * K + x]) * bv[x * 16 + j];
+      }
+      EXPECT_NEAR(cv[r * 16 + j], expect, 1e-3 * std::abs(expect)) << r << "," << j;
+    }
+  // As one sum with the column, the six rows' offsets became vectors of integers (LLVM's SLP
+  // vectorizer), extracted lane by lane in the inner loop, which spilled the accumulators.
+  const std::string ir = module->source("ll");
+  const size_t body = ir.find("\nfor.k.body"), end = ir.find("\n\n", body);
+  ASSERT_NE(body, std::string::npos) << ir;
+  EXPECT_EQ(ir.substr(body, end - body).find(" x i64>"), std::string::npos) << ir;
+}
+
 TEST(CodeGen, AlignmentFollowsTheRampBase) {
   // A base of 8 floats past a 64-byte boundary is 32-byte aligned, one of 1 float only 4.
   Buffer A = make_buffer("A", kFloat32, {64}), C = make_buffer("C", kFloat32, {64});
