@@ -30,8 +30,14 @@ constexpr int kTile = 4;   // outputs per tile side
 constexpr int kAlpha = 6;  // inputs per tile side: kTile + 3 - 1
 constexpr int kPositions = kAlpha * kAlpha;
 // Below this many tiles per image the transforms and the padding to whole tiles cost more than
-// the multiplications saved (a 7x7 output pads to 8x8 and makes 4 tiles).
+// the multiplications saved, except for the few-tile outputs below.
 constexpr int64_t kMinTilesPerImage = 9;
+// Outputs of 2x2 tiles (7x7, ResNet's last stage, padded to 8x8) pay too where the padding wastes
+// at most a quarter of the tiles' outputs and the channels outweigh the transforms; fewer tiles
+// (a 4x4 output is one) leave products of a row or two per image reading a weight 4 times the
+// direct one's (benchmarks/NOTES.md, "Winograd on 7x7 outputs").
+constexpr int64_t kMinFewTiles = 4;
+constexpr int64_t kMinFewTilesChannels = 64;
 
 // Interpolation points 0, 1, -1, 2, -2 and infinity.
 constexpr double kBT[kAlpha][kAlpha] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
@@ -95,7 +101,11 @@ bool winograd_applies(const ConvCore& c) {
         c.kernel == three && c.strides == one && c.dilations == one && c.c >= 8 && c.m >= 16))
     return false;
   if (c.winograd_weight && !static_space(c)) return *c.winograd_weight;
-  return size_hint(tiles_of(c).per_image()) >= kMinTilesPerImage;
+  const int64_t tiles = size_hint(tiles_of(c).per_image());
+  if (tiles >= kMinTilesPerImage) return true;
+  const int64_t outputs = size_hint(c.out[0]) * size_hint(c.out[1]);
+  return tiles >= kMinFewTiles && 4 * outputs >= 3 * tiles * kTile * kTile &&
+         std::min(c.c, c.m) >= kMinFewTilesChannels;
 }
 
 std::vector<int64_t> winograd_weight_shape(const ConvCore& c) {

@@ -246,7 +246,8 @@ TEST(AlterOpLayout, ThreeByThreeConvWeightComesWinogradTransformed) {
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
   Module m = infer_type(parse_module(out));
   EXPECT_EQ(to_string(m.main()->body.as<CallNode>()->args[1]->checked_type), "float32[36, 1, 8, 16]");
-  // The same weight for 8x8 outputs (4 tiles): the blocked form, which refuses Winograd panels.
+  // The same weight for 8x8 outputs (4 tiles, of too few channels): the blocked form, which refuses
+  // Winograd panels.
   std::string small = R"(def @main(%x: float32[1, 8, 8, 8], %w: float32[36, 1, 8, 16]) {
   conv(%x, %w, packed_channels=16, pads=[1, 1, 1, 1], vector_bytes=64, vector_registers=32)
 })";
