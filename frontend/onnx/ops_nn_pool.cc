@@ -2,6 +2,7 @@
 // output), AveragePool, LpPool, the global pools and MaxUnpool.
 #include <limits>
 
+#include "frontend/onnx/ops_math.h"
 #include "frontend/onnx/ops_nn.h"
 #include "runtime/error.h"
 
@@ -54,6 +55,18 @@ double lp_p(const ConvertContext& c) {
   return 2.0;
 }
 
+// The share of each window of `padded` (the node's input padded by window_input) that lies on
+// the input, [1, 1, spatial...]: the average over all of a window divided by it is the average
+// over the input alone (count_include_pad 0), where the pads are symbolic and no attribute.
+Expr share_on_data(ConvertContext& c, const Expr& padded, const Attrs& window) {
+  const relay_ir::Shape& x = c.input_type(0).shape;
+  std::vector<tensor_ir::Expr> plane{tensor_ir::Expr(1), tensor_ir::Expr(1)};
+  for (size_t d = 2; d < x.size(); ++d) plane.push_back(x.dim(d));
+  Expr ones = c.call("broadcast_to", {scalar_constant(1, c.input_type(0).dtype)}, {{"shape", relay_ir::Shape(plane)}});
+  const auto* pad = padded.as<relay_ir::CallNode>();
+  return c.call("avg_pool", {c.call("pad", {ones}, pad->attrs)}, window);
+}
+
 bool wants_output(const ConvertContext& c, int i) { return c.node().output_size() > i && !c.node().output(i).empty(); }
 
 }  // namespace
@@ -76,15 +89,20 @@ void register_nn_pool_converters(ConverterTable& t) {
   });
   t.add("AveragePool", nn::one([](ConvertContext& c) {
           c.check_attrs({"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"});
-          Attrs a = window_attrs(c);
-          a.set("count_include_pad", c.attr_int("count_include_pad", 0));
-          return c.call("avg_pool", {c.input(0)}, a);
+          Expr x;
+          Attrs a = window_attrs(c, &x, 0.0);
+          const int64_t include_pad = c.attr_int("count_include_pad", 0);
+          a.set("count_include_pad", include_pad);
+          Expr mean = c.call("avg_pool", {x}, a);
+          if (include_pad || x.same_as(c.input(0))) return mean;
+          return c.call("div", {mean, share_on_data(c, x, a)});
         }));
   t.add("LpPool", nn::one([](ConvertContext& c) {
           c.check_attrs({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"});
-          Attrs a = window_attrs(c);
+          Expr x;
+          Attrs a = window_attrs(c, &x, 0.0);  // zeros add nothing to a p-norm
           a.set("p", lp_p(c));
-          return c.call("lp_pool", {c.input(0)}, a);
+          return c.call("lp_pool", {x}, a);
         }));
   t.add("GlobalAveragePool", nn::one([](ConvertContext& c) {
           c.check_attrs({});

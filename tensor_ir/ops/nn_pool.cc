@@ -154,31 +154,32 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
 
 Tensor max_pool_indices(const Tensor& data, const Tensor& pooled, const PoolGeometry& g, int storage_order) {
   size_t rank = g.kernel.size();
-  std::vector<int64_t> in = data->dims();
+  std::vector<Expr> in;  // the sizes, as int64 (symbolic or not)
+  for (const Expr& e : data->shape) in.push_back(cast(runtime::kInt64, e));
   // The row-major flat index of the first maximum in scan order, then (storage_order 1) the same
   // element's index with the spatial dimensions column-major.
   Tensor first = pool_compute(data, g, "max_pool_argmax", [&](const std::vector<Var>& o) {
     Window w = window(data, g, o);
-    Expr flat = cast(runtime::kInt64, o[0]) * Expr(in[1]) + o[1];
-    for (size_t d = 0; d < rank; ++d) flat = flat * Expr(in[2 + d]) + w.pos[d];
+    Expr flat = cast(runtime::kInt64, o[0]) * in[1] + cast(runtime::kInt64, o[1]);
+    for (size_t d = 0; d < rank; ++d) flat = flat * in[2 + d] + cast(runtime::kInt64, w.pos[d]);
     Expr hit = select(w.inside, read(data, o, w.pos) == pooled(as_exprs(o)), const_false());
     return min_reduce(select(hit, flat, Expr(std::numeric_limits<int64_t>::max())), w.axes);
   });
   if (storage_order == 0) return first;
-  int64_t plane = 1;
-  for (size_t d = 0; d < rank; ++d) plane *= in[2 + d];
+  Expr plane = make_const(runtime::kInt64, 1);
+  for (size_t d = 0; d < rank; ++d) plane = plane * in[2 + d];
   return compute(
       first->shape,
       [&](const std::vector<Var>& o) {
         Expr f = first(as_exprs(o));
-        Expr offset = floormod(f, Expr(plane)), result = f - offset;
+        Expr offset = floormod(f, plane), result = f - offset;
         std::vector<Expr> coord(rank);
         for (size_t d = rank; d-- > 0;) {
-          coord[d] = floormod(offset, Expr(in[2 + d]));
-          offset = floordiv(offset, Expr(in[2 + d]));
+          coord[d] = floormod(offset, in[2 + d]);
+          offset = floordiv(offset, in[2 + d]);
         }
         Expr col = make_zero(runtime::kInt64);
-        for (size_t d = rank; d-- > 0;) col = col * Expr(in[2 + d]) + coord[d];
+        for (size_t d = rank; d-- > 0;) col = col * in[2 + d] + coord[d];
         return result + col;
       },
       "max_pool_indices", "pool_indices", nc_axis_names(rank + 2));

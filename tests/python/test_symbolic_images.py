@@ -319,6 +319,59 @@ def test_same_pads_with_a_stride_of_symbolic_sizes(tmp_path, rng, auto_pad):
             np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_same_pads_with_a_stride_of_average_and_p_norm_pools_of_symbolic_sizes(tmp_path, rng, auto_pad):
+    """AveragePool and LpPool with SAME pads and a stride over symbolic sizes: the input padded by
+    zeros (they add nothing to a sum or a p-norm); an average not counting the padding divides by
+    the share of each window on the input (the same pools over ones). Against the static build of
+    each size, and the windows of the reference."""
+    nodes = [helper.make_node("AveragePool", ["x"], ["a"], auto_pad=auto_pad, kernel_shape=[3, 2], strides=[2, 3]),
+             helper.make_node("AveragePool", ["x"], ["ac"], auto_pad=auto_pad, kernel_shape=[3, 3], strides=[2, 2],
+                              count_include_pad=1),
+             helper.make_node("LpPool", ["x"], ["l"], auto_pad=auto_pad, kernel_shape=[2, 3], strides=[3, 2], p=2)]
+    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"])], [vi("a", None), vi("ac", None), vi("l", None)])
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 32, "W": 32})
+    for n, h, w in [(1, 32, 32), (2, 17, 23), (1, 1, 1), (1, 6, 13), (1, 2, 8)]:
+        x = rng.standard_normal((n, 3, h, w)).astype("float32")
+        static = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape}), db=False).run([x])
+        # SAME pads: the total (out - 1) * stride + window - size, the odd one after (UPPER) or before.
+        def same(window, strides):
+            pads = [0] * 4
+            for d, size in enumerate((h, w)):
+                total = max(0, (-(-size // strides[d]) - 1) * strides[d] + window[d] - size)
+                pads[d], pads[d + 2] = (total // 2, total - total // 2) if auto_pad == "SAME_UPPER" else (total - total // 2, total // 2)
+            return pads
+        want = [pool_reference(x, "avg", [3, 2], [2, 3], same([3, 2], [2, 3])),
+                pool_reference(x, "avg", [3, 3], [2, 2], same([3, 3], [2, 2]), count_include_pad=True),
+                pool_reference(x, "lp", [2, 3], [3, 2], same([2, 3], [3, 2]))]
+        for got, reference, expected in zip(lib.run([x]), static, want):
+            np.testing.assert_allclose(reference, expected, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+        for got, expected in zip(module.run([x]), want):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+def test_max_pool_indices_of_symbolic_sizes(tmp_path, rng, storage_order):
+    """MaxPool's Indices output over a symbolic batch, height and width: flat indices into the input
+    as it is (row-major, or its spatial dimensions column-major with storage_order 1), computed
+    from the sizes of each call; against numpy at sizes of every remainder of the stride."""
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[3, 2], strides=[2, 2], pads=[1, 0, 1, 1],
+                            storage_order=storage_order)
+    path = save(tmp_path, [node], [vi("x", ["N", 2, "H", "W"])], [vi("y", None), vi("i", None, TensorProto.INT64)])
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 16, "W": 16})
+    for n, h, w in [(1, 16, 16), (2, 9, 7), (1, 2, 1), (3, 5, 12)]:
+        x = rng.permutation(n * 2 * h * w).reshape(n, 2, h, w).astype("float32")  # distinct values: one argmax
+        want = pool_reference(x, "max", [3, 2], [2, 2], [1, 0, 1, 1])
+        flat = x.transpose(0, 1, 3, 2) if storage_order else x
+        position = {v: i for i, v in enumerate(flat.ravel())}
+        indices = np.vectorize(position.get)(want).astype("int64")
+        for runner in (lib, module):
+            y, i = runner.run([x])
+            np.testing.assert_array_equal(y, want)
+            np.testing.assert_array_equal(i, indices)
+
+
 # (channels, out_channels / groups, kernel, attrs) of ConvTranspose of symbolic spatial sizes.
 CONV_TRANSPOSES = {
     "2x up, kernel 4, pads 1": (8, 4, (4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
