@@ -2,6 +2,7 @@
 // and output_shape are resolved here into explicit pads and output padding. Col2Im (18) is a
 // transposed convolution.
 #include <cstring>
+#include <optional>
 
 #include "frontend/onnx/ops_math.h"
 #include "frontend/onnx/ops_nn.h"
@@ -35,7 +36,7 @@ std::vector<int64_t> kernel_sizes(const ConvertContext& c, size_t weight = 1) {
 
 // The window's attributes; with `input`, that of the input, padded already where SAME pads with a
 // stride depend on a symbolic size (nn::window_input), else the pads must be constants.
-Window conv_window(const ConvertContext& c, size_t weight = 1, Expr* input = nullptr) {
+Window conv_window(const ConvertContext& c, size_t weight = 1, Expr* input = nullptr, double fill = 0) {
   std::vector<int64_t> kernel = kernel_sizes(c, weight);
   size_t rank = kernel.size();
   Window w;
@@ -48,10 +49,22 @@ Window conv_window(const ConvertContext& c, size_t weight = 1, Expr* input = nul
     w.pads = nn::window_pads(c, c.input_type(0).shape, extent, w.strides);
     return w;
   }
-  nn::WindowInput in = nn::window_input(c, extent, w.strides, 0);
+  nn::WindowInput in = nn::window_input(c, extent, w.strides, fill);
   *input = in.x;
   w.pads = in.pads;
   return w;
+}
+
+// conv_window of an integer convolution: its input padded by its zero point (input
+// `zero_point`), which then adds nothing; with a zero point given at run time the pads must be
+// constants.
+Window integer_conv_window(const ConvertContext& c, size_t weight, size_t zero_point, Expr* input) {
+  *input = c.input(0);
+  if (!c.has_input(zero_point)) return conv_window(c, weight, input);
+  std::optional<runtime::NDArray> zp = c.try_constant_input(zero_point);
+  if (!zp) return conv_window(c, weight);
+  if (zp->numel() != 1) c.error("x_zero_point must hold one value, got " + std::to_string(zp->numel()));
+  return conv_window(c, weight, input, runtime::element_as_double(*zp, 0));
 }
 
 Attrs conv_attrs(const Window& w) {
@@ -208,18 +221,22 @@ void register_nn_conv_converters(ConverterTable& t) {
         }));
   t.add("ConvInteger", nn::one([](ConvertContext& c) {
           c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+          Expr x;
+          Attrs a = conv_attrs(integer_conv_window(c, 1, 2, &x));
           return c.call("conv_integer",
-                        {c.input(0), c.input(1), nn::input_or_zero(c, 2, c.input_type(0).dtype),
+                        {x, c.input(1), nn::input_or_zero(c, 2, c.input_type(0).dtype),
                          nn::input_or_zero(c, 3, c.input_type(1).dtype)},
-                        conv_attrs(conv_window(c)));
+                        a);
         }));
   // Inputs: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B.
   t.add("QLinearConv", nn::one([](ConvertContext& c) {
           c.check_attrs({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
-          std::vector<Expr> args;
-          for (size_t i = 0; i < 8; ++i) args.push_back(c.input(i));
+          Expr x;
+          Attrs a = conv_attrs(integer_conv_window(c, 3, 2, &x));
+          std::vector<Expr> args{x};
+          for (size_t i = 1; i < 8; ++i) args.push_back(c.input(i));
           if (c.has_input(8)) args.push_back(c.input(8));
-          return c.call("qlinear_conv", args, conv_attrs(conv_window(c, 3)));
+          return c.call("qlinear_conv", args, a);
         }));
 }
 
