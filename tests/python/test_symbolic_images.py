@@ -319,6 +319,16 @@ def test_same_pads_with_a_stride_of_symbolic_sizes(tmp_path, rng, auto_pad):
             np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-4, atol=1e-4)
 
 
+def same_pads(size, kernel, strides, upper):
+    """SAME auto_pad's pads: in total (out - 1) * stride + kernel - size, the odd one after (UPPER)
+    or before."""
+    pads = [0] * (2 * len(size))
+    for d in range(len(size)):
+        total = max(0, (-(-size[d] // strides[d]) - 1) * strides[d] + kernel[d] - size[d])
+        pads[d], pads[d + len(size)] = (total // 2, total - total // 2) if upper else (total - total // 2, total // 2)
+    return pads
+
+
 @pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
 def test_same_pads_with_a_stride_of_average_and_p_norm_pools_of_symbolic_sizes(tmp_path, rng, auto_pad):
     """AveragePool and LpPool with SAME pads and a stride over symbolic sizes: the input padded by
@@ -334,16 +344,10 @@ def test_same_pads_with_a_stride_of_average_and_p_norm_pools_of_symbolic_sizes(t
     for n, h, w in [(1, 32, 32), (2, 17, 23), (1, 1, 1), (1, 6, 13), (1, 2, 8)]:
         x = rng.standard_normal((n, 3, h, w)).astype("float32")
         static = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape}), db=False).run([x])
-        # SAME pads: the total (out - 1) * stride + window - size, the odd one after (UPPER) or before.
-        def same(window, strides):
-            pads = [0] * 4
-            for d, size in enumerate((h, w)):
-                total = max(0, (-(-size // strides[d]) - 1) * strides[d] + window[d] - size)
-                pads[d], pads[d + 2] = (total // 2, total - total // 2) if auto_pad == "SAME_UPPER" else (total - total // 2, total // 2)
-            return pads
-        want = [pool_reference(x, "avg", [3, 2], [2, 3], same([3, 2], [2, 3])),
-                pool_reference(x, "avg", [3, 3], [2, 2], same([3, 3], [2, 2]), count_include_pad=True),
-                pool_reference(x, "lp", [2, 3], [3, 2], same([2, 3], [3, 2]))]
+        upper = auto_pad == "SAME_UPPER"
+        want = [pool_reference(x, "avg", [3, 2], [2, 3], same_pads((h, w), [3, 2], [2, 3], upper)),
+                pool_reference(x, "avg", [3, 3], [2, 2], same_pads((h, w), [3, 3], [2, 2], upper), count_include_pad=True),
+                pool_reference(x, "lp", [2, 3], [3, 2], same_pads((h, w), [2, 3], [3, 2], upper))]
         for got, reference, expected in zip(lib.run([x]), static, want):
             np.testing.assert_allclose(reference, expected, rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
@@ -406,29 +410,38 @@ def test_conv_transpose_of_symbolic_spatial_sizes(tmp_path, rng, case):
         lib.run([np.zeros((1, channels, 0) + (4,) * (rank - 1), "float32")])
 
 
-def test_quantized_convolutions_of_symbolic_sizes(tmp_path, rng):
-    """QLinearConv and ConvInteger of an image of symbolic size, against numpy: int32 sums, then
-    round_half_even(sum * (x_scale * w_scale / y_scale)) in float32, in ONNX's order. The scales
-    put products on ties (-180 * 0.025000002 is -4.5000005), which a multiplier reassociated by the
-    compiler, 0.05 * (0.1 / 0.2), rounds the other way."""
+def quantized_model(tmp_path, rng, qlinear_attrs, integer_attrs, integer_kernel):
+    """QLinearConv (x_scale 0.05, w_scale 0.1, y_scale 0.2, zero points 128, 0 and 100) and
+    ConvInteger (x zero point 128) of one uint8 image of symbolic size: the path and both weights."""
     w = rng.integers(-5, 5, (4, 3, 3, 3)).astype("int8")
-    w2 = rng.integers(0, 255, (2, 3, 2, 2)).astype("uint8")
-    scales = {"xs": 0.05, "ws": 0.1, "ys": 0.2}
-    nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], pads=[1, 1, 1, 1],
-                              strides=[2, 2]),
-             helper.make_node("ConvInteger", ["x", "w2", "xz"], ["z"])]
-    inits = [numpy_helper.from_array(np.array(v, "float32"), k) for k, v in scales.items()]
+    w2 = rng.integers(0, 255, (2, 3) + integer_kernel).astype("uint8")
+    nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], **qlinear_attrs),
+             helper.make_node("ConvInteger", ["x", "w2", "xz"], ["z"], **integer_attrs)]
+    inits = [numpy_helper.from_array(np.array(v, "float32"), k) for k, v in {"xs": 0.05, "ws": 0.1, "ys": 0.2}.items()]
     inits += [numpy_helper.from_array(np.array(128, "uint8"), "xz"), numpy_helper.from_array(w, "w"),
               numpy_helper.from_array(np.array(0, "int8"), "wz"), numpy_helper.from_array(np.array(100, "uint8"), "yz"),
               numpy_helper.from_array(w2, "w2")]
     path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"], TensorProto.UINT8)],
                 [vi("y", None, TensorProto.UINT8), vi("z", None, TensorProto.INT32)], inits)
+    return path, w, w2
+
+
+# round_half_even(sum * (x_scale * w_scale / y_scale)) in float32, in ONNX's order.
+QLINEAR_MULTIPLIER = np.float32(np.float32(0.05) * np.float32(0.1)) / np.float32(0.2)
+
+
+def test_quantized_convolutions_of_symbolic_sizes(tmp_path, rng):
+    """QLinearConv and ConvInteger of an image of symbolic size, against numpy: int32 sums, then
+    round_half_even(sum * (x_scale * w_scale / y_scale)) in float32, in ONNX's order. The scales
+    put products on ties (-180 * 0.025000002 is -4.5000005), which a multiplier reassociated by the
+    compiler, 0.05 * (0.1 / 0.2), rounds the other way."""
+    path, w, w2 = quantized_model(tmp_path, rng, {"pads": [1, 1, 1, 1], "strides": [2, 2]}, {}, (2, 2))
     lib, module = built_once(tmp_path, path, {"N": 1, "H": 16, "W": 16})
-    multiplier = np.float32(np.float32(0.05) * np.float32(0.1)) / np.float32(0.2)
     for n, h, wd in [(1, 9, 7), (2, 4, 5), (1, 16, 16)]:
         x = rng.integers(0, 255, (n, 3, h, wd)).astype("uint8")
         sums = conv_reference(x.astype("float64") - 128, w.astype("float64"), None, [2, 2], [1, 1, 1, 1])
-        want_y = np.clip(np.round((sums.astype("float32") * multiplier).astype("float32")) + 100, 0, 255).astype("uint8")
+        want_y = np.clip(np.round((sums.astype("float32") * QLINEAR_MULTIPLIER).astype("float32")) + 100, 0,
+                         255).astype("uint8")
         want_z = conv_reference(x.astype("float64") - 128, w2.astype("float64"), None, None, None).astype("int32")
         for runner in (lib, module):
             y, z = runner.run([x])
@@ -441,33 +454,16 @@ def test_quantized_convolutions_with_same_pads_and_a_stride_of_symbolic_sizes(tm
     padded by its zero point, which then adds nothing; against numpy at sizes of every remainder.
     A zero point given at run time leaves the pads needing constant sizes: each size is built on
     its first run, and the reason says so."""
-    w = rng.integers(-5, 5, (4, 3, 3, 3)).astype("int8")
-    w2 = rng.integers(0, 255, (2, 3, 2, 3)).astype("uint8")
-    nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"],
-                              auto_pad="SAME_UPPER", strides=[2, 2]),
-             helper.make_node("ConvInteger", ["x", "w2", "xz"], ["z"], auto_pad="SAME_LOWER", strides=[2, 3])]
-    inits = [numpy_helper.from_array(np.array(v, "float32"), k) for k, v in {"xs": 0.05, "ws": 0.1, "ys": 0.2}.items()]
-    inits += [numpy_helper.from_array(np.array(128, "uint8"), "xz"), numpy_helper.from_array(w, "w"),
-              numpy_helper.from_array(np.array(0, "int8"), "wz"), numpy_helper.from_array(np.array(100, "uint8"), "yz"),
-              numpy_helper.from_array(w2, "w2")]
-    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"], TensorProto.UINT8)],
-                [vi("y", None, TensorProto.UINT8), vi("z", None, TensorProto.INT32)], inits)
+    path, w, w2 = quantized_model(tmp_path, rng, {"auto_pad": "SAME_UPPER", "strides": [2, 2]},
+                                  {"auto_pad": "SAME_LOWER", "strides": [2, 3]}, (2, 3))
     lib, module = built_once(tmp_path, path, {"N": 1, "H": 16, "W": 16})
-    multiplier = np.float32(np.float32(0.05) * np.float32(0.1)) / np.float32(0.2)
-
-    def same(size, kernel, strides, upper):
-        pads = [0] * 4
-        for d in range(2):
-            total = max(0, (-(-size[d] // strides[d]) - 1) * strides[d] + kernel[d] - size[d])
-            pads[d], pads[d + 2] = (total // 2, total - total // 2) if upper else (total - total // 2, total // 2)
-        return pads
-
     for n, h, wd in [(1, 9, 7), (2, 4, 5), (1, 16, 16), (1, 1, 2)]:
         x = rng.integers(0, 255, (n, 3, h, wd)).astype("uint8")
         centered = x.astype("float64") - 128
-        sums = conv_reference(centered, w.astype("float64"), None, [2, 2], same((h, wd), (3, 3), (2, 2), True))
-        want_y = np.clip(np.round((sums.astype("float32") * multiplier).astype("float32")) + 100, 0, 255).astype("uint8")
-        want_z = conv_reference(centered, w2.astype("float64"), None, [2, 3], same((h, wd), (2, 3), (2, 3), False))
+        sums = conv_reference(centered, w.astype("float64"), None, [2, 2], same_pads((h, wd), (3, 3), (2, 2), True))
+        want_y = np.clip(np.round((sums.astype("float32") * QLINEAR_MULTIPLIER).astype("float32")) + 100, 0,
+                         255).astype("uint8")
+        want_z = conv_reference(centered, w2.astype("float64"), None, [2, 3], same_pads((h, wd), (2, 3), (2, 3), False))
         for runner in (lib, module):
             y, z = runner.run([x])
             np.testing.assert_array_equal(y, want_y)
@@ -478,6 +474,6 @@ def test_quantized_convolutions_with_same_pads_and_a_stride_of_symbolic_sizes(tm
                 [vi("z", None, TensorProto.INT32)], [numpy_helper.from_array(w2, "w2")])
     lib = tessera.build(tessera.onnx.load(path), db=False)
     x = rng.integers(0, 255, (1, 3, 5, 6)).astype("uint8")
-    want = conv_reference(x.astype("float64") - 7, w2.astype("float64"), None, [2, 2], same((5, 6), (2, 3), (2, 2), True))
+    want = conv_reference(x.astype("float64") - 7, w2.astype("float64"), None, [2, 2], same_pads((5, 6), (2, 3), (2, 2), True))
     np.testing.assert_array_equal(lib.run([x, np.array(7, "uint8")])[0], want.astype("int32"))
     assert not lib.symbolic and "depend on the input size" in lib.symbolic_reason, lib.symbolic_reason
