@@ -120,9 +120,9 @@ std::pair<Expr, Expr> split_clamped_terms(const Expr& index) {
       terms.push_back(add->b);
       continue;
     }
-    const auto* mul = t.as<tensor_ir::Mul>();
-    const Expr& factor = mul && tensor_ir::as_const_int(mul->b) ? mul->a : t;
-    (factor.as<tensor_ir::Min>() || factor.as<tensor_ir::Max>() ? clamped : rest).push_back(t);
+    auto clamp = [](const Expr& e) { return e.as<tensor_ir::Min>() || e.as<tensor_ir::Max>(); };
+    const auto* mul = t.as<tensor_ir::Mul>();  // a row times its stride
+    (clamp(t) || (mul && (clamp(mul->a) || clamp(mul->b))) ? clamped : rest).push_back(t);
   }
   if (clamped.empty() || rest.empty()) return {};
   auto sum = [](const std::vector<Expr>& v) {
