@@ -222,12 +222,14 @@ void schedule_strip(Schedule& s, const Tensor& out, const Tensor& product, Templ
   const auto* oc = out.as<ComputeOp>();
   const auto* pc = product.as<ComputeOp>();
   int lanes = s.hardware().lanes(product.dtype());
+  auto inputs = tensor_ir::input_tensors(product);  // the input, then the weights packed in blocks
+  const Tensor& packed = inputs.back();
   Stage& y = s[out];
-  auto [mo, mi] = y.split(y.loop(oc->axis[1]), tensor_ir::ops::strip_block(s.hardware().registers));
+  auto [mo, mi] = y.split(y.loop(oc->axis[1]), dim_hint(packed, packed.ndim() - 1));
   auto [xo, xi] = y.split(y.loop(oc->axis.back()), lanes);
   std::vector<Loop> rows{y.loop(oc->axis[0])};
   for (size_t d = 2; d + 1 < oc->axis.size(); ++d) rows.push_back(y.loop(oc->axis[d]));
-  rows.insert(rows_outer(tensor_ir::input_tensors(product), knobs) ? rows.end() : rows.begin() + 1, mo);
+  rows.insert(rows_outer(inputs, knobs) ? rows.end() : rows.begin() + 1, mo);
   std::vector<Loop> order = rows;
   order.insert(order.end(), {xo, mi, xi});
   y.reorder(order);

@@ -441,9 +441,10 @@ ConvForm conv_form(const ConvCore& c) {
     return {c.prepacked && static_space(c) && positions_as_rows(c, positions) ? ConvForm::PointwiseRows
                                                                               : ConvForm::Pointwise};
   if (c.groups > 1 && cg == 1) return {ConvForm::Depthwise};
-  if (c.groups == 1 && c.c <= kMaxStripChannels && c.m >= strip_block(c.registers) / 2 &&
-      size_hint(c.out.back()) >= lanes && c.strides.back() <= 4 && c.acc == runtime::kFloat32)
-    return {ConvForm::Strip, strip_block(c.registers)};
+  const int64_t strip = strip_block(c.registers);
+  if (c.groups == 1 && c.c <= kMaxStripChannels && c.m >= strip / 2 && size_hint(c.out.back()) >= lanes &&
+      c.strides.back() <= 4 && c.acc == runtime::kFloat32)
+    return {ConvForm::Strip, strip};
   if (winograd_applies(c)) return {ConvForm::Winograd};
   if (mg % (2 * lanes) == 0) return {ConvForm::Blocked, 2 * lanes};
   if (mg % lanes == 0 || (c.groups == 1 && c.m >= lanes))
