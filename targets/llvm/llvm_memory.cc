@@ -8,6 +8,7 @@
 #include "runtime/error.h"
 #include "targets/llvm/build_llvm.h"
 #include "targets/llvm/codegen_llvm.h"
+#include "tensor_ir/arith/linear_form.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/printer.h"
 
@@ -108,27 +109,19 @@ llvm::Value* CodeGenLLVM::load_mask(unsigned lanes) {
 
 namespace {
 
-// The terms of `index` (a scalar sum) that clamp a row (min or max; A[min(r*6 + i, M - 1)*K + k]
-// in the last tile of a product) and the others, or no clamped terms.
+// The terms of `index` (a scalar sum) that clamp a row (min or max, or one times a stride;
+// A[min(r*6 + i, M - 1)*K + k] in the last tile of a product) and the others, or no clamped terms.
 std::pair<Expr, Expr> split_clamped_terms(const Expr& index) {
-  std::vector<Expr> terms{index}, clamped, rest;
-  while (!terms.empty()) {
-    Expr t = terms.back();
-    terms.pop_back();
-    if (const auto* add = t.as<tensor_ir::Add>()) {
-      terms.push_back(add->a);
-      terms.push_back(add->b);
-      continue;
-    }
-    auto clamp = [](const Expr& e) { return e.as<tensor_ir::Min>() || e.as<tensor_ir::Max>(); };
-    const auto* mul = t.as<tensor_ir::Mul>();  // a row times its stride
-    (clamp(t) || (mul && (clamp(mul->a) || clamp(mul->b))) ? clamped : rest).push_back(t);
+  const tensor_ir::arith::LinearForm sum = tensor_ir::arith::to_linear_form(index);
+  tensor_ir::arith::LinearForm clamped{sum.type}, rest{sum.type};
+  rest.constant = sum.constant;
+  auto clamp = [](const Expr& e) { return e.as<tensor_ir::Min>() || e.as<tensor_ir::Max>(); };
+  for (const auto& [term, coeff] : sum.terms) {
+    const auto* mul = term.as<tensor_ir::Mul>();  // a row times a stride of symbolic size
+    (clamp(term) || (mul && (clamp(mul->a) || clamp(mul->b))) ? clamped : rest).add_term(term, coeff);
   }
-  if (clamped.empty() || rest.empty()) return {};
-  auto sum = [](const std::vector<Expr>& v) {
-    return std::accumulate(v.begin() + 1, v.end(), v.front(), [](const Expr& a, const Expr& b) { return a + b; });
-  };
-  return {sum(clamped), sum(rest)};
+  if (clamped.is_constant() || (rest.is_constant() && rest.constant == 0)) return {};
+  return {clamped.to_expr(), rest.to_expr()};
 }
 
 }  // namespace
