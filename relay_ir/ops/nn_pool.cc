@@ -70,10 +70,8 @@ Type float_pool_rel(const std::vector<Type>& args, const Attrs& attrs) { return 
 Type max_pool_with_indices_rel(const std::vector<Type>& args, const Attrs& attrs) {
   int64_t order = attrs.get_int("storage_order");
   if (order != 0 && order != 1) fail("storage_order must be 0 (row major) or 1 (column major), got ", order);
-  const auto& d = pool_data(args, true);
-  auto g = nn::pool_geometry(attrs);
-  Shape shape = keep_batch(d.shape, [&](const std::vector<tensor_ir::Expr>& data) { return ops::pool_shape(data, g); });
-  return tuple_type({tensor_type(shape, d.dtype), tensor_type(shape, runtime::kInt64)});
+  Type pooled = pool_rel(args, attrs, true);
+  return tuple_type({pooled, tensor_type(as_tensor(pooled, "max_pool_with_indices").shape, runtime::kInt64)});
 }
 
 Type lp_pool_rel(const std::vector<Type>& args, const Attrs& attrs) {
