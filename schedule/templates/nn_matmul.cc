@@ -42,6 +42,21 @@ int64_t tile_rows(int64_t m, int64_t mr, int64_t vectors, int64_t accumulators, 
   return knobs.choose_flag("matmul.tile_rows", mr == 7) ? 2 * mr : mr;
 }
 
+// Independent sums a tile keeps in flight: two FMA units, each taking 4 cycles from its inputs
+// to its result.
+constexpr int64_t kMinChains = 8;
+
+// Panels side by side in one tile (knob "matmul.tile_panels"). A tile of few rows (a
+// matrix-vector product: 1 x 2 vectors) holds few accumulators, each a chain of dependent FMAs
+// whose latency, not the FMA units, then bounds the product; it takes the fewest panels that
+// keep kMinChains sums in flight and that the registers hold beside one operand vector and the
+// broadcast, a power of two dividing the panel count so that no tile is partial.
+int64_t tile_panels(int64_t accumulators, int64_t panels, int64_t registers, TemplateKnobs& knobs) {
+  int64_t q = 1;
+  while (accumulators * q < kMinChains && panels % (2 * q) == 0 && accumulators * 2 * q + 2 <= registers) q *= 2;
+  return knobs.choose("matmul.tile_panels", {q, 1});
+}
+
 // How many runs of row tiles to share out: the largest divisor of `row_tiles` up to 8, so every
 // run is whole; 1 when that is under 4 (too few to balance anything).
 int64_t row_chunks(int64_t row_tiles) {
@@ -60,15 +75,20 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m, s.hardware().registers),
                          nr / s.hardware().lanes(product.dtype()), s.hardware().registers.count - 4, knobs);
   int64_t k = dim_hint(packed, packed.ndim() - 2);
+  Stage& b = s[packed];
+  bool copied = b.attach_kind() != AttachKind::Inline;  // not when they come packed
+  // Panels packed in the kernel are packed one per tile.
+  const int64_t vectors = nr / s.hardware().lanes(product.dtype());
+  const int64_t tile_cols =
+      copied ? nr
+             : nr * tile_panels(mr * vectors, dim_hint(packed, packed.ndim() - 3), s.hardware().registers.count, knobs);
   // A panel packed inside the tile loops lives in a buffer of its own size (on the heap when its
   // depth is symbolic, allocated once per panel: a small cost beside the panel's k x nr x m work).
   const bool local_panel = k * nr * packed.dtype().element_bytes() <= kMaxLocalPanel;
 
   Stage& o = s[out];
-  auto tiles = o.tile(rows, cols, mr, nr);  // io, jo, ii, ji
+  auto tiles = o.tile(rows, cols, mr, tile_cols);  // io, jo, ii, ji
   Stage& p = s[product];
-  Stage& b = s[packed];
-  bool copied = b.attach_kind() != AttachKind::Inline;  // not when they come packed
   bool parallel =
       knobs.choose_flag("matmul.parallel", worth_parallel(product, num_elements(product) * k, kMinParallelWork));
   // Panels outermost when there are enough of them for the threads: each is packed right before
@@ -81,8 +101,9 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   // share out (8) and B does not outweigh A by more than 4 times (the weights of a layer with few
   // positions, read once per thread otherwise). Neither order wins everywhere, so it is a knob
   // (benchmarks/NOTES.md, "Matrix-product templates").
-  int64_t panels = 1;
+  int64_t panels = 1;  // of the tiles' width
   for (size_t d = 0; d + 2 < packed.ndim(); ++d) panels *= dim_hint(packed, d);
+  panels /= tile_cols / nr;
   // Rows of symbolic count are taken as many, as the sizes where the time goes have them, but in
   // the version of a kernel for few rows (driver/row_count_versions.h), hinted under a tile.
   const bool many_rows = tensor_ir::as_const_int(product->shape[nb]) ? m / mr >= 8 && columns <= 4 * m : m >= 8;
@@ -132,14 +153,14 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
     o.vectorize(tiles[2]);
   } else {
     o.unroll(tiles[2]);
-    vectorize_in_registers(o, tiles[3], nr, lanes);
+    vectorize_in_registers(o, tiles[3], tile_cols, lanes);
   }
 
   p.compute_at(o, tile);
   Loop i = p.loop(pc->axis[nb]), j = p.loop(pc->axis[nb + 1]);
   auto [ko, ki] = p.split(p.loop(pc->reduce_axis()[0]), k_unroll);
   p.reorder({ko, ki, i, j});
-  vectorize_in_registers(p, j, nr, s.hardware().lanes(product.dtype()));
+  vectorize_in_registers(p, j, tile_cols, s.hardware().lanes(product.dtype()));
   p.unroll(ki);
   p.unroll(i);
   // Panels packed ahead of time are read from memory (a model's weights outgrow the caches):

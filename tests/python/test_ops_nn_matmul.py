@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 import tessera
-from nn_testing import assert_close, run
+import re
+
+from nn_testing import assert_close, load, model, run
 
 
 def rand(rng, shape, dtype):
@@ -36,6 +38,23 @@ def test_matmul_of_a_constant_weight_packs_it_whatever_the_rows(rng, sa):
     a, b = rand(rng, sa, "float32"), rand(rng, (24, 40), "float32")
     (y,) = run("MatMul", [a, b], constants=(1,))
     assert_close(y, np.matmul(a.astype("float64"), b.astype("float64")), "float32")
+
+
+@pytest.mark.parametrize("m,n,panels_per_tile", [(1, 1024, 4), (2, 512, 2), (3, 768, 2), (1, 96, 2), (1, 1000, 1),
+                                                  (8, 1024, 1)])
+def test_products_of_few_rows_take_several_panels_per_tile(rng, m, n, panels_per_tile):
+    """A tile of one or two rows by one panel of a packed weight (two vectors) holds too few sums
+    to hide the FMAs' latency: it spans 2 or 4 panels, as many as keep 8 sums in flight and
+    divide the panel count (2 vectors per panel; 1000 columns make 63 panels, which stay one per
+    tile, as do 8 rows)."""
+    a, b = rand(rng, (m, 100), "float32"), rand(rng, (100, n), "float32")
+    lib = tessera.build(load(model("MatMul", [a, b], constants=(1,))))
+    assert_close(lib.run([a])[0], np.matmul(a.astype("float64"), b.astype("float64")), "float32")
+    (product,) = [k["lowered"] for k in lib.kernels if "matmul" in k["op"]]
+    panel = int(re.search(r"float32\[\d+, 100, (\d+)\]", product).group(1))
+    tile = int(re.search(r"allocate matmul: float32\[(\d+)\]", product).group(1))
+    rows = m if m <= 3 else tile // panel  # 8 rows: tiles of 5, 6 or 8 (by the registers)
+    assert tile == rows * panel * panels_per_tile and rows <= 8, product
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float64", "int32", "int64", "uint32", "uint64"])
