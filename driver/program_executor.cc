@@ -54,8 +54,8 @@ ProgramExecutor::ProgramExecutor(relay_ir::Program program, targets::Target targ
     : program_(std::move(program)),
       target_(std::move(target)),
       options_(options),
-      runner_(program_.plan,
-              [this](const runtime::ProgramStep& step, const std::vector<NDArray>& in) { return run_stage(step, in); }),
+      runner_(program_.plan, [this](const runtime::ProgramStep& step, const std::vector<NDArray>& in,
+                                    std::vector<NDArray>& out) { run_stage(step, in, out); }),
       stages_(program_.stages.size()) {
   validate(options_);
   if (!options_.jit) fail("a program of stages is built while it runs: build it with jit on");
@@ -91,11 +91,9 @@ void ProgramExecutor::try_every_size(const std::vector<runtime::ProgramValue>& i
     return;
   }
   every_size_runner_ = std::make_unique<runtime::ProgramRunner>(
-      every_size_->plan, [this](const runtime::ProgramStep& step, const std::vector<NDArray>& in) {
-        std::vector<NDArray> out;
-        for (const NDArray& o : every_size_->stages.at(step.stage)->executor->run(in))
-          out.push_back(runtime::owned_copy(o));
-        return out;
+      every_size_->plan,
+      [this](const runtime::ProgramStep& step, const std::vector<NDArray>& in, std::vector<NDArray>& out) {
+        every_size_->stages.at(step.stage)->executor->run_handing_over(in, out);
       });
 }
 
@@ -109,7 +107,8 @@ std::string ProgramExecutor::every_size_reason() const {
   return every_size_reason_;
 }
 
-std::vector<NDArray> ProgramExecutor::run_stage(const runtime::ProgramStep& step, const std::vector<NDArray>& in) {
+void ProgramExecutor::run_stage(const runtime::ProgramStep& step, const std::vector<NDArray>& in,
+                                std::vector<NDArray>& out) {
   StageCache& cache = stages_.at(step.stage);
   cache.origin = step.origin;
   if (cache.bound.empty()) cache.bound.assign(in.size(), false);
@@ -134,9 +133,7 @@ std::vector<NDArray> ProgramExecutor::run_stage(const runtime::ProgramStep& step
   std::vector<NDArray> args;
   for (size_t i = 0; i < in.size(); ++i)
     if (!cache.bound[i]) args.push_back(in[i]);
-  std::vector<NDArray> out;
-  for (const NDArray& o : it->second.result->executor->run(args)) out.push_back(runtime::owned_copy(o));
-  return out;
+  it->second.result->executor->run_handing_over(args, out);
 }
 
 std::vector<std::pair<std::string, std::vector<std::string>>> ProgramExecutor::builds() const {

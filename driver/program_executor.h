@@ -57,7 +57,8 @@ class ProgramExecutor {
     std::vector<bool> bound;                   // the inputs its graph needed as constants (grows, never shrinks)
     std::map<std::string, StageBuild> builds;  // by key(): shapes, dtypes, bound values
   };
-  std::vector<runtime::NDArray> run_stage(const runtime::ProgramStep& step, const std::vector<runtime::NDArray>& in);
+  void run_stage(const runtime::ProgramStep& step, const std::vector<runtime::NDArray>& in,
+                 std::vector<runtime::NDArray>& out);
   // Builds the program for every size once, its size hints (unless given) the sizes of `inputs`.
   void try_every_size(const std::vector<runtime::ProgramValue>& inputs);
 

@@ -189,13 +189,18 @@ NDArray GraphExecutor::take_output(size_t i) {
   return out;
 }
 
-void GraphExecutor::renew_taken_outputs() {
-  for (size_t i = 0; i < outputs_.size(); ++i)
-    if (output_taken_[i]) {
-      const auto& t = plan_.tensors[plan_.outputs[i]];
+void GraphExecutor::prepare_outputs(const std::vector<NDArray>& into) {
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const auto& t = plan_.tensors[plan_.outputs[i]];
+    if (i < into.size() && into[i].defined() && !on_device() && into[i].device() == device_ && into[i].is_aligned() &&
+        into[i].dtype() == t.dtype && into[i].shape() == t.shape) {
+      outputs_[i] = into[i];
+      output_taken_[i] = true;
+    } else if (output_taken_[i]) {
       outputs_[i] = NDArray::empty(t.shape, t.dtype, device_);
       output_taken_[i] = false;
     }
+  }
 }
 
 void GraphExecutor::check_inputs_set() const {
@@ -366,11 +371,13 @@ GraphExecutor* GraphExecutor::specialized_for_inputs() {
   return nullptr;
 }
 
-void GraphExecutor::run() {
+void GraphExecutor::run() { run_into({}); }
+
+void GraphExecutor::run_into(const std::vector<NDArray>& into) {
   check_inputs_set();
-  if (GraphExecutor* specialized = specialized_for_inputs()) return specialized->run();
+  if (GraphExecutor* specialized = specialized_for_inputs()) return specialized->run_into(into);
   if (plan_.is_symbolic()) bind_sizes();
-  renew_taken_outputs();
+  prepare_outputs(into);
   std::vector<void*> args;
   // On a device the steps queue in order; the run waits once, for the last.
   for (size_t s = 0; s < plan_.steps.size(); ++s) run_step(s, args, /*wait=*/false);
@@ -381,7 +388,7 @@ std::vector<double> GraphExecutor::run_profiled() {
   check_inputs_set();
   if (GraphExecutor* specialized = specialized_for_inputs()) return specialized->run_profiled();
   if (plan_.is_symbolic()) bind_sizes();
-  renew_taken_outputs();
+  prepare_outputs({});
   std::vector<void*> args;
   std::vector<double> ms;
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
@@ -397,6 +404,23 @@ std::vector<NDArray> GraphExecutor::run(const std::vector<NDArray>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) set_input(i, inputs[i]);
   run();
   return ran_ ? ran_->outputs_ : outputs_;
+}
+
+void GraphExecutor::run_handing_over(const std::vector<NDArray>& inputs, std::vector<NDArray>& outputs) {
+  if (inputs.size() != inputs_.size()) fail("the model takes ", inputs_.size(), " inputs, got ", inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) set_input(i, inputs[i]);
+  outputs.resize(num_outputs());
+  run_into(outputs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!on_device()) {
+      outputs[i] = take_output(i);
+    } else if (outputs[i].defined() && outputs[i].shape() == output(i).shape() &&
+               outputs[i].dtype() == output(i).dtype() && outputs[i].device().type == DeviceType::CPU) {
+      outputs[i].copy_from(output(i));
+    } else {
+      outputs[i] = output(i).copy_to(Device::cpu());
+    }
+  }
 }
 
 }  // namespace tessera::runtime

@@ -42,6 +42,11 @@ class GraphExecutor {
   // check_input, then keeps a reference (a copy if `value` is not 64-byte aligned).
   void set_input(size_t i, const NDArray& value);
   void run();
+  // run(), writing output i into into[i] where that is given and fits: a host array of the
+  // output's dtype and shape at this run's sizes, 64-byte aligned, that no input shares (a place
+  // the caller keeps, such as a step's row of a stacked result). Other outputs go to buffers of
+  // the executor's own. output(i) and take_output(i) give where each one went.
+  void run_into(const std::vector<NDArray>& into);
   // Runs once, timing each step: milliseconds per step, in plan order.
   std::vector<double> run_profiled();
   // The executor's own output buffer: valid until the next run().
@@ -51,6 +56,11 @@ class GraphExecutor {
   NDArray take_output(size_t i);
   // set_input for each, run, and the outputs.
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
+  // set_input for each, run_into(outputs), and each output handed over to the caller in host
+  // memory (take_output, or a copy from a device) as outputs[i]: for callers that keep every
+  // run's outputs (a program's runner), which then neither copy them nor see the next run
+  // overwrite them.
+  void run_handing_over(const std::vector<NDArray>& inputs, std::vector<NDArray>& outputs);
 
   const GraphPlan& plan() const { return plan_; }
   // The plan the last run followed: plan(), or the specialized plan that served its sizes.
@@ -79,7 +89,8 @@ class GraphExecutor {
   void* data_of(int tensor) const;
   NDArray array_of(int tensor) const;  // on a device
   void check_inputs_set() const;
-  void renew_taken_outputs();
+  // The output buffers of a run: the caller's that fit (run_into), a new one for each taken.
+  void prepare_outputs(const std::vector<NDArray>& into);
   // A symbolic plan at the sizes of the inputs set: the shapes, arena and outputs for them.
   void bind_sizes();
   // Throws unless every tensor fits its storage at the sizes bound (`at` names them): a plan read
@@ -96,7 +107,7 @@ class GraphExecutor {
   NDArray arena_;
   std::vector<NDArray> slots_, constants_;  // on a device: the arena's slots, the uploaded constants
   std::vector<NDArray> inputs_, input_copies_, outputs_;
-  std::vector<bool> output_taken_;  // by take_output: run() allocates it anew
+  std::vector<bool> output_taken_;  // by take_output, or the caller's: run() allocates it anew
   // A symbolic plan's input shapes bound last (empty: none yet), and each step's kernel's (or
   // device program's) values of its dimension variables in its order (empty for a static one).
   std::vector<std::vector<int64_t>> bound_shapes_;

@@ -94,11 +94,12 @@ NDArray NDArray::view(void* data, std::vector<int64_t> shape, DataType dtype, st
   return a;
 }
 
-NDArray NDArray::view_as(std::vector<int64_t> shape, DataType dtype) const {
-  NDArray a = view(data_, std::move(shape), dtype, owner_, device_);
-  if (a.nbytes() > nbytes())
-    fail("a view of ", a.dtype().str(), a.shape_str(), " needs ", a.nbytes(), " bytes; the array (", dtype_.str(),
-         shape_str(), ") has ", nbytes());
+NDArray NDArray::view_as(std::vector<int64_t> shape, DataType dtype, size_t offset) const {
+  if (offset != 0 && device_.type == DeviceType::OpenCL) fail("an OpenCL buffer cannot be viewed from an offset");
+  NDArray a = view(static_cast<char*>(data_) + offset, std::move(shape), dtype, owner_, device_);
+  if (offset + a.nbytes() > nbytes())
+    fail("a view of ", a.dtype().str(), a.shape_str(), " from byte ", offset, " needs ", offset + a.nbytes(),
+         " bytes; the array (", dtype_.str(), shape_str(), ") has ", nbytes());
   return a;
 }
 

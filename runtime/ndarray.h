@@ -50,9 +50,10 @@ class NDArray {
     return device_.type == DeviceType::OpenCL || reinterpret_cast<uintptr_t>(data_) % kAllocAlignment == 0;
   }
 
-  // The same storage seen with another shape and dtype, on any device; throws if it would need
-  // more bytes than this array has.
-  NDArray view_as(std::vector<int64_t> shape, DataType dtype) const;
+  // The same storage from byte `offset` on, seen with another shape and dtype, on any device (an
+  // offset only where the storage is an address: not on OpenCL); throws if it would need more
+  // bytes than this array has.
+  NDArray view_as(std::vector<int64_t> shape, DataType dtype, size_t offset = 0) const;
   // A new array on `device` holding a copy of the elements.
   NDArray copy_to(Device device) const;
   // Copies `src`'s elements (same shape and dtype, any device) into this array.

@@ -57,6 +57,12 @@ NDArray slice_along(const NDArray& x, int64_t axis, int64_t begin, int64_t end) 
 NDArray take(const NDArray& x, int64_t axis, int64_t i) {
   std::vector<int64_t> shape = x.shape();
   shape.erase(shape.begin() + axis);
+  const AxisSplit s = split_at(x.shape(), axis, x.dtype().element_bytes());
+  if (s.outer == 1 && x.device().type == DeviceType::CPU) {
+    if (i < 0 || i >= x.shape().at(axis))
+      fail("entry ", i, " is out of range for ", x.shape_str(), " along axis ", axis);
+    return x.view_as(shape, x.dtype(), static_cast<size_t>(i * s.inner));
+  }
   return slice_along(x, axis, i, i + 1).view_as(shape, x.dtype());
 }
 

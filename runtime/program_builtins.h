@@ -27,7 +27,8 @@ bool is_builtin(const std::string& name);
 
 // The entries [begin, end) of `x` along `axis`.
 NDArray slice_along(const NDArray& x, int64_t axis, int64_t begin, int64_t end);
-// Entry `i` of `x` along `axis`, that dimension dropped.
+// Entry `i` of `x` along `axis`, that dimension dropped: a view of x's storage where the entry is
+// contiguous there (every dimension before `axis` is 1), else a copy.
 NDArray take(const NDArray& x, int64_t axis, int64_t i);
 // `pieces` joined along `axis` (they must agree in dtype and every other dimension); `what` names
 // them in errors.

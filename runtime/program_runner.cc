@@ -1,6 +1,7 @@
 #include "runtime/program_runner.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "runtime/element.h"
@@ -52,6 +53,42 @@ void check_inputs(const ProgramPlan& p, const std::vector<ProgramValue>& inputs)
     names.push_back("input '" + p.inputs[i] + "'");
   }
   bind_shape_vars(shapes, given, names, "model:");
+}
+
+// A Scan's body that is one stage giving each of the body's outputs (a recurrent node's step):
+// where each input of the stage comes from, and which output of the stage each body output is,
+// so that the scan runs the stage itself, step after step, without the body's frame of names.
+struct StageBody {
+  const ProgramStep* step = nullptr;
+  std::vector<int> body_input;  // per stage input: the body input it reads, or -1 for...
+  std::vector<NDArray> fixed;   // ...a value fixed for the whole scan (a constant, an outer value)
+  std::vector<size_t> output;   // per body output: the stage output that gives it
+};
+
+// `body` as a StageBody, where it is one; `outer` gives the values of the programs around it.
+std::optional<StageBody> stage_body(const ProgramPlan& body,
+                                    const std::function<const ProgramValue&(const std::string&)>& outer) {
+  if (body.steps.size() != 1 || body.steps[0].kind != ProgramStep::Kind::Stage) return std::nullopt;
+  StageBody b;
+  b.step = &body.steps[0];
+  for (const std::string& name : b.step->inputs) {
+    if (name.empty()) return std::nullopt;
+    const auto in = std::find(body.inputs.begin(), body.inputs.end(), name);
+    const auto constant =
+        std::find_if(body.constants.begin(), body.constants.end(), [&](const auto& c) { return c.first == name; });
+    b.body_input.push_back(in != body.inputs.end() ? static_cast<int>(in - body.inputs.begin()) : -1);
+    if (in != body.inputs.end()) b.fixed.emplace_back();
+    else if (constant != body.constants.end()) b.fixed.push_back(constant->second);
+    else b.fixed.push_back(outer(name).as_tensor(b.step->origin + ": its input '" + name + "'"));
+  }
+  std::vector<bool> taken(b.step->outputs.size());
+  for (const std::string& name : body.outputs) {
+    const auto out = std::find(b.step->outputs.begin(), b.step->outputs.end(), name);
+    if (name.empty() || out == b.step->outputs.end() || taken[out - b.step->outputs.begin()]) return std::nullopt;
+    taken[out - b.step->outputs.begin()] = true;
+    b.output.push_back(static_cast<size_t>(out - b.step->outputs.begin()));
+  }
+  return b;
 }
 
 }  // namespace
@@ -128,10 +165,11 @@ void ProgramRunner::run_step(const ProgramStep& step, Frame& frame) const {
 ProgramRunner::Values ProgramRunner::run_stage(const ProgramStep& step, const Values& values) const {
   std::vector<NDArray> in;
   for (size_t i = 0; i < values.size(); ++i)
-    in.push_back(values[i].as_tensor(step.origin + ": its input '" + step.inputs[i] + "'"));
-  Values out;
-  for (NDArray& o : run_stage_(step, in)) out.emplace_back(std::move(o));
-  return out;
+    in.push_back(values[i].is_tensor() ? values[i].tensor
+                                       : values[i].as_tensor(step.origin + ": its input '" + step.inputs[i] + "'"));
+  std::vector<NDArray> out(step.outputs.size());
+  run_stage_(step, in, out);
+  return Values(out.begin(), out.end());
 }
 
 // ONNX Loop: while the condition holds and fewer than the trip count iterations ran, the body
@@ -212,7 +250,10 @@ ProgramRunner::Values ProgramRunner::run_scan(const ProgramStep& step, const Val
   const std::vector<int64_t> out_axes = list("scan_output_axes", n_scan_out);
   const std::vector<int64_t> out_dirs = list("scan_output_directions", n_scan_out);
 
-  // One sequence: states and scanned inputs without a batch dimension.
+  // One sequence: states and scanned inputs without a batch dimension. A scan output along axis 0
+  // is written into its place in the result step by step; one along another axis is stacked at
+  // the end. A body of one stage writes its outputs in place (RunStage): each state into the
+  // buffer of the state two steps back, each scan output into its place in the result.
   auto scan_one = [&](std::vector<NDArray> states, const std::vector<NDArray>& xs) {
     int64_t length = -1;
     std::vector<int64_t> axes(n_scan_in);
@@ -223,17 +264,66 @@ ProgramRunner::Values ProgramRunner::run_scan(const ProgramStep& step, const Val
         fail(step.origin, ": the scanned inputs have different lengths, ", length, " and ", n);
       length = n;
     }
+    std::optional<StageBody> stage;
+    if (length > 0)
+      stage = stage_body(body,
+                         [&](const std::string& name) -> const ProgramValue& { return frame.get(name, step.origin); });
     std::vector<std::vector<NDArray>> pieces(n_scan_out);
+    std::vector<NDArray> stacked(n_scan_out), spare(n_states);
+    auto what_out = [&](size_t k) { return step.origin + " scan output " + std::to_string(k); };
+    auto place = [&](size_t k, int64_t t) {  // scan output k's place for step t in stacked[k]
+      const NDArray& all = stacked[k];
+      const std::vector<int64_t> shape(all.shape().begin() + 1, all.shape().end());
+      return all.view_as(
+          shape, all.dtype(),
+          static_cast<size_t>(out_dirs[k] ? length - 1 - t : t) * all.nbytes() / static_cast<size_t>(length));
+    };
     for (int64_t t = 0; t < length; ++t) {
-      Values body_in(states.begin(), states.end());
+      std::vector<NDArray> body_in(states.begin(), states.end());
       for (size_t j = 0; j < n_scan_in; ++j) body_in.push_back(take(xs[j], axes[j], in_dirs[j] ? length - 1 - t : t));
-      Values out = run_program(body, body_in, &frame);
-      for (size_t k = 0; k < n_states; ++k) states[k] = out[k].as_tensor(step.origin + " state " + std::to_string(k));
-      for (size_t k = 0; k < n_scan_out; ++k)
-        pieces[k].push_back(out[n_states + k].as_tensor(step.origin + " scan output " + std::to_string(k)));
+      std::vector<NDArray> out;
+      if (stage) {
+        std::vector<NDArray> stage_in, stage_out(stage->step->outputs.size());
+        for (size_t i = 0; i < stage->fixed.size(); ++i)
+          stage_in.push_back(stage->body_input[i] >= 0 ? body_in.at(stage->body_input[i]) : stage->fixed[i]);
+        for (size_t k = 0; k < n_states; ++k) stage_out[stage->output[k]] = spare[k];
+        for (size_t k = 0; k < n_scan_out; ++k)
+          if (stacked[k].defined()) stage_out[stage->output[n_states + k]] = place(k, t);
+        run_stage_(*stage->step, stage_in, stage_out);
+        for (size_t o : stage->output) out.push_back(stage_out.at(o));
+        // The states this step read are free now (but at step 0, where they are the caller's).
+        if (t > 0) std::copy(states.begin(), states.end(), spare.begin());
+      } else {
+        for (const ProgramValue& v : run_program(body, Values(body_in.begin(), body_in.end()), &frame))
+          out.push_back(v.is_tensor() ? v.tensor : v.as_tensor(step.origin + " output"));
+      }
+      if (out.size() < n_states + n_scan_out)
+        fail(step.origin, ": the body gives ", out.size(), " values for ", n_states + n_scan_out, " outputs");
+      std::copy(out.begin(), out.begin() + n_states, states.begin());
+      for (size_t k = 0; k < n_scan_out; ++k) {
+        const NDArray& piece = out[n_states + k];
+        if (t == 0 && normalized_axis(out_axes[k], piece.ndim() + 1, what_out(k)) == 0) {
+          std::vector<int64_t> shape = piece.shape();
+          shape.insert(shape.begin(), length);
+          stacked[k] = NDArray::empty(shape, piece.dtype());
+        }
+        if (!stacked[k].defined()) {
+          pieces[k].push_back(piece);
+          continue;
+        }
+        const NDArray at = place(k, t);
+        if (piece.dtype() != at.dtype() || piece.shape() != at.shape())
+          fail(what_out(k), ": the values to stack differ, ", at.dtype().str(), at.shape_str(), " and ",
+               piece.dtype().str(), piece.shape_str());
+        if (piece.data() != at.data()) at.copy_from(piece);
+      }
     }
     for (size_t k = 0; k < n_scan_out; ++k) {
-      const std::string what = step.origin + " scan output " + std::to_string(k);
+      const std::string what = what_out(k);
+      if (stacked[k].defined()) {
+        states.push_back(stacked[k]);
+        continue;
+      }
       if (pieces[k].empty()) {
         std::optional<NDArray> empty;
         if (n_states + k < body.output_types.size()) {

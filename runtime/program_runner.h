@@ -16,9 +16,13 @@ namespace tessera::runtime {
 
 class ProgramRunner {
  public:
-  // The outputs of stage `step` on `inputs` (host arrays); the runner keeps them, so they must not
-  // be overwritten by a later call (a graph executor's outputs are: copy them).
-  using RunStage = std::function<std::vector<NDArray>(const ProgramStep& step, const std::vector<NDArray>& inputs)>;
+  // Runs stage `step` on `inputs` (host arrays). `outputs` comes with one entry per output of the
+  // step: an array the runner gives for the output to be written into, or none; the stage writes
+  // each output into the given array where it fits (GraphExecutor::run_into) and sets each entry
+  // to the host array holding that output, which the runner keeps: it must not be overwritten by
+  // a later call (GraphExecutor::run_handing_over does all of this).
+  using RunStage =
+      std::function<void(const ProgramStep& step, const std::vector<NDArray>& inputs, std::vector<NDArray>& outputs)>;
 
   ProgramRunner(std::shared_ptr<const ProgramPlan> program, RunStage run_stage);
 

@@ -178,6 +178,49 @@ def test_scan_with_reversed_inputs_and_outputs_along_other_axes(tmp_path, rng, b
         np.testing.assert_allclose(s, want[:, -1], rtol=1e-6)
 
 
+def test_scan_of_one_stage_writes_states_and_outputs_in_place_and_keeps_each_run_s_results(tmp_path, rng, build):
+    """A recurrent step as one stage: h = tanh(h @ W + x[t]), c = c + h; x scanned forwards along
+    axis 0, z backwards along axis 1; h stacked forwards and c backwards along axis 0, h * z along
+    axis 1. The scan runs the stage itself, writing each state into the buffer of two steps before
+    and each output into its place in the result: the results match numpy at each length, and
+    later runs leave earlier runs' results as they were."""
+    w = rng.standard_normal((4, 4)).astype(np.float32) * 0.5
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["h", "w"], ["hw"]), helper.make_node("Add", ["hw", "x_t"], ["pre"]),
+         helper.make_node("Tanh", ["pre"], ["h2"]), helper.make_node("Add", ["c", "h2"], ["c2"]),
+         helper.make_node("Mul", ["h2", "z_t"], ["hz"]), helper.make_node("Identity", ["h2"], ["h_t"]),
+         helper.make_node("Identity", ["c2"], ["c_t"])],
+        "body", [vi("h", [2, 4]), vi("c", [2, 4]), vi("x_t", [2, 4]), vi("z_t", [2, 4])],
+        [vi("h2", [2, 4]), vi("c2", [2, 4]), vi("h_t", [2, 4]), vi("c_t", [2, 4]), vi("hz", [2, 4])])
+    node = helper.make_node("Scan", ["h0", "c0", "x", "z"], ["h", "c", "hs", "cs", "hzs"], body=body,
+                            num_scan_inputs=2, scan_input_axes=[0, 1], scan_input_directions=[0, 1],
+                            scan_output_axes=[0, 0, 1], scan_output_directions=[0, 1, 0], name="step")
+    path = save(tmp_path, [node], [vi("h0", [2, 4]), vi("c0", [2, 4]), vi("x", ["T", 2, 4]), vi("z", [2, "T", 4])],
+                [vi(n, None) for n in ["h", "c", "hs", "cs", "hzs"]], [const("w", w)], opset=11)
+    lib = build(path)
+
+    def reference(h, c, x, z):
+        hs, cs, hzs = [], [], []
+        for t in range(len(x)):
+            h = np.tanh(h @ w + x[t])
+            c = c + h
+            hs.append(h)
+            cs.append(c)
+            hzs.append(h * z[:, len(x) - 1 - t])
+        return [h, c, np.stack(hs), np.stack(cs[::-1]), np.stack(hzs, axis=1)]
+
+    runs = []
+    for t in [5, 1, 5, 3]:
+        given = [rng.standard_normal(s).astype(np.float32) for s in ([2, 4], [2, 4], [t, 2, 4], [2, t, 4])]
+        got = lib.run(given)
+        for g, want in zip(got, reference(*given)):
+            np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+        runs.append((given, [np.array(g) for g in got], got))
+    for given, copies, got in runs:
+        for g, copy in zip(got, copies):
+            np.testing.assert_array_equal(g, copy)
+
+
 def test_if_on_the_data_chooses_a_branch_per_run_and_reads_values_around_it(tmp_path, build):
     """y = If(sum(x) > 0, then: x * scale (scale from outside), else: Abs(x)[::-1] of another shape's stage)."""
     then_g = helper.make_graph([helper.make_node("Mul", ["x", "scale"], ["t"])], "then", [], [vi("t", None)])

@@ -53,6 +53,42 @@ TEST(ModuleFile, RoundTripsAndRunsWithWeightsInPlace) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(ex.output(0).data_as<float>()[i], float(i) + 10.0f * (i + 1));  // hook was set
 }
 
+// A program's runner keeps every run's outputs: run_handing_over writes an output into the array
+// the caller gives where that fits (aligned, of the output's shape and dtype), else hands over
+// the executor's own buffer; either way the next run writes elsewhere.
+TEST(ModuleFile, OutputsAreWrittenWhereTheCallerSaysAndHandedOver) {
+  LoadedModule m = load_module(write_add4_module("into.so"));
+  GraphExecutor& ex = *m.executor;
+  NDArray x = NDArray::empty({4}, kFloat32);
+  for (int i = 0; i < 4; ++i) x.data_as<float>()[i] = float(i);
+  NDArray place = NDArray::empty({4}, kFloat32);
+  std::vector<NDArray> out = {place};
+  ex.run_handing_over({x}, out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].data(), place.data());
+  EXPECT_EQ(place.data_as<float>()[3], 43.0f);
+  // Not of the output's shape, or not aligned: not written; the executor's own buffer is handed over.
+  NDArray wrong = NDArray::empty({5}, kFloat32), storage = NDArray::empty({5}, kFloat32);
+  NDArray unaligned = storage.view_as({4}, kFloat32, sizeof(float));
+  for (NDArray given : {wrong, unaligned}) {
+    out = {given};
+    x.data_as<float>()[3] = 4.0f;
+    ex.run_handing_over({x}, out);
+    EXPECT_NE(out[0].data(), given.data());
+    EXPECT_EQ(out[0].data_as<float>()[3], 44.0f);
+    EXPECT_EQ(given.data_as<float>()[3], 0.0f);
+  }
+  // What was handed over is not written by later runs.
+  NDArray kept = out[0];
+  out = {NDArray()};
+  x.data_as<float>()[3] = 5.0f;
+  ex.run_handing_over({x}, out);
+  EXPECT_NE(out[0].data(), kept.data());
+  EXPECT_EQ(out[0].data_as<float>()[3], 45.0f);
+  EXPECT_EQ(kept.data_as<float>()[3], 44.0f);
+  EXPECT_EQ(place.data_as<float>()[3], 43.0f);
+}
+
 TEST(ModuleFile, RejectsFilesThatAreNoModule) {
   std::string text = temp_path("text.so");
   write_file(text, "hello");
