@@ -31,16 +31,19 @@ constexpr int64_t kFewPanels = 16;
 constexpr int64_t kMaxStreamedB = 512 * 1024;
 
 // The tile's rows (knob "matmul.tile_rows"): the product pads its rows to whole multiples of
-// matmul_tile_rows (8, or 7 where that pads none; 6 or 5 with 16 registers), and a tile may take
-// two of them where the accumulators fit. Rows of 7 (the positions of a 14x14 plane, as a 1x1 convolution with few
-// positions has them) leave half the registers idle and read 7 of the 16 positions each cache
-// line of an input channel holds, then the next tile the other 9: tiles of 14 read whole rows of
-// the plane (benchmarks/NOTES.md, "Matrix-product templates").
-// `accumulators`: how many the registers hold beside B's vectors and A's broadcast (28 of 32).
+// matmul_tile_rows (8, or 7 where that pads none; 6 or 5 with 16 registers, 4 for 7 or 8 rows),
+// and a tile may take two of them where the accumulators fit. Rows of 7 (the positions of a 14x14
+// plane, as a 1x1 convolution with few positions has them) leave half the registers idle and read 7 of the 16 positions
+// each cache line of an input channel holds, then the next tile the other 9: tiles of 14 read whole rows of the plane
+// (benchmarks/NOTES.md, "Matrix-product templates"). `accumulators`: how many the registers hold beside B's vectors and
+// A's broadcast (28 of 32).
 int64_t tile_rows(int64_t m, int64_t mr, int64_t vectors, int64_t accumulators, TemplateKnobs& knobs) {
   if (m % (2 * mr) != 0 || 2 * mr * vectors > accumulators) return mr;
   return knobs.choose_flag("matmul.tile_rows", mr == 7) ? 2 * mr : mr;
 }
+
+// The rows whose multiply-adds take as long as reading B once (see `work` below).
+constexpr int64_t kStreamedRows = 3;
 
 // Independent sums a tile keeps in flight: two FMA units, each taking 4 cycles from its inputs
 // to its result.
@@ -49,11 +52,12 @@ constexpr int64_t kMinChains = 8;
 // Panels side by side in one tile (knob "matmul.tile_panels"). A tile of few rows (a
 // matrix-vector product: 1 x 2 vectors) holds few accumulators, each a chain of dependent FMAs
 // whose latency, not the FMA units, then bounds the product; it takes the fewest panels that
-// keep kMinChains sums in flight and that the registers hold beside one operand vector and the
-// broadcast, a power of two dividing the panel count so that no tile is partial.
+// keep kMinChains sums in flight (or come closest) and that the registers hold beside A's
+// broadcast and one vector of B, a divisor of the panel count so that no tile is partial.
 int64_t tile_panels(int64_t accumulators, int64_t panels, int64_t registers, TemplateKnobs& knobs) {
   int64_t q = 1;
-  while (accumulators * q < kMinChains && panels % (2 * q) == 0 && accumulators * 2 * q + 2 <= registers) q *= 2;
+  for (int64_t d = 2; accumulators * q < kMinChains && accumulators * d + 2 <= registers; ++d)
+    if (panels % d == 0) q = d;
   return knobs.choose("matmul.tile_panels", {q, 1});
 }
 
@@ -89,8 +93,11 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   Stage& o = s[out];
   auto tiles = o.tile(rows, cols, mr, tile_cols);  // io, jo, ii, ji
   Stage& p = s[product];
-  bool parallel =
-      knobs.choose_flag("matmul.parallel", worth_parallel(product, num_elements(product) * k, kMinParallelWork));
+  // Few rows are bound by reading B, not by the multiply-adds: an element of B costs about three
+  // of them (a matrix-vector product runs at a third of the FMA units' rate), so B counts as 3 rows.
+  const int64_t work =
+      std::max(num_elements(product), kStreamedRows * num_elements(product) / std::max<int64_t>(m, 1)) * k;
+  bool parallel = knobs.choose_flag("matmul.parallel", worth_parallel(product, work, kMinParallelWork));
   // Panels outermost when there are enough of them for the threads: each is packed right before
   // its row tiles use it (so it is read from cache, not memory) and stays there across them; A
   // is re-read once per panel, 4x less traffic than B once per row tile (nr = 4 mr). But then

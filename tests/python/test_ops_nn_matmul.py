@@ -40,13 +40,13 @@ def test_matmul_of_a_constant_weight_packs_it_whatever_the_rows(rng, sa):
     assert_close(y, np.matmul(a.astype("float64"), b.astype("float64")), "float32")
 
 
-@pytest.mark.parametrize("m,n,panels_per_tile", [(1, 1024, 4), (2, 512, 2), (3, 768, 2), (1, 96, 2), (1, 1000, 1),
-                                                  (8, 1024, 1)])
+@pytest.mark.parametrize("m,n,panels_per_tile", [(1, 1024, 4), (2, 512, 2), (3, 768, 2), (1, 96, 6), (1, 1000, 7),
+                                                  (1, 488, 1), (8, 1024, 1)])
 def test_products_of_few_rows_take_several_panels_per_tile(rng, m, n, panels_per_tile):
     """A tile of one or two rows by one panel of a packed weight (two vectors) holds too few sums
-    to hide the FMAs' latency: it spans 2 or 4 panels, as many as keep 8 sums in flight and
-    divide the panel count (2 vectors per panel; 1000 columns make 63 panels, which stay one per
-    tile, as do 8 rows)."""
+    to hide the FMAs' latency: it spans the fewest panels that keep 8 sums in flight and divide
+    the panel count (1000 columns: 63 panels, 7 per tile; 488: 61 panels, a prime, one per tile,
+    as with 8 rows)."""
     a, b = rand(rng, (m, 100), "float32"), rand(rng, (100, n), "float32")
     lib = tessera.build(load(model("MatMul", [a, b], constants=(1,))))
     assert_close(lib.run([a])[0], np.matmul(a.astype("float64"), b.astype("float64")), "float32")
