@@ -31,8 +31,8 @@ int64_t Registers::lanes(DataType acc) const {
 // rows). With 16 (AVX2) a tile of 8 rows by two vectors needs 16 accumulators beside B's two
 // vectors and A's broadcast, and spills: 6 or 5 rows (12 or 10 accumulators run alike), whichever
 // pads fewer rows; 7 or 8 rows take two tiles of 4 (8 accumulators, enough to hide the FMAs'
-// latency) rather than 10 or 12 rows, 6-11% faster (benchmarks/NOTES.md, "Matrix-vector
-// products"). (A GPU's threads tile their own way; its packings keep the first rule.)
+// latency) rather than 10 or 12 rows (benchmarks/NOTES.md, "Matrix-product templates"). (A
+// GPU's threads tile their own way; its packings keep the first rule.)
 int64_t matmul_tile_rows(int64_t m, const Registers& regs) {
   if (regs.count >= 32 || regs.is_scalar_device()) return m % 8 != 0 && m % 7 == 0 ? 7 : std::clamp<int64_t>(m, 1, 8);
   if (m <= 6) return std::max<int64_t>(m, 1);
