@@ -399,16 +399,19 @@ std::vector<double> GraphExecutor::run_profiled() {
   return ms;
 }
 
-std::vector<NDArray> GraphExecutor::run(const std::vector<NDArray>& inputs) {
+void GraphExecutor::set_inputs(const std::vector<NDArray>& inputs) {
   if (inputs.size() != inputs_.size()) fail("the model takes ", inputs_.size(), " inputs, got ", inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) set_input(i, inputs[i]);
+}
+
+std::vector<NDArray> GraphExecutor::run(const std::vector<NDArray>& inputs) {
+  set_inputs(inputs);
   run();
   return ran_ ? ran_->outputs_ : outputs_;
 }
 
 void GraphExecutor::run_handing_over(const std::vector<NDArray>& inputs, std::vector<NDArray>& outputs) {
-  if (inputs.size() != inputs_.size()) fail("the model takes ", inputs_.size(), " inputs, got ", inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) set_input(i, inputs[i]);
+  set_inputs(inputs);
   outputs.resize(num_outputs());
   run_into(outputs);
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -89,6 +89,8 @@ class GraphExecutor {
   void* data_of(int tensor) const;
   NDArray array_of(int tensor) const;  // on a device
   void check_inputs_set() const;
+  // set_input for each of `inputs`, which must be one per input.
+  void set_inputs(const std::vector<NDArray>& inputs);
   // The output buffers of a run: the caller's that fit (run_into), a new one for each taken.
   void prepare_outputs(const std::vector<NDArray>& into);
   // A symbolic plan at the sizes of the inputs set: the shapes, arena and outputs for them.

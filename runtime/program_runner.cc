@@ -59,10 +59,13 @@ void check_inputs(const ProgramPlan& p, const std::vector<ProgramValue>& inputs)
 // where each input of the stage comes from, and which output of the stage each body output is,
 // so that the scan runs the stage itself, step after step, without the body's frame of names.
 struct StageBody {
+  struct Source {
+    int body_input = -1;  // the body input the stage input reads, or -1 for...
+    NDArray fixed;        // ...a value fixed for the whole scan (a constant, an outer value)
+  };
   const ProgramStep* step = nullptr;
-  std::vector<int> body_input;  // per stage input: the body input it reads, or -1 for...
-  std::vector<NDArray> fixed;   // ...a value fixed for the whole scan (a constant, an outer value)
-  std::vector<size_t> output;   // per body output: the stage output that gives it
+  std::vector<Source> inputs;  // per stage input
+  std::vector<size_t> output;  // per body output: the stage output that gives it
 };
 
 // `body` as a StageBody, where it is one; `outer` gives the values of the programs around it.
@@ -76,10 +79,10 @@ std::optional<StageBody> stage_body(const ProgramPlan& body,
     const auto in = std::find(body.inputs.begin(), body.inputs.end(), name);
     const auto constant =
         std::find_if(body.constants.begin(), body.constants.end(), [&](const auto& c) { return c.first == name; });
-    b.body_input.push_back(in != body.inputs.end() ? static_cast<int>(in - body.inputs.begin()) : -1);
-    if (in != body.inputs.end()) b.fixed.emplace_back();
-    else if (constant != body.constants.end()) b.fixed.push_back(constant->second);
-    else b.fixed.push_back(outer(name).as_tensor(b.step->origin + ": its input '" + name + "'"));
+    StageBody::Source& source = b.inputs.emplace_back();
+    if (in != body.inputs.end()) source.body_input = static_cast<int>(in - body.inputs.begin());
+    else if (constant != body.constants.end()) source.fixed = constant->second;
+    else source.fixed = outer(name).as_tensor(b.step->origin + ": its input '" + name + "'");
   }
   std::vector<bool> taken(b.step->outputs.size());
   for (const std::string& name : body.outputs) {
@@ -281,14 +284,15 @@ ProgramRunner::Values ProgramRunner::run_scan(const ProgramStep& step, const Val
     for (int64_t t = 0; t < length; ++t) {
       std::vector<NDArray> body_in(states.begin(), states.end());
       for (size_t j = 0; j < n_scan_in; ++j) body_in.push_back(take(xs[j], axes[j], in_dirs[j] ? length - 1 - t : t));
-      std::vector<NDArray> out;
+      std::vector<NDArray> out, places(n_scan_out);
+      for (size_t k = 0; k < n_scan_out; ++k)
+        if (stacked[k].defined()) places[k] = place(k, t);
       if (stage) {
         std::vector<NDArray> stage_in, stage_out(stage->step->outputs.size());
-        for (size_t i = 0; i < stage->fixed.size(); ++i)
-          stage_in.push_back(stage->body_input[i] >= 0 ? body_in.at(stage->body_input[i]) : stage->fixed[i]);
+        for (const StageBody::Source& source : stage->inputs)
+          stage_in.push_back(source.body_input >= 0 ? body_in.at(source.body_input) : source.fixed);
         for (size_t k = 0; k < n_states; ++k) stage_out[stage->output[k]] = spare[k];
-        for (size_t k = 0; k < n_scan_out; ++k)
-          if (stacked[k].defined()) stage_out[stage->output[n_states + k]] = place(k, t);
+        for (size_t k = 0; k < n_scan_out; ++k) stage_out[stage->output[n_states + k]] = places[k];
         run_stage_(*stage->step, stage_in, stage_out);
         for (size_t o : stage->output) out.push_back(stage_out.at(o));
         // The states this step read are free now (but at step 0, where they are the caller's).
@@ -306,12 +310,13 @@ ProgramRunner::Values ProgramRunner::run_scan(const ProgramStep& step, const Val
           std::vector<int64_t> shape = piece.shape();
           shape.insert(shape.begin(), length);
           stacked[k] = NDArray::empty(shape, piece.dtype());
+          places[k] = place(k, t);
         }
         if (!stacked[k].defined()) {
           pieces[k].push_back(piece);
           continue;
         }
-        const NDArray at = place(k, t);
+        const NDArray& at = places[k];
         if (piece.dtype() != at.dtype() || piece.shape() != at.shape())
           fail(what_out(k), ": the values to stack differ, ", at.dtype().str(), at.shape_str(), " and ",
                piece.dtype().str(), piece.shape_str());

@@ -76,13 +76,13 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   size_t nb = pc->axis.size() - 2;
   int64_t m = dim_hint(product, nb);  // padded to whole tiles
   int64_t nr = dim_hint(packed, packed.ndim() - 1);
-  int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m, s.hardware().registers),
-                         nr / s.hardware().lanes(product.dtype()), s.hardware().registers.count - 4, knobs);
+  const int64_t vectors = nr / s.hardware().lanes(product.dtype());
+  int64_t mr = tile_rows(m, tensor_ir::ops::matmul_tile_rows(m, s.hardware().registers), vectors,
+                         s.hardware().registers.count - 4, knobs);
   int64_t k = dim_hint(packed, packed.ndim() - 2);
   Stage& b = s[packed];
   bool copied = b.attach_kind() != AttachKind::Inline;  // not when they come packed
   // Panels packed in the kernel are packed one per tile.
-  const int64_t vectors = nr / s.hardware().lanes(product.dtype());
   const int64_t tile_cols =
       copied ? nr
              : nr * tile_panels(mr * vectors, dim_hint(packed, packed.ndim() - 3), s.hardware().registers.count, knobs);
