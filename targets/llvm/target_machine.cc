@@ -4,6 +4,7 @@
 #include <llvm/ADT/Triple.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/Host.h>
 #include <llvm/Support/TargetSelect.h>
 
@@ -58,6 +59,13 @@ void initialize_llvm() {
     LLVMInitializeAArch64Target();
     LLVMInitializeAArch64TargetMC();
     LLVMInitializeAArch64AsmPrinter();
+    // The x86 machine combiner reassociates sums by instruction latencies, which depend on how
+    // constants are loaded: the JIT's code and a module's (PIC) rounded differently on AVX-512
+    // hosts (a Winograd convolution). Without it an exported module computes bit for bit what the
+    // built one does.
+    auto& options = llvm::cl::getRegisteredOptions();
+    if (auto it = options.find("x86-machine-combiner"); it != options.end())
+      static_cast<llvm::cl::opt<bool>*>(it->second)->setValue(false);
   });
 }
 
@@ -105,10 +113,9 @@ llvm::orc::JITTargetMachineBuilder machine_builder(const ResolvedTarget& t, bool
   builder.setFeatures(t.features);
   builder.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
   // The JIT keeps LLVM's default for it (static, large code model: JIT memory may lie anywhere);
-  // objects for shared libraries want PIC. On x86-64 they keep the large code model too, so an
-  // exported module computes bit for bit what the built one does: sums may be reassociated, and
-  // the back end's reassociation (MachineCombiner) weighs instruction latencies, which differ
-  // when constants are loaded differently. AArch64 has no large PIC model.
+  // objects for shared libraries want PIC. On x86-64 they keep the large code model too, so that
+  // an exported module computes bit for bit what the built one does (with the machine combiner
+  // off: initialize_llvm). AArch64 has no large PIC model.
   if (pic) {
     builder.setRelocationModel(llvm::Reloc::PIC_);
     const bool x86_64 = llvm::Triple(t.triple).getArch() == llvm::Triple::x86_64;

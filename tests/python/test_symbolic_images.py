@@ -80,7 +80,8 @@ def test_winograd_convolutions_of_symbolic_sizes_follow_the_packing_chosen_at_th
         assert ("winograd" in stages) == (hints["H"] == 56)
         for n, h, w in [(1, 56, 56), (2, 7, 5), (1, 1, 1), (1, 18, 61)]:
             x = rng.standard_normal((n, 16, h, w)).astype("float32")
-            np.testing.assert_allclose(module.run([x])[0], reference(x), rtol=1e-4, atol=1e-4)
+            want = reference(x)  # F(4x4, 3x3) rounds relative to the largest output (test_graph_opt)
+            np.testing.assert_allclose(module.run([x])[0], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
 def pool_reference(x, kind, kernel, strides, pads, count_include_pad=False, p=2):
