@@ -73,19 +73,6 @@ ResizeNearest parse_resize_nearest(const std::string& name) {
   fail("resize: nearest_mode '", name, "' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil");
 }
 
-bool resize_takes_symbolic(const ResizeParams& p) {
-  switch (p.coordinates) {
-    case ResizeCoordinates::HalfPixel:
-    case ResizeCoordinates::PytorchHalfPixel:
-    case ResizeCoordinates::AlignCorners:
-    case ResizeCoordinates::Asymmetric:
-    case ResizeCoordinates::TfHalfPixelForNn:
-      return true;
-    default:
-      return false;
-  }
-}
-
 Expr scaled_size(const Expr& size, double scale) {
   constexpr int64_t kDenominator = 1024;
   const double numerator = scale * static_cast<double>(kDenominator);
@@ -137,10 +124,6 @@ void check_resize(const std::vector<Expr>& in, const ResizeParams& p) {
            to_string(p.out_shape[d]));
     if (!(p.scales[d] >= 0) || !std::isfinite(p.scales[d]))
       fail("resize: scale ", p.scales[d], " of axis ", d, " is not a positive number");
-    if ((!n || !out) && !is_identity(p, d, in[d]) && !resize_takes_symbolic(p))
-      fail("resize: dimension ", d, " of ", shape_str(in), " is resized to ", to_string(p.out_shape[d]),
-           ": with coordinate_transformation_mode other than half_pixel, pytorch_half_pixel, align_corners, "
-           "asymmetric or tf_half_pixel_for_nn, only the axes a resize leaves as they are may be symbolic");
     if (out && *out < 0) fail("resize: negative output size in ", shape_str(p.out_shape));
     if (n && out && *n == 0 && *out > 0) fail("resize: cannot resize the empty axis ", d, " of ", shape_str(in));
   }
@@ -151,8 +134,8 @@ namespace {
 Expr f64(double v) { return make_const(runtime::kFloat64, v); }
 
 // Where output index `o` of one axis falls in the input, as in ONNX's reference (which uses
-// the fractional output size scale * in_size in align_corners and tf_crop_and_resize). The
-// modes resize_takes_symbolic names take a symbolic `in`; the others a constant one.
+// the fractional output size scale * in_size in half_pixel_symmetric, align_corners and
+// tf_crop_and_resize), `in` symbolic or not.
 Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var& o) {
   const double scale = p.scales[d];
   Expr x = cast(runtime::kFloat64, Expr(o));
@@ -173,8 +156,15 @@ Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var
   switch (p.coordinates) {
     case ResizeCoordinates::HalfPixel:
       return by_scale(x + f64(0.5)) - f64(0.5);
-    case ResizeCoordinates::HalfPixelSymmetric:
-      return f64(half_pixel_symmetric_offset(p, d, *fixed)) + (x + f64(0.5)) / f64(scale) - f64(0.5);
+    case ResizeCoordinates::HalfPixelSymmetric: {
+      if (fixed && scale != 0)
+        return f64(half_pixel_symmetric_offset(p, d, *fixed)) + (x + f64(0.5)) / f64(scale) - f64(0.5);
+      // The center shifted by the share of the fractional output size that rounding dropped (none
+      // where the sizes were given).
+      Expr adjustment = cast(runtime::kFloat64, p.out_shape[d]) / out_size();
+      Expr offset = cast(runtime::kFloat64, in) / f64(2) * (f64(1) - adjustment);
+      return offset + by_scale(x + f64(0.5)) - f64(0.5);
+    }
     case ResizeCoordinates::PytorchHalfPixel:
       return unless_single(f64(-0.5), by_scale(x + f64(0.5)) - f64(0.5));
     case ResizeCoordinates::AlignCorners:
@@ -187,10 +177,15 @@ Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var
     case ResizeCoordinates::TfHalfPixelForNn:
       return by_scale(x + f64(0.5));
     case ResizeCoordinates::TfCropAndResize: {
-      double start = p.roi[d], end = p.roi[d + p.scales.size()], span = static_cast<double>(*fixed - 1);
-      double size = scale * static_cast<double>(*fixed);
-      Expr base = f64(start * span);
-      return size == 1 ? f64((end - start) * span / 2) + base : x * f64((end - start) * span / (size - 1)) + base;
+      const double start = p.roi[d], end = p.roi[d + p.scales.size()];
+      if (fixed && scale != 0) {
+        double span = static_cast<double>(*fixed - 1), size = scale * static_cast<double>(*fixed);
+        Expr base = f64(start * span);
+        return size == 1 ? f64((end - start) * span / 2) + base : x * f64((end - start) * span / (size - 1)) + base;
+      }
+      Expr span = cast(runtime::kFloat64, in - Expr(1));
+      return unless_single(f64((start + end) / 2) * span,
+                           x * (f64(end - start) * span / (out_size() - f64(1))) + f64(start) * span);
     }
   }
   return x;
@@ -300,9 +295,9 @@ Tensor resize(const Tensor& x, const ResizeParams& p) {
             taps[d].index = {Expr(o[d])};
             continue;
           }
-          Expr c = input_coordinate(p, d, in[d], o[d]);  // check_resize: symbolic only where it may be
+          Expr c = input_coordinate(p, d, in[d], o[d]);
           if (p.coordinates == ResizeCoordinates::TfCropAndResize)
-            outside.push_back(logical_or(c<f64(0), c> f64(static_cast<double>(*as_const_int(in[d]) - 1))));
+            outside.push_back(logical_or(c<f64(0), c> cast(runtime::kFloat64, arith::simplify(in[d] - Expr(1)))));
           taps[d] = axis_taps(p, d, c, in[d]);
         }
         // Sum over every combination of taps, the weights of the interpolated axes multiplied.

@@ -29,9 +29,9 @@ ResizeCoordinates parse_resize_coordinates(const std::string& name);
 ResizeNearest parse_resize_nearest(const std::string& name);
 
 struct ResizeParams {
-  // Symbolic along axes the resize leaves as they are (scale 1, the input's dimension), and along
-  // symbolic input axes resized by a coordinate transformation that depends on the scale alone
-  // (resize_takes_symbolic), floor(size * scale) an expression of the size.
+  // Symbolic along axes the resize leaves as they are (scale 1, the input's dimension), along
+  // symbolic input axes resized by a constant scale (floor(size * scale), an expression of the
+  // size), and where the sizes are given at run time.
   std::vector<Expr> out_shape;
   Shape static_out_shape() const;  // throws naming a symbolic dimension
   // Per axis: the scale the coordinate transformation divides by (output / input size when
@@ -49,10 +49,6 @@ struct ResizeParams {
   double extrapolation_value = 0;  // tf_crop_and_resize: value where the coordinate leaves the input
 };
 
-// Whether the coordinate transformation of `p` computes from the scale and output index alone
-// (half_pixel, pytorch_half_pixel, asymmetric, tf_half_pixel_for_nn, align_corners: these also
-// take a symbolic input size), not from sizes fixed at compile time.
-bool resize_takes_symbolic(const ResizeParams& p);
 // floor(size * scale) as an expression of a symbolic size, for a scale that is a multiple of
 // 1/1024 (2, 0.5, 1.5...), where the product is exact; undefined for other scales.
 Expr scaled_size(const Expr& size, double scale);
@@ -70,8 +66,8 @@ double resize_kernel(const ResizeParams& p, double u);
 // the fractional output size (scale * in) that rounding it to the output size dropped.
 double half_pixel_symmetric_offset(const ResizeParams& p, size_t d, int64_t in);
 
-// Checks the parameters against an input shape (ranks, positive scales, roi length; symbolic
-// dimensions only along axes left as they are).
+// Checks the parameters against an input shape (ranks, positive scales, roi length, scales left
+// to the run time only between symbolic sizes).
 void check_resize(const std::vector<Expr>& in, const ResizeParams& p);
 Tensor resize(const Tensor& x, const ResizeParams& p);
 

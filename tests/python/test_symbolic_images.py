@@ -230,6 +230,10 @@ RESIZES = {
     "linear x1.5, align_corners": ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, [1.5, 2]),
     "cubic x2, exclude_outside": ({"mode": "cubic", "exclude_outside": 1}, [2, 1.25]),
     "linear x0.5 antialiased": ({"mode": "linear", "antialias": 1}, [0.5, 0.5]),
+    "linear x1.5, half_pixel_symmetric": ({"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric"},
+                                          [1.5, 0.5]),
+    "cubic x2, tf_crop_and_resize": ({"mode": "cubic", "coordinate_transformation_mode": "tf_crop_and_resize",
+                                      "extrapolation_value": 5.0, "roi": [0, 0, 0.25, -0.5, 1, 1, 0.75, 1.25]}, [2, 1.5]),
 }
 
 
@@ -239,9 +243,13 @@ def test_resize_of_symbolic_height_and_width(tmp_path, rng, case):
     size floor(size * scale) an expression of the size, the coordinates computed from the scale,
     against the static build of each size (which the ONNX suites check)."""
     attrs, hw_scales = RESIZES[case]
-    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], **attrs)]
-    scales = numpy_helper.from_array(np.array([1, 1] + hw_scales, "float32"), "scales")
-    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"])], [vi("y", None)], [scales], opset=18)
+    attrs = dict(attrs)
+    roi = attrs.pop("roi", None)
+    nodes = [helper.make_node("Resize", ["x", "roi" if roi else "", "scales"], ["y"], **attrs)]
+    inits = [numpy_helper.from_array(np.array([1, 1] + hw_scales, "float32"), "scales")]
+    if roi:
+        inits.append(numpy_helper.from_array(np.array(roi, "float32"), "roi"))
+    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"])], [vi("y", None)], inits, opset=18)
     lib, module = built_once(tmp_path, path, {"N": 1, "H": 16, "W": 16})
     for n, h, w in [(1, 16, 16), (2, 7, 9), (1, 1, 1), (1, 2, 33)]:
         x = rng.standard_normal((n, 3, h, w)).astype("float32")
@@ -259,6 +267,7 @@ RESIZES_TO_SIZES = {
     "linear, align_corners": {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
     "linear, pytorch_half_pixel": {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
     "cubic, exclude_outside": {"mode": "cubic", "exclude_outside": 1},
+    "linear, half_pixel_symmetric": {"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric"},
 }
 
 
