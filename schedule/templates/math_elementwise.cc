@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "schedule/templates/cpu.h"
+#include "schedule/templates/element_cost.h"
 #include "schedule/templates/extent_hint.h"
 #include "schedule/templates/math.h"
 #include "tensor_ir/functor.h"
@@ -18,7 +19,8 @@ using tensor_ir::ProducerLoad;
 
 namespace {
 
-// Below this many output elements a parallel loop costs more than it saves.
+// Below this many output elements (each a sum or a product: element_cost.h) a parallel loop
+// costs more than it saves.
 constexpr int64_t kMinParallelElements = 16384;
 
 class LeafLoads : public tensor_ir::IRVisitor {
@@ -115,7 +117,8 @@ void schedule_elementwise_stage(Schedule& s, const Tensor& t) {
     outer.push_back(inner);
   }
   if (outer.empty()) return;
-  parallel_if_worth(st, fuse_for_parallel(st, outer), st.op(), elements, kMinParallelElements);
+  const int64_t cost = element_cost(s, t);
+  parallel_if_worth(st, fuse_for_parallel(st, outer), st.op(), elements, kMinParallelElements / cost);
 }
 
 }  // namespace tessera::schedule

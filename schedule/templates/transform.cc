@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "schedule/templates/cpu.h"
+#include "schedule/templates/element_cost.h"
 #include "schedule/templates/extent_hint.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
@@ -40,10 +41,10 @@ int64_t elements_of(const ComputeOp* c) {
 }
 
 // Fuses `outer` (adjacent, in order; see fuse_for_parallel) and parallelizes the result when the
-// stage is big enough.
-void fuse_parallel(Stage& st, const std::vector<Loop>& outer, int64_t elements) {
+// stage's work (elements, each of element_cost `cost`) is big enough.
+void fuse_parallel(Stage& st, const std::vector<Loop>& outer, int64_t elements, int64_t cost) {
   if (outer.empty()) return;
-  parallel_if_worth(st, fuse_for_parallel(st, outer), st.op(), elements, kMinParallelElements);
+  parallel_if_worth(st, fuse_for_parallel(st, outer), st.op(), elements, kMinParallelElements / cost);
 }
 
 // Rows: [fused outer axes (parallel)] [row: innermost axis / lanes] [reductions] [lanes (vector)].
@@ -80,7 +81,7 @@ void schedule_rows(Schedule& s, const Tensor& t) {
   if (vec) st.vectorize(vec);
   int64_t rows = elements / std::max<int64_t>(extent, 1);
   if (row && (outer.empty() || (rows < kMinParallelRows && extent % lanes == 0))) outer.push_back(row);
-  fuse_parallel(st, outer, work);
+  fuse_parallel(st, outer, work, element_cost(s, t));
 }
 
 bool is_output(const Schedule& s, const Tensor& t) {
@@ -116,7 +117,7 @@ bool tile_transpose(Schedule& s, const Tensor& output) {
   order.push_back(li);
   st.reorder(order);
   st.vectorize(li);
-  fuse_parallel(st, outer, elements_of(c));
+  fuse_parallel(st, outer, elements_of(c), 1);
   return true;
 }
 

@@ -5,7 +5,11 @@ parallel, and split short or few-output reductions into partial results (rfactor
 import re
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import tessera
 
 import host_cpu
 from math_onnx import build, check
@@ -65,6 +69,23 @@ def test_elementwise_vectorized_without_gathers(op, shapes, rng):
 def test_large_elementwise_runs_in_parallel(rng):
     x = rng.standard_normal((64, 1000)).astype(np.float32)
     assert "parallel" in lowered(build("Tanh", [x]))
+
+
+def test_the_parallel_threshold_counts_transcendental_functions(rng, tmp_path):
+    """4096 tanh take as long as tens of thousands of sums: they share the cores, the sums do not;
+    so do the sigmoids of a slice (the transform family's template, a recurrent cell's gates)."""
+    x = rng.standard_normal((16, 256)).astype(np.float32)
+    assert "parallel" in lowered(build("Tanh", [x]))
+    assert "parallel" not in lowered(build("Add", [x, x]))
+    nodes = [helper.make_node("Slice", ["x", "start", "end", "axes"], ["s"]), helper.make_node("Sigmoid", ["s"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in [("start", [256]), ("end", [512]), ("axes", [1])]]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 1024])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 256])], inits)
+    onnx.save(helper.make_model(graph), str(tmp_path / "m.onnx"))
+    lib = tessera.build(tessera.onnx.load(str(tmp_path / "m.onnx")), db=False)
+    assert [k["op"] for k in lib.kernels] == ["fused_slice_sigmoid"] and "parallel" in lowered(lib)
+    x = rng.standard_normal((16, 1024)).astype(np.float32)
+    np.testing.assert_allclose(lib.run([x])[0], 1 / (1 + np.exp(-x[:, 256:512])), rtol=1e-6)
 
 
 @pytest.mark.parametrize("shape,axes,kind", [
