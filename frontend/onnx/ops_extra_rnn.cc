@@ -109,6 +109,16 @@ std::vector<Activation> activations(const ConvertContext& c, Cell cell, int64_t 
   return out;
 }
 
+// Whether both directions of a bidirectional node apply the same activation functions.
+bool same_activations(const Spec& s) {
+  const size_t per = s.activations.size() / 2;
+  for (size_t i = 0; i < per; ++i) {
+    const Activation &f = s.activations[i], &r = s.activations[per + i];
+    if (f.name != r.name || f.alpha != r.alpha || f.beta != r.beta) return false;
+  }
+  return true;
+}
+
 // The graph ops of one unrolled recurrent layer.
 class Unroller {
  public:
@@ -159,15 +169,24 @@ class Unroller {
     return op("mul", {op("tanh", {op("mul", {v, scalar(a.beta)})}), scalar(a.alpha)});  // scaledtanh
   }
 
-  // Runs direction `d` over x_steps ([batch, gates * hidden] input projections, in processing
-  // order); returns the hidden state of every step in that order and the final states.
+  // The activation functions of direction d.
+  const Activation* activations_of(int64_t d) const {
+    return &s_.activations[static_cast<size_t>(d) * s_.activations.size() / static_cast<size_t>(s_.directions)];
+  }
+
+  // Runs the recurrence over x_steps (input projections, in processing order) from the states h
+  // and cell, with r_t the recurrent weights transposed and `act` the activation functions: of one
+  // direction (x_steps [batch, gates * hidden], r_t [hidden, gates * hidden], `axis` 1) or of both
+  // at once (x_steps [2, batch, gates * hidden], r_t [2, hidden, gates * hidden], `axis` 2), the
+  // gates along `axis`; rb_h and the peephole weights have that rank too. Returns the hidden state
+  // of every step in that order and the final states.
   struct Run {
     std::vector<Expr> outputs;
     Expr h, cell;
   };
-  Run run(int64_t d, const std::vector<Expr>& x_steps, const Expr& r_t, const std::optional<Expr>& rb_h, Expr h,
-          Expr cell, const std::optional<Expr>& peephole, const std::optional<Expr>& lengths) const {
-    const auto* act = &s_.activations[d * (s_.cell == Cell::Rnn ? 1 : s_.cell == Cell::Gru ? 2 : 3)];
+  Run run(const Activation* act, int64_t axis, const std::vector<Expr>& x_steps, const Expr& r_t,
+          const std::optional<Expr>& rb_h, Expr h, Expr cell, const std::optional<Expr>& peephole,
+          const std::optional<Expr>& lengths) const {
     int64_t H = s_.hidden;
     Run out;
     for (size_t t = 0; t < x_steps.size(); ++t) {
@@ -175,9 +194,9 @@ class Unroller {
       if (s_.cell == Cell::Rnn) {
         h_new = activate(op("add", {x_steps[t], op("matmul", {h, r_t})}), act[0], true);
       } else if (s_.cell == Cell::Gru) {
-        Expr zr = op("add", {slice(x_steps[t], 1, 0, 2 * H), op("matmul", {h, slice(r_t, 1, 0, 2 * H)})});
-        Expr z = activate(slice(zr, 1, 0, H), act[0], true), r = activate(slice(zr, 1, H, 2 * H), act[0], true);
-        Expr r_h = slice(r_t, 1, 2 * H, 3 * H), x_h = slice(x_steps[t], 1, 2 * H, 3 * H), pre;
+        Expr zr = op("add", {slice(x_steps[t], axis, 0, 2 * H), op("matmul", {h, slice(r_t, axis, 0, 2 * H)})});
+        Expr z = activate(slice(zr, axis, 0, H), act[0], true), r = activate(slice(zr, axis, H, 2 * H), act[0], true);
+        Expr r_h = slice(r_t, axis, 2 * H, 3 * H), x_h = slice(x_steps[t], axis, 2 * H, 3 * H), pre;
         if (s_.linear_before_reset) {
           Expr rec = op("matmul", {h, r_h});
           if (rb_h) rec = op("add", {rec, *rb_h});
@@ -190,16 +209,16 @@ class Unroller {
         h_new = op("add", {candidate, op("mul", {z, op("sub", {h, candidate})})});
       } else {
         Expr g = op("add", {x_steps[t], op("matmul", {h, r_t})});
-        Expr i = slice(g, 1, 0, H), o = slice(g, 1, H, 2 * H), f = slice(g, 1, 2 * H, 3 * H),
-             cc = slice(g, 1, 3 * H, 4 * H);
+        Expr i = slice(g, axis, 0, H), o = slice(g, axis, H, 2 * H), f = slice(g, axis, 2 * H, 3 * H),
+             cc = slice(g, axis, 3 * H, 4 * H);
         if (peephole) {
-          i = op("add", {i, op("mul", {slice(*peephole, 0, 0, H), cell})});
-          f = op("add", {f, op("mul", {slice(*peephole, 0, 2 * H, 3 * H), cell})});
+          i = op("add", {i, op("mul", {slice(*peephole, axis, 0, H), cell})});
+          f = op("add", {f, op("mul", {slice(*peephole, axis, 2 * H, 3 * H), cell})});
         }
         i = activate(i, act[0], true);
         f = s_.input_forget ? op("sub", {scalar(1), i}) : activate(f, act[0], true);
         c_new = op("add", {op("mul", {f, cell}), op("mul", {i, activate(cc, act[1], true)})});
-        if (peephole) o = op("add", {o, op("mul", {slice(*peephole, 0, H, 2 * H), c_new})});
+        if (peephole) o = op("add", {o, op("mul", {slice(*peephole, axis, H, 2 * H), c_new})});
         h_new = op("mul", {activate(o, act[0], true), activate(c_new, act[2], false)});
       }
       if (lengths) {
@@ -317,8 +336,9 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
   int64_t H = s.hidden, G = s.gates;
   if (H < 1) c.error("hidden_size must be positive, got " + std::to_string(H));
   typed(c, 1, "W", {D, G * H, input_size}, s.dtype);
-  if (projected && x.shape[2] != G * H)
-    c.error("X of projected inputs must have " + std::to_string(G * H) + " columns, got " + x.shape.str());
+  if (projected && (!x.shape.is_static(0) || x.shape[0] != D || x.shape[2] != G * H || layout != 0))
+    c.error("X of projected inputs must be [" + std::to_string(D) + ", batch, " + std::to_string(G * H) +
+            "] in layout 0, got " + x.shape.str());
   typed(c, 2, "R", {D, G * H, H}, s.dtype);
   if (c.has_input(3)) typed(c, 3, "B", {D, 2 * G * H}, s.dtype);
   const relay_ir::Shape state_shape = s.layout_batch_first ? dims({B, D, H}) : dims({D, B, H});
@@ -331,7 +351,7 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
       c.error("sequence_lens must be int32" + dims({B}).str() + ", got " + l.dtype.str() + l.shape.str());
   }
   if (!x.shape.is_static(time_axis)) throw symbolic_recurrence(c, s, x.shape.dim(time_axis));
-  s.steps = x.shape[time_axis];
+  s.steps = projected ? 1 : x.shape[time_axis];
   const int64_t S = s.steps;
   if (S < 1) c.error("the sequence must not be empty, got X of shape " + x.shape.str());
 
@@ -354,63 +374,93 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
   }
 
   Expr xs = s.layout_batch_first ? u.transpose(c.input(0), {1, 0, 2}) : c.input(0);  // [S, B, I]
-  auto state = [&](size_t input, int64_t d) {
-    if (!c.has_input(input)) return u.zeros(dims({B, H}));
-    return u.pick(c.input(input), s.layout_batch_first ? 1 : 0, d);
+  // The weights of direction d as the recurrence reads them: the recurrent weights transposed
+  // ([H, G * H]), the biases of the input projections ([G * H]), and rb_h and the peephole weights
+  // with a leading 1 ([1, H], [1, 3 * H]).
+  struct DirectionWeights {
+    Expr r_t;
+    std::optional<Expr> bias, rb_h, peephole;
   };
-  std::vector<Expr> y_dirs, h_dirs, c_dirs;
-  for (int64_t d = 0; d < D; ++d) {
-    bool reverse = direction == "reverse" || d == 1;
-    Expr r_t = u.transpose(u.pick(c.input(2), 0, d), {1, 0});  // [H, G * H]
-    std::optional<Expr> bias, rb_h;
+  auto weights_of = [&](int64_t d) {
+    DirectionWeights in;
+    in.r_t = u.transpose(u.pick(c.input(2), 0, d), {1, 0});
     if (c.has_input(3)) {
       Expr b = u.pick(c.input(3), 0, d), wb = u.slice(b, 0, 0, G * H), rb = u.slice(b, 0, G * H, 2 * G * H);
       if (cell == Cell::Gru && s.linear_before_reset) {
         // The recurrent bias of the candidate gate is added before the reset gate multiplies.
-        rb_h = u.slice(rb, 0, 2 * H, 3 * H);
-        bias = u.op("add", {wb, u.op("concat", {u.slice(rb, 0, 0, 2 * H), u.zeros(Ints{H})}, {{"axis", int64_t{0}}})});
+        in.rb_h = u.op("expand_dims", {u.slice(rb, 0, 2 * H, 3 * H)}, {{"axes", Ints{0}}});
+        in.bias =
+            u.op("add", {wb, u.op("concat", {u.slice(rb, 0, 0, 2 * H), u.zeros(Ints{H})}, {{"axis", int64_t{0}}})});
       } else {
-        bias = u.op("add", {wb, rb});
+        in.bias = u.op("add", {wb, rb});
       }
     }
-    Expr seq = xs;
-    if (reverse && lengths)
-      seq = u.op("reverse_sequence", {xs, *lengths}, {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
-    Expr proj =
-        projected ? seq : u.op("matmul", {seq, u.transpose(u.pick(c.input(1), 0, d), {1, 0})});  // [S, B, G * H]
-    if (bias) proj = u.op("add", {proj, *bias});
-    Expr parts = S == 1 ? Expr() : u.op("split", {proj}, {{"axis", int64_t{0}}, {"sizes", Ints(S, 1)}});
-    std::vector<Expr> steps;
-    for (int64_t t = 0; t < S; ++t) {
-      // Without lengths the reverse direction reads the steps backwards; with them the
-      // sequence was already reversed per batch entry.
-      int64_t at = reverse && !lengths ? S - 1 - t : t;
-      Expr step = S == 1 ? proj : relay_ir::tuple_get(parts, at);
-      steps.push_back(u.op("squeeze", {step}, {{"axes", Ints{0}}}));
+    if (cell == Cell::Lstm && c.has_input(7))
+      in.peephole = u.op("expand_dims", {u.pick(c.input(7), 0, d)}, {{"axes", Ints{0}}});
+    return in;
+  };
+  // Initial states of every direction, [D, B, H].
+  auto initial = [&](size_t input) {
+    if (!c.has_input(input)) return u.zeros(dims({D, B, H}));
+    return s.layout_batch_first ? u.transpose(c.input(input), {1, 0, 2}) : c.input(input);
+  };
+  Expr y_all, h_all, c_all;  // [S, D, B, H], [D, B, H], [D, B, H]
+  const Expr c0 = cell == Cell::Lstm ? initial(6) : Expr();
+  if (projected && D == 2) {
+    // A Scan's step of both directions (recurrence_scan.h) at once: one batched product of the
+    // two directions' states by their weights, one cell.
+    if (!same_activations(s)) c.error("projected inputs of both directions need the same activations in both");
+    const DirectionWeights f = weights_of(0), r = weights_of(1);
+    auto both = [&](const std::optional<Expr>& a, const std::optional<Expr>& b) {
+      return a ? std::optional<Expr>(u.stack({*a, *b}, 0)) : std::nullopt;
+    };
+    Expr x = xs;  // [2, B, G * H]
+    if (f.bias) x = u.op("add", {x, u.op("expand_dims", {*both(f.bias, r.bias)}, {{"axes", Ints{1}}})});
+    auto run = u.run(u.activations_of(0), 2, {x}, u.stack({f.r_t, r.r_t}, 0), both(f.rb_h, r.rb_h), initial(5), c0,
+                     both(f.peephole, r.peephole), lengths);
+    y_all = u.op("expand_dims", {run.outputs[0]}, {{"axes", Ints{0}}});
+    h_all = run.h;
+    c_all = run.cell;
+  } else {
+    std::vector<Expr> y_dirs, h_dirs, c_dirs;
+    for (int64_t d = 0; d < D; ++d) {
+      const bool reverse = direction == "reverse" || d == 1;
+      const DirectionWeights in = weights_of(d);
+      Expr seq = xs;
+      if (reverse && lengths)
+        seq = u.op("reverse_sequence", {xs, *lengths}, {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
+      Expr proj =
+          projected ? seq : u.op("matmul", {seq, u.transpose(u.pick(c.input(1), 0, d), {1, 0})});  // [S, B, G * H]
+      if (in.bias) proj = u.op("add", {proj, *in.bias});
+      Expr parts = S == 1 ? Expr() : u.op("split", {proj}, {{"axis", int64_t{0}}, {"sizes", Ints(S, 1)}});
+      std::vector<Expr> steps;
+      for (int64_t t = 0; t < S; ++t) {
+        // Without lengths the reverse direction reads the steps backwards; with them the
+        // sequence was already reversed per batch entry.
+        int64_t at = reverse && !lengths ? S - 1 - t : t;
+        Expr step = S == 1 ? proj : relay_ir::tuple_get(parts, at);
+        steps.push_back(u.op("squeeze", {step}, {{"axes", Ints{0}}}));
+      }
+      auto run = u.run(u.activations_of(d), 1, steps, in.r_t, in.rb_h, u.pick(initial(5), 0, d),
+                       c0.defined() ? u.pick(c0, 0, d) : Expr(), in.peephole, lengths);
+      if (reverse && !lengths) std::reverse(run.outputs.begin(), run.outputs.end());
+      Expr y = u.stack(run.outputs, 0);  // [S, B, H]
+      if (reverse && lengths)
+        y = u.op("reverse_sequence", {y, *lengths}, {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
+      y_dirs.push_back(y);
+      h_dirs.push_back(run.h);
+      c_dirs.push_back(run.cell);
     }
-    std::optional<Expr> peephole;
-    if (cell == Cell::Lstm && c.has_input(7)) peephole = u.pick(c.input(7), 0, d);
-    auto r = u.run(d, steps, r_t, rb_h, state(5, d), cell == Cell::Lstm ? state(6, d) : Expr(), peephole, lengths);
-    if (reverse && !lengths) std::reverse(r.outputs.begin(), r.outputs.end());
-    Expr y = u.stack(r.outputs, 0);  // [S, B, H]
-    if (reverse && lengths)
-      y = u.op("reverse_sequence", {y, *lengths}, {{"batch_axis", int64_t{1}}, {"time_axis", int64_t{0}}});
-    y_dirs.push_back(y);
-    h_dirs.push_back(r.h);
-    c_dirs.push_back(r.cell);
+    y_all = u.stack(y_dirs, 1);
+    h_all = u.stack(h_dirs, 0);
+    if (c0.defined()) c_all = u.stack(c_dirs, 0);
   }
   auto wants = [&](int i) { return c.node().output_size() > i && !c.node().output(i).empty(); };
   std::vector<Expr> out(c.node().output_size());
-  if (wants(0)) {
-    Expr y = u.stack(y_dirs, 1);  // [S, D, B, H]
-    out[0] = u.finish(s.layout_batch_first ? u.transpose(y, {2, 0, 1, 3}) : y);
-  }
-  auto final_state = [&](const std::vector<Expr>& dirs) {
-    Expr st = u.stack(dirs, 0);  // [D, B, H]
-    return u.finish(s.layout_batch_first ? u.transpose(st, {1, 0, 2}) : st);
-  };
-  if (wants(1)) out[1] = final_state(h_dirs);
-  if (cell == Cell::Lstm && wants(2)) out[2] = final_state(c_dirs);
+  if (wants(0)) out[0] = u.finish(s.layout_batch_first ? u.transpose(y_all, {2, 0, 1, 3}) : y_all);
+  auto final_state = [&](const Expr& st) { return u.finish(s.layout_batch_first ? u.transpose(st, {1, 0, 2}) : st); };
+  if (wants(1)) out[1] = final_state(h_all);
+  if (cell == Cell::Lstm && wants(2)) out[2] = final_state(c_all);
   return out;
 }
 

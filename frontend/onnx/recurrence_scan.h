@@ -14,9 +14,10 @@
 
 namespace tessera::frontend::onnx {
 
-// The attribute by which a Scan's step tells its recurrent node that X holds the input projections
-// X W^T (of all steps, computed before the Scan as one matrix product), so the node applies only
-// the recurrence (Tessera's own, set by recurrences_as_scans only).
+// The attribute by which a Scan's step tells its recurrent node that X holds one step's input
+// projections X W^T of every direction ([D, B, G * H], the reverse direction's of its own step),
+// computed before the Scan as one matrix product per direction, so the node applies only the
+// recurrence (Tessera's own, set by recurrences_as_scans only).
 inline constexpr const char* kProjectedInput = "tessera.projected_input";
 
 // What a recurrent node's converter throws when its sequence length is symbolic, with what the
@@ -38,10 +39,12 @@ class SymbolicRecurrence : public Error {
 };
 
 // `model` (whose external data `base_dir` holds) with each recurrent node of its main graph
-// described in `nodes` replaced by Scans over the sequence (one per direction) and the layout
-// changes around them. Needs opset 9 (Scan without
-// a batch axis) and, for a reverse direction with sequence_lens, 10 (ReverseSequence): a node of an
-// older model is left as it is (built per length).
+// described in `nodes` replaced by Scans over the sequence and the layout changes around them:
+// one Scan for both directions of a bidirectional node whose directions apply the same
+// activations, with W a constant, from opset 10 (each step one batched product of both
+// directions' states); else one per direction. Needs opset 9 (Scan without a batch axis) and, for
+// a reverse direction with sequence_lens, 10 (ReverseSequence): a node of an older model is left
+// as it is (built per length).
 ::onnx::ModelProto recurrences_as_scans(const ::onnx::ModelProto& model, const std::vector<SymbolicRecurrence>& nodes,
                                         const std::string& base_dir);
 

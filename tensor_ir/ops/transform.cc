@@ -274,14 +274,14 @@ std::vector<SliceDim> slice_dims(const std::vector<Expr>& in, const std::vector<
                                  const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
                                  const std::vector<int64_t>& steps) {
   // A symbolic axis stands in as an extent no real one reaches: it is unsliced exactly when its
-  // slice is the whole of that extent.
+  // slice is the whole of that extent, reversed when it is all of it backwards.
   Shape proxy;
   for (const Expr& d : in) proxy.push_back(as_const_int(d) ? *as_const_int(d) : kWholeAxis);
   std::vector<SliceDim> dims = slice_dims(proxy, starts, ends, axes, steps);
   for (size_t d = 0; d < dims.size(); ++d)
-    if (!as_const_int(in[d]) && (dims[d].start != 0 || dims[d].step != 1 || dims[d].length != kWholeAxis))
+    if (!as_const_int(in[d]) && !(dims[d].length == kWholeAxis && (dims[d].step == 1 || reverses_whole_axis(dims[d]))))
       fail("slice: axis ", d, " has the symbolic extent ", to_string(in[d]),
-           "; only whole symbolic axes are kept, constant ones sliced");
+           "; only whole symbolic axes are kept or reversed, constant ones sliced");
   return dims;
 }
 
@@ -294,7 +294,9 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
         std::vector<Expr> idx;
         for (size_t d = 0; d < dims.size(); ++d) {
           Expr i = dims[d].step == 1 ? Expr(o[d]) : o[d] * Expr(dims[d].step);
-          idx.push_back(dims[d].start ? i + Expr(dims[d].start) : i);
+          if (!as_const_int(x->shape[d]) && reverses_whole_axis(dims[d]))
+            idx.push_back(arith::simplify(x->shape[d] - Expr(1)) - o[d]);
+          else idx.push_back(dims[d].start ? i + Expr(dims[d].start) : i);
         }
         return x(idx);
       },

@@ -40,6 +40,8 @@ Tensor tile(const Tensor& x, const std::vector<Expr>& repeats);
 // slice_dims of a shape whose symbolic axes are kept whole (their length is kWholeAxis), and the
 // output shape they give.
 constexpr int64_t kWholeAxis = int64_t{1} << 60;
+// Whether a slice of a symbolic axis (by slice_dims) takes all of it backwards (torch.flip).
+inline bool reverses_whole_axis(const SliceDim& d) { return d.step == -1 && d.start == kWholeAxis - 1; }
 std::vector<SliceDim> slice_dims(const std::vector<Expr>& in, const std::vector<int64_t>& starts,
                                  const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
                                  const std::vector<int64_t>& steps);

@@ -134,6 +134,15 @@ def test_lstm_peepholes_clip_and_only_some_outputs(rng):
     check("LSTM", [x, w, r, b, None, h0, c0, p], attrs, want, "float32", outputs=["y", "", "y_c"])
 
 
+def test_both_directions_with_peepholes(rng):
+    """Both directions of the same activations unroll as one recurrence (each step one batched
+    product and one cell), each direction with its own peephole weights."""
+    x, w, r, b, h0, c0, p = make_inputs(rng, "LSTM", 4, 3, 2, 5, 2, "float32", h0=True, c0=True, peep=True)
+    want = reference("LSTM", x, w, r, b, h0=h0, c0=c0, p=p, direction="bidirectional", clip=1.5)
+    check("LSTM", [x, w, r, b, None, h0, c0, p], {"hidden_size": 5, "direction": "bidirectional", "clip": 1.5}, want,
+          "float32")
+
+
 def test_activations_with_parameters(rng):
     x, w, r, b, _, _, _ = make_inputs(rng, "LSTM", 3, 2, 3, 4, 2, "float64")
     names = ["HardSigmoid", "ScaledTanh", "Affine", "LeakyRelu", "Softsign", "Elu"]

@@ -48,6 +48,25 @@ def test_split_of_symbolic_rows_into_queries_keys_and_values(tmp_path, rng, targ
                 np.testing.assert_array_equal(got, want)
 
 
+def test_slice_reverses_a_whole_symbolic_axis_and_no_part_of_one(tmp_path, rng):
+    """Slice with step -1 over all of a symbolic axis (torch.flip) keeps its extent; a part of one
+    has a size the kernel cannot take as an argument, and the model is built per size, saying why."""
+    whole = [helper.make_node("Slice", ["x", "start", "end", "axes", "step"], ["y"])]
+    inits = [ints("start", [-1, 3]), ints("end", [-2**63, 0]), ints("axes", [1, 2]), ints("step", [-1, -2])]
+    path = save(tmp_path, whole, [vi("x", ["N", "L", 5])], [vi("y", ["N", "L", 2])], inits)
+    lib, module = built_once(tmp_path, path)
+    for n, length in [(2, 7), (1, 1), (3, 0)]:
+        x = rng.standard_normal((n, length, 5)).astype("float32")
+        for run in (lib.run, module.run):
+            np.testing.assert_array_equal(run([x])[0], x[:, ::-1, 3:0:-2])
+    inits[1] = ints("end", [0, 0])  # all but the first row
+    path = save(tmp_path, whole, [vi("x", ["N", "L", 5])], [vi("y", ["N", None, 2])], inits)
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    x = rng.standard_normal((2, 4, 5)).astype("float32")
+    np.testing.assert_array_equal(lib.run([x])[0], x[:, :0:-1, 3:0:-2])
+    assert not lib.symbolic and "only whole symbolic axes are kept or reversed" in lib.symbolic_reason
+
+
 def test_split_sizes_must_add_up_to_a_constant_dimension(tmp_path):
     nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1)]
     path = save(tmp_path, nodes, [vi("x", ["N", "L"])], [vi("a", ["N", 2]), vi("b", ["N", None])],

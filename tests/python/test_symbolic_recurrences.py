@@ -3,6 +3,7 @@ sequence axis runs each recurrent node as a Scan over steps of the same operator
 every length (a recurrence unrolls over a constant length only), in this process and from its
 exported module; against test_ops_extra_rnn's reference of ONNX's equations and PyTorch."""
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -197,3 +198,40 @@ def test_pytorch_stack_exported_with_a_dynamic_sequence(tmp_path):
         for run in (lib.run, module.run):
             for got, w in zip(run([array(x)]), want):
                 np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind,attrs,peepholes,bias_input",
+                         [("GRU", {"linear_before_reset": 1}, False, False), ("LSTM", {}, True, False),
+                          ("RNN", {}, False, True)])
+def test_both_directions_of_a_node_run_as_one_scan(tmp_path, rng, kind, attrs, peepholes, bias_input):
+    """Both directions applying the same activations with W a constant run as one Scan (each step
+    one batched product and one cell), the reverse direction's steps reversed around it by
+    sequence_lens; a GRU's recurrent candidate bias, a bias given at run time and the peephole
+    weights are read in the step."""
+    _, w, r, b, _, _, p = make_inputs(rng, kind, 1, 1, 3, 5, 2, "float32", peep=peepholes)
+    path = recurrent_model(tmp_path, kind, w, r, b, p=p, lens=True, h0=True, direction="bidirectional", **attrs)
+    if bias_input:  # B a graph input instead of an initializer
+        model = onnx.load(path)
+        del model.graph.initializer[[i.name for i in model.graph.initializer].index("b")]
+        model.graph.input.append(vi("b", list(b.shape)))
+        onnx.save(model, path)
+    lengths = {(6, 3): [6, 2, 0], (1, 2): [1, 0]}
+
+    def make(steps, batch):
+        x, _, _, _, h0, _, _ = make_inputs(rng, kind, steps, batch, 3, 5, 2, "float32", h0=True)
+        return [x, np.array(lengths[steps, batch], np.int32), h0] + ([b] if bias_input else [])
+
+    lib = check_lengths(tmp_path, path, kind, list(lengths), make,
+                        lambda i: reference(kind, i[0], w, r, b, p=p, lens=i[1], h0=i[2], direction="bidirectional",
+                                            lbr=attrs.get("linear_before_reset", 0)), export=True)
+    assert lib.program.count(" = scan(") == 1, lib.program
+
+
+def test_directions_of_different_activations_run_as_a_scan_each(tmp_path, rng):
+    _, w, r, b, _, _, _ = make_inputs(rng, "RNN", 1, 1, 3, 4, 2, "float32")
+    path = recurrent_model(tmp_path, "RNN", w, r, b, direction="bidirectional", activations=["Tanh", "Relu"])
+    acts = [activation("Tanh"), activation("Relu")]
+    lib = check_lengths(tmp_path, path, "RNN", [(4, 2), (1, 1)],
+                        lambda steps, batch: [make_inputs(rng, "RNN", steps, batch, 3, 4, 2, "float32")[0]],
+                        lambda i: reference("RNN", i[0], w, r, b, direction="bidirectional", acts=acts))
+    assert lib.program.count(" = scan(") == 2, lib.program
