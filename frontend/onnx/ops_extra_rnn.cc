@@ -405,7 +405,7 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
     return s.layout_batch_first ? u.transpose(c.input(input), {1, 0, 2}) : c.input(input);
   };
   Expr y_all, h_all, c_all;  // [S, D, B, H], [D, B, H], [D, B, H]
-  const Expr c0 = cell == Cell::Lstm ? initial(6) : Expr();
+  const Expr h0 = initial(5), c0 = cell == Cell::Lstm ? initial(6) : Expr();
   if (projected && D == 2) {
     // A Scan's step of both directions (recurrence_scan.h) at once: one batched product of the
     // two directions' states by their weights, one cell.
@@ -416,7 +416,7 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
     };
     Expr x = xs;  // [2, B, G * H]
     if (f.bias) x = u.op("add", {x, u.op("expand_dims", {*both(f.bias, r.bias)}, {{"axes", Ints{1}}})});
-    auto run = u.run(u.activations_of(0), 2, {x}, u.stack({f.r_t, r.r_t}, 0), both(f.rb_h, r.rb_h), initial(5), c0,
+    auto run = u.run(u.activations_of(0), 2, {x}, u.stack({f.r_t, r.r_t}, 0), both(f.rb_h, r.rb_h), h0, c0,
                      both(f.peephole, r.peephole), lengths);
     y_all = u.op("expand_dims", {run.outputs[0]}, {{"axes", Ints{0}}});
     h_all = run.h;
@@ -441,7 +441,7 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
         Expr step = S == 1 ? proj : relay_ir::tuple_get(parts, at);
         steps.push_back(u.op("squeeze", {step}, {{"axes", Ints{0}}}));
       }
-      auto run = u.run(u.activations_of(d), 1, steps, in.r_t, in.rb_h, u.pick(initial(5), 0, d),
+      auto run = u.run(u.activations_of(d), 1, steps, in.r_t, in.rb_h, u.pick(h0, 0, d),
                        c0.defined() ? u.pick(c0, 0, d) : Expr(), in.peephole, lengths);
       if (reverse && !lengths) std::reverse(run.outputs.begin(), run.outputs.end());
       Expr y = u.stack(run.outputs, 0);  // [S, B, H]
