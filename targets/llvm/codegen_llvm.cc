@@ -420,12 +420,10 @@ llvm::Value* CodeGenLLVM::emit_expr(const Select* op) {
   if (!reads_beyond_condition(op)) return builder_.CreateSelect(c, emit(op->true_value), emit(op->false_value));
   // A branch rather than a masked <1 x T> load: the loop vectorizer if-converts a guarded load
   // into a masked vector load, but leaves loops calling masked-load intrinsics scalar.
-  // A condition the lanes share (a concat's input chosen by an outer index) branches too, so
-  // that only the chosen side is computed: masking would compute every side, all of a concat's
-  // inputs (with their fused producers) for each of its vectors.
-  if (op->type.is_scalar() || !c->getType()->isVectorTy())
+  if (op->type.is_scalar())
     return emit_if_else(
         c, [&] { return emit(op->true_value); }, [&] { return emit(op->false_value); });
+  if (!c->getType()->isVectorTy()) c = builder_.CreateVectorSplat(static_cast<unsigned>(op->type.lanes), c);
   llvm::Value* t = emit_masked(op->true_value, c);
   llvm::Value* f = emit_masked(op->false_value, builder_.CreateNot(c));
   return builder_.CreateSelect(c, t, f);
