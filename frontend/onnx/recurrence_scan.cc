@@ -120,8 +120,8 @@ class ScanRewrite {
       return batch_first ? outer_.transpose(input(i), {1, 0, 2}) : input(i);  // [D, B, H]
     };
     const std::string h0 = state(5), c0 = lstm() ? state(6) : "";
-    const bool joint = info_.directions.size() == 2 && same(info_.directions[0], info_.directions[1]) &&
-                       initializers_.count(input(1)) > 0 && opset_ >= 10;  // Slice steps
+    const bool joint = info_.directions.size() == 2 && same(info_.directions[0], info_.directions[1]) && constant_w() &&
+                       opset_ >= 10;  // Slice steps
     const Outputs out = joint ? both_directions(x, h0, c0) : each_direction(x, h0, c0);
     finish(0, out.ys, 1, batch_first ? std::vector<int64_t>{2, 0, 1, 3} : std::vector<int64_t>{});
     finish(1, out.hs, 0, batch_first ? std::vector<int64_t>{1, 0, 2} : std::vector<int64_t>{});
@@ -171,7 +171,7 @@ class ScanRewrite {
     const bool given = !h0.empty() && (!lstm() || !c0.empty());
     const std::string none = given ? "" : zeros(x, 1);  // [1, B, H]
     // The input projections of every step as one matrix product, where W is a constant.
-    const bool projected = initializers_.count(input(1)) > 0;
+    const bool projected = constant_w();
     Outputs out;
     for (int64_t d = 0; d < static_cast<int64_t>(info_.directions.size()); ++d) {
       const bool reverse = direction == "reverse" || d == 1;
@@ -285,6 +285,9 @@ class ScanRewrite {
     return name;
   }
 
+  // Whether W is a constant, so that the input projections are computed before the Scan.
+  bool constant_w() const { return initializers_.count(input(1)) > 0; }
+
   // Whether the input projections add the biases (B a constant, and not a GRU's that applies its
   // recurrent bias apart: linear_before_reset), so that the Scan's step does not.
   bool folds_bias() const {
@@ -329,8 +332,8 @@ class ScanRewrite {
   }
 
   // The body of direction `dir` (of both, where null): the node over a sequence of one step, from
-  // the states and a step of X ([B, I], or its projections [B, G * H] or [B, 2 * G * H]) to the new
-  // states and the step's output ([B, H], or [2, B, H] for both directions).
+  // the states and a step of X ([B, I], or its projections: [B, G * H], or [2, B, G * H] for both
+  // directions) to the new states and the step's output ([B, H], or [2, B, H] for both).
   void write_body(GraphProto& body, const SymbolicRecurrence::Direction* dir, const Weights& weights, bool projected) {
     const bool lstm = this->lstm();
     body.set_name(outer_.fresh("body"));
