@@ -156,6 +156,9 @@ constexpr int kNumIntrinsics = 0 TESSERA_INTRINSICS(TESSERA_X);
 #undef TESSERA_X
 const char* intrinsic_name(Intrinsic op);
 int intrinsic_arity(Intrinsic op);
+// exp, log, tanh, sigmoid, erf, pow and the trigonometric and hyperbolic functions: those
+// computed by polynomials of a few dozen operations.
+bool is_transcendental(Intrinsic op);
 // Throws tessera::Error naming `name` if it is not an intrinsic.
 Intrinsic parse_intrinsic(const std::string& name);
 

@@ -63,6 +63,31 @@ int intrinsic_arity(Intrinsic op) {
   return 0;
 }
 
+bool is_transcendental(Intrinsic op) {
+  switch (op) {
+    case Intrinsic::exp:
+    case Intrinsic::log:
+    case Intrinsic::tanh:
+    case Intrinsic::sigmoid:
+    case Intrinsic::erf:
+    case Intrinsic::pow:
+    case Intrinsic::sin:
+    case Intrinsic::cos:
+    case Intrinsic::tan:
+    case Intrinsic::asin:
+    case Intrinsic::acos:
+    case Intrinsic::atan:
+    case Intrinsic::sinh:
+    case Intrinsic::cosh:
+    case Intrinsic::asinh:
+    case Intrinsic::acosh:
+    case Intrinsic::atanh:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Intrinsic parse_intrinsic(const std::string& name) {
 #define TESSERA_X(n, arity) \
   if (name == #n) return Intrinsic::n;

@@ -7,32 +7,6 @@ namespace tessera::schedule {
 
 namespace {
 
-bool transcendental(tensor_ir::Intrinsic op) {
-  using tensor_ir::Intrinsic;
-  switch (op) {
-    case Intrinsic::exp:
-    case Intrinsic::log:
-    case Intrinsic::tanh:
-    case Intrinsic::sigmoid:
-    case Intrinsic::erf:
-    case Intrinsic::pow:
-    case Intrinsic::sin:
-    case Intrinsic::cos:
-    case Intrinsic::tan:
-    case Intrinsic::asin:
-    case Intrinsic::acos:
-    case Intrinsic::atan:
-    case Intrinsic::sinh:
-    case Intrinsic::cosh:
-    case Intrinsic::asinh:
-    case Intrinsic::acosh:
-    case Intrinsic::atanh:
-      return true;
-    default:
-      return false;
-  }
-}
-
 class TranscendentalCalls : public tensor_ir::IRVisitor {
  public:
   explicit TranscendentalCalls(Schedule& s) : s_(s) {}
@@ -40,7 +14,7 @@ class TranscendentalCalls : public tensor_ir::IRVisitor {
 
  protected:
   void visit_(const tensor_ir::Call* op) override {
-    count += transcendental(op->op);
+    count += tensor_ir::is_transcendental(op->op);
     IRVisitor::visit_(op);
   }
   void visit_(const tensor_ir::ProducerLoad* op) override {

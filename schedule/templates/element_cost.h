@@ -9,8 +9,8 @@
 
 namespace tessera::schedule {
 
-// One arithmetic operation's share of a transcendental function (exp, log, tanh, sigmoid, erf,
-// pow, trigonometric and hyperbolic functions), as computed by vectorized polynomials.
+// One arithmetic operation's share of a transcendental function (tensor_ir::is_transcendental),
+// as computed by vectorized polynomials.
 inline constexpr int64_t kTranscendentalCost = 8;
 
 // 1 + kTranscendentalCost for each transcendental call that computing one element of `t` makes,

@@ -70,6 +70,34 @@ bool reads_beyond_condition(const Select* op) {
   });
 }
 
+// The memory reads and transcendental calls of a select's sides.
+class SideWork : public IRVisitor {
+ public:
+  int loads = 0;
+  int transcendental_calls = 0;
+
+ protected:
+  void visit_(const Load* op) override {
+    ++loads;
+    IRVisitor::visit_(op);
+  }
+  void visit_(const Call* op) override {
+    transcendental_calls += is_transcendental(op->op);
+    IRVisitor::visit_(op);
+  }
+};
+
+// Whether a vector select whose condition all lanes share should branch rather than mask both
+// sides. Masking computes both, which pays for a zero-padding guard (one load) but not for a
+// concat's select chain over computed inputs: every vector would compute every input. A branch
+// in a hot loop costs more than a few masked loads (MobileNet's padded convolutions).
+bool branches_on_shared_condition(const Select* op) {
+  SideWork work;
+  work.visit(op->true_value);
+  work.visit(op->false_value);
+  return work.transcendental_calls > 0 || work.loads > 4;
+}
+
 int64_t unroll_explicit(const Pragmas& pragmas) {
   for (const auto& [key, value] : pragmas)
     if (key == "unroll_explicit") return value;
@@ -420,10 +448,11 @@ llvm::Value* CodeGenLLVM::emit_expr(const Select* op) {
   if (!reads_beyond_condition(op)) return builder_.CreateSelect(c, emit(op->true_value), emit(op->false_value));
   // A branch rather than a masked <1 x T> load: the loop vectorizer if-converts a guarded load
   // into a masked vector load, but leaves loops calling masked-load intrinsics scalar.
-  if (op->type.is_scalar())
+  const bool shared_condition = !c->getType()->isVectorTy();
+  if (op->type.is_scalar() || (shared_condition && branches_on_shared_condition(op)))
     return emit_if_else(
         c, [&] { return emit(op->true_value); }, [&] { return emit(op->false_value); });
-  if (!c->getType()->isVectorTy()) c = builder_.CreateVectorSplat(static_cast<unsigned>(op->type.lanes), c);
+  if (shared_condition) c = builder_.CreateVectorSplat(static_cast<unsigned>(op->type.lanes), c);
   llvm::Value* t = emit_masked(op->true_value, c);
   llvm::Value* f = emit_masked(op->false_value, builder_.CreateNot(c));
   return builder_.CreateSelect(c, t, f);

@@ -174,6 +174,23 @@ def test_concat(tmp_path, rng, axis, dtype):
     check(y, np.concatenate(xs, axis=a))
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+def test_concat_of_many_computed_inputs(tmp_path, rng, axis):
+    """The steps of an unrolled recurrence joined: 100 inputs, each a tanh fused into the concat;
+    each vector computes only the input it lies in (a branch on the outer index, not a mask)."""
+    n = 100
+    x = rng.standard_normal((n, 8, 37) if axis == 0 else (8, n, 37)).astype("float32")
+    nodes = [helper.make_node("Split", ["x"], [f"s{i}" for i in range(n)], axis=axis, num_outputs=n)]
+    nodes += [helper.make_node("Tanh", [f"s{i}"], [f"t{i}"]) for i in range(n)]
+    nodes += [helper.make_node("Concat", [f"t{i}" for i in range(n)], ["y"], axis=axis)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), str(tmp_path / "m.onnx"))
+    lib = tessera.build(tessera.onnx.load(str(tmp_path / "m.onnx")), db=False)
+    assert any("concat" in k["op"] and "tanh" in k["op"] for k in lib.kernels)
+    np.testing.assert_allclose(lib.run([x])[0], np.tanh(x), rtol=1e-6, atol=1e-6)
+
+
 def test_concat_errors(tmp_path, rng):
     with pytest.raises(tessera.Error, match="Concat.*agree in every dimension"):
         run_node(tmp_path, "Concat", {"a": np.zeros((2, 3), np.float32), "b": np.zeros((3, 3), np.float32)}, {"axis": 1})

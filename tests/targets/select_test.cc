@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -258,6 +259,31 @@ TEST(LazySelect, SelectsReadingNothingNewStayBlends) {
   Expr shifted = load(A, ramp(jo * kLanes - kPad, kLanes));
   LoweredFunc guarded{"guarded", {A, C}, loop(jo, n / kLanes, store(C, select(j >= kPad, shifted, f32(0)), j))};
   std::string ir = build_llvm({guarded}, Target::parse("llvm"))->source("ll");
+  EXPECT_NE(ir.find("@llvm.masked.load.v16f32"), std::string::npos) << ir;
+}
+
+TEST(LazySelect, ConditionsAllLanesShareBranchOverCostlySides) {
+  // A concat of computed inputs vectorized along another axis: select(jo < 2, tanh(X[j]), ...)
+  // picks one side for the whole vector, which alone is computed (a branch, not masked loads on
+  // both sides); a padding guard of one load under such a condition stays a masked load. The last vector's true side
+  // would read past X's end.
+  FencedArray<float> x;
+  fill(x);
+  const int64_t n = x.size(), vectors = n / kLanes;
+  Buffer X = make_buffer("X", kFloat32, {n}), C = make_buffer("C", kFloat32, {n});
+  Var jo("jo");
+  Expr j = ramp(jo * kLanes, kLanes);
+  Expr ahead = load(X, ramp(jo * kLanes + kPad, kLanes));
+  Expr tanh_ahead = Call::make(DataType::Float(32, kLanes), Intrinsic::tanh, {ahead});
+  Expr costly = select(jo < vectors - 1, tanh_ahead, load(X, j) * 2);
+  LoweredFunc branch{"branch", {X, C}, loop(jo, vectors, store(C, costly, j))};
+  std::string ir = build_llvm({branch}, Target::parse("llvm"))->source("ll");
+  EXPECT_EQ(ir.find("masked"), std::string::npos) << ir;
+  Output c(n);
+  ASSERT_NO_FATAL_FAILURE(run_fenced(branch, {x.data(), c.data()}));
+  for (int64_t k = 0; k < n; ++k) ASSERT_NEAR(c[k], k < n - kLanes ? std::tanh(x[k + kPad]) : x[k] * 2, 1e-6) << k;
+  LoweredFunc guard{"guard", {X, C}, loop(jo, vectors, store(C, select(jo < vectors - 1, ahead, f32(0)), j))};
+  ir = build_llvm({guard}, Target::parse("llvm"))->source("ll");
   EXPECT_NE(ir.find("@llvm.masked.load.v16f32"), std::string::npos) << ir;
 }
 
