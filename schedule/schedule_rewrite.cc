@@ -195,7 +195,9 @@ Tensor Schedule::rfactor(const Tensor& t, const Loop& loop, int factor_axis) {
     Expr parent = value.at(s.outer.get()) * inner + value.at(s.inner.get());
     value[s.parent.get()] = parent;
     if (!arith::can_prove(extent.at(s.outer.get()) * inner == extent.at(s.parent.get())))
-      condition = logical_and(condition, parent < extent.at(s.parent.get()));
+      // likely: the loops partition at it (tensor_ir/transforms/loop_partition.h), so all but the
+      // last iterations read without the guard's masks.
+      condition = logical_and(condition, call(Intrinsic::likely, {parent < extent.at(s.parent.get())}));
   }
   for (const auto& l : stage.root_loops_)
     if (l->kind == IterKind::Reduce) map[l->var.get()] = value.at(l.get());
