@@ -99,6 +99,23 @@ void LinearForm::round_up_to_multiples() {
   }
 }
 
+bool LinearForm::expand_multiples_of_quotients() {
+  std::vector<std::pair<Expr, int64_t>> quotients;
+  for (const auto& [term, k] : terms) {
+    const auto* div = term.as<FloorDiv>();
+    const int64_t* c = div ? as_const_int(div->b) : nullptr;
+    if (c && *c > 0 && k % *c == 0) quotients.emplace_back(term, k);
+  }
+  for (const auto& [term, k] : quotients) {
+    const auto* div = term.as<FloorDiv>();
+    const int64_t scale = k / *as_const_int(div->b);
+    add_term(term, -k);
+    add(to_linear_form(div->a), scale);
+    add_term(FloorMod::make(div->a, div->b), -scale);
+  }
+  return !quotients.empty();
+}
+
 void LinearForm::merge_div_mod_pairs() {
   for (bool changed = true; changed;) {
     changed = false;

@@ -29,6 +29,10 @@ struct LinearForm {
   // Replaces x*k + (-x % c)*k (k > 0) by -(-x // c)*c*k: x rounded up to a multiple of c, as pads
   // computed from symbolic sizes give it (L + (8 - L % 8) % 8), so that c provably divides it.
   void round_up_to_multiples();
+  // Writes each (e // c)*(c*k) (c > 0 a constant) as e*k - (e % c)*k, so that e*k may cancel
+  // against the other terms: M - (M + 6) // 7 * 7 is (M + 6) % 7 - 6, at most 0, which the
+  // bounds of its terms cannot tell. True when a term was written so.
+  bool expand_multiples_of_quotients();
   // Terms sorted by decreasing |coefficient| (first appearance breaks ties), then the constant:
   // i*48 + j + 3.
   Expr to_expr() const;

@@ -39,6 +39,19 @@ class Simplifier : public IRMutator {
  protected:
   ConstBound bound(const Expr& e) { return const_bound(e, vars_); }
 
+  // The range of a - b (scalar signed integers). Where floor divisions leave it open, also that of
+  // the difference with its multiples of quotients expanded (LinearForm), where they may cancel:
+  // a tile of 14 rows ends inside M rows rounded up to 7s.
+  ConstBound difference_bound(const Expr& a, const Expr& b) {
+    const Expr d = mutate(Sub::make(a, b));
+    ConstBound r = bound(d);
+    if (r.bounded()) return r;
+    LinearForm f = to_linear_form(d);
+    if (!f.expand_multiples_of_quotients()) return r;
+    const ConstBound e = bound(f.to_expr());
+    return {std::max(r.min, e.min), std::min(r.max, e.max)};
+  }
+
   // Runs f with `var` known to lie in `b`, restoring what was known before.
   template <typename F>
   auto with_bound(const VarNode* var, ConstBound b, F&& f) {
@@ -337,7 +350,7 @@ class Simplifier : public IRMutator {
       // Decide by the sign of a - b, which the linear form often reduces to a constant.
       // Not for unsigned types: their a - b wraps, and its bound, clipped to the type, loses the negative side.
       bool by_difference = a.type().is_scalar() && a.type().is_int();
-      ConstBound d = by_difference ? bound(mutate(Sub::make(a, b))) : ConstBound::everything();
+      ConstBound d = by_difference ? difference_bound(a, b) : ConstBound::everything();
       if (!by_difference) {
         ConstBound ba = bound(a), bb = bound(b);
         if (ba.max <= bb.min) d = {ConstBound::kNegInf, 0};
@@ -399,7 +412,7 @@ class Simplifier : public IRMutator {
       // The range of a - b decides most index comparisons (i*8 + j < 64 when i < 7, j < 8).
       ConstBound d;
       if (a.type().is_scalar() && a.type().is_int()) {  // unsigned a - b wraps (see min_max)
-        d = bound(mutate(Sub::make(a, b)));
+        d = difference_bound(a, b);
       } else {
         ConstBound ba = bound(a), bb = bound(b);
         if (ba.bounded() && bb.bounded()) d = {ba.min - bb.max, ba.max - bb.min};

@@ -144,6 +144,44 @@ class Unclamper : public IRMutator {
   const ClampFinder& found_;
 };
 
+// In the body that runs where conditions l < r (or l <= r) hold: min(a, b) is a where
+// a - b <= l + 1 - r (<= 0) follows, and b the other way round. So the clipped extent of a tile
+// whose rows all lie inside, min(t*14 + 13, R - 1) + 1 - t*14, is its whole size there, a
+// constant, and its loops stay unrolled.
+class ClipsUnderConditions : public IRMutator {
+ public:
+  ClipsUnderConditions(const Expr& conditions, const arith::BoundMap& known) : known_(known) { collect(conditions); }
+  using IRMutator::mutate;
+
+ protected:
+  Expr mutate_(const Min* op) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    for (const Expr& s : slacks_) {
+      if (a.type() == s.type()) {  // an index (a minimum of data values fails the proofs)
+        if (arith::can_prove(a - b - s <= 0, known_)) return a;
+        if (arith::can_prove(b - a - s <= 0, known_)) return b;
+      }
+    }
+    return min(a, b);
+  }
+
+ private:
+  // The slack l + 1 - r (or l - r) of each condition, which is at most 0 where they hold.
+  void collect(const Expr& c) {
+    if (const auto* both = c.as<And>()) {
+      collect(both->a);
+      collect(both->b);
+    } else if (const auto* lt = c.as<LT>(); lt && lt->a.type().is_int() && lt->a.type().is_scalar()) {
+      slacks_.push_back(lt->a + 1 - lt->b);
+    } else if (const auto* le = c.as<LE>(); le && le->a.type().is_int() && le->a.type().is_scalar()) {
+      slacks_.push_back(le->a - le->b);
+    }
+  }
+
+  const arith::BoundMap& known_;
+  std::vector<Expr> slacks_;
+};
+
 class Unswitcher : public IRMutator {
  public:
   Unswitcher(Unswitch what, const arith::BoundMap& known) : what_(what), known_(known) {}
@@ -162,6 +200,7 @@ class Unswitcher : public IRMutator {
     Stmt fast = Unclamper(finder).mutate(op->body);
     Expr condition;
     for (const auto& [text, c] : finder.conditions) condition = condition.defined() ? logical_and(condition, c) : c;
+    if (condition.defined()) fast = ClipsUnderConditions(condition, known_).mutate(fast);
     Stmt body = condition.defined() ? IfThenElse::make(condition, fast, op->body) : fast;
     return For::make(op->var, op->min, op->extent, op->for_kind, body, op->pragmas);
   }

@@ -136,6 +136,18 @@ TEST(Simplify, SymbolicSplitsAndClippedTiles) {
       << to_string(arith::simplify(loop, sizes));
 }
 
+TEST(Simplify, ComparesWithMultiplesOfQuotients) {
+  // m rows rounded up to a multiple of 7 are at least m rows: (m + 6) // 7 * 7 = m + 6 - (m + 6) % 7.
+  Var n("n"), h("h");
+  const BoundMap sizes{{n.get(), {0, ConstBound::kPosInf}}, {h.get(), {0, ConstBound::kPosInf}}};
+  Expr m = n * floordiv(h + 3, 4), rounded = floordiv(m + 6, 7) * 7;
+  EXPECT_TRUE(arith::can_prove(m <= rounded, sizes));
+  EXPECT_TRUE(arith::can_prove(rounded < m + 7, sizes));
+  EXPECT_FALSE(arith::can_prove(rounded <= m + 5, sizes));
+  EXPECT_EQ(s(min(rounded - 1, m - 1), sizes), "n*((h + 3) // 4) - 1");
+  EXPECT_EQ(s(max(floordiv(m + 3, 4) * 4, m), sizes), "(n*((h + 3) // 4) + 3) // 4*4");
+}
+
 TEST(Simplify, WrapsNarrowIntegers) {
   Expr a = IntImm::make(runtime::DataType::Int(8), 100);
   EXPECT_EQ(s(a + IntImm::make(runtime::DataType::Int(8), 100)), "int8(-56)");

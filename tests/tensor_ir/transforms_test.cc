@@ -115,6 +115,27 @@ TEST(UnswitchTileGuards, WholeTilesWriteUnguarded) {
   EXPECT_EQ(to_string(unswitch_tile_guards(linear, sizes)), to_string(linear));
 }
 
+// parallel for f in [0, T), T = (m + 13) // 14 tiles of m = n*h rows, t = f % T (a tile index
+// fused with others, nonlinear in f): for i in [0, min(t*14 + 13, R - 1) + 1 - t*14): P[i] = i, the
+// tile's rows of a producer that computes R = (m + 6) // 7 * 7 rows (7s), then for i in [0, 14):
+// if (likely(t*14 + i < m)) C[t*14 + i] = P[i].
+TEST(UnswitchTileGuards, WholeTilesKeepTheirExtentConstant) {
+  Var f("f"), i("i"), n("n"), h("h");
+  Expr m = n * h, tiles = floordiv(m + 13, Expr(14)), tile = floormod(f, tiles);
+  Buffer p = BufferNode::make("P", kFloat32, {Expr(14)}, MemoryScope::Local);
+  Buffer c = BufferNode::make("C", kFloat32, {m}, MemoryScope::Global);
+  Expr extent = min(tile * 14 + 13, floordiv(m + 6, Expr(7)) * 7 - 1) + 1 - tile * 14;
+  Stmt produce = For::make(i, Expr(0), extent, ForKind::Unrolled, Store::make(p, cast(kFloat32, i), i));
+  Stmt write = Store::make(c, Load::make(p, i), tile * 14 + i);
+  Stmt consume = For::make(i, Expr(0), Expr(14), ForKind::Unrolled,
+                           IfThenElse::make(call(Intrinsic::likely, {tile * 14 + i < m}), write));
+  Stmt s = For::make(f, Expr(0), tiles * 2, ForKind::Parallel, Block::make({produce, consume}));
+  const arith::BoundMap sizes{{n.get(), {0, arith::ConstBound::kPosInf}}, {h.get(), {0, arith::ConstBound::kPosInf}}};
+  const std::string unswitched = to_string(arith::simplify(unswitch_tile_guards(s, sizes), sizes));
+  // Where the whole tile lies inside (the first branch), its producer's loop is 14 long.
+  EXPECT_NE(unswitched.find(" {\n    unrolled (i, 0, 14) {\n      P[i] = float32(i)"), std::string::npos) << unswitched;
+}
+
 // for f in [0, 4*65): for j in [0, 8) (vectorized or not): if (likely(f % 65*8 + j < 513))
 //   C[f // 65*513 + f % 65*8 + j] = 1 (4 rows of 513 in vectors of 8, the row and vector fused)
 TEST(UnswitchTileGuards, StaticKernelsUnswitchOnlyGuardsOfVectors) {
