@@ -33,15 +33,20 @@ bool is_c_identifier(const std::string& s) {
 // strides. Narrower integers are user data, where wrapping is observable and must stay defined.
 bool no_signed_wrap(DataType t) { return t.is_int() && t.bits == 64; }
 
-// The loads in an expression, and whether it binds variables (inside a Let an index may have
-// another value than the same index outside).
+// The loads in an expression, whether it binds variables (inside a Let an index may have
+// another value than the same index outside), and its transcendental calls.
 struct LoadFinder : IRVisitor {
   explicit LoadFinder(bool unconditional) : unconditional(unconditional) {}
   const bool unconditional;  // only loads that run whenever the expression does: none in a select's branch
   std::vector<Expr> loads;
   bool binds = false;
+  int transcendental_calls = 0;
   void visit_(const Load* op) override {
     loads.emplace_back(op);
+    IRVisitor::visit_(op);
+  }
+  void visit_(const Call* op) override {
+    transcendental_calls += is_transcendental(op->op);
     IRVisitor::visit_(op);
   }
   void visit_(const Let* op) override {
@@ -54,14 +59,13 @@ struct LoadFinder : IRVisitor {
   }
 };
 
-// Whether a branch of `op` reads memory its condition does not. Such a read may be out of bounds
-// where the select does not pick its side (zero padding: select(inside, X[y - pad], 0)). A read
-// the condition makes itself is in bounds wherever the select runs (ReLU: select(A[i] > 0, A[i], 0)).
-bool reads_beyond_condition(const Select* op) {
-  LoadFinder condition(true), branches(false);
-  branches.visit(op->true_value);
-  branches.visit(op->false_value);
+// Whether a branch of `op` (`branches`: what its sides hold) reads memory its condition does not.
+// Such a read may be out of bounds where the select does not pick its side (zero padding:
+// select(inside, X[y - pad], 0)). A read the condition makes itself is in bounds wherever the
+// select runs (ReLU: select(A[i] > 0, A[i], 0)).
+bool reads_beyond_condition(const Select* op, const LoadFinder& branches) {
   if (branches.loads.empty()) return false;
+  LoadFinder condition(true);
   condition.visit(op->condition);
   if (condition.binds || branches.binds) return true;
   return std::any_of(branches.loads.begin(), branches.loads.end(), [&](const Expr& load) {
@@ -70,32 +74,12 @@ bool reads_beyond_condition(const Select* op) {
   });
 }
 
-// The memory reads and transcendental calls of a select's sides.
-class SideWork : public IRVisitor {
- public:
-  int loads = 0;
-  int transcendental_calls = 0;
-
- protected:
-  void visit_(const Load* op) override {
-    ++loads;
-    IRVisitor::visit_(op);
-  }
-  void visit_(const Call* op) override {
-    transcendental_calls += is_transcendental(op->op);
-    IRVisitor::visit_(op);
-  }
-};
-
 // Whether a vector select whose condition all lanes share should branch rather than mask both
 // sides. Masking computes both, which pays for a zero-padding guard (one load) but not for a
 // concat's select chain over computed inputs: every vector would compute every input. A branch
 // in a hot loop costs more than a few masked loads (MobileNet's padded convolutions).
-bool branches_on_shared_condition(const Select* op) {
-  SideWork work;
-  work.visit(op->true_value);
-  work.visit(op->false_value);
-  return work.transcendental_calls > 0 || work.loads > 4;
+bool branches_on_shared_condition(const LoadFinder& branches) {
+  return branches.transcendental_calls > 0 || branches.loads.size() > 4;
 }
 
 int64_t unroll_explicit(const Pragmas& pragmas) {
@@ -444,12 +428,16 @@ llvm::Value* CodeGenLLVM::emit_expr(const Select* op) {
   // side now: the other, which LLVM would only delete, is never emitted.
   if (auto* known = llvm::dyn_cast<llvm::ConstantInt>(c))
     return emit(known->isOne() ? op->true_value : op->false_value);
+  LoadFinder branches(false);
+  branches.visit(op->true_value);
+  branches.visit(op->false_value);
   // Sides that read nothing new are harmless to evaluate both: a blend (or vmaxps) beats masking.
-  if (!reads_beyond_condition(op)) return builder_.CreateSelect(c, emit(op->true_value), emit(op->false_value));
+  if (!reads_beyond_condition(op, branches))
+    return builder_.CreateSelect(c, emit(op->true_value), emit(op->false_value));
   // A branch rather than a masked <1 x T> load: the loop vectorizer if-converts a guarded load
   // into a masked vector load, but leaves loops calling masked-load intrinsics scalar.
   const bool shared_condition = !c->getType()->isVectorTy();
-  if (op->type.is_scalar() || (shared_condition && branches_on_shared_condition(op)))
+  if (op->type.is_scalar() || (shared_condition && branches_on_shared_condition(branches)))
     return emit_if_else(
         c, [&] { return emit(op->true_value); }, [&] { return emit(op->false_value); });
   if (shared_condition) c = builder_.CreateVectorSplat(static_cast<unsigned>(op->type.lanes), c);

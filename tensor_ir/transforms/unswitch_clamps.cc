@@ -150,7 +150,9 @@ class Unclamper : public IRMutator {
 // constant, and its loops stay unrolled.
 class ClipsUnderConditions : public IRMutator {
  public:
-  ClipsUnderConditions(const Expr& conditions, const arith::BoundMap& known) : known_(known) { collect(conditions); }
+  ClipsUnderConditions(const std::map<std::string, Expr>& conditions, const arith::BoundMap& known) : known_(known) {
+    for (const auto& [text, c] : conditions) collect(c);
+  }
   using IRMutator::mutate;
 
  protected:
@@ -166,12 +168,9 @@ class ClipsUnderConditions : public IRMutator {
   }
 
  private:
-  // The slack l + 1 - r (or l - r) of each condition, which is at most 0 where they hold.
+  // The slack l + 1 - r (or l - r) of a condition, which is at most 0 where it holds.
   void collect(const Expr& c) {
-    if (const auto* both = c.as<And>()) {
-      collect(both->a);
-      collect(both->b);
-    } else if (const auto* lt = c.as<LT>(); lt && lt->a.type().is_int() && lt->a.type().is_scalar()) {
+    if (const auto* lt = c.as<LT>(); lt && lt->a.type().is_int() && lt->a.type().is_scalar()) {
       slacks_.push_back(lt->a + 1 - lt->b);
     } else if (const auto* le = c.as<LE>(); le && le->a.type().is_int() && le->a.type().is_scalar()) {
       slacks_.push_back(le->a - le->b);
@@ -200,7 +199,7 @@ class Unswitcher : public IRMutator {
     Stmt fast = Unclamper(finder).mutate(op->body);
     Expr condition;
     for (const auto& [text, c] : finder.conditions) condition = condition.defined() ? logical_and(condition, c) : c;
-    if (condition.defined()) fast = ClipsUnderConditions(condition, known_).mutate(fast);
+    if (condition.defined()) fast = ClipsUnderConditions(finder.conditions, known_).mutate(fast);
     Stmt body = condition.defined() ? IfThenElse::make(condition, fast, op->body) : fast;
     return For::make(op->var, op->min, op->extent, op->for_kind, body, op->pragmas);
   }
