@@ -101,9 +101,7 @@ Tensor max_pool(const Tensor& data, const PoolGeometry& g) {
   Expr lowest = make_const(data.dtype(), data.dtype().min_value());
   if (data.dtype().is_float()) lowest = make_const(data.dtype(), -std::numeric_limits<double>::infinity());
   size_t rank = g.kernel.size();
-  // Steps are worth their rows' tails only at a constant width: at a symbolic one each row's
-  // tail is a scalar loop with guards per step, which took longer than the row's vectors.
-  if (rank < 2 || !as_const_int(data->shape.back())) {
+  if (rank < 2) {
     return pool_compute(data, g, "max_pool", [&](const std::vector<Var>& o) {
       Window w = window(data, g, o);
       return max_reduce(select(w.inside, read(data, o, w.pos), lowest), w.axes);

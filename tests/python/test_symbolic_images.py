@@ -84,9 +84,10 @@ def test_winograd_convolutions_of_symbolic_sizes_follow_the_packing_chosen_at_th
             np.testing.assert_allclose(module.run([x])[0], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
-def pool_reference(x, kind, kernel, strides, pads, count_include_pad=False, p=2):
+def pool_reference(x, kind, kernel, strides, pads, count_include_pad=False, p=2, dilations=None):
     fill = -np.inf if kind == "max" else 0.0
-    win = windows(x, kernel, strides, [1] * len(kernel), pads, fill)
+    dilations = dilations or [1] * len(kernel)
+    win = windows(x, kernel, strides, dilations, pads, fill)
     axes = tuple(range(-len(kernel), 0))
     if kind == "max":
         return win.max(axes)
@@ -94,13 +95,15 @@ def pool_reference(x, kind, kernel, strides, pads, count_include_pad=False, p=2)
         return (np.abs(win) ** p).sum(axes) ** (1 / p)
     if count_include_pad:
         return win.mean(axes)
-    counts = windows(np.ones_like(x), kernel, strides, [1] * len(kernel), pads)
+    counts = windows(np.ones_like(x), kernel, strides, dilations, pads)
     return win.sum(axes) / counts.sum(axes)
 
 
 POOLS = {
     "max 3x3 stride 2": ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     "max 2x2": ("MaxPool", {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    "max 3x2 dilated, uneven pads": ("MaxPool", {"kernel_shape": [3, 2], "strides": [1, 2], "dilations": [2, 3],
+                                                 "pads": [2, 1, 0, 2]}),
     "average, padding not counted": ("AveragePool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     "average, padding counted": ("AveragePool", {"kernel_shape": [3, 2], "pads": [1, 0, 1, 1], "count_include_pad": 1}),
     "p-norm": ("LpPool", {"kernel_shape": [2, 3], "strides": [1, 2], "p": 2}),
@@ -119,12 +122,14 @@ def test_pooling_of_symbolic_height_and_width(tmp_path, rng, case):
     for n, h, w in [(1, 24, 24), (2, 9, 13), (1, 3, 3), (1, 4, 37)]:
         x = rng.standard_normal((n, 5, h, w)).astype("float32")
         want = pool_reference(x, kind, kernel, attrs.get("strides", [1, 1]), attrs.get("pads", [0] * 4),
-                              attrs.get("count_include_pad", 0))
+                              attrs.get("count_include_pad", 0), dilations=attrs.get("dilations"))
         for runner in (lib, module):
             y, g, gm = runner.run([x])
             np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
             np.testing.assert_allclose(g, x.mean((2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
             np.testing.assert_array_equal(gm, x.max((2, 3), keepdims=True))
+    if kind == "max":  # in separable steps (over the leading window dimension, then along rows), as at a constant width
+        assert any("max_pool_leading" in k["lowered"] for k in lib.kernels), [k["lowered"] for k in lib.kernels]
 
 
 def test_ceil_mode_pools_of_symbolic_sizes_drop_windows_starting_in_the_right_padding(tmp_path, rng):
