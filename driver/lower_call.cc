@@ -3,6 +3,8 @@
 #include "autotune/apply_record.h"
 #include "autotune/task.h"
 #include "autotune/workload.h"
+#include "driver/conv_form_versions.h"
+#include "driver/kernel_versions.h"
 #include "driver/row_count_versions.h"
 #include "relay_ir/compute_of_call.h"
 #include "relay_ir/op.h"
@@ -161,6 +163,18 @@ LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, con
   CallCompute compute = compute_of_call(call, ctx.hardware);
   try {
     LoweredCall out = lower_compute(call, compute, kernel_name, ctx);
+    if (const tensor_ir::Expr winograd = winograd_condition(call); winograd.defined()) {
+      const bool main_winograd = tensor_ir::size_hint(winograd) != 0;
+      auto hints = hints_where(compute.outputs, winograd, !main_winograd);
+      if (!hints) return out;  // the other form is never chosen near the hints
+      tensor_ir::SizeHintScope scope(*hints);
+      LoweredCall other = lower_compute(call, compute_of_call(call, ctx.hardware), kernel_name, ctx);
+      out.func = main_winograd ? choose_by_condition(out.func, other.func, winograd)
+                               : choose_by_condition(other.func, out.func, winograd);
+      out.schedule += std::string("; where Winograd's form ") + (main_winograd ? "does not pay: " : "pays: ") +
+                      other.schedule;
+      return out;
+    }
     // A GPU's product templates take any row count alike.
     const tensor_ir::Expr main_rows = ctx.hardware.is_gpu() ? tensor_ir::Expr() : product_rows(compute.outputs);
     if (!main_rows.defined()) return out;

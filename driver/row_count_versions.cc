@@ -1,12 +1,10 @@
 #include "driver/row_count_versions.h"
 
 #include <algorithm>
-#include <unordered_map>
 
-#include "runtime/error.h"
+#include "driver/kernel_versions.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/bind_sizes.h"
-#include "tensor_ir/functor.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/size_hint.h"
@@ -16,32 +14,8 @@ namespace tessera::driver {
 
 using namespace tensor_ir;
 
-namespace {
-
 // The many-row version's hint for the row count's variables where the given hints give few rows.
 constexpr int64_t kManyRowsHint = 64;
-
-// A version's body reading and writing another's arguments.
-class RebindArguments : public IRMutator {
- public:
-  explicit RebindArguments(std::unordered_map<const BufferNode*, Buffer> to) : to_(std::move(to)) {}
-  using IRMutator::mutate;
-
- protected:
-  Expr mutate_(const Load* op) override { return Load::make(rebound(op->buffer), mutate(op->index)); }
-  Stmt mutate_(const Store* op) override {
-    return Store::make(rebound(op->buffer), mutate(op->value), mutate(op->index));
-  }
-
- private:
-  Buffer rebound(const Buffer& b) const {
-    auto it = to_.find(b.get());
-    return it == to_.end() ? b : it->second;
-  }
-  std::unordered_map<const BufferNode*, Buffer> to_;
-};
-
-}  // namespace
 
 const std::vector<RowCountClass>& row_count_classes() {
   static const std::vector<RowCountClass> classes = {
@@ -83,27 +57,15 @@ std::map<std::string, int64_t> hints_for_class(const std::vector<Tensor>& output
 
 LoweredFunc choose_by_row_count(const std::vector<LoweredFunc>& versions, size_t main, const Expr& rows) {
   const LoweredFunc& served = versions.at(main);
-  LoweredFunc out = served;
+  LoweredFunc out;
   const LoweredFunc* above = nullptr;  // the version of the class above
   for (size_t c = versions.size(); c-- > 0;) {
     const LoweredFunc& v = versions[c].body.defined() ? versions[c] : served;
     if (&v == above) continue;
-    if (v.args.size() != served.args.size())
-      fail("internal error: the versions of kernel ", served.name, " for row counts take ", v.args.size(), " and ",
-           served.args.size(), " arguments");
-    std::unordered_map<const BufferNode*, Buffer> to;
-    for (size_t i = 0; i < v.args.size(); ++i) to[v.args[i].get()] = served.args[i];
-    Stmt own = &v == &served ? v.body : RebindArguments(std::move(to)).mutate(v.body);
-    if (above) {
-      const int64_t bound = row_count_classes()[c + 1].least;
-      own =
-          IfThenElse::make(arith::simplify(rows < make_const(rows.type(), static_cast<double>(bound))), own, out.body);
-    }
-    out.body = own;
+    const LoweredFunc own = with_arguments_of(v, served);
+    const int64_t bound = above ? row_count_classes()[c + 1].least : 0;
+    out = above ? choose_by_condition(own, out, rows < make_const(rows.type(), static_cast<double>(bound))) : own;
     above = &v;
-    for (const Var& x : v.shape_vars)
-      if (std::none_of(out.shape_vars.begin(), out.shape_vars.end(), [&](const Var& y) { return y.same_as(x); }))
-        out.shape_vars.push_back(x);
   }
   return out;
 }

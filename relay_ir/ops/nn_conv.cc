@@ -2,7 +2,9 @@
 // dilations (one per spatial dimension; empty: all 1), pads (begins then ends; empty: none),
 // groups, and for conv_transpose output_padding (empty: none). conv's packed_channels (0: the
 // weight as it is) says its weight comes packed by conv_pack_weight or conv_winograd_weight, as
-// AlterOpLayout rewrites convolutions with constant weights. conv_weight_grad, the weight gradient
+// AlterOpLayout rewrites convolutions with constant weights; a fourth input (after the bias) is
+// the blocked packing beside a Winograd one, for the sizes at which the Winograd form does not
+// pay (the driver lowers a kernel per form, chosen at each call). conv_weight_grad, the weight gradient
 // of a convolution, only gradients build.
 // Gradients: conv and conv_transpose are each other's adjoints in the data: the data gradient of
 // a convolution is a transposed convolution of the cotangent with the same weight and geometry
@@ -75,7 +77,15 @@ Type conv_rel(const std::vector<Type>& args, const Attrs& attrs) {
   if (channels < 0) fail("packed_channels must not be negative, got ", channels);
   if (channels == 0 && w.dtype != d.dtype) fail("weight dtype ", w.dtype.str(), " differs from data's ", d.dtype.str());
   Shape out = keep_batch(d.shape, [&](const std::vector<tensor_ir::Expr>& data) {
-    return ops::conv_shape(data, channels ? unpacked_weight(d, data, w, channels, g, attrs) : w.shape.ints(), g);
+    std::vector<int64_t> ws = channels ? unpacked_weight(d, data, w, channels, g, attrs) : w.shape.ints();
+    if (args.size() == 4) {
+      const auto& direct = tensor_arg(args, 3, "direct weight");
+      if (channels == 0 || w.ndim() != 4 || direct.ndim() == 4 ||
+          unpacked_weight(d, data, direct, channels, g, attrs) != ws)
+        fail("a direct weight ", direct.dtype.str(), direct.shape.str(), " goes beside a Winograd packing of the same ",
+             "weight, got ", w.dtype.str(), w.shape.str());
+    }
+    return ops::conv_shape(data, ws, g);
   });
   check_bias(args, d, out[1]);
   return tensor_type(out, d.dtype);
@@ -401,10 +411,10 @@ void register_nn_conv_ops(OpRegistry& r) {
   r.add({"conv",
          "convolution of data [N, C, spatial...] with weight [M, C / groups, kernel...] (or its packing, for "
          "packed_channels=M), "
-         "optional bias [M]",
-         2, 3, packable, conv_rel, OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
+         "optional bias [M], optional blocked packing beside a Winograd one",
+         2, 4, packable, conv_rel, OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
            return ops::conv(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, in[0].ndim() - 2, false),
-                            registers_of(a, "conv"), a.get_int("packed_channels"));
+                            registers_of(a, "conv"), a.get_int("packed_channels"), nn::optional_input(in, 3));
          }),
          "conv_epilogue", nn::conv_gradient, /*is_view=*/false, nn::window_fits});
   std::vector<AttrSpec> channels_last = conv_attrs(false);

@@ -12,11 +12,16 @@
 // one; both sum in k order, but LLVM may reassociate them differently (fast-math), so the last
 // bit may differ. A 3x3 stride-1 convolution with enough output tiles moves to the Winograd form,
 // which only a precomputed weight transform makes pay (ops/nn_conv_winograd.cc): it rounds
-// differently from the direct sum, by about 1e-6 relative to the output's scale. Layouts are
+// differently from the direct sum, by about 1e-6 relative to the output's scale. Where it pays
+// at some of a convolution's symbolic sizes only (7x7 outputs over a batch of N, an image of H x
+// W), the blocked packing goes beside the Winograd one (after a bias, zeros if it had none) and
+// each call takes the form its sizes pay for (driver/conv_form_versions.h). Layouts are
 // sized for the target's vector registers (the pass context's options "vector_bytes" and
 // "vector_registers", which the driver sets from the target); the rewritten calls and packing ops
 // name them, so the kernels reading a packed weight are sized the same whatever they are built
 // for.
+#include <cstring>
+
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
 #include "relay_ir/ops/nn_ops.h"
@@ -31,6 +36,12 @@ namespace ops = tensor_ir::ops;
 namespace {
 
 const TensorTypeNode& tensor(const Expr& e) { return as_tensor(e->checked_type, "operand"); }
+
+Expr zeros(std::vector<int64_t> shape, DataType dtype) {
+  runtime::NDArray a = runtime::NDArray::empty(std::move(shape), dtype);
+  std::memset(a.data(), 0, a.nbytes());
+  return constant(a);
+}
 
 class LayoutAlterer : public ExprMutator {
  public:
@@ -52,13 +63,18 @@ class LayoutAlterer : public ExprMutator {
     Attrs attrs = set_registers(c->attrs, regs_);
     if (name == "conv") {
       if (c->attrs.get_int("packed_channels")) return node;
-      auto packing = ops::conv_weight_packing(dims_per_image(x.shape), w.shape,
+      auto packing = ops::conv_weight_packing(x.shape.dims(), w.shape,
                                               nn::conv_geometry(attrs, x.ndim() - 2, false), x.dtype, regs_);
       if (packing.kind == ops::ConvWeightPacking::Unpacked) return node;
+      const Expr weight = args[1];
       args[1] = packing.kind == ops::ConvWeightPacking::Winograd
-                    ? call("conv_winograd_weight", {args[1]}, set_registers({}, regs_))
-                    : call("conv_pack_weight", {args[1]}, {{"block", packing.block}});
+                    ? call("conv_winograd_weight", {weight}, set_registers({}, regs_))
+                    : call("conv_pack_weight", {weight}, {{"block", packing.block}});
       attrs.set("packed_channels", w.shape[0]);
+      if (packing.winograd_at_some_sizes) {
+        if (args.size() == 2) args.push_back(constants_.record(zeros({w.shape[0]}, x.dtype)));
+        args.push_back(constants_.record(call("conv_pack_weight", {weight}, {{"block", packing.block}})));
+      }
     } else {
       bool trans = attrs.get_int("trans_b");
       if (c->attrs.get_int("packed_columns") || !ops::matmul_weight_packable(x.ndim(), w.shape, trans, x.dtype, regs_))

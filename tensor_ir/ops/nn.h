@@ -103,9 +103,11 @@ int64_t depthwise_row_block(int64_t rows);
 constexpr int64_t kMaxStripChannels = 4;
 inline int64_t strip_block(const Registers& regs) { return std::min<int64_t>(16, regs.count / 2); }
 // `bias` [M] may be undefined. With packed_channels > 0, `weight` is a [packed_channels, C /
-// groups, kernel...] weight packed ahead of time as this convolution reads it (see below).
+// groups, kernel...] weight packed ahead of time as this convolution reads it (see below); with
+// `direct_weight` beside it, `weight` is the Winograd packing and `direct_weight` the blocked one,
+// and the form is chosen at the size hints (a kernel per form, conv_winograd_condition choosing).
 Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, const Registers& regs,
-            int64_t packed_channels = 0);
+            int64_t packed_channels = 0, const Tensor& direct_weight = Tensor());
 // Weights packed ahead of time (for constant weights, by the graph's AlterOpLayout), in the
 // accumulation type. The blocked form reads Wp[m / block, c, k.., m % block] (zeros past M,
 // conv_pack_weight), and so does the pointwise one, in blocks of its register tile's rows (so a
@@ -113,12 +115,20 @@ Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const 
 // them the rows; the Winograd form (3x3, stride 1) its transformed weight U = G g G^T as the
 // matrix-product panels [36, M / nr, C, nr] (conv_winograd_weight). conv_weight_packing tells
 // which a convolution of these shapes reads; the other forms read the weight as it is.
+// Where the Winograd form pays at some of a convolution's symbolic sizes and not at others
+// (winograd_at_some_sizes), it reads both the Winograd packing and the blocked one.
 struct ConvWeightPacking {
   enum Kind { Unpacked, Blocked, Winograd } kind = Unpacked;
-  int64_t block = 0;  // Blocked: output channels per block
+  int64_t block = 0;  // Blocked, or Winograd at some sizes only: output channels per block
+  bool winograd_at_some_sizes = false;
 };
 ConvWeightPacking conv_weight_packing(const std::vector<Expr>& data, const std::vector<int64_t>& weight,
                                       const ConvGeometry& g, DataType dtype, const Registers& regs);
+// Where a convolution of `data` with a [M, C, 3, 3] `weight` takes the Winograd form: a boolean
+// expression of its sizes (constant where they are), which chooses the form at each call of a
+// convolution reading both packings.
+Expr conv_winograd_condition(const std::vector<Expr>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
+                             DataType dtype, const Registers& regs);
 std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight, int64_t block);
 Tensor conv_pack_weight(const Tensor& weight, int64_t block);
 std::vector<int64_t> conv_winograd_weight_shape(const std::vector<int64_t>& weight, const Registers& regs);

@@ -600,6 +600,12 @@ ConvWeightPacking conv_weight_packing(const std::vector<Expr>& data, const std::
                                       const ConvGeometry& g, DataType dtype, const Registers& regs) {
   ConvCore c = forward_sizes("conv", data, weight, g, accumulation_type(dtype), regs);
   c.prepacked = true;
+  if (winograd_fits(c) && !as_const_int(winograd_pays(c))) {
+    ConvCore direct = c;
+    direct.winograd_weight = false;
+    ConvForm other = conv_form(direct);
+    if (other.kind == ConvForm::Blocked) return {ConvWeightPacking::Winograd, other.block, true};
+  }
   ConvForm form = conv_form(c);
   if (form.kind == ConvForm::Winograd) return {ConvWeightPacking::Winograd};
   if (form.kind == ConvForm::Blocked || form.kind == ConvForm::Strip) return {ConvWeightPacking::Blocked, form.block};
@@ -607,6 +613,13 @@ ConvWeightPacking conv_weight_packing(const std::vector<Expr>& data, const std::
   if (form.kind == ConvForm::PointwiseRows)
     return {ConvWeightPacking::Blocked, matmul_tile_cols(c.acc, c.m, c.registers)};
   return {};
+}
+
+Expr conv_winograd_condition(const std::vector<Expr>& data, const std::vector<int64_t>& weight, const ConvGeometry& g,
+                             DataType dtype, const Registers& regs) {
+  ConvCore c = forward_sizes("conv", data, weight, g, accumulation_type(dtype), regs);
+  c.prepacked = true;
+  return winograd_fits(c) ? winograd_pays(c) : make_const(runtime::kBool, 0);
 }
 
 std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<Expr>& data, const std::vector<int64_t>& packed,
@@ -687,7 +700,7 @@ std::vector<int64_t> conv_winograd_weight_shape(const std::vector<int64_t>& weig
 }
 
 Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, const Registers& regs,
-            int64_t packed_channels) {
+            int64_t packed_channels, const Tensor& direct_weight) {
   DataType acc = accumulation_type(data.dtype());
   if (packed_channels == 0) {
     if (data.dtype() != weight.dtype())
@@ -706,6 +719,17 @@ Tensor conv(const Tensor& data, const Tensor& weight, const Tensor& bias, const 
   c.packed_weight = weight;
   c.prepacked = true;
   c.winograd_weight = weight.ndim() == 4 && ws.size() == 4;  // panels [36, M / nr, C, nr], not blocks
+  if (direct_weight.defined()) {
+    if (!*c.winograd_weight || direct_weight.dtype() != acc ||
+        conv_unpacked_weight_shape(dims_per_image(data), direct_weight->dims(), packed_channels, g, data.dtype(),
+                                   regs) != ws)
+      fail("conv: a direct weight ", direct_weight.dtype().str(), runtime::shape_str(direct_weight->dims()),
+           " goes beside a Winograd packing of the same weight, got ", weight.dtype().str(),
+           runtime::shape_str(weight->dims()));
+    c.winograd_weight.reset();
+    c.winograd_weight = winograd_applies(c);
+    if (!*c.winograd_weight) c.packed_weight = direct_weight;
+  }
   c.out_type = data.dtype();
   c.bias = bias;
   return conv_core(c);

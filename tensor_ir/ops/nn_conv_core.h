@@ -35,9 +35,9 @@ struct ConvCore {
   // Whether the weight comes, or may come, packed ahead of time: the Winograd form needs its
   // transform precomputed (done per call, it would cost more than the multiplications saved).
   bool prepacked = false;
-  // For symbolic spatial sizes, whether the weight comes transformed for the Winograd form
-  // (unset: choose by the tiles at the size hints). The pass that packs weights chooses at its
-  // hints; lowering, whose row-count versions compute at other hints, follows the packing.
+  // Whether the weight comes transformed for the Winograd form (unset: choose by the sizes at
+  // the size hints). The pass that packs weights chooses at its hints; lowering, which may compute
+  // at other hints, follows the packing.
   std::optional<bool> winograd_weight;
   Tensor bias;          // [m] or undefined
   Registers registers;  // the target's, which size blocks, padded tiles and register tiles
@@ -56,9 +56,13 @@ void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g);
 // finished (or cast to the output type).
 Tensor epilogue(const ConvCore& c, const std::function<Expr(const std::vector<Var>&)>& product);
 
-// The Winograd form (nn_conv_winograd.cc): whether it applies to the convolution (shapes and
-// a prepacked weight), its weight packed ahead of time (the panels winograd_weight_shape gives,
-// which winograd reads from c.packed_weight), the computation.
+// The Winograd form (nn_conv_winograd.cc): whether the convolution's shapes and weight allow it
+// (3x3, stride 1, a prepacked weight), whether it pays at its sizes (an expression of them:
+// constant where they are), whether it applies (it fits, and the weight comes transformed or, for
+// a weight not packed yet, it pays at the size hints), its weight packed ahead of time (the
+// panels winograd_weight_shape gives, which winograd reads from c.packed_weight), the computation.
+bool winograd_fits(const ConvCore& c);
+Expr winograd_pays(const ConvCore& c);
 bool winograd_applies(const ConvCore& c);
 std::vector<int64_t> winograd_weight_shape(const ConvCore& c);
 Tensor winograd_weight(const ConvCore& c);

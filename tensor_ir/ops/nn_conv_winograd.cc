@@ -31,13 +31,16 @@ constexpr int kAlpha = 6;  // inputs per tile side: kTile + 3 - 1
 constexpr int kPositions = kAlpha * kAlpha;
 // Below this many tiles per image the transforms and the padding to whole tiles cost more than
 // the multiplications saved, except for the few-tile outputs below.
-constexpr int64_t kMinTilesPerImage = 9;
-// Outputs of 2x2 tiles (7x7, ResNet's last stage, padded to 8x8) pay too where the padding wastes
-// at most a quarter of the tiles' outputs and the channels outweigh the transforms; fewer tiles
-// (a 4x4 output is one) leave products of a row or two per image reading a weight 4 times the
-// direct one's (benchmarks/NOTES.md, "Winograd on 7x7 outputs").
+constexpr int64_t kMinTiles = 9;
+// Outputs of 2x2 tiles per image (7x7, ResNet's last stage, padded to 8x8) pay too where the
+// padding wastes at most a quarter of the tiles' outputs and the channels outweigh the transforms;
+// fewer tiles (a 4x4 output is one) leave products of a row or two per image reading a weight 4
+// times the direct one's. With 16-lane vectors (AVX-512) the direct form's arithmetic is fast
+// enough that such a product pays only from kMinTiles rows (tiles over the batch): a batch of 3
+// at 7x7 (benchmarks/NOTES.md, "Winograd on 7x7 outputs").
 constexpr int64_t kMinFewTiles = 4;
 constexpr int64_t kMinFewTilesChannels = 64;
+constexpr int64_t kWideVectorLanes = 16;
 
 // Interpolation points 0, 1, -1, 2, -2 and infinity.
 constexpr double kBT[kAlpha][kAlpha] = {{4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
@@ -95,17 +98,28 @@ Expr transformed_weight(const ConvCore& c, const Expr& xi, const Expr& m, const 
 
 }  // namespace
 
-bool winograd_applies(const ConvCore& c) {
+bool winograd_fits(const ConvCore& c) {
   const std::vector<int64_t> three{3, 3}, one{1, 1};
-  if (!(c.prepacked && c.acc == runtime::kFloat32 && !c.finish && c.out.size() == 2 && c.groups == 1 &&
-        c.kernel == three && c.strides == one && c.dilations == one && c.c >= 8 && c.m >= 16))
-    return false;
-  if (c.winograd_weight && !static_space(c)) return *c.winograd_weight;
-  const int64_t tiles = size_hint(tiles_of(c).per_image());
-  if (tiles >= kMinTilesPerImage) return true;
-  const int64_t outputs = size_hint(c.out[0]) * size_hint(c.out[1]);
-  return tiles >= kMinFewTiles && 4 * outputs >= 3 * tiles * kTile * kTile &&
-         std::min(c.c, c.m) >= kMinFewTilesChannels;
+  return c.prepacked && c.acc == runtime::kFloat32 && !c.finish && c.out.size() == 2 && c.groups == 1 &&
+         c.kernel == three && c.strides == one && c.dilations == one && c.c >= 8 && c.m >= 16;
+}
+
+Expr winograd_pays(const ConvCore& c) {
+  const Expr tiles = tiles_of(c).per_image();
+  Expr pays = tiles >= Expr(kMinTiles);
+  if (std::min(c.c, c.m) >= kMinFewTilesChannels) {
+    const Expr outputs = c.out[0] * c.out[1];
+    Expr few = logical_and(tiles >= Expr(kMinFewTiles), Expr(4) * outputs >= Expr(3 * kTile * kTile) * tiles);
+    if (c.registers.lanes(c.acc) >= kWideVectorLanes) few = logical_and(few, c.n * tiles >= Expr(kMinTiles));
+    pays = logical_or(pays, few);
+  }
+  return arith::simplify(pays);
+}
+
+bool winograd_applies(const ConvCore& c) {
+  if (!winograd_fits(c)) return false;
+  if (c.winograd_weight) return *c.winograd_weight;
+  return size_hint(winograd_pays(c)) != 0;
 }
 
 std::vector<int64_t> winograd_weight_shape(const ConvCore& c) {

@@ -298,7 +298,7 @@ def test_variable_weights_are_not_packed(rng):
     (2, 13, 40, (13, 15), (1, 1, 1, 1)),  # tiles past both edges, channels filling no vector, a partial panel
     (1, 16, 33, (14, 17), (0, 2, 1, 0)),  # asymmetric pads
     (1, 64, 64, (28, 28), (1, 1, 1, 1)),  # a ResNet layer
-    (2, 64, 72, (7, 7), (1, 1, 1, 1)),  # 2x2 tiles, a quarter of their outputs padding (ResNet's last stage)
+    (3, 64, 72, (7, 7), (1, 1, 1, 1)),  # 2x2 tiles, a quarter of their outputs padding (ResNet's last stage), 3 images
 ])
 def test_winograd_convolutions(rng, n, c, m, size, pads):
     # Level 3 takes 3x3 stride-1 convolutions with constant weights to Winograd's F(4x4, 3x3),
@@ -316,18 +316,31 @@ def test_winograd_convolutions(rng, n, c, m, size, pads):
         np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
-@pytest.mark.parametrize("size,stride,c,m", [((7, 7), 1, 64, 32), ((5, 5), 1, 64, 64), ((4, 4), 1, 128, 128),
-                                             ((28, 28), 2, 64, 32), ((28, 28), 1, 4, 32)])
-def test_winograd_needs_enough_tiles_stride_one_and_channels(rng, size, stride, c, m):
+@pytest.mark.parametrize("n,size,stride,c,m", [(4, (7, 7), 1, 64, 32), (4, (5, 5), 1, 64, 64), (16, (4, 4), 1, 128, 128),
+                                               (1, (28, 28), 2, 64, 32), (1, (28, 28), 1, 4, 32)])
+def test_winograd_needs_enough_tiles_stride_one_and_channels(rng, n, size, stride, c, m):
     # Outputs of fewer than 9 tiles stay direct unless they are 4 tiles or more of which padding
     # takes at most a quarter, with 64 channels in and out: 7x7 with 32 output channels, 5x5 (4
     # tiles for 25 outputs) and 4x4 (one tile) stay direct; so do strided and narrow convolutions.
-    x = rng.standard_normal((1, c) + size).astype("float32")
+    x = rng.standard_normal((n, c) + size).astype("float32")
     w = rng.standard_normal((m, c, 3, 3)).astype("float32")
     mod = graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1] * 4, strides=[stride] * 2)], x, {"w": w})
     lib = tessera.build(mod, opt_level=3)
     assert "winograd" not in lib.kernels[0]["lowered"]
     np.testing.assert_allclose(lib.run([x])[0], conv_reference(x, w, pads=[1] * 4, strides=[stride] * 2), rtol=1e-4, atol=1e-4)
+
+
+def test_winograd_on_7x7_outputs_takes_a_batch_on_16_lane_vectors(rng):
+    # 7x7 outputs (4 tiles, a quarter of their outputs padding) of 64 channels: on AVX-512's 16
+    # lanes the direct form's arithmetic is fast enough that Winograd's transformed weight, 4 times
+    # the direct one's, pays from 9 tiles over the batch (3 images); on AVX2's 8 from one image.
+    w = rng.standard_normal((64, 64, 3, 3)).astype("float32")
+    for target, takes in ((host_cpu.AVX512, {1: False, 2: False, 3: True}), ("llvm -mcpu=x86-64-v3", {1: True, 2: True})):
+        for n, winograd in takes.items():
+            x = np.zeros((n, 64, 7, 7), "float32")
+            mod = graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1] * 4)], x, {"w": w})
+            lib = tessera.build(mod, opt_level=3, target=target, jit=False)
+            assert ("winograd" in lib.kernels[0]["lowered"]) == winograd, (target, n)
 
 
 # --- ConvertLayout: channels-last depthwise-separable networks ---------------------------

@@ -246,12 +246,57 @@ TEST(AlterOpLayout, ThreeByThreeConvWeightComesWinogradTransformed) {
   EXPECT_EQ(run_level3(alter_op_layout_pass(), in), canonical(out));
   Module m = infer_type(parse_module(out));
   EXPECT_EQ(to_string(m.main()->body.as<CallNode>()->args[1]->checked_type), "float32[36, 1, 8, 16]");
-  // The same weight for 8x8 outputs (4 tiles, of too few channels): the blocked form, which refuses
-  // Winograd panels.
-  std::string small = R"(def @main(%x: float32[1, 8, 8, 8], %w: float32[36, 1, 8, 16]) {
+  // A weight's packing says its form: the same panels serve 8x8 outputs too (4 tiles, where the
+  // pass would pack the weight in blocks), and panels of other channels are refused.
+  infer_type(parse_module(R"(def @main(%x: float32[1, 8, 8, 8], %w: float32[36, 1, 8, 16]) {
   conv(%x, %w, packed_channels=16, pads=[1, 1, 1, 1], vector_bytes=64, vector_registers=32)
+})"));
+  expect_type_error(R"(def @main(%x: float32[1, 8, 8, 8], %w: float32[36, 1, 4, 16]) {
+  conv(%x, %w, packed_channels=16, pads=[1, 1, 1, 1], vector_bytes=64, vector_registers=32)
+})",
+                    "weight (16, 4, 3, 3) expects 4 input channels");
+}
+
+// AlterOpLayout (level 3, 64-byte registers) on a convolution of `data` with a [64, 64, 3, 3]
+// constant weight and 1-pixel pads.
+Module winograd_conv_altered(const Shape& data) {
+  runtime::NDArray w = runtime::NDArray::empty({64, 64, 3, 3}, runtime::kFloat32);
+  for (int64_t i = 0; i < w.numel(); ++i) w.data_as<float>()[i] = static_cast<float>(i % 7);
+  Var x("x", tensor_type(data, runtime::kFloat32));
+  Module m(function({x}, call("conv", {x, constant(w)}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})));
+  PassContext ctx;
+  ctx.opt_level = 3;
+  schedule::HardwareParams hw;
+  hw.registers = {64, 32};
+  ctx.options = with_registers(ctx.options, hw);
+  return infer_type(run_passes(m, {infer_type_pass(), alter_op_layout_pass()}, ctx));
+}
+
+TEST(AlterOpLayout, ConvWinogradAtSomeSizesOnlyReadsBothPackings) {
+  // 7x7 outputs, 64 channels in and out, a batch of N: Winograd's 4 tiles per image pay from 3
+  // images on, so the blocked packing goes beside the Winograd one, after a bias of zeros.
+  using Dim = tensor_ir::Expr;
+  Module m = winograd_conv_altered(Shape({Dim(tensor_ir::Var("N")), Dim(64), Dim(7), Dim(7)}));
+  const auto* conv = m.main()->body.as<CallNode>();
+  ASSERT_EQ(conv->args.size(), 4u);
+  EXPECT_EQ(to_string(conv->args[1]->checked_type), "float32[36, 2, 64, 32]");
+  EXPECT_EQ(to_string(conv->args[2]->checked_type), "float32[64]");
+  EXPECT_EQ(to_string(conv->args[3]->checked_type), "float32[2, 64, 3, 3, 32]");
+  // At a batch of 4 or 1 the sizes decide: the Winograd packing, or the blocked one, alone.
+  EXPECT_EQ(to_string(winograd_conv_altered(Shape({4, 64, 7, 7})).main()->body.as<CallNode>()->args[1]->checked_type),
+            "float32[36, 2, 64, 32]");
+  EXPECT_EQ(winograd_conv_altered(Shape({4, 64, 7, 7})).main()->body.as<CallNode>()->args.size(), 2u);
+  EXPECT_EQ(to_string(winograd_conv_altered(Shape({1, 64, 7, 7})).main()->body.as<CallNode>()->args[1]->checked_type),
+            "float32[2, 64, 3, 3, 32]");
+  // Both packings must be of one weight, the first Winograd's, the second in blocks.
+  const std::string both = R"(def @main(%x: float32[4, 64, 7, 7], %u: float32[36, 2, 64, 32], %b: float32[64], %d: float32D) {
+  conv(%x, %u, %b, %d, packed_channels=64, pads=[1, 1, 1, 1], vector_bytes=64, vector_registers=32)
 })";
-  expect_type_error(small, "64-byte vector registers (conv_pack_weight(block=16)");
+  infer_type(parse_module(std::string(both).replace(both.find("D)"), 1, "[2, 64, 3, 3, 32]")));
+  expect_type_error(std::string(both).replace(both.find("D)"), 1, "[2, 32, 3, 3, 32]"),
+                    "weight (64, 32, 3, 3) expects 32 input channels");
+  expect_type_error(std::string(both).replace(both.find("D)"), 1, "[36, 2, 64, 32]"),
+                    "a direct weight float32(36, 2, 64, 32) goes beside a Winograd packing");
 }
 
 TEST(AlterOpLayout, ProductsPackTheirConstantRightOperand) {
