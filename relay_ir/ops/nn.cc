@@ -26,16 +26,27 @@ void check_quant_param(const std::vector<Type>& args, size_t i, const char* name
          ", got shape ", runtime::shape_str(p.shape));
 }
 
-std::vector<OpDef::NonEmptyDim> window_fits(const CallNode& call) {
+namespace {
+
+// The checks that the spatial dimensions [first, first + count) of the call's output are not empty.
+std::vector<OpDef::NonEmptyDim> spatial_windows_fit(const CallNode& call, size_t first, size_t count) {
   const Shape& out = as_tensor(call.checked_type, "output").shape;
   std::vector<OpDef::NonEmptyDim> dims;
-  for (size_t d = 2; d < out.size(); ++d)
+  for (size_t d = first; d < first + count && d < out.size(); ++d)
     if (!out.is_static(d))
       dims.push_back({out.dim(d), tensor_ir::Expr(1),
                       "needs its input (padding included) at least as large as its window in spatial dimension " +
-                          std::to_string(d - 2) + ": its output size there"});
+                          std::to_string(d - first) + ": its output size there"});
   return dims;
 }
+
+}  // namespace
+
+std::vector<OpDef::NonEmptyDim> window_fits(const CallNode& call) {
+  return spatial_windows_fit(call, 2, as_tensor(call.checked_type, "output").ndim());
+}
+
+std::vector<OpDef::NonEmptyDim> window_fits_nhwc(const CallNode& call) { return spatial_windows_fit(call, 1, 2); }
 
 Expr element(const Expr& tuple_grad, size_t i) {
   const auto* t = tuple_grad.as<TupleNode>();

@@ -103,7 +103,7 @@ Type conv_nhwc_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& w = tensor_arg(args, 1, "weight");
   require_float(d, "data");
   if (w.dtype != d.dtype) fail("weight dtype ", w.dtype.str(), " differs from data's ", d.dtype.str());
-  auto out = ops::conv_nhwc_shape(d.shape, w.shape, conv_geometry(attrs, 2, false), nchw_data(attrs));
+  Shape out(ops::conv_nhwc_shape(d.shape.dims(), w.shape, conv_geometry(attrs, 2, false), nchw_data(attrs)));
   check_bias(args, d, out[3]);
   return tensor_type(out, d.dtype);
 }
@@ -427,7 +427,7 @@ void register_nn_conv_ops(OpRegistry& r) {
          single_output([](const In& in, const Attrs& a) {
            return ops::conv_nhwc(in[0], in[1], nn::optional_input(in, 2), conv_geometry(a, 2, false), nchw_data(a));
          }),
-         "conv_nhwc_epilogue"});
+         "conv_nhwc_epilogue", /*gradient=*/nullptr, /*is_view=*/false, nn::window_fits_nhwc});
   r.add({"conv_pack_weight",
          "a conv weight [M, C / groups, kernel...] as [M / block, C / groups, kernel..., block] (zeros past M), "
          "the layout conv's blocked kernel reads",

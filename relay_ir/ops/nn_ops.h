@@ -37,6 +37,8 @@ tensor_ir::ops::PoolGeometry pool_geometry(const Attrs& a);
 // which an input smaller than the window (padding included) makes less than 1: a plan of symbolic
 // sizes checks them at each call (OpDef::nonempty_dims).
 std::vector<OpDef::NonEmptyDim> window_fits(const CallNode& call);
+// The same of a channels-last output [N, OH, OW, M].
+std::vector<OpDef::NonEmptyDim> window_fits_nhwc(const CallNode& call);
 // The tensor-IR input at `i`, or an undefined tensor when the call has fewer arguments.
 inline tensor_ir::Tensor optional_input(const std::vector<tensor_ir::Tensor>& in, size_t i) {
   return i < in.size() ? in[i] : tensor_ir::Tensor();

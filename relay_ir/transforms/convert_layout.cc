@@ -64,8 +64,7 @@ ConvKind conv_kind(const CallNode& c, const ConstantValues& constants) {
   infer_type(c.args[1]);
   const auto& x = tensor(c.args[0]);
   const auto& w = tensor(c.args[1]);
-  // conv_nhwc's forms take constant heights and widths; symbolic ones stay NCHW.
-  if (x.ndim() != 4 || !x.dtype.is_float() || !x.shape.is_static(2) || !x.shape.is_static(3)) return ConvKind::Other;
+  if (x.ndim() != 4 || !x.dtype.is_float()) return ConvKind::Other;
   auto g = nn::conv_geometry(c.attrs, 2, false);
   if (w.shape[1] == 1 && g.groups == x.shape[1]) return ConvKind::Depthwise;
   if (g.groups != 1) return ConvKind::Other;
@@ -121,6 +120,8 @@ class LayoutConverter : public ExprMutator {
       infer_type(y);
       const auto& t = tensor(y);
       Expr mean = call("reduce_mean", {y}, {{"axes", std::vector<int64_t>{1, 2}}, {"keepdims", int64_t(1)}}, c->origin);
+      // [N, 1, 1, C] as [N, C, 1, 1]: a reshape where N is a constant, else a transpose.
+      if (!t.shape.is_static(0)) return transpose(mean, kToNchw);
       return call("reshape", {mean}, {{"shape", std::vector<int64_t>{t.shape[0], t.shape[3], 1, 1}}});
     }
     if (op.pattern == OpPattern::Elemwise || op.pattern == OpPattern::Broadcast) return sink(*c, node);
@@ -165,7 +166,7 @@ class LayoutConverter : public ExprMutator {
         continue;
       }
       infer_type(a);
-      if (tensor(a).numel() != 1) return node;
+      if (!tensor(a).shape.is_static() || tensor(a).numel() != 1) return node;
       args.push_back(a);
     }
     return any ? transpose(call(c.op_def()->name, args, c.attrs, c.origin), kToNchw) : node;

@@ -161,11 +161,12 @@ Tensor conv_transpose(const Tensor& data, const Tensor& weight, const Tensor& bi
 // --- channels-last convolution (nn_conv_nhwc.cc) -----------------------------------------
 
 // 2-D convolution of data [N, H, W, C] (with nchw_data, [N, C, H, W], read transposed) with
-// weight [KH, KW, C / groups, M] (HWIO), optional bias [M] -> [N, OH, OW, M]. The depthwise form
+// weight [KH, KW, C / groups, M] (HWIO), optional bias [M] -> [N, OH, OW, M], the batch and
+// spatial sizes constants or expressions (those of the data: symbolic). The depthwise form
 // (one input channel per group) and the dense one are scheduled for the CPU; a 1x1 convolution
 // in this layout is a plain matmul, which the graph uses instead.
-std::vector<int64_t> conv_nhwc_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
-                                     const ConvGeometry& g, bool nchw_data);
+std::vector<Expr> conv_nhwc_shape(const std::vector<Expr>& data, const std::vector<int64_t>& weight,
+                                  const ConvGeometry& g, bool nchw_data);
 Tensor conv_nhwc(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, bool nchw_data);
 
 // --- pooling (nn_pool.cc) ----------------------------------------------------------------

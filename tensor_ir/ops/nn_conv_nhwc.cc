@@ -7,9 +7,11 @@
 // channel per group, else "conv_nhwc"), and the epilogue Y (tag "conv_nhwc_epilogue": the bias,
 // the cast). The channels are innermost everywhere, so the template's vectors run along them.
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/nn_conv_core.h"
 #include "tensor_ir/ops/nn_util.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -18,59 +20,64 @@ using namespace nn_detail;
 namespace {
 
 // [N, H, W, C] sizes of the data in either layout.
-std::vector<int64_t> nhwc_dims(const std::vector<int64_t>& data, bool nchw_data) {
-  if (data.size() != 4) fail("conv_nhwc: data must be 4-D, got ", runtime::shape_str(data));
-  return nchw_data ? std::vector<int64_t>{data[0], data[2], data[3], data[1]} : data;
+std::vector<Expr> nhwc_dims(const std::vector<Expr>& data, bool nchw_data) {
+  if (data.size() != 4) fail("conv_nhwc: data must be 4-D, got ", shape_str(data));
+  return nchw_data ? std::vector<Expr>{data[0], data[2], data[3], data[1]} : data;
 }
 
 }  // namespace
 
-std::vector<int64_t> conv_nhwc_shape(const std::vector<int64_t>& data, const std::vector<int64_t>& weight,
-                                     const ConvGeometry& g, bool nchw_data) {
-  std::vector<int64_t> d = nhwc_dims(data, nchw_data);
+std::vector<Expr> conv_nhwc_shape(const std::vector<Expr>& data, const std::vector<int64_t>& weight,
+                                  const ConvGeometry& g, bool nchw_data) {
+  std::vector<Expr> d = nhwc_dims(data, nchw_data);
   if (weight.size() != 4) fail("conv_nhwc: weight must be [KH, KW, C / groups, M], got ", runtime::shape_str(weight));
   check_geometry("conv_nhwc", 2, g);
-  if (d[3] % g.groups != 0 || weight[3] % g.groups != 0)
-    fail("conv_nhwc: channels (", d[3], " in, ", weight[3], " out) must be divisible by groups ", g.groups);
-  if (weight[2] * g.groups != d[3])
+  const int64_t* channels = as_const_int(d[3]);
+  if (!channels) fail("conv_nhwc: the data's channels must be a constant, got ", shape_str(data));
+  if (*channels % g.groups != 0 || weight[3] % g.groups != 0)
+    fail("conv_nhwc: channels (", *channels, " in, ", weight[3], " out) must be divisible by groups ", g.groups);
+  if (weight[2] * g.groups != *channels)
     fail("conv_nhwc: weight ", runtime::shape_str(weight), " expects ", weight[2] * g.groups, " input channels (",
-         weight[2], " per group x ", g.groups, " groups), data has ", d[3]);
-  std::vector<int64_t> out{d[0]};
+         weight[2], " per group x ", g.groups, " groups), data has ", *channels);
+  std::vector<Expr> out{d[0]};
   for (size_t a = 0; a < 2; ++a) {
-    int64_t window = (weight[a] - 1) * g.dilations[a] + 1;
-    int64_t span = d[1 + a] + g.pads[a] + g.pads[a + 2] - window;
-    if (span < 0)
-      fail("conv_nhwc: the kernel (", window, " with dilation) is larger than the padded input (",
-           d[1 + a] + g.pads[a] + g.pads[a + 2], ") in spatial dimension ", a);
-    out.push_back(span / g.strides[a] + 1);
+    const int64_t window = (weight[a] - 1) * g.dilations[a] + 1;
+    // A symbolic size below the window gives an output size below 1, which the graph checks at
+    // run time (window_fits).
+    Expr span = arith::simplify(d[1 + a] + Expr(g.pads[a] + g.pads[a + 2] - window));
+    if (const int64_t* fixed = as_const_int(span); fixed && *fixed < 0)
+      fail("conv_nhwc: the kernel (", window, " with dilation) is larger than the padded input (", *fixed + window,
+           ") in spatial dimension ", a);
+    out.push_back(arith::simplify(floordiv(span, Expr(g.strides[a])) + Expr(1)));
   }
-  out.push_back(weight[3]);
+  out.push_back(Expr(weight[3]));
   return out;
 }
 
 Tensor conv_nhwc(const Tensor& data, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, bool nchw_data) {
   if (data.dtype() != weight.dtype())
     fail("conv_nhwc: data and weight dtypes differ: ", data.dtype().str(), " vs ", weight.dtype().str());
-  std::vector<int64_t> d = nhwc_dims(data->dims(), nchw_data), ws = weight->dims();
-  std::vector<int64_t> out = conv_nhwc_shape(data->dims(), ws, g, nchw_data);
+  std::vector<Expr> d = nhwc_dims(data->shape, nchw_data);
+  std::vector<int64_t> ws = weight->dims();
+  std::vector<Expr> out = conv_nhwc_shape(data->shape, ws, g, nchw_data);
   DataType acc = accumulation_type(data.dtype());
-  int64_t c_in = d[3], m = ws[3], per_group = ws[2], outs_per_group = m / g.groups;
+  int64_t m = ws[3], per_group = ws[2], outs_per_group = m / g.groups;
   bool padded = nchw_data || acc != data.dtype();
   for (int64_t p : g.pads) padded = padded || p != 0;
 
   // P covers the rows and columns the outputs read, from -pad on.
   Tensor p = data;
   if (padded) {
-    std::vector<Expr> shape{Expr(d[0])};
+    std::vector<Expr> shape{d[0]};
     for (size_t a = 0; a < 2; ++a)
-      shape.push_back(Expr((out[1 + a] - 1) * g.strides[a] + (ws[a] - 1) * g.dilations[a] + 1));
-    shape.push_back(Expr(c_in));
+      shape.push_back(
+          arith::simplify((out[1 + a] - Expr(1)) * Expr(g.strides[a]) + Expr((ws[a] - 1) * g.dilations[a] + 1)));
+    shape.push_back(d[3]);
     p = compute(
         shape,
         [&](const std::vector<Var>& v) {
           Expr y = v[1] - Expr(g.pads[0]), x = v[2] - Expr(g.pads[1]);
-          Expr inside =
-              logical_and(logical_and(y >= Expr(0), y < Expr(d[1])), logical_and(x >= Expr(0), x < Expr(d[2])));
+          Expr inside = logical_and(logical_and(y >= Expr(0), y < d[1]), logical_and(x >= Expr(0), x < d[2]));
           std::vector<Expr> idx = nchw_data ? std::vector<Expr>{v[0], v[3], y, x} : std::vector<Expr>{v[0], y, x, v[3]};
           return select(inside, read_as(data, idx, acc), make_zero(acc));  // lazy: nothing read outside
         },
@@ -82,7 +89,7 @@ Tensor conv_nhwc(const Tensor& data, const Tensor& weight, const Tensor& bias, c
     return {oy * Expr(g.strides[0]) + Expr(ky) * Expr(g.dilations[0]),
             ox * Expr(g.strides[1]) + Expr(kx) * Expr(g.dilations[1]), channel};
   };
-  std::vector<Expr> shape{Expr(out[0]), Expr(out[1]), Expr(out[2]), Expr(m)};
+  const std::vector<Expr>& shape = out;
   std::vector<std::string> names{"n", "oy", "ox", "m"};
   Tensor r;
   if (per_group == 1) {

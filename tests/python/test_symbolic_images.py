@@ -225,6 +225,55 @@ def test_a_fully_convolutional_network_runs_at_every_image_size(tmp_path, rng):
         assert lib.symbolic and lib.symbolic_reason == "", lib.symbolic_reason
 
 
+def test_a_depthwise_separable_network_of_symbolic_sizes_runs_channels_last(tmp_path, rng):
+    """A MobileNet-style network (a 3-channel stem, depthwise and pointwise layers, strides, a
+    residual, a clipped ReLU, the global mean, a classifier) exported with dynamic N, H and W
+    runs channels-last as its static builds do (conv_nhwc kernels, 1x1 layers as products), at
+    every size: against PyTorch, from the library and its module; an image smaller than an
+    unpadded depthwise window is an error naming the node."""
+    torch = pytest.importorskip("torch")
+    from torch_numpy import array, tensor
+    nn = torch.nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+            self.dw1, self.pw1 = nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.Conv2d(16, 24, 1)
+            self.dw2, self.pw2 = nn.Conv2d(24, 24, 3, stride=2, padding=1, groups=24), nn.Conv2d(24, 24, 1)
+            self.dw3 = nn.Conv2d(24, 24, 3, groups=24)
+            self.fc = nn.Linear(24, 10)
+
+        def forward(self, x):
+            x = torch.clamp(self.stem(x), 0, 6)
+            x = self.pw1(torch.clamp(self.dw1(x), 0, 6))
+            x = self.pw2(torch.clamp(self.dw2(x), 0, 6))
+            x = x + self.pw2(x)
+            return self.fc(torch.clamp(self.dw3(x), 0, 6).mean((2, 3)))
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    path = str(tmp_path / "mobile.onnx")
+    torch.onnx.export(net, torch.randn(1, 3, 32, 40), path, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=13)
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    lib.export(str(tmp_path / "m.so"))
+    module = tessera.load(str(tmp_path / "m.so"))
+    for shape in [(1, 3, 32, 40), (2, 3, 17, 23), (1, 3, 9, 9), (3, 3, 96, 13)]:
+        x = rng.standard_normal(shape).astype("float32")
+        with torch.no_grad():
+            want = array(net(tensor(x)))
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-4, atol=1e-4)
+    assert lib.symbolic, lib.symbolic_reason
+    ops = [k["op"] for k in lib.kernels]
+    assert sum("conv_nhwc" in op for op in ops) == 4 and not any(op.startswith("fused_conv_") and "nhwc" not in op
+                                                                for op in ops), ops
+    with pytest.raises(tessera.Error, match=r"conv_nhwc.*needs its input \(padding included\) at least as large as its "
+                                            r"window in spatial dimension 0.*at N = 1, H = 8, W = 16"):
+        lib.run([rng.standard_normal((1, 3, 8, 16)).astype("float32")])
+
+
 def test_convolutions_and_pools_of_symbolic_sizes_on_opencl(tmp_path, rng):
     """The same kernels for an OpenCL device (PoCL here): a strided blocked convolution, a
     depthwise one, a max pool, from the library and from its module, against numpy."""
