@@ -10,8 +10,9 @@ Runtime:
     build/onnx-current/bin/python benchmarks/dynamic.py --conformance [-j 2]
 
 --models: models exported with symbolic dimensions (scripts/make_models.py --dynamic: the
-transformer encoder with batch N and sequence L, resnet18 with batch N, and resnet18_hw: resnet18
-with batch N, height H and width W, from make_models.py --images), loaded without shapes=
+transformer encoder with batch N and sequence L, resnet18 with batch N, and resnet18_hw and
+mobilenet_v2_hw: those networks with batch N, height H and width W, from make_models.py
+--images), loaded without shapes=
 and run at several sizes by one DynamicLibrary, against a static build at each size
 (tessera.onnx.load(shapes=)) and ONNX Runtime on the same dynamic model, in the same process,
 taking turns in rounds, at 2 threads. A model whose operators all take symbolic sizes is built
@@ -65,7 +66,8 @@ MODEL_DIR = os.path.join(common.ROOT, "models")
 # model: (input shapes the dynamic build runs at, in order)
 SIZES = {"transformer": [(1, 16, 256), (1, 128, 256), (1, 384, 256), (8, 128, 256)],
          "resnet18": [(1, 3, 224, 224), (4, 3, 224, 224), (16, 3, 224, 224)],
-         "resnet18_hw": [(1, 3, 224, 224), (1, 3, 320, 240), (4, 3, 160, 160), (1, 3, 97, 131)]}
+         "resnet18_hw": [(1, 3, 224, 224), (1, 3, 320, 240), (4, 3, 160, 160), (1, 3, 97, 131)],
+         "mobilenet_v2_hw": [(1, 3, 224, 224), (1, 3, 320, 240), (4, 3, 160, 160), (1, 3, 97, 131)]}
 
 RUNNER = os.path.join(common.ROOT, "tests", "onnx", "run_node_tests.py")
 WRITER = os.path.join(common.ROOT, "tests", "onnx", "write_current_cases.py")
@@ -435,7 +437,7 @@ def conformance(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conformance", action="store_true", help="the node-suite counts")
-    parser.add_argument("--models", nargs="*", help="the dynamic models (default: transformer resnet18 resnet18_hw)")
+    parser.add_argument("--models", nargs="*", help="the dynamic models (none named: all of SIZES)")
     parser.add_argument("--control-flow", action="store_true", help="programs: a decoding Loop, NonMaxSuppression")
     parser.add_argument("--hot-sizes", action="store_true", help="a module holding a hot size against one without")
     parser.add_argument("--decoder-step", action="store_true", help="a decoding step with a key/value cache")
