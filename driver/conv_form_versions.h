@@ -18,6 +18,16 @@ namespace tessera::driver {
 // the Winograd form, an expression of the call's sizes; undefined when it has no such convolution.
 tensor_ir::Expr winograd_condition(const relay_ir::CallNode* call);
 
+// `call` as a graph of static sizes makes it, which each version is lowered from (so it replays
+// the tuning records of that static kernel): its convolution of two packings reading only that of
+// one form (`winograd`: the Winograd packing, else the blocked one) in the first packing's place,
+// the other dropped. `from[j]`: the index among `call`'s arguments of the new call's argument j.
+struct OnePackingCall {
+  relay_ir::Expr call;
+  std::vector<size_t> from;
+};
+OnePackingCall with_one_packing(const relay_ir::CallNode* call, bool winograd);
+
 // Size hints (of every dimension variable of the graph of `outputs`) at which `condition` is
 // `holds`: the given ones with the condition's variables scaled by powers of two (up for it to
 // hold, down for it not to); none when no such scale is found.

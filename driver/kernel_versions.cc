@@ -35,16 +35,24 @@ class RebindArguments : public IRMutator {
 
 }  // namespace
 
-LoweredFunc with_arguments_of(const LoweredFunc& version, const LoweredFunc& like) {
-  if (version.args.size() != like.args.size())
-    fail("internal error: the versions of kernel ", like.name, " take ", version.args.size(), " and ",
-         like.args.size(), " arguments");
+LoweredFunc with_arguments(const LoweredFunc& version, std::vector<Buffer> args, const std::vector<size_t>& at) {
+  if (at.size() != version.args.size())
+    fail("internal error: kernel ", version.name, " takes ", version.args.size(), " arguments, placed at ", at.size());
   std::unordered_map<const BufferNode*, Buffer> to;
-  for (size_t i = 0; i < version.args.size(); ++i) to[version.args[i].get()] = like.args[i];
+  for (size_t j = 0; j < at.size(); ++j) to[version.args[j].get()] = args.at(at[j]);
   LoweredFunc out = version;
-  out.args = like.args;
+  out.args = std::move(args);
   out.body = RebindArguments(std::move(to)).mutate(version.body);
   return out;
+}
+
+LoweredFunc with_arguments_of(const LoweredFunc& version, const LoweredFunc& like) {
+  if (version.args.size() != like.args.size())
+    fail("internal error: the versions of kernel ", like.name, " take ", version.args.size(), " and ", like.args.size(),
+         " arguments");
+  std::vector<size_t> same(like.args.size());
+  for (size_t i = 0; i < same.size(); ++i) same[i] = i;
+  return with_arguments(version, like.args, same);
 }
 
 LoweredFunc choose_by_condition(const LoweredFunc& if_true, const LoweredFunc& if_false, const Expr& condition) {

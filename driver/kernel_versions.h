@@ -2,10 +2,16 @@
 // row counts; conv_form_versions.h: a convolution's Winograd and direct forms), joined into one
 // kernel whose body chooses at each call, as Halide's specialize() does on a condition.
 #pragma once
+#include <vector>
+
 #include "tensor_ir/stmt.h"
 
 namespace tessera::driver {
 
+// `version` reading and writing `args` instead of its own arguments, its argument j as
+// args[at[j]] (the arguments it does not take, it leaves alone).
+tensor_ir::LoweredFunc with_arguments(const tensor_ir::LoweredFunc& version, std::vector<tensor_ir::Buffer> args,
+                                      const std::vector<size_t>& at);
 // `version` reading and writing the arguments of `like`, another version of the same kernel (the
 // same arguments, in order).
 tensor_ir::LoweredFunc with_arguments_of(const tensor_ir::LoweredFunc& version, const tensor_ir::LoweredFunc& like);

@@ -162,19 +162,36 @@ LoweredCall lower_compute(const CallNode* call, const CallCompute& compute, cons
 LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, const ScheduleContext& ctx) {
   CallCompute compute = compute_of_call(call, ctx.hardware);
   try {
-    LoweredCall out = lower_compute(call, compute, kernel_name, ctx);
     if (const tensor_ir::Expr winograd = winograd_condition(call); winograd.defined()) {
+      // A version per form, each lowered from the call as a static graph makes it (replaying that
+      // kernel's records), reading and writing this kernel's arguments.
+      std::vector<tensor_ir::Buffer> args;
+      for (const auto* tensors : {&compute.inputs, &compute.outputs})
+        for (const tensor_ir::Tensor& t : *tensors)
+          args.push_back(tensor_ir::BufferNode::make(t.name(), t.dtype(), t->shape, tensor_ir::MemoryScope::Global));
+      auto version = [&](bool winograd_form) {
+        OnePackingCall one = with_one_packing(call, winograd_form);
+        const auto* c = one.call.as<CallNode>();
+        LoweredCall v = lower_compute(c, compute_of_call(c, ctx.hardware), kernel_name, ctx);
+        for (size_t i = 0; i < v.num_outputs; ++i) one.from.push_back(compute.inputs.size() + i);
+        v.func = with_arguments(v.func, args, one.from);
+        v.num_outputs = compute.outputs.size();
+        v.workload = autotune::make_workload(compute.outputs, call_description(call)).key;
+        return v;
+      };
       const bool main_winograd = tensor_ir::size_hint(winograd) != 0;
+      LoweredCall out = version(main_winograd);
       auto hints = hints_where(compute.outputs, winograd, !main_winograd);
       if (!hints) return out;  // the other form is never chosen near the hints
       tensor_ir::SizeHintScope scope(*hints);
-      LoweredCall other = lower_compute(call, compute_of_call(call, ctx.hardware), kernel_name, ctx);
+      LoweredCall other = version(!main_winograd);
       out.func = main_winograd ? choose_by_condition(out.func, other.func, winograd)
                                : choose_by_condition(other.func, out.func, winograd);
       out.schedule += std::string("; where Winograd's form ") + (main_winograd ? "does not pay: " : "pays: ") +
                       other.schedule;
       return out;
     }
+    LoweredCall out = lower_compute(call, compute, kernel_name, ctx);
     // A GPU's product templates take any row count alike.
     const tensor_ir::Expr main_rows = ctx.hardware.is_gpu() ? tensor_ir::Expr() : product_rows(compute.outputs);
     if (!main_rows.defined()) return out;

@@ -9,6 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import host_cpu
 import nn_testing
 from package_under_test import program
 import tessera
@@ -127,6 +128,34 @@ def test_records_measured_at_a_batch_of_one_reach_the_build_for_every_size(tmp_p
     for n in [3, 0]:
         x, y = rng.standard_normal((2, n, 64)).astype("float32")
         np.testing.assert_array_equal(lib.run([x, y])[0], np.maximum(x * y, 0))
+
+
+def test_each_form_of_a_convolution_of_symbolic_batch_replays_its_static_kernels_records(tmp_path, rng):
+    """A 7x7 convolution of 64 channels (with a residual) over a symbolic batch keeps both forms on
+    16-lane vectors (direct below 3 images, Winograd from there): each form's version is the static
+    kernel of its sizes, so a session at N = 1 serves the direct one and one at N = 4 the Winograd
+    one, and the build matches the static builds bit for bit."""
+    if host_cpu.float_lanes() < 16:
+        pytest.skip("on vectors of fewer than 16 lanes a 7x7 convolution takes Winograd from one image")
+    w, b = rng.standard_normal((64, 64, 3, 3)).astype("float32"), rng.standard_normal(64).astype("float32")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["c", "x"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64, 7, 7])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "m.onnx"))
+    mod = tessera.onnx.load(tmp_path / "m.onnx")
+    db = tmp_path / "t.db"
+    tessera.autotune.tune_sizes(mod, [{"x": (1, 64, 7, 7)}, {"x": (4, 64, 7, 7)}], db=db, trials=8, progress=False,
+                                model_check=False, **FAST)
+    lib = tessera.build(mod, db=db, transfer=False)
+    for n in [1, 4, 2, 16]:
+        x = rng.standard_normal((n, 64, 7, 7)).astype("float32")
+        static = tessera.build(tessera.onnx.load(tmp_path / "m.onnx", shapes={"x": x.shape}), db=db, transfer=False)
+        np.testing.assert_array_equal(lib.run([x])[0], static.run([x])[0])
+    (kernel,) = lib.kernels
+    assert re.search(r"record \d+ at N = 1\); where Winograd's form pays: .*record \d+ at N = 4\)$", kernel["schedule"]), \
+        kernel["schedule"]
 
 
 def test_tune_fills_the_database_builds_replay_it_and_a_rerun_resumes(tmp_path, rng):
