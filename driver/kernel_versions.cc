@@ -50,6 +50,10 @@ LoweredFunc with_arguments_of(const LoweredFunc& version, const LoweredFunc& lik
   if (version.args.size() != like.args.size())
     fail("internal error: the versions of kernel ", like.name, " take ", version.args.size(), " and ", like.args.size(),
          " arguments");
+  // A version already reading them (one joined before) needs no rewrite of its body.
+  if (std::equal(version.args.begin(), version.args.end(), like.args.begin(),
+                 [](const Buffer& a, const Buffer& b) { return a.same_as(b); }))
+    return version;
   std::vector<size_t> same(like.args.size());
   for (size_t i = 0; i < same.size(); ++i) same[i] = i;
   return with_arguments(version, like.args, same);

@@ -169,14 +169,14 @@ LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, con
       for (const auto* tensors : {&compute.inputs, &compute.outputs})
         for (const tensor_ir::Tensor& t : *tensors)
           args.push_back(tensor_ir::BufferNode::make(t.name(), t.dtype(), t->shape, tensor_ir::MemoryScope::Global));
+      const std::string workload = autotune::make_workload(compute.outputs, call_description(call)).key;
       auto version = [&](bool winograd_form) {
         OnePackingCall one = with_one_packing(call, winograd_form);
         const auto* c = one.call.as<CallNode>();
         LoweredCall v = lower_compute(c, compute_of_call(c, ctx.hardware), kernel_name, ctx);
         for (size_t i = 0; i < v.num_outputs; ++i) one.from.push_back(compute.inputs.size() + i);
         v.func = with_arguments(v.func, args, one.from);
-        v.num_outputs = compute.outputs.size();
-        v.workload = autotune::make_workload(compute.outputs, call_description(call)).key;
+        v.workload = workload;
         return v;
       };
       const bool main_winograd = tensor_ir::size_hint(winograd) != 0;

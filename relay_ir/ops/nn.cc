@@ -32,7 +32,7 @@ namespace {
 std::vector<OpDef::NonEmptyDim> spatial_windows_fit(const CallNode& call, size_t first, size_t count) {
   const Shape& out = as_tensor(call.checked_type, "output").shape;
   std::vector<OpDef::NonEmptyDim> dims;
-  for (size_t d = first; d < first + count && d < out.size(); ++d)
+  for (size_t d = first; d < first + count; ++d)
     if (!out.is_static(d))
       dims.push_back({out.dim(d), tensor_ir::Expr(1),
                       "needs its input (padding included) at least as large as its window in spatial dimension " +
@@ -43,7 +43,7 @@ std::vector<OpDef::NonEmptyDim> spatial_windows_fit(const CallNode& call, size_t
 }  // namespace
 
 std::vector<OpDef::NonEmptyDim> window_fits(const CallNode& call) {
-  return spatial_windows_fit(call, 2, as_tensor(call.checked_type, "output").ndim());
+  return spatial_windows_fit(call, 2, as_tensor(call.checked_type, "output").ndim() - 2);
 }
 
 std::vector<OpDef::NonEmptyDim> window_fits_nhwc(const CallNode& call) { return spatial_windows_fit(call, 1, 2); }
