@@ -16,6 +16,9 @@ Pass fold_constant_pass();
 // Algebraic identities and redundant data movement: reshape/squeeze/expand_dims chains,
 // transpose pairs, casts to the same type, x + 0, x * 1.
 Pass simplify_expr_pass();
+// A layer normalization written as its arithmetic (exports before opset 17: means, a difference,
+// a square root, a division, then scale and bias) becomes one layer_norm.
+Pass layer_norm_fusion_pass();
 // Groups operators into fused kernels (primitive functions) by pattern kind: injective chains,
 // elementwise epilogues of convolutions and matmuls, injective producers of reductions.
 Pass fuse_ops_pass();
@@ -37,7 +40,7 @@ Pass convert_layout_pass();
 // The sequence build() runs at `opt_level` (build()'s default is 2). Each pass runs at its level
 // and above:
 //   0  InferType, DeadCodeElimination: only what compiling needs, every op its own kernel;
-//   1  + FoldBatchNorm, FoldConstant, SimplifyExpr, EliminateCommonSubexpr, FuseOps;
+//   1  + FoldBatchNorm, FoldConstant, SimplifyExpr, EliminateCommonSubexpr, LayerNormFusion, FuseOps;
 //   2  the same as 1 (the default);
 //   3  + ConvertLayout (channels-last depthwise-separable networks) and AlterOpLayout (constant
 //      weights prepacked: faster kernels, larger constants, longer compiles).

@@ -6,7 +6,8 @@ std::vector<Pass> standard_passes() {
   return {
       infer_type_pass(),     dead_code_elimination_pass(),    fold_batch_norm_pass(),
       convert_layout_pass(), alter_op_layout_pass(),          fold_constant_pass(),
-      simplify_expr_pass(),  eliminate_common_subexpr_pass(), fuse_ops_pass(),
+      simplify_expr_pass(),  eliminate_common_subexpr_pass(), layer_norm_fusion_pass(),
+      fuse_ops_pass(),
   };
 }
 

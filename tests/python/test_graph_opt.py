@@ -1,11 +1,13 @@
 """Graph optimization levels (standard_passes in relay_ir/transforms/passes.h): every level 0..3
 computes what level 0 does, on small graphs of convolutions, products and batch normalizations
 (against numpy too) and on the real models; BatchNormalization folds into the preceding
-Conv/Gemm/MatMul from level 1, and level 3's prepacked weights (AlterOpLayout) change no bit."""
+Conv/Gemm/MatMul from level 1, a layer normalization written as arithmetic becomes one layer_norm
+from level 1, and level 3's prepacked weights (AlterOpLayout) change no bit."""
 import os
 import sys
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -119,6 +121,69 @@ def test_batch_norm_of_a_value_read_elsewhere_stays(rng):
     conv = conv_reference(x, w, pads=[1, 1, 1, 1])
     check_levels(results, conv + bn_reference(conv, p, 1e-5))
     assert any("batch_norm" in op for op in results[2][1])
+
+
+# --- LayerNormFusion ------------------------------------------------------------------
+
+
+def decomposed_layer_norm(folder, x_shape, axes, affine, opset, extra_output=None):
+    """A layer normalization as exporters before opset 17 write it (opset 18 gives the axes as an
+    input), over input "x" of x_shape (a dimension may be a name), saved in `folder` (a model of
+    symbolic sizes is read again at its first run); its scale and bias."""
+    rng = np.random.default_rng(7)
+    normalized = [x_shape[a] for a in sorted(a % len(x_shape) for a in axes)]
+    inits = {"two": np.array(2.0, "float32"), "eps": np.array(1e-3, "float32")}
+    mean = lambda i, o: (helper.make_node("ReduceMean", [i, "axes"], [o]) if opset >= 18 else
+                         helper.make_node("ReduceMean", [i], [o], axes=axes))
+    if opset >= 18:
+        inits["axes"] = np.array(axes, "int64")
+    nodes = [mean("x", "m"), helper.make_node("Sub", ["x", "m"], ["d"]), helper.make_node("Pow", ["d", "two"], ["d2"]),
+             mean("d2", "v"), helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
+             helper.make_node("Div", ["d", "s"], ["n" if affine else "y"])]
+    if affine:
+        inits["scale"] = rng.standard_normal(normalized).astype("float32")
+        inits["bias"] = rng.standard_normal(normalized[-1:]).astype("float32")
+        nodes += [helper.make_node("Mul", ["scale", "n"], ["ns"]), helper.make_node("Add", ["ns", "bias"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if extra_output:
+        outputs.append(helper.make_tensor_value_info(extra_output, TensorProto.FLOAT, None))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], outputs,
+                          initializer=[numpy_helper.from_array(a, n) for n, a in inits.items()])
+    path = os.path.join(folder, "layer_norm.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    return tessera.onnx.load(path), inits
+
+
+def layer_norm_reference(x, axes, inits, affine):
+    x = x.astype("float64")
+    d = x - x.mean(axis=tuple(axes), keepdims=True)
+    y = d / np.sqrt((d * d).mean(axis=tuple(axes), keepdims=True) + 1e-3)
+    return y * inits["scale"] + inits["bias"] if affine else y
+
+
+@pytest.mark.parametrize("x_shape,run_shape,axes", [([2, 5, 7], [2, 5, 7], [-1]), ([3, 4, 6], [3, 4, 6], [1, 2]),
+                                                    (["N", "L", 33], [3, 17, 33], [-1]), ([4, 1], [4, 1], [-1])])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("opset", [14, 18])
+def test_layer_norm_written_as_arithmetic_is_one_kernel(rng, tmp_path, x_shape, run_shape, axes, affine, opset):
+    mod, inits = decomposed_layer_norm(tmp_path, x_shape, axes, affine, opset)
+    x = rng.standard_normal(run_shape).astype("float32")
+    results = run_levels(mod, x)
+    check_levels(results, layer_norm_reference(x, axes, inits, affine))
+    assert len(results[0][1]) > 1
+    for level in (1, 2, 3):
+        assert results[level][1] == ["layer_norm"], results[level][1]
+
+
+def test_layer_norm_arithmetic_read_elsewhere_stays(rng, tmp_path):
+    # The difference from the mean is an output too: the arithmetic stays as it is.
+    mod, inits = decomposed_layer_norm(tmp_path, [2, 5, 7], [-1], True, 14, extra_output="d")
+    x = rng.standard_normal((2, 5, 7)).astype("float32")
+    lib = tessera.build(mod)
+    y, d = lib.run([x])
+    np.testing.assert_allclose(y, layer_norm_reference(x, [-1], inits, True), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(d, x - x.mean(axis=-1, keepdims=True), rtol=1e-5, atol=1e-5)
+    assert "layer_norm" not in kernel_ops(lib)
 
 
 # --- AlterOpLayout: prepacked weights --------------------------------------------------

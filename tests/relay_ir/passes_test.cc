@@ -159,6 +159,50 @@ TEST(SimplifyExpr, IdentitiesKeepBroadcasts) {
   EXPECT_EQ(run(simplify_expr_pass(), in), canonical(out));
 }
 
+// A layer normalization written as exporters before opset 17 do (Pow(d, 2) imports as d * d).
+std::string decomposed_layer_norm(const std::string& axes, const std::string& extra_use = "") {
+  return R"(def @main(%x: float32[2, 3, 4]) -> float32[2, 3, 4] {
+  %0 = reduce_mean(%x, axes=)" +
+         axes + R"(, keepdims=1);
+  %1 = sub(%x, %0);
+  %2 = mul(%1, %1);
+  %3 = reduce_mean(%2, axes=)" +
+         axes + R"(, keepdims=1);
+  %4 = add(%3, constant(float32[], [0.25]));
+  %5 = sqrt(%4);
+  %6 = div(%1, %5);
+  %7 = mul(%6, constant(float32[4], [1, 2, 3, 4]));
+  %8 = add(constant(float32[4], [5, 6, 7, 8]), %7);
+  )" + (extra_use.empty() ? "%8" : "add(%8, " + extra_use + ")") +
+         R"(
+})";
+}
+
+TEST(LayerNormFusion, TheArithmeticOfALayerNormalizationBecomesOne) {
+  std::string out = R"(def @main(%x: float32[2, 3, 4]) -> float32[2, 3, 4] {
+  %0 = layer_norm(%x, constant(float32[4], [1, 2, 3, 4]), constant(float32[4], [5, 6, 7, 8]), axis=2, epsilon=0.25);
+  %0.0
+})";
+  EXPECT_EQ(run(layer_norm_fusion_pass(), decomposed_layer_norm("[-1]")), canonical(out));
+  // Over the last two axes, named either way.
+  std::string two = R"(def @main(%x: float32[2, 3, 4]) -> float32[2, 3, 4] {
+  %0 = layer_norm(%x, constant(float32[4], [1, 2, 3, 4]), constant(float32[4], [5, 6, 7, 8]), axis=1, epsilon=0.25);
+  %0.0
+})";
+  EXPECT_EQ(run(layer_norm_fusion_pass(), decomposed_layer_norm("[2, -2]")), canonical(two));
+}
+
+TEST(LayerNormFusion, KeepsWhatIsNotOne) {
+  // Not trailing axes; an intermediate value read elsewhere (the difference, the mean).
+  for (const auto& [axes, use] :
+       std::vector<std::pair<std::string, std::string>>{{"[1]", ""}, {"[0, 2]", ""}, {"[-1]", "%1"}, {"[-1]", "%0"}}) {
+    std::string in = decomposed_layer_norm(axes, use);
+    std::string got = run(layer_norm_fusion_pass(), in);
+    if (use.empty()) EXPECT_EQ(got, canonical(in)) << axes;
+    else EXPECT_EQ(got.find("layer_norm"), std::string::npos) << use;
+  }
+}
+
 }  // namespace
 }  // namespace tessera::relay_ir
 
