@@ -3,7 +3,8 @@
 //           post-dominator when every op on the way is elementwise or broadcast; an
 //           elementwise/broadcast op joins its post-dominator when every op in between is
 //           injective (so diamonds such as x -> {a, b} -> add fuse whole);
-//  phase 1: injective ops join their post-dominator over injective paths.
+//  phase 1: injective ops join their post-dominator over injective paths, or a matrix product
+//           that packs their result as its right operand.
 // Reductions take injective producers that way; each group has one output (the post-dominator
 // it fused into) and becomes a primitive function (attrs primitive=1) called from main.
 #include <algorithm>
@@ -213,8 +214,36 @@ class Partitioner {
       if (check_path(&n, sink, ok)) commit(&n, sink);
     } else if (kind == OpPattern::Injective) {
       if (phase != 1) return;
-      if (check_path(&n, sink, [](OpPattern k, bool) { return k <= OpPattern::Injective; })) commit(&n, sink);
+      const bool into_product = packs_right_operand_from(&n, sink);
+      auto ok = [&](OpPattern k, bool is_sink) {
+        return k <= OpPattern::Injective || (is_sink && into_product && k == OpPattern::OutEWiseFusable);
+      };
+      if (check_path(&n, sink, ok)) commit(&n, sink);
     }
+  }
+
+  // Whether `sink` is a matrix product whose only operand `src` reaches is the right one, the
+  // operand its template packs into panels at run time: the data movement making it (attention's
+  // slices and transposes of keys and values) is inlined into the packing, one pass instead of a
+  // copy and then the packing. (Inlined into the left operand's reads, it would recompute its
+  // index arithmetic at every multiply-add.)
+  bool packs_right_operand_from(GraphNode* src, GraphNode* sink) {
+    const auto* call = sink->expr.as<CallNode>();
+    const std::string name = call && call->op_def() ? call->op_def()->name : "";
+    if (name != "matmul" && name != "gemm") return false;
+    const GraphNode* right = &node(call->args[1]);
+    std::unordered_set<GraphNode*> visited;
+    std::vector<GraphNode*> stack{src};
+    while (!stack.empty()) {
+      GraphNode* n = stack.back();
+      stack.pop_back();
+      for (const auto& [c, edge] : n->consumers) {
+        GraphNode* next = &nodes_[c];
+        if (next == sink && (n != right || &node(call->args[0]) == n)) return false;
+        if (next != sink && visited.insert(next).second) stack.push_back(next);
+      }
+    }
+    return true;
   }
 
   std::vector<GraphNode> nodes_;

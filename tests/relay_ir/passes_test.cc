@@ -96,6 +96,33 @@ TEST(FuseOps, DiamondFusesAtItsPostDominator) {
   EXPECT_EQ(ops, 4);
 }
 
+TEST(FuseOps, DataMovementMakingAProductsRightOperandJoinsIt) {
+  // The transpose making the right operand is inlined into the product's packing; the one making
+  // the left operand stays a kernel of its own, as does a transpose read as both operands.
+  std::string in =
+      R"(def @main(%a: float32[3, 4, 5], %b: float32[5, 4, 6], %c: float32[6, 4, 6]) -> (float32[4, 3, 6], float32[4, 6, 6]) {
+  %0 = transpose(%a, perm=[1, 0, 2]);
+  %1 = transpose(%b, perm=[1, 0, 2]);
+  %2 = matmul(%0, %1);
+  %3 = transpose(%c, perm=[1, 0, 2]);
+  %4 = matmul(%3, %3);
+  (%2, %4)
+})";
+  std::string out =
+      R"(def @main(%a: float32[3, 4, 5], %b: float32[5, 4, 6], %c: float32[6, 4, 6]) -> (float32[4, 3, 6], float32[4, 6, 6]) {
+  %0 = transpose(%a, perm=[1, 0, 2]);
+  %1 = fn [primitive=1] (%p0: float32[5, 4, 6], %p1: float32[4, 3, 5]) -> float32[4, 3, 6] {
+    %2 = transpose(%p0, perm=[1, 0, 2]);
+    matmul(%p1, %2)
+  };
+  %3 = %1(%b, %0);
+  %4 = transpose(%c, perm=[1, 0, 2]);
+  %5 = matmul(%4, %4);
+  (%3, %5)
+})";
+  EXPECT_EQ(run(fuse_ops_pass(), in), canonical(out));
+}
+
 TEST(FuseOps, AValueUsedOutsideAGroupEndsIt) {
   // %0 is an output as well as an input of the next op, so it is computed by a kernel of its own.
   std::string in = R"(def @main(%x: float32[16]) -> (float32[16], float32[16]) {
