@@ -14,12 +14,9 @@ namespace tessera::driver {
 
 using namespace tensor_ir;
 
-// The many-row version's hint for the row count's variables where the given hints give few rows.
-constexpr int64_t kManyRowsHint = 64;
-
 const std::vector<RowCountClass>& row_count_classes() {
   static const std::vector<RowCountClass> classes = {
-      {0, 1, "fewer than 2 rows"}, {2, 4, "2 to 7 rows"}, {8, 0, "8 rows or more"}};
+      {0, 1, "fewer than 2 rows"}, {2, 4, "2 to 7 rows"}, {8, 64, "8 to 127 rows"}, {128, 256, "128 rows or more"}};
   return classes;
 }
 
@@ -48,8 +45,7 @@ std::map<std::string, int64_t> hints_for_class(const std::vector<Tensor>& output
   const int64_t hint = row_count_classes().at(c).hint;
   bool first = true;
   for (const Var& v : vars_of(rows)) {
-    int64_t& h = hints[v.name()];
-    h = hint == 0 ? std::max(h, kManyRowsHint) : first ? hint : 1;
+    hints[v.name()] = first ? hint : 1;
     first = false;
   }
   return hints;

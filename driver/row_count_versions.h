@@ -2,11 +2,13 @@
 // compute and schedule chosen for the rows its size hints give: 8-row register tiles over packed
 // panels at a prompt's many rows, one row at a time at a decoding step's one. Either computes
 // every size, but the other kinds slowly: one row in a tile of 8 is 8 times the arithmetic, and
-// 4 rows computed one at a time wait on the latency of 2 accumulator chains each. So on a CPU
-// such a kernel is lowered once per class of row counts, its row count's variables hinted at the
-// class's rows (1, 4, and the given hints or 64), and its body chooses at each call:
-// if (rows < 2) { one row } else if (rows < 8) { 4 } else { many }, as Halide's specialize()
-// does on a condition.
+// 4 rows computed one at a time wait on the latency of 2 accumulator chains each; attention's
+// products of L x L, hinted at a short prompt, pack panels of one vector where long sequences
+// take two (half the accumulators, one load per multiply-add). So on a CPU such a kernel is
+// lowered once per class of row counts, its row count's variables hinted at the class's rows
+// (1, 4, 64 and 256, or the given hints in their own class), and its body chooses at each call:
+// if (rows < 2) { one row } else if (rows < 8) { 4 } else if (rows < 128) { many } else { more },
+// as Halide's specialize() does on a condition.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -28,7 +30,7 @@ tensor_ir::Expr product_rows(const std::vector<tensor_ir::Tensor>& outputs);
 // A class of row counts: [least, least of the next class).
 struct RowCountClass {
   int64_t least;  // rows
-  int64_t hint;   // the rows its version is hinted at (0: the given hints, at least 64)
+  int64_t hint;   // the rows its version is hinted at
   std::string name;
 };
 const std::vector<RowCountClass>& row_count_classes();

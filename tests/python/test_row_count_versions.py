@@ -1,6 +1,6 @@
 """A matrix product of symbolic rows built once for every size holds a version per class of row
-counts, one row (a decoding step's one token), 2 to 7 (a batch of tokens) and 8 or more (a
-prompt), and chooses at each call (driver/row_count_versions.h): each computes every size,
+counts, one row (a decoding step's one token), 2 to 7 (a batch of tokens), 8 to 127 (a prompt)
+and 128 or more (a long sequence), and chooses at each call (driver/row_count_versions.h): each computes every size,
 whichever the first run's sizes were, from the library and from its exported module."""
 import numpy as np
 import pytest
@@ -25,9 +25,11 @@ def projection_model(tmp_path, rng):
     return path, lambda x: (x @ w + b) @ v
 
 
-@pytest.mark.parametrize("first, other_versions", [((1, 32), ["at fewer than 2 rows", "at 2 to 7 rows"]),
-                                                   ((1, 1), ["at 2 to 7 rows", "at 8 rows or more"]),
-                                                   ((2, 2), ["at fewer than 2 rows", "at 8 rows or more"])])
+@pytest.mark.parametrize("first, other_versions",
+                         [((1, 32), ["at fewer than 2 rows", "at 2 to 7 rows", "at 128 rows or more"]),
+                          ((1, 1), ["at 2 to 7 rows", "at 8 to 127 rows", "at 128 rows or more"]),
+                          ((2, 2), ["at fewer than 2 rows", "at 8 to 127 rows", "at 128 rows or more"]),
+                          ((1, 200), ["at fewer than 2 rows", "at 2 to 7 rows", "at 8 to 127 rows"])])
 def test_products_of_symbolic_rows_choose_a_version_by_the_rows_of_each_call(tmp_path, rng, first, other_versions):
     path, reference = projection_model(tmp_path, rng)
     lib = tessera.build(tessera.onnx.load(path), db=False)
@@ -41,7 +43,8 @@ def test_products_of_symbolic_rows_choose_a_version_by_the_rows_of_each_call(tmp
     module = tessera.load(str(tmp_path / "m.so"))
     # Rows in each class and at its bounds, rows not dividing the tiles, a batch folded into the
     # rows, none.
-    for n, length in [(1, 1), (1, 2), (1, 3), (2, 1), (4, 1), (1, 5), (7, 1), (1, 8), (3, 3), (1, 9), (5, 13), (2, 0)]:
+    for n, length in [(1, 1), (1, 2), (1, 3), (2, 1), (4, 1), (1, 5), (7, 1), (1, 8), (3, 3), (1, 9), (5, 13), (2, 0),
+                      (1, 127), (1, 128), (2, 64), (3, 67), (1, 301)]:
         x = rng.standard_normal((n, length, 64)).astype("float32")
         for run in (lib.run, module.run):
             np.testing.assert_allclose(run([x])[0], reference(x), rtol=1e-4, atol=1e-4)
