@@ -26,9 +26,10 @@ constexpr int64_t kMaxLocalPanel = 128 * 1024;
 // Fewer panels than this leave each thread so few that one partial panel unbalances them.
 constexpr int64_t kFewPanels = 16;
 
-// The largest B that row tiles outermost stream through whole, each tile reading all of it: a
-// quarter of a 2 MB L2, so it stays there beside A's tiles.
-constexpr int64_t kMaxStreamedB = 512 * 1024;
+// The largest B that row tiles outermost stream through whole, each tile reading all of it: half
+// of a 2 MB L2, so it stays there beside A's tiles (a small transformer's 1 MB feed-forward
+// weights: benchmarks/NOTES.md, "Matrix-product templates").
+constexpr int64_t kMaxStreamedB = 1024 * 1024;
 
 // The tile's rows (knob "matmul.tile_rows"): the product pads its rows to whole multiples of
 // matmul_tile_rows (8, or 7 where that pads none; 6 or 5 with 16 registers, 4 for 7 or 8 rows),
