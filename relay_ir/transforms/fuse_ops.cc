@@ -140,9 +140,8 @@ class Partitioner {
     }
   }
 
-  // True if every node on a path from `src` to `sink` (sink included, src not) satisfies
-  // `ok(group pattern, is_sink)`.
-  bool check_path(GraphNode* src, GraphNode* sink, const std::function<bool(OpPattern, bool)>& ok) {
+  // True if `ok(from, to)` holds for every edge on a path from `src` to `sink`.
+  bool every_edge(GraphNode* src, GraphNode* sink, const std::function<bool(GraphNode*, GraphNode*)>& ok) {
     std::unordered_set<GraphNode*> visited;
     std::vector<GraphNode*> stack{src};
     while (!stack.empty()) {
@@ -150,16 +149,17 @@ class Partitioner {
       stack.pop_back();
       for (const auto& [c, edge] : n->consumers) {
         GraphNode* next = &nodes_[c];
-        if (!visited.insert(next).second) continue;
-        if (next == sink) {
-          if (!ok(next->root()->group_pattern, true)) return false;
-          continue;
-        }
-        if (!ok(next->root()->group_pattern, false)) return false;
-        stack.push_back(next);
+        if (!ok(n, next)) return false;
+        if (next != sink && visited.insert(next).second) stack.push_back(next);
       }
     }
     return true;
+  }
+
+  // True if every node on a path from `src` to `sink` (sink included, src not) satisfies
+  // `ok(group pattern, is_sink)`.
+  bool check_path(GraphNode* src, GraphNode* sink, const std::function<bool(OpPattern, bool)>& ok) {
+    return every_edge(src, sink, [&](GraphNode*, GraphNode* to) { return ok(to->root()->group_pattern, to == sink); });
   }
 
   // Merges src and every node between it and sink into sink's group.
@@ -231,19 +231,10 @@ class Partitioner {
     const auto* call = sink->expr.as<CallNode>();
     const std::string name = call && call->op_def() ? call->op_def()->name : "";
     if (name != "matmul" && name != "gemm") return false;
+    const GraphNode* left = &node(call->args[0]);
     const GraphNode* right = &node(call->args[1]);
-    std::unordered_set<GraphNode*> visited;
-    std::vector<GraphNode*> stack{src};
-    while (!stack.empty()) {
-      GraphNode* n = stack.back();
-      stack.pop_back();
-      for (const auto& [c, edge] : n->consumers) {
-        GraphNode* next = &nodes_[c];
-        if (next == sink && (n != right || &node(call->args[0]) == n)) return false;
-        if (next != sink && visited.insert(next).second) stack.push_back(next);
-      }
-    }
-    return true;
+    return every_edge(src, sink,
+                      [&](GraphNode* from, GraphNode* to) { return to != sink || (from == right && from != left); });
   }
 
   std::vector<GraphNode> nodes_;
