@@ -1,6 +1,7 @@
 #include "driver/kernel_versions.h"
 
 #include <algorithm>
+#include <numeric>
 #include <unordered_map>
 
 #include "runtime/error.h"
@@ -55,7 +56,7 @@ LoweredFunc with_arguments_of(const LoweredFunc& version, const LoweredFunc& lik
                  [](const Buffer& a, const Buffer& b) { return a.same_as(b); }))
     return version;
   std::vector<size_t> same(like.args.size());
-  for (size_t i = 0; i < same.size(); ++i) same[i] = i;
+  std::iota(same.begin(), same.end(), size_t{0});
   return with_arguments(version, like.args, same);
 }
 

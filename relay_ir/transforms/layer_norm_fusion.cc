@@ -115,6 +115,8 @@ class LayerNormFuser : public ExprMutator {
   Expr with_affine(const Expr& original, const Expr& node) {
     const auto* c = node.as<CallNode>();
     const bool scale = c->op_def()->name == "mul";
+    infer_type(node);
+    const auto* yt = tensor_of(node);
     for (size_t i = 0; i < 2; ++i) {
       const auto* item = c->args[i].as<TupleGetItemNode>();
       const CallNode* ln = item && item->index == 0 ? call_of(item->tuple, "layer_norm") : nullptr;
@@ -123,8 +125,6 @@ class LayerNormFuser : public ExprMutator {
       if (other.same_as(c->args[i])) continue;
       const auto* xt = tensor_of(ln->args[0]);
       const auto* ot = tensor_of(other);
-      infer_type(node);
-      const auto* yt = tensor_of(node);
       if (!xt || !ot || !yt || ot->dtype != xt->dtype || !(yt->shape == xt->shape) || yt->dtype != xt->dtype) continue;
       const ExprNode* normalized = original.as<CallNode>()->args[i].get();
       if (consumers_[normalized].size() != 1) continue;
