@@ -29,6 +29,14 @@ Expr constant(runtime::NDArray data) {
   return Expr(new ConstantNode(std::move(data)));
 }
 
+std::optional<double> float_scalar_value(const Expr& e) {
+  const auto* c = e.as<ConstantNode>();
+  if (!c || c->data.numel() != 1 || c->data.dtype().code != runtime::TypeCode::Float) return std::nullopt;
+  if (c->data.dtype().bits == 32) return c->data.data_as<float>()[0];
+  if (c->data.dtype().bits == 64) return c->data.data_as<double>()[0];
+  return std::nullopt;
+}
+
 Expr scalar(double value, DataType dtype) {
   runtime::NDArray a = runtime::NDArray::empty({}, dtype);
   if (dtype.is_narrow()) {

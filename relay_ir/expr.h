@@ -2,6 +2,7 @@
 // functions, after fusion), tuples and their projections, functions. Graphs are DAGs: a value
 // used twice is the same node, and every traversal visits it once.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,8 @@ class Function : public Ref<FunctionNode> {
 Expr constant(runtime::NDArray data);
 // A scalar (shape ()) constant of `dtype`.
 Expr scalar(double value, DataType dtype);
+// The value of a one-element float32 or float64 constant (of any shape); none for anything else.
+std::optional<double> float_scalar_value(const Expr& e);
 // The node of a registered op; throws listing similar names if there is none.
 Expr op(const std::string& name);
 // A call of op `name`: checks the argument count and the attributes against the op's schema

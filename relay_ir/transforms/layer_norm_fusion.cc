@@ -26,15 +26,6 @@ const CallNode* call_of(const Expr& e, const char* name) {
 
 const TensorTypeNode* tensor_of(const Expr& e) { return e->checked_type.as<TensorTypeNode>(); }
 
-// The value of a one-element floating-point constant.
-std::optional<double> scalar_value(const Expr& e) {
-  const auto* c = e.as<ConstantNode>();
-  if (!c || c->data.numel() != 1 || c->data.dtype().code != runtime::TypeCode::Float) return std::nullopt;
-  if (c->data.dtype().bits == 32) return c->data.data_as<float>()[0];
-  if (c->data.dtype().bits == 64) return c->data.data_as<double>()[0];
-  return std::nullopt;
-}
-
 // The first axis of a reduction over the trailing axes of a rank-`rank` value (keeping them as
 // size 1); none for any other reduction.
 std::optional<int64_t> trailing_axes_from(const CallNode* mean, size_t rank) {
@@ -88,9 +79,9 @@ class LayerNormFuser : public ExprMutator {
     const Expr& x = d->args[0];
     const CallNode* m = call_of(d->args[1], "reduce_mean");
     if (!m || !m->args[0].same_as(x)) return node;
-    std::optional<double> epsilon = scalar_value(e->args[1]);
+    std::optional<double> epsilon = float_scalar_value(e->args[1]);
     Expr v_expr = e->args[0];
-    if (!epsilon) epsilon = scalar_value(e->args[0]), v_expr = e->args[1];
+    if (!epsilon) epsilon = float_scalar_value(e->args[0]), v_expr = e->args[1];
     const CallNode* v = call_of(v_expr, "reduce_mean");
     const CallNode* sq = v ? call_of(v->args[0], "mul") : nullptr;
     if (!epsilon || !sq || !sq->args[0].same_as(div->args[0]) || !sq->args[1].same_as(div->args[0])) return node;
@@ -120,7 +111,7 @@ class LayerNormFuser : public ExprMutator {
     for (size_t i = 0; i < 2; ++i) {
       const auto* item = c->args[i].as<TupleGetItemNode>();
       const CallNode* ln = item && item->index == 0 ? call_of(item->tuple, "layer_norm") : nullptr;
-      if (!ln || ln->args.size() != 2 || (scale && scalar_value(ln->args[1]) != 1.0)) continue;
+      if (!ln || ln->args.size() != 2 || (scale && float_scalar_value(ln->args[1]) != 1.0)) continue;
       const Expr& other = c->args[1 - i];
       if (other.same_as(c->args[i])) continue;
       const auto* xt = tensor_of(ln->args[0]);

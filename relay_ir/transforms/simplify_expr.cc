@@ -6,7 +6,11 @@
 //    transposed instead (matmul's trans_b, as ONNX Runtime's FusedMatMul): attention's keys are
 //    not copied each call, and a product of few rows takes dot products along the contiguous keys;
 //  - a cast to the dtype a value already has is nothing;
-//  - x + 0, x - 0, x * 1 and x / 1 (constants of zeros or ones that do not broadcast x) are x.
+//  - x + 0, x - 0, x * 1 and x / 1 (constants of zeros or ones that do not broadcast x) are x;
+//  - erf(x / k) is erf(x * (1 / k)) for a one-element float constant k (GELU's x / sqrt(2)): a
+//    product instead of a division, at most an ulp apart in erf's argument, where the targets'
+//    erf itself is within 4e-7.
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -85,6 +89,7 @@ class Simplifier : public ExprMutator {
     }
     if (name == "matmul") return read_right_operand_transposed(node);
     if (name == "cast" && in && in->dtype == out->dtype) return x;
+    if (name == "erf") return erf_of_product(node);
     if (c->args.size() == 2 && in) {
       const Expr& y = c->args[1];
       const auto* yt = tensor_of(y);
@@ -120,6 +125,23 @@ class Simplifier : public ExprMutator {
     Attrs attrs = c->attrs;
     attrs.set("trans_b", int64_t(1));
     return call("matmul", {c->args[0], t->args[0]}, attrs, c->origin);
+  }
+
+  static Expr erf_of_product(const Expr& node) {
+    const auto* c = node.as<CallNode>();
+    const auto* d = c->args[0].as<CallNode>();
+    if (op_name(d) != "div") return node;
+    const Expr& x = d->args[0];
+    const auto* xt = tensor_of(x);
+    std::optional<double> k = float_scalar_value(d->args[1]);
+    // A one-element k broadcasts nothing when x already has the quotient's shape.
+    if (!k || !xt || !(xt->shape == tensor_of(c->args[0])->shape)) return node;
+    const DataType kt = tensor_of(d->args[1])->dtype;
+    double inverse = 1.0 / *k;
+    if (kt.bits == 32) inverse = static_cast<float>(inverse);
+    if (!std::isfinite(inverse) || inverse == 0) return node;
+    Expr product = call("mul", {x, scalar(inverse, kt)}, {}, d->origin);
+    return call("erf", {product}, c->attrs, c->origin);
   }
 
   // reshape(reshape(x)) -> reshape(x); a reshape that keeps the shape -> x.

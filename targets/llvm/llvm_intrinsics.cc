@@ -87,17 +87,18 @@ class Approx {
 
   // erf: x P(x^2) / Q(x^2) on |x| <= 4 (erf(4) rounds to 1), the rational minimax form of
   // Eigen's and XLA's fast erf: one branch, so it costs a third of a Taylor series and an
-  // exp-based tail evaluated side by side; within 4e-7 of erf in float32.
+  // exp-based tail evaluated side by side; within 4e-7 of erf in float32. A NaN passes through
+  // every step (the clamps keep it), so it needs no select of its own.
   Value* erf(Value* x) {
-    Value* a = min(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x), c(4.0));
+    Value* a = min_keeping_nan(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x), c(4.0));
     Value* z = mul(a, a);
     Value* p = poly(z, {-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
                         -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02});
     Value* q = poly(z, {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
                         -1.42647390514189e-02});
-    Value* r = min(div(mul(p, a), q), c(1.0));  // rounding can lift it a hair above 1
-    r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
-    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, r);
+    Value* r = div(mul(p, a), q);
+    r = min_keeping_nan(r, c(1.0));  // rounding can lift it a hair above 1
+    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
   }
 
  private:
@@ -108,6 +109,7 @@ class Approx {
   Value* mul(Value* a, Value* b) { return b_.CreateFMul(a, b); }
   Value* div(Value* a, Value* b) { return b_.CreateFDiv(a, b); }
   Value* min(Value* a, Value* b) { return b_.CreateSelect(b_.CreateFCmpOLT(a, b), a, b); }
+  Value* min_keeping_nan(Value* a, Value* b) { return b_.CreateSelect(b_.CreateFCmpOGT(a, b), b, a); }
   Value* max(Value* a, Value* b) { return b_.CreateSelect(b_.CreateFCmpOGT(a, b), a, b); }
   // Horner's rule; coefficients from the highest degree down.
   Value* poly(Value* x, const std::vector<double>& coefficients) {

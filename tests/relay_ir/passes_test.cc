@@ -186,6 +186,26 @@ TEST(SimplifyExpr, IdentitiesKeepBroadcasts) {
   EXPECT_EQ(run(simplify_expr_pass(), in), canonical(out));
 }
 
+TEST(SimplifyExpr, ErfOfAQuotientByAConstantTakesAProduct) {
+  // GELU's x / 2 (sqrt(2) does not print exactly); a quotient that broadcasts x stays.
+  std::string in = R"(def @main(%x: float32[3], %y: float32[]) -> (float32[3], float32[1], float32[3]) {
+  %0 = erf(div(%x, constant(float32[1], [2])));
+  %1 = erf(div(%y, constant(float32[1], [2])));
+  %2 = erf(div(%x, constant(float32[1], [0])));
+  (%0, %1, %2)
+})";
+  std::string out = R"(def @main(%x: float32[3], %y: float32[]) -> (float32[3], float32[1], float32[3]) {
+  %0 = mul(%x, constant(float32[], [0.5]));
+  %1 = erf(%0);
+  %2 = div(%y, constant(float32[1], [2]));
+  %3 = erf(%2);
+  %4 = div(%x, constant(float32[1], [0]));
+  %5 = erf(%4);
+  (%1, %3, %5)
+})";
+  EXPECT_EQ(run(simplify_expr_pass(), in), canonical(out));
+}
+
 // A layer normalization written as exporters before opset 17 do (Pow(d, 2) imports as d * d).
 std::string decomposed_layer_norm(const std::string& axes, const std::string& extra_use = "") {
   return R"(def @main(%x: float32[2, 3, 4]) -> float32[2, 3, 4] {

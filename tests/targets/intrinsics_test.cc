@@ -174,6 +174,18 @@ TEST(Intrinsics, Float32MatchesLibm) { check_float32_against_libm("llvm"); }
 // SSE2 only: rounding and half conversions become library calls the JIT must resolve.
 TEST(Intrinsics, Float32MatchesLibmOnBaselineX86) { check_float32_against_libm("llvm -mcpu=x86-64"); }
 
+// A vector body and its scalar tail give the same erf, exactly 1 from |x| = 4 (as erf(4) rounds).
+TEST(Intrinsics, Float32ErfVectorAndScalarAgree) {
+  for (const std::string target : {"llvm", "llvm -mcpu=x86-64-v3", "llvm -mcpu=x86-64"}) {
+    std::vector<float> x = grid(-6, 6, 4001, {kInf, -kInf, 4, -4, 4.01, 1e30});
+    auto out = run<float, float>(Intrinsic::erf, runtime::kFloat32, runtime::kFloat32, {x}, target);
+    for (size_t k = 0; k < x.size(); ++k) {
+      EXPECT_EQ(out.scalar[k], out.vector[k]) << target << " erf(" << x[k] << ")";
+      if (std::fabs(x[k]) >= 4) EXPECT_EQ(std::fabs(out.vector[k]), 1.0f) << target << " erf(" << x[k] << ")";
+    }
+  }
+}
+
 TEST(Intrinsics, Float32ApproximationsVectorize) {
   for (Intrinsic op : {Intrinsic::exp, Intrinsic::log, Intrinsic::tanh, Intrinsic::sigmoid, Intrinsic::erf}) {
     auto out = run<float, float>(op, runtime::kFloat32, runtime::kFloat32, {grid(0.5, 2, 32, {})});
