@@ -112,9 +112,11 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   int64_t panels = 1;  // of the tiles' width
   for (size_t d = 0; d + 2 < packed.ndim(); ++d) panels *= dim_hint(packed, d);
   panels /= tile_cols / nr;
-  // Rows of symbolic count are taken as many, as the sizes where the time goes have them, but in
-  // the version of a kernel for few rows (driver/row_count_versions.h), hinted under a tile.
-  const bool many_rows = tensor_ir::as_const_int(product->shape[nb]) ? m / mr >= 8 && columns <= 4 * m : m >= 8;
+  // Rows of symbolic count are judged at their hint, as a static product of that many rows is:
+  // the version of a kernel for 8 to 127 rows (driver/row_count_versions.h, hinted at 64) keeps
+  // its panels outermost where B is wider than 4 x 64, so at 16 rows each thread reads half of B,
+  // not all of it.
+  const bool many_rows = m / mr >= 8 && columns <= 4 * m;
   bool rows_first = many_rows && k * columns * packed.dtype().element_bytes() <= kMaxStreamedB;
   bool panel_outer = knobs.choose_flag("matmul.panel_outer", panels >= 4 && !rows_first);
   int64_t k_unroll = knobs.choose("matmul.k_unroll", {4, 2, 8});
