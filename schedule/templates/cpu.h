@@ -54,7 +54,10 @@ Loop split_into_vectors(Stage& st, const Loop& last, int64_t extent, int lanes, 
 // kParallelChunks iterations (at their size hints): each iteration of a fused loop recovers the
 // inner indices by dividing by the inner extents, a few cycles for constants but dozens for a
 // value known at run time (a decoding step's cache length: a concatenation of 64-element rows
-// spent most of its time dividing). Left out, it runs as a plain loop in each iteration.
+// spent most of its time dividing). Left out, it runs as a plain loop in each iteration. Nor
+// does any loop join a symbolic one past kParallelChunks iterations: the index arithmetic of
+// symbolic sizes in the outer loop's terms (the row of merged heads, i // N) is then computed
+// once per iteration, outside the inner loops, not once per vector.
 // `joined`, when given, receives how many of `outer` the returned loop fuses.
 Loop fuse_for_parallel(Stage& st, const std::vector<Loop>& outer, size_t* joined = nullptr);
 constexpr int64_t kParallelChunks = 4;

@@ -59,11 +59,14 @@ LoopExtent extent_of(const Stage& st, const Loop& l) {
 
 Loop fuse_for_parallel(Stage& st, const std::vector<Loop>& outer, size_t* joined) {
   Loop fused = outer.at(0);
-  int64_t iterations = extent_of(st, fused).hint;
+  LoopExtent first = extent_of(st, fused);
+  int64_t iterations = first.hint;
+  bool symbolic = first.symbolic;
   size_t i = 1;
   for (; i < outer.size(); ++i) {
     LoopExtent e = extent_of(st, outer[i]);
-    if (e.symbolic && iterations >= kParallelChunks) break;
+    if ((e.symbolic || symbolic) && iterations >= kParallelChunks) break;
+    symbolic |= e.symbolic;
     fused = st.fuse(fused, outer[i]);
     iterations *= e.hint;
   }

@@ -227,6 +227,31 @@ class Simplifier : public IRMutator {
     return s;
   }
 
+  // A symbolic divisor with a constant factor, b = d*c (c > 1, every coefficient of b a multiple
+  // of c, d >= 0: a size, where 0 divides by zero either way), of a = q*c + r with 0 <= r < c:
+  // a // b = q // d and a % b = (q % d)*c + r.
+  // A row index over N*4 heads then divides once per row, not once per element: the merged rows
+  // of [N*4, L, 64] -> [L, N*4, 64] are (i*4 + j // 64) // (N*4), which is i // N.
+  struct FactorSplit {
+    Expr quotient, remainder, divisor;
+    int64_t factor;
+  };
+  std::optional<FactorSplit> by_constant_factor(const Expr& a, const Expr& b) {
+    if (!is_scalar_int(a) || !is_scalar_int(b)) return std::nullopt;
+    const LinearForm fb = to_linear_form(b);
+    int64_t g = std::llabs(fb.constant);
+    for (const auto& [term, coeff] : fb.terms) g = std::gcd(g, std::llabs(coeff));
+    if (g <= 1 || fb.is_constant()) return std::nullopt;
+    DivSplit sb = split_by(b, g);
+    Expr divisor = sb.quotient.to_expr();
+    if (bound(divisor).min < 0) return std::nullopt;
+    DivSplit sa = split_by(a, g);
+    Expr remainder = sa.rest.to_expr();
+    ConstBound rb = bound(remainder);
+    if (!rb.bounded() || rb.min < 0 || rb.max >= g) return std::nullopt;
+    return FactorSplit{sa.quotient.to_expr(), remainder, divisor, g};
+  }
+
   // Bounds of base % c: its own, tightened where base is a multiple of g (every coefficient and
   // the constant of its linear form are), so that the remainder is one too, at most c - gcd(g, c).
   // A row of a head of 64 starts at h*64 + k*16: a vector of 16 from there never crosses 256.
@@ -261,7 +286,11 @@ class Simplifier : public IRMutator {
       if (Expr v = broadcast_binary<FloorDiv>(a, b)) return v;
       return FloorDiv::make(a, b);
     }
-    if (!c || *c <= 0) return FloorDiv::make(a, b);
+    if (!c) {
+      if (auto split = by_constant_factor(a, b)) return mutate(FloorDiv::make(split->quotient, split->divisor));
+      return FloorDiv::make(a, b);
+    }
+    if (*c <= 0) return FloorDiv::make(a, b);
     if (*c == 1) return a;
     if (const auto* inner = a.as<FloorDiv>()) {
       if (const int64_t* c2 = as_const_int(inner->b); c2 && *c2 > 0)
@@ -321,7 +350,14 @@ class Simplifier : public IRMutator {
       if (Expr v = broadcast_binary<FloorMod>(a, b)) return v;
       return FloorMod::make(a, b);
     }
-    if (!c || *c <= 0) return FloorMod::make(a, b);
+    if (!c) {
+      if (auto split = by_constant_factor(a, b)) {
+        Expr high = Mul::make(FloorMod::make(split->quotient, split->divisor), IntImm::make(a.type(), split->factor));
+        return mutate(Add::make(high, split->remainder));
+      }
+      return FloorMod::make(a, b);
+    }
+    if (*c <= 0) return FloorMod::make(a, b);
     if (*c == 1) return make_zero(a.type());
     if (const auto* inner = a.as<FloorMod>()) {
       if (const int64_t* c2 = as_const_int(inner->b); c2 && *c2 > 0 && *c2 % *c == 0)

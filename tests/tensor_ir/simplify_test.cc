@@ -136,6 +136,20 @@ TEST(Simplify, SymbolicSplitsAndClippedTiles) {
       << to_string(arith::simplify(loop, sizes));
 }
 
+TEST(Simplify, SymbolicDivisorsWithAConstantFactor) {
+  // Heads merged back: row i*4 + j // 64 of [L, N*4, 64] (j < 256) is row i // N, head
+  // (i % N)*4 + j // 64, with one division per row instead of one per element.
+  Var i("i"), j("j"), n("N"), h("h");
+  const BoundMap b{{n.get(), {0, ConstBound::kPosInf}}, {i.get(), {0, ConstBound::kPosInf}}, {j.get(), {0, 255}}};
+  Expr row = i * 4 + floordiv(j, 64);
+  EXPECT_EQ(s(floordiv(row, n * 4), b), "i // N");
+  EXPECT_EQ(s(floormod(row, n * 4), b), "i % N*4 + j // 64");
+  EXPECT_EQ(s(floordiv(i * 8 + 4, n * 8 + 16), b), "i // (N + 2)");
+  // Not when the rest may reach the factor, nor for a divisor that may be negative.
+  EXPECT_EQ(s(floordiv(i * 4 + floordiv(j, 32), n * 4), b), "(i*4 + j // 32) // (N*4)");
+  EXPECT_EQ(s(floordiv(i * 4 + 1, h * 4), b), "(i*4 + 1) // (h*4)");
+}
+
 TEST(Simplify, ComparesWithMultiplesOfQuotients) {
   // m rows rounded up to a multiple of 7 are at least m rows: (m + 6) // 7 * 7 = m + 6 - (m + 6) % 7.
   Var n("n"), h("h");
