@@ -19,6 +19,9 @@ Pass simplify_expr_pass();
 // A layer normalization written as its arithmetic (exports before opset 17: means, a difference,
 // a square root, a division, then scale and bias) becomes one layer_norm.
 Pass layer_norm_fusion_pass();
+// A transpose of a product's rows (after a reshape that keeps the last dimension) moves onto its
+// left operand: a product by a 2-D weight treats each row alone (batch_first attention).
+Pass rows_before_products_pass();
 // Groups operators into fused kernels (primitive functions) by pattern kind: injective chains,
 // elementwise epilogues of convolutions and matmuls, injective producers of reductions.
 Pass fuse_ops_pass();
@@ -40,7 +43,8 @@ Pass convert_layout_pass();
 // The sequence build() runs at `opt_level` (build()'s default is 2). Each pass runs at its level
 // and above:
 //   0  InferType, DeadCodeElimination: only what compiling needs, every op its own kernel;
-//   1  + FoldBatchNorm, FoldConstant, SimplifyExpr, EliminateCommonSubexpr, LayerNormFusion, FuseOps;
+//   1  + FoldBatchNorm, RowsBeforeProducts, FoldConstant, SimplifyExpr, EliminateCommonSubexpr,
+//      LayerNormFusion, FuseOps;
 //   2  the same as 1 (the default);
 //   3  + ConvertLayout (channels-last depthwise-separable networks) and AlterOpLayout (constant
 //      weights prepacked: faster kernels, larger constants, longer compiles).

@@ -186,6 +186,70 @@ def test_layer_norm_arithmetic_read_elsewhere_stays(rng, tmp_path):
     assert "layer_norm" not in kernel_ops(lib)
 
 
+# --- RowsBeforeProducts: batch_first attention's transposes ------------------------------
+
+
+def batch_first_projection(folder, x_shape, gemm, extra_output=None):
+    """The end of nn.MultiheadAttention(batch_first=True) as exported: x [N, L, E] -> [L, N, E] ->
+    [L*N, E] -> Gemm (transB=1, bias) or MatMul -> Reshape to [L, N, E] -> [N, L, E], + x."""
+    e = x_shape[-1]
+    rng = np.random.default_rng(3)
+    inits = {"w": (rng.standard_normal((e, e)) / np.sqrt(e)).astype("float32"),
+             "b": rng.standard_normal(e).astype("float32"), "rows": np.array([-1, e], "int64")}
+    product = (helper.make_node("Gemm", ["flat", "w", "b"], ["p"], transB=1) if gemm else
+               helper.make_node("MatMul", ["flat", "w"], ["p"]))
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+             helper.make_node("Reshape", ["t", "rows"], ["flat"]), product,
+             helper.make_node("Shape", ["t"], ["t_shape"]),
+             helper.make_node("Reshape", ["p", "t_shape"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["back"], perm=[1, 0, 2]),
+             helper.make_node("Add", ["x", "back"], ["y"])]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    if extra_output:
+        outputs.append(helper.make_tensor_value_info(extra_output, TensorProto.FLOAT, None))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], outputs,
+                          initializer=[numpy_helper.from_array(a, n) for n, a in inits.items()])
+    path = os.path.join(folder, "projection.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), path)
+    return tessera.onnx.load(path), inits
+
+
+def batch_first_reference(x, inits, gemm):
+    x = x.astype("float64")
+    p = x @ inits["w"].T.astype("float64") + inits["b"] if gemm else x @ inits["w"].astype("float64")
+    return x + p
+
+
+@pytest.mark.parametrize("x_shape,run_shapes", [([3, 5, 16], [(3, 5, 16)]), ([1, 7, 33], [(1, 7, 33)]),
+                                                (["N", "L", 24], [(2, 9, 24), (1, 1, 24), (5, 3, 24), (0, 4, 24)])])
+@pytest.mark.parametrize("gemm", [True, False])
+def test_batch_first_transposes_move_before_the_product(rng, tmp_path, x_shape, run_shapes, gemm):
+    # The transpose back to [N, L, E] moves onto the product's left operand, where it cancels the
+    # first one; the residual sum joins the product: one kernel.
+    mod, inits = batch_first_projection(tmp_path, x_shape, gemm)
+    for level in LEVELS:
+        lib = tessera.build(mod, opt_level=level)
+        for shape in run_shapes:
+            x = rng.standard_normal(shape).astype("float32")
+            np.testing.assert_allclose(lib.run([x])[0], batch_first_reference(x, inits, gemm), rtol=1e-4, atol=1e-4,
+                                       err_msg=f"opt level {level}, {shape}")
+        if level >= 1:
+            ops = kernel_ops(lib)
+            assert len(ops) == 1 and ops[0].startswith("fused_matmul_add"), ops
+
+
+def test_batch_first_product_read_elsewhere_stays(rng, tmp_path):
+    # The product's rows in their own order are an output too: nothing moves.
+    mod, inits = batch_first_projection(tmp_path, [2, 3, 8], True, extra_output="p")
+    x = rng.standard_normal((2, 3, 8)).astype("float32")
+    lib = tessera.build(mod)
+    y, p = lib.run([x])
+    np.testing.assert_allclose(y, batch_first_reference(x, inits, True), rtol=1e-4, atol=1e-4)
+    want_p = x.transpose(1, 0, 2).reshape(-1, 8) @ inits["w"].T + inits["b"]
+    np.testing.assert_allclose(p, want_p, rtol=1e-4, atol=1e-4)
+    assert "gemm" in kernel_ops(lib)
+
+
 # --- AlterOpLayout: prepacked weights --------------------------------------------------
 
 

@@ -206,6 +206,42 @@ TEST(SimplifyExpr, ErfOfAQuotientByAConstantTakesAProduct) {
   EXPECT_EQ(run(simplify_expr_pass(), in), canonical(out));
 }
 
+TEST(RowsBeforeProducts, ATransposeOfAProductsRowsMovesOntoItsLeftOperand) {
+  // batch_first attention's output projection: rows (l, n) of the product back to (n, l).
+  std::string in = R"(def @main(%x: float32[6, 4], %w: float32[5, 4], %b: float32[5]) -> float32[2, 3, 5] {
+  %0 = gemm(%x, %w, %b, trans_b=1);
+  %1 = reshape(%0, shape=[3, 2, 5]);
+  transpose(%1, perm=[1, 0, 2])
+})";
+  std::string out = R"(def @main(%x: float32[6, 4], %w: float32[5, 4], %b: float32[5]) -> float32[2, 3, 5] {
+  %0 = reshape(%x, shape=[3, 2, 4]);
+  %1 = transpose(%0, perm=[1, 0, 2]);
+  %2 = matmul(%1, %w, trans_b=1);
+  add(%2, %b)
+})";
+  EXPECT_EQ(run(rows_before_products_pass(), in), canonical(out));
+}
+
+TEST(RowsBeforeProducts, StaysWhereItWouldNotHold) {
+  // The last axis moves; the product is read elsewhere; the reshape changes the last dimension;
+  // a weight with batch dimensions.
+  std::string in =
+      R"(def @main(%x: float32[2, 3, 4], %w: float32[4, 5], %v: float32[2, 4, 5]) -> (float32[5, 3, 2], float32[2, 3, 5], float32[3, 2, 5], float32[5, 2, 3], float32[3, 2, 5]) {
+  %0 = matmul(%x, %w);
+  %1 = transpose(%0, perm=[2, 1, 0]);
+  %2 = matmul(%x, %w);
+  %3 = transpose(%2, perm=[1, 0, 2]);
+  %4 = matmul(%x, %w);
+  %5 = reshape(%4, shape=[2, 5, 3]);
+  %6 = transpose(%5, perm=[1, 0, 2]);
+  %7 = matmul(%x, %v);
+  %8 = transpose(%7, perm=[1, 0, 2]);
+  (%1, %2, %3, %6, %8)
+})";
+  std::string kept = run(rows_before_products_pass(), in);
+  EXPECT_EQ(kept, canonical(in));
+}
+
 // A layer normalization written as exporters before opset 17 do (Pow(d, 2) imports as d * d).
 std::string decomposed_layer_norm(const std::string& axes, const std::string& extra_use = "") {
   return R"(def @main(%x: float32[2, 3, 4]) -> float32[2, 3, 4] {
