@@ -19,6 +19,14 @@ Pass infer_type_pass() {
   return {"InferType", 0, {}, [](const Module& m, PassContext&) { return infer_type(m); }};
 }
 
+Pass function_pass(std::string name, int opt_level, std::function<Expr(const Function&, PassContext&)> rewrite) {
+  return {std::move(name), opt_level, {"InferType"}, [rewrite](const Module& m, PassContext& ctx) {
+            Module out;
+            for (const auto& [name, f] : m.functions()) out.add(name, Function(rewrite(f, ctx).as<FunctionNode>()));
+            return out;
+          }};
+}
+
 namespace {
 
 bool same_functions(const Module& a, const Module& b) {

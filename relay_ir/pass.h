@@ -43,6 +43,10 @@ struct Pass {
 // The built-in pass "InferType" and any pass given here can be required by name.
 Pass infer_type_pass();
 
+// A pass (requiring InferType) that rewrites each function of the module on its own: `rewrite`
+// returns the function's new form (a mutator's result on it), as TVM's FunctionPass.
+Pass function_pass(std::string name, int opt_level, std::function<Expr(const Function&, PassContext&)> rewrite);
+
 // Runs `passes` in order under `ctx`; returns the resulting module (typed).
 Module run_passes(const Module& m, const std::vector<Pass>& passes, PassContext& ctx);
 

@@ -94,12 +94,8 @@ class LayoutAlterer : public ExprMutator {
 }  // namespace
 
 Pass alter_op_layout_pass() {
-  return {"AlterOpLayout", 3, {"InferType"}, [](const Module& m, PassContext& ctx) {
-            Module out;
-            for (const auto& [name, f] : m.functions())
-              out.add(name, Function(LayoutAlterer(ctx.options).mutate(Expr(f)).as<FunctionNode>()));
-            return out;
-          }};
+  return function_pass("AlterOpLayout", 3,
+                       [](const Function& f, PassContext& ctx) { return LayoutAlterer(ctx.options).mutate(f); });
 }
 
 }  // namespace tessera::relay_ir

@@ -28,6 +28,7 @@
 #include "relay_ir/ops/nn_ops.h"
 #include "relay_ir/transforms/constant_values.h"
 #include "relay_ir/transforms/infer_type.h"
+#include "relay_ir/transforms/match.h"
 #include "relay_ir/transforms/passes.h"
 
 namespace tessera::relay_ir {
@@ -37,11 +38,6 @@ namespace {
 const std::vector<int64_t> kToNhwc{0, 2, 3, 1}, kToNchw{0, 3, 1, 2};
 
 const TensorTypeNode& tensor(const Expr& e) { return as_tensor(e->checked_type, "operand"); }
-
-const CallNode* call_of(const Expr& e, const std::string& name) {
-  const auto* c = e.as<CallNode>();
-  return c && c->op_def() && c->op_def()->name == name ? c : nullptr;
-}
 
 // The y of to_nchw(y), or undefined.
 Expr nhwc_source(const Expr& e) {
@@ -178,16 +174,10 @@ class LayoutConverter : public ExprMutator {
 }  // namespace
 
 Pass convert_layout_pass() {
-  return {"ConvertLayout", 3, {"InferType"}, [](const Module& m, PassContext&) {
-            Module out;
-            for (const auto& [name, f] : m.functions()) {
-              Expr root(f);
-              ConvKinds kinds = conversions(root);
-              out.add(name,
-                      kinds.empty() ? f : Function(LayoutConverter(std::move(kinds)).mutate(root).as<FunctionNode>()));
-            }
-            return out;
-          }};
+  return function_pass("ConvertLayout", 3, [](const Function& f, PassContext&) {
+    ConvKinds kinds = conversions(f);
+    return kinds.empty() ? Expr(f) : LayoutConverter(std::move(kinds)).mutate(f);
+  });
 }
 
 }  // namespace tessera::relay_ir

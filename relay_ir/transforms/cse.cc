@@ -50,14 +50,8 @@ class CommonSubexprEliminator : public ExprMutator {
 }  // namespace
 
 Pass eliminate_common_subexpr_pass() {
-  return {"EliminateCommonSubexpr", 1, {"InferType"}, [](const Module& m, PassContext&) {
-            Module out;
-            for (const auto& [name, f] : m.functions()) {
-              Expr e = CommonSubexprEliminator().mutate(Expr(f));
-              out.add(name, Function(e.as<FunctionNode>()));
-            }
-            return out;
-          }};
+  return function_pass("EliminateCommonSubexpr", 1,
+                       [](const Function& f, PassContext&) { return CommonSubexprEliminator().mutate(f); });
 }
 
 }  // namespace tessera::relay_ir

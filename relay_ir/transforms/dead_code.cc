@@ -18,12 +18,8 @@ class DeadCodeEliminator : public ExprMutator {
 }  // namespace
 
 Pass dead_code_elimination_pass() {
-  return {"DeadCodeElimination", 0, {"InferType"}, [](const Module& m, PassContext&) {
-            Module out;
-            for (const auto& [name, f] : m.functions())
-              out.add(name, Function(DeadCodeEliminator().mutate(Expr(f)).as<FunctionNode>()));
-            return out;
-          }};
+  return function_pass("DeadCodeElimination", 0,
+                       [](const Function& f, PassContext&) { return DeadCodeEliminator().mutate(f); });
 }
 
 }  // namespace tessera::relay_ir

@@ -13,6 +13,7 @@
 #include "relay_ir/op.h"
 #include "relay_ir/transforms/constant_values.h"
 #include "relay_ir/transforms/infer_type.h"
+#include "relay_ir/transforms/match.h"
 #include "relay_ir/transforms/passes.h"
 
 namespace tessera::relay_ir {
@@ -25,10 +26,7 @@ Expr reshape(const Expr& x, std::vector<int64_t> shape) { return call("reshape",
 
 class BatchNormFolder : public ExprMutator {
  public:
-  explicit BatchNormFolder(const Expr& root) {
-    for (const Expr& e : post_order(root))
-      for (const Expr& child : children(e)) ++uses_[child.get()];
-  }
+  explicit BatchNormFolder(const Expr& root) : uses_(reader_counts(root)) {}
 
  protected:
   Expr rewrite(const Expr& original, const Expr& node) override { return constants_.record(fold(original, node)); }
@@ -93,12 +91,8 @@ class BatchNormFolder : public ExprMutator {
 }  // namespace
 
 Pass fold_batch_norm_pass() {
-  return {"FoldBatchNorm", 1, {"InferType"}, [](const Module& m, PassContext&) {
-            Module out;
-            for (const auto& [name, f] : m.functions())
-              out.add(name, Function(BatchNormFolder(Expr(f)).mutate(Expr(f)).as<FunctionNode>()));
-            return out;
-          }};
+  return function_pass("FoldBatchNorm", 1,
+                       [](const Function& f, PassContext&) { return BatchNormFolder(f).mutate(f); });
 }
 
 }  // namespace tessera::relay_ir

@@ -54,15 +54,10 @@ class ConstantFolder : public ExprMutator {
 }  // namespace
 
 Pass fold_constant_pass() {
-  return {"FoldConstant", 1, {"InferType"}, [](const Module& m, PassContext& ctx) {
-            if (!ctx.evaluate) fail("FoldConstant needs an evaluator (PassContext::evaluate); build() provides one");
-            Module out;
-            for (const auto& [name, f] : m.functions()) {
-              Expr e = ConstantFolder(ctx).mutate(Expr(f));
-              out.add(name, Function(e.as<FunctionNode>()));
-            }
-            return out;
-          }};
+  return function_pass("FoldConstant", 1, [](const Function& f, PassContext& ctx) {
+    if (!ctx.evaluate) fail("FoldConstant needs an evaluator (PassContext::evaluate); build() provides one");
+    return ConstantFolder(ctx).mutate(f);
+  });
 }
 
 }  // namespace tessera::relay_ir

@@ -320,11 +320,7 @@ Function fuse(const Function& f) {
 }  // namespace
 
 Pass fuse_ops_pass() {
-  return {"FuseOps", 1, {"InferType"}, [](const Module& m, PassContext&) {
-            Module out;
-            for (const auto& [name, f] : m.functions()) out.add(name, fuse(f));
-            return out;
-          }};
+  return function_pass("FuseOps", 1, [](const Function& f, PassContext&) { return Expr(fuse(f)); });
 }
 
 }  // namespace tessera::relay_ir

@@ -13,18 +13,12 @@
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
 #include "relay_ir/transforms/infer_type.h"
+#include "relay_ir/transforms/match.h"
 #include "relay_ir/transforms/passes.h"
 
 namespace tessera::relay_ir {
 
 namespace {
-
-const CallNode* call_of(const Expr& e, const char* name) {
-  const auto* c = e.as<CallNode>();
-  return c && c->op_def() && c->op_def()->name == name ? c : nullptr;
-}
-
-const TensorTypeNode* tensor_of(const Expr& e) { return e->checked_type.as<TensorTypeNode>(); }
 
 // The first axis of a reduction over the trailing axes of a rank-`rank` value (keeping them as
 // size 1); none for any other reduction.
@@ -85,8 +79,8 @@ class LayerNormFuser : public ExprMutator {
     const CallNode* v = call_of(v_expr, "reduce_mean");
     const CallNode* sq = v ? call_of(v->args[0], "mul") : nullptr;
     if (!epsilon || !sq || !sq->args[0].same_as(div->args[0]) || !sq->args[1].same_as(div->args[0])) return node;
-    const auto* xt = tensor_of(x);
-    const auto* yt = tensor_of(original);
+    const auto* xt = checked_tensor(x);
+    const auto* yt = checked_tensor(original);
     if (!xt || !yt || !xt->dtype.is_float() || !xt->dtype.is_scalar() || !(yt->shape == xt->shape)) return node;
     std::optional<int64_t> axis = trailing_axes_from(m, xt->ndim());
     if (!axis || axis != trailing_axes_from(v, xt->ndim())) return node;
@@ -107,15 +101,15 @@ class LayerNormFuser : public ExprMutator {
     const auto* c = node.as<CallNode>();
     const bool scale = c->op_def()->name == "mul";
     infer_type(node);
-    const auto* yt = tensor_of(node);
+    const auto* yt = checked_tensor(node);
     for (size_t i = 0; i < 2; ++i) {
       const auto* item = c->args[i].as<TupleGetItemNode>();
       const CallNode* ln = item && item->index == 0 ? call_of(item->tuple, "layer_norm") : nullptr;
       if (!ln || ln->args.size() != 2 || (scale && float_scalar_value(ln->args[1]) != 1.0)) continue;
       const Expr& other = c->args[1 - i];
       if (other.same_as(c->args[i])) continue;
-      const auto* xt = tensor_of(ln->args[0]);
-      const auto* ot = tensor_of(other);
+      const auto* xt = checked_tensor(ln->args[0]);
+      const auto* ot = checked_tensor(other);
       if (!xt || !ot || !yt || ot->dtype != xt->dtype || !(yt->shape == xt->shape) || yt->dtype != xt->dtype) continue;
       const ExprNode* normalized = original.as<CallNode>()->args[i].get();
       if (consumers_[normalized].size() != 1) continue;
@@ -135,12 +129,8 @@ class LayerNormFuser : public ExprMutator {
 }  // namespace
 
 Pass layer_norm_fusion_pass() {
-  return {"LayerNormFusion", 1, {"InferType"}, [](const Module& m, PassContext&) {
-            Module out;
-            for (const auto& [name, f] : m.functions())
-              out.add(name, Function(LayerNormFuser(Expr(f)).mutate(Expr(f)).as<FunctionNode>()));
-            return out;
-          }};
+  return function_pass("LayerNormFusion", 1,
+                       [](const Function& f, PassContext&) { return LayerNormFuser(f).mutate(f); });
 }
 
 }  // namespace tessera::relay_ir

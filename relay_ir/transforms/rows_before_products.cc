@@ -13,6 +13,7 @@
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
 #include "relay_ir/transforms/infer_type.h"
+#include "relay_ir/transforms/match.h"
 #include "relay_ir/transforms/passes.h"
 #include "tensor_ir/op.h"
 
@@ -20,31 +21,21 @@ namespace tessera::relay_ir {
 
 namespace {
 
-const CallNode* call_of(const Expr& e, const char* name) {
-  const auto* c = e.as<CallNode>();
-  return c && c->op_def() && c->op_def()->name == name ? c : nullptr;
-}
-
-const TensorTypeNode* tensor_of(const Expr& e) { return e->checked_type.as<TensorTypeNode>(); }
-
 tensor_ir::Expr last_dim(const Expr& e) {
-  const Shape& s = tensor_of(e)->shape;
+  const Shape& s = checked_tensor(e)->shape;
   return s.dim(s.size() - 1);
 }
 
 class RowMover : public ExprMutator {
  public:
-  explicit RowMover(const Expr& root) {
-    for (const Expr& e : post_order(root))
-      for (const Expr& child : children(e)) ++readers_[child.get()];
-  }
+  explicit RowMover(const Expr& root) : readers_(reader_counts(root)) {}
 
  protected:
   Expr rewrite(const Expr& original, const Expr& node) override {
     const auto* t = call_of(node, "transpose");
     if (!t) return node;
     infer_type(node);  // a node rebuilt over rewritten inputs is not typed yet
-    const auto* out = tensor_of(node);
+    const auto* out = checked_tensor(node);
     if (!out || out->ndim() < 2) return node;
     std::vector<int64_t> perm = t->attrs.get_ints("perm");
     if (perm.size() != out->ndim() || perm.back() != static_cast<int64_t>(out->ndim()) - 1) return node;
@@ -64,7 +55,7 @@ class RowMover : public ExprMutator {
     // The same movement of the left operand's rows, whose last dimension is K, not E.
     Expr a = p->left;
     if (reshape) {
-      std::vector<tensor_ir::Expr> dims = tensor_of(reshaped)->shape.dims();
+      std::vector<tensor_ir::Expr> dims = checked_tensor(reshaped)->shape.dims();
       dims.back() = last_dim(a);
       a = call("reshape", {a}, {{"shape", Shape(dims)}}, reshape->origin);
     }
@@ -86,8 +77,8 @@ class RowMover : public ExprMutator {
   // whose C broadcasts along the rows.
   static std::optional<Product> product_of(const Expr& e) {
     if (const auto* m = call_of(e, "matmul")) {
-      const auto* w = tensor_of(m->args[1]);
-      if (!w || w->ndim() != 2 || m->attrs.get_int("packed_columns") || tensor_of(m->args[0])->ndim() < 2)
+      const auto* w = checked_tensor(m->args[1]);
+      if (!w || w->ndim() != 2 || m->attrs.get_int("packed_columns") || checked_tensor(m->args[0])->ndim() < 2)
         return std::nullopt;
       return Product{m->args[0], m->args[1], Expr(), m->attrs.get_int("trans_b"), m->origin};
     }
@@ -96,7 +87,7 @@ class RowMover : public ExprMutator {
       return std::nullopt;
     Expr bias;
     if (g->args.size() > 2) {
-      const auto* c = tensor_of(g->args[2]);
+      const auto* c = checked_tensor(g->args[2]);
       if (g->attrs.get_float("beta") != 1 || !c || (c->ndim() == 2 && !tensor_ir::is_const_int(c->shape.dim(0), 1)))
         return std::nullopt;
       bias = g->args[2];
@@ -110,12 +101,7 @@ class RowMover : public ExprMutator {
 }  // namespace
 
 Pass rows_before_products_pass() {
-  return {"RowsBeforeProducts", 1, {"InferType"}, [](const Module& m, PassContext&) {
-            Module out;
-            for (const auto& [name, f] : m.functions())
-              out.add(name, Function(RowMover(Expr(f)).mutate(Expr(f)).as<FunctionNode>()));
-            return out;
-          }};
+  return function_pass("RowsBeforeProducts", 1, [](const Function& f, PassContext&) { return RowMover(f).mutate(f); });
 }
 
 }  // namespace tessera::relay_ir

@@ -17,6 +17,7 @@
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
 #include "relay_ir/transforms/infer_type.h"
+#include "relay_ir/transforms/match.h"
 #include "relay_ir/transforms/passes.h"
 
 namespace tessera::relay_ir {
@@ -27,8 +28,6 @@ const std::string& op_name(const CallNode* c) {
   static const std::string none;
   return c && c->op_def() ? c->op_def()->name : none;
 }
-
-const TensorTypeNode* tensor_of(const Expr& e) { return e->checked_type.as<TensorTypeNode>(); }
 
 // True if `e` is a constant whose every element equals `value`.
 bool is_constant_filled(const Expr& e, double value) {
@@ -70,17 +69,17 @@ class Simplifier : public ExprMutator {
     if (!c || !c->op_def() || c->args.empty()) return node;
     infer_type(node);
     const std::string& name = op_name(c);
-    const auto* out = tensor_of(node);
+    const auto* out = checked_tensor(node);
     if (!out) return node;
     const Expr& x = c->args[0];
-    const auto* in = tensor_of(x);
+    const auto* in = checked_tensor(x);
     if (name == "squeeze" || name == "expand_dims")
       return simplify_reshape(call("reshape", {x}, {{"shape", out->shape}}));
     if (name == "reshape") return simplify_reshape(node);
     if (name == "transpose") {
       auto perm = full_perm(c->attrs.get_ints("perm"), in->ndim());
       if (const auto* inner = x.as<CallNode>(); op_name(inner) == "transpose") {
-        auto first = full_perm(inner->attrs.get_ints("perm"), tensor_of(inner->args[0])->ndim());
+        auto first = full_perm(inner->attrs.get_ints("perm"), checked_tensor(inner->args[0])->ndim());
         std::vector<int64_t> combined(perm.size());
         for (size_t i = 0; i < perm.size(); ++i) combined[i] = first[perm[i]];
         return identity_or(inner->args[0], call("transpose", {inner->args[0]}, {{"perm", combined}}), combined);
@@ -92,7 +91,7 @@ class Simplifier : public ExprMutator {
     if (name == "erf") return erf_of_product(node);
     if (c->args.size() == 2 && in) {
       const Expr& y = c->args[1];
-      const auto* yt = tensor_of(y);
+      const auto* yt = checked_tensor(y);
       // Only when the constant does not broadcast x to a larger shape.
       bool x_keeps = in->shape == out->shape && in->dtype == out->dtype;
       bool y_keeps = yt && yt->shape == out->shape && yt->dtype == out->dtype;
@@ -116,7 +115,7 @@ class Simplifier : public ExprMutator {
     const auto* c = node.as<CallNode>();
     const auto* t = c->args[1].as<CallNode>();
     if (op_name(t) != "transpose" || c->attrs.get_int("packed_columns") || c->attrs.get_int("trans_b")) return node;
-    size_t rank = tensor_of(t->args[0])->ndim();
+    size_t rank = checked_tensor(t->args[0])->ndim();
     std::vector<int64_t> swap_last_two(rank);
     std::iota(swap_last_two.begin(), swap_last_two.end(), 0);
     if (rank < 2) return node;
@@ -132,11 +131,11 @@ class Simplifier : public ExprMutator {
     const auto* d = c->args[0].as<CallNode>();
     if (op_name(d) != "div") return node;
     const Expr& x = d->args[0];
-    const auto* xt = tensor_of(x);
+    const auto* xt = checked_tensor(x);
     std::optional<double> k = float_scalar_value(d->args[1]);
     // A one-element k broadcasts nothing when x already has the quotient's shape.
-    if (!k || !xt || !(xt->shape == tensor_of(c->args[0])->shape)) return node;
-    const DataType kt = tensor_of(d->args[1])->dtype;
+    if (!k || !xt || !(xt->shape == checked_tensor(c->args[0])->shape)) return node;
+    const DataType kt = checked_tensor(d->args[1])->dtype;
     double inverse = 1.0 / *k;
     if (kt.bits == 32) inverse = static_cast<float>(inverse);
     if (!std::isfinite(inverse) || inverse == 0) return node;
@@ -154,19 +153,14 @@ class Simplifier : public ExprMutator {
       r = call("reshape", {x}, c->attrs);
       infer_type(r);
     }
-    return tensor_of(x)->shape == tensor_of(r)->shape ? x : r;
+    return checked_tensor(x)->shape == checked_tensor(r)->shape ? x : r;
   }
 };
 
 }  // namespace
 
 Pass simplify_expr_pass() {
-  return {"SimplifyExpr", 1, {"InferType"}, [](const Module& m, PassContext&) {
-            Module out;
-            for (const auto& [name, f] : m.functions())
-              out.add(name, Function(Simplifier().mutate(Expr(f)).as<FunctionNode>()));
-            return out;
-          }};
+  return function_pass("SimplifyExpr", 1, [](const Function& f, PassContext&) { return Simplifier().mutate(f); });
 }
 
 }  // namespace tessera::relay_ir
