@@ -15,6 +15,7 @@
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
 #include "relay_ir/transforms/infer_type.h"
+#include "relay_ir/transforms/match.h"
 #include "relay_ir/transforms/passes.h"
 
 namespace tessera::relay_ir {
@@ -228,9 +229,9 @@ class Partitioner {
   // copy and then the packing. (Inlined into the left operand's reads, it would recompute its
   // index arithmetic at every multiply-add.)
   bool packs_right_operand_from(GraphNode* src, GraphNode* sink) {
-    const auto* call = sink->expr.as<CallNode>();
-    const std::string name = call && call->op_def() ? call->op_def()->name : "";
-    if (name != "matmul" && name != "gemm") return false;
+    const CallNode* call = call_of(sink->expr, "matmul");
+    if (!call) call = call_of(sink->expr, "gemm");
+    if (!call) return false;
     const GraphNode* left = &node(call->args[0]);
     const GraphNode* right = &node(call->args[1]);
     return every_edge(src, sink,

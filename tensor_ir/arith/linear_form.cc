@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 #include <optional>
 
 #include "tensor_ir/arith/polynomial.h"
@@ -18,6 +19,12 @@ int64_t wrap_to_type(DataType type, int64_t v) {
   uint64_t u = static_cast<uint64_t>(v) & mask;
   if (type.is_int() && (u >> (type.bits - 1))) u |= ~mask;  // sign-extend
   return static_cast<int64_t>(u);
+}
+
+int64_t LinearForm::common_factor() const {
+  int64_t g = std::llabs(constant);
+  for (const auto& [term, coeff] : terms) g = std::gcd(g, std::llabs(coeff));
+  return g;
 }
 
 void LinearForm::add_term(const Expr& term, int64_t coeff) {

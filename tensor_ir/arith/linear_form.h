@@ -16,6 +16,9 @@ struct LinearForm {
   int64_t constant = 0;
 
   bool is_constant() const { return terms.empty(); }
+  // The greatest common divisor of the coefficients and the constant (0 for the zero form): the
+  // form is a multiple of it wherever its terms are integers.
+  int64_t common_factor() const;
   // Adds coeff * term, merging with a structurally equal term already present.
   void add_term(const Expr& term, int64_t coeff);
   void add(const LinearForm& other, int64_t scale = 1);

@@ -239,8 +239,7 @@ class Simplifier : public IRMutator {
   std::optional<FactorSplit> by_constant_factor(const Expr& a, const Expr& b) {
     if (!is_scalar_int(a) || !is_scalar_int(b)) return std::nullopt;
     const LinearForm fb = to_linear_form(b);
-    int64_t g = std::llabs(fb.constant);
-    for (const auto& [term, coeff] : fb.terms) g = std::gcd(g, std::llabs(coeff));
+    const int64_t g = fb.common_factor();
     if (g <= 1 || fb.is_constant()) return std::nullopt;
     DivSplit sb = split_by(b, g);
     Expr divisor = sb.quotient.to_expr();
@@ -257,9 +256,7 @@ class Simplifier : public IRMutator {
   // A row of a head of 64 starts at h*64 + k*16: a vector of 16 from there never crosses 256.
   ConstBound remainder_bound(const Expr& base, int64_t c) {
     ConstBound rem = bound(mutate(FloorMod::make(base, IntImm::make(base.type(), c))));
-    const LinearForm f = to_linear_form(base);
-    int64_t g = std::llabs(f.constant);
-    for (const auto& [term, coeff] : f.terms) g = std::gcd(g, std::llabs(coeff));
+    const int64_t g = to_linear_form(base).common_factor();
     if (g > 0 && rem.bounded()) rem.max = std::min(rem.max, c - std::gcd(g, c));
     return rem;
   }

@@ -63,6 +63,18 @@ def check_levels(results, want, rtol=1e-4):
         np.testing.assert_allclose(y, base, rtol=1e-5, atol=1e-5 * np.abs(base).max(), err_msg=f"opt level {level}")
 
 
+def saved_model(folder, nodes, x_shape, inits, opset, extra_output=None):
+    """The model of `nodes` over input "x" of x_shape (a dimension may be a name) with output "y"
+    (and `extra_output`), saved in `folder` and loaded from there: a model of symbolic sizes is
+    read again at its first run."""
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ["y", extra_output] if name]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], outputs,
+                          initializer=[numpy_helper.from_array(a, n) for n, a in inits.items()])
+    path = os.path.join(folder, "model.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
+    return tessera.onnx.load(path)
+
+
 # --- BatchNormalization folding ---------------------------------------------------------
 
 
@@ -128,8 +140,8 @@ def test_batch_norm_of_a_value_read_elsewhere_stays(rng):
 
 def decomposed_layer_norm(folder, x_shape, axes, affine, opset, extra_output=None):
     """A layer normalization as exporters before opset 17 write it (opset 18 gives the axes as an
-    input), over input "x" of x_shape (a dimension may be a name), saved in `folder` (a model of
-    symbolic sizes is read again at its first run); its scale and bias."""
+    input), over input "x" of x_shape (a dimension may be a name), saved in `folder`; its scale and
+    bias."""
     rng = np.random.default_rng(7)
     normalized = [x_shape[a] for a in sorted(a % len(x_shape) for a in axes)]
     inits = {"two": np.array(2.0, "float32"), "eps": np.array(1e-3, "float32")}
@@ -144,14 +156,7 @@ def decomposed_layer_norm(folder, x_shape, axes, affine, opset, extra_output=Non
         inits["scale"] = rng.standard_normal(normalized).astype("float32")
         inits["bias"] = rng.standard_normal(normalized[-1:]).astype("float32")
         nodes += [helper.make_node("Mul", ["scale", "n"], ["ns"]), helper.make_node("Add", ["ns", "bias"], ["y"])]
-    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
-    if extra_output:
-        outputs.append(helper.make_tensor_value_info(extra_output, TensorProto.FLOAT, None))
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], outputs,
-                          initializer=[numpy_helper.from_array(a, n) for n, a in inits.items()])
-    path = os.path.join(folder, "layer_norm.onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]), path)
-    return tessera.onnx.load(path), inits
+    return saved_model(folder, nodes, x_shape, inits, opset, extra_output), inits
 
 
 def layer_norm_reference(x, axes, inits, affine):
@@ -204,14 +209,7 @@ def batch_first_projection(folder, x_shape, gemm, extra_output=None):
              helper.make_node("Reshape", ["p", "t_shape"], ["r"]),
              helper.make_node("Transpose", ["r"], ["back"], perm=[1, 0, 2]),
              helper.make_node("Add", ["x", "back"], ["y"])]
-    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
-    if extra_output:
-        outputs.append(helper.make_tensor_value_info(extra_output, TensorProto.FLOAT, None))
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], outputs,
-                          initializer=[numpy_helper.from_array(a, n) for n, a in inits.items()])
-    path = os.path.join(folder, "projection.onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]), path)
-    return tessera.onnx.load(path), inits
+    return saved_model(folder, nodes, x_shape, inits, 14, extra_output), inits
 
 
 def batch_first_reference(x, inits, gemm):
