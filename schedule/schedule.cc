@@ -202,9 +202,6 @@ void Stage::reorder(const std::vector<Loop>& order) {
 void Stage::vectorize(const Loop& loop) {
   leaf_position(loop, "vectorize");
   check_not_bound(loop, "vectorize");
-  if (loop->kind == IterKind::Reduce)
-    fail("vectorize on stage ", name_, ": ", loop->name,
-         " is a reduction loop (vectorize a data-parallel loop, or rfactor first)");
   loop->for_kind = ForKind::Vectorized;
   record({"vectorize", "", {loop->name}, {}, {}});
 }

@@ -112,6 +112,9 @@ class Stage {
   Loop fuse(const Loop& outer, const Loop& inner);
   // The given loops take, in this order, the positions they occupy among the leaves.
   void reorder(const std::vector<Loop>& order);
+  // A reduction loop vectorizes where it is innermost and accumulates one element (the combining
+  // step after rfactor): its lanes combine as a tree, a fixed reassociation of the reduction
+  // (tensor_ir/transforms/vectorize.h). Elsewhere it runs as a serial loop.
   void vectorize(const Loop& loop);
   void unroll(const Loop& loop);
   void parallel(const Loop& loop);

@@ -99,6 +99,7 @@ void schedule_reduced_innermost(Schedule& s, const Tensor& t, const tensor_ir::P
     Tensor partial = s.rfactor(t, ri, static_cast<int>(c->axis.size()));
     schedule_kept_innermost(s, partial, work);
     schedule_stage(s, t, false);
+    vectorize_combining_loop(s[t]);
     return;
   }
   std::vector<Loop> data, reduce;
@@ -161,6 +162,11 @@ void schedule_stage(Schedule& s, const Tensor& t, bool may_split) {
 }  // namespace
 
 void schedule_reduction_stage(Schedule& s, const Tensor& t) { schedule_stage(s, t, true); }
+
+void vectorize_combining_loop(Stage& st) {
+  const Loop innermost = st.leaf_loops().back();
+  if (innermost->kind == tensor_ir::IterKind::Reduce && innermost->for_kind == ForKind::Serial) st.vectorize(innermost);
+}
 
 namespace {
 

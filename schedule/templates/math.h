@@ -20,6 +20,10 @@ void schedule_reduction_stage(Schedule& s, const Tensor& t);
 // in parallel; an uneven vector split peels one tail per outer iteration.
 void schedule_elementwise_stage(Schedule& s, const Tensor& t);
 
+// Vectorizes the innermost loop of `st` where it is a reduction loop (the step combining partial
+// results after rfactor): its lanes combine as a tree instead of a chain (Stage::vectorize).
+void vectorize_combining_loop(Stage& st);
+
 // The memory reads of `e` once the stages inlined in `s` are expanded: loads (ProducerLoad) of
 // inputs and of stages with buffers of their own, indexed in e's variables.
 std::vector<Expr> leaf_loads(Schedule& s, const Expr& e);

@@ -88,6 +88,7 @@ void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>&
     if (extent < lanes) continue;
     auto inner = st.split(st.loop(reduce.back()), lanes).second;
     Tensor rf = s.rfactor(t, inner, static_cast<int>(t.ndim()));
+    vectorize_combining_loop(s[t]);  // a row's statistics are a chain of such combining steps
     Stage& rs = s[rf];
     const auto* rc = rs.op().as<ComputeOp>();
     std::vector<Loop> order;

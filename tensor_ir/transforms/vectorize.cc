@@ -1,9 +1,12 @@
 #include "tensor_ir/transforms/vectorize.h"
 
+#include <functional>
 #include <optional>
+#include <utility>
 
 #include "tensor_ir/functor.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/structural.h"
 #include "tensor_ir/substitute.h"
 
 namespace tessera::tensor_ir {
@@ -117,6 +120,53 @@ class Vectorizer : public IRMutator {
   VarMap vars_;
 };
 
+// `a op b` for the reductions a vectorized loop may accumulate (Add, Max, Min).
+Expr combine(NodeKind op, const Expr& a, const Expr& b) {
+  if (op == NodeKind::Add) return Add::make(a, b);
+  return op == NodeKind::Max ? Max::make(a, b) : Min::make(a, b);
+}
+
+// The lanes' values combined in halves: lane k with lane k + lanes/2, and so on down to one, the
+// order a vector reduction takes (`lane(k)`: lane k's value; `stride`: the distance between the
+// lanes combined so far).
+Expr halving_tree(NodeKind op, const std::function<Expr(int64_t)>& lane, int64_t lanes, int64_t k = 0,
+                  int64_t stride = 1) {
+  if (stride == lanes) return lane(k);
+  return combine(op, halving_tree(op, lane, lanes, k, 2 * stride),
+                 halving_tree(op, lane, lanes, k + stride, 2 * stride));
+}
+
+// The operands of an Add, Max or Min (the reductions a vectorized loop may accumulate); none for
+// any other node.
+std::optional<std::pair<Expr, Expr>> reduction_operands(const Expr& e) {
+  if (const auto* x = e.as<Add>()) return std::make_pair(x->a, x->b);
+  if (const auto* x = e.as<Max>()) return std::make_pair(x->a, x->b);
+  if (const auto* x = e.as<Min>()) return std::make_pair(x->a, x->b);
+  return std::nullopt;
+}
+
+// The most lanes a reduction tree spells out (each lane a copy of the reduced expression).
+constexpr int64_t kMaxTreeLanes = 64;
+
+// A vectorized loop whose body accumulates into one element, `acc = acc op f(i)` (the combining
+// step of vector partial results, rfactor's), as a tree of depth log2(lanes) over f(min), ...,
+// f(min + lanes - 1) instead of a chain: vectorizing a reduction loop reassociates it, in this one
+// fixed order. Undefined where the loop is no such reduction over a power-of-two extent.
+Stmt tree_reduction(const For* loop, int64_t lanes) {
+  const auto* st = loop->body.as<Store>();
+  if (!st || lanes > kMaxTreeLanes || (lanes & (lanes - 1)) != 0 || !st->value.type().is_scalar() ||
+      uses_var(st->index, loop->var.get()))
+    return Stmt();
+  const auto operands = reduction_operands(st->value);
+  if (!operands) return Stmt();
+  const auto& [accumulated, term] = *operands;
+  const auto* acc = accumulated.as<Load>();
+  if (!acc || !acc->buffer.same_as(st->buffer) || !structural_equal(acc->index, st->index)) return Stmt();
+  const NodeKind op = st->value->kind;
+  auto lane = [&](int64_t k) { return substitute(term, loop->var, loop->min + make_const(loop->min.type(), k)); };
+  return Store::make(st->buffer, combine(op, accumulated, halving_tree(op, lane, lanes)), st->index);
+}
+
 class LoopVectorizer : public IRMutator {
  public:
   using IRMutator::mutate;
@@ -130,6 +180,7 @@ class LoopVectorizer : public IRMutator {
     }
     const int64_t* lanes = as_const_int(op->extent);
     if (lanes && *lanes > 1 && *lanes <= 1024 && op->min.type().is_scalar()) {
+      if (Stmt tree = tree_reduction(op, *lanes); tree.defined()) return tree;
       try {
         Expr ramp = Ramp::make(op->min, make_one(op->min.type()), *lanes);
         return Vectorizer(op->var, ramp).mutate(body);

@@ -18,8 +18,6 @@ TEST(ScheduleErrors, NameTheStageAndLoop) {
   EXPECT_TRUE(contains(msg, "stage C has no loop 'x'")) << msg;
   msg = error_of([&] { c.loop(other.C.as<ComputeOp>()->axis[0]); });
   EXPECT_TRUE(contains(msg, "stage C has no axis 'i'")) << msg;
-  msg = error_of([&] { c.vectorize(c.loop("k")); });
-  EXPECT_TRUE(contains(msg, "vectorize on stage C: k is a reduction loop")) << msg;
   msg = error_of([&] { c.parallel(c.loop("k")); });
   EXPECT_TRUE(contains(msg, "parallel on stage C: k is a reduction loop")) << msg;
   msg = error_of([&] { c.split(c.loop("i"), 0); });

@@ -195,13 +195,23 @@ TEST(Vectorize, BranchOnTheLoopVariableStaysScalar) {
   EXPECT_EQ(to_string(vectorize_loops(s)), "for (i, 0, 8) {\n  if (i < 5) {\n    A[i] = 1.0f\n  }\n}\n");
 }
 
-TEST(Vectorize, ScalarIndexWithVectorValueStaysScalar) {
-  // A[0] = A[0] + B[i] over i would race all lanes on one element.
+TEST(Vectorize, AccumulatingIntoOneElementBecomesATree) {
+  // A[0] = A[0] op B[i] over 8 lanes: lanes k and k + 4 first, then k and k + 2, then the two left.
   Buffer a = buffer("A", 1), b = buffer("B", 8);
   Var i("i");
-  Stmt s = For::make(i, Expr(0), Expr(8), ForKind::Vectorized,
-                     Store::make(a, Load::make(a, Expr(0)) + Load::make(b, i), Expr(0)));
-  EXPECT_EQ(vectorize_loops(s).as<For>()->for_kind, ForKind::Serial);
+  auto loop = [&](Expr value, int64_t extent) {
+    return For::make(i, Expr(2), Expr(extent), ForKind::Vectorized, Store::make(a, value, Expr(0)));
+  };
+  EXPECT_EQ(to_string(arith::simplify(vectorize_loops(loop(Load::make(a, Expr(0)) + Load::make(b, i - 2), 8)))),
+            "A[0] = A[0] + (B[0] + B[4] + (B[2] + B[6]) + (B[1] + B[5] + (B[3] + B[7])))\n");
+  EXPECT_EQ(to_string(arith::simplify(vectorize_loops(loop(max(Load::make(a, Expr(0)), Load::make(b, i - 2)), 2)))),
+            "A[0] = max(A[0], max(B[0], B[1]))\n");
+  // Not a power of two, not a reduction (the accumulator is not the first operand, or it is a
+  // difference), or a store every lane would race on: the loop stays scalar.
+  for (const Stmt& s :
+       {loop(Load::make(a, Expr(0)) + Load::make(b, i - 2), 6), loop(Load::make(b, i - 2) + Load::make(a, Expr(0)), 8),
+        loop(Load::make(a, Expr(0)) - Load::make(b, i - 2), 8), loop(Load::make(b, i - 2), 8)})
+    EXPECT_EQ(vectorize_loops(s).as<For>()->for_kind, ForKind::Serial) << to_string(s);
 }
 
 TEST(StorageFlatten, ArgumentsAreRowMajorAndRealizesAllocate) {
