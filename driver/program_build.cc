@@ -276,6 +276,14 @@ class ProgramBuilder {
       return {y, of(runtime::kInt64, {fresh()}), of(runtime::kInt64, {fresh()}), of(runtime::kInt64, {fresh()})};
     }
     if (op == "non_max_suppression") return {of(runtime::kInt64, {fresh(), 3})};
+    if (op == "reshape") {  // of the target's length, each dimension the data's
+      const ValueType target = input(1);
+      if (!target.shape || target.shape->size() != 1 || !target.shape->front().is_constant())
+        return {ValueType{ValueType::Kind::Tensor, x.dtype, std::nullopt}};
+      SymbolicShape shape;
+      for (int64_t d = 0; d < target.shape->front().constant(); ++d) shape.push_back(fresh());
+      return {ValueType{ValueType::Kind::Tensor, x.dtype, std::move(shape)}};
+    }
     if (op == "identity" || op == "optional" || op == "optional_get_element") return {x};
     if (op == "optional_has_element") return {of(runtime::kBool, {})};
     if (op == "sequence_length") return {of(runtime::kInt64, {})};

@@ -6,6 +6,7 @@
 
 #include "runtime/data_dependent_ops.h"
 #include "runtime/element.h"
+#include "runtime/reshape_target.h"
 
 namespace tessera::runtime {
 
@@ -275,15 +276,29 @@ bool listed(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// `x` viewed at Reshape's `target` (int64, 1-D).
+NDArray reshaped(const NDArray& x, const NDArray& target, bool allowzero) {
+  if (target.dtype() != kInt64 || target.ndim() != 1)
+    fail("the target shape must be int64 and 1-D, got ", target.dtype().str(), target.shape_str());
+  if (target.device().type != DeviceType::CPU) fail("the target shape must be on the CPU");
+  const int64_t* values = target.data_as<int64_t>();
+  return x.view_as(reshape_target(x.shape(), std::vector<int64_t>(values, values + target.numel()), allowzero),
+                   x.dtype());
+}
+
 }  // namespace
 
 bool is_builtin(const std::string& name) {
-  return listed(kDataDependent, name) || listed(kSequenceOrOptional, name) || name == "values_as_shape";
+  return listed(kDataDependent, name) || listed(kSequenceOrOptional, name) || name == "values_as_shape" ||
+         name == "reshape";
 }
 
 std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   try {
     if (listed(kDataDependent, step.builtin)) return data_dependent(step, in);
+    if (step.builtin == "reshape")
+      return {reshaped(in.at(0).as_tensor("the data"), in.at(1).as_tensor("the target shape"),
+                       step.attrs.get_int("allowzero") != 0)};
     if (step.builtin == "values_as_shape") {
       const std::string name = "'" + step.inputs.at(0) + "'";
       return {values_as_shape(in.at(0).as_tensor(name), name)};

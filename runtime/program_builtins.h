@@ -1,5 +1,6 @@
 // The builtin steps of a program (runtime/program_plan.h), run on the host between stages: operators
-// whose output size depends on the data (runtime/data_dependent_ops.h), ONNX's sequence and
+// whose output size depends on the data (runtime/data_dependent_ops.h), reshape to a target the
+// data gives (a view of its input; attrs: allowzero, as ONNX's Reshape), ONNX's sequence and
 // optional operators, the array moves that loops and sequences need, and values_as_shape: integer
 // values as the shape (values..., 0) of an empty tensor, for a stage built for every size that
 // takes them as sizes.

@@ -8,43 +8,17 @@
 #include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/op.h"
 #include "runtime/error.h"
+#include "runtime/reshape_target.h"
 
 namespace tessera::frontend::onnx {
 
 std::vector<int64_t> reshape_target(const ConvertContext& c, const std::vector<int64_t>& in, std::vector<int64_t> shape,
                                     bool allowzero) {
-  int64_t known = 1, infer = -1;
-  bool zero = false;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == 0 && !allowzero) {
-      if (i >= in.size())
-        c.error("shape entry " + std::to_string(i) + " is 0 (copy the input dimension), but the input has rank " +
-                std::to_string(in.size()));
-      shape[i] = in[i];
-    }
-    if (shape[i] == -1) {
-      if (infer >= 0) c.error("the shape " + runtime::shape_str(shape) + " has more than one -1");
-      infer = static_cast<int64_t>(i);
-    } else if (shape[i] < 0) {
-      c.error("the shape " + runtime::shape_str(shape) + " has the invalid dimension " + std::to_string(shape[i]));
-    } else {
-      zero |= shape[i] == 0;
-      if (__builtin_mul_overflow(known, shape[i], &known))
-        c.error("the shape " + runtime::shape_str(shape) + " has more elements than 64 bits count");
-    }
+  try {
+    return runtime::reshape_target(in, std::move(shape), allowzero, /*check_count=*/false);
+  } catch (const Error& e) {
+    c.error(e.what());
   }
-  int64_t numel = 1;
-  for (int64_t d : in)
-    if (__builtin_mul_overflow(numel, d, &numel))
-      c.error("the input shape " + runtime::shape_str(in) + " has more elements than 64 bits count");
-  if (infer >= 0) {
-    if (allowzero && zero) c.error("with allowzero=1 the shape cannot hold both 0 and -1");
-    if (known == 0 || numel % known)
-      c.error("cannot infer the -1 of shape " + runtime::shape_str(shape) + " for an input of shape " +
-              runtime::shape_str(in));
-    shape[infer] = numel / known;
-  }
-  return shape;
 }
 
 using relay_ir::Attrs;

@@ -94,6 +94,12 @@ class ProgramBuilder {
         (*constants_)[graph.node(i).output(0)] = *value;
         continue;
       }
+      if (reshapes_to_data(graph.node(i))) {
+        add_stage(*p, graph, stage, last_read);
+        stage.clear();
+        p->steps.push_back(step_of(graph.node(i)));
+        continue;
+      }
       if (!is_step(graph.node(i)) && !passes_non_tensor(graph.node(i))) {
         if (reads_data_as_constant(graph, stage, graph.node(i))) {
           add_stage(*p, graph, stage, last_read);
@@ -247,6 +253,10 @@ class ProgramBuilder {
         step.builtin = "concat_from_sequence";
         int_attr("axis", 0);
         int_attr("new_axis", 0);
+      } else if (op == "Reshape") {
+        check_attrs({"allowzero"});
+        step.builtin = "reshape";
+        int_attr("allowzero", 0);
       } else if (kSequenceBuiltins.count(op)) {
         check_attrs({"dtype", "type"});  // SequenceEmpty's and Optional's element types: values carry theirs
         step.builtin = kSequenceBuiltins.at(op);
@@ -293,6 +303,15 @@ class ProgramBuilder {
           if (out == node.input(i)) return true;
     }
     return false;
+  }
+
+  // A Reshape whose target the data gives (an input, or a value computed from one): a step that
+  // views its input at that target while the model runs, so the stages around it are built for
+  // every shape (a module can hold them) rather than for each target met.
+  bool reshapes_to_data(const ::onnx::NodeProto& node) {
+    return node.op_type() == "Reshape" && (node.domain().empty() || node.domain() == "ai.onnx") &&
+           node.input_size() == 2 && !node.input(1).empty() && !constants_->count(node.input(1)) &&
+           data_.depends(node.input(1));
   }
 
   // Identity of a sequence or an optional: a step, since stages compute tensors only.

@@ -281,38 +281,72 @@ def test_unique_compress_and_nms_as_steps(tmp_path, build):
     np.testing.assert_array_equal(sel, [[0, 0, 0], [0, 0, 2]])
 
 
-def test_an_input_that_sets_a_shape_is_taken_at_run_time(tmp_path):
-    """Reshape's shape from a graph input: built for each value met (its stage binds it)."""
-    path = save(tmp_path, [helper.make_node("Reshape", ["x", "shape"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
-                [vi("x", [2, 6]), vi("shape", [2], I64)], [vi("z", [None, None])])
+def test_an_input_that_sets_a_start_is_taken_at_run_time(tmp_path):
+    """Slice's start from a graph input: built for each value met (its stage binds it)."""
+    path = save(tmp_path, [helper.make_node("Slice", ["x", "start", "end"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
+                [vi("x", [10]), vi("start", [1], I64)], [vi("z", [None])],
+                [numpy_helper.from_array(np.array([9], np.int64), "end")])
     lib = tessera.build(tessera.onnx.load(path))
-    x = np.arange(-6, 6, dtype=np.float32).reshape(2, 6)
-    for shape in [(3, 4), (12, 1), (3, 4)]:
-        np.testing.assert_array_equal(lib.run([x, np.array(shape, np.int64)])[0], np.maximum(x.reshape(shape), 0))
+    x = np.arange(-5, 5, dtype=np.float32)
+    for start in [2, -4, 2]:
+        np.testing.assert_array_equal(lib.run([x, np.array([start], np.int64)])[0], np.maximum(x[start:9], 0))
     ((_, signatures),) = lib.builds
-    assert sorted(signatures) == ["float32(2, 6), int64(2,) = 12 1", "float32(2, 6), int64(2,) = 3 4"]
-    with pytest.raises(tessera.Error, match=r"at inputs float32\(2, 6\), int64\(2,\) = 5 5: .*Reshape"):
-        lib.run([x, np.array([5, 5], np.int64)])
-    np.testing.assert_array_equal(lib.run([x, np.array([6, 2], np.int64)])[0], np.maximum(x.reshape(6, 2), 0))
+    assert sorted(signatures) == ["float32(10,), int64(1,) = -4", "float32(10,), int64(1,) = 2"]
 
 
-def test_a_program_whose_stage_needs_a_value_it_computes_is_not_exported(tmp_path):
-    """A Reshape whose target is an input runs in this process (built for each target it meets),
-    but no module can hold a build for every target (taken as sizes, the target's element count is
-    not provably the input's, and a -1 or 0 has no size): export names the step, the node and why."""
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_a_reshape_to_a_target_the_data_gives_views_it_while_the_model_runs(tmp_path, exported):
+    """A Reshape whose target is an input is a step of the program (a view of its input at the
+    target, 0 and -1 as ONNX says), so the stage after it is built once for every shape and a
+    module holds the whole model. A target that does not fit is an error naming the node."""
     path = save(tmp_path, [helper.make_node("Reshape", ["x", "shape"], ["y"], name="r"),
                            helper.make_node("Relu", ["y"], ["z"])],
                 [vi("x", [2, 6]), vi("shape", [2], I64)], [vi("z", [None, None])])
     lib = tessera.build(tessera.onnx.load(path))
-    with pytest.raises(tessera.Error, match=r"export: the nodes 'r' to 'z' \(2\) cannot be built for every size of "
-                                            r"its inputs \(x: float32\(2, 6\), shape: int64\(2,\)\): Reshape "
-                                            r"\(node 'r', opset 17\): .*cannot reshape \(2, 6\) to \(shape_value0, "
-                                            r"shape_value1\): their element counts \(12 and shape_value0\*shape_value1\) "
-                                            r"are not provably equal"):
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    x = np.arange(-6, 6, dtype=np.float32).reshape(2, 6)
+    for target, shape in [((3, 4), (3, 4)), ((12, 1), (12, 1)), ((-1, 3), (4, 3)), ((0, -1), (2, 6)), ((1, 12), (1, 12))]:
+        np.testing.assert_array_equal(lib.run([x, np.array(target, np.int64)])[0], np.maximum(x.reshape(shape), 0))
+    if not exported:
+        assert [signatures for _, signatures in lib.builds] == [["every size"]]
+    for target, message in [((5, 5), r"cannot reshape \(2, 6\) \(12 elements\) to \(5, 5\) \(25\)"),
+                            ((-1, -1), r"more than one -1"), ((-1, 5), r"cannot infer the -1"),
+                            ((-2, 6), r"the invalid dimension -2")]:
+        with pytest.raises(tessera.Error, match=r"Reshape \(node 'r'\): .*" + message):
+            lib.run([x, np.array(target, np.int64)])
+    with pytest.raises(tessera.Error, match=r"input 'shape' \(#1\): expected 1 dimensions \(2,\), got 2"):
+        lib.run([x, np.array([[3, 4]], np.int64)])
+
+
+def test_reshape_steps_keep_allowzero(tmp_path):
+    """allowzero=1 (opset 14): a 0 in the target is a 0, and a target with both 0 and -1 is refused."""
+    path = save(tmp_path, [helper.make_node("Reshape", ["x", "shape"], ["y"], name="r", allowzero=1)],
+                [vi("x", [0, 3]), vi("shape", [2], I64)], [vi("y", [None, None])], opset=14)
+    lib = tessera.build(tessera.onnx.load(path))
+    x = np.zeros((0, 3), np.float32)
+    assert lib.run([x, np.array([3, 0], np.int64)])[0].shape == (3, 0)
+    with pytest.raises(tessera.Error, match=r"Reshape \(node 'r'\): .*with allowzero=1 the shape cannot hold both 0 and -1"):
+        lib.run([x, np.array([0, -1], np.int64)])
+
+
+def test_a_program_whose_stage_needs_a_value_it_computes_is_not_exported(tmp_path):
+    """A Slice whose start is an input runs in this process (built for each start it meets), but no
+    module can hold a build for every start (a negative one counts from the end, so it is no
+    size): export names the step, the node and why."""
+    path = save(tmp_path, [helper.make_node("Slice", ["x", "start", "end"], ["y"], name="s"),
+                           helper.make_node("Relu", ["y"], ["z"])],
+                [vi("x", [10]), vi("start", [1], I64)], [vi("z", [None])],
+                [numpy_helper.from_array(np.array([9], np.int64), "end")])
+    lib = tessera.build(tessera.onnx.load(path))
+    with pytest.raises(tessera.Error, match=r"export: the nodes 's' to 'z' \(2\) cannot be built for every size of "
+                                            r"its inputs \(x: float32\(10,\), start: int64\(1,\)\): Slice "
+                                            r"\(node 's', opset 17\): starts \(input 'start'\) .*needs constants"):
         lib.export(str(tmp_path / "m.so"))
     assert not (tmp_path / "m.so").exists()
-    x = np.arange(12, dtype=np.float32).reshape(2, 6)
-    np.testing.assert_array_equal(lib.run([x, np.array([3, 4], np.int64)])[0], x.reshape(3, 4))
+    x = np.arange(10, dtype=np.float32)
+    np.testing.assert_array_equal(lib.run([x, np.array([3], np.int64)])[0], x[3:9])
 
 
 def test_an_exported_program_loads_only_as_what_it_is(tmp_path):
