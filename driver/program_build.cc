@@ -276,12 +276,20 @@ class ProgramBuilder {
       return {y, of(runtime::kInt64, {fresh()}), of(runtime::kInt64, {fresh()}), of(runtime::kInt64, {fresh()})};
     }
     if (op == "non_max_suppression") return {of(runtime::kInt64, {fresh(), 3})};
-    if (op == "reshape") {  // of the target's length, each dimension the data's
-      const ValueType target = input(1);
-      if (!target.shape || target.shape->size() != 1 || !target.shape->front().is_constant())
-        return {ValueType{ValueType::Kind::Tensor, x.dtype, std::nullopt}};
+    if (op == "reshape" || op == "squeeze" || op == "unsqueeze") {
+      // Of the target's length, or the input's rank less or more the axes' count; each dimension
+      // the data's.
+      const ValueType given = input(1);
+      std::optional<int64_t> rank;
+      if (given.shape && given.shape->size() == 1 && given.shape->front().is_constant()) {
+        const int64_t n = given.shape->front().constant();
+        const int64_t in_rank = x.shape ? static_cast<int64_t>(x.shape->size()) : -1;
+        if (op == "reshape") rank = n;
+        else if (in_rank >= 0) rank = op == "squeeze" ? in_rank - n : in_rank + n;
+      }
+      if (!rank || *rank < 0) return {ValueType{ValueType::Kind::Tensor, x.dtype, std::nullopt}};
       SymbolicShape shape;
-      for (int64_t d = 0; d < target.shape->front().constant(); ++d) shape.push_back(fresh());
+      for (int64_t d = 0; d < *rank; ++d) shape.push_back(fresh());
       return {ValueType{ValueType::Kind::Tensor, x.dtype, std::move(shape)}};
     }
     if (op == "identity" || op == "optional" || op == "optional_get_element") return {x};

@@ -6,7 +6,7 @@
 
 #include "runtime/data_dependent_ops.h"
 #include "runtime/element.h"
-#include "runtime/reshape_target.h"
+#include "runtime/view_shapes.h"
 
 namespace tessera::runtime {
 
@@ -271,34 +271,38 @@ const std::vector<std::string> kSequenceOrOptional = {
     "identity",        "optional",           "optional_get_element", "optional_has_element",
     "sequence_empty",  "sequence_construct", "sequence_length",      "sequence_at",
     "sequence_insert", "sequence_erase",     "split_to_sequence",    "concat_from_sequence"};
+const std::vector<std::string> kViews = {"reshape", "squeeze", "unsqueeze"};
 
 bool listed(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// `x` viewed at Reshape's `target` (int64, 1-D).
-NDArray reshaped(const NDArray& x, const NDArray& target, bool allowzero) {
-  if (target.dtype() != kInt64 || target.ndim() != 1)
-    fail("the target shape must be int64 and 1-D, got ", target.dtype().str(), target.shape_str());
-  if (target.device().type != DeviceType::CPU) fail("the target shape must be on the CPU");
-  const int64_t* values = target.data_as<int64_t>();
-  return x.view_as(reshape_target(x.shape(), std::vector<int64_t>(values, values + target.numel()), allowzero),
-                   x.dtype());
+// A builtin of kViews: in[0] viewed at the shape in[1] (int64, 1-D: Reshape's target, Squeeze's
+// or Unsqueeze's axes) gives it.
+NDArray viewed(const ProgramStep& step, const std::vector<ProgramValue>& in) {
+  const std::string& op = step.builtin;
+  const NDArray& x = in.at(0).as_tensor("the data");
+  const std::string what = op == "reshape" ? "the target shape" : "the axes";
+  const NDArray& given = in.at(1).as_tensor(what);
+  if (given.dtype() != kInt64 || given.ndim() != 1 || given.device().type != DeviceType::CPU)
+    fail(what, " must be int64, 1-D and on the CPU, got ", given.dtype().str(), given.shape_str());
+  const std::vector<int64_t> values(given.data_as<int64_t>(), given.data_as<int64_t>() + given.numel());
+  if (op == "squeeze") return x.view_as(squeezed_shape(x.shape(), values), x.dtype());
+  if (op == "unsqueeze") return x.view_as(unsqueezed_shape(x.shape(), values), x.dtype());
+  return x.view_as(reshape_target(x.shape(), values, step.attrs.get_int("allowzero") != 0), x.dtype());
 }
 
 }  // namespace
 
 bool is_builtin(const std::string& name) {
-  return listed(kDataDependent, name) || listed(kSequenceOrOptional, name) || name == "values_as_shape" ||
-         name == "reshape";
+  return listed(kDataDependent, name) || listed(kViews, name) || listed(kSequenceOrOptional, name) ||
+         name == "values_as_shape";
 }
 
 std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   try {
     if (listed(kDataDependent, step.builtin)) return data_dependent(step, in);
-    if (step.builtin == "reshape")
-      return {reshaped(in.at(0).as_tensor("the data"), in.at(1).as_tensor("the target shape"),
-                       step.attrs.get_int("allowzero") != 0)};
+    if (listed(kViews, step.builtin)) return {viewed(step, in)};
     if (step.builtin == "values_as_shape") {
       const std::string name = "'" + step.inputs.at(0) + "'";
       return {values_as_shape(in.at(0).as_tensor(name), name)};

@@ -1,6 +1,7 @@
 // The builtin steps of a program (runtime/program_plan.h), run on the host between stages: operators
-// whose output size depends on the data (runtime/data_dependent_ops.h), reshape to a target the
-// data gives (a view of its input; attrs: allowzero, as ONNX's Reshape), ONNX's sequence and
+// whose output size depends on the data (runtime/data_dependent_ops.h), views of a tensor at a
+// shape the data gives (reshape with its attr allowzero, squeeze, unsqueeze: ONNX's operators
+// given their target or axes as their second input), ONNX's sequence and
 // optional operators, the array moves that loops and sequences need, and values_as_shape: integer
 // values as the shape (values..., 0) of an empty tensor, for a stage built for every size that
 // takes them as sizes.

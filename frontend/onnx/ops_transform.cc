@@ -8,7 +8,7 @@
 #include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/op.h"
 #include "runtime/error.h"
-#include "runtime/reshape_target.h"
+#include "runtime/view_shapes.h"
 
 namespace tessera::frontend::onnx {
 

@@ -94,7 +94,7 @@ class ProgramBuilder {
         (*constants_)[graph.node(i).output(0)] = *value;
         continue;
       }
-      if (reshapes_to_data(graph.node(i))) {
+      if (views_at_a_shape_of_the_data(graph.node(i))) {
         add_stage(*p, graph, stage, last_read);
         stage.clear();
         p->steps.push_back(step_of(graph.node(i)));
@@ -257,6 +257,9 @@ class ProgramBuilder {
         check_attrs({"allowzero"});
         step.builtin = "reshape";
         int_attr("allowzero", 0);
+      } else if (op == "Squeeze" || op == "Unsqueeze") {
+        check_attrs({});
+        step.builtin = op == "Squeeze" ? "squeeze" : "unsqueeze";
       } else if (kSequenceBuiltins.count(op)) {
         check_attrs({"dtype", "type"});  // SequenceEmpty's and Optional's element types: values carry theirs
         step.builtin = kSequenceBuiltins.at(op);
@@ -305,13 +308,15 @@ class ProgramBuilder {
     return false;
   }
 
-  // A Reshape whose target the data gives (an input, or a value computed from one): a step that
-  // views its input at that target while the model runs, so the stages around it are built for
-  // every shape (a module can hold them) rather than for each target met.
-  bool reshapes_to_data(const ::onnx::NodeProto& node) {
-    return node.op_type() == "Reshape" && (node.domain().empty() || node.domain() == "ai.onnx") &&
-           node.input_size() == 2 && !node.input(1).empty() && !constants_->count(node.input(1)) &&
-           data_.depends(node.input(1));
+  // A Reshape, Squeeze or Unsqueeze whose target or axes the data gives (an input, or a value
+  // computed from one): a step that views its input at that shape while the model runs, so the
+  // stages around it are built for every shape (a module can hold them) rather than for each
+  // value met.
+  bool views_at_a_shape_of_the_data(const ::onnx::NodeProto& node) {
+    const std::string& op = node.op_type();
+    return (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") &&
+           (node.domain().empty() || node.domain() == "ai.onnx") && node.input_size() == 2 && !node.input(1).empty() &&
+           !constants_->count(node.input(1)) && data_.depends(node.input(1));
   }
 
   // Identity of a sequence or an optional: a step, since stages compute tensors only.

@@ -320,6 +320,28 @@ def test_a_reshape_to_a_target_the_data_gives_views_it_while_the_model_runs(tmp_
         lib.run([x, np.array([[3, 4]], np.int64)])
 
 
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_squeeze_and_unsqueeze_axes_the_data_gives_view_it_while_the_model_runs(tmp_path, exported):
+    """Squeeze's and Unsqueeze's axes as inputs (opset 13): steps of the program as Reshape's target."""
+    path = save(tmp_path, [helper.make_node("Unsqueeze", ["x", "ones"], ["u"], name="u"),
+                           helper.make_node("Squeeze", ["u", "drop"], ["y"], name="s"),
+                           helper.make_node("Neg", ["y"], ["z"])],
+                [vi("x", [3, 1, 4]), vi("ones", [2], I64), vi("drop", [1], I64)], [vi("z", None)])
+    lib = tessera.build(tessera.onnx.load(path))
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    x = np.arange(12, dtype=np.float32).reshape(3, 1, 4)
+    for ones, drop, shape in [((0, -1), (2,), (1, 3, 4, 1)), ((4, 1), (-3,), (3, 1, 4, 1)), ((0, 1), (0,), (1, 3, 1, 4))]:
+        np.testing.assert_array_equal(lib.run([x, np.array(ones, np.int64), np.array(drop, np.int64)])[0],
+                                      -x.reshape(shape))
+    with pytest.raises(tessera.Error, match=r"Squeeze \(node 's'\): .*cannot squeeze axis 0 of \(3, 1, 1, 4, 1\): its size "
+                                            r"is 3, not 1"):
+        lib.run([x, np.array([1, 4], np.int64), np.array([0], np.int64)])
+    with pytest.raises(tessera.Error, match=r"Unsqueeze \(node 'u'\): .*the axes \(0, 0\) name an axis twice"):
+        lib.run([x, np.array([0, -5], np.int64), np.array([0], np.int64)])
+
+
 def test_reshape_steps_keep_allowzero(tmp_path):
     """allowzero=1 (opset 14): a 0 in the target is a 0, and a target with both 0 and -1 is refused."""
     path = save(tmp_path, [helper.make_node("Reshape", ["x", "shape"], ["y"], name="r", allowzero=1)],

@@ -1,6 +1,6 @@
-// ONNX Reshape's target shape (runtime/reshape_target.h): ONNX's examples (0 copies, -1 infers,
+// ONNX Reshape's target shape (runtime/view_shapes.h): ONNX's examples (0 copies, -1 infers,
 // allowzero), empty inputs, and the errors of targets that do not fit.
-#include "runtime/reshape_target.h"
+#include "runtime/view_shapes.h"
 
 #include <gtest/gtest.h>
 
@@ -14,13 +14,18 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-std::string error_of(const Shape& in, const Shape& target, bool allowzero = false) {
+template <typename F>
+std::string error_of(F f) {
   try {
-    reshape_target(in, target, allowzero);
+    f();
   } catch (const Error& e) {
     return e.what();
   }
   return "";
+}
+
+std::string error_of(const Shape& in, const Shape& target, bool allowzero = false) {
+  return error_of([&] { reshape_target(in, target, allowzero); });
 }
 
 TEST(ReshapeTarget, CopiesZerosAndInfersMinusOne) {
@@ -45,6 +50,26 @@ TEST(ReshapeTarget, NamesWhatDoesNotFit) {
   EXPECT_EQ(error_of({1ll << 40, 1ll << 30}, {-1}),
             "the input shape (1099511627776, 1073741824) has more elements "
             "than 64 bits count");
+}
+
+TEST(SqueezedShape, DropsTheAxesOfSizeOne) {
+  EXPECT_EQ(squeezed_shape({1, 3, 1, 5}, {0}), (Shape{3, 1, 5}));
+  EXPECT_EQ(squeezed_shape({1, 3, 1, 5}, {-2, 0}), (Shape{3, 5}));
+  EXPECT_EQ(squeezed_shape({1, 0, 1}, {2}), (Shape{1, 0}));
+  EXPECT_EQ(squeezed_shape({3}, {}), (Shape{3}));
+  EXPECT_EQ(error_of([] { squeezed_shape({1, 3}, {1}); }), "cannot squeeze axis 1 of (1, 3): its size is 3, not 1");
+  EXPECT_EQ(error_of([] { squeezed_shape({1, 3}, {2}); }), "axis 2 is out of range for rank 2");
+  EXPECT_EQ(error_of([] { squeezed_shape({1, 3}, {0, -2}); }), "the axes (0, 0) name an axis twice");
+}
+
+TEST(UnsqueezedShape, InsertsOnesAtTheResultsAxes) {
+  EXPECT_EQ(unsqueezed_shape({3, 4, 5}, {0}), (Shape{1, 3, 4, 5}));
+  EXPECT_EQ(unsqueezed_shape({3, 4, 5}, {5, 4, 2}), (Shape{3, 4, 1, 5, 1, 1}));  // test_unsqueeze_unsorted_axes
+  EXPECT_EQ(unsqueezed_shape({3, 4, 5}, {-2}), (Shape{3, 4, 1, 5}));
+  EXPECT_EQ(unsqueezed_shape({}, {0, 1}), (Shape{1, 1}));
+  EXPECT_EQ(unsqueezed_shape({0}, {1}), (Shape{0, 1}));
+  EXPECT_EQ(error_of([] { unsqueezed_shape({3}, {2}); }), "axis 2 is out of range for rank 2");
+  EXPECT_EQ(error_of([] { unsqueezed_shape({3}, {1, -2}); }), "the axes (1, 1) name an axis twice");
 }
 
 }  // namespace

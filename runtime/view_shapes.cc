@@ -1,5 +1,6 @@
-#include "runtime/reshape_target.h"
+#include "runtime/view_shapes.h"
 
+#include <algorithm>
 #include <string>
 
 #include "runtime/error.h"
@@ -41,6 +42,42 @@ std::vector<int64_t> reshape_target(const std::vector<int64_t>& in, std::vector<
     fail("cannot reshape ", shape_str(in), " (", numel, " elements) to ", shape_str(shape), " (", known, ")");
   }
   return shape;
+}
+
+namespace {
+
+// `axes` in [-rank, rank) made non-negative; throws naming an axis out of range or given twice.
+std::vector<int64_t> normalized_axes(std::vector<int64_t> axes, int64_t rank) {
+  for (int64_t& a : axes) {
+    if (a < -rank || a >= rank) fail("axis ", a, " is out of range for rank ", rank);
+    if (a < 0) a += rank;
+  }
+  std::vector<int64_t> sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+    fail("the axes ", shape_str(axes), " name an axis twice");
+  return sorted;
+}
+
+}  // namespace
+
+std::vector<int64_t> squeezed_shape(const std::vector<int64_t>& in, const std::vector<int64_t>& axes) {
+  const std::vector<int64_t> drop = normalized_axes(axes, static_cast<int64_t>(in.size()));
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (!std::binary_search(drop.begin(), drop.end(), static_cast<int64_t>(d))) out.push_back(in[d]);
+    else if (in[d] != 1) fail("cannot squeeze axis ", d, " of ", shape_str(in), ": its size is ", in[d], ", not 1");
+  }
+  return out;
+}
+
+std::vector<int64_t> unsqueezed_shape(const std::vector<int64_t>& in, const std::vector<int64_t>& axes) {
+  const int64_t rank = static_cast<int64_t>(in.size() + axes.size());
+  const std::vector<int64_t> ones = normalized_axes(axes, rank);
+  std::vector<int64_t> out;
+  auto next = in.begin();
+  for (int64_t d = 0; d < rank; ++d) out.push_back(std::binary_search(ones.begin(), ones.end(), d) ? 1 : *next++);
+  return out;
 }
 
 }  // namespace tessera::runtime
