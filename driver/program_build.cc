@@ -276,6 +276,7 @@ class ProgramBuilder {
       return {y, of(runtime::kInt64, {fresh()}), of(runtime::kInt64, {fresh()}), of(runtime::kInt64, {fresh()})};
     }
     if (op == "non_max_suppression") return {of(runtime::kInt64, {fresh(), 3})};
+    if (op == "slice") return {x.shape ? ValueType{ValueType::Kind::Tensor, x.dtype, fresh_shape(x.shape->size())} : x};
     if (op == "reshape" || op == "squeeze" || op == "unsqueeze") {
       // Of the target's length, or the input's rank less or more the axes' count; each dimension
       // the data's.
@@ -288,9 +289,7 @@ class ProgramBuilder {
         else if (in_rank >= 0) rank = op == "squeeze" ? in_rank - n : in_rank + n;
       }
       if (!rank || *rank < 0) return {ValueType{ValueType::Kind::Tensor, x.dtype, std::nullopt}};
-      SymbolicShape shape;
-      for (int64_t d = 0; d < *rank; ++d) shape.push_back(fresh());
-      return {ValueType{ValueType::Kind::Tensor, x.dtype, std::move(shape)}};
+      return {ValueType{ValueType::Kind::Tensor, x.dtype, fresh_shape(*rank)}};
     }
     if (op == "identity" || op == "optional" || op == "optional_get_element") return {x};
     if (op == "optional_has_element") return {of(runtime::kBool, {})};

@@ -6,6 +6,7 @@
 
 #include "runtime/data_dependent_ops.h"
 #include "runtime/element.h"
+#include "runtime/host_slice.h"
 #include "runtime/view_shapes.h"
 
 namespace tessera::runtime {
@@ -271,22 +272,37 @@ const std::vector<std::string> kSequenceOrOptional = {
     "identity",        "optional",           "optional_get_element", "optional_has_element",
     "sequence_empty",  "sequence_construct", "sequence_length",      "sequence_at",
     "sequence_insert", "sequence_erase",     "split_to_sequence",    "concat_from_sequence"};
-const std::vector<std::string> kViews = {"reshape", "squeeze", "unsqueeze"};
+// Operators whose output shape the values of inputs give (ONNX's, given them as inputs).
+const std::vector<std::string> kShapedByValues = {"reshape", "squeeze", "unsqueeze", "slice"};
 
 bool listed(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// A builtin of kViews: in[0] viewed at the shape in[1] (int64, 1-D: Reshape's target, Squeeze's
-// or Unsqueeze's axes) gives it.
-NDArray viewed(const ProgramStep& step, const std::vector<ProgramValue>& in) {
+// The integers of a 1-D int32 or int64 host array; `what` names it in errors.
+std::vector<int64_t> int_list(const ProgramValue& v, const std::string& what) {
+  const NDArray& a = v.as_tensor(what);
+  if ((a.dtype() != kInt64 && a.dtype() != kInt32) || a.ndim() != 1 || a.device().type != DeviceType::CPU)
+    fail(what, " must be int32 or int64, 1-D and on the CPU, got ", a.dtype().str(), a.shape_str());
+  std::vector<int64_t> values(a.numel());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    values[i] = a.dtype() == kInt64 ? a.data_as<int64_t>()[i] : a.data_as<int32_t>()[i];
+  return values;
+}
+
+// A builtin of kShapedByValues: a view of the data at the shape its target or axes give, or (slice)
+// a copy of the entries its starts, ends, axes and steps select.
+NDArray shaped_by_values(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   const std::string& op = step.builtin;
   const NDArray& x = in.at(0).as_tensor("the data");
-  const std::string what = op == "reshape" ? "the target shape" : "the axes";
-  const NDArray& given = in.at(1).as_tensor(what);
-  if (given.dtype() != kInt64 || given.ndim() != 1 || given.device().type != DeviceType::CPU)
-    fail(what, " must be int64, 1-D and on the CPU, got ", given.dtype().str(), given.shape_str());
-  const std::vector<int64_t> values(given.data_as<int64_t>(), given.data_as<int64_t>() + given.numel());
+  if (op == "slice") {
+    auto optional = [&](size_t i, const char* what) {
+      return i < in.size() && !in[i].is_none() ? int_list(in[i], what) : std::vector<int64_t>{};
+    };
+    return host_slice(x, int_list(in.at(1), "starts"), int_list(in.at(2), "ends"), optional(3, "axes"),
+                      optional(4, "steps"));
+  }
+  const std::vector<int64_t> values = int_list(in.at(1), op == "reshape" ? "the target shape" : "the axes");
   if (op == "squeeze") return x.view_as(squeezed_shape(x.shape(), values), x.dtype());
   if (op == "unsqueeze") return x.view_as(unsqueezed_shape(x.shape(), values), x.dtype());
   return x.view_as(reshape_target(x.shape(), values, step.attrs.get_int("allowzero") != 0), x.dtype());
@@ -295,14 +311,14 @@ NDArray viewed(const ProgramStep& step, const std::vector<ProgramValue>& in) {
 }  // namespace
 
 bool is_builtin(const std::string& name) {
-  return listed(kDataDependent, name) || listed(kViews, name) || listed(kSequenceOrOptional, name) ||
+  return listed(kDataDependent, name) || listed(kShapedByValues, name) || listed(kSequenceOrOptional, name) ||
          name == "values_as_shape";
 }
 
 std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   try {
     if (listed(kDataDependent, step.builtin)) return data_dependent(step, in);
-    if (listed(kViews, step.builtin)) return {viewed(step, in)};
+    if (listed(kShapedByValues, step.builtin)) return {shaped_by_values(step, in)};
     if (step.builtin == "values_as_shape") {
       const std::string name = "'" + step.inputs.at(0) + "'";
       return {values_as_shape(in.at(0).as_tensor(name), name)};

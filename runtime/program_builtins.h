@@ -1,7 +1,8 @@
 // The builtin steps of a program (runtime/program_plan.h), run on the host between stages: operators
-// whose output size depends on the data (runtime/data_dependent_ops.h), views of a tensor at a
-// shape the data gives (reshape with its attr allowzero, squeeze, unsqueeze: ONNX's operators
-// given their target or axes as their second input), ONNX's sequence and
+// whose output size depends on the data (runtime/data_dependent_ops.h), operators whose output
+// shape values the data gives set (ONNX's reshape with its attr allowzero, squeeze and unsqueeze:
+// views, at a target or axes given as the second input; slice: a copy, its starts, ends, axes and
+// steps inputs as from opset 10), ONNX's sequence and
 // optional operators, the array moves that loops and sequences need, and values_as_shape: integer
 // values as the shape (values..., 0) of an empty tensor, for a stage built for every size that
 // takes them as sizes.

@@ -94,7 +94,7 @@ class ProgramBuilder {
         (*constants_)[graph.node(i).output(0)] = *value;
         continue;
       }
-      if (views_at_a_shape_of_the_data(graph.node(i))) {
+      if (shaped_by_the_data(graph.node(i))) {
         add_stage(*p, graph, stage, last_read);
         stage.clear();
         p->steps.push_back(step_of(graph.node(i)));
@@ -257,9 +257,9 @@ class ProgramBuilder {
         check_attrs({"allowzero"});
         step.builtin = "reshape";
         int_attr("allowzero", 0);
-      } else if (op == "Squeeze" || op == "Unsqueeze") {
+      } else if (op == "Squeeze" || op == "Unsqueeze" || op == "Slice") {
         check_attrs({});
-        step.builtin = op == "Squeeze" ? "squeeze" : "unsqueeze";
+        step.builtin = op == "Squeeze" ? "squeeze" : op == "Unsqueeze" ? "unsqueeze" : "slice";
       } else if (kSequenceBuiltins.count(op)) {
         check_attrs({"dtype", "type"});  // SequenceEmpty's and Optional's element types: values carry theirs
         step.builtin = kSequenceBuiltins.at(op);
@@ -308,15 +308,18 @@ class ProgramBuilder {
     return false;
   }
 
-  // A Reshape, Squeeze or Unsqueeze whose target or axes the data gives (an input, or a value
-  // computed from one): a step that views its input at that shape while the model runs, so the
+  // An operator whose output shape values the data gives set (an input of the model, or a value
+  // computed from one): Reshape's target, Squeeze's or Unsqueeze's axes, Slice's starts, ends,
+  // axes or steps. A step (runtime/program_builtins.h) computes it while the model runs, so the
   // stages around it are built for every shape (a module can hold them) rather than for each
   // value met.
-  bool views_at_a_shape_of_the_data(const ::onnx::NodeProto& node) {
+  bool shaped_by_the_data(const ::onnx::NodeProto& node) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
     const std::string& op = node.op_type();
-    return (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") &&
-           (node.domain().empty() || node.domain() == "ai.onnx") && node.input_size() == 2 && !node.input(1).empty() &&
-           !constants_->count(node.input(1)) && data_.depends(node.input(1));
+    const int values = op == "Slice" ? 4 : (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") ? 1 : 0;
+    for (int i = 1; i <= values && i < node.input_size(); ++i)
+      if (!node.input(i).empty() && !constants_->count(node.input(i)) && data_.depends(node.input(i))) return true;
+    return false;
   }
 
   // Identity of a sequence or an optional: a step, since stages compute tensors only.

@@ -281,17 +281,19 @@ def test_unique_compress_and_nms_as_steps(tmp_path, build):
     np.testing.assert_array_equal(sel, [[0, 0, 0], [0, 0, 2]])
 
 
-def test_an_input_that_sets_a_start_is_taken_at_run_time(tmp_path):
-    """Slice's start from a graph input: built for each value met (its stage binds it)."""
-    path = save(tmp_path, [helper.make_node("Slice", ["x", "start", "end"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
-                [vi("x", [10]), vi("start", [1], I64)], [vi("z", [None])],
-                [numpy_helper.from_array(np.array([9], np.int64), "end")])
-    lib = tessera.build(tessera.onnx.load(path))
-    x = np.arange(-5, 5, dtype=np.float32)
-    for start in [2, -4, 2]:
-        np.testing.assert_array_equal(lib.run([x, np.array([start], np.int64)])[0], np.maximum(x[start:9], 0))
+def topk_of_an_input_k(tmp_path):
+    return save(tmp_path, [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="t"), helper.make_node("Neg", ["v"], ["z"])],
+                [vi("x", [3, 10]), vi("k", [1], I64)], [vi("z", [3, None])])
+
+
+def test_an_input_that_sets_a_count_is_taken_at_run_time(tmp_path):
+    """TopK's k from a graph input: built for each value met (its stage binds it)."""
+    lib = tessera.build(tessera.onnx.load(topk_of_an_input_k(tmp_path)))
+    x = np.random.default_rng(0).permutation(30).astype(np.float32).reshape(3, 10)
+    for k in [2, 5, 2]:
+        np.testing.assert_array_equal(lib.run([x, np.array([k], np.int64)])[0], -np.sort(x, 1)[:, ::-1][:, :k])
     ((_, signatures),) = lib.builds
-    assert sorted(signatures) == ["float32(10,), int64(1,) = -4", "float32(10,), int64(1,) = 2"]
+    assert sorted(signatures) == ["float32(3, 10), int64(1,) = 2", "float32(3, 10), int64(1,) = 5"]
 
 
 @pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
@@ -354,21 +356,44 @@ def test_reshape_steps_keep_allowzero(tmp_path):
 
 
 def test_a_program_whose_stage_needs_a_value_it_computes_is_not_exported(tmp_path):
-    """A Slice whose start is an input runs in this process (built for each start it meets), but no
-    module can hold a build for every start (a negative one counts from the end, so it is no
-    size): export names the step, the node and why."""
-    path = save(tmp_path, [helper.make_node("Slice", ["x", "start", "end"], ["y"], name="s"),
-                           helper.make_node("Relu", ["y"], ["z"])],
-                [vi("x", [10]), vi("start", [1], I64)], [vi("z", [None])],
-                [numpy_helper.from_array(np.array([9], np.int64), "end")])
-    lib = tessera.build(tessera.onnx.load(path))
-    with pytest.raises(tessera.Error, match=r"export: the nodes 's' to 'z' \(2\) cannot be built for every size of "
-                                            r"its inputs \(x: float32\(10,\), start: int64\(1,\)\): Slice "
-                                            r"\(node 's', opset 17\): starts \(input 'start'\) .*needs constants"):
+    """TopK with k from an input runs in this process (built for each k it meets), but no module can
+    hold a build for every k: export names the step, the node and why."""
+    lib = tessera.build(tessera.onnx.load(topk_of_an_input_k(tmp_path)))
+    with pytest.raises(tessera.Error, match=r"export: the nodes 't' to 'z' \(2\) cannot be built for every size of "
+                                            r"its inputs \(x: float32\(3, 10\), k: int64\(1,\)\): TopK "
+                                            r"\(node 't', opset 17\): k \(input 'k'\) .*needs constants"):
         lib.export(str(tmp_path / "m.so"))
     assert not (tmp_path / "m.so").exists()
-    x = np.arange(10, dtype=np.float32)
-    np.testing.assert_array_equal(lib.run([x, np.array([3], np.int64)])[0], x[3:9])
+    x = np.arange(30, dtype=np.float32).reshape(3, 10)
+    np.testing.assert_array_equal(lib.run([x, np.array([1], np.int64)])[0], -x[:, 9:])
+
+
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_a_slice_whose_bounds_the_data_gives_copies_on_the_host(tmp_path, exported):
+    """Slice's starts, ends, axes and steps from inputs: a step of the program (ONNX's clamping,
+    negative positions and steps), the stage after it built for every shape, so a module holds it."""
+    path = save(tmp_path, [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"], name="s"),
+                           helper.make_node("Neg", ["y"], ["z"])],
+                [vi("x", [4, 6]), vi("starts", [2], I64), vi("ends", [2], I64), vi("axes", [2], I64),
+                 vi("steps", [2], I64)], [vi("z", [None, None])])
+    lib = tessera.build(tessera.onnx.load(path))
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    big = np.iinfo(np.int64).max
+    cases = [((1, 0), (3, 6), (0, 1), (1, 2), x[1:3, 0:6:2]),
+             ((-1, 5), (-big, -100), (0, -1), (-1, -2), x[::-1, 5::-2]),
+             ((0, 7), (big, 9), (1, 0), (1, 1), x[7:9, 0:]),  # a start past the end: none
+             ((2, 2), (2, 4), (0, 1), (1, 1), x[2:2, 2:4])]
+    for starts, ends, axes, steps, expected in cases:
+        got = lib.run([x] + [np.array(v, np.int64) for v in (starts, ends, axes, steps)])[0]
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(got, -expected)
+    with pytest.raises(tessera.Error, match=r"Slice \(node 's'\): .*the step of axis 1 is 0"):
+        lib.run([x] + [np.array(v, np.int64) for v in ((0, 0), (1, 1), (0, 1), (1, 0))])
+    with pytest.raises(tessera.Error, match=r"Slice \(node 's'\): .*axis 1 is sliced twice"):
+        lib.run([x] + [np.array(v, np.int64) for v in ((0, 0), (1, 1), (1, -1), (1, 1))])
 
 
 def test_an_exported_program_loads_only_as_what_it_is(tmp_path):
