@@ -276,6 +276,10 @@ class ProgramBuilder {
       return {y, of(runtime::kInt64, {fresh()}), of(runtime::kInt64, {fresh()}), of(runtime::kInt64, {fresh()})};
     }
     if (op == "non_max_suppression") return {of(runtime::kInt64, {fresh(), 3})};
+    if (op == "topk") {
+      const ValueType values = resized(x, *axis);
+      return {values, ValueType{values.kind, runtime::kInt64, values.shape}};
+    }
     if (op == "slice") return {x.shape ? ValueType{ValueType::Kind::Tensor, x.dtype, fresh_shape(x.shape->size())} : x};
     if (op == "reshape" || op == "squeeze" || op == "unsqueeze") {
       // Of the target's length, or the input's rank less or more the axes' count; each dimension

@@ -194,6 +194,40 @@ Groups sorted_groups_of(const NDArray& x, const Slices& s, bool nans_equal) {
   return sorted_groups(values_of(x, element_as_double), s, nans_equal);
 }
 
+// TopK's order of two entries a and b (positions along the axis) of values va and vb: the larger
+// (largest) or smaller first, a NaN after every number, equal ones the lower position first.
+template <typename T>
+bool ranks_before(T va, T vb, int64_t a, int64_t b, bool largest) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(va) || std::isnan(vb)) return std::isnan(va) && std::isnan(vb) ? a < b : std::isnan(vb);
+  }
+  if (va != vb) return largest ? va > vb : va < vb;
+  return a < b;
+}
+
+// topk over `v`, x's values as its element type orders them.
+template <typename T>
+std::vector<NDArray> topk_of(const NDArray& x, const std::vector<T>& v, const Slices& s, int64_t k, bool largest) {
+  NDArray values = NDArray::empty(s.shape_with(k), x.dtype()), indices = NDArray::empty(s.shape_with(k), kInt64);
+  const size_t element_bytes = x.dtype().element_bytes();
+  const char* src = static_cast<const char*>(x.data());
+  char* dst = static_cast<char*>(values.data());
+  std::vector<int64_t> order(s.n);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      auto flat = [&](int64_t i) { return (o * s.n + i) * s.inner + in; };
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                        [&](int64_t a, int64_t b) { return ranks_before(v[flat(a)], v[flat(b)], a, b, largest); });
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t out = (o * k + j) * s.inner + in;
+        std::memcpy(dst + out * element_bytes, src + flat(order[j]) * element_bytes, element_bytes);
+        indices.data_as<int64_t>()[out] = order[j];
+      }
+    }
+  return {values, indices};
+}
+
 // Renumbers the groups in the order their first slices come in.
 void order_by_first_occurrence(Groups& g) {
   std::vector<int64_t> by_first(g.first.size()), place(g.first.size());
@@ -323,6 +357,17 @@ std::vector<NDArray> unique(const NDArray& x, std::optional<int64_t> axis, bool 
   Groups g = sorted_groups_of(x, s, /*nans_equal=*/!axis);  // numpy's equal_nan holds for elements, not slices
   if (!sorted) order_by_first_occurrence(g);
   return {gather_slices(x, s, g.first), int64_vector(g.first), int64_vector(g.inverse), int64_vector(g.counts)};
+}
+
+std::vector<NDArray> topk(const NDArray& x, int64_t k, int64_t axis, bool largest) {
+  check_host_array(x, "TopK", "X");
+  if (x.ndim() == 0) fail("TopK: X is a scalar, which has no axis to take the largest entries along");
+  const Slices s = slices_of(x, axis, "TopK");
+  if (k < 0 || k > s.n) fail("TopK: k (", k, ") must be in [0, ", s.n, "], the length of axis ", s.axis);
+  const DataType t = x.dtype();
+  if (t.is_int()) return topk_of(x, values_of(x, signed_value), s, k, largest);
+  if (t.is_uint() || t.is_bool()) return topk_of(x, values_of(x, unsigned_value), s, k, largest);
+  return topk_of(x, values_of(x, element_as_double), s, k, largest);
 }
 
 NDArray non_max_suppression(const NDArray& boxes, const NDArray& scores, int64_t max_output_boxes_per_class,

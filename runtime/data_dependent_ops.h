@@ -1,10 +1,9 @@
 // ONNX operators whose output shape depends on the input's values (NonZero, Compress, Unique,
-// NonMaxSuppression): no compiled kernel can size their results ahead of time, so the program
-// executor runs them on the host, on CPU arrays, between compiled stages. Semantics are ONNX's
-// (and its reference implementation's, numpy's where ONNX defers to it). Integers and bool compare
-// exactly, floats as doubles; values are copied as raw bytes, so none changes on the way through.
-// Bad input (a wrong rank, an axis out of range, an array not on the CPU) throws tessera::Error
-// naming the operator.
+// NonMaxSuppression, TopK of a k the data gives): no compiled kernel can size their results ahead of time, so the
+// program executor runs them on the host, on CPU arrays, between compiled stages. Semantics are ONNX's (and its
+// reference implementation's, numpy's where ONNX defers to it). Integers and bool compare exactly, floats as doubles;
+// values are copied as raw bytes, so none changes on the way through. Bad input (a wrong rank, an axis out of range, an
+// array not on the CPU) throws tessera::Error naming the operator.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -33,6 +32,11 @@ NDArray compress(const NDArray& x, const NDArray& condition, std::optional<int64
 // As numpy.unique: NaN sorts last; flattened, all NaNs are one value; a slice holding a NaN equals
 // no other slice; 0.0 and -0.0 are one value, Y keeping the bytes of its first occurrence.
 std::vector<NDArray> unique(const NDArray& x, std::optional<int64_t> axis, bool sorted);
+
+// TopK: {values, int64 indices}, the k largest (or smallest) entries of `x` along `axis` (negative
+// counts from the back), sorted, equal ones the lower index first; a NaN ranks after every number
+// either way. Throws naming a k outside [0, the axis' length].
+std::vector<NDArray> topk(const NDArray& x, int64_t k, int64_t axis, bool largest);
 
 // NonMaxSuppression: int64 [k, 3] rows (batch, class, box) of the boxes kept, by batch, then class,
 // then score descending (ties: the lower box index first). `boxes` is float32 [B, S, 4], as

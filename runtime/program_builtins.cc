@@ -174,6 +174,13 @@ std::vector<ProgramValue> data_dependent(const ProgramStep& step, const std::vec
     for (NDArray& a : unique(tensor(0), axis, step.attrs.get_int("sorted") != 0)) out.emplace_back(a);
     return out;
   }
+  if (op == "topk") {
+    std::vector<ProgramValue> out;
+    for (NDArray& a :
+         topk(tensor(0), single_value(tensor(1), "k"), step.attrs.get_int("axis"), step.attrs.get_int("largest") != 0))
+      out.emplace_back(a);
+    return out;
+  }
   if (op == "non_max_suppression") {
     const int64_t max_boxes = given(2) ? single_value(in[2].tensor, "max_output_boxes_per_class") : 0;
     const float iou = given(3) ? static_cast<float>(element_as_double(in[3].tensor, 0)) : 0.0f;
@@ -267,7 +274,7 @@ NDArray values_as_shape(const NDArray& values, const std::string& name) {
 
 namespace {
 
-const std::vector<std::string> kDataDependent = {"nonzero", "compress", "unique", "non_max_suppression"};
+const std::vector<std::string> kDataDependent = {"nonzero", "compress", "unique", "non_max_suppression", "topk"};
 const std::vector<std::string> kSequenceOrOptional = {
     "identity",        "optional",           "optional_get_element", "optional_has_element",
     "sequence_empty",  "sequence_construct", "sequence_length",      "sequence_at",

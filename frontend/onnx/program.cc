@@ -257,6 +257,11 @@ class ProgramBuilder {
         check_attrs({"allowzero"});
         step.builtin = "reshape";
         int_attr("allowzero", 0);
+      } else if (op == "TopK") {  // its results sorted, which also answers sorted=0
+        check_attrs({"axis", "largest", "sorted"});
+        step.builtin = "topk";
+        int_attr("axis", -1);
+        int_attr("largest", 1);
       } else if (op == "Squeeze" || op == "Unsqueeze" || op == "Slice") {
         check_attrs({});
         step.builtin = op == "Squeeze" ? "squeeze" : op == "Unsqueeze" ? "unsqueeze" : "slice";
@@ -310,13 +315,15 @@ class ProgramBuilder {
 
   // An operator whose output shape values the data gives set (an input of the model, or a value
   // computed from one): Reshape's target, Squeeze's or Unsqueeze's axes, Slice's starts, ends,
-  // axes or steps. A step (runtime/program_builtins.h) computes it while the model runs, so the
+  // axes or steps, TopK's k. A step (runtime/program_builtins.h) computes it while the model runs, so the
   // stages around it are built for every shape (a module can hold them) rather than for each
   // value met.
   bool shaped_by_the_data(const ::onnx::NodeProto& node) {
     if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
     const std::string& op = node.op_type();
-    const int values = op == "Slice" ? 4 : (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze") ? 1 : 0;
+    const int values = op == "Slice"                                                               ? 4
+                       : (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "TopK") ? 1
+                                                                                                   : 0;
     for (int i = 1; i <= values && i < node.input_size(); ++i)
       if (!node.input(i).empty() && !constants_->count(node.input(i)) && data_.depends(node.input(i))) return true;
     return false;

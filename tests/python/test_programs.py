@@ -281,19 +281,19 @@ def test_unique_compress_and_nms_as_steps(tmp_path, build):
     np.testing.assert_array_equal(sel, [[0, 0, 0], [0, 0, 2]])
 
 
-def topk_of_an_input_k(tmp_path):
-    return save(tmp_path, [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="t"), helper.make_node("Neg", ["v"], ["z"])],
-                [vi("x", [3, 10]), vi("k", [1], I64)], [vi("z", [3, None])])
+def cumsum_along_an_input_axis(tmp_path):
+    return save(tmp_path, [helper.make_node("CumSum", ["x", "axis"], ["c"], name="c"), helper.make_node("Neg", ["c"], ["z"])],
+                [vi("x", [3, 4]), vi("axis", [], I64)], [vi("z", [3, 4])])
 
 
-def test_an_input_that_sets_a_count_is_taken_at_run_time(tmp_path):
-    """TopK's k from a graph input: built for each value met (its stage binds it)."""
-    lib = tessera.build(tessera.onnx.load(topk_of_an_input_k(tmp_path)))
-    x = np.random.default_rng(0).permutation(30).astype(np.float32).reshape(3, 10)
-    for k in [2, 5, 2]:
-        np.testing.assert_array_equal(lib.run([x, np.array([k], np.int64)])[0], -np.sort(x, 1)[:, ::-1][:, :k])
+def test_an_input_that_sets_an_axis_is_taken_at_run_time(tmp_path):
+    """CumSum's axis from a graph input: built for each value met (its stage binds it)."""
+    lib = tessera.build(tessera.onnx.load(cumsum_along_an_input_axis(tmp_path)))
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for axis in [0, 1, 0]:
+        np.testing.assert_array_equal(lib.run([x, np.array(axis, np.int64)])[0], -np.cumsum(x, axis))
     ((_, signatures),) = lib.builds
-    assert sorted(signatures) == ["float32(3, 10), int64(1,) = 2", "float32(3, 10), int64(1,) = 5"]
+    assert sorted(signatures) == ["float32(3, 4), int64() = 0", "float32(3, 4), int64() = 1"]
 
 
 @pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
@@ -356,16 +356,37 @@ def test_reshape_steps_keep_allowzero(tmp_path):
 
 
 def test_a_program_whose_stage_needs_a_value_it_computes_is_not_exported(tmp_path):
-    """TopK with k from an input runs in this process (built for each k it meets), but no module can
-    hold a build for every k: export names the step, the node and why."""
-    lib = tessera.build(tessera.onnx.load(topk_of_an_input_k(tmp_path)))
-    with pytest.raises(tessera.Error, match=r"export: the nodes 't' to 'z' \(2\) cannot be built for every size of "
-                                            r"its inputs \(x: float32\(3, 10\), k: int64\(1,\)\): TopK "
-                                            r"\(node 't', opset 17\): k \(input 'k'\) .*needs constants"):
+    """CumSum along an axis from an input runs in this process (built for each axis it meets), but
+    no module can hold a build for every axis: export names the step, the node and why."""
+    lib = tessera.build(tessera.onnx.load(cumsum_along_an_input_axis(tmp_path)))
+    with pytest.raises(tessera.Error, match=r"export: the nodes 'c' to 'z' \(2\) cannot be built for every size of "
+                                            r"its inputs \(x: float32\(3, 4\), axis: int64\(\)\): CumSum "
+                                            r"\(node 'c', opset 17\): .*axis.*needs constants"):
         lib.export(str(tmp_path / "m.so"))
     assert not (tmp_path / "m.so").exists()
-    x = np.arange(30, dtype=np.float32).reshape(3, 10)
-    np.testing.assert_array_equal(lib.run([x, np.array([1], np.int64)])[0], -x[:, 9:])
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(lib.run([x, np.array(1, np.int64)])[0], -np.cumsum(x, 1))
+
+
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_topk_of_a_k_the_data_gives_runs_on_the_host(tmp_path, exported):
+    """TopK's k from an input: a step of the program (sorted, ties by the lower index, NaN last), so
+    a module holds the model and no k is compiled for."""
+    path = save(tmp_path, [helper.make_node("TopK", ["x", "k"], ["v", "i"], name="t", axis=0, largest=0),
+                           helper.make_node("Neg", ["v"], ["z"])],
+                [vi("x", [5, 2]), vi("k", [1], I64)], [vi("z", [None, 2]), vi("i", [None, 2], I64)])
+    lib = tessera.build(tessera.onnx.load(path))
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    x = np.array([[3, np.nan], [1, 2], [3, 0], [np.nan, 2], [-1, 5]], np.float32)
+    for k in [0, 2, 5]:
+        z, i = lib.run([x, np.array([k], np.int64)])
+        expected = np.array([[4, 2], [1, 1], [0, 3], [2, 4], [3, 0]])[:k]  # ascending, ties lower first, NaN last
+        np.testing.assert_array_equal(i, expected)
+        np.testing.assert_array_equal(z, -np.take_along_axis(x, expected, 0))
+    with pytest.raises(tessera.Error, match=r"TopK \(node 't'\): .*k \(6\) must be in \[0, 5\], the length of axis 0"):
+        lib.run([x, np.array([6], np.int64)])
 
 
 @pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])

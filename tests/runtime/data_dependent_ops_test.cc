@@ -327,6 +327,42 @@ NDArray nms(const NDArray& boxes, const NDArray& scores, int64_t max_output, flo
   return non_max_suppression(boxes, scores, max_output, 0.5f, score_threshold, center_point_box);
 }
 
+// ---- TopK ----
+
+TEST(TopK, LargestAndSmallestAlongAnAxis) {
+  // ONNX's test_top_k: the three largest of each row.
+  std::vector<NDArray> out = topk(floats({3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}), 3, -1, true);
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{3, 2, 1, 7, 6, 5, 11, 10, 9}));
+  expect_int64(out[1], {3, 3}, {3, 2, 1, 3, 2, 1, 3, 2, 1});
+  // Along the first axis, the smallest two of each column.
+  out = topk(floats({3, 2}, {5, 0, 1, 4, 3, 2}), 2, 0, false);
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{1, 0, 3, 2}));
+  expect_int64(out[1], {2, 2}, {1, 0, 2, 2});
+  expect_int64(topk(floats({3}, {1, 2, 3}), 0, 0, true)[1], {0}, {});
+}
+
+TEST(TopK, TiesGoToTheLowerIndexAndNaNRanksLastEitherWay) {
+  for (bool largest : {true, false}) {
+    std::vector<NDArray> out = topk(floats({5}, {kNaN, 2, 7, 2, kNaN}), 5, 0, largest);
+    expect_int64(out[1], {5}, largest ? I64{2, 1, 3, 0, 4} : I64{1, 3, 2, 0, 4});
+  }
+}
+
+TEST(TopK, IntegersCompareExactly) {
+  const int64_t two53 = int64_t(1) << 53;  // two53 + 1 is the same double as two53
+  std::vector<NDArray> out = topk(int64s({3}, {two53, two53 + 1, 0}), 2, 0, true);
+  EXPECT_EQ(values<int64_t>(out[0]), (I64{two53 + 1, two53}));
+  expect_int64(out[1], {2}, {1, 0});
+}
+
+TEST(TopK, RefusesBadInput) {
+  EXPECT_FAILS(topk(floats({3}, {1, 2, 3}), 4, 0, true), "TopK: k (4) must be in [0, 3], the length of axis 0");
+  EXPECT_FAILS(topk(floats({3}, {1, 2, 3}), -1, 0, true), "TopK: k (-1) must be in [0, 3]");
+  EXPECT_FAILS(topk(floats({3}, {1, 2, 3}), 1, 1, true), "TopK: axis 1 is out of range");
+  EXPECT_FAILS(topk(floats({}, {1}), 1, 0, true), "TopK: X is a scalar");
+  EXPECT_FAILS(topk(on_cuda(floats({3}, {1, 2, 3})), 1, 0, true), "TopK: X is on cuda");
+}
+
 TEST(NonMaxSuppression, SuppressByIOU) {
   expect_int64(nms(floats({1, 6, 4}, kSixBoxes), floats({1, 1, 6}, kSixScores), 3), {3, 3},
                {0, 0, 3, 0, 0, 0, 0, 0, 5});
