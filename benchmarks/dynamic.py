@@ -25,8 +25,9 @@ benchmark peers' venv (benchmarks/setup.sh):
 
 --control-flow: models a static graph cannot express, run as programs (tessera.ProgramLibrary)
 against ONNX Runtime on the same model, in turns, at 2 threads: a greedy decoding Loop (a
-recurrent cell and an argmax per step, stopping at an end token: data-dependent termination)
-and detection post-processing (NonMaxSuppression over 80 classes, then gathering the kept
+recurrent cell and an argmax per step, stopping at an end token: data-dependent termination),
+the same Loop adding row i of a position table at step i (a Slice by the step's number, run on
+the host between the step's stages) and detection post-processing (NonMaxSuppression over 80 classes, then gathering the kept
 boxes). Written here with onnx's helper, weights random:
 
     benchmarks/.venv/bin/python benchmarks/dynamic.py --control-flow [--repeat 20]
@@ -175,9 +176,11 @@ def hot_sizes_worker(args):
     return 1 if failed else 0
 
 
-def decoder_loop_model(path, hidden, vocab, steps):
+def decoder_loop_model(path, hidden, vocab, steps, positions=False):
     """tokens = Loop(steps, cond=True, h=h0): h = tanh(h W + b); token = argmax(h V); stop when the
-    token is the end token (-1 here, never: the condition is still computed from the data)."""
+    token is the end token (-1 here, never: the condition is still computed from the data). With
+    `positions`, each step first adds row i of a position table P (Slice(P, i, i + 1): bounds the
+    data gives, so the slice is a step of the program, not a stage built for each i)."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -186,12 +189,21 @@ def decoder_loop_model(path, hidden, vocab, steps):
               "b": rng.standard_normal(hidden).astype("float32") * 0.1,
               "V": rng.standard_normal((hidden, vocab)).astype("float32") / np.sqrt(hidden),
               "eos": np.array([-1], np.int64), "M": np.array(steps, np.int64), "true": np.array(True)}
+    added = []
+    if positions:
+        consts.update({"P": rng.standard_normal((steps, hidden)).astype("float32"), "zero_axis": np.array([0], np.int64),
+                       "one": np.array([1], np.int64)})
+        added = [helper.make_node("Unsqueeze", ["i", "zero_axis"], ["start"]),
+                 helper.make_node("Add", ["start", "one"], ["end"]),
+                 helper.make_node("Slice", ["P", "start", "end", "zero_axis"], ["position"]),
+                 helper.make_node("Add", ["h_in", "position"], ["h_at"])]
     body = helper.make_graph(
-        [helper.make_node("MatMul", ["h_in", "W"], ["hw"]), helper.make_node("Add", ["hw", "b"], ["hb"]),
-         helper.make_node("Tanh", ["hb"], ["h_out"]), helper.make_node("MatMul", ["h_out", "V"], ["logits"]),
-         helper.make_node("ArgMax", ["logits"], ["token"], axis=1, keepdims=0),
-         helper.make_node("Equal", ["token", "eos"], ["at_end"]), helper.make_node("Not", ["at_end"], ["go_v"]),
-         helper.make_node("Squeeze", ["go_v"], ["go"])],
+        added + [helper.make_node("MatMul", ["h_at" if positions else "h_in", "W"], ["hw"]),
+                 helper.make_node("Add", ["hw", "b"], ["hb"]),
+                 helper.make_node("Tanh", ["hb"], ["h_out"]), helper.make_node("MatMul", ["h_out", "V"], ["logits"]),
+                 helper.make_node("ArgMax", ["logits"], ["token"], axis=1, keepdims=0),
+                 helper.make_node("Equal", ["token", "eos"], ["at_end"]),
+                 helper.make_node("Not", ["at_end"], ["go_v"]), helper.make_node("Squeeze", ["go_v"], ["go"])],
         "step", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
                  helper.make_tensor_value_info("c", TensorProto.BOOL, []),
                  helper.make_tensor_value_info("h_in", TensorProto.FLOAT, [1, hidden])],
@@ -243,6 +255,8 @@ def control_flow_worker(args):
     import tessera
     failed = False
     cases = {"decoder Loop, hidden 256, vocab 1000, 32 steps": lambda p: decoder_loop_model(p, 256, 1000, 32),
+             "decoder Loop slicing a position table by its step, 32 steps":
+                 lambda p: decoder_loop_model(p, 256, 1000, 32, positions=True),
              "NonMaxSuppression, 1000 boxes, 80 classes": lambda p: nms_model(p, 1000, 80)}
     with tempfile.TemporaryDirectory() as d:
         for case, make in cases.items():
@@ -438,7 +452,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conformance", action="store_true", help="the node-suite counts")
     parser.add_argument("--models", nargs="*", help="the dynamic models (none named: all of SIZES)")
-    parser.add_argument("--control-flow", action="store_true", help="programs: a decoding Loop, NonMaxSuppression")
+    parser.add_argument("--control-flow", action="store_true", help="programs: decoding Loops, NonMaxSuppression")
     parser.add_argument("--hot-sizes", action="store_true", help="a module holding a hot size against one without")
     parser.add_argument("--decoder-step", action="store_true", help="a decoding step with a key/value cache")
     parser.add_argument("--recurrent", action="store_true", help="an LSTM encoder of dynamic length")

@@ -315,16 +315,16 @@ class ProgramBuilder {
 
   // An operator whose output shape values the data gives set (an input of the model, or a value
   // computed from one): Reshape's target, Squeeze's or Unsqueeze's axes, Slice's starts, ends,
-  // axes or steps, TopK's k. A step (runtime/program_builtins.h) computes it while the model runs, so the
-  // stages around it are built for every shape (a module can hold them) rather than for each
-  // value met.
+  // axes or steps, TopK's k. A step (runtime/program_builtins.h) computes it while the model runs,
+  // so the stages around it are built for every shape (a module can hold them) rather than for
+  // each value met.
   bool shaped_by_the_data(const ::onnx::NodeProto& node) {
-    if (!node.domain().empty() && node.domain() != "ai.onnx") return false;
-    const std::string& op = node.op_type();
-    const int values = op == "Slice"                                                               ? 4
-                       : (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "TopK") ? 1
-                                                                                                   : 0;
-    for (int i = 1; i <= values && i < node.input_size(); ++i)
+    // The inputs that set the shape: 1 to the number given.
+    static const std::map<std::string, int> kShapeInputs = {
+        {"Reshape", 1}, {"Squeeze", 1}, {"Unsqueeze", 1}, {"TopK", 1}, {"Slice", 4}};
+    auto it = kShapeInputs.find(node.op_type());
+    if ((!node.domain().empty() && node.domain() != "ai.onnx") || it == kShapeInputs.end()) return false;
+    for (int i = 1; i <= it->second && i < node.input_size(); ++i)
       if (!node.input(i).empty() && !constants_->count(node.input(i)) && data_.depends(node.input(i))) return true;
     return false;
   }
