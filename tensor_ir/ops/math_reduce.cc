@@ -236,11 +236,10 @@ Tensor arg_reduce(const Tensor& x, int64_t axis, bool keepdims, bool last, bool 
   DataType acc = accumulation_type(x.dtype());
   // Two passes: the extreme value, then the first (last) index holding it.
   Tensor m = reduce_stage(x, is_max ? ReduceKind::Max : ReduceKind::Min, {axis}, true, acc, identity, name + "_value");
-  int64_t n = x->dim(axis);
-  std::vector<int64_t> shape = reduce_shape(x->dims(), {axis}, keepdims);
-  IterVar k = reduce_axis(Range(Expr(0), Expr(n)), "r");
+  const Expr n = x->shape[axis];
+  IterVar k = reduce_axis(Range(Expr(0), n), "r");
   return compute(
-      shape_exprs(shape),
+      reduce_shape(x->shape, {axis}, keepdims),
       [&](const std::vector<Var>& out) {
         std::vector<Expr> xi, mi;
         size_t o = 0;
@@ -257,7 +256,7 @@ Tensor arg_reduce(const Tensor& x, int64_t axis, bool keepdims, bool last, bool 
         Expr hit = ti::cast(acc, x(xi)) == m(mi);
         Expr index = ti::cast(runtime::kInt64, Expr(k));
         if (last) return Reduce::make(ReduceKind::Max, select(hit, index, Expr(int64_t{-1})), {k}, Expr());
-        return Reduce::make(ReduceKind::Min, select(hit, index, Expr(n)), {k}, Expr());
+        return Reduce::make(ReduceKind::Min, select(hit, index, ti::cast(runtime::kInt64, n)), {k}, Expr());
       },
       name, "reduce");
 }

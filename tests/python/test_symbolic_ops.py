@@ -96,6 +96,26 @@ def test_topk_along_a_row_of_symbolic_length(tmp_path, rng, k, target):
             run([np.zeros((2, k - 1), "float32")])
 
 
+@pytest.mark.parametrize("keepdims,last,target", [(0, 0, "llvm"), (1, 1, "llvm"), (1, 0, "opencl")])
+def test_argmax_and_argmin_of_symbolic_dimensions(tmp_path, keepdims, last, target):
+    """Along a symbolic axis and beside one (a token's logits over a batch of symbolic size), ties
+    to the first index or, with select_last_index, the last."""
+    nodes = [helper.make_node("ArgMax", ["x"], ["best"], axis=1, keepdims=keepdims, select_last_index=last),
+             helper.make_node("ArgMin", ["x"], ["least"], axis=0, keepdims=keepdims, select_last_index=last)]
+    path = save(tmp_path, nodes, [vi("x", ["N", "V"])],
+                [vi("best", None, TensorProto.INT64), vi("least", None, TensorProto.INT64)])
+    lib, module = built_once(tmp_path, path, target)
+    rng = np.random.default_rng(0)
+    for n, v in [(2, 17), (1, 1000), (5, 1), (3, 4)]:
+        x = rng.integers(0, 3, (n, v)).astype("float32")  # many ties
+        pick = (lambda f, a, axis: a.shape[axis] - 1 - f(np.flip(a, axis), axis)) if last else (lambda f, a, axis: f(a, axis))
+        best, least = pick(np.argmax, x, 1), pick(np.argmin, x, 0)
+        for run in (lib.run, module.run):
+            got_best, got_least = run([x])
+            np.testing.assert_array_equal(got_best, best[:, None] if keepdims else best)
+            np.testing.assert_array_equal(got_least, least[None, :] if keepdims else least)
+
+
 @pytest.mark.parametrize("exclusive,reverse,target", [(0, 0, "llvm"), (1, 1, "llvm"), (1, 1, "opencl")])
 def test_cumsum_along_a_sequence_of_symbolic_length(tmp_path, rng, exclusive, reverse, target):
     nodes = [helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)]
