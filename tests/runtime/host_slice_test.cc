@@ -9,7 +9,7 @@
 #include <numeric>
 #include <vector>
 
-#include "runtime/error.h"
+#include "error_of.h"
 
 namespace tessera::runtime {
 namespace {
@@ -47,15 +47,8 @@ TEST(HostSlice, CopiesTheSelectedEntries) {
 }
 
 TEST(HostSlice, NamesBadBounds) {
+  using testing::error_of;
   NDArray x = NDArray::empty({3, 4}, kFloat32);
-  auto error_of = [&](auto f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
   EXPECT_EQ(error_of([&] {
               host_slice(x, {0}, {1, 2}, {}, {});
             }),

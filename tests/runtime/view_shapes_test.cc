@@ -7,22 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "runtime/error.h"
+#include "error_of.h"
 
 namespace tessera::runtime {
 namespace {
 
 using Shape = std::vector<int64_t>;
 
-template <typename F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 std::string error_of(const Shape& in, const Shape& target, bool allowzero = false) {
   return error_of([&] { reshape_target(in, target, allowzero); });
