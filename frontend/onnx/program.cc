@@ -367,21 +367,40 @@ void declare_elements(const ::onnx::TypeProto& element, runtime::ProgramInputTyp
   t.element_shape = true;
 }
 
-// Whether the main graph has a recurrent node and an input of symbolic shape (neither an
-// initializer, nor bound, nor given a shape): only then can a sequence length be symbolic.
-bool recurrent_with_symbolic_inputs(const ::onnx::ModelProto& model, const ImportOptions& options) {
+// Whether the model has an input of symbolic shape (neither an initializer, nor bound, nor given a
+// shape).
+bool has_symbolic_inputs(const ::onnx::ModelProto& model, const ImportOptions& options) {
   const auto& g = model.graph();
-  const bool recurrent = std::any_of(g.node().begin(), g.node().end(), [](const auto& n) {
-    return n.domain().empty() && (n.op_type() == "RNN" || n.op_type() == "GRU" || n.op_type() == "LSTM");
-  });
   std::set<std::string> initializers;
   for (const auto& init : g.initializer()) initializers.insert(init.name());
-  return recurrent && std::any_of(g.input().begin(), g.input().end(), [&](const auto& in) {
-           if (initializers.count(in.name()) || options.bind.count(in.name()) || options.shapes.count(in.name()))
-             return false;
-           const auto& dims = in.type().tensor_type().shape().dim();
-           return std::any_of(dims.begin(), dims.end(), [](const auto& d) { return !d.has_dim_value(); });
-         });
+  return std::any_of(g.input().begin(), g.input().end(), [&](const auto& in) {
+    if (initializers.count(in.name()) || options.bind.count(in.name()) || options.shapes.count(in.name())) return false;
+    const auto& dims = in.type().tensor_type().shape().dim();
+    return std::any_of(dims.begin(), dims.end(), [](const auto& d) { return !d.has_dim_value(); });
+  });
+}
+
+// Whether the main graph has a recurrent node: with symbolic inputs, its sequence length may be.
+bool has_recurrence(const ::onnx::ModelProto& model) {
+  const auto& nodes = model.graph().node();
+  return std::any_of(nodes.begin(), nodes.end(), [](const auto& n) {
+    return n.domain().empty() && (n.op_type() == "RNN" || n.op_type() == "GRU" || n.op_type() == "LSTM");
+  });
+}
+
+// Whether a node of the main graph reads as a constant (a shape, a count, axes) a value that the
+// data gives (an input, or a value computed from one): no single graph, of any sizes, computes it.
+bool sets_shapes_from_the_data(const ::onnx::ModelProto& model, const ImportOptions& options) {
+  DataDependence data(model, options);
+  for (const auto& node : model.graph().node()) {
+    const ConverterTable::Entry* entry = ConverterTable::global().find(node.domain(), node.op_type());
+    if (!entry) continue;
+    for (int i : entry->value_inputs)
+      if (i < node.input_size() && !node.input(i).empty() && !options.bind.count(node.input(i)) &&
+          data.depends(node.input(i)))
+        return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -391,8 +410,11 @@ std::shared_ptr<const relay_ir::Program> import_program(const std::string& path,
   return with_model_file(
       path, [&](const ::onnx::ModelProto& model, const std::string& dir) -> std::shared_ptr<const relay_ir::Program> {
         std::optional<::onnx::ModelProto> rewritten;  // recurrences of symbolic length as Scans
-        if (!always && !needs_program(model, options)) {
-          const std::vector<SymbolicRecurrence> loops = recurrent_with_symbolic_inputs(model, options)
+        // A model of symbolic sizes whose inputs set shapes is a program even where it has no step
+        // (built per size, it would still need their values).
+        const bool symbolic = has_symbolic_inputs(model, options);
+        if (!always && !needs_program(model, options) && !(symbolic && sets_shapes_from_the_data(model, options))) {
+          const std::vector<SymbolicRecurrence> loops = symbolic && has_recurrence(model)
                                                             ? symbolic_recurrences(model, dir, options)
                                                             : std::vector<SymbolicRecurrence>{};
           if (loops.empty()) return nullptr;

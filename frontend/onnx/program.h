@@ -15,7 +15,8 @@ namespace tessera::frontend::onnx {
 
 // The model at `path` as a program; null when it needs none (one static graph expresses it) unless
 // `always`: a model whose inputs set shapes or counts (BindingRequired) is a program of one stage,
-// built for each of their values it meets. Checks the operators of every graph and subgraph,
+// built for each of their values it meets. A model of symbolic input sizes whose inputs set shapes
+// or counts is always a program. Checks the operators of every graph and subgraph,
 // naming every unsupported one at once.
 std::shared_ptr<const relay_ir::Program> import_program(const std::string& path, const ImportOptions& options,
                                                         bool always = false);

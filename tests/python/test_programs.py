@@ -344,6 +344,31 @@ def test_squeeze_and_unsqueeze_axes_the_data_gives_view_it_while_the_model_runs(
         lib.run([x, np.array([0, -5], np.int64), np.array([0], np.int64)])
 
 
+def test_a_model_of_symbolic_sizes_whose_inputs_set_shapes_runs_as_a_program(tmp_path):
+    """A dynamic batch and a Reshape target, a Slice's bounds and a TopK's k given as inputs: no graph
+    of any sizes computes it (each size still needs the values), so it is a program, built once for
+    every size and value, and a module holds it."""
+    path = save(tmp_path, [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Reshape", ["r", "target"], ["y"]),
+                           helper.make_node("Slice", ["y", "start", "end"], ["s"]),
+                           helper.make_node("TopK", ["x", "k"], ["v", "i"])],
+                [vi("x", ["N", 6]), vi("target", [2], I64), vi("start", [1], I64), vi("end", [1], I64),
+                 vi("k", [1], I64)], [vi("s", None), vi("v", None)])
+    lib = tessera.build(tessera.onnx.load(path))
+    assert isinstance(lib, tessera.ProgramLibrary)
+    lib.export(str(tmp_path / "m.so"))
+    module = tessera.load(str(tmp_path / "m.so"))
+    rng = np.random.default_rng(0)
+    for n, target, start, end, k in [(2, (3, -1), 1, 3, 2), (5, (-1, 2), -4, 100, 6), (1, (0, 6), 0, 1, 0)]:
+        x = rng.permutation(n * 6).reshape(n, 6).astype(np.float32) - 5
+        feed = [x] + [np.array(v, np.int64) for v in (target, [start], [end], [k])]
+        y = np.maximum(x, 0).reshape([n if t == 0 else t for t in target])
+        for run in (lib.run, module.run):
+            s, v = run(feed)
+            np.testing.assert_array_equal(s, y[start:end])
+            np.testing.assert_array_equal(v, -np.sort(-x, axis=1)[:, :k])
+    assert [signatures for _, signatures in lib.builds] == [["every size"]]  # the Relu; the rest are steps
+
+
 def test_reshape_steps_keep_allowzero(tmp_path):
     """allowzero=1 (opset 14): a 0 in the target is a 0, and a target with both 0 and -1 is refused."""
     path = save(tmp_path, [helper.make_node("Reshape", ["x", "shape"], ["y"], name="r", allowzero=1)],
