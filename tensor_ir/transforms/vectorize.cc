@@ -145,6 +145,21 @@ std::optional<std::pair<Expr, Expr>> reduction_operands(const Expr& e) {
   return std::nullopt;
 }
 
+// Whether `e` loads from `buffer`.
+bool loads_from(const Expr& e, const Buffer& buffer) {
+  struct Finder : IRVisitor {
+    const Buffer& buffer;
+    bool found = false;
+    explicit Finder(const Buffer& b) : buffer(b) {}
+    void visit_(const Load* op) override {
+      found = found || op->buffer.same_as(buffer);
+      IRVisitor::visit_(op);
+    }
+  } finder(buffer);
+  finder.visit(e);
+  return finder.found;
+}
+
 // The most lanes a reduction tree spells out (each lane a copy of the reduced expression).
 constexpr int64_t kMaxTreeLanes = 64;
 
@@ -161,7 +176,10 @@ Stmt tree_reduction(const For* loop, int64_t lanes) {
   if (!operands) return Stmt();
   const auto& [accumulated, term] = *operands;
   const auto* acc = accumulated.as<Load>();
-  if (!acc || !acc->buffer.same_as(st->buffer) || !structural_equal(acc->index, st->index)) return Stmt();
+  // The term must not read what the loop accumulates (each lane would see the value before the loop).
+  if (!acc || !acc->buffer.same_as(st->buffer) || !structural_equal(acc->index, st->index) ||
+      loads_from(term, st->buffer))
+    return Stmt();
   const NodeKind op = st->value->kind;
   auto lane = [&](int64_t k) { return substitute(term, loop->var, loop->min + make_const(loop->min.type(), k)); };
   return Store::make(st->buffer, combine(op, accumulated, halving_tree(op, lane, lanes)), st->index);

@@ -206,11 +206,13 @@ TEST(Vectorize, AccumulatingIntoOneElementBecomesATree) {
             "A[0] = A[0] + (B[0] + B[4] + (B[2] + B[6]) + (B[1] + B[5] + (B[3] + B[7])))\n");
   EXPECT_EQ(to_string(arith::simplify(vectorize_loops(loop(max(Load::make(a, Expr(0)), Load::make(b, i - 2)), 2)))),
             "A[0] = max(A[0], max(B[0], B[1]))\n");
-  // Not a power of two, not a reduction (the accumulator is not the first operand, or it is a
-  // difference), or a store every lane would race on: the loop stays scalar.
+  // Not a power of two, not a reduction (the accumulator is not the first operand, it is a
+  // difference, the term reads it: A[0] + A[0] * B[i] grows lane after lane), or a store every lane
+  // would race on: the loop stays scalar.
   for (const Stmt& s :
        {loop(Load::make(a, Expr(0)) + Load::make(b, i - 2), 6), loop(Load::make(b, i - 2) + Load::make(a, Expr(0)), 8),
-        loop(Load::make(a, Expr(0)) - Load::make(b, i - 2), 8), loop(Load::make(b, i - 2), 8)})
+        loop(Load::make(a, Expr(0)) - Load::make(b, i - 2), 8),
+        loop(Load::make(a, Expr(0)) + Load::make(a, Expr(0)) * Load::make(b, i - 2), 8), loop(Load::make(b, i - 2), 8)})
     EXPECT_EQ(vectorize_loops(s).as<For>()->for_kind, ForKind::Serial) << to_string(s);
 }
 
