@@ -302,14 +302,10 @@ class ProgramBuilder {
   // binds.
   bool reads_data_as_constant(const ::onnx::GraphProto& graph, const std::vector<int>& stage,
                               const ::onnx::NodeProto& node) {
-    const ConverterTable::Entry* entry = ConverterTable::global().find(node.domain(), node.op_type());
-    if (!entry) return false;
-    for (int i : entry->value_inputs) {
-      if (i >= node.input_size() || node.input(i).empty() || !data_.depends(node.input(i))) continue;
+    for (const std::string& value : data_.values_read(node))
       for (int s : stage)
         for (const auto& out : graph.node(s).output())
-          if (out == node.input(i)) return true;
-    }
+          if (out == value) return true;
     return false;
   }
 
@@ -319,14 +315,8 @@ class ProgramBuilder {
   // so the stages around it are built for every shape (a module can hold them) rather than for
   // each value met.
   bool shaped_by_the_data(const ::onnx::NodeProto& node) {
-    // The inputs that set the shape: 1 to the number given.
-    static const std::map<std::string, int> kShapeInputs = {
-        {"Reshape", 1}, {"Squeeze", 1}, {"Unsqueeze", 1}, {"TopK", 1}, {"Slice", 4}};
-    auto it = kShapeInputs.find(node.op_type());
-    if ((!node.domain().empty() && node.domain() != "ai.onnx") || it == kShapeInputs.end()) return false;
-    for (int i = 1; i <= it->second && i < node.input_size(); ++i)
-      if (!node.input(i).empty() && !constants_->count(node.input(i)) && data_.depends(node.input(i))) return true;
-    return false;
+    static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze", "TopK", "Slice"};
+    return kHostSteps.count(node.op_type()) && !data_.values_read(node).empty();
   }
 
   // Identity of a sequence or an optional: a step, since stages compute tensors only.
@@ -392,15 +382,8 @@ bool has_recurrence(const ::onnx::ModelProto& model) {
 // data gives (an input, or a value computed from one): no single graph, of any sizes, computes it.
 bool sets_shapes_from_the_data(const ::onnx::ModelProto& model, const ImportOptions& options) {
   DataDependence data(model, options);
-  for (const auto& node : model.graph().node()) {
-    const ConverterTable::Entry* entry = ConverterTable::global().find(node.domain(), node.op_type());
-    if (!entry) continue;
-    for (int i : entry->value_inputs)
-      if (i < node.input_size() && !node.input(i).empty() && !options.bind.count(node.input(i)) &&
-          data.depends(node.input(i)))
-        return true;
-  }
-  return false;
+  const auto& nodes = model.graph().node();
+  return std::any_of(nodes.begin(), nodes.end(), [&](const auto& node) { return !data.values_read(node).empty(); });
 }
 
 }  // namespace

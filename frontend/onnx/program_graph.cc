@@ -67,6 +67,15 @@ bool DataDependence::depends(const std::string& name) {
   return known_[name] = result;
 }
 
+std::vector<std::string> DataDependence::values_read(const ::onnx::NodeProto& node) {
+  std::vector<std::string> out;
+  const ConverterTable::Entry* entry = ConverterTable::global().find(node.domain(), node.op_type());
+  if (!entry) return out;
+  for (int i : entry->value_inputs)
+    if (i < node.input_size() && !node.input(i).empty() && depends(node.input(i))) out.push_back(node.input(i));
+  return out;
+}
+
 void DataDependence::add_graph(const ::onnx::GraphProto& g) {
   for (const auto& init : g.initializer()) known_[init.name()] = false;
   for (const auto& node : g.node()) {

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
@@ -48,6 +49,9 @@ class DataDependence {
  public:
   DataDependence(const ::onnx::ModelProto& model, const ImportOptions& options);
   bool depends(const std::string& name);
+  // The inputs `node` reads as constants (its converter's value inputs: a shape, a count, axes)
+  // whose values depend on the data.
+  std::vector<std::string> values_read(const ::onnx::NodeProto& node);
 
  private:
   void add_graph(const ::onnx::GraphProto& g);
