@@ -4,7 +4,8 @@
 //           elementwise/broadcast op joins its post-dominator when every op in between is
 //           injective (so diamonds such as x -> {a, b} -> add fuse whole);
 //  phase 1: injective ops join their post-dominator over injective paths, or a matrix product
-//           that packs their result as its right operand.
+//           that packs their result as its right operand, or that reads it as its left operand
+//           where they only move elements.
 // Reductions take injective producers that way; each group has one output (the post-dominator
 // it fused into) and becomes a primitive function (attrs primitive=1) called from main.
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "relay_ir/transforms/infer_type.h"
 #include "relay_ir/transforms/match.h"
 #include "relay_ir/transforms/passes.h"
+#include "tensor_ir/op.h"
 
 namespace tessera::relay_ir {
 
@@ -215,7 +217,7 @@ class Partitioner {
       if (check_path(&n, sink, ok)) commit(&n, sink);
     } else if (kind == OpPattern::Injective) {
       if (phase != 1) return;
-      const bool into_product = packs_right_operand_from(&n, sink);
+      const bool into_product = packs_right_operand_from(&n, sink) || reads_left_operand_from(&n, sink);
       auto ok = [&](OpPattern k, bool is_sink) {
         return k <= OpPattern::Injective || (is_sink && into_product && k == OpPattern::OutEWiseFusable);
       };
@@ -223,19 +225,51 @@ class Partitioner {
     }
   }
 
-  // Whether `sink` is a matrix product whose only operand `src` reaches is the right one, the
-  // operand its template packs into panels at run time: the data movement making it (attention's
-  // slices and transposes of keys and values) is inlined into the packing, one pass instead of a
-  // copy and then the packing. (Inlined into the left operand's reads, it would recompute its
-  // index arithmetic at every multiply-add.)
-  bool packs_right_operand_from(GraphNode* src, GraphNode* sink) {
+  // Whether `sink` is a matrix product (matmul, gemm) whose only operand `src` reaches is operand
+  // `i` (0: left, 1: right).
+  bool reaches_only_operand(GraphNode* src, GraphNode* sink, int i) {
     const CallNode* call = call_of(sink->expr, "matmul");
     if (!call) call = call_of(sink->expr, "gemm");
     if (!call) return false;
-    const GraphNode* left = &node(call->args[0]);
-    const GraphNode* right = &node(call->args[1]);
+    const GraphNode* operand = &node(call->args[i]);
+    const GraphNode* other = &node(call->args[1 - i]);
     return every_edge(src, sink,
-                      [&](GraphNode* from, GraphNode* to) { return to != sink || (from == right && from != left); });
+                      [&](GraphNode* from, GraphNode* to) { return to != sink || (from == operand && from != other); });
+  }
+
+  // The right operand, the one the product's template packs into panels at run time: the data
+  // movement making it (attention's slices and transposes of keys and values) is inlined into the
+  // packing, one pass instead of a copy and then the packing.
+  bool packs_right_operand_from(GraphNode* src, GraphNode* sink) { return reaches_only_operand(src, sink, 1); }
+
+  // The left operand, where `src`'s group only moves elements, in rows whose length is a multiple
+  // of kMovedRowAlignment: the product's tiles read each element of the left operand by a
+  // broadcast from wherever it is, so a transpose, slice or reshape making it (the merge of
+  // attention's heads, the queries' slice) costs no copy. The alignment keeps the moved index
+  // affine in the reduction's unrolled steps ((ko*4 + ki) // 64 is ko // 16), computed once per
+  // step, not once per element; any arithmetic would be redone at every multiply-add.
+  bool reads_left_operand_from(GraphNode* src, GraphNode* sink) {
+    if (!reaches_only_operand(src, sink, 0)) return false;
+    const GraphNode* group = src->root();
+    for (GraphNode& member : nodes_) {
+      if (member.root() != group) continue;
+      const auto* c = member.expr.as<CallNode>();
+      if (!c || !c->op_def() || !kMovingOps.count(c->op_def()->name)) return false;
+      if (!aligned_rows(member.expr)) return false;
+      for (const Expr& a : c->args)
+        if (!aligned_rows(a)) return false;
+    }
+    return true;
+  }
+
+  static constexpr int64_t kMovedRowAlignment = 16;
+  inline static const std::unordered_set<std::string> kMovingOps = {"reshape", "transpose", "slice", "squeeze",
+                                                                    "expand_dims"};
+  static bool aligned_rows(const Expr& e) {
+    const auto* t = e->checked_type.as<TensorTypeNode>();
+    if (!t || t->shape.size() == 0) return false;
+    const int64_t* last = tensor_ir::as_const_int(t->shape.dim(t->shape.size() - 1));
+    return last && *last % kMovedRowAlignment == 0;
   }
 
   std::vector<GraphNode> nodes_;

@@ -9,7 +9,11 @@
 //  - x + 0, x - 0, x * 1 and x / 1 (constants of zeros or ones that do not broadcast x) are x;
 //  - erf(x / k) is erf(x * (1 / k)) for a one-element float constant k (GELU's x / sqrt(2)): a
 //    product instead of a division, at most an ulp apart in erf's argument, where the targets'
-//    erf itself is within 4e-7.
+//    erf itself is within 4e-7;
+//  - a product whose left operand is scaled by a power of two, matmul(x / 8, y), scales the
+//    product instead, matmul(x, y) / 8: exact (a power of two scales every rounding alike), and
+//    the left operand is then only moved, which the product reads in place (attention's queries
+//    divided by sqrt(64): the scale joins the product's epilogue and the copy of the queries goes).
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -62,9 +66,20 @@ std::vector<int64_t> full_perm(const std::vector<int64_t>& perm, size_t ndim) {
   return p;
 }
 
+// The power of two 2^e (e != 0) that `e`, a one-element float constant, holds.
+std::optional<double> power_of_two(const Expr& e) {
+  std::optional<double> k = float_scalar_value(e);
+  if (!k || *k <= 0 || *k == 1 || !std::isfinite(*k)) return std::nullopt;
+  int exponent;
+  return std::frexp(*k, &exponent) == 0.5 ? k : std::nullopt;
+}
+
 class Simplifier : public ExprMutator {
+ public:
+  explicit Simplifier(const Expr& root) : readers_(reader_counts(root)) {}
+
  protected:
-  Expr rewrite(const Expr&, const Expr& node) override {
+  Expr rewrite(const Expr& original, const Expr& node) override {
     const auto* c = node.as<CallNode>();
     if (!c || !c->op_def() || c->args.empty()) return node;
     infer_type(node);
@@ -86,7 +101,7 @@ class Simplifier : public ExprMutator {
       }
       return identity_or(x, node, perm);
     }
-    if (name == "matmul") return read_right_operand_transposed(node);
+    if (name == "matmul") return scale_after_product(original, read_right_operand_transposed(node));
     if (name == "cast" && in && in->dtype == out->dtype) return x;
     if (name == "erf") return erf_of_product(node);
     if (c->args.size() == 2 && in) {
@@ -126,6 +141,21 @@ class Simplifier : public ExprMutator {
     return call("matmul", {c->args[0], t->args[0]}, attrs, c->origin);
   }
 
+  // matmul(x * k, y) -> matmul(x, y) * k and matmul(x / k, y) -> matmul(x, y) / k, k a power of
+  // two, where the scaled x has no other reader and k broadcasts nothing.
+  Expr scale_after_product(const Expr& original, const Expr& node) {
+    const auto* c = node.as<CallNode>();
+    const auto* scaled = c->args[0].as<CallNode>();
+    const std::string& op = op_name(scaled);
+    const ExprNode* original_left = original.as<CallNode>()->args[0].get();
+    if ((op != "mul" && op != "div") || readers_[original_left] != 1 || !power_of_two(scaled->args[1])) return node;
+    const Expr& x = scaled->args[0];
+    const auto *xt = checked_tensor(x), *st = checked_tensor(c->args[0]);
+    if (!xt || !st || !(xt->shape == st->shape) || xt->dtype != st->dtype) return node;
+    Expr product = call("matmul", {x, c->args[1]}, c->attrs, c->origin);
+    return call(op, {product, scaled->args[1]}, {}, scaled->origin);
+  }
+
   static Expr erf_of_product(const Expr& node) {
     const auto* c = node.as<CallNode>();
     const auto* d = c->args[0].as<CallNode>();
@@ -155,12 +185,14 @@ class Simplifier : public ExprMutator {
     }
     return checked_tensor(x)->shape == checked_tensor(r)->shape ? x : r;
   }
+
+  std::unordered_map<const ExprNode*, int> readers_;
 };
 
 }  // namespace
 
 Pass simplify_expr_pass() {
-  return function_pass("SimplifyExpr", 1, [](const Function& f, PassContext&) { return Simplifier().mutate(f); });
+  return function_pass("SimplifyExpr", 1, [](const Function& f, PassContext&) { return Simplifier(f).mutate(f); });
 }
 
 }  // namespace tessera::relay_ir

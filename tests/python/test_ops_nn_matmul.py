@@ -150,3 +150,60 @@ def test_qlinear_matmul_rounds_half_to_even_and_saturates():
     acc = a.astype("float64") @ b.astype("float64") * 0.5 / 4.0
     want = np.clip(np.round(acc) + 10, 0, 255).astype("uint8")
     assert_close(y, want, "uint8")
+
+
+def attention_heads(n, l, heads, d):
+    """Queries, keys and values sliced from one projection [L, N, 3*H*D] (seq-first, as
+    nn.MultiheadAttention exports), the queries divided by 8, the heads merged back and projected
+    by a constant weight: every operand of the products is moved, not computed."""
+    from onnx import TensorProto, helper, numpy_helper
+    e = heads * d
+    w = np.random.default_rng(1).standard_normal((e, e)).astype("float32")
+    const = lambda name, v: numpy_helper.from_array(np.asarray(v, dtype="int64" if name != "eight" else "float32"), name)
+    inits = [const("q0", [0]), const("q1", [e]), const("k1", [2 * e]), const("v1", [3 * e]), const("ax", [2]),
+             const("heads", [l, n * heads, d]), const("merged", [n, l, e]), const("eight", 8.0),
+             numpy_helper.from_array(w, "w")]
+    nodes = [helper.make_node("Slice", ["x", "q0", "q1", "ax"], ["q"]),
+             helper.make_node("Slice", ["x", "q1", "k1", "ax"], ["k"]),
+             helper.make_node("Slice", ["x", "k1", "v1", "ax"], ["v"])]
+    for t in "qkv":
+        nodes += [helper.make_node("Reshape", [t, "heads"], [t + "r"]),
+                  helper.make_node("Transpose", [t + "r"], [t + "h"], perm=[1, 0, 2])]
+    nodes += [helper.make_node("Div", ["qh", "eight"], ["qs"]),
+              helper.make_node("Transpose", ["kh"], ["kt"], perm=[0, 2, 1]),
+              helper.make_node("MatMul", ["qs", "kt"], ["s"]),
+              helper.make_node("MatMul", ["s", "vh"], ["o"]),
+              helper.make_node("Reshape", ["o", "split"], ["os"]),
+              helper.make_node("Transpose", ["os"], ["ot"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "merged"], ["om"]),
+              helper.make_node("MatMul", ["om", "w"], ["y"])]
+    inits.append(const("split", [n, heads, l, d]))
+    graph = helper.make_graph(nodes, "attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [l, n, 3 * e])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, l, e])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+    def reference(x):
+        x = x.astype("float64")
+        q, k, v = (x[:, :, i * e:(i + 1) * e].reshape(l, n * heads, d).transpose(1, 0, 2) for i in range(3))
+        o = (q / 8) @ k.transpose(0, 2, 1) @ v
+        return o.reshape(n, heads, l, d).transpose(0, 2, 1, 3).reshape(n, l, e) @ w
+    return m, reference
+
+
+@pytest.mark.parametrize("target", ["llvm", "c", "opencl"])
+@pytest.mark.parametrize("n,l,heads,d", [(2, 37, 3, 16), (1, 1, 2, 32), (3, 128, 4, 64), (1, 19, 1, 48)])
+def test_attention_products_read_moved_operands_in_place(rng, target, n, l, heads, d):
+    """The queries' slice and transposes, the merge of the heads and the keys' transposes are read
+    by the products where they lie (no copy kernels), the division by 8 scales the scores instead
+    (a power of two: exact); rows not a multiple of the tile's 8, a single row, one head."""
+    if target == "opencl" and not tessera.device("opencl").exists:
+        pytest.skip("no OpenCL device")
+    m, reference = attention_heads(n, l, heads, d)
+    x = rng.standard_normal((l, n, 3 * heads * d)).astype("float32")
+    lib = tessera.build(load(m), target=target)
+    want = reference(x)
+    assert_close(lib.run([x])[0], want, "float32", atol=1e-5 * np.abs(want).max())
+    if target == "llvm":
+        names = [k["name"] for k in lib.kernels]
+        assert len(names) == 3 and all("matmul" in k for k in names), names
+        assert any("div" in k.split("matmul")[-1] for k in names), names  # the scale after the product

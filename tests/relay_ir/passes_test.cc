@@ -98,7 +98,8 @@ TEST(FuseOps, DiamondFusesAtItsPostDominator) {
 
 TEST(FuseOps, DataMovementMakingAProductsRightOperandJoinsIt) {
   // The transpose making the right operand is inlined into the product's packing; the one making
-  // the left operand stays a kernel of its own, as does a transpose read as both operands.
+  // the left operand stays a kernel of its own where its rows (5) are not a multiple of 16, as
+  // does a transpose read as both operands.
   std::string in =
       R"(def @main(%a: float32[3, 4, 5], %b: float32[5, 4, 6], %c: float32[6, 4, 6]) -> (float32[4, 3, 6], float32[4, 6, 6]) {
   %0 = transpose(%a, perm=[1, 0, 2]);
@@ -119,6 +120,37 @@ TEST(FuseOps, DataMovementMakingAProductsRightOperandJoinsIt) {
   %4 = transpose(%c, perm=[1, 0, 2]);
   %5 = matmul(%4, %4);
   (%3, %5)
+})";
+  EXPECT_EQ(run(fuse_ops_pass(), in), canonical(out));
+}
+
+TEST(FuseOps, DataMovementMakingAProductsLeftOperandJoinsIt) {
+  // Heads merged back (a transpose and a reshape of rows of 16) are read in place by the
+  // product; a left operand that is computed (relu) or moved in rows of 4 stays a kernel.
+  std::string in =
+      R"(def @main(%a: float32[2, 3, 16], %w: float32[32, 8], %b: float32[3, 32], %c: float32[8, 4]) -> (float32[3, 8], float32[3, 8], float32[4, 4]) {
+  %0 = transpose(%a, perm=[1, 0, 2]);
+  %1 = reshape(%0, shape=[3, 32]);
+  %2 = matmul(%1, %w);
+  %3 = relu(%b);
+  %4 = matmul(%3, %w);
+  %5 = transpose(%c, perm=[1, 0]);
+  %6 = matmul(%5, %c);
+  (%2, %4, %6)
+})";
+  std::string out =
+      R"(def @main(%a: float32[2, 3, 16], %w: float32[32, 8], %b: float32[3, 32], %c: float32[8, 4]) -> (float32[3, 8], float32[3, 8], float32[4, 4]) {
+  %0 = fn [primitive=1] (%p0: float32[2, 3, 16], %p1: float32[32, 8]) -> float32[3, 8] {
+    %1 = transpose(%p0, perm=[1, 0, 2]);
+    %2 = reshape(%1, shape=[3, 32]);
+    matmul(%2, %p1)
+  };
+  %3 = %0(%a, %w);
+  %4 = relu(%b);
+  %5 = matmul(%4, %w);
+  %6 = transpose(%c, perm=[1, 0]);
+  %7 = matmul(%6, %c);
+  (%3, %5, %7)
 })";
   EXPECT_EQ(run(fuse_ops_pass(), in), canonical(out));
 }
@@ -202,6 +234,32 @@ TEST(SimplifyExpr, ErfOfAQuotientByAConstantTakesAProduct) {
   %4 = div(%x, constant(float32[1], [0]));
   %5 = erf(%4);
   (%1, %3, %5)
+})";
+  EXPECT_EQ(run(simplify_expr_pass(), in), canonical(out));
+}
+
+TEST(SimplifyExpr, APowerOfTwoScalingAProductsLeftOperandScalesTheProduct) {
+  // Attention's queries / 8: the product is scaled instead. Not by 3 (rounding would differ), not
+  // where the scaled operand has another reader, not for a scale that broadcasts the operand.
+  std::string in =
+      R"(def @main(%q: float32[4, 8], %k: float32[8, 4], %s: float32[8]) -> (float32[4, 4], float32[4, 4], float32[4, 8], float32[4, 4], float32[4, 4], float32[4, 4]) {
+  %0 = matmul(div(%q, constant(float32[], [8])), %k);
+  %1 = matmul(mul(%q, constant(float32[], [0.25])), %k);
+  %2 = div(%q, constant(float32[], [2]));
+  %3 = matmul(%2, %k);
+  %4 = matmul(div(%q, constant(float32[], [3])), %k);
+  %5 = matmul(mul(%s, constant(float32[4, 1], [0.5, 0.5, 0.5, 0.5])), %k);
+  (%0, %1, %2, %3, %4, %5)
+})";
+  std::string out =
+      R"(def @main(%q: float32[4, 8], %k: float32[8, 4], %s: float32[8]) -> (float32[4, 4], float32[4, 4], float32[4, 8], float32[4, 4], float32[4, 4], float32[4, 4]) {
+  %0 = div(matmul(%q, %k), constant(float32[], [8]));
+  %1 = mul(matmul(%q, %k), constant(float32[], [0.25]));
+  %2 = div(%q, constant(float32[], [2]));
+  %3 = matmul(%2, %k);
+  %4 = matmul(div(%q, constant(float32[], [3])), %k);
+  %5 = matmul(mul(%s, constant(float32[4, 1], [0.5, 0.5, 0.5, 0.5])), %k);
+  (%0, %1, %2, %3, %4, %5)
 })";
   EXPECT_EQ(run(simplify_expr_pass(), in), canonical(out));
 }

@@ -175,7 +175,7 @@ inline const std::vector<Case>& schedule_cases() {
          auto [jo, ji] = C(s, mm).split(C(s, mm).loop("j"), 8);
          C(s, mm).prefetch(mm.B, C(s, mm).loop("k"), C(s, mm), jo, 1);
        },
-       {"prefetch(B[(j.inner*121 + k*11) // 88*37 + j.outer*8 + 8])"}},
+       {"prefetch(B[(j.inner*11 + k) // 8*37 + j.outer*8 + 8])"}},
       {"storage_align",
        [](Schedule& s, const Matmul& mm) {
          Tensor cc = s.cache_write(mm.C, "local");
@@ -214,8 +214,10 @@ inline const std::vector<Case>& schedule_cases() {
          auto [fo, fi] = s[as].split(fused, 4);
          s[as].bind(fi, "threadIdx.x");
        },
-       {"allocate A.local: float32[44] (shared)", "for (j, 0, 37) {\n        barrier()\n        for (ax0.ax1.fused.outer",
-        "A.local[ax0.ax1.fused.outer*4 + i.inner] = A[", "barrier()\n        for (k, 0, 11)", "A.local[i.inner*11 + k]"},
+       {"allocate A.local: float32[44] (shared)",
+        "for (j, 0, 37) {\n        barrier()\n        for (ax0.ax1.fused.outer",
+        "A.local[ax0.ax1.fused.outer*4 + i.inner] = A[", "barrier()\n        for (k, 0, 11)",
+        "A.local[i.inner*11 + k]"},
        true},
   };
   return cases;

@@ -37,7 +37,9 @@ TEST(Interval, DivModAndMinMax) {
   EXPECT_EQ(to_string(m.max), "7");
   arith::IntervalMap dom2{{f.get(), {o * 4, o * 4 + 3}}};
   Interval exact = arith::eval_interval(floormod(f, 16), dom2);
-  EXPECT_EQ(to_string(exact.max), "15");  // not provably in one block: falls back to [0, 15]
+  EXPECT_EQ(to_string(exact.max), "o % 4*4 + 3");  // o*4 .. o*4 + 3 stays in one block of 16
+  arith::IntervalMap dom3{{f.get(), {o * 4, o * 4 + 5}}};
+  EXPECT_EQ(to_string(arith::eval_interval(floormod(f, 16), dom3).max), "15");  // may cross one: [0, 15]
   EXPECT_EQ(to_string(arith::eval_interval(min(f, Expr(10)), dom).max), "10");
   EXPECT_FALSE(arith::eval_interval(f * f, dom).bounded());
 }

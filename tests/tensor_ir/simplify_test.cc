@@ -50,6 +50,22 @@ TEST(Simplify, DivModUnderKnownBounds) {
   EXPECT_EQ(s(floordiv(io * 8 + ii, 8)), "io + ii // 8");
 }
 
+TEST(Simplify, DivModByAMultipleOfTheStep) {
+  // A reduction of 64 unrolled by 4 (ki < 4) in rows of 64: one division per ko, none per ki.
+  Var ko("ko"), ki("ki"), kj("kj"), t("t"), i("i"), a("a"), b("b");
+  BoundMap bounds{{ko.get(), {0, 63}}, {ki.get(), {0, 3}}, {kj.get(), {0, 4}}, {t.get(), {0, 127}},
+                  {i.get(), {0, 7}},   {a.get(), {0, 9}},  {b.get(), {0, 7}}};
+  EXPECT_EQ(s(floordiv(ko * 4 + ki, 64), bounds), "ko // 16");
+  EXPECT_EQ(s(floormod(ko * 4 + ki, 64), bounds), "ko % 16*4 + ki");
+  EXPECT_EQ(s(floordiv(t * 8 + i + 128, 128), bounds), "t // 16 + 1");
+  // The largest factor whose remainder stays below it: b*4 + ki < 32.
+  EXPECT_EQ(s(floordiv(a * 32 + b * 4 + ki, 64), bounds), "a // 2");
+  EXPECT_EQ(s(floormod(a * 32 + b * 4 + ki, 64), bounds), "a % 2*32 + b*4 + ki");
+  // Not when the remainder may reach the factor (kj <= 4), nor without bounds.
+  EXPECT_EQ(s(floordiv(ko * 4 + kj, 64), bounds), "(ko*4 + kj) // 64");
+  EXPECT_EQ(s(floordiv(ko * 4 + Var("x"), 64), bounds), "(ko*4 + x) // 64");
+}
+
 TEST(Simplify, FusedIndexRecombines) {
   Var f("f");
   EXPECT_EQ(s(floordiv(f, 48) * 48 + floormod(f, 48)), "f");
@@ -100,8 +116,8 @@ TEST(Simplify, AVectorFromAMultipleOfItsWidthStaysInOneBlock) {
   // crosses a block of 256 with 16 lanes: the loads stay contiguous.
   Var h("h"), k("k");
   Expr x16 = Ramp::make(h * 64 + k * 16, Expr(1), 16);
-  EXPECT_EQ(s(floordiv(x16, Broadcast::make(Expr(256), 16))), "x16((h*64 + k*16) // 256)");
-  EXPECT_EQ(s(floormod(x16, Broadcast::make(Expr(256), 16))), "ramp((h*64 + k*16) % 256, 1, 16)");
+  EXPECT_EQ(s(floordiv(x16, Broadcast::make(Expr(256), 16))), "x16((h*4 + k) // 16)");
+  EXPECT_EQ(s(floormod(x16, Broadcast::make(Expr(256), 16))), "ramp((h*4 + k) % 16*16, 1, 16)");
   // Starting at h*8 it may cross one.
   Expr x16_8 = Ramp::make(h * 8, Expr(1), 16);
   EXPECT_NE(s(floordiv(x16_8, Broadcast::make(Expr(256), 16))).rfind("x16(", 0), 0u);
