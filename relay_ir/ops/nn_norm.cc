@@ -70,6 +70,7 @@ Type layer_norm_rel(const std::vector<Type>& args, const Attrs& attrs) {
   }
   DataType stat = DataType::parse(attrs.get_str("stat_dtype"));
   if (!stat.is_float() || !stat.is_scalar()) fail("stat_dtype must be a float type, got ", stat.str());
+  if (!attrs.get_int("statistics")) return args[0];
   std::vector<tensor_ir::Expr> s = x.shape.dims();
   for (size_t d = axis; d < s.size(); ++d) s[d] = 1;
   return tuple_type({args[0], tensor_type(Shape(s), stat), tensor_type(Shape(s), stat)});
@@ -219,17 +220,18 @@ std::vector<Expr> layer_norm_gradient(const Expr& c, const Expr& g) {
   std::vector<int64_t> axes;
   for (size_t d = axis; d < xt.ndim(); ++d) axes.push_back(static_cast<int64_t>(d));
   double count = count_over(xt.shape, axes);
-  // The returned statistics, unless they are narrower than x (float64 x with float32
-  // statistics): then they are recomputed in x's precision.
-  Expr mean = tuple_get(c, 1), inv = tuple_get(c, 2);
-  if (tensor_of(mean).dtype.bits < xt.dtype.bits && xt.dtype.bits == 64) {
+  // The returned statistics, unless the call returns none or they are narrower than x (float64 x
+  // with float32 statistics): then they are recomputed in x's precision.
+  const bool returned = attrs.get_int("statistics");
+  Expr mean = returned ? tuple_get(c, 1) : Expr(), inv = returned ? tuple_get(c, 2) : Expr();
+  if (!returned || (tensor_of(mean).dtype.bits < xt.dtype.bits && xt.dtype.bits == 64)) {
     mean = reduce_mean(x, axes, true);
     Expr centered = sub(x, mean);
     inv = div(scalar_like(1, x), call("sqrt", {add(reduce_mean(mul(centered, centered), axes, true),
                                                    scalar_like(attrs.get_float("epsilon"), x))}));
   }
   mean = cast_to(mean, xt.dtype), inv = cast_to(inv, xt.dtype);
-  Expr gy = element(g, 0), g_mean = unless_zero(element(g, 1)), g_inv = unless_zero(element(g, 2));
+  Expr gy = returned ? element(g, 0) : g, g_mean = unless_zero(element(g, 1)), g_inv = unless_zero(element(g, 2));
   Expr xhat = mul(sub(x, mean), inv);
   Expr dx = through_statistics(mul(gy, scale), xhat, inv, axes);
   Expr gv;
@@ -336,15 +338,19 @@ void register_nn_norm_ops(OpRegistry& r) {
          "norm",
          nn::instance_norm_gradient});
   r.add({"layer_norm",
-         "normalizes over dimensions axis.. then * scale + bias; returns (y, mean, inv_std_dev)",
+         "normalizes over dimensions axis.. then * scale + bias; returns (y, mean, inv_std_dev), or y alone "
+         "with statistics=0 (what inference reads: the statistics then stay inside the kernel's rows)",
          2,
          3,
-         {{"axis", int64_t(-1)}, {"epsilon", 1e-5}, {"stat_dtype", std::string("float32")}},
+         {{"axis", int64_t(-1)}, {"epsilon", 1e-5}, {"stat_dtype", std::string("float32")}, {"statistics", int64_t(1)}},
          layer_norm_rel,
          OpPattern::Opaque,
          [](const In& in, const Attrs& a, const Type&) {
-           return ops::layer_norm(in[0], in[1], nn::optional_input(in, 2), a.get_int("axis"), a.get_float("epsilon"),
-                                  DataType::parse(a.get_str("stat_dtype")));
+           std::vector<tensor_ir::Tensor> out =
+               ops::layer_norm(in[0], in[1], nn::optional_input(in, 2), a.get_int("axis"), a.get_float("epsilon"),
+                               DataType::parse(a.get_str("stat_dtype")));
+           if (!a.get_int("statistics")) out.resize(1);
+           return out;
          },
          "norm",
          nn::layer_norm_gradient});

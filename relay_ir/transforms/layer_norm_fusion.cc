@@ -6,6 +6,9 @@
 // It becomes one layer_norm, built in steps as the graph is rewritten bottom-up: the division
 // becomes layer_norm(x, 1)[0], a product with it gives the scale that is still 1, a sum the bias
 // it does not have yet. Each step only when nothing outside the pattern reads a value it removes.
+// Then every layer_norm whose statistics nothing reads (inference) returns y alone (statistics=0):
+// its kernel keeps the mean and deviation of a row inside the row's loop instead of writing them
+// out, which would make them separate passes over the rows.
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -126,11 +129,35 @@ class LayerNormFuser : public ExprMutator {
   std::unordered_map<const ExprNode*, std::unordered_set<const ExprNode*>> consumers_;
 };
 
+// layer_norm(...)[0] -> layer_norm(..., statistics=0) where nothing else reads the call.
+class StatisticsDropper : public ExprMutator {
+ public:
+  explicit StatisticsDropper(const Expr& root) : readers_(reader_counts(root)) {}
+
+ protected:
+  Expr rewrite(const Expr& original, const Expr& node) override {
+    const auto* item = node.as<TupleGetItemNode>();
+    const CallNode* ln = item && item->index == 0 ? call_of(item->tuple, "layer_norm") : nullptr;
+    if (!ln || !ln->attrs.get_int("statistics") || readers_[original.as<TupleGetItemNode>()->tuple.get()] != 1)
+      return node;
+    Attrs attrs = ln->attrs;
+    attrs.set("statistics", int64_t(0));
+    Expr y = call("layer_norm", ln->args, attrs, ln->origin);
+    infer_type(y);
+    return y;
+  }
+
+ private:
+  std::unordered_map<const ExprNode*, int> readers_;
+};
+
 }  // namespace
 
 Pass layer_norm_fusion_pass() {
-  return function_pass("LayerNormFusion", 1,
-                       [](const Function& f, PassContext&) { return LayerNormFuser(f).mutate(f); });
+  return function_pass("LayerNormFusion", 1, [](const Function& f, PassContext&) {
+    Expr fused = LayerNormFuser(f).mutate(f);
+    return StatisticsDropper(fused).mutate(fused);
+  });
 }
 
 }  // namespace tessera::relay_ir

@@ -17,7 +17,8 @@ Pass fold_constant_pass();
 // transpose pairs, casts to the same type, x + 0, x * 1.
 Pass simplify_expr_pass();
 // A layer normalization written as its arithmetic (exports before opset 17: means, a difference,
-// a square root, a division, then scale and bias) becomes one layer_norm.
+// a square root, a division, then scale and bias) becomes one layer_norm; a layer_norm whose
+// statistics nothing reads returns y alone.
 Pass layer_norm_fusion_pass();
 // A transpose of a product's rows (after a reshape that keeps the last dimension) moves onto its
 // left operand: a product by a 2-D weight treats each row alone (batch_first attention).

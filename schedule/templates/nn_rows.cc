@@ -24,8 +24,9 @@ using tensor_ir::ComputeOp;
 namespace {
 
 // The first reduced dimension when every stage but `out` is a statistic of out's shape with the
-// dimensions from there on reduced to 1, or a row intermediate of out's own shape (softmax's
-// exponentials), and out is elementwise; else -1.
+// dimensions from there on reduced to 1 (a reduction, or arithmetic on statistics: layer_norm's
+// mean and inverse deviation, outputs of the kernel too), or a row intermediate of out's own
+// shape (softmax's exponentials), and out is elementwise; else -1.
 int row_split(const std::vector<Tensor>& stages, const Tensor& out) {
   const auto* oc = out.as<ComputeOp>();
   if (!oc || oc->body.as<tensor_ir::Reduce>() || out.ndim() == 0) return -1;
@@ -36,10 +37,7 @@ int row_split(const std::vector<Tensor>& stages, const Tensor& out) {
     if (t.ndim() != out.ndim()) return -1;
     size_t d = 0;
     while (d < t.ndim() && same_extent(t->shape[d], out->shape[d])) ++d;
-    if (!c->body.as<tensor_ir::Reduce>()) {
-      if (d != t.ndim()) return -1;
-      continue;
-    }
+    if (!c->body.as<tensor_ir::Reduce>() && d == t.ndim()) continue;  // a row intermediate
     for (size_t e = d; e < t.ndim(); ++e)
       if (dim_hint(t, e) != 1) return -1;
     if (d == t.ndim()) return -1;
@@ -54,7 +52,8 @@ void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>&
   int lanes = s.hardware().lanes(out.dtype());
   Stage& y = s[out];
   // A statistic runs inside the row loop when only the output (or statistics that do) read it;
-  // one another output of the kernel reads (layer_norm's mean) stays a stage of its own.
+  // one that is an output of the kernel too (layer_norm's mean, when returned) or that another
+  // output reads stays a stage of its own.
   // (A stage inlined into its readers, such as exponentials recomputed where read, reads inside when
   // they all do.)
   std::unordered_set<const Stage*> inside{&y};
@@ -65,7 +64,7 @@ void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>&
   };
   std::vector<Tensor> attached;
   for (auto it = stats.rbegin(); it != stats.rend(); ++it) {
-    if (!read_inside(s[*it])) continue;
+    if (s[*it].is_output() || !read_inside(s[*it])) continue;
     inside.insert(&s[*it]);
     attached.insert(attached.begin(), *it);
   }
@@ -112,8 +111,15 @@ void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>&
 }
 
 void schedule_rows(Schedule& s, const Tensor& out) {
-  const Tensor exponentials = nn::find_tagged(out, "softmax_exp");
-  nn::inline_injective_except(s, out, {exponentials});
+  // Softmax's exponentials, and statistics computed from statistics (a mean from its sum, an
+  // inverse deviation): once per row, not inlined into every element (a square root and a
+  // division each).
+  std::vector<Tensor> keep{nn::find_tagged(out, "softmax_exp")};
+  for (const Tensor& t : tensor_ir::topological_order({out})) {
+    const auto* c = t.as<ComputeOp>();
+    if (c && c->tag == "norm_stat" && !c->body.as<tensor_ir::Reduce>()) keep.push_back(t);
+  }
+  nn::inline_injective_except(s, out, keep);
   std::vector<Tensor> todo = nn::unscheduled_stages(s, out);
   int split = row_split(todo, out);
   if (split > 0) {

@@ -293,6 +293,17 @@ def test_layer_norm(xs, axis, ss, bs):
                    "(%0.0, %0.1, %0.2) }", [r(*s) for s in shapes.values()], names)
 
 
+@pytest.mark.parametrize("xs,axis,bias", [((3, 5), -1, True), ((2, 3, 4), 1, False)])
+def test_layer_norm_returning_y_alone(xs, axis, bias):
+    """statistics=0 (what inference reads) returns no statistics: the gradient recomputes them."""
+    shapes = dict(x=xs, s=xs[axis:] if axis > 0 else xs[axis:])
+    if bias:
+        shapes["b"] = shapes["s"]
+    args = ", ".join("%" + n for n in shapes)
+    check_gradient(f"def @main({params(**shapes)}) {{ layer_norm({args}, axis={axis}, epsilon=0.01, statistics=0) }}",
+                   [r(*s) for s in shapes.values()], list(shapes))
+
+
 def test_layer_norm_with_float32_statistics():
     check_gradient(f"def @main({params(x=(2, 6), s=(6,))}) {{ %0 = layer_norm(%x, %s, epsilon=0.01); %0.0 }}", [r(2, 6), r(6)], ["x", "s"])
 

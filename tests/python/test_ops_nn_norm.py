@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tessera
-from nn_testing import assert_close, run
+from nn_testing import assert_close, load, model, run
 
 FLOATS = ["float32", "float16", "float64"]
 
@@ -91,12 +91,29 @@ def test_layer_norm(rng, shape, axis, with_bias, dtype):
     assert_close(inv, i, "float32", rtol=1e-3 if dtype == "float16" else 1e-5)
 
 
-def test_layer_norm_only_y(rng):
-    x = rng.standard_normal((3, 20)).astype("float32")
-    scale = rng.standard_normal(20).astype("float32")
-    (y,) = run("LayerNormalization", [x, scale], outputs=["y0", "", ""])
-    m = x.mean(axis=1, keepdims=True)
-    assert_close(y, (x - m) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5) * scale, "float32")
+@pytest.mark.parametrize("target", ["llvm", "c", "opencl"])
+@pytest.mark.parametrize("shape,axis", [((3, 20), -1), ((37, 256), -1), ((2, 5, 33), -1), ((4, 1), -1), ((6, 3, 17), 1),
+                                        ((1, 1), 0)])
+def test_layer_norm_only_y(rng, target, shape, axis):
+    """Without its statistics read, a layer_norm returns y alone and its kernel computes a row's
+    mean and deviation inside the row's loop (one parallel loop over the rows), with values far
+    from zero so that a one-pass variance would cancel."""
+    if target == "opencl" and not tessera.device("opencl").exists:
+        pytest.skip("no OpenCL device")
+    x = (rng.standard_normal(shape) + 1000).astype("float32")
+    norm_shape = shape[axis % len(shape):]
+    scale = rng.standard_normal(norm_shape).astype("float32")
+    lib = tessera.build(load(model("LayerNormalization", [x, scale], {"axis": axis}, outputs=["y0", "", ""], constants=(1,))),
+                        target=target)
+    axes = tuple(range(axis % len(shape), len(shape)))
+    xd = x.astype("float64")
+    m = xd.mean(axis=axes, keepdims=True)
+    want = (xd - m) / np.sqrt(((xd - m) ** 2).mean(axis=axes, keepdims=True) + 1e-5) * scale
+    assert_close(lib.run([x])[0], want, "float32", rtol=1e-3, atol=1e-3)
+    (kernel,) = lib.kernels
+    assert "layer_norm_mean" not in kernel["signature"], kernel["signature"]
+    if target == "llvm" and np.prod(shape[:axis % len(shape)]) > 1:
+        assert kernel["lowered"].count("parallel (") <= 1, kernel["lowered"]
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5])

@@ -320,17 +320,24 @@ std::string decomposed_layer_norm(const std::string& axes, const std::string& ex
 }
 
 TEST(LayerNormFusion, TheArithmeticOfALayerNormalizationBecomesOne) {
+  // Nothing reads the statistics: the layer_norm returns y alone.
   std::string out = R"(def @main(%x: float32[2, 3, 4]) -> float32[2, 3, 4] {
-  %0 = layer_norm(%x, constant(float32[4], [1, 2, 3, 4]), constant(float32[4], [5, 6, 7, 8]), axis=2, epsilon=0.25);
-  %0.0
+  layer_norm(%x, constant(float32[4], [1, 2, 3, 4]), constant(float32[4], [5, 6, 7, 8]), axis=2, epsilon=0.25, statistics=0)
 })";
   EXPECT_EQ(run(layer_norm_fusion_pass(), decomposed_layer_norm("[-1]")), canonical(out));
   // Over the last two axes, named either way.
   std::string two = R"(def @main(%x: float32[2, 3, 4]) -> float32[2, 3, 4] {
-  %0 = layer_norm(%x, constant(float32[4], [1, 2, 3, 4]), constant(float32[4], [5, 6, 7, 8]), axis=1, epsilon=0.25);
-  %0.0
+  layer_norm(%x, constant(float32[4], [1, 2, 3, 4]), constant(float32[4], [5, 6, 7, 8]), axis=1, epsilon=0.25, statistics=0)
 })";
   EXPECT_EQ(run(layer_norm_fusion_pass(), decomposed_layer_norm("[2, -2]")), canonical(two));
+}
+
+TEST(LayerNormFusion, AStatisticSomethingReadsKeepsTheTuple) {
+  std::string in = R"(def @main(%x: float32[2, 4], %s: float32[4]) -> (float32[2, 4], float32[2, 1]) {
+  %0 = layer_norm(%x, %s);
+  (%0.0, %0.1)
+})";
+  EXPECT_EQ(run(layer_norm_fusion_pass(), in), canonical(in));
 }
 
 TEST(LayerNormFusion, KeepsWhatIsNotOne) {
