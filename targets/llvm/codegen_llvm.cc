@@ -1,5 +1,6 @@
 #include "targets/llvm/codegen_llvm.h"
 
+#include <llvm/ADT/Triple.h>
 #include <llvm/IR/MDBuilder.h>
 
 #include <algorithm>
@@ -100,6 +101,8 @@ CodeGenLLVM::CodeGenLLVM(llvm::Module& module, const ResolvedTarget& target)
   fmf.setAllowReciprocal();
   fmf.setApproxFunc();
   builder_.setFastMathFlags(fmf);
+  intrinsic_options_.avx512_scalef =
+      llvm::Triple(target_.triple).getArch() == llvm::Triple::x86_64 && has_feature(target_, "avx512f");
 }
 
 // --- types and functions --------------------------------------------------------------------
@@ -509,7 +512,7 @@ llvm::Value* CodeGenLLVM::emit_expr(const Call* op) {
   if (op->op == Intrinsic::reinterpret) return emit_reinterpret(emit(op->args[0]), op->args[0].type(), op->type);
   std::vector<llvm::Value*> args;
   for (const Expr& a : op->args) args.push_back(emit(a));
-  return emit_intrinsic(builder_, op->op, args, op->args[0].type());
+  return emit_intrinsic(builder_, op->op, args, op->args[0].type(), intrinsic_options_);
 }
 
 // float16 values live in float registers: their bits are those of the half they narrow to.

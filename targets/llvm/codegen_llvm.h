@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "targets/llvm/llvm_intrinsics.h"
 #include "targets/llvm/target_machine.h"
 #include "tensor_ir/ir.h"
 
@@ -148,6 +149,7 @@ class CodeGenLLVM {
   llvm::Module& module_;
   llvm::LLVMContext& ctx_;
   ResolvedTarget target_;
+  IntrinsicOptions intrinsic_options_;
   llvm::IRBuilder<> builder_;
   std::string kernel_name_;  // for messages and names of outlined functions
   FunctionState state_;

@@ -1,5 +1,6 @@
 #include "targets/llvm/llvm_intrinsics.h"
 
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Module.h>
 
 #include <cmath>
@@ -19,7 +20,8 @@ using llvm::Value;
 // reductions back into one constant and lose the digits the split exists to keep.
 class Approx {
  public:
-  Approx(llvm::IRBuilder<>& b, llvm::Type* type) : b_(b), guard_(b), t_(type) {
+  Approx(llvm::IRBuilder<>& b, llvm::Type* type, const IntrinsicOptions& options = {})
+      : b_(b), guard_(b), t_(type), options_(options) {
     llvm::FastMathFlags contract;
     contract.setAllowContract(true);
     b_.setFastMathFlags(contract);
@@ -37,12 +39,7 @@ class Approx {
     Value* p =
         poly(r, {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1});
     Value* y = add(add(mul(mul(p, r), r), r), c(1.0));
-    // 2^n as two factors, each a normal float for every n in [-150, 129]: overflow to infinity
-    // and gradual underflow to denormals and zero then come out of the multiplications.
-    Value* ni = b_.CreateFPToSI(n, i_);
-    Value* n1 = b_.CreateAShr(ni, ci(1));
-    Value* n2 = b_.CreateSub(ni, n1);
-    y = mul(mul(y, pow2(n1)), pow2(n2));
+    y = times_pow2(y, n);
     return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, y);
   }
 
@@ -120,9 +117,28 @@ class Approx {
   // 2^n for n in [-126, 127], built from the exponent bits.
   Value* pow2(Value* n) { return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(n, ci(127)), ci(23)), t_); }
 
+  // y * 2^n for y in [0.5, 2] and an integral float n in [-150, 129], rounded once: as two factors
+  // built from exponent bits, each a normal float (overflow to infinity and gradual underflow to
+  // denormals and zero then come out of the multiplications; the first never rounds), or on 16
+  // lanes with AVX-512 by vscalefps, which computes the same.
+  Value* times_pow2(Value* y, Value* n) {
+    auto* vec = llvm::dyn_cast<llvm::FixedVectorType>(t_);
+    if (options_.avx512_scalef && vec && vec->getNumElements() == 16) {
+      llvm::Value* all = b_.getInt16(0xffff);
+      llvm::Value* current_rounding = b_.getInt32(4);
+      return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+                                {y, n, llvm::UndefValue::get(t_), all, current_rounding});
+    }
+    Value* ni = b_.CreateFPToSI(n, i_);
+    Value* n1 = b_.CreateAShr(ni, ci(1));
+    Value* n2 = b_.CreateSub(ni, n1);
+    return mul(mul(y, pow2(n1)), pow2(n2));
+  }
+
   llvm::IRBuilder<>& b_;
   llvm::IRBuilderBase::FastMathFlagGuard guard_;
   llvm::Type* t_;
+  IntrinsicOptions options_;
   llvm::Type* i_ = nullptr;  // int32 with t_'s lane count
 };
 
@@ -155,22 +171,22 @@ Value* unary(llvm::IRBuilder<>& b, llvm::Intrinsic::ID id, Value* x) { return b.
 }  // namespace
 
 llvm::Value* emit_intrinsic(llvm::IRBuilder<>& b, tensor_ir::Intrinsic op, const std::vector<llvm::Value*>& args,
-                            runtime::DataType type) {
+                            runtime::DataType type, const IntrinsicOptions& options) {
   using tensor_ir::Intrinsic;
   Value* x = args[0];
   llvm::Type* t = x->getType();
   const bool f32 = t->getScalarType()->isFloatTy();
   switch (op) {
     case Intrinsic::exp:
-      return f32 ? Approx(b, t).exp(x) : unary(b, llvm::Intrinsic::exp, x);
+      return f32 ? Approx(b, t, options).exp(x) : unary(b, llvm::Intrinsic::exp, x);
     case Intrinsic::log:
       return f32 ? Approx(b, t).log(x) : unary(b, llvm::Intrinsic::log, x);
     case Intrinsic::tanh:
-      return f32 ? Approx(b, t).tanh(x) : call_libm(b, "tanh", args);
+      return f32 ? Approx(b, t, options).tanh(x) : call_libm(b, "tanh", args);
     case Intrinsic::erf:
       return f32 ? Approx(b, t).erf(x) : call_libm(b, "erf", args);
     case Intrinsic::sigmoid: {
-      if (f32) return Approx(b, t).sigmoid(x);
+      if (f32) return Approx(b, t, options).sigmoid(x);
       Value* one = llvm::ConstantFP::get(t, 1.0);
       return b.CreateFDiv(one, b.CreateFAdd(one, unary(b, llvm::Intrinsic::exp, b.CreateFNeg(x))));
     }

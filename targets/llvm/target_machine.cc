@@ -124,6 +124,11 @@ llvm::orc::JITTargetMachineBuilder machine_builder(const ResolvedTarget& t, bool
   return builder;
 }
 
+bool has_feature(const ResolvedTarget& t, const std::string& name) {
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(lookup(t.triple).createMCSubtargetInfo(t.triple, t.cpu, t.features));
+  return sti->checkFeatures("+" + name);
+}
+
 void check_runs_on_host(const ResolvedTarget& t) {
   const llvm::Triple host(llvm::sys::getProcessTriple()), triple(t.triple);
   if (triple.getArch() != host.getArch() || triple.getOS() != host.getOS())

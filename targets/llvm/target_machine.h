@@ -33,6 +33,10 @@ ResolvedTarget resolve(const Target& target);
 // small code model when `pic` (for objects that end up in shared libraries).
 llvm::orc::JITTargetMachineBuilder machine_builder(const ResolvedTarget& t, bool pic);
 
+// Whether code for `t` may use the CPU feature `name` (LLVM's name: "avx512f"), by its CPU and
+// features.
+bool has_feature(const ResolvedTarget& t, const std::string& name);
+
 // Throws unless code generated for `t` can run in this process: same architecture and OS, and no
 // instruction-set extension the host lacks.
 void check_runs_on_host(const ResolvedTarget& t);

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "kernel_builder.h"
+#include "runtime/cpu_features.h"
 
 namespace tessera::targets::testing {
 namespace {
@@ -182,6 +183,25 @@ TEST(Intrinsics, Float32ErfVectorAndScalarAgree) {
     for (size_t k = 0; k < x.size(); ++k) {
       EXPECT_EQ(out.scalar[k], out.vector[k]) << target << " erf(" << x[k] << ")";
       if (std::fabs(x[k]) >= 4) EXPECT_EQ(std::fabs(out.vector[k]), 1.0f) << target << " erf(" << x[k] << ")";
+    }
+  }
+}
+
+// exp's 2^n by AVX-512's vscalefps on 16 lanes and by two factors built from exponent bits
+// elsewhere (scalar tails, AVX2) round alike: the same floats, overflow and denormals included.
+TEST(Intrinsics, Float32ExpScalesByAPowerOfTwoAlikeEverywhere) {
+  std::vector<float> x = grid(-106, 90, 8001, {kInf, -kInf, kNaN, 88.72, -87.34, -103.97, -0.0});
+  for (Intrinsic op : {Intrinsic::exp, Intrinsic::sigmoid, Intrinsic::tanh}) {
+    auto wide = run<float, float>(op, runtime::kFloat32, runtime::kFloat32, {x}, "llvm");
+    auto avx2 = run<float, float>(op, runtime::kFloat32, runtime::kFloat32, {x}, "llvm -mcpu=x86-64-v3");
+    if (runtime::missing_cpu_features({"avx512f"}).empty())
+      EXPECT_NE(wide.ir.find("scalef"), std::string::npos) << intrinsic_name(op);
+    EXPECT_EQ(avx2.ir.find("scalef"), std::string::npos) << intrinsic_name(op);
+    for (size_t k = 0; k < x.size(); ++k) {
+      for (float got : {wide.scalar[k], avx2.vector[k], avx2.scalar[k]}) {
+        if (std::isnan(got)) EXPECT_TRUE(std::isnan(wide.vector[k])) << intrinsic_name(op) << "(" << x[k] << ")";
+        else EXPECT_EQ(got, wide.vector[k]) << intrinsic_name(op) << "(" << x[k] << ")";
+      }
     }
   }
 }
