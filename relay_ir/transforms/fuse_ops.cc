@@ -18,7 +18,6 @@
 #include "relay_ir/transforms/infer_type.h"
 #include "relay_ir/transforms/match.h"
 #include "relay_ir/transforms/passes.h"
-#include "tensor_ir/op.h"
 
 namespace tessera::relay_ir {
 
@@ -242,12 +241,14 @@ class Partitioner {
   // packing, one pass instead of a copy and then the packing.
   bool packs_right_operand_from(GraphNode* src, GraphNode* sink) { return reaches_only_operand(src, sink, 1); }
 
-  // The left operand, where `src`'s group only moves elements, in rows whose length is a multiple
-  // of kMovedRowAlignment: the product's tiles read each element of the left operand by a
-  // broadcast from wherever it is, so a transpose, slice or reshape making it (the merge of
-  // attention's heads, the queries' slice) costs no copy. The alignment keeps the moved index
-  // affine in the reduction's unrolled steps ((ko*4 + ki) // 64 is ko // 16), computed once per
-  // step, not once per element; any arithmetic would be redone at every multiply-add.
+  // The left operand, where `src`'s group only moves elements, of static shapes in rows whose
+  // length is a multiple of kMovedRowAlignment: the product's tiles read each element of the left
+  // operand by a broadcast from wherever it is, so a transpose, slice or reshape making it (the
+  // merge of attention's heads, the queries' slice) costs no copy. The alignment keeps the moved
+  // index affine in the reduction's unrolled steps ((ko*4 + ki) // 64 is ko // 16), computed once
+  // per step, not once per element; static shapes keep it affine in a tile's rows (a row of a
+  // symbolic L divides by L, for each of the 8 rows of every tile); any arithmetic would be redone
+  // at every multiply-add.
   bool reads_left_operand_from(GraphNode* src, GraphNode* sink) {
     if (!reaches_only_operand(src, sink, 0)) return false;
     const GraphNode* group = src->root();
@@ -255,9 +256,9 @@ class Partitioner {
       if (member.root() != group) continue;
       const auto* c = member.expr.as<CallNode>();
       if (!c || !c->op_def() || !kMovingOps.count(c->op_def()->name)) return false;
-      if (!aligned_rows(member.expr)) return false;
+      if (!static_aligned_rows(member.expr)) return false;
       for (const Expr& a : c->args)
-        if (!aligned_rows(a)) return false;
+        if (!static_aligned_rows(a)) return false;
     }
     return true;
   }
@@ -265,11 +266,10 @@ class Partitioner {
   static constexpr int64_t kMovedRowAlignment = 16;
   inline static const std::unordered_set<std::string> kMovingOps = {"reshape", "transpose", "slice", "squeeze",
                                                                     "expand_dims"};
-  static bool aligned_rows(const Expr& e) {
+  static bool static_aligned_rows(const Expr& e) {
     const auto* t = e->checked_type.as<TensorTypeNode>();
-    if (!t || t->shape.size() == 0) return false;
-    const int64_t* last = tensor_ir::as_const_int(t->shape.dim(t->shape.size() - 1));
-    return last && *last % kMovedRowAlignment == 0;
+    if (!t || t->shape.size() == 0 || !t->shape.is_static()) return false;
+    return t->shape.ints().back() % kMovedRowAlignment == 0;
   }
 
   std::vector<GraphNode> nodes_;

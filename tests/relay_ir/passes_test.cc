@@ -3,6 +3,7 @@
 
 #include "relay_ir/compute_of_call.h"
 #include "relay_ir/functor.h"
+#include "relay_ir/op.h"
 #include "relay_ir/parser.h"
 #include "relay_ir/printer.h"
 #include "relay_ir/structural.h"
@@ -153,6 +154,23 @@ TEST(FuseOps, DataMovementMakingAProductsLeftOperandJoinsIt) {
   (%3, %5, %7)
 })";
   EXPECT_EQ(run(fuse_ops_pass(), in), canonical(out));
+}
+
+TEST(FuseOps, DataMovementOfSymbolicRowsStaysAKernel) {
+  // Rows of a symbolic N: each of a tile's rows would divide by N in the product's reads.
+  using Dim = tensor_ir::Expr;
+  tensor_ir::Var n("N");
+  Var a("a", tensor_type(Shape({Dim(2), Dim(n), Dim(16)}), runtime::kFloat32));
+  Expr moved = call("transpose", {a}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
+  Expr product = call("matmul", {moved, constant(runtime::NDArray::empty({16, 8}, runtime::kFloat32))});
+  PassContext ctx;
+  Module m = run_passes(Module(function({a}, product)), {infer_type_pass(), fuse_ops_pass()}, ctx);
+  const auto* body = m.main()->body.as<CallNode>();
+  ASSERT_TRUE(body && body->op_def()) << to_text(m);  // the product alone
+  EXPECT_EQ(body->op_def()->name, "matmul") << to_text(m);
+  const auto* left = body->args[0].as<CallNode>();
+  ASSERT_TRUE(left && left->op_def()) << to_text(m);
+  EXPECT_EQ(left->op_def()->name, "transpose") << to_text(m);
 }
 
 TEST(FuseOps, AValueUsedOutsideAGroupEndsIt) {
