@@ -313,6 +313,11 @@ class ProgramBuilder {
       return {values, ValueType{values.kind, runtime::kInt64, values.shape}};
     }
     if (op == "slice") return {sliced(x, input(1), input(3))};
+    if (op == "split") {  // each piece's length a dimension of its own
+      std::vector<ValueType> pieces;
+      for (size_t i = 0; i < step.outputs.size(); ++i) pieces.push_back(resized(x, step.attrs.get_int("axis")));
+      return pieces;
+    }
     if (op == "reshape" || op == "squeeze" || op == "unsqueeze") {
       // Of the target's length, or the input's rank less or more the axes' count; each dimension
       // the data's.

@@ -158,6 +158,19 @@ std::vector<NDArray> split_to_sequence(const NDArray& x, const ProgramValue& spl
   return out;
 }
 
+// Split given its lengths as a 1-D input (ONNX's, from opset 13): a copy for each length.
+std::vector<ProgramValue> split_by_lengths(const ProgramStep& step, const std::vector<ProgramValue>& in) {
+  const NDArray& x = in.at(0).as_tensor("the data");
+  const NDArray& lengths = in.at(1).as_tensor("split");
+  if (lengths.ndim() != 1) fail("split must be 1-D, got ", lengths.dtype().str(), lengths.shape_str());
+  std::vector<ProgramValue> out;
+  for (NDArray& piece : split_to_sequence(x, in[1], step.attrs.get_int("axis"), true, "split"))
+    out.push_back(std::move(piece));
+  if (out.size() != step.outputs.size())
+    fail("split has ", out.size(), " lengths for ", step.outputs.size(), " outputs");
+  return out;
+}
+
 std::vector<ProgramValue> data_dependent(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   auto tensor = [&](size_t i) -> const NDArray& {
     if (i >= in.size() || in[i].is_none()) fail("input ", i, " is missing");
@@ -280,7 +293,7 @@ const std::vector<std::string> kSequenceOrOptional = {
     "sequence_empty",  "sequence_construct", "sequence_length",      "sequence_at",
     "sequence_insert", "sequence_erase",     "split_to_sequence",    "concat_from_sequence"};
 // Operators whose output shape the values of inputs give (ONNX's, given them as inputs).
-const std::vector<std::string> kShapedByValues = {"reshape", "squeeze", "unsqueeze", "slice"};
+const std::vector<std::string> kShapedByValues = {"reshape", "squeeze", "unsqueeze", "slice", "split"};
 
 bool listed(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -325,6 +338,7 @@ bool is_builtin(const std::string& name) {
 std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   try {
     if (listed(kDataDependent, step.builtin)) return data_dependent(step, in);
+    if (step.builtin == "split") return split_by_lengths(step, in);
     if (listed(kShapedByValues, step.builtin)) return {shaped_by_values(step, in)};
     if (step.builtin == "values_as_shape") {
       const std::string name = "'" + step.inputs.at(0) + "'";

@@ -442,6 +442,31 @@ def test_a_slice_whose_bounds_the_data_gives_copies_on_the_host(tmp_path, export
         lib.run([x] + [np.array(v, np.int64) for v in ((0, 0), (1, 1), (1, -1), (1, 1))])
 
 
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_a_split_whose_lengths_the_data_gives_copies_on_the_host(tmp_path, exported):
+    """Split's lengths from an input (opset 13): a step of the program, each piece's length a
+    dimension of its own for the stages after it, so a module holds it; empty pieces, an axis
+    counted from the back, and lengths that do not add up, named."""
+    path = save(tmp_path, [helper.make_node("Split", ["x", "lengths"], ["a", "b", "c"], name="s", axis=-1),
+                           helper.make_node("Neg", ["a"], ["na"]), helper.make_node("Abs", ["c"], ["ac"])],
+                [vi("x", [3, None]), vi("lengths", [None], I64)], [vi("na", [3, None]), vi("b", [3, None]), vi("ac", [3, None])])
+    lib = tessera.build(tessera.onnx.load(path))
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    for width, lengths in [(7, (2, 4, 1)), (7, (0, 7, 0)), (5, (5, 0, 0)), (0, (0, 0, 0))]:
+        x = np.arange(3 * width, dtype=np.float32).reshape(3, width) - 4
+        a, b, c = np.split(x, np.cumsum(lengths)[:2], axis=1)
+        got = lib.run([x, np.array(lengths, np.int64)])
+        for g, want in zip(got, [-a, b, np.abs(c)]):
+            assert g.shape == want.shape
+            np.testing.assert_array_equal(g, want)
+    with pytest.raises(tessera.Error, match=r"Split \(node 's'\): .*lengths add up to 6, the axis has 7"):
+        lib.run([np.zeros((3, 7), np.float32), np.array((2, 2, 2), np.int64)])
+    with pytest.raises(tessera.Error, match=r"Split \(node 's'\): .*2 lengths for 3 outputs"):
+        lib.run([np.zeros((3, 7), np.float32), np.array((3, 4), np.int64)])
+
+
 def test_an_exported_program_loads_only_as_what_it_is(tmp_path):
     lib = tessera.build(tessera.onnx.load(doubling_loop(tmp_path)))
     module = str(tmp_path / "m.so")
