@@ -262,7 +262,7 @@ class ProgramBuilder {
         step.builtin = "topk";
         int_attr("axis", -1);
         int_attr("largest", 1);
-      } else if (op == "Split") {  // its lengths given (from opset 13), so num_outputs is not
+      } else if (op == "Split") {  // given its lengths (from opset 13), so without num_outputs
         check_attrs({"axis"});
         step.builtin = "split";
         int_attr("axis", 0);
@@ -315,9 +315,9 @@ class ProgramBuilder {
 
   // An operator whose output shape values the data gives set (an input of the model, or a value
   // computed from one): Reshape's target, Squeeze's or Unsqueeze's axes, Slice's starts, ends,
-  // axes or steps, TopK's k, Split's lengths. A step (runtime/program_builtins.h) computes it while the model runs,
-  // so the stages around it are built for every shape (a module can hold them) rather than for
-  // each value met.
+  // axes or steps, TopK's k, Split's lengths. A step (runtime/program_builtins.h) computes it
+  // while the model runs, so the stages around it are built for every shape (a module can hold
+  // them) rather than for each value met.
   bool shaped_by_the_data(const ::onnx::NodeProto& node) {
     static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze", "TopK", "Slice", "Split"};
     return kHostSteps.count(node.op_type()) && !data_.values_read(node).empty();

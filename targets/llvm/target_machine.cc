@@ -27,6 +27,11 @@ const llvm::Target& lookup(const std::string& triple) {
   return *t;
 }
 
+// The subtarget `t` describes: the features its CPU and feature list enable.
+std::unique_ptr<llvm::MCSubtargetInfo> subtarget(const ResolvedTarget& t) {
+  return std::unique_ptr<llvm::MCSubtargetInfo>(lookup(t.triple).createMCSubtargetInfo(t.triple, t.cpu, t.features));
+}
+
 std::string host_features() {
   llvm::StringMap<bool> features;
   std::string s;
@@ -124,10 +129,7 @@ llvm::orc::JITTargetMachineBuilder machine_builder(const ResolvedTarget& t, bool
   return builder;
 }
 
-bool has_feature(const ResolvedTarget& t, const std::string& name) {
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(lookup(t.triple).createMCSubtargetInfo(t.triple, t.cpu, t.features));
-  return sti->checkFeatures("+" + name);
-}
+bool has_feature(const ResolvedTarget& t, const std::string& name) { return subtarget(t)->checkFeatures("+" + name); }
 
 void check_runs_on_host(const ResolvedTarget& t) {
   const llvm::Triple host(llvm::sys::getProcessTriple()), triple(t.triple);
@@ -136,7 +138,7 @@ void check_runs_on_host(const ResolvedTarget& t) {
          "); emit an object file instead");
   llvm::StringMap<bool> host_features;
   if (!llvm::sys::getHostCPUFeatures(host_features)) return;
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(lookup(t.triple).createMCSubtargetInfo(t.triple, t.cpu, t.features));
+  std::unique_ptr<llvm::MCSubtargetInfo> sti = subtarget(t);
   for (const auto& f : host_features) {
     const std::string name = f.getKey().str();
     if (!f.getValue() && emitted_without_asking(name) && sti->checkFeatures("+" + name))
@@ -160,8 +162,7 @@ schedule::HardwareParams Target::hardware() const {
   }
   if (kind != "llvm") fail("target '", str(), "': only llvm targets describe their hardware for now");
   const llvm_backend::ResolvedTarget r = llvm_backend::resolve(*this);
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(
-      llvm_backend::lookup(r.triple).createMCSubtargetInfo(r.triple, r.cpu, r.features));
+  std::unique_ptr<llvm::MCSubtargetInfo> sti = llvm_backend::subtarget(r);
   schedule::HardwareParams hw;
   const llvm::Triple triple(r.triple);
   if (triple.isX86()) {
@@ -185,8 +186,7 @@ ObjectTarget describe_object_target(const Target& target) {
   resolved.mtriple = r.triple;
   resolved.mcpu = r.cpu;
   o.target = resolved.str();
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(
-      llvm_backend::lookup(r.triple).createMCSubtargetInfo(r.triple, r.cpu, r.features));
+  std::unique_ptr<llvm::MCSubtargetInfo> sti = llvm_backend::subtarget(r);
   for (const std::string& name : runtime::detectable_cpu_features(o.arch)) {
     const bool unknown = sti->checkFeatures("+" + name) && sti->checkFeatures("-" + name);
     if (!unknown && sti->checkFeatures("+" + name)) o.cpu_features.push_back(name);

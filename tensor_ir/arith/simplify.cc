@@ -236,6 +236,10 @@ class Simplifier : public IRMutator {
   struct FactorSplit {
     Expr quotient, remainder, divisor;
     int64_t factor;
+    Expr floordiv() const { return FloorDiv::make(quotient, divisor); }  // a // b
+    Expr floormod() const {                                              // a % b
+      return Add::make(Mul::make(FloorMod::make(quotient, divisor), IntImm::make(quotient.type(), factor)), remainder);
+    }
   };
   std::optional<FactorSplit> by_constant_factor(const Expr& a, const Expr& b) {
     if (!is_scalar_int(a) || !is_scalar_int(b)) return std::nullopt;
@@ -245,11 +249,16 @@ class Simplifier : public IRMutator {
     DivSplit sb = split_by(b, g);
     Expr divisor = sb.quotient.to_expr();
     if (bound(divisor).min < 0) return std::nullopt;
-    DivSplit sa = split_by(a, g);
-    Expr remainder = sa.rest.to_expr();
+    return split_below(a, g, divisor);
+  }
+
+  // a as q*g + r with 0 <= r < g, to be divided by `divisor` (b / g); none when r may leave [0, g).
+  std::optional<FactorSplit> split_below(const Expr& a, int64_t g, const Expr& divisor) {
+    DivSplit s = split_by(a, g);
+    Expr remainder = s.rest.to_expr();
     ConstBound rb = bound(remainder);
     if (!rb.bounded() || rb.min < 0 || rb.max >= g) return std::nullopt;
-    return FactorSplit{sa.quotient.to_expr(), remainder, divisor, g};
+    return FactorSplit{s.quotient.to_expr(), remainder, divisor, g};
   }
 
   // A constant divisor c with a factor g (1 < g < c) that every term of `a` is a multiple of but
@@ -262,13 +271,8 @@ class Simplifier : public IRMutator {
     for (const auto& [t, k] : to_linear_form(a).terms)
       if (int64_t g = std::gcd(k, c); g > 1 && g < c) factors.push_back(g);
     std::sort(factors.rbegin(), factors.rend());
-    for (int64_t g : factors) {
-      DivSplit s = split_by(a, g);
-      Expr remainder = s.rest.to_expr();
-      ConstBound rb = bound(remainder);
-      if (rb.bounded() && rb.min >= 0 && rb.max < g)
-        return FactorSplit{s.quotient.to_expr(), remainder, IntImm::make(a.type(), c / g), g};
-    }
+    for (int64_t g : factors)
+      if (auto split = split_below(a, g, IntImm::make(a.type(), c / g))) return split;
     return std::nullopt;
   }
 
@@ -305,7 +309,7 @@ class Simplifier : public IRMutator {
       return FloorDiv::make(a, b);
     }
     if (!c) {
-      if (auto split = by_constant_factor(a, b)) return mutate(FloorDiv::make(split->quotient, split->divisor));
+      if (auto split = by_constant_factor(a, b)) return mutate(split->floordiv());
       return FloorDiv::make(a, b);
     }
     if (*c <= 0) return FloorDiv::make(a, b);
@@ -322,7 +326,7 @@ class Simplifier : public IRMutator {
       return linear(s.quotient.to_expr());
     }
     Expr rest_div = FloorDiv::make(rest, b);
-    if (auto split = by_factor_of_divisor(rest, *c)) rest_div = mutate(FloorDiv::make(split->quotient, split->divisor));
+    if (auto split = by_factor_of_divisor(rest, *c)) rest_div = mutate(split->floordiv());
     if (s.quotient.is_constant() && s.quotient.constant == 0) return rest_div;
     LinearForm q = s.quotient;
     q.add_term(rest_div, 1);
@@ -371,10 +375,7 @@ class Simplifier : public IRMutator {
       return FloorMod::make(a, b);
     }
     if (!c) {
-      if (auto split = by_constant_factor(a, b)) {
-        Expr high = Mul::make(FloorMod::make(split->quotient, split->divisor), IntImm::make(a.type(), split->factor));
-        return mutate(Add::make(high, split->remainder));
-      }
+      if (auto split = by_constant_factor(a, b)) return mutate(split->floormod());
       return FloorMod::make(a, b);
     }
     if (*c <= 0) return FloorMod::make(a, b);
@@ -391,8 +392,7 @@ class Simplifier : public IRMutator {
       return linear(Sub::make(rest, IntImm::make(a.type(), floor_div(rb.min, *c) * *c)));
     }
     if (auto split = by_factor_of_divisor(rest, *c)) {
-      Expr high = Mul::make(FloorMod::make(split->quotient, split->divisor), IntImm::make(a.type(), split->factor));
-      return mutate(Add::make(high, split->remainder));
+      return mutate(split->floormod());
     }
     return FloorMod::make(rest, b);
   }
