@@ -14,7 +14,7 @@ namespace tessera::autotune {
 
 struct MeasureOptions {
   int repeat = 5;  // timed runs per candidate: costs holds one per run
-  int number = 0;  // back-to-back calls per run, averaged; 0: enough for min_repeat_ms
+  int number = 0;  // back-to-back calls per run, averaged; 0: as many as last min_repeat_ms
   double min_repeat_ms = 10;
   double timeout_seconds = 10;  // per candidate, compile + run; a worker past it is killed
   bool flush_cache = false;     // overwrite the last-level cache before each run (not between the

@@ -213,32 +213,35 @@ std::vector<double> time_runs(const Compiled& compiled, Bench& b, const Request&
   const runtime::Kernel& kernel = compiled.kernel;
   std::vector<void*> data;
   for (const auto& a : b.buffers) data.push_back(a.data());
-  // One call, timed (after its inputs were rewritten, if any are).
-  auto call = [&] {
-    if (!b.written.empty()) rewrite_inputs(b);
-    auto t0 = Clock::now();
-    kernel.call_unchecked(data.data());
-    return seconds_since(t0);
+  // A run makes `number` calls or, without one, calls until it has lasted min_repeat_ms, so timer
+  // resolution and call overhead do not show in short kernels' costs. Counting calls from a first
+  // one's time instead let a machine that slowed down mid-run (another process taking a core the
+  // kernel's threads wait for) stretch a run of microsecond calls past the worker's timeout.
+  const double min_run_seconds = r.min_repeat_ms * 1e-3;
+  auto run_done = [&](int calls, Clock::time_point start) {
+    return r.number > 0 ? calls >= r.number : seconds_since(start) >= min_run_seconds;
   };
-  int number = r.number;
-  if (number <= 0) {
-    // Enough calls that a run lasts min_repeat_ms, so timer resolution and call overhead do not
-    // show in short kernels' costs.
-    double once = std::max(call(), 1e-9);
-    number = static_cast<int>(std::clamp(std::ceil(r.min_repeat_ms * 1e-3 / once), 1.0, 1e6));
-  }
+  if (r.number <= 0) kernel.call_unchecked(data.data());  // warm: code and data in the caches
   std::vector<double> costs;
   for (int i = 0; i < r.repeat; ++i) {
     if (r.flush_cache) flush_cache();
     double total = 0;
+    int calls = 0;
+    auto start = Clock::now();
     if (b.written.empty()) {
-      auto t0 = Clock::now();
-      for (int n = 0; n < number; ++n) kernel.call_unchecked(data.data());
-      total = seconds_since(t0);
+      do kernel.call_unchecked(data.data());
+      while (!run_done(++calls, start));
+      total = seconds_since(start);
     } else {
-      for (int n = 0; n < number; ++n) total += call();
+      // Each call timed alone, after its inputs were rewritten.
+      do {
+        rewrite_inputs(b);
+        auto t0 = Clock::now();
+        kernel.call_unchecked(data.data());
+        total += seconds_since(t0);
+      } while (!run_done(++calls, start));
     }
-    costs.push_back(total / number);
+    costs.push_back(total / calls);
   }
   return costs;
 }
