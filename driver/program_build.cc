@@ -313,6 +313,7 @@ class ProgramBuilder {
       return {values, ValueType{values.kind, runtime::kInt64, values.shape}};
     }
     if (op == "slice") return {sliced(x, input(1), input(3))};
+    if (op == "range") return {ValueType{ValueType::Kind::Tensor, x.dtype, SymbolicShape{fresh()}}};
     if (op == "split") {  // each piece's length a dimension of its own
       std::vector<ValueType> pieces;
       for (size_t i = 0; i < step.outputs.size(); ++i) pieces.push_back(resized(x, step.attrs.get_int("axis")));

@@ -402,4 +402,40 @@ NDArray non_max_suppression(const NDArray& boxes, const NDArray& scores, int64_t
   return out;
 }
 
+NDArray range(const NDArray& start, const NDArray& limit, const NDArray& delta) {
+  for (const NDArray* a : {&start, &limit, &delta}) check_host_array(*a, "Range", "an input");
+  const DataType t = start.dtype();
+  if (limit.dtype() != t || delta.dtype() != t)
+    fail("Range: start, limit and delta must have one dtype, got ", t.str(), ", ", limit.dtype().str(), " and ",
+         delta.dtype().str());
+  for (const NDArray* a : {&start, &limit, &delta})
+    if (a->numel() != 1) fail("Range: start, limit and delta must be scalars, got shape ", a->shape_str());
+  NDArray out;
+  if (t.is_integer()) {
+    // Exact integer arithmetic: doubles would round int64 values above 2^53.
+    if (t.is_uint() && t.bits == 64) fail("Range: unsupported dtype ", t.str());
+    auto get = [](const NDArray& a) {
+      return a.dtype().is_int() ? signed_value(a, 0) : static_cast<int64_t>(unsigned_value(a, 0));
+    };
+    const int64_t s = get(start), l = get(limit), d = get(delta);
+    if (d == 0) fail("Range: delta is 0");
+    const __int128 span = static_cast<__int128>(l) - s;
+    const __int128 n = d > 0 ? (span > 0 ? (span + d - 1) / d : 0) : (span < 0 ? (span + d + 1) / d : 0);
+    if (n > 1000000000) fail("Range: the range has too many elements");
+    out = NDArray::empty({static_cast<int64_t>(n)}, t);
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      const int64_t v = s + i * d;
+      std::memcpy(static_cast<char*>(out.data()) + i * (t.bits / 8), &v, t.bits / 8);  // little-endian truncation
+    }
+  } else {
+    const double s = element_as_double(start, 0), l = element_as_double(limit, 0), d = element_as_double(delta, 0);
+    if (d == 0) fail("Range: delta is 0");
+    const double n = std::max(std::ceil((l - s) / d), 0.0);
+    if (!std::isfinite(n) || n > 1e9) fail("Range: the range has too many elements (", n, ")");
+    out = NDArray::empty({static_cast<int64_t>(n)}, t);
+    for (int64_t i = 0; i < out.numel(); ++i) store_element(out, i, s + static_cast<double>(i) * d);
+  }
+  return out;
+}
+
 }  // namespace tessera::runtime

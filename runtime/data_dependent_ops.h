@@ -38,6 +38,12 @@ std::vector<NDArray> unique(const NDArray& x, std::optional<int64_t> axis, bool 
 // either way. Throws naming a k outside [0, the axis' length].
 std::vector<NDArray> topk(const NDArray& x, int64_t k, int64_t axis, bool largest);
 
+// Range: the 1-D array start, start + delta, ... up to limit (excluded), of the scalars' one
+// element type; max(ceil((limit - start) / delta), 0) elements. Integers exactly (int64 beyond
+// 2^53 too, each element truncated to the type as ONNX's int arithmetic wraps), floats in double
+// rounded once. Throws naming a delta of 0, mixed types, a non-scalar, or over 10^9 elements.
+NDArray range(const NDArray& start, const NDArray& limit, const NDArray& delta);
+
 // NonMaxSuppression: int64 [k, 3] rows (batch, class, box) of the boxes kept, by batch, then class,
 // then score descending (ties: the lower box index first). `boxes` is float32 [B, S, 4], as
 // [y1, x1, y2, x2] (any two opposite corners) or, with `center_point_box`, [x_center, y_center,

@@ -181,6 +181,7 @@ std::vector<ProgramValue> data_dependent(const ProgramStep& step, const std::vec
   if (step.attrs.has("axis")) axis = step.attrs.get_int("axis");
   const std::string& op = step.builtin;
   if (op == "nonzero") return {nonzero(tensor(0))};
+  if (op == "range") return {range(tensor(0), tensor(1), tensor(2))};
   if (op == "compress") return {compress(tensor(0), tensor(1), axis)};
   if (op == "unique") {
     std::vector<ProgramValue> out;
@@ -287,7 +288,8 @@ NDArray values_as_shape(const NDArray& values, const std::string& name) {
 
 namespace {
 
-const std::vector<std::string> kDataDependent = {"nonzero", "compress", "unique", "non_max_suppression", "topk"};
+const std::vector<std::string> kDataDependent = {"nonzero", "compress", "unique", "non_max_suppression",
+                                                 "topk",    "range"};
 const std::vector<std::string> kSequenceOrOptional = {
     "identity",        "optional",           "optional_get_element", "optional_has_element",
     "sequence_empty",  "sequence_construct", "sequence_length",      "sequence_at",

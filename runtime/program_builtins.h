@@ -1,5 +1,5 @@
 // The builtin steps of a program (runtime/program_plan.h), run on the host between stages: operators
-// whose output size depends on the data (runtime/data_dependent_ops.h), operators whose output
+// whose output size depends on the data (runtime/data_dependent_ops.h: Range's too), operators whose output
 // shape values the data gives set (ONNX's reshape with its attr allowzero, squeeze and unsqueeze:
 // views, at a target or axes given as the second input; slice: a copy, its starts, ends, axes and
 // steps inputs as from opset 10; split: copies, its lengths the second input as from opset 13),

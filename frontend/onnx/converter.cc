@@ -157,9 +157,10 @@ Expr ConvertContext::call(const std::string& name, std::vector<Expr> args, relay
   }
 }
 
-void ConverterTable::add(const std::string& op_type, Converter c, std::vector<int> value_inputs) {
+void ConverterTable::add(const std::string& op_type, Converter c, std::vector<int> value_inputs,
+                         std::vector<int> run_time_inputs) {
   if (entries_.count(op_type)) fail("internal error: two converters for ONNX ", op_type);
-  entries_[op_type] = {std::move(c), "", false, std::move(value_inputs)};
+  entries_[op_type] = {std::move(c), "", false, std::move(value_inputs), std::move(run_time_inputs)};
 }
 
 void ConverterTable::unsupported(const std::string& op_type, const std::string& reason) {

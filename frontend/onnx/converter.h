@@ -92,8 +92,12 @@ class ConverterTable {
     // program ends its stage before a node whose value input is computed from the data, so that
     // the next stage takes it as an input and binds it (frontend/onnx/program.cc).
     std::vector<int> value_inputs;
+    // Of those, the ones the converter reads as a tensor while the model runs when the data
+    // computes them (Trilu's k), so they cut no stage and bind nothing.
+    std::vector<int> run_time_inputs;
   };
-  void add(const std::string& op_type, Converter c, std::vector<int> value_inputs = {});
+  void add(const std::string& op_type, Converter c, std::vector<int> value_inputs = {},
+           std::vector<int> run_time_inputs = {});
   // Known but deliberately unsupported (sequences, random numbers, ...).
   void unsupported(const std::string& op_type, const std::string& reason);
   // Run by the program executor between compiled stages (frontend/onnx/program.h).

@@ -312,6 +312,8 @@ Exprs convert_space_to_depth(ConvertContext& c) {
 Exprs convert_trilu(ConvertContext& c) {
   c.check_attrs({"upper"});
   relay_ir::AttrValue k = int64_t{0};
+  if (c.has_input(1) && !c.is_dim_input(1) && !c.try_constant_input(1))  // computed from the data
+    return {c.call("trilu", {c.input(0), c.input(1)}, {{"upper", c.attr_int("upper", 1)}})};
   if (c.has_input(1)) {
     const std::vector<tensor_ir::Expr> ks = c.dim_ints(1, "k");  // symbolic after a cache of past tokens
     if (ks.size() != 1) c.error("k must hold one value, got " + std::to_string(ks.size()));
@@ -353,7 +355,7 @@ void register_transform_converters(ConverterTable& t) {
   t.add("CenterCropPad", convert_center_crop_pad, {1});
   t.add("DepthToSpace", convert_depth_to_space);
   t.add("SpaceToDepth", convert_space_to_depth);
-  t.add("Trilu", convert_trilu, {1});
+  t.add("Trilu", convert_trilu, {1}, {1});
   t.add("OneHot", convert_one_hot, {1});
   t.add("ReverseSequence", convert_reverse_sequence);
   register_transform_const_converters(t);

@@ -8,6 +8,7 @@
 #include "frontend/onnx/dim_values.h"
 #include "frontend/onnx/ops_transform.h"
 #include "frontend/onnx/tensor_proto.h"
+#include "runtime/data_dependent_ops.h"
 #include "runtime/error.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
@@ -135,44 +136,11 @@ Exprs convert_range(ConvertContext& c) {
   if (c.is_dim_input(0) || c.is_dim_input(1)) return convert_symbolic_range(c);
   NDArray start = c.constant_input(0, "start"), limit = c.constant_input(1, "limit"),
           delta = c.constant_input(2, "delta");
-  DataType t = start.dtype();
-  if (limit.dtype() != t || delta.dtype() != t) c.error("start, limit and delta must have one dtype");
-  for (const NDArray* a : {&start, &limit, &delta})
-    if (a->numel() != 1) c.error("start, limit and delta must be scalars");
-  NDArray out;
-  if (t.is_integer()) {
-    // Exact integer arithmetic: doubles would round int64 values above 2^53.
-    auto get = [&](const NDArray& a) -> int64_t {
-      switch (t.bits) {
-        case 16:
-          return *a.data_as<int16_t>();
-        case 32:
-          return *a.data_as<int32_t>();
-        case 64:
-          return *a.data_as<int64_t>();
-        default:
-          c.error("unsupported dtype " + t.str());
-      }
-    };
-    int64_t s = get(start), l = get(limit), d = get(delta);
-    if (d == 0) c.error("delta is 0");
-    __int128 span = static_cast<__int128>(l) - s;
-    __int128 n = d > 0 ? (span > 0 ? (span + d - 1) / d : 0) : (span < 0 ? (span + d + 1) / d : 0);
-    if (n > 1000000000) c.error("the range has too many elements");
-    out = NDArray::empty({static_cast<int64_t>(n)}, t);
-    for (int64_t i = 0; i < out.numel(); ++i) {
-      int64_t v = s + i * d;
-      std::memcpy(static_cast<char*>(out.data()) + i * (t.bits / 8), &v, t.bits / 8);  // little-endian truncation
-    }
-  } else {
-    double s = element_as_double(start, 0), l = element_as_double(limit, 0), d = element_as_double(delta, 0);
-    if (d == 0) c.error("delta is 0");
-    double n = std::max(std::ceil((l - s) / d), 0.0);
-    if (!std::isfinite(n) || n > 1e9) c.error("the range has too many elements (" + std::to_string(n) + ")");
-    out = NDArray::empty({static_cast<int64_t>(n)}, t);
-    for (int64_t i = 0; i < out.numel(); ++i) store_element(out, i, s + static_cast<double>(i) * d);
+  try {
+    return {constant(runtime::range(start, limit, delta))};
+  } catch (const Error& e) {
+    c.error(std::string(e.what()).substr(std::string("Range: ").size()));
   }
-  return {constant(out)};
 }
 
 Exprs convert_eye_like(ConvertContext& c) {

@@ -94,7 +94,7 @@ class ProgramBuilder {
         (*constants_)[graph.node(i).output(0)] = *value;
         continue;
       }
-      if (shaped_by_the_data(graph.node(i))) {
+      if (shaped_by_the_data(graph, graph.node(i))) {
         add_stage(*p, graph, stage, last_read);
         stage.clear();
         p->steps.push_back(step_of(graph.node(i)));
@@ -266,6 +266,9 @@ class ProgramBuilder {
         check_attrs({"axis"});
         step.builtin = "split";
         int_attr("axis", 0);
+      } else if (op == "Range") {
+        check_attrs({});
+        step.builtin = "range";
       } else if (op == "Squeeze" || op == "Unsqueeze" || op == "Slice") {
         check_attrs({});
         step.builtin = op == "Squeeze" ? "squeeze" : op == "Unsqueeze" ? "unsqueeze" : "slice";
@@ -315,12 +318,30 @@ class ProgramBuilder {
 
   // An operator whose output shape values the data gives set (an input of the model, or a value
   // computed from one): Reshape's target, Squeeze's or Unsqueeze's axes, Slice's starts, ends,
-  // axes or steps, TopK's k, Split's lengths. A step (runtime/program_builtins.h) computes it
-  // while the model runs, so the stages around it are built for every shape (a module can hold
-  // them) rather than for each value met.
-  bool shaped_by_the_data(const ::onnx::NodeProto& node) {
+  // axes or steps, TopK's k, Split's lengths, and a Range that stages cannot take as sizes (a
+  // delta from the data, or floats: a window's length). A step (runtime/program_builtins.h)
+  // computes it while the model runs, so the stages around it are built for every shape (a module
+  // can hold them) rather than for each value met.
+  bool shaped_by_the_data(const ::onnx::GraphProto& graph, const ::onnx::NodeProto& node) {
     static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze", "TopK", "Slice", "Split"};
-    return kHostSteps.count(node.op_type()) && !data_.values_read(node).empty();
+    const std::vector<std::string> values = data_.values_read(node);
+    if (values.empty()) return false;
+    if (node.op_type() != "Range") return kHostSteps.count(node.op_type()) > 0;
+    if (node.input_size() == 3 && std::count(values.begin(), values.end(), node.input(2))) return true;
+    for (const auto& in : node.input())
+      if (auto dtype = declared_dtype(graph, in)) return dtype->is_float();
+    return false;
+  }
+
+  // The element type of a constant (an initializer too) or an input of `graph` or the model's.
+  std::optional<runtime::DataType> declared_dtype(const ::onnx::GraphProto& graph, const std::string& name) const {
+    if (auto c = constants_->find(name); c != constants_->end()) return c->second.dtype();
+    for (const ::onnx::GraphProto* g : {&graph, &model_.graph()}) {
+      for (const auto& in : g->input())
+        if (in.name() == name && in.type().has_tensor_type() && in.type().tensor_type().elem_type() != 0)
+          return dtype_from_onnx(in.type().tensor_type().elem_type(), "input '" + name + "'");
+    }
+    return std::nullopt;
   }
 
   // Identity of a sequence or an optional: a step, since stages compute tensors only.

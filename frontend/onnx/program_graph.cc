@@ -1,5 +1,6 @@
 #include "frontend/onnx/program_graph.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "frontend/onnx/converter.h"
@@ -71,8 +72,11 @@ std::vector<std::string> DataDependence::values_read(const ::onnx::NodeProto& no
   std::vector<std::string> out;
   const ConverterTable::Entry* entry = ConverterTable::global().find(node.domain(), node.op_type());
   if (!entry) return out;
+  const std::vector<int>& run_time = entry->run_time_inputs;
   for (int i : entry->value_inputs)
-    if (i < node.input_size() && !node.input(i).empty() && depends(node.input(i))) out.push_back(node.input(i));
+    if (i < node.input_size() && !node.input(i).empty() && depends(node.input(i)) &&
+        std::find(run_time.begin(), run_time.end(), i) == run_time.end())
+      out.push_back(node.input(i));
   return out;
 }
 

@@ -297,8 +297,23 @@ std::vector<Expr> space_to_depth_gradient(const Expr& c, const Expr& g) {
                                 {{"blocksize", as_call(c).attrs.get_int("blocksize")}, {"mode", std::string("DCR")}})};
 }
 
+// The same triangle of g; k, given as a tensor, has no cotangent.
 std::vector<Expr> trilu_gradient(const Expr& c, const Expr& g) {
-  return std::vector<Expr>{call("trilu", {g}, as_call(c).attrs)};
+  const CallNode& call_node = as_call(c);
+  if (call_node.args.size() == 1) return std::vector<Expr>{call("trilu", {g}, call_node.attrs)};
+  return std::vector<Expr>{call("trilu", {g, call_node.args[1]}, call_node.attrs), Expr()};
+}
+
+// trilu(x) with k an attribute, or trilu(x, k) with k one integer read while the model runs.
+Type trilu_rel(const std::vector<Type>& args, const Attrs&) {
+  const auto& x = tensor_arg(args, 0, "input");
+  if (x.shape.size() < 2) fail("the input must have rank >= 2, got ", x.shape.str());
+  if (args.size() == 2) {
+    const auto& k = tensor_arg(args, 1, "k");
+    require_integer(k, "k");
+    if (!k.shape.is_static() || k.numel() != 1) fail("k must hold one value, got shape ", k.shape.str());
+  }
+  return tensor_type(x.shape, x.dtype);
 }
 
 // Reversing the first lengths[b] steps is its own inverse; the lengths have no cotangent.
@@ -490,18 +505,16 @@ void register_transform_ops(OpRegistry& r) {
          "transform",
          space_to_depth_gradient});
   r.add({"trilu",
-         "keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes",
+         "trilu(x) or trilu(x, k): keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two "
+         "axes; k the attribute, or the one value of the second input",
          1,
-         1,
+         2,
          {{"upper", int64_t{1}}, {"k", int64_t{0}}},
-         [](const std::vector<Type>& args, const Attrs&) {
-           const auto& x = tensor_arg(args, 0, "input");
-           if (x.shape.size() < 2) fail("the input must have rank >= 2, got ", x.shape.str());
-           return tensor_type(x.shape, x.dtype);
-         },
+         trilu_rel,
          injective,
          single_output([](const Tensors& in, const Attrs& a) {
-           return ops::trilu(in[0], a.get_int("upper") != 0, a.get_dim("k"));
+           const bool upper = a.get_int("upper") != 0;
+           return in.size() == 2 ? ops::trilu(in[0], upper, in[1]) : ops::trilu(in[0], upper, a.get_dim("k"));
          }),
          "transform",
          trilu_gradient});

@@ -390,6 +390,15 @@ Tensor trilu(const Tensor& x, bool upper, const Expr& k) {
       upper ? "triu" : "tril", "transform");
 }
 
+Tensor trilu(const Tensor& x, bool upper, const Tensor& k) {
+  if (!k.dtype().is_integer()) fail("trilu: k must be an integer tensor, got ", k.dtype().str());
+  // Clamped to the range of j - i first, so that no k (int64's extremes included) wraps.
+  if (x.ndim() < 2) fail("trilu: the input must have rank >= 2, got ", shape_str(x->shape));
+  Expr span = x->shape[x.ndim() - 1] + x->shape[x.ndim() - 2];
+  Expr value = cast(kIndexType, k(std::vector<Expr>(k.ndim(), Expr(0))));
+  return trilu(x, upper, min(max(value, Expr(0) - span), span));
+}
+
 Tensor one_hot(const Tensor& indices, const Tensor& values, int64_t depth, int64_t axis) {
   if (values.ndim() != 1 || values->dim(0) != 2)
     fail("one_hot: values must be [off_value, on_value] (shape [2]), got shape ", runtime::shape_str(values->dims()));

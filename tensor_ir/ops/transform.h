@@ -56,6 +56,7 @@ Tensor depth_to_space(const Tensor& x, int64_t blocksize, bool crd);
 Tensor space_to_depth(const Tensor& x, int64_t blocksize);
 // Keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes, zeros the rest.
 Tensor trilu(const Tensor& x, bool upper, const Expr& k);  // k may be symbolic
+Tensor trilu(const Tensor& x, bool upper, const Tensor& k);  // k: one integer, read as the kernel runs
 // out has `depth` inserted at `axis`: values[1] where the (wrapped) index equals the position,
 // values[0] elsewhere. Indices outside [-depth, depth) select no position.
 Tensor one_hot(const Tensor& indices, const Tensor& values, int64_t depth, int64_t axis);

@@ -356,6 +356,37 @@ def test_trilu(tmp_path, rng, upper, k):
     check(y, np.triu(x, kk) if upper else np.tril(x, kk))
 
 
+@pytest.mark.parametrize("target", ["llvm", "c", "opencl"])
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_trilu_reads_a_k_the_data_gives_as_it_runs(tmp_path, rng, target, exported):
+    """Trilu's k from an input: one build, every k (negative, past either corner, int64's extremes,
+    int32) read by the kernel, in process and in a module; no build per value."""
+    if exported and target != "llvm":
+        pytest.skip("modules are exported for llvm")
+    nodes = [helper.make_node("Trilu", ["x", "k"], ["lo"], upper=0), helper.make_node("Trilu", ["x", "k32"], ["up"])]
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["k"], ["k32"], to=TensorProto.INT32)] + nodes, "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "R", "C"]), helper.make_tensor_value_info("k", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", "R", "C"]) for n in ("lo", "up")])
+    path = tmp_path / "trilu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
+    lib = tessera.build(tessera.onnx.load(str(path)), target=target)
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    for shape in [(2, 5, 19), (1, 1, 1), (3, 17, 4), (0, 3, 3)]:
+        x = make_data(rng, shape, "float32")
+        for k in [0, 2, -3, 40, -40, -(2**63), 2**63 - 1]:
+            lo, up = lib.run([x, np.array(k, np.int64)])
+            k32 = int(np.array(k).astype(np.int32))  # Cast to int32 wraps as numpy does
+            np.testing.assert_array_equal(lo, np.tril(x, np.clip(k, -99, 99)))  # numpy's own overflows
+            np.testing.assert_array_equal(up, np.triu(x, k32))
+    if not exported:
+        assert lib.symbolic  # every size and every k by one build
+    with pytest.raises(tessera.Error, match="k must hold one value"):
+        tessera.build(tessera.relay.parse("def @main(%x: float32[2, 3], %k: int64[2]) { trilu(%x, %k) }"))
+
+
 @pytest.mark.parametrize("axis", [-1, 0, 1, -2])
 @pytest.mark.parametrize("idtype", ["int64", "int32", "float32"])
 def test_one_hot(tmp_path, axis, idtype):

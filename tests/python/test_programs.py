@@ -467,6 +467,28 @@ def test_a_split_whose_lengths_the_data_gives_copies_on_the_host(tmp_path, expor
         lib.run([np.zeros((3, 7), np.float32), np.array((3, 4), np.int64)])
 
 
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_a_range_of_floats_or_of_a_delta_the_data_gives_is_computed_on_the_host(tmp_path, exported):
+    """Range where its stage cannot take it as sizes, floats (a window's length) or a delta from
+    the data: a step of the program, its length a dimension of its own for the stage after it, so
+    a module holds it; empty ranges, negative deltas, and a delta of 0 named."""
+    nodes = [helper.make_node("Range", ["s", "lim", "d"], ["r"], name="floats"), helper.make_node("Mul", ["r", "two"], ["y"]),
+             helper.make_node("Range", ["si", "li", "di"], ["ri"], name="ints")]
+    path = save(tmp_path, nodes, [vi("s", []), vi("lim", []), vi("d", []), vi("si", [], TensorProto.INT32),
+                                  vi("li", [], TensorProto.INT32), vi("di", [], TensorProto.INT32)],
+                [vi("y", [None]), vi("ri", [None], TensorProto.INT32)], [const("two", np.float32(2))])
+    lib = tessera.build(tessera.onnx.load(path))
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    for (s, lim, d), (si, li, di) in [((0.5, 3.2, 0.25), (10, -7, -3)), ((1, 1, 1), (3, 4, -1)), ((5, -5, -1.5), (0, 40, 7))]:
+        y, ri = lib.run([np.float32(s), np.float32(lim), np.float32(d), np.int32(si), np.int32(li), np.int32(di)])
+        np.testing.assert_array_equal(y, np.arange(s, lim, d, dtype=np.float32) * 2)
+        np.testing.assert_array_equal(ri, np.arange(si, li, di, dtype=np.int32))
+    with pytest.raises(tessera.Error, match=r"Range \(node 'ints'\): .*delta is 0"):
+        lib.run([np.float32(0), np.float32(1), np.float32(1), np.int32(0), np.int32(1), np.int32(0)])
+
+
 def test_an_exported_program_loads_only_as_what_it_is(tmp_path):
     lib = tessera.build(tessera.onnx.load(doubling_loop(tmp_path)))
     module = str(tmp_path / "m.so")
