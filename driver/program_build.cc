@@ -314,6 +314,19 @@ class ProgramBuilder {
     }
     if (op == "slice") return {sliced(x, input(1), input(3))};
     if (op == "range") return {ValueType{ValueType::Kind::Tensor, x.dtype, SymbolicShape{fresh()}}};
+    if (op == "cumsum" || op == "cumprod") return {x};
+    if (op.rfind("reduce_", 0) == 0) {  // each dimension the data's; kept, or fewer by the axes' count
+      const ValueType axes = input(1);
+      std::optional<int64_t> rank;
+      if (x.shape && step.attrs.get_int("keepdims") != 0) rank = x.shape->size();
+      else if (x.shape && axes.shape && axes.shape->size() == 1 && axes.shape->front().is_constant()) {
+        const int64_t count = axes.shape->front().constant();  // none: every axis, or none with the no-op
+        const bool all = count == 0 && step.attrs.get_int("noop_with_empty_axes") == 0;
+        rank = all ? 0 : static_cast<int64_t>(x.shape->size()) - count;
+      }
+      if (!rank || *rank < 0) return {ValueType{ValueType::Kind::Tensor, x.dtype, std::nullopt}};
+      return {ValueType{ValueType::Kind::Tensor, x.dtype, fresh_shape(*rank)}};
+    }
     if (op == "split") {  // each piece's length a dimension of its own
       std::vector<ValueType> pieces;
       for (size_t i = 0; i < step.outputs.size(); ++i) pieces.push_back(resized(x, step.attrs.get_int("axis")));

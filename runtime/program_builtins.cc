@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 
+#include "runtime/axis_ops.h"
 #include "runtime/data_dependent_ops.h"
 #include "runtime/element.h"
 #include "runtime/host_slice.h"
@@ -182,6 +183,9 @@ std::vector<ProgramValue> data_dependent(const ProgramStep& step, const std::vec
   const std::string& op = step.builtin;
   if (op == "nonzero") return {nonzero(tensor(0))};
   if (op == "range") return {range(tensor(0), tensor(1), tensor(2))};
+  if (op == "cumsum" || op == "cumprod")
+    return {running_along(tensor(0), tensor(1), step.attrs.get_int("exclusive") != 0,
+                          step.attrs.get_int("reverse") != 0, op == "cumprod")};
   if (op == "compress") return {compress(tensor(0), tensor(1), axis)};
   if (op == "unique") {
     std::vector<ProgramValue> out;
@@ -289,7 +293,11 @@ NDArray values_as_shape(const NDArray& values, const std::string& name) {
 namespace {
 
 const std::vector<std::string> kDataDependent = {"nonzero", "compress", "unique", "non_max_suppression",
-                                                 "topk",    "range"};
+                                                 "topk",    "range",    "cumsum", "cumprod"};
+// Reductions over axes the data gives (runtime/axis_ops.h), "reduce_" and the kind.
+const std::vector<std::string> kReductions = {"reduce_sum",         "reduce_mean",      "reduce_max", "reduce_min",
+                                              "reduce_prod",        "reduce_l1",        "reduce_l2",  "reduce_log_sum",
+                                              "reduce_log_sum_exp", "reduce_sum_square"};
 const std::vector<std::string> kSequenceOrOptional = {
     "identity",        "optional",           "optional_get_element", "optional_has_element",
     "sequence_empty",  "sequence_construct", "sequence_length",      "sequence_at",
@@ -333,13 +341,19 @@ NDArray shaped_by_values(const ProgramStep& step, const std::vector<ProgramValue
 }  // namespace
 
 bool is_builtin(const std::string& name) {
-  return listed(kDataDependent, name) || listed(kShapedByValues, name) || listed(kSequenceOrOptional, name) ||
-         name == "values_as_shape";
+  return listed(kDataDependent, name) || listed(kReductions, name) || listed(kShapedByValues, name) ||
+         listed(kSequenceOrOptional, name) || name == "values_as_shape";
 }
 
 std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   try {
     if (listed(kDataDependent, step.builtin)) return data_dependent(step, in);
+    if (listed(kReductions, step.builtin)) {
+      const bool given = in.size() > 1 && in[1].is_tensor();
+      return {reduce_along(in.at(0).as_tensor("the data"), given ? &in[1].tensor : nullptr,
+                           step.attrs.get_int("keepdims") != 0, step.attrs.get_int("noop_with_empty_axes") != 0,
+                           step.builtin.substr(std::string("reduce_").size()))};
+    }
     if (step.builtin == "split") return split_by_lengths(step, in);
     if (listed(kShapedByValues, step.builtin)) return {shaped_by_values(step, in)};
     if (step.builtin == "values_as_shape") {

@@ -32,6 +32,18 @@ const std::map<std::string, std::string> kSequenceBuiltins = {{"Identity", "iden
                                                               {"OptionalHasElement", "optional_has_element"},
                                                               {"OptionalGetElement", "optional_get_element"}};
 
+// ONNX's reductions, run as steps where the data gives their axes, by their builtins' names.
+const std::map<std::string, std::string> kReductionBuiltins = {{"ReduceSum", "reduce_sum"},
+                                                               {"ReduceMean", "reduce_mean"},
+                                                               {"ReduceMax", "reduce_max"},
+                                                               {"ReduceMin", "reduce_min"},
+                                                               {"ReduceProd", "reduce_prod"},
+                                                               {"ReduceL1", "reduce_l1"},
+                                                               {"ReduceL2", "reduce_l2"},
+                                                               {"ReduceLogSum", "reduce_log_sum"},
+                                                               {"ReduceLogSumExp", "reduce_log_sum_exp"},
+                                                               {"ReduceSumSquare", "reduce_sum_square"}};
+
 class ProgramBuilder {
  public:
   ProgramBuilder(const ::onnx::ModelProto& model, std::string base_dir, const ImportOptions& options)
@@ -266,6 +278,16 @@ class ProgramBuilder {
         check_attrs({"axis"});
         step.builtin = "split";
         int_attr("axis", 0);
+      } else if (op == "CumSum" || op == "CumProd") {
+        check_attrs({"exclusive", "reverse"});
+        step.builtin = op == "CumSum" ? "cumsum" : "cumprod";
+        int_attr("exclusive", 0);
+        int_attr("reverse", 0);
+      } else if (kReductionBuiltins.count(op)) {  // its axes an input (ReduceSum from opset 13, the rest 18)
+        check_attrs({"keepdims", "noop_with_empty_axes"});
+        step.builtin = kReductionBuiltins.at(op);
+        int_attr("keepdims", 1);
+        int_attr("noop_with_empty_axes", 0);
       } else if (op == "Range") {
         check_attrs({});
         step.builtin = "range";
@@ -318,15 +340,17 @@ class ProgramBuilder {
 
   // An operator whose output shape values the data gives set (an input of the model, or a value
   // computed from one): Reshape's target, Squeeze's or Unsqueeze's axes, Slice's starts, ends,
-  // axes or steps, TopK's k, Split's lengths, and a Range that stages cannot take as sizes (a
-  // delta from the data, or floats: a window's length). A step (runtime/program_builtins.h)
+  // axes or steps, TopK's k, Split's lengths, a reduction's axes, and a Range that stages cannot
+  // take as sizes (a delta from the data, or floats: a window's length); and CumSum's or
+  // CumProd's axis, which a kernel needs as a constant. A step (runtime/program_builtins.h)
   // computes it while the model runs, so the stages around it are built for every shape (a module
   // can hold them) rather than for each value met.
   bool shaped_by_the_data(const ::onnx::GraphProto& graph, const ::onnx::NodeProto& node) {
-    static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze", "TopK", "Slice", "Split"};
+    static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze", "TopK",
+                                                     "Slice",   "Split",   "CumSum",    "CumProd"};
     const std::vector<std::string> values = data_.values_read(node);
     if (values.empty()) return false;
-    if (node.op_type() != "Range") return kHostSteps.count(node.op_type()) > 0;
+    if (node.op_type() != "Range") return kHostSteps.count(node.op_type()) || kReductionBuiltins.count(node.op_type());
     if (node.input_size() == 3 && std::count(values.begin(), values.end(), node.input(2))) return true;
     for (const auto& in : node.input())
       if (auto dtype = declared_dtype(graph, in)) return dtype->is_float();

@@ -489,6 +489,56 @@ def test_a_range_of_floats_or_of_a_delta_the_data_gives_is_computed_on_the_host(
         lib.run([np.float32(0), np.float32(1), np.float32(1), np.int32(0), np.int32(1), np.int32(0)])
 
 
+REDUCTIONS = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
+              "ReduceLogSumExp", "ReduceSumSquare"]
+
+
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64])
+def test_reductions_and_running_sums_along_axes_the_data_gives_run_on_the_host(tmp_path, exported, dtype):
+    """A reduction's axes or a CumSum's axis from an input: steps of the program (one build, a
+    module holds it), computing what the kernels compute for the same axes as constants: every
+    reduction, keepdims or not, the no-op of no axes, empty axes, negative axes, int32 wrapping."""
+    elem = {np.float32: F, np.int32: TensorProto.INT32, np.int64: I64}[dtype]
+    ops = REDUCTIONS if dtype == np.float32 else ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                                                  "ReduceL1", "ReduceSumSquare"]
+    def model(axes_input, name):
+        nodes, outs = [], []
+        for i, op in enumerate(ops):
+            for keep in (0, 1):
+                nodes.append(helper.make_node(op, ["x", "axes"], [f"{op}{keep}"], keepdims=keep))
+                outs.append(vi(f"{op}{keep}", None, elem))
+        nodes.append(helper.make_node("ReduceSum", ["x", "axes"], ["noop"], noop_with_empty_axes=1))
+        for c, (op, excl, rev) in enumerate([("CumSum", 0, 0), ("CumSum", 1, 1), ("CumProd", 1, 0), ("CumProd", 0, 1)]):
+            nodes.append(helper.make_node(op, ["x", "axis"], [f"run{c}"], exclusive=excl, reverse=rev))
+        outs += [vi("noop", None, elem)] + [vi(f"run{c}", None, elem) for c in range(4)]
+        inputs = [vi("x", [None, None, None], elem)] + ([vi("axes", [None], I64), vi("axis", [], I64)] if axes_input else [])
+        return save(tmp_path, nodes, inputs, outs, opset=26, name=name)
+    lib = tessera.build(tessera.onnx.load(model(True, "given.onnx")))
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    rng = np.random.default_rng(4)
+    for shape, axes, axis in [((3, 5, 7), [1], 0), ((2, 1, 33), [-1, 0], -1), ((4, 3, 2), [], 1), ((2, 0, 3), [1], 1),
+                              ((1, 1, 1), [0, 1, 2], 2), ((3, 40, 2), [1], 1)]:
+        # (2, 0, 3): empty reductions, max's lowest value, min's highest, mean's NaN (0 for integers)
+        x = (rng.standard_normal(shape) * 2).astype(dtype) if dtype == np.float32 else rng.integers(-9, 9, shape, dtype)
+        got = lib.run([x, np.array(axes, np.int64), np.int64(axis)])
+        path = model(False, "constant.onnx")
+        m = onnx.load(path)
+        m.graph.initializer.extend([numpy_helper.from_array(np.array(axes, np.int64), "axes"),
+                                    numpy_helper.from_array(np.int64(axis), "axis")])
+        onnx.save(m, path)
+        want = tessera.build(tessera.onnx.load(path)).run([x])
+        for name, g, w in zip([o.name for o in m.graph.output], got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype, (name, shape, axes, g.shape, w.shape)
+            np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6, err_msg=f"{name} {shape} axes {axes}")
+    with pytest.raises(tessera.Error, match=r"axis 3 is out of range for a 3-D tensor"):
+        lib.run([np.zeros((2, 2, 2), dtype), np.array([3], np.int64), np.int64(0)])
+    with pytest.raises(tessera.Error, match=r"an axis is repeated"):
+        lib.run([np.zeros((2, 2, 2), dtype), np.array([1, -2], np.int64), np.int64(0)])
+
+
 def test_an_exported_program_loads_only_as_what_it_is(tmp_path):
     lib = tessera.build(tessera.onnx.load(doubling_loop(tmp_path)))
     module = str(tmp_path / "m.so")
