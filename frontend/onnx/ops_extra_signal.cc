@@ -1,15 +1,18 @@
 // Converters of ONNX signal-processing operators (opsets 17 to 20). Window functions and
-// MelWeightMatrix depend only on constant inputs, so they become constants computed here.
+// MelWeightMatrix of constant inputs become constants computed here (a window of a symbolic size
+// a kernel).
 // DFT becomes one matrix product with a constant [samples, bins] matrix of cosines and sines (a
 // direct DFT, O(n * bins) per transform); STFT the same coefficients as the filters of a strided
 // 1-D convolution over the signal.
 #include <cmath>
 #include <cstring>
 
+#include "frontend/onnx/dim_values.h"
 #include "frontend/onnx/ops_extra.h"
 #include "frontend/onnx/ops_transform.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "runtime/error.h"
+#include "tensor_ir/op.h"
 
 namespace tessera::frontend::onnx {
 
@@ -31,13 +34,37 @@ int64_t constant_integer(const ConvertContext& c, size_t input, const std::strin
   return v[0];
 }
 
+// A window whose size is a dimension variable (computed from the sizes, or a value given at run
+// time that the stage takes as a size): the same formula, computed by its kernel in float64.
+Expr window_of_symbolic_size(ConvertContext& c, const tensor_ir::Expr& size, bool periodic, double a0, double a1,
+                             double a2) {
+  const DataType f64 = runtime::kFloat64;
+  Expr n = c.call("arange", {relay_ir::scalar(0.0, f64), relay_ir::scalar(1.0, f64)},
+                  {{"shape", relay_ir::Shape(std::vector<tensor_ir::Expr>{size})}});
+  Expr denominator = c.call(
+      "cast", {c.call("shape_values", {}, shape_values_attrs(DimValue::scalar_of(periodic ? size : size - 1), "size"))},
+      {{"dtype", f64.str()}});
+  Expr x = c.call("div", {c.call("mul", {n, relay_ir::scalar(2 * kPi, f64)}), denominator});
+  Expr w = c.call("sub", {relay_ir::scalar(a0, f64), c.call("mul", {relay_ir::scalar(a1, f64), c.call("cos", {x})})});
+  if (a2 != 0) {
+    Expr x2 = c.call("mul", {x, relay_ir::scalar(2.0, f64)});
+    w = c.call("add", {w, c.call("mul", {relay_ir::scalar(a2, f64), c.call("cos", {x2})})});
+  }
+  return c.call("cast", {w}, {{"dtype", output_datatype(c).str()}});
+}
+
 // a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N = size (periodic) or size - 1 (symmetric).
 Expr cosine_window(ConvertContext& c, double a0, double a1, double a2) {
   c.check_attrs({"output_datatype", "periodic"});
-  int64_t size = constant_integer(c, 0, "size");
-  if (size < 0) c.error("size must not be negative, got " + std::to_string(size));
   int64_t periodic = c.attr_int("periodic", 1);
   if (periodic != 0 && periodic != 1) c.error("periodic must be 0 or 1, got " + std::to_string(periodic));
+  if (c.is_dim_input(0)) {
+    const std::vector<tensor_ir::Expr> size = c.dim_ints(0, "size");
+    if (size.size() != 1) c.error("size must be a scalar, got " + std::to_string(size.size()) + " values");
+    return window_of_symbolic_size(c, size[0], periodic != 0, a0, a1, a2);
+  }
+  int64_t size = constant_integer(c, 0, "size");
+  if (size < 0) c.error("size must not be negative, got " + std::to_string(size));
   // A symmetric window of size 1 divides 0 by 0, NaN, as in ONNX's reference and ONNX Runtime.
   double n_1 = static_cast<double>(periodic ? size : size - 1);
   NDArray out = NDArray::empty({size}, output_datatype(c));

@@ -31,10 +31,32 @@ def test_symmetric_window_of_one_is_nan_like_the_reference():
     assert y.shape == (1,) and np.isnan(y[0])
 
 
-def test_window_size_from_a_graph_input_is_taken_at_run_time():
-    # The size sets the output's shape: the model is built for each size it is run at.
-    (y,) = run("HannWindow", [np.array(8, np.int64)])
-    assert_close(y, window_ref("HannWindow", 8, 1), "float32")
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_window_size_from_a_graph_input_is_taken_at_run_time(tmp_path, exported):
+    # The size sets the output's length: a size the stage takes, so one build (and a module)
+    # serves every size, its kernel computing the window in float64.
+    from onnx import TensorProto, helper
+    import onnx
+    nodes = [helper.make_node(kind, ["n"], [kind], periodic=p, output_datatype=t)
+             for kind, p, t in [("HannWindow", 1, 1), ("HammingWindow", 0, 11), ("BlackmanWindow", 0, 1)]]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("n", TensorProto.INT64, [])],
+                              [helper.make_tensor_value_info(n.output[0], TensorProto.UNDEFINED, None) for n in nodes])
+    path = tmp_path / "windows.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    lib = tessera.build(tessera.onnx.load(str(path)))
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    for size in [8, 1, 0, 2, 131]:
+        hann, hamming, blackman = lib.run([np.int64(size)])
+        assert (hann.dtype, hamming.dtype, blackman.dtype) == (np.float32, np.float64, np.float32)
+        np.testing.assert_allclose(hann, window_ref("HannWindow", size, 1), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(hamming, window_ref("HammingWindow", size, 0), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(blackman, window_ref("BlackmanWindow", size, 0), rtol=1e-6, atol=1e-7)
+    if not exported:
+        assert lib.symbolic
+    with pytest.raises(tessera.Error, match="must not be negative"):
+        lib.run([np.int64(-1)])
 
 
 def mel_ref(bins, dft_length, sample_rate, lower, upper):
