@@ -106,23 +106,28 @@ NDArray reduce_along(const NDArray& x, const NDArray* axes_given, bool keepdims,
   const int64_t n = out.numel();
   const bool exact = integral(x.dtype()) && kind != "l2" && kind != "log_sum" && kind != "log_sum_exp";
   if (exact) {  // in the type's own arithmetic, as the kernels compute it
+    const DataType t = x.dtype();
     const bool is_max = kind == "max", is_min = kind == "min", is_prod = kind == "prod";
+    // uint64's values past 2^63 read as negative int64s: compared by their bits.
+    auto less = [&](int64_t a, int64_t b) {
+      return t.is_uint() ? static_cast<uint64_t>(a) < static_cast<uint64_t>(b) : a < b;
+    };
     std::vector<int64_t> acc(n, is_prod ? 1 : 0);
     std::vector<bool> seen(n, false);
     for (size_t i = 0; i < at.size(); ++i) {
-      const int64_t v = int_at(x, static_cast<int64_t>(i));
+      const uint64_t v = static_cast<uint64_t>(int_at(x, static_cast<int64_t>(i)));  // wrapping arithmetic
       int64_t& a = acc[at[i]];
       if (is_max || is_min) {
-        a = !seen[at[i]] ? v : is_max ? std::max(a, v) : std::min(a, v);
+        if (!seen[at[i]] || less(a, static_cast<int64_t>(v)) == is_max) a = static_cast<int64_t>(v);
         seen[at[i]] = true;
       } else if (is_prod) {
-        a = static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(v));
+        a = static_cast<int64_t>(static_cast<uint64_t>(a) * v);
       } else {
-        const int64_t term = kind == "l1" ? (v < 0 ? -v : v) : kind == "sum_square" ? v * v : v;
-        a = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(term));
+        const bool negative = t.is_int() && static_cast<int64_t>(v) < 0;
+        const uint64_t term = kind == "l1" ? (negative ? 0 - v : v) : kind == "sum_square" ? v * v : v;
+        a = static_cast<int64_t>(static_cast<uint64_t>(a) + term);
       }
     }
-    const DataType t = x.dtype();
     for (int64_t j = 0; j < n; ++j) {
       if (kind == "mean") store_int(out, j, count == 0 ? 0 : wrapped(t, acc[j]) / count);  // the type's sum, divided
       else if ((is_max || is_min) && count == 0) store_int(out, j, extreme(t, is_min));
@@ -169,8 +174,9 @@ NDArray running_along(const NDArray& x, const NDArray& axis_given, bool exclusiv
   const int64_t rank = x.ndim();
   if (rank == 0) fail(op, ": the input is a scalar, which has no axis");
   const int64_t axis = axes_of(axis_given.view_as({1}, axis_given.dtype()), rank, op)[0];
-  int64_t inner = 1, outer = 1;
-  for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= d == axis ? 1 : x.shape()[d];
+  int64_t outer = 1, inner = 1;  // the elements before the axis and after it
+  for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= x.shape()[d];
   const int64_t length = x.shape()[axis];
   NDArray out = NDArray::empty(x.shape(), x.dtype());
   const bool exact = integral(x.dtype());

@@ -224,4 +224,4 @@ def test_cumsum_axis_from_a_graph_input_is_taken_at_run_time(rng):
     assert isinstance(lib, tessera.ProgramLibrary)
     for axis in [0, 1, -1, 0]:
         check(lib.run([x, np.array(axis, np.int64)])[0], np.cumsum(x, axis), rtol=1e-5)
-    assert [len(signatures) for _, signatures in lib.builds] == [3]  # axis 0 built once
+    assert lib.builds == []  # a step of the program, run on the host: no build per axis

@@ -281,19 +281,25 @@ def test_unique_compress_and_nms_as_steps(tmp_path, build):
     np.testing.assert_array_equal(sel, [[0, 0, 0], [0, 0, 2]])
 
 
-def cumsum_along_an_input_axis(tmp_path):
-    return save(tmp_path, [helper.make_node("CumSum", ["x", "axis"], ["c"], name="c"), helper.make_node("Neg", ["c"], ["z"])],
-                [vi("x", [3, 4]), vi("axis", [], I64)], [vi("z", [3, 4])])
+def one_hot_of_an_input_depth(tmp_path):
+    return save(tmp_path, [helper.make_node("OneHot", ["i", "depth", "values"], ["c"], name="c"),
+                           helper.make_node("Neg", ["c"], ["z"])],
+                [vi("i", [3, 4], I64), vi("depth", [], I64)], [vi("z", [3, 4, None])],
+                [const("values", np.array([0, 1], np.float32))])
 
 
-def test_an_input_that_sets_an_axis_is_taken_at_run_time(tmp_path):
-    """CumSum's axis from a graph input: built for each value met (its stage binds it)."""
-    lib = tessera.build(tessera.onnx.load(cumsum_along_an_input_axis(tmp_path)))
-    x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    for axis in [0, 1, 0]:
-        np.testing.assert_array_equal(lib.run([x, np.array(axis, np.int64)])[0], -np.cumsum(x, axis))
+def one_hot(i, depth):
+    return (i[..., None] == np.arange(depth)).astype(np.float32)
+
+
+def test_an_input_that_sets_a_count_the_stage_needs_as_a_constant_is_taken_at_run_time(tmp_path):
+    """OneHot's depth from a graph input: built for each value met (its stage binds it)."""
+    lib = tessera.build(tessera.onnx.load(one_hot_of_an_input_depth(tmp_path)))
+    i = np.arange(12, dtype=np.int64).reshape(3, 4) % 5
+    for depth in [5, 6, 5]:
+        np.testing.assert_array_equal(lib.run([i, np.array(depth, np.int64)])[0], -one_hot(i, depth))
     ((_, signatures),) = lib.builds
-    assert sorted(signatures) == ["float32(3, 4), int64() = 0", "float32(3, 4), int64() = 1"]
+    assert sorted(signatures) == ["int64(3, 4), int64() = 5", "int64(3, 4), int64() = 6"]
 
 
 @pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
@@ -381,16 +387,16 @@ def test_reshape_steps_keep_allowzero(tmp_path):
 
 
 def test_a_program_whose_stage_needs_a_value_it_computes_is_not_exported(tmp_path):
-    """CumSum along an axis from an input runs in this process (built for each axis it meets), but
-    no module can hold a build for every axis: export names the step, the node and why."""
-    lib = tessera.build(tessera.onnx.load(cumsum_along_an_input_axis(tmp_path)))
+    """OneHot of a depth from an input runs in this process (built for each depth it meets), but
+    no module can hold a build for every depth: export names the step, the node and why."""
+    lib = tessera.build(tessera.onnx.load(one_hot_of_an_input_depth(tmp_path)))
     with pytest.raises(tessera.Error, match=r"export: the nodes 'c' to 'z' \(2\) cannot be built for every size of "
-                                            r"its inputs \(x: float32\(3, 4\), axis: int64\(\)\): CumSum "
-                                            r"\(node 'c', opset 17\): .*axis.*needs constants"):
+                                            r"its inputs \(i: int64\(3, 4\), depth: int64\(\)\): OneHot "
+                                            r"\(node 'c', opset 17\): .*depth.*needs constants"):
         lib.export(str(tmp_path / "m.so"))
     assert not (tmp_path / "m.so").exists()
-    x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    np.testing.assert_array_equal(lib.run([x, np.array(1, np.int64)])[0], -np.cumsum(x, 1))
+    i = np.arange(12, dtype=np.int64).reshape(3, 4) % 5
+    np.testing.assert_array_equal(lib.run([i, np.array(7, np.int64)])[0], -one_hot(i, 7))
 
 
 @pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
