@@ -231,6 +231,7 @@ Exprs convert_pad(ConvertContext& c) {
   std::string mode = c.attr_string("mode", "constant");
   std::vector<int64_t> pads;
   double value = 0;
+  Exprs args{c.input(0)};
   if (c.opset() < 11) {
     c.check_attrs({"mode", "pads", "value"});
     if (!c.has_attr("pads")) c.error("missing pads attribute");
@@ -238,16 +239,18 @@ Exprs convert_pad(ConvertContext& c) {
     value = c.attr_float("value", 0);
   } else {
     c.check_attrs({"mode"});
-    if (c.is_dim_input(1) && !c.has_input(3)) {  // pads computed from symbolic sizes
-      if (c.has_input(2)) value = constant_scalar(c, 2, "constant_value");
-      return {c.call("pad", {c.input(0)},
-                     {{"pads", relay_ir::Shape(c.dim_ints(1, "pads"))}, {"mode", mode}, {"value", value}})};
-    }
+    // A value the data gives is read as the kernel runs; in other modes ONNX ignores it.
+    const bool value_at_run_time =
+        mode == "constant" && c.has_input(2) && !c.is_dim_input(2) && !c.try_constant_input(2);
+    if (value_at_run_time) args.push_back(c.input(2));
+    else if (c.has_input(2) && mode == "constant") value = constant_scalar(c, 2, "constant_value");
+    if (c.is_dim_input(1) && !c.has_input(3))  // pads computed from symbolic sizes
+      return {
+          c.call("pad", args, {{"pads", relay_ir::Shape(c.dim_ints(1, "pads"))}, {"mode", mode}, {"value", value}})};
     pads = c.constant_ints(1, "pads");
-    if (c.has_input(2)) value = constant_scalar(c, 2, "constant_value");
     if (c.has_input(3)) pads = pads_of_axes(c, pads, c.constant_ints(3, "axes"));
   }
-  return {c.call("pad", {c.input(0)}, {{"pads", pads}, {"mode", mode}, {"value", value}})};
+  return {c.call("pad", args, {{"pads", pads}, {"mode", mode}, {"value", value}})};
 }
 
 // CenterCropPad (18): each of `axes` (all, by default) cropped or zero-padded to its size in the
@@ -351,7 +354,7 @@ void register_transform_converters(ConverterTable& t) {
   t.add("Concat", convert_concat);
   t.add("Split", convert_split, {1});
   t.add("Slice", convert_slice, {1, 2, 3, 4});
-  t.add("Pad", convert_pad, {1, 2, 3});
+  t.add("Pad", convert_pad, {1, 2, 3}, {2});
   t.add("CenterCropPad", convert_center_crop_pad, {1});
   t.add("DepthToSpace", convert_depth_to_space);
   t.add("SpaceToDepth", convert_space_to_depth);

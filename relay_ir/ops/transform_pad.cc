@@ -8,6 +8,7 @@
 
 #include "relay_ir/ops/transform_common.h"
 #include "relay_ir/ops/grad_util.h"
+#include "runtime/error.h"
 #include "tensor_ir/ops/transform.h"
 #include "tensor_ir/ops/transform_shape.h"
 
@@ -83,7 +84,12 @@ std::vector<Expr> pad_gradient(const Expr& c, const Expr& g) {
   ops::PadMode mode = ops::parse_pad_mode(a.get_str("mode"));
   if (mode == ops::PadMode::Constant) {
     for (auto& p : pads) p = -p;
-    return std::vector<Expr>{call("pad", {g}, {{"pads", pads}, {"mode", std::string("constant")}, {"value", 0.0}})};
+    Expr gx = call("pad", {g}, {{"pads", pads}, {"mode", std::string("constant")}, {"value", 0.0}});
+    if (as_call(c).args.size() == 1) return std::vector<Expr>{gx};
+    // A value given as a tensor fills what x does not: the rest of g sums into it.
+    const Attrs all{{"axes", Ints{}}, {"keepdims", int64_t{0}}};
+    Expr rest = sub(call("reduce_sum", {g}, all), call("reduce_sum", {gx}, all));
+    return std::vector<Expr>{gx, call("reshape", {rest}, {{"shape", tensor_of(arg(c, 1)).shape.ints()}})};
   }
   size_t rank = x.ndim();
   Expr folded = g;
@@ -96,6 +102,14 @@ std::vector<Expr> pad_gradient(const Expr& c, const Expr& g) {
 Type pad_rel(const std::vector<Type>& args, const Attrs& a) {
   const auto& x = tensor_arg(args, 0, "input");
   const ops::PadMode mode = ops::parse_pad_mode(a.get_str("mode"));
+  if (args.size() == 2) {
+    const auto& value = tensor_arg(args, 1, "value");
+    if (mode != ops::PadMode::Constant) fail("a value is given to pad in mode '", a.get_str("mode"), "'");
+    if (value.dtype != x.dtype)
+      fail("the value must be of the input's type ", x.dtype.str(), ", got ", value.dtype.str());
+    if (!value.shape.is_static() || value.numel() != 1)
+      fail("the value must be one element, got shape ", value.shape.str());
+  }
   return tensor_type(Shape(ops::pad_dims(x.shape.dims(), a.get_shape("pads").dims(), mode)), x.dtype);
 }
 
@@ -121,15 +135,17 @@ std::vector<OpDef::NonEmptyDim> pad_nonempty(const CallNode& call) {
 
 void register_pad_ops(OpRegistry& r) {
   r.add({"pad",
-         "pads (begins of every axis, then ends; negative crops) with a constant, the reflection or the edge",
+         "pad(x) or pad(x, value): pads (begins of every axis, then ends; negative crops) with a constant (the "
+         "attribute, or the one element of the second input), the reflection or the edge",
          1,
-         1,
+         2,
          {required_ints("pads"), {"mode", std::string("constant")}, {"value", 0.0}},
          pad_rel,
          OpPattern::Injective,
          single_output([](const std::vector<tensor_ir::Tensor>& in, const Attrs& a) {
-           return ops::pad(in[0], a.get_shape("pads").dims(), ops::parse_pad_mode(a.get_str("mode")),
-                           a.get_float("value"));
+           const ops::PadMode mode = ops::parse_pad_mode(a.get_str("mode"));
+           if (in.size() == 2) return ops::pad(in[0], a.get_shape("pads").dims(), mode, in[1]);
+           return ops::pad(in[0], a.get_shape("pads").dims(), mode, a.get_float("value"));
          }),
          "transform",
          pad_gradient,

@@ -303,7 +303,10 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
       "slice", "transform");
 }
 
-Tensor pad(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, double value) {
+namespace {
+
+// pad with `fill` (an expression of no index) where the constant mode pads.
+Tensor pad_with(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, const Expr& fill) {
   const std::vector<Expr>& in = x->shape;
   const std::vector<Expr> out = pad_dims(in, pads, mode);
   size_t rank = in.size();
@@ -311,7 +314,6 @@ Tensor pad(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, double 
   return compute(
       out,
       [&](const std::vector<Var>& o) {
-        Expr fill = x.dtype().is_bool() ? make_const(x.dtype(), value != 0) : make_const(x.dtype(), value);
         if (empty) return fill;
         std::vector<Expr> idx;
         Expr inside;
@@ -350,6 +352,19 @@ Tensor pad(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, double 
         return inside ? select(inside, x(idx), fill) : x(idx);
       },
       "pad", "transform");
+}
+
+}  // namespace
+
+Tensor pad(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, double value) {
+  return pad_with(x, pads, mode,
+                  x.dtype().is_bool() ? make_const(x.dtype(), value != 0) : make_const(x.dtype(), value));
+}
+
+Tensor pad(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, const Tensor& value) {
+  if (value.dtype() != x.dtype())
+    fail("pad: the value must be of the input's type ", x.dtype().str(), ", got ", value.dtype().str());
+  return pad_with(x, pads, mode, value(std::vector<Expr>(value.ndim(), Expr(0))));
 }
 
 Tensor depth_to_space(const Tensor& x, int64_t b, bool crd) {

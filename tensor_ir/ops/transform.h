@@ -51,6 +51,8 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
 // pads: begins of every dimension, then ends; `value` fills constant padding.
 Tensor pad(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, double value);
+// The same with the value one element of `value`, read as the kernel runs.
+Tensor pad(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, const Tensor& value);
 // DCR (depth-column-row) or CRD ordering of the channels, as ONNX DepthToSpace's `mode`.
 Tensor depth_to_space(const Tensor& x, int64_t blocksize, bool crd);
 Tensor space_to_depth(const Tensor& x, int64_t blocksize);

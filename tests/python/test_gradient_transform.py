@@ -76,6 +76,13 @@ def test_pad(mode, pads):
     check_gradient(f'def @main(%x: float64[4, 3]) {{ pad(%x, pads={pads}, mode="{mode}", value=2.5) }}', [r(4, 3)], ["x"])
 
 
+@pytest.mark.parametrize("pads", [[1, 0, 2, 2], [0, -1, 1, 0]])
+def test_pad_of_a_value_given_as_a_tensor(pads):
+    # The value's cotangent sums g over the padding.
+    check_gradient(f'def @main(%x: float64[4, 3], %v: float64[]) {{ pad(%x, %v, pads={pads}) }}', [r(4, 3), r()],
+                   ["x", "v"])
+
+
 @pytest.mark.parametrize("mode", ["reflect", "edge", "wrap"])
 def test_pad_single_element_axes(mode):
     check_gradient(f'def @main(%x: float64[1, 2, 1]) {{ pad(%x, pads=[2, 3, 1, 1, 0, 2], mode="{mode}") }}', [r(1, 2, 1)], ["x"])

@@ -320,6 +320,51 @@ def test_pad_dtypes_and_opset10(tmp_path, rng, dtype):
     check(z, np_pad(x, [0, 2, 1, 1], "edge"))
 
 
+def build_graph(tmp_path, graph, opset, target, exported):
+    """The graph's model built for `target`, or exported as a module and loaded back."""
+    if exported and target != "llvm":
+        pytest.skip("modules are exported for llvm")
+    path = str(tmp_path / "model.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+    lib = tessera.build(tessera.onnx.load(path), target=target)
+    if not exported:
+        return lib
+    lib.export(str(tmp_path / "m.so"))
+    return tessera.load(str(tmp_path / "m.so"))
+
+
+@pytest.mark.parametrize("target", ["llvm", "c", "opencl"])
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_pad_reads_a_value_the_data_gives_as_it_runs(tmp_path, rng, target, exported):
+    """Pad's constant_value from an input: one build, every value read by the kernel (a module
+    holds it), beside a convolution the padding may fuse into; the other modes ignore it."""
+    nodes = [helper.make_node("Pad", ["x", "pads", "v"], ["y"]),
+             helper.make_node("Pad", ["x", "pads", "v"], ["e"], mode="edge"),
+             helper.make_node("Conv", ["y", "w"], ["c"])]
+    w = make_data(rng, (4, 3, 3, 3), "float32")
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", 11]),
+                     helper.make_tensor_value_info("v", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "e", "c")],
+        [numpy_helper.from_array(I64(0, 0, 1, 2, 0, 0, 2, 1), "pads"), numpy_helper.from_array(w, "w")])
+    lib = build_graph(tmp_path, graph, 18, target, exported)
+    import torch
+    for shape in [(2, 3, 7, 11), (1, 3, 1, 11)]:
+        x = make_data(rng, shape, "float32")
+        for v in [0.0, -3.5, np.inf]:
+            y, e, c = lib.run([x, np.float32(v)])
+            want = np.pad(x, [(0, 0), (0, 0), (1, 2), (2, 1)], constant_values=v)
+            np.testing.assert_array_equal(y, want)
+            np.testing.assert_array_equal(e, np.pad(x, [(0, 0), (0, 0), (1, 2), (2, 1)], mode="edge"))
+            if np.isfinite(v):
+                conv = torch.nn.functional.conv2d(torch.from_numpy(want), torch.from_numpy(w)).numpy()
+                np.testing.assert_allclose(c, conv, rtol=1e-4, atol=1e-4)
+    if not exported:
+        assert lib.symbolic
+    with pytest.raises(tessera.Error, match="the value must be of the input's type float32, got float64"):
+        tessera.build(tessera.relay.parse("def @main(%x: float32[2, 3], %v: float64[]) { pad(%x, %v, pads=[1, 0, 0, 0]) }"))
+
+
 def test_pad_errors(tmp_path):
     x = np.zeros((0, 2), np.float32)
     with pytest.raises(tessera.Error, match="Pad.*edge padding of the empty dimension"):
@@ -361,19 +406,12 @@ def test_trilu(tmp_path, rng, upper, k):
 def test_trilu_reads_a_k_the_data_gives_as_it_runs(tmp_path, rng, target, exported):
     """Trilu's k from an input: one build, every k (negative, past either corner, int64's extremes,
     int32) read by the kernel, in process and in a module; no build per value."""
-    if exported and target != "llvm":
-        pytest.skip("modules are exported for llvm")
     nodes = [helper.make_node("Trilu", ["x", "k"], ["lo"], upper=0), helper.make_node("Trilu", ["x", "k32"], ["up"])]
     graph = helper.make_graph(
         [helper.make_node("Cast", ["k"], ["k32"], to=TensorProto.INT32)] + nodes, "g",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "R", "C"]), helper.make_tensor_value_info("k", TensorProto.INT64, [])],
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N", "R", "C"]) for n in ("lo", "up")])
-    path = tmp_path / "trilu.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
-    lib = tessera.build(tessera.onnx.load(str(path)), target=target)
-    if exported:
-        lib.export(str(tmp_path / "m.so"))
-        lib = tessera.load(str(tmp_path / "m.so"))
+    lib = build_graph(tmp_path, graph, 14, target, exported)
     for shape in [(2, 5, 19), (1, 1, 1), (3, 17, 4), (0, 3, 3)]:
         x = make_data(rng, shape, "float32")
         for k in [0, 2, -3, 40, -40, -(2**63), 2**63 - 1]:
