@@ -93,7 +93,7 @@ class ConverterTable {
     // the next stage takes it as an input and binds it (frontend/onnx/program.cc).
     std::vector<int> value_inputs;
     // Of those, the ones the converter reads as a tensor while the model runs when the data
-    // computes them (Trilu's k), so they cut no stage and bind nothing.
+    // computes them (Trilu's k, Pad's value), so they cut no stage and bind nothing.
     std::vector<int> run_time_inputs;
   };
   void add(const std::string& op_type, Converter c, std::vector<int> value_inputs = {},

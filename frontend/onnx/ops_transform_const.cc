@@ -139,7 +139,8 @@ Exprs convert_range(ConvertContext& c) {
   try {
     return {constant(runtime::range(start, limit, delta))};
   } catch (const Error& e) {
-    c.error(std::string(e.what()).substr(std::string("Range: ").size()));
+    const std::string message = e.what(), op = "Range: ";  // the node names the operator
+    c.error(message.rfind(op, 0) == 0 ? message.substr(op.size()) : message);
   }
 }
 
