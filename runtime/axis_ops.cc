@@ -25,11 +25,7 @@ int64_t wrapped(DataType t, int64_t v) {
 
 // Element i of an integer (or bool) array, exactly; a 64-bit unsigned one by its bits.
 int64_t int_at(const NDArray& a, int64_t i) {
-  const DataType t = a.dtype();
-  if (t.is_narrow() || t.bits < 8) return static_cast<int64_t>(element_as_double(a, i));
-  int64_t v = 0;
-  std::memcpy(&v, static_cast<const char*>(a.data()) + i * t.element_bytes(), t.bits / 8);
-  return wrapped(t, v);
+  return a.dtype().is_int() ? signed_value(a, i) : static_cast<int64_t>(unsigned_value(a, i));
 }
 
 void store_int(const NDArray& a, int64_t i, int64_t v) {

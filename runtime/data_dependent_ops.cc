@@ -83,46 +83,6 @@ NDArray int64_vector(const std::vector<int64_t>& values) {
 }
 
 template <typename T>
-T load(const NDArray& x, int64_t i) {
-  T v;
-  std::memcpy(&v, static_cast<const char*>(x.data()) + i * x.dtype().element_bytes(), sizeof v);
-  return v;
-}
-
-// Element i of a signed integer array, exactly.
-int64_t signed_value(const NDArray& x, int64_t i) {
-  const DataType t = x.dtype();
-  if (t.is_narrow()) return narrow_int_value(t, load<uint8_t>(x, i));
-  switch (t.bits) {
-    case 8:
-      return load<int8_t>(x, i);
-    case 16:
-      return load<int16_t>(x, i);
-    case 32:
-      return load<int32_t>(x, i);
-    default:
-      return load<int64_t>(x, i);
-  }
-}
-
-// Element i of an unsigned integer or bool array, exactly (a bool is 0 or 1).
-uint64_t unsigned_value(const NDArray& x, int64_t i) {
-  const DataType t = x.dtype();
-  if (t.is_bool()) return load<uint8_t>(x, i) != 0;
-  if (t.is_narrow()) return narrow_int_value(t, load<uint8_t>(x, i));
-  switch (t.bits) {
-    case 8:
-      return load<uint8_t>(x, i);
-    case 16:
-      return load<uint16_t>(x, i);
-    case 32:
-      return load<uint32_t>(x, i);
-    default:
-      return load<uint64_t>(x, i);
-  }
-}
-
-template <typename T>
 std::vector<T> values_of(const NDArray& x, T (*value)(const NDArray&, int64_t)) {
   std::vector<T> v(x.numel());
   for (int64_t i = 0; i < x.numel(); ++i) v[i] = value(x, i);

@@ -56,6 +56,48 @@ void store_element(const NDArray& a, int64_t i, double v) {
   }
 }
 
+namespace {
+
+template <typename T>
+T load(const NDArray& x, int64_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(x.data()) + i * x.dtype().element_bytes(), sizeof v);
+  return v;
+}
+
+}  // namespace
+
+int64_t signed_value(const NDArray& x, int64_t i) {
+  const DataType t = x.dtype();
+  if (t.is_narrow()) return narrow_int_value(t, load<uint8_t>(x, i));
+  switch (t.bits) {
+    case 8:
+      return load<int8_t>(x, i);
+    case 16:
+      return load<int16_t>(x, i);
+    case 32:
+      return load<int32_t>(x, i);
+    default:
+      return load<int64_t>(x, i);
+  }
+}
+
+uint64_t unsigned_value(const NDArray& x, int64_t i) {
+  const DataType t = x.dtype();
+  if (t.is_bool()) return load<uint8_t>(x, i) != 0;
+  if (t.is_narrow()) return narrow_int_value(t, load<uint8_t>(x, i));
+  switch (t.bits) {
+    case 8:
+      return load<uint8_t>(x, i);
+    case 16:
+      return load<uint16_t>(x, i);
+    case 32:
+      return load<uint32_t>(x, i);
+    default:
+      return load<uint64_t>(x, i);
+  }
+}
+
 NDArray converted(const NDArray& a, DataType dtype) {
   if (a.dtype() == dtype) return a;
   NDArray out = NDArray::empty(a.shape(), dtype);

@@ -13,6 +13,11 @@ double element_as_double(const NDArray& a, int64_t i);
 // Stores `value` into element i, converted to the array's element type (a bool stores value != 0).
 void store_element(const NDArray& a, int64_t i, double value);
 
+// Element i of a signed integer array, exactly (int64's too, which a double would round).
+int64_t signed_value(const NDArray& x, int64_t i);
+// Element i of an unsigned integer or bool array, exactly (a bool is 0 or 1).
+uint64_t unsigned_value(const NDArray& x, int64_t i);
+
 // A CPU array's elements converted to `dtype` through double (exact but for 64-bit integers past
 // 2^53); `a` itself when it already is of that type.
 NDArray converted(const NDArray& a, DataType dtype);
