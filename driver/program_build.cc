@@ -314,6 +314,10 @@ class ProgramBuilder {
     }
     if (op == "slice") return {sliced(x, input(1), input(3))};
     if (op == "range") return {ValueType{ValueType::Kind::Tensor, x.dtype, SymbolicShape{fresh()}}};
+    if (op == "resize_output_size") {  // one size per axis of the data
+      if (!x.shape) return {ValueType{ValueType::Kind::Tensor, runtime::kInt64, std::nullopt}};
+      return {of(runtime::kInt64, {ShapeExpr(static_cast<int64_t>(x.shape->size()))})};
+    }
     if (op == "cumsum" || op == "cumprod") return {x};
     if (op.rfind("reduce_", 0) == 0) {  // each dimension the data's; kept, or fewer by the axes' count
       const ValueType axes = input(1);

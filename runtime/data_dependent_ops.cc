@@ -398,4 +398,30 @@ NDArray range(const NDArray& start, const NDArray& limit, const NDArray& delta) 
   return out;
 }
 
+NDArray resized_shape(const std::vector<int64_t>& shape, const NDArray& scales, std::vector<int64_t> axes) {
+  check_host_array(scales, "Resize", "scales");
+  if (!scales.dtype().is_float() || scales.ndim() != 1)
+    fail("Resize: scales must be a 1-D floating-point tensor, got ", scales.dtype().str(), scales.shape_str());
+  const auto rank = static_cast<int64_t>(shape.size());
+  if (axes.empty()) {
+    axes.resize(shape.size());
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  if (scales.numel() != static_cast<int64_t>(axes.size()))
+    fail("Resize: ", scales.numel(), " scales for ", axes.size(), " axes of an input of shape ", shape_str(shape));
+  NDArray out = NDArray::empty({rank}, kInt64);
+  std::copy(shape.begin(), shape.end(), out.data_as<int64_t>());
+  for (size_t j = 0; j < axes.size(); ++j) {
+    const int64_t axis = axes[j] < 0 ? axes[j] + rank : axes[j];
+    if (axis < 0 || axis >= rank) fail("Resize: axis ", axes[j], " is out of range for rank ", rank);
+    const double scale = element_as_double(scales, static_cast<int64_t>(j));
+    const double size = std::floor(static_cast<double>(shape[axis]) * scale);
+    if (!(scale > 0) || !std::isfinite(scale))
+      fail("Resize: scale ", scale, " of axis ", axis, " is not a positive number");
+    if (size > 1e15) fail("Resize: scale ", scale, " makes axis ", axis, " of size ", shape[axis], " ", size, " long");
+    out.data_as<int64_t>()[axis] = static_cast<int64_t>(size);
+  }
+  return out;
+}
+
 }  // namespace tessera::runtime

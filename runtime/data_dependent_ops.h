@@ -44,6 +44,12 @@ std::vector<NDArray> topk(const NDArray& x, int64_t k, int64_t axis, bool larges
 // rounded once. Throws naming a delta of 0, mixed types, a non-scalar, or over 10^9 elements.
 NDArray range(const NDArray& start, const NDArray& limit, const NDArray& delta);
 
+// Resize's output shape, int64 [rank], from scales the data gives: along each axis of `axes` (every
+// axis, in order, where empty) floor(size * scale), in double as ONNX's reference computes it; the
+// other axes keep their size. Throws naming a count of scales other than the axes', or a scale
+// that is not a positive finite number.
+NDArray resized_shape(const std::vector<int64_t>& shape, const NDArray& scales, std::vector<int64_t> axes);
+
 // NonMaxSuppression: int64 [k, 3] rows (batch, class, box) of the boxes kept, by batch, then class,
 // then score descending (ties: the lower box index first). `boxes` is float32 [B, S, 4], as
 // [y1, x1, y2, x2] (any two opposite corners) or, with `center_point_box`, [x_center, y_center,

@@ -183,6 +183,9 @@ std::vector<ProgramValue> data_dependent(const ProgramStep& step, const std::vec
   const std::string& op = step.builtin;
   if (op == "nonzero") return {nonzero(tensor(0))};
   if (op == "range") return {range(tensor(0), tensor(1), tensor(2))};
+  if (op == "resize_output_size")
+    return {resized_shape(tensor(0).shape(), tensor(1),
+                          step.attrs.has("axes") ? step.attrs.get_ints("axes") : std::vector<int64_t>{})};
   if (op == "cumsum" || op == "cumprod")
     return {running_along(tensor(0), tensor(1), step.attrs.get_int("exclusive") != 0,
                           step.attrs.get_int("reverse") != 0, op == "cumprod")};
@@ -292,8 +295,8 @@ NDArray values_as_shape(const NDArray& values, const std::string& name) {
 
 namespace {
 
-const std::vector<std::string> kDataDependent = {"nonzero", "compress", "unique", "non_max_suppression",
-                                                 "topk",    "range",    "cumsum", "cumprod"};
+const std::vector<std::string> kDataDependent = {"nonzero", "compress", "unique",  "non_max_suppression", "topk",
+                                                 "range",   "cumsum",   "cumprod", "resize_output_size"};
 // Reductions over axes the data gives (runtime/axis_ops.h), "reduce_" and the kind.
 const std::vector<std::string> kReductions = {"reduce_sum",         "reduce_mean",      "reduce_max", "reduce_min",
                                               "reduce_prod",        "reduce_l1",        "reduce_l2",  "reduce_log_sum",

@@ -326,13 +326,22 @@ Exprs convert_trilu(ConvertContext& c) {
   return {c.call("trilu", {c.input(0)}, {{"upper", c.attr_int("upper", 1)}, {"k", k}})};
 }
 
+// A depth the data gives is a size (frontend/onnx/sizes_from_data.h casts a float one to int64 before).
 Exprs convert_one_hot(ConvertContext& c) {
   c.check_attrs({"axis"});
-  double depth = constant_scalar(c, 1, "depth");
-  if (depth < 0 || depth != static_cast<double>(static_cast<int64_t>(depth)))
-    c.error("depth must be a non-negative integer, got " + std::to_string(depth));
-  return {c.call("one_hot", {c.input(0), c.input(2)},
-                 {{"depth", static_cast<int64_t>(depth)}, {"axis", c.attr_int("axis", -1)}})};
+  relay_ir::AttrValue depth;
+  if (c.is_dim_input(1)) {
+    const std::vector<tensor_ir::Expr> d = c.dim_ints(1, "depth");
+    if (d.size() != 1) c.error("depth must hold one value, got " + std::to_string(d.size()));
+    const int64_t* constant = tensor_ir::as_const_int(d[0]);
+    depth = constant ? relay_ir::AttrValue(*constant) : relay_ir::AttrValue(relay_ir::Shape(d));
+  } else {
+    const double value = constant_scalar(c, 1, "depth");
+    if (value < 0 || value != static_cast<double>(static_cast<int64_t>(value)))
+      c.error("depth must be a non-negative integer, got " + std::to_string(value));
+    depth = static_cast<int64_t>(value);
+  }
+  return {c.call("one_hot", {c.input(0), c.input(2)}, {{"depth", depth}, {"axis", c.attr_int("axis", -1)}})};
 }
 
 Exprs convert_reverse_sequence(ConvertContext& c) {

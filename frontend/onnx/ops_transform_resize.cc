@@ -1,10 +1,12 @@
-// Converters of ONNX Resize (opsets 10, 11, 13, 18, 19), Upsample (7, 9) and TopK. Scales, roi
-// and k must be constants (or bound inputs): they set output shapes; sizes may be computed from
-// symbolic dimensions (an image resized to the size of another).
+// Converters of ONNX Resize (opsets 10, 11, 13, 18, 19), Upsample (7, 9) and TopK. Roi and k must
+// be constants (or bound inputs); sizes may be computed from symbolic dimensions (an image resized
+// to the size of another). Scales are constants, or (Resize 11 on, Upsample 9) the data's, read as
+// the kernel runs, with the output sizes a step computed from them (frontend/onnx/sizes_from_data.h).
 #include <algorithm>
 #include <cmath>
 
 #include "frontend/onnx/ops_transform.h"
+#include "frontend/onnx/sizes_from_data.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/transform_resize.h"
 
@@ -45,17 +47,44 @@ relay_ir::Shape sizes_from_scales(const ConvertContext& c, const relay_ir::Shape
   return relay_ir::Shape(sizes);
 }
 
-// Resize 10 and Upsample: asymmetric coordinates, nearest rounds down.
+// A resize whose scales (input `scales`) the data gives, read as its kernel runs: the output sizes
+// are the input past the node's own, which the step before it computed from them; `axes` lists the
+// axes the scales are of (all where empty).
+Expr resize_by_run_time_scales(const ConvertContext& c, size_t scales, const std::vector<int64_t>& axes, Attrs attrs) {
+  attrs.set("sizes", relay_ir::Shape(c.dim_ints(static_cast<size_t>(sizes_from_scales_input(c.node())),
+                                                "the output sizes computed from the scales")));
+  attrs.set("scales_input_axes", axes);
+  return c.call("resize", {c.input(0), c.input(scales)}, attrs);
+}
+
+// Resize 10 and Upsample: asymmetric coordinates, nearest rounds down. `scales` empty: the data's.
 Expr resize_v10(const ConvertContext& c, const std::vector<double>& scales) {
   std::string mode = c.attr_string("mode", "nearest");
   if (mode != "nearest" && mode != "linear") c.error("mode '" + mode + "' is not supported (nearest, linear)");
   const auto& in = c.input_type(0).shape;
-  Attrs attrs{{"sizes", sizes_from_scales(c, in, scales)},
-              {"scales", scales},
-              {"mode", mode},
+  Attrs attrs{{"mode", mode},
               {"coordinate_transformation_mode", std::string("asymmetric")},
               {"nearest_mode", std::string("floor")}};
+  if (scales.empty()) return resize_by_run_time_scales(c, 1, {}, attrs);
+  attrs.set("sizes", sizes_from_scales(c, in, scales));
+  attrs.set("scales", scales);
   return c.call("resize", {c.input(0)}, attrs);
+}
+
+// Whether the node's last input holds its output sizes, which a step computed from its scales.
+bool sizes_computed_from_scales(const ConvertContext& c) { return c.attr_int(kSizesFromScales, 0) != 0; }
+
+// Opset 18's roi of the axes `axes` lists (all where empty) as every axis' start, then every axis'
+// end: the axes left out from 0 to 1.
+std::vector<double> roi_of_every_axis(const ConvertContext& c, const std::vector<double>& roi,
+                                      const std::vector<int64_t>& axes, int64_t rank) {
+  if (axes.empty()) return roi;
+  const size_t n = axes.size();
+  if (roi.size() != 2 * n) c.error("roi must have two entries per axis of axes (" + std::to_string(n) + ")");
+  std::vector<double> full(2 * rank, 0.0);
+  std::fill(full.begin() + rank, full.end(), 1.0);
+  for (size_t i = 0; i < n; ++i) full[axes[i]] = roi[i], full[axes[i] + rank] = roi[n + i];
+  return full;
 }
 
 Exprs convert_resize(ConvertContext& c) {
@@ -66,20 +95,14 @@ Exprs convert_resize(ConvertContext& c) {
   // Opset 18 added antialias, axes and keep_aspect_ratio_policy.
   if (c.opset() >= 18)
     c.check_attrs({"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
-                   "nearest_mode", "axes", "keep_aspect_ratio_policy", "antialias"});
+                   "nearest_mode", "axes", "keep_aspect_ratio_policy", "antialias", kSizesFromScales});
   else
     c.check_attrs({"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
-                   "nearest_mode"});
+                   "nearest_mode", kSizesFromScales});
   const auto& in = c.input_type(0).shape;
   const int64_t rank = static_cast<int64_t>(in.size());
   std::string coordinates = c.attr_string("coordinate_transformation_mode", "half_pixel");
   if (coordinates == "tf_half_pixel_for_nn" && c.opset() >= 13) c.error("tf_half_pixel_for_nn was removed in opset 13");
-  // An empty scales/sizes tensor stands for an absent one (opset 11 requires scales as input).
-  std::vector<double> scales;
-  std::vector<tensor_ir::Expr> sizes;  // of symbolic dimensions, computed from the input shapes
-  if (c.has_input(2)) scales = constant_floats(c, 2, "scales");
-  if (c.has_input(3)) sizes = c.dim_ints(3, "sizes");
-  if (scales.empty() == sizes.empty()) c.error("exactly one of scales and sizes must be given");
   std::vector<double> roi;
   if (coordinates == "tf_crop_and_resize") {
     if (!c.has_input(1)) c.error("tf_crop_and_resize needs the roi input");
@@ -87,23 +110,36 @@ Exprs convert_resize(ConvertContext& c) {
   }
   // Opset 18: scales, sizes and roi may name a subset of the axes; the others keep their size.
   std::vector<int64_t> axes = normalized_axes(c, c.attr_ints("axes", {}), rank);
+  Attrs attrs{{"mode", c.attr_string("mode", "nearest")},
+              {"coordinate_transformation_mode", coordinates},
+              {"nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor")},
+              {"cubic_coeff_a", static_cast<double>(c.attr_float("cubic_coeff_a", -0.75f))},
+              {"exclude_outside", c.attr_int("exclude_outside", 0)},
+              {"antialias", c.attr_int("antialias", 0)},
+              {"extrapolation_value", static_cast<double>(c.attr_float("extrapolation_value", 0))}};
+  if (!roi.empty()) attrs.set("roi", roi_of_every_axis(c, roi, axes, rank));
+  // Antialiasing's taps depend on the scale: it takes constant scales, bound per value.
+  if (sizes_computed_from_scales(c) && !c.try_constant_input(2) && c.attr_int("antialias", 0) == 0)
+    return {resize_by_run_time_scales(c, 2, axes, attrs)};
+  // An empty scales/sizes tensor stands for an absent one (opset 11 requires scales as input).
+  std::vector<double> scales;
+  std::vector<tensor_ir::Expr> sizes;  // of symbolic dimensions, computed from the input shapes
+  if (c.has_input(2)) scales = constant_floats(c, 2, "scales");
+  if (c.has_input(3)) sizes = c.dim_ints(3, "sizes");
+  if (scales.empty() == sizes.empty()) c.error("exactly one of scales and sizes must be given");
   if (!axes.empty()) {
     const size_t n = axes.size();
-    if ((!scales.empty() && scales.size() != n) || (!sizes.empty() && sizes.size() != n) ||
-        (!roi.empty() && roi.size() != 2 * n))
-      c.error("scales, sizes and roi must have one entry per axis of axes (" + std::to_string(n) + ")");
-    // Axes left out keep their size: scale 1, roi from 0 to 1.
-    std::vector<double> full_scales(rank, 1.0), full_roi(2 * rank, 0.0);
-    std::fill(full_roi.begin() + rank, full_roi.end(), 1.0);
+    if ((!scales.empty() && scales.size() != n) || (!sizes.empty() && sizes.size() != n))
+      c.error("scales and sizes must have one entry per axis of axes (" + std::to_string(n) + ")");
+    // Axes left out keep their size: scale 1.
+    std::vector<double> full_scales(rank, 1.0);
     std::vector<tensor_ir::Expr> full_sizes = sizes.empty() ? std::vector<tensor_ir::Expr>{} : in.dims();
     for (size_t i = 0; i < n; ++i) {
       if (!scales.empty()) full_scales[axes[i]] = scales[i];
       if (!sizes.empty()) full_sizes[axes[i]] = sizes[i];
-      if (!roi.empty()) full_roi[axes[i]] = roi[i], full_roi[axes[i] + rank] = roi[n + i];
     }
     if (!scales.empty()) scales = full_scales;
     if (!sizes.empty()) sizes = full_sizes;
-    if (!roi.empty()) roi = full_roi;
   } else {
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
   }
@@ -133,16 +169,8 @@ Exprs convert_resize(ConvertContext& c) {
     }
   }
   if (!sizes.empty()) out = relay_ir::Shape(sizes);
-  Attrs attrs{{"sizes", out},
-              {"scales", scales},
-              {"roi", roi},
-              {"mode", c.attr_string("mode", "nearest")},
-              {"coordinate_transformation_mode", coordinates},
-              {"nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor")},
-              {"cubic_coeff_a", static_cast<double>(c.attr_float("cubic_coeff_a", -0.75f))},
-              {"exclude_outside", c.attr_int("exclude_outside", 0)},
-              {"antialias", c.attr_int("antialias", 0)},
-              {"extrapolation_value", static_cast<double>(c.attr_float("extrapolation_value", 0))}};
+  attrs.set("sizes", out);
+  attrs.set("scales", scales);
   return {c.call("resize", {c.input(0)}, attrs)};
 }
 
@@ -154,8 +182,9 @@ Exprs convert_upsample(ConvertContext& c) {
     for (float s : c.attr_floats("scales", {})) scales.push_back(s);
     return {resize_v10(c, scales)};
   }
-  c.check_attrs({"mode"});
-  return {resize_v10(c, constant_floats(c, 1, "scales"))};
+  c.check_attrs({"mode", kSizesFromScales});
+  const bool run_time = sizes_computed_from_scales(c) && !c.try_constant_input(1);
+  return {resize_v10(c, run_time ? std::vector<double>{} : constant_floats(c, 1, "scales"))};
 }
 
 Exprs convert_topk(ConvertContext& c) {
@@ -178,8 +207,10 @@ Exprs convert_topk(ConvertContext& c) {
 }  // namespace
 
 void register_transform_resize_converters(ConverterTable& t) {
-  t.add("Resize", convert_resize, {1, 2, 3});
-  t.add("Upsample", convert_upsample, {1});
+  // Scales from the data are read as the kernel runs, after a step computed the sizes from them
+  // (the input past the operator's own).
+  t.add("Resize", convert_resize, {1, 2, 3, 4}, {2});
+  t.add("Upsample", convert_upsample, {1, 2}, {1});
   t.add("TopK", convert_topk, {1});
 }
 

@@ -10,6 +10,7 @@
 #include "frontend/onnx/program_graph.h"
 #include "frontend/onnx/program_stage.h"
 #include "frontend/onnx/recurrence_scan.h"
+#include "frontend/onnx/sizes_from_data.h"
 #include "frontend/onnx/tensor_proto.h"
 
 namespace tessera::frontend::onnx {
@@ -291,6 +292,10 @@ class ProgramBuilder {
       } else if (op == "Range") {
         check_attrs({});
         step.builtin = "range";
+      } else if (op == kResizeOutputSize) {
+        check_attrs({"axes"});
+        step.builtin = "resize_output_size";
+        ints_attr("axes");
       } else if (op == "Squeeze" || op == "Unsqueeze" || op == "Slice") {
         check_attrs({});
         step.builtin = op == "Squeeze" ? "squeeze" : op == "Unsqueeze" ? "unsqueeze" : "slice";
@@ -341,11 +346,13 @@ class ProgramBuilder {
   // An operator whose output shape values the data gives set (an input of the model, or a value
   // computed from one): Reshape's target, Squeeze's or Unsqueeze's axes, Slice's starts, ends,
   // axes or steps, TopK's k, Split's lengths, a reduction's axes, and a Range that stages cannot
-  // take as sizes (a delta from the data, or floats: a window's length); and CumSum's or
-  // CumProd's axis, which a kernel needs as a constant. A step (runtime/program_builtins.h)
+  // take as sizes (a delta from the data, or floats: a window's length), the output sizes of a
+  // Resize by scales from the data (frontend/onnx/sizes_from_data.h); and CumSum's or CumProd's
+  // axis, which a kernel needs as a constant. A step (runtime/program_builtins.h)
   // computes it while the model runs, so the stages around it are built for every shape (a module
   // can hold them) rather than for each value met.
   bool shaped_by_the_data(const ::onnx::GraphProto& graph, const ::onnx::NodeProto& node) {
+    if (node.op_type() == kResizeOutputSize) return true;
     static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze", "TopK",
                                                      "Slice",   "Split",   "CumSum",    "CumProd"};
     const std::vector<std::string> values = data_.values_read(node);
@@ -441,11 +448,16 @@ std::shared_ptr<const relay_ir::Program> import_program(const std::string& path,
                                                         bool always) {
   return with_model_file(
       path, [&](const ::onnx::ModelProto& model, const std::string& dir) -> std::shared_ptr<const relay_ir::Program> {
-        std::optional<::onnx::ModelProto> rewritten;  // recurrences of symbolic length as Scans
+        // Recurrences of symbolic length as Scans, or sizes that the data gives as other values made
+        // sizes (frontend/onnx/sizes_from_data.h).
+        std::optional<::onnx::ModelProto> rewritten;
         // A model of symbolic sizes whose inputs set shapes is a program even where it has no step
         // (built per size, it would still need their values).
         const bool symbolic = has_symbolic_inputs(model, options);
-        if (!always && !needs_program(model, options) && !(symbolic && sets_shapes_from_the_data(model, options))) {
+        if (has_sizes_from_data(model, options)) {
+          rewritten = with_sizes_from_data(model, options);
+        } else if (!always && !needs_program(model, options) &&
+                   !(symbolic && sets_shapes_from_the_data(model, options))) {
           const std::vector<SymbolicRecurrence> loops = symbolic && has_recurrence(model)
                                                             ? symbolic_recurrences(model, dir, options)
                                                             : std::vector<SymbolicRecurrence>{};

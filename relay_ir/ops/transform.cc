@@ -179,7 +179,8 @@ Type one_hot_rel(const std::vector<Type>& args, const Attrs& attrs) {
     fail("indices must be numeric, got ", indices.dtype.str());
   if (values.shape != ops::Shape{2})
     fail("values must be [off_value, on_value] (shape [2]), got shape ", runtime::shape_str(values.shape));
-  return tensor_type(ops::one_hot_shape(indices.shape, attrs.get_int("depth"), attrs.get_int("axis")), values.dtype);
+  return tensor_type(Shape(ops::one_hot_dims(indices.shape.dims(), attrs.get_dim("depth"), attrs.get_int("axis"))),
+                     values.dtype);
 }
 
 Type reverse_sequence_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -526,7 +527,7 @@ void register_transform_ops(OpRegistry& r) {
          one_hot_rel,
          injective,
          single_output([](const Tensors& in, const Attrs& a) {
-           return ops::one_hot(in[0], in[1], a.get_int("depth"), a.get_int("axis"));
+           return ops::one_hot(in[0], in[1], a.get_dim("depth"), a.get_int("axis"));
          }),
          "transform",
          one_hot_gradient});

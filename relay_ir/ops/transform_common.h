@@ -24,8 +24,8 @@ void register_grad_ops(OpRegistry& r);
 void require_integer(const TensorTypeNode& t, const char* what);
 
 // The parameters of a resize call on data of shape `in`, as its compute reads them (scales from
-// sizes when only sizes are given), checked.
-tensor_ir::ops::ResizeParams resize_params(const Shape& in, const Attrs& a);
+// sizes when only sizes are given; `scales_input`: the call's second input gives them), checked.
+tensor_ir::ops::ResizeParams resize_params(const Shape& in, const Attrs& a, bool scales_input);
 
 // For gradients: element `i` (flat) of an integer or float array, as int64 / double.
 int64_t int_at(const runtime::NDArray& a, int64_t i);

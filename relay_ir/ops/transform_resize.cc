@@ -17,11 +17,27 @@ namespace tessera::relay_ir::transform {
 
 namespace ops = tensor_ir::ops;
 
-ops::ResizeParams resize_params(const Shape& in, const Attrs& a) {
+ops::ResizeParams resize_params(const Shape& in, const Attrs& a, bool scales_input) {
   ops::ResizeParams p;
   p.out_shape = a.get_shape("sizes").dims();
   p.scales = a.get_floats("scales");
-  if (p.scales.empty() && p.out_shape.size() == in.size()) {
+  if (scales_input) {
+    // The input's entry j scales axis scales_input_axes[j] (every axis, in order, where none are
+    // listed); the axes left out keep their size.
+    if (!p.scales.empty()) fail("scales are given both as an attribute and as an input");
+    std::vector<int64_t> axes = a.get_ints("scales_input_axes");
+    if (axes.empty())
+      for (size_t d = 0; d < in.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    p.scales.assign(in.size(), 1.0);
+    p.run_time_scale.assign(in.size(), -1);
+    for (size_t j = 0; j < axes.size(); ++j) {
+      if (axes[j] < 0 || axes[j] >= static_cast<int64_t>(in.size()) || p.run_time_scale[axes[j]] >= 0)
+        fail("scales_input_axes ", runtime::shape_str(axes), " must name distinct axes of an input of rank ",
+             in.size());
+      p.scales[axes[j]] = 0;
+      p.run_time_scale[axes[j]] = static_cast<int64_t>(j);
+    }
+  } else if (p.scales.empty() && p.out_shape.size() == in.size()) {
     // Output / input size; where either is symbolic, 1 for a dimension kept as it is, else 0:
     // computed at run time.
     for (size_t d = 0; d < in.size(); ++d) {
@@ -47,10 +63,21 @@ namespace {
 
 using Tensors = std::vector<tensor_ir::Tensor>;
 
+// resize(x), or resize(x, scales) with the scales read while the model runs (the output sizes,
+// computed from them before, given as the attribute).
 Type resize_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& x = tensor_arg(args, 0, "input");
   if (!x.dtype.is_float() && !x.dtype.is_integer()) fail("unsupported dtype ", x.dtype.str());
-  return tensor_type(Shape(resize_params(x.shape, attrs).out_shape), x.dtype);
+  const ops::ResizeParams p = resize_params(x.shape, attrs, args.size() == 2);
+  if (args.size() == 2) {
+    const auto& scales = tensor_arg(args, 1, "scales");
+    const auto count = static_cast<int64_t>(
+        std::count_if(p.run_time_scale.begin(), p.run_time_scale.end(), [](int64_t j) { return j >= 0; }));
+    if (!scales.dtype.is_float() || scales.shape.size() != 1 || (scales.shape.is_static(0) && scales.shape[0] != count))
+      fail("scales must be a 1-D floating-point tensor of ", count, " values, got ", scales.dtype.str(),
+           scales.shape.str());
+  }
+  return tensor_type(Shape(p.out_shape), x.dtype);
 }
 
 Type topk_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -199,7 +226,8 @@ AxisMap axis_map(const ops::ResizeParams& p, size_t d, int64_t in) {
 
 std::vector<Expr> resize_gradient(const Expr& c, const Expr& g) {
   const auto& x = tensor_of(arg(c, 0));
-  ops::ResizeParams p = resize_params(x.shape, as_call(c).attrs);
+  if (as_call(c).args.size() == 2) fail("resize: no gradient where the scales are read as the model runs");
+  ops::ResizeParams p = resize_params(x.shape, as_call(c).attrs, false);
   Expr grad = g;
   for (size_t d = 0; d < x.ndim(); ++d)
     if (!is_identity(p, d, x.shape[d]))
@@ -220,12 +248,14 @@ std::vector<Expr> topk_gradient(const Expr& c, const Expr& g) {
 
 void register_resize_ops(OpRegistry& r) {
   r.add({"resize",
-         "interpolates to the output shape `sizes` (nearest, linear, cubic; ONNX coordinate transformations); "
-         "`scales` default to sizes / input sizes",
+         "resize(x) or resize(x, scales): interpolates to the output shape `sizes` (nearest, linear, cubic; ONNX "
+         "coordinate transformations); `scales` default to sizes / input sizes, or are read as the model runs from "
+         "the second input, one per axis of `scales_input_axes` (all where empty)",
          1,
-         1,
+         2,
          {required_ints("sizes"),
           {"scales", std::vector<double>{}},
+          optional_ints("scales_input_axes"),
           {"roi", std::vector<double>{}},
           {"mode", std::string("nearest")},
           {"coordinate_transformation_mode", std::string("half_pixel")},
@@ -237,7 +267,8 @@ void register_resize_ops(OpRegistry& r) {
          resize_rel,
          OpPattern::Injective,
          single_output([](const Tensors& in, const Attrs& a) {
-           return ops::resize(in[0], resize_params(Shape(in[0]->shape), a));
+           const ops::ResizeParams p = resize_params(Shape(in[0]->shape), a, in.size() == 2);
+           return ops::resize(in[0], p, in.size() == 2 ? in[1] : tensor_ir::Tensor());
          }),
          "resize",
          resize_gradient});

@@ -10,9 +10,11 @@
 #include "schedule/templates/cpu.h"
 #include "schedule/templates/extent_hint.h"
 #include "tensor_ir/arith/const_bound.h"
+#include "tensor_ir/functor.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/structural.h"
+#include "tensor_ir/substitute.h"
 
 namespace tessera::schedule {
 
@@ -175,6 +177,40 @@ struct TilePlan {
   bool panels = false;  // the knob: whether the block may stage inputs in shared memory
   int64_t panel_depth = kPanelDepth;
   int64_t block_x = kPanelThreadsPerAxis, block_y = kPanelThreadsPerAxis;  // the most tiles per block axis
+};
+
+// Whether `consumer`'s body, with the stages inlined into it substituted, reads `producer` only
+// at the consumer's own index (the element its thread computes).
+class ReadsOwnElement : public tensor_ir::IRVisitor {
+ public:
+  ReadsOwnElement(Schedule& s, const ComputeOp& consumer, const Tensor& producer)
+      : s_(s), consumer_(consumer), producer_(producer) {}
+  bool operator()() {
+    visit(consumer_.body);
+    return own_;
+  }
+
+ protected:
+  void visit_(const tensor_ir::ProducerLoad* op) override {
+    IRVisitor::visit_(op);
+    if (op->tensor.same_as(producer_)) {
+      own_ = own_ && op->indices.size() == consumer_.axis.size();
+      for (size_t d = 0; own_ && d < op->indices.size(); ++d)
+        own_ = tensor_ir::structural_equal(op->indices[d], Expr(consumer_.axis[d].var()));
+      return;
+    }
+    const auto* c = op->tensor.as<ComputeOp>();
+    if (!c || s_[op->tensor].attach_kind() != AttachKind::Inline) return;
+    tensor_ir::VarMap map;
+    for (size_t d = 0; d < c->axis.size(); ++d) map[c->axis[d].var().get()] = op->indices[d];
+    visit(tensor_ir::substitute(c->body, map));
+  }
+
+ private:
+  Schedule& s_;
+  const ComputeOp& consumer_;
+  const Tensor& producer_;
+  bool own_ = true;
 };
 
 class GpuScheduler {
@@ -512,13 +548,16 @@ class GpuScheduler {
     s_[partials].compute_at(combined, thread);
   }
 
-  // A reduction whose one consumer is a stage of its own shape with a thread per element: each
-  // thread computes the element it reads (one element, where the consumer reads at its own index).
+  // A reduction whose one consumer is a stage of its own shape with a thread per element, reading
+  // it at its own index: each thread computes the element it reads. (Read elsewhere, by a resize's
+  // next axis, each thread would compute a region that its indices, maybe data, only bound.)
   bool compute_in_consumer(Stage& st) {
     const std::vector<Stage*> consumers = computed_consumers(st);
     if (consumers.size() != 1) return false;
     auto it = thread_loop_.find(consumers[0]);
     if (it == thread_loop_.end() || !same_shape(consumers[0]->op(), st.op())) return false;
+    const auto* consumer = consumers[0]->op().as<ComputeOp>();
+    if (!consumer || !ReadsOwnElement(s_, *consumer, st.op())()) return false;
     st.compute_at(*consumers[0], it->second);
     return true;
   }

@@ -414,18 +414,18 @@ Tensor trilu(const Tensor& x, bool upper, const Tensor& k) {
   return trilu(x, upper, min(max(value, Expr(0) - span), span));
 }
 
-Tensor one_hot(const Tensor& indices, const Tensor& values, int64_t depth, int64_t axis) {
-  if (values.ndim() != 1 || values->dim(0) != 2)
-    fail("one_hot: values must be [off_value, on_value] (shape [2]), got shape ", runtime::shape_str(values->dims()));
-  Shape out = one_hot_shape(indices->dims(), depth, axis);
+Tensor one_hot(const Tensor& indices, const Tensor& values, const Expr& depth, int64_t axis) {
+  if (values.ndim() != 1 || !is_const_int(values->shape[0], 2))
+    fail("one_hot: values must be [off_value, on_value] (shape [2]), got shape ", shape_str(values->shape));
+  const std::vector<Expr> out = one_hot_dims(indices->shape, depth, axis);
   int64_t a = normalize_axis(axis, static_cast<int64_t>(out.size()));
   return compute(
-      shape_exprs(out),
+      out,
       [&](const std::vector<Var>& o) {
         std::vector<Expr> idx = as_exprs(o);
         idx.erase(idx.begin() + a);
         Expr i = cast(kIndexType, indices(idx));
-        Expr wrapped = select(i < Expr(0), i + Expr(depth), i);
+        Expr wrapped = select(i < Expr(0), i + depth, i);
         return select(wrapped == o[a], values(Expr(1)), values(Expr(0)));
       },
       "one_hot", "transform");

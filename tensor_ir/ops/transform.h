@@ -61,7 +61,7 @@ Tensor trilu(const Tensor& x, bool upper, const Expr& k);  // k may be symbolic
 Tensor trilu(const Tensor& x, bool upper, const Tensor& k);  // k: one integer, read as the kernel runs
 // out has `depth` inserted at `axis`: values[1] where the (wrapped) index equals the position,
 // values[0] elsewhere. Indices outside [-depth, depth) select no position.
-Tensor one_hot(const Tensor& indices, const Tensor& values, int64_t depth, int64_t axis);
+Tensor one_hot(const Tensor& indices, const Tensor& values, const Expr& depth, int64_t axis);
 // Reverses the first lengths[b] elements along time_axis of every batch entry b.
 Tensor reverse_sequence(const Tensor& x, const Tensor& lengths, int64_t batch_axis, int64_t time_axis);
 

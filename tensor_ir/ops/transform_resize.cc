@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/ops/math.h"
 #include "tensor_ir/printer.h"
 #include "tensor_ir/structural.h"
 
@@ -84,7 +86,7 @@ namespace {
 
 // Does the axis map every output index to itself (so it needs no interpolation)?
 bool is_identity(const ResizeParams& p, size_t d, const Expr& in) {
-  if (p.scales[d] != 1 || !structural_equal(p.out_shape[d], in)) return false;
+  if (p.scale_at_run_time(d) || p.scales[d] != 1 || !structural_equal(p.out_shape[d], in)) return false;
   switch (p.coordinates) {
     case ResizeCoordinates::TfHalfPixelForNn:
       return false;
@@ -104,22 +106,15 @@ void check_resize(const std::vector<Expr>& in, const ResizeParams& p) {
   if (p.scales.size() != rank) fail("resize: ", p.scales.size(), " scales for an input of rank ", rank);
   if (p.coordinates == ResizeCoordinates::TfCropAndResize && p.roi.size() != 2 * rank)
     fail("resize: tf_crop_and_resize needs a roi of ", 2 * rank, " values (starts, then ends), got ", p.roi.size());
-  // Axes whose scale only the run knows interpolate wherever their sizes differ, and their
-  // neighbours multiply: cubic along all four axes of an image (sizes given as values at run
-  // time) would read 256 per output.
-  int64_t taps = 1;
-  for (double scale : p.scales)
-    if (scale == 0) taps *= p.mode == ResizeMode::Cubic ? 4 : p.mode == ResizeMode::Linear ? 2 : 1;
-  if (taps > 16)
-    fail("resize: the scales of its axes to ", shape_str(p.out_shape), " are known at run time only, and ", taps,
-         " neighbours per output would be read; sizes that keep the batch and channels (the input's own dimensions) "
-         "avoid it");
+  if (!p.run_time_scale.empty() && p.run_time_scale.size() != rank)
+    fail("resize: ", p.run_time_scale.size(), " places of scales read as it runs for an input of rank ", rank);
   for (size_t d = 0; d < rank; ++d) {
     const int64_t *n = as_const_int(in[d]), *out = as_const_int(p.out_shape[d]);
-    if (p.scales[d] == 0 && (n && out))
+    const bool run_time = p.scale_at_run_time(d);
+    if (p.scales[d] == 0 && !run_time && (n && out))
       fail("resize: the scale of axis ", d, " is left to the run time, but its sizes ", *n, " and ", *out,
            " are constants");
-    if (p.scales[d] == 0 && p.antialias)
+    if ((p.scales[d] == 0 || run_time) && p.antialias)
       fail("resize: antialias needs the scale of axis ", d, " as a constant; it resizes ", to_string(in[d]), " to ",
            to_string(p.out_shape[d]));
     if (!(p.scales[d] >= 0) || !std::isfinite(p.scales[d]))
@@ -135,29 +130,33 @@ Expr f64(double v) { return make_const(runtime::kFloat64, v); }
 
 // Where output index `o` of one axis falls in the input, as in ONNX's reference (which uses
 // the fractional output size scale * in_size in half_pixel_symmetric, align_corners and
-// tf_crop_and_resize), `in` symbolic or not.
-Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var& o) {
+// tf_crop_and_resize), `in` symbolic or not; `run_time_scale` is the scale read from the scales
+// input, in float64 (undefined where it is known).
+Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var& o, const Expr& run_time_scale) {
   const double scale = p.scales[d];
   Expr x = cast(runtime::kFloat64, Expr(o));
   const int64_t* fixed = as_const_int(in);
+  const bool known = scale != 0 && !run_time_scale.defined();
   // Folded to a constant at a constant size, so the static kernels stay as they were; a scale of
   // sizes known at run time only (0) is their quotient.
   auto out_size = [&]() -> Expr {
+    if (run_time_scale.defined()) return run_time_scale * cast(runtime::kFloat64, in);
     if (scale == 0) return cast(runtime::kFloat64, p.out_shape[d]);
     return fixed ? f64(scale * static_cast<double>(*fixed)) : f64(scale) * cast(runtime::kFloat64, in);
   };
   auto by_scale = [&](const Expr& v) {  // v / scale
+    if (run_time_scale.defined()) return v / run_time_scale;
     return scale == 0 ? v * cast(runtime::kFloat64, in) / out_size() : v / f64(scale);
   };
   auto unless_single = [&](const Expr& single, const Expr& other) {  // out_size == 1 ? single : other
-    if (fixed && scale != 0) return scale * static_cast<double>(*fixed) == 1 ? single : other;
+    if (fixed && known) return scale * static_cast<double>(*fixed) == 1 ? single : other;
     return select(out_size() == f64(1), single, other);
   };
   switch (p.coordinates) {
     case ResizeCoordinates::HalfPixel:
       return by_scale(x + f64(0.5)) - f64(0.5);
     case ResizeCoordinates::HalfPixelSymmetric: {
-      if (fixed && scale != 0)
+      if (fixed && known)
         return f64(half_pixel_symmetric_offset(p, d, *fixed)) + (x + f64(0.5)) / f64(scale) - f64(0.5);
       // The center shifted by the share of the fractional output size that rounding dropped (none
       // where the sizes were given).
@@ -168,7 +167,7 @@ Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var
     case ResizeCoordinates::PytorchHalfPixel:
       return unless_single(f64(-0.5), by_scale(x + f64(0.5)) - f64(0.5));
     case ResizeCoordinates::AlignCorners:
-      if (fixed && scale != 0)
+      if (fixed && known)
         return unless_single(f64(0),
                              x * f64(static_cast<double>(*fixed - 1) / (scale * static_cast<double>(*fixed) - 1)));
       return unless_single(f64(0), x * (cast(runtime::kFloat64, in - Expr(1)) / (out_size() - f64(1))));
@@ -178,7 +177,7 @@ Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var
       return by_scale(x + f64(0.5));
     case ResizeCoordinates::TfCropAndResize: {
       const double start = p.roi[d], end = p.roi[d + p.scales.size()];
-      if (fixed && scale != 0) {
+      if (fixed && known) {
         double span = static_cast<double>(*fixed - 1), size = scale * static_cast<double>(*fixed);
         Expr base = f64(start * span);
         return size == 1 ? f64((end - start) * span / 2) + base : x * f64((end - start) * span / (size - 1)) + base;
@@ -225,9 +224,8 @@ Taps antialiased_taps(const ResizeParams& p, const Expr& f, const Expr& r, const
   return t;
 }
 
-Taps axis_taps(const ResizeParams& p, size_t d, const Expr& x, const Expr& in) {
-  Expr fl = call(Intrinsic::floor, {x});
-  Expr f = cast(kIndexType, fl), r = x - fl;
+// The taps of a coordinate whose floor is `f` (an index) and fraction `r`.
+Taps axis_taps(const ResizeParams& p, size_t d, const Expr& f, const Expr& r, const Expr& in) {
   if (const AntialiasTaps a = antialias_taps(p, d); a.count > 0) return antialiased_taps(p, f, r, in, p.scales[d], a);
   Taps t;
   if (p.mode == ResizeMode::Nearest) {
@@ -275,57 +273,144 @@ Taps axis_taps(const ResizeParams& p, size_t d, const Expr& x, const Expr& in) {
   return t;
 }
 
+// body(taps, coordinate) of axis d's taps at coordinate `c`, its fraction bound once: read by
+// every weight, and the source targets print an expression as often as it is read. So are the
+// coordinate and its floor where `bind_index`; not where the taps read an intermediate stage,
+// whose bounds (a GPU kernel's argument) are inferred from the indices alone.
+Expr with_axis_taps(const ResizeParams& p, size_t d, const Expr& c, const Expr& in, bool bind_index,
+                    const std::function<Expr(const Taps&, const Expr&)>& body) {
+  auto with_coordinate = [&](const Expr& x) {
+    const Expr fl = call(Intrinsic::floor, {x});
+    return let(x - fl, [&](const Expr& r) {
+      if (!bind_index) return body(axis_taps(p, d, cast(kIndexType, fl), r, in), x);
+      return let(cast(kIndexType, fl), [&](const Expr& f) { return body(axis_taps(p, d, f, r, in), x); });
+    });
+  };
+  return bind_index ? let(c, with_coordinate) : with_coordinate(c);
+}
+
+// The neighbours one output reads along axis d.
+int64_t tap_count(const ResizeParams& p, size_t d) {
+  if (const AntialiasTaps a = antialias_taps(p, d); a.count > 0) return a.count;
+  return p.mode == ResizeMode::Cubic ? 4 : p.mode == ResizeMode::Linear ? 2 : 1;
+}
+
+// Whether axis d's coordinate `c` leaves the input (tf_crop_and_resize's extrapolation).
+Expr outside(const Expr& c, const Expr& in) {
+  return logical_or(c<f64(0), c> cast(runtime::kFloat64, arith::simplify(in - Expr(1))));
+}
+
+// Axis d of a resize interpolated alone, into `acc`: its neighbours summed as a reduction, so the
+// schedules keep the stage apart rather than inline it into the next axis' (which would read
+// every combination of neighbours again). `bind_index`: as with_axis_taps', false where `t` is
+// another such stage.
+Tensor resize_axis(const Tensor& t, const ResizeParams& p, size_t d, const Expr& in, const Expr& run_time_scale,
+                   DataType acc, bool bind_index) {
+  std::vector<Expr> shape = t->shape;
+  shape[d] = p.out_shape[d];
+  return compute(
+      shape,
+      [&](const std::vector<Var>& o) {
+        IterVar k = reduce_axis(Range(Expr(0), Expr(tap_count(p, d))), "tap");
+        Expr term = with_axis_taps(p, d, input_coordinate(p, d, in, o[d], run_time_scale), in, bind_index,
+                                   [&](const Taps& taps, const Expr& c) {
+                                     Expr index = taps.index.back(), weight = taps.weight.back();
+                                     for (size_t i = taps.index.size() - 1; i-- > 0;) {
+                                       Expr is_i = Expr(k) == Expr(static_cast<int64_t>(i));
+                                       index = select(is_i, taps.index[i], index);
+                                       weight = select(is_i, taps.weight[i], weight);
+                                     }
+                                     std::vector<Expr> idx(o.begin(), o.end());
+                                     idx[d] = index;
+                                     Expr value = cast(acc, weight) * cast(acc, t(idx));
+                                     if (p.coordinates != ResizeCoordinates::TfCropAndResize) return value;
+                                     Expr first = Expr(k) == Expr(0);
+                                     return select(
+                                         outside(c, in),
+                                         select(first, make_const(acc, p.extrapolation_value), make_zero(acc)), value);
+                                   });
+        return sum(term, {k});
+      },
+      "resize_axis", "resize");
+}
+
 }  // namespace
 
-Tensor resize(const Tensor& x, const ResizeParams& p) {
+Tensor resize(const Tensor& x, const ResizeParams& p, const Tensor& scales) {
   const std::vector<Expr>& in = x->shape;
   check_resize(in, p);
+  if (!p.run_time_scale.empty() && (!scales.defined() || !scales.dtype().is_float() || scales->shape.size() != 1))
+    fail("resize: the scales it reads as it runs must be a 1-D floating-point tensor");
   DataType dt = x.dtype();
   if (!dt.is_float() && !dt.is_integer()) fail("resize: unsupported dtype ", dt.str());
   DataType acc = dt == runtime::kFloat64 ? runtime::kFloat64 : runtime::kFloat32;
   bool empty = std::any_of(p.out_shape.begin(), p.out_shape.end(), [](const Expr& d) { return is_const_int(d, 0); });
+  auto run_time_scale = [&](size_t d) {
+    return p.scale_at_run_time(d) ? cast(runtime::kFloat64, scales(Expr(p.run_time_scale[d]))) : Expr();
+  };
+  // Every interpolated axis but the last one alone where reading their neighbours together would
+  // take more than 16 per output.
+  std::vector<size_t> interpolated;
+  int64_t taps = 1;
+  for (size_t d = 0; d < in.size(); ++d)
+    if (!is_identity(p, d, in[d])) interpolated.push_back(d), taps *= tap_count(p, d);
+  Tensor source = x;
+  std::vector<bool> done(in.size(), false);
+  if (taps > 16 && !empty)
+    for (size_t i = 0; i + 1 < interpolated.size(); ++i) {
+      const size_t d = interpolated[i];
+      source = resize_axis(source, p, d, in[d], run_time_scale(d), acc, source.same_as(x));
+      done[d] = true;
+    }
+  // The sum over every combination of the axes' taps, their weights multiplied.
+  auto interpolate = [&](const std::vector<Taps>& taps, const std::vector<Expr>& outside_any) {
+    Expr total;
+    std::vector<size_t> pick(in.size(), 0);
+    while (true) {
+      std::vector<Expr> idx;
+      Expr w;
+      for (size_t d = 0; d < in.size(); ++d) {
+        idx.push_back(taps[d].index[pick[d]]);
+        if (!taps[d].weight.empty()) w = w ? w * taps[d].weight[pick[d]] : taps[d].weight[pick[d]];
+      }
+      Expr term = w ? cast(acc, w) * cast(acc, source(idx)) : source(idx);
+      total = total ? total + term : term;
+      size_t d = in.size();
+      while (d > 0 && ++pick[d - 1] == taps[d - 1].index.size()) pick[--d] = 0;
+      if (d == 0) break;
+    }
+    if (total.type() != dt) {
+      // Integer outputs truncate like the reference's astype, clamped so the cast is defined.
+      if (dt.is_integer()) total = min(max(total, make_const(acc, dt.min_value())), make_const(acc, dt.max_value()));
+      total = cast(dt, total);
+    }
+    if (outside_any.empty()) return total;
+    Expr any = outside_any[0];
+    for (size_t i = 1; i < outside_any.size(); ++i) any = logical_or(any, outside_any[i]);
+    return select(any, make_const(dt, p.extrapolation_value), total);
+  };
   return compute(
       p.out_shape,
       [&](const std::vector<Var>& o) {
         if (empty) return make_zero(dt);
         std::vector<Taps> taps(in.size());
-        std::vector<Expr> outside;  // tf_crop_and_resize: the coordinate left the input
-        for (size_t d = 0; d < in.size(); ++d) {
-          if (is_identity(p, d, in[d])) {
+        std::vector<Expr> outside_any;  // tf_crop_and_resize: the coordinate left the input
+        // Binds each interpolated axis' coordinate around the axes after it.
+        std::function<Expr(size_t)> from_axis = [&](size_t d) -> Expr {
+          if (d == in.size()) return interpolate(taps, outside_any);
+          if (done[d] || is_identity(p, d, in[d])) {
             taps[d].index = {Expr(o[d])};
-            continue;
+            return from_axis(d + 1);
           }
-          Expr c = input_coordinate(p, d, in[d], o[d]);
-          if (p.coordinates == ResizeCoordinates::TfCropAndResize)
-            outside.push_back(logical_or(c<f64(0), c> cast(runtime::kFloat64, arith::simplify(in[d] - Expr(1)))));
-          taps[d] = axis_taps(p, d, c, in[d]);
-        }
-        // Sum over every combination of taps, the weights of the interpolated axes multiplied.
-        Expr total;
-        std::vector<size_t> pick(in.size(), 0);
-        while (true) {
-          std::vector<Expr> idx;
-          Expr w;
-          for (size_t d = 0; d < in.size(); ++d) {
-            idx.push_back(taps[d].index[pick[d]]);
-            if (!taps[d].weight.empty()) w = w ? w * taps[d].weight[pick[d]] : taps[d].weight[pick[d]];
-          }
-          Expr term = w ? cast(acc, w) * cast(acc, x(idx)) : x(idx);
-          total = total ? total + term : term;
-          size_t d = in.size();
-          while (d > 0 && ++pick[d - 1] == taps[d - 1].index.size()) pick[--d] = 0;
-          if (d == 0) break;
-        }
-        if (total.type() != dt) {
-          // Integer outputs truncate like the reference's astype, clamped so the cast is defined.
-          if (dt.is_integer())
-            total = min(max(total, make_const(acc, dt.min_value())), make_const(acc, dt.max_value()));
-          total = cast(dt, total);
-        }
-        if (outside.empty()) return total;
-        Expr any = outside[0];
-        for (size_t i = 1; i < outside.size(); ++i) any = logical_or(any, outside[i]);
-        return select(any, make_const(dt, p.extrapolation_value), total);
+          return with_axis_taps(p, d, input_coordinate(p, d, in[d], o[d], run_time_scale(d)), in[d], source.same_as(x),
+                                [&](const Taps& t, const Expr& c) {
+                                  taps[d] = t;
+                                  if (p.coordinates == ResizeCoordinates::TfCropAndResize)
+                                    outside_any.push_back(outside(c, in[d]));
+                                  return from_axis(d + 1);
+                                });
+        };
+        return from_axis(0);
       },
       "resize", "resize");
 }

@@ -47,6 +47,11 @@ struct ResizeParams {
   // input element within its reach counts (opset 18): antialias_offsets() taps per output.
   bool antialias = false;
   double extrapolation_value = 0;  // tf_crop_and_resize: value where the coordinate leaves the input
+  // Where the scales are the resize's second input, read as it runs (the output sizes computed
+  // from them before): per axis, the index of its scale in that input, or -1 where the axis keeps
+  // its size (scale 1). Empty where the scales are known.
+  std::vector<int64_t> run_time_scale;
+  bool scale_at_run_time(size_t d) const { return !run_time_scale.empty() && run_time_scale[d] >= 0; }
 };
 
 // floor(size * scale) as an expression of a symbolic size, for a scale that is a multiple of
@@ -67,8 +72,12 @@ double resize_kernel(const ResizeParams& p, double u);
 double half_pixel_symmetric_offset(const ResizeParams& p, size_t d, int64_t in);
 
 // Checks the parameters against an input shape (ranks, positive scales, roi length, scales left
-// to the run time only between symbolic sizes).
+// to the run time only between symbolic sizes or read from an input).
 void check_resize(const std::vector<Expr>& in, const ResizeParams& p);
-Tensor resize(const Tensor& x, const ResizeParams& p);
+// `scales`: the 1-D floating-point tensor p.run_time_scale indexes (undefined where it is empty).
+// Where the neighbours of every interpolated axis together would be more than 16 per output
+// (cubic along three axes whose scales only the run knows), the axes are interpolated one after
+// another, as ONNX's reference does, through intermediate stages.
+Tensor resize(const Tensor& x, const ResizeParams& p, const Tensor& scales = Tensor());
 
 }  // namespace tessera::tensor_ir::ops

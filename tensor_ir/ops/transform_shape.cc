@@ -348,10 +348,10 @@ void check_scatter_nd(const Shape& data, const Shape& indices, const Shape& upda
       fail("scatter_nd: cannot index the empty dimension ", d, " of ", shape_str(data));
 }
 
-Shape one_hot_shape(const Shape& indices, int64_t depth, int64_t axis) {
-  if (depth < 0) fail("one_hot: depth ", depth, " is negative");
+std::vector<Expr> one_hot_dims(const std::vector<Expr>& indices, const Expr& depth, int64_t axis) {
+  if (const int64_t* d = as_const_int(depth); d && *d < 0) fail("one_hot: depth ", *d, " is negative");
   int64_t a = normalize_axis(axis, static_cast<int64_t>(indices.size()) + 1, "one_hot: axis");
-  Shape out = indices;
+  std::vector<Expr> out = indices;
   out.insert(out.begin() + a, depth);
   return out;
 }

@@ -77,8 +77,9 @@ void check_scatter_elements(const Shape& data, const Shape& indices, const Shape
 // ScatterND: updates.shape == indices.shape[:-1] + data.shape[indices.shape[-1]:].
 void check_scatter_nd(const Shape& data, const Shape& indices, const Shape& updates);
 
-// OneHot: `depth` inserted at `axis` of the indices' shape (axis in [-rank-1, rank]).
-Shape one_hot_shape(const Shape& indices, int64_t depth, int64_t axis);
+// OneHot: `depth` inserted at `axis` of the indices' shape (axis in [-rank-1, rank]); either may be
+// symbolic.
+std::vector<Expr> one_hot_dims(const std::vector<Expr>& indices, const Expr& depth, int64_t axis);
 // TopK: `k` along `axis`, whose dimension must hold k (a symbolic one is checked at run time: relay_ir's
 // topk_nonempty).
 std::vector<Expr> topk_dims(const std::vector<Expr>& in, int64_t k, int64_t axis);

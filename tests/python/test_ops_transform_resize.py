@@ -4,10 +4,11 @@ nearest rounding, sizes and scales, up- and downsampling, several dtypes, opset 
 TopK's tie order (the lower index first) on both of its strategies (k <= 8 and above)."""
 import numpy as np
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 from onnx.backend.test.case.node.resize import cubic_coeffs, interpolate_nd, linear_coeffs, nearest_coeffs
 
 import tessera
-from test_ops_transform import I64, check, make_data, run_node
+from test_ops_transform import I64, build_graph, check, make_data, run_node
 
 EMPTY = np.zeros((0,), np.float32)
 
@@ -112,6 +113,86 @@ def test_resize_opset10_and_upsample(tmp_path, rng, mode):
     np.testing.assert_allclose(u7, want, rtol=1e-6)
 
 
+RUN_TIME_SCALES = {
+    "nearest": {"mode": "nearest"},
+    "linear, align_corners": {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+    "linear, pytorch_half_pixel": {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+    "cubic": {"mode": "cubic"},
+    "cubic, exclude_outside, asymmetric": {"mode": "cubic", "exclude_outside": 1, "coordinate_transformation_mode": "asymmetric"},
+    "cubic, half_pixel_symmetric": {"mode": "cubic", "coordinate_transformation_mode": "half_pixel_symmetric"},
+}
+
+
+@pytest.mark.parametrize("target", ["llvm", "c", "opencl"])
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+@pytest.mark.parametrize("case", list(RUN_TIME_SCALES))
+def test_resize_reads_scales_the_data_gives_as_it_runs(tmp_path, rng, target, exported, case):
+    """Scales from an input (or computed from one): a step computes the output sizes, and the
+    kernel reads the scales as it runs, so one build (and a module) serves every scale and size;
+    cubic along all four axes interpolates them one after another. Also Resize 18 of two axes and
+    Upsample 9. Against ONNX's reference, float32 and uint8 (whose sum is truncated)."""
+    attrs = RUN_TIME_SCALES[case]
+    nodes = [helper.make_node("Mul", ["s", "one"], ["scales"]),  # computed from the input
+             helper.make_node("Resize", ["x", "", "scales"], ["y"], **attrs),
+             helper.make_node("Resize", ["x8", "", "s2"], ["y8"], axes=[3, 2], **attrs)]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "C", "H", "W"]),
+              helper.make_tensor_value_info("x8", TensorProto.UINT8, ["N", "C", "H", "W"]),
+              helper.make_tensor_value_info("s", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("s2", TensorProto.FLOAT, [2])]
+    if attrs["mode"] == "nearest":
+        nodes.append(helper.make_node("Upsample", ["x", "s"], ["u"], mode="nearest"))
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None)
+                                                   for n in ("y", "y8", "u")[:len(nodes) - 1]],
+                              [numpy_helper.from_array(np.ones(4, np.float32), "one")])
+    lib = build_graph(tmp_path, graph, 19, target, exported)
+    kw = {k: v for k, v in attrs.items() if k != "mode"}
+    if "exclude_outside" in kw:
+        kw["exclude_outside"] = bool(kw["exclude_outside"])
+    for shape, scales in [((1, 2, 5, 7), [1, 1, 2.5, 1.7]), ((2, 3, 6, 4), [1, 1, 0.6, 0.45]), ((2, 1, 3, 3), [1.5, 2, 1, 0.5]),
+                          ((1, 1, 4, 4), [1, 1, 1, 1]), ((1, 2, 5, 5), [1, 1, 0.1, 1]), ((1, 1, 1, 1), [1, 1, 3, 2])]:
+        x = make_data(rng, shape, "float32")
+        x8 = make_data(rng, shape, "uint8")
+        s = np.array(scales, np.float32)
+        outs = lib.run([x, x8, s, s[[3, 2]]])
+        if 0 in np.floor(np.array(shape) * s.astype(np.float64)):  # the reference takes no empty output
+            assert all(o.shape == tuple(int(n) for n in np.floor(np.array(shape) * s)) for o in (outs[0], outs[1]))
+            continue
+        if kw.get("coordinate_transformation_mode") == "half_pixel_symmetric":  # not in Debian's onnx 1.12
+            np.testing.assert_allclose(outs[0], resize(tmp_path, x, attrs, scales=scales, opset=19), rtol=1e-5, atol=1e-5)
+            continue
+        want = reference(x, attrs["mode"], scales=scales, **kw)
+        np.testing.assert_allclose(outs[0], want, rtol=1e-5, atol=1e-5)
+        want8 = reference(x8.astype(np.float64), attrs["mode"], scales=[1, 1] + scales[2:], **kw)
+        assert outs[1].dtype == np.uint8 and outs[1].shape == want8.shape
+        assert np.max(np.abs(outs[1].astype(np.float64) - np.clip(np.trunc(want8), 0, 255)), initial=0) <= 1
+        if attrs["mode"] == "nearest":
+            want_u = reference(x, "nearest", scales=scales, nearest="floor", coordinate_transformation_mode="asymmetric")
+            np.testing.assert_array_equal(outs[2], want_u.astype(np.float32))
+    if not exported:
+        assert lib.symbolic, lib.symbolic_reason
+    x, x8 = np.zeros((1, 1, 2, 2), np.float32), np.zeros((1, 1, 2, 2), np.uint8)
+    with pytest.raises(tessera.Error, match="Resize: scale -2 of axis 2 is not a positive number"):
+        lib.run([x, x8, np.array([1, 1, -2, 1], np.float32), np.ones(2, np.float32)])
+    with pytest.raises(tessera.Error, match="Resize: scale nan of axis 3"):
+        lib.run([x, x8, np.array([1, 1, 1, np.nan], np.float32), np.ones(2, np.float32)])
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_of_scales_read_as_it_runs_into_a_convolution_matches_across_targets(rng, mode):
+    """Cubic along all four axes whose scales only the run knows interpolates them one stage after
+    another; on OpenCL the stages are kernels of their own (each reads its neighbours along one
+    axis, where the scales say), not computed inside the next one's threads."""
+    src = ("def @main(%x: float32[1, 3, 10, 12], %s: float32[4], %w: float32[4, 3, 3, 3]) { "
+           f'%0 = resize(%x, %s, sizes=[1, 3, 18, 17], mode="{mode}"); conv(%0, %w) }}')
+    args = [make_data(rng, (1, 3, 10, 12), "float32"), np.array([1, 1, 1.84, 1.47], np.float32),
+            make_data(rng, (4, 3, 3, 3), "float32")]
+    want = reference(args[0], mode, scales=[1, 1, 1.84, 1.47])
+    windows = np.lib.stride_tricks.sliding_window_view(want, (3, 3), axis=(2, 3))
+    want = np.einsum("nchwij,ocij->nohw", windows, args[2].astype(np.float64))
+    for target in ["llvm", "opencl"]:
+        got = tessera.build(tessera.relay.parse(src), target=target, db=False).run(args)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_resize_errors(tmp_path, rng):
     x = make_data(rng, (1, 1, 2, 2), "float32")
     with pytest.raises(tessera.Error, match="Resize.*mode 'area'"):
@@ -120,6 +201,11 @@ def test_resize_errors(tmp_path, rng):
         run_node(tmp_path, "Resize", {"x": x}, consts={"r": EMPTY, "s": np.array([1, 1, 2, 2], np.float32), "z": I64(1, 1, 4, 4)})
     with pytest.raises(tessera.Error, match="Resize.*roi"):
         resize(tmp_path, x, {"coordinate_transformation_mode": "tf_crop_and_resize"}, sizes=[1, 1, 3, 3], roi=np.zeros(3, np.float32))
+    with pytest.raises(tessera.Error, match="scales must be a 1-D floating-point tensor of 4 values, got float32"):
+        tessera.build(tessera.relay.parse("def @main(%x: float32[1, 1, 2, 2], %s: float32[3]) { resize(%x, %s, sizes=[1, 1, 4, 4]) }"))
+    with pytest.raises(tessera.Error, match="no gradient where the scales are read as the model runs"):
+        tessera.relay.gradient(tessera.relay.parse(
+            "def @main(%x: float32[1, 1, 2, 2], %s: float32[4]) { resize(%x, %s, sizes=[1, 1, 4, 4]) }"), wrt=["x"])
     # antialias came with opset 18.
     with pytest.raises(tessera.Error, match="Resize.*unsupported attribute.*antialias"):
         resize(tmp_path, x, {"antialias": 1}, scales=[1, 1, 2, 2])

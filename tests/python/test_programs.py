@@ -281,25 +281,48 @@ def test_unique_compress_and_nms_as_steps(tmp_path, build):
     np.testing.assert_array_equal(sel, [[0, 0, 0], [0, 0, 2]])
 
 
-def one_hot_of_an_input_depth(tmp_path):
-    return save(tmp_path, [helper.make_node("OneHot", ["i", "depth", "values"], ["c"], name="c"),
+def resize10_by_input_scales(tmp_path):
+    return save(tmp_path, [helper.make_node("Resize", ["x", "scales"], ["c"], name="c"),
                            helper.make_node("Neg", ["c"], ["z"])],
-                [vi("i", [3, 4], I64), vi("depth", [], I64)], [vi("z", [3, 4, None])],
-                [const("values", np.array([0, 1], np.float32))])
+                [vi("x", [1, 1, 2, 3]), vi("scales", [4])], [vi("z", [1, 1, None, None])], opset=10)
+
+
+def test_an_input_that_sets_a_value_the_stage_needs_as_a_constant_is_taken_at_run_time(tmp_path):
+    """Resize 10's scales from a graph input (floats, not sizes): built for each value met (its
+    stage binds it)."""
+    lib = tessera.build(tessera.onnx.load(resize10_by_input_scales(tmp_path)))
+    x = np.arange(6, dtype=np.float32).reshape(1, 1, 2, 3)
+    for scales in [[1, 1, 2, 2], [1, 1, 1, 3], [1, 1, 2, 2]]:
+        want = x.repeat(scales[2], axis=2).repeat(scales[3], axis=3)
+        np.testing.assert_array_equal(lib.run([x, np.array(scales, np.float32)])[0], -want)
+    ((_, signatures),) = lib.builds
+    assert sorted(signatures) == ["float32(1, 1, 2, 3), float32(4,) = 1 1 1 3", "float32(1, 1, 2, 3), float32(4,) = 1 1 2 2"]
 
 
 def one_hot(i, depth):
     return (i[..., None] == np.arange(depth)).astype(np.float32)
 
 
-def test_an_input_that_sets_a_count_the_stage_needs_as_a_constant_is_taken_at_run_time(tmp_path):
-    """OneHot's depth from a graph input: built for each value met (its stage binds it)."""
-    lib = tessera.build(tessera.onnx.load(one_hot_of_an_input_depth(tmp_path)))
-    i = np.arange(12, dtype=np.int64).reshape(3, 4) % 5
-    for depth in [5, 6, 5]:
-        np.testing.assert_array_equal(lib.run([i, np.array(depth, np.int64)])[0], -one_hot(i, depth))
-    ((_, signatures),) = lib.builds
-    assert sorted(signatures) == ["int64(3, 4), int64() = 5", "int64(3, 4), int64() = 6"]
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+@pytest.mark.parametrize("dtype", [I64, TensorProto.FLOAT])
+def test_one_hot_of_a_depth_the_data_gives_takes_it_as_a_size(tmp_path, exported, dtype):
+    """OneHot's depth from an input (a float one cast to int64, as ONNX says) is a size of the
+    stage: one build for every depth and every shape of the indices, which a module holds."""
+    path = save(tmp_path, [helper.make_node("OneHot", ["i", "depth", "values"], ["c"], name="c"),
+                           helper.make_node("Neg", ["c"], ["z"])],
+                [vi("i", ["N", "L"], I64), vi("depth", [], dtype)], [vi("z", ["N", "L", None])],
+                [const("values", np.array([0, 1], np.float32))])
+    lib = tessera.build(tessera.onnx.load(path))
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    depth_type = np.int64 if dtype == I64 else np.float32
+    for shape, depth in [((3, 4), 5), ((3, 4), 6), ((1, 7), 1), ((2, 0), 3), ((2, 2), 0)]:
+        i = (np.arange(np.prod(shape), dtype=np.int64).reshape(shape) % 7) - 2
+        want = -one_hot(np.where(i < 0, i + depth, i), depth)
+        np.testing.assert_array_equal(lib.run([i, np.array(depth, depth_type)])[0], want)
+    if not exported:
+        assert [signatures for _, signatures in lib.builds] == [["every size"]] * len(lib.builds)
 
 
 @pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
@@ -387,16 +410,16 @@ def test_reshape_steps_keep_allowzero(tmp_path):
 
 
 def test_a_program_whose_stage_needs_a_value_it_computes_is_not_exported(tmp_path):
-    """OneHot of a depth from an input runs in this process (built for each depth it meets), but
-    no module can hold a build for every depth: export names the step, the node and why."""
-    lib = tessera.build(tessera.onnx.load(one_hot_of_an_input_depth(tmp_path)))
+    """Resize 10 by scales from an input runs in this process (built for each value it meets), but
+    no module can hold a build for every value: export names the step, the node and why."""
+    lib = tessera.build(tessera.onnx.load(resize10_by_input_scales(tmp_path)))
     with pytest.raises(tessera.Error, match=r"export: the nodes 'c' to 'z' \(2\) cannot be built for every size of "
-                                            r"its inputs \(i: int64\(3, 4\), depth: int64\(\)\): OneHot "
-                                            r"\(node 'c', opset 17\): .*depth.*needs constants"):
+                                            r"its inputs \(x: float32\(1, 1, 2, 3\), scales: float32\(4,\)\): the stage "
+                                            r"needs the values of 'scales', float32\(4,\), which only an integer"):
         lib.export(str(tmp_path / "m.so"))
     assert not (tmp_path / "m.so").exists()
-    i = np.arange(12, dtype=np.int64).reshape(3, 4) % 5
-    np.testing.assert_array_equal(lib.run([i, np.array(7, np.int64)])[0], -one_hot(i, 7))
+    x = np.ones((1, 1, 2, 3), np.float32)
+    np.testing.assert_array_equal(lib.run([x, np.array([1, 1, 2, 1], np.float32)])[0], -np.ones((1, 1, 4, 3)))
 
 
 @pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])

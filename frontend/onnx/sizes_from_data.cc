@@ -1,0 +1,109 @@
+#include "frontend/onnx/sizes_from_data.h"
+
+#include "frontend/onnx/program_graph.h"
+
+namespace tessera::frontend::onnx {
+
+namespace {
+
+int ai_onnx_opset(const ::onnx::ModelProto& model) {
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
+  return -1;
+}
+
+bool is_ai_onnx(const ::onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+
+// The index of the node's scales input, or -1 where it has none that the rewrite takes: Resize 10's
+// (whose converter reads its scales as constants, bound per value) and Upsample 7's attribute.
+int scales_input(const ::onnx::NodeProto& node, int opset) {
+  if (!is_ai_onnx(node)) return -1;
+  if (node.op_type() == "Resize" && opset >= 11) return 2;
+  if (node.op_type() == "Upsample" && opset >= 9) return 1;
+  return -1;
+}
+
+bool takes_data_scales(const ::onnx::NodeProto& node, int opset, DataDependence& data) {
+  const int i = scales_input(node, opset);
+  if (node.op_type() == "Resize" && node.input_size() > 3 && !node.input(3).empty()) return false;  // given sizes
+  return i >= 0 && i < node.input_size() && !node.input(i).empty() && data.depends(node.input(i));
+}
+
+bool takes_data_depth(const ::onnx::NodeProto& node, DataDependence& data) {
+  return is_ai_onnx(node) && node.op_type() == "OneHot" && node.input_size() > 1 && !node.input(1).empty() &&
+         data.depends(node.input(1));
+}
+
+bool takes_sizes_from_data(const ::onnx::NodeProto& node, int opset, DataDependence& data) {
+  return takes_data_scales(node, opset, data) || takes_data_depth(node, data);
+}
+
+// OneHot's depth as int64, from a Cast before the node.
+void cast_depth(::onnx::NodeProto& node, ::onnx::GraphProto& graph) {
+  const std::string depth = node.output(0) + "#depth";
+  auto* cast = graph.add_node();
+  cast->set_op_type("Cast");
+  cast->set_name(node_name(node) + "#depth");
+  cast->add_input(node.input(1));
+  cast->add_output(depth);
+  auto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(::onnx::AttributeProto::INT);
+  to->set_i(::onnx::TensorProto::INT64);
+  node.set_input(1, depth);
+}
+
+// A step computing the node's output sizes from its scales, which it gives the node.
+void compute_sizes(::onnx::NodeProto& node, int opset, ::onnx::GraphProto& graph) {
+  const std::string sizes = node.output(0) + "#sizes";
+  auto* step = graph.add_node();
+  step->set_op_type(kResizeOutputSize);
+  step->set_name(node_name(node) + "#sizes");
+  step->add_input(node.input(0));
+  step->add_input(node.input(scales_input(node, opset)));
+  step->add_output(sizes);
+  for (const auto& a : node.attribute())
+    if (a.name() == "axes") *step->add_attribute() = a;
+  while (node.input_size() < sizes_from_scales_input(node)) node.add_input("");
+  node.add_input(sizes);
+  auto* marker = node.add_attribute();
+  marker->set_name(kSizesFromScales);
+  marker->set_type(::onnx::AttributeProto::INT);
+  marker->set_i(1);
+}
+
+void rewrite(::onnx::GraphProto& graph, int opset, DataDependence& data) {
+  ::onnx::GraphProto original;
+  original.mutable_node()->Swap(graph.mutable_node());
+  for (::onnx::NodeProto& node : *original.mutable_node()) {
+    for (auto& a : *node.mutable_attribute()) {
+      if (a.has_g()) rewrite(*a.mutable_g(), opset, data);
+      for (auto& g : *a.mutable_graphs()) rewrite(g, opset, data);
+    }
+    if (takes_data_scales(node, opset, data)) compute_sizes(node, opset, graph);
+    if (takes_data_depth(node, data)) cast_depth(node, graph);
+    *graph.add_node() = std::move(node);
+  }
+}
+
+}  // namespace
+
+int sizes_from_scales_input(const ::onnx::NodeProto& node) { return node.op_type() == "Resize" ? 4 : 2; }
+
+bool has_sizes_from_data(const ::onnx::ModelProto& model, const ImportOptions& options) {
+  DataDependence data(model, options);
+  const int opset = ai_onnx_opset(model);
+  bool found = false;
+  for_each_node(model.graph(),
+                [&](const ::onnx::NodeProto& node) { found = found || takes_sizes_from_data(node, opset, data); });
+  return found;
+}
+
+::onnx::ModelProto with_sizes_from_data(const ::onnx::ModelProto& model, const ImportOptions& options) {
+  DataDependence data(model, options);
+  ::onnx::ModelProto out = model;
+  rewrite(*out.mutable_graph(), ai_onnx_opset(model), data);
+  return out;
+}
+
+}  // namespace tessera::frontend::onnx

@@ -1,0 +1,31 @@
+// Values the data gives (a model input, or a value computed from one) that set output sizes
+// without being integer sizes themselves. A rewrite of the model before it becomes a program
+// (frontend/onnx/program.h) turns them into integer sizes, which a stage takes as sizes, so that it
+// is built for every size (and a module can hold it) rather than for each value met:
+//  - Resize (opset 11 on) and Upsample (9) by scales: their output sizes are floor(size * scale),
+//    and the scales set where each output reads. As ONNX Runtime and TVM Relax do with a shape
+//    function, a step before the node (kResizeOutputSize, the builtin resize_output_size) computes
+//    the sizes on the host and gives them to the node as one input past its own, marked by
+//    kSizesFromScales; its kernel reads the scales as it runs.
+//  - OneHot's depth: cast to int64 first, as ONNX says a depth of another type is.
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include "frontend/onnx/importer.h"
+
+namespace tessera::frontend::onnx {
+
+// Set to 1 on a node given its output sizes, computed from its scales, as its last input.
+inline constexpr const char* kSizesFromScales = "tessera.sizes_from_scales";
+// The op_type of the node computing them (a program step; Tessera's own, set by this rewrite only).
+inline constexpr const char* kResizeOutputSize = "tessera.ResizeOutputSize";
+
+// The index of the sizes input a rewritten Resize or Upsample has.
+int sizes_from_scales_input(const ::onnx::NodeProto& node);
+
+// Whether a node of `model` (in any graph) takes such a value from the data.
+bool has_sizes_from_data(const ::onnx::ModelProto& model, const ImportOptions& options);
+// `model` with each such value made an integer size.
+::onnx::ModelProto with_sizes_from_data(const ::onnx::ModelProto& model, const ImportOptions& options);
+
+}  // namespace tessera::frontend::onnx
