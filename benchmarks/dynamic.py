@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Models as people export them today (issue 25), in six parts.
+"""Models as people export them today (issue 25), in seven parts.
 
 --conformance: the current ONNX release's node suite, Tessera against ONNX Runtime through the
 same runner (tests/onnx/run_node_tests.py) on the same cases (tests/onnx/write_current_cases.py),
@@ -45,6 +45,12 @@ layer (dynamic N, L, P; the causal mask's diagonal P + 1): one build for every s
 build of each size and ONNX Runtime, at a prompt of 64 tokens and single tokens after 64 and 512:
 
     benchmarks/.venv/bin/python benchmarks/dynamic.py --decoder-step [--repeat 20]
+
+--resize: an image (1x3x224x224) resized by scales (1, 1, 2, 2), linear and cubic: the scales a
+model input (one build and a module for every scale; a step computes the output size, the kernel
+reads the scales), against the scales a constant and ONNX Runtime on the input-scales model:
+
+    benchmarks/.venv/bin/python benchmarks/dynamic.py --resize [--repeat 20]
 
 --recurrent: an LSTM encoder (2 bidirectional layers, hidden 256) exported with a dynamic batch
 and length, built once for every length (each LSTM runs as a Scan over steps of one: a program)
@@ -432,6 +438,53 @@ def decoder_step_worker(args):
     return 1 if failed else 0
 
 
+def resize_model(path, mode, scales):
+    """Resize of x [1, 3, 224, 224] by `scales`: a constant, or (None) the model's input s."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])]
+    if scales is None:
+        inputs.append(helper.make_tensor_value_info("s", TensorProto.FLOAT, [4]))
+    inits = [] if scales is None else [numpy_helper.from_array(np.array(scales, np.float32), "s")]
+    graph = helper.make_graph([helper.make_node("Resize", ["x", "", "s"], ["y"], mode=mode)], "resize", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+
+
+def resize_worker(args):
+    """Scales read as the model runs against constant scales and ONNX Runtime."""
+    import tempfile
+    import numpy as np
+    import tessera
+    failed = False
+    scales = np.array([1, 1, 2, 2], np.float32)
+    x = np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype("float32")
+    with tempfile.TemporaryDirectory() as d:
+        for mode in ["linear", "cubic"]:
+            given, constant = os.path.join(d, f"{mode}_given.onnx"), os.path.join(d, f"{mode}_constant.onnx")
+            resize_model(given, mode, None)
+            resize_model(constant, mode, scales)
+            dynamic = tessera.build(tessera.onnx.load(given), db=False)
+            static = tessera.build(tessera.onnx.load(constant), db=False)
+            session = ort_session(given, args.threads)
+            want = session.run(None, {"x": x, "s": scales})[0]
+            for label, out in (("scales given", dynamic.run([x, scales])[0]), ("constant", static.run([x])[0])):
+                err = float(np.abs(out - want).max())
+                if err > 1e-4:
+                    print(f"  resize {mode} ({label}) differs from ONNX Runtime by {err:.2e}")
+                    failed = True
+            runs = {"tessera": lambda: dynamic.run([x, scales]), "static": lambda: static.run([x]),
+                    "ort": lambda: session.run(None, {"x": x, "s": scales})}
+            times = common.measure_rounds(runs, args.repeat)
+            case = f"resize {mode} 1x3x224x224 by scales (1, 1, 2, 2) given at run time"
+            for lib, (best, median) in times.items():
+                print(f"  {case:58s} {lib:8s} min {best * 1e3:9.3f} ms  median {median * 1e3:9.3f} ms", flush=True)
+            extra = {"build": "symbolic" if dynamic.symbolic else "per size"}
+            print(common.result_line("dynamic", case, args.threads, times, ["static", "ort"], extra=extra), flush=True)
+    return 1 if failed else 0
+
+
 def conformance(args):
     import onnx
     import onnxruntime
@@ -459,6 +512,7 @@ def main():
     parser.add_argument("--hot-sizes", action="store_true", help="a module holding a hot size against one without")
     parser.add_argument("--decoder-step", action="store_true", help="a decoding step with a key/value cache")
     parser.add_argument("--recurrent", action="store_true", help="an LSTM encoder of dynamic length")
+    parser.add_argument("--resize", action="store_true", help="Resize by scales given at run time")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--cases", default=os.path.join(common.BUILD, "onnx-node-cases"))
     parser.add_argument("--repeat", type=int, default=20)
@@ -474,11 +528,13 @@ def main():
             return decoder_step_worker(args)
         if args.recurrent:
             return recurrent_worker(args)
+        if args.resize:
+            return resize_worker(args)
         return control_flow_worker(args) if args.control_flow else models_worker(args)
     if not (args.conformance or args.models is not None or args.control_flow or args.hot_sizes or args.decoder_step
-            or args.recurrent):
-        parser.error("choose --conformance, --models, --control-flow, --hot-sizes, --decoder-step, --recurrent or "
-                     "several")
+            or args.recurrent or args.resize):
+        parser.error("choose --conformance, --models, --control-flow, --hot-sizes, --decoder-step, --recurrent, "
+                     "--resize or several")
     failed = conformance(args) if args.conformance else 0
     if args.models is not None:
         failed |= common.run_workers(__file__, [2], ["--models", *args.models, "--repeat", str(args.repeat)])
@@ -490,6 +546,8 @@ def main():
         failed |= common.run_workers(__file__, [2], ["--decoder-step", "--repeat", str(args.repeat)])
     if args.recurrent:
         failed |= common.run_workers(__file__, [2], ["--recurrent", "--repeat", str(args.repeat)])
+    if args.resize:
+        failed |= common.run_workers(__file__, [2], ["--resize", "--repeat", str(args.repeat)])
     return failed
 
 

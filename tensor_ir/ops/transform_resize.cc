@@ -348,15 +348,16 @@ Tensor resize(const Tensor& x, const ResizeParams& p, const Tensor& scales) {
   auto run_time_scale = [&](size_t d) {
     return p.scale_at_run_time(d) ? cast(runtime::kFloat64, scales(Expr(p.run_time_scale[d]))) : Expr();
   };
-  // Every interpolated axis but the last one alone where reading their neighbours together would
-  // take more than 16 per output.
+  // Every interpolated axis but the last one alone where their neighbours together are more than 4
+  // per output (cubic along two axes, linear along three): a pass per axis reads 4 + 4 rather than
+  // 4 * 4 and weighs each neighbour once, not once for each combination it is in.
   std::vector<size_t> interpolated;
   int64_t taps = 1;
   for (size_t d = 0; d < in.size(); ++d)
     if (!is_identity(p, d, in[d])) interpolated.push_back(d), taps *= tap_count(p, d);
   Tensor source = x;
   std::vector<bool> done(in.size(), false);
-  if (taps > 16 && !empty)
+  if (taps > 4 && !empty)
     for (size_t i = 0; i + 1 < interpolated.size(); ++i) {
       const size_t d = interpolated[i];
       source = resize_axis(source, p, d, in[d], run_time_scale(d), acc, source.same_as(x));

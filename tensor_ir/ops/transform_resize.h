@@ -75,9 +75,9 @@ double half_pixel_symmetric_offset(const ResizeParams& p, size_t d, int64_t in);
 // to the run time only between symbolic sizes or read from an input).
 void check_resize(const std::vector<Expr>& in, const ResizeParams& p);
 // `scales`: the 1-D floating-point tensor p.run_time_scale indexes (undefined where it is empty).
-// Where the neighbours of every interpolated axis together would be more than 16 per output
-// (cubic along three axes whose scales only the run knows), the axes are interpolated one after
-// another, as ONNX's reference does, through intermediate stages.
+// Where the neighbours of every interpolated axis together would be more than 4 per output
+// (cubic along two axes, linear along three: every axis where only the run knows the scales), the
+// axes are interpolated one after another, as ONNX's reference does, through intermediate stages.
 Tensor resize(const Tensor& x, const ResizeParams& p, const Tensor& scales = Tensor());
 
 }  // namespace tessera::tensor_ir::ops
