@@ -23,11 +23,6 @@ int64_t wrapped(DataType t, int64_t v) {
   return t.is_int() ? static_cast<int64_t>(high) >> shift : static_cast<int64_t>(high >> shift);
 }
 
-// Element i of an integer (or bool) array, exactly; a 64-bit unsigned one by its bits.
-int64_t int_at(const NDArray& a, int64_t i) {
-  return a.dtype().is_int() ? signed_value(a, i) : static_cast<int64_t>(unsigned_value(a, i));
-}
-
 void store_int(const NDArray& a, int64_t i, int64_t v) {
   const DataType t = a.dtype();
   if (t.is_narrow() || t.is_bool() || t.bits < 8) return store_element(a, i, static_cast<double>(v));
@@ -48,7 +43,7 @@ std::vector<int64_t> axes_of(const NDArray& given, int64_t rank, const std::stri
     fail(op, ": axes must be a 1-D integer tensor, got ", given.dtype().str(), given.shape_str());
   std::vector<int64_t> axes;
   for (int64_t i = 0; i < given.numel(); ++i) {
-    const int64_t a = int_at(given, i);
+    const int64_t a = integer_value(given, i);
     if (a < -rank || a >= rank) fail(op, ": axis ", a, " is out of range for a ", rank, "-D tensor");
     axes.push_back(a < 0 ? a + rank : a);
   }
@@ -111,7 +106,7 @@ NDArray reduce_along(const NDArray& x, const NDArray* axes_given, bool keepdims,
     std::vector<int64_t> acc(n, is_prod ? 1 : 0);
     std::vector<bool> seen(n, false);
     for (size_t i = 0; i < at.size(); ++i) {
-      const uint64_t v = static_cast<uint64_t>(int_at(x, static_cast<int64_t>(i)));  // wrapping arithmetic
+      const uint64_t v = static_cast<uint64_t>(integer_value(x, static_cast<int64_t>(i)));  // wrapping arithmetic
       int64_t& a = acc[at[i]];
       if (is_max || is_min) {
         if (!seen[at[i]] || less(a, static_cast<int64_t>(v)) == is_max) a = static_cast<int64_t>(v);
@@ -184,7 +179,7 @@ NDArray running_along(const NDArray& x, const NDArray& axis_given, bool exclusiv
         const int64_t step = reverse ? length - 1 - s : s;
         const int64_t at = (o * length + step) * inner + i;
         if (exact) {
-          const uint64_t v = static_cast<uint64_t>(int_at(x, at)), a = static_cast<uint64_t>(int_acc);
+          const uint64_t v = static_cast<uint64_t>(integer_value(x, at)), a = static_cast<uint64_t>(int_acc);
           const int64_t next = static_cast<int64_t>(product ? a * v : a + v);
           store_int(out, at, exclusive ? int_acc : next);
           int_acc = next;

@@ -374,10 +374,7 @@ NDArray range(const NDArray& start, const NDArray& limit, const NDArray& delta) 
   if (t.is_integer()) {
     // Exact integer arithmetic: doubles would round int64 values above 2^53.
     if (t.is_uint() && t.bits == 64) fail("Range: unsupported dtype ", t.str());
-    auto get = [](const NDArray& a) {
-      return a.dtype().is_int() ? signed_value(a, 0) : static_cast<int64_t>(unsigned_value(a, 0));
-    };
-    const int64_t s = get(start), l = get(limit), d = get(delta);
+    const int64_t s = integer_value(start, 0), l = integer_value(limit, 0), d = integer_value(delta, 0);
     if (d == 0) fail("Range: delta is 0");
     const __int128 span = static_cast<__int128>(l) - s;
     const __int128 n = d > 0 ? (span > 0 ? (span + d - 1) / d : 0) : (span < 0 ? (span + d + 1) / d : 0);

@@ -1,6 +1,7 @@
 #include "runtime/element.h"
 
 #include <cstring>
+#include <type_traits>
 
 #include "runtime/half.h"
 #include "runtime/narrow_types.h"
@@ -65,37 +66,40 @@ T load(const NDArray& x, int64_t i) {
   return v;
 }
 
+// Element i of a byte-wide or wider integer array, read as the integer of its width with the
+// signedness of Wide, widened to Wide.
+template <typename Wide>
+Wide widened(const NDArray& x, int64_t i) {
+  constexpr bool kSigned = std::is_signed_v<Wide>;
+  switch (x.dtype().bits) {
+    case 8:
+      return load<std::conditional_t<kSigned, int8_t, uint8_t>>(x, i);
+    case 16:
+      return load<std::conditional_t<kSigned, int16_t, uint16_t>>(x, i);
+    case 32:
+      return load<std::conditional_t<kSigned, int32_t, uint32_t>>(x, i);
+    default:
+      return load<Wide>(x, i);
+  }
+}
+
 }  // namespace
 
 int64_t signed_value(const NDArray& x, int64_t i) {
   const DataType t = x.dtype();
   if (t.is_narrow()) return narrow_int_value(t, load<uint8_t>(x, i));
-  switch (t.bits) {
-    case 8:
-      return load<int8_t>(x, i);
-    case 16:
-      return load<int16_t>(x, i);
-    case 32:
-      return load<int32_t>(x, i);
-    default:
-      return load<int64_t>(x, i);
-  }
+  return widened<int64_t>(x, i);
 }
 
 uint64_t unsigned_value(const NDArray& x, int64_t i) {
   const DataType t = x.dtype();
   if (t.is_bool()) return load<uint8_t>(x, i) != 0;
   if (t.is_narrow()) return narrow_int_value(t, load<uint8_t>(x, i));
-  switch (t.bits) {
-    case 8:
-      return load<uint8_t>(x, i);
-    case 16:
-      return load<uint16_t>(x, i);
-    case 32:
-      return load<uint32_t>(x, i);
-    default:
-      return load<uint64_t>(x, i);
-  }
+  return widened<uint64_t>(x, i);
+}
+
+int64_t integer_value(const NDArray& x, int64_t i) {
+  return x.dtype().is_int() ? signed_value(x, i) : static_cast<int64_t>(unsigned_value(x, i));
 }
 
 NDArray converted(const NDArray& a, DataType dtype) {

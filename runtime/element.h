@@ -17,6 +17,8 @@ void store_element(const NDArray& a, int64_t i, double value);
 int64_t signed_value(const NDArray& x, int64_t i);
 // Element i of an unsigned integer or bool array, exactly (a bool is 0 or 1).
 uint64_t unsigned_value(const NDArray& x, int64_t i);
+// Element i of an integer or bool array as int64, exactly; a 64-bit unsigned one by its bits.
+int64_t integer_value(const NDArray& x, int64_t i);
 
 // A CPU array's elements converted to `dtype` through double (exact but for 64-bit integers past
 // 2^53); `a` itself when it already is of that type.

@@ -312,8 +312,7 @@ class ProgramBuilder {
   // The value of an ONNX Constant node of a tensor or numbers; none for any other node (and for a
   // sparse or string Constant, which the stage's converter refuses by name).
   std::optional<NDArray> constant_node_value(const ::onnx::NodeProto& node) const {
-    if (node.op_type() != "Constant" || !(node.domain().empty() || node.domain() == "ai.onnx") ||
-        node.attribute_size() != 1 || node.output_size() != 1)
+    if (node.op_type() != "Constant" || !is_ai_onnx(node) || node.attribute_size() != 1 || node.output_size() != 1)
       return std::nullopt;
     const auto& a = node.attribute(0);
     auto numbers = [](const auto& values, bool scalar) {
@@ -450,14 +449,12 @@ std::shared_ptr<const relay_ir::Program> import_program(const std::string& path,
       path, [&](const ::onnx::ModelProto& model, const std::string& dir) -> std::shared_ptr<const relay_ir::Program> {
         // Recurrences of symbolic length as Scans, or sizes that the data gives as other values made
         // sizes (frontend/onnx/sizes_from_data.h).
-        std::optional<::onnx::ModelProto> rewritten;
+        std::optional<::onnx::ModelProto> rewritten = with_sizes_from_data(model, options);
         // A model of symbolic sizes whose inputs set shapes is a program even where it has no step
         // (built per size, it would still need their values).
         const bool symbolic = has_symbolic_inputs(model, options);
-        if (has_sizes_from_data(model, options)) {
-          rewritten = with_sizes_from_data(model, options);
-        } else if (!always && !needs_program(model, options) &&
-                   !(symbolic && sets_shapes_from_the_data(model, options))) {
+        if (!rewritten && !always && !needs_program(model, options) &&
+            !(symbolic && sets_shapes_from_the_data(model, options))) {
           const std::vector<SymbolicRecurrence> loops = symbolic && has_recurrence(model)
                                                             ? symbolic_recurrences(model, dir, options)
                                                             : std::vector<SymbolicRecurrence>{};

@@ -14,6 +14,14 @@ bool is_step(const ::onnx::NodeProto& node) {
 }
 
 std::string node_name(const ::onnx::NodeProto& node) { return node.name().empty() ? node.output(0) : node.name(); }
+
+bool is_ai_onnx(const ::onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
+
+int ai_onnx_opset(const ::onnx::ModelProto& model) {
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
+  return -1;
+}
 std::string origin_of(const ::onnx::NodeProto& node) { return node.op_type() + " (node '" + node_name(node) + "')"; }
 
 void collect_reads(const ::onnx::NodeProto& node, std::set<std::string>& out) {

@@ -16,6 +16,8 @@ namespace tessera::frontend::onnx {
 // sequence or optional operator: ConverterTable's program steps).
 bool is_step(const ::onnx::NodeProto& node);
 std::string node_name(const ::onnx::NodeProto& node);  // its name, else its first output's
+bool is_ai_onnx(const ::onnx::NodeProto& node);        // of the default domain ("" or "ai.onnx")
+int ai_onnx_opset(const ::onnx::ModelProto& model);    // the version it imports of it; -1: none
 std::string origin_of(const ::onnx::NodeProto& node);  // "Loop (node 'decode')"
 
 template <typename F>

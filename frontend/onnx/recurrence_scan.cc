@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 
+#include "frontend/onnx/program_graph.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "runtime/element.h"
 #include "runtime/ndarray.h"
@@ -16,12 +17,6 @@ using ::onnx::AttributeProto;
 using ::onnx::GraphProto;
 using ::onnx::NodeProto;
 using ::onnx::TensorProto;
-
-int ai_onnx_opset(const ::onnx::ModelProto& model) {
-  for (const auto& o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
-  return -1;
-}
 
 TensorProto tensor(const std::string& name, int elem_type, std::vector<int64_t> dims, const void* data, size_t bytes) {
   TensorProto t;

@@ -6,14 +6,6 @@ namespace tessera::frontend::onnx {
 
 namespace {
 
-int ai_onnx_opset(const ::onnx::ModelProto& model) {
-  for (const auto& o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
-  return -1;
-}
-
-bool is_ai_onnx(const ::onnx::NodeProto& node) { return node.domain().empty() || node.domain() == "ai.onnx"; }
-
 // The index of the node's scales input, or -1 where it has none that the rewrite takes: Resize 10's
 // (whose converter reads its scales as constants, bound per value) and Upsample 7's attribute.
 int scales_input(const ::onnx::NodeProto& node, int opset) {
@@ -90,19 +82,15 @@ void rewrite(::onnx::GraphProto& graph, int opset, DataDependence& data) {
 
 int sizes_from_scales_input(const ::onnx::NodeProto& node) { return node.op_type() == "Resize" ? 4 : 2; }
 
-bool has_sizes_from_data(const ::onnx::ModelProto& model, const ImportOptions& options) {
+std::optional<::onnx::ModelProto> with_sizes_from_data(const ::onnx::ModelProto& model, const ImportOptions& options) {
   DataDependence data(model, options);
   const int opset = ai_onnx_opset(model);
   bool found = false;
   for_each_node(model.graph(),
                 [&](const ::onnx::NodeProto& node) { found = found || takes_sizes_from_data(node, opset, data); });
-  return found;
-}
-
-::onnx::ModelProto with_sizes_from_data(const ::onnx::ModelProto& model, const ImportOptions& options) {
-  DataDependence data(model, options);
+  if (!found) return std::nullopt;  // no copy of the model and its weights
   ::onnx::ModelProto out = model;
-  rewrite(*out.mutable_graph(), ai_onnx_opset(model), data);
+  rewrite(*out.mutable_graph(), opset, data);
   return out;
 }
 

@@ -9,6 +9,8 @@
 //    kSizesFromScales; its kernel reads the scales as it runs.
 //  - OneHot's depth: cast to int64 first, as ONNX says a depth of another type is.
 #pragma once
+#include <optional>
+
 #include <onnx/onnx_pb.h>
 
 #include "frontend/onnx/importer.h"
@@ -23,9 +25,7 @@ inline constexpr const char* kResizeOutputSize = "tessera.ResizeOutputSize";
 // The index of the sizes input a rewritten Resize or Upsample has.
 int sizes_from_scales_input(const ::onnx::NodeProto& node);
 
-// Whether a node of `model` (in any graph) takes such a value from the data.
-bool has_sizes_from_data(const ::onnx::ModelProto& model, const ImportOptions& options);
-// `model` with each such value made an integer size.
-::onnx::ModelProto with_sizes_from_data(const ::onnx::ModelProto& model, const ImportOptions& options);
+// `model` with each such value made an integer size; none where no node (in any graph) takes one.
+std::optional<::onnx::ModelProto> with_sizes_from_data(const ::onnx::ModelProto& model, const ImportOptions& options);
 
 }  // namespace tessera::frontend::onnx

@@ -9,12 +9,11 @@
 #include "runtime/error.h"
 #include "schedule/templates/cpu.h"
 #include "schedule/templates/extent_hint.h"
+#include "schedule/templates/math.h"
 #include "tensor_ir/arith/const_bound.h"
-#include "tensor_ir/functor.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/structural.h"
-#include "tensor_ir/substitute.h"
 
 namespace tessera::schedule {
 
@@ -179,39 +178,18 @@ struct TilePlan {
   int64_t block_x = kPanelThreadsPerAxis, block_y = kPanelThreadsPerAxis;  // the most tiles per block axis
 };
 
-// Whether `consumer`'s body, with the stages inlined into it substituted, reads `producer` only
-// at the consumer's own index (the element its thread computes).
-class ReadsOwnElement : public tensor_ir::IRVisitor {
- public:
-  ReadsOwnElement(Schedule& s, const ComputeOp& consumer, const Tensor& producer)
-      : s_(s), consumer_(consumer), producer_(producer) {}
-  bool operator()() {
-    visit(consumer_.body);
-    return own_;
+// Whether `consumer` reads `producer` (through the stages inlined into it) only at its own index:
+// the element its thread computes.
+bool reads_own_element(Schedule& s, const ComputeOp& consumer, const Tensor& producer) {
+  for (const Expr& e : leaf_loads(s, consumer.body)) {
+    const auto* load = e.as<tensor_ir::ProducerLoad>();
+    if (!load->tensor.same_as(producer)) continue;
+    if (load->indices.size() != consumer.axis.size()) return false;
+    for (size_t d = 0; d < load->indices.size(); ++d)
+      if (!tensor_ir::structural_equal(load->indices[d], Expr(consumer.axis[d].var()))) return false;
   }
-
- protected:
-  void visit_(const tensor_ir::ProducerLoad* op) override {
-    IRVisitor::visit_(op);
-    if (op->tensor.same_as(producer_)) {
-      own_ = own_ && op->indices.size() == consumer_.axis.size();
-      for (size_t d = 0; own_ && d < op->indices.size(); ++d)
-        own_ = tensor_ir::structural_equal(op->indices[d], Expr(consumer_.axis[d].var()));
-      return;
-    }
-    const auto* c = op->tensor.as<ComputeOp>();
-    if (!c || s_[op->tensor].attach_kind() != AttachKind::Inline) return;
-    tensor_ir::VarMap map;
-    for (size_t d = 0; d < c->axis.size(); ++d) map[c->axis[d].var().get()] = op->indices[d];
-    visit(tensor_ir::substitute(c->body, map));
-  }
-
- private:
-  Schedule& s_;
-  const ComputeOp& consumer_;
-  const Tensor& producer_;
-  bool own_ = true;
-};
+  return true;
+}
 
 class GpuScheduler {
  public:
@@ -557,7 +535,7 @@ class GpuScheduler {
     auto it = thread_loop_.find(consumers[0]);
     if (it == thread_loop_.end() || !same_shape(consumers[0]->op(), st.op())) return false;
     const auto* consumer = consumers[0]->op().as<ComputeOp>();
-    if (!consumer || !ReadsOwnElement(s_, *consumer, st.op())()) return false;
+    if (!consumer || !reads_own_element(s_, *consumer, st.op())) return false;
     st.compute_at(*consumers[0], it->second);
     return true;
   }
