@@ -18,6 +18,8 @@
 #include "relay_ir/transforms/infer_type.h"
 #include "relay_ir/transforms/match.h"
 #include "relay_ir/transforms/passes.h"
+#include "tensor_ir/op.h"
+#include "tensor_ir/ops/transform_shape.h"
 
 namespace tessera::relay_ir {
 
@@ -241,14 +243,14 @@ class Partitioner {
   // packing, one pass instead of a copy and then the packing.
   bool packs_right_operand_from(GraphNode* src, GraphNode* sink) { return reaches_only_operand(src, sink, 1); }
 
-  // The left operand, where `src`'s group only moves elements, of static shapes in rows whose
-  // length is a multiple of kMovedRowAlignment: the product's tiles read each element of the left
-  // operand by a broadcast from wherever it is, so a transpose, slice or reshape making it (the
-  // merge of attention's heads, the queries' slice) costs no copy. The alignment keeps the moved
-  // index affine in the reduction's unrolled steps ((ko*4 + ki) // 64 is ko // 16), computed once
-  // per step, not once per element; static shapes keep it affine in a tile's rows (a row of a
-  // symbolic L divides by L, for each of the 8 rows of every tile); any arithmetic would be redone
-  // at every multiply-add.
+  // The left operand, where `src`'s group only moves elements, in rows whose length is a multiple
+  // of kMovedRowAlignment: the product's tiles read each element of the left operand by a
+  // broadcast from wherever it is, so a transpose, slice or reshape making it (the merge of
+  // attention's heads, the queries' slice) costs no copy. The alignment keeps the moved index
+  // affine in the reduction's unrolled steps ((ko*4 + ki) // 64 is ko // 16), computed once per
+  // step, not once per element. Of symbolic shapes, only movement that keeps each row of the
+  // operand within a row of its source: a row of a symbolic L merged into the reduction (heads
+  // merged across a symbolic sequence) strides by L, arithmetic redone at every multiply-add.
   bool reads_left_operand_from(GraphNode* src, GraphNode* sink) {
     if (!reaches_only_operand(src, sink, 0)) return false;
     const GraphNode* group = src->root();
@@ -256,9 +258,10 @@ class Partitioner {
       if (member.root() != group) continue;
       const auto* c = member.expr.as<CallNode>();
       if (!c || !c->op_def() || !kMovingOps.count(c->op_def()->name)) return false;
-      if (!static_aligned_rows(member.expr)) return false;
+      if (!aligned_rows(member.expr)) return false;
       for (const Expr& a : c->args)
-        if (!static_aligned_rows(a)) return false;
+        if (!aligned_rows(a)) return false;
+      if (!is_static(member.expr) && !keeps_rows_within_source_rows(member.expr)) return false;
     }
     return true;
   }
@@ -266,10 +269,32 @@ class Partitioner {
   static constexpr int64_t kMovedRowAlignment = 16;
   inline static const std::unordered_set<std::string> kMovingOps = {"reshape", "transpose", "slice", "squeeze",
                                                                     "expand_dims"};
-  static bool static_aligned_rows(const Expr& e) {
-    const auto* t = e->checked_type.as<TensorTypeNode>();
-    if (!t || t->shape.size() == 0 || !t->shape.is_static()) return false;
-    return t->shape.ints().back() % kMovedRowAlignment == 0;
+  static const TensorTypeNode* tensor_type_of(const Expr& e) { return e->checked_type.as<TensorTypeNode>(); }
+  static bool is_static(const Expr& e) {
+    const TensorTypeNode* t = tensor_type_of(e);
+    return t && t->shape.is_static();
+  }
+  static const int64_t* row_length(const Expr& e) {
+    const TensorTypeNode* t = tensor_type_of(e);
+    if (!t || t->shape.size() == 0) return nullptr;
+    return tensor_ir::as_const_int(t->shape.dim(t->shape.size() - 1));
+  }
+  static bool aligned_rows(const Expr& e) {
+    const int64_t* row = row_length(e);
+    return row && *row % kMovedRowAlignment == 0;
+  }
+  // Whether each row of `c`'s result is a run of one row of its operand: a transpose that keeps the
+  // last axis last, a slice, a reshape that splits rows (not one that merges them).
+  static bool keeps_rows_within_source_rows(const Expr& e) {
+    const auto& c = *e.as<CallNode>();
+    const std::string& op = c.op_def()->name;
+    if (op == "slice") return true;
+    if (op == "transpose") {
+      const int64_t rank = static_cast<int64_t>(tensor_type_of(c.args[0])->shape.size());
+      return tensor_ir::ops::transpose_perm(c.attrs.get_ints("perm"), rank).back() == rank - 1;
+    }
+    const int64_t *in = row_length(c.args[0]), *out = row_length(e);
+    return in && out && *in % *out == 0;
   }
 
   std::vector<GraphNode> nodes_;

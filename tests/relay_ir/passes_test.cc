@@ -156,21 +156,29 @@ TEST(FuseOps, DataMovementMakingAProductsLeftOperandJoinsIt) {
   EXPECT_EQ(run(fuse_ops_pass(), in), canonical(out));
 }
 
-TEST(FuseOps, DataMovementOfSymbolicRowsStaysAKernel) {
-  // Rows of a symbolic N: each of a tile's rows would divide by N in the product's reads.
+TEST(FuseOps, DataMovementOfSymbolicSizesJoinsAProductWhereItKeepsRows) {
+  // Rows of a symbolic N: a transpose that keeps each row of 16 a row of its source joins the
+  // product; heads merged into rows of 32 across N (a reshape) stay a kernel, as each element of
+  // a row would divide by N in the product's reads.
   using Dim = tensor_ir::Expr;
   tensor_ir::Var n("N");
   Var a("a", tensor_type(Shape({Dim(2), Dim(n), Dim(16)}), runtime::kFloat32));
   Expr moved = call("transpose", {a}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
-  Expr product = call("matmul", {moved, constant(runtime::NDArray::empty({16, 8}, runtime::kFloat32))});
+  Expr kept = call("matmul", {moved, constant(runtime::NDArray::empty({16, 8}, runtime::kFloat32))});
+  Expr merged = call("reshape", {call("transpose", {a}, {{"perm", std::vector<int64_t>{1, 0, 2}}})},
+                     {{"shape", Shape({Dim(n), Dim(32)})}});
+  Expr heads = call("matmul", {merged, constant(runtime::NDArray::empty({32, 8}, runtime::kFloat32))});
   PassContext ctx;
-  Module m = run_passes(Module(function({a}, product)), {infer_type_pass(), fuse_ops_pass()}, ctx);
-  const auto* body = m.main()->body.as<CallNode>();
-  ASSERT_TRUE(body && body->op_def()) << to_text(m);  // the product alone
-  EXPECT_EQ(body->op_def()->name, "matmul") << to_text(m);
-  const auto* left = body->args[0].as<CallNode>();
-  ASSERT_TRUE(left && left->op_def()) << to_text(m);
-  EXPECT_EQ(left->op_def()->name, "transpose") << to_text(m);
+  Module m = run_passes(Module(function({a}, tuple({kept, heads}))), {infer_type_pass(), fuse_ops_pass()}, ctx);
+  const auto* body = m.main()->body.as<TupleNode>();
+  ASSERT_TRUE(body) << to_text(m);
+  const auto* joined = body->elements[0].as<CallNode>();
+  ASSERT_TRUE(joined && joined->op.as<FunctionNode>()) << to_text(m);  // transpose and product, one kernel
+  const auto* alone = body->elements[1].as<CallNode>();
+  ASSERT_TRUE(alone && alone->op_def()) << to_text(m);  // the product alone
+  EXPECT_EQ(alone->op_def()->name, "matmul") << to_text(m);
+  const auto* left = alone->args[0].as<CallNode>();
+  EXPECT_TRUE(left && left->op.as<FunctionNode>()) << to_text(m);  // the transpose and reshape
 }
 
 TEST(FuseOps, AValueUsedOutsideAGroupEndsIt) {
