@@ -336,15 +336,16 @@ class ProgramBuilder {
       for (size_t i = 0; i < step.outputs.size(); ++i) pieces.push_back(resized(x, step.attrs.get_int("axis")));
       return pieces;
     }
-    if (op == "reshape" || op == "squeeze" || op == "unsqueeze") {
-      // Of the target's length, or the input's rank less or more the axes' count; each dimension
-      // the data's.
+    if (op == "reshape" || op == "squeeze" || op == "unsqueeze" || op == "expand") {
+      // Of the target's length (expand: or the input's rank, the larger), or the input's rank less
+      // or more the axes' count; each dimension the data's.
       const ValueType given = input(1);
       std::optional<int64_t> rank;
       if (given.shape && given.shape->size() == 1 && given.shape->front().is_constant()) {
         const int64_t n = given.shape->front().constant();
         const int64_t in_rank = x.shape ? static_cast<int64_t>(x.shape->size()) : -1;
         if (op == "reshape") rank = n;
+        else if (op == "expand" && in_rank >= 0) rank = std::max(n, in_rank);
         else if (in_rank >= 0) rank = op == "squeeze" ? in_rank - n : in_rank + n;
       }
       if (!rank || *rank < 0) return {ValueType{ValueType::Kind::Tensor, x.dtype, std::nullopt}};

@@ -82,4 +82,27 @@ NDArray host_slice(const NDArray& x, const std::vector<int64_t>& starts, const s
   return out;
 }
 
+NDArray host_expand(const NDArray& x, const std::vector<int64_t>& target) {
+  const size_t rank = std::max(x.shape().size(), target.size());
+  std::vector<int64_t> source(rank - x.shape().size(), 1), shape(rank);  // x's shape at the result's rank
+  source.insert(source.end(), x.shape().begin(), x.shape().end());
+  std::vector<int64_t> wanted(rank - target.size(), 1);
+  wanted.insert(wanted.end(), target.begin(), target.end());
+  std::vector<SliceRange> ranges(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (wanted[d] < 0) fail("the target shape ", shape_str(target), " has a negative dimension");
+    if (source[d] != wanted[d] && source[d] != 1 && wanted[d] != 1)
+      fail("the input of shape ", x.shape_str(), " does not broadcast to the target shape ", shape_str(target),
+           " (dimension ", d, " of the result: ", source[d], " against ", wanted[d], ")");
+    shape[d] = source[d] == 1 ? wanted[d] : source[d];
+    ranges[d] = {0, source[d] == 1 ? 0 : 1, shape[d]};  // a step of 0 repeats the one entry
+  }
+  NDArray out = NDArray::empty(shape, x.dtype());
+  if (out.numel() == 0) return out;
+  char* dst = static_cast<char*>(out.data());
+  if (rank == 0) std::memcpy(dst, x.data(), x.dtype().element_bytes());
+  else copy_ranges(static_cast<const char*>(x.data()), source, ranges, 0, x.dtype().element_bytes(), dst);
+  return out;
+}
+
 }  // namespace tessera::runtime

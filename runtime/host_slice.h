@@ -1,6 +1,7 @@
-// ONNX's Slice run on the host, for a program whose starts, ends, axes or steps the data gives
-// (the program builtin "slice", runtime/program_builtins.h): the stages around it are then built
-// for every shape instead of once for each value met.
+// ONNX's Slice and Expand run on the host, for a program whose starts, ends, axes or steps, or
+// whose target shape, the data gives (the program builtins "slice" and "expand",
+// runtime/program_builtins.h): the stages around them are then built for every shape instead of
+// once for each value met.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -24,5 +25,10 @@ SliceRange slice_range(int64_t dim, int64_t start, int64_t end, int64_t step);
 // does not fit: lists of different lengths, an axis out of range or given twice, a step of 0.
 NDArray host_slice(const NDArray& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                    const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
+
+// Expand of `x` (a host array) to `target`: the two shapes broadcast both ways, as numpy's (ONNX's
+// rule), and each dimension of 1 of x repeats. Throws naming both shapes where a pair of
+// dimensions differs and neither is 1.
+NDArray host_expand(const NDArray& x, const std::vector<int64_t>& target);
 
 }  // namespace tessera::runtime

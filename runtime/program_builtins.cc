@@ -306,7 +306,7 @@ const std::vector<std::string> kSequenceOrOptional = {
     "sequence_empty",  "sequence_construct", "sequence_length",      "sequence_at",
     "sequence_insert", "sequence_erase",     "split_to_sequence",    "concat_from_sequence"};
 // Operators whose output shape the values of inputs give (ONNX's, given them as inputs).
-const std::vector<std::string> kShapedByValues = {"reshape", "squeeze", "unsqueeze", "slice", "split"};
+const std::vector<std::string> kShapedByValues = {"reshape", "squeeze", "unsqueeze", "slice", "split", "expand"};
 
 bool listed(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -323,8 +323,8 @@ std::vector<int64_t> int_list(const ProgramValue& v, const std::string& what) {
   return values;
 }
 
-// A builtin of kShapedByValues: a view of the data at the shape its target or axes give, or (slice)
-// a copy of the entries its starts, ends, axes and steps select.
+// A builtin of kShapedByValues: a view of the data at the shape its target or axes give, or a copy
+// of the entries a slice's starts, ends, axes and steps select or of the data expanded to a target.
 NDArray shaped_by_values(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   const std::string& op = step.builtin;
   const NDArray& x = in.at(0).as_tensor("the data");
@@ -335,7 +335,9 @@ NDArray shaped_by_values(const ProgramStep& step, const std::vector<ProgramValue
     return host_slice(x, int_list(in.at(1), "starts"), int_list(in.at(2), "ends"), optional(3, "axes"),
                       optional(4, "steps"));
   }
-  const std::vector<int64_t> values = int_list(in.at(1), op == "reshape" ? "the target shape" : "the axes");
+  const bool to_target = op == "reshape" || op == "expand";
+  const std::vector<int64_t> values = int_list(in.at(1), to_target ? "the target shape" : "the axes");
+  if (op == "expand") return host_expand(x, values);
   if (op == "squeeze") return x.view_as(squeezed_shape(x.shape(), values), x.dtype());
   if (op == "unsqueeze") return x.view_as(unsqueezed_shape(x.shape(), values), x.dtype());
   return x.view_as(reshape_target(x.shape(), values, step.attrs.get_int("allowzero") != 0), x.dtype());

@@ -2,7 +2,8 @@
 // whose output size depends on the data (runtime/data_dependent_ops.h: Range's too), operators whose output
 // shape values the data gives set (ONNX's reshape with its attr allowzero, squeeze and unsqueeze:
 // views, at a target or axes given as the second input; slice: a copy, its starts, ends, axes and
-// steps inputs as from opset 10; split: copies, its lengths the second input as from opset 13),
+// steps inputs as from opset 10; split: copies, its lengths the second input as from opset 13;
+// expand: a copy, its target shape the second input),
 // ONNX's sequence and optional operators, the array moves that loops and sequences need, and
 // values_as_shape: integer values as the shape (values..., 0) of an empty tensor, for a stage
 // built for every size that takes them as sizes.

@@ -270,6 +270,9 @@ class ProgramBuilder {
         check_attrs({"allowzero"});
         step.builtin = "reshape";
         int_attr("allowzero", 0);
+      } else if (op == "Expand") {
+        check_attrs({});
+        step.builtin = "expand";
       } else if (op == "TopK") {  // its results sorted, which also answers sorted=0
         check_attrs({"axis", "largest", "sorted"});
         step.builtin = "topk";
@@ -343,7 +346,7 @@ class ProgramBuilder {
   }
 
   // An operator whose output shape values the data gives set (an input of the model, or a value
-  // computed from one): Reshape's target, Squeeze's or Unsqueeze's axes, Slice's starts, ends,
+  // computed from one): Reshape's and Expand's target, Squeeze's or Unsqueeze's axes, Slice's starts, ends,
   // axes or steps, TopK's k, Split's lengths, a reduction's axes, and a Range that stages cannot
   // take as sizes (a delta from the data, or floats: a window's length), the output sizes of a
   // Resize by scales from the data (frontend/onnx/sizes_from_data.h); and CumSum's or CumProd's
@@ -352,8 +355,8 @@ class ProgramBuilder {
   // can hold them) rather than for each value met.
   bool shaped_by_the_data(const ::onnx::GraphProto& graph, const ::onnx::NodeProto& node) {
     if (node.op_type() == kResizeOutputSize) return true;
-    static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze", "TopK",
-                                                     "Slice",   "Split",   "CumSum",    "CumProd"};
+    static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze", "TopK",   "Slice",
+                                                     "Split",   "Expand",  "CumSum",    "CumProd"};
     const std::vector<std::string> values = data_.values_read(node);
     if (values.empty()) return false;
     if (node.op_type() != "Range") return kHostSteps.count(node.op_type()) || kReductionBuiltins.count(node.op_type());

@@ -471,6 +471,38 @@ def test_a_slice_whose_bounds_the_data_gives_copies_on_the_host(tmp_path, export
         lib.run([x] + [np.array(v, np.int64) for v in ((0, 0), (1, 1), (1, -1), (1, 1))])
 
 
+@pytest.mark.parametrize("dtype, elem", [(np.float32, F), (np.int64, I64), (np.bool_, B)], ids=["float32", "int64", "bool"])
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_an_expand_to_a_target_the_data_gives_copies_on_the_host(tmp_path, exported, dtype, elem):
+    """Expand's target from an input: a step of the program (the two shapes broadcast both ways, as
+    ONNX says), the stage after it built for every shape, so a module holds it; a batch of symbolic
+    size, a target longer than the input's rank, 1s that keep the input's size, empty results, and
+    a target that does not broadcast, named."""
+    path = save(tmp_path, [helper.make_node("Expand", ["x", "shape"], ["y"], name="e"),
+                           helper.make_node("Identity", ["y"], ["i"]),
+                           helper.make_node("Concat", ["i", "y"], ["z"], axis=-1)],
+                [vi("x", ["N", 1, 3], elem), vi("shape", [4], I64)], [vi("z", None, elem)])
+    lib = tessera.build(tessera.onnx.load(path))
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    for n, target in [(2, (5, 2, 4, 3)), (1, (1, 1, 1, 1)), (3, (1, 3, 1, 1)), (1, (2, 7, 1, 3)), (4, (1, 1, 0, 1)),
+                      (0, (2, 1, 1, 1))]:
+        x = (np.arange(n * 3).reshape(n, 1, 3) % 3).astype(dtype)
+        y = x * np.ones(target, dtype)
+        got = lib.run([x, np.array(target, np.int64)])[0]
+        assert got.dtype == y.dtype and got.shape == y.shape[:-1] + (2 * y.shape[-1],)
+        np.testing.assert_array_equal(got, np.concatenate([y, y], axis=-1))
+    if not exported:
+        assert [signatures for _, signatures in lib.builds] == [["every size"]]
+    x = np.zeros((2, 1, 3), dtype)
+    with pytest.raises(tessera.Error, match=r"Expand \(node 'e'\): .*the input of shape \(2, 1, 3\) does not broadcast to "
+                                            r"the target shape \(1, 2, 1, 5\) \(dimension 3 of the result: 3 against 5\)"):
+        lib.run([x, np.array([1, 2, 1, 5], np.int64)])
+    with pytest.raises(tessera.Error, match=r"Expand \(node 'e'\): .*the target shape \(1, 1, -1, 3\) has a negative"):
+        lib.run([x, np.array([1, 1, -1, 3], np.int64)])
+
+
 @pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
 def test_a_split_whose_lengths_the_data_gives_copies_on_the_host(tmp_path, exported):
     """Split's lengths from an input (opset 13): a step of the program, each piece's length a
