@@ -453,12 +453,29 @@ class ProgramBuilder {
           carrier.origin = step.origin;
           carrier.inputs = {step.inputs.at(i)};
           carrier.outputs = {step.inputs[i] + "#shape@" + std::to_string(step.stage)};
+          if (std::vector<int64_t> fixed = fixed_values(step, i); !fixed.empty()) carrier.attrs.set("fixed", fixed);
           rewritten.inputs[i] = carrier.outputs[0];
           out->steps.push_back(std::move(carrier));
         }
       out->steps.push_back(std::move(rewritten));
     }
     return out;
+  }
+
+  // The values stage input `i` of `step`, taken by shape, must have where the stage was built for a
+  // constant (an operator needed one: tensor_ir/dimension_must_equal.h), -1 where any; none where
+  // every value is free.
+  std::vector<int64_t> fixed_values(const ProgramStep& step, size_t i) const {
+    const runtime::GraphPlan& plan = builds_.at(step.stage).result->plan;
+    if (!plan.is_symbolic()) return {};
+    const SymbolicShape& carrier = plan.symbolic_shapes.at(plan.inputs.at(i));
+    std::vector<int64_t> fixed;
+    bool any = false;
+    for (size_t d = 0; d + 1 < carrier.size(); ++d) {  // the last dimension is the carrier's 0
+      fixed.push_back(carrier[d].is_constant() ? carrier[d].constant() : -1);
+      any = any || carrier[d].is_constant();
+    }
+    return any ? fixed : std::vector<int64_t>{};
   }
 
   static std::string shapes_str(const std::vector<runtime::BufferSpec>& specs) {

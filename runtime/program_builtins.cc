@@ -274,7 +274,8 @@ std::vector<ProgramValue> sequence_or_optional(const ProgramStep& step, const st
 
 // An integer scalar or list as the shape (its values..., 0) of an empty uint8 tensor, for a stage
 // built for every size that takes those values as sizes (relay_ir's StageSource::specialize_symbolic).
-NDArray values_as_shape(const NDArray& values, const std::string& name) {
+// `fixed`: the value each element must have, where the stage was built for a constant (-1: any).
+NDArray values_as_shape(const NDArray& values, const std::string& name, const std::vector<int64_t>& fixed) {
   if (!values.dtype().is_integer() || values.ndim() > 1)
     fail(name, ", ", values.dtype().str(), values.shape_str(), ", is not an integer scalar or list");
   std::vector<int64_t> shape;
@@ -286,6 +287,9 @@ NDArray values_as_shape(const NDArray& values, const std::string& name) {
                           "), which the part of the model built for every size takes as a size: it must " +
                           (v < 0 ? "not be negative" : "be at most 2^53"));
     shape.push_back(static_cast<int64_t>(v));
+    if (i < static_cast<int64_t>(fixed.size()) && fixed[i] >= 0 && shape.back() != fixed[i])
+      fail(name, " holds ", shape.back(), " (element ", i, "), where the part of the model after it was built for ",
+           fixed[i], ": an operator there needs it constant");
   }
   shape.push_back(0);
   return NDArray::empty(shape, DataType::UInt(8));
@@ -363,7 +367,9 @@ std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector
     if (listed(kShapedByValues, step.builtin)) return {shaped_by_values(step, in)};
     if (step.builtin == "values_as_shape") {
       const std::string name = "'" + step.inputs.at(0) + "'";
-      return {values_as_shape(in.at(0).as_tensor(name), name)};
+      const std::vector<int64_t> any;
+      return {values_as_shape(in.at(0).as_tensor(name), name,
+                              step.attrs.has("fixed") ? step.attrs.get_ints("fixed") : any)};
     }
     return sequence_or_optional(step, in);
   } catch (const ValueNotASize& e) {

@@ -6,6 +6,7 @@
 #include "frontend/onnx/tensor_proto.h"
 #include "relay_ir/functor.h"
 #include "relay_ir/transforms/infer_type.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/printer.h"
 
 namespace tessera::frontend::onnx {
@@ -152,6 +153,8 @@ Expr ConvertContext::call(const std::string& name, std::vector<Expr> args, relay
     return e;
   } catch (const BindingRequired&) {
     throw;
+  } catch (const tensor_ir::DimensionMustEqual&) {
+    throw;  // the importer fixes the dimension and imports again
   } catch (const Error& e) {
     error(e.what());
   }

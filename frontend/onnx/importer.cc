@@ -16,6 +16,7 @@
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/element.h"
 #include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/dimension_must_equal.h"
 
 namespace tessera::frontend::onnx {
 
@@ -187,10 +188,11 @@ class Importer {
         if (!tt.has_shape()) fail("graph input '", name, "' has no shape in the model; ", how_to_give_shape(name));
         for (int d = 0; d < tt.shape().dim_size(); ++d) {
           const auto& dim = tt.shape().dim(d);
+          const std::string var = dim.dim_param().empty() ? name + "." + std::to_string(d) : dim.dim_param();
           if (dim.has_dim_value()) spec.shape.push_back(dim.dim_value());
-          else
-            spec.shape.push_back(
-                runtime::ShapeExpr::var(dim.dim_param().empty() ? name + "." + std::to_string(d) : dim.dim_param()));
+          else if (auto fixed = options_.fixed_dims.find(var); fixed != options_.fixed_dims.end())
+            spec.shape.push_back(fixed->second);
+          else spec.shape.push_back(runtime::ShapeExpr::var(var));
         }
       }
       inputs.push_back(std::move(spec));
@@ -295,6 +297,9 @@ class Importer {
       outputs = convert_widened(node, inputs, names);
     } catch (const BindingRequired&) {
       throw;
+    } catch (const tensor_ir::DimensionMustEqual& e) {
+      throw tensor_ir::DimensionMustEqual(e.var, e.value,
+                                          node_description(node, opset_of(node.domain())) + ": " + e.what());
     } catch (const SymbolicRecurrence& r) {
       if (!recurrences_) throw Error(r.what());
       recurrences_->push_back(r);
@@ -478,7 +483,15 @@ class Importer {
 
 relay_ir::Module import_model_proto(const ::onnx::ModelProto& model, const std::string& base_dir,
                                     const ImportOptions& options) {
-  return Importer(model, base_dir, options).run();
+  ImportOptions o = options;
+  for (;;) {
+    try {
+      return Importer(model, base_dir, o).run();
+    } catch (const tensor_ir::DimensionMustEqual& e) {
+      // An input's dimension variable, fixed and imported again; any other stays an error.
+      if (!o.symbolic || !o.fixed_dims.emplace(e.var, e.value).second) throw Error(e.what());
+    }
+  }
 }
 
 relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir,

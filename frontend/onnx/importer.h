@@ -32,6 +32,10 @@ struct ImportOptions {
   // (relay_ir/shape.h) instead of refusing them: one module for every size, as far as the
   // operators it reaches type symbolic shapes (one that needs a constant throws naming itself).
   bool symbolic = false;
+  // Dimension variables fixed to a value, in every input dimension of that name: the import fixes
+  // one where an operator needs it constant (tensor_ir/dimension_must_equal.h, a convolution's
+  // channels), and each call checks it.
+  std::map<std::string, int64_t> fixed_dims;
 };
 
 // Thrown when values the compiler needs at compile time come from graph inputs: `inputs`

@@ -49,10 +49,17 @@ relay_ir::Shape sizes_from_scales(const ConvertContext& c, const relay_ir::Shape
 
 // A resize whose scales (input `scales`) the data gives, read as its kernel runs: the output sizes
 // are the input past the node's own, which the step before it computed from them; `axes` lists the
-// axes the scales are of (all where empty).
+// axes the scales are of (all where empty), and the others keep the input's sizes (a constant
+// number of channels for the convolution after it).
 Expr resize_by_run_time_scales(const ConvertContext& c, size_t scales, const std::vector<int64_t>& axes, Attrs attrs) {
-  attrs.set("sizes", relay_ir::Shape(c.dim_ints(static_cast<size_t>(sizes_from_scales_input(c.node())),
-                                                "the output sizes computed from the scales")));
+  std::vector<tensor_ir::Expr> sizes =
+      c.dim_ints(static_cast<size_t>(sizes_from_scales_input(c.node())), "the output sizes computed from the scales");
+  const relay_ir::Shape& in = c.input_type(0).shape;
+  if (sizes.size() != in.size())
+    c.error(std::to_string(sizes.size()) + " output sizes for an input of rank " + std::to_string(in.size()));
+  for (size_t d = 0; d < sizes.size() && !axes.empty(); ++d)
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) == axes.end()) sizes[d] = in.dim(d);
+  attrs.set("sizes", relay_ir::Shape(sizes));
   attrs.set("scales_input_axes", axes);
   return c.call("resize", {c.input(0), c.input(scales)}, attrs);
 }

@@ -11,6 +11,7 @@
 // skipped) add theirs: d mean / dx = 1 / n, d var / dx = 2 (x - mean) / n.
 #include "relay_ir/ops/nn_ops.h"
 #include "runtime/error.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/nn_grad.h"
@@ -36,6 +37,10 @@ void check_channel_params(const std::vector<Type>& args, const TensorTypeNode& x
   for (const char* name : names) {
     const auto& p = tensor_arg(args, i++, name);
     require_float(p, name);
+    if (p.ndim() == 1 && p.shape.is_static())
+      tensor_ir::require_constant_dim(
+          x.shape.dim(1), p.shape[0],
+          std::string(name) + " " + p.shape.str() + " gives one value per channel of x " + x.shape.str());
     if (p.shape != std::vector<int64_t>{x.shape[1]})
       fail(name, " must have shape [", x.shape[1], "] (one value per channel), got ", runtime::shape_str(p.shape));
   }
@@ -63,9 +68,11 @@ Type layer_norm_rel(const std::vector<Type>& args, const Attrs& attrs) {
     // numpy broadcasting onto x, without growing x
     if (p.ndim() > x.ndim()) fail(name, " ", p.shape.str(), " has a higher rank than x ", x.shape.str());
     for (size_t d = 0; d < p.ndim(); ++d) {
-      const tensor_ir::Expr pd = p.shape.dim(d);
-      if (!tensor_ir::is_const_int(pd, 1) && !dims_equal(pd, x.shape.dim(x.ndim() - p.ndim() + d)))
-        fail(name, " ", p.shape.str(), " does not broadcast to x ", x.shape.str());
+      const tensor_ir::Expr pd = p.shape.dim(d), xd = x.shape.dim(x.ndim() - p.ndim() + d);
+      if (tensor_ir::is_const_int(pd, 1) || dims_equal(pd, xd)) continue;
+      const std::string message = std::string(name) + " " + p.shape.str() + " does not broadcast to x " + x.shape.str();
+      if (const int64_t* size = tensor_ir::as_const_int(pd)) tensor_ir::require_constant_dim(xd, *size, message);
+      fail(message);
     }
   }
   DataType stat = DataType::parse(attrs.get_str("stat_dtype"));

@@ -3,6 +3,7 @@
 #include "relay_ir/functor.h"
 #include "relay_ir/op.h"
 #include "runtime/error.h"
+#include "tensor_ir/dimension_must_equal.h"
 
 namespace tessera::relay_ir {
 
@@ -19,6 +20,8 @@ Type type_of_call(const CallNode* c) {
   if (const OpDef* def = c->op_def()) {
     try {
       return def->infer_type(args, c->attrs);
+    } catch (const tensor_ir::DimensionMustEqual& e) {
+      throw tensor_ir::DimensionMustEqual(e.var, e.value, call_name(c) + ": " + e.what());
     } catch (const Error& e) {
       std::string types;
       for (const auto& t : args) types += (types.empty() ? "" : ", ") + to_string(t);

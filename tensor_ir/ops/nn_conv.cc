@@ -24,6 +24,7 @@
 
 #include "runtime/error.h"
 #include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/nn_conv_core.h"
@@ -560,7 +561,13 @@ std::vector<Expr> conv_shape(const std::vector<Expr>& data, const std::vector<in
   size_t rank = data.size() - 2;
   check_geometry("conv", rank, g);
   const int64_t* channels = as_const_int(data[1]);
-  if (!channels) fail("conv: the data's channels must be a constant, got ", shape_str(data));
+  if (!channels) {
+    const int64_t expected = weight[1] * g.groups;
+    require_constant_dim(data[1], expected,
+                         "conv: the data's channels " + to_string(data[1]) + " must be " + std::to_string(expected) +
+                             ", as the weight " + runtime::shape_str(weight) + " says");
+    fail("conv: the data's channels must be a constant, got ", shape_str(data));
+  }
   if (*channels % g.groups != 0 || weight[0] % g.groups != 0)
     fail("conv: channels (", *channels, " in, ", weight[0], " out) must be divisible by groups ", g.groups);
   if (weight[1] * g.groups != *channels)
@@ -770,7 +777,12 @@ std::vector<Expr> conv_transpose_shape(const std::vector<Expr>& data, const std:
   check_geometry("conv_transpose", rank, g);
   if (g.output_padding.size() != rank) fail("conv_transpose: output_padding must have ", rank, " entries");
   const int64_t* channels = as_const_int(data[1]);
-  if (!channels) fail("conv_transpose: the data's channels must be a constant, got ", shape_str(data));
+  if (!channels) {
+    require_constant_dim(data[1], weight[0],
+                         "conv_transpose: the data's channels " + to_string(data[1]) + " must be " +
+                             std::to_string(weight[0]) + ", as the weight " + runtime::shape_str(weight) + " says");
+    fail("conv_transpose: the data's channels must be a constant, got ", shape_str(data));
+  }
   if (weight[0] != *channels)
     fail("conv_transpose: weight ", runtime::shape_str(weight), " expects ", weight[0], " input channels, data has ",
          *channels);

@@ -11,6 +11,7 @@
 #include "runtime/error.h"
 #include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/nn_util.h"
@@ -202,9 +203,13 @@ std::vector<Expr> matmul_shape(const std::vector<Expr>& a, const std::vector<Exp
   std::vector<Expr> as = a.size() == 1 ? std::vector<Expr>{Expr(1), a[0]} : a;
   std::vector<Expr> bs = b.size() == 1 ? std::vector<Expr>{b[0], Expr(1)} : b;
   const Expr &ka = as.back(), &kb = bs[bs.size() - 2];
-  if (!same(ka, kb))
-    fail("matmul: inner dimensions differ: ", shape_str(a), " @ ", shape_str(b), " (", to_string(ka), " vs ",
-         to_string(kb), ", not provably equal)");
+  if (!same(ka, kb)) {
+    const std::string differ = "matmul: inner dimensions differ: " + shape_str(a) + " @ " + shape_str(b) + " (" +
+                               to_string(ka) + " vs " + to_string(kb);
+    for (const auto& [dim, other] : {std::pair{ka, kb}, std::pair{kb, ka}})
+      if (const int64_t* value = as_const_int(other)) require_constant_dim(dim, *value, differ + ")");
+    fail(differ, ", not provably equal)");
+  }
   std::vector<Expr> ba(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
   size_t nb = std::max(ba.size(), bb.size());
   std::vector<Expr> out(nb);

@@ -127,6 +127,37 @@ def test_relations_between_inputs_are_checked_at_each_size(tmp_path, rng):
     np.testing.assert_array_equal(lib.run([a, b])[0], a + b)  # a failed size leaves the others working
 
 
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_a_dimension_the_weights_fix_is_a_constant_checked_at_each_call(tmp_path, rng, exported):
+    """Every dimension declared symbolic, as some exporters write them: a convolution's channels
+    (C) and a product's inner dimension (K) take the weights' sizes, so the model still builds once
+    for every size (and a module holds it); an input of other channels is an error naming it."""
+    w = rng.standard_normal((4, 3, 3, 3)).astype("float32")
+    m = rng.standard_normal((6, 5)).astype("float32")
+    path = save(tmp_path, [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1]),
+                           helper.make_node("MatMul", ["a", "m"], ["z"])],
+                [vi("x", ["N", "C", "H", "W"]), vi("a", ["B", "K"])], [vi("y", None), vi("z", None)],
+                [numpy_helper.from_array(w, "w"), numpy_helper.from_array(m, "m")])
+    lib = tessera.build(tessera.onnx.load(path))
+    if exported:
+        lib.export(str(tmp_path / "m.so"))
+        lib = tessera.load(str(tmp_path / "m.so"))
+    for n, h, width, b in [(2, 6, 7, 3), (1, 1, 9, 1)]:
+        x = rng.standard_normal((n, 3, h, width)).astype("float32")
+        a = rng.standard_normal((b, 6)).astype("float32")
+        y, z = lib.run([x, a])
+        padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))).astype("float64")
+        windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))
+        np.testing.assert_allclose(y, np.einsum("nchwij,ocij->nohw", windows, w), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(z, a @ m, rtol=1e-5, atol=1e-5)
+    if not exported:
+        assert lib.symbolic, lib.symbolic_reason
+    with pytest.raises(tessera.Error, match=r"input 'x'.*expected shape \(N, 3, H, W\), got \(2, 4, 6, 7\)"):
+        lib.run([np.zeros((2, 4, 6, 7), "float32"), a])
+    with pytest.raises(tessera.Error, match=r"input 'a'.*expected shape \(B, 6\), got \(1, 7\)"):
+        lib.run([x, np.zeros((1, 7), "float32")])
+
+
 def test_unsupported_operators_are_named_at_load_not_at_the_first_run(tmp_path):
     path = save(tmp_path, [helper.make_node("Bernoulli", ["x"], ["y"], name="nz")], [vi("x", ["N"])], [vi("y", ["N"])])
     with pytest.raises(tessera.Error, match=r"(?s)unsupported operator.*Bernoulli \(opset 13\).* node 'nz'"):

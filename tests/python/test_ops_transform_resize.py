@@ -193,6 +193,55 @@ def test_resize_of_scales_read_as_it_runs_into_a_convolution_matches_across_targ
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("target", ["llvm", "opencl"])
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_resize_of_the_image_axes_by_data_scales_keeps_the_channels_for_a_convolution(tmp_path, rng, target, exported):
+    """Resize 18 of the axes [2, 3] by scales from an input, into a convolution, in a model of
+    symbolic batch and image sizes: the axes the scales leave out keep their sizes, so the
+    convolution gets a constant number of channels and one build (and a module) serves every
+    image and scale."""
+    w = make_data(rng, (4, 3, 3, 3), "float32")
+    nodes = [helper.make_node("Resize", ["x", "", "s"], ["r"], mode="linear", axes=[2, 3]),
+             helper.make_node("Conv", ["r", "w"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"]),
+                                           helper.make_tensor_value_info("s", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")])
+    lib = build_graph(tmp_path, graph, 18, target, exported)
+    for shape, scales in [((2, 3, 10, 12), [1.5, 2]), ((1, 3, 7, 5), [0.6, 1]), ((1, 3, 2, 2), [1.5, 1.5])]:
+        x = make_data(rng, shape, "float32")
+        got = lib.run([x, np.array(scales, np.float32)])[0]
+        resized = reference(x, "linear", scales=[1, 1] + scales)
+        windows = np.lib.stride_tricks.sliding_window_view(resized, (3, 3), axis=(2, 3))
+        np.testing.assert_allclose(got, np.einsum("nchwij,ocij->nohw", windows, w.astype(np.float64)), rtol=1e-4, atol=1e-4)
+    if not exported:
+        assert [signatures for _, signatures in lib.builds] == [["every size"]]
+
+
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+def test_resize_of_every_axis_by_data_scales_into_a_convolution_keeps_its_channels(tmp_path, rng, exported):
+    """Scales from an input for all four axes, into a convolution: the output sizes are values the
+    run computes, and the convolution needs the channels its weights have, so the part after the
+    resize is built for every size but that one, and a call whose channels' scale changes them is an
+    error naming the value."""
+    w = make_data(rng, (4, 3, 3, 3), "float32")
+    nodes = [helper.make_node("Resize", ["x", "", "s"], ["r"], mode="cubic"), helper.make_node("Conv", ["r", "w"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 12]),
+                                           helper.make_tensor_value_info("s", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")])
+    lib = build_graph(tmp_path, graph, 13, "llvm", exported)
+    x = make_data(rng, (1, 3, 10, 12), "float32")
+    for scales in [[1, 1, 1.5, 2], [2, 1, 0.5, 0.7]]:
+        got = lib.run([x, np.array(scales, np.float32)])[0]
+        resized = reference(x, "cubic", scales=scales)
+        windows = np.lib.stride_tricks.sliding_window_view(resized, (3, 3), axis=(2, 3))
+        np.testing.assert_allclose(got, np.einsum("nchwij,ocij->nohw", windows, w.astype(np.float64)), rtol=1e-4, atol=1e-4)
+    if not exported:
+        assert [signatures for _, signatures in lib.builds] == [["every size"]]
+    with pytest.raises(tessera.Error, match=r"'r#sizes' holds 4 \(element 1\), where the part of the model after it was "
+                                            r"built for 3: an operator there needs it constant"):
+        lib.run([x, np.array([1, 1.5, 1, 1], np.float32)])
+
+
 def test_resize_errors(tmp_path, rng):
     x = make_data(rng, (1, 1, 2, 2), "float32")
     with pytest.raises(tessera.Error, match="Resize.*mode 'area'"):

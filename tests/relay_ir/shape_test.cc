@@ -6,6 +6,7 @@
 #include "relay_ir/ops/type_relations.h"
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/error.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/op.h"
 
 namespace tessera::relay_ir {
@@ -69,6 +70,39 @@ TEST(TypeRelations, AConvolutionKeepsASymbolicBatchAndReshapeChecksElementCounts
   EXPECT_EQ(to_string(flat->checked_type), "float32[N, 256]");
   Expr wrong = call("reshape", {conv}, {{"shape", Shape({Dim(n), Dim(255)})}});
   EXPECT_NE(message_of([&] { infer_type(wrong); }).find("not provably equal"), std::string::npos);
+}
+
+// What a relation throws where a symbolic dimension must be a constant: DimensionMustEqual naming
+// the variable and the value where the dimension is a variable by itself, a plain error otherwise.
+std::pair<std::string, int64_t> required_of(const Expr& e) {
+  try {
+    infer_type(e);
+  } catch (const tensor_ir::DimensionMustEqual& d) {
+    return {d.var, d.value};
+  } catch (const Error&) {
+    return {"", -1};
+  }
+  return {"", 0};
+}
+
+TEST(TypeRelations, ADimensionVariableThatWeightsFixIsNamedWithItsValue) {
+  tensor_ir::Var c("C"), k("K");
+  Var x("x", tensor_type(Shape({Dim(1), Dim(c), Dim(8), Dim(8)}), runtime::kFloat32));
+  Expr w = constant(runtime::NDArray::empty({4, 3, 3, 3}, runtime::kFloat32));
+  EXPECT_EQ(required_of(call("conv", {x, w})), std::make_pair(std::string("C"), int64_t{3}));
+  Expr grouped = constant(runtime::NDArray::empty({4, 1, 3, 3}, runtime::kFloat32));
+  EXPECT_EQ(required_of(call("conv", {x, grouped}, {{"groups", int64_t{2}}})),
+            std::make_pair(std::string("C"), int64_t{2}));
+  Var a("a", tensor_type(Shape({Dim(5), Dim(k)}), runtime::kFloat32));
+  Expr m = constant(runtime::NDArray::empty({6, 2}, runtime::kFloat32));
+  EXPECT_EQ(required_of(call("matmul", {a, m})), std::make_pair(std::string("K"), int64_t{6}));
+  Expr per_channel = constant(runtime::NDArray::empty({5}, runtime::kFloat32));
+  EXPECT_EQ(required_of(call("batch_norm", {x, per_channel, per_channel, per_channel, per_channel})),
+            std::make_pair(std::string("C"), int64_t{5}));
+  Var rows("r", tensor_type(Shape({Dim(2), Dim(k)}), runtime::kFloat32));
+  EXPECT_EQ(required_of(call("layer_norm", {rows, per_channel})), std::make_pair(std::string("K"), int64_t{5}));
+  Var twice("t", tensor_type(Shape({Dim(1), Dim(c * 2), Dim(8), Dim(8)}), runtime::kFloat32));
+  EXPECT_EQ(required_of(call("conv", {twice, w})), std::make_pair(std::string(""), int64_t{-1}));  // an expression
 }
 
 }  // namespace

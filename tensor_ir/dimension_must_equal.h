@@ -1,0 +1,27 @@
+// A symbolic dimension that an operator needs to be a constant: a convolution's input channels,
+// which its weights fix, or a product's inner dimension against a constant operand. Where that
+// dimension is a variable by itself, the operator throws DimensionMustEqual; the frontend that
+// owns the variable (a model input's named dimension) fixes it to the value and imports again, so
+// the module declares the constant and every call checks it, as TVM Relax's match_cast does. A
+// dimension that is an expression of variables stays an error.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "runtime/error.h"
+#include "tensor_ir/expr.h"
+
+namespace tessera::tensor_ir {
+
+class DimensionMustEqual : public Error {
+ public:
+  DimensionMustEqual(std::string var, int64_t value, const std::string& message)
+      : Error(message), var(std::move(var)), value(value) {}
+  std::string var;  // the variable's name
+  int64_t value;
+};
+
+// Throws DimensionMustEqual(`message`) when `dim` is a variable by itself; returns otherwise.
+void require_constant_dim(const Expr& dim, int64_t value, const std::string& message);
+
+}  // namespace tessera::tensor_ir
