@@ -415,19 +415,6 @@ void declare_elements(const ::onnx::TypeProto& element, runtime::ProgramInputTyp
   t.element_shape = true;
 }
 
-// Whether the model has an input of symbolic shape (neither an initializer, nor bound, nor given a
-// shape).
-bool has_symbolic_inputs(const ::onnx::ModelProto& model, const ImportOptions& options) {
-  const auto& g = model.graph();
-  std::set<std::string> initializers;
-  for (const auto& init : g.initializer()) initializers.insert(init.name());
-  return std::any_of(g.input().begin(), g.input().end(), [&](const auto& in) {
-    if (initializers.count(in.name()) || options.bind.count(in.name()) || options.shapes.count(in.name())) return false;
-    const auto& dims = in.type().tensor_type().shape().dim();
-    return std::any_of(dims.begin(), dims.end(), [](const auto& d) { return !d.has_dim_value(); });
-  });
-}
-
 // Whether the main graph has a recurrent node: with symbolic inputs, its sequence length may be.
 bool has_recurrence(const ::onnx::ModelProto& model) {
   const auto& nodes = model.graph().node();

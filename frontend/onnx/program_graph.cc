@@ -5,6 +5,7 @@
 
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/model_proto.h"
+#include "frontend/onnx/tensor_proto.h"
 
 namespace tessera::frontend::onnx {
 
@@ -49,7 +50,21 @@ void collect_non_tensors(const ::onnx::GraphProto& graph, std::set<std::string>&
   }
 }
 
-DataDependence::DataDependence(const ::onnx::ModelProto& model, const ImportOptions& options) {
+// Whether the model has an input of symbolic shape (neither an initializer, nor bound, nor given a
+// shape).
+bool has_symbolic_inputs(const ::onnx::ModelProto& model, const ImportOptions& options) {
+  const auto& g = model.graph();
+  std::set<std::string> initializers;
+  for (const auto& init : g.initializer()) initializers.insert(init.name());
+  return std::any_of(g.input().begin(), g.input().end(), [&](const auto& in) {
+    if (initializers.count(in.name()) || options.bind.count(in.name()) || options.shapes.count(in.name())) return false;
+    const auto& dims = in.type().tensor_type().shape().dim();
+    return std::any_of(dims.begin(), dims.end(), [](const auto& d) { return !d.has_dim_value(); });
+  });
+}
+
+DataDependence::DataDependence(const ::onnx::ModelProto& model, const ImportOptions& options)
+    : symbolic_(has_symbolic_inputs(model, options)) {
   const auto& graph = model.graph();
   for (const auto& [name, value] : options.bind) known_[name] = false;
   add_graph(graph);
@@ -68,12 +83,33 @@ bool DataDependence::depends(const std::string& name) {
     bool has_subgraph = false;
     for_each_subgraph(node, [&](const ::onnx::GraphProto&) { has_subgraph = true; });
     if (node.op_type() == "Shape" || node.op_type() == "Size") result = false;
+    else if (symbolic_ && is_float_cast(node) && from_sizes(node.input(0))) result = true;
     else if (!has_subgraph && !is_step(node)) {
       result = false;
       for (const auto& in : node.input()) result = result || (!in.empty() && depends(in));
     }
   }
   return known_[name] = result;
+}
+
+bool DataDependence::is_float_cast(const ::onnx::NodeProto& node) {
+  if (node.op_type() != "Cast" || !is_ai_onnx(node) || node.input_size() != 1) return false;
+  for (const auto& a : node.attribute())
+    if (a.name() == "to") return dtype_from_onnx(static_cast<int>(a.i()), "Cast's to").is_float();
+  return false;
+}
+
+bool DataDependence::from_sizes(const std::string& name) {
+  if (auto it = from_sizes_.find(name); it != from_sizes_.end()) return it->second;
+  from_sizes_[name] = false;  // a cycle: none
+  auto p = producers_.find(name);
+  bool result = false;
+  if (p != producers_.end()) {
+    const ::onnx::NodeProto& node = *p->second;
+    result = node.op_type() == "Shape" || node.op_type() == "Size";
+    for (const auto& in : node.input()) result = result || (!in.empty() && from_sizes(in));
+  }
+  return from_sizes_[name] = result;
 }
 
 std::vector<std::string> DataDependence::values_read(const ::onnx::NodeProto& node) {

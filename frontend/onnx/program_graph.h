@@ -44,9 +44,16 @@ bool is_non_tensor(const ::onnx::TypeProto& t);  // a sequence or an optional
 // outputs, value_info), made by a sequence or optional operator, or passed on by Identity.
 void collect_non_tensors(const ::onnx::GraphProto& graph, std::set<std::string>& out);
 
+// Whether the model has an input of symbolic shape (neither an initializer, nor bound, nor given a
+// shape).
+bool has_symbolic_inputs(const ::onnx::ModelProto& model, const ImportOptions& options);
+
 // Which values depend on the data rather than only on constants and shapes (a Shape's output does
 // not): an If whose condition does chooses its branch at run time, and an input that sets a shape
-// or a count and does is cut from the stage that computes it, to be taken as a value.
+// or a count and does is cut from the stage that computes it, to be taken as a value. In a model
+// of symbolic sizes, a float cast from the sizes (a scale or size computed in float, floor(H *
+// 1.5)) counts as the data too: the import's shape arithmetic keeps integer expressions, so the run
+// computes it.
 class DataDependence {
  public:
   DataDependence(const ::onnx::ModelProto& model, const ImportOptions& options);
@@ -57,8 +64,11 @@ class DataDependence {
 
  private:
   void add_graph(const ::onnx::GraphProto& g);
+  static bool is_float_cast(const ::onnx::NodeProto& node);
+  bool from_sizes(const std::string& name);  // computed from a Shape or Size
 
-  std::unordered_map<std::string, bool> known_;
+  bool symbolic_;
+  std::unordered_map<std::string, bool> known_, from_sizes_;
   std::unordered_map<std::string, const ::onnx::NodeProto*> producers_;
 };
 

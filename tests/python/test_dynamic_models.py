@@ -158,6 +158,59 @@ def test_a_dimension_the_weights_fix_is_a_constant_checked_at_each_call(tmp_path
         lib.run([x, np.zeros((1, 7), "float32")])
 
 
+def sizes_in_float_model(tmp_path, rng, by_scales):
+    """x (N, 3, H, W) resized to computed sizes, then a 3x3 convolution. The sizes are computed in
+    float from the input's shape, as exporters write them: by_scales, the scales [1, 1, 2H/H,
+    (3W//2)/W] (a cast of the shape, a division, a concat with ones: F.interpolate of a scale
+    computed from the sizes); else the sizes [N, 3, floor(H * 1.5), floor(W * 2)] (a cast, a
+    product, a floor and a cast back: recompute_scale_factor)."""
+    c = lambda name, v: numpy_helper.from_array(np.asarray(v), name)
+    inits = [c("w", rng.standard_normal((4, 3, 3, 3)).astype("float32")), c("b", np.array([2], "int64")),
+             c("e", np.array([4], "int64")), c("z", np.array([0], "int64")), c("ones", np.ones(2, "float32")),
+             c("num", np.array([2, 3], "int64")), c("den", np.array([1, 2], "int64")),
+             c("f", np.array([1.5, 2.0], "float32"))]
+    head = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Slice", ["shape", "b", "e"], ["hw"])]
+    if by_scales:
+        nodes = head + [helper.make_node("Mul", ["hw", "num"], ["m"]), helper.make_node("Div", ["m", "den"], ["new"]),
+                        helper.make_node("Cast", ["new"], ["fnew"], to=TensorProto.FLOAT),
+                        helper.make_node("Cast", ["hw"], ["fold"], to=TensorProto.FLOAT),
+                        helper.make_node("Div", ["fnew", "fold"], ["ratio"]),
+                        helper.make_node("Concat", ["ones", "ratio"], ["s"], axis=0),
+                        helper.make_node("Resize", ["x", "", "s"], ["r"], mode="linear")]
+    else:
+        nodes = head + [helper.make_node("Slice", ["shape", "z", "b"], ["nc"]),
+                        helper.make_node("Cast", ["hw"], ["fhw"], to=TensorProto.FLOAT),
+                        helper.make_node("Mul", ["fhw", "f"], ["scaled"]), helper.make_node("Floor", ["scaled"], ["fl"]),
+                        helper.make_node("Cast", ["fl"], ["ihw"], to=TensorProto.INT64),
+                        helper.make_node("Concat", ["nc", "ihw"], ["sizes"], axis=0),
+                        helper.make_node("Resize", ["x", "", "", "sizes"], ["r"], mode="linear")]
+    nodes.append(helper.make_node("Conv", ["r", "w"], ["y"]))
+    return save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"])], [vi("y", None)], inits)
+
+
+@pytest.mark.parametrize("by_scales", [True, False], ids=["scales", "sizes"])
+def test_sizes_computed_in_float_from_the_sizes_are_computed_as_the_model_runs(tmp_path, rng, by_scales):
+    """The import's shape arithmetic keeps integer expressions of the sizes, so a scale or size
+    computed from them in float is a value the run computes: the model is a program whose parts are
+    built once for every size (and a module holds it), matching the static build of each size;
+    given fixed shapes, the same model folds them and is one graph."""
+    path = sizes_in_float_model(tmp_path, rng, by_scales)
+    lib = tessera.build(tessera.onnx.load(path))
+    assert isinstance(lib, tessera.ProgramLibrary)
+    lib.export(str(tmp_path / "m.so"))
+    module = tessera.load(str(tmp_path / "m.so"))
+    for shape in [(2, 3, 10, 12), (1, 3, 5, 7), (1, 3, 2, 3)]:
+        x = rng.standard_normal(shape).astype("float32")
+        static = tessera.build(tessera.onnx.load(path, shapes={"x": shape}))
+        assert not isinstance(static, tessera.ProgramLibrary)
+        want = static.run([x])[0]
+        h, w = (2 * shape[2], 3 * shape[3] // 2) if by_scales else (int(shape[2] * 1.5), 2 * shape[3])
+        assert want.shape == (shape[0], 4, h - 2, w - 2)
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([x])[0], want, rtol=1e-5, atol=1e-5)
+    assert [signatures for _, signatures in lib.builds] == [["every size"]] * len(lib.builds)
+
+
 def test_unsupported_operators_are_named_at_load_not_at_the_first_run(tmp_path):
     path = save(tmp_path, [helper.make_node("Bernoulli", ["x"], ["y"], name="nz")], [vi("x", ["N"])], [vi("y", ["N"])])
     with pytest.raises(tessera.Error, match=r"(?s)unsupported operator.*Bernoulli \(opset 13\).* node 'nz'"):
