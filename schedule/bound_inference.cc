@@ -240,12 +240,14 @@ class BoundInference {
       r.extent.push_back(std::min(extent.max, spec.tensor->dim(d)));
     }
     for (size_t i = from + 1; i <= at; ++i) {
-      arith::ConstBound extent = arith::const_bound(p.context[i].second, var_bounds_);
-      if (extent.max == arith::ConstBound::kPosInf)
+      // A loop of the region computed per iteration of an outer one: its extent a clipped span
+      // (min(i, N - 1) + 1 - max(i, 0), at most 1) where the sizes are symbolic.
+      const int64_t extent = arith::upper_bound(p.context[i].second, var_bounds_);
+      if (extent == arith::ConstBound::kPosInf)
         fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": loop ", p.context[i].first.name(),
-             " has no constant extent");
-      r.part = r.part * Expr(extent.max) + p.context[i].first;
-      r.parts *= extent.max;
+             " has no constant extent (", to_string(p.context[i].second), ")");
+      r.part = r.part * Expr(extent) + p.context[i].first;
+      r.parts *= extent;
     }
     r.part = simplify(r.part);
     return r;

@@ -648,8 +648,19 @@ Stmt simplify(const Stmt& s, const BoundMap& vars) {
 
 namespace {
 
+// The sides of a max (nested ones flattened); `e` itself where it is none.
+std::vector<Expr> max_sides(const Expr& e) {
+  if (const auto* m = e.as<Max>()) {
+    std::vector<Expr> sides = max_sides(m->a), b = max_sides(m->b);
+    sides.insert(sides.end(), b.begin(), b.end());
+    return sides;
+  }
+  return {e};
+}
+
 // Expressions whose minimum is `e`: the sides of a min, with the terms added to (or subtracted
-// from) it moved inside.
+// from) it moved inside, and x - max(p, q) as x - p and x - q (a clipped span min(i, N - 1) + 1 -
+// max(i, 0) has the side i + 1 - i).
 std::vector<Expr> min_sides(const Expr& e) {
   if (const auto* m = e.as<Min>()) {
     std::vector<Expr> sides = min_sides(m->a), b = min_sides(m->b);
@@ -664,7 +675,8 @@ std::vector<Expr> min_sides(const Expr& e) {
       for (const Expr& x : b) sides.push_back(add->a + x);
     }
   } else if (const auto* sub = e.as<Sub>()) {
-    for (const Expr& x : min_sides(sub->a)) sides.push_back(x - sub->b);
+    for (const Expr& x : min_sides(sub->a))
+      for (const Expr& y : max_sides(sub->b)) sides.push_back(x - y);
     if (sides.size() < 2) sides.clear();
   }
   if (sides.empty()) sides.push_back(e);

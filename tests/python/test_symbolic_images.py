@@ -70,6 +70,19 @@ def test_convolution_of_symbolic_height_and_width(tmp_path, rng, case):
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("out_channels", [16, 32])
+def test_a_convolution_of_few_input_channels_exports_before_any_run(tmp_path, rng, out_channels):
+    """3 input channels: the blocked form walks output rows outermost and prefetches the next
+    block's weights once per row, whose batch index a region clipped at both ends gives (its extent
+    at most 1 had to be found through the clips). Exported without size hints or a run."""
+    path, reference = conv_model(tmp_path, rng, ["H", "W"], 3, out_channels, (3, 3))
+    lib, module = built_once(tmp_path, path)
+    for n, h, w in [(1, 20, 30), (2, 3, 3), (3, 9, 41)]:
+        x = rng.standard_normal((n, 3, h, w)).astype("float32")
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], reference(x), rtol=1e-4, atol=1e-4)
+
+
 # (channels, out channels, spatial dimensions, size hints, sizes run): Winograd pays at enough
 # tiles per image, and at 7x7 outputs (4 tiles) over a batch of 3 or more (16-lane vectors).
 WINOGRAD_AT_SOME_SIZES = {

@@ -144,6 +144,8 @@ TEST(Simplify, SymbolicSplitsAndClippedTiles) {
   // A tile clipped to a symbolic extent has at most 32 elements, so j // 32 is 0 inside it.
   Expr clipped = min(jo * 32 + 31, n - 1) + 1 - jo * 32;
   EXPECT_EQ(arith::upper_bound(clipped, sizes), 32);
+  // A row of a region clipped to [0, n - 1] at both ends (a batch's row per iteration).
+  EXPECT_EQ(arith::upper_bound(min(floordiv(j, n), n - 1) + 1 - max(floordiv(j, n), 0), sizes), 1);
   Buffer buf = BufferNode::make("A", runtime::kFloat32, {n}, MemoryScope::Global);
   Stmt loop =
       For::make(j, Expr(0), clipped, ForKind::Serial,
