@@ -94,8 +94,14 @@ bool DataDependence::depends(const std::string& name) {
 
 bool DataDependence::is_float_cast(const ::onnx::NodeProto& node) {
   if (node.op_type() != "Cast" || !is_ai_onnx(node) || node.input_size() != 1) return false;
-  for (const auto& a : node.attribute())
-    if (a.name() == "to") return dtype_from_onnx(static_cast<int>(a.i()), "Cast's to").is_float();
+  for (const auto& a : node.attribute()) {
+    if (a.name() != "to") continue;
+    try {
+      return dtype_from_onnx(static_cast<int>(a.i()), "Cast's to").is_float();
+    } catch (const Error&) {
+      return false;  // a type Tessera lacks (string): its converter names it
+    }
+  }
   return false;
 }
 

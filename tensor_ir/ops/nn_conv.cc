@@ -57,6 +57,15 @@ Tensor epilogue(const ConvCore& c, const std::function<Expr(const std::vector<Va
       c.name, "conv_epilogue", names);
 }
 
+int64_t constant_channels(const std::string& op, const Expr& channels, int64_t expected,
+                          const std::vector<int64_t>& weight, const std::vector<Expr>& data) {
+  if (const int64_t* c = as_const_int(channels)) return *c;
+  require_constant_dim(channels, expected,
+                       op + ": the data's channels " + to_string(channels) + " must be " + std::to_string(expected) +
+                           ", as the weight " + runtime::shape_str(weight) + " says");
+  fail(op, ": the data's channels must be a constant, got ", shape_str(data));
+}
+
 void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g) {
   if (g.strides.size() != rank || g.dilations.size() != rank || g.pads.size() != 2 * rank)
     fail(op, ": strides, dilations and pads must have ", rank, ", ", rank, " and ", 2 * rank, " entries for ", rank,
@@ -560,19 +569,12 @@ std::vector<Expr> conv_shape(const std::vector<Expr>& data, const std::vector<in
     fail("conv: weight ", runtime::shape_str(weight), " must have the rank of data ", shape_str(data));
   size_t rank = data.size() - 2;
   check_geometry("conv", rank, g);
-  const int64_t* channels = as_const_int(data[1]);
-  if (!channels) {
-    const int64_t expected = weight[1] * g.groups;
-    require_constant_dim(data[1], expected,
-                         "conv: the data's channels " + to_string(data[1]) + " must be " + std::to_string(expected) +
-                             ", as the weight " + runtime::shape_str(weight) + " says");
-    fail("conv: the data's channels must be a constant, got ", shape_str(data));
-  }
-  if (*channels % g.groups != 0 || weight[0] % g.groups != 0)
-    fail("conv: channels (", *channels, " in, ", weight[0], " out) must be divisible by groups ", g.groups);
-  if (weight[1] * g.groups != *channels)
+  const int64_t channels = constant_channels("conv", data[1], weight[1] * g.groups, weight, data);
+  if (channels % g.groups != 0 || weight[0] % g.groups != 0)
+    fail("conv: channels (", channels, " in, ", weight[0], " out) must be divisible by groups ", g.groups);
+  if (weight[1] * g.groups != channels)
     fail("conv: weight ", runtime::shape_str(weight), " expects ", weight[1] * g.groups, " input channels (", weight[1],
-         " per group x ", g.groups, " groups), data has ", *channels);
+         " per group x ", g.groups, " groups), data has ", channels);
   std::vector<Expr> out{data[0], Expr(weight[0])};
   for (size_t d = 0; d < rank; ++d) {
     int64_t window = (weight[2 + d] - 1) * g.dilations[d] + 1;
@@ -776,18 +778,12 @@ std::vector<Expr> conv_transpose_shape(const std::vector<Expr>& data, const std:
   size_t rank = data.size() - 2;
   check_geometry("conv_transpose", rank, g);
   if (g.output_padding.size() != rank) fail("conv_transpose: output_padding must have ", rank, " entries");
-  const int64_t* channels = as_const_int(data[1]);
-  if (!channels) {
-    require_constant_dim(data[1], weight[0],
-                         "conv_transpose: the data's channels " + to_string(data[1]) + " must be " +
-                             std::to_string(weight[0]) + ", as the weight " + runtime::shape_str(weight) + " says");
-    fail("conv_transpose: the data's channels must be a constant, got ", shape_str(data));
-  }
-  if (weight[0] != *channels)
+  const int64_t channels = constant_channels("conv_transpose", data[1], weight[0], weight, data);
+  if (weight[0] != channels)
     fail("conv_transpose: weight ", runtime::shape_str(weight), " expects ", weight[0], " input channels, data has ",
-         *channels);
-  if (*channels % g.groups != 0)
-    fail("conv_transpose: input channels ", *channels, " must be divisible by groups ", g.groups);
+         channels);
+  if (channels % g.groups != 0)
+    fail("conv_transpose: input channels ", channels, " must be divisible by groups ", g.groups);
   std::vector<Expr> out{data[0], Expr(weight[1] * g.groups)};
   for (size_t d = 0; d < rank; ++d) {
     if (g.output_padding[d] < 0) fail("conv_transpose: output_padding must not be negative");

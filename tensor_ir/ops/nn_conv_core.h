@@ -52,6 +52,12 @@ bool static_space(const ConvCore& c);
 // strides, dilations and groups, and no negative pads.
 void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g);
 
+// The data's channels `channels` as a constant; where they are a variable by itself, the
+// DimensionMustEqual (tensor_ir/dimension_must_equal.h) that fixes it to `expected` (what the
+// weight says); any other expression is an error naming `op` and the data's shape.
+int64_t constant_channels(const std::string& op, const Expr& channels, int64_t expected,
+                          const std::vector<int64_t>& weight, const std::vector<Expr>& data);
+
 // Y[n, m, out..] (tag "conv_epilogue"): the accumulated value `product(v)` with the bias added,
 // finished (or cast to the output type).
 Tensor epilogue(const ConvCore& c, const std::function<Expr(const std::vector<Var>&)>& product);

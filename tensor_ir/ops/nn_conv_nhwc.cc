@@ -8,7 +8,6 @@
 // the cast). The channels are innermost everywhere, so the template's vectors run along them.
 #include "runtime/error.h"
 #include "tensor_ir/arith/simplify.h"
-#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/nn_conv_core.h"
 #include "tensor_ir/ops/nn_util.h"
@@ -33,19 +32,12 @@ std::vector<Expr> conv_nhwc_shape(const std::vector<Expr>& data, const std::vect
   std::vector<Expr> d = nhwc_dims(data, nchw_data);
   if (weight.size() != 4) fail("conv_nhwc: weight must be [KH, KW, C / groups, M], got ", runtime::shape_str(weight));
   check_geometry("conv_nhwc", 2, g);
-  const int64_t* channels = as_const_int(d[3]);
-  if (!channels) {
-    const int64_t expected = weight[2] * g.groups;
-    require_constant_dim(d[3], expected,
-                         "conv_nhwc: the data's channels " + to_string(d[3]) + " must be " + std::to_string(expected) +
-                             ", as the weight " + runtime::shape_str(weight) + " says");
-    fail("conv_nhwc: the data's channels must be a constant, got ", shape_str(data));
-  }
-  if (*channels % g.groups != 0 || weight[3] % g.groups != 0)
-    fail("conv_nhwc: channels (", *channels, " in, ", weight[3], " out) must be divisible by groups ", g.groups);
-  if (weight[2] * g.groups != *channels)
+  const int64_t channels = constant_channels("conv_nhwc", d[3], weight[2] * g.groups, weight, data);
+  if (channels % g.groups != 0 || weight[3] % g.groups != 0)
+    fail("conv_nhwc: channels (", channels, " in, ", weight[3], " out) must be divisible by groups ", g.groups);
+  if (weight[2] * g.groups != channels)
     fail("conv_nhwc: weight ", runtime::shape_str(weight), " expects ", weight[2] * g.groups, " input channels (",
-         weight[2], " per group x ", g.groups, " groups), data has ", *channels);
+         weight[2], " per group x ", g.groups, " groups), data has ", channels);
   std::vector<Expr> out{d[0]};
   for (size_t a = 0; a < 2; ++a) {
     const int64_t window = (weight[a] - 1) * g.dilations[a] + 1;
