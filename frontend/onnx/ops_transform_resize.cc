@@ -51,17 +51,27 @@ relay_ir::Shape sizes_from_scales(const ConvertContext& c, const relay_ir::Shape
 // are the input past the node's own, which the step before it computed from them; `axes` lists the
 // axes the scales are of (all where empty), and the others keep the input's sizes (a constant
 // number of channels for the convolution after it).
-Expr resize_by_run_time_scales(const ConvertContext& c, size_t scales, const std::vector<int64_t>& axes, Attrs attrs) {
+Expr resize_by_run_time_scales(const ConvertContext& c, size_t scales, std::vector<int64_t> axes, Attrs attrs) {
   std::vector<tensor_ir::Expr> sizes =
       c.dim_ints(static_cast<size_t>(sizes_from_scales_input(c.node())), "the output sizes computed from the scales");
   const relay_ir::Shape& in = c.input_type(0).shape;
-  if (sizes.size() != in.size())
-    c.error(std::to_string(sizes.size()) + " output sizes for an input of rank " + std::to_string(in.size()));
+  const auto rank = static_cast<int64_t>(in.size());
+  if (static_cast<int64_t>(sizes.size()) != rank)
+    c.error(std::to_string(sizes.size()) + " output sizes for an input of rank " + std::to_string(rank));
+  // Leading scales the model gives as ones: the kernel reads the others, of the axes after them.
+  Expr scales_read = c.input(scales);
+  if (const int64_t ones = c.attr_int(kUnitScales, 0); ones > 0 && ones < rank) {
+    for (int64_t d = ones; d < rank; ++d) axes.push_back(d);
+    scales_read = c.call("slice", {scales_read},
+                         {{"starts", std::vector<int64_t>{ones}},
+                          {"ends", std::vector<int64_t>{rank}},
+                          {"axes", std::vector<int64_t>{0}}});
+  }
   for (size_t d = 0; d < sizes.size() && !axes.empty(); ++d)
     if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) == axes.end()) sizes[d] = in.dim(d);
   attrs.set("sizes", relay_ir::Shape(sizes));
   attrs.set("scales_input_axes", axes);
-  return c.call("resize", {c.input(0), c.input(scales)}, attrs);
+  return c.call("resize", {c.input(0), scales_read}, attrs);
 }
 
 // Resize 10 and Upsample: asymmetric coordinates, nearest rounds down. `scales` empty: the data's.
@@ -102,10 +112,10 @@ Exprs convert_resize(ConvertContext& c) {
   // Opset 18 added antialias, axes and keep_aspect_ratio_policy.
   if (c.opset() >= 18)
     c.check_attrs({"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
-                   "nearest_mode", "axes", "keep_aspect_ratio_policy", "antialias", kSizesFromScales});
+                   "nearest_mode", "axes", "keep_aspect_ratio_policy", "antialias", kSizesFromScales, kUnitScales});
   else
     c.check_attrs({"mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside", "extrapolation_value",
-                   "nearest_mode", kSizesFromScales});
+                   "nearest_mode", kSizesFromScales, kUnitScales});
   const auto& in = c.input_type(0).shape;
   const int64_t rank = static_cast<int64_t>(in.size());
   std::string coordinates = c.attr_string("coordinate_transformation_mode", "half_pixel");
@@ -189,7 +199,7 @@ Exprs convert_upsample(ConvertContext& c) {
     for (float s : c.attr_floats("scales", {})) scales.push_back(s);
     return {resize_v10(c, scales)};
   }
-  c.check_attrs({"mode", kSizesFromScales});
+  c.check_attrs({"mode", kSizesFromScales, kUnitScales});
   const bool run_time = sizes_computed_from_scales(c) && !c.try_constant_input(1);
   return {resize_v10(c, run_time ? std::vector<double>{} : constant_floats(c, 1, "scales"))};
 }

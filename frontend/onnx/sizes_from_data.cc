@@ -1,6 +1,10 @@
 #include "frontend/onnx/sizes_from_data.h"
 
+#include <algorithm>
+
 #include "frontend/onnx/program_graph.h"
+#include "frontend/onnx/tensor_proto.h"
+#include "runtime/element.h"
 
 namespace tessera::frontend::onnx {
 
@@ -45,6 +49,41 @@ void cast_depth(::onnx::NodeProto& node, ::onnx::GraphProto& graph) {
   node.set_input(1, depth);
 }
 
+// The length of `name` where it is a 1-D float constant of ones in `graph` (an initializer, or a
+// Constant node's value); 0 otherwise.
+int64_t ones_length(const std::string& name, const ::onnx::GraphProto& graph) {
+  const ::onnx::TensorProto* tensor = nullptr;
+  for (const auto& init : graph.initializer())
+    if (init.name() == name) tensor = &init;
+  for (const auto& node : graph.node())
+    if (node.op_type() == "Constant" && node.output_size() == 1 && node.output(0) == name)
+      for (const auto& a : node.attribute())
+        if (a.name() == "value" && a.has_t()) tensor = &a.t();
+  if (!tensor || tensor->data_location() == ::onnx::TensorProto::EXTERNAL) return 0;
+  const runtime::NDArray value = tensor_from_proto(*tensor, "");
+  if (!value.dtype().is_float() || value.ndim() != 1) return 0;
+  for (int64_t i = 0; i < value.numel(); ++i)
+    if (runtime::element_as_double(value, i) != 1.0) return 0;
+  return value.numel();
+}
+
+// The number of leading scales known to be 1: the constants of ones that a Concat (among the
+// nodes already in `graph`) making `scales` starts with.
+int64_t leading_unit_scales(const std::string& scales, const ::onnx::GraphProto& graph) {
+  for (const auto& node : graph.node()) {
+    if (node.output_size() != 1 || node.output(0) != scales) continue;
+    if (node.op_type() != "Concat" || !is_ai_onnx(node)) return 0;
+    int64_t count = 0;
+    for (const auto& in : node.input()) {
+      const int64_t ones = ones_length(in, graph);
+      if (ones == 0) break;
+      count += ones;
+    }
+    return count;
+  }
+  return 0;
+}
+
 // A step computing the node's output sizes from its scales, which it gives the node.
 void compute_sizes(::onnx::NodeProto& node, int opset, ::onnx::GraphProto& graph) {
   const std::string sizes = node.output(0) + "#sizes";
@@ -62,6 +101,14 @@ void compute_sizes(::onnx::NodeProto& node, int opset, ::onnx::GraphProto& graph
   marker->set_name(kSizesFromScales);
   marker->set_type(::onnx::AttributeProto::INT);
   marker->set_i(1);
+  const bool axes =
+      std::any_of(node.attribute().begin(), node.attribute().end(), [](const auto& a) { return a.name() == "axes"; });
+  if (const int64_t ones = axes ? 0 : leading_unit_scales(node.input(scales_input(node, opset)), graph); ones > 0) {
+    auto* unit = node.add_attribute();
+    unit->set_name(kUnitScales);
+    unit->set_type(::onnx::AttributeProto::INT);
+    unit->set_i(ones);
+  }
 }
 
 void rewrite(::onnx::GraphProto& graph, int opset, DataDependence& data) {

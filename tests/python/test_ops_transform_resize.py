@@ -242,6 +242,42 @@ def test_resize_of_every_axis_by_data_scales_into_a_convolution_keeps_its_channe
         lib.run([x, np.array([1, 1.5, 1, 1], np.float32)])
 
 
+UNIT_SCALES = {  # the constant scales the Concat starts with, and whether a Constant node gives them
+    "two ones (initializer)": ([1, 1], False),
+    "two ones (Constant node)": ([1, 1], True),
+    "one one": ([1], False),
+    "not ones": ([1, 2], False),
+}
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("case", list(UNIT_SCALES))
+def test_resize_by_scales_the_data_gives_after_constant_ones(tmp_path, rng, case, mode):
+    """Scales written as a Concat of constant ones and the data's scales (F.interpolate's
+    scale_factor beside a batch and channels that keep their sizes): the leading axes keep their
+    sizes and only the others interpolate, against ONNX's reference; constants other than ones
+    take the path of scales all from the data."""
+    lead, constant_node = UNIT_SCALES[case]
+    rest = 4 - len(lead)
+    nodes = [helper.make_node("Concat", ["lead", "s"], ["scales"], axis=0),
+             helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode)]
+    inits = []
+    if constant_node:
+        nodes.insert(0, helper.make_node("Constant", [], ["lead"], value=numpy_helper.from_array(np.array(lead, np.float32))))
+    else:
+        inits.append(numpy_helper.from_array(np.array(lead, np.float32), "lead"))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "C", "H", "W"]),
+                                           helper.make_tensor_value_info("s", TensorProto.FLOAT, [rest])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    lib = build_graph(tmp_path, graph, 13, "llvm", False)
+    for shape, given in [((2, 3, 5, 7), [1.5, 2, 0.6][-rest:]), ((1, 2, 4, 4), [2, 0.5, 1][-rest:])]:
+        x = make_data(rng, shape, "float32")
+        scales = lead + given
+        want = reference(x, mode, scales=scales)
+        np.testing.assert_allclose(lib.run([x, np.array(given, np.float32)])[0], want, rtol=1e-5, atol=1e-5)
+    assert [signatures for _, signatures in lib.builds] == [["every size"]] * len(lib.builds)
+
+
 def test_resize_errors(tmp_path, rng):
     x = make_data(rng, (1, 1, 2, 2), "float32")
     with pytest.raises(tessera.Error, match="Resize.*mode 'area'"):
