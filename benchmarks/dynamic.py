@@ -48,7 +48,8 @@ build of each size and ONNX Runtime, at a prompt of 64 tokens and single tokens 
 
 --resize: an image (1x3x224x224) resized by scales (1, 1, 2, 2), linear and cubic: the scales a
 model input (one build and a module for every scale; a step computes the output size, the kernel
-reads the scales), against the scales a constant and ONNX Runtime on the input-scales model:
+reads the scales), and linear with the image's two scales an input after constant ones (a Concat,
+as exporters write them), against the scales a constant and ONNX Runtime on the input-scales model:
 
     benchmarks/.venv/bin/python benchmarks/dynamic.py --resize [--repeat 20]
 
@@ -438,17 +439,21 @@ def decoder_step_worker(args):
     return 1 if failed else 0
 
 
-def resize_model(path, mode, scales):
-    """Resize of x [1, 3, 224, 224] by `scales`: a constant, or (None) the model's input s."""
+def resize_model(path, mode, scales, image_only=False):
+    """Resize of x [1, 3, 224, 224] by `scales`: a constant, or (None) the model's input s; with
+    `image_only`, s holds the image's two scales, after constant ones (a Concat)."""
     import numpy as np
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])]
     if scales is None:
-        inputs.append(helper.make_tensor_value_info("s", TensorProto.FLOAT, [4]))
+        inputs.append(helper.make_tensor_value_info("s", TensorProto.FLOAT, [2 if image_only else 4]))
     inits = [] if scales is None else [numpy_helper.from_array(np.array(scales, np.float32), "s")]
-    graph = helper.make_graph([helper.make_node("Resize", ["x", "", "s"], ["y"], mode=mode)], "resize", inputs,
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    nodes = [helper.make_node("Resize", ["x", "", "scales" if image_only else "s"], ["y"], mode=mode)]
+    if image_only:
+        nodes.insert(0, helper.make_node("Concat", ["ones", "s"], ["scales"], axis=0))
+        inits.append(numpy_helper.from_array(np.ones(2, np.float32), "ones"))
+    graph = helper.make_graph(nodes, "resize", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
 
 
@@ -461,25 +466,27 @@ def resize_worker(args):
     scales = np.array([1, 1, 2, 2], np.float32)
     x = np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype("float32")
     with tempfile.TemporaryDirectory() as d:
-        for mode in ["linear", "cubic"]:
+        for mode, image_only in [("linear", False), ("cubic", False), ("linear", True)]:
             given, constant = os.path.join(d, f"{mode}_given.onnx"), os.path.join(d, f"{mode}_constant.onnx")
-            resize_model(given, mode, None)
+            resize_model(given, mode, None, image_only)
             resize_model(constant, mode, scales)
+            feed = scales[2:] if image_only else scales
             dynamic = tessera.build(tessera.onnx.load(given), db=False)
             static = tessera.build(tessera.onnx.load(constant), db=False)
             session = ort_session(given, args.threads)
-            want = session.run(None, {"x": x, "s": scales})[0]
-            for label, out in (("scales given", dynamic.run([x, scales])[0]), ("constant", static.run([x])[0])):
+            want = session.run(None, {"x": x, "s": feed})[0]
+            for label, out in (("scales given", dynamic.run([x, feed])[0]), ("constant", static.run([x])[0])):
                 err = float(np.abs(out - want).max())
                 if err > 1e-4:
                     print(f"  resize {mode} ({label}) differs from ONNX Runtime by {err:.2e}")
                     failed = True
-            runs = {"tessera": lambda: dynamic.run([x, scales]), "static": lambda: static.run([x]),
-                    "ort": lambda: session.run(None, {"x": x, "s": scales})}
+            runs = {"tessera": lambda: dynamic.run([x, feed]), "static": lambda: static.run([x]),
+                    "ort": lambda: session.run(None, {"x": x, "s": feed})}
             times = common.measure_rounds(runs, args.repeat)
-            case = f"resize {mode} 1x3x224x224 by scales (1, 1, 2, 2) given at run time"
+            given_as = "(2, 2) given after ones" if image_only else "(1, 1, 2, 2) given"
+            case = f"resize {mode} 1x3x224x224 by scales {given_as} at run time"
             for lib, (best, median) in times.items():
-                print(f"  {case:58s} {lib:8s} min {best * 1e3:9.3f} ms  median {median * 1e3:9.3f} ms", flush=True)
+                print(f"  {case:62s} {lib:8s} min {best * 1e3:9.3f} ms  median {median * 1e3:9.3f} ms", flush=True)
             extra = {"build": "symbolic" if dynamic.symbolic else "per size"}
             print(common.result_line("dynamic", case, args.threads, times, ["static", "ort"], extra=extra), flush=True)
     return 1 if failed else 0
