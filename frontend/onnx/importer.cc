@@ -481,17 +481,23 @@ class Importer {
   return model;
 }
 
-relay_ir::Module import_model_proto(const ::onnx::ModelProto& model, const std::string& base_dir,
-                                    const ImportOptions& options) {
+// `import(o)` for options `o` (from `options`), again with each input dimension fixed that an
+// operator needs constant (tensor_ir/dimension_must_equal.h); any other variable stays an error.
+template <typename F>
+auto with_fixed_dims(const ImportOptions& options, F import) {
   ImportOptions o = options;
   for (;;) {
     try {
-      return Importer(model, base_dir, o).run();
+      return import(o);
     } catch (const tensor_ir::DimensionMustEqual& e) {
-      // An input's dimension variable, fixed and imported again; any other stays an error.
       if (!o.symbolic || !o.fixed_dims.emplace(e.var, e.value).second) throw Error(e.what());
     }
   }
+}
+
+relay_ir::Module import_model_proto(const ::onnx::ModelProto& model, const std::string& base_dir,
+                                    const ImportOptions& options) {
+  return with_fixed_dims(options, [&](const ImportOptions& o) { return Importer(model, base_dir, o).run(); });
 }
 
 relay_ir::Module import_model_bytes(const std::string& bytes, const std::string& base_dir,
@@ -509,14 +515,18 @@ std::vector<SymbolicRecurrence> symbolic_recurrences(const ::onnx::ModelProto& m
                                                      const ImportOptions& options) {
   ImportOptions symbolic = options;
   symbolic.symbolic = true;
-  std::vector<SymbolicRecurrence> found;
-  Importer probe(model, base_dir, symbolic);
-  probe.collect_symbolic_recurrences(found);
-  try {
-    probe.run();
-  } catch (const Error&) {  // an operator that needs constant sizes: the nodes before it are found
-  }
-  return found;
+  return with_fixed_dims(symbolic, [&](const ImportOptions& o) {
+    std::vector<SymbolicRecurrence> found;
+    Importer probe(model, base_dir, o);
+    probe.collect_symbolic_recurrences(found);
+    try {
+      probe.run();
+    } catch (const tensor_ir::DimensionMustEqual&) {
+      throw;
+    } catch (const Error&) {  // an operator that needs constant sizes: the nodes before it are found
+    }
+    return found;
+  });
 }
 
 std::vector<runtime::BufferSpec> model_inputs(const std::string& path, const ImportOptions& options) {

@@ -14,6 +14,7 @@
 #include "relay_ir/transforms/infer_type.h"
 #include "runtime/element.h"
 #include "runtime/error.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/printer.h"
 
 namespace tessera::frontend::onnx {
@@ -329,9 +330,13 @@ std::vector<Expr> convert(ConvertContext& c, Cell cell) {
   s.batch = x.shape.dim(1 - time_axis);
   // X holds the input projections already (a Scan's step: recurrence_scan.h); W is not applied.
   const bool projected = c.attr_int(kProjectedInput, 0) != 0;
-  const int64_t input_size = projected ? c.input_type(1).shape[2] : x.shape[2], D = s.directions;
-  const tensor_ir::Expr B = s.batch;
   const auto& w = c.input_type(1);
+  if (!projected && w.ndim() == 3 && w.shape.is_static(2))
+    tensor_ir::require_constant_dim(x.shape.dim(2), w.shape[2],
+                                    "the input size of X " + x.shape.str() + " must be " + std::to_string(w.shape[2]) +
+                                        ", as W " + w.shape.str() + " says");
+  const int64_t input_size = projected ? w.shape[2] : x.shape[2], D = s.directions;
+  const tensor_ir::Expr B = s.batch;
   if (s.hidden < 0 && w.ndim() == 3) s.hidden = w.shape[1] / s.gates;  // hidden_size is optional in opset 1
   int64_t H = s.hidden, G = s.gates;
   if (H < 1) c.error("hidden_size must be positive, got " + std::to_string(H));

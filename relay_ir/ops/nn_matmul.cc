@@ -12,6 +12,7 @@
 
 #include "relay_ir/ops/nn_ops.h"
 #include "runtime/error.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/printer.h"
@@ -81,7 +82,11 @@ Type gemm_rel(const std::vector<Type>& args, const Attrs& attrs) {
     fail("a packed B is not transposed (trans_b must be 0; the packing transposed it)");
   // A's rows may be symbolic (a batch); B is a weight of static shape.
   tensor_ir::Expr m = a.shape.dim(ta ? 1 : 0);
-  int64_t k = a.shape[ta ? 0 : 1], kb = b[tb ? 1 : 0], n = b[tb ? 0 : 1];
+  const int64_t kb = b[tb ? 1 : 0], n = b[tb ? 0 : 1];
+  tensor_ir::require_constant_dim(a.shape.dim(ta ? 0 : 1), kb,
+                                  "the depth of A " + a.shape.str() + " must be " + std::to_string(kb) + ", as B " +
+                                      runtime::shape_str(b) + " says");
+  const int64_t k = a.shape[ta ? 0 : 1];
   if (k != kb)
     fail("inner dimensions differ: A ", a.shape.str(), (ta ? " (transposed)" : ""), " and B ", runtime::shape_str(b),
          (tb ? " (transposed)" : ""), " give ", k, " vs ", kb);

@@ -158,6 +158,35 @@ def test_a_dimension_the_weights_fix_is_a_constant_checked_at_each_call(tmp_path
         lib.run([x, np.zeros((1, 7), "float32")])
 
 
+@pytest.mark.parametrize("op", ["Gemm", "LSTM"])
+def test_a_gemm_depth_or_an_lstm_input_size_declared_symbolic_takes_the_weights_size(tmp_path, rng, op):
+    """Gemm's depth and an LSTM's input size, declared symbolic, take the weights' sizes: the model
+    builds once for every other size (the LSTM over a sequence of symbolic length as a program of
+    steps) and exports; another size is an error naming the input."""
+    if op == "Gemm":
+        nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)]
+        inits = {"w": rng.standard_normal((5, 6)), "b": rng.standard_normal(5)}
+        dims, sizes, wrong = ["B", "K"], [(3, 6), (1, 6)], (2, 7)
+    else:
+        nodes = [helper.make_node("LSTM", ["x", "W", "R"], ["y"], hidden_size=4)]
+        inits = {"W": rng.standard_normal((1, 16, 5)), "R": rng.standard_normal((1, 16, 4))}
+        dims, sizes, wrong = ["L", "N", "I"], [(7, 2, 5), (1, 3, 5)], (2, 2, 6)
+    path = save(tmp_path, nodes, [vi("x", dims)], [vi("y", None)],
+                [numpy_helper.from_array(v.astype("float32"), k) for k, v in inits.items()])
+    lib = tessera.build(tessera.onnx.load(path))
+    lib.export(str(tmp_path / "m.so"))
+    module = tessera.load(str(tmp_path / "m.so"))
+    for shape in sizes:
+        x = rng.standard_normal(shape).astype("float32")
+        want = tessera.build(tessera.onnx.load(path, shapes={"x": shape})).run([x])[0]
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-5, atol=1e-5)
+    assert lib.symbolic, lib.symbolic_reason
+    expected = r"\(B, 6\)" if op == "Gemm" else r"\(L, N, 5\)"
+    with pytest.raises(tessera.Error, match=r"input 'x'.*expected shape " + expected):
+        lib.run([np.zeros(wrong, "float32")])
+
+
 def sizes_in_float_model(tmp_path, rng, by_scales):
     """x (N, 3, H, W) resized to computed sizes, then a 3x3 convolution. The sizes are computed in
     float from the input's shape, as exporters write them: by_scales, the scales [1, 1, 2H/H,

@@ -96,6 +96,7 @@ TEST(TypeRelations, ADimensionVariableThatWeightsFixIsNamedWithItsValue) {
   Var a("a", tensor_type(Shape({Dim(5), Dim(k)}), runtime::kFloat32));
   Expr m = constant(runtime::NDArray::empty({6, 2}, runtime::kFloat32));
   EXPECT_EQ(required_of(call("matmul", {a, m})), std::make_pair(std::string("K"), int64_t{6}));
+  EXPECT_EQ(required_of(call("gemm", {a, m})), std::make_pair(std::string("K"), int64_t{6}));
   Expr per_channel = constant(runtime::NDArray::empty({5}, runtime::kFloat32));
   EXPECT_EQ(required_of(call("batch_norm", {x, per_channel, per_channel, per_channel, per_channel})),
             std::make_pair(std::string("C"), int64_t{5}));
