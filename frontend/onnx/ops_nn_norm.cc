@@ -8,6 +8,8 @@
 #include "frontend/onnx/ops_math.h"
 #include "frontend/onnx/ops_nn.h"
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/op.h"
 
 namespace tessera::frontend::onnx {
 
@@ -94,14 +96,14 @@ Expr group_normalization(ConvertContext& c) {
   const std::string stash = per_channel ? float_type_name(c, c.attr_int("stash_type", ::onnx::TensorProto::FLOAT))
                                         : x.dtype.str();
   const runtime::DataType stash_dtype = runtime::DataType::parse(stash);
-  int64_t per_group = 1;
-  for (size_t d = 1; d < x.ndim(); ++d) per_group *= x.shape[d];
-  per_group /= groups;
+  tensor_ir::Expr per_group = tensor_ir::Expr(channels / groups);  // of symbolic spatial sizes too
+  for (size_t d = 2; d < x.ndim(); ++d) per_group = per_group * x.shape.dim(d);
   auto mean = [&](const Expr& e) {
     return c.call("reduce_mean", {e}, {{"axes", std::vector<int64_t>{2}}, {"keepdims", int64_t{1}}});
   };
-  Expr grouped = c.call("reshape", {cast_to(c, c.input(0), x.dtype, stash)},
-                        {{"shape", std::vector<int64_t>{x.shape[0], groups, per_group}}});
+  Expr grouped = c.call(
+      "reshape", {cast_to(c, c.input(0), x.dtype, stash)},
+      {{"shape", relay_ir::Shape({x.shape.dim(0), tensor_ir::Expr(groups), tensor_ir::arith::simplify(per_group)})}});
   Expr centered = c.call("sub", {grouped, mean(grouped)});
   Expr deviation = c.call(
       "sqrt", {c.call("add", {mean(c.call("mul", {centered, centered})),

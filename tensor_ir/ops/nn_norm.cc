@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/nn_util.h"
 
@@ -20,28 +21,34 @@ Tensor keepdims_sum(const Tensor& x, const std::vector<int64_t>& axes, const std
 }
 
 // mean over `axes` (keepdims) in `acc`.
+// The number of elements along `axes` of x as an `acc` value: a constant, or (symbolic sizes: an
+// image of H x W) the product of the sizes converted as the kernel runs.
+Expr count_along(const Tensor& x, const std::vector<int64_t>& axes, DataType acc) {
+  Expr count = Expr(int64_t{1});
+  for (int64_t a : axes) count = count * x->shape[a];
+  count = arith::simplify(count);
+  if (const int64_t* c = as_const_int(count)) return make_const(acc, static_cast<double>(*c));
+  return cast(acc, count);
+}
+
 Tensor mean_of(const Tensor& x, const std::vector<int64_t>& axes, DataType acc, const std::string& name) {
-  int64_t count = 1;
-  for (int64_t a : axes) count *= x->dim(a);
+  const Expr count = count_along(x, axes, acc);
   Tensor s = keepdims_sum(x, axes, name + "_sum",
                           [&](const std::vector<Expr>& idx, const std::vector<Var>&) { return read_as(x, idx, acc); });
   return compute(
-      s->shape, [&](const std::vector<Var>& v) { return s(as_exprs(v)) / make_const(acc, static_cast<double>(count)); },
-      name, "norm_stat");
+      s->shape, [&](const std::vector<Var>& v) { return s(as_exprs(v)) / count; }, name, "norm_stat");
 }
 
 // mean over `axes` of (x - mean)^2.
 Tensor variance_of(const Tensor& x, const Tensor& mean, const std::vector<int64_t>& axes, DataType acc,
                    const std::string& name) {
-  int64_t count = 1;
-  for (int64_t a : axes) count *= x->dim(a);
+  const Expr count = count_along(x, axes, acc);
   Tensor s = keepdims_sum(x, axes, name + "_sum", [&](const std::vector<Expr>& idx, const std::vector<Var>& v) {
     Expr d = read_as(x, idx, acc) - mean(as_exprs(v));
     return d * d;
   });
   return compute(
-      s->shape, [&](const std::vector<Var>& v) { return s(as_exprs(v)) / make_const(acc, static_cast<double>(count)); },
-      name, "norm_stat");
+      s->shape, [&](const std::vector<Var>& v) { return s(as_exprs(v)) / count; }, name, "norm_stat");
 }
 
 // Reads a per-channel (axis 1) vector for an element of x.
@@ -149,8 +156,7 @@ Tensor mean_variance_normalization(const Tensor& x, const std::vector<int64_t>& 
     fail("mean_variance_normalization: an axis is listed twice");
   DataType acc = accumulation_type(x.dtype());
   Tensor mean = mean_of(x, axes, acc, "mvn_mean");
-  int64_t count = 1;
-  for (int64_t a : axes) count *= x->dim(a);
+  const Expr count = count_along(x, axes, acc);
   Tensor sq = keepdims_sum(x, axes, "mvn_square_sum", [&](const std::vector<Expr>& idx, const std::vector<Var>&) {
     Expr e = read_as(x, idx, acc);
     return e * e;
@@ -160,7 +166,7 @@ Tensor mean_variance_normalization(const Tensor& x, const std::vector<int64_t>& 
       [&](const std::vector<Var>& v) {
         std::vector<Expr> s = keepdims_index(v, axes);
         Expr m = mean(s);
-        Expr stddev = sqrt(sq(s) / make_const(acc, static_cast<double>(count)) - m * m);
+        Expr stddev = sqrt(sq(s) / count - m * m);
         return cast(x.dtype(), (read_as(x, as_exprs(v), acc) - m) / (stddev + make_const(acc, 1e-9)));
       },
       "mean_variance_normalization", "norm");

@@ -4,6 +4,7 @@ direct), strides, dilations and padding, 1-D and 3-D windows, max, average and p
 ceil_mode, global pools, at sizes that divide no tile, of one pixel, and from the exported
 module; an image too small for a window is an error naming the node."""
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -81,6 +82,40 @@ def test_a_convolution_of_few_input_channels_exports_before_any_run(tmp_path, rn
         x = rng.standard_normal((n, 3, h, w)).astype("float32")
         for runner in (lib, module):
             np.testing.assert_allclose(runner.run([x])[0], reference(x), rtol=1e-4, atol=1e-4)
+
+
+def normalization_reference(op, x, scale, bias, opset):
+    n, c = x.shape[:2]
+    if op == "MeanVarianceNormalization":
+        mean = x.mean(axis=(0, 2, 3), keepdims=True)
+        return (x - mean) / (np.sqrt((x * x).mean(axis=(0, 2, 3), keepdims=True) - mean * mean) + 1e-9)
+    groups = c if op == "InstanceNormalization" else 2
+    g = x.reshape(n, groups, -1)
+    y = ((g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    if op == "GroupNormalization" and opset < 21:  # a scale and bias per group
+        return (y.reshape(n, groups, -1) * scale[:, None] + bias[:, None]).reshape(x.shape)
+    return y * scale[:, None, None] + bias[:, None, None]
+
+
+@pytest.mark.parametrize("op, opset", [("InstanceNormalization", 17), ("GroupNormalization", 18),
+                                       ("GroupNormalization", 21), ("MeanVarianceNormalization", 17)])
+def test_normalizations_of_symbolic_height_and_width(tmp_path, rng, op, opset):
+    """Statistics over an image of symbolic size divide by its element count as the kernel runs
+    (a style-transfer or diffusion model at any image size)."""
+    params = 2 if op == "GroupNormalization" and opset < 21 else 4
+    scale, bias = rng.standard_normal(params).astype("float32"), rng.standard_normal(params).astype("float32")
+    inputs = [] if op == "MeanVarianceNormalization" else ["s", "b"]
+    attrs = {"num_groups": 2} if op == "GroupNormalization" else {}
+    graph = helper.make_graph([helper.make_node(op, ["x"] + inputs, ["y"], **attrs)], "g", [vi("x", ["N", 4, "H", "W"])],
+                              [vi("y", None)], [numpy_helper.from_array(scale, "s"), numpy_helper.from_array(bias, "b")])
+    path = str(tmp_path / "norm.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]), path)
+    lib, module = built_once(tmp_path, path)
+    for shape in [(2, 4, 5, 6), (1, 4, 1, 3), (3, 4, 7, 2)]:
+        x = rng.standard_normal(shape).astype("float32")
+        want = normalization_reference(op, x.astype("float64"), scale, bias, opset)
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-4, atol=1e-4)
 
 
 # (channels, out channels, spatial dimensions, size hints, sizes run): Winograd pays at enough
