@@ -166,10 +166,11 @@ Type split_rel(const std::vector<Type>& args, const Attrs& attrs) {
 
 Type slice_rel(const std::vector<Type>& args, const Attrs& a) {
   const auto& x = tensor_arg(args, 0, "input");
-  const std::vector<tensor_ir::Expr> in = x.shape.dims();
-  const auto dims =
-      ops::slice_dims(in, a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));
-  return tensor_type(Shape(ops::slice_shape(in, dims)), x.dtype);
+  std::vector<tensor_ir::Expr> shape;
+  for (const ops::SliceAxis& d : ops::slice_axes(x.shape.dims(), a.get_ints("starts"), a.get_ints("ends"),
+                                                 a.get_ints("axes"), a.get_ints("steps")))
+    shape.push_back(d.length);
+  return tensor_type(Shape(shape), x.dtype);
 }
 
 Type one_hot_rel(const std::vector<Type>& args, const Attrs& attrs) {

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "runtime/error.h"
+#include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/math.h"
 
@@ -101,7 +102,7 @@ Tensor prelu(const Tensor& x, const Tensor& slope, int channel_axis) {
   } else {
     std::vector<Expr> shape = broadcast_shape(x, slope);
     for (size_t d = 0; d < shape.size(); ++d)
-      if (shape.size() != x.ndim() || *as_const_int(shape[d]) != x->dim(d))
+      if (shape.size() != x.ndim() || !arith::equal_as_polynomials(shape[d], x->shape[d]))
         fail("prelu: slope ", slope.name(), " must broadcast to the input's shape");
   }
   return compute(

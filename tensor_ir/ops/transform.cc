@@ -264,39 +264,70 @@ Tensor tile(const Tensor& x, const std::vector<Expr>& repeats) {
       "tile", "transform");
 }
 
-std::vector<Expr> slice_shape(const std::vector<Expr>& in, const std::vector<SliceDim>& dims) {
-  std::vector<Expr> out;
-  for (size_t d = 0; d < dims.size(); ++d) out.push_back(dims[d].length == kWholeAxis ? in[d] : Expr(dims[d].length));
-  return out;
+namespace {
+
+// A symbolic axis of size n sliced from `start` to `end` by `step` (constants), as ONNX clamps
+// them: [0, n] with a positive step, [0, n - 1] and [-1, n - 1] with a negative one.
+SliceAxis symbolic_slice(const Expr& n, int64_t start, int64_t end, int64_t step) {
+  constexpr int64_t kBeyond = int64_t{1} << 31;
+  auto position = [&](int64_t p, int64_t lowest, const Expr& highest) -> Expr {
+    if (p >= kBeyond) return highest;
+    if (p <= -kBeyond) return Expr(lowest);
+    return p >= 0 ? min(Expr(p), highest) : max(n + Expr(p), Expr(lowest));
+  };
+  if (step > 0) {
+    const Expr first = position(start, 0, n), last = position(end, 0, n);
+    return {arith::simplify(first), step,
+            arith::simplify(floordiv(max(last - first, Expr(0)) + Expr(step - 1), Expr(step)))};
+  }
+  const Expr first = position(start, 0, n - Expr(1)), last = position(end, -1, n - Expr(1));
+  // At most n: an empty axis has none however its ends clamp.
+  Expr length = min(floordiv(max(first - last, Expr(0)) + Expr(-step - 1), Expr(-step)), n);
+  return {arith::simplify(first), step, arith::simplify(length)};
 }
 
-std::vector<SliceDim> slice_dims(const std::vector<Expr>& in, const std::vector<int64_t>& starts,
-                                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
-                                 const std::vector<int64_t>& steps) {
-  // A symbolic axis stands in as an extent no real one reaches: it is unsliced exactly when its
-  // slice is the whole of that extent, reversed when it is all of it backwards.
+}  // namespace
+
+std::vector<SliceAxis> slice_axes(const std::vector<Expr>& in, const std::vector<int64_t>& starts,
+                                  const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                                  const std::vector<int64_t>& steps) {
+  // A symbolic axis stands in as an extent no real one reaches, which validates the lists and
+  // tells an axis kept whole or reversed whole (their plain forms) from one sliced.
+  constexpr int64_t kWholeAxis = int64_t{1} << 60;
   Shape proxy;
   for (const Expr& d : in) proxy.push_back(as_const_int(d) ? *as_const_int(d) : kWholeAxis);
-  std::vector<SliceDim> dims = slice_dims(proxy, starts, ends, axes, steps);
-  for (size_t d = 0; d < dims.size(); ++d)
-    if (!as_const_int(in[d]) && !(dims[d].length == kWholeAxis && (dims[d].step == 1 || reverses_whole_axis(dims[d]))))
-      fail("slice: axis ", d, " has the symbolic extent ", to_string(in[d]),
-           "; only whole symbolic axes are kept or reversed, constant ones sliced");
-  return dims;
+  const std::vector<SliceDim> dims = slice_dims(proxy, starts, ends, axes, steps);
+  std::vector<int64_t> ax = axes;
+  if (ax.empty())
+    for (size_t i = 0; i < starts.size(); ++i) ax.push_back(static_cast<int64_t>(i));
+  ax = normalize_axes(ax, static_cast<int64_t>(in.size()), "slice: axes");
+  std::vector<SliceAxis> out;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const SliceDim& s = dims[d];
+    if (as_const_int(in[d])) out.push_back({Expr(s.start), s.step, Expr(s.length)});
+    else if (s.length == kWholeAxis && s.step == 1) out.push_back({Expr(0), 1, in[d]});
+    else if (s.length == kWholeAxis && s.step == -1 && s.start == kWholeAxis - 1)
+      out.push_back({arith::simplify(in[d] - Expr(1)), -1, in[d]});
+    else {
+      const size_t i = static_cast<size_t>(std::find(ax.begin(), ax.end(), static_cast<int64_t>(d)) - ax.begin());
+      out.push_back(symbolic_slice(in[d], starts[i], ends[i], steps.empty() ? 1 : steps[i]));
+    }
+  }
+  return out;
 }
 
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
-  std::vector<SliceDim> dims = slice_dims(x->shape, starts, ends, axes, steps);
+  const std::vector<SliceAxis> dims = slice_axes(x->shape, starts, ends, axes, steps);
+  std::vector<Expr> shape;
+  for (const SliceAxis& d : dims) shape.push_back(d.length);
   return compute(
-      slice_shape(x->shape, dims),
+      shape,
       [&](const std::vector<Var>& o) {
         std::vector<Expr> idx;
         for (size_t d = 0; d < dims.size(); ++d) {
           Expr i = dims[d].step == 1 ? Expr(o[d]) : o[d] * Expr(dims[d].step);
-          if (!as_const_int(x->shape[d]) && reverses_whole_axis(dims[d]))
-            idx.push_back(arith::simplify(x->shape[d] - Expr(1)) - o[d]);
-          else idx.push_back(dims[d].start ? i + Expr(dims[d].start) : i);
+          idx.push_back(is_const_int(dims[d].start, 0) ? i : i + dims[d].start);
         }
         return x(idx);
       },

@@ -37,15 +37,18 @@ Tensor shape_values(const std::vector<Expr>& dims, runtime::DataType dtype, bool
 Tensor tile(const Tensor& x, const std::vector<int64_t>& repeats);
 // Dimensions or repeat counts that may be symbolic.
 Tensor tile(const Tensor& x, const std::vector<Expr>& repeats);
-// slice_dims of a shape whose symbolic axes are kept whole (their length is kWholeAxis), and the
-// output shape they give.
-constexpr int64_t kWholeAxis = int64_t{1} << 60;
-// Whether a slice of a symbolic axis (by slice_dims) takes all of it backwards (torch.flip).
-inline bool reverses_whole_axis(const SliceDim& d) { return d.step == -1 && d.start == kWholeAxis - 1; }
-std::vector<SliceDim> slice_dims(const std::vector<Expr>& in, const std::vector<int64_t>& starts,
-                                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
-                                 const std::vector<int64_t>& steps);
-std::vector<Expr> slice_shape(const std::vector<Expr>& in, const std::vector<SliceDim>& dims);
+// One output dimension of a slice of dimensions that may be symbolic: element i reads input index
+// start + i * step. A symbolic axis sliced by constant starts and ends (a crop, every other row)
+// takes ONNX's clamping as min and max expressions of its size; a start or end beyond 2^31 (as
+// exporters write INT64_MAX) stands for the axis' end.
+struct SliceAxis {
+  Expr start;
+  int64_t step = 1;
+  Expr length;
+};
+std::vector<SliceAxis> slice_axes(const std::vector<Expr>& in, const std::vector<int64_t>& starts,
+                                  const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                                  const std::vector<int64_t>& steps);
 // ONNX Slice semantics (see slice_dims).
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);

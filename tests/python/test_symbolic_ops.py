@@ -48,9 +48,8 @@ def test_split_of_symbolic_rows_into_queries_keys_and_values(tmp_path, rng, targ
                 np.testing.assert_array_equal(got, want)
 
 
-def test_slice_reverses_a_whole_symbolic_axis_and_no_part_of_one(tmp_path, rng):
-    """Slice with step -1 over all of a symbolic axis (torch.flip) keeps its extent; a part of one
-    has a size the kernel cannot take as an argument, and the model is built per size, saying why."""
+def test_slice_reverses_a_whole_symbolic_axis(tmp_path, rng):
+    """Slice with step -1 over all of a symbolic axis (torch.flip) keeps its extent."""
     whole = [helper.make_node("Slice", ["x", "start", "end", "axes", "step"], ["y"])]
     inits = [ints("start", [-1, 3]), ints("end", [-2**63, 0]), ints("axes", [1, 2]), ints("step", [-1, -2])]
     path = save(tmp_path, whole, [vi("x", ["N", "L", 5])], [vi("y", ["N", "L", 2])], inits)
@@ -59,12 +58,43 @@ def test_slice_reverses_a_whole_symbolic_axis_and_no_part_of_one(tmp_path, rng):
         x = rng.standard_normal((n, length, 5)).astype("float32")
         for run in (lib.run, module.run):
             np.testing.assert_array_equal(run([x])[0], x[:, ::-1, 3:0:-2])
-    inits[1] = ints("end", [0, 0])  # all but the first row
-    path = save(tmp_path, whole, [vi("x", ["N", "L", 5])], [vi("y", ["N", None, 2])], inits)
-    lib = tessera.build(tessera.onnx.load(path), db=False)
-    x = rng.standard_normal((2, 4, 5)).astype("float32")
-    np.testing.assert_array_equal(lib.run([x])[0], x[:, :0:-1, 3:0:-2])
-    assert not lib.symbolic and "only whole symbolic axes are kept or reversed" in lib.symbolic_reason
+
+
+BIG = 2**63 - 1
+# (start, end, step) along a symbolic axis: crops, every other row (YOLO's space-to-depth slices),
+# backwards from inside, bounds past either end, INT64_MAX and INT64_MIN as exporters write them.
+SYMBOLIC_SLICES = [(1, -1, 1), (0, BIG, 2), (1, BIG, 2), (-1, -BIG - 1, -1), (-2, -BIG - 1, -2), (5, 2, -1),
+                   (-3, 100, 1), (2, 3, 1), (BIG, -BIG - 1, -1), (-100, 3, 1), (3, -100, -1), (0, -1, 3), (-1, 0, -2)]
+
+
+@pytest.mark.parametrize("start, end, step", SYMBOLIC_SLICES)
+def test_slice_of_part_of_a_symbolic_axis_is_built_once(tmp_path, rng, start, end, step):
+    """A symbolic axis sliced by constant bounds gets a start and length of min and max expressions
+    of its size (ONNX's clamping), so the model builds once for every size and exports; against the
+    static build of each size, from empty axes up."""
+    nodes = [helper.make_node("Slice", ["x", "start", "end", "axes", "step"], ["y"])]
+    inits = [ints("start", [start]), ints("end", [end]), ints("axes", [1]), ints("step", [step])]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L"])], [vi("y", None)], inits)
+    lib, module = built_once(tmp_path, path)
+    for length in [0, 1, 2, 3, 4, 7, 10]:
+        x = rng.standard_normal((2, length)).astype("float32")
+        want = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape}), db=False).run([x])[0]
+        for run in (lib.run, module.run):
+            got = run([x])[0]
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+
+
+def test_prelu_with_a_slope_per_channel_of_symbolic_images(tmp_path, rng):
+    """A slope of shape [C, 1, 1] broadcast over images of symbolic size (it crashed the build)."""
+    slope = rng.standard_normal((4, 1, 1)).astype("float32")
+    path = save(tmp_path, [helper.make_node("PRelu", ["x", "slope"], ["y"])], [vi("x", ["N", 4, "H", "W"])],
+                [vi("y", None)], [numpy_helper.from_array(slope, "slope")])
+    lib, module = built_once(tmp_path, path)
+    for shape in [(2, 4, 6, 8), (1, 4, 1, 3)]:
+        x = rng.standard_normal(shape).astype("float32")
+        for run in (lib.run, module.run):
+            np.testing.assert_array_equal(run([x])[0], np.where(x < 0, x * slope, x))
 
 
 def test_split_sizes_must_add_up_to_a_constant_dimension(tmp_path):
