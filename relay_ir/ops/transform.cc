@@ -76,12 +76,13 @@ namespace ops = tensor_ir::ops;
 using namespace transform;
 using Tensors = std::vector<tensor_ir::Tensor>;
 
-// An op whose output has the input's dtype and the shape `shape_fn` computes from the input
-// shape and the attributes.
-TypeRelation unary_shape(std::function<ops::Shape(const ops::Shape&, const Attrs&)> shape_fn) {
-  return [shape_fn](const std::vector<Type>& args, const Attrs& attrs) {
+// An op whose output has the input's dtype and the shape `dims_fn` computes from the input's
+// dimensions (which may be symbolic) and the attributes.
+TypeRelation unary_dims(
+    std::function<std::vector<tensor_ir::Expr>(const std::vector<tensor_ir::Expr>&, const Attrs&)> dims_fn) {
+  return [dims_fn](const std::vector<Type>& args, const Attrs& attrs) {
     const auto& x = tensor_arg(args, 0, "input");
-    return tensor_type(shape_fn(x.shape, attrs), x.dtype);
+    return tensor_type(Shape(dims_fn(x.shape.dims(), attrs)), x.dtype);
   };
 }
 
@@ -484,7 +485,7 @@ void register_transform_ops(OpRegistry& r) {
          1,
          1,
          {{"blocksize", int64_t{0}, true}, {"mode", std::string("DCR")}},
-         unary_shape([](const auto& in, const Attrs& a) {
+         unary_dims([](const auto& in, const Attrs& a) {
            parse_depth_to_space_mode(a.get_str("mode"));
            return ops::depth_to_space_shape(in, a.get_int("blocksize"));
          }),
@@ -494,18 +495,18 @@ void register_transform_ops(OpRegistry& r) {
          }),
          "transform",
          depth_to_space_gradient});
-  r.add({"space_to_depth",
-         "moves spatial blocks into channels (NCHW)",
-         1,
-         1,
-         {{"blocksize", int64_t{0}, true}},
-         unary_shape(
-             [](const auto& in, const Attrs& a) { return ops::space_to_depth_shape(in, a.get_int("blocksize")); }),
-         injective,
-         single_output(
-             [](const Tensors& in, const Attrs& a) { return ops::space_to_depth(in[0], a.get_int("blocksize")); }),
-         "transform",
-         space_to_depth_gradient});
+  r.add(
+      {"space_to_depth",
+       "moves spatial blocks into channels (NCHW)",
+       1,
+       1,
+       {{"blocksize", int64_t{0}, true}},
+       unary_dims([](const auto& in, const Attrs& a) { return ops::space_to_depth_shape(in, a.get_int("blocksize")); }),
+       injective,
+       single_output(
+           [](const Tensors& in, const Attrs& a) { return ops::space_to_depth(in[0], a.get_int("blocksize")); }),
+       "transform",
+       space_to_depth_gradient});
   r.add({"trilu",
          "trilu(x) or trilu(x, k): keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two "
          "axes; k the attribute, or the one value of the second input",

@@ -399,10 +399,10 @@ Tensor pad(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, const T
 }
 
 Tensor depth_to_space(const Tensor& x, int64_t b, bool crd) {
-  Shape out = depth_to_space_shape(x->dims(), b);
-  int64_t channels = out[1];
+  const std::vector<Expr> out = depth_to_space_shape(x->shape, b);
+  const int64_t channels = *as_const_int(out[1]);
   return compute(
-      shape_exprs(out),
+      out,
       [&](const std::vector<Var>& o) {
         Expr by = o[2] % Expr(b), bx = o[3] % Expr(b);
         Expr ch = crd ? o[1] * Expr(b * b) + by * Expr(b) + bx : (by * Expr(b) + bx) * Expr(channels) + o[1];
@@ -412,10 +412,10 @@ Tensor depth_to_space(const Tensor& x, int64_t b, bool crd) {
 }
 
 Tensor space_to_depth(const Tensor& x, int64_t b) {
-  Shape out = space_to_depth_shape(x->dims(), b);
-  int64_t channels = x->dim(1);
+  const std::vector<Expr> out = space_to_depth_shape(x->shape, b);
+  const int64_t channels = x->dim(1);
   return compute(
-      shape_exprs(out),
+      out,
       [&](const std::vector<Var>& o) {
         // Output channels are ordered (block row, block column, input channel).
         Expr c = o[1] % Expr(channels), bx = (o[1] / Expr(channels)) % Expr(b), by = o[1] / Expr(channels * b);

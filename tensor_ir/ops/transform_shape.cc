@@ -266,19 +266,24 @@ std::vector<Expr> pad_dims(const std::vector<Expr>& in, const std::vector<Expr>&
   return out;
 }
 
-Shape depth_to_space_shape(const Shape& in, int64_t b) {
+std::vector<Expr> depth_to_space_shape(const std::vector<Expr>& in, int64_t b) {
   if (in.size() != 4) fail("depth_to_space: the input must be 4-D (N, C, H, W), got ", shape_str(in));
   if (b <= 0) fail("depth_to_space: blocksize ", b, " must be positive");
-  if (in[1] % (b * b)) fail("depth_to_space: channels ", in[1], " are not divisible by blocksize^2 = ", b * b);
-  return {in[0], in[1] / (b * b), in[2] * b, in[3] * b};
+  const int64_t* c = as_const_int(in[1]);
+  if (!c) fail("depth_to_space: the channels of ", shape_str(in), " must be a constant");
+  if (*c % (b * b)) fail("depth_to_space: channels ", *c, " are not divisible by blocksize^2 = ", b * b);
+  return {in[0], Expr(*c / (b * b)), arith::simplify(in[2] * Expr(b)), arith::simplify(in[3] * Expr(b))};
 }
 
-Shape space_to_depth_shape(const Shape& in, int64_t b) {
+std::vector<Expr> space_to_depth_shape(const std::vector<Expr>& in, int64_t b) {
   if (in.size() != 4) fail("space_to_depth: the input must be 4-D (N, C, H, W), got ", shape_str(in));
   if (b <= 0) fail("space_to_depth: blocksize ", b, " must be positive");
-  if (in[2] % b || in[3] % b)
+  const int64_t *c = as_const_int(in[1]), *h = as_const_int(in[2]), *w = as_const_int(in[3]);
+  // Symbolic heights and widths would need a check, at each call, that the blocksize divides them.
+  if (!c || !h || !w) fail("space_to_depth: the channels, height and width of ", shape_str(in), " must be constants");
+  if (*h % b || *w % b)
     fail("space_to_depth: height and width of ", shape_str(in), " are not divisible by blocksize ", b);
-  return {in[0], in[1] * b * b, in[2] / b, in[3] / b};
+  return {in[0], Expr(*c * b * b), Expr(*h / b), Expr(*w / b)};
 }
 
 Shape take_shape(const Shape& data, const Shape& indices, int64_t axis) {

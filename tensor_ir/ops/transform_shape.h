@@ -61,8 +61,10 @@ std::vector<Expr> pad_dims(const std::vector<Expr>& in, const std::vector<Expr>&
 // What wrap padding wraps around: dimension `in` less what negative (constant) pads crop.
 Expr wrapped_length(const Expr& in, const Expr& begin, const Expr& end);
 
-Shape depth_to_space_shape(const Shape& in, int64_t blocksize);
-Shape space_to_depth_shape(const Shape& in, int64_t blocksize);
+// A batch may be symbolic; depth_to_space's height and width too (space_to_depth's must be
+// divisible by the blocksize: constants).
+std::vector<Expr> depth_to_space_shape(const std::vector<Expr>& in, int64_t blocksize);
+std::vector<Expr> space_to_depth_shape(const std::vector<Expr>& in, int64_t blocksize);
 
 // ONNX Gather: data.shape[:axis] + indices.shape + data.shape[axis+1:].
 Shape take_shape(const Shape& data, const Shape& indices, int64_t axis);

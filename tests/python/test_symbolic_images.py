@@ -118,6 +118,26 @@ def test_normalizations_of_symbolic_height_and_width(tmp_path, rng, op, opset):
             np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("op, mode", [("DepthToSpace", "DCR"), ("DepthToSpace", "CRD"), ("SpaceToDepth", None)])
+def test_depth_to_space_of_symbolic_sizes(tmp_path, rng, op, mode):
+    """Pixel shuffle (a super-resolution model's upsampling) at any batch and image size, and its
+    inverse at any batch (its height and width must divide by the blocksize: constants)."""
+    attrs = {"blocksize": 2} | ({"mode": mode} if mode else {})
+    dims = ["N", 8, "H", "W"] if op == "DepthToSpace" else ["N", 2, 6, 4]
+    path = save(tmp_path, [helper.make_node(op, ["x"], ["y"], **attrs)], [vi("x", dims)], [vi("y", None)])
+    lib, module = built_once(tmp_path, path)
+    for n, h, w in ([(2, 3, 5), (1, 1, 1), (3, 4, 2)] if op == "DepthToSpace" else [(2, 6, 4), (1, 6, 4)]):
+        x = rng.standard_normal((n, dims[1], h, w)).astype("float32")
+        if op == "SpaceToDepth":
+            want = x.reshape(n, 2, h // 2, 2, w // 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(n, 8, h // 2, w // 2)
+        elif mode == "DCR":
+            want = x.reshape(n, 2, 2, 2, h, w).transpose(0, 3, 4, 1, 5, 2).reshape(n, 2, h * 2, w * 2)
+        else:
+            want = x.reshape(n, 2, 2, 2, h, w).transpose(0, 1, 4, 2, 5, 3).reshape(n, 2, h * 2, w * 2)
+        for runner in (lib, module):
+            np.testing.assert_array_equal(runner.run([x])[0], want)
+
+
 # (channels, out channels, spatial dimensions, size hints, sizes run): Winograd pays at enough
 # tiles per image, and at 7x7 outputs (4 tiles) over a batch of 3 or more (16-lane vectors).
 WINOGRAD_AT_SOME_SIZES = {
