@@ -18,14 +18,12 @@ namespace {
 namespace ops = tensor_ir::ops;
 using Tensors = std::vector<tensor_ir::Tensor>;
 
-// (data, indices) -> data's dtype with the shape `shape_fn` gives.
-TypeRelation gather_rel(std::function<ops::Shape(const ops::Shape&, const ops::Shape&, const Attrs&)> shape_fn) {
-  return [shape_fn](const std::vector<Type>& args, const Attrs& attrs) {
-    const auto& data = tensor_arg(args, 0, "data");
-    const auto& indices = tensor_arg(args, 1, "indices");
-    require_integer(indices, "indices");
-    return tensor_type(shape_fn(data.shape, indices.shape, attrs), data.dtype);
-  };
+Type gather_elements_rel(const std::vector<Type>& args, const Attrs& attrs) {
+  const auto& data = tensor_arg(args, 0, "data");
+  const auto& indices = tensor_arg(args, 1, "indices");
+  require_integer(indices, "indices");
+  return tensor_type(Shape(ops::gather_elements_dims(data.shape.dims(), indices.shape.dims(), attrs.get_int("axis"))),
+                     data.dtype);
 }
 
 // data.shape[:axis] + indices.shape + data.shape[axis + 1:].
@@ -45,11 +43,11 @@ Type take_rel(const std::vector<Type>& args, const Attrs& attrs) {
   return tensor_type(Shape(out), data.dtype);
 }
 
-// A gathered axis of symbolic size must have an element to read, where there are indices.
+// A gathered axis of symbolic size must have an element to read, where there are indices (take,
+// gather_elements).
 std::vector<OpDef::NonEmptyDim> take_nonempty(const CallNode& call) {
   const Shape& shape = tensor_of(call.args.at(0)).shape;
-  const int64_t axis =
-      ops::normalize_axis(call.attrs.get_int("axis"), static_cast<int64_t>(shape.size()), "take: axis");
+  const int64_t axis = ops::normalize_axis(call.attrs.get_int("axis"), static_cast<int64_t>(shape.size()), "axis");
   if (shape.is_static(static_cast<size_t>(axis))) return {};
   return {{shape.dim(static_cast<size_t>(axis)), tensor_of(call.args.at(1)).shape.numel()}};
 }
@@ -253,14 +251,14 @@ void register_index_ops(OpRegistry& r) {
          2,
          2,
          {{"axis", int64_t{0}}},
-         gather_rel([](const auto& d, const auto& i, const Attrs& a) {
-           return ops::gather_elements_shape(d, i, a.get_int("axis"));
-         }),
+         gather_elements_rel,
          injective,
          single_output(
              [](const Tensors& in, const Attrs& a) { return ops::gather_elements(in[0], in[1], a.get_int("axis")); }),
          "transform",
-         gather_elements_gradient});
+         gather_elements_gradient,
+         /*is_view=*/false,
+         take_nonempty});
   r.add({"gather_nd",
          "gather_nd(data, indices): slices of data at index tuples (the last axis of indices)",
          2,

@@ -131,13 +131,14 @@ Tensor take(const Tensor& data, const Tensor& indices, int64_t axis) {
 
 Tensor gather_elements(const Tensor& data, const Tensor& indices, int64_t axis) {
   check_indices("gather_elements", indices);
-  Shape ds = data->dims();
-  Shape out = gather_elements_shape(ds, indices->dims(), axis);
-  int64_t a = normalize_axis(axis, static_cast<int64_t>(ds.size()));
+  const std::vector<Expr>& ds = data->shape;
+  const std::vector<Expr> out = gather_elements_dims(ds, indices->shape, axis);
+  const int64_t a = normalize_axis(axis, static_cast<int64_t>(ds.size()));
+  const bool empty = std::any_of(out.begin(), out.end(), [](const Expr& d) { return is_const_int(d, 0); });
   return compute(
-      shape_exprs(out),
+      out,
       [&](const std::vector<Var>& o) {
-        if (numel(out) == 0) return make_zero(data.dtype());
+        if (empty) return make_zero(data.dtype());
         std::vector<Expr> idx = as_exprs(o);
         idx[a] = wrap_and_clamp_index(indices(as_exprs(o)), ds[a]);
         return data(idx);

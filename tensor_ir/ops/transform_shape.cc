@@ -296,16 +296,25 @@ Shape take_shape(const Shape& data, const Shape& indices, int64_t axis) {
   return out;
 }
 
-Shape gather_elements_shape(const Shape& data, const Shape& indices, int64_t axis) {
+std::vector<Expr> gather_elements_dims(const std::vector<Expr>& data, const std::vector<Expr>& indices, int64_t axis) {
   if (data.empty()) fail("gather_elements: data must have rank >= 1");
   if (indices.size() != data.size())
     fail("gather_elements: indices ", shape_str(indices), " and data ", shape_str(data), " differ in rank");
   int64_t a = normalize_axis(axis, static_cast<int64_t>(data.size()), "gather_elements: axis");
-  for (size_t d = 0; d < data.size(); ++d)
-    if (static_cast<int64_t>(d) != a && indices[d] > data[d])
-      fail("gather_elements: indices ", shape_str(indices), " exceed data ", shape_str(data), " in dimension ", d);
-  if (data[a] == 0 && numel(indices) > 0)
+  for (size_t d = 0; d < data.size(); ++d) {
+    const int64_t *i = as_const_int(indices[d]), *x = as_const_int(data[d]);
+    if (static_cast<int64_t>(d) != a && (i && x ? *i > *x : !arith::equal_as_polynomials(indices[d], data[d])))
+      fail("gather_elements: indices ", shape_str(indices), " exceed data ", shape_str(data), " in dimension ", d,
+           (i && x ? "" : " (or may: they are not provably within it)"));
+  }
+  const bool no_indices = std::any_of(indices.begin(), indices.end(), [](const Expr& d) { return is_const_int(d, 0); });
+  if (is_const_int(data[a], 0) && !no_indices)
     fail("gather_elements: cannot gather from the empty axis ", a, " of ", shape_str(data));
+  return indices;
+}
+
+Shape gather_elements_shape(const Shape& data, const Shape& indices, int64_t axis) {
+  gather_elements_dims(shape_exprs(data), shape_exprs(indices), axis);
   return indices;
 }
 

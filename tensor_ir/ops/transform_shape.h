@@ -70,6 +70,10 @@ std::vector<Expr> space_to_depth_shape(const std::vector<Expr>& in, int64_t bloc
 Shape take_shape(const Shape& data, const Shape& indices, int64_t axis);
 // GatherElements: the indices' shape, which must not exceed data's in any axis but `axis`.
 Shape gather_elements_shape(const Shape& data, const Shape& indices, int64_t axis);
+// The same of dimensions that may be symbolic: a symbolic dimension of indices must provably
+// equal data's (but along the axis), and a gathered axis of symbolic size must have an element
+// at run time (relay_ir's gather_elements_nonempty).
+std::vector<Expr> gather_elements_dims(const std::vector<Expr>& data, const std::vector<Expr>& indices, int64_t axis);
 // GatherND: indices.shape[:-1] + data.shape[batch_dims + indices.shape[-1]:], dimensions that may
 // be symbolic: the index tuples' length a constant, the batch dimensions provably equal; an
 // indexed dimension of symbolic size must have an element at run time where tuples read it.

@@ -97,6 +97,22 @@ def test_prelu_with_a_slope_per_channel_of_symbolic_images(tmp_path, rng):
             np.testing.assert_array_equal(run([x])[0], np.where(x < 0, x * slope, x))
 
 
+def test_gather_elements_of_symbolic_sizes(tmp_path, rng):
+    """GatherElements along a symbolic axis with indices of their own symbolic count (negative ones
+    wrap); gathering from an empty axis is an error naming the node and the sizes."""
+    path = save(tmp_path, [helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1, name="g")],
+                [vi("x", ["N", "L"]), vi("i", ["N", "K"], TensorProto.INT64)], [vi("y", None)])
+    lib, module = built_once(tmp_path, path)
+    for n, length, k in [(3, 4, 3), (1, 1, 5), (2, 7, 0)]:
+        x = rng.standard_normal((n, length)).astype("float32")
+        i = rng.integers(-length, length, (n, k))
+        for run in (lib.run, module.run):
+            np.testing.assert_array_equal(run([x, i])[0], np.take_along_axis(x, i % length, axis=1))
+    with pytest.raises(tessera.Error, match=r"gather_elements \(node 'g'\) reads an element along a dimension that must "
+                                            r"have one: L is 0"):
+        lib.run([np.zeros((2, 0), "float32"), np.zeros((2, 1), "int64")])
+
+
 def test_split_sizes_must_add_up_to_a_constant_dimension(tmp_path):
     nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1)]
     path = save(tmp_path, nodes, [vi("x", ["N", "L"])], [vi("a", ["N", 2]), vi("b", ["N", None])],
