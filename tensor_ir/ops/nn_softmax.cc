@@ -92,7 +92,7 @@ Tensor hardmax(const Tensor& x, int64_t axis, bool trailing) {
   // The row-major position of the first maximum within the row.
   auto position = [&](const std::vector<Expr>& idx) {
     Expr p = make_zero(runtime::kInt64);
-    for (int64_t a : axes) p = p * Expr(x->dim(a)) + idx[a];
+    for (int64_t a : axes) p = p * x->shape[a] + idx[a];
     return p;
   };
   Tensor first = row_reduce(

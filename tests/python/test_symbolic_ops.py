@@ -113,6 +113,18 @@ def test_gather_elements_of_symbolic_sizes(tmp_path, rng):
         lib.run([np.zeros((2, 0), "float32"), np.zeros((2, 1), "int64")])
 
 
+def test_hardmax_along_a_symbolic_axis(tmp_path, rng):
+    """Hardmax's first maximum of a row of symbolic length (ties: the first), opset 13's one axis."""
+    path = save(tmp_path, [helper.make_node("Hardmax", ["x"], ["y"], axis=-1)], [vi("x", ["N", "L"])], [vi("y", None)])
+    lib, module = built_once(tmp_path, path)
+    for n, length in [(3, 5), (2, 1), (1, 9)]:
+        x = rng.integers(0, 3, (n, length)).astype("float32")  # ties
+        want = np.zeros_like(x)
+        want[np.arange(n), x.argmax(axis=1)] = 1
+        for run in (lib.run, module.run):
+            np.testing.assert_array_equal(run([x])[0], want)
+
+
 def test_split_sizes_must_add_up_to_a_constant_dimension(tmp_path):
     nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1)]
     path = save(tmp_path, nodes, [vi("x", ["N", "L"])], [vi("a", ["N", 2]), vi("b", ["N", None])],
