@@ -27,17 +27,10 @@ Type grid_sample_rel(const std::vector<Type>& args, const Attrs& a) {
   const auto& grid = tensor_arg(args, 1, "grid");
   require_float(x, "X");
   if (grid.dtype != x.dtype) fail("grid is ", grid.dtype.str(), ", X ", x.dtype.str());
-  if (x.ndim() != 4 && x.ndim() != 5) fail("X must be [N, C, H, W] or [N, C, D, H, W], got ", shape_str(x.shape));
-  const int64_t rank = static_cast<int64_t>(x.ndim()) - 2;
-  if (grid.ndim() != x.ndim() || grid.shape[0] != x.shape[0] || grid.shape.back() != rank)
-    fail("grid must be [N, out..., ", rank, "] with N = ", x.shape[0], ", got ", shape_str(grid.shape));
   const ops::GridSampleMode mode = ops::parse_grid_sample_mode(a.get_str("mode"));
-  if (rank == 3 && mode == ops::GridSampleMode::Bicubic) fail("bicubic sampling of volumes is not supported");
   ops::parse_grid_sample_padding(a.get_str("padding_mode"));
   flag(a, "align_corners");
-  std::vector<int64_t> out{x.shape[0], x.shape[1]};
-  out.insert(out.end(), grid.shape.begin() + 1, grid.shape.end() - 1);
-  return tensor_type(out, x.dtype);
+  return tensor_type(Shape(ops::grid_sample_dims(x.shape.dims(), grid.shape.dims(), mode)), x.dtype);
 }
 
 ops::RoiAlignParams roi_params(const Attrs& a) {

@@ -23,6 +23,9 @@ GridSamplePadding parse_grid_sample_padding(const std::string& name);
 // A = -0.75 and pads each of its 16 taps.
 Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, GridSamplePadding padding,
                    bool align_corners);
+// Its output shape; the batch, channels and the grid's sizes may be symbolic, X's spatial sizes
+// not (the unnormalized coordinates scale by them).
+std::vector<Expr> grid_sample_dims(const std::vector<Expr>& x, const std::vector<Expr>& grid, GridSampleMode mode);
 
 struct RoiAlignParams {
   bool max_mode = false;  // else average

@@ -7,8 +7,10 @@
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/extra.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -99,27 +101,40 @@ std::vector<Expr> cubic_weights(const Expr& t, const GridAxis& a) {
 
 }  // namespace
 
+std::vector<Expr> grid_sample_dims(const std::vector<Expr>& x, const std::vector<Expr>& grid, GridSampleMode mode) {
+  if (x.size() != 4 && x.size() != 5)
+    fail("grid_sample: X must be [N, C, H, W] or [N, C, D, H, W], got ", shape_str(x));
+  const size_t rank = x.size() - 2;  // spatial dimensions
+  if (grid.size() != x.size() || !arith::equal_as_polynomials(grid[0], x[0]) ||
+      !is_const_int(grid.back(), static_cast<int64_t>(rank)))
+    fail("grid_sample: grid must be [N, out..., ", rank, "] with N = ", to_string(x[0]), ", got ", shape_str(grid));
+  for (size_t k = 0; k < rank; ++k)
+    if (!as_const_int(x[2 + k]))
+      fail("grid_sample: the spatial sizes of X ", shape_str(x),
+           " must be constants (its batch and the grid's may not)");
+  if (rank == 3 && mode == GridSampleMode::Bicubic) fail("grid_sample: bicubic sampling of volumes is not supported");
+  std::vector<Expr> out{x[0], x[1]};
+  out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
+  return out;
+}
+
 Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, GridSamplePadding padding,
                    bool align_corners) {
   DataType dt = x.dtype();
   if (!dt.is_float()) fail("grid_sample: X must be float16, float32 or float64, got ", dt.str());
   if (grid.dtype() != dt) fail("grid_sample: grid is ", grid.dtype().str(), ", X ", dt.str());
-  auto xs = x->dims(), gs = grid->dims();
-  if (xs.size() != 4 && xs.size() != 5) fail("grid_sample: X must be [N, C, H, W] or [N, C, D, H, W], got ", runtime::shape_str(xs));
-  const size_t rank = xs.size() - 2;  // spatial dimensions
-  if (gs.size() != xs.size() || gs[0] != xs[0] || gs.back() != static_cast<int64_t>(rank))
-    fail("grid_sample: grid must be [N, out..., ", rank, "] with N = ", xs[0], ", got ", runtime::shape_str(gs));
-  if (rank == 3 && mode == GridSampleMode::Bicubic) fail("grid_sample: bicubic sampling of volumes is not supported");
+  const std::vector<Expr> out_shape = grid_sample_dims(x->shape, grid->shape, mode);
+  const size_t rank = x.ndim() - 2;  // spatial dimensions
   DataType acc = dt == runtime::kFloat64 ? dt : runtime::kFloat32;
   // Spatial dimension k (D, H, W) and the grid component that addresses it (x is W's).
+  std::vector<int64_t> xs(x.ndim(), 0);  // the input's spatial sizes (constants)
   std::vector<GridAxis> axes;
   bool empty = false;
   for (size_t k = 0; k < rank; ++k) {
+    xs[2 + k] = x->dim(2 + k);
     axes.push_back({padding, align_corners, xs[2 + k], acc});
     empty |= xs[2 + k] == 0;
   }
-  std::vector<Expr> out_shape{Expr(xs[0]), Expr(xs[1])};
-  for (size_t k = 0; k < rank; ++k) out_shape.push_back(Expr(gs[1 + k]));
   return compute(
       out_shape,
       [&](const std::vector<Var>& o) -> Expr {

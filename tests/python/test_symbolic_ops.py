@@ -125,6 +125,21 @@ def test_hardmax_along_a_symbolic_axis(tmp_path, rng):
             np.testing.assert_array_equal(run([x])[0], want)
 
 
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+def test_grid_sample_of_a_symbolic_batch_and_grid(tmp_path, rng, mode):
+    """GridSample (opset 20) at any batch and output grid size (X's own height and width constant:
+    the coordinates scale by them), against the static build of each size."""
+    path = save(tmp_path, [helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode)],
+                [vi("x", ["N", 3, 5, 7]), vi("g", ["N", "Ho", "Wo", 2])], [vi("y", None)], opset=20)
+    lib, module = built_once(tmp_path, path)
+    for n, ho, wo in [(2, 4, 6), (1, 1, 9), (3, 0, 2)]:
+        x = rng.standard_normal((n, 3, 5, 7)).astype("float32")
+        g = rng.uniform(-1.2, 1.2, (n, ho, wo, 2)).astype("float32")
+        want = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape, "g": g.shape}), db=False).run([x, g])[0]
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([x, g])[0], want, rtol=1e-6, atol=1e-6)
+
+
 def test_split_sizes_must_add_up_to_a_constant_dimension(tmp_path):
     nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1)]
     path = save(tmp_path, nodes, [vi("x", ["N", "L"])], [vi("a", ["N", 2]), vi("b", ["N", None])],
