@@ -18,12 +18,18 @@ namespace {
 namespace ops = tensor_ir::ops;
 using Tensors = std::vector<tensor_ir::Tensor>;
 
-Type gather_elements_rel(const std::vector<Type>& args, const Attrs& attrs) {
-  const auto& data = tensor_arg(args, 0, "data");
-  const auto& indices = tensor_arg(args, 1, "indices");
-  require_integer(indices, "indices");
-  return tensor_type(Shape(ops::gather_elements_dims(data.shape.dims(), indices.shape.dims(), attrs.get_int("axis"))),
-                     data.dtype);
+using GatherDims = std::vector<tensor_ir::Expr> (*)(const std::vector<tensor_ir::Expr>&,
+                                                    const std::vector<tensor_ir::Expr>&, int64_t);
+
+// (data, integer indices) -> data's dtype, of the dimensions `dims` gives from both and the
+// integer attribute `attr` (gather_elements' axis, gather_nd's batch_dims).
+TypeRelation gather_rel(GatherDims dims, const char* attr) {
+  return [dims, attr](const std::vector<Type>& args, const Attrs& attrs) {
+    const auto& data = tensor_arg(args, 0, "data");
+    const auto& indices = tensor_arg(args, 1, "indices");
+    require_integer(indices, "indices");
+    return tensor_type(Shape(dims(data.shape.dims(), indices.shape.dims(), attrs.get_int(attr))), data.dtype);
+  };
 }
 
 // data.shape[:axis] + indices.shape + data.shape[axis + 1:].
@@ -50,14 +56,6 @@ std::vector<OpDef::NonEmptyDim> take_nonempty(const CallNode& call) {
   const int64_t axis = ops::normalize_axis(call.attrs.get_int("axis"), static_cast<int64_t>(shape.size()), "axis");
   if (shape.is_static(static_cast<size_t>(axis))) return {};
   return {{shape.dim(static_cast<size_t>(axis)), tensor_of(call.args.at(1)).shape.numel()}};
-}
-
-Type gather_nd_rel(const std::vector<Type>& args, const Attrs& attrs) {
-  const auto& data = tensor_arg(args, 0, "data");
-  const auto& indices = tensor_arg(args, 1, "indices");
-  require_integer(indices, "indices");
-  return tensor_type(Shape(ops::gather_nd_dims(data.shape.dims(), indices.shape.dims(), attrs.get_int("batch_dims"))),
-                     data.dtype);
 }
 
 // The indexed dimensions of symbolic size must have an element to read, where there are index
@@ -251,7 +249,7 @@ void register_index_ops(OpRegistry& r) {
          2,
          2,
          {{"axis", int64_t{0}}},
-         gather_elements_rel,
+         gather_rel(ops::gather_elements_dims, "axis"),
          injective,
          single_output(
              [](const Tensors& in, const Attrs& a) { return ops::gather_elements(in[0], in[1], a.get_int("axis")); }),
@@ -264,7 +262,7 @@ void register_index_ops(OpRegistry& r) {
          2,
          2,
          {{"batch_dims", int64_t{0}}},
-         gather_nd_rel,
+         gather_rel(ops::gather_nd_dims, "batch_dims"),
          injective,
          single_output(
              [](const Tensors& in, const Attrs& a) { return ops::gather_nd(in[0], in[1], a.get_int("batch_dims")); }),
