@@ -7,6 +7,7 @@ is run with; so does a model with control flow or data-dependent shapes."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -18,9 +19,10 @@ from ._tessera import BindingRequired, DynamicModule, Module
 __all__ = ["load", "initializer_values", "BindingRequired", "supported_operators"]
 
 
-def load(path: os.PathLike | str, shapes: Mapping[str, Sequence[int]] | None = None,
+def load(path: os.PathLike | str | bytes | onnx.ModelProto, shapes: Mapping[str, Sequence[int]] | None = None,
          bind: Mapping[str, npt.ArrayLike] | None = None, trainable: Iterable[str] | None = None) -> Module | DynamicModule:
-    """Imports the ONNX model at `path` as a graph module (tessera.Module).
+    """Imports the ONNX model at `path` as a graph module (tessera.Module). `path` may also be
+    the model itself, as an onnx.ModelProto or its serialized bytes (as ONNX Runtime takes it).
 
     `shapes` gives input name -> full shape, fixing symbolic dimensions (others come from the
     file). A model whose inputs keep symbolic dimensions (a dynamic batch or sequence length)
@@ -36,15 +38,36 @@ def load(path: os.PathLike | str, shapes: Mapping[str, Sequence[int]] | None = N
     operators (all of them named, in every subgraph) or inconsistent shapes."""
     shapes = {k: [int(d) for d in v] for k, v in (shapes or {}).items()}
     bind = {k: np.ascontiguousarray(v) for k, v in (bind or {}).items()}
-    return _t.onnx_load(str(path), shapes, bind, list(trainable or []))
+    return _t.onnx_load(_model_path(path), shapes, bind, list(trainable or []))
 
 
-def initializer_values(path: os.PathLike | str, names: Sequence[str]) -> list[np.ndarray]:
+_models_in_memory: tempfile.TemporaryDirectory | None = None  # their files, removed at exit
+
+
+def _model_path(model: os.PathLike | str | bytes | onnx.ModelProto) -> str:
+    """The path of `model`: as given, or a file that a model given in memory is written to (a
+    DynamicModule reads its file again to build each new size)."""
+    if isinstance(model, (str, os.PathLike)):
+        return os.fsdecode(model)
+    if hasattr(model, "SerializeToString"):
+        model = model.SerializeToString()
+    if not isinstance(model, (bytes, bytearray, memoryview)):
+        raise TypeError(f"an ONNX model is a path, an onnx.ModelProto or its serialized bytes, not {type(model).__name__}")
+    global _models_in_memory
+    if _models_in_memory is None:
+        _models_in_memory = tempfile.TemporaryDirectory(prefix="tessera-onnx-")
+    fd, path = tempfile.mkstemp(suffix=".onnx", dir=_models_in_memory.name)
+    with os.fdopen(fd, "wb") as f:
+        f.write(model)
+    return path
+
+
+def initializer_values(path: os.PathLike | str | bytes | onnx.ModelProto, names: Sequence[str]) -> list[np.ndarray]:
     """The values of the named initializers of an ONNX model, as numpy arrays in the order of
     `names`. Needs the `onnx` Python package; raises KeyError naming a missing initializer."""
     import onnx
     from onnx import numpy_helper
-    model = onnx.load(str(path))
+    model = path if isinstance(path, onnx.ModelProto) else onnx.load(_model_path(path))
     found = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if t.name in set(names)}
     missing = [n for n in names if n not in found]
     if missing:

@@ -131,6 +131,29 @@ def test_malformed_and_missing_files(tmp_path):
         tessera.onnx.load(old)
 
 
+def test_a_model_given_in_memory_loads_as_from_its_file(tmp_path):
+    # As ONNX Runtime takes it: an onnx.ModelProto or its serialized bytes. Before, the bytes
+    # were taken as a path and the error quoted all of them.
+    path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], [vi("x", ["n", 3])], [vi("y", ["n", 3])])
+    model = onnx.load(path)
+    x = np.linspace(-1, 1, 6, dtype="float32").reshape(2, 3)
+    for given in [model, model.SerializeToString(), bytearray(model.SerializeToString())]:
+        lib = tessera.build(tessera.onnx.load(given))  # a DynamicModule: it reads the model again per size
+        np.testing.assert_array_equal(lib.run([x])[0], np.maximum(x, 0))
+        np.testing.assert_array_equal(lib.run([x[:1]])[0], np.maximum(x[:1], 0))
+        static = tessera.onnx.load(given, shapes={"x": (2, 3)})
+        np.testing.assert_array_equal(tessera.build(static).run([x])[0], np.maximum(x, 0))
+    w = numpy_helper.from_array(np.arange(3, dtype="float32"), "w")
+    weighted = onnx.load(save(tmp_path, [helper.make_node("Add", ["x", "w"], ["y"])], [vi("x", [3])], [vi("y", [3])], [w]))
+    np.testing.assert_array_equal(tessera.onnx.initializer_values(weighted, ["w"])[0], [0, 1, 2])
+    np.testing.assert_array_equal(tessera.onnx.initializer_values(weighted.SerializeToString(), ["w"])[0], [0, 1, 2])
+    with pytest.raises(tessera.Error) as e:
+        tessera.onnx.load(b"\x00\xff not a protobuf" * 100000)
+    assert len(str(e.value)) < 500
+    with pytest.raises(TypeError, match="a path, an onnx.ModelProto or its serialized bytes, not int"):
+        tessera.onnx.load(3)
+
+
 def test_run_checks_inputs(tmp_path):
     path = save(tmp_path, [helper.make_node("Relu", ["image"], ["y"])], [vi("image", [2, 2])], [vi("y", [2, 2])])
     lib = tessera.build(tessera.onnx.load(path))
