@@ -142,15 +142,16 @@ Type qlinear_matmul_rel(const std::vector<Type>& args, const Attrs&) {
 }
 
 Type einsum_rel(const std::vector<Type>& args, const Attrs& attrs) {
-  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::vector<tensor_ir::Expr>> shapes;
   for (size_t i = 0; i < args.size(); ++i) {
     const auto& t = tensor_arg(args, i, "operand " + std::to_string(i));
     if (t.dtype != tensor_arg(args, 0, "operand 0").dtype)
       fail("operand dtypes differ: operand ", i, " is ", t.dtype.str());
     if (t.dtype.is_bool()) fail("operands must be numeric, got bool");
-    shapes.push_back(t.shape);
+    shapes.push_back(t.shape.dims());
   }
-  return tensor_type(ops::einsum_shape(attrs.get_str("equation"), shapes), tensor_arg(args, 0, "operand 0").dtype);
+  return tensor_type(Shape(ops::einsum_shape(attrs.get_str("equation"), shapes)),
+                     tensor_arg(args, 0, "operand 0").dtype);
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ Tensor qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_ze
 // within one operand takes its diagonal.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);
 // The output shape of an einsum; throws naming the equation when operands do not fit it.
-std::vector<int64_t> einsum_shape(const std::string& equation, const std::vector<std::vector<int64_t>>& operands);
+std::vector<Expr> einsum_shape(const std::string& equation, const std::vector<std::vector<Expr>>& operands);
 
 // --- convolution (nn_conv.cc) ------------------------------------------------------------
 

@@ -1,13 +1,18 @@
 // Einstein summation as one compute: the output indices are the letters kept, every other
 // letter is a reduction axis, and each operand is read at its letters' indices (a letter twice
 // in one operand reads its diagonal). "..." stands for the same broadcast dimensions in each
-// operand and, unless the output omits it, leads the implicit output.
+// operand and, unless the output omits it, leads the implicit output. Sizes may be symbolic: a
+// letter's sizes must be provably equal (a variable against a constant takes the constant,
+// tensor_ir/dimension_must_equal.h), and dimensions under "..." equal or 1.
 #include <algorithm>
 #include <map>
 
 #include "runtime/error.h"
+#include "tensor_ir/arith/polynomial.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/ops/nn.h"
 #include "tensor_ir/ops/nn_util.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -19,12 +24,14 @@ namespace {
 struct Parsed {
   std::vector<std::string> inputs;  // labels of each operand, one per dimension
   std::string output;
-  std::map<char, int64_t> size;
+  std::map<char, Expr> size;
 };
 
 bool is_letter(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
 
-Parsed parse(const std::string& equation, const std::vector<std::vector<int64_t>>& shapes) {
+bool same(const Expr& a, const Expr& b) { return arith::equal_as_polynomials(a, b); }
+
+Parsed parse(const std::string& equation, const std::vector<std::vector<Expr>>& shapes) {
   std::string eq;
   for (char ch : equation)
     if (ch != ' ') eq += ch;
@@ -39,7 +46,7 @@ Parsed parse(const std::string& equation, const std::vector<std::vector<int64_t>
     bad(std::to_string(terms.size()) + " operand terms for " + std::to_string(shapes.size()) + " operands");
   Parsed r;
   size_t ellipsis_rank = 0;
-  std::vector<std::vector<int64_t>> ellipsis_dims(terms.size());
+  std::vector<std::vector<Expr>> ellipsis_dims(terms.size());
   for (size_t t = 0; t < terms.size(); ++t) {
     const std::string& term = terms[t];
     size_t dots = term.find("...");
@@ -49,7 +56,7 @@ Parsed parse(const std::string& equation, const std::vector<std::vector<int64_t>
       if (!is_letter(ch)) bad(std::string("unexpected character '") + ch + "' in term '" + term + "'");
     const auto& shape = shapes[t];
     if (dots == std::string::npos ? letters.size() != shape.size() : letters.size() > shape.size())
-      bad("term '" + term + "' does not match operand " + std::to_string(t) + " of shape " + runtime::shape_str(shape));
+      bad("term '" + term + "' does not match operand " + std::to_string(t) + " of shape " + shape_str(shape));
     size_t er = shape.size() - letters.size();
     ellipsis_rank = std::max(ellipsis_rank, er);
     std::string labels;
@@ -65,16 +72,17 @@ Parsed parse(const std::string& equation, const std::vector<std::vector<int64_t>
     r.inputs.push_back(labels);
   }
   // Ellipsis dimensions align at the right and broadcast.
-  std::vector<int64_t> ell(ellipsis_rank, 1);
+  std::vector<Expr> ell(ellipsis_rank, Expr(1));
   for (size_t t = 0; t < terms.size(); ++t) {
     const auto& dims = ellipsis_dims[t];
     size_t off = ellipsis_rank - dims.size(), e = 0;
     for (char& ch : r.inputs[t])
       if (ch == '?') ch = static_cast<char>('0' + off + e), ++e;
     for (size_t i = 0; i < dims.size(); ++i) {
-      int64_t& cur = ell[off + i];
-      if (dims[i] != 1 && cur != 1 && dims[i] != cur) bad("the dimensions under '...' do not broadcast");
-      if (dims[i] != 1) cur = dims[i];
+      Expr& cur = ell[off + i];
+      if (is_const_int(dims[i], 1)) continue;
+      if (!is_const_int(cur, 1) && !same(dims[i], cur)) bad("the dimensions under '...' do not provably broadcast");
+      cur = dims[i];
     }
   }
   for (size_t e = 0; e < ellipsis_rank; ++e) r.size[static_cast<char>('0' + e)] = ell[e];
@@ -82,11 +90,18 @@ Parsed parse(const std::string& equation, const std::vector<std::vector<int64_t>
     for (size_t d = 0; d < r.inputs[t].size(); ++d) {
       char ch = r.inputs[t][d];
       if (!is_letter(ch)) continue;
+      const Expr& n = shapes[t][d];
       auto it = r.size.find(ch);
-      if (it != r.size.end() && it->second != shapes[t][d])
-        bad(std::string("index '") + ch + "' has sizes " + std::to_string(it->second) + " and " +
-            std::to_string(shapes[t][d]));
-      r.size[ch] = shapes[t][d];
+      if (it == r.size.end()) {
+        r.size[ch] = n;
+        continue;
+      }
+      if (same(it->second, n)) continue;
+      const std::string why = std::string("index '") + ch + "' has sizes " + to_string(it->second) + " and " +
+                              to_string(n) + " in einsum '" + equation + "'";
+      if (const int64_t* c = as_const_int(n)) require_constant_dim(it->second, *c, why);
+      if (const int64_t* c = as_const_int(it->second)) require_constant_dim(n, *c, why);
+      bad(std::string("index '") + ch + "' has sizes " + to_string(it->second) + " and " + to_string(n));
     }
   std::string ell_labels;
   for (size_t e = 0; e < ellipsis_rank; ++e) ell_labels += static_cast<char>('0' + e);
@@ -119,20 +134,20 @@ Parsed parse(const std::string& equation, const std::vector<std::vector<int64_t>
 
 }  // namespace
 
-std::vector<int64_t> einsum_shape(const std::string& equation, const std::vector<std::vector<int64_t>>& operands) {
+std::vector<Expr> einsum_shape(const std::string& equation, const std::vector<std::vector<Expr>>& operands) {
   Parsed p = parse(equation, operands);
-  std::vector<int64_t> out;
+  std::vector<Expr> out;
   for (char ch : p.output) out.push_back(p.size.at(ch));
   return out;
 }
 
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) {
   if (operands.empty()) fail("einsum '", equation, "': no operands");
-  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::vector<Expr>> shapes;
   for (const auto& t : operands) {
     if (t.dtype() != operands[0].dtype())
       fail("einsum '", equation, "': operand dtypes differ: ", operands[0].dtype().str(), " vs ", t.dtype().str());
-    shapes.push_back(t->dims());
+    shapes.push_back(t->shape);
   }
   Parsed p = parse(equation, shapes);
   DataType out_type = operands[0].dtype();
@@ -140,13 +155,13 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
   std::vector<Expr> shape;
   std::vector<std::string> names;
   for (char ch : p.output) {
-    shape.push_back(Expr(p.size.at(ch)));
+    shape.push_back(p.size.at(ch));
     names.push_back(is_letter(ch) ? std::string(1, ch) : std::string("e") + ch);
   }
   std::map<char, IterVar> reduce;
   for (const auto& [ch, n] : p.size)
     if (p.output.find(ch) == std::string::npos)
-      reduce[ch] = reduce_axis(Range(Expr(0), Expr(n)), is_letter(ch) ? std::string("r") + ch : std::string("re") + ch);
+      reduce[ch] = reduce_axis(Range(Expr(0), n), is_letter(ch) ? std::string("r") + ch : std::string("re") + ch);
   Tensor r = compute(
       shape,
       [&](const std::vector<Var>& v) {
@@ -157,7 +172,7 @@ Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands) 
         for (size_t t = 0; t < operands.size(); ++t) {
           std::vector<Expr> idx;
           for (size_t d = 0; d < p.inputs[t].size(); ++d)
-            idx.push_back(shapes[t][d] == 1 ? Expr(0) : index.at(p.inputs[t][d]));
+            idx.push_back(is_const_int(shapes[t][d], 1) ? Expr(0) : index.at(p.inputs[t][d]));
           Expr x = read_as(operands[t], idx, acc);
           product = product.defined() ? product * x : x;
         }

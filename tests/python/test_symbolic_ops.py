@@ -125,6 +125,37 @@ def test_hardmax_along_a_symbolic_axis(tmp_path, rng):
             np.testing.assert_array_equal(run([x])[0], want)
 
 
+@pytest.mark.parametrize("equation, a_shape, b_shape", [
+    ("bij,bjk->bik", ["N", "I", 5], ["N", 5, "K"]),            # a batched product
+    ("bhqd,bhkd->bhqk", ["N", 2, "L", 4], ["N", 2, "L", 4]),   # attention scores
+    ("...ij,jk", ["N", "M", "I", 3], [3, 6]),                   # an ellipsis of symbolic dimensions
+    ("bij,bj->bi", ["N", "I", "J"], ["N", "J"]),                # a reduction of symbolic length
+    ("bii->bi", ["N", "I", "I"], None),                          # a diagonal
+])
+def test_einsum_of_symbolic_sizes(tmp_path, rng, equation, a_shape, b_shape):
+    names = ["a"] + (["b"] if b_shape else [])
+    shapes = [a_shape] + ([b_shape] if b_shape else [])
+    path = save(tmp_path, [helper.make_node("Einsum", names, ["y"], equation=equation)],
+                [vi(n, s) for n, s in zip(names, shapes)], [vi("y", None)], opset=12)
+    lib, module = built_once(tmp_path, path)
+    for sizes in [dict(N=2, I=3, K=17, L=5, M=1, J=7), dict(N=1, I=1, K=1, L=1, M=3, J=1), dict(N=3, I=0, K=2, L=0, M=0, J=0)]:
+        args = [rng.standard_normal([sizes.get(d, d) for d in s]).astype("float32") for s in shapes]
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run(args)[0], np.einsum(equation, *args), rtol=1e-5, atol=1e-5)
+
+
+def test_an_einsum_dimension_that_a_constant_operand_fixes_is_checked_at_each_call(tmp_path, rng):
+    w = numpy_helper.from_array(rng.standard_normal((4, 6)).astype("float32"), "w")
+    path = save(tmp_path, [helper.make_node("Einsum", ["x", "w"], ["y"], equation="nlc,cd->nld")],
+                [vi("x", ["N", "L", "C"])], [vi("y", None)], [w], opset=12)
+    lib, module = built_once(tmp_path, path)
+    x = rng.standard_normal((2, 3, 4)).astype("float32")
+    for run in (lib.run, module.run):
+        np.testing.assert_allclose(run([x])[0], np.einsum("nlc,cd->nld", x, numpy_helper.to_array(w)), rtol=1e-5, atol=1e-5)
+        with pytest.raises(tessera.Error, match=r"input 'x'"):
+            run([rng.standard_normal((2, 3, 5)).astype("float32")])
+
+
 @pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
 def test_grid_sample_of_a_symbolic_batch_and_grid(tmp_path, rng, mode):
     """GridSample (opset 20) at any batch and output grid size (X's own height and width constant:
