@@ -38,57 +38,63 @@ Expr bind(const Expr& value, const std::function<Expr(Expr)>& body) {
 
 // An integral-valued float as an index, first clamped to [lo, hi] (NaN goes to lo) so that the
 // conversion is defined for every value.
+Expr to_index(const Expr& x, const Expr& lo, const Expr& hi) {
+  return cast(kIndexType, select(x >= lo, select(x <= hi, x, hi), lo));
+}
 Expr to_index(const Expr& x, double lo, double hi) {
-  DataType t = x.type();
-  Expr l = make_const(t, lo), h = make_const(t, hi);
-  return cast(kIndexType, select(x >= l, select(x <= h, x, h), l));
+  return to_index(x, make_const(x.type(), lo), make_const(x.type(), hi));
 }
 
-Expr inside(const Expr& i, int64_t n) { return logical_and(i >= Expr(0), i < Expr(n)); }
-Expr clamp_index(const Expr& i, int64_t n) { return min(max(i, Expr(0)), Expr(n - 1)); }
+Expr inside(const Expr& i, const Expr& n) { return logical_and(i >= Expr(0), i < n); }
+Expr clamp_index(const Expr& i, const Expr& n) { return min(max(i, Expr(0)), n - Expr(1)); }
 
 // --- grid_sample ------------------------------------------------------------------------------
 
+// One spatial axis of X, of a size that may be symbolic (its float value then computed per call).
 struct GridAxis {
   GridSamplePadding padding;
   bool align;
-  int64_t size;
+  Expr size;
   DataType t;
   Expr c(double v) const { return make_const(t, v); }
+  Expr n() const {
+    const int64_t* s = as_const_int(size);
+    return s ? c(static_cast<double>(*s)) : cast(t, size);
+  }
 
   // [-1, 1] -> pixel coordinates.
   Expr unnormalize(const Expr& g) const {
-    double n = static_cast<double>(size);
-    return align ? (g + c(1)) / c(2) * c(n - 1) : ((g + c(1)) * c(n) - c(1)) / c(2);
+    return align ? (g + c(1)) / c(2) * (n() - c(1)) : ((g + c(1)) * n() - c(1)) / c(2);
   }
-  Expr clip(const Expr& x) const { return min(max(x, c(0)), c(static_cast<double>(size - 1))); }
-  // Reflects x into [twice_low / 2, twice_high / 2] (PyTorch's reflect_coordinates).
-  Expr reflect(const Expr& x, double twice_low, double twice_high) const {
-    if (twice_low == twice_high) return c(0);
-    double low = twice_low / 2, span = (twice_high - twice_low) / 2;
-    return bind(tensor_ir::abs(x - c(low)), [&](Expr in) {
-      return bind(call(Intrinsic::floor, {in / c(span)}), [&](Expr flips) {
-        Expr extra = in - flips * c(span);
+  Expr clip(const Expr& x) const { return min(max(x, c(0)), n() - c(1)); }
+  // Reflects x into [twice_low / 2, twice_high / 2] (PyTorch's reflect_coordinates); 0 where
+  // that span is empty (an axis of one pixel, aligned at the corners).
+  Expr reflect(const Expr& x, const Expr& twice_low, const Expr& twice_high) const {
+    if (const int64_t* s = as_const_int(size); s && align && *s == 1) return c(0);
+    Expr low = twice_low / c(2), span = (twice_high - twice_low) / c(2);
+    Expr reflected = bind(tensor_ir::abs(x - low), [&](Expr in) {
+      return bind(call(Intrinsic::floor, {in / span}), [&](Expr flips) {
+        Expr extra = in - flips * span;
         Expr even = flips - call(Intrinsic::floor, {flips / c(2)}) * c(2) == c(0);
-        return select(even, extra + c(low), c(span) - extra + c(low));
+        return select(even, extra + low, span - extra + low);
       });
     });
+    return as_const_int(size) ? reflected : select(span > c(0), reflected, c(0));
   }
   // The padding mode applied to a pixel coordinate.
   Expr pad(const Expr& x) const {
-    double n = static_cast<double>(size);
     switch (padding) {
       case GridSamplePadding::Zeros:
         return x;
       case GridSamplePadding::Border:
         return clip(x);
       case GridSamplePadding::Reflection:
-        return clip(align ? reflect(x, 0, 2 * (n - 1)) : reflect(x, -1, 2 * n - 1));
+        return clip(align ? reflect(x, c(0), c(2) * (n() - c(1))) : reflect(x, c(-1), c(2) * n() - c(1)));
     }
     return x;
   }
   // The index of an integral-valued coordinate; anything far outside stays outside.
-  Expr index(const Expr& x) const { return to_index(x, -4, static_cast<double>(size) + 4); }
+  Expr index(const Expr& x) const { return to_index(x, c(-4), n() + c(4)); }
 };
 
 // PyTorch's cubic convolution weights (A = -0.75) of the four taps around fraction t.
@@ -108,10 +114,6 @@ std::vector<Expr> grid_sample_dims(const std::vector<Expr>& x, const std::vector
   if (grid.size() != x.size() || !arith::equal_as_polynomials(grid[0], x[0]) ||
       !is_const_int(grid.back(), static_cast<int64_t>(rank)))
     fail("grid_sample: grid must be [N, out..., ", rank, "] with N = ", to_string(x[0]), ", got ", shape_str(grid));
-  for (size_t k = 0; k < rank; ++k)
-    if (!as_const_int(x[2 + k]))
-      fail("grid_sample: the spatial sizes of X ", shape_str(x),
-           " must be constants (its batch and the grid's may not)");
   if (rank == 3 && mode == GridSampleMode::Bicubic) fail("grid_sample: bicubic sampling of volumes is not supported");
   std::vector<Expr> out{x[0], x[1]};
   out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
@@ -127,13 +129,11 @@ Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, Gri
   const size_t rank = x.ndim() - 2;  // spatial dimensions
   DataType acc = dt == runtime::kFloat64 ? dt : runtime::kFloat32;
   // Spatial dimension k (D, H, W) and the grid component that addresses it (x is W's).
-  std::vector<int64_t> xs(x.ndim(), 0);  // the input's spatial sizes (constants)
   std::vector<GridAxis> axes;
-  bool empty = false;
+  bool empty = false;  // known to be: an input of symbolic size reads nothing when it is (tap's select)
   for (size_t k = 0; k < rank; ++k) {
-    xs[2 + k] = x->dim(2 + k);
-    axes.push_back({padding, align_corners, xs[2 + k], acc});
-    empty |= xs[2 + k] == 0;
+    axes.push_back({padding, align_corners, x->shape[2 + k], acc});
+    empty |= is_const_int(x->shape[2 + k], 0);
   }
   return compute(
       out_shape,
@@ -144,8 +144,8 @@ Tensor grid_sample(const Tensor& x, const Tensor& grid, GridSampleMode mode, Gri
           std::vector<Expr> at{o[0], o[1]};
           Expr in;
           for (size_t k = 0; k < rank; ++k) {
-            at.push_back(clamp_index(idx[k], xs[2 + k]));
-            in = in.defined() ? logical_and(in, inside(idx[k], xs[2 + k])) : inside(idx[k], xs[2 + k]);
+            at.push_back(clamp_index(idx[k], axes[k].size));
+            in = in.defined() ? logical_and(in, inside(idx[k], axes[k].size)) : inside(idx[k], axes[k].size);
           }
           return select(in, cast(acc, x(at)) * w, make_zero(acc));
         };

@@ -171,6 +171,24 @@ def test_grid_sample_of_a_symbolic_batch_and_grid(tmp_path, rng, mode):
             np.testing.assert_allclose(run([x, g])[0], want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align", [0, 1])
+def test_grid_sample_of_a_symbolic_input_image(tmp_path, rng, mode, padding, align):
+    """GridSample over an image of symbolic height and width (the coordinates scale by sizes read
+    per call), against the static build of each size: one pixel (reflection's empty span when
+    aligned at the corners), sizes that divide no vector, an empty image."""
+    node = helper.make_node("GridSample", ["x", "g"], ["y"], mode=mode, padding_mode=padding, align_corners=align)
+    path = save(tmp_path, [node], [vi("x", ["N", 2, "H", "W"]), vi("g", ["N", "Ho", "Wo", 2])], [vi("y", None)], opset=20)
+    lib, module = built_once(tmp_path, path)
+    for n, h, w, ho, wo in [(2, 5, 7, 4, 6), (1, 1, 1, 3, 2), (1, 1, 19, 2, 17), (2, 0, 3, 2, 2)]:
+        x = rng.standard_normal((n, 2, h, w)).astype("float32")
+        g = rng.uniform(-1.3, 1.3, (n, ho, wo, 2)).astype("float32")
+        want = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape, "g": g.shape}), db=False).run([x, g])[0]
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([x, g])[0], want, rtol=1e-5, atol=1e-5)
+
+
 def test_split_sizes_must_add_up_to_a_constant_dimension(tmp_path):
     nodes = [helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=1)]
     path = save(tmp_path, nodes, [vi("x", ["N", "L"])], [vi("a", ["N", 2]), vi("b", ["N", None])],
