@@ -124,6 +124,7 @@ void register_nn_ops(OpRegistry& r) {
   register_nn_pool_ops(r);
   register_nn_norm_ops(r);
   register_nn_softmax_ops(r);
+  register_nn_attention_ops(r);
 }
 
 }  // namespace tessera::relay_ir

@@ -19,6 +19,7 @@ void register_nn_conv_ops(OpRegistry& r);     // nn_conv.cc: conv, conv_pack_wei
 void register_nn_pool_ops(OpRegistry& r);     // nn_pool.cc: pooling, max_pool_grad, window_sum_grad
 void register_nn_norm_ops(OpRegistry& r);     // nn_norm.cc: normalizations, batch_norm_train
 void register_nn_softmax_ops(OpRegistry& r);  // nn_softmax.cc: softmax, log_softmax, hardmax, nll_loss
+void register_nn_attention_ops(OpRegistry& r);  // nn_attention.cc: attention (two products around a softmax)
 
 namespace nn {
 

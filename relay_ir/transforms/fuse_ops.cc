@@ -226,22 +226,29 @@ class Partitioner {
     }
   }
 
-  // Whether `sink` is a matrix product (matmul, gemm) whose only operand `src` reaches is operand
-  // `i` (0: left, 1: right).
-  bool reaches_only_operand(GraphNode* src, GraphNode* sink, int i) {
+  // Whether `sink` is a matrix product (matmul, gemm, attention) whose only operand `src` reaches
+  // is operand `i` (0: left, 1: right; attention's 1 and 2: keys and values).
+  bool reaches_only_operand(GraphNode* src, GraphNode* sink, size_t i) {
     const CallNode* call = call_of(sink->expr, "matmul");
     if (!call) call = call_of(sink->expr, "gemm");
-    if (!call) return false;
+    if (!call) call = call_of(sink->expr, "attention");
+    if (!call || i >= call->args.size()) return false;
+    std::unordered_set<const GraphNode*> others;
+    for (size_t j = 0; j < call->args.size(); ++j)
+      if (j != i) others.insert(&node(call->args[j]));
     const GraphNode* operand = &node(call->args[i]);
-    const GraphNode* other = &node(call->args[1 - i]);
-    return every_edge(src, sink,
-                      [&](GraphNode* from, GraphNode* to) { return to != sink || (from == operand && from != other); });
+    return every_edge(src, sink, [&](GraphNode* from, GraphNode* to) {
+      return to != sink || (from == operand && !others.count(from));
+    });
   }
 
   // The right operand, the one the product's template packs into panels at run time: the data
   // movement making it (attention's slices and transposes of keys and values) is inlined into the
-  // packing, one pass instead of a copy and then the packing.
-  bool packs_right_operand_from(GraphNode* src, GraphNode* sink) { return reaches_only_operand(src, sink, 1); }
+  // packing, one pass instead of a copy and then the packing. Attention packs its keys and values.
+  bool packs_right_operand_from(GraphNode* src, GraphNode* sink) {
+    return reaches_only_operand(src, sink, 1) ||
+           (call_of(sink->expr, "attention") && reaches_only_operand(src, sink, 2));
+  }
 
   // The left operand, where `src`'s group only moves elements, in rows whose length is a multiple
   // of kMovedRowAlignment: the product's tiles read each element of the left operand by a

@@ -20,6 +20,9 @@ Pass simplify_expr_pass();
 // a square root, a division, then scale and bias) becomes one layer_norm; a layer_norm whose
 // statistics nothing reads returns y alone.
 Pass layer_norm_fusion_pass();
+// Attention written as two products around a softmax (matmul, an optional scale, softmax along
+// the last axis, matmul) becomes one attention call, whose CPU kernel keeps the scores in cache.
+Pass attention_fusion_pass();
 // A transpose of a product's rows (after a reshape that keeps the last dimension) moves onto its
 // left operand: a product by a 2-D weight treats each row alone (batch_first attention).
 Pass rows_before_products_pass();

@@ -119,6 +119,7 @@ void add_nn_templates(std::map<std::string, TunableTemplate>& t) {
   add_nn_pool_templates(t);
   add_nn_norm_templates(t);
   add_nn_grad_templates(t);
+  add_nn_attention_templates(t);
 }
 
 }  // namespace tessera::schedule

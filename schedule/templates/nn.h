@@ -16,6 +16,7 @@ void add_nn_conv_nhwc_templates(std::map<std::string, TunableTemplate>& t);  // 
 void add_nn_pool_templates(std::map<std::string, TunableTemplate>& t);       // nn_pool.cc: window pooling
 void add_nn_norm_templates(std::map<std::string, TunableTemplate>& t);  // nn_rows.cc: normalizations, softmax, losses
 void add_nn_grad_templates(std::map<std::string, TunableTemplate>& t);  // nn_grad.cc: gradient ops, batch_norm_train
+void add_nn_attention_templates(std::map<std::string, TunableTemplate>& t);  // nn_attention.cc: fused attention
 
 namespace nn {
 

@@ -62,9 +62,12 @@ std::vector<std::string> panel_axis_names(size_t batch) {
   return names;
 }
 
+// The column count the panels are chosen for.
+int64_t column_hint(const MatmulCore& c) { return c.n_hint > 0 ? c.n_hint : size_hint(c.n); }
+
 // B's panels Bp[b_batch.., j / nr, k, j % nr] (zeros past n), in the accumulation type.
 Tensor pack_panels(const MatmulCore& c, const std::string& name) {
-  int64_t nr = matmul_tile_cols(c.acc, size_hint(c.n), c.registers);
+  int64_t nr = matmul_tile_cols(c.acc, column_hint(c), c.registers);
   Expr n = c.n;
   std::vector<Expr> shape = shape_exprs(c.b_batch);
   shape.insert(shape.end(), {ceil_div(c.n, nr), c.k, Expr(nr)});
@@ -92,7 +95,7 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
   // epilogue drops the padding.
   // A symbolic row count is taken at its size hint for these choices; the padding past it is
   // computed at run time.
-  const int64_t rows = size_hint(c.m), cols = size_hint(c.n);
+  const int64_t rows = size_hint(c.m), cols = column_hint(c);
   bool pack =
       c.packed_b.defined() || (c.has_i && c.has_j && cols >= lanes && rows >= 4 && !c.registers.is_scalar_device());
   if (!pack) {
@@ -135,7 +138,7 @@ Tensor matmul_core(const MatmulCore& c, const std::string& name) {
         std::vector<Expr> idx = c.b_batch_of(batch);
         idx.insert(idx.end(), {floordiv(v[nb + 1], Expr(nr)), k, floormod(v[nb + 1], Expr(nr))});
         // Padding rows read row m - 1: their results are dropped, and no select sits in the loop.
-        return sum(c.a(batch, min(v[nb], m - Expr(1)), k) * bp(idx), {k});
+        return sum(c.a(batch, c.a_rows_padded ? Expr(v[nb]) : min(v[nb], m - Expr(1)), k) * bp(idx), {k});
       },
       name, "matmul", names);
   // The unpadded result, which callers' epilogues build on.

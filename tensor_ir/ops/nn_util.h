@@ -53,6 +53,11 @@ struct MatmulCore {
   // B already packed into panels (matmul_pack_weight), or undefined; `b` is then not read.
   Tensor packed_b;
   Registers registers;  // the target's, which size the panels and tiles
+  // `a` has rows up to m rounded up to whole tiles (an attention's exponentials, computed for the
+  // padded rows of its scores), so the padded product reads them as they are instead of clamped.
+  bool a_rows_padded = false;
+  // The column count the panel width is chosen for; 0: n's size hint.
+  int64_t n_hint = 0;
 };
 // With at least 4 rows and one vector of columns, or B packed ahead: B packed into panels (tag
 // "matmul_pack"; "matmul_prepacked", a copy the template inlines, for packed_b), the

@@ -1,0 +1,88 @@
+// AttentionFusion (CPU): exporters write scaled dot-product attention as its steps,
+//   s = matmul(q, k) (k [.., D, S], or k [.., S, D] with trans_b), optionally times or divided by a
+//   scalar constant; p = softmax(s) along the last axis; y = matmul(p, v),
+// three kernels that write and read the scores [.., L, S] twice. It becomes one attention call,
+// whose kernel computes a block of query rows' scores, softmax and product while they are in
+// cache. Only where nothing else reads s or p, the batch dimensions are equal (no broadcasting),
+// everything is float32, and both products pack their right operand (static sizes: at least 4
+// query rows and a vector of keys and of value columns, 16 floats on every CPU target).
+#include <optional>
+
+#include "relay_ir/functor.h"
+#include "relay_ir/op.h"
+#include "relay_ir/transforms/infer_type.h"
+#include "relay_ir/transforms/match.h"
+#include "relay_ir/transforms/passes.h"
+#include "runtime/error.h"
+#include "tensor_ir/ops/nn.h"
+
+namespace tessera::relay_ir {
+
+namespace {
+
+constexpr int64_t kMinRows = 4, kMinColumns = 16;
+
+// Whether a dimension is symbolic or a constant of at least `least`.
+bool at_least(const Shape& shape, size_t d, int64_t least) { return !shape.is_static(d) || shape[d] >= least; }
+
+class AttentionFuser : public ExprMutator {
+ public:
+  explicit AttentionFuser(const Expr& root) : readers_(reader_counts(root)) {}
+
+ protected:
+  Expr rewrite(const Expr& original, const Expr& node) override {
+    const CallNode* y = call_of(original, "matmul");
+    if (!y || y->attrs.get_int("packed_columns") || y->attrs.get_int("trans_b")) return node;
+    const CallNode* p = call_of(y->args[0], "softmax");
+    if (!p || p->attrs.get_int("trailing") || !read_once(y->args[0])) return node;
+    Expr scores = p->args[0];
+    double scale = 1.0;
+    if (const CallNode* c = call_of(scores, "mul"); c && read_once(scores)) {
+      for (size_t i = 0; i < 2 && scale == 1.0; ++i)
+        if (std::optional<double> v = float_scalar_value(c->args[1 - i]); v && call_of(c->args[i], "matmul"))
+          scale = *v, scores = c->args[i];
+    } else if (const CallNode* d = call_of(scores, "div"); d && read_once(scores)) {
+      if (std::optional<double> v = float_scalar_value(d->args[1]); v && *v != 0 && call_of(d->args[0], "matmul"))
+        scale = 1.0 / *v, scores = d->args[0];
+    }
+    const CallNode* s = call_of(scores, "matmul");
+    if (!s || s->attrs.get_int("packed_columns") || !read_once(scores)) return node;
+    const Expr &q = s->args[0], &k = s->args[1], &v = y->args[1];
+    const bool trans_k = s->attrs.get_int("trans_b");
+    if (!fits(q, k, v, trans_k, p->attrs.get_int("axis"))) return node;
+    Expr out = call("attention", {rewritten(q), rewritten(k), rewritten(v)},
+                    {{"scale", scale}, {"trans_k", int64_t(trans_k)}}, y->origin);
+    infer_type(out);
+    return out;
+  }
+
+ private:
+  bool read_once(const Expr& e) { return readers_[e.get()] == 1; }
+
+  static bool fits(const Expr& q, const Expr& k, const Expr& v, bool trans_k, int64_t axis) {
+    const auto *qt = checked_tensor(q), *kt = checked_tensor(k), *vt = checked_tensor(v);
+    if (!qt || !kt || !vt) return false;
+    const size_t rank = qt->ndim();
+    if (rank < 2 || axis != -1 && axis != static_cast<int64_t>(rank) - 1) return false;
+    for (const auto* t : {qt, kt, vt})
+      if (t->dtype != runtime::kFloat32 || t->ndim() != rank) return false;
+    try {
+      tensor_ir::ops::attention_shape(qt->shape.dims(), kt->shape.dims(), vt->shape.dims(), trans_k);
+    } catch (const Error&) {
+      return false;  // batch dimensions that broadcast, or sizes not provably equal
+    }
+    return at_least(qt->shape, rank - 2, kMinRows) && at_least(vt->shape, rank - 2, kMinColumns) &&
+           at_least(vt->shape, rank - 1, kMinColumns);
+  }
+
+  std::unordered_map<const ExprNode*, int> readers_;
+};
+
+}  // namespace
+
+Pass attention_fusion_pass() {
+  return function_pass("AttentionFusion", 3,
+                       [](const Function& f, PassContext&) { return AttentionFuser(f).mutate(f); });
+}
+
+}  // namespace tessera::relay_ir
