@@ -1,4 +1,4 @@
-// attention(q, k, v): softmax(q @ k^T * scale) @ v over the last two axes, one kernel that keeps a
+// attention(q, k, v[, bias]): softmax(q @ k^T * scale + bias) @ v over the last two axes, one kernel that keeps a
 // block of query rows' scores in cache (tensor_ir/ops/nn_attention.cc). Exporters write it as two
 // matmuls around a softmax, which AttentionFusion (relay_ir/transforms/attention_fusion.cc) turns
 // into this op for CPU builds; the ONNX importer does not create it directly.
@@ -19,20 +19,28 @@ Type attention_rel(const std::vector<Type>& args, const Attrs& attrs) {
   for (const auto* t : {&k, &v})
     if (t->dtype != runtime::kFloat32 || q.dtype != runtime::kFloat32)
       fail("q, k and v must be float32, got ", q.dtype.str(), ", ", k.dtype.str(), ", ", v.dtype.str());
-  return tensor_type(
-      Shape(ops::attention_shape(q.shape.dims(), k.shape.dims(), v.shape.dims(), attrs.get_int("trans_k"))), q.dtype);
+  const Shape out(ops::attention_shape(q.shape.dims(), k.shape.dims(), v.shape.dims(), attrs.get_int("trans_k")));
+  if (args.size() > 3) {
+    const auto& bias = tensor_arg(args, 3, "bias");
+    if (bias.dtype != runtime::kFloat32) fail("the bias must be float32, got ", bias.dtype.str());
+    std::vector<tensor_ir::Expr> scores = out.dims();
+    scores.back() = k.shape.dim(k.ndim() - (attrs.get_int("trans_k") ? 2 : 1));
+    ops::check_attention_bias(bias.shape.dims(), scores);
+  }
+  return tensor_type(out, q.dtype);
 }
 
 }  // namespace
 
 void register_nn_attention_ops(OpRegistry& r) {
   r.add({"attention",
-         "softmax(q @ k^T * scale) @ v over the last two axes: q [.., L, D], k [.., D, S] (or [.., S, D] with "
-         "trans_k=1), v [.., S, Dv], float32, equal batch dimensions",
-         3, 3, nn::with_register_attrs({{"scale", 1.0}, {"trans_k", int64_t(0)}}), attention_rel,
+         "softmax(q @ k^T * scale + bias) @ v over the last two axes: q [.., L, D], k [.., D, S] (or [.., S, D] with "
+         "trans_k=1), v [.., S, Dv], float32, equal batch dimensions; the bias (optional: a mask) broadcasts to the "
+         "scores [.., L, S]",
+         3, 4, nn::with_register_attrs({{"scale", 1.0}, {"trans_k", int64_t(0)}}), attention_rel,
          OpPattern::OutEWiseFusable, single_output([](const In& in, const Attrs& a) {
-           return ops::attention(in[0], in[1], in[2], a.get_float("scale"), a.get_int("trans_k"),
-                                 registers_of(a, "attention"));
+           return ops::attention(in[0], in[1], in[2], nn::optional_input(in, 3), a.get_float("scale"),
+                                 a.get_int("trans_k"), registers_of(a, "attention"));
          }),
          "attention"});
 }

@@ -1,9 +1,10 @@
 // AttentionFusion (CPU): exporters write scaled dot-product attention as its steps,
 //   s = matmul(q, k) (k [.., D, S], or k [.., S, D] with trans_b), optionally times or divided by a
-//   scalar constant; p = softmax(s) along the last axis; y = matmul(p, v),
+//   scalar constant, optionally plus a bias (an attention mask) that broadcasts to it;
+//   p = softmax(s) along the last axis; y = matmul(p, v),
 // three kernels that write and read the scores [.., L, S] twice. It becomes one attention call,
 // whose kernel computes a block of query rows' scores, softmax and product while they are in
-// cache. Only where nothing else reads s or p, the batch dimensions are equal (no broadcasting),
+// cache. Only where nothing else reads s or p (or the steps between), the batch dimensions are equal (no broadcasting),
 // everything is float32, and both products pack their right operand (static sizes: at least 4
 // query rows and a vector of keys and of value columns, 16 floats on every CPU target).
 #include <optional>
@@ -35,23 +36,20 @@ class AttentionFuser : public ExprMutator {
     if (!y || y->attrs.get_int("packed_columns") || y->attrs.get_int("trans_b")) return node;
     const CallNode* p = call_of(y->args[0], "softmax");
     if (!p || p->attrs.get_int("trailing") || !read_once(y->args[0])) return node;
-    Expr scores = p->args[0];
     double scale = 1.0;
-    if (const CallNode* c = call_of(scores, "mul"); c && read_once(scores)) {
-      for (size_t i = 0; i < 2 && scale == 1.0; ++i)
-        if (std::optional<double> v = float_scalar_value(c->args[1 - i]); v && call_of(c->args[i], "matmul"))
-          scale = *v, scores = c->args[i];
-    } else if (const CallNode* d = call_of(scores, "div"); d && read_once(scores)) {
-      if (std::optional<double> v = float_scalar_value(d->args[1]); v && *v != 0 && call_of(d->args[0], "matmul"))
-        scale = 1.0 / *v, scores = d->args[0];
+    Expr bias;
+    const CallNode* s = scaled_product(p->args[0], scale);
+    if (const CallNode* add = call_of(p->args[0], "add"); !s && add && read_once(p->args[0])) {
+      for (size_t i = 0; i < 2 && !s; ++i)
+        if ((s = scaled_product(add->args[i], scale))) bias = add->args[1 - i];
     }
-    const CallNode* s = call_of(scores, "matmul");
-    if (!s || s->attrs.get_int("packed_columns") || !read_once(scores)) return node;
+    if (!s || s->attrs.get_int("packed_columns")) return node;
     const Expr &q = s->args[0], &k = s->args[1], &v = y->args[1];
     const bool trans_k = s->attrs.get_int("trans_b");
-    if (!fits(q, k, v, trans_k, p->attrs.get_int("axis"))) return node;
-    Expr out = call("attention", {rewritten(q), rewritten(k), rewritten(v)},
-                    {{"scale", scale}, {"trans_k", int64_t(trans_k)}}, y->origin);
+    if (!fits(q, k, v, bias, trans_k, p->attrs.get_int("axis"))) return node;
+    std::vector<Expr> args{rewritten(q), rewritten(k), rewritten(v)};
+    if (bias.defined()) args.push_back(rewritten(bias));
+    Expr out = call("attention", args, {{"scale", scale}, {"trans_k", int64_t(trans_k)}}, y->origin);
     infer_type(out);
     return out;
   }
@@ -59,15 +57,36 @@ class AttentionFuser : public ExprMutator {
  private:
   bool read_once(const Expr& e) { return readers_[e.get()] == 1; }
 
-  static bool fits(const Expr& q, const Expr& k, const Expr& v, bool trans_k, int64_t axis) {
+  // The product behind `e` (read only there): e itself, or e times or divided by a scalar
+  // constant, which sets `scale`; null otherwise.
+  const CallNode* scaled_product(const Expr& e, double& scale) {
+    if (!read_once(e)) return nullptr;
+    if (const CallNode* m = call_of(e, "matmul")) return m;
+    const CallNode* c = call_of(e, "mul");
+    const CallNode* d = call_of(e, "div");
+    for (size_t i = 0; c && i < 2; ++i)
+      if (std::optional<double> v = float_scalar_value(c->args[1 - i]);
+          v && call_of(c->args[i], "matmul") && read_once(c->args[i]))
+        return scale = *v, call_of(c->args[i], "matmul");
+    if (d && call_of(d->args[0], "matmul") && read_once(d->args[0]))
+      if (std::optional<double> v = float_scalar_value(d->args[1]); v && *v != 0)
+        return scale = 1.0 / *v, call_of(d->args[0], "matmul");
+    return nullptr;
+  }
+
+  static bool fits(const Expr& q, const Expr& k, const Expr& v, const Expr& bias, bool trans_k, int64_t axis) {
     const auto *qt = checked_tensor(q), *kt = checked_tensor(k), *vt = checked_tensor(v);
-    if (!qt || !kt || !vt) return false;
+    const auto* bt = bias.defined() ? checked_tensor(bias) : nullptr;
+    if (!qt || !kt || !vt || (bias.defined() && (!bt || bt->dtype != runtime::kFloat32))) return false;
     const size_t rank = qt->ndim();
     if (rank < 2 || axis != -1 && axis != static_cast<int64_t>(rank) - 1) return false;
     for (const auto* t : {qt, kt, vt})
       if (t->dtype != runtime::kFloat32 || t->ndim() != rank) return false;
     try {
-      tensor_ir::ops::attention_shape(qt->shape.dims(), kt->shape.dims(), vt->shape.dims(), trans_k);
+      std::vector<tensor_ir::Expr> scores =
+          tensor_ir::ops::attention_shape(qt->shape.dims(), kt->shape.dims(), vt->shape.dims(), trans_k);
+      scores.back() = kt->shape.dim(rank - (trans_k ? 2 : 1));
+      if (bt) tensor_ir::ops::check_attention_bias(bt->shape.dims(), scores);
     } catch (const Error&) {
       return false;  // batch dimensions that broadcast, or sizes not provably equal
     }

@@ -71,13 +71,17 @@ Tensor matmul_integer(const Tensor& a, const Tensor& b, const Tensor& a_zero, co
 Tensor qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_zero, const Tensor& b,
                       const Tensor& b_scale, const Tensor& b_zero, const Tensor& y_scale, const Tensor& y_zero,
                       const Registers& regs);
-// Scaled dot-product attention over the last two axes, softmax(q @ k^T * scale) @ v: q [.., L, D],
-// k [.., D, S] (or [.., S, D] with trans_k), v [.., S, Dv], float32, equal batch dimensions
+// Scaled dot-product attention over the last two axes, softmax(q @ k^T * scale + bias) @ v: q
+// [.., L, D], k [.., D, S] (or [.., S, D] with trans_k), v [.., S, Dv], float32, equal batch
+// dimensions; `bias` (a mask; may be undefined) broadcasts to the scores [.., L, S]
 // (nn_attention.cc). Its kernel keeps a block of rows' scores in cache.
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool trans_k, const Registers& regs);
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, double scale, bool trans_k,
+                 const Registers& regs);
 // Its output shape [.., L, Dv]; throws naming the shapes when they do not fit.
 std::vector<Expr> attention_shape(const std::vector<Expr>& q, const std::vector<Expr>& k, const std::vector<Expr>& v,
                                   bool trans_k);
+// Throws unless a bias of shape `bias` broadcasts to scores of shape `scores`.
+void check_attention_bias(const std::vector<Expr>& bias, const std::vector<Expr>& scores);
 // Einstein summation over any operands ("ij,jk->ik", "...ii->...i", "ij->"); a letter repeated
 // within one operand takes its diagonal.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);

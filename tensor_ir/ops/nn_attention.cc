@@ -1,4 +1,4 @@
-// Scaled dot-product attention, softmax(q @ k^T * scale) @ v, as one compute: the scores are a
+// Scaled dot-product attention, softmax(q @ k^T * scale + bias) @ v, as one compute: the scores are a
 // packed product (nn_matmul.cc's core: keys packed into panels, tag "matmul"), the row maximum
 // and the sum of exponentials statistics (tag "attention_stat"), the exponentials a stage of their
 // own (tag "attention_exp"), the values' product another packed product, and the output (tag
@@ -49,11 +49,27 @@ std::vector<Expr> attention_shape(const std::vector<Expr>& q, const std::vector<
   return out;
 }
 
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, bool trans_k, const Registers& regs) {
-  if (q.dtype() != runtime::kFloat32 || k.dtype() != q.dtype() || v.dtype() != q.dtype())
-    fail("attention: q, k and v must be float32, got ", q.dtype().str(), ", ", k.dtype().str(), ", ", v.dtype().str());
+void check_attention_bias(const std::vector<Expr>& bias, const std::vector<Expr>& scores) {
+  bool fits = bias.size() <= scores.size();
+  for (size_t d = 0; fits && d < bias.size(); ++d) {
+    const Expr& target = scores[scores.size() - bias.size() + d];
+    fits = is_const_int(bias[d], 1) || arith::equal_as_polynomials(bias[d], target);
+  }
+  if (!fits) fail("attention: the bias ", shape_str(bias), " does not broadcast to the scores ", shape_str(scores));
+}
+
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, double scale, bool trans_k,
+                 const Registers& regs) {
+  if (q.dtype() != runtime::kFloat32 || k.dtype() != q.dtype() || v.dtype() != q.dtype() ||
+      (bias.defined() && bias.dtype() != q.dtype()))
+    fail("attention: q, k, v and the bias must be float32, got ", q.dtype().str(), ", ", k.dtype().str(), ", ",
+         v.dtype().str(), bias.defined() ? ", " + bias.dtype().str() : "");
   const size_t rank = q.ndim();
   const Expr& keys = k->shape[trans_k ? rank - 2 : rank - 1];
+  const Expr& queries = q->shape[rank - 2];
+  std::vector<Expr> scores_shape(q->shape.begin(), q->shape.end() - 1);
+  scores_shape.push_back(keys);
+  if (bias.defined()) check_attention_bias(bias->shape, scores_shape);
   const std::vector<int64_t> row{static_cast<int64_t>(rank - 1)};
   // The packed product's scores of whole tiles: the rows it pads (which read the last query row)
   // and the columns of its zero-filled key panels. Every stage after it spans them too, so the
@@ -86,11 +102,25 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale
     std::optional<Expr> key = is_key(j);
     return key ? select(*key, x, otherwise) : x;
   };
+  // The bias at a score's index: broadcast, and clamped to its rows and keys for the padding's.
+  auto bias_at = [&](const std::vector<Var>& i) {
+    std::vector<Expr> idx;
+    const size_t offset = rank - bias.ndim();
+    for (size_t d = 0; d < bias.ndim(); ++d) {
+      const size_t s = offset + d;
+      idx.push_back(is_const_int(bias->shape[d], 1) ? Expr(0)
+                    : s == rank - 2                 ? min(i[s], queries - Expr(1))
+                    : s == rank - 1                 ? min(i[s], keys - Expr(1))
+                                                    : Expr(i[s]));
+    }
+    return bias(idx);
+  };
   Tensor scaled = compute(
       shape,
       [&](const std::vector<Var>& i) {
         Expr s = scores(as_exprs(i));
-        return scale == 1.0 ? s : s * make_const(q.dtype(), scale);
+        if (scale != 1.0) s = s * make_const(q.dtype(), scale);
+        return bias.defined() ? s + bias_at(i) : s;
       },
       "attention_scaled", "elemwise");
   Tensor max = keepdims_reduce(scaled, row, ReduceKind::Max, "attention_max", "attention_stat",

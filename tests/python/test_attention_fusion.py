@@ -1,5 +1,5 @@
 """AttentionFusion (relay_ir/transforms/attention_fusion.cc): attention written as two products
-around a softmax, as exporters write it, becomes one kernel at opt level 3 (CPU), whose
+around a softmax (with a mask added or not), as exporters write it, becomes one kernel at opt level 3 (CPU), whose
 template keeps a block of query rows' scores in cache. Against numpy in float64, at sizes that
 divide no tile, with the scale as a product or quotient on either side, at symbolic lengths
 (one key, none), exported, on AVX2 too; and left as three kernels wherever it does not apply."""
@@ -62,6 +62,74 @@ def test_attention_as_exported_is_one_kernel(rng, batch, length, keys, depth, va
     unfused = tessera.build(mod, db=False, opt_level=2)
     assert "attention" not in kernel_ops(unfused)
     np.testing.assert_allclose(unfused.run([q, k, v])[0], want, rtol=1e-5, atol=1e-5)
+
+
+def masked_model(q_shape, kv_shape, mask_shape, mask="padding"):
+    """BERT's form: a [N, S] mask of ones and zeros becomes (1 - m) * -10000 over [N, 1, 1, S]
+    and is added to the scaled scores; or a causal constant of -inf above the diagonal; or a bias
+    of the scores' shape given as an input."""
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]), helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Div", ["s", "c"], ["s2"])]
+    inits = [numpy_helper.from_array(np.array(8.0, "float32"), "c")]
+    ins = [("q", q_shape), ("k", kv_shape), ("v", kv_shape)]
+    if mask == "padding":
+        nodes += [helper.make_node("Unsqueeze", ["m", "axes"], ["m4"]), helper.make_node("Sub", ["one", "m4"], ["inv"]),
+                  helper.make_node("Mul", ["inv", "big"], ["bias"])]
+        inits += [numpy_helper.from_array(np.array([1, 2], "int64"), "axes"), numpy_helper.from_array(np.array(1.0, "float32"), "one"),
+                  numpy_helper.from_array(np.array(-10000.0, "float32"), "big")]
+        ins.append(("m", mask_shape))
+    elif mask == "causal":
+        n = mask_shape[0]
+        inits.append(numpy_helper.from_array(np.triu(np.full((n, n), -np.inf, "float32"), 1), "bias"))
+    else:
+        ins.append(("bias", mask_shape))
+    nodes += [helper.make_node("Add", ["bias", "s2"] if mask == "causal" else ["s2", "bias"], ["s3"]),
+              helper.make_node("Softmax", ["s3"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+    g = helper.make_graph(nodes, "masked", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in ins],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return tessera.onnx.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def masked_reference(q, k, v, bias):
+    s = q.astype("float64") @ np.swapaxes(k, -1, -2) / 8 + bias
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    return p / p.sum(axis=-1, keepdims=True) @ v
+
+
+@pytest.mark.parametrize("mask", ["padding", "causal", "bias"])
+def test_attention_with_a_mask_is_one_kernel(rng, mask):
+    n, heads, length, depth = 2, 3, 21, 32
+    q, k, v = inputs(rng, [n, heads], length, length, depth, depth)
+    if mask == "padding":
+        m = (rng.random((n, length)) < 0.7).astype("float32")
+        m[:, 0] = 1
+        extra, bias = [m], (1 - m[:, None, None, :]) * -10000.0
+        mod = masked_model(q.shape, k.shape, m.shape)
+    elif mask == "causal":
+        extra, bias = [], np.triu(np.full((length, length), -np.inf), 1)
+        mod = masked_model(q.shape, k.shape, [length], mask)
+    else:
+        b = rng.standard_normal((n, heads, length, length)).astype("float32")
+        extra, bias = [b], b
+        mod = masked_model(q.shape, k.shape, b.shape, mask)
+    lib = tessera.build(mod, db=False)
+    assert "attention" in kernel_ops(lib)[-1]
+    np.testing.assert_allclose(lib.run([q, k, v] + extra)[0], masked_reference(q, k, v, bias), rtol=1e-5, atol=1e-5)
+
+
+def test_attention_with_a_padding_mask_of_symbolic_lengths(rng, tmp_path):
+    mod = masked_model(["N", 2, "L", 16], ["N", 2, "L", 16], ["N", "L"])
+    lib = tessera.build(mod, db=False)
+    lib.export(str(tmp_path / "masked.so"))
+    module = tessera.load(str(tmp_path / "masked.so"))
+    assert "attention" in kernel_ops(lib)[-1]
+    for n, length in [(2, 19), (1, 1), (3, 40)]:
+        q, k, v = inputs(rng, [n, 2], length, length, 16, 16)
+        m = (rng.random((n, length)) < 0.6).astype("float32")
+        m[:, 0] = 1
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([q, k, v, m])[0], masked_reference(q, k, v, (1 - m[:, None, None, :]) * -10000.0),
+                                       rtol=1e-5, atol=1e-5)
 
 
 def test_keys_given_transposed_and_on_avx2(rng):
