@@ -46,6 +46,10 @@ Loop fuse_all(Stage& st, const std::vector<Loop>& loops);
 void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product, const Tensor& packed,
                            std::vector<Loop> batch, const Loop& rows, const Loop& cols, int64_t columns,
                            TemplateKnobs& knobs, bool rows_contiguous = false);
+// A product left unpacked (few rows or narrow columns): dot products along k where an operand
+// reads along the product's last axis other than as its innermost index (vectors there would
+// gather), vectors of columns otherwise (nn_matmul.cc).
+void schedule_unpacked_product(Schedule& s, const Tensor& product);
 // Vectorizes `loop` (of `extent` iterations) in vectors of the register width, `lanes`: split
 // into whole vectors, unrolled, where it is wider than one (LLVM splits a 32-lane vector op into
 // two registers cleanly, but a 48-lane one spilled; and where the extent is not a

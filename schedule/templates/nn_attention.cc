@@ -7,7 +7,7 @@
 // over the block's exponentials in registers, scaled by the sums' reciprocals. The block's scores
 // and exponentials (rows x keys) stay in cache between the passes instead of going through memory
 // as three kernels' results. Where a product is not packed (few rows or columns at the size hints)
-// the stages are left to the generic schedules.
+// each stage is scheduled on its own, the products as the matmul template's unpacked ones.
 #include <optional>
 
 #include "schedule/templates/extent_hint.h"
@@ -111,8 +111,10 @@ void schedule_row_stat(Schedule& s, const Tensor& stat, Stage& at, const Loop& b
 void schedule_attention(Schedule& s, const Tensor& main, TemplateKnobs&) {
   const Tensor out = nn::epilogue_target(s, main);
   const std::optional<AttentionStages> a = find_stages(main);
-  if (!a) {
+  if (!a) {  // a version for few rows (a decoding step's one): each stage on its own
     nn::inline_injective_except(s, out, {out, nn::find_tagged(main, "attention_exp")});
+    for (const Tensor& t : tensor_ir::topological_order({main}))
+      if (tag_of(t) == std::string("matmul")) nn::schedule_unpacked_product(s, t);
     return;
   }
   nn::inline_injective_except(s, out, {out, a->exp, a->keys, a->values});

@@ -191,6 +191,31 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   }
 }
 
+namespace {
+
+// Whether an operand of the unpacked product reads along the product's last axis other than as
+// its innermost index (B read transposed, or A's rows in a matrix-vector product): vectors along
+// that axis would gather.
+bool reads_columns_strided(Schedule& s, const Tensor& product) {
+  const auto* c = product.as<ComputeOp>();
+  const auto* r = c->body.as<tensor_ir::Reduce>();
+  if (!r || c->axis.empty()) return false;
+  const tensor_ir::VarNode* j = c->axis.back().var().get();
+  for (const Expr& e : leaf_loads(s, r->source)) {
+    const auto& idx = e.as<tensor_ir::ProducerLoad>()->indices;
+    for (size_t d = 0; d + 1 < idx.size(); ++d)
+      if (tensor_ir::uses_var(idx[d], j)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void schedule_unpacked_product(Schedule& s, const Tensor& product) {
+  if (reads_columns_strided(s, product)) schedule_reduction_stage(s, product);
+  else schedule_generic_stage(s, product);
+}
+
 }  // namespace nn
 
 namespace {
@@ -213,22 +238,6 @@ void schedule_packed(Schedule& s, const Tensor& out, const Tensor& product, cons
                             dim_hint(out, last), knobs);
 }
 
-// Whether an operand of the unpacked product reads along the product's last axis other than as
-// its innermost index (B read transposed, or A's rows in a matrix-vector product): vectors along
-// that axis would gather.
-bool reads_columns_strided(Schedule& s, const Tensor& product) {
-  const auto* c = product.as<ComputeOp>();
-  const auto* r = c->body.as<tensor_ir::Reduce>();
-  if (!r || c->axis.empty()) return false;
-  const tensor_ir::VarNode* j = c->axis.back().var().get();
-  for (const Expr& e : leaf_loads(s, r->source)) {
-    const auto& idx = e.as<tensor_ir::ProducerLoad>()->indices;
-    for (size_t d = 0; d + 1 < idx.size(); ++d)
-      if (tensor_ir::uses_var(idx[d], j)) return true;
-  }
-  return false;
-}
-
 void schedule_matmul(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
   Tensor product = nn::find_tagged(main, "matmul");
   Tensor packed = nn::find_tagged(main, "matmul_pack");
@@ -240,9 +249,7 @@ void schedule_matmul(Schedule& s, const Tensor& main, TemplateKnobs& knobs) {
     schedule_packed(s, out, product, packed, knobs);
     return;
   }
-  // Few rows or narrow columns: no packing.
-  if (reads_columns_strided(s, product)) schedule_reduction_stage(s, product);
-  else schedule_generic_stage(s, product);
+  nn::schedule_unpacked_product(s, product);
   if (!out.same_as(product)) schedule_generic_stage(s, out);
 }
 
