@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "schedule/templates/extent_hint.h"
+#include "schedule/templates/math.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/parallel_work.h"
 #include "tensor_ir/structural.h"
@@ -66,6 +67,23 @@ void vectorize_in_registers(Stage& st, const Loop& loop, int64_t extent, int lan
   auto [vectors, vector] = st.split(loop, lanes);
   st.unroll(vectors);
   st.vectorize(vector);
+}
+
+Tensor vector_partials(Schedule& s, const Tensor& stat, int lanes) {
+  Stage& st = s[stat];
+  const auto& reduce = st.op().as<tensor_ir::ComputeOp>()->reduce_axis();
+  if (extent_hint(reduce.back()->dom.extent) < lanes) return Tensor();
+  auto inner = st.split(st.loop(reduce.back()), lanes).second;
+  Tensor rf = s.rfactor(stat, inner, static_cast<int>(stat.ndim()));
+  vectorize_combining_loop(s[stat]);  // a row's statistics are a chain of such combining steps
+  Stage& rs = s[rf];
+  const auto* rc = rs.op().as<tensor_ir::ComputeOp>();
+  std::vector<Loop> order;
+  for (const auto& r : rc->reduce_axis()) order.push_back(rs.loop(r));
+  order.push_back(rs.loop(rc->axis.back()));
+  rs.reorder(order);
+  rs.vectorize(order.back());
+  return rf;
 }
 
 Tensor epilogue_target(Schedule& s, const Tensor& main) {

@@ -55,6 +55,10 @@ void schedule_unpacked_product(Schedule& s, const Tensor& product);
 // two registers cleanly, but a 48-lane one spilled; and where the extent is not a
 // multiple, only the remainder runs scalar); as it is otherwise.
 void vectorize_in_registers(Stage& st, const Loop& loop, int64_t extent, int lanes);
+// A row statistic (a reduction over its last reduction axis, `stat`) as vector partial results:
+// that axis split by the vector width and factored out (rfactor), the lanes combined at the end.
+// Returns the partials' stage, undefined (nothing done) where the axis is shorter than a vector.
+Tensor vector_partials(Schedule& s, const Tensor& stat, int lanes);
 // The stage a template of an op that takes an epilogue (conv, matmul) should tile: `main`, the
 // op's own output, or in a fused kernel whose output applies elementwise ops to main (bias,
 // activation, residual add), that output, with main inlined into it so the epilogue runs on the

@@ -11,7 +11,6 @@
 #include <optional>
 
 #include "schedule/templates/extent_hint.h"
-#include "schedule/templates/math.h"
 #include "schedule/templates/nn.h"
 #include "tensor_ir/graph.h"
 #include "tensor_ir/ops/nn.h"
@@ -90,22 +89,8 @@ void schedule_tile_product(Stage& p, int64_t columns, int lanes) {
 
 // A row statistic of the block (maximum, sum) as vector partial results combined at the end.
 void schedule_row_stat(Schedule& s, const Tensor& stat, Stage& at, const Loop& block, int lanes) {
-  Stage& st = s[stat];
-  const auto& reduce = st.op().as<ComputeOp>()->reduce_axis();
-  if (extent_hint(reduce.back()->dom.extent) >= lanes) {
-    auto inner = st.split(st.loop(reduce.back()), lanes).second;
-    Tensor rf = s.rfactor(stat, inner, static_cast<int>(stat.ndim()));
-    vectorize_combining_loop(s[stat]);
-    Stage& rs = s[rf];
-    const auto* rc = rs.op().as<ComputeOp>();
-    std::vector<Loop> order;
-    for (const auto& r : rc->reduce_axis()) order.push_back(rs.loop(r));
-    order.push_back(rs.loop(rc->axis.back()));
-    rs.reorder(order);
-    rs.vectorize(order.back());
-    rs.compute_at(at, block);
-  }
-  st.compute_at(at, block);
+  if (Tensor rf = nn::vector_partials(s, stat, lanes); rf.defined()) s[rf].compute_at(at, block);
+  s[stat].compute_at(at, block);
 }
 
 void schedule_attention(Schedule& s, const Tensor& main, TemplateKnobs&) {

@@ -82,20 +82,7 @@ void schedule_by_rows(Schedule& s, const Tensor& out, const std::vector<Tensor>&
       if (dim_hint(t, t.ndim() - 1) >= lanes) st.vectorize(st.split(st.loop(c->axis.back()), lanes).second);
       continue;
     }
-    const auto& reduce = st.op().as<ComputeOp>()->reduce_axis();
-    int64_t extent = extent_hint(reduce.back()->dom.extent);
-    if (extent < lanes) continue;
-    auto inner = st.split(st.loop(reduce.back()), lanes).second;
-    Tensor rf = s.rfactor(t, inner, static_cast<int>(t.ndim()));
-    vectorize_combining_loop(s[t]);  // a row's statistics are a chain of such combining steps
-    Stage& rs = s[rf];
-    const auto* rc = rs.op().as<ComputeOp>();
-    std::vector<Loop> order;
-    for (const auto& r : rc->reduce_axis()) order.push_back(rs.loop(r));
-    order.push_back(rs.loop(rc->axis.back()));
-    rs.reorder(order);
-    rs.vectorize(order.back());
-    partials.push_back(rf);
+    if (Tensor rf = nn::vector_partials(s, t, lanes); rf.defined()) partials.push_back(rf);
   }
   std::vector<Loop> rows, row;
   for (size_t d = 0; d < oc->axis.size(); ++d) (d < split ? rows : row).push_back(y.loop(oc->axis[d]));
