@@ -1,6 +1,7 @@
 // AttentionFusion (CPU): exporters write scaled dot-product attention as its steps,
 //   s = matmul(q, k) (k [.., D, S], or k [.., S, D] with trans_b), optionally times or divided by a
-//   scalar constant, optionally plus a bias (an attention mask) that broadcasts to it;
+//   scalar constant, optionally plus a bias (an attention mask) that broadcasts to it, or with a
+//   scalar where a bool mask says (where(mask, s, fill), masked_fill's where(mask, fill, s));
 //   p = softmax(s) along the last axis; y = matmul(p, v),
 // three kernels that write and read the scores [.., L, S] twice. It becomes one attention call,
 // whose kernel computes a block of query rows' scores, softmax and product while they are in
@@ -36,12 +37,19 @@ class AttentionFuser : public ExprMutator {
     if (!y || y->attrs.get_int("packed_columns") || y->attrs.get_int("trans_b")) return node;
     const CallNode* p = call_of(y->args[0], "softmax");
     if (!p || p->attrs.get_int("trailing") || !read_once(y->args[0])) return node;
-    double scale = 1.0;
+    double scale = 1.0, fill = 0.0;
+    bool keep = true;
     Expr bias;
     const CallNode* s = scaled_product(p->args[0], scale);
     if (const CallNode* add = call_of(p->args[0], "add"); !s && add && read_once(p->args[0])) {
       for (size_t i = 0; i < 2 && !s; ++i)
         if ((s = scaled_product(add->args[i], scale))) bias = add->args[1 - i];
+    }
+    if (const CallNode* w = call_of(p->args[0], "where"); !s && w && read_once(p->args[0])) {
+      for (size_t i = 1; i < 3 && !s; ++i) {
+        std::optional<double> value = float_scalar_value(w->args[3 - i]);
+        if (value && (s = scaled_product(w->args[i], scale))) bias = w->args[0], fill = *value, keep = i == 1;
+      }
     }
     if (!s || s->attrs.get_int("packed_columns")) return node;
     const Expr &q = s->args[0], &k = s->args[1], &v = y->args[1];
@@ -49,7 +57,8 @@ class AttentionFuser : public ExprMutator {
     if (!fits(q, k, v, bias, trans_k, p->attrs.get_int("axis"))) return node;
     std::vector<Expr> args{rewritten(q), rewritten(k), rewritten(v)};
     if (bias.defined()) args.push_back(rewritten(bias));
-    Expr out = call("attention", args, {{"scale", scale}, {"trans_k", int64_t(trans_k)}}, y->origin);
+    Attrs attrs{{"scale", scale}, {"trans_k", int64_t(trans_k)}, {"fill", fill}, {"keep", int64_t(keep)}};
+    Expr out = call("attention", args, attrs, y->origin);
     infer_type(out);
     return out;
   }
@@ -77,7 +86,8 @@ class AttentionFuser : public ExprMutator {
   static bool fits(const Expr& q, const Expr& k, const Expr& v, const Expr& bias, bool trans_k, int64_t axis) {
     const auto *qt = checked_tensor(q), *kt = checked_tensor(k), *vt = checked_tensor(v);
     const auto* bt = bias.defined() ? checked_tensor(bias) : nullptr;
-    if (!qt || !kt || !vt || (bias.defined() && (!bt || bt->dtype != runtime::kFloat32))) return false;
+    if (!qt || !kt || !vt || (bias.defined() && (!bt || (bt->dtype != runtime::kFloat32 && !bt->dtype.is_bool()))))
+      return false;
     const size_t rank = qt->ndim();
     if (rank < 2 || axis != -1 && axis != static_cast<int64_t>(rank) - 1) return false;
     for (const auto* t : {qt, kt, vt})

@@ -73,9 +73,16 @@ Tensor qlinear_matmul(const Tensor& a, const Tensor& a_scale, const Tensor& a_ze
                       const Registers& regs);
 // Scaled dot-product attention over the last two axes, softmax(q @ k^T * scale + bias) @ v: q
 // [.., L, D], k [.., D, S] (or [.., S, D] with trans_k), v [.., S, Dv], float32, equal batch
-// dimensions; `bias` (a mask; may be undefined) broadcasts to the scores [.., L, S]
-// (nn_attention.cc). Its kernel keeps a block of rows' scores in cache.
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, double scale, bool trans_k,
+// dimensions; `bias` (may be undefined) broadcasts to the scores [.., L, S]: float32, added to
+// them, or a bool mask, the scores replaced by `fill` where it is false (`keep`) or true (not
+// `keep`: masked_fill) (nn_attention.cc). Its kernel keeps a block of rows' scores in cache.
+struct AttentionOptions {
+  double scale = 1.0;
+  bool trans_k = false;
+  double fill = 0.0;
+  bool keep = true;
+};
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, const AttentionOptions& options,
                  const Registers& regs);
 // Its output shape [.., L, Dv]; throws naming the shapes when they do not fit.
 std::vector<Expr> attention_shape(const std::vector<Expr>& q, const std::vector<Expr>& k, const std::vector<Expr>& v,

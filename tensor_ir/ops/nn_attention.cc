@@ -1,4 +1,5 @@
-// Scaled dot-product attention, softmax(q @ k^T * scale + bias) @ v, as one compute: the scores are a
+// Scaled dot-product attention, softmax(q @ k^T * scale + bias) @ v (or with the scores replaced
+// where a bool mask says, as masked_fill writes it), as one compute: the scores are a
 // packed product (nn_matmul.cc's core: keys packed into panels, tag "matmul"), the row maximum
 // and the sum of exponentials statistics (tag "attention_stat"), the exponentials a stage of their
 // own (tag "attention_exp"), the values' product another packed product, and the output (tag
@@ -55,15 +56,18 @@ void check_attention_bias(const std::vector<Expr>& bias, const std::vector<Expr>
     const Expr& target = scores[scores.size() - bias.size() + d];
     fits = is_const_int(bias[d], 1) || arith::equal_as_polynomials(bias[d], target);
   }
-  if (!fits) fail("attention: the bias ", shape_str(bias), " does not broadcast to the scores ", shape_str(scores));
+  if (!fits)
+    fail("attention: the bias or mask ", shape_str(bias), " does not broadcast to the scores ", shape_str(scores));
 }
 
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, double scale, bool trans_k,
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias, const AttentionOptions& options,
                  const Registers& regs) {
   if (q.dtype() != runtime::kFloat32 || k.dtype() != q.dtype() || v.dtype() != q.dtype() ||
-      (bias.defined() && bias.dtype() != q.dtype()))
-    fail("attention: q, k, v and the bias must be float32, got ", q.dtype().str(), ", ", k.dtype().str(), ", ",
-         v.dtype().str(), bias.defined() ? ", " + bias.dtype().str() : "");
+      (bias.defined() && bias.dtype() != q.dtype() && !bias.dtype().is_bool()))
+    fail("attention: q, k and v must be float32 and the bias float32 or a bool mask, got ", q.dtype().str(), ", ",
+         k.dtype().str(), ", ", v.dtype().str(), bias.defined() ? ", " + bias.dtype().str() : "");
+  const double scale = options.scale;
+  const bool trans_k = options.trans_k;
   const size_t rank = q.ndim();
   const Expr& keys = k->shape[trans_k ? rank - 2 : rank - 1];
   const Expr& queries = q->shape[rank - 2];
@@ -120,7 +124,10 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
       [&](const std::vector<Var>& i) {
         Expr s = scores(as_exprs(i));
         if (scale != 1.0) s = s * make_const(q.dtype(), scale);
-        return bias.defined() ? s + bias_at(i) : s;
+        if (!bias.defined()) return s;
+        if (!bias.dtype().is_bool()) return s + bias_at(i);
+        const Expr fill = make_const(q.dtype(), options.fill);
+        return options.keep ? select(bias_at(i), s, fill) : select(bias_at(i), fill, s);
       },
       "attention_scaled", "elemwise");
   Tensor max = keepdims_reduce(scaled, row, ReduceKind::Max, "attention_max", "attention_stat",

@@ -117,6 +117,39 @@ def test_attention_with_a_mask_is_one_kernel(rng, mask):
     np.testing.assert_allclose(lib.run([q, k, v] + extra)[0], masked_reference(q, k, v, bias), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("form", ["masked_fill", "where_kept"])
+def test_attention_with_a_bool_mask_is_one_kernel(rng, form):
+    """masked_fill(mask, -inf) exports as Where(mask, -inf, s); Where(keep, s, -10000) keeps
+    where the mask is true. Causal, so the first row keeps one key; a whole row masked out gives
+    NaN with -inf as without fusion (checked against the unfused build)."""
+    n, heads, length, depth = 2, 2, 19, 16
+    q, k, v = inputs(rng, [n, heads], length, length, depth, depth)
+    causal = np.triu(np.ones((length, length), bool), 1)
+    masked = causal.copy()
+    masked[5] = True  # a row with every key masked
+    fill = np.array(-np.inf if form == "masked_fill" else -10000.0, "float32")
+    where = (helper.make_node("Where", ["m", "fill", "s2"], ["s3"]) if form == "masked_fill"
+             else helper.make_node("Where", ["m", "s2", "fill"], ["s3"]))
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]), helper.make_node("MatMul", ["q", "kt"], ["s"]),
+             helper.make_node("Div", ["s", "c"], ["s2"]), where, helper.make_node("Softmax", ["s3"], ["p"], axis=-1),
+             helper.make_node("MatMul", ["p", "v"], ["y"])]
+    g = helper.make_graph(nodes, "masked", [helper.make_tensor_value_info(a, TensorProto.FLOAT, q.shape) for a in "qkv"] +
+                          [helper.make_tensor_value_info("m", TensorProto.BOOL, [length, length])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array(8.0, "float32"), "c"), numpy_helper.from_array(fill, "fill")])
+    mod = tessera.onnx.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    fused, unfused = (tessera.build(mod, db=False, opt_level=level) for level in (3, 2))
+    assert kernel_ops(fused) == ["attention"] and "attention" not in kernel_ops(unfused)
+    for m in (causal, masked):
+        m = m if form == "masked_fill" else ~m
+        got, want = fused.run([q, k, v, m])[0], unfused.run([q, k, v, m])[0]
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    bias = np.where(causal, -np.inf, 0.0)
+    np.testing.assert_allclose(fused.run([q, k, v, causal if form == "masked_fill" else ~causal])[0],
+                               masked_reference(q, k, v, bias), rtol=1e-5, atol=1e-5)
+
+
 def test_attention_with_a_padding_mask_of_symbolic_lengths(rng, tmp_path):
     mod = masked_model(["N", 2, "L", 16], ["N", 2, "L", 16], ["N", "L"])
     lib = tessera.build(mod, db=False)
