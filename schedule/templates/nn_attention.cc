@@ -119,6 +119,7 @@ void schedule_attention(Schedule& s, const Tensor& main, TemplateKnobs&) {
   auto tiles = y.tile(y.loop(oc->axis[last - 1]), y.loop(oc->axis[last]), mr, nr);  // io, co, ii, ci
   batch.push_back(tiles[0]);
   const Loop block = nn::fuse_all(y, batch);
+  // Per score: the depth's multiply-adds, the value columns', and about 16 for its exponential.
   const int64_t work =
       nn::num_elements(a->scores) * (nn::reduction_volume(a->scores.as<ComputeOp>()) + dim_hint(out, last) + 16);
   parallel_if_worth(y, block, out, work, nn::kMinParallelWork);
