@@ -9,6 +9,7 @@
 #include "frontend/onnx/importer.h"
 #include "frontend/onnx/program.h"
 #include "runtime/error.h"
+#include "runtime/module_file.h"
 #include "runtime/npy.h"
 
 namespace tessera::cli {
@@ -99,6 +100,9 @@ std::map<std::string, std::vector<std::vector<int64_t>>> shapes_by_input(const M
 
 frontend::onnx::ImportOptions import_options(const ModelOptions& o,
                                              const std::map<std::string, std::vector<int64_t>>& shapes) {
+  // Every command but `run` reads an ONNX model; a module would fail as a protobuf that does not parse.
+  if (runtime::is_module_file(o.model))
+    fail(o.model, " is a compiled module, not an ONNX model: `tessera run` runs it (this command takes the model)");
   frontend::onnx::ImportOptions options;
   options.shapes = shapes;
   for (const auto& b : o.binds) {

@@ -108,6 +108,12 @@ def test_errors_are_one_clear_line(model, tmp_path):
     (tmp_path / "junk.npy").write_bytes(b"not numpy")
     proc = tessera("run", model, "--shape", "x=3,8", "--input", f"x={tmp_path / 'junk.npy'}", ok=False)
     assert "not a .npy file" in proc.stderr
+    # A compiled module where a command reads an ONNX model is named as one (it was "not a valid
+    # ONNX model (the protobuf does not parse)").
+    tessera("compile", model, "--shape", "x=3,8", "-o", tmp_path / "m.so")
+    for command in ["inspect", "compile", "tune"]:
+        proc = tessera(command, tmp_path / "m.so", ok=False)
+        assert "m.so is a compiled module, not an ONNX model: `tessera run` runs it" in proc.stderr, proc.stderr
 
 
 def test_a_model_of_symbolic_sizes_is_tuned_at_each_size_given(tmp_path):
