@@ -16,17 +16,15 @@ Type attention_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& q = tensor_arg(args, 0, "q");
   const auto& k = tensor_arg(args, 1, "k");
   const auto& v = tensor_arg(args, 2, "v");
-  for (const auto* t : {&k, &v})
-    if (t->dtype != runtime::kFloat32 || q.dtype != runtime::kFloat32)
-      fail("q, k and v must be float32, got ", q.dtype.str(), ", ", k.dtype.str(), ", ", v.dtype.str());
-  const Shape out(ops::attention_shape(q.shape.dims(), k.shape.dims(), v.shape.dims(), attrs.get_int("trans_k")));
+  if (q.dtype != runtime::kFloat32 || k.dtype != runtime::kFloat32 || v.dtype != runtime::kFloat32)
+    fail("q, k and v must be float32, got ", q.dtype.str(), ", ", k.dtype.str(), ", ", v.dtype.str());
+  const bool trans_k = attrs.get_int("trans_k");
+  const Shape out(ops::attention_shape(q.shape.dims(), k.shape.dims(), v.shape.dims(), trans_k));
   if (args.size() > 3) {
     const auto& bias = tensor_arg(args, 3, "bias");
     if (bias.dtype != runtime::kFloat32 && !bias.dtype.is_bool())
       fail("the bias must be float32 or a bool mask, got ", bias.dtype.str());
-    std::vector<tensor_ir::Expr> scores = out.dims();
-    scores.back() = k.shape.dim(k.ndim() - (attrs.get_int("trans_k") ? 2 : 1));
-    ops::check_attention_bias(bias.shape.dims(), scores);
+    ops::check_attention_bias(bias.shape.dims(), q.shape.dims(), k.shape.dims(), trans_k);
   }
   return tensor_type(out, q.dtype);
 }

@@ -87,8 +87,9 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
 // Its output shape [.., L, Dv]; throws naming the shapes when they do not fit.
 std::vector<Expr> attention_shape(const std::vector<Expr>& q, const std::vector<Expr>& k, const std::vector<Expr>& v,
                                   bool trans_k);
-// Throws unless a bias of shape `bias` broadcasts to scores of shape `scores`.
-void check_attention_bias(const std::vector<Expr>& bias, const std::vector<Expr>& scores);
+// Throws unless a bias of shape `bias` broadcasts to the scores [.., L, S] of queries `q` and keys `k`.
+void check_attention_bias(const std::vector<Expr>& bias, const std::vector<Expr>& q, const std::vector<Expr>& k,
+                          bool trans_k);
 // Einstein summation over any operands ("ij,jk->ik", "...ii->...i", "ij->"); a letter repeated
 // within one operand takes its diagonal.
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& operands);

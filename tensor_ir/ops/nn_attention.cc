@@ -7,7 +7,6 @@
 // element instead of one per score. The CPU template (schedule/templates/nn_attention.cc) computes
 // all of it for a block of query rows at a time, so the scores stay in cache.
 #include <cmath>
-#include <optional>
 
 #include "runtime/error.h"
 #include "tensor_ir/arith/polynomial.h"
@@ -50,7 +49,10 @@ std::vector<Expr> attention_shape(const std::vector<Expr>& q, const std::vector<
   return out;
 }
 
-void check_attention_bias(const std::vector<Expr>& bias, const std::vector<Expr>& scores) {
+void check_attention_bias(const std::vector<Expr>& bias, const std::vector<Expr>& q, const std::vector<Expr>& k,
+                          bool trans_k) {
+  std::vector<Expr> scores(q.begin(), q.end() - 1);  // [.., L, S]
+  scores.push_back(k[k.size() - (trans_k ? 2 : 1)]);
   bool fits = bias.size() <= scores.size();
   for (size_t d = 0; fits && d < bias.size(); ++d) {
     const Expr& target = scores[scores.size() - bias.size() + d];
@@ -71,9 +73,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   const size_t rank = q.ndim();
   const Expr& keys = k->shape[trans_k ? rank - 2 : rank - 1];
   const Expr& queries = q->shape[rank - 2];
-  std::vector<Expr> scores_shape(q->shape.begin(), q->shape.end() - 1);
-  scores_shape.push_back(keys);
-  if (bias.defined()) check_attention_bias(bias->shape, scores_shape);
+  if (bias.defined()) check_attention_bias(bias->shape, q->shape, k->shape, trans_k);
   const std::vector<int64_t> row{static_cast<int64_t>(rank - 1)};
   // The packed product's scores of whole tiles: the rows it pads (which read the last query row)
   // and the columns of its zero-filled key panels. Every stage after it spans them too, so the
@@ -98,13 +98,9 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   if (padded) scores = input_tensors(scores)[0];
   const std::vector<Expr> shape = scores->shape;
   const Expr rows = shape[rank - 2], columns = shape[rank - 1];
-  auto is_key = [&](const Expr& j) -> std::optional<Expr> {
-    if (arith::equal_as_polynomials(columns, keys)) return std::nullopt;
-    return j < keys;
-  };
+  const bool padded_keys = !arith::equal_as_polynomials(columns, keys);
   auto masked = [&](const Expr& j, const Expr& x, const Expr& otherwise) {
-    std::optional<Expr> key = is_key(j);
-    return key ? select(*key, x, otherwise) : x;
+    return padded_keys ? select(j < keys, x, otherwise) : x;
   };
   // The bias at a score's index: broadcast, and clamped to its rows and keys for the padding's.
   auto bias_at = [&](const std::vector<Var>& i) {

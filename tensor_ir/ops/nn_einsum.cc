@@ -97,11 +97,12 @@ Parsed parse(const std::string& equation, const std::vector<std::vector<Expr>>& 
         continue;
       }
       if (same(it->second, n)) continue;
-      const std::string why = std::string("index '") + ch + "' has sizes " + to_string(it->second) + " and " +
-                              to_string(n) + " in einsum '" + equation + "'";
+      const std::string sizes =
+          std::string("index '") + ch + "' has sizes " + to_string(it->second) + " and " + to_string(n);
+      const std::string why = sizes + " in einsum '" + equation + "'";
       if (const int64_t* c = as_const_int(n)) require_constant_dim(it->second, *c, why);
       if (const int64_t* c = as_const_int(it->second)) require_constant_dim(n, *c, why);
-      bad(std::string("index '") + ch + "' has sizes " + to_string(it->second) + " and " + to_string(n));
+      bad(sizes);
     }
   std::string ell_labels;
   for (size_t e = 0; e < ellipsis_rank; ++e) ell_labels += static_cast<char>('0' + e);
