@@ -99,8 +99,10 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   const std::vector<Expr> shape = scores->shape;
   const Expr rows = shape[rank - 2], columns = shape[rank - 1];
   const bool padded_keys = !arith::equal_as_polynomials(columns, keys);
+  // likely(): only the last vector of keys is partial, so loop partitioning gives the others a
+  // body without the select.
   auto masked = [&](const Expr& j, const Expr& x, const Expr& otherwise) {
-    return padded_keys ? select(j < keys, x, otherwise) : x;
+    return padded_keys ? select(call(Intrinsic::likely, {j < keys}), x, otherwise) : x;
   };
   // The bias at a score's index: broadcast, and clamped to its rows and keys for the padding's.
   auto bias_at = [&](const std::vector<Var>& i) {

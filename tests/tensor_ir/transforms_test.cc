@@ -55,6 +55,25 @@ TEST(LoopPartition, LeavesUnmarkedConditionsAlone) {
   EXPECT_TRUE(partition_loops(s).same_as(s));
 }
 
+// for io in [0, (n + 15) // 16): vectorized ii in [0, 16): A[io*16 + ii] = select(likely(io*16 + ii < n), B[..], 0)
+TEST(LoopPartition, MaskedSelectsSplitTheOuterLoopAndStayVectors) {
+  Var io("io"), ii("ii"), n("n");
+  Buffer a = BufferNode::make("A", kFloat32, {n}, MemoryScope::Global);
+  Buffer b = BufferNode::make("B", kFloat32, {n}, MemoryScope::Global);
+  Expr idx = io * 16 + ii;
+  Stmt store =
+      Store::make(a, select(call(Intrinsic::likely, {idx < n}), Load::make(b, idx), make_const(kFloat32, 0)), idx);
+  Stmt s = For::make(io, Expr(0), floordiv(n + 15, Expr(16)), ForKind::Serial,
+                     For::make(ii, Expr(0), Expr(16), ForKind::Vectorized, store));
+  arith::BoundMap known{{n.get(), arith::ConstBound{0, arith::ConstBound::kPosInf}}};
+  EXPECT_EQ(to_string(arith::simplify(vectorize_loops(partition_loops(s, known)), known)),
+            "for (io, 0, n // 16) {\n"
+            "  A[ramp(io*16, 1, 16)] = B[ramp(io*16, 1, 16)]\n"
+            "}\n"
+            "for (io, n // 16, (n + 15) // 16 - n // 16) {\n"
+            "  A[ramp(io*16, 1, 16)] = select(likely(ramp(io*16, 1, 16) < x16(n)), B[ramp(io*16, 1, 16)], x16(0.0f))\n"
+            "}\n");
+}
 // for t in [0, (m + 7) // 8): for i in [0, 8): C[t*8 + i] = A[min(t*8 + i, m - 1)] + A[min(t, 3)]
 TEST(UnswitchClamps, TilesBeforeTheLastReadUnclamped) {
   Var t("t"), i("i"), m("m");
