@@ -1,9 +1,12 @@
 #include "driver/lower_call.h"
 
+#include <algorithm>
+
 #include "autotune/apply_record.h"
 #include "autotune/task.h"
 #include "autotune/workload.h"
 #include "driver/conv_form_versions.h"
+#include "driver/conv_width_versions.h"
 #include "driver/kernel_versions.h"
 #include "driver/row_count_versions.h"
 #include "relay_ir/compute_of_call.h"
@@ -157,6 +160,41 @@ LoweredCall lower_compute(const CallNode* call, const CallCompute& compute, cons
   return out;
 }
 
+// lower_compute, with versions by output width where the call's blocked convolution has a
+// symbolic one, at most kMostVersionedWidth at the hints (conv_width_versions.h).
+LoweredCall lower_by_width(const CallNode* call, const CallCompute& compute, const std::string& kernel_name,
+                           const ScheduleContext& ctx) {
+  LoweredCall out = lower_compute(call, compute, kernel_name, ctx);
+  const BlockedConvWidth main = ctx.hardware.is_gpu() ? BlockedConvWidth{} : blocked_conv_width(compute.outputs);
+  if (!main.width.defined() || tensor_ir::size_hint(main.width) > kMostVersionedWidth) return out;
+  // A version's tile: the width it pads a row of one output to.
+  auto tile_of = [&](const BlockedConvWidth& w) -> int64_t {
+    auto hints = hints_for_width(compute.outputs, w.width, 1);
+    if (!hints) return 0;
+    tensor_ir::SizeHintScope scope(*hints);
+    return tensor_ir::size_hint(w.padded);
+  };
+  std::vector<WidthVersion> versions{{out.func, main.padded, tile_of(main)}};
+  std::string labels;
+  for (const int64_t tile : kAlternativeTiles) {
+    auto hints = hints_for_width(compute.outputs, main.width, tile);
+    if (!hints) continue;
+    tensor_ir::SizeHintScope scope(*hints);
+    CallCompute version_compute = compute_of_call(call, ctx.hardware);
+    const BlockedConvWidth w = blocked_conv_width(version_compute.outputs);
+    if (!w.width.defined()) continue;  // another form at that width
+    const int64_t t = tile_of(w);
+    if (std::any_of(versions.begin(), versions.end(), [&](const WidthVersion& v) { return v.tile == t; })) continue;
+    LoweredCall version = lower_compute(call, version_compute, kernel_name, ctx);
+    versions.push_back({version.func, w.padded, t});
+    labels += "; in tiles of " + std::to_string(t) + " positions: " + version.schedule;
+  }
+  if (versions.size() == 1) return out;
+  out.func = choose_by_padded_width(versions);
+  out.schedule += labels;
+  return out;
+}
+
 }  // namespace
 
 LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, const ScheduleContext& ctx) {
@@ -173,7 +211,7 @@ LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, con
       auto version = [&](bool winograd_form) {
         OnePackingCall one = with_one_packing(call, winograd_form);
         const auto* c = one.call.as<CallNode>();
-        LoweredCall v = lower_compute(c, compute_of_call(c, ctx.hardware), kernel_name, ctx);
+        LoweredCall v = lower_by_width(c, compute_of_call(c, ctx.hardware), kernel_name, ctx);
         for (size_t i = 0; i < v.num_outputs; ++i) one.from.push_back(compute.inputs.size() + i);
         v.func = with_arguments(v.func, args, one.from);
         v.workload = workload;
@@ -191,7 +229,7 @@ LoweredCall lower_call(const CallNode* call, const std::string& kernel_name, con
                       other.schedule;
       return out;
     }
-    LoweredCall out = lower_compute(call, compute, kernel_name, ctx);
+    LoweredCall out = lower_by_width(call, compute, kernel_name, ctx);
     // A GPU's product templates take any row count alike.
     const tensor_ir::Expr main_rows = ctx.hardware.is_gpu() ? tensor_ir::Expr() : product_rows(compute.outputs);
     if (!main_rows.defined()) return out;

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <set>
 
 #include "runtime/error.h"
@@ -28,12 +30,19 @@ using namespace tensor_ir;
 
 namespace {
 
-// Writes the IR after a lowering step where TESSERA_DUMP_IR asks for it.
+// Writes the IR after a lowering step where TESSERA_DUMP_IR asks for it. A kernel lowered again
+// in the process (its versions for other sizes, another form) writes files of its own, k.v2.*.
 class StepLog {
  public:
   explicit StepLog(std::string func) : func_(std::move(func)) {
     const char* env = std::getenv("TESSERA_DUMP_IR");
-    if (env && *env) target_ = env;
+    if (!env || !*env) return;
+    target_ = env;
+    static std::mutex mutex;
+    static std::map<std::string, int> lowerings;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const int n = ++lowerings[func_]; n > 1) file_ = func_ + ".v" + std::to_string(n);
+    else file_ = func_;
   }
   void operator()(const std::string& step, const Stmt& s) {
     if (target_.empty()) return;
@@ -41,13 +50,13 @@ class StepLog {
     if (target_ == "1") {
       std::cerr << text;
     } else {
-      std::ofstream out(target_ + "/" + func_ + "." + std::to_string(++count_) + "." + step + ".tir");
+      std::ofstream out(target_ + "/" + file_ + "." + std::to_string(++count_) + "." + step + ".tir");
       out << text;
     }
   }
 
  private:
-  std::string func_, target_;
+  std::string func_, target_, file_;
   int count_ = 0;
 };
 

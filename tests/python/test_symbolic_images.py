@@ -3,6 +3,8 @@ for every size: each form a convolution takes (blocked, pointwise, strip, depthw
 direct), strides, dilations and padding, 1-D and 3-D windows, max, average and p-norm pools with
 ceil_mode, global pools, at sizes that divide no tile, of one pixel, and from the exported
 module; an image too small for a window is an error naming the node."""
+import re
+
 import numpy as np
 import onnx
 import pytest
@@ -80,6 +82,22 @@ def test_a_convolution_of_few_input_channels_exports_before_any_run(tmp_path, rn
     lib, module = built_once(tmp_path, path)
     for n, h, w in [(1, 20, 30), (2, 3, 3), (3, 9, 41)]:
         x = rng.standard_normal((n, 3, h, w)).astype("float32")
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], reference(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("hints", [{"N": 1, "H": 7, "W": 7}, {"N": 2, "H": 9, "W": 3}])
+def test_a_blocked_convolution_takes_the_tile_that_pads_each_width_least(tmp_path, rng, hints):
+    """The register tile of a row's positions, chosen at the hinted width (7: a 224x224 image's
+    last stage), has versions of 8 and 5 positions: rows of 5 are not padded to 7 nor rows of 8 to
+    14. Each width runs the version padding it least, from the library and its module."""
+    path, reference = conv_model(tmp_path, rng, ["H", "W"], 16, 32, (3, 3), pads=[1, 1, 1, 1])
+    lib, module = built_once(tmp_path, path, hints)
+    schedule = lib.kernels[0]["schedule"]
+    tiles = [int(t) for t in re.findall(r"in tiles of (\d+) positions", schedule)]
+    assert sorted(tiles) == sorted({8, 5} - {hints["W"]}), schedule
+    for n, h, w in [(1, 7, 7), (1, 5, 5), (2, 8, 8), (1, 1, 1), (1, 4, 13), (3, 6, 16), (1, 3, 41)]:
+        x = rng.standard_normal((n, 16, h, w)).astype("float32")
         for runner in (lib, module):
             np.testing.assert_allclose(runner.run([x])[0], reference(x), rtol=1e-4, atol=1e-4)
 
