@@ -20,7 +20,7 @@ namespace tessera::driver {
 // The tiles the other versions are lowered for. Narrower tiles cost more per position (4 took a
 // quarter longer than 8 over rows of 8: its 8 accumulators barely cover the multiply-adds'
 // latency). With the tiles of 7 of a 224x224 image's last stage, rows of 4 to 16 outputs are
-// padded by two positions at most.
+// padded by three positions at most (11 to 14), most by none or one.
 inline const std::vector<int64_t> kAlternativeTiles = {8, 5};
 // Wider rows have no versions: they pad at most 7 of 17 or more positions, and each version is
 // one more lowering and compilation of the kernel.

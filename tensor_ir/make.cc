@@ -232,8 +232,12 @@ bool is_thread_tag(const std::string& tag) { return thread_tag_index(tag) >= 0; 
 
 Stmt IfThenElse::make(Expr condition, Stmt then_case, Stmt else_case) {
   require(condition, "IfThenElse", "condition");
-  if (condition.type() != runtime::kBool)
-    fail("IfThenElse: condition must be a scalar bool, got ", condition.type().str());
+  if (condition.type().element() != runtime::kBool)
+    fail("IfThenElse: condition must be a bool, got ", condition.type().str());
+  // A vector of conditions (vectorize.cc) guards one store of as many lanes, nothing else.
+  const auto* store = then_case.as<Store>();
+  if (condition.type().is_vector() && (else_case || !store || store->index.type().lanes != condition.type().lanes))
+    fail("IfThenElse: a condition of ", condition.type().lanes, " lanes guards only a store of as many");
   return Stmt(new IfThenElse(std::move(condition), std::move(then_case), std::move(else_case)));
 }
 

@@ -63,6 +63,8 @@ struct For : StmtNode {
         pragmas(std::move(p)) {}
 };
 
+// A scalar condition, or (after vectorization) a vector of them guarding one store of as many
+// lanes: only the lanes where it holds are written, and the store's value reads only those.
 struct IfThenElse : StmtNode {
   TESSERA_NODE(IfThenElse)
   Expr condition;

@@ -644,6 +644,7 @@ void CodeGenLLVM::emit_stmt(const For* op) {
 }
 
 void CodeGenLLVM::emit_stmt(const IfThenElse* op) {
+  if (op->condition.type().is_vector()) return emit_predicated_store(op);
   llvm::Value* cond = emit(op->condition);
   llvm::Function* fn = state_.function;
   auto* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn);

@@ -106,6 +106,8 @@ class CodeGenLLVM {
   void emit_stmt(const For* op);
   void emit_stmt(const IfThenElse* op);
   void emit_stmt(const Store* op);
+  // A vector store under a condition per lane (vectorize.cc): only those lanes written and read.
+  void emit_predicated_store(const IfThenElse* op);
   void emit_stmt(const Allocate* op);
   // aligned_alloc of `bytes` for `buffer`, returning from the kernel with kStatusOutOfMemory on failure.
   llvm::Value* heap_allocate(const BufferNode* buffer, llvm::Value* bytes);
@@ -137,6 +139,8 @@ class CodeGenLLVM {
                             llvm::Value* mask);
   // llvm.masked.load of `vec` at `addr`, zero where `mask` is off, always of a power-of-two width.
   llvm::Value* masked_load(llvm::FixedVectorType* vec, llvm::Value* addr, llvm::Align align, llvm::Value* mask);
+  // llvm.masked.store of `value` at `addr` where `mask` is on, of a power-of-two width likewise.
+  void masked_store(llvm::Value* value, llvm::Value* addr, llvm::Align align, llvm::Value* mask);
   // load_mask_ for a value of `lanes` lanes; null when every load may run.
   llvm::Value* load_mask(unsigned lanes);
   // The largest alignment (bytes, at most 64) of element `index` of a 64-byte aligned buffer.

@@ -265,6 +265,41 @@ void CodeGenLLVM::emit_stmt(const Store* op) {
   builder_.CreateMaskedScatter(value, element_address(buffer, index, false), llvm::Align(element.element_bytes()));
 }
 
+void CodeGenLLVM::masked_store(llvm::Value* value, llvm::Value* addr, llvm::Align align, llvm::Value* mask) {
+  auto* vec = llvm::cast<llvm::FixedVectorType>(value->getType());
+  const unsigned lanes = vec->getNumElements();
+  const auto width = static_cast<unsigned>(llvm::PowerOf2Ceil(lanes));
+  if (width != lanes) {  // as masked_load: the lanes past the value's off
+    std::vector<int> widen;
+    for (unsigned j = 0; j < width; ++j) widen.push_back(static_cast<int>(j < lanes ? j : lanes));
+    llvm::Value* off = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(lanes), builder_.getFalse());
+    mask = builder_.CreateShuffleVector(mask, off, widen);
+    value = builder_.CreateShuffleVector(value, llvm::UndefValue::get(vec), widen);
+  }
+  addr = builder_.CreateBitCast(addr, value->getType()->getPointerTo());
+  builder_.CreateMaskedStore(value, addr, align, mask);
+}
+
+void CodeGenLLVM::emit_predicated_store(const IfThenElse* op) {
+  const auto* st = op->then_case.as<Store>();
+  if (!st || op->else_case)
+    fail("internal error: kernel '", kernel_name_, "': a condition per lane guards more than a store");
+  const BufferNode* buffer = st->buffer.get();
+  const auto lanes = static_cast<unsigned>(st->index.type().lanes);
+  llvm::Value* mask = emit(op->condition);
+  llvm::Value* outer = load_mask_;
+  if (outer) mask = builder_.CreateAnd(load_mask(lanes), mask);
+  load_mask_ = mask;
+  llvm::Value* value = to_memory(emit(st->value), st->value.type());
+  if (const auto* ramp = st->index.as<Ramp>(); ramp && is_one(ramp->stride)) {
+    masked_store(value, element_address(buffer, ramp->base, true), alignment_of(ramp->base, buffer->dtype), mask);
+  } else {
+    builder_.CreateMaskedScatter(value, element_address(buffer, st->index, true),
+                                 llvm::Align(buffer->dtype.element_bytes()), mask);
+  }
+  load_mask_ = outer;
+}
+
 // The bytes aligned_alloc takes for `buffer`: its size rounded up to the alignment, at least one
 // alignment unit (aligned_alloc may return null for 0 bytes); a symbolic size is computed here.
 llvm::Value* CodeGenLLVM::allocation_bytes(const BufferNode* buffer) {

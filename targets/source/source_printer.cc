@@ -381,6 +381,25 @@ void SourcePrinter::print_local_allocate(const Allocate* op) {
   stmt(op->body);
 }
 
+void SourcePrinter::predicated_store(const IfThenElse* op) {
+  const auto* st = op->then_case.as<Store>();
+  if (!st || op->else_case || !lift_let_expressions(op->then_case).same_as(op->then_case))
+    unsupported("a condition per vector lane guarding more than a store");
+  lane_ = name_of(st, "lane");
+  line() << "for (" << type_name(kIndexType) << " " << lane_ << " = 0; " << lane_ << " < " << op->condition.type().lanes
+         << "; ++" << lane_ << ") {\n";
+  const std::string condition = expr(op->condition), index = expr(st->index), value = expr(st->value);
+  lane_.clear();
+  ++indent_;
+  line() << "if (" << condition << ") {\n";
+  ++indent_;
+  line() << store(st->buffer, index, value) << "\n";
+  --indent_;
+  line() << "}\n";
+  --indent_;
+  line() << "}\n";
+}
+
 void SourcePrinter::print_for(const For* op) {
   if (op->for_kind == ForKind::Parallel) return print_parallel_for(op);
   const std::string v = name_of(op->var.get(), op->var.name());
@@ -414,6 +433,7 @@ void SourcePrinter::stmt(const Stmt& s) {
       return print_for(s.as<For>());
     case NodeKind::IfThenElse: {
       const auto* i = s.as<IfThenElse>();
+      if (i->condition.type().is_vector()) return predicated_store(i);
       line() << "if (" << expr(i->condition) << ") {\n";
       ++indent_;
       stmt(i->then_case);

@@ -91,6 +91,9 @@ class SourcePrinter {
   std::string cast(DataType to, const Expr& value);
   static std::string one(DataType t);
   void print_for(const For* op);
+  // A vector store under a condition per lane (vectorize.cc): a loop over the lanes, each
+  // guarded by its condition.
+  void predicated_store(const IfThenElse* op);
 
   std::string lane_;  // the lane variable while a vector store's lanes are printed
   std::unordered_map<const Object*, std::string> names_;

@@ -129,6 +129,12 @@ class Partitioner : public IRMutator {
   using IRMutator::mutate;
 
  protected:
+  bool depends_on_sizes(const Expr& e) const {
+    for (const Var& v : vars_of(e))
+      if (known_.count(v.get())) return true;
+    return false;
+  }
+
   Stmt mutate_(const For* op) override {
     GuardCollector collector(known_);
     collector.visit(op->body);
@@ -154,6 +160,10 @@ class Partitioner : public IRMutator {
     Expr begin = op->min;
     Expr stop = arith::simplify(op->min + op->extent, known_);
     split = arith::simplify(max(begin, min(split, stop)), known_);
+    // Split where only the call knows (at a kernel's symbolic size), a vectorized loop's parts
+    // would have extents of their own and run scalar: it stays whole, its guarded stores writing
+    // the lanes that hold.
+    if (op->for_kind == ForKind::Vectorized && depends_on_sizes(split)) return IRMutator::mutate_(op);
     Stmt main_body = GuardRemover(proven).mutate(op->body);
     main_body = mutate(ClipResolver(op->var, bounds, collector.inner_loops, known_).mutate(main_body));
     Stmt tail_body = mutate(op->body);

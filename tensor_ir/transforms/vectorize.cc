@@ -100,10 +100,16 @@ class Vectorizer : public IRMutator {
     return LetStmt::make(v, value, mutate(op->body));
   }
 
+  // A condition that differs across the lanes guards a store only (the tail of a row of symbolic
+  // length): the store then writes, and its value reads, the lanes where it holds.
   Stmt mutate_(const IfThenElse* op) override {
     Expr c = mutate(op->condition);
-    if (c.type().is_vector()) throw CannotVectorize{};
-    return IfThenElse::make(c, mutate(op->then_case), op->else_case ? mutate(op->else_case) : Stmt());
+    if (c.type().is_scalar())
+      return IfThenElse::make(c, mutate(op->then_case), op->else_case ? mutate(op->else_case) : Stmt());
+    if (op->else_case || !op->then_case.as<Store>()) throw CannotVectorize{};
+    Stmt store = mutate(op->then_case);
+    if (store.as<Store>()->index.type().lanes != c.type().lanes) throw CannotVectorize{};
+    return IfThenElse::make(c, store);
   }
 
   Stmt mutate_(const For* op) override {

@@ -225,6 +225,35 @@ TEST(CpuTargets, AParallelLoopMarkedWithItsLeastWorkRunsInParallelOnlyAtSizesTha
   }
 }
 
+TEST(CpuTargets, AStoreGuardedPerLaneWritesAndReadsOnlyTheLanesThatHold) {
+  // for io in [0, 3): if (ramp(io*16, 1, L) < n) C[ramp(io*16, 1, L)] = A[ramp(..)] + 1, n = 37:
+  // the tail of a row of symbolic length, vectorized. C's elements past n keep their value; at
+  // 12 lanes (not a power of two) the masked store is widened with its lanes past 12 off.
+  for (const int lanes : {16, 12}) {
+    Buffer args = device_buffer("args", {1}), a = device_buffer("A", {48}), c = device_buffer("C", {48});
+    Var n("n", runtime::kInt64), io("io");
+    Expr base = io * lanes;
+    Expr idx = Ramp::make(base, Expr(1), lanes);
+    Stmt guarded = IfThenElse::make(
+        idx < Broadcast::make(n, lanes),
+        Store::make(c, Load::make(a, idx) + Broadcast::make(make_const(runtime::kFloat32, 1), lanes), idx));
+    LoweredFunc f{"tail",
+                  {args, a, c},
+                  LetStmt::make(n, cast(runtime::kInt64, Load::make(args, 0)),
+                                For::make(io, 0, 48 / lanes, ForKind::Serial, guarded))};
+    for (const char* target : {"llvm", "c"}) {
+      NDArray size = NDArray::empty({1}, runtime::kFloat32), x = random_array({48}, 3),
+              y = NDArray::empty({48}, runtime::kFloat32);
+      size.data_as<float>()[0] = 37;
+      for (int64_t k = 0; k < 48; ++k) y.data_as<float>()[k] = -7;
+      build({f}, Target::parse(target))->get_kernel("tail")({size, x, y});
+      for (int64_t k = 0; k < 48; ++k)
+        ASSERT_EQ(y.data_as<float>()[k], k < 37 ? x.data_as<float>()[k] + 1 : -7.0f)
+            << target << " " << lanes << " " << k;
+    }
+  }
+}
+
 TEST(CTarget, CompilerErrorsAndABI) {
   auto module = build({parallel_cpu_kernel(10)}, Target::parse("c"));
   const runtime::Kernel k = module->get_kernel("par");

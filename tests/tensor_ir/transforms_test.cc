@@ -206,12 +206,17 @@ TEST(Vectorize, MainBodyBecomesVectorCode) {
             "A[ramp(96, 1, 4)] = x4(1.0f)\n");
 }
 
-TEST(Vectorize, BranchOnTheLoopVariableStaysScalar) {
+TEST(Vectorize, BranchOnTheLoopVariableGuardsTheStoresLanes) {
   Buffer a = buffer("A", 8);
   Var i("i");
   Stmt s = For::make(i, Expr(0), Expr(8), ForKind::Vectorized,
                      IfThenElse::make(i < 5, Store::make(a, make_const(kFloat32, 1), i)));
-  EXPECT_EQ(to_string(vectorize_loops(s)), "for (i, 0, 8) {\n  if (i < 5) {\n    A[i] = 1.0f\n  }\n}\n");
+  EXPECT_EQ(to_string(vectorize_loops(s)), "if (ramp(0, 1, 8) < x8(5)) {\n  A[ramp(0, 1, 8)] = x8(1.0f)\n}\n");
+  // Two sides, or more than a store, stay scalar.
+  Stmt two = For::make(
+      i, Expr(0), Expr(8), ForKind::Vectorized,
+      IfThenElse::make(i < 5, Store::make(a, make_const(kFloat32, 1), i), Store::make(a, make_const(kFloat32, 2), i)));
+  EXPECT_EQ(to_string(vectorize_loops(two)).rfind("for (i, 0, 8)", 0), 0u);
 }
 
 TEST(Vectorize, AccumulatingIntoOneElementBecomesATree) {
