@@ -19,16 +19,11 @@ class GuardCollector : public IRVisitor {
  public:
   explicit GuardCollector(const arith::BoundMap& known) : known_(known) {}
   std::vector<const Call*> guards;
-  std::unordered_set<const Call*> selecting;  // the guards that are a select's condition
   arith::IntervalMap inner_loops;
 
  protected:
   void visit_(const Call* op) override {
     if (op->op == Intrinsic::likely) guards.push_back(op);
-    IRVisitor::visit_(op);
-  }
-  void visit_(const Select* op) override {
-    if (const auto* guard = op->condition.as<Call>(); guard && guard->op == Intrinsic::likely) selecting.insert(guard);
     IRVisitor::visit_(op);
   }
   void visit_(const For* op) override {
@@ -144,9 +139,6 @@ class Partitioner : public IRMutator {
     std::unordered_set<const Call*> proven;
     std::vector<LinearBound> bounds;
     for (const Call* guard : collector.guards) {
-      // A vectorized loop split at a point known only at run time runs scalar, where a select
-      // vectorizes as a blend: only guarded stores (which do not vectorize) split it.
-      if (op->for_kind == ForKind::Vectorized && collector.selecting.count(guard)) continue;
       const auto* lt = guard->args[0].as<LT>();
       std::optional<LinearBound> b =
           lt ? linear_bound(lt->a, lt->b, op->var, collector.inner_loops, known_) : std::nullopt;
