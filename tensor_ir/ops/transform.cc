@@ -135,7 +135,9 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
       out,
       [&](const std::vector<Var>& o) {
         // Nested selects from the last input outwards; Select reads lazily, so an input is only
-        // read inside its own range.
+        // read inside its own range. Each condition is a likely() guard: loop partitioning then
+        // splits the loop over the axis at the first input's end, whose part copies it unguarded
+        // (a key/value cache growing by a token each step).
         Expr body;
         Expr end = out[a];
         for (size_t i = xs.size(); i-- > 0;) {
@@ -145,7 +147,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t axis) {
           std::vector<Expr> idx = as_exprs(o);
           idx[a] = is_const_int(begin, 0) ? Expr(o[a]) : o[a] - begin;
           Expr read = xs[i](idx);
-          body = body ? select(o[a] < end, read, body) : read;
+          body = body ? select(call(Intrinsic::likely, {o[a] < end}), read, body) : read;
           end = begin;
         }
         return body ? body : make_zero(xs[0].dtype());
