@@ -197,7 +197,7 @@ void GraphExecutor::prepare_outputs(const std::vector<NDArray>& into) {
       outputs_[i] = into[i];
       output_taken_[i] = true;
     } else if (output_taken_[i]) {
-      outputs_[i] = NDArray::empty(t.shape, t.dtype, device_);
+      outputs_[i] = NDArray::uninitialized(t.shape, t.dtype, device_);  // the run writes it whole
       output_taken_[i] = false;
     }
   }
@@ -280,8 +280,8 @@ void GraphExecutor::bind_sizes() {
   if (!on_device() && (!arena_.defined() || arena_.numel() < plan_.arena_bytes))
     arena_ = NDArray::empty({std::max<int64_t>(plan_.arena_bytes, 1)}, DataType::UInt(8));
   outputs_.clear();
-  for (int id : plan_.outputs)
-    outputs_.push_back(NDArray::empty(plan_.tensors[id].shape, plan_.tensors[id].dtype, device_));
+  for (int id : plan_.outputs)  // each run writes them whole
+    outputs_.push_back(NDArray::uninitialized(plan_.tensors[id].shape, plan_.tensors[id].dtype, device_));
   output_taken_.assign(outputs_.size(), false);
   // Each kernel's arguments at these sizes, and the values of its variables in its order.
   for (size_t s = 0; s < plan_.steps.size(); ++s) {

@@ -25,6 +25,14 @@ int64_t NDArray::numel() const {
 std::string NDArray::shape_str() const { return runtime::shape_str(shape_); }
 
 NDArray NDArray::empty(std::vector<int64_t> shape, DataType dtype, Device device) {
+  return allocate(std::move(shape), dtype, device, /*zeroed=*/true);
+}
+
+NDArray NDArray::uninitialized(std::vector<int64_t> shape, DataType dtype, Device device) {
+  return allocate(std::move(shape), dtype, device, /*zeroed=*/false);
+}
+
+NDArray NDArray::allocate(std::vector<int64_t> shape, DataType dtype, Device device, bool zeroed) {
   if (dtype.is_vector() || dtype.is_handle()) fail("NDArray::empty: invalid element type ", dtype.str());
   checked_nbytes(shape, dtype, "NDArray::empty");
   NDArray a;
@@ -36,7 +44,7 @@ NDArray NDArray::empty(std::vector<int64_t> shape, DataType dtype, Device device
     void* handle = api.alloc(a.nbytes(), kAllocAlignment);
     a.owner_ = std::shared_ptr<void>(handle, [&api](void* h) { api.free(h); });
     a.data_ = handle;
-    api.fill_zero(handle, 0, a.nbytes());
+    if (zeroed) api.fill_zero(handle, 0, a.nbytes());
     return a;
   }
   // Host memory directly rather than through the CPU's DeviceAPI: the executor allocates often.
@@ -45,7 +53,7 @@ NDArray NDArray::empty(std::vector<int64_t> shape, DataType dtype, Device device
   if (bytes == 0) bytes = kAllocAlignment;
   void* p = std::aligned_alloc(kAllocAlignment, bytes);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, bytes);
+  if (zeroed) std::memset(p, 0, bytes);
   a.owner_ = std::shared_ptr<void>(p, std::free);
   a.data_ = p;
   return a;

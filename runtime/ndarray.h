@@ -20,6 +20,10 @@ class NDArray {
   NDArray() = default;
   // Fresh, zero-filled, 64-byte aligned storage on `device` (throws, naming it, if it is missing).
   static NDArray empty(std::vector<int64_t> shape, DataType dtype, Device device = Device::cpu());
+  // The same storage left as the allocator gives it, for an array its first writer fills whole
+  // (an executor's outputs, which each run's kernels write: zeroing a decoding step's key/value
+  // caches took as long as a third of its kernels).
+  static NDArray uninitialized(std::vector<int64_t> shape, DataType dtype, Device device = Device::cpu());
   // A view of memory owned by `owner` (which must outlive nothing: the view holds it); on a device,
   // `data` is its handle (a CUDA array's address, shared through DLPack).
   static NDArray view(void* data, std::vector<int64_t> shape, DataType dtype, std::shared_ptr<void> owner,
@@ -62,6 +66,7 @@ class NDArray {
   std::string shape_str() const;
 
  private:
+  static NDArray allocate(std::vector<int64_t> shape, DataType dtype, Device device, bool zeroed);
   [[noreturn]] void not_in_host_memory() const;
 
   std::shared_ptr<void> owner_;

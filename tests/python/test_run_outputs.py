@@ -38,3 +38,29 @@ def test_a_build_for_every_size_and_empty_outputs(tmp_path, rng):
     for x, y in runs:
         assert y.shape == x.shape
         np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
+def test_outputs_no_kernel_computes_are_written_at_every_run(rng):
+    """A run's fresh output buffers are not zeroed (its steps write them whole): outputs that are
+    a constant, the input itself, a view of it and an empty slice are written again at each run,
+    static or built for every size."""
+    from onnx import TensorProto, helper, numpy_helper
+    const = np.arange(6, dtype="float32").reshape(2, 3)
+    nodes = [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(const)),
+             helper.make_node("Identity", ["x"], ["ident"]), helper.make_node("Slice", ["x", "one", "one"], ["empty"]),
+             helper.make_node("Reshape", ["x", "shape"], ["view"])]
+    inits = [numpy_helper.from_array(np.array([1], "int64"), "one"),
+             numpy_helper.from_array(np.array([3, -1], "int64"), "shape")]
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ["c", "ident", "empty", "view"]]
+    for dims in ([2, 3], ["N", 3]):
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)], outputs,
+                                  inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        lib = tessera.build(tessera.onnx.load(model), db=False)
+        for _ in range(3):
+            x = rng.standard_normal((2, 3)).astype("float32") + 5
+            c, ident, empty, view = lib.run([x])
+            np.testing.assert_array_equal(c, const)
+            np.testing.assert_array_equal(ident, x)
+            np.testing.assert_array_equal(view, x.reshape(3, 2))
+            assert empty.shape == (0, 3)
