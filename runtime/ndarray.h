@@ -21,8 +21,8 @@ class NDArray {
   // Fresh, zero-filled, 64-byte aligned storage on `device` (throws, naming it, if it is missing).
   static NDArray empty(std::vector<int64_t> shape, DataType dtype, Device device = Device::cpu());
   // The same storage left as the allocator gives it, for an array its first writer fills whole
-  // (an executor's outputs, which each run's kernels write: zeroing a decoding step's key/value
-  // caches took as long as a third of its kernels).
+  // (an executor's outputs, which each run's steps write: zeroing them cost a decoding step with
+  // a key/value cache as much as a third of its kernels' time).
   static NDArray uninitialized(std::vector<int64_t> shape, DataType dtype, Device device = Device::cpu());
   // A view of memory owned by `owner` (which must outlive nothing: the view holds it); on a device,
   // `data` is its handle (a CUDA array's address, shared through DLPack).
