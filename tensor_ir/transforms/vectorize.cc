@@ -101,15 +101,22 @@ class Vectorizer : public IRMutator {
   }
 
   // A condition that differs across the lanes guards a store only (the tail of a row of symbolic
-  // length): the store then writes, and its value reads, the lanes where it holds.
+  // length): the store then writes, and its value reads, the lanes where it holds. Guards nested
+  // around it (a tile's last row and last column) become one condition.
   Stmt mutate_(const IfThenElse* op) override {
     Expr c = mutate(op->condition);
     if (c.type().is_scalar())
       return IfThenElse::make(c, mutate(op->then_case), op->else_case ? mutate(op->else_case) : Stmt());
-    if (op->else_case || !op->then_case.as<Store>()) throw CannotVectorize{};
-    Stmt store = mutate(op->then_case);
-    if (store.as<Store>()->index.type().lanes != c.type().lanes) throw CannotVectorize{};
-    return IfThenElse::make(c, store);
+    if (op->else_case) throw CannotVectorize{};
+    Stmt body = mutate(op->then_case);
+    while (const auto* inner = body.as<IfThenElse>()) {
+      if (inner->else_case) throw CannotVectorize{};
+      c = logical_and(c, widen(inner->condition, c.type().lanes));
+      body = inner->then_case;
+    }
+    const auto* store = body.as<Store>();
+    if (!store || store->index.type().lanes != c.type().lanes) throw CannotVectorize{};
+    return IfThenElse::make(c, body);
   }
 
   Stmt mutate_(const For* op) override {

@@ -212,6 +212,12 @@ TEST(Vectorize, BranchOnTheLoopVariableGuardsTheStoresLanes) {
   Stmt s = For::make(i, Expr(0), Expr(8), ForKind::Vectorized,
                      IfThenElse::make(i < 5, Store::make(a, make_const(kFloat32, 1), i)));
   EXPECT_EQ(to_string(vectorize_loops(s)), "if (ramp(0, 1, 8) < x8(5)) {\n  A[ramp(0, 1, 8)] = x8(1.0f)\n}\n");
+  // Guards nested around the store (a tile's row and column) guard it together.
+  Var j("j");
+  Stmt nested = For::make(i, Expr(0), Expr(8), ForKind::Vectorized,
+                          IfThenElse::make(i < 5, IfThenElse::make(j < 3, Store::make(a, make_const(kFloat32, 1), i))));
+  EXPECT_EQ(to_string(vectorize_loops(nested)),
+            "if (ramp(0, 1, 8) < x8(5) && x8(j < 3)) {\n  A[ramp(0, 1, 8)] = x8(1.0f)\n}\n");
   // Two sides, or more than a store, stay scalar.
   Stmt two = For::make(
       i, Expr(0), Expr(8), ForKind::Vectorized,
