@@ -139,6 +139,10 @@ class CodeGenLLVM {
                             llvm::Value* mask);
   // llvm.masked.load of `vec` at `addr`, zero where `mask` is off, always of a power-of-two width.
   llvm::Value* masked_load(llvm::FixedVectorType* vec, llvm::Value* addr, llvm::Align align, llvm::Value* mask);
+  // `v` widened to a power-of-two number of lanes, those past its own taken from `past`.
+  llvm::Value* widened(llvm::Value* v, llvm::Value* past);
+  // A mask of `lanes` lanes, all off.
+  llvm::Value* lanes_off(unsigned lanes);
   // llvm.masked.store of `value` at `addr` where `mask` is on, of a power-of-two width likewise.
   void masked_store(llvm::Value* value, llvm::Value* addr, llvm::Align align, llvm::Value* mask);
   // load_mask_ for a value of `lanes` lanes; null when every load may run.

@@ -199,17 +199,25 @@ llvm::Value* CodeGenLLVM::load_strided(const BufferNode* buffer, const Expr& bas
 // phase, took 7 times the scalar loop); and LLVM 14's x86 back end miscompiles some of them
 // without AVX-512: a masked load of 8k+1 32-bit lanes under a mask known only at run time loads
 // its last lane whatever the mask says (AVX2 convolutions read garbage into their padding).
+llvm::Value* CodeGenLLVM::widened(llvm::Value* v, llvm::Value* past) {
+  const unsigned lanes = llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements();
+  const auto width = static_cast<unsigned>(llvm::PowerOf2Ceil(lanes));
+  if (width == lanes) return v;
+  std::vector<int> widen;
+  for (unsigned j = 0; j < width; ++j) widen.push_back(static_cast<int>(j < lanes ? j : lanes));
+  return builder_.CreateShuffleVector(v, past, widen);
+}
+
+llvm::Value* CodeGenLLVM::lanes_off(unsigned lanes) {
+  return llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(lanes), builder_.getFalse());
+}
+
 llvm::Value* CodeGenLLVM::masked_load(llvm::FixedVectorType* vec, llvm::Value* addr, llvm::Align align,
                                       llvm::Value* mask) {
   const unsigned lanes = vec->getNumElements();
   const auto width = static_cast<unsigned>(llvm::PowerOf2Ceil(lanes));
   auto* wide = llvm::FixedVectorType::get(vec->getElementType(), width);
-  if (width != lanes) {
-    std::vector<int> widen;
-    for (unsigned j = 0; j < width; ++j) widen.push_back(static_cast<int>(j < lanes ? j : lanes));
-    llvm::Value* off = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(lanes), builder_.getFalse());
-    mask = builder_.CreateShuffleVector(mask, off, widen);
-  }
+  mask = widened(mask, lanes_off(lanes));
   addr = builder_.CreateBitCast(addr, wide->getPointerTo());
   llvm::Value* v = builder_.CreateMaskedLoad(wide, addr, align, mask, llvm::Constant::getNullValue(wide));
   if (width == lanes) return v;
@@ -267,23 +275,14 @@ void CodeGenLLVM::emit_stmt(const Store* op) {
 
 void CodeGenLLVM::masked_store(llvm::Value* value, llvm::Value* addr, llvm::Align align, llvm::Value* mask) {
   auto* vec = llvm::cast<llvm::FixedVectorType>(value->getType());
-  const unsigned lanes = vec->getNumElements();
-  const auto width = static_cast<unsigned>(llvm::PowerOf2Ceil(lanes));
-  if (width != lanes) {  // as masked_load: the lanes past the value's off
-    std::vector<int> widen;
-    for (unsigned j = 0; j < width; ++j) widen.push_back(static_cast<int>(j < lanes ? j : lanes));
-    llvm::Value* off = llvm::ConstantVector::getSplat(llvm::ElementCount::getFixed(lanes), builder_.getFalse());
-    mask = builder_.CreateShuffleVector(mask, off, widen);
-    value = builder_.CreateShuffleVector(value, llvm::UndefValue::get(vec), widen);
-  }
+  mask = widened(mask, lanes_off(vec->getNumElements()));  // as masked_load
+  value = widened(value, llvm::UndefValue::get(vec));
   addr = builder_.CreateBitCast(addr, value->getType()->getPointerTo());
   builder_.CreateMaskedStore(value, addr, align, mask);
 }
 
 void CodeGenLLVM::emit_predicated_store(const IfThenElse* op) {
-  const auto* st = op->then_case.as<Store>();
-  if (!st || op->else_case)
-    fail("internal error: kernel '", kernel_name_, "': a condition per lane guards more than a store");
+  const auto* st = op->then_case.as<Store>();  // IfThenElse::make admits nothing else
   const BufferNode* buffer = st->buffer.get();
   const auto lanes = static_cast<unsigned>(st->index.type().lanes);
   llvm::Value* mask = emit(op->condition);

@@ -381,21 +381,25 @@ void SourcePrinter::print_local_allocate(const Allocate* op) {
   stmt(op->body);
 }
 
-void SourcePrinter::predicated_store(const IfThenElse* op) {
-  const auto* st = op->then_case.as<Store>();
-  if (!st || op->else_case || !lift_let_expressions(op->then_case).same_as(op->then_case))
-    unsupported("a condition per vector lane guarding more than a store");
+// C has no portable vectors: the lanes in a loop, which the C compiler may vectorize again; under
+// a condition per lane (vectorize.cc), each lane's store guarded by its own.
+void SourcePrinter::vector_store(const Store* st, const Expr& condition) {
   lane_ = name_of(st, "lane");
-  line() << "for (" << type_name(kIndexType) << " " << lane_ << " = 0; " << lane_ << " < " << op->condition.type().lanes
-         << "; ++" << lane_ << ") {\n";
-  const std::string condition = expr(op->condition), index = expr(st->index), value = expr(st->value);
+  line() << "for (" << type_name(kIndexType) << " " << lane_ << " = 0; " << lane_ << " < "
+         << std::max(st->value.type().lanes, st->index.type().lanes) << "; ++" << lane_ << ") {\n";
+  const std::string guard = condition.defined() ? expr(condition) : "";
+  const std::string index = expr(st->index), value = expr(st->value);
   lane_.clear();
   ++indent_;
-  line() << "if (" << condition << ") {\n";
-  ++indent_;
+  if (condition.defined()) {
+    line() << "if (" << guard << ") {\n";
+    ++indent_;
+  }
   line() << store(st->buffer, index, value) << "\n";
-  --indent_;
-  line() << "}\n";
+  if (condition.defined()) {
+    --indent_;
+    line() << "}\n";
+  }
   --indent_;
   line() << "}\n";
 }
@@ -433,7 +437,11 @@ void SourcePrinter::stmt(const Stmt& s) {
       return print_for(s.as<For>());
     case NodeKind::IfThenElse: {
       const auto* i = s.as<IfThenElse>();
-      if (i->condition.type().is_vector()) return predicated_store(i);
+      if (i->condition.type().is_vector()) {  // IfThenElse::make admits only a store under it
+        if (!lift_let_expressions(i->then_case).same_as(i->then_case))
+          unsupported("a condition per vector lane over a store that binds values");
+        return vector_store(i->then_case.as<Store>(), i->condition);
+      }
       line() << "if (" << expr(i->condition) << ") {\n";
       ++indent_;
       stmt(i->then_case);
@@ -451,23 +459,12 @@ void SourcePrinter::stmt(const Stmt& s) {
       const Stmt lifted = lift_let_expressions(s);
       if (!lifted.same_as(s)) return stmt(lifted);
       const auto* st = s.as<Store>();
-      const int lanes = std::max(st->value.type().lanes, st->index.type().lanes);
-      if (lanes == 1) {
+      if (std::max(st->value.type().lanes, st->index.type().lanes) == 1) {
         const std::string index = expr(st->index), value = expr(st->value);
         line() << store(st->buffer, index, value) << "\n";
         return;
       }
-      // C has no portable vectors: the lanes in a loop, which the C compiler may vectorize again.
-      lane_ = name_of(st, "lane");
-      line() << "for (" << type_name(kIndexType) << " " << lane_ << " = 0; " << lane_ << " < " << lanes << "; ++"
-             << lane_ << ") {\n";
-      const std::string index = expr(st->index), value = expr(st->value);
-      lane_.clear();
-      ++indent_;
-      line() << store(st->buffer, index, value) << "\n";
-      --indent_;
-      line() << "}\n";
-      return;
+      return vector_store(st, Expr());
     }
     case NodeKind::Allocate: {
       const auto* a = s.as<Allocate>();

@@ -91,9 +91,8 @@ class SourcePrinter {
   std::string cast(DataType to, const Expr& value);
   static std::string one(DataType t);
   void print_for(const For* op);
-  // A vector store under a condition per lane (vectorize.cc): a loop over the lanes, each
-  // guarded by its condition.
-  void predicated_store(const IfThenElse* op);
+  // A store of several lanes, under a condition per lane where `condition` is defined.
+  void vector_store(const Store* st, const Expr& condition);
 
   std::string lane_;  // the lane variable while a vector store's lanes are printed
   std::unordered_map<const Object*, std::string> names_;
