@@ -125,7 +125,7 @@ void register_nn_pool_converters(ConverterTable& t) {
           if (pads.size() != 2 * rank)
             c.error("pads must have " + std::to_string(2 * rank) + " entries (begins, then ends)");
           Attrs a{{"kernel", kernel}, {"strides", nn::spatial_attr(c, "strides", rank, 1)}, {"pads", pads}};
-          if (c.has_input(2)) a.set("output_shape", c.constant_ints(2, "output_shape"));
+          if (c.has_input(2)) a.set("output_shape", relay_ir::Shape(c.dim_ints(2, "output_shape")));
           return c.call("max_unpool", {c.input(0), c.input(1)}, a);
         }),
         {2});

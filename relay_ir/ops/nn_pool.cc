@@ -10,7 +10,9 @@
 #include "relay_ir/ops/nn_ops.h"
 #include "runtime/error.h"
 #include "tensor_ir/ops/nn.h"
+#include "tensor_ir/op.h"
 #include "tensor_ir/ops/nn_grad.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::relay_ir {
 
@@ -126,26 +128,47 @@ Type max_unpool_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& d = pool_data(args, true);
   const auto& idx = tensor_arg(args, 1, "indices");
   if (idx.dtype != runtime::kInt64) fail("indices must be int64, got ", idx.dtype.str());
-  if (idx.shape != d.shape)
-    fail("indices ", runtime::shape_str(idx.shape), " must have the shape of data ", runtime::shape_str(d.shape));
-  ops::PoolGeometry g = nn::pool_geometry(attrs);
-  size_t rank = d.ndim() - 2;
-  if (g.kernel.size() != rank || g.strides.size() != rank || g.pads.size() != 2 * rank)
-    fail("kernel, strides and pads must have ", rank, ", ", rank, " and ", 2 * rank, " entries for data ",
-         runtime::shape_str(d.shape));
-  std::vector<int64_t> out = attrs.get_ints("output_shape");
-  std::vector<int64_t> full{d.shape[0], d.shape[1]};
-  for (size_t i = 0; i < rank; ++i) {
-    full.push_back((d.shape[2 + i] - 1) * g.strides[i] + g.kernel[i] - g.pads[i] - g.pads[i + rank]);
-    if (full.back() < 1) fail("pads leave no output in spatial dimension ", i);
+  if (idx.shape != d.shape) fail("indices ", idx.shape.str(), " must have the shape of data ", d.shape.str());
+  const std::vector<tensor_ir::Expr> full = ops::unpooled_shape(d.shape.dims(), nn::pool_geometry(attrs));
+  const Shape out = attrs.get_shape("output_shape");
+  if (out.empty()) return tensor_type(Shape(full), d.dtype);
+  if (out.size() != d.ndim())
+    fail("output_shape ", out.str(), " must be [N, C, spatial sizes...] for data ", d.shape.str());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!out.is_static(i) || !d.shape.is_static(i)) continue;  // checked at each call (max_unpool_checks)
+    const int64_t size = Shape(full)[i];
+    if (i < 2 ? out[i] != size : out[i] < size)
+      fail("output_shape ", out.str(), " must be ", i < 2 ? "[N, C, ...] of data " : "at least the unpooled size ",
+           i < 2 ? d.shape.str() : Shape(full).str());
   }
-  if (out.empty()) return tensor_type(full, d.dtype);
-  if (out.size() != d.ndim() || out[0] != d.shape[0] || out[1] != d.shape[1])
-    fail("output_shape ", runtime::shape_str(out), " must be [", d.shape[0], ", ", d.shape[1], ", spatial sizes...]");
-  for (size_t i = 0; i < rank; ++i)
-    if (out[2 + i] < full[2 + i])
-      fail("output_shape ", runtime::shape_str(out), " is smaller than the unpooled size ", runtime::shape_str(full));
-  return tensor_type(out, d.dtype);
+  std::vector<tensor_ir::Expr> dims = out.dims();
+  dims[0] = full[0];
+  dims[1] = full[1];
+  return tensor_type(Shape(dims), d.dtype);
+}
+
+// What the type relation cannot tell of a symbolic output_shape, checked at each call: batch and
+// channels the data's, spatial sizes at least the unpooled ones.
+std::vector<OpDef::NonEmptyDim> max_unpool_checks(const CallNode& call) {
+  const Shape out = call.attrs.get_shape("output_shape");
+  if (out.empty() || out.size() != tensor_of(call.args.at(0)).shape.size()) return {};
+  const std::vector<tensor_ir::Expr> full =
+      ops::unpooled_shape(tensor_of(call.args.at(0)).shape.dims(), nn::pool_geometry(call.attrs));
+  std::vector<OpDef::NonEmptyDim> checks;
+  const tensor_ir::Expr one(1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out.is_static(i) && Shape(full).is_static(i)) continue;
+    const std::string out_i = tensor_ir::to_string(out.dim(i)), full_i = tensor_ir::to_string(full[i]);
+    const std::string which = "needs output_shape's dimension " + std::to_string(i) + ", " + out_i + ", ";
+    const std::string positive = " must be positive)";
+    checks.push_back({out.dim(i) - full[i] + one, one,
+                      which + (i < 2 ? "equal to the data's " : "at least the unpooled size ") + full_i + " (" + out_i +
+                          " - " + full_i + " + 1" + positive});
+    if (i < 2)
+      checks.push_back({full[i] - out.dim(i) + one, one,
+                        which + "equal to the data's " + full_i + " (" + full_i + " - " + out_i + " + 1" + positive});
+  }
+  return checks;
 }
 
 }  // namespace
@@ -325,9 +348,9 @@ void register_nn_pool_ops(OpRegistry& r) {
   unpool.push_back({"output_shape", std::vector<int64_t>{}});
   r.add({"max_unpool", "inverse of max_pool: data goes to the positions its indices name, zeros elsewhere", 2, 2,
          unpool, max_unpool_rel, OpPattern::Opaque, single_output([](const In& in, const Attrs& a) {
-           return ops::max_unpool(in[0], in[1], nn::pool_geometry(a), a.get_ints("output_shape"));
+           return ops::max_unpool(in[0], in[1], nn::pool_geometry(a), a.get_shape("output_shape").dims());
          }),
-         "pool_epilogue", nn::max_unpool_gradient});
+         "pool_epilogue", nn::max_unpool_gradient, false, max_unpool_checks});
   r.add({"max_pool_grad",
          "the gradient of y = max_pool(x) for the cotangent dy: each window's goes to its first maximum (row-major), "
          "as PyTorch",

@@ -113,7 +113,7 @@ namespace {
 // A[min(r*6 + i, M - 1)*K + k] in the last tile of a product) and the others, or no clamped terms.
 std::pair<Expr, Expr> split_clamped_terms(const Expr& index) {
   const tensor_ir::arith::LinearForm sum = tensor_ir::arith::to_linear_form(index);
-  tensor_ir::arith::LinearForm clamped{sum.type}, rest{sum.type};
+  tensor_ir::arith::LinearForm clamped{sum.type, {}, 0}, rest{sum.type, {}, 0};
   rest.constant = sum.constant;
   auto clamp = [](const Expr& e) { return e.as<tensor_ir::Min>() || e.as<tensor_ir::Max>(); };
   for (const auto& [term, coeff] : sum.terms) {

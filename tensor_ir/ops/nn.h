@@ -214,8 +214,12 @@ Tensor global_pool(const Tensor& data, const std::string& kind, double p = 2);
 // Inverse of max_pool: each input element goes to the output position its index names; other
 // outputs are 0. Indices must come from a max_pool of the same kernel, strides and pads (an index
 // outside its element's window is not found).
+// An output_shape (empty: the unpooled shape) gives the spatial sizes, each at least the unpooled
+// one; its batch and channels are the data's.
 Tensor max_unpool(const Tensor& data, const Tensor& indices, const PoolGeometry& g,
-                  const std::vector<int64_t>& output_shape);
+                  const std::vector<Expr>& output_shape);
+// The shape of max_pool's input that gives `pooled` (of [N, C, spatial...] sizes) under `g`.
+std::vector<Expr> unpooled_shape(const std::vector<Expr>& pooled, const PoolGeometry& g);
 
 // --- normalization (nn_norm.cc) ----------------------------------------------------------
 

@@ -270,39 +270,56 @@ Tensor global_pool(const Tensor& data, const std::string& kind, double p) {
       "global_" + kind + "_pool", "global_pool", nc_axis_names(rank + 2));
 }
 
+std::vector<Expr> unpooled_shape(const std::vector<Expr>& pooled, const PoolGeometry& g) {
+  const size_t rank = g.kernel.size();
+  if (pooled.size() != rank + 2 || g.strides.size() != rank || g.pads.size() != 2 * rank)
+    fail("max_unpool: data ", shape_str(pooled), " does not match a ", rank, "-D kernel with ", g.strides.size(),
+         " strides and ", g.pads.size(), " pads");
+  std::vector<Expr> full{pooled[0], pooled[1]};
+  for (size_t d = 0; d < rank; ++d) {
+    full.push_back(arith::simplify((pooled[2 + d] - Expr(1)) * Expr(g.strides[d]) +
+                                   Expr(g.kernel[d] - g.pads[d] - g.pads[d + rank])));
+    if (const int64_t* n = as_const_int(full.back()); n && *n < 1)
+      fail("max_unpool: pads leave no output in spatial dimension ", d);
+  }
+  return full;
+}
+
 Tensor max_unpool(const Tensor& data, const Tensor& indices, const PoolGeometry& g,
-                  const std::vector<int64_t>& output_shape) {
-  std::vector<int64_t> in = data->dims();
-  size_t rank = g.kernel.size();
-  if (in.size() != rank + 2) fail("max_unpool: data ", runtime::shape_str(in), " does not match a ", rank, "-D kernel");
-  if (indices->dims() != in)
-    fail("max_unpool: indices ", runtime::shape_str(indices->dims()), " must have the shape of data ",
-         runtime::shape_str(in));
+                  const std::vector<Expr>& output_shape) {
+  const std::vector<Expr>& in = data->shape;
+  const size_t rank = g.kernel.size();
+  if (indices->shape.size() != in.size() ||
+      !std::equal(in.begin(), in.end(), indices->shape.begin(),
+                  [](const Expr& a, const Expr& b) { return arith::can_prove(a == b); }))
+    fail("max_unpool: indices ", shape_str(indices->shape), " must have the shape of data ", shape_str(in));
   // Indices are flat positions in the shape max_pool's input had (the default output shape);
-  // a larger output_shape keeps those coordinates and fills the rest with zeros.
-  std::vector<int64_t> full{in[0], in[1]};
-  for (size_t d = 0; d < rank; ++d)
-    full.push_back((in[2 + d] - 1) * g.strides[d] + g.kernel[d] - g.pads[d] - g.pads[d + rank]);
-  std::vector<int64_t> out = output_shape.empty() ? full : output_shape;
-  if (out.size() != rank + 2 || out[0] != in[0] || out[1] != in[1])
-    fail("max_unpool: output_shape ", runtime::shape_str(out), " must be [", in[0], ", ", in[1], ", ", rank,
-         " spatial sizes]");
+  // a larger output_shape keeps those coordinates and fills the rest with zeros. Its batch and
+  // channels are the data's (the caller checks that it gives the same).
+  const std::vector<Expr> full = unpooled_shape(in, g);
+  std::vector<Expr> out = full;
+  if (!output_shape.empty()) {
+    if (output_shape.size() != rank + 2)
+      fail("max_unpool: output_shape ", shape_str(output_shape), " must be [N, C, ", rank, " spatial sizes]");
+    std::copy(output_shape.begin() + 2, output_shape.end(), out.begin() + 2);
+  }
   std::vector<IterVar> axes;
   for (size_t d = 0; d < rank; ++d)
     axes.push_back(
         reduce_axis(Range(Expr(0), Expr((g.kernel[d] + g.strides[d] - 1) / g.strides[d])), "r" + std::to_string(d)));
+  auto int64 = [](const Expr& e) { return cast(runtime::kInt64, e); };
   // The input positions whose windows cover output position o: q = (o + pad) / stride - r.
   auto candidate = [&](const std::vector<Var>& o, Expr& match, std::vector<Expr>& q) {
-    Expr flat = cast(runtime::kInt64, o[0]) * Expr(in[1]) + o[1];
+    Expr flat = int64(o[0]) * int64(in[1]) + int64(o[1]);
     match = const_true();
     for (size_t d = 0; d < rank; ++d) {
       Expr base = o[2 + d] + Expr(g.pads[d]);
       Expr qd = floordiv(base, Expr(g.strides[d])) - axes[d];
-      q.push_back(max(min(qd, Expr(in[2 + d] - 1)), Expr(0)));
-      match = logical_and(match, logical_and(logical_and(qd >= Expr(0), qd < Expr(in[2 + d])),
-                                             logical_and(o[2 + d] < Expr(full[2 + d]),
-                                                         base - qd * Expr(g.strides[d]) < Expr(g.kernel[d]))));
-      flat = flat * Expr(full[2 + d]) + o[2 + d];
+      q.push_back(max(min(qd, in[2 + d] - Expr(1)), Expr(0)));
+      match = logical_and(
+          match, logical_and(logical_and(qd >= Expr(0), qd < in[2 + d]),
+                             logical_and(o[2 + d] < full[2 + d], base - qd * Expr(g.strides[d]) < Expr(g.kernel[d]))));
+      flat = flat * int64(full[2 + d]) + int64(o[2 + d]);
     }
     std::vector<Expr> idx{o[0], o[1]};
     idx.insert(idx.end(), q.begin(), q.end());

@@ -545,6 +545,35 @@ def test_max_pool_indices_of_symbolic_sizes(tmp_path, rng, storage_order):
             np.testing.assert_array_equal(i, indices)
 
 
+def test_max_unpool_to_an_output_shape_given_at_run_time(tmp_path, rng):
+    """MaxUnpool of MaxPool's values and indices over a symbolic batch, height and width, to an
+    output_shape the caller gives at each run (a module takes it as sizes): the pooled values at
+    their positions, zeros elsewhere and in the rows and columns past the unpooled size. An
+    output_shape smaller than the unpooled size, or of other channels, is an error naming the node."""
+    nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("MaxUnpool", ["p", "i", "shape"], ["y"], kernel_shape=[2, 2], strides=[2, 2],
+                              name="unpool")]
+    path = save(tmp_path, nodes, [vi("x", ["N", 2, "H", "W"]), vi("shape", [4], TensorProto.INT64)], [vi("y", None)])
+    lib = tessera.build(tessera.onnx.load(path), db=False, size_hints={"N": 1, "H": 16, "W": 16})
+    lib.export(str(tmp_path / "m.so"))  # a program: built for every size ahead of its first run
+    module = tessera.load(str(tmp_path / "m.so"))
+    for n, h, w, extra in [(1, 16, 16, (0, 0)), (2, 6, 10, (1, 3)), (1, 2, 2, (2, 0)), (3, 14, 8, (0, 5))]:
+        x = rng.permutation(n * 2 * h * w).reshape(n, 2, h, w).astype("float32")
+        shape = np.array([n, 2, h + extra[0], w + extra[1]], "int64")
+        pooled = x.reshape(n, 2, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+        want = np.zeros(shape, "float32")
+        want[:, :, :h, :w] = np.where(x == np.repeat(np.repeat(pooled, 2, 2), 2, 3), x, 0)
+        for runner in (lib, module):
+            np.testing.assert_array_equal(runner.run([x, shape])[0], want)
+    assert lib.symbolic, lib.symbolic_reason
+    x = rng.standard_normal((1, 2, 8, 8)).astype("float32")
+    for shape, what in [([1, 2, 7, 8], "dimension 2, shape_value2, at least the unpooled size"),
+                        ([1, 3, 8, 8], "dimension 1, shape_value1, equal to the data's 2")]:
+        for runner in (lib, module):
+            with pytest.raises(tessera.Error, match=f"node 'unpool'.*{what}"):
+                runner.run([x, np.array(shape, "int64")])
+
+
 # (channels, out_channels / groups, kernel, attrs) of ConvTranspose of symbolic spatial sizes.
 CONV_TRANSPOSES = {
     "2x up, kernel 4, pads 1": (8, 4, (4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
