@@ -3,7 +3,8 @@
 // a kernel).
 // DFT becomes one matrix product with a constant [samples, bins] matrix of cosines and sines (a
 // direct DFT, O(n * bins) per transform); STFT the same coefficients as the filters of a strided
-// 1-D convolution over the signal.
+// 1-D convolution over the signal, or, for a frame_step given at run time, as a matrix times its
+// frames gathered. Batches and signal lengths may be symbolic; transform lengths are constants.
 #include <cmath>
 #include <cstring>
 
@@ -12,7 +13,9 @@
 #include "frontend/onnx/ops_transform.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "runtime/error.h"
+#include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::frontend::onnx {
 
@@ -179,7 +182,7 @@ void inverse_real_dft_coefficients(int64_t n, int64_t length, Put put) {
 // samples at `axis` and a last dimension of 1.
 Expr dft(const ConvertContext& c, const Expr& x, int64_t axis, int64_t length, bool inverse, bool onesided) {
   const auto& t = c.input_type(0);
-  std::vector<int64_t> shape = t.shape;
+  const relay_ir::Shape& shape = t.shape;
   int64_t rank = static_cast<int64_t>(shape.size()), n = shape[axis], parts = shape.back();
   const bool real_output = onesided && inverse;
   if (onesided && !inverse && parts != 1) c.error("a onesided forward DFT takes a real input (last dimension 1)");
@@ -193,21 +196,23 @@ Expr dft(const ConvertContext& c, const Expr& x, int64_t axis, int64_t length, b
   if (real_output) inverse_real_dft_coefficients(n, length, put);
   else dft_coefficients(parts, n, length, bins, inverse, {}, put);
   // [rest..., parts, n] -> [rest..., parts * n] @ w -> [rest..., 2, bins] -> bins back at axis.
-  std::vector<int64_t> perm, rest;
+  std::vector<int64_t> perm;
+  std::vector<tensor_ir::Expr> rest;
   for (int64_t d = 0; d < rank - 1; ++d)
     if (d != axis) {
       perm.push_back(d);
-      rest.push_back(shape[d]);
+      rest.push_back(shape.dim(d));
     }
   perm.push_back(rank - 1);
   perm.push_back(axis);
   Expr moved = c.call("transpose", {x}, {{"perm", perm}});
-  std::vector<int64_t> flat = rest, split = rest;
-  flat.push_back(parts * n);
-  split.push_back(real_output ? 1 : 2);
-  split.push_back(real_output ? length : bins);
-  Expr product = c.call("matmul", {c.call("reshape", {moved}, {{"shape", flat}}), relay_ir::constant(w)});
-  Expr unflat = c.call("reshape", {product}, {{"shape", split}});
+  std::vector<tensor_ir::Expr> flat = rest, split = rest;
+  flat.emplace_back(parts * n);
+  split.emplace_back(int64_t{real_output ? 1 : 2});
+  split.emplace_back(real_output ? length : bins);
+  Expr product =
+      c.call("matmul", {c.call("reshape", {moved}, {{"shape", relay_ir::Shape(flat)}}), relay_ir::constant(w)});
+  Expr unflat = c.call("reshape", {product}, {{"shape", relay_ir::Shape(split)}});
   std::vector<int64_t> back;
   for (int64_t d = 0, r = 0; d < rank - 1; ++d) back.push_back(d == axis ? rank - 1 : r++);
   back.push_back(rank - 2);
@@ -249,24 +254,78 @@ Expr convert_dft(ConvertContext& c) {
   return dft(c, c.input(0), axis, length, inverse, onesided);
 }
 
+// Frame f's bins are a dot product of the samples from f * frame_step with the (windowed)
+// coefficients `w` ([2 * bins, parts, frame]). With a constant frame_step, a 1-D convolution of
+// that stride with 2 * bins filters, which reads the frames in place; with one given at run time
+// (a size), the frames gathered ([batch, frames, frame, parts]) times the coefficients.
+Expr stft_bins(ConvertContext& c, NDArray w, const Expr& runtime_window, const tensor_ir::Expr& step,
+               const tensor_ir::Expr& frames) {
+  const relay_ir::Shape& signal = c.input_type(0).shape;
+  const int64_t bins = w.shape()[0] / 2, parts = w.shape()[1], frame = w.shape()[2];
+  if (const int64_t* stride = tensor_ir::as_const_int(step)) {
+    Expr weight = relay_ir::constant(w);
+    if (runtime_window.defined())
+      weight =
+          c.call("mul", {weight, c.call("reshape", {runtime_window}, {{"shape", std::vector<int64_t>{1, 1, frame}}})});
+    Expr channels_first = c.call("transpose", {c.input(0)}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+    Expr conv = c.call("conv", {channels_first, weight}, {{"strides", std::vector<int64_t>{*stride}}});
+    Expr split = c.call(
+        "reshape", {conv},
+        {{"shape", relay_ir::Shape({signal.dim(0), tensor_ir::Expr(int64_t{2}), tensor_ir::Expr(bins), frames})}});
+    return c.call("transpose", {split}, {{"perm", std::vector<int64_t>{0, 3, 2, 1}}});
+  }
+  // Sample s of frame f is at f * step + s: indices [frames, 1] plus [1, frame].
+  const runtime::DataType i64 = runtime::kInt64;
+  Expr starts = c.call("arange",
+                       {relay_ir::scalar(0.0, i64),
+                        c.call("shape_values", {}, shape_values_attrs(DimValue::scalar_of(step), "frame_step"))},
+                       {{"shape", relay_ir::Shape(std::vector<tensor_ir::Expr>{frames})}});
+  NDArray offsets = NDArray::empty({1, frame}, i64);
+  for (int64_t s = 0; s < frame; ++s) offsets.data_as<int64_t>()[s] = s;
+  Expr positions =
+      c.call("add", {c.call("reshape", {starts}, {{"shape", relay_ir::Shape({frames, tensor_ir::Expr(int64_t{1})})}}),
+                     relay_ir::constant(offsets)});
+  Expr gathered = c.call("take", {c.input(0), positions}, {{"axis", int64_t{1}}});
+  if (runtime_window.defined())
+    gathered =
+        c.call("mul", {gathered, c.call("reshape", {runtime_window}, {{"shape", std::vector<int64_t>{frame, 1}}})});
+  NDArray columns = NDArray::empty({frame * parts, 2 * bins}, w.dtype());  // w as [frame * parts, 2 * bins]
+  for (int64_t col = 0; col < 2 * bins; ++col)
+    for (int64_t part = 0; part < parts; ++part)
+      for (int64_t s = 0; s < frame; ++s)
+        store_element(columns, (s * parts + part) * 2 * bins + col,
+                      element_as_double(w, (col * parts + part) * frame + s));
+  const tensor_ir::Expr batch = signal.dim(0);
+  Expr flat =
+      c.call("reshape", {gathered}, {{"shape", relay_ir::Shape({batch, frames, tensor_ir::Expr(frame * parts)})}});
+  Expr product = c.call("matmul", {flat, relay_ir::constant(columns)});
+  Expr split =
+      c.call("reshape", {product},
+             {{"shape", relay_ir::Shape({batch, frames, tensor_ir::Expr(int64_t{2}), tensor_ir::Expr(bins)})}});
+  return c.call("transpose", {split}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+}
+
+// The signal's batch and length may be symbolic, and frame_step a value given at run time.
 Expr convert_stft(ConvertContext& c) {
   c.check_attrs({"onesided"});
   const auto& signal = c.input_type(0);
   require_float(c, signal, "the signal");
-  if (signal.ndim() != 3)
-    c.error("the signal must be [batch, length, 1 or 2], got shape " + runtime::shape_str(signal.shape));
+  if (signal.ndim() != 3) c.error("the signal must be [batch, length, 1 or 2], got shape " + signal.shape.str());
   complex_parts(c, signal, "the signal");
-  int64_t step = constant_integer(c, 1, "frame_step");
-  if (step < 1) c.error("frame_step must be positive, got " + std::to_string(step));
+  const std::vector<tensor_ir::Expr> steps = c.dim_ints(1, "frame_step");
+  if (steps.size() != 1) c.error("frame_step must be a scalar, got " + std::to_string(steps.size()) + " values");
+  const tensor_ir::Expr step = steps[0];
+  if (const int64_t* v = tensor_ir::as_const_int(step); v && *v < 1)
+    c.error("frame_step must be positive, got " + std::to_string(*v));
   int64_t frame = -1;
   if (c.has_input(3)) frame = constant_integer(c, 3, "frame_length");
   std::vector<double> window;
   Expr runtime_window;
   if (c.has_input(2)) {
     const auto& w = c.input_type(2);
-    if (w.ndim() != 1 || w.dtype != signal.dtype)
-      c.error("window must be 1-D of the signal's dtype " + signal.dtype.str() + ", got " + w.dtype.str() +
-              runtime::shape_str(w.shape));
+    if (w.ndim() != 1 || w.dtype != signal.dtype || !w.shape.is_static())
+      c.error("window must be 1-D of the signal's dtype " + signal.dtype.str() + " and a constant length, got " +
+              w.dtype.str() + w.shape.str());
     if (frame >= 0 && frame != w.shape[0])
       c.error("frame_length " + std::to_string(frame) + " differs from the window's length " +
               std::to_string(w.shape[0]));
@@ -278,29 +337,19 @@ Expr convert_stft(ConvertContext& c) {
     }
   }
   if (frame < 0) c.error("either window or frame_length must be given");
-  int64_t length = signal.shape[1];
-  if (frame < 1 || frame > length)
-    c.error("the frame length " + std::to_string(frame) + " must be in [1, " + std::to_string(length) +
+  const tensor_ir::Expr length = signal.shape.dim(1);
+  if (const int64_t* n = tensor_ir::as_const_int(length); frame < 1 || (n && frame > *n))
+    c.error("the frame length " + std::to_string(frame) + " must be in [1, " + tensor_ir::to_string(length) +
             "] (the signal's length)");
   int64_t parts = signal.shape[2], bins = flag(c, "onesided", 1) == 1 ? frame / 2 + 1 : frame;
   check_dft_size(c, parts, frame, bins);
-  // Frame f's bins are a dot product of the samples from f * frame_step with the (windowed)
-  // coefficients: a 1-D convolution of stride frame_step with 2 * bins filters, which reads
-  // the frames in place.
   NDArray w = NDArray::empty({2 * bins, parts, frame}, signal.dtype);
   dft_coefficients(parts, frame, frame, bins, false, window, [&](int64_t part, int64_t s, int64_t col, double v) {
     store_element(w, (col * parts + part) * frame + s, v);
   });
-  Expr weight = relay_ir::constant(w);
-  if (runtime_window.defined())
-    weight =
-        c.call("mul", {weight, c.call("reshape", {runtime_window}, {{"shape", std::vector<int64_t>{1, 1, frame}}})});
-  Expr channels_first = c.call("transpose", {c.input(0)}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
-  Expr conv =
-      c.call("conv", {channels_first, weight}, {{"strides", std::vector<int64_t>{step}}});  // [batch, 2 * bins, frames]
-  int64_t frames = (length - frame) / step + 1;
-  Expr split = c.call("reshape", {conv}, {{"shape", std::vector<int64_t>{signal.shape[0], 2, bins, frames}}});
-  return c.call("transpose", {split}, {{"perm", std::vector<int64_t>{0, 3, 2, 1}}});
+  const tensor_ir::Expr frames =
+      tensor_ir::arith::simplify(tensor_ir::floordiv(length - tensor_ir::Expr(frame), step) + tensor_ir::Expr(1));
+  return stft_bins(c, w, runtime_window, step, frames);
 }
 
 template <typename F>

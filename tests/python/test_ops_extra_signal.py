@@ -164,3 +164,64 @@ def test_stft_frame_longer_than_signal(rng):
     signal = rng.standard_normal((1, 8, 1)).astype("float32")
     with pytest.raises(tessera.Error, match="frame length"):
         run("STFT", [signal, np.array(2, np.int64), None, np.array(9, np.int64)], constants=(1, 3))
+
+
+@pytest.mark.parametrize("parts,onesided,window_kind,step_given", [
+    (1, 1, None, "at run time"),
+    (2, 0, "constant", "at run time"),
+    (1, 1, "runtime", "at run time"),
+    (1, 1, "runtime", "constant"),       # a strided convolution over a signal of symbolic length
+    (2, 0, None, "constant"),
+])
+def test_stft_of_a_symbolic_signal_and_a_frame_step_given_at_run_time(tmp_path, rng, parts, onesided, window_kind,
+                                                                      step_given):
+    """STFT of a signal of symbolic batch and length (an audio model exported with dynamic axes),
+    its frame_step a constant or a value given at each run (a size): one build and its module
+    serve every length, step and number of frames, one frame and none among them."""
+    from onnx import TensorProto, helper, numpy_helper
+    from test_symbolic_ops import save, vi
+    frame = 12
+    window = rng.uniform(0.1, 1, frame).astype("float32")
+    inputs, inits = [vi("signal", ["N", "L", parts])], [numpy_helper.from_array(np.array(frame, "int64"), "frame")]
+    if step_given == "at run time":
+        inputs.append(vi("step", [], TensorProto.INT64))
+    else:
+        inits.append(numpy_helper.from_array(np.array(3, "int64"), "step"))
+    if window_kind == "runtime":
+        inputs.append(vi("window", [frame]))
+    elif window_kind == "constant":
+        inits.append(numpy_helper.from_array(window, "window"))
+    node = helper.make_node("STFT", ["signal", "step", "window" if window_kind else "", "" if window_kind else "frame"],
+                            ["y"], onesided=onesided, name="stft")
+    path = save(tmp_path, [node], inputs, [vi("y", None)], inits)
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    lib.export(str(tmp_path / "m.so"))
+    module = tessera.load(str(tmp_path / "m.so"))
+    for n, length, step in [(1, 64, 3), (2, 37, 5), (3, 12, 3), (1, 20, 16), (2, 11, 3)]:
+        if step_given == "constant":
+            step = 3
+        signal = rng.standard_normal((n, length, parts)).astype("float32")
+        args = [signal] + ([np.array(step, "int64")] if step_given == "at run time" else [])
+        args += [window] if window_kind == "runtime" else []
+        want = stft_ref(signal, step, window if window_kind else None, frame, onesided)
+        for runner in (lib, module):
+            if length < frame and step_given == "constant":  # the strided convolution needs one frame
+                with pytest.raises(tessera.Error, match="conv .*node 'stft'"):
+                    runner.run(args)
+                continue
+            (y,) = runner.run(args)  # no frame: as many as ONNX's reference gives, none
+            assert_close(y, want, "float32", 1e-4)
+    assert lib.symbolic, lib.symbolic_reason
+
+
+def test_dft_of_a_symbolic_batch(tmp_path, rng):
+    from test_symbolic_ops import save, vi
+    from onnx import helper
+    path = save(tmp_path, [helper.make_node("DFT", ["x"], ["y"], axis=2)], [vi("x", ["N", "M", 9, 2])], [vi("y", None)])
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    lib.export(str(tmp_path / "m.so"))
+    module = tessera.load(str(tmp_path / "m.so"))
+    for shape in [(1, 1, 9, 2), (3, 5, 9, 2), (2, 0, 9, 2)]:
+        x = rng.standard_normal(shape).astype("float32")
+        for runner in (lib, module):
+            assert_close(runner.run([x])[0], dft_ref(x, 2, 9, 0, 0), "float32", 1e-4)
