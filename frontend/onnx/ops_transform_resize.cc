@@ -1,7 +1,8 @@
-// Converters of ONNX Resize (opsets 10, 11, 13, 18, 19), Upsample (7, 9) and TopK. Roi and k must
-// be constants (or bound inputs); sizes may be computed from symbolic dimensions (an image resized
+// Converters of ONNX Resize (opsets 10, 11, 13, 18, 19), Upsample (7, 9) and TopK. K must be a
+// constant (or a bound input); sizes may be computed from symbolic dimensions (an image resized
 // to the size of another). Scales are constants, or (Resize 11 on, Upsample 9) the data's, read as
-// the kernel runs, with the output sizes a step computed from them (frontend/onnx/sizes_from_data.h).
+// the kernel runs, with the output sizes a step computed from them (frontend/onnx/sizes_from_data.h);
+// so is a roi the data gives.
 #include <algorithm>
 #include <cmath>
 
@@ -51,7 +52,8 @@ relay_ir::Shape sizes_from_scales(const ConvertContext& c, const relay_ir::Shape
 // are the input past the node's own, which the step before it computed from them; `axes` lists the
 // axes the scales are of (all where empty), and the others keep the input's sizes (a constant
 // number of channels for the convolution after it).
-Expr resize_by_run_time_scales(const ConvertContext& c, size_t scales, std::vector<int64_t> axes, Attrs attrs) {
+Expr resize_by_run_time_scales(const ConvertContext& c, size_t scales, std::vector<int64_t> axes, Attrs attrs,
+                               const Expr& roi = Expr()) {
   std::vector<tensor_ir::Expr> sizes =
       c.dim_ints(static_cast<size_t>(sizes_from_scales_input(c.node())), "the output sizes computed from the scales");
   const relay_ir::Shape& in = c.input_type(0).shape;
@@ -71,6 +73,7 @@ Expr resize_by_run_time_scales(const ConvertContext& c, size_t scales, std::vect
     if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(d)) == axes.end()) sizes[d] = in.dim(d);
   attrs.set("sizes", relay_ir::Shape(sizes));
   attrs.set("scales_input_axes", axes);
+  if (roi.defined()) return c.call("resize", {c.input(0), scales_read, roi}, attrs);
   return c.call("resize", {c.input(0), scales_read}, attrs);
 }
 
@@ -120,13 +123,15 @@ Exprs convert_resize(ConvertContext& c) {
   const int64_t rank = static_cast<int64_t>(in.size());
   std::string coordinates = c.attr_string("coordinate_transformation_mode", "half_pixel");
   if (coordinates == "tf_half_pixel_for_nn" && c.opset() >= 13) c.error("tf_half_pixel_for_nn was removed in opset 13");
-  std::vector<double> roi;
-  if (coordinates == "tf_crop_and_resize") {
-    if (!c.has_input(1)) c.error("tf_crop_and_resize needs the roi input");
-    roi = constant_floats(c, 1, "roi");
-  }
   // Opset 18: scales, sizes and roi may name a subset of the axes; the others keep their size.
   std::vector<int64_t> axes = normalized_axes(c, c.attr_ints("axes", {}), rank);
+  std::vector<double> roi;
+  Expr roi_read;  // a roi the data gives, read as the kernel runs
+  if (coordinates == "tf_crop_and_resize") {
+    if (!c.has_input(1)) c.error("tf_crop_and_resize needs the roi input");
+    if (c.try_constant_input(1)) roi = constant_floats(c, 1, "roi");
+    else roi_read = c.input(1);
+  }
   Attrs attrs{{"mode", c.attr_string("mode", "nearest")},
               {"coordinate_transformation_mode", coordinates},
               {"nearest_mode", c.attr_string("nearest_mode", "round_prefer_floor")},
@@ -135,9 +140,15 @@ Exprs convert_resize(ConvertContext& c) {
               {"antialias", c.attr_int("antialias", 0)},
               {"extrapolation_value", static_cast<double>(c.attr_float("extrapolation_value", 0))}};
   if (!roi.empty()) attrs.set("roi", roi_of_every_axis(c, roi, axes, rank));
+  if (roi_read.defined()) {
+    std::vector<int64_t> roi_axes = axes;
+    if (roi_axes.empty())
+      for (int64_t d = 0; d < rank; ++d) roi_axes.push_back(d);
+    attrs.set("roi_input_axes", roi_axes);
+  }
   // Antialiasing's taps depend on the scale: it takes constant scales, bound per value.
   if (sizes_computed_from_scales(c) && !c.try_constant_input(2) && c.attr_int("antialias", 0) == 0)
-    return {resize_by_run_time_scales(c, 2, axes, attrs)};
+    return {resize_by_run_time_scales(c, 2, axes, attrs, roi_read)};
   // An empty scales/sizes tensor stands for an absent one (opset 11 requires scales as input).
   std::vector<double> scales;
   std::vector<tensor_ir::Expr> sizes;  // of symbolic dimensions, computed from the input shapes
@@ -188,6 +199,7 @@ Exprs convert_resize(ConvertContext& c) {
   if (!sizes.empty()) out = relay_ir::Shape(sizes);
   attrs.set("sizes", out);
   attrs.set("scales", scales);
+  if (roi_read.defined()) return {c.call("resize", {c.input(0), roi_read}, attrs)};
   return {c.call("resize", {c.input(0)}, attrs)};
 }
 
@@ -226,7 +238,7 @@ Exprs convert_topk(ConvertContext& c) {
 void register_transform_resize_converters(ConverterTable& t) {
   // Scales from the data are read as the kernel runs, after a step computed the sizes from them
   // (the input past the operator's own).
-  t.add("Resize", convert_resize, {1, 2, 3, 4}, {2});
+  t.add("Resize", convert_resize, {1, 2, 3, 4}, {1, 2});
   t.add("Upsample", convert_upsample, {1, 2}, {1});
   t.add("TopK", convert_topk, {1});
 }

@@ -48,6 +48,19 @@ ops::ResizeParams resize_params(const Shape& in, const Attrs& a, bool scales_inp
     }
   }
   p.roi = a.get_floats("roi");
+  if (const std::vector<int64_t> axes = a.get_ints("roi_input_axes"); !axes.empty()) {
+    // The roi input's entry j is the start of axis roi_input_axes[j], entry j + their count its
+    // end; the axes left out keep a roi of 0 to 1.
+    if (!p.roi.empty()) fail("a roi is given both as an attribute and as an input");
+    p.roi.assign(in.size(), 0.0);
+    p.roi.resize(2 * in.size(), 1.0);
+    p.run_time_roi.assign(in.size(), -1);
+    for (size_t j = 0; j < axes.size(); ++j) {
+      if (axes[j] < 0 || axes[j] >= static_cast<int64_t>(in.size()) || p.run_time_roi[axes[j]] >= 0)
+        fail("roi_input_axes ", runtime::shape_str(axes), " must name distinct axes of an input of rank ", in.size());
+      p.run_time_roi[axes[j]] = static_cast<int64_t>(j);
+    }
+  }
   p.mode = ops::parse_resize_mode(a.get_str("mode"));
   p.coordinates = ops::parse_resize_coordinates(a.get_str("coordinate_transformation_mode"));
   p.nearest = ops::parse_resize_nearest(a.get_str("nearest_mode"));
@@ -63,13 +76,24 @@ namespace {
 
 using Tensors = std::vector<tensor_ir::Tensor>;
 
-// resize(x), or resize(x, scales) with the scales read while the model runs (the output sizes,
-// computed from them before, given as the attribute).
+// Whether a call of `args` arguments reads its scales as it runs (its second argument).
+bool scales_input(size_t args, const Attrs& attrs) {
+  return args - (attrs.get_ints("roi_input_axes").empty() ? 0 : 1) == 2;
+}
+
+// resize(x), resize(x, scales) with the scales read while the model runs (the output sizes,
+// computed from them before, given as the attribute), and either with a roi read so last.
 Type resize_rel(const std::vector<Type>& args, const Attrs& attrs) {
   const auto& x = tensor_arg(args, 0, "input");
   if (!x.dtype.is_float() && !x.dtype.is_integer()) fail("unsupported dtype ", x.dtype.str());
-  const ops::ResizeParams p = resize_params(x.shape, attrs, args.size() == 2);
-  if (args.size() == 2) {
+  const ops::ResizeParams p = resize_params(x.shape, attrs, scales_input(args.size(), attrs));
+  if (!p.run_time_roi.empty()) {
+    const auto& roi = tensor_arg(args, args.size() - 1, "roi");
+    const int64_t count = 2 * static_cast<int64_t>(attrs.get_ints("roi_input_axes").size());
+    if (!roi.dtype.is_float() || roi.shape.size() != 1 || (roi.shape.is_static(0) && roi.shape[0] != count))
+      fail("roi must be a 1-D floating-point tensor of ", count, " values, got ", roi.dtype.str(), roi.shape.str());
+  }
+  if (scales_input(args.size(), attrs)) {
     const auto& scales = tensor_arg(args, 1, "scales");
     const auto count = static_cast<int64_t>(
         std::count_if(p.run_time_scale.begin(), p.run_time_scale.end(), [](int64_t j) { return j >= 0; }));
@@ -78,6 +102,20 @@ Type resize_rel(const std::vector<Type>& args, const Attrs& attrs) {
            scales.shape.str());
   }
   return tensor_type(Shape(p.out_shape), x.dtype);
+}
+
+// A roi read as the model runs, of a length only the run tells, must have its two values per axis.
+std::vector<OpDef::NonEmptyDim> resize_checks(const CallNode& call) {
+  const size_t axes = call.attrs.get_ints("roi_input_axes").size();
+  if (axes == 0) return {};
+  const Shape& roi = tensor_of(call.args.back()).shape;
+  if (roi.size() != 1 || roi.is_static()) return {};
+  const tensor_ir::Expr one(int64_t{1}), count(static_cast<int64_t>(2 * axes));
+  const std::string need = "reads a roi of " + std::to_string(2 * axes) + " values (" + roi.str() + " given; ";
+  return {{tensor_ir::arith::simplify(roi.dim(0) - count + one), one,
+           need + "its length - " + std::to_string(2 * axes) + " + 1 must be positive)"},
+          {tensor_ir::arith::simplify(count - roi.dim(0) + one), one,
+           need + std::to_string(2 * axes) + " - its length + 1 must be positive)"}};
 }
 
 Type topk_rel(const std::vector<Type>& args, const Attrs& attrs) {
@@ -226,7 +264,7 @@ AxisMap axis_map(const ops::ResizeParams& p, size_t d, int64_t in) {
 
 std::vector<Expr> resize_gradient(const Expr& c, const Expr& g) {
   const auto& x = tensor_of(arg(c, 0));
-  if (as_call(c).args.size() == 2) fail("resize: no gradient where the scales are read as the model runs");
+  if (as_call(c).args.size() > 1) fail("resize: no gradient where the scales or the roi are read as the model runs");
   ops::ResizeParams p = resize_params(x.shape, as_call(c).attrs, false);
   Expr grad = g;
   for (size_t d = 0; d < x.ndim(); ++d)
@@ -248,15 +286,17 @@ std::vector<Expr> topk_gradient(const Expr& c, const Expr& g) {
 
 void register_resize_ops(OpRegistry& r) {
   r.add({"resize",
-         "resize(x) or resize(x, scales): interpolates to the output shape `sizes` (nearest, linear, cubic; ONNX "
+         "resize(x[, scales][, roi]): interpolates to the output shape `sizes` (nearest, linear, cubic; ONNX "
          "coordinate transformations); `scales` default to sizes / input sizes, or are read as the model runs from "
-         "the second input, one per axis of `scales_input_axes` (all where empty)",
+         "the second input, one per axis of `scales_input_axes` (all where empty); tf_crop_and_resize's roi is "
+         "`roi`, or read as the model runs from the last input where `roi_input_axes` lists its axes",
          1,
-         2,
+         3,
          {required_ints("sizes"),
           {"scales", std::vector<double>{}},
           optional_ints("scales_input_axes"),
           {"roi", std::vector<double>{}},
+          optional_ints("roi_input_axes"),
           {"mode", std::string("nearest")},
           {"coordinate_transformation_mode", std::string("half_pixel")},
           {"nearest_mode", std::string("round_prefer_floor")},
@@ -267,11 +307,15 @@ void register_resize_ops(OpRegistry& r) {
          resize_rel,
          OpPattern::Injective,
          single_output([](const Tensors& in, const Attrs& a) {
-           const ops::ResizeParams p = resize_params(Shape(in[0]->shape), a, in.size() == 2);
-           return ops::resize(in[0], p, in.size() == 2 ? in[1] : tensor_ir::Tensor());
+           const bool scales = scales_input(in.size(), a);
+           const ops::ResizeParams p = resize_params(Shape(in[0]->shape), a, scales);
+           return ops::resize(in[0], p, scales ? in[1] : tensor_ir::Tensor(),
+                              p.run_time_roi.empty() ? tensor_ir::Tensor() : in.back());
          }),
          "resize",
-         resize_gradient});
+         resize_gradient,
+         /*is_view=*/false,
+         resize_checks});
   r.add({"topk",
          "the k largest (smallest) elements along an axis, sorted, and their int64 indices (a tuple)",
          1,

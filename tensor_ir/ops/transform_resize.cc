@@ -91,7 +91,7 @@ bool is_identity(const ResizeParams& p, size_t d, const Expr& in) {
     case ResizeCoordinates::TfHalfPixelForNn:
       return false;
     case ResizeCoordinates::TfCropAndResize:
-      return p.roi[d] == 0 && p.roi[d + p.scales.size()] == 1;
+      return !p.roi_at_run_time(d) && p.roi[d] == 0 && p.roi[d + p.scales.size()] == 1;
     default:
       return true;
   }
@@ -108,6 +108,9 @@ void check_resize(const std::vector<Expr>& in, const ResizeParams& p) {
     fail("resize: tf_crop_and_resize needs a roi of ", 2 * rank, " values (starts, then ends), got ", p.roi.size());
   if (!p.run_time_scale.empty() && p.run_time_scale.size() != rank)
     fail("resize: ", p.run_time_scale.size(), " places of scales read as it runs for an input of rank ", rank);
+  if (!p.run_time_roi.empty() && (p.run_time_roi.size() != rank || p.coordinates != ResizeCoordinates::TfCropAndResize))
+    fail("resize: a roi read as it runs needs tf_crop_and_resize and one place per axis (", p.run_time_roi.size(),
+         " for an input of rank ", rank, ")");
   for (size_t d = 0; d < rank; ++d) {
     const int64_t *n = as_const_int(in[d]), *out = as_const_int(p.out_shape[d]);
     const bool run_time = p.scale_at_run_time(d);
@@ -128,11 +131,17 @@ namespace {
 
 Expr f64(double v) { return make_const(runtime::kFloat64, v); }
 
+// What an axis reads from the resize's inputs as it runs, in float64: its scale, and its roi's
+// start and end; each undefined where it is known.
+struct RunTimeValues {
+  Expr scale, roi_start, roi_end;
+};
+
 // Where output index `o` of one axis falls in the input, as in ONNX's reference (which uses
 // the fractional output size scale * in_size in half_pixel_symmetric, align_corners and
-// tf_crop_and_resize), `in` symbolic or not; `run_time_scale` is the scale read from the scales
-// input, in float64 (undefined where it is known).
-Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var& o, const Expr& run_time_scale) {
+// tf_crop_and_resize), `in` symbolic or not.
+Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var& o, const RunTimeValues& values) {
+  const Expr& run_time_scale = values.scale;
   const double scale = p.scales[d];
   Expr x = cast(runtime::kFloat64, Expr(o));
   const int64_t* fixed = as_const_int(in);
@@ -177,14 +186,16 @@ Expr input_coordinate(const ResizeParams& p, size_t d, const Expr& in, const Var
       return by_scale(x + f64(0.5));
     case ResizeCoordinates::TfCropAndResize: {
       const double start = p.roi[d], end = p.roi[d + p.scales.size()];
-      if (fixed && known) {
+      if (fixed && known && !values.roi_start.defined()) {
         double span = static_cast<double>(*fixed - 1), size = scale * static_cast<double>(*fixed);
         Expr base = f64(start * span);
         return size == 1 ? f64((end - start) * span / 2) + base : x * f64((end - start) * span / (size - 1)) + base;
       }
+      const Expr first = values.roi_start.defined() ? values.roi_start : f64(start);
+      const Expr last = values.roi_end.defined() ? values.roi_end : f64(end);
       Expr span = cast(runtime::kFloat64, in - Expr(1));
-      return unless_single(f64((start + end) / 2) * span,
-                           x * (f64(end - start) * span / (out_size() - f64(1))) + f64(start) * span);
+      return unless_single((first + last) / f64(2) * span,
+                           x * ((last - first) * span / (out_size() - f64(1))) + first * span);
     }
   }
   return x;
@@ -304,7 +315,7 @@ Expr outside(const Expr& c, const Expr& in) {
 // schedules keep the stage apart rather than inline it into the next axis' (which would read
 // every combination of neighbours again). `bind_index`: as with_axis_taps', false where `t` is
 // another such stage.
-Tensor resize_axis(const Tensor& t, const ResizeParams& p, size_t d, const Expr& in, const Expr& run_time_scale,
+Tensor resize_axis(const Tensor& t, const ResizeParams& p, size_t d, const Expr& in, const RunTimeValues& values,
                    DataType acc, bool bind_index) {
   std::vector<Expr> shape = t->shape;
   shape[d] = p.out_shape[d];
@@ -312,7 +323,7 @@ Tensor resize_axis(const Tensor& t, const ResizeParams& p, size_t d, const Expr&
       shape,
       [&](const std::vector<Var>& o) {
         IterVar k = reduce_axis(Range(Expr(0), Expr(tap_count(p, d))), "tap");
-        Expr term = with_axis_taps(p, d, input_coordinate(p, d, in, o[d], run_time_scale), in, bind_index,
+        Expr term = with_axis_taps(p, d, input_coordinate(p, d, in, o[d], values), in, bind_index,
                                    [&](const Taps& taps, const Expr& c) {
                                      Expr index = taps.index.back(), weight = taps.weight.back();
                                      for (size_t i = taps.index.size() - 1; i-- > 0;) {
@@ -336,17 +347,27 @@ Tensor resize_axis(const Tensor& t, const ResizeParams& p, size_t d, const Expr&
 
 }  // namespace
 
-Tensor resize(const Tensor& x, const ResizeParams& p, const Tensor& scales) {
+Tensor resize(const Tensor& x, const ResizeParams& p, const Tensor& scales, const Tensor& roi) {
   const std::vector<Expr>& in = x->shape;
   check_resize(in, p);
   if (!p.run_time_scale.empty() && (!scales.defined() || !scales.dtype().is_float() || scales->shape.size() != 1))
     fail("resize: the scales it reads as it runs must be a 1-D floating-point tensor");
+  if (!p.run_time_roi.empty() && (!roi.defined() || !roi.dtype().is_float() || roi->shape.size() != 1))
+    fail("resize: the roi it reads as it runs must be a 1-D floating-point tensor");
   DataType dt = x.dtype();
   if (!dt.is_float() && !dt.is_integer()) fail("resize: unsupported dtype ", dt.str());
   DataType acc = dt == runtime::kFloat64 ? runtime::kFloat64 : runtime::kFloat32;
   bool empty = std::any_of(p.out_shape.begin(), p.out_shape.end(), [](const Expr& d) { return is_const_int(d, 0); });
-  auto run_time_scale = [&](size_t d) {
-    return p.scale_at_run_time(d) ? cast(runtime::kFloat64, scales(Expr(p.run_time_scale[d]))) : Expr();
+  const auto roi_axes = static_cast<int64_t>(
+      std::count_if(p.run_time_roi.begin(), p.run_time_roi.end(), [](int64_t j) { return j >= 0; }));
+  auto run_time_values = [&](size_t d) {
+    RunTimeValues v;
+    if (p.scale_at_run_time(d)) v.scale = cast(runtime::kFloat64, scales(Expr(p.run_time_scale[d])));
+    if (p.roi_at_run_time(d)) {
+      v.roi_start = cast(runtime::kFloat64, roi(Expr(p.run_time_roi[d])));
+      v.roi_end = cast(runtime::kFloat64, roi(Expr(p.run_time_roi[d] + roi_axes)));
+    }
+    return v;
   };
   // Every interpolated axis but the last one alone where their neighbours together are more than 4
   // per output (cubic along two axes, linear along three): a pass per axis reads 4 + 4 rather than
@@ -360,7 +381,7 @@ Tensor resize(const Tensor& x, const ResizeParams& p, const Tensor& scales) {
   if (taps > 4 && !empty)
     for (size_t i = 0; i + 1 < interpolated.size(); ++i) {
       const size_t d = interpolated[i];
-      source = resize_axis(source, p, d, in[d], run_time_scale(d), acc, source.same_as(x));
+      source = resize_axis(source, p, d, in[d], run_time_values(d), acc, source.same_as(x));
       done[d] = true;
     }
   // The sum over every combination of the axes' taps, their weights multiplied.
@@ -403,7 +424,7 @@ Tensor resize(const Tensor& x, const ResizeParams& p, const Tensor& scales) {
             taps[d].index = {Expr(o[d])};
             return from_axis(d + 1);
           }
-          return with_axis_taps(p, d, input_coordinate(p, d, in[d], o[d], run_time_scale(d)), in[d], source.same_as(x),
+          return with_axis_taps(p, d, input_coordinate(p, d, in[d], o[d], run_time_values(d)), in[d], source.same_as(x),
                                 [&](const Taps& t, const Expr& c) {
                                   taps[d] = t;
                                   if (p.coordinates == ResizeCoordinates::TfCropAndResize)

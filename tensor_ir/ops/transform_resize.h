@@ -52,6 +52,11 @@ struct ResizeParams {
   // its size (scale 1). Empty where the scales are known.
   std::vector<int64_t> run_time_scale;
   bool scale_at_run_time(size_t d) const { return !run_time_scale.empty() && run_time_scale[d] >= 0; }
+  // tf_crop_and_resize where the roi is the resize's last input, read as it runs: per axis, the
+  // index j of its start in that input (its end at j + the number of such axes), or -1 where
+  // the axis keeps its roi of `roi` (0 to 1). Empty where the roi is known.
+  std::vector<int64_t> run_time_roi;
+  bool roi_at_run_time(size_t d) const { return !run_time_roi.empty() && run_time_roi[d] >= 0; }
 };
 
 // floor(size * scale) as an expression of a symbolic size, for a scale that is a multiple of
@@ -74,10 +79,11 @@ double half_pixel_symmetric_offset(const ResizeParams& p, size_t d, int64_t in);
 // Checks the parameters against an input shape (ranks, positive scales, roi length, scales left
 // to the run time only between symbolic sizes or read from an input).
 void check_resize(const std::vector<Expr>& in, const ResizeParams& p);
-// `scales`: the 1-D floating-point tensor p.run_time_scale indexes (undefined where it is empty).
+// `scales`, `roi`: the 1-D floating-point tensors p.run_time_scale and p.run_time_roi index
+// (undefined where those are empty).
 // Where the neighbours of every interpolated axis together would be more than 4 per output
 // (cubic along two axes, linear along three: every axis where only the run knows the scales), the
 // axes are interpolated one after another, as ONNX's reference does, through intermediate stages.
-Tensor resize(const Tensor& x, const ResizeParams& p, const Tensor& scales = Tensor());
+Tensor resize(const Tensor& x, const ResizeParams& p, const Tensor& scales = Tensor(), const Tensor& roi = Tensor());
 
 }  // namespace tessera::tensor_ir::ops

@@ -84,6 +84,41 @@ def test_resize_tf_crop_and_resize(tmp_path, rng, extrapolation):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("target", ["llvm", "opencl"])
+@pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+def test_crop_and_resize_by_a_roi_the_data_gives(tmp_path, rng, target, exported, mode):
+    """tf_crop_and_resize of images of symbolic sizes by a roi given at each run (a box per call,
+    as detection models crop): the kernel reads it as it runs, so one build (and a module) serves
+    every box, inside the image and past its edges (the extrapolation value). Resize 18 of two
+    axes in reverse order beside Resize 13 of all four; a roi of another length is an error."""
+    crop = {"mode": mode, "coordinate_transformation_mode": "tf_crop_and_resize", "extrapolation_value": -3.0}
+    nodes = [helper.make_node("Resize", ["x", "box", "", "size2"], ["y"], axes=[3, 2], name="two_axes", **crop),
+             helper.make_node("Resize", ["x", "roi", "", "size4"], ["z"], name="four_axes", **crop)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2, "H", "W"]),
+                     helper.make_tensor_value_info("box", TensorProto.FLOAT, ["R"]),
+                     helper.make_tensor_value_info("roi", TensorProto.FLOAT, [8])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z")],
+        [numpy_helper.from_array(I64(4, 5), "size2"), numpy_helper.from_array(I64(1, 2, 3, 6), "size4")])
+    lib = build_graph(tmp_path, graph, 18, target, exported)
+    kw = {"coordinate_transformation_mode": "tf_crop_and_resize", "extrapolation_value": -3.0}
+    for shape, start, end in [((1, 2, 9, 7), (0.2, 0.1), (0.8, 0.9)), ((3, 2, 4, 12), (-0.3, 0.5), (1.2, 0.6)),
+                              ((1, 2, 1, 5), (0, 0), (1, 1)), ((2, 2, 6, 6), (0.9, 0.7), (0.1, 0.2))]:
+        x = make_data(rng, shape, "float32")
+        box = np.array([start[1], start[0], end[1], end[0]], np.float32)  # axes 3 then 2
+        roi = np.array([0, 0, start[0], start[1], 1, 1, end[0], end[1]], np.float32)
+        y, z = lib.run([x, box, roi])
+        # Coordinates in float64 from the roi's values (the reference rounds a float32 roi's in
+        # float32, which moves nearest's ties).
+        roi64 = roi.astype(np.float64)
+        np.testing.assert_allclose(y, reference(x, mode, sizes=list(shape[:2]) + [5, 4], roi=roi64, **kw),
+                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(z, reference(x, mode, sizes=[1, 2, 3, 6], roi=roi64, **kw), rtol=1e-5, atol=1e-5)
+    with pytest.raises(tessera.Error, match="node 'two_axes'.*reads a roi of 4 values"):
+        lib.run([x, np.zeros(3, np.float32), roi])
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float64", "uint8", "int32"])
 @pytest.mark.parametrize("mode", ["nearest", "linear"])
 def test_resize_dtypes(tmp_path, rng, dtype, mode):
@@ -288,7 +323,7 @@ def test_resize_errors(tmp_path, rng):
         resize(tmp_path, x, {"coordinate_transformation_mode": "tf_crop_and_resize"}, sizes=[1, 1, 3, 3], roi=np.zeros(3, np.float32))
     with pytest.raises(tessera.Error, match="scales must be a 1-D floating-point tensor of 4 values, got float32"):
         tessera.build(tessera.relay.parse("def @main(%x: float32[1, 1, 2, 2], %s: float32[3]) { resize(%x, %s, sizes=[1, 1, 4, 4]) }"))
-    with pytest.raises(tessera.Error, match="no gradient where the scales are read as the model runs"):
+    with pytest.raises(tessera.Error, match="no gradient where the scales or the roi are read as the model runs"):
         tessera.relay.gradient(tessera.relay.parse(
             "def @main(%x: float32[1, 1, 2, 2], %s: float32[4]) { resize(%x, %s, sizes=[1, 1, 4, 4]) }"), wrt=["x"])
     # antialias came with opset 18.
