@@ -319,6 +319,10 @@ class ProgramBuilder {
       return {of(runtime::kInt64, {ShapeExpr(static_cast<int64_t>(x.shape->size()))})};
     }
     if (op == "cumsum" || op == "cumprod") return {x};
+    if (op == "dropout") {  // the data, and a mask of its shape
+      if (step.outputs.size() < 2) return {x};
+      return {x, ValueType{ValueType::Kind::Tensor, runtime::kBool, x.shape}};
+    }
     if (op.rfind("reduce_", 0) == 0) {  // each dimension the data's; kept, or fewer by the axes' count
       const ValueType axes = input(1);
       std::optional<int64_t> rank;

@@ -347,11 +347,34 @@ NDArray shaped_by_values(const ProgramStep& step, const std::vector<ProgramValue
   return x.view_as(reshape_target(x.shape(), values, step.attrs.get_int("allowzero") != 0), x.dtype());
 }
 
+// ONNX Dropout (opset 12 on) whose ratio or training_mode the data gives: the data passes through
+// and the mask, where the step has one, keeps everything, as in inference. Training with a nonzero
+// ratio would drop at random, which Tessera does not compute: an error rather than another result.
+std::vector<ProgramValue> dropout(const ProgramStep& step, const std::vector<ProgramValue>& in) {
+  const NDArray& x = in.at(0).as_tensor("the data");
+  auto given = [&](size_t i) { return i < in.size() && !in[i].is_none(); };
+  const double ratio = given(1) ? element_as_double(in[1].as_tensor("ratio"), 0) : 0.5;
+  const bool training = given(2) && element_as_double(in[2].as_tensor("training_mode"), 0) != 0;
+  if (given(1) && in[1].tensor.numel() != 1) fail("ratio must be a scalar, got shape ", in[1].tensor.shape_str());
+  if (given(2) && in[2].tensor.numel() != 1)
+    fail("training_mode must be a scalar, got shape ", in[2].tensor.shape_str());
+  if (training && ratio != 0)
+    fail("training mode with the nonzero ratio ", ratio,
+         " (random dropout) is not supported; Tessera compiles inference and training without dropout");
+  std::vector<ProgramValue> out{x};
+  if (step.outputs.size() > 1) {
+    NDArray mask = NDArray::uninitialized(x.shape(), kBool);
+    std::memset(mask.data(), 1, static_cast<size_t>(mask.numel()));
+    out.emplace_back(mask);
+  }
+  return out;
+}
+
 }  // namespace
 
 bool is_builtin(const std::string& name) {
   return listed(kDataDependent, name) || listed(kReductions, name) || listed(kShapedByValues, name) ||
-         listed(kSequenceOrOptional, name) || name == "values_as_shape";
+         listed(kSequenceOrOptional, name) || name == "values_as_shape" || name == "dropout";
 }
 
 std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector<ProgramValue>& in) {
@@ -364,6 +387,7 @@ std::vector<ProgramValue> run_builtin(const ProgramStep& step, const std::vector
                            step.builtin.substr(std::string("reduce_").size()))};
     }
     if (step.builtin == "split") return split_by_lengths(step, in);
+    if (step.builtin == "dropout") return dropout(step, in);
     if (listed(kShapedByValues, step.builtin)) return {shaped_by_values(step, in)};
     if (step.builtin == "values_as_shape") {
       const std::string name = "'" + step.inputs.at(0) + "'";

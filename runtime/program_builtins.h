@@ -4,6 +4,7 @@
 // views, at a target or axes given as the second input; slice: a copy, its starts, ends, axes and
 // steps inputs as from opset 10; split: copies, its lengths the second input as from opset 13;
 // expand: a copy, its target shape the second input),
+// ONNX's Dropout given its ratio or training_mode by the data (checked: inference only),
 // ONNX's sequence and optional operators, the array moves that loops and sequences need, and
 // values_as_shape: integer values as the shape (values..., 0) of an empty tensor, for a stage
 // built for every size that takes them as sizes.

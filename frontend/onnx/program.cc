@@ -295,6 +295,9 @@ class ProgramBuilder {
       } else if (op == "Range") {
         check_attrs({});
         step.builtin = "range";
+      } else if (op == "Dropout") {  // its ratio or training_mode given by the data (opset 12 on)
+        check_attrs({"seed"});
+        step.builtin = "dropout";
       } else if (op == kResizeOutputSize) {
         check_attrs({"axes"});
         step.builtin = "resize_output_size";
@@ -349,14 +352,15 @@ class ProgramBuilder {
   // computed from one): Reshape's and Expand's target, Squeeze's or Unsqueeze's axes, Slice's starts, ends,
   // axes or steps, TopK's k, Split's lengths, a reduction's axes, and a Range that stages cannot
   // take as sizes (a delta from the data, or floats: a window's length), the output sizes of a
-  // Resize by scales from the data (frontend/onnx/sizes_from_data.h); and CumSum's or CumProd's
-  // axis, which a kernel needs as a constant. A step (runtime/program_builtins.h)
+  // Resize by scales from the data (frontend/onnx/sizes_from_data.h); CumSum's or CumProd's
+  // axis, which a kernel needs as a constant; and Dropout's ratio or training_mode, which decide
+  // whether it is an error. A step (runtime/program_builtins.h)
   // computes it while the model runs, so the stages around it are built for every shape (a module
   // can hold them) rather than for each value met.
   bool shaped_by_the_data(const ::onnx::GraphProto& graph, const ::onnx::NodeProto& node) {
     if (node.op_type() == kResizeOutputSize) return true;
-    static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze", "TopK",   "Slice",
-                                                     "Split",   "Expand",  "CumSum",    "CumProd"};
+    static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze", "TopK",    "Slice",
+                                                     "Split",   "Expand",  "CumSum",    "CumProd", "Dropout"};
     const std::vector<std::string> values = data_.values_read(node);
     if (values.empty()) return false;
     if (node.op_type() != "Range") return kHostSteps.count(node.op_type()) || kReductionBuiltins.count(node.op_type());

@@ -443,6 +443,26 @@ def test_topk_of_a_k_the_data_gives_runs_on_the_host(tmp_path, exported):
         lib.run([x, np.array([6], np.int64)])
 
 
+def test_dropout_given_its_ratio_and_training_mode_at_run_time(tmp_path, rng, build):
+    """Dropout whose ratio and training_mode are inputs (a model exported for training and
+    inference alike): a step passes the data and a mask of every element through where nothing is
+    dropped (inference, or a ratio of 0), between compiled stages of symbolic sizes; training with
+    a nonzero ratio (dropping at random) is an error naming the node."""
+    path = save(tmp_path, [helper.make_node("Relu", ["x"], ["r"]),
+                           helper.make_node("Dropout", ["r", "ratio", "training"], ["d", "mask"], name="drop"),
+                           helper.make_node("Neg", ["d"], ["y"])],
+                [vi("x", ["N", 3]), vi("ratio", [], F), vi("training", [], B)], [vi("y", None), vi("mask", None, B)],
+                opset=13)
+    lib = build(path)
+    for n, ratio, training in [(4, 0.3, False), (1, 0.0, True), (0, 0.5, False)]:
+        x = rng.standard_normal((n, 3)).astype("float32")
+        y, mask = lib.run([x, np.float32(ratio), np.bool_(training)])
+        np.testing.assert_array_equal(y, -np.maximum(x, 0))
+        assert mask.dtype == np.bool_ and mask.shape == (n, 3) and mask.all()
+    with pytest.raises(tessera.Error, match=r"Dropout \(node 'drop'\).*training mode with the nonzero ratio 0.25"):
+        lib.run([x, np.float32(0.25), np.bool_(True)])
+
+
 @pytest.mark.parametrize("exported", [False, True], ids=["in_process", "exported"])
 def test_a_slice_whose_bounds_the_data_gives_copies_on_the_host(tmp_path, exported):
     """Slice's starts, ends, axes and steps from inputs: a step of the program (ONNX's clamping,
