@@ -302,14 +302,12 @@ Exprs convert_space_to_depth(ConvertContext& c) {
   const std::string mode = c.attr_string("mode", "DCR");
   if (mode == "DCR") return {dcr};
   if (mode != "CRD") c.error("mode must be DCR or CRD, got '" + mode + "'");
-  const auto& x = c.input_type(0).shape;
-  if (x.size() != 4 || b < 1 || x[2] % b != 0 || x[3] % b != 0)
-    c.error("the input must be NCHW with H and W multiples of blocksize " + std::to_string(b) + ", got " +
-            runtime::shape_str(x));
-  const int64_t h = x[2] / b, w = x[3] / b;
-  Expr blocks = c.call("reshape", {dcr}, {{"shape", std::vector<int64_t>{x[0], b * b, x[1], h, w}}});
-  Expr regrouped = c.call("transpose", {blocks}, {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}});
-  return {c.call("reshape", {regrouped}, {{"shape", std::vector<int64_t>{x[0], x[1] * b * b, h, w}}})};
+  // [N, b * b * C, h, w] regrouped as [N, C * b * b, h, w] (the op checked the sizes).
+  const relay_ir::Shape& y = relay_ir::as_tensor(dcr->checked_type, "space_to_depth").shape;
+  const tensor_ir::Expr n = y.dim(0), h = y.dim(2), w = y.dim(3), blocks(b * b), channels(y[1] / (b * b));
+  Expr split = c.call("reshape", {dcr}, {{"shape", relay_ir::Shape({n, blocks, channels, h, w})}});
+  Expr regrouped = c.call("transpose", {split}, {{"perm", std::vector<int64_t>{0, 2, 1, 3, 4}}});
+  return {c.call("reshape", {regrouped}, {{"shape", y}})};
 }
 
 Exprs convert_trilu(ConvertContext& c) {

@@ -9,6 +9,7 @@
 #include "relay_ir/ops/transform_common.h"
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/op.h"
 #include "tensor_ir/ops/transform.h"
 #include "tensor_ir/printer.h"
 
@@ -197,6 +198,20 @@ Type reverse_sequence_rel(const std::vector<Type>& args, const Attrs& attrs) {
   if (lengths.shape != Shape(std::vector<tensor_ir::Expr>{x.shape.dim(ba)}))
     fail("sequence lengths must have shape (", x.shape.dim(ba), "), got ", lengths.shape.str());
   return args[0];
+}
+
+// space_to_depth's symbolic height and width must divide by the blocksize: 1 - size % blocksize
+// must be at least 1.
+std::vector<OpDef::NonEmptyDim> space_to_depth_checks(const CallNode& call) {
+  const Shape& x = tensor_of(call.args.at(0)).shape;
+  const tensor_ir::Expr b(call.attrs.get_int("blocksize")), one(int64_t{1});
+  std::vector<OpDef::NonEmptyDim> checks;
+  for (size_t d = 2; d < 4 && x.size() == 4; ++d)
+    if (!x.is_static(d))
+      checks.push_back({one - tensor_ir::floormod(x.dim(d), b), one,
+                        std::string("needs the ") + (d == 2 ? "height" : "width") + " a multiple of the blocksize " +
+                            std::to_string(call.attrs.get_int("blocksize"))});
+  return checks;
 }
 
 bool parse_depth_to_space_mode(const std::string& mode) {
@@ -506,7 +521,9 @@ void register_transform_ops(OpRegistry& r) {
        single_output(
            [](const Tensors& in, const Attrs& a) { return ops::space_to_depth(in[0], a.get_int("blocksize")); }),
        "transform",
-       space_to_depth_gradient});
+       space_to_depth_gradient,
+       /*is_view=*/false,
+       space_to_depth_checks});
   r.add({"trilu",
          "trilu(x) or trilu(x, k): keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two "
          "axes; k the attribute, or the one value of the second input",

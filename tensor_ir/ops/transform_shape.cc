@@ -278,12 +278,14 @@ std::vector<Expr> depth_to_space_shape(const std::vector<Expr>& in, int64_t b) {
 std::vector<Expr> space_to_depth_shape(const std::vector<Expr>& in, int64_t b) {
   if (in.size() != 4) fail("space_to_depth: the input must be 4-D (N, C, H, W), got ", shape_str(in));
   if (b <= 0) fail("space_to_depth: blocksize ", b, " must be positive");
-  const int64_t *c = as_const_int(in[1]), *h = as_const_int(in[2]), *w = as_const_int(in[3]);
-  // Symbolic heights and widths would need a check, at each call, that the blocksize divides them.
-  if (!c || !h || !w) fail("space_to_depth: the channels, height and width of ", shape_str(in), " must be constants");
-  if (*h % b || *w % b)
-    fail("space_to_depth: height and width of ", shape_str(in), " are not divisible by blocksize ", b);
-  return {in[0], Expr(*c * b * b), Expr(*h / b), Expr(*w / b)};
+  const int64_t* c = as_const_int(in[1]);
+  if (!c) fail("space_to_depth: the channels of ", shape_str(in), " must be a constant");
+  // A symbolic height or width is checked at each call (the op's nonempty_dims) to divide.
+  for (size_t d = 2; d < 4; ++d)
+    if (const int64_t* n = as_const_int(in[d]); n && *n % b)
+      fail("space_to_depth: height and width of ", shape_str(in), " are not divisible by blocksize ", b);
+  return {in[0], Expr(*c * b * b), arith::simplify(floordiv(in[2], Expr(b))),
+          arith::simplify(floordiv(in[3], Expr(b)))};
 }
 
 Shape take_shape(const Shape& data, const Shape& indices, int64_t axis) {

@@ -61,8 +61,8 @@ std::vector<Expr> pad_dims(const std::vector<Expr>& in, const std::vector<Expr>&
 // What wrap padding wraps around: dimension `in` less what negative (constant) pads crop.
 Expr wrapped_length(const Expr& in, const Expr& begin, const Expr& end);
 
-// A batch may be symbolic; depth_to_space's height and width too (space_to_depth's must be
-// divisible by the blocksize: constants).
+// A batch, height and width may be symbolic (space_to_depth's height and width must divide by
+// the blocksize: a symbolic one is checked at each call).
 std::vector<Expr> depth_to_space_shape(const std::vector<Expr>& in, int64_t blocksize);
 std::vector<Expr> space_to_depth_shape(const std::vector<Expr>& in, int64_t blocksize);
 

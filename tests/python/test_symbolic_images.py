@@ -136,24 +136,36 @@ def test_normalizations_of_symbolic_height_and_width(tmp_path, rng, op, opset):
             np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("op, mode", [("DepthToSpace", "DCR"), ("DepthToSpace", "CRD"), ("SpaceToDepth", None)])
+@pytest.mark.parametrize("op, mode", [("DepthToSpace", "DCR"), ("DepthToSpace", "CRD"), ("SpaceToDepth", "DCR"),
+                                      ("SpaceToDepth", "CRD")])
 def test_depth_to_space_of_symbolic_sizes(tmp_path, rng, op, mode):
-    """Pixel shuffle (a super-resolution model's upsampling) at any batch and image size, and its
-    inverse at any batch (its height and width must divide by the blocksize: constants)."""
-    attrs = {"blocksize": 2} | ({"mode": mode} if mode else {})
-    dims = ["N", 8, "H", "W"] if op == "DepthToSpace" else ["N", 2, 6, 4]
-    path = save(tmp_path, [helper.make_node(op, ["x"], ["y"], **attrs)], [vi("x", dims)], [vi("y", None)])
+    """Pixel shuffle (a super-resolution model's upsampling) and its inverse (Real-ESRGAN's pixel
+    unshuffle at its input) at any batch and image size; the inverse's height and width must
+    divide by the blocksize, checked at each call with an error naming the node."""
+    attrs = {"blocksize": 2, "mode": mode} if op == "DepthToSpace" else {"blocksize": 2}
+    dims = ["N", 8 if op == "DepthToSpace" else 2, "H", "W"]
+    opset = 13 if mode == "DCR" or op == "DepthToSpace" else 28  # SpaceToDepth's mode came with opset 28
+    if op == "SpaceToDepth" and mode == "CRD":
+        attrs["mode"] = mode
+    path = save(tmp_path, [helper.make_node(op, ["x"], ["y"], name="s2d", **attrs)], [vi("x", dims)], [vi("y", None)],
+                opset=opset)
     lib, module = built_once(tmp_path, path)
-    for n, h, w in ([(2, 3, 5), (1, 1, 1), (3, 4, 2)] if op == "DepthToSpace" else [(2, 6, 4), (1, 6, 4)]):
+    for n, h, w in ([(2, 3, 5), (1, 1, 1), (3, 4, 2)] if op == "DepthToSpace" else [(2, 6, 4), (1, 2, 2), (3, 10, 16)]):
         x = rng.standard_normal((n, dims[1], h, w)).astype("float32")
         if op == "SpaceToDepth":
-            want = x.reshape(n, 2, h // 2, 2, w // 2, 2).transpose(0, 3, 5, 1, 2, 4).reshape(n, 8, h // 2, w // 2)
+            blocks = x.reshape(n, 2, h // 2, 2, w // 2, 2)
+            order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+            want = blocks.transpose(order).reshape(n, 8, h // 2, w // 2)
         elif mode == "DCR":
             want = x.reshape(n, 2, 2, 2, h, w).transpose(0, 3, 4, 1, 5, 2).reshape(n, 2, h * 2, w * 2)
         else:
             want = x.reshape(n, 2, 2, 2, h, w).transpose(0, 1, 4, 2, 5, 3).reshape(n, 2, h * 2, w * 2)
         for runner in (lib, module):
             np.testing.assert_array_equal(runner.run([x])[0], want)
+    if op == "SpaceToDepth":
+        for runner in (lib, module):
+            with pytest.raises(tessera.Error, match="node 's2d'.* needs the width a multiple of the blocksize 2"):
+                runner.run([np.zeros((1, 2, 4, 5), np.float32)])
 
 
 # (channels, out channels, spatial dimensions, size hints, sizes run): Winograd pays at enough
