@@ -28,7 +28,7 @@ std::vector<double> constant_floats(const ConvertContext& c, size_t input, const
 
 // Output sizes from scales, as ONNX's reference: floor(input size * scale); of a symbolic
 // dimension, the dimension itself where the scale is 1 (a dynamic batch), else an expression of
-// it where the scale is a multiple of 1/1024 (an image upsampled by 2).
+// it (tensor_ir::ops::scaled_size).
 relay_ir::Shape sizes_from_scales(const ConvertContext& c, const relay_ir::Shape& in,
                                   const std::vector<double>& scales) {
   if (scales.size() != in.size())

@@ -76,10 +76,17 @@ ResizeNearest parse_resize_nearest(const std::string& name) {
 }
 
 Expr scaled_size(const Expr& size, double scale) {
-  constexpr int64_t kDenominator = 1024;
-  const double numerator = scale * static_cast<double>(kDenominator);
-  if (!(numerator >= 1) || numerator != std::floor(numerator) || numerator > 1e9) return Expr();
-  return arith::simplify(floordiv(size * Expr(static_cast<int64_t>(numerator)), Expr(kDenominator)));
+  // The smallest power of two that makes the scale an integer, kept small enough that the product
+  // with any size (below 2^31) fits in 64 bits.
+  constexpr double kLargestNumerator = 2147483648.0;
+  if (!(scale > 0) || !std::isfinite(scale)) return Expr();
+  for (int k = 0; k <= 48; ++k) {
+    const double numerator = std::ldexp(scale, k);
+    if (numerator > kLargestNumerator) return Expr();
+    if (numerator == std::floor(numerator))
+      return arith::simplify(floordiv(size * Expr(static_cast<int64_t>(numerator)), Expr(int64_t{1} << k)));
+  }
+  return Expr();
 }
 
 namespace {

@@ -59,8 +59,9 @@ struct ResizeParams {
   bool roi_at_run_time(size_t d) const { return !run_time_roi.empty() && run_time_roi[d] >= 0; }
 };
 
-// floor(size * scale) as an expression of a symbolic size, for a scale that is a multiple of
-// 1/1024 (2, 0.5, 1.5...), where the product is exact; undefined for other scales.
+// floor(size * scale) as an expression of a symbolic size: floordiv(size * m, 2^k) for the scale
+// m / 2^k (every float32 scale is one: 2, 0.5, 0.3 as 10066330 / 2^25), exact as ONNX's float64
+// product of the two; undefined for a scale of no such m below 2^31.
 Expr scaled_size(const Expr& size, double scale);
 
 // With antialias, axis d's taps: offsets first .. first + count - 1 from the coordinate's floor,

@@ -344,8 +344,8 @@ def test_pads_that_may_crop_depending_on_the_sizes_are_built_per_size(tmp_path, 
 @pytest.mark.parametrize("mode,target", [("nearest", "llvm"), ("linear", "llvm"), ("linear", "opencl")])
 def test_resize_of_a_dynamic_batch(tmp_path, rng, mode, target):
     """Upsampling by 2 (F.interpolate's scales) of (N, C, 5, 6); the batch's scale of 1 keeps it
-    symbolic. An axis of symbolic size resized by a scale that no multiple of 1/1024 is (0.3: its
-    size floor(H * 0.3) is no exact expression of H) is built per size, saying which."""
+    symbolic. An axis of symbolic size resized by any other scale (0.3, as float32 10066330 / 2^25)
+    has the size floor(H * scale) as ONNX's reference computes it in float64, at every H."""
     nodes = [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode=mode)]
     scales = numpy_helper.from_array(np.array([1, 1, 2, 2], "float32"), "scales")
     path = save(tmp_path, nodes, [vi("x", ["N", 3, 5, 6])], [vi("y", ["N", 3, 10, 12])], [scales])
@@ -360,9 +360,13 @@ def test_resize_of_a_dynamic_batch(tmp_path, rng, mode, target):
             np.testing.assert_allclose(run([x])[0], want, rtol=1e-6, atol=1e-6)
     odd = numpy_helper.from_array(np.array([1, 1, 0.3, 2], "float32"), "scales")
     path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", 6])], [vi("y", None)], [odd])
-    lib = tessera.build(tessera.onnx.load(path), db=False)
-    assert lib.run([np.ones((1, 3, 10, 6), "float32")])[0].shape == (1, 3, 3, 12)
-    assert not lib.symbolic and "dimension 2 of (N, 3, H, 6) is symbolic (H)" in lib.symbolic_reason
+    lib, module = built_once(tmp_path, path, target)
+    for h in [10, 7, 1, 3, 4, 100, 1234]:
+        x = rng.standard_normal((1, 3, h, 6)).astype("float32")
+        want = tessera.build(tessera.onnx.load(path, shapes={"x": x.shape}), db=False, target=target).run([x])[0]
+        assert want.shape == (1, 3, int(np.floor(h * np.float64(np.float32(0.3)))), 12)
+        for run in (lib.run, module.run):
+            np.testing.assert_array_equal(run([x])[0], want)
 
 
 def test_a_pytorch_decoder_block_exported_with_dynamic_axes_builds_once_for_every_size(tmp_path):
