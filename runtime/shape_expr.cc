@@ -191,6 +191,11 @@ std::map<std::string, int64_t> bind_shape_vars(const std::vector<SymbolicShape>&
                " by itself or times a constant to tell its value");
       const int64_t want = e.evaluate(values);
       if (got[i][d] == want) continue;
+      // A multiple whose variable this dimension gives: it does not divide.
+      if (const auto var = scaled_var(e); var && var->second > 1 && got[i][d] % var->second != 0 &&
+                                          source[var->first] == names.at(i) + " dimension " + std::to_string(d))
+        fail(arg(i), ": dimension ", d, " must be a multiple of ", var->second, " (", e.str(),
+             ": the model splits it so), got ", got[i][d], " (shape ", shape_str(got[i]), ")");
       std::string because;
       std::vector<std::string> vars;
       e.collect_vars(vars);

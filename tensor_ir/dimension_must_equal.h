@@ -24,4 +24,16 @@ class DimensionMustEqual : public Error {
 // Throws DimensionMustEqual(`message`) when `dim` is a variable by itself; returns otherwise.
 void require_constant_dim(const Expr& dim, int64_t value, const std::string& message);
 
+// A variable dimension that must be a multiple of a constant for an operator to have exact sizes:
+// a reshape whose -1 divides the element count at some sizes only (PyTorch's pixel_unshuffle
+// splits H into (H / 2, 2)). The frontend declares the dimension as `factor` times a variable of
+// its own and imports again, so every size divides and each call checks its input.
+class DimensionMustBeMultiple : public Error {
+ public:
+  DimensionMustBeMultiple(std::string var, int64_t factor, const std::string& message)
+      : Error(message), var(std::move(var)), factor(factor) {}
+  std::string var;
+  int64_t factor;
+};
+
 }  // namespace tessera::tensor_ir

@@ -155,6 +155,8 @@ Expr ConvertContext::call(const std::string& name, std::vector<Expr> args, relay
     throw;
   } catch (const tensor_ir::DimensionMustEqual&) {
     throw;  // the importer fixes the dimension and imports again
+  } catch (const tensor_ir::DimensionMustBeMultiple&) {
+    throw;  // the importer declares it a multiple and imports again
   } catch (const Error& e) {
     error(e.what());
   }

@@ -17,6 +17,7 @@
 #include "runtime/element.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/dimension_must_equal.h"
+#include "tensor_ir/op.h"
 
 namespace tessera::frontend::onnx {
 
@@ -192,6 +193,9 @@ class Importer {
           if (dim.has_dim_value()) spec.shape.push_back(dim.dim_value());
           else if (auto fixed = options_.fixed_dims.find(var); fixed != options_.fixed_dims.end())
             spec.shape.push_back(fixed->second);
+          else if (auto m = options_.multiple_dims.find(var); m != options_.multiple_dims.end())
+            spec.shape.push_back(runtime::ShapeExpr::binary(
+                runtime::ShapeExpr::Op::Mul, runtime::ShapeExpr::var(multiple_dim_var(var, m->second)), m->second));
           else spec.shape.push_back(runtime::ShapeExpr::var(var));
         }
       }
@@ -216,9 +220,12 @@ class Importer {
         if (!options_.symbolic)
           fail("graph input '", in.name, "' has symbolic dimension '", d.str(), "'; ", how_to_give_shape(in.name),
                " (tessera.onnx.load without shapes= gives a DynamicModule, which runs at any size)");
-        auto [var, added] = dim_vars_.try_emplace(*d.var_name(), *d.var_name());
+        // A variable, or a constant times one (a dimension declared a multiple).
+        const bool scaled = d.var_name() == nullptr;
+        const std::string name = scaled ? *d.lhs().var_name() : *d.var_name();
+        auto [var, added] = dim_vars_.try_emplace(name, name);
         if (added) dim_bounds_[var->second.get()] = {0, tensor_ir::arith::ConstBound::kPosInf};
-        dims.push_back(var->second);
+        dims.push_back(scaled ? tensor_ir::Expr(var->second) * tensor_ir::Expr(d.rhs().constant()) : var->second);
       }
       relay_ir::Var v(in.name, relay_ir::tensor_type(relay_ir::Shape(dims), in.dtype));
       params_.push_back(v);
@@ -300,6 +307,9 @@ class Importer {
     } catch (const tensor_ir::DimensionMustEqual& e) {
       throw tensor_ir::DimensionMustEqual(e.var, e.value,
                                           node_description(node, opset_of(node.domain())) + ": " + e.what());
+    } catch (const tensor_ir::DimensionMustBeMultiple& e) {
+      throw tensor_ir::DimensionMustBeMultiple(e.var, e.factor,
+                                               node_description(node, opset_of(node.domain())) + ": " + e.what());
     } catch (const SymbolicRecurrence& r) {
       if (!recurrences_) throw Error(r.what());
       recurrences_->push_back(r);
@@ -387,6 +397,10 @@ class Importer {
           reads_dims = true;
         } else if (auto v = values_.find(in); v != values_.end() && v->second.as<relay_ir::ConstantNode>()) {
           o.constant = v->second.as<relay_ir::ConstantNode>()->data;
+          // A Slice or Gather of a constant of floats (a causal mask sliced to the sequence's
+          // length) reads it as data: its converter takes the shape values as sizes.
+          const bool data = in == node.input(0) && (node.op_type() == "Slice" || node.op_type() == "Gather");
+          if (data && !o.constant->dtype().is_integer() && o.constant->dtype() != runtime::kBool) return false;
         } else {
           return false;  // a tensor: a converter's value input, or an operator computing on it
         }
@@ -491,6 +505,8 @@ auto with_fixed_dims(const ImportOptions& options, F import) {
       return import(o);
     } catch (const tensor_ir::DimensionMustEqual& e) {
       if (!o.symbolic || !o.fixed_dims.emplace(e.var, e.value).second) throw Error(e.what());
+    } catch (const tensor_ir::DimensionMustBeMultiple& e) {
+      if (!o.symbolic || !o.multiple_dims.emplace(e.var, e.factor).second) throw Error(e.what());
     }
   }
 }

@@ -36,7 +36,16 @@ struct ImportOptions {
   // one where an operator needs it constant (tensor_ir/dimension_must_equal.h, a convolution's
   // channels), and each call checks it.
   std::map<std::string, int64_t> fixed_dims;
+  // Dimension variables that are a multiple of a constant (tensor_ir/dimension_must_equal.h: a
+  // reshape that splits them): the dimension H of factor 2 is declared as multiple_dim_var("H", 2)
+  // times 2, and each call checks that the factor divides it.
+  std::map<std::string, int64_t> multiple_dims;
 };
+
+// "H_div2": the variable of a dimension H declared a multiple of 2 (ImportOptions::multiple_dims).
+inline std::string multiple_dim_var(const std::string& var, int64_t factor) {
+  return var + "_div" + std::to_string(factor);
+}
 
 // Thrown when values the compiler needs at compile time come from graph inputs: `inputs`
 // names them, so a caller can bind them and import again.

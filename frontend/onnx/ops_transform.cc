@@ -6,6 +6,8 @@
 
 #include "relay_ir/ops/type_relations.h"
 #include "tensor_ir/arith/polynomial.h"
+#include "tensor_ir/dimension_must_equal.h"
+#include "tensor_ir/substitute.h"
 #include "tensor_ir/op.h"
 #include "runtime/error.h"
 #include "runtime/view_shapes.h"
@@ -38,6 +40,18 @@ std::vector<int64_t> axes_of(const ConvertContext& c, int opset_as_input, size_t
 
 // reshape_target for a symbolic input shape or target (frontend/onnx/dim_values.h): a -1 is the
 // element count divided by the other dimensions' product, which must divide it provably.
+// Where `known` divides `numel` once a variable of it is a multiple of a constant (2 to 64, the
+// smallest), throws DimensionMustBeMultiple for it (tensor_ir/dimension_must_equal.h).
+void require_multiple_that_divides(const tensor_ir::Expr& numel, const tensor_ir::Expr& known, const std::string& why) {
+  for (const tensor_ir::Var& v : tensor_ir::vars_of(numel))
+    for (int64_t factor = 2; factor <= 64; ++factor) {
+      const tensor_ir::Expr multiple = v * tensor_ir::Expr(factor);
+      if (tensor_ir::arith::exact_quotient(tensor_ir::substitute(numel, v, multiple),
+                                           tensor_ir::substitute(known, v, multiple)))
+        throw tensor_ir::DimensionMustBeMultiple(v->name, factor, why);
+    }
+}
+
 relay_ir::Shape symbolic_reshape_target(const ConvertContext& c, const relay_ir::Shape& in,
                                         std::vector<tensor_ir::Expr> shape, bool allowzero) {
   tensor_ir::Expr known = int64_t{1};
@@ -61,9 +75,12 @@ relay_ir::Shape symbolic_reshape_target(const ConvertContext& c, const relay_ir:
   }
   if (infer >= 0) {
     std::optional<tensor_ir::Expr> inferred = tensor_ir::arith::exact_quotient(in.numel(), known);
-    if (!inferred)
-      c.error("cannot infer the -1 of shape " + str() + " for an input of shape " + in.str() +
-              ": the other dimensions do not provably divide its element count");
+    if (!inferred) {
+      const std::string why = "cannot infer the -1 of shape " + str() + " for an input of shape " + in.str() +
+                              ": the other dimensions do not provably divide its element count";
+      require_multiple_that_divides(in.numel(), known, why);
+      c.error(why);
+    }
     shape[infer] = *inferred;
   }
   return relay_ir::Shape(shape);
@@ -202,10 +219,16 @@ Exprs convert_slice(ConvertContext& c) {
     axes = c.attr_ints("axes", {});
   } else {
     c.check_attrs({});
-    starts = c.constant_ints(1, "starts");
-    ends = c.constant_ints(2, "ends");
     if (c.has_input(3)) axes = c.constant_ints(3, "axes");
     if (c.has_input(4)) steps = c.constant_ints(4, "steps");
+    if (c.is_dim_input(1) || c.is_dim_input(2))  // computed from the sizes: a crop to another's size
+      return {c.call("slice", {c.input(0)},
+                     {{"starts", relay_ir::Shape(c.dim_ints(1, "starts"))},
+                      {"ends", relay_ir::Shape(c.dim_ints(2, "ends"))},
+                      {"axes", axes},
+                      {"steps", steps}})};
+    starts = c.constant_ints(1, "starts");
+    ends = c.constant_ints(2, "ends");
   }
   return {c.call("slice", {c.input(0)}, {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}})};
 }

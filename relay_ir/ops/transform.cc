@@ -169,8 +169,8 @@ Type split_rel(const std::vector<Type>& args, const Attrs& attrs) {
 Type slice_rel(const std::vector<Type>& args, const Attrs& a) {
   const auto& x = tensor_arg(args, 0, "input");
   std::vector<tensor_ir::Expr> shape;
-  for (const ops::SliceAxis& d : ops::slice_axes(x.shape.dims(), a.get_ints("starts"), a.get_ints("ends"),
-                                                 a.get_ints("axes"), a.get_ints("steps")))
+  for (const ops::SliceAxis& d : ops::slice_axes(x.shape.dims(), a.get_shape("starts").dims(),
+                                                 a.get_shape("ends").dims(), a.get_ints("axes"), a.get_ints("steps")))
     shape.push_back(d.length);
   return tensor_type(Shape(shape), x.dtype);
 }
@@ -198,6 +198,23 @@ Type reverse_sequence_rel(const std::vector<Type>& args, const Attrs& attrs) {
   if (lengths.shape != Shape(std::vector<tensor_ir::Expr>{x.shape.dim(ba)}))
     fail("sequence lengths must have shape (", x.shape.dim(ba), "), got ", lengths.shape.str());
   return args[0];
+}
+
+// A slice's start or end of symbolic value that the sizes do not place within its axis.
+std::vector<OpDef::NonEmptyDim> slice_checks(const CallNode& call) {
+  const auto& a = call.attrs;
+  if (a.get_shape("starts").is_static() && a.get_shape("ends").is_static()) return {};
+  std::vector<OpDef::NonEmptyDim> checks;
+  const std::vector<ops::SliceAxis> axes =
+      ops::slice_axes(tensor_of(call.args.at(0)).shape.dims(), a.get_shape("starts").dims(), a.get_shape("ends").dims(),
+                      a.get_ints("axes"), a.get_ints("steps"));
+  for (size_t d = 0; d < axes.size(); ++d)
+    for (const tensor_ir::Expr& e : axes[d].within)
+      checks.push_back({e, tensor_ir::Expr(int64_t{1}),
+                        "slices axis " + std::to_string(d) +
+                            " at a start or end the sizes give, which must lie within "
+                            "it (from 0 to its size; its distance to the nearer end, plus 1, must be positive)"});
+  return checks;
 }
 
 // space_to_depth's symbolic height and width must divide by the blocksize: 1 - size % blocksize
@@ -484,17 +501,21 @@ void register_transform_ops(OpRegistry& r) {
        "transform",
        tile_gradient});
   r.add({"slice",
-         "ONNX Slice: starts/ends clamped, negative ones from the end, any nonzero steps",
+         "ONNX Slice: starts/ends clamped, negative ones from the end, any nonzero steps; starts and ends may be "
+         "expressions of the sizes, of a sign the sizes tell, with positive steps",
          1,
          1,
          {required_ints("starts"), required_ints("ends"), optional_ints("axes"), optional_ints("steps")},
          slice_rel,
          injective,
          single_output([](const Tensors& in, const Attrs& a) {
-           return ops::slice(in[0], a.get_ints("starts"), a.get_ints("ends"), a.get_ints("axes"), a.get_ints("steps"));
+           return ops::slice(in[0], a.get_shape("starts").dims(), a.get_shape("ends").dims(), a.get_ints("axes"),
+                             a.get_ints("steps"));
          }),
          "transform",
-         slice_gradient});
+         slice_gradient,
+         /*is_view=*/false,
+         slice_checks});
   r.add({"depth_to_space",
          "moves channel blocks into spatial blocks (NCHW; mode DCR or CRD)",
          1,

@@ -10,6 +10,7 @@
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/index_util.h"
 #include "tensor_ir/structural.h"
+#include "tensor_ir/substitute.h"
 
 namespace tessera::tensor_ir::ops {
 
@@ -270,8 +271,11 @@ namespace {
 
 // A symbolic axis of size n sliced from `start` to `end` by `step` (constants), as ONNX clamps
 // them: [0, n] with a positive step, [0, n - 1] and [-1, n - 1] with a negative one.
+// A start or end at least this far from 0 (as exporters write INT64_MAX) stands for the axis' end.
+constexpr int64_t kBeyondAxis = int64_t{1} << 31;
+
 SliceAxis symbolic_slice(const Expr& n, int64_t start, int64_t end, int64_t step) {
-  constexpr int64_t kBeyond = int64_t{1} << 31;
+  constexpr int64_t kBeyond = kBeyondAxis;
   auto position = [&](int64_t p, int64_t lowest, const Expr& highest) -> Expr {
     if (p >= kBeyond) return highest;
     if (p <= -kBeyond) return Expr(lowest);
@@ -318,9 +322,62 @@ std::vector<SliceAxis> slice_axes(const std::vector<Expr>& in, const std::vector
   return out;
 }
 
-Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
-             const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
-  const std::vector<SliceAxis> dims = slice_axes(x->shape, starts, ends, axes, steps);
+std::vector<SliceAxis> slice_axes(const std::vector<Expr>& in, const std::vector<Expr>& starts,
+                                  const std::vector<Expr>& ends, const std::vector<int64_t>& axes,
+                                  const std::vector<int64_t>& steps) {
+  // The constant ones as integers (a value of symbolic size as 0 until it is taken below).
+  std::vector<int64_t> fixed_starts, fixed_ends;
+  bool all_constant = true;
+  for (const auto& [from, to] : {std::pair{&starts, &fixed_starts}, std::pair{&ends, &fixed_ends}})
+    for (const Expr& e : *from) {
+      const int64_t* v = as_const_int(e);
+      all_constant = all_constant && v;
+      to->push_back(v ? *v : 0);
+    }
+  std::vector<SliceAxis> out = slice_axes(in, fixed_starts, fixed_ends, axes, steps);
+  if (all_constant) return out;
+  std::vector<int64_t> ax = axes;
+  if (ax.empty())
+    for (size_t i = 0; i < starts.size(); ++i) ax.push_back(static_cast<int64_t>(i));
+  ax = normalize_axes(ax, static_cast<int64_t>(in.size()), "slice: axes");
+  // A value of symbolic size (the sizes give it: x[:, :, :skip.shape[2]]) clamps to [0, n] as
+  // ONNX's do; its sign decides whether it counts from the end, so the sizes must tell it.
+  for (size_t i = 0; i < ax.size(); ++i) {
+    if (as_const_int(starts[i]) && as_const_int(ends[i])) continue;
+    const auto d = static_cast<size_t>(ax[i]);
+    const int64_t step = steps.empty() ? 1 : steps[i];
+    if (step <= 0)
+      fail("slice: axis ", d, " is sliced from ", to_string(starts[i]), " to ", to_string(ends[i]), " by step ", step,
+           ": a start or end of symbolic value needs a positive step");
+    arith::BoundMap sizes;  // dimension variables are sizes
+    for (const Expr& e : {in[d], starts[i], ends[i]})
+      for (const Var& v : vars_of(e)) sizes[v.get()] = {0, arith::ConstBound::kPosInf};
+    std::vector<Expr> within;
+    auto position = [&](const Expr& p) {
+      if (const int64_t* v = as_const_int(p)) {  // clamped as ONNX does (past 2^31: the axis' end)
+        if (*v >= kBeyondAxis) return in[d];
+        return arith::simplify(*v >= 0 ? min(p, in[d]) : max(in[d] + p, Expr(0)), sizes);
+      }
+      Expr at;
+      if (arith::can_prove(p >= Expr(0), sizes)) at = p;
+      else if (arith::can_prove(p < Expr(0), sizes)) at = in[d] + p;
+      // -L (x[:, -L:]): from the end but at L = 0, where it is the axis' start (min(-p, 1) is 0).
+      else if (arith::can_prove(p <= Expr(0), sizes)) at = (in[d] + p) * min(Expr(0) - p, Expr(1));
+      else fail("slice: axis ", d, " is sliced at ", to_string(p), ", which counts from the end at some sizes only");
+      if (!arith::can_prove(logical_and(at >= Expr(0), at <= in[d]), sizes))
+        within.push_back(arith::simplify(min(in[d] - at, at) + Expr(1), sizes));
+      return arith::simplify(at, sizes);
+    };
+    const Expr first = position(starts[i]), last = position(ends[i]);
+    out[d] = {first, step, arith::simplify(floordiv(max(last - first, Expr(0)) + Expr(step - 1), Expr(step)), sizes),
+              within};
+  }
+  return out;
+}
+
+namespace {
+
+Tensor slice_of(const Tensor& x, const std::vector<SliceAxis>& dims) {
   std::vector<Expr> shape;
   for (const SliceAxis& d : dims) shape.push_back(d.length);
   return compute(
@@ -334,6 +391,18 @@ Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vec
         return x(idx);
       },
       "slice", "transform");
+}
+
+}  // namespace
+
+Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+             const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+  return slice_of(x, slice_axes(x->shape, starts, ends, axes, steps));
+}
+
+Tensor slice(const Tensor& x, const std::vector<Expr>& starts, const std::vector<Expr>& ends,
+             const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+  return slice_of(x, slice_axes(x->shape, starts, ends, axes, steps));
 }
 
 namespace {

@@ -45,12 +45,24 @@ struct SliceAxis {
   Expr start;
   int64_t step = 1;
   Expr length;
+  // Expressions that must be at least 1 at each call: a start or end of symbolic value taken to lie
+  // within the axis (its size minus it, plus 1), where the sizes do not tell it.
+  std::vector<Expr> within;
 };
 std::vector<SliceAxis> slice_axes(const std::vector<Expr>& in, const std::vector<int64_t>& starts,
                                   const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
                                   const std::vector<int64_t>& steps);
+// Starts and ends that may be expressions of the sizes (a crop to another tensor's size, a causal
+// mask cut to the sequence's length), each provably non-negative or negative (from the end) at
+// every size, sliced by a positive step. Where the sizes do not tell that such a value lies within
+// the axis (ONNX would clamp it), the slice takes it as it is and SliceAxis::within checks it.
+std::vector<SliceAxis> slice_axes(const std::vector<Expr>& in, const std::vector<Expr>& starts,
+                                  const std::vector<Expr>& ends, const std::vector<int64_t>& axes,
+                                  const std::vector<int64_t>& steps);
 // ONNX Slice semantics (see slice_dims).
 Tensor slice(const Tensor& x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+             const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
+Tensor slice(const Tensor& x, const std::vector<Expr>& starts, const std::vector<Expr>& ends,
              const std::vector<int64_t>& axes, const std::vector<int64_t>& steps);
 // pads: begins of every dimension, then ends; `value` fills constant padding.
 Tensor pad(const Tensor& x, const std::vector<Expr>& pads, PadMode mode, double value);

@@ -168,6 +168,38 @@ def test_depth_to_space_of_symbolic_sizes(tmp_path, rng, op, mode):
                 runner.run([np.zeros((1, 2, 4, 5), np.float32)])
 
 
+def test_pixel_unshuffle_as_pytorch_exports_it_declares_height_and_width_even(tmp_path, rng):
+    """F.pixel_unshuffle exported by PyTorch: Reshape to (N, C, -1, 2, W / 2, 2), whose -1 is exact
+    only where H is even. The import declares H and W multiples of 2 (a variable of their half
+    each), so one build serves every even size, and an odd one is an error naming the input."""
+    torch = pytest.importorskip("torch")
+    from torch_numpy import array, tensor
+
+    class Unshuffle(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(12, 8, 3, padding=1)
+
+        def forward(self, x):
+            return self.conv(torch.nn.functional.pixel_unshuffle(x, 2))
+
+    torch.manual_seed(0)
+    model = Unshuffle().eval()
+    path = str(tmp_path / "unshuffle.onnx")
+    torch.onnx.export(model, tensor(np.zeros((1, 3, 8, 8), "float32")), path, input_names=["x"],
+                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=17)
+    lib, module = built_once(tmp_path, path)
+    for shape in [(1, 3, 8, 8), (2, 3, 6, 14), (1, 3, 2, 2)]:
+        x = rng.standard_normal(shape).astype("float32")
+        with torch.no_grad():
+            want = array(model(tensor(x)))
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-5, atol=1e-5)
+    for runner in (lib, module):
+        with pytest.raises(tessera.Error, match="input 'x'.*dimension 3 must be a multiple of 2"):
+            runner.run([np.zeros((1, 3, 8, 7), "float32")])
+
+
 # (channels, out channels, spatial dimensions, size hints, sizes run): Winograd pays at enough
 # tiles per image, and at 7x7 outputs (4 tiles) over a batch of 3 or more (16-lane vectors).
 WINOGRAD_AT_SOME_SIZES = {

@@ -450,3 +450,66 @@ def test_a_pytorch_decoder_step_with_a_cache_of_past_tokens_builds_once_for_ever
         for run in (lib.run, module.run):
             for got, w in zip(run(ins), want):
                 np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+
+
+def test_a_crop_to_another_tensors_size_builds_once(tmp_path, rng):
+    """An FPN's upsampled map cropped to its skip connection's size (x[:, :, :a.shape[2], :a.shape[3]]
+    in PyTorch: Slice to ends computed from a Shape) before they add: the crop's length is the
+    skip's, at every image size, odd ones included."""
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+             helper.make_node("Resize", ["p", "", "scales"], ["up"], mode="nearest"),
+             helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Slice", ["shape", "two", "four"], ["hw"]),  # [H, W]
+             helper.make_node("Slice", ["up", "zeros", "hw", "axes"], ["crop"], name="crop"),
+             helper.make_node("Add", ["x", "crop"], ["y"])]
+    inits = [numpy_helper.from_array(np.array([1, 1, 2, 2], "float32"), "scales"), ints("two", [2]), ints("four", [4]),
+             ints("zeros", [0, 0]), ints("axes", [2, 3])]
+    path = save(tmp_path, nodes, [vi("x", ["N", 3, "H", "W"])], [vi("y", None)], inits)
+    lib, module = built_once(tmp_path, path)
+    for n, h, w in [(1, 8, 8), (2, 7, 9), (1, 1, 1), (1, 2, 5)]:
+        x = rng.standard_normal((n, 3, h, w)).astype("float32")
+        padded = np.pad(x, [(0, 0), (0, 0), (0, h % 2), (0, w % 2)], constant_values=-np.inf)
+        pooled = padded.reshape(n, 3, (h + 1) // 2, 2, (w + 1) // 2, 2).max(axis=(3, 5))
+        want = x + pooled.repeat(2, 2).repeat(2, 3)[:, :, :h, :w]
+        for run in (lib.run, module.run):
+            np.testing.assert_array_equal(run([x])[0], want)
+
+
+def test_a_causal_mask_buffer_cut_to_the_sequence_builds_once(tmp_path):
+    """GPT-2's attention as PyTorch exports it: a constant lower-triangular buffer of 64 positions
+    cut to the keys and queries (bias[:, :, k - q:k, :k], ends of symbolic value), and the last q
+    rows of the keys (kv[:, -q:], all of them at q = 0). One build serves every length that fits
+    the buffer; past it, the cut (which ONNX would clamp) is an error naming the node."""
+    torch = pytest.importorskip("torch")
+    from torch_numpy import array, tensor
+
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("bias", torch.tril(torch.ones(64, 64)).view(1, 1, 64, 64))
+
+        def forward(self, x, past):
+            kv = torch.cat([past, x], 1)
+            q, k = x.shape[1], kv.shape[1]
+            mask = self.bias[:, :, k - q:k, :k]
+            w = torch.where(mask.bool(), x.unsqueeze(1) @ kv.unsqueeze(1).transpose(-1, -2) / 4, torch.tensor(-1e4))
+            return (w.softmax(-1) @ kv.unsqueeze(1)).squeeze(1), kv[:, -q:]
+
+    model = Attention().eval()
+    path = str(tmp_path / "attention.onnx")
+    torch.onnx.export(model, (tensor(np.zeros((1, 3, 16), "float32")), tensor(np.zeros((1, 5, 16), "float32"))), path,
+                      input_names=["x", "past"], dynamic_axes={"x": {0: "N", 1: "L"}, "past": {0: "N", 1: "P"}},
+                      opset_version=17)
+    lib, module = built_once(tmp_path, path)
+    rng = np.random.default_rng(0)
+    for n, length, past in [(1, 3, 5), (2, 1, 0), (1, 7, 57), (3, 0, 4)]:
+        ins = [rng.standard_normal((n, length, 16)).astype("float32"),
+               rng.standard_normal((n, past, 16)).astype("float32")]
+        with torch.no_grad():
+            want = [array(t) for t in model(*[tensor(a) for a in ins])]
+        for run in (lib.run, module.run):
+            for got, w in zip(run(ins), want):
+                np.testing.assert_allclose(got, w, rtol=1e-5, atol=1e-5)
+    for run in (lib.run, module.run):
+        with pytest.raises(tessera.Error, match="Slice.*must lie within"):
+            run([np.zeros((1, 4, 16), "float32"), np.zeros((1, 61, 16), "float32")])
