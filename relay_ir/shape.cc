@@ -9,6 +9,7 @@
 #include "tensor_ir/ir.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/printer.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/structural.h"
 
 namespace tessera::relay_ir {
@@ -72,7 +73,7 @@ bool dims_equal(const Expr& a, const Expr& b) {
   const auto* cb = b.as<tensor_ir::IntImm>();
   if (ca || cb) return ca && cb && ca->value == cb->value;
   if (tensor_ir::structural_equal(a, b)) return true;
-  return tensor_ir::arith::equal_as_polynomials(a, b);
+  return tensor_ir::same_dimension(a, b);
 }
 
 bool Shape::operator==(const Shape& o) const {

@@ -36,4 +36,13 @@ class DimensionMustBeMultiple : public Error {
   int64_t factor;
 };
 
+// Whether dimensions `a` and `b` are equal at every size where both are sizes (not negative, as
+// each call checks every tensor's): as polynomials, once a clamp max(x, 0) at the top of either
+// is dropped.
+bool same_dimension(const Expr& a, const Expr& b);
+// Where `a` and `b` are the same dimension once a variable of theirs is a multiple of a constant
+// (2 to 64, the smallest; x[::2] and x[1::2] of an even height), throws DimensionMustBeMultiple
+// with `message`; returns otherwise.
+void require_multiple_for_same_dimension(const Expr& a, const Expr& b, const std::string& message);
+
 }  // namespace tessera::tensor_ir

@@ -28,8 +28,10 @@ int64_t size_hint(const Expr& extent) {
   if (const int64_t* c = as_const_int(extent)) return *c;
   VarMap values;
   for (const Var& v : vars_of(extent)) values[v.get()] = IntImm::make(v.type(), size_hint(v.name()));
+  // An extent the hints leave empty (a sequence a model shortens past the hinted length) says
+  // nothing of its sizes either.
   const int64_t* c = as_const_int(arith::simplify(substitute(extent, values)));
-  return c ? *c : kDefaultSizeHint;
+  return c && *c > 0 ? *c : kDefaultSizeHint;
 }
 
 }  // namespace tessera::tensor_ir

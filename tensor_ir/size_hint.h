@@ -2,8 +2,8 @@
 // tiles, unrolling and thresholds from extents; a symbolic extent (a batch or sequence length a
 // kernel takes at run time) is taken at a representative value for those choices: the hints in
 // scope for the build (a dynamic library's first sizes, or a model's representative ones), else
-// kDefaultSizeHint for each variable (and for a hint of 0). Only choices read them: the code is
-// correct at any size.
+// kDefaultSizeHint for each variable (and for a hint of 0, or an extent that is not positive at
+// the hints). Only choices read them: the code is correct at any size.
 #pragma once
 #include <cstdint>
 #include <map>

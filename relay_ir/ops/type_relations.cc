@@ -4,6 +4,7 @@
 
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/math_reduce.h"
 #include "tensor_ir/printer.h"
@@ -96,11 +97,17 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   for (size_t i = 0; i < n; ++i) {
     tensor_ir::Expr x = i < n - a.size() ? tensor_ir::Expr(1) : a.dim(i - (n - a.size()));
     tensor_ir::Expr y = i < n - b.size() ? tensor_ir::Expr(1) : b.dim(i - (n - b.size()));
-    if (tensor_ir::is_const_int(x, 1)) out[i] = y;
-    else if (tensor_ir::is_const_int(y, 1) || dims_equal(x, y)) out[i] = x;
-    else
-      fail("shapes ", a.str(), " and ", b.str(), " broadcast only if dimension ", i, " is equal (",
-           tensor_ir::to_string(x), " vs ", tensor_ir::to_string(y), "), which their symbolic sizes do not tell");
+    if (tensor_ir::is_const_int(x, 1)) {
+      out[i] = y;
+    } else if (tensor_ir::is_const_int(y, 1) || dims_equal(x, y)) {
+      out[i] = x;
+    } else {
+      const std::string message = "shapes " + a.str() + " and " + b.str() + " broadcast only if dimension " +
+                                  std::to_string(i) + " is equal (" + tensor_ir::to_string(x) + " vs " +
+                                  tensor_ir::to_string(y) + "), which their symbolic sizes do not tell";
+      tensor_ir::require_multiple_for_same_dimension(x, y, message);
+      fail(message);
+    }
   }
   return Shape(out);
 }

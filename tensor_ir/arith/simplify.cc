@@ -1,6 +1,7 @@
 #include "tensor_ir/arith/simplify.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <cmath>
 #include <numeric>
 #include <optional>
@@ -432,6 +433,21 @@ class Simplifier : public IRMutator {
         if (as_const_int(inner->b) && as_const_int(b))
           return mutate(Node::make(inner->a, mutate(Node::make(inner->b, b))));
       }
+      // Absorption: max(min(x, y), x) -> x and min(max(x, y), x) -> x, in either order.
+      using Dual = std::conditional_t<std::is_same_v<Node, Min>, Max, Min>;
+      auto absorbs = [](const Expr& e, const Expr& x) {
+        const auto* d = e.template as<Dual>();
+        return d && (structural_equal(d->a, x) || structural_equal(d->b, x));
+      };
+      if (absorbs(a, b)) return b;
+      if (absorbs(b, a)) return a;
+      // Idempotence: min(min(x, y), y) -> min(x, y), in either order.
+      auto holds = [](const Expr& e, const Expr& x) {
+        const auto* n = e.template as<Node>();
+        return n && (structural_equal(n->a, x) || structural_equal(n->b, x));
+      };
+      if (holds(a, b)) return a;
+      if (holds(b, a)) return b;
     }
     if (Expr v = broadcast_binary<Node>(a, b)) return v;
     return Node::make(a, b);

@@ -1,5 +1,7 @@
 #include "tensor_ir/ops/math.h"
 
+#include "tensor_ir/dimension_must_equal.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -28,7 +30,7 @@ std::vector<Expr> broadcast_shape(const std::vector<Tensor>& ts) {
     Expr out = 1;
     for (const auto& t : ts) {
       Expr x = i < n - t.ndim() ? Expr(1) : t->shape[i - (n - t.ndim())];
-      if (!is_const_int(x, 1) && !is_const_int(out, 1) && !structural_equal(x, out)) {
+      if (!is_const_int(x, 1) && !is_const_int(out, 1) && !structural_equal(x, out) && !same_dimension(x, out)) {
         std::string names;
         for (const auto& u : ts) names += (names.empty() ? "" : ", ") + u.name();
         fail("broadcast of ", names, ": dimension ", i, " is ", to_string(out), " vs ", to_string(x));

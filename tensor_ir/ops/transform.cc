@@ -276,6 +276,8 @@ constexpr int64_t kBeyondAxis = int64_t{1} << 31;
 
 SliceAxis symbolic_slice(const Expr& n, int64_t start, int64_t end, int64_t step) {
   constexpr int64_t kBeyond = kBeyondAxis;
+  arith::BoundMap sizes;  // n's variables are sizes
+  for (const Var& v : vars_of(n)) sizes[v.get()] = {0, arith::ConstBound::kPosInf};
   auto position = [&](int64_t p, int64_t lowest, const Expr& highest) -> Expr {
     if (p >= kBeyond) return highest;
     if (p <= -kBeyond) return Expr(lowest);
@@ -283,13 +285,18 @@ SliceAxis symbolic_slice(const Expr& n, int64_t start, int64_t end, int64_t step
   };
   if (step > 0) {
     const Expr first = position(start, 0, n), last = position(end, 0, n);
-    return {arith::simplify(first), step,
-            arith::simplify(floordiv(max(last - first, Expr(0)) + Expr(step - 1), Expr(step)))};
+    // To the end from a start within the first step (x[1::2]): ceil((n - start) / step), which is 0
+    // where n <= start, with no clamp to keep (so x[::2] and x[1::2] agree wherever n is even).
+    if (end >= kBeyond && start >= 0 && start < step)
+      return {arith::simplify(first, sizes), step,
+              arith::simplify(floordiv(n - Expr(start) + Expr(step - 1), Expr(step)), sizes)};
+    return {arith::simplify(first, sizes), step,
+            arith::simplify(floordiv(max(last - first, Expr(0)) + Expr(step - 1), Expr(step)), sizes)};
   }
   const Expr first = position(start, 0, n - Expr(1)), last = position(end, -1, n - Expr(1));
   // At most n: an empty axis has none however its ends clamp.
   Expr length = min(floordiv(max(first - last, Expr(0)) + Expr(-step - 1), Expr(-step)), n);
-  return {arith::simplify(first), step, arith::simplify(length)};
+  return {arith::simplify(first, sizes), step, arith::simplify(length, sizes)};
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "tensor_ir/ops/index_util.h"
 #include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/arith/simplify.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/printer.h"
 #include "tensor_ir/substitute.h"
 
@@ -76,11 +77,15 @@ std::vector<Expr> concat_dims(const std::vector<std::vector<Expr>>& ins, int64_t
     if (static_cast<int64_t>(ins[i].size()) != rank)
       fail("concat: input ", i, " has shape ", shape_str(ins[i]), ", input 0 has ", shape_str(ins[0]),
            " (ranks differ)");
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != a && !arith::equal_as_polynomials(ins[i][d], ins[0][d]))
-        fail("concat: input ", i, " has shape ", shape_str(ins[i]), ", input 0 has ", shape_str(ins[0]), "; they must ",
-             as_const_int(ins[i][d]) && as_const_int(ins[0][d]) ? "" : "provably ",
-             "agree in every dimension but axis ", a);
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == a || same_dimension(ins[i][d], ins[0][d])) continue;
+      const std::string message = "concat: input " + std::to_string(i) + " has shape " + shape_str(ins[i]) +
+                                  ", input 0 has " + shape_str(ins[0]) + "; they must " +
+                                  (as_const_int(ins[i][d]) && as_const_int(ins[0][d]) ? "" : "provably ") +
+                                  "agree in every dimension but axis " + std::to_string(a);
+      require_multiple_for_same_dimension(ins[i][d], ins[0][d], message);
+      fail(message);
+    }
     out[a] = arith::simplify(out[a] + ins[i][a]);
   }
   return out;

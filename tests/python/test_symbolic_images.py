@@ -200,6 +200,45 @@ def test_pixel_unshuffle_as_pytorch_exports_it_declares_height_and_width_even(tm
             runner.run([np.zeros((1, 3, 8, 7), "float32")])
 
 
+def test_yolo_focus_and_detect_head_build_once(tmp_path, rng):
+    """YOLOv5's Focus (x[..., ::2, ::2] beside x[..., 1::2, ::2] and the other two, concatenated:
+    equal only at an even height and width, which the import declares) and its detect head: the
+    map viewed as (N, anchors, outputs, ny, nx), permuted, offset by a meshgrid of arange(ny) and
+    arange(nx), flattened to (N, anchors * ny * nx, outputs). One build for every even size."""
+    torch = pytest.importorskip("torch")
+    from torch_numpy import array, tensor
+
+    class Yolo(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.focus, self.head = torch.nn.Conv2d(12, 16, 3, padding=1), torch.nn.Conv2d(16, 18, 1)
+
+        def forward(self, x):
+            x = torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1)
+            p = self.head(torch.nn.functional.silu(self.focus(x)))
+            n, _, ny, nx = p.shape
+            p = p.view(n, 3, 6, ny, nx).permute(0, 1, 3, 4, 2)
+            yv, xv = torch.meshgrid(torch.arange(ny), torch.arange(nx), indexing="ij")
+            grid = torch.stack((xv, yv), 2).view(1, 1, ny, nx, 2).float()
+            return torch.cat([(p[..., :2].sigmoid() * 2 - 0.5 + grid) * 2, p[..., 2:].sigmoid()], -1).view(n, -1, 6)
+
+    torch.manual_seed(0)
+    model = Yolo().eval()
+    path = str(tmp_path / "yolo.onnx")
+    torch.onnx.export(model, tensor(np.zeros((1, 3, 16, 16), "float32")), path, input_names=["x"],
+                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=17)
+    lib, module = built_once(tmp_path, path)
+    for shape in [(1, 3, 16, 16), (2, 3, 10, 22), (1, 3, 2, 2)]:
+        x = rng.standard_normal(shape).astype("float32")
+        with torch.no_grad():
+            want = array(model(tensor(x)))
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-5, atol=1e-5)
+    for runner in (lib, module):
+        with pytest.raises(tessera.Error, match="input 'x'.*dimension 2 must be a multiple of 2"):
+            runner.run([np.zeros((1, 3, 9, 8), "float32")])
+
+
 # (channels, out channels, spatial dimensions, size hints, sizes run): Winograd pays at enough
 # tiles per image, and at 7x7 outputs (4 tiles) over a batch of 3 or more (16-lane vectors).
 WINOGRAD_AT_SOME_SIZES = {

@@ -513,3 +513,37 @@ def test_a_causal_mask_buffer_cut_to_the_sequence_builds_once(tmp_path):
     for run in (lib.run, module.run):
         with pytest.raises(tessera.Error, match="Slice.*must lie within"):
             run([np.zeros((1, 4, 16), "float32"), np.zeros((1, 61, 16), "float32")])
+
+
+def test_an_audio_feature_extractor_shortening_the_sequence_builds_once(tmp_path):
+    """wav2vec 2.0's front as PyTorch exports it at a dynamic length: strided convolutions that
+    shorten T to T // 10 - 1 (empty at the default size hint of 16, where no tile is chosen from
+    it), group norm, GELU, a grouped positional convolution whose last frame is cropped (x[:, :, :-1])
+    and a layer norm over rows whose count is that expression. Against PyTorch at 3 lengths."""
+    torch = pytest.importorskip("torch")
+    from torch_numpy import array, tensor
+    nn, F = torch.nn, torch.nn.functional
+
+    class Front(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.gn, self.c2 = nn.Conv1d(1, 16, 10, 5), nn.GroupNorm(16, 16), nn.Conv1d(16, 16, 3, 2)
+            self.pos, self.ln = nn.Conv1d(16, 16, 8, padding=4, groups=4), nn.LayerNorm(16)
+
+        def forward(self, x):
+            h = F.gelu(self.c2(F.gelu(self.gn(self.c1(x.unsqueeze(1))))))
+            return self.ln((h + F.gelu(self.pos(h)[:, :, :-1])).transpose(1, 2))
+
+    torch.manual_seed(0)
+    model = Front().eval()
+    path = str(tmp_path / "front.onnx")
+    torch.onnx.export(model, tensor(np.zeros((2, 400), "float32")), path, input_names=["x"],
+                      dynamic_axes={"x": {0: "N", 1: "T"}}, opset_version=17)
+    lib, module = built_once(tmp_path, path)
+    rng = np.random.default_rng(0)
+    for shape in [(2, 400), (1, 1003), (3, 57)]:
+        x = rng.standard_normal(shape).astype("float32")
+        with torch.no_grad():
+            want = array(model(tensor(x)))
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([x])[0], want, rtol=1e-4, atol=1e-4)

@@ -154,6 +154,17 @@ TEST(Simplify, SymbolicSplitsAndClippedTiles) {
       << to_string(arith::simplify(loop, sizes));
 }
 
+TEST(Simplify, MinAndMaxAbsorbAndRepeatNothing) {
+  // A fused row's region clipped at both ends by bound inference: [q, max(min(q, n - 1), q)] is
+  // one row, whatever n is.
+  Var q("q"), n("n");
+  EXPECT_EQ(s(max(min(q, n - 1), q)), "q");
+  EXPECT_EQ(s(min(q, max(n, q))), "q");
+  EXPECT_EQ(s(min(min(q, n), n)), "min(q, n)");
+  EXPECT_EQ(s(max(n, max(q, n))), "max(q, n)");
+  EXPECT_EQ(s(max(min(min(q, n - 2), n - 2), q)), "q");
+}
+
 TEST(Simplify, SymbolicDivisorsWithAConstantFactor) {
   // Heads merged back: row i*4 + j // 64 of [L, N*4, 64] (j < 256) is row i // N, head
   // (i % N)*4 + j // 64, with one division per row instead of one per element.
