@@ -174,13 +174,8 @@ class BoundInference {
         } else if (is_const_int(inner_ext, 1)) {
           offset[f.outer.get()] = fused, offset[f.inner.get()] = Expr(0);
         } else {
-          // An inner extent the bounds do not tell non-negative (T // 10 - 1) divides as at least
-          // 1: where it is not, the fused loop runs no iteration, and the outer index stays
-          // provably non-negative for the regions it reads.
-          const Expr divisor =
-              arith::can_prove(inner_ext >= Expr(0), var_bounds_) ? inner_ext : max(inner_ext, Expr(1));
-          offset[f.outer.get()] = simplify(floordiv(fused, divisor));
-          offset[f.inner.get()] = simplify(floormod(fused, divisor));
+          offset[f.outer.get()] = simplify(floordiv(fused, inner_ext));
+          offset[f.inner.get()] = simplify(floormod(fused, inner_ext));
         }
       }
     }

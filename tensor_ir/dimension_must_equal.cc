@@ -9,7 +9,8 @@
 namespace tessera::tensor_ir {
 
 void require_constant_dim(const Expr& dim, int64_t value, const std::string& message) {
-  if (const auto* v = dim.as<VarNode>()) throw DimensionMustEqual(v->name, value, message);
+  if (const auto* v = dim.as<VarNode>())
+    throw DimensionRequirement(DimensionRequirement::Kind::Constant, v->name, value, "", message);
 }
 
 namespace {
@@ -29,21 +30,39 @@ bool same_dimension(const Expr& a, const Expr& b) {
   return arith::equal_as_polynomials(a, b) || arith::equal_as_polynomials(unclamped(a), unclamped(b));
 }
 
-void require_multiple_for_same_dimension(const Expr& a, const Expr& b, const std::string& message) {
+namespace {
+
+// Throws a requirement (`message`) that the first variable of `a` and `b` for which `holds` the
+// pair with it a multiple be the smallest such multiple (2 to 64), each variable a size.
+template <typename Holds>
+void require_multiple_for(const Expr& a, const Expr& b, const std::string& message, Holds holds) {
   std::vector<Var> vars = vars_of(a);
   for (const Var& v : vars_of(b)) vars.push_back(v);
-  arith::BoundMap sizes;  // every variable is a size
+  arith::BoundMap sizes;
   for (const Var& v : vars) sizes[v.get()] = {0, arith::ConstBound::kPosInf};
   for (const Var& v : vars) {
+    const Var part(v->name);  // v as factor * part
+    sizes[part.get()] = {0, arith::ConstBound::kPosInf};
     for (int64_t factor = 2; factor <= 64; ++factor) {
-      const Var half(v->name + "_div" + std::to_string(factor));
-      sizes[half.get()] = {0, arith::ConstBound::kPosInf};
-      const Expr multiple = half * Expr(factor);
-      if (same_dimension(arith::simplify(substitute(a, v, multiple), sizes),
-                         arith::simplify(substitute(b, v, multiple), sizes)))
-        throw DimensionMustBeMultiple(v->name, factor, message);
+      const Expr multiple = part * Expr(factor);
+      if (holds(arith::simplify(substitute(a, v, multiple), sizes), arith::simplify(substitute(b, v, multiple), sizes)))
+        throw DimensionRequirement(DimensionRequirement::Kind::Multiple, v->name, factor, "", message);
     }
   }
+}
+
+}  // namespace
+
+void require_same_dimension(const Expr& a, const Expr& b, const std::string& message) {
+  const auto *va = a.as<VarNode>(), *vb = b.as<VarNode>();
+  if (va && vb && va != vb)
+    throw DimensionRequirement(DimensionRequirement::Kind::SameAs, vb->name, 0, va->name, message);
+  require_multiple_for(a, b, message, same_dimension);
+}
+
+void require_multiple_for_exact_quotient(const Expr& dividend, const Expr& divisor, const std::string& message) {
+  require_multiple_for(dividend, divisor, message,
+                       [](const Expr& x, const Expr& y) { return arith::exact_quotient(x, y).has_value(); });
 }
 
 }  // namespace tessera::tensor_ir

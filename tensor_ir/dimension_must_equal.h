@@ -1,9 +1,11 @@
-// A symbolic dimension that an operator needs to be a constant: a convolution's input channels,
-// which its weights fix, or a product's inner dimension against a constant operand. Where that
-// dimension is a variable by itself, the operator throws DimensionMustEqual; the frontend that
-// owns the variable (a model input's named dimension) fixes it to the value and imports again, so
-// the module declares the constant and every call checks it, as TVM Relax's match_cast does. A
-// dimension that is an expression of variables stays an error.
+// What an operator needs of a symbolic dimension that only a declaration of the model's inputs can
+// give: a constant (a convolution's input channels, which its weights fix), a multiple of a
+// constant (a reshape that splits H into (H / 2, 2); x[::2] beside x[1::2]), or the same size as
+// another variable (a broadcast of [N] against [M], as ONNX Runtime's symbolic shape inference
+// merges them). Where the dimension is a variable by itself, the operator throws a
+// DimensionRequirement; the frontend that owns the variable (a model input's named dimension)
+// declares it so and imports again, so the module declares the relation and every call checks it,
+// as TVM Relax's match_cast does. A dimension that is an expression of variables stays an error.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -13,36 +15,38 @@
 
 namespace tessera::tensor_ir {
 
-class DimensionMustEqual : public Error {
+class DimensionRequirement : public Error {
  public:
-  DimensionMustEqual(std::string var, int64_t value, const std::string& message)
-      : Error(message), var(std::move(var)), value(value) {}
+  enum class Kind {
+    Constant,  // var is `value`
+    Multiple,  // var is `value` times a variable of its own
+    SameAs,    // var is the variable `other`
+  };
+  DimensionRequirement(Kind kind, std::string var, int64_t value, std::string other, const std::string& message)
+      : Error(message), kind(kind), var(std::move(var)), value(value), other(std::move(other)) {}
+  // The same requirement, its message after `context` ("Conv (node 'c'): ...").
+  DimensionRequirement in(const std::string& context) const {
+    return DimensionRequirement(kind, var, value, other, context + ": " + what());
+  }
+  Kind kind;
   std::string var;  // the variable's name
   int64_t value;
+  std::string other;
 };
 
-// Throws DimensionMustEqual(`message`) when `dim` is a variable by itself; returns otherwise.
+// Throws a requirement that `dim` be `value` (`message`) when it is a variable by itself.
 void require_constant_dim(const Expr& dim, int64_t value, const std::string& message);
-
-// A variable dimension that must be a multiple of a constant for an operator to have exact sizes:
-// a reshape whose -1 divides the element count at some sizes only (PyTorch's pixel_unshuffle
-// splits H into (H / 2, 2)). The frontend declares the dimension as `factor` times a variable of
-// its own and imports again, so every size divides and each call checks its input.
-class DimensionMustBeMultiple : public Error {
- public:
-  DimensionMustBeMultiple(std::string var, int64_t factor, const std::string& message)
-      : Error(message), var(std::move(var)), factor(factor) {}
-  std::string var;
-  int64_t factor;
-};
 
 // Whether dimensions `a` and `b` are equal at every size where both are sizes (not negative, as
 // each call checks every tensor's): as polynomials, once a clamp max(x, 0) at the top of either
 // is dropped.
 bool same_dimension(const Expr& a, const Expr& b);
-// Where `a` and `b` are the same dimension once a variable of theirs is a multiple of a constant
-// (2 to 64, the smallest; x[::2] and x[1::2] of an even height), throws DimensionMustBeMultiple
-// with `message`; returns otherwise.
-void require_multiple_for_same_dimension(const Expr& a, const Expr& b, const std::string& message);
+// Where `a` and `b`, not the same dimension, are two variables, throws a requirement that the
+// second be the first; where they are the same once a variable of theirs is a multiple of a
+// constant (2 to 64, the smallest), a requirement that it be one. Returns otherwise.
+void require_same_dimension(const Expr& a, const Expr& b, const std::string& message);
+// Where `divisor` divides `dividend` exactly once a variable is such a multiple, throws that
+// requirement; returns otherwise.
+void require_multiple_for_exact_quotient(const Expr& dividend, const Expr& divisor, const std::string& message);
 
 }  // namespace tessera::tensor_ir

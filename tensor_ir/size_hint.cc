@@ -28,10 +28,13 @@ int64_t size_hint(const Expr& extent) {
   if (const int64_t* c = as_const_int(extent)) return *c;
   VarMap values;
   for (const Var& v : vars_of(extent)) values[v.get()] = IntImm::make(v.type(), size_hint(v.name()));
-  // An extent the hints leave empty (a sequence a model shortens past the hinted length) says
-  // nothing of its sizes either.
   const int64_t* c = as_const_int(arith::simplify(substitute(extent, values)));
-  return c && *c > 0 ? *c : kDefaultSizeHint;
+  return c ? *c : kDefaultSizeHint;
+}
+
+int64_t tile_size_hint(const Expr& extent) {
+  const int64_t hint = size_hint(extent);
+  return hint > 0 ? hint : kDefaultSizeHint;
 }
 
 }  // namespace tessera::tensor_ir

@@ -2,8 +2,8 @@
 // tiles, unrolling and thresholds from extents; a symbolic extent (a batch or sequence length a
 // kernel takes at run time) is taken at a representative value for those choices: the hints in
 // scope for the build (a dynamic library's first sizes, or a model's representative ones), else
-// kDefaultSizeHint for each variable (and for a hint of 0, or an extent that is not positive at
-// the hints). Only choices read them: the code is correct at any size.
+// kDefaultSizeHint for each variable (and for a hint of 0). Only choices read them: the code is
+// correct at any size.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -30,6 +30,9 @@ class SizeHintScope {
 
 // `extent`'s value, its variables at their hints (a constant's own value).
 int64_t size_hint(const Expr& extent);
+// The same for choosing a tile of the extent: kDefaultSizeHint where the hints leave it empty or
+// negative (a sequence a model shortens past the hinted length), which says nothing of its sizes.
+int64_t tile_size_hint(const Expr& extent);
 // The hint of the dimension variable `name`.
 int64_t size_hint(const std::string& name);
 

@@ -153,10 +153,8 @@ Expr ConvertContext::call(const std::string& name, std::vector<Expr> args, relay
     return e;
   } catch (const BindingRequired&) {
     throw;
-  } catch (const tensor_ir::DimensionMustEqual&) {
-    throw;  // the importer fixes the dimension and imports again
-  } catch (const tensor_ir::DimensionMustBeMultiple&) {
-    throw;  // the importer declares it a multiple and imports again
+  } catch (const tensor_ir::DimensionRequirement&) {
+    throw;  // the importer declares the dimension so and imports again
   } catch (const Error& e) {
     error(e.what());
   }

@@ -189,7 +189,10 @@ class Importer {
         if (!tt.has_shape()) fail("graph input '", name, "' has no shape in the model; ", how_to_give_shape(name));
         for (int d = 0; d < tt.shape().dim_size(); ++d) {
           const auto& dim = tt.shape().dim(d);
-          const std::string var = dim.dim_param().empty() ? name + "." + std::to_string(d) : dim.dim_param();
+          std::string var = dim.dim_param().empty() ? name + "." + std::to_string(d) : dim.dim_param();
+          for (auto same = options_.same_dims.find(var); same != options_.same_dims.end();
+               same = options_.same_dims.find(var))
+            var = same->second;
           if (dim.has_dim_value()) spec.shape.push_back(dim.dim_value());
           else if (auto fixed = options_.fixed_dims.find(var); fixed != options_.fixed_dims.end())
             spec.shape.push_back(fixed->second);
@@ -304,12 +307,8 @@ class Importer {
       outputs = convert_widened(node, inputs, names);
     } catch (const BindingRequired&) {
       throw;
-    } catch (const tensor_ir::DimensionMustEqual& e) {
-      throw tensor_ir::DimensionMustEqual(e.var, e.value,
-                                          node_description(node, opset_of(node.domain())) + ": " + e.what());
-    } catch (const tensor_ir::DimensionMustBeMultiple& e) {
-      throw tensor_ir::DimensionMustBeMultiple(e.var, e.factor,
-                                               node_description(node, opset_of(node.domain())) + ": " + e.what());
+    } catch (const tensor_ir::DimensionRequirement& e) {
+      throw e.in(node_description(node, opset_of(node.domain())));
     } catch (const SymbolicRecurrence& r) {
       if (!recurrences_) throw Error(r.what());
       recurrences_->push_back(r);
@@ -495,18 +494,37 @@ class Importer {
   return model;
 }
 
-// `import(o)` for options `o` (from `options`), again with each input dimension fixed that an
-// operator needs constant (tensor_ir/dimension_must_equal.h); any other variable stays an error.
+bool ImportOptions::declare(const tensor_ir::DimensionRequirement& r) {
+  const std::string& v = r.var;
+  if (fixed_dims.count(v) || multiple_dims.count(v) || same_dims.count(v)) return false;
+  switch (r.kind) {
+    case tensor_ir::DimensionRequirement::Kind::Constant:
+      fixed_dims[v] = r.value;
+      return true;
+    case tensor_ir::DimensionRequirement::Kind::Multiple:
+      multiple_dims[v] = r.value;
+      return true;
+    case tensor_ir::DimensionRequirement::Kind::SameAs:
+      for (std::string o = r.other;; o = same_dims.at(o)) {
+        if (o == v) return false;
+        if (!same_dims.count(o)) break;
+      }
+      same_dims[v] = r.other;
+      return true;
+  }
+  return false;
+}
+
+// `import(o)` for options `o` (from `options`), again with each input dimension declared as an
+// operator needs it (tensor_ir/dimension_must_equal.h); any other variable stays an error.
 template <typename F>
 auto with_fixed_dims(const ImportOptions& options, F import) {
   ImportOptions o = options;
   for (;;) {
     try {
       return import(o);
-    } catch (const tensor_ir::DimensionMustEqual& e) {
-      if (!o.symbolic || !o.fixed_dims.emplace(e.var, e.value).second) throw Error(e.what());
-    } catch (const tensor_ir::DimensionMustBeMultiple& e) {
-      if (!o.symbolic || !o.multiple_dims.emplace(e.var, e.factor).second) throw Error(e.what());
+    } catch (const tensor_ir::DimensionRequirement& e) {
+      if (!o.symbolic || !o.declare(e)) throw Error(e.what());
     }
   }
 }
@@ -537,7 +555,7 @@ std::vector<SymbolicRecurrence> symbolic_recurrences(const ::onnx::ModelProto& m
     probe.collect_symbolic_recurrences(found);
     try {
       probe.run();
-    } catch (const tensor_ir::DimensionMustEqual&) {
+    } catch (const tensor_ir::DimensionRequirement&) {
       throw;
     } catch (const Error&) {  // an operator that needs constant sizes: the nodes before it are found
     }

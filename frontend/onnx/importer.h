@@ -14,6 +14,7 @@
 #include "relay_ir/module.h"
 #include "runtime/error.h"
 #include "runtime/kernel.h"
+#include "tensor_ir/dimension_must_equal.h"
 
 namespace tessera::frontend::onnx {
 
@@ -32,14 +33,15 @@ struct ImportOptions {
   // (relay_ir/shape.h) instead of refusing them: one module for every size, as far as the
   // operators it reaches type symbolic shapes (one that needs a constant throws naming itself).
   bool symbolic = false;
-  // Dimension variables fixed to a value, in every input dimension of that name: the import fixes
-  // one where an operator needs it constant (tensor_ir/dimension_must_equal.h, a convolution's
-  // channels), and each call checks it.
+  // Dimension variables declared as an operator needs them (tensor_ir/dimension_must_equal.h), in
+  // every input dimension of that name, and checked at each call: fixed to a value (a
+  // convolution's channels), a multiple of a constant (H of factor 2 as multiple_dim_var("H", 2)
+  // times 2: a reshape that splits it), or another variable (a broadcast of [N] against [M]).
   std::map<std::string, int64_t> fixed_dims;
-  // Dimension variables that are a multiple of a constant (tensor_ir/dimension_must_equal.h: a
-  // reshape that splits them): the dimension H of factor 2 is declared as multiple_dim_var("H", 2)
-  // times 2, and each call checks that the factor divides it.
   std::map<std::string, int64_t> multiple_dims;
+  std::map<std::string, std::string> same_dims;
+  // Records `r`; false where its variable is declared already (or would be its own alias).
+  bool declare(const tensor_ir::DimensionRequirement& r);
 };
 
 // "H_div2": the variable of a dimension H declared a multiple of 2 (ImportOptions::multiple_dims).

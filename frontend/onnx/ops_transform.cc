@@ -7,7 +7,6 @@
 #include "relay_ir/ops/type_relations.h"
 #include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/dimension_must_equal.h"
-#include "tensor_ir/substitute.h"
 #include "tensor_ir/op.h"
 #include "runtime/error.h"
 #include "runtime/view_shapes.h"
@@ -39,19 +38,8 @@ std::vector<int64_t> axes_of(const ConvertContext& c, int opset_as_input, size_t
 }
 
 // reshape_target for a symbolic input shape or target (frontend/onnx/dim_values.h): a -1 is the
-// element count divided by the other dimensions' product, which must divide it provably.
-// Where `known` divides `numel` once a variable of it is a multiple of a constant (2 to 64, the
-// smallest), throws DimensionMustBeMultiple for it (tensor_ir/dimension_must_equal.h).
-void require_multiple_that_divides(const tensor_ir::Expr& numel, const tensor_ir::Expr& known, const std::string& why) {
-  for (const tensor_ir::Var& v : tensor_ir::vars_of(numel))
-    for (int64_t factor = 2; factor <= 64; ++factor) {
-      const tensor_ir::Expr multiple = v * tensor_ir::Expr(factor);
-      if (tensor_ir::arith::exact_quotient(tensor_ir::substitute(numel, v, multiple),
-                                           tensor_ir::substitute(known, v, multiple)))
-        throw tensor_ir::DimensionMustBeMultiple(v->name, factor, why);
-    }
-}
-
+// element count divided by the other dimensions' product, which must divide it provably (or once
+// an input dimension is declared a multiple: tensor_ir/dimension_must_equal.h).
 relay_ir::Shape symbolic_reshape_target(const ConvertContext& c, const relay_ir::Shape& in,
                                         std::vector<tensor_ir::Expr> shape, bool allowzero) {
   tensor_ir::Expr known = int64_t{1};
@@ -78,7 +66,7 @@ relay_ir::Shape symbolic_reshape_target(const ConvertContext& c, const relay_ir:
     if (!inferred) {
       const std::string why = "cannot infer the -1 of shape " + str() + " for an input of shape " + in.str() +
                               ": the other dimensions do not provably divide its element count";
-      require_multiple_that_divides(in.numel(), known, why);
+      tensor_ir::require_multiple_for_exact_quotient(in.numel(), known, why);
       c.error(why);
     }
     shape[infer] = *inferred;

@@ -105,7 +105,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
       const std::string message = "shapes " + a.str() + " and " + b.str() + " broadcast only if dimension " +
                                   std::to_string(i) + " is equal (" + tensor_ir::to_string(x) + " vs " +
                                   tensor_ir::to_string(y) + "), which their symbolic sizes do not tell";
-      tensor_ir::require_multiple_for_same_dimension(x, y, message);
+      tensor_ir::require_same_dimension(x, y, message);
       fail(message);
     }
   }

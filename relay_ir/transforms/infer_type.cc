@@ -20,10 +20,8 @@ Type type_of_call(const CallNode* c) {
   if (const OpDef* def = c->op_def()) {
     try {
       return def->infer_type(args, c->attrs);
-    } catch (const tensor_ir::DimensionMustEqual& e) {
-      throw tensor_ir::DimensionMustEqual(e.var, e.value, call_name(c) + ": " + e.what());
-    } catch (const tensor_ir::DimensionMustBeMultiple& e) {
-      throw tensor_ir::DimensionMustBeMultiple(e.var, e.factor, call_name(c) + ": " + e.what());
+    } catch (const tensor_ir::DimensionRequirement& e) {
+      throw e.in(call_name(c));
     } catch (const Error& e) {
       std::string types;
       for (const auto& t : args) types += (types.empty() ? "" : ", ") + to_string(t);

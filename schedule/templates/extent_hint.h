@@ -1,6 +1,6 @@
 // Templates choose tiles, unrolling and thresholds from loop extents. A symbolic extent (a batch
 // or sequence length that a kernel takes at run time) counts as its size hint for those choices
-// (tensor_ir/size_hint.h): the splits they lead to get their tails from lowering, which also keeps
+// (tensor_ir/size_hint.h: tile_size_hint): the splits they lead to get their tails from lowering, which also keeps
 // a vectorized or unrolled loop of unknown extent serial, so every size computes correctly.
 #pragma once
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 namespace tessera::schedule {
 
-inline int64_t extent_hint(const tensor_ir::Expr& extent) { return tensor_ir::size_hint(extent); }
+inline int64_t extent_hint(const tensor_ir::Expr& extent) { return tensor_ir::tile_size_hint(extent); }
 inline int64_t dim_hint(const tensor_ir::OperationNode* t, size_t d) { return extent_hint(t->shape.at(d)); }
 inline int64_t dim_hint(const tensor_ir::Tensor& t, size_t d) { return dim_hint(t.get(), d); }
 // Whether two extents are the same (equal constants, or the same expression): where a template

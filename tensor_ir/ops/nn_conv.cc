@@ -183,7 +183,7 @@ Tensor pack_weight(const ConvCore& c, int64_t ocv) {
 Tensor blocked(const ConvCore& c, int64_t ocv) {
   size_t rank = c.out.size();
   int64_t cg = c.c / c.groups, mg = c.m / c.groups;
-  int64_t tile = conv_tile_width(size_hint(c.out.back()), ocv / c.registers.lanes(c.acc), c.registers);
+  int64_t tile = conv_tile_width(tile_size_hint(c.out.back()), ocv / c.registers.lanes(c.acc), c.registers);
   std::vector<Expr> padded = with_last(c.out, round_up(c.out.back(), tile));
   Tensor p = padded_input(c, needed_extent(c, padded));
   int64_t blocks = (c.m + ocv - 1) / ocv;
@@ -270,15 +270,15 @@ Tensor depthwise(const ConvCore& core) {
   // along the one before (the template computes a block of rows per vector of outputs, so each
   // input row loaded serves every output row of the block).
   std::vector<Expr> padded = core.out;
-  const int64_t width = size_hint(padded.back());
+  const int64_t width = tile_size_hint(padded.back());
   if (width >= lanes) padded.back() = round_up(padded.back(), lanes);
-  if (rank >= 2) padded[rank - 2] = round_up(padded[rank - 2], depthwise_row_block(size_hint(padded[rank - 2])));
+  if (rank >= 2) padded[rank - 2] = round_up(padded[rank - 2], depthwise_row_block(tile_size_hint(padded[rank - 2])));
   // The padding must come from P, never from clamped reads of the input (vectors along x).
   // With a stride along x, a vector of outputs reads every stride-th column: P is split by phase
   // so that it reads a contiguous run (narrow rows excepted, where the copy into P costs more
   // than the shuffles it saves).
   ConvCore c = core;
-  bool phased = c.strides.back() > 1 && 2 * size_hint(padded.back()) > lanes;
+  bool phased = c.strides.back() > 1 && 2 * tile_size_hint(padded.back()) > lanes;
   bool tile_padded = false;
   for (size_t d = 0; d < rank; ++d) tile_padded = tile_padded || !padded[d].same_as(c.out[d]);
   if (tile_padded || phased) c.raw = Tensor();

@@ -53,7 +53,7 @@ bool static_space(const ConvCore& c);
 void check_geometry(const std::string& op, size_t rank, const ConvGeometry& g);
 
 // The data's channels `channels` as a constant; where they are a variable by itself, the
-// DimensionMustEqual (tensor_ir/dimension_must_equal.h) that fixes it to `expected` (what the
+// DimensionRequirement (tensor_ir/dimension_must_equal.h) that fixes it to `expected` (what the
 // weight says); any other expression is an error naming `op` and the data's shape.
 int64_t constant_channels(const std::string& op, const Expr& channels, int64_t expected,
                           const std::vector<int64_t>& weight, const std::vector<Expr>& data);

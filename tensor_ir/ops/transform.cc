@@ -269,13 +269,12 @@ Tensor tile(const Tensor& x, const std::vector<Expr>& repeats) {
 
 namespace {
 
+// A start or end at least this far from 0 (as exporters write INT64_MAX) stands for the axis' end.
+constexpr int64_t kBeyond = int64_t{1} << 31;
+
 // A symbolic axis of size n sliced from `start` to `end` by `step` (constants), as ONNX clamps
 // them: [0, n] with a positive step, [0, n - 1] and [-1, n - 1] with a negative one.
-// A start or end at least this far from 0 (as exporters write INT64_MAX) stands for the axis' end.
-constexpr int64_t kBeyondAxis = int64_t{1} << 31;
-
 SliceAxis symbolic_slice(const Expr& n, int64_t start, int64_t end, int64_t step) {
-  constexpr int64_t kBeyond = kBeyondAxis;
   arith::BoundMap sizes;  // n's variables are sizes
   for (const Var& v : vars_of(n)) sizes[v.get()] = {0, arith::ConstBound::kPosInf};
   auto position = [&](int64_t p, int64_t lowest, const Expr& highest) -> Expr {
@@ -347,8 +346,9 @@ std::vector<SliceAxis> slice_axes(const std::vector<Expr>& in, const std::vector
   if (ax.empty())
     for (size_t i = 0; i < starts.size(); ++i) ax.push_back(static_cast<int64_t>(i));
   ax = normalize_axes(ax, static_cast<int64_t>(in.size()), "slice: axes");
-  // A value of symbolic size (the sizes give it: x[:, :, :skip.shape[2]]) clamps to [0, n] as
-  // ONNX's do; its sign decides whether it counts from the end, so the sizes must tell it.
+  // A value the sizes give (x[:, :, :skip.shape[2]]) counts from the end where negative, so the
+  // sizes must tell its sign; it is taken to lie within the axis (checked where they do not tell
+  // it) rather than clamped as a constant is, so that its length stays an expression of it.
   for (size_t i = 0; i < ax.size(); ++i) {
     if (as_const_int(starts[i]) && as_const_int(ends[i])) continue;
     const auto d = static_cast<size_t>(ax[i]);
@@ -362,7 +362,7 @@ std::vector<SliceAxis> slice_axes(const std::vector<Expr>& in, const std::vector
     std::vector<Expr> within;
     auto position = [&](const Expr& p) {
       if (const int64_t* v = as_const_int(p)) {  // clamped as ONNX does (past 2^31: the axis' end)
-        if (*v >= kBeyondAxis) return in[d];
+        if (*v >= kBeyond) return in[d];
         return arith::simplify(*v >= 0 ? min(p, in[d]) : max(in[d] + p, Expr(0)), sizes);
       }
       Expr at;

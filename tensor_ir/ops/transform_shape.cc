@@ -83,7 +83,7 @@ std::vector<Expr> concat_dims(const std::vector<std::vector<Expr>>& ins, int64_t
                                   ", input 0 has " + shape_str(ins[0]) + "; they must " +
                                   (as_const_int(ins[i][d]) && as_const_int(ins[0][d]) ? "" : "provably ") +
                                   "agree in every dimension but axis " + std::to_string(a);
-      require_multiple_for_same_dimension(ins[i][d], ins[0][d], message);
+      require_same_dimension(ins[i][d], ins[0][d], message);
       fail(message);
     }
     out[a] = arith::simplify(out[a] + ins[i][a]);

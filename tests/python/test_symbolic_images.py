@@ -168,12 +168,34 @@ def test_depth_to_space_of_symbolic_sizes(tmp_path, rng, op, mode):
                 runner.run([np.zeros((1, 2, 4, 5), np.float32)])
 
 
+def runs_as_pytorch_at_even_sizes(tmp_path, rng, model_class, shapes, odd_shape, odd_dim):
+    """An instance of `model_class` exported by PyTorch with a dynamic batch, height and width,
+    built once: as PyTorch at `shapes`; at `odd_shape`, an error naming dimension `odd_dim` of the
+    input, which must be even."""
+    import torch
+    from torch_numpy import array, tensor
+    torch.manual_seed(0)
+    model = model_class().eval()
+    path = str(tmp_path / "model.onnx")
+    torch.onnx.export(model, tensor(np.zeros(shapes[0], "float32")), path, input_names=["x"],
+                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=17)
+    lib, module = built_once(tmp_path, path)
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype("float32")
+        with torch.no_grad():
+            want = array(model(tensor(x)))
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-5, atol=1e-5)
+    for runner in (lib, module):
+        with pytest.raises(tessera.Error, match=f"input 'x'.*dimension {odd_dim} must be a multiple of 2"):
+            runner.run([np.zeros(odd_shape, "float32")])
+
+
 def test_pixel_unshuffle_as_pytorch_exports_it_declares_height_and_width_even(tmp_path, rng):
     """F.pixel_unshuffle exported by PyTorch: Reshape to (N, C, -1, 2, W / 2, 2), whose -1 is exact
     only where H is even. The import declares H and W multiples of 2 (a variable of their half
     each), so one build serves every even size, and an odd one is an error naming the input."""
     torch = pytest.importorskip("torch")
-    from torch_numpy import array, tensor
 
     class Unshuffle(torch.nn.Module):
         def __init__(self):
@@ -183,21 +205,7 @@ def test_pixel_unshuffle_as_pytorch_exports_it_declares_height_and_width_even(tm
         def forward(self, x):
             return self.conv(torch.nn.functional.pixel_unshuffle(x, 2))
 
-    torch.manual_seed(0)
-    model = Unshuffle().eval()
-    path = str(tmp_path / "unshuffle.onnx")
-    torch.onnx.export(model, tensor(np.zeros((1, 3, 8, 8), "float32")), path, input_names=["x"],
-                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=17)
-    lib, module = built_once(tmp_path, path)
-    for shape in [(1, 3, 8, 8), (2, 3, 6, 14), (1, 3, 2, 2)]:
-        x = rng.standard_normal(shape).astype("float32")
-        with torch.no_grad():
-            want = array(model(tensor(x)))
-        for runner in (lib, module):
-            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-5, atol=1e-5)
-    for runner in (lib, module):
-        with pytest.raises(tessera.Error, match="input 'x'.*dimension 3 must be a multiple of 2"):
-            runner.run([np.zeros((1, 3, 8, 7), "float32")])
+    runs_as_pytorch_at_even_sizes(tmp_path, rng, Unshuffle, [(1, 3, 8, 8), (2, 3, 6, 14), (1, 3, 2, 2)], (1, 3, 8, 7), 3)
 
 
 def test_yolo_focus_and_detect_head_build_once(tmp_path, rng):
@@ -206,7 +214,6 @@ def test_yolo_focus_and_detect_head_build_once(tmp_path, rng):
     map viewed as (N, anchors, outputs, ny, nx), permuted, offset by a meshgrid of arange(ny) and
     arange(nx), flattened to (N, anchors * ny * nx, outputs). One build for every even size."""
     torch = pytest.importorskip("torch")
-    from torch_numpy import array, tensor
 
     class Yolo(torch.nn.Module):
         def __init__(self):
@@ -222,21 +229,7 @@ def test_yolo_focus_and_detect_head_build_once(tmp_path, rng):
             grid = torch.stack((xv, yv), 2).view(1, 1, ny, nx, 2).float()
             return torch.cat([(p[..., :2].sigmoid() * 2 - 0.5 + grid) * 2, p[..., 2:].sigmoid()], -1).view(n, -1, 6)
 
-    torch.manual_seed(0)
-    model = Yolo().eval()
-    path = str(tmp_path / "yolo.onnx")
-    torch.onnx.export(model, tensor(np.zeros((1, 3, 16, 16), "float32")), path, input_names=["x"],
-                      dynamic_axes={"x": {0: "N", 2: "H", 3: "W"}}, opset_version=17)
-    lib, module = built_once(tmp_path, path)
-    for shape in [(1, 3, 16, 16), (2, 3, 10, 22), (1, 3, 2, 2)]:
-        x = rng.standard_normal(shape).astype("float32")
-        with torch.no_grad():
-            want = array(model(tensor(x)))
-        for runner in (lib, module):
-            np.testing.assert_allclose(runner.run([x])[0], want, rtol=1e-5, atol=1e-5)
-    for runner in (lib, module):
-        with pytest.raises(tessera.Error, match="input 'x'.*dimension 2 must be a multiple of 2"):
-            runner.run([np.zeros((1, 3, 9, 8), "float32")])
+    runs_as_pytorch_at_even_sizes(tmp_path, rng, Yolo, [(1, 3, 16, 16), (2, 3, 10, 22), (1, 3, 2, 2)], (1, 3, 9, 8), 2)
 
 
 # (channels, out channels, spatial dimensions, size hints, sizes run): Winograd pays at enough

@@ -547,3 +547,27 @@ def test_an_audio_feature_extractor_shortening_the_sequence_builds_once(tmp_path
             want = array(model(tensor(x)))
         for run in (lib.run, module.run):
             np.testing.assert_allclose(run([x])[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_dimensions_named_apart_that_broadcast_together_are_one(tmp_path, rng):
+    """torch.onnx.export with dynamic_axes as lists names each input's dimensions apart
+    (ids_dynamic_axes_1, mask_dynamic_axes_1); a broadcast of one against the other (the attention
+    mask added to the scores) takes them as one variable, as ONNX Runtime's symbolic shape
+    inference merges them: one build, whose calls must give them equal (an error naming the input
+    otherwise, also where one is 1)."""
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["x", "xt"], ["scores"]),
+             helper.make_node("Unsqueeze", ["mask", "one"], ["m"]),
+             helper.make_node("Add", ["scores", "m"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", ["x_axis_0", "x_axis_1", 4]), vi("mask", ["mask_axis_0", "mask_axis_1"])],
+                [vi("y", None)], [ints("one", [1])])
+    lib, module = built_once(tmp_path, path)
+    for n, length in [(2, 5), (1, 1), (3, 17)]:
+        x = rng.standard_normal((n, length, 4)).astype("float32")
+        mask = rng.standard_normal((n, length)).astype("float32")
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([x, mask])[0], x @ x.transpose(0, 2, 1) + mask[:, None, :], rtol=1e-5,
+                                       atol=1e-5)
+    for run in (lib.run, module.run):
+        with pytest.raises(tessera.Error, match="input 'mask'.*dimension 1 must be x_axis_1 = 5"):
+            run([np.zeros((2, 5, 4), "float32"), np.zeros((2, 1), "float32")])

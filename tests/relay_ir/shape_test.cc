@@ -58,6 +58,22 @@ TEST(TypeRelations, SymbolicDimensionsBroadcastAgainstOneOrThemselves) {
             std::string::npos);
 }
 
+TEST(TypeRelations, TwoDimensionVariablesThatBroadcastMustBeOne) {
+  // [N] against [M] (an exporter naming the dimensions of each input apart): M must be N; the
+  // importer declares it so. Against an expression of variables: an error.
+  tensor_ir::Var n("N"), m("M");
+  try {
+    broadcast_shapes(Shape({Dim(n), Dim(5)}), Shape({Dim(m), Dim(5)}));
+    FAIL() << "no requirement";
+  } catch (const tensor_ir::DimensionRequirement& r) {
+    EXPECT_EQ(r.kind, tensor_ir::DimensionRequirement::Kind::SameAs);
+    EXPECT_EQ(r.var, "M");
+    EXPECT_EQ(r.other, "N");
+  }
+  EXPECT_NE(message_of([&] { broadcast_shapes(Shape({Dim(n)}), Shape({m * Dim(n)})); }).find("broadcast only if"),
+            std::string::npos);
+}
+
 TEST(TypeRelations, AConvolutionKeepsASymbolicBatchAndReshapeChecksElementCounts) {
   tensor_ir::Var n("N");
   Var x("x", tensor_type(Shape({Dim(n), Dim(3), Dim(8), Dim(8)}), runtime::kFloat32));
@@ -72,12 +88,12 @@ TEST(TypeRelations, AConvolutionKeepsASymbolicBatchAndReshapeChecksElementCounts
   EXPECT_NE(message_of([&] { infer_type(wrong); }).find("not provably equal"), std::string::npos);
 }
 
-// What a relation throws where a symbolic dimension must be a constant: DimensionMustEqual naming
+// What a relation throws where a symbolic dimension must be a constant: a requirement naming
 // the variable and the value where the dimension is a variable by itself, a plain error otherwise.
 std::pair<std::string, int64_t> required_of(const Expr& e) {
   try {
     infer_type(e);
-  } catch (const tensor_ir::DimensionMustEqual& d) {
+  } catch (const tensor_ir::DimensionRequirement& d) {
     return {d.var, d.value};
   } catch (const Error&) {
     return {"", -1};
