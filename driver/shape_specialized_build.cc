@@ -38,14 +38,41 @@ std::map<std::string, int64_t> ShapeSpecializedBuild::bind(const std::vector<std
 
 std::shared_ptr<const BuildResult> ShapeSpecializedBuild::get(const std::vector<std::vector<int64_t>>& shapes) {
   const std::map<std::string, int64_t> values = bind(shapes);
+  std::shared_ptr<const BuildResult> every_size;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto hot = builds_.find(key_of(values));
     if (hot != builds_.end() && hot->second.hot) return hot->second.build;
     try_symbolic(values);  // tiles chosen for the first call's sizes, unless given
-    if (symbolic_) return symbolic_;
+    if (symbolic_ && shapes == taken_shapes_) return symbolic_;
+    every_size = symbolic_;
   }
-  return specialized_at(shapes, values);
+  if (!every_size) return specialized_at(shapes, values);
+  if (runtime::takes_shapes(every_size->plan, shapes)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    taken_shapes_ = shapes;
+    return every_size;
+  }
+  // Sizes that only the dimensions its import took as one keep from the build for every size (a
+  // broadcast of M = 1 against L): built for them, where they are valid; where not, that build's
+  // error. Any other relation (a constant, a multiple) is its run's error.
+  if (!runtime::takes_shapes(without_merges(every_size->plan), shapes)) return every_size;
+  try {
+    return specialized_at(shapes, values);
+  } catch (const Error&) {
+    runtime::check_input_shapes(every_size->plan, shapes);
+    throw;
+  }
+}
+
+runtime::GraphPlan ShapeSpecializedBuild::without_merges(const runtime::GraphPlan& plan) const {
+  runtime::GraphPlan relaxed = plan;
+  for (size_t i = 0; i < inputs_.size() && i < plan.inputs.size(); ++i) {
+    runtime::SymbolicShape& shape = relaxed.symbolic_shapes.at(plan.inputs[i]);
+    for (size_t d = 0; d < shape.size() && d < inputs_[i].shape.size(); ++d)
+      if (inputs_[i].shape[d].var_name() && shape[d].var_name()) shape[d] = inputs_[i].shape[d];
+  }
+  return relaxed;
 }
 
 void ShapeSpecializedBuild::try_symbolic(const std::map<std::string, int64_t>& hints) {
@@ -103,7 +130,7 @@ std::string ShapeSpecializedBuild::served_by(const std::vector<std::vector<int64
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = builds_.find(key_of(values));
   if (it != builds_.end() && it->second.hot) return "specialized for " + sizes_str(values);
-  if (symbolic_) return "the build for every size";
+  if (symbolic_ && runtime::takes_shapes(symbolic_->plan, shapes)) return "the build for every size";
   if (it != builds_.end()) return "built for " + sizes_str(values) + " on its first run";
   if (!symbolic_tried_ && symbolic_module_) return "not built yet: the first run builds the model for every size";
   return "not built yet: the first run at " + sizes_str(values) + " builds the model for these sizes";

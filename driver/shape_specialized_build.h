@@ -8,6 +8,9 @@
 // reshape's product, a broadcast), builds it like any static model and keeps the result for the
 // next call of that size. Those builds share their constants (driver/constant_pool.h), and the
 // least recently used is dropped past kMaxKept sizes.
+// A call whose sizes meet the model's declared relations but not those the build for every size
+// added (dimensions the import took as one, or as multiples: tensor_ir/dimension_must_equal.h,
+// such as [N, L] + [N, M] at M = 1, a broadcast) is built for its sizes likewise.
 // Hot sizes (specialize_sizes) are built now, each as a static model, and serve the calls of
 // their sizes however the others are built: the static code where the sizes are known in
 // advance, the build for every size for the rest (as TVM's Relax dispatches specialized kernels).
@@ -83,8 +86,12 @@ class ShapeSpecializedBuild {
   std::vector<std::map<std::string, int64_t>> built() const;
 
  private:
+  // `plan` (the build for every size) with each input dimension that the model declares a
+  // variable of its own and the build another variable (two it took as one) back to its own.
+  runtime::GraphPlan without_merges(const runtime::GraphPlan& plan) const;
   std::vector<runtime::BufferSpec> inputs_;
   std::vector<std::string> vars_;
+  std::vector<std::vector<int64_t>> taken_shapes_;  // the shapes the build for every size last took
   Specialize specialize_;
   Symbolic symbolic_module_;
   targets::Target target_;

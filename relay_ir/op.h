@@ -74,7 +74,9 @@ struct OpDef {
   bool is_view = false;
   // Dimensions of a call's arguments that must not be empty at run time, beyond what its types
   // say (Gather reads an element along its axis), each with the number of reads that need it (none:
-  // an empty dimension is fine): a plan of symbolic sizes checks them at each call.
+  // an empty dimension is fine): a plan of symbolic sizes checks them at each call. Any other
+  // relation of the sizes that a call must meet is such an expression that must be at least 1 (a
+  // blocksize dividing a height: 1 - H % 2; a slice's end within its axis), `need` saying which.
   struct NonEmptyDim {
     tensor_ir::Expr dim, reads;
     // Why, after the call's name; empty: it reads an element along `dim`.

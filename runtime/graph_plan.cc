@@ -4,6 +4,27 @@
 
 namespace tessera::runtime {
 
+void check_input_shapes(const GraphPlan& plan, const std::vector<std::vector<int64_t>>& shapes) {
+  if (!plan.is_symbolic()) return;
+  if (shapes.size() != plan.inputs.size()) fail("graph plan: ", shapes.size(), " inputs for ", plan.inputs.size());
+  std::vector<SymbolicShape> expected;
+  std::vector<std::string> names;
+  for (int id : plan.inputs) {
+    expected.push_back(plan.symbolic_shapes.at(id));
+    names.push_back("'" + plan.tensors.at(id).name + "'");
+  }
+  bind_shape_vars(expected, shapes, names, "input");
+}
+
+bool takes_shapes(const GraphPlan& plan, const std::vector<std::vector<int64_t>>& shapes) {
+  try {
+    check_input_shapes(plan, shapes);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 std::map<std::string, int64_t> hot_sizes_of(const GraphPlan& plan, const GraphPlan& hot) {
   if (!plan.is_symbolic()) fail("graph plan: a plan of static sizes takes no specialized plans");
   if (hot.is_symbolic()) fail("graph plan: a specialized plan has symbolic sizes");

@@ -58,6 +58,12 @@ struct GraphPlan {
 // Checks that `hot`, a plan of static sizes, takes and gives what `plan`, of symbolic sizes, does
 // at those sizes, and returns plan's variables' values there; throws naming what differs.
 std::map<std::string, int64_t> hot_sizes_of(const GraphPlan& plan, const GraphPlan& hot);
+// Checks that inputs of `shapes` fit `plan`: every relation its input shapes declare between the
+// dimension variables holds (a dimension taken as another, as a multiple); throws naming the
+// input and dimension that does not.
+void check_input_shapes(const GraphPlan& plan, const std::vector<std::vector<int64_t>>& shapes);
+// Whether check_input_shapes passes.
+bool takes_shapes(const GraphPlan& plan, const std::vector<std::vector<int64_t>>& shapes);
 // "N = 1, L = 128": `values` of plan's variables, in its order.
 std::string sizes_str(const GraphPlan& plan, const std::map<std::string, int64_t>& values);
 

@@ -553,8 +553,8 @@ def test_dimensions_named_apart_that_broadcast_together_are_one(tmp_path, rng):
     """torch.onnx.export with dynamic_axes as lists names each input's dimensions apart
     (ids_dynamic_axes_1, mask_dynamic_axes_1); a broadcast of one against the other (the attention
     mask added to the scores) takes them as one variable, as ONNX Runtime's symbolic shape
-    inference merges them: one build, whose calls must give them equal (an error naming the input
-    otherwise, also where one is 1)."""
+    inference merges them: one build for the calls that give them equal. In this process a call
+    where one is 1 (a broadcast) is built for its sizes; a module names the input instead."""
     nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
              helper.make_node("MatMul", ["x", "xt"], ["scores"]),
              helper.make_node("Unsqueeze", ["mask", "one"], ["m"]),
@@ -568,6 +568,8 @@ def test_dimensions_named_apart_that_broadcast_together_are_one(tmp_path, rng):
         for run in (lib.run, module.run):
             np.testing.assert_allclose(run([x, mask])[0], x @ x.transpose(0, 2, 1) + mask[:, None, :], rtol=1e-5,
                                        atol=1e-5)
-    for run in (lib.run, module.run):
-        with pytest.raises(tessera.Error, match="input 'mask'.*dimension 1 must be x_axis_1 = 5"):
-            run([np.zeros((2, 5, 4), "float32"), np.zeros((2, 1), "float32")])
+    x, mask = rng.standard_normal((2, 5, 4)).astype("float32"), rng.standard_normal((2, 1)).astype("float32")
+    np.testing.assert_allclose(lib.run([x, mask])[0], x @ x.transpose(0, 2, 1) + mask[:, None, :], rtol=1e-5, atol=1e-5)
+    assert lib.served_by([x.shape, mask.shape]).startswith("built for")
+    with pytest.raises(tessera.Error, match="input 'mask'.*dimension 1 must be x_axis_1 = 5"):
+        module.run([x, mask])
