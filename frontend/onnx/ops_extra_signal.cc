@@ -254,27 +254,30 @@ Expr convert_dft(ConvertContext& c) {
   return dft(c, c.input(0), axis, length, inverse, onesided);
 }
 
-// Frame f's bins are a dot product of the samples from f * frame_step with the (windowed)
-// coefficients `w` ([2 * bins, parts, frame]). With a constant frame_step, a 1-D convolution of
-// that stride with 2 * bins filters, which reads the frames in place; with one given at run time
-// (a size), the frames gathered ([batch, frames, frame, parts]) times the coefficients.
-Expr stft_bins(ConvertContext& c, NDArray w, const Expr& runtime_window, const tensor_ir::Expr& step,
-               const tensor_ir::Expr& frames) {
-  const relay_ir::Shape& signal = c.input_type(0).shape;
-  const int64_t bins = w.shape()[0] / 2, parts = w.shape()[1], frame = w.shape()[2];
-  if (const int64_t* stride = tensor_ir::as_const_int(step)) {
-    Expr weight = relay_ir::constant(w);
-    if (runtime_window.defined())
-      weight =
-          c.call("mul", {weight, c.call("reshape", {runtime_window}, {{"shape", std::vector<int64_t>{1, 1, frame}}})});
-    Expr channels_first = c.call("transpose", {c.input(0)}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
-    Expr conv = c.call("conv", {channels_first, weight}, {{"strides", std::vector<int64_t>{*stride}}});
-    Expr split = c.call(
-        "reshape", {conv},
-        {{"shape", relay_ir::Shape({signal.dim(0), tensor_ir::Expr(int64_t{2}), tensor_ir::Expr(bins), frames})}});
-    return c.call("transpose", {split}, {{"perm", std::vector<int64_t>{0, 3, 2, 1}}});
-  }
-  // Sample s of frame f is at f * step + s: indices [frames, 1] plus [1, frame].
+// STFT of a constant frame_step: frame f's bins are a dot product of the samples from
+// f * stride with the (windowed) coefficients `w` ([2 * bins, parts, frame]): a 1-D convolution of
+// that stride with 2 * bins filters, which reads the frames in place.
+Expr stft_by_convolution(ConvertContext& c, const NDArray& w, const Expr& runtime_window, int64_t stride,
+                         const tensor_ir::Expr& frames) {
+  const int64_t bins = w.shape()[0] / 2, frame = w.shape()[2];
+  Expr weight = relay_ir::constant(w);
+  if (runtime_window.defined())
+    weight =
+        c.call("mul", {weight, c.call("reshape", {runtime_window}, {{"shape", std::vector<int64_t>{1, 1, frame}}})});
+  Expr channels_first = c.call("transpose", {c.input(0)}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
+  Expr conv = c.call("conv", {channels_first, weight}, {{"strides", std::vector<int64_t>{stride}}});
+  Expr split = c.call("reshape", {conv},
+                      {{"shape", relay_ir::Shape({c.input_type(0).shape.dim(0), tensor_ir::Expr(int64_t{2}),
+                                                  tensor_ir::Expr(bins), frames})}});
+  return c.call("transpose", {split}, {{"perm", std::vector<int64_t>{0, 3, 2, 1}}});
+}
+
+// STFT of a frame_step given at run time (a size): the frames gathered ([batch, frames, frame,
+// parts]; sample s of frame f at f * step + s) times the coefficients `w` ([frame * parts,
+// 2 * bins]).
+Expr stft_by_gathered_frames(ConvertContext& c, const NDArray& w, const Expr& runtime_window, int64_t frame,
+                             const tensor_ir::Expr& step, const tensor_ir::Expr& frames) {
+  const int64_t bins = w.shape()[1] / 2;
   const runtime::DataType i64 = runtime::kInt64;
   Expr starts = c.call("arange",
                        {relay_ir::scalar(0.0, i64),
@@ -289,16 +292,10 @@ Expr stft_bins(ConvertContext& c, NDArray w, const Expr& runtime_window, const t
   if (runtime_window.defined())
     gathered =
         c.call("mul", {gathered, c.call("reshape", {runtime_window}, {{"shape", std::vector<int64_t>{frame, 1}}})});
-  NDArray columns = NDArray::empty({frame * parts, 2 * bins}, w.dtype());  // w as [frame * parts, 2 * bins]
-  for (int64_t col = 0; col < 2 * bins; ++col)
-    for (int64_t part = 0; part < parts; ++part)
-      for (int64_t s = 0; s < frame; ++s)
-        store_element(columns, (s * parts + part) * 2 * bins + col,
-                      element_as_double(w, (col * parts + part) * frame + s));
-  const tensor_ir::Expr batch = signal.dim(0);
+  const tensor_ir::Expr batch = c.input_type(0).shape.dim(0);
   Expr flat =
-      c.call("reshape", {gathered}, {{"shape", relay_ir::Shape({batch, frames, tensor_ir::Expr(frame * parts)})}});
-  Expr product = c.call("matmul", {flat, relay_ir::constant(columns)});
+      c.call("reshape", {gathered}, {{"shape", relay_ir::Shape({batch, frames, tensor_ir::Expr(w.shape()[0])})}});
+  Expr product = c.call("matmul", {flat, relay_ir::constant(w)});
   Expr split =
       c.call("reshape", {product},
              {{"shape", relay_ir::Shape({batch, frames, tensor_ir::Expr(int64_t{2}), tensor_ir::Expr(bins)})}});
@@ -343,13 +340,23 @@ Expr convert_stft(ConvertContext& c) {
             "] (the signal's length)");
   int64_t parts = signal.shape[2], bins = flag(c, "onesided", 1) == 1 ? frame / 2 + 1 : frame;
   check_dft_size(c, parts, frame, bins);
-  NDArray w = NDArray::empty({2 * bins, parts, frame}, signal.dtype);
-  dft_coefficients(parts, frame, frame, bins, false, window, [&](int64_t part, int64_t s, int64_t col, double v) {
-    store_element(w, (col * parts + part) * frame + s, v);
-  });
+  // The (windowed) coefficients in the layout each form reads, (part, sample, column) at `at`.
+  auto coefficients = [&](std::vector<int64_t> shape, auto at) {
+    NDArray w = NDArray::empty(shape, signal.dtype);
+    dft_coefficients(parts, frame, frame, bins, false, window,
+                     [&](int64_t part, int64_t s, int64_t col, double v) { store_element(w, at(part, s, col), v); });
+    return w;
+  };
   const tensor_ir::Expr frames =
       tensor_ir::arith::simplify(tensor_ir::floordiv(length - tensor_ir::Expr(frame), step) + tensor_ir::Expr(1));
-  return stft_bins(c, w, runtime_window, step, frames);
+  if (const int64_t* stride = tensor_ir::as_const_int(step)) {
+    NDArray w = coefficients({2 * bins, parts, frame},
+                             [&](int64_t part, int64_t s, int64_t col) { return (col * parts + part) * frame + s; });
+    return stft_by_convolution(c, w, runtime_window, *stride, frames);
+  }
+  NDArray w = coefficients({frame * parts, 2 * bins},
+                           [&](int64_t part, int64_t s, int64_t col) { return (s * parts + part) * 2 * bins + col; });
+  return stft_by_gathered_frames(c, w, runtime_window, frame, step, frames);
 }
 
 template <typename F>
