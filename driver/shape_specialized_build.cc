@@ -65,14 +65,12 @@ std::shared_ptr<const BuildResult> ShapeSpecializedBuild::get(const std::vector<
   }
 }
 
-runtime::GraphPlan ShapeSpecializedBuild::without_merges(const runtime::GraphPlan& plan) const {
-  runtime::GraphPlan relaxed = plan;
-  for (size_t i = 0; i < inputs_.size() && i < plan.inputs.size(); ++i) {
-    runtime::SymbolicShape& shape = relaxed.symbolic_shapes.at(plan.inputs[i]);
-    for (size_t d = 0; d < shape.size() && d < inputs_[i].shape.size(); ++d)
-      if (inputs_[i].shape[d].var_name() && shape[d].var_name()) shape[d] = inputs_[i].shape[d];
-  }
-  return relaxed;
+std::vector<runtime::SymbolicShape> ShapeSpecializedBuild::without_merges(const runtime::GraphPlan& plan) const {
+  std::vector<runtime::SymbolicShape> shapes = runtime::input_shapes(plan);
+  for (size_t i = 0; i < inputs_.size() && i < shapes.size(); ++i)
+    for (size_t d = 0; d < shapes[i].size() && d < inputs_[i].shape.size(); ++d)
+      if (inputs_[i].shape[d].var_name() && shapes[i][d].var_name()) shapes[i][d] = inputs_[i].shape[d];
+  return shapes;
 }
 
 void ShapeSpecializedBuild::try_symbolic(const std::map<std::string, int64_t>& hints) {

@@ -86,9 +86,9 @@ class ShapeSpecializedBuild {
   std::vector<std::map<std::string, int64_t>> built() const;
 
  private:
-  // `plan` (the build for every size) with each input dimension that the model declares a
-  // variable of its own and the build another variable (two it took as one) back to its own.
-  runtime::GraphPlan without_merges(const runtime::GraphPlan& plan) const;
+  // The input shapes of `plan` (the build for every size), each dimension that the model declares
+  // a variable of its own and the build another variable (two it took as one) back to its own.
+  std::vector<runtime::SymbolicShape> without_merges(const runtime::GraphPlan& plan) const;
   std::vector<runtime::BufferSpec> inputs_;
   std::vector<std::string> vars_;
   std::vector<std::vector<int64_t>> taken_shapes_;  // the shapes the build for every size last took

@@ -4,21 +4,28 @@
 
 namespace tessera::runtime {
 
+std::vector<SymbolicShape> input_shapes(const GraphPlan& plan) {
+  std::vector<SymbolicShape> shapes;
+  for (int id : plan.inputs) shapes.push_back(plan.symbolic_shapes.at(id));
+  return shapes;
+}
+
 void check_input_shapes(const GraphPlan& plan, const std::vector<std::vector<int64_t>>& shapes) {
   if (!plan.is_symbolic()) return;
   if (shapes.size() != plan.inputs.size()) fail("graph plan: ", shapes.size(), " inputs for ", plan.inputs.size());
-  std::vector<SymbolicShape> expected;
   std::vector<std::string> names;
-  for (int id : plan.inputs) {
-    expected.push_back(plan.symbolic_shapes.at(id));
-    names.push_back("'" + plan.tensors.at(id).name + "'");
-  }
-  bind_shape_vars(expected, shapes, names, "input");
+  for (int id : plan.inputs) names.push_back("'" + plan.tensors.at(id).name + "'");
+  bind_shape_vars(input_shapes(plan), shapes, names, "input");
 }
 
 bool takes_shapes(const GraphPlan& plan, const std::vector<std::vector<int64_t>>& shapes) {
+  return !plan.is_symbolic() || takes_shapes(input_shapes(plan), shapes);
+}
+
+bool takes_shapes(const std::vector<SymbolicShape>& expected, const std::vector<std::vector<int64_t>>& shapes) {
+  if (shapes.size() != expected.size()) return false;
   try {
-    check_input_shapes(plan, shapes);
+    bind_shape_vars(expected, shapes, std::vector<std::string>(expected.size()), "input");
     return true;
   } catch (const Error&) {
     return false;

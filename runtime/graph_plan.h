@@ -64,6 +64,10 @@ std::map<std::string, int64_t> hot_sizes_of(const GraphPlan& plan, const GraphPl
 void check_input_shapes(const GraphPlan& plan, const std::vector<std::vector<int64_t>>& shapes);
 // Whether check_input_shapes passes.
 bool takes_shapes(const GraphPlan& plan, const std::vector<std::vector<int64_t>>& shapes);
+// Whether inputs of `shapes` fit inputs of the symbolic shapes `expected` (bind_shape_vars).
+bool takes_shapes(const std::vector<SymbolicShape>& expected, const std::vector<std::vector<int64_t>>& shapes);
+// The symbolic shapes of `plan`'s inputs, in order.
+std::vector<SymbolicShape> input_shapes(const GraphPlan& plan);
 // "N = 1, L = 128": `values` of plan's variables, in its order.
 std::string sizes_str(const GraphPlan& plan, const std::map<std::string, int64_t>& values);
 
