@@ -353,11 +353,12 @@ NDArray shaped_by_values(const ProgramStep& step, const std::vector<ProgramValue
 std::vector<ProgramValue> dropout(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   const NDArray& x = in.at(0).as_tensor("the data");
   auto given = [&](size_t i) { return i < in.size() && !in[i].is_none(); };
-  const double ratio = given(1) ? element_as_double(in[1].as_tensor("ratio"), 0) : 0.5;
-  const bool training = given(2) && element_as_double(in[2].as_tensor("training_mode"), 0) != 0;
-  if (given(1) && in[1].tensor.numel() != 1) fail("ratio must be a scalar, got shape ", in[1].tensor.shape_str());
-  if (given(2) && in[2].tensor.numel() != 1)
+  if (given(1) && in[1].as_tensor("ratio").numel() != 1)
+    fail("ratio must be a scalar, got shape ", in[1].tensor.shape_str());
+  if (given(2) && in[2].as_tensor("training_mode").numel() != 1)
     fail("training_mode must be a scalar, got shape ", in[2].tensor.shape_str());
+  const double ratio = given(1) ? element_as_double(in[1].tensor, 0) : 0.5;
+  const bool training = given(2) && element_as_double(in[2].tensor, 0) != 0;
   if (training && ratio != 0)
     fail("training mode with the nonzero ratio ", ratio,
          " (random dropout) is not supported; Tessera compiles inference and training without dropout");
