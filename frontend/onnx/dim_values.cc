@@ -136,7 +136,7 @@ class DimEvaluator {
             a.shape_str() + ", which only integer tensors can join");
     DimValue v{{}, a.shape(), a.dtype()};
     for (int64_t k = 0; k < a.numel(); ++k)
-      v.elements.push_back(Expr(static_cast<int64_t>(runtime::element_as_double(a, k))));
+      v.elements.push_back(Expr(runtime::integer_value(a, k)));  // exactly: INT64_MAX ends a slice
     return v;
   }
 

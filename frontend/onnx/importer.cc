@@ -396,15 +396,11 @@ class Importer {
           reads_dims = true;
         } else if (auto v = values_.find(in); v != values_.end() && v->second.as<relay_ir::ConstantNode>()) {
           o.constant = v->second.as<relay_ir::ConstantNode>()->data;
-          // A Slice or Gather of a constant of floats (a causal mask sliced to the sequence's
-          // length) reads it as data: its converter takes the shape values as sizes.
-          const bool data = in == node.input(0) && (node.op_type() == "Slice" || node.op_type() == "Gather");
-          if (data && !o.constant->dtype().is_integer() && o.constant->dtype() != runtime::kBool) return false;
         } else {
           return false;  // a tensor: a converter's value input, or an operator computing on it
         }
       }
-      if (!reads_dims) return false;
+      if (!reads_dims || reads_constant_at_sizes(node, operands)) return false;
       auto values = evaluate_dim_node(node, opset, operands, dim_bounds_);
       if (!values) return false;
       outputs = std::move(*values);
@@ -415,6 +411,20 @@ class Importer {
       else dim_values_[node.output(i)] = outputs[i];
     }
     return true;
+  }
+
+  // Whether `node` is a Slice or Gather of a constant at positions the sizes give (a causal mask
+  // or BERT's position ids cut to the sequence's length): it reads the constant as data, its
+  // converter taking the positions as sizes. (At constant positions, a constant of integers is
+  // shape values: a list of dimensions picked from.)
+  static bool reads_constant_at_sizes(const ::onnx::NodeProto& node, const std::vector<DimOperand>& operands) {
+    if ((node.op_type() != "Slice" && node.op_type() != "Gather") || !operands.at(0).constant) return false;
+    const runtime::DataType dtype = operands[0].constant->dtype();
+    if (!dtype.is_integer() && dtype != runtime::kBool) return true;
+    return std::any_of(operands.begin() + 1, operands.end(), [](const DimOperand& o) {
+      return o.dims && std::any_of(o.dims->elements.begin(), o.dims->elements.end(),
+                                   [](const tensor_ir::Expr& e) { return !tensor_ir::as_const_int(e); });
+    });
   }
 
   // A shape value of symbolic sizes as a tensor, for an operator that computes with it (or a graph

@@ -102,7 +102,7 @@ Exprs convert_symbolic_range(ConvertContext& c) {
   if (delta.numel() != 1 || !delta.dtype().is_integer())
     c.error("delta must be one integer where start or limit is computed from the sizes, got " + delta.dtype().str() +
             delta.shape_str());
-  const int64_t d = static_cast<int64_t>(element_as_double(delta, 0));
+  const int64_t d = runtime::integer_value(delta, 0);
   if (d == 0) c.error("delta is 0");
   // Start and limit as expressions of the sizes (a constant one must be of delta's dtype).
   auto bound = [&](size_t i, const char* what) -> tensor_ir::Expr {
@@ -114,7 +114,7 @@ Exprs convert_symbolic_range(ConvertContext& c) {
     NDArray a = c.constant_input(i, what);
     if (a.numel() != 1 || a.dtype() != delta.dtype())
       c.error(std::string(what) + " must be a scalar of delta's dtype " + delta.dtype().str());
-    return static_cast<int64_t>(element_as_double(a, 0));
+    return runtime::integer_value(a, 0);
   };
   const tensor_ir::Expr start = bound(0, "start"), limit = bound(1, "limit");
   const tensor_ir::Expr span = d > 0 ? limit - start : start - limit;

@@ -156,7 +156,7 @@ int64_t typed_value_count(const TP& t, const std::string& what) {
 
 // ONNX packs the types below 8 bits, 8 / bits values a byte from the low bits up (raw data, and
 // int32_data's entries, one byte each); arrays hold one value a byte.
-bool is_packed(const DataType& t) { return t.bits < 8; }
+bool is_packed(const DataType& t) { return t.bits < 8 && !t.is_bool(); }  // a bool takes a byte
 
 int64_t packed_bytes(const DataType& t, int64_t n) {
   const int64_t per_byte = 8 / t.bits;

@@ -68,6 +68,19 @@ def test_an_initializer_whose_dims_claim_more_than_its_data_is_refused_before_al
             tessera.onnx.load(path)
 
 
+def test_bool_constants_hold_a_byte_per_value(tmp_path, rng):
+    """A bool tensor's raw data is a byte per value (GPT-NeoX's causal mask as PyTorch exports it,
+    a Constant node): it was read as packed bits ("has 4096 bytes of packed bool values")."""
+    mask = np.tril(np.ones((5, 7), bool))
+    for raw in (True, False):
+        value = helper.make_tensor("mask", TensorProto.BOOL, mask.shape, mask.tobytes() if raw else mask.ravel().astype(int).tolist(), raw=raw)
+        nodes = [helper.make_node("Constant", [], ["m"], value=value), helper.make_node("Where", ["m", "x", "zero"], ["y"])]
+        path = save(tmp_path, nodes, [vi("x", [5, 7])], [vi("y", [5, 7])],
+                    [numpy_helper.from_array(np.zeros((), "float32"), "zero")])
+        x = rng.standard_normal((5, 7)).astype("float32")
+        np.testing.assert_array_equal(tessera.build(tessera.onnx.load(path), db=False).run([x])[0], np.where(mask, x, 0))
+
+
 def test_shapes_fix_symbolic_dimensions(tmp_path):
     path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])], [vi("x", ["batch", 3])], [vi("y", ["batch", 3])])
     assert isinstance(tessera.onnx.load(path), tessera.DynamicModule)  # test_dynamic_models.py

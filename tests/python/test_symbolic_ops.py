@@ -515,6 +515,63 @@ def test_a_causal_mask_buffer_cut_to_the_sequence_builds_once(tmp_path):
             run([np.zeros((1, 4, 16), "float32"), np.zeros((1, 61, 16), "float32")])
 
 
+def test_position_ids_cut_to_the_sequence_build_once(tmp_path):
+    """BERT's embeddings as PyTorch exports them: constant int64 buffers of 64 position and token
+    type ids cut to the sequence's length (position_ids[:, :L]), the latter expanded to the
+    batch. A slice of integers at positions the sizes give is data, not a list of dimensions (the
+    model was built per size: "ends [L] depends on symbolic sizes")."""
+    torch = pytest.importorskip("torch")
+    from torch_numpy import array, tensor
+
+    class Embeddings(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("position_ids", torch.arange(64).expand((1, -1)))
+            self.register_buffer("token_type_ids", torch.zeros((1, 64), dtype=torch.long))
+            self.words, self.positions, self.types = (torch.nn.Embedding(n, 8) for n in (100, 64, 2))
+
+        def forward(self, ids):
+            n, length = ids.shape
+            types = self.token_type_ids[:, :length].expand(n, length)
+            return self.words(ids) + self.positions(self.position_ids[:, :length]) + self.types(types)
+
+    model = Embeddings().eval()
+    path = str(tmp_path / "embeddings.onnx")
+    torch.onnx.export(model, (tensor(np.zeros((2, 8), "int64")),), path, input_names=["ids"],
+                      dynamic_axes={"ids": {0: "N", 1: "L"}}, opset_version=17)
+    lib, module = built_once(tmp_path, path)
+    rng = np.random.default_rng(0)
+    for n, length in [(1, 7), (3, 64), (2, 1), (1, 0)]:
+        ids = rng.integers(0, 100, (n, length)).astype("int64")
+        with torch.no_grad():
+            want = array(model(tensor(ids)))
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([ids])[0], want, rtol=1e-6, atol=1e-6)
+    for run in (lib.run, module.run):
+        with pytest.raises(tessera.Error, match="Slice.*must lie within"):
+            run([np.zeros((1, 65), "int64")])
+
+
+def test_the_last_dimension_of_a_shape_squeezed_is_a_size(tmp_path, rng):
+    """LLaMA's and GPT-2's masks as PyTorch exports them: the last entry of a shape, sliced with
+    [-1:] (its end INT64_MAX, which a double rounds past the int64 range) and squeezed to a scalar.
+    It was an empty slice ("squeeze: dimension 0 of (0,) is 0, not 1")."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("ConstantOfShape", ["shape"], ["zeros"]),
+             helper.make_node("Shape", ["zeros"], ["again"]),
+             helper.make_node("Slice", ["again", "minus_one", "int64_max", "zero"], ["last"]),
+             helper.make_node("Squeeze", ["last", "zero"], ["length"]),
+             helper.make_node("Unsqueeze", ["length", "zero"], ["target"]),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", [1, "L"])], [vi("y", None)],
+                [ints("minus_one", [-1]), ints("int64_max", [2**63 - 1]), ints("zero", [0])])
+    lib, module = built_once(tmp_path, path)
+    for length in [5, 1, 0]:
+        x = rng.standard_normal((1, length)).astype("float32")
+        for run in (lib.run, module.run):
+            np.testing.assert_array_equal(run([x])[0], x[0])
+
+
 def test_an_audio_feature_extractor_shortening_the_sequence_builds_once(tmp_path):
     """wav2vec 2.0's front as PyTorch exports it at a dynamic length: strided convolutions that
     shorten T to T // 10 - 1 (empty at the default size hint of 16, where no tile is chosen from
