@@ -18,6 +18,7 @@
 #include "schedule/templates/default.h"
 #include "tensor_ir/bind_sizes.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/ops/nn.h"
 #include "tensor_ir/size_hint.h"
 
 namespace tessera::driver {
@@ -180,7 +181,12 @@ LoweredCall lower_by_width(const CallNode* call, const CallCompute& compute, con
     auto hints = hints_for_width(compute.outputs, main.width, tile);
     if (!hints) continue;
     tensor_ir::SizeHintScope scope(*hints);
-    CallCompute version_compute = compute_of_call(call, ctx.hardware);
+    CallCompute version_compute;
+    try {
+      version_compute = compute_of_call(call, ctx.hardware);
+    } catch (const tensor_ir::ops::WeightPackedForAnotherForm&) {
+      continue;  // another form at that width, whose packing the weight (packed for this one) is not
+    }
     const BlockedConvWidth w = blocked_conv_width(version_compute.outputs);
     if (!w.width.defined()) continue;  // another form at that width
     const int64_t t = tile_of(w);

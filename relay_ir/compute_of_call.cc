@@ -8,6 +8,7 @@
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/ops/nn.h"
 
 namespace tessera::relay_ir {
 
@@ -120,6 +121,8 @@ CallCompute compute_of_call(const CallNode* call, const schedule::HardwareParams
              ", the type relation says ", to_string(Type(expected[i])));
     }
     return c;
+  } catch (const tensor_ir::ops::WeightPackedForAnotherForm& e) {
+    throw tensor_ir::ops::WeightPackedForAnotherForm(call_origin(call) + ": " + e.what());
   } catch (const Error& e) {
     fail(call_origin(call), ": ", e.what());
   }

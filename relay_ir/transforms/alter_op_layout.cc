@@ -59,6 +59,9 @@ class LayoutAlterer : public ExprMutator {
     infer_type(node);
     const auto& x = tensor(c->args[0]);
     const auto& w = tensor(c->args[1]);
+    // A weight computed from constants to a symbolic shape (DeBERTa's relative positions
+    // broadcast to the batch) is packed at each call by the kernel reading it, if at all.
+    if (!w.shape.is_static()) return node;
     std::vector<Expr> args = c->args;
     Attrs attrs = set_registers(c->attrs, regs_);
     if (name == "conv") {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/error.h"
 #include "tensor_ir/tensor.h"
 
 namespace tessera::tensor_ir::ops {
@@ -152,8 +153,16 @@ std::vector<int64_t> conv_packed_weight_shape(const std::vector<int64_t>& weight
 Tensor conv_pack_weight(const Tensor& weight, int64_t block);
 std::vector<int64_t> conv_winograd_weight_shape(const std::vector<int64_t>& weight, const Registers& regs);
 Tensor conv_winograd_weight(const Tensor& weight, const Registers& regs);
+// What conv_unpacked_weight_shape throws where the convolution's form at these sizes (or their
+// hints) reads another packing than its weight's: a symbolic pointwise one whose positions are
+// hinted few enough for the blocked form.
+class WeightPackedForAnotherForm : public Error {
+ public:
+  using Error::Error;
+};
 // The [channels, C / groups, kernel...] weight a packed one came from, for a convolution of
-// `data` that reads that packing; throws naming the packing it reads otherwise.
+// `data` that reads that packing; throws WeightPackedForAnotherForm, naming the packing it
+// reads, otherwise.
 std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<Expr>& data, const std::vector<int64_t>& packed,
                                                 int64_t channels, const ConvGeometry& g, DataType dtype,
                                                 const Registers& regs);

@@ -660,9 +660,10 @@ std::vector<int64_t> conv_unpacked_weight_shape(const std::vector<Expr>& data, c
                           ? "conv_pack_weight(block=" + std::to_string(how.block) + ") of a " + runtime::shape_str(ws) +
                                 " weight gives " + runtime::shape_str(conv_packed_weight_shape(ws, how.block))
                           : "it reads its weight unpacked: packed_channels must be 0";
-  fail("conv: weight ", runtime::shape_str(packed), " is not the packing of a weight with ", channels,
-       " output channels that this convolution of data ", shape_str(data), " reads for ", regs.vector_bytes,
-       "-byte vector registers (", reads, ")");
+  throw WeightPackedForAnotherForm("conv: weight " + runtime::shape_str(packed) +
+                                   " is not the packing of a weight with " + std::to_string(channels) +
+                                   " output channels that this convolution of data " + shape_str(data) + " reads for " +
+                                   std::to_string(regs.vector_bytes) + "-byte vector registers (" + reads + ")");
 }
 
 Tensor conv_pack_weight(const Tensor& weight, int64_t block) {

@@ -102,6 +102,20 @@ def test_a_blocked_convolution_takes_the_tile_that_pads_each_width_least(tmp_pat
             np.testing.assert_allclose(runner.run([x])[0], reference(x), rtol=1e-4, atol=1e-4)
 
 
+def test_a_strided_pointwise_convolution_hinted_to_few_positions_keeps_its_packing(tmp_path, rng):
+    """A ResNet's 1x1 stride-2 shortcut late in the network (HuggingFace's ResNetModel as exported
+    with dynamic height and width): few positions at the hints take the blocked form, whose weight
+    AlterOpLayout packs in blocks of two vectors; the versions of other widths would take the
+    pointwise form, which reads blocks of its register tile's rows. Those widths keep the blocked
+    form (the model was built per size, "is not the packing of a weight")."""
+    path, reference = conv_model(tmp_path, rng, ["H", "W"], 16, 32, (1, 1), strides=[2, 2])
+    lib, module = built_once(tmp_path, path)
+    for n, h, w in [(1, 5, 7), (2, 17, 9), (1, 1, 1), (1, 64, 40)]:
+        x = rng.standard_normal((n, 16, h, w)).astype("float32")
+        for runner in (lib, module):
+            np.testing.assert_allclose(runner.run([x])[0], reference(x), rtol=1e-4, atol=1e-4)
+
+
 def normalization_reference(op, x, scale, bias, opset):
     n, c = x.shape[:2]
     if op == "MeanVarianceNormalization":

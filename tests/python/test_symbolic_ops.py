@@ -572,6 +572,25 @@ def test_the_last_dimension_of_a_shape_squeezed_is_a_size(tmp_path, rng):
             np.testing.assert_array_equal(run([x])[0], x[0])
 
 
+def test_a_product_with_a_constant_broadcast_to_the_batch_builds_once(tmp_path, rng):
+    """DeBERTa's relative-position attention as PyTorch exports it: a constant expanded to the
+    batch (of symbolic shape, computed at each call) is a product's right operand. It is no weight
+    to pack ahead ("dimension 0 of (N*4, 16, 16) is symbolic where a constant is needed")."""
+    w = rng.standard_normal((1, 8, 8)).astype("float32")
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Slice", ["shape", "zero", "one"], ["n"]),
+             helper.make_node("Concat", ["n", "eight_eight"], ["target"], axis=0),
+             helper.make_node("Expand", ["w", "target"], ["wide"]),
+             helper.make_node("MatMul", ["x", "wide"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L", 8])], [vi("y", None)],
+                [numpy_helper.from_array(w, "w"), ints("zero", [0]), ints("one", [1]), ints("eight_eight", [8, 8])])
+    lib, module = built_once(tmp_path, path)
+    for n, length in [(2, 5), (1, 1), (3, 0)]:
+        x = rng.standard_normal((n, length, 8)).astype("float32")
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([x])[0], x @ w, rtol=1e-5, atol=1e-5)
+
+
 def test_an_audio_feature_extractor_shortening_the_sequence_builds_once(tmp_path):
     """wav2vec 2.0's front as PyTorch exports it at a dynamic length: strided convolutions that
     shorten T to T // 10 - 1 (empty at the default size hint of 16, where no tile is chosen from
