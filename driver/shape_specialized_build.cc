@@ -69,7 +69,9 @@ std::vector<runtime::SymbolicShape> ShapeSpecializedBuild::without_merges(const 
   std::vector<runtime::SymbolicShape> shapes = runtime::input_shapes(plan);
   for (size_t i = 0; i < inputs_.size() && i < shapes.size(); ++i)
     for (size_t d = 0; d < shapes[i].size() && d < inputs_[i].shape.size(); ++d)
-      if (inputs_[i].shape[d].var_name() && shapes[i][d].var_name()) shapes[i][d] = inputs_[i].shape[d];
+      if (const auto multiple = runtime::scaled_var(shapes[i][d]);
+          inputs_[i].shape[d].var_name() && !shapes[i][d].is_constant() && !(multiple && multiple->second > 1))
+        shapes[i][d] = inputs_[i].shape[d];
   return shapes;
 }
 

@@ -87,7 +87,8 @@ class ShapeSpecializedBuild {
 
  private:
   // The input shapes of `plan` (the build for every size), each dimension that the model declares
-  // a variable of its own and the build another variable (two it took as one) back to its own.
+  // a variable of its own and the build another variable (two it took as one) or an expression of
+  // others (a mask's S as P + L) back to its own; a multiple (H_div2*2) stays.
   std::vector<runtime::SymbolicShape> without_merges(const runtime::GraphPlan& plan) const;
   std::vector<runtime::BufferSpec> inputs_;
   std::vector<std::string> vars_;

@@ -1,5 +1,7 @@
 #include "tensor_ir/dimension_must_equal.h"
 
+#include <algorithm>
+
 #include "tensor_ir/arith/polynomial.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/ir.h"
@@ -58,6 +60,12 @@ void require_same_dimension(const Expr& a, const Expr& b, const std::string& mes
   if (va && vb && va != vb)
     throw DimensionRequirement(DimensionRequirement::Kind::SameAs, vb->name, 0, va->name, message);
   require_multiple_for(a, b, message, same_dimension);
+  for (const auto& [var, other] : {std::pair{a, b}, std::pair{b, a}}) {
+    const auto* v = var.as<VarNode>();
+    const std::vector<Var> others = vars_of(other);
+    if (v && !others.empty() && std::none_of(others.begin(), others.end(), [&](const Var& o) { return o.get() == v; }))
+      throw DimensionRequirement(DimensionRequirement::Kind::Is, v->name, 0, "", message, other);
+  }
 }
 
 void require_multiple_for_exact_quotient(const Expr& dividend, const Expr& divisor, const std::string& message) {

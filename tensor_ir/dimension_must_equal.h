@@ -1,8 +1,9 @@
 // What an operator needs of a symbolic dimension that only a declaration of the model's inputs can
 // give: a constant (a convolution's input channels, which its weights fix), a multiple of a
-// constant (a reshape that splits H into (H / 2, 2); x[::2] beside x[1::2]), or the same size as
+// constant (a reshape that splits H into (H / 2, 2); x[::2] beside x[1::2]), the same size as
 // another variable (a broadcast of [N] against [M], as ONNX Runtime's symbolic shape inference
-// merges them). Where the dimension is a variable by itself, the operator throws a
+// merges them), or an expression of others (a decoder's attention mask of S positions against
+// the P cached and L new keys: S is P + L). Where the dimension is a variable by itself, the operator throws a
 // DimensionRequirement; the frontend that owns the variable (a model input's named dimension)
 // declares it so and imports again, so the module declares the relation and every call checks it,
 // as TVM Relax's match_cast does. A dimension that is an expression of variables stays an error.
@@ -21,17 +22,25 @@ class DimensionRequirement : public Error {
     Constant,  // var is `value`
     Multiple,  // var is `value` times a variable of its own
     SameAs,    // var is the variable `other`
+    Is,        // var is `expression`, of other variables
   };
-  DimensionRequirement(Kind kind, std::string var, int64_t value, std::string other, const std::string& message)
-      : Error(message), kind(kind), var(std::move(var)), value(value), other(std::move(other)) {}
+  DimensionRequirement(Kind kind, std::string var, int64_t value, std::string other, const std::string& message,
+                       Expr expression = Expr())
+      : Error(message),
+        kind(kind),
+        var(std::move(var)),
+        value(value),
+        other(std::move(other)),
+        expression(std::move(expression)) {}
   // The same requirement, its message after `context` ("Conv (node 'c'): ...").
   DimensionRequirement in(const std::string& context) const {
-    return DimensionRequirement(kind, var, value, other, context + ": " + what());
+    return DimensionRequirement(kind, var, value, other, context + ": " + what(), expression);
   }
   Kind kind;
   std::string var;  // the variable's name
   int64_t value;
   std::string other;
+  Expr expression;
 };
 
 // Throws a requirement that `dim` be `value` (`message`) when it is a variable by itself.
@@ -43,7 +52,9 @@ void require_constant_dim(const Expr& dim, int64_t value, const std::string& mes
 bool same_dimension(const Expr& a, const Expr& b);
 // Where `a` and `b`, not the same dimension, are two variables, throws a requirement that the
 // second be the first; where they are the same once a variable of theirs is a multiple of a
-// constant (2 to 64, the smallest), a requirement that it be one. Returns otherwise.
+// constant (2 to 64, the smallest), a requirement that it be one; where one is a variable and the
+// other an expression of other variables, a requirement that the variable be that expression.
+// Returns otherwise.
 void require_same_dimension(const Expr& a, const Expr& b, const std::string& message);
 // Where `divisor` divides `dividend` exactly once a variable is such a multiple, throws that
 // requirement; returns otherwise.

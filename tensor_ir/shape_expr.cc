@@ -2,6 +2,7 @@
 
 #include "runtime/error.h"
 #include "tensor_ir/ir.h"
+#include "tensor_ir/op.h"
 #include "tensor_ir/printer.h"
 
 namespace tessera::tensor_ir {
@@ -36,6 +37,28 @@ runtime::SymbolicShape to_symbolic_shape(const std::vector<Expr>& shape) {
   runtime::SymbolicShape dims;
   for (const Expr& d : shape) dims.push_back(to_shape_expr(d));
   return dims;
+}
+
+Expr from_shape_expr(const ShapeExpr& dim, const std::function<Var(const std::string&)>& var_of) {
+  if (dim.is_constant()) return dim.constant();
+  if (const std::string* name = dim.var_name()) return var_of(*name);
+  const Expr a = from_shape_expr(dim.lhs(), var_of), b = from_shape_expr(dim.rhs(), var_of);
+  switch (dim.op()) {
+    case ShapeExpr::Op::Add:
+      return a + b;
+    case ShapeExpr::Op::Sub:
+      return a - b;
+    case ShapeExpr::Op::Mul:
+      return a * b;
+    case ShapeExpr::Op::FloorDiv:
+      return floordiv(a, b);
+    case ShapeExpr::Op::FloorMod:
+      return floormod(a, b);
+    case ShapeExpr::Op::Min:
+      return min(a, b);
+    default:
+      return max(a, b);
+  }
 }
 
 }  // namespace tessera::tensor_ir

@@ -18,6 +18,7 @@
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/shape_expr.h"
 
 namespace tessera::frontend::onnx {
 
@@ -199,6 +200,8 @@ class Importer {
           else if (auto m = options_.multiple_dims.find(var); m != options_.multiple_dims.end())
             spec.shape.push_back(runtime::ShapeExpr::binary(
                 runtime::ShapeExpr::Op::Mul, runtime::ShapeExpr::var(multiple_dim_var(var, m->second)), m->second));
+          else if (auto e = options_.expression_dims.find(var); e != options_.expression_dims.end())
+            spec.shape.push_back(e->second);
           else spec.shape.push_back(runtime::ShapeExpr::var(var));
         }
       }
@@ -223,12 +226,12 @@ class Importer {
         if (!options_.symbolic)
           fail("graph input '", in.name, "' has symbolic dimension '", d.str(), "'; ", how_to_give_shape(in.name),
                " (tessera.onnx.load without shapes= gives a DynamicModule, which runs at any size)");
-        // A variable, or a constant times one (a dimension declared a multiple).
-        const bool scaled = d.var_name() == nullptr;
-        const std::string name = scaled ? *d.lhs().var_name() : *d.var_name();
-        auto [var, added] = dim_vars_.try_emplace(name, name);
-        if (added) dim_bounds_[var->second.get()] = {0, tensor_ir::arith::ConstBound::kPosInf};
-        dims.push_back(scaled ? tensor_ir::Expr(var->second) * tensor_ir::Expr(d.rhs().constant()) : var->second);
+        // A variable, or an expression of them (a dimension declared a multiple, or P + L).
+        dims.push_back(tensor_ir::from_shape_expr(d, [&](const std::string& name) {
+          auto [var, added] = dim_vars_.try_emplace(name, name);
+          if (added) dim_bounds_[var->second.get()] = {0, tensor_ir::arith::ConstBound::kPosInf};
+          return var->second;
+        }));
       }
       relay_ir::Var v(in.name, relay_ir::tensor_type(relay_ir::Shape(dims), in.dtype));
       params_.push_back(v);
@@ -506,7 +509,13 @@ class Importer {
 
 bool ImportOptions::declare(const tensor_ir::DimensionRequirement& r) {
   const std::string& v = r.var;
-  if (fixed_dims.count(v) || multiple_dims.count(v) || same_dims.count(v)) return false;
+  if (fixed_dims.count(v) || multiple_dims.count(v) || same_dims.count(v) || expression_dims.count(v)) return false;
+  // A variable an expression reads stays one (no expression of expressions).
+  for (const auto& [_, e] : expression_dims) {
+    std::vector<std::string> vars;
+    e.collect_vars(vars);
+    if (std::find(vars.begin(), vars.end(), v) != vars.end()) return false;
+  }
   switch (r.kind) {
     case tensor_ir::DimensionRequirement::Kind::Constant:
       fixed_dims[v] = r.value;
@@ -520,6 +529,9 @@ bool ImportOptions::declare(const tensor_ir::DimensionRequirement& r) {
         if (!same_dims.count(o)) break;
       }
       same_dims[v] = r.other;
+      return true;
+    case tensor_ir::DimensionRequirement::Kind::Is:
+      expression_dims.emplace(v, tensor_ir::to_shape_expr(r.expression));
       return true;
   }
   return false;

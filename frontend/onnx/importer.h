@@ -14,6 +14,7 @@
 #include "relay_ir/module.h"
 #include "runtime/error.h"
 #include "runtime/kernel.h"
+#include "runtime/shape_expr.h"
 #include "tensor_ir/dimension_must_equal.h"
 
 namespace tessera::frontend::onnx {
@@ -36,10 +37,12 @@ struct ImportOptions {
   // Dimension variables declared as an operator needs them (tensor_ir/dimension_must_equal.h), in
   // every input dimension of that name, and checked at each call: fixed to a value (a
   // convolution's channels), a multiple of a constant (H of factor 2 as multiple_dim_var("H", 2)
-  // times 2: a reshape that splits it), or another variable (a broadcast of [N] against [M]).
+  // times 2: a reshape that splits it), another variable (a broadcast of [N] against [M]), or an
+  // expression of other variables (a mask of S positions broadcast against P + L keys).
   std::map<std::string, int64_t> fixed_dims;
   std::map<std::string, int64_t> multiple_dims;
   std::map<std::string, std::string> same_dims;
+  std::map<std::string, runtime::ShapeExpr> expression_dims;
   // Records `r`; false where its variable is declared already (or would be its own alias).
   bool declare(const tensor_ir::DimensionRequirement& r);
 };

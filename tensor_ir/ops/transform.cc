@@ -6,6 +6,7 @@
 #include "runtime/error.h"
 #include "runtime/ndarray.h"
 #include "tensor_ir/arith/polynomial.h"
+#include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/ops/index_util.h"
@@ -239,8 +240,7 @@ Tensor broadcast_to(const Tensor& x, const std::vector<Expr>& shape) {
   const std::vector<Expr>& in = x->shape;
   bool ok = in.size() <= shape.size();
   const size_t offset = ok ? shape.size() - in.size() : 0;
-  for (size_t d = 0; ok && d < in.size(); ++d)
-    ok = is_const_int(in[d], 1) || structural_equal(in[d], shape[offset + d]);
+  for (size_t d = 0; ok && d < in.size(); ++d) ok = is_const_int(in[d], 1) || same_dimension(in[d], shape[offset + d]);
   if (!ok) fail("broadcast_to: shape ", shape_str(in), " does not provably broadcast to ", shape_str(shape));
   return compute(
       shape,

@@ -649,3 +649,35 @@ def test_dimensions_named_apart_that_broadcast_together_are_one(tmp_path, rng):
     assert lib.served_by([x.shape, mask.shape]).startswith("built for")
     with pytest.raises(tessera.Error, match="input 'mask'.*dimension 1 must be x_axis_1 = 5"):
         module.run([x, mask])
+
+
+def test_a_mask_broadcast_against_the_cached_and_new_keys_is_their_sum(tmp_path, rng):
+    """A decoder step with a key cache as PyTorch exports GPT-2 and LLaMA with past_key_values: the
+    attention mask's S positions broadcast against the P cached and L new keys, so S is declared
+    P + L and checked at each call (the model was built per size, "P + L vs S"). In this process a
+    mask of one position (a broadcast) is built for its sizes; a module names the input."""
+    nodes = [helper.make_node("Concat", ["past", "x"], ["kv"], axis=1),
+             helper.make_node("Transpose", ["kv"], ["kvt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["x", "kvt"], ["scores"]),
+             helper.make_node("Unsqueeze", ["mask", "one"], ["m"]),
+             helper.make_node("Add", ["scores", "m"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L", 4]), vi("past", ["N", "P", 4]), vi("mask", ["N", "S"])],
+                [vi("y", None)], [ints("one", [1])])
+    lib, module = built_once(tmp_path, path)
+
+    def reference(x, past, mask):
+        return x @ np.concatenate([past, x], 1).transpose(0, 2, 1) + mask[:, None, :]
+    sizes = [(2, 3, 5, 8), (1, 1, 0, 1), (3, 4, 17, 21), (1, 0, 3, 3), (2, 3, 5, 1)]
+    for n, length, past, keys in sizes:
+        ins = [rng.standard_normal(s).astype("float32") for s in [(n, length, 4), (n, past, 4), (n, keys)]]
+        runs = (lib.run, module.run) if keys == past + length else (lib.run,)
+        for run in runs:
+            np.testing.assert_allclose(run(ins)[0], reference(*ins), rtol=1e-5, atol=1e-5)
+    ins = [np.zeros(s, "float32") for s in [(2, 3, 4), (2, 5, 4), (2, 1)]]
+    assert lib.served_by([a.shape for a in ins]).startswith("built for")
+    with pytest.raises(tessera.Error, match=r"input 'mask'.*dimension 1 must be \(P \+ L\) = 8 .*got 1"):
+        module.run(ins)
+    ins[2] = np.zeros((2, 7), "float32")
+    for run in (lib.run, module.run):
+        with pytest.raises(tessera.Error, match=r"dimension 1 must be \(P \+ L\) = 8|broadcast"):
+            run(ins)

@@ -8,6 +8,7 @@
 #include "runtime/error.h"
 #include "tensor_ir/dimension_must_equal.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
 
 namespace tessera::relay_ir {
 namespace {
@@ -60,8 +61,17 @@ TEST(TypeRelations, SymbolicDimensionsBroadcastAgainstOneOrThemselves) {
 
 TEST(TypeRelations, TwoDimensionVariablesThatBroadcastMustBeOne) {
   // [N] against [M] (an exporter naming the dimensions of each input apart): M must be N; the
-  // importer declares it so. Against an expression of variables: an error.
-  tensor_ir::Var n("N"), m("M");
+  // importer declares it so. [S] against [P + L] (a mask against the cached and new keys): S must
+  // be P + L. Against an expression of the variable itself: an error.
+  tensor_ir::Var n("N"), m("M"), s("S"), p("P"), l("L");
+  try {
+    broadcast_shapes(Shape({Dim(s)}), Shape({p + l}));
+    FAIL() << "no requirement";
+  } catch (const tensor_ir::DimensionRequirement& r) {
+    EXPECT_EQ(r.kind, tensor_ir::DimensionRequirement::Kind::Is);
+    EXPECT_EQ(r.var, "S");
+    EXPECT_EQ(tensor_ir::to_string(r.expression), "P + L");
+  }
   try {
     broadcast_shapes(Shape({Dim(n), Dim(5)}), Shape({Dim(m), Dim(5)}));
     FAIL() << "no requirement";
