@@ -233,6 +233,9 @@ std::string SourcePrinter::call(const Call* op) {
     default:
       break;
   }
+  // An integer's abs, in its own type (OpenCL's abs of a long gives a ulong; C's takes an int).
+  if (op->op == Intrinsic::abs && op->type.is_uint()) return a[0];
+  if (op->op == Intrinsic::abs && op->type.is_int()) return "((" + a[0] + ") < 0 ? -(" + a[0] + ") : (" + a[0] + "))";
   if (!op->type.is_float()) unsupported(std::string(intrinsic_name(op->op)) + " of " + op->type.str());
   // The IR's names are C's but for these; round is half to even, like numpy.
   std::string name = intrinsic_name(op->op);

@@ -237,6 +237,23 @@ def test_if_on_the_data_chooses_a_branch_per_run_and_reads_values_around_it(tmp_
         np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-6)
 
 
+def test_each_branch_reads_its_own_constant_of_a_name_both_define(tmp_path, build):
+    """Scopes as ONNX gives them: both branches of an If define a Constant 'c' (as PyTorch names
+    them in an optimum-exported merged decoder, where one branch's Range start is 0 and the other's
+    delta is 1). Each branch read the value defined last: the wrong scale here, silently; "Range:
+    delta is 0" in the decoder."""
+    def branch(name, value):
+        return helper.make_graph([helper.make_node("Constant", [], ["c"], value=const("c", np.float32(value))),
+                                  helper.make_node("Mul", ["x", "c"], [name])], name, [], [vi(name, None)])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["positive"]),
+             helper.make_node("If", ["positive"], ["y"], then_branch=branch("t", 2), else_branch=branch("e", 3))]
+    path = save(tmp_path, nodes, [vi("x", ["N"])], [vi("y", ["N"])], [const("zero", np.float32(0))])
+    lib = build(path)
+    for x in [np.array([1, -0.5, 2], np.float32), np.array([-1, -2], np.float32)]:
+        np.testing.assert_array_equal(lib.run([x])[0], x * (2 if x.sum() > 0 else 3))
+
+
 def positives_doubled(tmp_path, shape):
     """x[x > 0] * 2 for x of `shape`: NonZero -> Transpose -> GatherND -> Mul."""
     nodes = [helper.make_node("Greater", ["x", "zero"], ["mask"]),

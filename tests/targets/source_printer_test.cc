@@ -25,7 +25,8 @@ void build_on_pocl(const std::string& source, const std::vector<std::string>& ke
 }
 
 // One kernel over buffers of several types using the math and integer operations each dialect
-// spells its own way: float16 and bool in memory, float64, floor division, fmod, sigmoid, rint.
+// spells its own way: float16 and bool in memory, float64, floor division, fmod, sigmoid, rint,
+// an integer's abs.
 LoweredFunc mixed_types() {
   Buffer h = device_buffer("H", {64}, MemoryScope::Global, runtime::kFloat16);
   Buffer d = device_buffer("D", {64}, MemoryScope::Global, runtime::kFloat64);
@@ -39,7 +40,8 @@ LoweredFunc mixed_types() {
            Mod::make(f, make_const(runtime::kFloat32, 3)) +
            Cast::make(runtime::kFloat32, call(Intrinsic::exp, {Load::make(d, tx)}));
   Expr qi = Load::make(q, tx);
-  Expr idx = FloorDiv::make(qi, make_const(runtime::kInt32, 4)) + FloorMod::make(qi, make_const(runtime::kInt32, 3));
+  Expr idx = FloorDiv::make(qi, make_const(runtime::kInt32, 4)) + FloorMod::make(qi, make_const(runtime::kInt32, 3)) +
+             call(Intrinsic::abs, {qi});
   Stmt body = Block::make({Store::make(out, Select::make(Load::make(m, tx), y, Cast::make(runtime::kFloat32, idx)), tx),
                            Store::make(h, Cast::make(runtime::kFloat16, y), tx),
                            Store::make(m, Not::make(Load::make(m, tx)), tx)});
@@ -79,6 +81,7 @@ TEST(OpenCLPrinter, TypesAndMath) {
   EXPECT_TRUE(contains(cl, "tessera_floordiv_int32(")) << cl;
   EXPECT_TRUE(contains(cl, "fmod(")) << cl;
   EXPECT_TRUE(contains(cl, "rint(")) << cl;
+  EXPECT_TRUE(contains(cl, "((Q[tx]) < 0 ? -(Q[tx]) : (Q[tx]))")) << cl;
   build_on_pocl(cl, {"mixed_kernel0"});
 }
 
