@@ -3,10 +3,11 @@
 // constant (a reshape that splits H into (H / 2, 2); x[::2] beside x[1::2]), the same size as
 // another variable (a broadcast of [N] against [M], as ONNX Runtime's symbolic shape inference
 // merges them), or an expression of others (a decoder's attention mask of S positions against
-// the P cached and L new keys: S is P + L). Where the dimension is a variable by itself, the operator throws a
-// DimensionRequirement; the frontend that owns the variable (a model input's named dimension)
-// declares it so and imports again, so the module declares the relation and every call checks it,
-// as TVM Relax's match_cast does. A dimension that is an expression of variables stays an error.
+// the P cached and L new keys: S is P + L). Where the dimension is a variable by itself, the
+// operator throws a DimensionRequirement; the frontend that owns the variable (a model input's
+// named dimension) declares it so and imports again, so the module declares the relation and
+// every call checks it, as TVM Relax's match_cast does. A dimension that is an expression of
+// variables stays an error.
 #pragma once
 #include <cstdint>
 #include <string>

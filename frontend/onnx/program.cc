@@ -75,7 +75,7 @@ class ProgramBuilder {
     // stages keep this scope.
     const std::shared_ptr<std::map<std::string, NDArray>> outer = constants_;
     constants_ = std::make_shared<std::map<std::string, NDArray>>(*outer);
-    for (const auto& in : graph.input()) constants_->erase(in.name());
+    for (const std::string& in : inputs) constants_->erase(in);
     for (const auto& init : graph.initializer()) (*constants_)[init.name()] = tensor_from_proto(init, base_dir_);
     auto p = std::make_shared<ProgramPlan>();
     p->inputs = std::move(inputs);
