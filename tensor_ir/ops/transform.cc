@@ -66,45 +66,45 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 
 Tensor reshape(const Tensor& x, const std::vector<Expr>& shape) {
   const std::vector<Expr>& in = x->shape;
-  auto constant = [](const std::vector<Expr>& dims, size_t from, Shape& out) {
-    out.clear();
-    for (size_t d = from; d < dims.size(); ++d) {
-      const int64_t* c = as_const_int(dims[d]);
+  // The leading and trailing dimensions both shapes share (a symbolic batch; the L x L scores of
+  // attention's heads split from the batch, (N*4, L, L) to (N, 4, L, L)) are indexed directly:
+  // only the dimensions between are computed from a position, so no lane of a vector divides by a
+  // symbolic extent they do not have. A static middle reshapes as static shapes do; a symbolic one
+  // through the row-major position ([L, N, 256] to [L, N*4, 64] divides by constants only).
+  size_t lead = 0, trail = 0;
+  while (lead < in.size() && lead < shape.size() && structural_equal(in[lead], shape[lead])) ++lead;
+  while (lead + trail < in.size() && lead + trail < shape.size() &&
+         structural_equal(in[in.size() - 1 - trail], shape[shape.size() - 1 - trail]))
+    ++trail;
+  const auto middle = [&](const std::vector<Expr>& dims) {
+    return std::vector<Expr>(dims.begin() + static_cast<std::ptrdiff_t>(lead),
+                             dims.end() - static_cast<std::ptrdiff_t>(trail));
+  };
+  const std::vector<Expr> in_middle = middle(in), out_middle = middle(shape);
+  auto constant = [](const std::vector<Expr>& dims, Shape& out) {
+    for (const Expr& d : dims) {
+      const int64_t* c = as_const_int(d);
       if (!c) return false;
       out.push_back(*c);
     }
     return true;
   };
-  // The leading dimensions both shapes share (a symbolic batch) are indexed directly; a static
-  // rest reshapes as static shapes do, keeping the innermost dimension contiguous.
-  size_t same = 0;
-  while (same < in.size() && same < shape.size() && structural_equal(in[same], shape[same])) ++same;
-  Shape in_rest, out_rest;
-  if (constant(in, same, in_rest) && constant(shape, same, out_rest)) {
-    reshape_shape(in_rest, out_rest);
-    bool empty = numel(out_rest) == 0;
-    return compute(
-        shape,
-        [&](const std::vector<Var>& o) {
-          std::vector<Expr> idx(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(same));
-          std::vector<Var> rest(o.begin() + static_cast<std::ptrdiff_t>(same), o.end());
-          for (const Expr& e : reshape_indices(in_rest, out_rest, rest)) idx.push_back(e);
-          return empty ? make_zero(x.dtype()) : x(idx);
-        },
-        "reshape", "transform");
-  }
-  // Symbolic sizes past the shared ones: through the row-major position past those, which
-  // multiplies and divides by every extent but the first of the rest ([L, N, 256] to
-  // [L, N*4, 64], attention's heads, divides by constants only).
+  Shape in_static, out_static;
+  const bool static_middle = constant(in_middle, in_static) && constant(out_middle, out_static);
+  if (static_middle) reshape_shape(in_static, out_static);
+  const bool empty = static_middle && numel(out_static) == 0;
   return compute(
       shape,
       [&](const std::vector<Var>& o) {
-        const auto from = static_cast<std::ptrdiff_t>(same);
-        std::vector<Expr> idx(o.begin(), o.begin() + from);
-        Expr flat = flat_index(std::vector<Expr>(o.begin() + from, o.end()),
-                               std::vector<Expr>(shape.begin() + from, shape.end()));
-        for (const Expr& e : unflat_index(flat, std::vector<Expr>(in.begin() + from, in.end()))) idx.push_back(e);
-        return x(idx);
+        std::vector<Expr> idx(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(lead));
+        const std::vector<Var> at(o.begin() + static_cast<std::ptrdiff_t>(lead),
+                                  o.end() - static_cast<std::ptrdiff_t>(trail));
+        const std::vector<Expr> from_middle =
+            static_middle ? reshape_indices(in_static, out_static, at)
+                          : unflat_index(flat_index(std::vector<Expr>(at.begin(), at.end()), out_middle), in_middle);
+        idx.insert(idx.end(), from_middle.begin(), from_middle.end());
+        idx.insert(idx.end(), o.end() - static_cast<std::ptrdiff_t>(trail), o.end());
+        return empty ? make_zero(x.dtype()) : x(idx);
       },
       "reshape", "transform");
 }

@@ -591,6 +591,29 @@ def test_a_product_with_a_constant_broadcast_to_the_batch_builds_once(tmp_path, 
             np.testing.assert_allclose(run([x])[0], x @ w, rtol=1e-5, atol=1e-5)
 
 
+def test_a_reshape_indexes_the_dimensions_both_shapes_end_with_directly(tmp_path, rng):
+    """OPT's attention as PyTorch exports it: scores of (N, 4, L, L) viewed as (N*4, L, L) and back,
+    a mask of (N, 1, L, L) added. The trailing L x L of both shapes are indexed directly: no lane of
+    a vector divides its position by L (which took half the model's time at 1x128)."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Slice", ["shape", "two", "four"], ["last_two"]),
+             helper.make_node("Concat", ["minus_one", "last_two"], ["flat_shape"], axis=0),
+             helper.make_node("Reshape", ["x", "flat_shape"], ["flat"]),
+             helper.make_node("Exp", ["flat"], ["e"]),
+             helper.make_node("Reshape", ["e", "shape"], ["back"]),
+             helper.make_node("Add", ["back", "mask"], ["y"])]
+    path = save(tmp_path, nodes, [vi("x", ["N", 4, "L", "L"]), vi("mask", ["N", 1, "L", "L"])], [vi("y", None)],
+                [ints("two", [2]), ints("four", [4]), ints("minus_one", [-1])])
+    lib, module = built_once(tmp_path, path)
+    lowered = "".join(k["lowered"] for k in lib.kernels)
+    assert "// x16(L)" not in lowered and "% x16(L)" not in lowered, lowered
+    for n, length in [(1, 37), (2, 1), (3, 0), (1, 16)]:
+        x = rng.standard_normal((n, 4, length, length)).astype("float32")
+        mask = rng.standard_normal((n, 1, length, length)).astype("float32")
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([x, mask])[0], np.exp(x) + mask, rtol=1e-6, atol=1e-6)
+
+
 def test_an_audio_feature_extractor_shortening_the_sequence_builds_once(tmp_path):
     """wav2vec 2.0's front as PyTorch exports it at a dynamic length: strided convolutions that
     shorten T to T // 10 - 1 (empty at the default size hint of 16, where no tile is chosen from
