@@ -2,8 +2,9 @@
 """Architectures as HuggingFace transformers defines them, exported as users export them
 (torch.onnx.export at opset 17 with dynamic_axes over the batch and the sequence or the image's
 height and width; decoders with their key/value cache as inputs), each built once by Tessera for
-every size, checked against ONNX Runtime at three sizes (its exported module too), then timed
-against ONNX Runtime on the same model at one size, in turns, at 2 threads. The weights are random
+every size (its tiles chosen at the size timed: `size_hints`), checked against ONNX Runtime at three
+sizes (its exported module too), then timed against ONNX Runtime on the same model at that size, in
+turns, at 2 threads. The weights are random
 (small configurations from transformers' config classes: nothing is downloaded). Needs
 transformers 4.35.2, the last release for Debian's PyTorch 1.13, which benchmarks/setup.sh
 installs into the peers' venv:
@@ -146,7 +147,10 @@ def run_model(name, case, args, torch, ort, tessera, folder):
     options = ort.SessionOptions()
     options.intra_op_num_threads = args.threads
     session = ort.InferenceSession(path, options)
-    lib = tessera.build(tessera.onnx.load(path), db=False)
+    timed_feeds = feeds(*timed, rng)
+    # The build's tiles chosen at the timed size, as a user who knows the sizes to serve gives them.
+    hints = {dim: timed_feeds[name].shape[axis] for name, dims in axes.items() for axis, dim in dims.items()}
+    lib = tessera.build(tessera.onnx.load(path), db=False, size_hints=hints)
     built_once = True
     try:
         lib.export(os.path.join(folder, name + ".so"))
@@ -164,10 +168,9 @@ def run_model(name, case, args, torch, ort, tessera, folder):
                     raise SystemExit(f"{name} at {size}: shape {got.shape}, ONNX Runtime's {w.shape}")
                 if w.size:
                     worst = max(worst, float(np.abs(got - w).max() / max(1e-6, np.abs(w).max())))
-    f = feeds(*timed, rng)
-    inputs = [f[n] for n in names]
-    times = common.measure_rounds({"tessera": lambda: lib.run(inputs), "onnxruntime": lambda: session.run(None, f)},
-                                  args.repeat)
+    inputs = [timed_feeds[n] for n in names]
+    times = common.measure_rounds(
+        {"tessera": lambda: lib.run(inputs), "onnxruntime": lambda: session.run(None, timed_feeds)}, args.repeat)
     print(common.result_line("huggingface", f"{name} at {timed}", args.threads, times, ["onnxruntime"],
                              extra={"built_once": built_once, "max_rel_err": float(f"{worst:.2e}")}), flush=True)
     return 0 if worst < 1e-4 else 1

@@ -21,6 +21,9 @@ fi
 # TVM's ONNX importer needs a newer onnx than Debian's 1.12; inside the venv it shadows it. numpy
 # stays below 2: Debian's torch is built against numpy 1 (Tessera reads both).
 "$here/.venv/bin/python" -m pip install -q --upgrade onnxruntime apache-tvm onnx "numpy<2"
+# HuggingFace's architectures for benchmarks/huggingface.py: 4.35.2 is the last release that runs
+# on Debian's torch 1.13.
+"$here/.venv/bin/python" -m pip install -q "transformers==4.35.2" "numpy<2"
 # apache-tvm-ffi 0.1.15 segfaults serializing any TVM object (MetaSchedule does for every
 # candidate); MetaSchedule's builder, runner and cost model need cloudpickle and xgboost.
 "$here/.venv/bin/python" -m pip install -q "apache-tvm-ffi==0.1.14.post1" cloudpickle xgboost-cpu
