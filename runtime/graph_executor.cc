@@ -237,15 +237,13 @@ void GraphExecutor::bind_sizes() {
   for (size_t i = 0; same && i < inputs_.size(); ++i) same = inputs_[i].shape() == bound_shapes_[i];
   if (same) return;
   bound_shapes_.clear();  // unbound until every size-dependent part is updated (an error may come first)
-  std::vector<SymbolicShape> expected;
   std::vector<std::vector<int64_t>> got;
   std::vector<std::string> names;
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    expected.push_back(plan_.symbolic_shapes.at(plan_.inputs[i]));
     got.push_back(inputs_[i].shape());
     names.push_back("'" + input_info(i).name + "'");
   }
-  const std::map<std::string, int64_t> values = bind_shape_vars(expected, got, names, "input");
+  const std::map<std::string, int64_t> values = bind_shape_vars(input_shapes(plan_), got, names, "input");
   std::string at;  // "N = 3, L = 16", for errors
   for (const std::string& v : plan_.shape_vars) {
     auto it = values.find(v);

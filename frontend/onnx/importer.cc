@@ -195,12 +195,7 @@ class Importer {
                same = options_.same_dims.find(var))
             var = same->second;
           if (dim.has_dim_value()) spec.shape.push_back(dim.dim_value());
-          else if (auto fixed = options_.fixed_dims.find(var); fixed != options_.fixed_dims.end())
-            spec.shape.push_back(fixed->second);
-          else if (auto m = options_.multiple_dims.find(var); m != options_.multiple_dims.end())
-            spec.shape.push_back(runtime::ShapeExpr::binary(
-                runtime::ShapeExpr::Op::Mul, runtime::ShapeExpr::var(multiple_dim_var(var, m->second)), m->second));
-          else if (auto e = options_.expression_dims.find(var); e != options_.expression_dims.end())
+          else if (auto e = options_.declared_dims.find(var); e != options_.declared_dims.end())
             spec.shape.push_back(e->second);
           else spec.shape.push_back(runtime::ShapeExpr::var(var));
         }
@@ -509,19 +504,21 @@ class Importer {
 
 bool ImportOptions::declare(const tensor_ir::DimensionRequirement& r) {
   const std::string& v = r.var;
-  if (fixed_dims.count(v) || multiple_dims.count(v) || same_dims.count(v) || expression_dims.count(v)) return false;
+  if (same_dims.count(v) || declared_dims.count(v)) return false;
   // A variable an expression reads stays one (no expression of expressions).
-  for (const auto& [_, e] : expression_dims) {
+  for (const auto& [_, e] : declared_dims) {
     std::vector<std::string> vars;
     e.collect_vars(vars);
     if (std::find(vars.begin(), vars.end(), v) != vars.end()) return false;
   }
+  using runtime::ShapeExpr;
   switch (r.kind) {
     case tensor_ir::DimensionRequirement::Kind::Constant:
-      fixed_dims[v] = r.value;
+      declared_dims.emplace(v, r.value);
       return true;
     case tensor_ir::DimensionRequirement::Kind::Multiple:
-      multiple_dims[v] = r.value;
+      declared_dims.emplace(
+          v, ShapeExpr::binary(ShapeExpr::Op::Mul, ShapeExpr::var(multiple_dim_var(v, r.value)), r.value));
       return true;
     case tensor_ir::DimensionRequirement::Kind::SameAs:
       for (std::string o = r.other;; o = same_dims.at(o)) {
@@ -531,7 +528,7 @@ bool ImportOptions::declare(const tensor_ir::DimensionRequirement& r) {
       same_dims[v] = r.other;
       return true;
     case tensor_ir::DimensionRequirement::Kind::Is:
-      expression_dims.emplace(v, tensor_ir::to_shape_expr(r.expression));
+      declared_dims.emplace(v, tensor_ir::to_shape_expr(r.expression));
       return true;
   }
   return false;

@@ -35,19 +35,18 @@ struct ImportOptions {
   // operators it reaches type symbolic shapes (one that needs a constant throws naming itself).
   bool symbolic = false;
   // Dimension variables declared as an operator needs them (tensor_ir/dimension_must_equal.h), in
-  // every input dimension of that name, and checked at each call: fixed to a value (a
-  // convolution's channels), a multiple of a constant (H of factor 2 as multiple_dim_var("H", 2)
-  // times 2: a reshape that splits it), another variable (a broadcast of [N] against [M]), or an
-  // expression of other variables (a mask of S positions broadcast against P + L keys).
-  std::map<std::string, int64_t> fixed_dims;
-  std::map<std::string, int64_t> multiple_dims;
+  // every input dimension of that name, and checked at each call: another variable (same_dims: a
+  // broadcast of [N] against [M]), or an expression (declared_dims): a value (a convolution's
+  // channels), a multiple of a constant (H of factor 2 as multiple_dim_var("H", 2) times 2: a
+  // reshape that splits it), an expression of other variables (a mask of S positions broadcast
+  // against P + L keys).
   std::map<std::string, std::string> same_dims;
-  std::map<std::string, runtime::ShapeExpr> expression_dims;
+  std::map<std::string, runtime::ShapeExpr> declared_dims;
   // Records `r`; false where its variable is declared already (or would be its own alias).
   bool declare(const tensor_ir::DimensionRequirement& r);
 };
 
-// "H_div2": the variable of a dimension H declared a multiple of 2 (ImportOptions::multiple_dims).
+// "H_div2": the variable of a dimension H declared a multiple of 2 (ImportOptions::declared_dims).
 inline std::string multiple_dim_var(const std::string& var, int64_t factor) {
   return var + "_div" + std::to_string(factor);
 }
