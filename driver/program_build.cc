@@ -203,9 +203,21 @@ class ProgramBuilder {
     return result;
   }
 
+  // Opset 8's Scan takes sequence lengths first and a batch dimension first on every other input:
+  // each batch entry is a Scan of its own, and every output stacks the entries.
   std::vector<ValueType> type_scan(const ProgramStep& step, const std::vector<ValueType>& in, const Frame& frame) {
-    if (step.attrs.get_int("batched") != 0)
-      fail("export: ", step.origin, ": Scan of opset 8 (a batch of sequences) runs in this process only");
+    if (step.attrs.get_int("batched") == 0) return type_scan_one(step, in, frame);
+    if (in.size() < 2) fail("export: ", step.origin, ": has no input besides its sequence lengths");
+    std::vector<ValueType> entry;
+    for (size_t i = 1; i < in.size(); ++i) entry.push_back(sliced(in[i], 0));
+    std::optional<ShapeExpr> batch;
+    if (in[1].kind == ValueType::Kind::Tensor && in[1].shape && !in[1].shape->empty()) batch = in[1].shape->front();
+    std::vector<ValueType> result = type_scan_one(step, entry, frame);
+    for (ValueType& r : result) r = stacked(r, 0, batch);
+    return result;
+  }
+
+  std::vector<ValueType> type_scan_one(const ProgramStep& step, const std::vector<ValueType>& in, const Frame& frame) {
     const ProgramPlan& body = *step.bodies.at(0);
     const size_t n_scan_in = static_cast<size_t>(step.attrs.get_int("num_scan_inputs"));
     if (n_scan_in > in.size()) fail("export: ", step.origin, ": num_scan_inputs is larger than its inputs");

@@ -178,6 +178,25 @@ def test_scan_with_reversed_inputs_and_outputs_along_other_axes(tmp_path, rng, b
         np.testing.assert_allclose(s, want[:, -1], rtol=1e-6)
 
 
+def test_scan_of_opset_8_scans_each_entry_of_a_batch(tmp_path, rng, build):
+    """Opset 8's Scan: no sequence lengths, a batch dimension first on the state and the scanned
+    input (B, T); each entry's running sums from its last step back, stacked per entry; the module too."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_out"]), helper.make_node("Identity", ["s_out"], ["y_t"])],
+        "body", [vi("s_in", [2]), vi("x_t", [2])], [vi("s_out", [2]), vi("y_t", [2])])
+    node = helper.make_node("Scan", ["", "s0", "x"], ["s", "y"], body=body, num_scan_inputs=1, directions=[1],
+                            name="sums")
+    path = save(tmp_path, [node], [vi("s0", ["B", 2]), vi("x", ["B", "T", 2])], [vi("s", ["B", 2]),
+                vi("y", ["B", "T", 2])], opset=8)
+    lib = build(path)
+    for b, t in [(1, 3), (3, 1), (2, 5)]:
+        s0, x = rng.standard_normal((b, 2)).astype(np.float32), rng.standard_normal((b, t, 2)).astype(np.float32)
+        s, y = lib.run([s0, x])
+        want = s0[:, None] + np.cumsum(x[:, ::-1], axis=1)  # outputs in the order of the steps
+        np.testing.assert_allclose(y, want, rtol=1e-6)
+        np.testing.assert_allclose(s, want[:, -1], rtol=1e-6)
+
+
 def test_scan_of_one_stage_writes_states_and_outputs_in_place_and_keeps_each_run_s_results(tmp_path, rng, build):
     """A recurrent step as one stage: h = tanh(h @ W + x[t]), c = c + h; x scanned forwards along
     axis 0, z backwards along axis 1; h stacked forwards and c backwards along axis 0, h * z along
