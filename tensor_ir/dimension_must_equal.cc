@@ -6,6 +6,7 @@
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/ir.h"
 #include "tensor_ir/op.h"
+#include "tensor_ir/printer.h"
 #include "tensor_ir/substitute.h"
 
 namespace tessera::tensor_ir {
@@ -54,6 +55,38 @@ void require_multiple_for(const Expr& a, const Expr& b, const std::string& messa
 }
 
 }  // namespace
+
+std::optional<std::vector<Var>> same_dimension_where_positive(const Expr& a, const Expr& b) {
+  std::vector<Var> vars = vars_of(a);
+  for (const Var& v : vars_of(b))
+    if (std::none_of(vars.begin(), vars.end(), [&](const Var& u) { return u.get() == v.get(); })) vars.push_back(v);
+  // Each variable v as part + 1 (part a size) in turn, then all of them at once.
+  arith::BoundMap sizes;
+  std::vector<std::pair<Var, Expr>> positive;
+  for (const Var& v : vars) {
+    const Var part(v->name);
+    sizes[v.get()] = sizes[part.get()] = {0, arith::ConstBound::kPosInf};
+    positive.emplace_back(v, part + Expr(1));
+  }
+  auto same_where = [&](const std::vector<std::pair<Var, Expr>>& at) {
+    Expr x = a, y = b;
+    for (const auto& [v, e] : at) {
+      x = substitute(x, v, e);
+      y = substitute(y, v, e);
+    }
+    return same_dimension(arith::simplify(x, sizes), arith::simplify(y, sizes));
+  };
+  for (const auto& p : positive)
+    if (same_where({p})) return std::vector<Var>{p.first};
+  if (positive.size() > 1 && same_where(positive)) return vars;
+  return std::nullopt;
+}
+
+const Expr& simpler_dimension(const Expr& a, const Expr& b) {
+  const size_t na = vars_of(a).size(), nb = vars_of(b).size();
+  if (na != nb) return na < nb ? a : b;
+  return to_string(a).size() <= to_string(b).size() ? a : b;
+}
 
 void require_same_dimension(const Expr& a, const Expr& b, const std::string& message) {
   const auto *va = a.as<VarNode>(), *vb = b.as<VarNode>();

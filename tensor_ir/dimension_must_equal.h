@@ -10,7 +10,9 @@
 // variables stays an error.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/error.h"
 #include "tensor_ir/expr.h"
@@ -51,6 +53,14 @@ void require_constant_dim(const Expr& dim, int64_t value, const std::string& mes
 // each call checks every tensor's): as polynomials, once a clamp max(x, 0) at the top of either
 // is dropped.
 bool same_dimension(const Expr& a, const Expr& b);
+// The variables that must be at least 1 for dimensions `a` and `b`, not the same dimension, to be
+// equal at every size where they are (x[-L:] has L rows but at L = 0, where it is the whole axis:
+// a broadcast of it against L holds where L >= 1), each checked at every call; nothing where no
+// such variables make them equal.
+std::optional<std::vector<Var>> same_dimension_where_positive(const Expr& a, const Expr& b);
+// Of two dimensions equal where some variables are positive, the one a broadcast of them gives
+// (the one of fewer variables: L rather than the slice's expression of L and P).
+const Expr& simpler_dimension(const Expr& a, const Expr& b);
 // Where `a` and `b`, not the same dimension, are two variables, throws a requirement that the
 // second be the first; where they are the same once a variable of theirs is a multiple of a
 // constant (2 to 64, the smallest), a requirement that it be one; where one is a variable and the

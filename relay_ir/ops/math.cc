@@ -52,6 +52,20 @@ void intrinsic(OpRegistry& r, const std::string& name, const std::string& doc, I
          std::move(gradient)});
 }
 
+// The variables that a binary op's operands need at least 1 to broadcast (broadcast_shapes).
+std::vector<OpDef::NonEmptyDim> binary_broadcast_checks(const CallNode& call) {
+  const Shape &a = tensor_of(call.args.at(0)).shape, &b = tensor_of(call.args.at(1)).shape;
+  if (a.is_static() && b.is_static()) return {};
+  std::vector<tensor_ir::Var> positive;
+  broadcast_shapes(a, b, &positive);
+  std::vector<OpDef::NonEmptyDim> checks;
+  for (const tensor_ir::Var& v : positive)
+    checks.push_back({v, tensor_ir::Expr(int64_t{1}),
+                      "broadcasts " + a.str() + " against " + b.str() + ", whose dimensions are equal only where " +
+                          v->name + " is at least 1"});
+  return checks;
+}
+
 void binary(OpRegistry& r, const std::string& name, const std::string& doc, TypeRelation rel,
             Tensor (*f)(const Tensor&, const Tensor&), GradientFn gradient = nullptr) {
   r.add({name,
@@ -63,7 +77,9 @@ void binary(OpRegistry& r, const std::string& name, const std::string& doc, Type
          OpPattern::Broadcast,
          single_output([f](const In& in, const Attrs&) { return f(in[0], in[1]); }),
          "broadcast",
-         std::move(gradient)});
+         std::move(gradient),
+         false,
+         binary_broadcast_checks});
 }
 
 Type cast_relation(const std::vector<Type>& args, const Attrs& attrs) {

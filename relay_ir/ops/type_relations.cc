@@ -75,7 +75,8 @@ Type binary(const std::vector<Type>& args, Kind k, bool to_bool) {
   const auto& a = operand(args, 0, "left operand", k);
   const auto& b = operand(args, 1, "right operand", k);
   if (a.dtype != b.dtype) fail("operand dtypes differ: ", a.dtype.str(), " vs ", b.dtype.str());
-  return tensor_type(broadcast_shapes(a.shape, b.shape), to_bool ? runtime::kBool : a.dtype);
+  std::vector<tensor_ir::Var> positive;  // checked at each call (binary_broadcast_checks)
+  return tensor_type(broadcast_shapes(a.shape, b.shape, &positive), to_bool ? runtime::kBool : a.dtype);
 }
 
 }  // namespace
@@ -90,7 +91,7 @@ Type float_to_bool(const std::vector<Type>& args, const Attrs&) {
   return tensor_type(operand(args, 0, "input", Kind::Float).shape, runtime::kBool);
 }
 
-Shape broadcast_shapes(const Shape& a, const Shape& b) {
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::vector<tensor_ir::Var>* positive) {
   if (a.is_static() && b.is_static()) return broadcast_shapes(a.ints(), b.ints());
   size_t n = std::max(a.size(), b.size());
   std::vector<tensor_ir::Expr> out(n);
@@ -101,6 +102,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
       out[i] = y;
     } else if (tensor_ir::is_const_int(y, 1) || dims_equal(x, y)) {
       out[i] = x;
+    } else if (auto vars = positive ? tensor_ir::same_dimension_where_positive(x, y) : std::nullopt) {
+      out[i] = tensor_ir::simpler_dimension(x, y);
+      positive->insert(positive->end(), vars->begin(), vars->end());
     } else {
       const std::string message = "shapes " + a.str() + " and " + b.str() + " broadcast only if dimension " +
                                   std::to_string(i) + " is equal (" + tensor_ir::to_string(x) + " vs " +

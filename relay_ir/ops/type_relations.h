@@ -39,9 +39,11 @@ Type broadcast_compare(const std::vector<Type>& args, const Attrs& attrs);
 Type where_relation(const std::vector<Type>& args, const Attrs& attrs);
 
 // The broadcast shape of two shapes; throws naming both if they do not broadcast. Symbolic
-// dimensions broadcast against 1 or an equal dimension only.
+// dimensions broadcast against 1 or an equal dimension only; where `positive` is given, also
+// against one equal where some variables are at least 1 (x[-L:] against L), which it collects
+// (tensor_ir::same_dimension_where_positive): the op checks them at each call.
 std::vector<int64_t> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
-Shape broadcast_shapes(const Shape& a, const Shape& b);
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::vector<tensor_ir::Var>* positive = nullptr);
 
 // The sizes of [N, C, spatial...] data, N as 1 when it is symbolic (each image is computed alike);
 // the spatial sizes as they are, constants or expressions.

@@ -25,17 +25,23 @@ std::vector<Expr> broadcast_shape(const std::vector<Tensor>& ts) {
   size_t n = 0;
   for (const auto& t : ts) n = std::max(n, t.ndim());
   std::vector<Expr> shape;
-  // A symbolic dimension broadcasts against 1 or the same expression only.
+  // A symbolic dimension broadcasts against 1 or the same expression only, or one equal where
+  // some variables are at least 1 (x[-L:] against L), which the graph checks at each call
+  // (relay_ir's broadcast_shapes); the result then has the simpler one.
   for (size_t i = 0; i < n; ++i) {
     Expr out = 1;
     for (const auto& t : ts) {
       Expr x = i < n - t.ndim() ? Expr(1) : t->shape[i - (n - t.ndim())];
-      if (!is_const_int(x, 1) && !is_const_int(out, 1) && !structural_equal(x, out) && !same_dimension(x, out)) {
-        std::string names;
-        for (const auto& u : ts) names += (names.empty() ? "" : ", ") + u.name();
-        fail("broadcast of ", names, ": dimension ", i, " is ", to_string(out), " vs ", to_string(x));
+      if (is_const_int(x, 1)) continue;
+      if (!is_const_int(out, 1) && !structural_equal(x, out) && !same_dimension(x, out)) {
+        if (!same_dimension_where_positive(x, out)) {
+          std::string names;
+          for (const auto& u : ts) names += (names.empty() ? "" : ", ") + u.name();
+          fail("broadcast of ", names, ": dimension ", i, " is ", to_string(out), " vs ", to_string(x));
+        }
+        x = simpler_dimension(x, out);
       }
-      if (!is_const_int(x, 1)) out = x;
+      out = x;
     }
     shape.push_back(out);
   }

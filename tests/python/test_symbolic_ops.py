@@ -648,6 +648,35 @@ def test_an_audio_feature_extractor_shortening_the_sequence_builds_once(tmp_path
             np.testing.assert_allclose(run([x])[0], want, rtol=1e-4, atol=1e-4)
 
 
+def test_the_last_rows_of_the_cached_and_new_positions_broadcast_against_the_new_ones(tmp_path, rng):
+    """T5's decoder with a key cache (optimum's merged decoder): the position bias of the P cached
+    and L new positions keeps its last L rows (x[:, -L:]) before it is added to the scores of the L
+    new queries. At L = 0 that slice is the whole axis, so the two are equal only where L >= 1:
+    one build takes them as equal and checks L >= 1 at each call, naming the node."""
+    nodes = [helper.make_node("Concat", ["past", "x"], ["kv"], axis=1),
+             helper.make_node("Transpose", ["kv"], ["kvt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["kv", "kvt"], ["bias_all"]),
+             helper.make_node("Shape", ["x"], ["sx"]),
+             helper.make_node("Gather", ["sx", "one"], ["l"]),
+             helper.make_node("Neg", ["l"], ["minus_l"]),
+             helper.make_node("Slice", ["bias_all", "minus_l", "end", "one"], ["bias"]),
+             helper.make_node("MatMul", ["x", "kvt"], ["scores"]),
+             helper.make_node("Add", ["scores", "bias"], ["y"], name="add_bias")]
+    path = save(tmp_path, nodes, [vi("x", ["N", "L", 4]), vi("past", ["N", "P", 4])], [vi("y", None)],
+                [ints("one", [1]), ints("end", [2**63 - 1])])
+    lib, module = built_once(tmp_path, path)
+    for n, length, past in [(2, 3, 5), (1, 1, 0), (3, 1, 17), (1, 4, 1)]:
+        x, p = (rng.standard_normal(s).astype("float32") for s in [(n, length, 4), (n, past, 4)])
+        kv = np.concatenate([p, x], 1)
+        want = x @ kv.transpose(0, 2, 1) + (kv @ kv.transpose(0, 2, 1))[:, -length:]
+        for run in (lib.run, module.run):
+            np.testing.assert_allclose(run([x, p])[0], want, rtol=1e-5, atol=1e-5)
+    ins = [np.zeros((1, 0, 4), "float32"), np.zeros((1, 3, 4), "float32")]
+    for run in (lib.run, module.run):
+        with pytest.raises(tessera.Error, match="add_bias.*equal only where L is at least 1: L is 0"):
+            run(ins)
+
+
 def test_dimensions_named_apart_that_broadcast_together_are_one(tmp_path, rng):
     """torch.onnx.export with dynamic_axes as lists names each input's dimensions apart
     (ids_dynamic_axes_1, mask_dynamic_axes_1); a broadcast of one against the other (the attention

@@ -84,6 +84,24 @@ TEST(TypeRelations, TwoDimensionVariablesThatBroadcastMustBeOne) {
             std::string::npos);
 }
 
+TEST(TypeRelations, DimensionsEqualWhereAVariableIsPositiveBroadcastToTheSimplerOne) {
+  // x[-L:] of P + L rows has L rows but at L = 0 (the whole axis): against L it broadcasts where
+  // the caller collects L to check; never where the dimensions differ at positive sizes too.
+  tensor_ir::Var p("P"), l("L");
+  const Dim last_rows = tensor_ir::max(l + p - p * tensor_ir::min(l, Dim(1)), Dim(0));
+  std::vector<tensor_ir::Var> positive;
+  EXPECT_EQ(broadcast_shapes(Shape({Dim(last_rows), Dim(4)}), Shape({Dim(l), Dim(1)}), &positive),
+            Shape({Dim(l), Dim(4)}));
+  ASSERT_EQ(positive.size(), 1u);
+  EXPECT_EQ(positive[0].get(), l.get());
+  EXPECT_NE(message_of([&] { broadcast_shapes(Shape({Dim(last_rows)}), Shape({Dim(l)})); }).find("broadcast only if"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              broadcast_shapes(Shape({Dim(l) + Dim(1)}), Shape({Dim(l)}), &positive);
+            }).find("broadcast only if"),
+            std::string::npos);
+}
+
 TEST(TypeRelations, AConvolutionKeepsASymbolicBatchAndReshapeChecksElementCounts) {
   tensor_ir::Var n("N");
   Var x("x", tensor_type(Shape({Dim(n), Dim(3), Dim(8), Dim(8)}), runtime::kFloat32));
