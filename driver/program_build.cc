@@ -6,7 +6,9 @@
 #include <optional>
 #include <unordered_map>
 
+#include "relay_ir/expr.h"
 #include "runtime/element.h"
+#include "tensor_ir/shape_expr.h"
 #include "runtime/error.h"
 
 namespace tessera::driver {
@@ -26,7 +28,10 @@ struct ValueType {
   std::optional<runtime::DataType> dtype;  // a tensor's or a sequence's elements'
   std::optional<SymbolicShape> shape;      // none: its rank is not known
   bool empty = false;                      // a sequence known to be empty (its elements any type)
-  std::optional<std::vector<int64_t>> ints;  // a constant's integers (a Slice's axes), where known
+  // An integer value's elements, where known: a constant's (a Slice's axes), or expressions of the
+  // dimension variables that a stage computes from the sizes (a causal mask's length L, the shape
+  // (N, 1, L, L) it is expanded to).
+  std::optional<SymbolicShape> ints;
 
   static ValueType tensor(runtime::DataType dtype, SymbolicShape shape) {
     return {Kind::Tensor, dtype, std::move(shape)};
@@ -102,15 +107,18 @@ class ProgramBuilder {
     return j;
   }
 
+  // The elements of an integer scalar or list on the CPU; none for other arrays.
+  static std::optional<SymbolicShape> integers(const runtime::NDArray& value) {
+    if (!value.dtype().is_integer() || value.ndim() > 1 || value.device().type != runtime::DeviceType::CPU) return {};
+    SymbolicShape elements;
+    for (int64_t i = 0; i < value.numel(); ++i) elements.push_back(runtime::integer_value(value, i));
+    return elements;
+  }
+
   std::vector<ValueType> type_program(const ProgramPlan& p, Frame& frame) {
-    for (const auto& [name, value] : p.constants) {
-      ValueType& v = frame.values[name] = ValueType::tensor(value.dtype(), runtime::symbolic_shape(value.shape()));
-      if (value.dtype().is_integer() && value.ndim() <= 1 && value.device().type == runtime::DeviceType::CPU) {
-        v.ints.emplace();
-        for (int64_t i = 0; i < value.numel(); ++i)
-          v.ints->push_back(static_cast<int64_t>(runtime::element_as_double(value, i)));
-      }
-    }
+    for (const auto& [name, value] : p.constants)
+      (frame.values[name] = ValueType::tensor(value.dtype(), runtime::symbolic_shape(value.shape()))).ints =
+          integers(value);
     for (const ProgramStep& step : p.steps) {
       std::vector<ValueType> in;
       for (const std::string& name : step.inputs)
@@ -286,8 +294,8 @@ class ProgramBuilder {
     if (!x.shape) return x;
     const int64_t rank = static_cast<int64_t>(x.shape->size());
     std::vector<int64_t> sliced_axes;
-    if (axes.kind == ValueType::Kind::Tensor && axes.ints) {
-      sliced_axes = *axes.ints;
+    if (axes.kind == ValueType::Kind::Tensor && axes.ints && runtime::is_static(*axes.ints)) {
+      sliced_axes = runtime::static_shape(*axes.ints, "axes");
     } else if (axes.kind == ValueType::Kind::None && starts.shape && starts.shape->size() == 1 &&
                starts.shape->front().is_constant()) {
       for (int64_t a = 0; a < starts.shape->front().constant(); ++a) sliced_axes.push_back(a);
@@ -352,6 +360,7 @@ class ProgramBuilder {
       for (size_t i = 0; i < step.outputs.size(); ++i) pieces.push_back(resized(x, step.attrs.get_int("axis")));
       return pieces;
     }
+    if ((op == "reshape" || op == "expand") && input(1).ints && x.shape) return {to_shape(op, x, *input(1).ints, step)};
     if (op == "reshape" || op == "squeeze" || op == "unsqueeze" || op == "expand") {
       // Of the target's length (expand: or the input's rank, the larger), or the input's rank less
       // or more the axes' count; each dimension the data's.
@@ -396,6 +405,30 @@ class ProgramBuilder {
     fail("export: ", step.origin, ": no builtin '", op, "'");
   }
 
+  // A reshape or expand of `x` to the shape `given` that an earlier stage computed from the sizes:
+  // a reshape's 0 copies x's dimension (without allowzero), its -1 is known at run time only; an
+  // expand broadcasts, each dimension known where one side is 1 or both are the same.
+  ValueType to_shape(const std::string& op, const ValueType& x, const SymbolicShape& given, const ProgramStep& step) {
+    ValueType out{ValueType::Kind::Tensor, x.dtype, SymbolicShape{}};
+    const SymbolicShape& in = *x.shape;
+    if (op == "reshape") {
+      for (size_t d = 0; d < given.size(); ++d) {
+        const ShapeExpr& g = given[d];
+        const bool copies = g.is_constant() && g.constant() == 0 && step.attrs.get_int("allowzero") == 0;
+        if (copies) out.shape->push_back(d < in.size() ? in[d] : fresh());
+        else out.shape->push_back(g.is_constant() && g.constant() < 0 ? fresh() : g);
+      }
+      return out;
+    }
+    const size_t rank = std::max(in.size(), given.size());
+    for (size_t d = 0; d < rank; ++d) {
+      const ShapeExpr a = d + in.size() < rank ? ShapeExpr(1) : in[d + in.size() - rank];
+      const ShapeExpr b = d + given.size() < rank ? ShapeExpr(1) : given[d + given.size() - rank];
+      out.shape->push_back(b == ShapeExpr(1) ? a : a == ShapeExpr(1) || a == b ? b : fresh());
+    }
+    return out;
+  }
+
   std::vector<ValueType> build_stage(const ProgramStep& step, const std::vector<ValueType>& in) {
     std::vector<runtime::BufferSpec> specs;
     std::string key;
@@ -414,13 +447,21 @@ class ProgramBuilder {
       for (ShapeExpr& d : shape)
         if (!d.is_constant() && !d.var_name()) d = fresh();  // the stage binds variables, not expressions
       specs.push_back({name, shape, *v.dtype});
-      key += v.dtype->str() + runtime::symbolic_shape_str(*v.shape) + ";";  // as typed, before the fresh names
+      key += v.dtype->str() + runtime::symbolic_shape_str(*v.shape);  // as typed, before the fresh names
+      if (v.ints) key += "=" + runtime::symbolic_shape_str(*v.ints);
+      key += ";";
     }
     StageBuild& stage = builds_.at(step.stage);
     std::vector<size_t>& by_shape = by_shape_[&step];
     if (!stage.result || stage.key != key) {
       try {
-        stage.result = std::make_shared<const BuildResult>(build(specialize(step, specs, by_shape), target_, options_));
+        // Values known as sizes are taken by shape, so that the stage computes with them as sizes too.
+        const std::vector<std::optional<SymbolicShape>> known = known_values(in);
+        for (size_t i = 0; i < known.size(); ++i)
+          if (known[i] && std::find(by_shape.begin(), by_shape.end(), i) == by_shape.end()) by_shape.push_back(i);
+        const relay_ir::Module module = specialize(step, specs, by_shape, known);
+        stage.output_values = output_values(module);
+        stage.result = std::make_shared<const BuildResult>(build(module, target_, options_));
       } catch (const Error& e) {
         fail("export: ", step.origin, " cannot be built for every size of its inputs (", shapes_str(specs),
              "): ", e.what());
@@ -434,17 +475,53 @@ class ProgramBuilder {
       const auto& info = plan.tensors.at(t);
       out.push_back(ValueType::tensor(
           info.dtype, plan.is_symbolic() ? plan.symbolic_shapes.at(t) : runtime::symbolic_shape(info.shape)));
+      if (out.size() <= stage.output_values.size()) out.back().ints = stage.output_values[out.size() - 1];
     }
     return out;
+  }
+
+  // The values of `in` that a stage can take by shape as they are: integer scalars and lists of
+  // constants and dimension variables (which its other inputs' shapes or the carriers bind).
+  static std::vector<std::optional<SymbolicShape>> known_values(const std::vector<ValueType>& in) {
+    std::vector<std::optional<SymbolicShape>> known;
+    for (const ValueType& v : in) {
+      const bool plain = v.ints && v.dtype && v.dtype->is_integer() && v.shape && v.shape->size() <= 1 &&
+                         runtime::is_static(*v.shape) &&
+                         std::all_of(v.ints->begin(), v.ints->end(),
+                                     [](const ShapeExpr& e) { return e.is_constant() || e.var_name(); });
+      known.push_back(plain ? v.ints : std::nullopt);
+    }
+    return known;
+  }
+
+  // The values of a stage's outputs that its graph computes from the sizes alone (shape_values: a
+  // Shape's dimensions, their sums and products), as expressions of the dimension variables, and
+  // of its integer constants.
+  static std::vector<std::optional<SymbolicShape>> output_values(const relay_ir::Module& module) {
+    const relay_ir::Expr& body = module.main()->body;
+    std::vector<relay_ir::Expr> outputs{body};
+    if (const auto* tuple = body.as<relay_ir::TupleNode>()) outputs = tuple->elements;
+    std::vector<std::optional<SymbolicShape>> values;
+    for (const relay_ir::Expr& e : outputs) {
+      const auto* call = e.as<relay_ir::CallNode>();
+      const auto* op = call ? call->op.as<relay_ir::OpNode>() : nullptr;
+      const auto* constant = e.as<relay_ir::ConstantNode>();
+      if (op && op->name() == "shape_values")
+        values.push_back(tensor_ir::to_symbolic_shape(call->attrs.get_shape("dims").dims()));
+      else if (constant) values.push_back(integers(constant->data));
+      else values.emplace_back();
+    }
+    return values;
   }
 
   // The stage of `step` for inputs `specs`, taking by shape (adding to `by_shape`) the inputs whose
   // values its operators need.
   relay_ir::Module specialize(const ProgramStep& step, const std::vector<runtime::BufferSpec>& specs,
-                              std::vector<size_t>& by_shape) const {
+                              std::vector<size_t>& by_shape,
+                              const std::vector<std::optional<SymbolicShape>>& values) const {
     for (;;) {
       try {
-        return program_.stages.at(step.stage)->specialize_symbolic(specs, by_shape);
+        return program_.stages.at(step.stage)->specialize_symbolic(specs, by_shape, values);
       } catch (const relay_ir::ValuesRequired& e) {
         for (size_t i : e.inputs)
           if (std::find(by_shape.begin(), by_shape.end(), i) != by_shape.end()) throw;
@@ -509,6 +586,7 @@ class ProgramBuilder {
   struct StageBuild {
     std::string key;
     std::shared_ptr<const BuildResult> result;
+    std::vector<std::optional<SymbolicShape>> output_values;  // where known (output_values)
   };
   std::vector<StageBuild> builds_;
   // The inputs each stage step takes by shape (relay_ir::StageSource::specialize_symbolic).

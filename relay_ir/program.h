@@ -35,10 +35,13 @@ class StageSource {
   // variable), with no input bound: what a module that runs at any size holds. The inputs listed
   // in `by_shape` (integer tensors of static shape) it takes instead as shapes that hold their
   // values (values_as_shape in runtime/program_builtins.h), so that the operators that need them
-  // (a pad, a count, a shape) get them as dimension variables. Throws ValuesRequired where
-  // operators need the values of inputs not in `by_shape`, naming the operator otherwise.
+  // (a pad, a count, a shape) get them as dimension variables. Where `values` (one per input, or
+  // empty) knows such an input's values as constants or dimension variables of the other inputs
+  // (an earlier stage computed it from the sizes), it takes them as those. Throws ValuesRequired
+  // where operators need the values of inputs not in `by_shape`, naming the operator otherwise.
   virtual Module specialize_symbolic(const std::vector<runtime::BufferSpec>& inputs,
-                                     const std::vector<size_t>& by_shape = {}) const = 0;
+                                     const std::vector<size_t>& by_shape = {},
+                                     const std::vector<std::optional<runtime::SymbolicShape>>& values = {}) const = 0;
 };
 
 // What specialize_symbolic throws where operators need the values of stage inputs.

@@ -427,6 +427,14 @@ void declare_elements(const ::onnx::TypeProto& element, runtime::ProgramInputTyp
   t.element_shape = true;
 }
 
+bool has_subgraphs(const ::onnx::GraphProto& graph) {
+  return std::any_of(graph.node().begin(), graph.node().end(), [](const auto& node) {
+    bool found = false;
+    for_each_subgraph(node, [&](const ::onnx::GraphProto&) { found = true; });
+    return found;
+  });
+}
+
 // Whether the main graph has a recurrent node: with symbolic inputs, its sequence length may be.
 bool has_recurrence(const ::onnx::ModelProto& model) {
   const auto& nodes = model.graph().node();
@@ -448,7 +456,10 @@ bool sets_shapes_from_the_data(const ::onnx::ModelProto& model, const ImportOpti
 std::shared_ptr<const relay_ir::Program> import_program(const std::string& path, const ImportOptions& options,
                                                         bool always) {
   return with_model_file(
-      path, [&](const ::onnx::ModelProto& model, const std::string& dir) -> std::shared_ptr<const relay_ir::Program> {
+      path, [&](const ::onnx::ModelProto& file, const std::string& dir) -> std::shared_ptr<const relay_ir::Program> {
+        std::optional<::onnx::ModelProto> renamed;
+        if (has_subgraphs(file.graph())) renamed = with_unique_names(file);
+        const ::onnx::ModelProto& model = renamed ? *renamed : file;
         // Recurrences of symbolic length as Scans, or sizes that the data gives as other values made
         // sizes (frontend/onnx/sizes_from_data.h).
         std::optional<::onnx::ModelProto> rewritten = with_sizes_from_data(model, options);

@@ -50,6 +50,57 @@ void collect_non_tensors(const ::onnx::GraphProto& graph, std::set<std::string>&
   }
 }
 
+namespace {
+
+// Renames what `g` (a subgraph unless `top`) defines apart from `taken`, the names defined so far;
+// `renames` maps the names of the scopes around it to their new names.
+void rename_apart(::onnx::GraphProto& g, std::unordered_map<std::string, std::string> renames,
+                  std::set<std::string>& taken, bool top) {
+  auto define = [&](std::string* name) {
+    if (name->empty()) return;
+    if (!top && taken.count(*name)) {
+      std::string unique;
+      for (int k = 2; taken.count(unique = *name + "#" + std::to_string(k)); ++k) {
+      }
+      renames[*name] = unique;
+      *name = unique;
+    }
+    taken.insert(*name);
+  };
+  auto use = [&](std::string* name) {
+    if (auto it = renames.find(*name); it != renames.end()) *name = it->second;
+  };
+  for (auto& in : *g.mutable_input()) define(in.mutable_name());
+  for (auto& init : *g.mutable_initializer()) {
+    if (std::none_of(g.input().begin(), g.input().end(), [&](const auto& in) { return in.name() == init.name(); }))
+      define(init.mutable_name());
+    else use(init.mutable_name());  // an initializer that gives an input its default
+  }
+  for (auto& node : *g.mutable_node()) {
+    for (auto& in : *node.mutable_input()) use(&in);
+    for (auto& a : *node.mutable_attribute()) {
+      if (a.has_g()) rename_apart(*a.mutable_g(), renames, taken, false);
+      for (auto& sub : *a.mutable_graphs()) rename_apart(sub, renames, taken, false);
+    }
+    for (auto& out : *node.mutable_output()) define(&out);
+  }
+  for (auto& out : *g.mutable_output()) use(out.mutable_name());
+  for (auto& v : *g.mutable_value_info()) use(v.mutable_name());
+}
+
+}  // namespace
+
+::onnx::ModelProto with_unique_names(const ::onnx::ModelProto& model) {
+  ::onnx::ModelProto out = model;
+  std::set<std::string> taken;  // the main graph's names first: they keep their names
+  const auto& g = model.graph();
+  for (const auto& in : g.input()) taken.insert(in.name());
+  for (const auto& init : g.initializer()) taken.insert(init.name());
+  for (const auto& node : g.node()) taken.insert(node.output().begin(), node.output().end());
+  rename_apart(*out.mutable_graph(), {}, taken, true);
+  return out;
+}
+
 // Whether the model has an input of symbolic shape (neither an initializer, nor bound, nor given a
 // shape).
 bool has_symbolic_inputs(const ::onnx::ModelProto& model, const ImportOptions& options) {

@@ -44,6 +44,13 @@ bool is_non_tensor(const ::onnx::TypeProto& t);  // a sequence or an optional
 // outputs, value_info), made by a sequence or optional operator, or passed on by Identity.
 void collect_non_tensors(const ::onnx::GraphProto& graph, std::set<std::string>& out);
 
+// `model` with each name that a subgraph defines (an input, an initializer, a node's output) and
+// the model defines elsewhere too renamed apart ("name#2"), and its uses where that definition is
+// the one in scope: ONNX scopes names per graph (optimum's merged decoders compute
+// '/model/decoder/Cast_output_0' in both branches of their If, from the data in one and from the
+// sizes in the other), while the program builder's analyses know a value by its name.
+::onnx::ModelProto with_unique_names(const ::onnx::ModelProto& model);
+
 // Whether the model has an input of symbolic shape (neither an initializer, nor bound, nor given a
 // shape).
 bool has_symbolic_inputs(const ::onnx::ModelProto& model, const ImportOptions& options);

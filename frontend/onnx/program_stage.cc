@@ -42,8 +42,9 @@ class OnnxStage : public relay_ir::StageSource {
     }
   }
 
-  relay_ir::Module specialize_symbolic(const std::vector<runtime::BufferSpec>& inputs,
-                                       const std::vector<size_t>& by_shape) const override {
+  relay_ir::Module specialize_symbolic(
+      const std::vector<runtime::BufferSpec>& inputs, const std::vector<size_t>& by_shape,
+      const std::vector<std::optional<runtime::SymbolicShape>>& values) const override {
     std::vector<runtime::DataType> dtypes;
     for (const runtime::BufferSpec& in : inputs) dtypes.push_back(in.dtype);
     ::onnx::ModelProto m = at(dtypes);
@@ -54,7 +55,7 @@ class OnnxStage : public relay_ir::StageSource {
     ::onnx::GraphProto prelude;
     for (size_t i = 0; i < inputs_.size(); ++i) {
       if (std::find(by_shape.begin(), by_shape.end(), i) != by_shape.end()) {
-        take_by_shape(m, i, inputs.at(i), o, prelude);
+        take_by_shape(m, i, inputs.at(i), i < values.size() ? values[i] : std::nullopt, o, prelude);
         continue;
       }
       auto* shape =
@@ -116,8 +117,9 @@ class OnnxStage : public relay_ir::StageSource {
   // Stage input i, an integer tensor of static shape, taken as a carrier of uint8 and shape
   // (its values..., 0) that values_as_shape makes: the nodes put first in `prelude` give its values
   // back under its name as Shape and Gather of the carrier, which the importer keeps as dimension
-  // variables (frontend/onnx/dim_values.h).
-  void take_by_shape(::onnx::ModelProto& m, size_t i, const runtime::BufferSpec& spec, ImportOptions& o,
+  // variables (frontend/onnx/dim_values.h), those of `known` where it has a constant or a variable.
+  void take_by_shape(::onnx::ModelProto& m, size_t i, const runtime::BufferSpec& spec,
+                     const std::optional<runtime::SymbolicShape>& known, ImportOptions& o,
                      ::onnx::GraphProto& prelude) const {
     const std::string& x = inputs_[i];
     if (!spec.dtype.is_integer() || !runtime::is_static(spec.shape) || spec.shape.size() > 1)
@@ -131,8 +133,13 @@ class OnnxStage : public relay_ir::StageSource {
     type->set_elem_type(onnx_type_of(runtime::DataType::UInt(8)));
     std::string base;
     for (char ch : x) base += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-    for (int64_t j = 0; j < n; ++j)
-      type->mutable_shape()->add_dim()->set_dim_param(base + "_value" + std::to_string(j));
+    for (int64_t j = 0; j < n; ++j) {
+      auto* dim = type->mutable_shape()->add_dim();
+      const runtime::ShapeExpr* value = known && known->size() == static_cast<size_t>(n) ? &(*known)[j] : nullptr;
+      if (value && value->is_constant() && value->constant() >= 0) dim->set_dim_value(value->constant());
+      else if (value && value->var_name()) dim->set_dim_param(*value->var_name());
+      else dim->set_dim_param(base + "_value" + std::to_string(j));
+    }
     type->mutable_shape()->add_dim()->set_dim_value(0);
     NDArray indices = NDArray::empty(shape, runtime::kInt64);
     for (int64_t j = 0; j < n; ++j) indices.data_as<int64_t>()[j] = j;

@@ -273,6 +273,67 @@ def test_each_branch_reads_its_own_constant_of_a_name_both_define(tmp_path, buil
         np.testing.assert_array_equal(lib.run([x])[0], x * (2 if x.sum() > 0 else 3))
 
 
+def test_stages_pass_on_the_sizes_they_compute(tmp_path, rng, build):
+    """A stage computes L from Shape(ids); after a step between stages (NonZero), the next stage
+    makes a Range of L viewed as (L, 1), expanded to the shape (N, L, L) computed beside it, and
+    adds it to x. The second stage takes L as the size the first computed (a module was refused:
+    "cannot reshape (l_value0,) to (L, 1)"; in this process each new L built it again)."""
+    nodes = [helper.make_node("Shape", ["ids"], ["s"]),
+             helper.make_node("Gather", ["s", "one"], ["l"]), helper.make_node("Gather", ["s", "zero"], ["n"]),
+             helper.make_node("Cast", ["l"], ["l_cast"], to=I64),
+             helper.make_node("Unsqueeze", ["l", "axis0"], ["l1"]), helper.make_node("Unsqueeze", ["n", "axis0"], ["n1"]),
+             helper.make_node("NonZero", ["ids"], ["nz"]),
+             helper.make_node("Range", ["zero", "l_cast", "one"], ["r"]),
+             helper.make_node("Concat", ["l1", "one1"], ["col_shape"], axis=0),
+             helper.make_node("Reshape", ["r", "col_shape"], ["col"]),
+             helper.make_node("Concat", ["n1", "l1", "l1"], ["full"], axis=0),
+             helper.make_node("Expand", ["col", "full"], ["e"]),
+             helper.make_node("Cast", ["e"], ["ef"], to=F),
+             helper.make_node("Add", ["x", "ef"], ["y"])]
+    path = save(tmp_path, nodes, [vi("ids", ["N", "L"], I64), vi("x", ["N", "L", "L"])],
+                [vi("y", ["N", "L", "L"]), vi("nz", [2, None], I64)],
+                [const("zero", np.int64(0)), const("one", np.int64(1)), const("one1", np.array([1], np.int64)),
+                 const("axis0", np.array([0]))])
+    lib = build(path)
+    for n, length in [(2, 3), (1, 1), (3, 5)]:
+        ids, x = rng.integers(0, 2, (n, length)), rng.standard_normal((n, length, length)).astype(np.float32)
+        y, nz = lib.run([ids, x])
+        np.testing.assert_allclose(y, x + np.arange(length)[:, None], rtol=1e-6)
+        np.testing.assert_array_equal(nz, np.array(np.nonzero(ids)))
+    if build.in_process:
+        assert lib.builds and all(sizes == ["every size"] for _, sizes in lib.builds), lib.builds
+
+
+def test_each_branch_s_values_are_its_own_where_both_name_one_alike(tmp_path, rng, build):
+    """optimum's merged decoders compute a value of one name in both branches of their If: here
+    'l' is a sum of the data in one and the sequence's length in the other, whose Range and
+    reshape to (L, 1) take it as that size. Each branch's values are told apart, so the other
+    branch's value does not make this one a value of the data (a stage of its own, built for each
+    value in this process)."""
+    then_g = helper.make_graph(
+        [helper.make_node("ReduceSum", ["ids"], ["l"], keepdims=0), helper.make_node("Cast", ["l"], ["lf"], to=F),
+         helper.make_node("Mul", ["x", "lf"], ["y_then"])], "then", [], [vi("y_then", None)])
+    else_g = helper.make_graph(
+        [helper.make_node("Shape", ["ids"], ["s"]), helper.make_node("Gather", ["s", "one"], ["l"]),
+         helper.make_node("Range", ["zero", "l", "one"], ["r"]),
+         helper.make_node("Unsqueeze", ["l", "axis0"], ["l1"]),
+         helper.make_node("Concat", ["l1", "one1"], ["col_shape"], axis=0),
+         helper.make_node("Reshape", ["r", "col_shape"], ["col"]),
+         helper.make_node("Cast", ["col"], ["colf"], to=F),
+         helper.make_node("Add", ["x", "colf"], ["y_else"])], "else", [], [vi("y_else", None)])
+    nodes = [helper.make_node("If", ["sum_it"], ["y"], then_branch=then_g, else_branch=else_g, name="merged")]
+    path = save(tmp_path, nodes, [vi("ids", ["N", "L"], I64), vi("x", ["N", "L", "L"]), vi("sum_it", [], B)],
+                [vi("y", ["N", "L", "L"])], [const("zero", np.int64(0)), const("one", np.int64(1)),
+                                             const("one1", np.array([1], np.int64)), const("axis0", np.array([0]))])
+    lib = build(path)
+    for n, length in [(2, 3), (1, 1), (3, 5)]:
+        ids, x = rng.integers(0, 3, (n, length)), rng.standard_normal((n, length, length)).astype(np.float32)
+        np.testing.assert_allclose(lib.run([ids, x, np.array(False)])[0], x + np.arange(length)[:, None], rtol=1e-6)
+        np.testing.assert_allclose(lib.run([ids, x, np.array(True)])[0], x * ids.sum(), rtol=1e-6)
+    if build.in_process:
+        assert len(lib.builds) == 2 and all(sizes == ["every size"] for _, sizes in lib.builds), lib.builds
+
+
 def positives_doubled(tmp_path, shape):
     """x[x > 0] * 2 for x of `shape`: NonZero -> Transpose -> GatherND -> Mul."""
     nodes = [helper.make_node("Greater", ["x", "zero"], ["mask"]),
