@@ -26,6 +26,8 @@ using Info = runtime::GraphPlan::TensorInfo;
 
 namespace {
 
+constexpr size_t kMaxKernelName = 96;
+
 // Walks the main function once, producers first, turning values into plan tensors and calls
 // into steps.
 class PlanBuilder {
@@ -149,6 +151,9 @@ class PlanBuilder {
       std::string name = "k" + std::to_string(kernels_.size()) + "_" + call_description(call);
       for (auto& ch : name)
         if (ch == '.') ch = '_';
+      // Its number makes it unique; a device compiler may name files after it (PoCL's cache fails
+      // past 255 bytes), so a fused group of many ops keeps the names of its first ones.
+      if (name.size() > kMaxKernelName) name = name.substr(0, name.rfind('_', kMaxKernelName));
       LoweredCall lowered = lower_call(call, name, ctx_);
       kernel = kernels_.size();
       kernel_by_key_[key] = kernel;

@@ -97,3 +97,23 @@ def test_matrix_products_stage_panels_in_shared_memory_only_where_it_is_on_the_c
     assert cuda and all("(shared)" in k and "barrier()" in k and "(local)" in k for k in cuda)
     assert tessera.device("opencl").dedicated_shared_memory or not any("(shared)" in k for k in opencl)
     assert all("(local)" in k for k in opencl)
+
+
+def test_a_fused_group_of_many_ops_runs_on_opencl(tmp_path):
+    """A group fusing 40 ops: its kernel's name keeps the first ones' names (PoCL names a cache file
+    after the kernel, and a name past 255 bytes aborted the process when the kernel first ran)."""
+    import onnx
+    from onnx import helper, TensorProto
+    ops = ["Sin", "Cos", "Abs", "Neg"] * 10
+    nodes = [helper.make_node(op, [f"v{i}"], [f"v{i + 1}"]) for i, op in enumerate(ops)]
+    graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [3, 70])],
+                              [helper.make_tensor_value_info(f"v{len(ops)}", TensorProto.FLOAT, [3, 70])])
+    path = str(tmp_path / "chain.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    lib = tessera.build(tessera.onnx.load(path), target="opencl", db=False)
+    assert max(len(k["name"]) for k in lib.kernels) <= 96
+    x = np.random.default_rng(0).standard_normal((3, 70)).astype("float32")
+    want = x
+    for _ in range(10):
+        want = -np.abs(np.cos(np.sin(want)))
+    np.testing.assert_allclose(lib.run([x])[0], want, rtol=1e-5, atol=1e-6)
