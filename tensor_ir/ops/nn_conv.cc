@@ -304,12 +304,25 @@ Tensor depthwise(const ConvCore& core) {
   return epilogue(c, [&](const std::vector<Var>& v) { return r(as_exprs(v)); });
 }
 
-Tensor direct(const ConvCore& c) {
-  size_t rank = c.out.size();
-  int64_t cg = c.c / c.groups, mg = c.m / c.groups;
-  Tensor p = padded_input(c, needed_extent(c, c.out));
+Tensor direct(const ConvCore& core) {
+  size_t rank = core.out.size();
+  int64_t cg = core.c / core.groups, mg = core.m / core.groups;
+  // A last dimension of symbolic size, or of a constant size above a vector that vectors do not
+  // divide, is padded to whole vectors, read from P: the generic schedule's vectors of positions
+  // then each accumulate over the whole reduction in a register, where a loop of symbolic length
+  // ran scalar and a partial vector accumulated through memory. A shorter constant width is a
+  // vector of its own length.
+  ConvCore c = core;
+  std::vector<Expr> out = c.out;
+  const int64_t lanes = c.registers.lanes(c.acc);
+  const int64_t* width = as_const_int(out.back());
+  if (lanes > 1 && (!width || (*width > lanes && *width % lanes != 0))) {
+    out.back() = round_up(out.back(), lanes);
+    c.raw = Tensor();
+  }
+  Tensor p = padded_input(c, needed_extent(c, out));
   std::vector<Expr> shape{Expr(c.n), Expr(c.m)};
-  shape.insert(shape.end(), c.out.begin(), c.out.end());
+  shape.insert(shape.end(), out.begin(), out.end());
   std::vector<std::string> names{"n", "m"};
   for (const auto& s : spatial_names(rank, "o")) names.push_back(s);
   IterVar rc = reduce_axis(Range(Expr(0), Expr(cg)), "rc");

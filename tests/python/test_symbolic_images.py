@@ -53,6 +53,7 @@ CONVS = {
     "depthwise": (24, 24, (3, 3), {"pads": [1, 1, 1, 1], "group": 24}),
     "depthwise strided": (16, 16, (3, 3), {"pads": [1, 1, 1, 1], "group": 16, "strides": [2, 2]}),
     "direct (grouped)": (12, 6, (3, 3), {"pads": [1, 1, 1, 1], "group": 3}),
+    "direct (fewer output channels than a vector, strided)": (12, 12, (3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),
     "1-D": (8, 16, (5,), {"pads": [2, 2], "strides": [3]}),
     "3-D": (4, 8, (3, 3, 3), {"pads": [1, 1, 1, 1, 1, 1]}),
 }
@@ -71,6 +72,16 @@ def test_convolution_of_symbolic_height_and_width(tmp_path, rng, case):
             got = runner.run([x])[0]
             assert got.shape == want.shape
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_direct_convolution_of_symbolic_width_accumulates_whole_vectors(tmp_path, rng):
+    """The direct form's product of symbolic width is padded to whole vectors: each vector of
+    positions accumulates in place over the reduction (its loop ran scalar: HuggingFace's small
+    ResNet built for every size took 0.76 of its static build's time)."""
+    path, _ = conv_model(tmp_path, rng, ["H", "W"], 12, 12, (3, 3), pads=[1, 1, 1, 1], strides=[2, 2])
+    lib, _ = built_once(tmp_path, path, {"N": 1, "H": 28, "W": 28})
+    lowered = "\n".join(k["lowered"] for k in lib.kernels if k["name"].endswith("conv_relu"))
+    assert re.search(r"conv_direct\[ramp\([^\n]*\] = conv_direct\[ramp\(", lowered), lowered
 
 
 @pytest.mark.parametrize("out_channels", [16, 32])
