@@ -334,6 +334,14 @@ class ProgramBuilder {
     }
     if (op == "slice") return {sliced(x, input(1), input(3))};
     if (op == "range") return {ValueType{ValueType::Kind::Tensor, x.dtype, SymbolicShape{fresh()}}};
+    if (op == "mel_weight_matrix") {
+      const std::vector<int64_t>& dtype = step.attrs.get_ints("dtype");
+      return {of(runtime::DataType(static_cast<runtime::TypeCode>(dtype.at(0)), static_cast<int>(dtype.at(1))),
+                 {fresh(), fresh()})};
+    }
+    if (op == "stft")  // [batch, frames, bins, 2]
+      return {ValueType{ValueType::Kind::Tensor, x.dtype,
+                        SymbolicShape{x.shape && !x.shape->empty() ? x.shape->front() : fresh(), fresh(), fresh(), 2}}};
     if (op == "resize_output_size") {  // one size per axis of the data
       if (!x.shape) return {ValueType{ValueType::Kind::Tensor, runtime::kInt64, std::nullopt}};
       return {of(runtime::kInt64, {ShapeExpr(static_cast<int64_t>(x.shape->size()))})};

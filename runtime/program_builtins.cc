@@ -8,6 +8,7 @@
 #include "runtime/data_dependent_ops.h"
 #include "runtime/element.h"
 #include "runtime/host_slice.h"
+#include "runtime/signal_ops.h"
 #include "runtime/view_shapes.h"
 
 namespace tessera::runtime {
@@ -172,6 +173,12 @@ std::vector<ProgramValue> split_by_lengths(const ProgramStep& step, const std::v
   return out;
 }
 
+// A DataType set as an attribute {code, bits}.
+DataType dtype_of(const std::vector<int64_t>& code_and_bits) {
+  if (code_and_bits.size() != 2) fail("a dtype attribute must hold a type code and a bit width");
+  return DataType(static_cast<TypeCode>(code_and_bits[0]), static_cast<int>(code_and_bits[1]));
+}
+
 std::vector<ProgramValue> data_dependent(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   auto tensor = [&](size_t i) -> const NDArray& {
     if (i >= in.size() || in[i].is_none()) fail("input ", i, " is missing");
@@ -183,6 +190,20 @@ std::vector<ProgramValue> data_dependent(const ProgramStep& step, const std::vec
   const std::string& op = step.builtin;
   if (op == "nonzero") return {nonzero(tensor(0))};
   if (op == "range") return {range(tensor(0), tensor(1), tensor(2))};
+  auto scalar = [&](size_t i, const char* what) {
+    const NDArray& t = tensor(i);
+    if (t.numel() != 1) fail(what, " must be a scalar, got shape ", t.shape_str());
+    return t;
+  };
+  if (op == "mel_weight_matrix")
+    return {mel_weight_matrix(
+        integer_value(scalar(0, "num_mel_bins"), 0), integer_value(scalar(1, "dft_length"), 0),
+        integer_value(scalar(2, "sample_rate"), 0), element_as_double(scalar(3, "lower_edge_hertz"), 0),
+        element_as_double(scalar(4, "upper_edge_hertz"), 0), dtype_of(step.attrs.get_ints("dtype")))};
+  if (op == "stft")
+    return {stft(tensor(0), integer_value(scalar(1, "frame_step"), 0),
+                 given(2) ? std::optional<NDArray>(tensor(2)) : std::nullopt,
+                 integer_value(scalar(3, "frame_length"), 0), step.attrs.get_int("onesided") != 0)};
   if (op == "resize_output_size")
     return {resized_shape(tensor(0).shape(), tensor(1),
                           step.attrs.has("axes") ? step.attrs.get_ints("axes") : std::vector<int64_t>{})};
@@ -299,8 +320,10 @@ NDArray values_as_shape(const NDArray& values, const std::string& name, const st
 
 namespace {
 
-const std::vector<std::string> kDataDependent = {"nonzero", "compress", "unique",  "non_max_suppression", "topk",
-                                                 "range",   "cumsum",   "cumprod", "resize_output_size"};
+const std::vector<std::string> kDataDependent = {
+    "nonzero", "compress", "unique",  "non_max_suppression", "topk",
+    "range",   "cumsum",   "cumprod", "resize_output_size",  "mel_weight_matrix",
+    "stft"};
 // Reductions over axes the data gives (runtime/axis_ops.h), "reduce_" and the kind.
 const std::vector<std::string> kReductions = {"reduce_sum",         "reduce_mean",      "reduce_max", "reduce_min",
                                               "reduce_prod",        "reduce_l1",        "reduce_l2",  "reduce_log_sum",

@@ -1,6 +1,7 @@
 // Converters of ONNX signal-processing operators (opsets 17 to 20). Window functions and
 // MelWeightMatrix of constant inputs become constants computed here (a window of a symbolic size
-// a kernel).
+// a kernel; MelWeightMatrix, and STFT of a frame length, given at run time, the program computes
+// on the host: runtime/signal_ops.h).
 // DFT becomes one matrix product with a constant [samples, bins] matrix of cosines and sines (a
 // direct DFT, O(n * bins) per transform); STFT the same coefficients as the filters of a strided
 // 1-D convolution over the signal, or, for a frame_step given at run time, as a matrix times its
@@ -13,6 +14,7 @@
 #include "frontend/onnx/ops_transform.h"
 #include "frontend/onnx/tensor_proto.h"
 #include "runtime/error.h"
+#include "runtime/signal_ops.h"
 #include "tensor_ir/arith/simplify.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/printer.h"
@@ -78,45 +80,14 @@ Expr cosine_window(ConvertContext& c, double a0, double a1, double a2) {
   return relay_ir::constant(out);
 }
 
+// Of constant inputs, a constant (runtime/signal_ops.h); given at run time, the program computes
+// it on the host (frontend/onnx/program.cc).
 Expr mel_weight_matrix(ConvertContext& c) {
   c.check_attrs({"output_datatype"});
-  int64_t bins = constant_integer(c, 0, "num_mel_bins"), dft_length = constant_integer(c, 1, "dft_length");
-  int64_t sample_rate = constant_integer(c, 2, "sample_rate");
-  double lower = constant_scalar(c, 3, "lower_edge_hertz"), upper = constant_scalar(c, 4, "upper_edge_hertz");
-  if (bins < 1 || dft_length < 1 || sample_rate < 1)
-    c.error("num_mel_bins, dft_length and sample_rate must be positive, got " + std::to_string(bins) + ", " +
-            std::to_string(dft_length) + ", " + std::to_string(sample_rate));
-  if (!(lower >= 0 && lower <= upper))
-    c.error("the edges must satisfy 0 <= lower_edge_hertz <= upper_edge_hertz, got " + std::to_string(lower) + " and " +
-            std::to_string(upper));
-  auto to_mel = [](double hz) { return 2595 * std::log10(1 + hz / 700); };
-  double low_mel = to_mel(lower), step = (to_mel(upper) - low_mel) / static_cast<double>(bins + 2);
-  // The spectrogram bin of each of the bins + 2 edge frequencies, spaced evenly on the mel scale.
-  std::vector<int64_t> edge(bins + 2);
-  for (int64_t i = 0; i < bins + 2; ++i) {
-    double hz = 700 * (std::pow(10.0, (low_mel + static_cast<double>(i) * step) / 2595) - 1);
-    edge[i] =
-        static_cast<int64_t>(std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(sample_rate)));
-  }
-  int64_t rows = dft_length / 2 + 1;
-  NDArray out = NDArray::empty({rows, bins}, output_datatype(c));
-  // Triangles rising from edge i to edge i + 1 and falling to edge i + 2; rows past the
-  // spectrogram (an upper edge above the Nyquist frequency) are left out.
-  auto put = [&](int64_t row, int64_t col, double v) {
-    if (row >= 0 && row < rows) store_element(out, row * bins + col, v);
-  };
-  for (int64_t i = 0; i < bins; ++i) {
-    int64_t left = edge[i], center = edge[i + 1], right = edge[i + 2];
-    if (center == left) {
-      put(center, i, 1);
-    } else {
-      for (int64_t j = left; j <= center; ++j)
-        put(j, i, static_cast<double>(j - left) / static_cast<double>(center - left));
-    }
-    for (int64_t j = center; j < right; ++j)
-      put(j, i, static_cast<double>(right - j) / static_cast<double>(right - center));
-  }
-  return relay_ir::constant(out);
+  return relay_ir::constant(
+      runtime::mel_weight_matrix(constant_integer(c, 0, "num_mel_bins"), constant_integer(c, 1, "dft_length"),
+                                 constant_integer(c, 2, "sample_rate"), constant_scalar(c, 3, "lower_edge_hertz"),
+                                 constant_scalar(c, 4, "upper_edge_hertz"), output_datatype(c)));
 }
 
 void require_float(const ConvertContext& c, const relay_ir::TensorTypeNode& t, const std::string& what) {

@@ -303,6 +303,17 @@ class ProgramBuilder {
       } else if (op == "Range") {
         check_attrs({});
         step.builtin = "range";
+      } else if (op == "MelWeightMatrix") {  // its sizes (and rate, edges) given by the data
+        check_attrs({"output_datatype"});
+        step.builtin = "mel_weight_matrix";
+        auto it = attrs.find("output_datatype");
+        const runtime::DataType dtype = dtype_from_onnx(it == attrs.end() ? 1 : static_cast<int>(it->second->i()),
+                                                        step.origin + " output_datatype");
+        step.attrs.set("dtype", {static_cast<int64_t>(dtype.code), dtype.bits});
+      } else if (op == "STFT") {  // its frame length given by the data
+        check_attrs({"onesided"});
+        step.builtin = "stft";
+        int_attr("onesided", 1);
       } else if (op == "Dropout") {  // its ratio or training_mode given by the data (opset 12 on)
         check_attrs({"seed"});
         step.builtin = "dropout";
@@ -362,15 +373,19 @@ class ProgramBuilder {
   // take as sizes (a delta from the data, or floats: a window's length), the output sizes of a
   // Resize by scales from the data (frontend/onnx/sizes_from_data.h); CumSum's or CumProd's
   // axis, which a kernel needs as a constant; and Dropout's ratio or training_mode, which decide
-  // whether it is an error. A step (runtime/program_builtins.h)
+  // whether it is an error; MelWeightMatrix's inputs and STFT's frame length, which size the
+  // transform's coefficients. A step (runtime/program_builtins.h)
   // computes it while the model runs, so the stages around it are built for every shape (a module
   // can hold them) rather than for each value met.
   bool shaped_by_the_data(const ::onnx::GraphProto& graph, const ::onnx::NodeProto& node) {
     if (node.op_type() == kResizeOutputSize) return true;
-    static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze", "TopK",    "Slice",
-                                                     "Split",   "Expand",  "CumSum",    "CumProd", "Dropout"};
+    static const std::set<std::string> kHostSteps = {"Reshape", "Squeeze", "Unsqueeze",      "TopK",
+                                                     "Slice",   "Split",   "Expand",         "CumSum",
+                                                     "CumProd", "Dropout", "MelWeightMatrix"};
     const std::vector<std::string> values = data_.values_read(node);
     if (values.empty()) return false;
+    if (node.op_type() == "STFT")
+      return node.input_size() > 3 && std::count(values.begin(), values.end(), node.input(3));
     if (node.op_type() != "Range") return kHostSteps.count(node.op_type()) || kReductionBuiltins.count(node.op_type());
     if (node.input_size() == 3 && std::count(values.begin(), values.end(), node.input(2))) return true;
     for (const auto& in : node.input())

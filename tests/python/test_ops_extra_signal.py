@@ -87,6 +87,38 @@ def test_mel_weight_matrix(bins, dft_length, rate, lower, upper):
     assert_close(y, mel_ref(bins, dft_length, rate, lower, upper), "float32", 1e-6)
 
 
+def test_mel_weight_matrix_and_stft_sized_at_run_time_run_on_the_host(tmp_path, rng):
+    """MelWeightMatrix of inputs given at run time and STFT of a frame length given at run time
+    (ONNX's node tests give them so): the program computes them on the host between its stages
+    (runtime/signal_ops.h), so one build and its module serve every value (a module refused them:
+    "needs its num_mel_bins as a constant")."""
+    from onnx import TensorProto, helper
+    from test_symbolic_ops import save, vi
+    I64 = TensorProto.INT64
+    nodes = [helper.make_node("MelWeightMatrix", ["bins", "dft", "rate", "low", "high"], ["mel"], name="mel"),
+             helper.make_node("STFT", ["signal", "step", "", "frame"], ["spectrum"], onesided=1, name="stft"),
+             helper.make_node("Relu", ["spectrum"], ["y"])]
+    path = save(tmp_path, nodes, [vi("bins", [], I64), vi("dft", [], I64), vi("rate", [], I64), vi("low", []),
+                                  vi("high", []), vi("signal", ["N", "L", 1]), vi("step", [], I64),
+                                  vi("frame", [], I64)], [vi("mel", None), vi("y", None)])
+    lib = tessera.build(tessera.onnx.load(path), db=False)
+    lib.export(str(tmp_path / "m.so"))
+    module = tessera.load(str(tmp_path / "m.so"))
+    for bins, dft, rate, low, high, n, length, step, frame in [(8, 16, 8192, 0, 4096, 1, 64, 8, 16),
+                                                               (5, 33, 16000, 100, 7000, 2, 37, 5, 13)]:
+        signal = rng.standard_normal((n, length, 1)).astype("float32")
+        args = [np.int64(bins), np.int64(dft), np.int64(rate), np.float32(low), np.float32(high), signal,
+                np.int64(step), np.int64(frame)]
+        for runner in (lib, module):
+            mel, y = runner.run(args)
+            assert_close(mel, mel_ref(bins, dft, rate, low, high), "float32", 1e-6)
+            assert_close(y, np.maximum(stft_ref(signal, step, None, frame, 1), 0), "float32", 1e-4)
+    args[0] = np.int64(0)
+    for runner in (lib, module):
+        with pytest.raises(tessera.Error, match="MelWeightMatrix.*num_mel_bins.*must be positive"):
+            runner.run(args)
+
+
 def to_complex(x):
     return x[..., 0] + 1j * x[..., 1] if x.shape[-1] == 2 else x[..., 0]
 
