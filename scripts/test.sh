@@ -52,6 +52,10 @@ suite "ONNX node conformance, the current onnx release's cases" \
   env TESSERA_BUILD_DIR="$TESSERA_BUILD" "$TESSERA_ONNX_VENV/bin/python" "$TESSERA_ROOT/tests/onnx/run_node_tests.py" \
   --data "$TESSERA_BUILD/onnx-node-cases" --expected "$TESSERA_ROOT/tests/onnx/expected_failures_current.txt" \
   --opt-levels 2
+suite "ONNX node conformance, the current onnx release's cases, exported modules" \
+  env TESSERA_BUILD_DIR="$TESSERA_BUILD" "$TESSERA_ONNX_VENV/bin/python" "$TESSERA_ROOT/tests/onnx/run_node_tests.py" \
+  --data "$TESSERA_BUILD/onnx-node-cases" --expected "$TESSERA_ROOT/tests/onnx/expected_failures_current.txt" \
+  --export --export-expected "$TESSERA_ROOT/tests/onnx/expected_failures_current_export.txt" --opt-levels 2
 # AVX2: the widths of another x86 target (SSE4.2 and AArch64 are checked by the model tests).
 suite "ONNX node conformance, llvm -mcpu=x86-64-v3" \
   env TESSERA_BUILD_DIR="$TESSERA_BUILD" "$TESSERA_PYTHON" "$TESSERA_ROOT/tests/onnx/run_node_tests.py" \

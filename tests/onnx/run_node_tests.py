@@ -8,7 +8,7 @@ in expected_failures.txt. Exits nonzero when an unlisted test fails or a listed 
 
     /usr/bin/python3 tests/onnx/run_node_tests.py [-k REGEX] [-j 2] [--opt-levels 0,1,2,3] [--target TARGET]
                                                   [--data DIR --expected FILE] [--write-expected]
-                                                  [--backend onnxruntime] [--export]
+                                                  [--backend onnxruntime] [--export [--export-expected FILE]]
 
 The current suite runs in the venv that has its onnx (scripts/setup.sh: ensure_onnx_current):
     build/onnx-current/bin/python tests/onnx/run_node_tests.py --data build/onnx-node-cases \
@@ -19,7 +19,8 @@ at every listed graph optimization level. The expected failures are the same on 
 The summary counts the tests passed by opset band (a test's opset: its model's default domain).
 With --export each library is written as a module and loaded back (tessera.load), and the module
 runs the test; the tests whose model cannot be exported are expected failures of their own
-(expected_failures_export.txt), beside the suite's.
+(expected_failures_export.txt; the current release's: --export-expected
+tests/onnx/expected_failures_current_export.txt), beside the suite's.
 """
 import argparse
 import json
@@ -133,6 +134,9 @@ def main():
     parser.add_argument("--export", action="store_true",
                         help="export each test's library and run the module loaded back with the runtime alone; the "
                              "tests that cannot be exported are listed in expected_failures_export.txt")
+    parser.add_argument("--export-expected", default=EXPORT_EXPECTED,
+                        help="the tests that cannot be exported (with --export; default: ONNX 1.12's, "
+                             "expected_failures_export.txt)")
     args = parser.parse_args()
     DATA, EXPECTED = args.data, args.expected
     os.environ["TESSERA_NODE_BACKEND"] = args.backend
@@ -158,7 +162,7 @@ def main():
 
     expected = read_expected(EXPECTED) if args.backend == "tessera" else {}
     if args.export:
-        expected.update(read_expected(EXPORT_EXPECTED))
+        expected.update(read_expected(args.export_expected))
     passed = sorted(t for t in tests if results[t]["status"] == "pass")
     failed = sorted(t for t in tests if results[t]["status"] != "pass")
     unexpected = [t for t in failed if t not in expected]
@@ -173,7 +177,7 @@ def main():
             f.write("# ONNX node tests expected to fail, each with the reason. run_node_tests.py fails when a\n"
                     "# test not listed here fails, or a listed one passes.\n")
             for t in failed:
-                if not (args.export and t in read_expected(EXPORT_EXPECTED)):
+                if not (args.export and t in read_expected(args.export_expected)):
                     f.write(f"{t}  # {expected.get(t) or reason_of(results[t]['message'])}\n")
     ran = f"target {args.target}{' (exported)' if args.export else ''}" if args.backend == "tessera" else args.backend
     print(f"{ran}, opt levels {args.opt_levels}: {len(unexpected)} unexpected failures, "
