@@ -8,8 +8,8 @@
 
 #include "relay_ir/expr.h"
 #include "runtime/element.h"
-#include "tensor_ir/shape_expr.h"
 #include "runtime/error.h"
+#include "tensor_ir/shape_expr.h"
 
 namespace tessera::driver {
 

@@ -85,7 +85,9 @@ std::optional<std::vector<Var>> same_dimension_where_positive(const Expr& a, con
 const Expr& simpler_dimension(const Expr& a, const Expr& b) {
   const size_t na = vars_of(a).size(), nb = vars_of(b).size();
   if (na != nb) return na < nb ? a : b;
-  return to_string(a).size() <= to_string(b).size() ? a : b;
+  const std::string sa = to_string(a), sb = to_string(b);  // the same either way round
+  if (sa.size() != sb.size()) return sa.size() < sb.size() ? a : b;
+  return sa <= sb ? a : b;
 }
 
 void require_same_dimension(const Expr& a, const Expr& b, const std::string& message) {

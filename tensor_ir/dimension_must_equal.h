@@ -59,7 +59,8 @@ bool same_dimension(const Expr& a, const Expr& b);
 // such variables make them equal.
 std::optional<std::vector<Var>> same_dimension_where_positive(const Expr& a, const Expr& b);
 // Of two dimensions equal where some variables are positive, the one a broadcast of them gives
-// (the one of fewer variables: L rather than the slice's expression of L and P).
+// (the one of fewer variables: L rather than the slice's expression of L and P), whichever order
+// they come in.
 const Expr& simpler_dimension(const Expr& a, const Expr& b);
 // Where `a` and `b`, not the same dimension, are two variables, throws a requirement that the
 // second be the first; where they are the same once a variable of theirs is a multiple of a
