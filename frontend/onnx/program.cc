@@ -70,12 +70,6 @@ class ProgramBuilder {
 
  private:
   std::shared_ptr<ProgramPlan> program(const ::onnx::GraphProto& graph, std::vector<std::string> inputs) {
-    // The graph's own scope: it reads the constants around it, but its inputs, initializers and
-    // nodes shadow theirs (an If's two branches each define a Constant of the same name). Its
-    // stages keep this scope.
-    const std::shared_ptr<std::map<std::string, NDArray>> outer = constants_;
-    constants_ = std::make_shared<std::map<std::string, NDArray>>(*outer);
-    for (const std::string& in : inputs) constants_->erase(in);
     for (const auto& init : graph.initializer()) (*constants_)[init.name()] = tensor_from_proto(init, base_dir_);
     auto p = std::make_shared<ProgramPlan>();
     p->inputs = std::move(inputs);
@@ -113,7 +107,6 @@ class ProgramBuilder {
         (*constants_)[graph.node(i).output(0)] = *value;
         continue;
       }
-      for (const auto& out : graph.node(i).output()) constants_->erase(out);
       if (shaped_by_the_data(graph, graph.node(i))) {
         add_stage(*p, graph, stage, last_read);
         stage.clear();
@@ -138,7 +131,6 @@ class ProgramBuilder {
     for (const ProgramStep& s : p->steps)
       for (const auto& name : s.inputs)
         if (constants_->count(name)) p->constants.emplace_back(name, constants_->at(name));
-    constants_ = outer;
     return p;
   }
 
@@ -419,7 +411,8 @@ class ProgramBuilder {
   const ::onnx::ModelProto& model_;
   std::string base_dir_;
   const ImportOptions& options_;
-  std::shared_ptr<std::map<std::string, NDArray>> constants_;  // in the graph walked: initializers, bound inputs
+  // Every graph's initializers and Constants (their names unique: with_unique_names), the bound inputs.
+  std::shared_ptr<std::map<std::string, NDArray>> constants_;
   std::set<std::string> non_tensors_;                          // collect_non_tensors
   DataDependence data_;
 };
