@@ -334,11 +334,7 @@ class ProgramBuilder {
     }
     if (op == "slice") return {sliced(x, input(1), input(3))};
     if (op == "range") return {ValueType{ValueType::Kind::Tensor, x.dtype, SymbolicShape{fresh()}}};
-    if (op == "mel_weight_matrix") {
-      const std::vector<int64_t>& dtype = step.attrs.get_ints("dtype");
-      return {of(runtime::DataType(static_cast<runtime::TypeCode>(dtype.at(0)), static_cast<int>(dtype.at(1))),
-                 {fresh(), fresh()})};
-    }
+    if (op == "mel_weight_matrix") return {of(step.attrs.get_dtype("dtype"), {fresh(), fresh()})};
     if (op == "stft")  // [batch, frames, bins, 2]
       return {ValueType{ValueType::Kind::Tensor, x.dtype,
                         SymbolicShape{x.shape && !x.shape->empty() ? x.shape->front() : fresh(), fresh(), fresh(), 2}}};

@@ -173,12 +173,6 @@ std::vector<ProgramValue> split_by_lengths(const ProgramStep& step, const std::v
   return out;
 }
 
-// A DataType set as an attribute {code, bits}.
-DataType dtype_of(const std::vector<int64_t>& code_and_bits) {
-  if (code_and_bits.size() != 2) fail("a dtype attribute must hold a type code and a bit width");
-  return DataType(static_cast<TypeCode>(code_and_bits[0]), static_cast<int>(code_and_bits[1]));
-}
-
 std::vector<ProgramValue> data_dependent(const ProgramStep& step, const std::vector<ProgramValue>& in) {
   auto tensor = [&](size_t i) -> const NDArray& {
     if (i >= in.size() || in[i].is_none()) fail("input ", i, " is missing");
@@ -196,10 +190,10 @@ std::vector<ProgramValue> data_dependent(const ProgramStep& step, const std::vec
     return t;
   };
   if (op == "mel_weight_matrix")
-    return {mel_weight_matrix(
-        integer_value(scalar(0, "num_mel_bins"), 0), integer_value(scalar(1, "dft_length"), 0),
-        integer_value(scalar(2, "sample_rate"), 0), element_as_double(scalar(3, "lower_edge_hertz"), 0),
-        element_as_double(scalar(4, "upper_edge_hertz"), 0), dtype_of(step.attrs.get_ints("dtype")))};
+    return {mel_weight_matrix(integer_value(scalar(0, "num_mel_bins"), 0), integer_value(scalar(1, "dft_length"), 0),
+                              integer_value(scalar(2, "sample_rate"), 0),
+                              element_as_double(scalar(3, "lower_edge_hertz"), 0),
+                              element_as_double(scalar(4, "upper_edge_hertz"), 0), step.attrs.get_dtype("dtype"))};
   if (op == "stft")
     return {stft(tensor(0), integer_value(scalar(1, "frame_step"), 0),
                  given(2) ? std::optional<NDArray>(tensor(2)) : std::nullopt,

@@ -23,6 +23,12 @@ int64_t StepAttrs::get_int(const std::string& name) const {
   return v[0];
 }
 
+DataType StepAttrs::get_dtype(const std::string& name) const {
+  const std::vector<int64_t>& v = get_ints(name);
+  if (v.size() != 2) fail("attribute '", name, "' must hold a type code and a bit width, got ", v.size(), " integers");
+  return DataType(static_cast<TypeCode>(v[0]), static_cast<int>(v[1]));
+}
+
 void StepAttrs::set(const std::string& name, std::vector<int64_t> values, bool scalar) {
   for (Item& i : items_)
     if (i.name == name) {

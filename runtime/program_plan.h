@@ -27,6 +27,9 @@ class StepAttrs {
   const std::vector<int64_t>& get_ints(const std::string& name) const;
   void set(const std::string& name, int64_t value) { set(name, std::vector<int64_t>{value}, true); }
   void set(const std::string& name, std::vector<int64_t> values, bool scalar = false);
+  // An element type, held as {type code, bits}; get_dtype throws naming a malformed one.
+  DataType get_dtype(const std::string& name) const;
+  void set_dtype(const std::string& name, DataType dtype) { set(name, {static_cast<int64_t>(dtype.code), dtype.bits}); }
 
   struct Item {
     std::string name;

@@ -299,9 +299,8 @@ class ProgramBuilder {
         check_attrs({"output_datatype"});
         step.builtin = "mel_weight_matrix";
         auto it = attrs.find("output_datatype");
-        const runtime::DataType dtype = dtype_from_onnx(it == attrs.end() ? 1 : static_cast<int>(it->second->i()),
-                                                        step.origin + " output_datatype");
-        step.attrs.set("dtype", {static_cast<int64_t>(dtype.code), dtype.bits});
+        step.attrs.set_dtype("dtype", dtype_from_onnx(it == attrs.end() ? 1 : static_cast<int>(it->second->i()),
+                                                      step.origin + " output_datatype"));
       } else if (op == "STFT") {  // its frame length given by the data
         check_attrs({"onesided"});
         step.builtin = "stft";
