@@ -76,21 +76,25 @@ NDArray stft(const NDArray& signal, int64_t frame_step, const std::optional<NDAr
   }
   const int64_t frames = (length - frame_length) / frame_step + 1;
   const int64_t bins = onesided ? frame_length / 2 + 1 : frame_length;
+  // exp(-2 pi i m / L) for each m = k n mod L (the angle reduced exactly), the same for every frame.
+  std::vector<double> cosine(frame_length), sine(frame_length);
+  for (int64_t m = 0; m < frame_length; ++m) {
+    const double angle = -2 * kPi * static_cast<double>(m) / static_cast<double>(frame_length);
+    cosine[m] = std::cos(angle);
+    sine[m] = std::sin(angle);
+  }
   NDArray out = NDArray::empty({batch, frames, bins, 2}, signal.dtype());
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t f = 0; f < frames; ++f)
       for (int64_t k = 0; k < bins; ++k) {
         double re = 0, im = 0;
         for (int64_t n = 0; n < frame_length; ++n) {
-          const int64_t at = (b * length + f * frame_step + n) * parts;
+          const int64_t at = (b * length + f * frame_step + n) * parts, m = (k * n) % frame_length;
           const double w = window ? element_as_double(*window, n) : 1.0;
           const double x = element_as_double(signal, at) * w,
                        y = parts == 2 ? element_as_double(signal, at + 1) * w : 0;
-          // exp(-2 pi i k n / L), its angle reduced exactly first
-          const double angle =
-              -2 * kPi * static_cast<double>((k * n) % frame_length) / static_cast<double>(frame_length);
-          re += x * std::cos(angle) - y * std::sin(angle);
-          im += x * std::sin(angle) + y * std::cos(angle);
+          re += x * cosine[m] - y * sine[m];
+          im += x * sine[m] + y * cosine[m];
         }
         const int64_t o = ((b * frames + f) * bins + k) * 2;
         store_element(out, o, re);
