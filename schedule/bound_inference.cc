@@ -196,9 +196,11 @@ class BoundInference {
   // The region of spec.tensor that the iteration `offset` steps further along `from` reads (the
   // loops inside `from` ranging), and which share of it each iteration of `at` fetches: the
   // `offset` iterations of `from` before that one, times the iterations of the loops from
-  // `from` down to `at`, each take one.
+  // `from` down to `at`, each take one. A `from` fused into a leaf steps along that leaf by the
+  // iterations of the loops fused inside it.
   PrefetchRegion infer_prefetch(const StagePlan& p, const PrefetchSpec& spec) {
-    size_t at = context_position(p, spec.at, "at", spec), from = context_position(p, spec.from, "from", spec);
+    auto [from_leaf, inside] = spec.from_stage->leaf_of_fused(spec.from);
+    size_t at = context_position(p, spec.at, "at", spec), from = context_position(p, from_leaf, "from", spec);
     if (from > at)
       fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": loop ", spec.from->name, " is inside ",
            spec.at->name);
@@ -206,6 +208,10 @@ class BoundInference {
       if (!as_const_int(spec.tensor->shape[d]))
         fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": its dimension ", d, " (",
              to_string(spec.tensor->shape[d]), ") is symbolic; a prefetch needs a static shape");
+    const auto& from_extent = spec.from_stage == p.stage ? p.extent : planned(spec.from_stage, *p.stage)->extent;
+    Expr steps(spec.offset);
+    for (const Loop& l : inside) steps = steps * from_extent.at(l.get());
+    steps = simplify(steps);
     AccessCollector collect(spec.tensor.get());
     collect.visit(p.body);
     if (collect.accesses.empty())
@@ -215,7 +221,7 @@ class BoundInference {
       const auto& [var, ext] = p.context[i];
       ranging[var.get()] = {make_zero(kIndexType), arith::eval_interval(simplify(ext - 1), ranging).max};
     }
-    VarMap ahead{{spec.from->var.get(), spec.from->var + Expr(spec.offset)}};
+    VarMap ahead{{from_leaf->var.get(), from_leaf->var + steps}};
     std::vector<arith::Interval> needed(spec.tensor.ndim());
     for (size_t a = 0; a < collect.accesses.size(); ++a) {
       for (size_t d = 0; d < needed.size(); ++d) {
@@ -227,7 +233,7 @@ class BoundInference {
         needed[d] = a ? arith::union_of(needed[d], iv) : iv;
       }
     }
-    PrefetchRegion r{spec.at, spec.tensor, {}, {}, floormod(spec.from->var, Expr(spec.offset)), spec.offset};
+    PrefetchRegion r{spec.at, spec.tensor, {}, {}, floormod(from_leaf->var, steps), steps};
     // Constant extents keep the arithmetic of the prefetch loop cheap; the region may then run
     // past the end of the tensor (in the last iterations), which a prefetch may: it never faults.
     for (size_t d = 0; d < needed.size(); ++d) {
@@ -247,9 +253,10 @@ class BoundInference {
         fail("prefetch of ", spec.tensor.name(), " on stage ", p.stage->name(), ": loop ", p.context[i].first.name(),
              " has no constant extent (", to_string(p.context[i].second), ")");
       r.part = r.part * Expr(extent) + p.context[i].first;
-      r.parts *= extent;
+      r.parts = r.parts * Expr(extent);
     }
     r.part = simplify(r.part);
+    r.parts = simplify(r.parts);
     return r;
   }
 

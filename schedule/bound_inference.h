@@ -17,14 +17,15 @@ namespace tessera::schedule {
 // A prefetch of the stage (Stage::prefetch): the region of `tensor` the iteration `offset` steps
 // further along `from` reads (per dimension its first index, in terms of the loops around
 // `from`, and its constant extent); its cache lines are fetched in `parts` equal shares, share
-// `part` at the start of each iteration of `at`.
+// `part` at the start of each iteration of `at` (`parts` is symbolic where `from` steps over
+// loops of symbolic extent).
 struct PrefetchRegion {
   Loop at;
   Tensor tensor;
   std::vector<Expr> min;
   std::vector<int64_t> extent;
   Expr part;
-  int64_t parts = 1;
+  Expr parts;
 };
 
 struct StagePlan {

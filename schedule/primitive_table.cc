@@ -95,7 +95,7 @@ const std::vector<Primitive>& primitives() {
        [](Schedule& s, Stage& st, const Instruction& inst) -> Made {
          const Tensor& tensor = s.stage(inst.str_attr("tensor")).op();
          Stage& from_stage = s.stage(inst.str_attr("from_stage"));
-         Loop from = from_stage.loop(inst.str_attr("from"));
+         Loop from = from_stage.loop_or_fused(inst.str_attr("from"));
          st.prefetch(tensor, loop(st, inst, 0), from_stage, from, inst.int_attr("offset"));
          return {};
        }},

@@ -98,6 +98,29 @@ Loop Stage::loop(const std::string& name) const {
   fail("stage ", name_, " has no loop '", name, "' (its loops are: ", names.empty() ? "none" : names, ")");
 }
 
+Loop Stage::loop_or_fused(const std::string& name) const {
+  for (const auto& r : relations_)
+    if (r.kind == Relation::Fuse)
+      for (const Loop& l : {r.fuse.outer, r.fuse.inner})
+        if (l->name == name) return l;
+  return loop(name);
+}
+
+std::pair<Loop, std::vector<Loop>> Stage::leaf_of_fused(const Loop& loop) const {
+  Loop at = loop;
+  std::vector<Loop> inside;
+  while (std::find(leaf_loops_.begin(), leaf_loops_.end(), at) == leaf_loops_.end()) {
+    auto r = std::find_if(relations_.begin(), relations_.end(), [&](const Relation& r) {
+      return r.kind == Relation::Fuse && (r.fuse.outer == at || r.fuse.inner == at);
+    });
+    if (r == relations_.end())
+      fail("stage ", name_, ": loop ", loop->name, " is neither a current loop nor fused into one");
+    if (r->fuse.outer == at) inside.push_back(r->fuse.inner);
+    at = r->fuse.fused;
+  }
+  return {at, inside};
+}
+
 Loop Stage::loop(const Var& var) const {
   for (const auto& l : leaf_loops_)
     if (l->var.same_as(var)) return l;
@@ -260,11 +283,12 @@ void Stage::prefetch(const Tensor& tensor, const Loop& at, Stage& from_stage, co
   if (!tensor) fail("prefetch on stage ", name_, ": undefined tensor");
   Stage& source = (*schedule_)[tensor];
   leaf_position(at, "prefetch");
-  from_stage.leaf_position(from, "prefetch");
+  if (!from) fail("prefetch on stage ", name_, ": undefined loop");
+  from_stage.leaf_of_fused(from);
   if (at->for_kind == ForKind::Vectorized) fail("prefetch on stage ", name_, ": loop ", at->name, " is vectorized");
   if (offset < 1) fail("prefetch on stage ", name_, ": offset must be at least 1, got ", offset);
   if (!depends_on(op_, source.op())) fail("prefetch: stage ", name_, " does not read ", source.name_);
-  prefetches_.push_back({source.op(), at, from, offset});
+  prefetches_.push_back({source.op(), at, from, &from_stage, offset});
   record({"prefetch",
           "",
           {at->name},

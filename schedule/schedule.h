@@ -66,10 +66,12 @@ const std::vector<std::string>& thread_axis_tags();
 void check_storage_scope(const char* primitive, const std::string& stage, const std::string& scope);
 
 // A prefetch (Stage::prefetch): the part of `tensor` that the iteration `offset` steps further
-// along `from` reads, fetched into cache a share per iteration of `at`.
+// along `from` reads, fetched into cache a share per iteration of `at`. `from` is a leaf loop of
+// `from_stage` or a loop fused into one.
 struct PrefetchSpec {
   Tensor tensor;
   Loop at, from;
+  const class Stage* from_stage = nullptr;
   int64_t offset = 1;
 };
 
@@ -103,6 +105,12 @@ class Stage {
   Loop loop(const std::string& name) const;
   Loop loop(const IterVar& axis) const;
   Loop loop(const Var& var) const;
+  // A current loop of this stage by name, or a loop fused into one.
+  Loop loop_or_fused(const std::string& name) const;
+  // The current loop that `loop` is or was fused into, and the loops fused inside `loop` on the
+  // way (the product of their extents is its stride along that leaf). Fails where `loop` was
+  // split or is not this stage's.
+  std::pair<Loop, std::vector<Loop>> leaf_of_fused(const Loop& loop) const;
 
   // --- loop primitives -------------------------------------------------------------------
   std::pair<Loop, Loop> split(const Loop& parent, int64_t factor);
@@ -129,12 +137,15 @@ class Stage {
   // `offset` steps further along `from` reads (every loop inside `from` ranging) is fetched into
   // cache (L2) in even shares, one at the start of each iteration of `at`, across the `offset`
   // iterations of `from` before it. A matrix product whose weight panel serves several row
-  // tiles fetches the next panel while the current one's tiles run (from: the tile loop, offset:
-  // tiles per panel, at: the reduction loop), at the rate they compute rather than in one burst
-  // that waits on memory. `tensor` is read by this stage (directly or through inlined stages);
-  // `from` is `at` or a loop around it: this stage's own, or one of `from_stage`, a stage this
-  // one is computed in; the loops from `from` down to `at` have constant extents. Near the end of
-  // `from` the part fetched may lie past the tensor's end: prefetches never fault.
+  // tiles fetches the next panel while the current one's tiles run (from: the panel loop,
+  // offset: 1, at: the reduction loop), at the rate they compute rather than in one burst that
+  // waits on memory. `tensor` is read by this stage (directly or through inlined stages); `from`
+  // is `at` or a loop around it: this stage's own, or one of `from_stage`, a stage this one is
+  // computed in; the loops from `from` down to `at` have constant extents. `from` may be a loop
+  // fused into one around `at` (the panel loop fused with the row tiles'): its next iteration is
+  // then as many steps ahead on that loop as the loops fused inside it run, a count that follows
+  // symbolic sizes. Near the end of `from` the part fetched may lie past the tensor's end:
+  // prefetches never fault.
   void prefetch(const Tensor& tensor, const Loop& at, Stage& from_stage, const Loop& from, int64_t offset);
 
   // --- where the stage is computed -------------------------------------------------------

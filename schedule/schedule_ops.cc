@@ -3,6 +3,7 @@
 #include "runtime/error.h"
 #include "tensor_ir/op.h"
 #include "tensor_ir/printer.h"
+#include "tensor_ir/size_hint.h"
 
 namespace tessera::schedule {
 
@@ -66,25 +67,50 @@ class NestBuilder {
       int64_t bytes = t.dtype().element_bytes(), per_line = std::max<int64_t>(1, kLineBytes / bytes);
       int64_t run_lines = (run * bytes + kLineBytes - 1) / kLineBytes, total = run_lines;
       for (size_t d = 0; d < k; ++d) total *= f.extent[d];
-      if (total == 0 || f.parts == 0) continue;  // an empty tensor, or loops that never run
+      if (total == 0 || is_zero(f.parts)) continue;  // an empty tensor, or loops that never run
       // The share: `count` lines from the part's first one, a constant count so the loop
-      // unrolls (neighbouring shares may overlap by a line: a line already on its way costs
-      // little).
-      int64_t count = (total + f.parts - 1) / f.parts;
+      // unrolls. Constant parts share the lines evenly (neighbouring shares may overlap by a
+      // line: a line already on its way costs little). Symbolic parts take shares of the count
+      // at the size hints in order, skipping lines past the region: where there are fewer parts
+      // than at the hints, the last lines go unfetched. What does not change along `at` (the
+      // region's first indices, with their divisions by sizes) is bound ahead of the guarded
+      // lines, where LLVM hoists it out of `at`. (A count computed at run time makes a loop of
+      // unknown extent per share, which costs more than its fetches save.)
       Var line("prefetch_line");
-      Expr g = floordiv(f.part * Expr(total), Expr(f.parts)) + line;
+      std::vector<Expr> region_min = f.min;
+      std::vector<std::pair<Var, Expr>> lets;
+      int64_t count;
+      Expr first;
+      if (const int64_t* parts = as_const_int(f.parts)) {
+        count = (total + *parts - 1) / *parts;
+        first = floordiv(f.part * Expr(total), Expr(*parts));
+      } else {
+        const int64_t parts_hint = std::max<int64_t>(1, tile_size_hint(f.parts));
+        count = (total + parts_hint - 1) / parts_hint;
+        for (size_t d = 0; d <= k; ++d) {
+          if (as_const_int(region_min[d])) continue;
+          lets.emplace_back(Var("prefetch_min"), region_min[d]);
+          region_min[d] = lets.back().first;
+        }
+        lets.emplace_back(Var("prefetch_first"), f.part * Expr(count));
+        first = lets.back().first;
+      }
+      Expr g = first + line;
       std::vector<Expr> index(t.ndim(), Expr(0));
       Expr rest = floordiv(g, Expr(run_lines));
       for (size_t d = k; d-- > 0;) {
-        index[d] = f.min[d] + floormod(rest, Expr(f.extent[d]));
+        index[d] = region_min[d] + floormod(rest, Expr(f.extent[d]));
         rest = floordiv(rest, Expr(f.extent[d]));
       }
-      index[k] = f.min[k];
+      index[k] = region_min[k];
       // Lines run on past the last dimension (over the whole ones after k); with no outer
       // dimensions, the last share's overlap may run past the region too.
       index.back() = index.back() + (k == 0 ? g : floormod(g, Expr(run_lines))) * Expr(per_line);
       Stmt fetch = Evaluate::make(call(Intrinsic::prefetch, {ProducerLoad::make(t, index)}));
-      fetches.push_back(For::make(line, Expr(0), Expr(count), ForKind::Unrolled, fetch, {}));
+      if (!lets.empty()) fetch = IfThenElse::make(g < Expr(total), fetch, Stmt());
+      Stmt lines = For::make(line, Expr(0), Expr(count), ForKind::Unrolled, fetch, {});
+      for (auto it = lets.rbegin(); it != lets.rend(); ++it) lines = LetStmt::make(it->first, it->second, lines);
+      fetches.push_back(lines);
     }
     if (fetches.empty()) return body;
     fetches.push_back(body);

@@ -113,16 +113,10 @@ void schedule_blocked(Schedule& s, const Tensor& out, const Tensor& product, Tem
   r.vectorize(m);
   // The tiles of one block of output channels fetch the next block's weights, a share per
   // input channel: in a model they come from memory (ResNet's 3x3 layers at 7x7 and 14x14 read
-  // 2.4 to 9.4 MB of them per call), and the first tile of a block would wait on them. With
-  // rows outermost, consecutive tiles are consecutive blocks. With blocks outermost, the tiles of
-  // a block are counted at the size hints: at another size of a symbolic image the fetch runs
-  // ahead by more or less than a block, which still brings most of the next block's weights
-  // before their first tile where the tiles per block are close to the hint's (the versions by
-  // width, conv_width_versions.h).
-  int64_t tiles_per_block = (dim_hint(out, out.ndim() - 1) + tile - 1) / tile;
-  for (size_t d = 0; d + 1 < rank; ++d) tiles_per_block *= dim_hint(out, 2 + d);
-  if (knobs.choose_flag("conv.prefetch", true))
-    r.prefetch(nn::stored_source(s, inputs.back()), inner[0], y, fused, by_rows ? 1 : tiles_per_block);
+  // 2.4 to 9.4 MB of them per call), and the first tile of a block would wait on them. The next
+  // block is one step of the block loop `mo` fused into the tiles': the tile after this one with
+  // rows outermost, a block's tiles ahead (however many a symbolic image has) otherwise.
+  if (knobs.choose_flag("conv.prefetch", true)) r.prefetch(nn::stored_source(s, inputs.back()), inner[0], y, mo, 1);
 }
 
 // Where the padded input comes from (knob "depthwise.pad"). The copy costs as much as the

@@ -175,10 +175,11 @@ void schedule_matmul_tiles(Schedule& s, const Tensor& out, const Tensor& product
   p.unroll(i);
   // Panels packed ahead of time are read from memory (a model's weights outgrow the caches):
   // the tiles of one panel fetch the next panel a share per reduction step, so its first tile
-  // does not wait on memory. With panels outer the next panel is a panel's row tiles ahead on
-  // the tile loop, otherwise one tile.
+  // does not wait on memory. The next panel is one step of the panel loop fused into the tiles':
+  // with panels outer a panel's row tiles ahead (however many symbolic rows make), otherwise the
+  // next tile.
   bool prefetch = knobs.choose_flag("matmul.prefetch", true);
-  if (!copied && prefetch) p.prefetch(stored_source(s, packed), ko, o, tile, panel_outer ? m / mr : 1);
+  if (!copied && prefetch) p.prefetch(stored_source(s, packed), ko, o, tiles[1], 1);
 
   if (!copied) return;
   const auto* bc = packed.as<ComputeOp>();

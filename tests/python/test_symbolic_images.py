@@ -84,6 +84,22 @@ def test_a_direct_convolution_of_symbolic_width_accumulates_whole_vectors(tmp_pa
     assert re.search(r"conv_direct\[ramp\([^\n]*\] = conv_direct\[ramp\(", lowered), lowered
 
 
+def test_weights_are_prefetched_a_symbolic_count_of_tiles_ahead(tmp_path, rng):
+    """More weights than input: the blocked form runs blocks of output channels outermost (and the
+    Winograd form's product panels of them), and a block's tiles fetch the next block's weights.
+    The next block is as many tiles ahead as the image makes (it was the count at the size hints:
+    at other sizes the fetch ran blocks ahead or behind), a share of its lines per step."""
+    path, reference = conv_model(tmp_path, rng, ["H", "W"], 64, 64, (3, 3), pads=[1, 1, 1, 1])
+    lib, module = built_once(tmp_path, path, {"N": 1, "H": 7, "W": 7})
+    lowered = "\n".join(k["lowered"] for k in lib.kernels)
+    ahead = re.findall(r"let prefetch_min\w* = \([\w.]+ \+ ([^\n]*)", lowered)
+    assert ahead and all("H" in a and "W" in a for a in ahead), lowered
+    for n, h, w in [(1, 7, 7), (2, 3, 41), (1, 20, 20), (1, 1, 1)]:
+        x = rng.standard_normal((n, 64, h, w)).astype("float32")
+        for runner in (lib, module):  # sums of 576 products up to ~40, some by Winograd's form
+            np.testing.assert_allclose(runner.run([x])[0], reference(x), rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("out_channels", [16, 32])
 def test_a_convolution_of_few_input_channels_exports_before_any_run(tmp_path, rng, out_channels):
     """3 input channels: the blocked form walks output rows outermost and prefetches the next

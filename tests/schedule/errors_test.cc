@@ -99,6 +99,12 @@ TEST(ScheduleErrors, PrefetchNeedsATensorReadAroundTheLoop) {
   t[mm.C].split(t[mm.C].loop("k"), 2);
   msg = error_of([&] { lower(t, {mm.A, mm.B, mm.C}); });
   EXPECT_TRUE(contains(msg, "its at loop k is not a loop around the stage's computation")) << msg;
+  // `from` may be a loop fused into a current one, not one split.
+  Schedule w({mm.C});
+  Loop i = w[mm.C].loop("i");
+  w[mm.C].split(i, 2);
+  msg = error_of([&] { w[mm.C].prefetch(mm.A, w[mm.C].loop("k"), w[mm.C], i, 1); });
+  EXPECT_TRUE(contains(msg, "stage C: loop i is neither a current loop nor fused into one")) << msg;
   // The tensor must be read by the stage itself, not only by a stage computed before it.
   Tensor A2 = compute(
       {Expr(8), Expr(8)}, [&](const std::vector<Var>& i) { return mm.A(i[0], i[1]) * 2; }, "A2");

@@ -168,6 +168,18 @@ inline const std::vector<Case>& schedule_cases() {
          C(s, mm).prefetch(mm.A, C(s, mm).loop("k"), C(s, mm), io, 1);
        },
        {"prefetch(A[i.outer*44 + (i.inner*1221 + j*33 + k*3) // 1628*16 + 44])\n          C["}},
+      {"prefetch_along_a_fused_loop",
+       [](Schedule& s, const Matmul& mm) {
+         // The next block of 4 rows of A is one step of i.outer, fused outside j.outer's 5
+         // steps: 5 steps ahead on the fused loop, whose 5 x 4 x 8 x 11 steps take a share each.
+         auto [io, ii] = C(s, mm).split(C(s, mm).loop("i"), 4);
+         auto [jo, ji] = C(s, mm).split(C(s, mm).loop("j"), 8);
+         C(s, mm).reorder({io, jo, ii, ji});
+         C(s, mm).fuse(io, jo);
+         C(s, mm).prefetch(mm.A, C(s, mm).loop("k"), C(s, mm), io, 1);
+       },
+       {"prefetch(A[i.outer.j.outer.fused // 5*44 + (i.outer.j.outer.fused % 5*1056 + i.inner*264 + j.inner*33 + "
+        "k*3) // 1760*16 + 44])"}},
       {"prefetch_rows_of_runs",
        [](Schedule& s, const Matmul& mm) {
          // Columns of B the next block of 8 reads: 11 rows of 8 floats, a line each, one per 8
