@@ -137,13 +137,15 @@ void bind_schedule(py::module_& m) {
           "prefetch",
           [](Stage& s, py::object tensor, py::object at, Stage& from_stage, py::object from, int64_t offset) {
             Tensor t = py::isinstance<Stage>(tensor) ? tensor.cast<Stage&>().op() : tensor.cast<Tensor>();
-            s.prefetch(t, to_loop(s, at), from_stage, to_loop(from_stage, from), offset);
+            Loop from_loop = py::isinstance<py::str>(from) ? from_stage.loop_or_fused(from.cast<std::string>())
+                                                           : to_loop(from_stage, from);
+            s.prefetch(t, to_loop(s, at), from_stage, from_loop, offset);
           },
           py::arg("tensor"), py::arg("at"), py::arg("from_stage"), py::arg("from_loop"), py::arg("offset") = 1,
           "Fetches into cache the part of `tensor` (a tensor or its stage) that the iteration `offset` steps further "
-          "along "
-          "`from_loop` (a loop of `from_stage`, at or around `at`) reads, a share at each iteration of `at` across the "
-          "`offset` iterations before it (Stage::prefetch in schedule.h).")
+          "along `from_loop` (a loop of `from_stage` at or around `at`, or a loop fused into one: its next iteration "
+          "is as many steps ahead as the loops fused inside it run) reads, a share at each iteration of `at` across "
+          "the iterations before it (Stage::prefetch in schedule.h).")
       .def("compute_inline", &Stage::compute_inline,
            "Substitutes this stage's expression into its consumers instead of storing it (not for outputs, "
            "placeholders or reductions).")

@@ -296,6 +296,32 @@ def test_prefetch_streams_the_next_panel(rng):
         s[CC].prefetch(B, "r", s[C], jo, 0)
 
 
+def test_prefetch_along_a_loop_fused_into_the_tile_loop(rng):
+    # The next block of 8 rows of A is one step of i.outer, fused outside j.outer's 5 tiles: the
+    # prefetch names i.outer (by its loop, and by its name in the trace) and reads 5 tiles ahead.
+    A, B, C = matmul_def(40, 70, 24)
+    s = te.create_schedule(C)
+    CC = s.cache_write(C, "local")
+    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], 8, 16)
+    fused = s[C].fuse(io, jo)
+    s[CC].compute_at(s[C], fused)
+    s[CC].prefetch(A, s[CC].op.reduce_axis[0], s[C], io, 1)
+    text = te.lower(s, [A, B, C])
+    assert "prefetch(A[i.outer.j.outer.fused // 5*192 + " in text, text
+    f = te.build(s, [A, B, C])
+    a, b = rng.standard_normal((40, 24), dtype=np.float32), rng.standard_normal((24, 70), dtype=np.float32)
+    c = np.empty((40, 70), np.float32)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert 's["C.local"].prefetch(s["A"], "r", s["C"], "i.outer", 1)' in str(s.trace)
+    A2, B2, C2 = matmul_def(40, 70, 24)
+    s2 = te.create_schedule(C2)
+    exec(str(s.trace), {"s": s2})
+    assert te.lower(s2, [A2, B2, C2]) == text
+    with pytest.raises(tessera.Error, match="stage C has no loop 'i'"):  # split, not fused
+        s[CC].prefetch(A, "r", s[C], "i", 1)
+
+
 @pytest.mark.parametrize("how", ["vector_lanes", "threads"])
 def test_rfactor_reduction(rng, how):
     n = 10007
