@@ -81,7 +81,8 @@ class NestBuilder {
       std::vector<std::pair<Var, Expr>> lets;
       int64_t count;
       Expr first;
-      if (const int64_t* parts = as_const_int(f.parts)) {
+      const int64_t* parts = as_const_int(f.parts);
+      if (parts) {
         count = (total + *parts - 1) / *parts;
         first = floordiv(f.part * Expr(total), Expr(*parts));
       } else {
@@ -107,7 +108,7 @@ class NestBuilder {
       // dimensions, the last share's overlap may run past the region too.
       index.back() = index.back() + (k == 0 ? g : floormod(g, Expr(run_lines))) * Expr(per_line);
       Stmt fetch = Evaluate::make(call(Intrinsic::prefetch, {ProducerLoad::make(t, index)}));
-      if (!lets.empty()) fetch = IfThenElse::make(g < Expr(total), fetch, Stmt());
+      if (!parts) fetch = IfThenElse::make(g < Expr(total), fetch, Stmt());
       Stmt lines = For::make(line, Expr(0), Expr(count), ForKind::Unrolled, fetch, {});
       for (auto it = lets.rbegin(); it != lets.rend(); ++it) lines = LetStmt::make(it->first, it->second, lines);
       fetches.push_back(lines);
