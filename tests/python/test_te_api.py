@@ -271,6 +271,20 @@ def test_every_trace_primitive_is_a_method_with_the_tables_parameters():
         assert pybind_params(getattr(owner, p["name"])) == p["params"], p
 
 
+def assert_40x24x70_product_computes_and_replays(s, tensors, rng):
+    """The schedule `s` of matmul_def(40, 70, 24) computes A @ B, and its printed trace, run as
+    code on a fresh definition, lowers to the same program."""
+    f = te.build(s, tensors)
+    a, b = rng.standard_normal((40, 24), dtype=np.float32), rng.standard_normal((24, 70), dtype=np.float32)
+    c = np.empty((40, 70), np.float32)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    A2, B2, C2 = matmul_def(40, 70, 24)
+    s2 = te.create_schedule(C2)
+    exec(str(s.trace), {"s": s2})
+    assert te.lower(s2, [A2, B2, C2]) == te.lower(s, tensors)
+
+
 def test_prefetch_streams_the_next_panel(rng):
     # The product computed per tile fetches the B columns of the next tile along the row, a
     # share per step of its reduction; the result is unchanged and the trace replays as code.
@@ -282,16 +296,8 @@ def test_prefetch_streams_the_next_panel(rng):
     s[CC].prefetch(B, s[CC].op.reduce_axis[0], s[C], jo, 1)
     text = te.lower(s, [A, B, C])
     assert "prefetch(B[" in text
-    f = te.build(s, [A, B, C])
-    a, b = rng.standard_normal((40, 24), dtype=np.float32), rng.standard_normal((24, 70), dtype=np.float32)
-    c = np.empty((40, 70), np.float32)
-    f(a, b, c)
-    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert_40x24x70_product_computes_and_replays(s, [A, B, C], rng)
     assert 's["C.local"].prefetch(s["B"], "r", s["C"], "j.outer", 1)' in str(s.trace)
-    A2, B2, C2 = matmul_def(40, 70, 24)
-    s2 = te.create_schedule(C2)
-    exec(str(s.trace), {"s": s2})
-    assert te.lower(s2, [A2, B2, C2]) == text
     with pytest.raises(tessera.Error, match="offset must be at least 1"):
         s[CC].prefetch(B, "r", s[C], jo, 0)
 
@@ -308,16 +314,8 @@ def test_prefetch_along_a_loop_fused_into_the_tile_loop(rng):
     s[CC].prefetch(A, s[CC].op.reduce_axis[0], s[C], io, 1)
     text = te.lower(s, [A, B, C])
     assert "prefetch(A[i.outer.j.outer.fused // 5*192 + " in text, text
-    f = te.build(s, [A, B, C])
-    a, b = rng.standard_normal((40, 24), dtype=np.float32), rng.standard_normal((24, 70), dtype=np.float32)
-    c = np.empty((40, 70), np.float32)
-    f(a, b, c)
-    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert_40x24x70_product_computes_and_replays(s, [A, B, C], rng)
     assert 's["C.local"].prefetch(s["A"], "r", s["C"], "i.outer", 1)' in str(s.trace)
-    A2, B2, C2 = matmul_def(40, 70, 24)
-    s2 = te.create_schedule(C2)
-    exec(str(s.trace), {"s": s2})
-    assert te.lower(s2, [A2, B2, C2]) == text
     with pytest.raises(tessera.Error, match="stage C has no loop 'i'"):  # split, not fused
         s[CC].prefetch(A, "r", s[C], "i", 1)
 
